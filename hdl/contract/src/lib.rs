@@ -1,0 +1,42 @@
+//! The rnic hardware/software contract, defined once.
+//!
+//! Everything the NIC RTL (`rnic-hdl`) and the host driver (`rnic`) must agree on lives here:
+//! the BAR0 register map ([`regs`]), the layouts of the records exchanged through host memory
+//! ([`wqe`], [`cqe`]) and through the context-command registers ([`qp_context`], [`mr_entry`],
+//! [`cq_context`]), and the numeric opcode/status tables ([`verbs`], [`bth`]).
+//!
+//! A record is a little-endian bit vector: bit `8*k + i` is bit `i` of byte `k` in host memory,
+//! which is also how a 512-bit AXI beat carries bytes (byte 0 in `tdata[7:0]`). A [`Field`] names
+//! a bit range of such a record; the HDL extracts it with `get_bits::<W>(lsb)` and the driver
+//! packs it with [`Field::put`]. No crate dependencies, so both sides can use it cheaply.
+#![forbid(unsafe_code)]
+
+pub mod bth;
+pub mod cq_context;
+pub mod cqe;
+pub mod field;
+pub mod mr_entry;
+pub mod qp_context;
+pub mod regs;
+pub mod verbs;
+pub mod wqe;
+
+pub use field::Field;
+
+/// Core clock of the NIC model and of the target board, in MHz.
+pub const CORE_CLOCK_MHZ: u64 = 250;
+/// Width of the DMA and MAC datapaths, in bits (one beat).
+pub const DATAPATH_BITS: usize = 512;
+/// Width of the DMA and MAC datapaths, in bytes (one beat).
+pub const DATAPATH_BYTES: usize = DATAPATH_BITS / 8;
+/// log2 of the number of QP contexts in the NIC's tables.
+pub const LOG_NUM_QPS: usize = 6;
+/// log2 of the number of memory-region key table entries.
+pub const LOG_NUM_MRS: usize = 6;
+/// log2 of the number of CQ contexts.
+pub const LOG_NUM_CQS: usize = 6;
+/// log2 of the number of WQEs a QP may have posted and not yet acknowledged by the responder
+/// (the size of the per-QP in-flight table used by the completer).
+pub const LOG_MAX_INFLIGHT_WQES: usize = 4;
+/// UDP destination port of RoCEv2 (IANA, Annex A17.2.1).
+pub const ROCEV2_UDP_PORT: u16 = 4791;

@@ -1,0 +1,49 @@
+//! QP context record, written through [`crate::regs::CMD`] with [`crate::regs::cmd_op::WRITE_QP`].
+//!
+//! The driver keeps the full context of each QP and rewrites it on every `modify_qp`; the NIC
+//! keeps its dynamic transport state (next send PSN, expected receive PSN, MSN, SQ indices)
+//! across rewrites unless an `INIT_*` flag asks to (re)load it, which is how `IBV_QP_SQ_PSN` and
+//! `IBV_QP_RQ_PSN` take effect (ibv_modify_qp(3)). A transition to RESET clears it.
+use crate::field::{check_disjoint, Field};
+
+/// ibv_qp_state value (`IBV_QPS_RESET` = 0, INIT = 1, RTR = 2, RTS = 3, ERR = 6), see
+/// [`crate::verbs::qp_state`].
+pub const STATE: Field = Field::at_bit(0, 3);
+/// 1: load the requester's next PSN from [`SQ_PSN`] and reset the SQ indices.
+pub const INIT_SQ_PSN: Field = Field::at_bit(3, 1);
+/// 1: load the responder's expected PSN from [`RQ_PSN`] and reset the MSN.
+pub const INIT_RQ_PSN: Field = Field::at_bit(4, 1);
+/// Path MTU as the ibv_mtu enum (1 = 256 … 5 = 4096 bytes).
+pub const PATH_MTU: Field = Field::at_bit(8, 3);
+/// Remote access the QP grants (`IBV_ACCESS_REMOTE_WRITE` = 2, READ = 4, ATOMIC = 8).
+pub const ACCESS: Field = Field::at_bit(12, 4);
+/// Protection domain number; must equal the MR's for every key check.
+pub const PD: Field = Field::at_bit(16, 24);
+/// Destination QP number at the peer (BTH.DestQP of our requests and ACKs).
+pub const DEST_QPN: Field = Field::at_bit(40, 24);
+/// First PSN the requester sends (with [`INIT_SQ_PSN`]).
+pub const SQ_PSN: Field = Field::at_bit(64, 24);
+/// First PSN the responder expects (with [`INIT_RQ_PSN`]).
+pub const RQ_PSN: Field = Field::at_bit(96, 24);
+/// Partition key sent in BTH.P_Key (0xFFFF default partition).
+pub const PKEY: Field = Field::at_bit(128, 16);
+/// UDP source port of this QP's packets (RoCEv2 flow entropy, Annex A17.4.5.1).
+pub const UDP_SPORT: Field = Field::at_bit(144, 16);
+/// Destination IPv4 address (first octet in bits 31:24).
+pub const DEST_IP: Field = Field::at_bit(160, 32);
+/// Destination MAC address (byte 0 of the address in bits 7:0).
+pub const DEST_MAC: Field = Field::at_bit(192, 48);
+/// Index of the CQ that receives this QP's send completions.
+pub const SEND_CQ: Field = Field::at_bit(240, 8);
+/// log2 of the SQ ring size in WQEs.
+pub const SQ_LOG_SIZE: Field = Field::at_bit(248, 4);
+/// IOVA of the SQ ring (64-byte aligned; one WQE per 64 bytes).
+pub const SQ_BASE: Field = Field::at_bit(256, 64);
+
+const _: () = assert!(check_disjoint(
+    &[
+        STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, RQ_PSN, PKEY,
+        UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_BASE
+    ],
+    512
+));

@@ -1,0 +1,92 @@
+//! Numeric values of the ibverbs enums the NIC and driver exchange (values as in rdma-core's
+//! `<infiniband/verbs.h>`, documented in ibv_post_send(3), ibv_poll_cq(3), ibv_modify_qp(3)).
+
+/// `enum ibv_wr_opcode`.
+pub mod wr_opcode {
+    pub const RDMA_WRITE: u8 = 0;
+    pub const RDMA_WRITE_WITH_IMM: u8 = 1;
+    pub const SEND: u8 = 2;
+    pub const SEND_WITH_IMM: u8 = 3;
+    pub const RDMA_READ: u8 = 4;
+    pub const ATOMIC_CMP_AND_SWP: u8 = 5;
+    pub const ATOMIC_FETCH_AND_ADD: u8 = 6;
+}
+
+/// `enum ibv_send_flags`.
+pub mod send_flags {
+    pub const FENCE: u8 = 1;
+    pub const SIGNALED: u8 = 2;
+    pub const SOLICITED: u8 = 4;
+    pub const INLINE: u8 = 8;
+}
+
+/// `enum ibv_wc_status`.
+pub mod wc_status {
+    pub const SUCCESS: u8 = 0;
+    pub const LOC_LEN_ERR: u8 = 1;
+    pub const LOC_QP_OP_ERR: u8 = 2;
+    pub const LOC_PROT_ERR: u8 = 4;
+    pub const WR_FLUSH_ERR: u8 = 5;
+    pub const BAD_RESP_ERR: u8 = 7;
+    pub const LOC_ACCESS_ERR: u8 = 8;
+    pub const REM_INV_REQ_ERR: u8 = 9;
+    pub const REM_ACCESS_ERR: u8 = 10;
+    pub const REM_OP_ERR: u8 = 11;
+    pub const RETRY_EXC_ERR: u8 = 12;
+    pub const RNR_RETRY_EXC_ERR: u8 = 13;
+    pub const FATAL_ERR: u8 = 19;
+    pub const GENERAL_ERR: u8 = 21;
+}
+
+/// `enum ibv_wc_opcode`.
+pub mod wc_opcode {
+    pub const SEND: u8 = 0;
+    pub const RDMA_WRITE: u8 = 1;
+    pub const RDMA_READ: u8 = 2;
+    pub const COMP_SWAP: u8 = 3;
+    pub const FETCH_ADD: u8 = 4;
+    pub const RECV: u8 = 128;
+    pub const RECV_RDMA_WITH_IMM: u8 = 129;
+}
+
+/// `enum ibv_wc_flags`.
+pub mod wc_flags {
+    pub const GRH: u8 = 1;
+    pub const WITH_IMM: u8 = 2;
+}
+
+/// `enum ibv_access_flags` (low bits).
+pub mod access {
+    pub const LOCAL_WRITE: u8 = 1;
+    pub const REMOTE_WRITE: u8 = 2;
+    pub const REMOTE_READ: u8 = 4;
+    pub const REMOTE_ATOMIC: u8 = 8;
+}
+
+/// `enum ibv_qp_state`.
+pub mod qp_state {
+    pub const RESET: u8 = 0;
+    pub const INIT: u8 = 1;
+    pub const RTR: u8 = 2;
+    pub const RTS: u8 = 3;
+    pub const SQD: u8 = 4;
+    pub const SQE: u8 = 5;
+    pub const ERR: u8 = 6;
+}
+
+/// `enum ibv_mtu`: path MTU code → bytes is `128 << code` (1 = 256 … 5 = 4096).
+pub mod mtu {
+    pub const MTU_256: u8 = 1;
+    pub const MTU_512: u8 = 2;
+    pub const MTU_1024: u8 = 3;
+    pub const MTU_2048: u8 = 4;
+    pub const MTU_4096: u8 = 5;
+
+    /// Bytes of payload per packet for an ibv_mtu code, or `None` for an invalid code.
+    pub const fn bytes(code: u8) -> Option<u32> {
+        match code {
+            1..=5 => Some(128u32 << code),
+            _ => None,
+        }
+    }
+}
