@@ -1,0 +1,146 @@
+//! The contract's records as rust-hdl `LogicStruct`s, so RTL code reads fields by name.
+//!
+//! `#[hdl_gen]` code cannot refer to Rust constants, so the layouts of
+//! [`rnic_contract`] are mirrored here field by field (padding named `rsvd*`); the tests at the
+//! bottom assert that every field's offset and width equal the contract's, so the two cannot
+//! drift. `From<Bits<N>>` impls let RAM words and DMA beats be viewed as records.
+use rust_hdl::prelude::*;
+
+/// Declares a record: a `LogicStruct` (fields packed LSB-first in declaration order) plus the
+/// `From<Bits<TOTAL>>` view, from one list of `field: width`.
+macro_rules! record {
+    ($(#[$m:meta])* $name:ident, $total:literal, { $($field:ident : $w:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+        pub struct $name { $(pub $field: Bits<$w>),* }
+
+        impl From<Bits<$total>> for $name {
+            fn from(x: Bits<$total>) -> Self {
+                let mut off = 0usize;
+                $( let $field = x.get_bits::<$w>(off); off += $w; )*
+                debug_assert_eq!(off, $total);
+                Self { $($field),* }
+            }
+        }
+    };
+}
+
+record!(
+    /// QP context staging record ([`rnic_contract::qp_context`]), 320 bits.
+    QpContextRec, 320, {
+        state: 3, init_sq_psn: 1, init_rq_psn: 1, rsvd0: 3, path_mtu: 3, rsvd1: 1, access: 4,
+        pd: 24, dest_qpn: 24, sq_psn: 24, rsvd2: 8, rq_psn: 24, rsvd3: 8, pkey: 16,
+        udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, rsvd4: 4,
+        sq_base: 64,
+    }
+);
+
+record!(
+    /// Memory-region key-table entry ([`rnic_contract::mr_entry`]), 256 bits.
+    MrEntryRec, 256, {
+        valid: 1, rsvd0: 3, access: 4, tag: 8, pd: 24, rsvd1: 24, va: 64, length: 64, iova: 64,
+    }
+);
+
+record!(
+    /// CQ context ([`rnic_contract::cq_context`]), 128 bits.
+    CqContextRec, 128, { valid: 1, rsvd0: 7, log_size: 5, rsvd1: 51, base: 64 }
+);
+
+record!(
+    /// Send WQE ([`rnic_contract::wqe`]), 512 bits: one DMA beat.
+    WqeRec, 512, {
+        wr_id: 64, opcode: 8, send_flags: 8, num_sge: 8, rsvd0: 8, imm_data: 32,
+        remote_addr: 64, rkey: 32, rsvd1: 32, sge0_addr: 64, sge0_length: 32, sge0_lkey: 32,
+        rsvd2: 128,
+    }
+);
+
+record!(
+    /// CQE ([`rnic_contract::cqe`]), 256 bits.
+    CqeRec, 256, {
+        wr_id: 64, byte_len: 32, imm_data: 32, qp_num: 24, opcode: 8, status: 8, wc_flags: 8,
+        rsvd0: 72, owner: 1, rsvd1: 7,
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rnic_contract::{cq_context as cq, cqe, mr_entry as mr, qp_context as qp, wqe, Field};
+
+    fn check(name: &str, offset: usize, width: usize, f: Field) {
+        assert_eq!((offset, width), (f.lsb, f.width), "field {name} drifted from the contract");
+    }
+
+    #[test]
+    fn records_match_the_contract() {
+        let q = QpContextRec::default();
+        check("state", q.get_my_offset_state(), q.get_my_width_state(), qp::STATE);
+        check("init_sq_psn", q.get_my_offset_init_sq_psn(), q.get_my_width_init_sq_psn(), qp::INIT_SQ_PSN);
+        check("init_rq_psn", q.get_my_offset_init_rq_psn(), q.get_my_width_init_rq_psn(), qp::INIT_RQ_PSN);
+        check("path_mtu", q.get_my_offset_path_mtu(), q.get_my_width_path_mtu(), qp::PATH_MTU);
+        check("access", q.get_my_offset_access(), q.get_my_width_access(), qp::ACCESS);
+        check("pd", q.get_my_offset_pd(), q.get_my_width_pd(), qp::PD);
+        check("dest_qpn", q.get_my_offset_dest_qpn(), q.get_my_width_dest_qpn(), qp::DEST_QPN);
+        check("sq_psn", q.get_my_offset_sq_psn(), q.get_my_width_sq_psn(), qp::SQ_PSN);
+        check("rq_psn", q.get_my_offset_rq_psn(), q.get_my_width_rq_psn(), qp::RQ_PSN);
+        check("pkey", q.get_my_offset_pkey(), q.get_my_width_pkey(), qp::PKEY);
+        check("udp_sport", q.get_my_offset_udp_sport(), q.get_my_width_udp_sport(), qp::UDP_SPORT);
+        check("dest_ip", q.get_my_offset_dest_ip(), q.get_my_width_dest_ip(), qp::DEST_IP);
+        check("dest_mac", q.get_my_offset_dest_mac(), q.get_my_width_dest_mac(), qp::DEST_MAC);
+        check("send_cq", q.get_my_offset_send_cq(), q.get_my_width_send_cq(), qp::SEND_CQ);
+        check("sq_log_size", q.get_my_offset_sq_log_size(), q.get_my_width_sq_log_size(), qp::SQ_LOG_SIZE);
+        check("sq_base", q.get_my_offset_sq_base(), q.get_my_width_sq_base(), qp::SQ_BASE);
+
+        let m = MrEntryRec::default();
+        check("valid", m.get_my_offset_valid(), m.get_my_width_valid(), mr::VALID);
+        check("access", m.get_my_offset_access(), m.get_my_width_access(), mr::ACCESS);
+        check("tag", m.get_my_offset_tag(), m.get_my_width_tag(), mr::TAG);
+        check("pd", m.get_my_offset_pd(), m.get_my_width_pd(), mr::PD);
+        check("va", m.get_my_offset_va(), m.get_my_width_va(), mr::VA);
+        check("length", m.get_my_offset_length(), m.get_my_width_length(), mr::LENGTH);
+        check("iova", m.get_my_offset_iova(), m.get_my_width_iova(), mr::IOVA);
+
+        let c = CqContextRec::default();
+        check("valid", c.get_my_offset_valid(), c.get_my_width_valid(), cq::VALID);
+        check("log_size", c.get_my_offset_log_size(), c.get_my_width_log_size(), cq::LOG_SIZE);
+        check("base", c.get_my_offset_base(), c.get_my_width_base(), cq::BASE);
+
+        let w = WqeRec::default();
+        check("wr_id", w.get_my_offset_wr_id(), w.get_my_width_wr_id(), wqe::WR_ID);
+        check("opcode", w.get_my_offset_opcode(), w.get_my_width_opcode(), wqe::OPCODE);
+        check("send_flags", w.get_my_offset_send_flags(), w.get_my_width_send_flags(), wqe::SEND_FLAGS);
+        check("num_sge", w.get_my_offset_num_sge(), w.get_my_width_num_sge(), wqe::NUM_SGE);
+        check("imm_data", w.get_my_offset_imm_data(), w.get_my_width_imm_data(), wqe::IMM_DATA);
+        check("remote_addr", w.get_my_offset_remote_addr(), w.get_my_width_remote_addr(), wqe::REMOTE_ADDR);
+        check("rkey", w.get_my_offset_rkey(), w.get_my_width_rkey(), wqe::RKEY);
+        check("sge0_addr", w.get_my_offset_sge0_addr(), w.get_my_width_sge0_addr(), wqe::SGE0_ADDR);
+        check("sge0_length", w.get_my_offset_sge0_length(), w.get_my_width_sge0_length(), wqe::SGE0_LENGTH);
+        check("sge0_lkey", w.get_my_offset_sge0_lkey(), w.get_my_width_sge0_lkey(), wqe::SGE0_LKEY);
+
+        let e = CqeRec::default();
+        check("wr_id", e.get_my_offset_wr_id(), e.get_my_width_wr_id(), cqe::WR_ID);
+        check("byte_len", e.get_my_offset_byte_len(), e.get_my_width_byte_len(), cqe::BYTE_LEN);
+        check("imm_data", e.get_my_offset_imm_data(), e.get_my_width_imm_data(), cqe::IMM_DATA);
+        check("qp_num", e.get_my_offset_qp_num(), e.get_my_width_qp_num(), cqe::QP_NUM);
+        check("opcode", e.get_my_offset_opcode(), e.get_my_width_opcode(), cqe::OPCODE);
+        check("status", e.get_my_offset_status(), e.get_my_width_status(), cqe::STATUS);
+        check("wc_flags", e.get_my_offset_wc_flags(), e.get_my_width_wc_flags(), cqe::WC_FLAGS);
+        check("owner", e.get_my_offset_owner(), e.get_my_width_owner(), cqe::OWNER);
+    }
+
+    #[test]
+    fn from_bits_reads_the_same_offsets() {
+        let mut rec = [0u8; 64];
+        wqe::RKEY.put(&mut rec, 0x1234_5678);
+        wqe::SGE0_LENGTH.put(&mut rec, 4096);
+        let mut bits = Bits::<512>::default();
+        for (i, b) in rec.iter().enumerate() {
+            bits = bits | (bit_cast::<512, 8>((*b as u64).to_bits()) << (8 * i as u64));
+        }
+        let w: WqeRec = bits.into();
+        assert_eq!(w.rkey, 0x1234_5678_u64.to_bits::<32>());
+        assert_eq!(w.sge0_length, 4096_u64.to_bits::<32>());
+    }
+}

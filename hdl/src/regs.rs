@@ -1,0 +1,280 @@
+//! BAR0: the AXI4-Lite register slave ([`rnic_contract::regs`]).
+use rust_hdl::prelude::*;
+
+/// Number of counter registers (one more than [`rnic_contract::regs::counter::COUNT`], a power of two).
+pub const NUM_COUNTERS: usize = 16;
+
+/// The BAR0 register block.
+///
+/// AXI4-Lite slave with one outstanding read and one outstanding write. A write is accepted when
+/// AW and W are both valid (`awready = wready` in that cycle); `bvalid` follows one cycle later,
+/// or, for [`rnic_contract::regs::CMD`], once the context command has been accepted by every table
+/// (`cmd_ready`), so a later MMIO always sees the command's effect. Reads answer one cycle after
+/// AR. Doorbell writes wait (AW/W not ready) while the doorbell FIFO is full.
+///
+/// Counters: bit `i` of `count_inc` adds one to counter `i` in that cycle (32-bit, wrapping).
+#[derive(LogicBlock)]
+pub struct BarRegs {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub awaddr: Signal<In, Bits<16>>,
+    pub awvalid: Signal<In, Bit>,
+    pub awready: Signal<Out, Bit>,
+    pub wdata: Signal<In, Bits<32>>,
+    pub wvalid: Signal<In, Bit>,
+    pub wready: Signal<Out, Bit>,
+    pub bvalid: Signal<Out, Bit>,
+    pub bready: Signal<In, Bit>,
+    pub araddr: Signal<In, Bits<16>>,
+    pub arvalid: Signal<In, Bit>,
+    pub arready: Signal<Out, Bit>,
+    pub rdata: Signal<Out, Bits<32>>,
+    pub rvalid: Signal<Out, Bit>,
+    pub rready: Signal<In, Bit>,
+    /// Counter increments, one bit per counter.
+    pub count_inc: Signal<In, Bits<NUM_COUNTERS>>,
+    /// Port MAC address (byte 0 in bits 7:0).
+    pub mac: Signal<Out, Bits<48>>,
+    /// Port IPv4 address (first octet in bits 31:24).
+    pub ip: Signal<Out, Bits<32>>,
+    /// SQ doorbell push: one cycle pulse with `db_data` = `qpn << 16 | producer index`.
+    pub db_write: Signal<Out, Bit>,
+    pub db_data: Signal<Out, Bits<32>>,
+    pub db_full: Signal<In, Bit>,
+    /// Context command, held until `cmd_ready`.
+    pub cmd_valid: Signal<Out, Bit>,
+    pub cmd_ready: Signal<In, Bit>,
+    pub cmd_op: Signal<Out, Bits<8>>,
+    pub cmd_index: Signal<Out, Bits<8>>,
+    pub cmd_record: Signal<Out, Bits<512>>,
+    counters: [DFF<Bits<32>>; NUM_COUNTERS],
+    mac_r: DFF<Bits<48>>,
+    ip_r: DFF<Bits<32>>,
+    staging: DFF<Bits<512>>,
+    cmd_pending: DFF<Bit>,
+    cmd_op_r: DFF<Bits<8>>,
+    cmd_index_r: DFF<Bits<8>>,
+    bvalid_r: DFF<Bit>,
+    rvalid_r: DFF<Bit>,
+    rdata_r: DFF<Bits<32>>,
+    wr_accept: Signal<Local, Bit>,
+    rd_value: Signal<Local, Bits<32>>,
+    a_id: Constant<Bits<16>>,
+    a_version: Constant<Bits<16>>,
+    a_caps: Constant<Bits<16>>,
+    a_clock: Constant<Bits<16>>,
+    a_mac_lo: Constant<Bits<16>>,
+    a_mac_hi: Constant<Bits<16>>,
+    a_ip: Constant<Bits<16>>,
+    a_doorbell: Constant<Bits<16>>,
+    a_cmd_data: Constant<Bits<16>>,
+    a_cmd: Constant<Bits<16>>,
+    a_counters: Constant<Bits<16>>,
+    v_id: Constant<Bits<32>>,
+    v_version: Constant<Bits<32>>,
+    v_caps: Constant<Bits<32>>,
+    v_clock: Constant<Bits<32>>,
+    c_word_mask: Constant<Bits<512>>,
+}
+
+impl Default for BarRegs {
+    fn default() -> Self {
+        use rnic_contract::{regs, regs::caps, *};
+        let caps = ((LOG_NUM_QPS as u32) << caps::LOG_QPS_SHIFT)
+            | ((LOG_NUM_MRS as u32) << caps::LOG_MRS_SHIFT)
+            | ((LOG_NUM_CQS as u32) << caps::LOG_CQS_SHIFT)
+            | ((LOG_MAX_INFLIGHT_WQES as u32) << caps::LOG_INFLIGHT_SHIFT)
+            | ((DATAPATH_BYTES as u32) << caps::DATAPATH_BYTES_SHIFT);
+        let a = |x: u16| Constant::new((x as u64).to_bits());
+        let v = |x: u32| Constant::new((x as u64).to_bits());
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            awaddr: Default::default(),
+            awvalid: Default::default(),
+            awready: Default::default(),
+            wdata: Default::default(),
+            wvalid: Default::default(),
+            wready: Default::default(),
+            bvalid: Default::default(),
+            bready: Default::default(),
+            araddr: Default::default(),
+            arvalid: Default::default(),
+            arready: Default::default(),
+            rdata: Default::default(),
+            rvalid: Default::default(),
+            rready: Default::default(),
+            count_inc: Default::default(),
+            mac: Default::default(),
+            ip: Default::default(),
+            db_write: Default::default(),
+            db_data: Default::default(),
+            db_full: Default::default(),
+            cmd_valid: Default::default(),
+            cmd_ready: Default::default(),
+            cmd_op: Default::default(),
+            cmd_index: Default::default(),
+            cmd_record: Default::default(),
+            counters: std::array::from_fn(|_| Default::default()),
+            mac_r: Default::default(),
+            ip_r: Default::default(),
+            staging: Default::default(),
+            cmd_pending: Default::default(),
+            cmd_op_r: Default::default(),
+            cmd_index_r: Default::default(),
+            bvalid_r: Default::default(),
+            rvalid_r: Default::default(),
+            rdata_r: Default::default(),
+            wr_accept: Default::default(),
+            rd_value: Default::default(),
+            a_id: a(regs::ID),
+            a_version: a(regs::VERSION),
+            a_caps: a(regs::CAPS),
+            a_clock: a(regs::CLOCK_MHZ),
+            a_mac_lo: a(regs::MAC_LO),
+            a_mac_hi: a(regs::MAC_HI),
+            a_ip: a(regs::IPV4_ADDR),
+            a_doorbell: a(regs::SQ_DOORBELL),
+            a_cmd_data: a(regs::CMD_DATA),
+            a_cmd: a(regs::CMD),
+            a_counters: a(regs::COUNTERS),
+            v_id: v(regs::ID_VALUE),
+            v_version: v(regs::VERSION_VALUE),
+            v_caps: v(caps),
+            v_clock: v(CORE_CLOCK_MHZ as u32),
+            c_word_mask: Constant::new(0xFFFF_FFFF_u64.to_bits()),
+        }
+    }
+}
+
+impl Logic for BarRegs {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, mac_r, ip_r, staging, cmd_pending, cmd_op_r, cmd_index_r, bvalid_r,
+            rvalid_r, rdata_r
+        );
+        for i in 0..16 {
+            self.counters[i].clock.next = self.clock.val();
+            self.counters[i].d.next = self.counters[i].q.val();
+            if self.count_inc.val().get_bit(i) {
+                self.counters[i].d.next = self.counters[i].q.val() + 1;
+            }
+        }
+        // Write channel: AW and W together; doorbells wait while the doorbell FIFO is full.
+        self.wr_accept.next = self.awvalid.val()
+            & self.wvalid.val()
+            & !self.bvalid_r.q.val()
+            & !self.cmd_pending.q.val()
+            & !((self.awaddr.val() == self.a_doorbell.val()) & self.db_full.val());
+        self.awready.next = self.wr_accept.val();
+        self.wready.next = self.wr_accept.val();
+        self.db_write.next = false;
+        self.db_data.next = self.wdata.val();
+        if self.wr_accept.val() {
+            self.bvalid_r.d.next = true;
+            if self.awaddr.val() == self.a_mac_lo.val() {
+                self.mac_r.d.next = (self.mac_r.q.val() & 0xFFFF_0000_0000_u64)
+                    | bit_cast::<48, 32>(self.wdata.val());
+            }
+            if self.awaddr.val() == self.a_mac_hi.val() {
+                self.mac_r.d.next = (self.mac_r.q.val() & 0xFFFF_FFFF_u64)
+                    | (bit_cast::<48, 16>(self.wdata.val().get_bits::<16>(0)) << 32);
+            }
+            if self.awaddr.val() == self.a_ip.val() {
+                self.ip_r.d.next = self.wdata.val();
+            }
+            if self.awaddr.val() == self.a_doorbell.val() {
+                self.db_write.next = true;
+            }
+            if (self.awaddr.val() & 0xFFC0) == self.a_cmd_data.val() {
+                self.staging.d.next = (self.staging.q.val()
+                    & !(self.c_word_mask.val()
+                        << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5)))
+                    | (bit_cast::<512, 32>(self.wdata.val())
+                        << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5));
+            }
+            if self.awaddr.val() == self.a_cmd.val() {
+                // The response waits for the tables to take the command.
+                self.bvalid_r.d.next = false;
+                self.cmd_pending.d.next = true;
+                self.cmd_op_r.d.next = self.wdata.val().get_bits::<8>(24);
+                self.cmd_index_r.d.next = self.wdata.val().get_bits::<8>(0);
+            }
+        }
+        if self.cmd_pending.q.val() & self.cmd_ready.val() {
+            self.cmd_pending.d.next = false;
+            self.bvalid_r.d.next = true;
+        }
+        if self.bvalid_r.q.val() & self.bready.val() {
+            self.bvalid_r.d.next = false;
+        }
+        self.bvalid.next = self.bvalid_r.q.val();
+        self.cmd_valid.next = self.cmd_pending.q.val();
+        self.cmd_op.next = self.cmd_op_r.q.val();
+        self.cmd_index.next = self.cmd_index_r.q.val();
+        self.cmd_record.next = self.staging.q.val();
+        self.mac.next = self.mac_r.q.val();
+        self.ip.next = self.ip_r.q.val();
+
+        // Read channel.
+        self.rd_value.next = 0.into();
+        if self.araddr.val() == self.a_id.val() {
+            self.rd_value.next = self.v_id.val();
+        }
+        if self.araddr.val() == self.a_version.val() {
+            self.rd_value.next = self.v_version.val();
+        }
+        if self.araddr.val() == self.a_caps.val() {
+            self.rd_value.next = self.v_caps.val();
+        }
+        if self.araddr.val() == self.a_clock.val() {
+            self.rd_value.next = self.v_clock.val();
+        }
+        if self.araddr.val() == self.a_mac_lo.val() {
+            self.rd_value.next = self.mac_r.q.val().get_bits::<32>(0);
+        }
+        if self.araddr.val() == self.a_mac_hi.val() {
+            self.rd_value.next = bit_cast::<32, 16>(self.mac_r.q.val().get_bits::<16>(32));
+        }
+        if self.araddr.val() == self.a_ip.val() {
+            self.rd_value.next = self.ip_r.q.val();
+        }
+        for i in 0..16 {
+            if (self.araddr.val() & 0xFFC0) == self.a_counters.val() {
+                if self.araddr.val().get_bits::<4>(2).index() == i {
+                    self.rd_value.next = self.counters[i].q.val();
+                }
+            }
+        }
+        self.arready.next = self.arvalid.val() & !self.rvalid_r.q.val();
+        if self.arvalid.val() & !self.rvalid_r.q.val() {
+            self.rvalid_r.d.next = true;
+            self.rdata_r.d.next = self.rd_value.val();
+        }
+        if self.rvalid_r.q.val() & self.rready.val() {
+            self.rvalid_r.d.next = false;
+        }
+        self.rvalid.next = self.rvalid_r.q.val();
+        self.rdata.next = self.rdata_r.q.val();
+
+        if self.reset.val() {
+            self.bvalid_r.d.next = false;
+            self.rvalid_r.d.next = false;
+            self.cmd_pending.d.next = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generates_verilog() {
+        let mut b = BarRegs::default();
+        b.connect_all();
+        let v = generate_verilog(&b);
+        assert!(v.contains("module top"));
+    }
+}
