@@ -11,7 +11,7 @@
 //! significant byte first. See [`reference::step`].
 //!
 //! # Pieces
-//! - [`reference`]: the bit-exact software model (`step`, `unzero`, `init_skipping`) and GF(2)
+//! - [`reference`](mod@reference): the bit-exact software model (`step`, `unzero`, `init_skipping`) and GF(2)
 //!   32×32 matrix helpers; the generator and the tests use it.
 //! - [`verilog`]: generates the Verilog-2001 cores from the model. [`verilog::cores`] holds
 //!   every module once and must be written once into its own file (see [`write_cores`]).
