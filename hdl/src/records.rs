@@ -64,6 +64,59 @@ record!(
     }
 );
 
+
+record!(
+    /// The first 80 bytes of a RoCEv2 frame as stored on the wire (byte `k` in bits
+    /// `8k+7..8k`): Ethernet (14), IPv4 (20), UDP (8), BTH (12) and 16 bytes of extension
+    /// headers (`ext`: a RETH, or an AETH in its first 4 bytes), then 10 spare bytes.
+    /// Multi-byte fields hold their bytes in network order, so a field's value as a number is
+    /// byte-swapped: the RTL builds and reads them byte by byte (IBTA Vol 1 9.2-9.3; Annex A17).
+    RoceHeader, 640, {
+        eth_dst: 48, eth_src: 48, eth_type: 16,
+        ip_vihl: 8, ip_tos: 8, ip_len: 16, ip_id: 16, ip_frag: 16, ip_ttl: 8, ip_proto: 8,
+        ip_csum: 16, ip_src: 32, ip_dst: 32,
+        udp_sport: 16, udp_dport: 16, udp_len: 16, udp_csum: 16,
+        bth_opcode: 8, bth_flags: 8, bth_pkey: 16, bth_resv8: 8, bth_dqpn: 24, bth_ackreq: 8,
+        bth_psn: 24,
+        ext: 128,
+        spare: 80,
+    }
+);
+
+
+record!(
+    /// One request packet for the TX assembler, produced by the scheduler (320 bits).
+    /// `pay_skip` is the payload's host address modulo 64: where the payload starts in its
+    /// first DMA beat.
+    TxJob, 320, {
+        opcode: 8, ackreq: 1, has_reth: 1, rsvd0: 6, psn: 24, dest_qpn: 24, pkey: 16,
+        udp_sport: 16, dest_ip: 32, dest_mac: 48, reth_va: 64, reth_rkey: 32, reth_len: 32,
+        plen: 13, pay_skip: 6, rsvd1: 5,
+    }
+);
+
+
+record!(
+    /// An ACK or NAK the responder asks the TX side to send (256 bits): the peer's addresses
+    /// from the QP context, the PSN acknowledged and the AETH (IBTA Vol 1 9.7.5).
+    AckJob, 256, {
+        dest_mac: 48, dest_ip: 32, udp_sport: 16, pkey: 16, dest_qpn: 24, psn: 24,
+        syndrome: 8, msn: 24, rsvd: 64,
+    }
+);
+
+record!(
+    /// A WQE the requester has sent and the completer must retire (128 bits), kept per QP in
+    /// the in-flight table at slot `sq_index mod 2^LOG_MAX_INFLIGHT_WQES`.
+    InflightRec, 128, { wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7 }
+);
+
+record!(
+    /// A WQE that failed before reaching the wire; the completer writes its error CQE in SQ
+    /// order (128 bits).
+    LocalCompletion, 128, { wr_id: 64, qpn: 8, status: 8, wc_opcode: 8, rsvd: 40 }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +181,14 @@ mod tests {
         check("status", e.get_my_offset_status(), e.get_my_width_status(), cqe::STATUS);
         check("wc_flags", e.get_my_offset_wc_flags(), e.get_my_width_wc_flags(), cqe::WC_FLAGS);
         check("owner", e.get_my_offset_owner(), e.get_my_width_owner(), cqe::OWNER);
+
+        // Header offsets against the byte positions of PROTOCOL.md's framing.
+        use rnic_contract::bth::len;
+        let h = RoceHeader::default();
+        assert_eq!(h.get_my_offset_ip_vihl(), 8 * len::ETH);
+        assert_eq!(h.get_my_offset_udp_sport(), 8 * (len::ETH + len::IPV4));
+        assert_eq!(h.get_my_offset_bth_opcode(), 8 * (len::ETH + len::IPV4 + len::UDP));
+        assert_eq!(h.get_my_offset_ext(), 8 * len::BASE);
     }
 
     #[test]

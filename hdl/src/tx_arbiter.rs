@@ -1,0 +1,84 @@
+//! TX frame arbiter: ACK/NAK frames from the responder between request frames.
+use crate::header_builder::HeaderBuilder;
+use crate::records::AckJob;
+use rust_hdl::prelude::*;
+
+/// Merges request frames (from the assembler's gearbox) and ACK/NAK frames into one stream.
+///
+/// Arbitration is per frame: at a frame boundary a pending ACK goes first (ACKs are small and
+/// unblock the peer's completions), else the next request frame passes through beat by beat.
+/// An ACK frame is one beat: Ethernet/IPv4/UDP/BTH (opcode ACKNOWLEDGE, 0x11) and the AETH
+/// (syndrome, MSN), 58 bytes before the ICRC.
+///
+/// Timing: combinational pass-through of request beats (0 cycles); an ACK takes one cycle.
+#[derive(LogicBlock, Default)]
+pub struct TxArbiter {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub src_mac: Signal<In, Bits<48>>,
+    pub src_ip: Signal<In, Bits<32>>,
+    pub req_valid: Signal<In, Bit>,
+    pub req_ready: Signal<Out, Bit>,
+    pub req_data: Signal<In, Bits<512>>,
+    pub req_count: Signal<In, Bits<7>>,
+    pub req_last: Signal<In, Bit>,
+    pub ack_valid: Signal<In, Bit>,
+    pub ack: Signal<In, AckJob>,
+    pub ack_read: Signal<Out, Bit>,
+    pub out_valid: Signal<Out, Bit>,
+    pub out_ready: Signal<In, Bit>,
+    pub out_data: Signal<Out, Bits<512>>,
+    pub out_count: Signal<Out, Bits<7>>,
+    pub out_last: Signal<Out, Bit>,
+    in_req: DFF<Bit>,
+    hb: HeaderBuilder,
+    a_msn: Signal<Local, Bits<24>>,
+}
+
+impl Logic for TxArbiter {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, in_req);
+        self.hb.src_mac.next = self.src_mac.val();
+        self.hb.src_ip.next = self.src_ip.val();
+        self.hb.dest_mac.next = self.ack.val().dest_mac;
+        self.hb.dest_ip.next = self.ack.val().dest_ip;
+        self.hb.udp_sport.next = self.ack.val().udp_sport;
+        self.hb.pkey.next = self.ack.val().pkey;
+        self.hb.opcode.next = 0x11.into();
+        self.hb.dest_qpn.next = self.ack.val().dest_qpn;
+        self.hb.ackreq.next = 0.into();
+        self.hb.psn.next = self.ack.val().psn;
+        self.hb.plen.next = 0.into();
+        self.hb.ext_len.next = 4.into();
+        self.a_msn.next = self.ack.val().msn;
+        // AETH: syndrome, then the MSN big-endian.
+        self.hb.ext.next = bit_cast::<128, 8>(self.ack.val().syndrome)
+            | (bit_cast::<128, 8>(self.a_msn.val().get_bits::<8>(16)) << 8)
+            | (bit_cast::<128, 8>(self.a_msn.val().get_bits::<8>(8)) << 16)
+            | (bit_cast::<128, 8>(self.a_msn.val().get_bits::<8>(0)) << 24);
+
+        self.req_ready.next = false;
+        self.ack_read.next = false;
+        self.out_valid.next = false;
+        self.out_data.next = self.req_data.val();
+        self.out_count.next = self.req_count.val();
+        self.out_last.next = self.req_last.val();
+        if !self.in_req.q.val() & self.ack_valid.val() {
+            self.out_valid.next = true;
+            self.out_data.next = bit_cast::<512, 640>(self.hb.hdr.val().into());
+            self.out_count.next = bit_cast::<7, 7>(self.hb.hlen.val());
+            self.out_last.next = true;
+            self.ack_read.next = self.out_ready.val();
+        } else {
+            self.out_valid.next = self.req_valid.val();
+            self.req_ready.next = self.out_ready.val();
+            if self.req_valid.val() & self.out_ready.val() {
+                self.in_req.d.next = !self.req_last.val();
+            }
+        }
+        if self.reset.val() {
+            self.in_req.d.next = false;
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! The requester's work-queue engine: doorbell → QP context → WQE fetch → lkey check →
+//! segmentation into request packets.
+use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, TxJob, WqeRec};
+use rust_hdl::prelude::*;
+
+/// Processes SQ doorbells one QP at a time.
+///
+/// For a doorbell `(qpn, pi)` it loads the QP's context and transport state (next PSN, SQ
+/// consumer index `ci`), then for each WQE from `ci` up to `pi`:
+/// 1. waits until fewer than `2^LOG_MAX_INFLIGHT_WQES` WQEs of the QP are unacknowledged;
+/// 2. fetches the 64-byte WQE by DMA (AXI ID 1) from `sq_base + (ci mod size) * 64`;
+/// 3. checks the opcode (RDMA WRITE) and the local SGE against the key table: valid entry, tag,
+///    PD, and bounds (IBTA Vol 1 10.6.3); a failure becomes an error completion
+///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`) written in SQ order by the completer;
+/// 4. emits one [`TxJob`] per packet (WRITE_FIRST/MIDDLE/LAST or WRITE_ONLY by path MTU, RETH
+///    on the first, AckReq on the last) and a payload read job for the DMA read issuer;
+/// 5. records the WQE in the in-flight table for the completer and stores `{next PSN, ci + 1}`.
+///
+/// A doorbell for a QP that is not in RTS is ignored (the WQEs stay posted).
+///
+/// Timing: 4 cycles to load a QP, then per WQE 1 cycle + DMA read latency + 3 cycles, and one
+/// packet job per cycle while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued in
+/// 16 cycles). Tables: QP context (TX copy), key table (TX copy) and transport state in block
+/// RAM, 64 entries each; context commands are taken in any cycle the engine does not write its
+/// transport state.
+#[derive(LogicBlock, Default)]
+pub struct TxScheduler {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    // Doorbell FIFO (first-word fall-through).
+    pub db_empty: Signal<In, Bit>,
+    pub db_data: Signal<In, Bits<32>>,
+    pub db_read: Signal<Out, Bit>,
+    // Context commands.
+    pub cmd_fire: Signal<In, Bit>,
+    pub cmd_op: Signal<In, Bits<8>>,
+    pub cmd_index: Signal<In, Bits<8>>,
+    pub cmd_record: Signal<In, Bits<512>>,
+    pub cmd_ready: Signal<Out, Bit>,
+    // Completer's count of retired WQEs for `cur_qpn` (read port of its table).
+    pub acked_addr: Signal<Out, Bits<6>>,
+    pub acked_data: Signal<In, Bits<16>>,
+    // Our count of WQEs handed to the wire, for the completer (second read port).
+    pub sent_addr: Signal<In, Bits<6>>,
+    pub sent_data: Signal<Out, Bits<16>>,
+    // WQE fetch on the DMA read channel.
+    pub wqe_ar_valid: Signal<Out, Bit>,
+    pub wqe_ar_ready: Signal<In, Bit>,
+    pub wqe_ar_addr: Signal<Out, Bits<64>>,
+    pub wqe_r_valid: Signal<In, Bit>,
+    pub wqe_r_data: Signal<In, Bits<512>>,
+    // Packet jobs.
+    pub job_full: Signal<In, Bit>,
+    pub job_write: Signal<Out, Bit>,
+    pub job: Signal<Out, TxJob>,
+    pub rj_full: Signal<In, Bit>,
+    pub rj_write: Signal<Out, Bit>,
+    pub rj_addr: Signal<Out, Bits<64>>,
+    pub rj_len: Signal<Out, Bits<13>>,
+    // In-flight table write port.
+    pub if_we: Signal<Out, Bit>,
+    pub if_addr: Signal<Out, Bits<10>>,
+    pub if_data: Signal<Out, InflightRec>,
+    // Local error completions.
+    pub lc_full: Signal<In, Bit>,
+    pub lc_write: Signal<Out, Bit>,
+    pub lc_data: Signal<Out, LocalCompletion>,
+    // Counter pulses.
+    pub cnt_tx_req: Signal<Out, Bit>,
+    pub cnt_local_err: Signal<Out, Bit>,
+    qp_ram: RAM<Bits<320>, 6>,
+    mr_ram: RAM<Bits<256>, 6>,
+    dyn_ram: RAM<Bits<64>, 6>,
+    sent_ram: RAM<Bits<64>, 6>,
+    state: DFF<Bits<4>>,
+    cur_qpn: DFF<Bits<6>>,
+    pi: DFF<Bits<16>>,
+    ctx: DFF<QpContextRec>,
+    next_psn: DFF<Bits<24>>,
+    ci: DFF<Bits<16>>,
+    wqe: DFF<WqeRec>,
+    rem: DFF<Bits<32>>,
+    total: DFF<Bits<32>>,
+    cur_iova: DFF<Bits<64>>,
+    first: DFF<Bit>,
+    status: DFF<Bits<8>>,
+    mr: Signal<Local, MrEntryRec>,
+    qp_now: Signal<Local, QpContextRec>,
+    cmd_qp: Signal<Local, QpContextRec>,
+    dyn_now: Signal<Local, Bits<64>>,
+    lkey: Signal<Local, Bits<32>>,
+    len: Signal<Local, Bits<32>>,
+    off: Signal<Local, Bits<64>>,
+    key_ok: Signal<Local, Bit>,
+    bounds_ok: Signal<Local, Bit>,
+    mtu: Signal<Local, Bits<32>>,
+    plen: Signal<Local, Bits<32>>,
+    is_last: Signal<Local, Bit>,
+    sq_mask: Signal<Local, Bits<16>>,
+    writing_dyn: Signal<Local, Bit>,
+}
+
+// States.
+// 0 idle, 1 load (address), 2 load (data), 3 check, 4 WQE address, 5 WQE data, 6 key lookup,
+// 7 validate, 8 segment, 9 record, 10 local error.
+
+impl Logic for TxScheduler {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, state, cur_qpn, pi, ctx, next_psn, ci, wqe, rem, total, cur_iova, first,
+            status
+        );
+        self.qp_ram.read_clock.next = self.clock.val();
+        self.qp_ram.write_clock.next = self.clock.val();
+        self.mr_ram.read_clock.next = self.clock.val();
+        self.mr_ram.write_clock.next = self.clock.val();
+        self.dyn_ram.read_clock.next = self.clock.val();
+        self.dyn_ram.write_clock.next = self.clock.val();
+        self.sent_ram.read_clock.next = self.clock.val();
+        self.sent_ram.write_clock.next = self.clock.val();
+
+        // Table reads: addresses follow the current QP and WQE.
+        self.qp_ram.read_address.next = self.cur_qpn.q.val();
+        self.dyn_ram.read_address.next = self.cur_qpn.q.val();
+        self.lkey.next = self.wqe.q.val().sge0_lkey;
+        self.mr_ram.read_address.next = self.lkey.val().get_bits::<6>(8);
+        self.acked_addr.next = self.cur_qpn.q.val();
+        self.sent_ram.read_address.next = self.sent_addr.val();
+        self.sent_data.next = self.sent_ram.read_data.val().get_bits::<16>(32);
+        self.qp_now.next = self.qp_ram.read_data.val().into();
+        self.mr.next = self.mr_ram.read_data.val().into();
+        self.dyn_now.next = self.dyn_ram.read_data.val();
+
+        // Context commands write the tables; transport state only when asked to (INIT_SQ_PSN).
+        self.cmd_qp.next = bit_cast::<320, 512>(self.cmd_record.val()).into();
+        self.qp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
+        self.qp_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.qp_ram.write_data.next = bit_cast::<320, 512>(self.cmd_record.val());
+        self.mr_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 2);
+        self.mr_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.mr_ram.write_data.next = bit_cast::<256, 512>(self.cmd_record.val());
+        self.writing_dyn.next = (self.state.q.val() == 9) | (self.state.q.val() == 10);
+        self.cmd_ready.next = !self.writing_dyn.val();
+        self.dyn_ram.write_enable.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == 1)
+            & self.cmd_qp.val().init_sq_psn.any();
+        self.dyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.cmd_qp.val().sq_psn);
+
+        // Derived values.
+        self.len.next = 0.into();
+        if self.wqe.q.val().num_sge != 0 {
+            self.len.next = self.wqe.q.val().sge0_length;
+        }
+        self.off.next = self.wqe.q.val().sge0_addr - self.mr.val().va;
+        self.key_ok.next = self.mr.val().valid.any()
+            & (self.mr.val().tag == self.lkey.val().get_bits::<8>(0))
+            & (self.lkey.val().get_bits::<18>(14) == 0)
+            & (self.mr.val().pd == self.ctx.q.val().pd);
+        self.bounds_ok.next = (self.wqe.q.val().sge0_addr >= self.mr.val().va)
+            & (self.off.val() <= self.mr.val().length)
+            & (bit_cast::<64, 32>(self.len.val()) <= (self.mr.val().length - self.off.val()));
+        self.mtu.next = bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.ctx.q.val().path_mtu);
+        self.is_last.next = self.rem.q.val() <= self.mtu.val();
+        self.plen.next = self.mtu.val();
+        if self.is_last.val() {
+            self.plen.next = self.rem.q.val();
+        }
+        self.sq_mask.next = (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size)) - 1;
+
+        // Outputs, default idle.
+        self.db_read.next = false;
+        self.wqe_ar_valid.next = false;
+        self.wqe_ar_addr.next = self.ctx.q.val().sq_base
+            + (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val()) << 6);
+        self.job_write.next = false;
+        self.rj_write.next = false;
+        self.rj_addr.next = self.cur_iova.q.val();
+        self.rj_len.next = self.plen.val().get_bits::<13>(0);
+        self.job.next.opcode = 0x07.into();
+        if self.first.q.val() & self.is_last.val() {
+            self.job.next.opcode = 0x0A.into();
+        } else if self.first.q.val() {
+            self.job.next.opcode = 0x06.into();
+        } else if self.is_last.val() {
+            self.job.next.opcode = 0x08.into();
+        }
+        self.job.next.ackreq = bit_cast::<1, 1>(self.is_last.val().into());
+        self.job.next.has_reth = bit_cast::<1, 1>(self.first.q.val().into());
+        self.job.next.rsvd0 = 0.into();
+        self.job.next.psn = self.next_psn.q.val();
+        self.job.next.dest_qpn = self.ctx.q.val().dest_qpn;
+        self.job.next.pkey = self.ctx.q.val().pkey;
+        self.job.next.udp_sport = self.ctx.q.val().udp_sport;
+        self.job.next.dest_ip = self.ctx.q.val().dest_ip;
+        self.job.next.dest_mac = self.ctx.q.val().dest_mac;
+        self.job.next.reth_va = self.wqe.q.val().remote_addr;
+        self.job.next.reth_rkey = self.wqe.q.val().rkey;
+        self.job.next.reth_len = self.total.q.val();
+        self.job.next.plen = self.plen.val().get_bits::<13>(0);
+        self.job.next.pay_skip = self.cur_iova.q.val().get_bits::<6>(0);
+        self.job.next.rsvd1 = 0.into();
+        self.if_we.next = false;
+        self.if_addr.next = bit_cast::<10, 6>(self.cur_qpn.q.val()) << 4
+            | bit_cast::<10, 4>(self.ci.q.val().get_bits::<4>(0));
+        self.if_data.next.wr_id = self.wqe.q.val().wr_id;
+        self.if_data.next.byte_len = self.total.q.val();
+        self.if_data.next.last_psn = self.next_psn.q.val() - 1;
+        self.if_data.next.signaled = self.wqe.q.val().send_flags.get_bits::<1>(1);
+        self.if_data.next.rsvd = 0.into();
+        self.lc_write.next = false;
+        self.lc_data.next.wr_id = self.wqe.q.val().wr_id;
+        self.lc_data.next.qpn = bit_cast::<8, 6>(self.cur_qpn.q.val());
+        self.lc_data.next.status = self.status.q.val();
+        self.lc_data.next.wc_opcode = 1.into();
+        self.lc_data.next.rsvd = 0.into();
+        self.cnt_tx_req.next = false;
+        self.cnt_local_err.next = false;
+        self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
+        self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
+        self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
+
+        match self.state.q.val().index() {
+            0 => {
+                if !self.db_empty.val() {
+                    self.db_read.next = true;
+                    self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
+                    self.pi.d.next = self.db_data.val().get_bits::<16>(0);
+                    if self.db_data.val().get_bits::<10>(22) == 0 {
+                        self.state.d.next = 1.into();
+                    }
+                }
+            }
+            1 => {
+                self.state.d.next = 2.into();
+            }
+            2 => {
+                self.ctx.d.next = self.qp_now.val();
+                self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
+                self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
+                if self.qp_now.val().state == 3 {
+                    self.state.d.next = 3.into();
+                } else {
+                    self.state.d.next = 0.into();
+                }
+            }
+            3 => {
+                if self.ci.q.val() == self.pi.q.val() {
+                    self.state.d.next = 0.into();
+                } else if (self.ci.q.val() - self.acked_data.val()) < 16 {
+                    self.state.d.next = 4.into();
+                }
+            }
+            4 => {
+                self.wqe_ar_valid.next = true;
+                if self.wqe_ar_ready.val() {
+                    self.state.d.next = 5.into();
+                }
+            }
+            5 => {
+                if self.wqe_r_valid.val() {
+                    self.wqe.d.next = self.wqe_r_data.val().into();
+                    self.state.d.next = 6.into();
+                }
+            }
+            6 => {
+                self.state.d.next = 7.into();
+            }
+            7 => {
+                self.rem.d.next = self.len.val();
+                self.total.d.next = self.len.val();
+                self.cur_iova.d.next = self.mr.val().iova + self.off.val();
+                self.first.d.next = true;
+                self.state.d.next = 8.into();
+                if self.wqe.q.val().opcode != 0 {
+                    self.status.d.next = 2.into();
+                    self.state.d.next = 10.into();
+                } else if (self.len.val() != 0) & !(self.key_ok.val() & self.bounds_ok.val()) {
+                    self.status.d.next = 4.into();
+                    self.state.d.next = 10.into();
+                }
+            }
+            8 => {
+                if !self.job_full.val() & !self.rj_full.val() {
+                    self.job_write.next = true;
+                    self.rj_write.next = self.plen.val() != 0;
+                    self.cnt_tx_req.next = true;
+                    self.next_psn.d.next = self.next_psn.q.val() + 1;
+                    self.rem.d.next = self.rem.q.val() - self.plen.val();
+                    self.cur_iova.d.next = self.cur_iova.q.val() + bit_cast::<64, 32>(self.plen.val());
+                    self.first.d.next = false;
+                    if self.is_last.val() {
+                        self.state.d.next = 9.into();
+                    }
+                }
+            }
+            9 => {
+                self.if_we.next = true;
+                self.dyn_ram.write_enable.next = true;
+                self.dyn_ram.write_address.next = self.cur_qpn.q.val();
+                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
+                    | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32);
+                self.ci.d.next = self.ci.q.val() + 1;
+                self.state.d.next = 3.into();
+            }
+            10 => {
+                // Errors complete in SQ order: wait until every earlier WQE has retired.
+                if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
+                    self.lc_write.next = true;
+                    self.cnt_local_err.next = true;
+                    self.dyn_ram.write_enable.next = true;
+                    self.dyn_ram.write_address.next = self.cur_qpn.q.val();
+                    self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
+                        | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32);
+                    self.ci.d.next = self.ci.q.val() + 1;
+                    self.state.d.next = 3.into();
+                }
+            }
+            _ => {
+                self.state.d.next = 0.into();
+            }
+        }
+        self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
+        self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
+        self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
+        if self.reset.val() {
+            self.state.d.next = 0.into();
+        }
+    }
+}
