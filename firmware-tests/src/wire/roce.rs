@@ -1,5 +1,5 @@
 //! A whole RoCEv2 frame over IPv4 (IBTA Vol 1 Annex A17):
-//! Ethernet / IPv4 / UDP(4791) / BTH / [RETH] [AETH] [ImmDt] / payload / pad / ICRC.
+//! `Ethernet / IPv4 / UDP(4791) / BTH / [RETH] [AETH] [ImmDt] / payload / pad / ICRC`.
 //!
 //! Which extension headers follow the BTH is decided by the opcode
 //! ([`Opcode::ext_headers`](super::Opcode::ext_headers)).
@@ -26,7 +26,7 @@ pub struct RocePacketRepr {
     pub udp: UdpRepr,
     /// Base Transport Header; `pad_count` = bytes of zero padding before the ICRC.
     pub bth: BthRepr,
-    /// RETH, present for RDMA_WRITE_FIRST/ONLY[_WITH_IMMEDIATE] and RDMA_READ_REQUEST.
+    /// RETH, present for RDMA_WRITE_FIRST, RDMA_WRITE_ONLY(_WITH_IMMEDIATE) and RDMA_READ_REQUEST.
     pub reth: Option<RethRepr>,
     /// AETH, present for ACKNOWLEDGE and RDMA_READ_RESPONSE_FIRST/LAST/ONLY.
     pub aeth: Option<AethRepr>,
