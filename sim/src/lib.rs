@@ -1,1 +1,76 @@
-//! placeholder
+//! Cycle-accurate simulation of the rnic NIC.
+//!
+//! The NIC's generated Verilog is compiled by Verilator (in `build.rs`) into a C++ model behind a
+//! small C ABI ([`ffi`]). Around it, plain Rust models serve its ports: the host's DMA memory
+//! ([`HostMemory`] through an AXI4 slave, [`axi_slave`]), BAR0 MMIO (an AXI4-Lite master,
+//! [`mmio`]) and the MAC streams ([`stream`]). A [`World`] clocks N NICs together and carries
+//! their frames over paced 100 Gb/s [`wire`]s, optionally into a pcap file.
+//!
+//! Time is counted in cycles of the 250 MHz core clock (4 ns). See docs/simulator.md.
+//!
+#![warn(missing_docs)]
+
+pub mod config;
+mod error;
+pub mod ffi;
+
+pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
+pub use error::SimError;
+
+/// How long building the model took, from `build.rs` (wall-clock seconds on the build machine).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BuildInfo {
+    /// `rnic_hdl::generate` (Rust to Verilog).
+    pub generate_seconds: f64,
+    /// `verilator --cc --build`: Verilog to C++ and C++ compile of the model.
+    pub verilate_seconds: f64,
+    /// Compiling Verilator's runtime (verilated.o, ...).
+    pub runtime_seconds: f64,
+    /// Compiling the C ABI shim.
+    pub shim_seconds: f64,
+    /// All of the above.
+    pub total_seconds: f64,
+    /// The model was built with waveform (FST) support.
+    pub waveform: bool,
+}
+
+const BUILD_STATS: &str = include_str!(concat!(env!("OUT_DIR"), "/build_stats.json"));
+
+fn json_number(key: &str) -> f64 {
+    let pat = format!("\"{key}\":");
+    BUILD_STATS
+        .find(&pat)
+        .map(|p| &BUILD_STATS[p + pat.len()..])
+        .and_then(|rest| rest.split([',', '\n', '}']).next())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Timings of the build of this crate's model (see [`BuildInfo`]).
+pub fn build_info() -> BuildInfo {
+    BuildInfo {
+        generate_seconds: json_number("generate_seconds"),
+        verilate_seconds: json_number("verilate_seconds"),
+        runtime_seconds: json_number("runtime_seconds"),
+        shim_seconds: json_number("shim_seconds"),
+        total_seconds: json_number("total_seconds"),
+        waveform: BUILD_STATS.contains("\"waveform\": true"),
+    }
+}
+
+/// Wall-clock seconds Verilator took to build the model (verilating, compiling the model and its
+/// runtime), measured by `build.rs`.
+pub fn verilator_build_seconds() -> f64 {
+    let b = build_info();
+    b.verilate_seconds + b.runtime_seconds
+}
+
+/// The build statistics as JSON, exactly as `build.rs` wrote them.
+pub fn build_stats_json() -> &'static str {
+    BUILD_STATS
+}
+
+/// True when the model was built with the `waveform` feature.
+pub fn has_waveform_support() -> bool {
+    ffi::has_waveform_support()
+}

@@ -1,0 +1,210 @@
+//! Builds the NIC model: generates the Verilog with `rnic_hdl::generate`, verilates it into a
+//! static library, builds Verilator's runtime, compiles the C ABI shim (`csrc/nic_shim.cpp`) and
+//! tells rustc to link all of it.
+//!
+//! Why not the `verilated`/`verilator` crates: they do not build against Verilator 5 (see
+//! docs/simulator.md), so this script drives the `verilator` executable itself.
+//!
+//! Outputs in `OUT_DIR`: `verilog/` (generated sources), `obj/` (Verilator's build directory),
+//! `libVrnic_nic.a` (the model), `libverilated_rt.a` (Verilator's runtime), the shim archive, and
+//! `build_stats.json` (wall-clock seconds of each step, read by `rnic_sim::build_info`).
+use std::env;
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+/// The C++ class prefix of the verilated model (and the name of its header).
+const PREFIX: &str = "Vrnic_nic";
+
+fn main() {
+    if let Err(e) = run() {
+        // A build script reports failure by exiting non-zero; the message goes to the user.
+        eprintln!("rnic-sim build: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=csrc/nic_shim.cpp");
+    println!("cargo:rerun-if-changed=../hdl/src");
+    println!("cargo:rerun-if-changed=../hdl/contract/src");
+    println!("cargo:rerun-if-env-changed=VERILATOR");
+
+    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| format!("OUT_DIR: {e}"))?);
+    let waveform = env::var_os("CARGO_FEATURE_WAVEFORM").is_some();
+    let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "1".to_string());
+    let verilator = env::var("VERILATOR").unwrap_or_else(|_| "verilator".to_string());
+
+    // 1. Generate the Verilog.
+    let t_gen = Instant::now();
+    let verilog_dir = out_dir.join("verilog");
+    let generated = rnic_hdl::generate(&verilog_dir)
+        .map_err(|e| format!("rnic_hdl::generate({}): {e}", verilog_dir.display()))?;
+    if generated.sources.is_empty() {
+        return Err("rnic_hdl::generate returned no Verilog sources".to_string());
+    }
+    let generate_seconds = t_gen.elapsed().as_secs_f64();
+
+    // 2. Find Verilator.
+    let root = verilator_root(&verilator)?;
+    let include = root.join("include");
+
+    // 3. Verilate and compile the model (Vrnic_nic__ALL.a).
+    let obj_dir = out_dir.join("obj");
+    fs::create_dir_all(&obj_dir).map_err(|e| format!("create {}: {e}", obj_dir.display()))?;
+    let t_verilate = Instant::now();
+    let mut cmd = Command::new(&verilator);
+    cmd.args(["--cc", "--build", "-O3"])
+        // rust-hdl's widgets emit `x + 32'h1` on narrower vectors; every other warning (SELRANGE,
+        // MODDUP, ...) stays fatal because those catch real bugs.
+        .arg("-Wno-WIDTH")
+        .args(["--prefix", PREFIX])
+        .arg("--Mdir")
+        .arg(&obj_dir)
+        .args(["--top-module", rnic_hdl::TOP_MODULE])
+        // rust-hdl emits no `timescale; make 1 time unit = 1 ps so waveform times are in ps.
+        .args(["--timescale", "1ps/1ps"])
+        .args(["--build-jobs", &jobs])
+        // The default C++ optimisation of the model is -Os; -O3 is ~2x faster to simulate.
+        .args(["-MAKEFLAGS", "OPT_FAST=-O3", "-MAKEFLAGS", "OPT_SLOW=-O1"])
+        .args(["-CFLAGS", "-fPIC"]);
+    if waveform {
+        cmd.arg("--trace-fst");
+    }
+    cmd.args(&generated.sources);
+    run_command(&mut cmd, "verilator")?;
+    let verilate_seconds = t_verilate.elapsed().as_secs_f64();
+
+    // 4. Verilator's runtime, built by the model's own makefile so the flags match.
+    let t_runtime = Instant::now();
+    let mut runtime_objs = vec!["verilated.o", "verilated_threads.o"];
+    if waveform {
+        runtime_objs.push("verilated_fst_c.o");
+    }
+    let mut make = Command::new("make");
+    make.arg("-C")
+        .arg(&obj_dir)
+        .arg("-f")
+        .arg(format!("{PREFIX}.mk"))
+        .arg(format!("-j{jobs}"))
+        .arg("OPT_GLOBAL=-O2")
+        .args(&runtime_objs);
+    run_command(&mut make, "make (Verilator runtime)").map_err(|e| {
+        if waveform {
+            format!("{e}\n(feature `waveform` needs zlib headers: on Debian, apt-get install zlib1g-dev)")
+        } else {
+            e
+        }
+    })?;
+    let runtime_seconds = t_runtime.elapsed().as_secs_f64();
+
+    // 5. Archives with the `lib` prefix rustc's `static=` needs.
+    let model_lib = out_dir.join(format!("lib{PREFIX}.a"));
+    fs::copy(obj_dir.join(format!("{PREFIX}__ALL.a")), &model_lib)
+        .map_err(|e| format!("copy the model archive: {e}"))?;
+    let rt_lib = out_dir.join("libverilated_rt.a");
+    let _ = fs::remove_file(&rt_lib);
+    let mut ar = Command::new(env::var("AR").unwrap_or_else(|_| "ar".to_string()));
+    ar.arg("rcs").arg(&rt_lib);
+    for o in &runtime_objs {
+        ar.arg(obj_dir.join(o));
+    }
+    run_command(&mut ar, "ar (Verilator runtime)")?;
+
+    // 6. The C ABI shim. Same defines as the model so the class layout agrees.
+    let t_shim = Instant::now();
+    let trace = if waveform { "1" } else { "0" };
+    cc::Build::new()
+        .cpp(true)
+        .cpp_link_stdlib(None) // linked explicitly below, after the static libraries
+        .file("csrc/nic_shim.cpp")
+        .include(&obj_dir)
+        .include(&include)
+        .include(include.join("vltstd"))
+        .define("VM_COVERAGE", "0")
+        .define("VM_SC", "0")
+        .define("VM_TRACE", trace)
+        .define("VM_TRACE_FST", trace)
+        .define("VM_TRACE_VCD", "0")
+        .define("RNIC_PREFIX_HEADER", Some(format!("\"{PREFIX}.h\"").as_str()))
+        .define("RNIC_MODEL", PREFIX)
+        .flag_if_supported("-std=c++17")
+        .flag_if_supported("-faligned-new")
+        .flag_if_supported("-Wno-unused-parameter")
+        .opt_level(2)
+        .try_compile("rnic_nic_shim")
+        .map_err(|e| format!("compile csrc/nic_shim.cpp: {e}"))?;
+    let shim_seconds = t_shim.elapsed().as_secs_f64();
+
+    // Link order: shim (emitted by cc above) -> model -> runtime -> C++ std/pthread/zlib.
+    println!("cargo:rustc-link-search=native={}", out_dir.display());
+    println!("cargo:rustc-link-lib=static={PREFIX}");
+    println!("cargo:rustc-link-lib=static=verilated_rt");
+    println!("cargo:rustc-link-lib=dylib=stdc++");
+    println!("cargo:rustc-link-lib=dylib=pthread");
+    if waveform {
+        println!("cargo:rustc-link-lib=dylib=z");
+    }
+
+    let total = generate_seconds + verilate_seconds + runtime_seconds + shim_seconds;
+    let sources: Vec<String> = generated.sources.iter().map(|p| json_string(&p.display().to_string())).collect();
+    let stats = format!(
+        "{{\n  \"generate_seconds\": {generate_seconds:.3},\n  \"verilate_seconds\": {verilate_seconds:.3},\n  \
+         \"runtime_seconds\": {runtime_seconds:.3},\n  \"shim_seconds\": {shim_seconds:.3},\n  \
+         \"total_seconds\": {total:.3},\n  \"waveform\": {waveform},\n  \"jobs\": {},\n  \"sources\": [{}]\n}}\n",
+        json_string(&jobs),
+        sources.join(", ")
+    );
+    fs::write(out_dir.join("build_stats.json"), stats).map_err(|e| format!("write build_stats.json: {e}"))?;
+    Ok(())
+}
+
+/// `VERILATOR_ROOT` as reported by the installed Verilator.
+fn verilator_root(verilator: &str) -> Result<PathBuf, String> {
+    let out = Command::new(verilator).args(["--getenv", "VERILATOR_ROOT"]).output().map_err(|e| {
+        format!(
+            "cannot run `{verilator}` ({e}). Verilator >= 5.006 is required: run scripts/setup.sh \
+             (or set VERILATOR=/path/to/verilator)"
+        )
+    })?;
+    if !out.status.success() {
+        return Err(format!("`{verilator} --getenv VERILATOR_ROOT` failed; run scripts/setup.sh"));
+    }
+    let root = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if !root.join("include").join("verilated.h").exists() {
+        return Err(format!("Verilator root {} has no include/verilated.h; run scripts/setup.sh", root.display()));
+    }
+    Ok(root)
+}
+
+/// Runs `cmd`, forwarding its output to the build log; fails with its stderr tail.
+fn run_command(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("cannot run {what}: {e}"))?;
+    // Cargo shows a build script's output only on failure (or with -vv). Everything goes to
+    // stderr: a tool's stdout line starting with `cargo:` must not be taken as a directive.
+    eprint!("{}", String::from_utf8_lossy(&out.stdout));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(40).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(format!("{what} failed ({}):\n{}", out.status, tail.join("\n")));
+    }
+    Ok(())
+}
+
+fn json_string(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}

@@ -1,0 +1,268 @@
+// C ABI around the verilated NIC (`top`, C++ class RNIC_MODEL), used by sim/src/ffi.rs.
+//
+// One call per clock cycle (rnic_nic_cycle) moves every port value at once, so the simulator pays
+// one foreign call per cycle instead of one per signal. Layouts of NicInputs/NicOutputs must match
+// the #[repr(C)] structs in sim/src/ffi.rs; rnic_nic_abi() reports their sizes so Rust can check.
+//
+// Field encoding: every signal of up to 32 bits is a uint32_t (masked to the port width here),
+// 64-bit signals are uint64_t, 512-bit signals are 16 little-endian uint32_t words (word 0 holds
+// bits 31..0), which is Verilator's VlWide layout.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "verilated.h"
+#include RNIC_PREFIX_HEADER
+#if VM_TRACE
+#include "verilated_fst_c.h"
+#endif
+
+extern "C" {
+
+struct NicInputs {
+    uint64_t s_axis_rx_tkeep;
+    uint32_t m_axi_rdata[16];
+    uint32_t s_axis_rx_tdata[16];
+    uint32_t reset;
+    // AXI4-Lite slave (driven by the host's MMIO master)
+    uint32_t s_axil_awaddr;
+    uint32_t s_axil_awvalid;
+    uint32_t s_axil_wdata;
+    uint32_t s_axil_wstrb;
+    uint32_t s_axil_wvalid;
+    uint32_t s_axil_bready;
+    uint32_t s_axil_araddr;
+    uint32_t s_axil_arvalid;
+    uint32_t s_axil_rready;
+    // AXI4 master: the host memory's slave side
+    uint32_t m_axi_awready;
+    uint32_t m_axi_wready;
+    uint32_t m_axi_bid;
+    uint32_t m_axi_bresp;
+    uint32_t m_axi_bvalid;
+    uint32_t m_axi_arready;
+    uint32_t m_axi_rid;
+    uint32_t m_axi_rresp;
+    uint32_t m_axi_rlast;
+    uint32_t m_axi_rvalid;
+    // AXI4-Stream
+    uint32_t m_axis_tx_tready;
+    uint32_t s_axis_rx_tlast;
+    uint32_t s_axis_rx_tvalid;
+    uint32_t s_axis_rx_tuser;
+};
+
+struct NicOutputs {
+    uint64_t m_axi_awaddr;
+    uint64_t m_axi_wstrb;
+    uint64_t m_axi_araddr;
+    uint64_t m_axis_tx_tkeep;
+    uint32_t m_axi_wdata[16];
+    uint32_t m_axis_tx_tdata[16];
+    // AXI4-Lite slave
+    uint32_t s_axil_awready;
+    uint32_t s_axil_wready;
+    uint32_t s_axil_bresp;
+    uint32_t s_axil_bvalid;
+    uint32_t s_axil_arready;
+    uint32_t s_axil_rdata;
+    uint32_t s_axil_rresp;
+    uint32_t s_axil_rvalid;
+    // AXI4 master
+    uint32_t m_axi_awid;
+    uint32_t m_axi_awlen;
+    uint32_t m_axi_awsize;
+    uint32_t m_axi_awburst;
+    uint32_t m_axi_awvalid;
+    uint32_t m_axi_wlast;
+    uint32_t m_axi_wvalid;
+    uint32_t m_axi_bready;
+    uint32_t m_axi_arid;
+    uint32_t m_axi_arlen;
+    uint32_t m_axi_arsize;
+    uint32_t m_axi_arburst;
+    uint32_t m_axi_arvalid;
+    uint32_t m_axi_rready;
+    // AXI4-Stream TX
+    uint32_t m_axis_tx_tlast;
+    uint32_t m_axis_tx_tvalid;
+};
+
+struct RnicNic {
+    std::unique_ptr<VerilatedContext> ctx;
+    std::unique_ptr<RNIC_MODEL> top;
+    uint64_t cycle = 0;
+#if VM_TRACE
+    std::unique_ptr<VerilatedFstC> tfp;
+#endif
+};
+
+// Sizes of the two structs, for the Rust side's layout check.
+void rnic_nic_abi(uint32_t* inputs_size, uint32_t* outputs_size) {
+    *inputs_size = sizeof(NicInputs);
+    *outputs_size = sizeof(NicOutputs);
+}
+
+// 1 if the model was built with waveform (FST) support.
+uint32_t rnic_nic_has_trace(void) { return VM_TRACE ? 1 : 0; }
+
+// A new model with its own Verilator context, clock low, settled. NULL on failure.
+RnicNic* rnic_nic_new(void) {
+    try {
+        auto nic = std::make_unique<RnicNic>();
+        nic->ctx = std::make_unique<VerilatedContext>();
+#if VM_TRACE
+        nic->ctx->traceEverOn(true);
+#endif
+        nic->top = std::make_unique<RNIC_MODEL>(nic->ctx.get(), "nic");
+        nic->top->clock = 0;
+        nic->top->reset = 0;
+        nic->top->eval();
+        return nic.release();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void rnic_nic_free(RnicNic* nic) {
+    if (!nic) return;
+    try {
+#if VM_TRACE
+        if (nic->tfp) nic->tfp->close();
+#endif
+        nic->top->final();
+    } catch (...) {
+    }
+    delete nic;
+}
+
+static inline void copy_wide_in(VlWide<16>& dst, const uint32_t* src) {
+    for (int i = 0; i < 16; ++i) dst[i] = src[i];
+}
+static inline void copy_wide_out(uint32_t* dst, const VlWide<16>& src) {
+    for (int i = 0; i < 16; ++i) dst[i] = src[i];
+}
+
+// One clock cycle: apply `in` with the clock low and evaluate; copy the outputs (the values in
+// effect during this cycle, including combinational responses to `in`); raise the clock and
+// evaluate (the registers take their next values).
+void rnic_nic_cycle(RnicNic* nic, const NicInputs* in, NicOutputs* out) {
+    RNIC_MODEL* t = nic->top.get();
+    t->clock = 0;
+    t->reset = in->reset & 1;
+
+    t->s_axil_awaddr = in->s_axil_awaddr & 0xFFFF;
+    t->s_axil_awvalid = in->s_axil_awvalid & 1;
+    t->s_axil_wdata = in->s_axil_wdata;
+    t->s_axil_wstrb = in->s_axil_wstrb & 0xF;
+    t->s_axil_wvalid = in->s_axil_wvalid & 1;
+    t->s_axil_bready = in->s_axil_bready & 1;
+    t->s_axil_araddr = in->s_axil_araddr & 0xFFFF;
+    t->s_axil_arvalid = in->s_axil_arvalid & 1;
+    t->s_axil_rready = in->s_axil_rready & 1;
+
+    t->m_axi_awready = in->m_axi_awready & 1;
+    t->m_axi_wready = in->m_axi_wready & 1;
+    t->m_axi_bid = in->m_axi_bid & 0xF;
+    t->m_axi_bresp = in->m_axi_bresp & 3;
+    t->m_axi_bvalid = in->m_axi_bvalid & 1;
+    t->m_axi_arready = in->m_axi_arready & 1;
+    t->m_axi_rid = in->m_axi_rid & 0xF;
+    copy_wide_in(t->m_axi_rdata, in->m_axi_rdata);
+    t->m_axi_rresp = in->m_axi_rresp & 3;
+    t->m_axi_rlast = in->m_axi_rlast & 1;
+    t->m_axi_rvalid = in->m_axi_rvalid & 1;
+
+    t->m_axis_tx_tready = in->m_axis_tx_tready & 1;
+    copy_wide_in(t->s_axis_rx_tdata, in->s_axis_rx_tdata);
+    t->s_axis_rx_tkeep = in->s_axis_rx_tkeep;
+    t->s_axis_rx_tlast = in->s_axis_rx_tlast & 1;
+    t->s_axis_rx_tvalid = in->s_axis_rx_tvalid & 1;
+    t->s_axis_rx_tuser = in->s_axis_rx_tuser & 1;
+
+    t->eval();
+#if VM_TRACE
+    if (nic->tfp) nic->tfp->dump(nic->cycle * 4000);
+#endif
+
+    out->s_axil_awready = t->s_axil_awready;
+    out->s_axil_wready = t->s_axil_wready;
+    out->s_axil_bresp = t->s_axil_bresp;
+    out->s_axil_bvalid = t->s_axil_bvalid;
+    out->s_axil_arready = t->s_axil_arready;
+    out->s_axil_rdata = t->s_axil_rdata;
+    out->s_axil_rresp = t->s_axil_rresp;
+    out->s_axil_rvalid = t->s_axil_rvalid;
+
+    out->m_axi_awid = t->m_axi_awid;
+    out->m_axi_awaddr = t->m_axi_awaddr;
+    out->m_axi_awlen = t->m_axi_awlen;
+    out->m_axi_awsize = t->m_axi_awsize;
+    out->m_axi_awburst = t->m_axi_awburst;
+    out->m_axi_awvalid = t->m_axi_awvalid;
+    copy_wide_out(out->m_axi_wdata, t->m_axi_wdata);
+    out->m_axi_wstrb = t->m_axi_wstrb;
+    out->m_axi_wlast = t->m_axi_wlast;
+    out->m_axi_wvalid = t->m_axi_wvalid;
+    out->m_axi_bready = t->m_axi_bready;
+    out->m_axi_arid = t->m_axi_arid;
+    out->m_axi_araddr = t->m_axi_araddr;
+    out->m_axi_arlen = t->m_axi_arlen;
+    out->m_axi_arsize = t->m_axi_arsize;
+    out->m_axi_arburst = t->m_axi_arburst;
+    out->m_axi_arvalid = t->m_axi_arvalid;
+    out->m_axi_rready = t->m_axi_rready;
+
+    copy_wide_out(out->m_axis_tx_tdata, t->m_axis_tx_tdata);
+    out->m_axis_tx_tkeep = t->m_axis_tx_tkeep;
+    out->m_axis_tx_tlast = t->m_axis_tx_tlast;
+    out->m_axis_tx_tvalid = t->m_axis_tx_tvalid;
+
+    t->clock = 1;
+    t->eval();
+#if VM_TRACE
+    if (nic->tfp) nic->tfp->dump(nic->cycle * 4000 + 2000);
+#endif
+    nic->cycle += 1;
+    nic->ctx->time(nic->cycle * 4000);
+}
+
+// Starts an FST waveform dump into `path` (NUL-terminated). Returns 0 on success, 1 if the model
+// was built without tracing, 2 if the file could not be opened.
+uint32_t rnic_nic_trace_open(RnicNic* nic, const char* path) {
+#if VM_TRACE
+    try {
+        if (nic->tfp) {
+            nic->tfp->close();
+            nic->tfp.reset();
+        }
+        auto tfp = std::make_unique<VerilatedFstC>();
+        nic->top->trace(tfp.get(), 99);
+        tfp->open(path);
+        if (!tfp->isOpen()) return 2;
+        nic->tfp = std::move(tfp);
+        return 0;
+    } catch (...) {
+        return 2;
+    }
+#else
+    (void)nic;
+    (void)path;
+    return 1;
+#endif
+}
+
+// Flushes and closes the waveform dump, if one is open.
+void rnic_nic_trace_close(RnicNic* nic) {
+#if VM_TRACE
+    if (nic->tfp) {
+        nic->tfp->close();
+        nic->tfp.reset();
+    }
+#else
+    (void)nic;
+#endif
+}
+
+}  // extern "C"
