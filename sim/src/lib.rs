@@ -10,12 +10,16 @@
 //!
 #![warn(missing_docs)]
 
+pub mod axi_slave;
 pub mod config;
 mod error;
 pub mod ffi;
+pub mod host_memory;
 
+pub use axi_slave::DmaStats;
 pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
 pub use error::SimError;
+pub use host_memory::{HostMemory, Iova};
 
 /// How long building the model took, from `build.rs` (wall-clock seconds on the build machine).
 #[derive(Clone, Copy, Debug, PartialEq)]
