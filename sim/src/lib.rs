@@ -15,11 +15,17 @@ pub mod config;
 mod error;
 pub mod ffi;
 pub mod host_memory;
+pub mod mmio;
+pub mod nic;
+pub mod stream;
 
 pub use axi_slave::DmaStats;
 pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
 pub use error::SimError;
 pub use host_memory::{HostMemory, Iova};
+pub use mmio::{MmioCompletion, MmioRequest, MmioStats, MmioTicket};
+pub use nic::{Nic, NicCore, NicStats};
+pub use stream::{RxFrame, RxStats, TxFrame, TxStats};
 
 /// How long building the model took, from `build.rs` (wall-clock seconds on the build machine).
 #[derive(Clone, Copy, Debug, PartialEq)]
