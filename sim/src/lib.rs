@@ -8,6 +8,16 @@
 //!
 //! Time is counted in cycles of the 250 MHz core clock (4 ns). See docs/simulator.md.
 //!
+//! ```no_run
+//! use rnic_sim::{SimConfig, World};
+//! let mut world = World::new(2, SimConfig::default())?;
+//! assert_eq!(world.mmio_read(0, 0x0000)?, 0x524E_4943);
+//! let ring = world.memory(0)?.alloc(4096, 4096)?; // a ring the NIC can DMA
+//! world.memory(0)?.write_u64(ring, 42)?;
+//! world.step_n(1000);
+//! println!("{:.2} M cycles/s", world.stats().cycles_per_second / 1e6);
+//! # Ok::<(), rnic_sim::SimError>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod axi_slave;
@@ -17,7 +27,10 @@ pub mod ffi;
 pub mod host_memory;
 pub mod mmio;
 pub mod nic;
+pub mod pcap;
 pub mod stream;
+pub mod wire;
+pub mod world;
 
 pub use axi_slave::DmaStats;
 pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
@@ -26,6 +39,8 @@ pub use host_memory::{HostMemory, Iova};
 pub use mmio::{MmioCompletion, MmioRequest, MmioStats, MmioTicket};
 pub use nic::{Nic, NicCore, NicStats};
 pub use stream::{RxFrame, RxStats, TxFrame, TxStats};
+pub use wire::{Link, LinkStats};
+pub use world::{LinkReport, Topology, World, WorldStats};
 
 /// How long building the model took, from `build.rs` (wall-clock seconds on the build machine).
 #[derive(Clone, Copy, Debug, PartialEq)]
