@@ -72,7 +72,7 @@ pub struct IcrcInsert {
     xc: DFF<Bits<7>>,
     masked: Signal<Local, Bits<512>>,
     tail_zeros: Signal<Local, Bits<8>>,
-    icrc: Signal<Local, Bits<32>>,
+    icrc_value: Signal<Local, Bits<32>>,
     accept: Signal<Local, Bit>,
     c_and: Constant<Bits<512>>,
     c_or: Constant<Bits<512>>,
@@ -107,7 +107,7 @@ impl Default for IcrcInsert {
             xc: Default::default(),
             masked: Default::default(),
             tail_zeros: Default::default(),
-            icrc: Default::default(),
+            icrc_value: Default::default(),
             accept: Default::default(),
             c_and: Constant::new(first_beat_and()),
             c_or: Constant::new(first_beat_or()),
@@ -132,7 +132,7 @@ impl Logic for IcrcInsert {
         self.unzero.state_in.next = self.crc.state_out.val();
         self.tail_zeros.next = 64_u64 - bit_cast::<8, 7>(self.in_count.val());
         self.unzero.zeros.next = self.tail_zeros.val().get_bits::<6>(0);
-        self.icrc.next = !self.unzero.state_out.val();
+        self.icrc_value.next = !self.unzero.state_out.val();
 
         self.out_valid.next = self.ov.q.val();
         self.out_data.next = self.od.q.val();
@@ -161,12 +161,12 @@ impl Logic for IcrcInsert {
             if self.in_last.val() {
                 self.in_frame.d.next = false;
                 self.od.d.next = self.masked.val()
-                    | (bit_cast::<512, 32>(self.icrc.val())
+                    | (bit_cast::<512, 32>(self.icrc_value.val())
                         << (bit_cast::<512, 7>(self.in_count.val()) << 3));
                 if self.in_count.val() > 60 {
                     self.oc.d.next = 64.into();
                     self.xv.d.next = true;
-                    self.xd.d.next = self.icrc.val()
+                    self.xd.d.next = self.icrc_value.val()
                         >> (bit_cast::<32, 8>(self.tail_zeros.val()) << 3);
                     self.xc.d.next = self.in_count.val() - 60;
                 } else {

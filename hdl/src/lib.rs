@@ -13,6 +13,8 @@ pub mod header_builder;
 pub mod icrc;
 pub mod records;
 pub mod regs;
+pub mod rx_engine;
+pub mod rx_ingress;
 pub mod top;
 pub mod tx_arbiter;
 pub mod tx_assembler;

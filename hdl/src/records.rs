@@ -117,6 +117,17 @@ record!(
     LocalCompletion, 128, { wr_id: 64, qpn: 8, status: 8, wc_opcode: 8, rsvd: 40 }
 );
 
+
+record!(
+    /// A received packet that passed the ingress checks (256 bits), for the RX engine: where
+    /// its beats are in the packet buffer and the header fields it needs. Numbers, not wire
+    /// order.
+    RxDesc, 256, {
+        start: 8, nbeats: 8, opcode: 8, hlen: 7, ackreq: 1, plen: 13, rsvd0: 3, dest_qpn: 24,
+        psn: 24, reth_va: 64, reth_rkey: 32, reth_len: 32, aeth_syndrome: 8, aeth_msn: 24,
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

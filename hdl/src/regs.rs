@@ -1,8 +1,8 @@
 //! BAR0: the AXI4-Lite register slave ([`rnic_contract::regs`]).
 use rust_hdl::prelude::*;
 
-/// Number of counter registers (one more than [`rnic_contract::regs::counter::COUNT`], a power of two).
-pub const NUM_COUNTERS: usize = 16;
+/// Number of counter registers ([`rnic_contract::regs::counter::COUNT`]).
+pub const NUM_COUNTERS: usize = rnic_contract::regs::counter::COUNT as usize;
 
 /// The BAR0 register block.
 ///

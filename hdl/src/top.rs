@@ -1,4 +1,14 @@
 //! The NIC top level: standard AXI edges around the RoCEv2 engines.
+use crate::dma_read::DmaReadIssuer;
+use crate::gearbox::Gearbox;
+use crate::icrc::IcrcInsert;
+use crate::records::{AckJob, LocalCompletion, RxDesc, TxJob};
+use crate::regs::BarRegs;
+use crate::rx_engine::RxEngine;
+use crate::rx_ingress::RxIngress;
+use crate::tx_arbiter::TxArbiter;
+use crate::tx_assembler::TxAssembler;
+use crate::tx_scheduler::TxScheduler;
 use rust_hdl::prelude::*;
 
 /// The NIC core.
@@ -11,7 +21,14 @@ use rust_hdl::prelude::*;
 ///   (contiguous from byte 0), `tlast` ends a frame (without FCS).
 /// - `s_axis_rx_*`: AXI4-Stream slave from the MAC, no back-pressure (a 100G MAC cannot stall);
 ///   `tuser` on the last beat flags a frame the MAC found bad (FCS error).
-#[derive(LogicBlock)]
+///
+/// Inside: the BAR0 registers; the TX path doorbell FIFO → [`TxScheduler`] → job FIFOs →
+/// [`DmaReadIssuer`] / [`TxAssembler`] → [`Gearbox`] → [`TxArbiter`] (with ACKs) →
+/// [`IcrcInsert`] → MAC; the RX path MAC → [`RxIngress`] (parse, ICRC, packet buffer) →
+/// descriptor FIFO → [`RxEngine`] (responder, completer, DMA writes, CQEs) → ACK FIFO. The
+/// AXI read channel belongs to the TX side (ID 1 WQEs, ID 0 payload) and the write channel to
+/// the RX engine.
+#[derive(LogicBlock, Default)]
 pub struct NicTop {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
@@ -75,107 +92,211 @@ pub struct NicTop {
     pub s_axis_rx_tlast: Signal<In, Bit>,
     pub s_axis_rx_tvalid: Signal<In, Bit>,
     pub s_axis_rx_tuser: Signal<In, Bit>,
+    regs: BarRegs,
+    db_fifo: SynchronousFIFO<Bits<32>, 4, 5, 1>,
+    txs: TxScheduler,
+    job_fifo: SynchronousFIFO<TxJob, 3, 4, 1>,
+    rj_fifo: SynchronousFIFO<Bits<80>, 3, 4, 1>,
+    rd_issuer: DmaReadIssuer,
+    asm: TxAssembler,
+    tx_gb: Gearbox,
+    arb: TxArbiter,
+    ack_fifo: SynchronousFIFO<AckJob, 3, 4, 1>,
+    icrc: IcrcInsert,
+    rxi: RxIngress,
+    desc_fifo: SynchronousFIFO<RxDesc, 5, 6, 1>,
+    lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
+    rxe: RxEngine,
+    cmd_fire: Signal<Local, Bit>,
+    r_is_wqe: Signal<Local, Bit>,
+    tx_frame_done: Signal<Local, Bit>,
 }
 
-impl Default for NicTop {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            reset: Default::default(),
-            s_axil_awaddr: Default::default(),
-            s_axil_awvalid: Default::default(),
-            s_axil_awready: Default::default(),
-            s_axil_wdata: Default::default(),
-            s_axil_wstrb: Default::default(),
-            s_axil_wvalid: Default::default(),
-            s_axil_wready: Default::default(),
-            s_axil_bresp: Default::default(),
-            s_axil_bvalid: Default::default(),
-            s_axil_bready: Default::default(),
-            s_axil_araddr: Default::default(),
-            s_axil_arvalid: Default::default(),
-            s_axil_arready: Default::default(),
-            s_axil_rdata: Default::default(),
-            s_axil_rresp: Default::default(),
-            s_axil_rvalid: Default::default(),
-            s_axil_rready: Default::default(),
-            m_axi_awid: Default::default(),
-            m_axi_awaddr: Default::default(),
-            m_axi_awlen: Default::default(),
-            m_axi_awsize: Default::default(),
-            m_axi_awburst: Default::default(),
-            m_axi_awvalid: Default::default(),
-            m_axi_awready: Default::default(),
-            m_axi_wdata: Default::default(),
-            m_axi_wstrb: Default::default(),
-            m_axi_wlast: Default::default(),
-            m_axi_wvalid: Default::default(),
-            m_axi_wready: Default::default(),
-            m_axi_bid: Default::default(),
-            m_axi_bresp: Default::default(),
-            m_axi_bvalid: Default::default(),
-            m_axi_bready: Default::default(),
-            m_axi_arid: Default::default(),
-            m_axi_araddr: Default::default(),
-            m_axi_arlen: Default::default(),
-            m_axi_arsize: Default::default(),
-            m_axi_arburst: Default::default(),
-            m_axi_arvalid: Default::default(),
-            m_axi_arready: Default::default(),
-            m_axi_rid: Default::default(),
-            m_axi_rdata: Default::default(),
-            m_axi_rresp: Default::default(),
-            m_axi_rlast: Default::default(),
-            m_axi_rvalid: Default::default(),
-            m_axi_rready: Default::default(),
-            m_axis_tx_tdata: Default::default(),
-            m_axis_tx_tkeep: Default::default(),
-            m_axis_tx_tlast: Default::default(),
-            m_axis_tx_tvalid: Default::default(),
-            m_axis_tx_tready: Default::default(),
-            s_axis_rx_tdata: Default::default(),
-            s_axis_rx_tkeep: Default::default(),
-            s_axis_rx_tlast: Default::default(),
-            s_axis_rx_tvalid: Default::default(),
-            s_axis_rx_tuser: Default::default(),
-        }
-    }
-}
 
-// Placeholder wiring while the engines are written: the ID register answers, everything else is
-// tied off. Replaced by the real datapath.
 impl Logic for NicTop {
     #[hdl_gen]
     fn update(&mut self) {
-        self.s_axil_awready.next = true;
-        self.s_axil_wready.next = true;
+        clock!(
+            self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, rd_issuer, asm, tx_gb, arb,
+            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rxe
+        );
+        self.regs.reset.next = self.reset.val();
+        self.txs.reset.next = self.reset.val();
+        self.rd_issuer.reset.next = self.reset.val();
+        self.asm.reset.next = self.reset.val();
+        self.tx_gb.reset.next = self.reset.val();
+        self.arb.reset.next = self.reset.val();
+        self.icrc.reset.next = self.reset.val();
+        self.rxi.reset.next = self.reset.val();
+        self.rxe.reset.next = self.reset.val();
+
+        // ---- BAR0 ----
+        self.regs.awaddr.next = self.s_axil_awaddr.val();
+        self.regs.awvalid.next = self.s_axil_awvalid.val();
+        self.s_axil_awready.next = self.regs.awready.val();
+        self.regs.wdata.next = self.s_axil_wdata.val();
+        self.regs.wvalid.next = self.s_axil_wvalid.val();
+        self.s_axil_wready.next = self.regs.wready.val();
         self.s_axil_bresp.next = 0.into();
-        self.s_axil_bvalid.next = self.s_axil_awvalid.val() & self.s_axil_wvalid.val();
-        self.s_axil_arready.next = true;
+        self.s_axil_bvalid.next = self.regs.bvalid.val();
+        self.regs.bready.next = self.s_axil_bready.val();
+        self.regs.araddr.next = self.s_axil_araddr.val();
+        self.regs.arvalid.next = self.s_axil_arvalid.val();
+        self.s_axil_arready.next = self.regs.arready.val();
+        self.s_axil_rdata.next = self.regs.rdata.val();
         self.s_axil_rresp.next = 0.into();
-        self.s_axil_rvalid.next = self.s_axil_arvalid.val();
-        self.s_axil_rdata.next = 0x524E_4943.into();
+        self.s_axil_rvalid.next = self.regs.rvalid.val();
+        self.regs.rready.next = self.s_axil_rready.val();
+        self.db_fifo.write.next = self.regs.db_write.val();
+        self.db_fifo.data_in.next = self.regs.db_data.val();
+        self.regs.db_full.next = self.db_fifo.full.val();
+        // A context command goes to both engines' tables in the same cycle.
+        self.cmd_fire.next =
+            self.regs.cmd_valid.val() & self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
+        self.regs.cmd_ready.next = self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
+        self.txs.cmd_fire.next = self.cmd_fire.val();
+        self.txs.cmd_op.next = self.regs.cmd_op.val();
+        self.txs.cmd_index.next = self.regs.cmd_index.val();
+        self.txs.cmd_record.next = self.regs.cmd_record.val();
+        self.rxe.cmd_fire.next = self.cmd_fire.val();
+        self.rxe.cmd_op.next = self.regs.cmd_op.val();
+        self.rxe.cmd_index.next = self.regs.cmd_index.val();
+        self.rxe.cmd_record.next = self.regs.cmd_record.val();
+
+        // ---- TX: scheduler ----
+        self.txs.db_empty.next = self.db_fifo.empty.val();
+        self.txs.db_data.next = self.db_fifo.data_out.val();
+        self.db_fifo.read.next = self.txs.db_read.val();
+        self.rxe.acked_raddr.next = self.txs.acked_addr.val();
+        self.txs.acked_data.next = self.rxe.acked_rdata.val();
+        self.txs.sent_addr.next = self.rxe.sent_addr.val();
+        self.rxe.sent_data.next = self.txs.sent_data.val();
+        self.rd_issuer.wqe_valid.next = self.txs.wqe_ar_valid.val();
+        self.rd_issuer.wqe_addr.next = self.txs.wqe_ar_addr.val();
+        self.txs.wqe_ar_ready.next = self.rd_issuer.wqe_ready.val();
+        self.r_is_wqe.next = self.m_axi_rid.val() == 1;
+        self.txs.wqe_r_valid.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();
+        self.txs.wqe_r_data.next = self.m_axi_rdata.val();
+        self.job_fifo.write.next = self.txs.job_write.val();
+        self.job_fifo.data_in.next = self.txs.job.val();
+        self.txs.job_full.next = self.job_fifo.full.val();
+        self.rj_fifo.write.next = self.txs.rj_write.val();
+        self.rj_fifo.data_in.next = bit_cast::<80, 64>(self.txs.rj_addr.val())
+            | (bit_cast::<80, 13>(self.txs.rj_len.val()) << 64);
+        self.txs.rj_full.next = self.rj_fifo.full.val();
+        self.rxe.if_we.next = self.txs.if_we.val();
+        self.rxe.if_waddr.next = self.txs.if_addr.val();
+        self.rxe.if_wdata.next = self.txs.if_data.val();
+        self.lc_fifo.write.next = self.txs.lc_write.val();
+        self.lc_fifo.data_in.next = self.txs.lc_data.val();
+        self.txs.lc_full.next = self.lc_fifo.full.val();
+
+        // ---- TX: DMA reads (AR) and read data (R) ----
+        self.rd_issuer.rj_empty.next = self.rj_fifo.empty.val();
+        self.rd_issuer.rj_addr.next = self.rj_fifo.data_out.val().get_bits::<64>(0);
+        self.rd_issuer.rj_len.next = self.rj_fifo.data_out.val().get_bits::<13>(64);
+        self.rj_fifo.read.next = self.rd_issuer.rj_read.val();
+        self.m_axi_arvalid.next = self.rd_issuer.arvalid.val();
+        self.m_axi_araddr.next = self.rd_issuer.araddr.val();
+        self.m_axi_arlen.next = self.rd_issuer.arlen.val();
+        self.m_axi_arid.next = self.rd_issuer.arid.val();
+        self.m_axi_arsize.next = 6.into();
+        self.m_axi_arburst.next = 1.into();
+        self.rd_issuer.arready.next = self.m_axi_arready.val();
+        self.m_axi_rready.next = self.r_is_wqe.val() | self.asm.pay_ready.val();
+
+        // ---- TX: assembly, arbitration, ICRC ----
+        self.asm.src_mac.next = self.regs.mac.val();
+        self.asm.src_ip.next = self.regs.ip.val();
+        self.asm.job_valid.next = !self.job_fifo.empty.val();
+        self.asm.job.next = self.job_fifo.data_out.val();
+        self.job_fifo.read.next = self.asm.job_read.val();
+        self.asm.pay_valid.next = self.m_axi_rvalid.val() & !self.r_is_wqe.val();
+        self.asm.pay_data.next = self.m_axi_rdata.val();
+        self.tx_gb.in_valid.next = self.asm.g_valid.val();
+        self.asm.g_ready.next = self.tx_gb.in_ready.val();
+        self.tx_gb.in_data.next = self.asm.g_data.val();
+        self.tx_gb.in_skip.next = self.asm.g_skip.val();
+        self.tx_gb.in_len.next = self.asm.g_len.val();
+        self.tx_gb.in_last.next = self.asm.g_last.val();
+        self.arb.src_mac.next = self.regs.mac.val();
+        self.arb.src_ip.next = self.regs.ip.val();
+        self.arb.req_valid.next = self.tx_gb.out_valid.val();
+        self.tx_gb.out_ready.next = self.arb.req_ready.val();
+        self.arb.req_data.next = self.tx_gb.out_data.val();
+        self.arb.req_count.next = self.tx_gb.out_count.val();
+        self.arb.req_last.next = self.tx_gb.out_last.val();
+        self.arb.ack_valid.next = !self.ack_fifo.empty.val();
+        self.arb.ack.next = self.ack_fifo.data_out.val();
+        self.ack_fifo.read.next = self.arb.ack_read.val();
+        self.icrc.in_valid.next = self.arb.out_valid.val();
+        self.arb.out_ready.next = self.icrc.in_ready.val();
+        self.icrc.in_data.next = self.arb.out_data.val();
+        self.icrc.in_count.next = self.arb.out_count.val();
+        self.icrc.in_last.next = self.arb.out_last.val();
+        self.m_axis_tx_tvalid.next = self.icrc.out_valid.val();
+        self.m_axis_tx_tdata.next = self.icrc.out_data.val();
+        self.m_axis_tx_tkeep.next =
+            (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.icrc.out_count.val())) - 1;
+        self.m_axis_tx_tlast.next = self.icrc.out_last.val();
+        self.icrc.out_ready.next = self.m_axis_tx_tready.val();
+        self.tx_frame_done.next =
+            self.icrc.out_valid.val() & self.m_axis_tx_tready.val() & self.icrc.out_last.val();
+
+        // ---- RX ----
+        self.rxi.tdata.next = self.s_axis_rx_tdata.val();
+        self.rxi.tkeep.next = self.s_axis_rx_tkeep.val();
+        self.rxi.tlast.next = self.s_axis_rx_tlast.val();
+        self.rxi.tvalid.next = self.s_axis_rx_tvalid.val();
+        self.rxi.tuser.next = self.s_axis_rx_tuser.val();
+        self.rxi.buf_raddr.next = self.rxe.buf_raddr.val();
+        self.rxe.buf_rdata.next = self.rxi.buf_rdata.val();
+        self.rxi.rd_ptr.next = self.rxe.rd_ptr.val();
+        self.desc_fifo.write.next = self.rxi.desc_write.val();
+        self.desc_fifo.data_in.next = self.rxi.desc.val();
+        self.rxi.desc_full.next = self.desc_fifo.full.val();
+        self.rxe.desc_empty.next = self.desc_fifo.empty.val();
+        self.rxe.desc.next = self.desc_fifo.data_out.val();
+        self.desc_fifo.read.next = self.rxe.desc_read.val();
+        self.rxe.lc_empty.next = self.lc_fifo.empty.val();
+        self.rxe.lc.next = self.lc_fifo.data_out.val();
+        self.lc_fifo.read.next = self.rxe.lc_read.val();
+        self.ack_fifo.write.next = self.rxe.ack_write.val();
+        self.ack_fifo.data_in.next = self.rxe.ack.val();
+        self.rxe.ack_full.next = self.ack_fifo.full.val();
+
+        // ---- RX: DMA writes (AW/W/B) ----
         self.m_axi_awid.next = 0.into();
-        self.m_axi_awaddr.next = 0.into();
+        self.m_axi_awaddr.next = self.rxe.awaddr.val();
         self.m_axi_awlen.next = 0.into();
         self.m_axi_awsize.next = 6.into();
         self.m_axi_awburst.next = 1.into();
-        self.m_axi_awvalid.next = false;
-        self.m_axi_wdata.next = 0.into();
-        self.m_axi_wstrb.next = 0.into();
-        self.m_axi_wlast.next = false;
-        self.m_axi_wvalid.next = false;
+        self.m_axi_awvalid.next = self.rxe.awvalid.val();
+        self.rxe.awready.next = self.m_axi_awready.val();
+        self.m_axi_wdata.next = self.rxe.wdata.val();
+        self.m_axi_wstrb.next = self.rxe.wstrb.val();
+        self.m_axi_wlast.next = true;
+        self.m_axi_wvalid.next = self.rxe.wvalid.val();
+        self.rxe.wready.next = self.m_axi_wready.val();
         self.m_axi_bready.next = true;
-        self.m_axi_arid.next = 0.into();
-        self.m_axi_araddr.next = 0.into();
-        self.m_axi_arlen.next = 0.into();
-        self.m_axi_arsize.next = 6.into();
-        self.m_axi_arburst.next = 1.into();
-        self.m_axi_arvalid.next = false;
-        self.m_axi_rready.next = true;
-        self.m_axis_tx_tdata.next = 0.into();
-        self.m_axis_tx_tkeep.next = 0.into();
-        self.m_axis_tx_tlast.next = false;
-        self.m_axis_tx_tvalid.next = false;
+        self.rxe.bvalid.next = self.m_axi_bvalid.val();
+
+        // ---- Counters ([`rnic_contract::regs::counter`]) ----
+        self.regs.count_inc.next = bit_cast::<16, 1>(self.rxi.cnt_rx_frame.val().into())
+            | (bit_cast::<16, 1>(self.tx_frame_done.val().into()) << 1)
+            | (bit_cast::<16, 1>(self.rxe.cnt_roce_ok.val().into()) << 2)
+            | (bit_cast::<16, 1>(self.rxi.cnt_icrc.val().into()) << 3)
+            | (bit_cast::<16, 1>(self.rxi.cnt_malformed.val().into()) << 4)
+            | (bit_cast::<16, 1>(self.rxe.cnt_unknown_qp.val().into()) << 5)
+            | (bit_cast::<16, 1>(self.rxe.cnt_drop_key.val().into()) << 6)
+            | (bit_cast::<16, 1>(self.rxe.cnt_drop_psn.val().into()) << 7)
+            | (bit_cast::<16, 1>(self.rxi.cnt_overflow.val().into()) << 8)
+            | (bit_cast::<16, 1>(self.rxe.cnt_tx_ack.val().into()) << 9)
+            | (bit_cast::<16, 1>(self.rxe.cnt_tx_nak.val().into()) << 10)
+            | (bit_cast::<16, 1>(self.rxe.cnt_rx_ack.val().into()) << 11)
+            | (bit_cast::<16, 1>(self.rxe.cnt_cqe.val().into()) << 12)
+            | (bit_cast::<16, 1>(self.txs.cnt_tx_req.val().into()) << 13)
+            | (bit_cast::<16, 1>(self.txs.cnt_local_err.val().into()) << 14)
+            | (bit_cast::<16, 1>(self.rxe.cnt_drop_inv_req.val().into()) << 15);
     }
 }

@@ -98,6 +98,7 @@ pub struct TxScheduler {
     is_last: Signal<Local, Bit>,
     sq_mask: Signal<Local, Bits<16>>,
     writing_dyn: Signal<Local, Bit>,
+    send_flags: Signal<Local, Bits<8>>,
 }
 
 // States.
@@ -207,7 +208,8 @@ impl Logic for TxScheduler {
         self.if_data.next.wr_id = self.wqe.q.val().wr_id;
         self.if_data.next.byte_len = self.total.q.val();
         self.if_data.next.last_psn = self.next_psn.q.val() - 1;
-        self.if_data.next.signaled = self.wqe.q.val().send_flags.get_bits::<1>(1);
+        self.send_flags.next = self.wqe.q.val().send_flags;
+        self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
         self.if_data.next.rsvd = 0.into();
         self.lc_write.next = false;
         self.lc_data.next.wr_id = self.wqe.q.val().wr_id;

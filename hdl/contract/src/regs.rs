@@ -102,8 +102,11 @@ pub mod counter {
     pub const TX_REQUESTS: u16 = 13;
     /// WQEs failed locally (bad lkey, local bounds, unsupported opcode).
     pub const LOCAL_ERRORS: u16 = 14;
+    /// Dropped: a request that breaks the RC sequencing rules (MIDDLE/LAST without FIRST,
+    /// wrong segment length, FIRST while a message is open); answered with NAK invalid request.
+    pub const DROP_INV_REQ: u16 = 15;
     /// Number of counters.
-    pub const COUNT: u16 = 15;
+    pub const COUNT: u16 = 16;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -122,5 +125,6 @@ pub mod counter {
         "cqes",
         "tx_requests",
         "local_errors",
+        "drop_inv_req",
     ];
 }
