@@ -31,6 +31,7 @@ fn run() -> Result<(), String> {
     println!("cargo:rerun-if-changed=../hdl/src");
     println!("cargo:rerun-if-changed=../hdl/contract/src");
     println!("cargo:rerun-if-env-changed=VERILATOR");
+    println!("cargo:rerun-if-env-changed=RNIC_SIM_VERILATOR_FLAGS");
 
     let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| format!("OUT_DIR: {e}"))?);
     let waveform = env::var_os("CARGO_FEATURE_WAVEFORM").is_some();
@@ -57,9 +58,11 @@ fn run() -> Result<(), String> {
     let t_verilate = Instant::now();
     let mut cmd = Command::new(&verilator);
     cmd.args(["--cc", "--build", "-O3"])
-        // rust-hdl's widgets emit `x + 32'h1` on narrower vectors; every other warning (SELRANGE,
-        // MODDUP, ...) stays fatal because those catch real bugs.
-        .arg("-Wno-WIDTH")
+        // rust-hdl's widgets emit `x + 32'h1` on narrower vectors (WIDTH), and its whole-struct
+        // combinational blocks look circular to Verilator (UNOPTFLAT: a speed hint, not a bug;
+        // Verilator iterates such logic until it settles). Every other warning (SELRANGE,
+        // MODDUP, MULTIDRIVEN, ...) stays fatal because those catch real bugs.
+        .args(["-Wno-WIDTH", "-Wno-UNOPTFLAT"])
         .args(["--prefix", PREFIX])
         .arg("--Mdir")
         .arg(&obj_dir)
@@ -72,6 +75,10 @@ fn run() -> Result<(), String> {
         .args(["-CFLAGS", "-fPIC"]);
     if waveform {
         cmd.arg("--trace-fst");
+    }
+    // Escape hatch for experiments (e.g. `-Wno-UNOPTFLAT`, `--x-assign fast`), whitespace-separated.
+    if let Ok(extra) = env::var("RNIC_SIM_VERILATOR_FLAGS") {
+        cmd.args(extra.split_whitespace());
     }
     cmd.args(&generated.sources);
     run_command(&mut cmd, "verilator")?;
