@@ -12,9 +12,10 @@
 //! use rnic_sim::{SimConfig, World};
 //! let mut world = World::new(2, SimConfig::default())?;
 //! assert_eq!(world.mmio_read(0, 0x0000)?, 0x524E_4943);
-//! let ring = world.memory(0)?.alloc(4096, 4096)?; // a ring the NIC can DMA
-//! world.memory(0)?.write_u64(ring, 42)?;
+//! let ring = world.memory_mut(0)?.alloc(4096, 4096)?; // a ring the NIC can DMA
+//! world.memory_mut(0)?.write_u64(ring, 42)?;
 //! world.step_n(1000);
+//! assert_eq!(world.memory(0)?.read_u64(ring)?, 42);
 //! println!("{:.2} M cycles/s", world.stats().cycles_per_second / 1e6);
 //! # Ok::<(), rnic_sim::SimError>(())
 //! ```

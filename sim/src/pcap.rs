@@ -92,3 +92,41 @@ impl Drop for PcapTap {
         let _ = self.finish();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcap_file::pcap::PcapReader;
+
+    #[test]
+    fn frames_and_nanosecond_timestamps_read_back() {
+        let path = std::env::temp_dir().join(format!("rnic-sim-pcap-unit-{}.pcap", std::process::id()));
+        let mut tap = PcapTap::create(&path).unwrap();
+        let f1: Vec<u8> = (0..60).collect();
+        let f2: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        tap.write(128, &f1).unwrap();
+        tap.write(1_000_000_081, &f2).unwrap();
+        tap.finish().unwrap();
+        assert!(tap.write(1, &f1).is_err());
+        let mut r = PcapReader::new(File::open(&path).unwrap()).unwrap();
+        let p1 = r.next_packet().unwrap().unwrap().into_owned();
+        let p2 = r.next_packet().unwrap().unwrap().into_owned();
+        assert!(r.next_packet().is_none());
+        assert_eq!((p1.timestamp.as_nanos(), &*p1.data), (128, &f1[..]));
+        assert_eq!((p2.timestamp.as_nanos(), &*p2.data), (1_000_000_081, &f2[..]));
+        // tshark, when installed (scripts/setup.sh), must read it too.
+        if let Ok(out) = std::process::Command::new("tshark")
+            .args(["-r", path.to_str().unwrap(), "-T", "fields", "-e", "frame.time_epoch", "-e", "frame.len"])
+            .output()
+        {
+            if out.status.success() {
+                let text = String::from_utf8_lossy(&out.stdout);
+                let lines: Vec<&str> = text.lines().collect();
+                assert_eq!(lines.len(), 2, "{text}");
+                assert!(lines[0].starts_with("0.000000128") && lines[0].ends_with("60"), "{text}");
+                assert!(lines[1].starts_with("1.000000081") && lines[1].ends_with("1000"), "{text}");
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+}

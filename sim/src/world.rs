@@ -212,11 +212,19 @@ impl World {
         Ok(&mut self.nics[i])
     }
 
-    /// The host memory of NIC `i` (map buffers, allocate and access rings).
+    /// The host memory of NIC `i`, to read (e.g. poll a CQE from a `run_until` predicate).
     ///
     /// # Errors
     /// [`SimError::NoSuchNic`].
-    pub fn memory(&mut self, i: usize) -> Result<&mut HostMemory, SimError> {
+    pub fn memory(&self, i: usize) -> Result<&HostMemory, SimError> {
+        Ok(self.nic(i)?.memory())
+    }
+
+    /// The host memory of NIC `i`, to map buffers and allocate or write rings.
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNic`].
+    pub fn memory_mut(&mut self, i: usize) -> Result<&mut HostMemory, SimError> {
         Ok(self.nic_mut(i)?.memory_mut())
     }
 

@@ -51,6 +51,7 @@ fn bad_indices_and_topologies_are_errors_not_panics() {
     let mut world = World::with_topology(1, SimConfig::default(), Topology::Loopback).unwrap();
     assert!(matches!(world.mmio_read(3, 0), Err(SimError::NoSuchNic { index: 3, count: 1 })));
     assert!(world.memory(1).is_err());
+    assert!(world.memory_mut(1).is_err());
     assert!(World::new(0, SimConfig::default()).is_err());
     assert!(matches!(world.run_until(|_| false, 10), Err(SimError::Timeout { cycles: 10 })));
     let before = world.cycles();
@@ -69,6 +70,11 @@ fn waveform_needs_the_feature() {
         world.finish().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
         assert!(len > 100, "FST file has {len} bytes");
+        // A second dump of the same NIC, later in the run.
+        world.dump_waveform(0, &path).unwrap();
+        world.step_n(20);
+        world.finish().unwrap();
+        assert!(std::fs::metadata(&path).unwrap().len() > 100);
         let _ = std::fs::remove_file(&path);
     } else {
         assert!(matches!(r, Err(SimError::WaveformDisabled)));

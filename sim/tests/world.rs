@@ -312,10 +312,10 @@ fn dma_reaches_mapped_buffers_and_unmapped_addresses_get_errors() {
     let mut w = World::with_cores(vec![core], SimConfig::default(), Topology::Unconnected).unwrap();
     // SAFETY: `buf` outlives the world's use of it (unmapped before it is read) and is not
     // touched while the world steps.
-    let mapped = unsafe { w.memory(0).unwrap().map_external(buf.as_mut_ptr(), buf.len()) }.unwrap();
+    let mapped = unsafe { w.memory_mut(0).unwrap().map_external(buf.as_mut_ptr(), buf.len()) }.unwrap();
     assert_eq!(mapped, Iova(iova));
     w.run_until(|_| seen.borrow().dma.len() == 4, 5000).unwrap();
-    w.memory(0).unwrap().unmap(mapped).unwrap();
+    w.memory_mut(0).unwrap().unmap(mapped).unwrap();
 
     let seen = seen.borrow();
     assert_eq!(seen.dma[0].1, 0, "write OKAY");
