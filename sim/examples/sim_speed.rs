@@ -1,0 +1,43 @@
+//! Measures the simulator: `cargo run --release -p rnic-sim --example sim_speed [CYCLES] [NICS]`.
+//!
+//! Steps an idle world of NICS back-to-back NICs (default 2) for CYCLES cycles (default 2 000 000)
+//! and prints the model's build times and the simulated cycles per wall-clock second.
+use rnic_sim::{SimConfig, World};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let cycles: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
+    let nics: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
+    let b = rnic_sim::build_info();
+    println!(
+        "model build: generate {:.2} s, verilator {:.2} s (model {:.2} s + runtime {:.2} s), shim {:.2} s, waveform support {}",
+        b.generate_seconds,
+        rnic_sim::verilator_build_seconds(),
+        b.verilate_seconds,
+        b.runtime_seconds,
+        b.shim_seconds,
+        b.waveform
+    );
+    let mut world = match World::new(nics, SimConfig::default()) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("sim_speed: {e}");
+            std::process::exit(1);
+        }
+    };
+    match world.mmio_read(0, 0) {
+        Ok(v) => println!("BAR0[0x0000] = {v:#010x}"),
+        Err(e) => println!("BAR0[0x0000]: {e}"),
+    }
+    let start = std::time::Instant::now();
+    let c0 = world.cycles();
+    world.step_n(cycles);
+    let wall = start.elapsed().as_secs_f64();
+    let per_world = (world.cycles() - c0) as f64 / wall;
+    println!(
+        "{nics} NIC(s): {cycles} cycles ({:.3} ms simulated) in {wall:.3} s = {:.3} M world cycles/s ({:.3} M NIC cycles/s)",
+        cycles as f64 * 4e-6,
+        per_world / 1e6,
+        per_world * nics as f64 / 1e6
+    );
+}
