@@ -81,44 +81,78 @@ fn run() -> Result<(), String> {
         cmd.args(extra.split_whitespace());
     }
     cmd.args(&generated.sources);
-    run_command(&mut cmd, "verilator")?;
-    let verilate_seconds = t_verilate.elapsed().as_secs_f64();
+    // Verilating and compiling is the slow step; skip it when neither the Verilog, the flags nor
+    // Verilator changed since the last successful build in this OUT_DIR (any edit under hdl/src,
+    // even a test, reruns this script). The time reported is then the last real build's.
+    let fingerprint = model_fingerprint(&cmd, &verilator, &generated.sources)?;
+    let model_stamp = out_dir.join("model.stamp");
+    let model_ar = obj_dir.join(format!("{PREFIX}__ALL.a"));
+    let cached = fs::read_to_string(&model_stamp)
+        .ok()
+        .filter(|_| model_ar.exists())
+        .and_then(|s| s.strip_prefix(&format!("{fingerprint:016x} ")).and_then(|t| t.trim().parse::<f64>().ok()));
+    let (verilate_seconds, model_cached) = match cached {
+        Some(secs) => (secs, true),
+        None => {
+            let _ = fs::remove_file(&model_stamp);
+            run_command(&mut cmd, "verilator")?;
+            let secs = t_verilate.elapsed().as_secs_f64();
+            fs::write(&model_stamp, format!("{fingerprint:016x} {secs:.3}\n"))
+                .map_err(|e| format!("write {}: {e}", model_stamp.display()))?;
+            (secs, false)
+        }
+    };
 
-    // 4. Verilator's runtime, built by the model's own makefile so the flags match.
+    // 4. Verilator's runtime, built by the model's own makefile so the flags match. It depends
+    //    only on the Verilator version and the tracing flags, not on the design, so it is rebuilt
+    //    only when those change (saves ~4 s per RTL change).
     let t_runtime = Instant::now();
     let mut runtime_objs = vec!["verilated.o", "verilated_threads.o"];
     if waveform {
         runtime_objs.push("verilated_fst_c.o");
     }
-    let mut make = Command::new("make");
-    make.arg("-C")
-        .arg(&obj_dir)
-        .arg("-f")
-        .arg(format!("{PREFIX}.mk"))
-        .arg(format!("-j{jobs}"))
-        .arg("OPT_GLOBAL=-O2")
-        .args(&runtime_objs);
-    run_command(&mut make, "make (Verilator runtime)").map_err(|e| {
-        if waveform {
-            format!("{e}\n(feature `waveform` needs zlib headers: on Debian, apt-get install zlib1g-dev)")
-        } else {
-            e
+    let rt_lib = out_dir.join("libverilated_rt.a");
+    let rt_stamp = out_dir.join("verilated_rt.stamp");
+    let stamp = format!("{} waveform={waveform}\n", verilator_version(&verilator)?);
+    let rt_cached = fs::read_to_string(&rt_stamp)
+        .ok()
+        .filter(|_| rt_lib.exists())
+        .and_then(|s| s.strip_prefix(&stamp).and_then(|t| t.trim().parse::<f64>().ok()));
+    let runtime_cached = rt_cached.is_some();
+    let runtime_seconds = if let Some(secs) = rt_cached {
+        secs
+    } else {
+        let mut make = Command::new("make");
+        make.arg("-C")
+            .arg(&obj_dir)
+            .arg("-f")
+            .arg(format!("{PREFIX}.mk"))
+            .arg(format!("-j{jobs}"))
+            .arg("OPT_GLOBAL=-O2")
+            .args(&runtime_objs);
+        run_command(&mut make, "make (Verilator runtime)").map_err(|e| {
+            if waveform {
+                format!("{e}\n(feature `waveform` needs zlib headers: on Debian, apt-get install zlib1g-dev)")
+            } else {
+                e
+            }
+        })?;
+        let _ = fs::remove_file(&rt_lib);
+        let mut ar = Command::new(env::var("AR").unwrap_or_else(|_| "ar".to_string()));
+        ar.arg("rcs").arg(&rt_lib);
+        for o in &runtime_objs {
+            ar.arg(obj_dir.join(o));
         }
-    })?;
-    let runtime_seconds = t_runtime.elapsed().as_secs_f64();
+        run_command(&mut ar, "ar (Verilator runtime)")?;
+        let secs = t_runtime.elapsed().as_secs_f64();
+        fs::write(&rt_stamp, format!("{stamp}{secs:.3}\n")).map_err(|e| format!("write {}: {e}", rt_stamp.display()))?;
+        secs
+    };
 
-    // 5. Archives with the `lib` prefix rustc's `static=` needs.
+    // 5. The model's archive with the `lib` prefix rustc's `static=` needs.
     let model_lib = out_dir.join(format!("lib{PREFIX}.a"));
     fs::copy(obj_dir.join(format!("{PREFIX}__ALL.a")), &model_lib)
         .map_err(|e| format!("copy the model archive: {e}"))?;
-    let rt_lib = out_dir.join("libverilated_rt.a");
-    let _ = fs::remove_file(&rt_lib);
-    let mut ar = Command::new(env::var("AR").unwrap_or_else(|_| "ar".to_string()));
-    ar.arg("rcs").arg(&rt_lib);
-    for o in &runtime_objs {
-        ar.arg(obj_dir.join(o));
-    }
-    run_command(&mut ar, "ar (Verilator runtime)")?;
 
     // 6. The C ABI shim. Same defines as the model so the class layout agrees.
     let t_shim = Instant::now();
@@ -160,7 +194,9 @@ fn run() -> Result<(), String> {
     let stats = format!(
         "{{\n  \"generate_seconds\": {generate_seconds:.3},\n  \"verilate_seconds\": {verilate_seconds:.3},\n  \
          \"runtime_seconds\": {runtime_seconds:.3},\n  \"shim_seconds\": {shim_seconds:.3},\n  \
-         \"total_seconds\": {total:.3},\n  \"waveform\": {waveform},\n  \"jobs\": {},\n  \"sources\": [{}]\n}}\n",
+         \"total_seconds\": {total:.3},\n  \"model_cached\": {model_cached},\n  \
+         \"runtime_cached\": {runtime_cached},\n  \"waveform\": {waveform},\n  \"jobs\": {},\n  \
+         \"sources\": [{}]\n}}\n",
         json_string(&jobs),
         sources.join(", ")
     );
@@ -184,6 +220,35 @@ fn verilator_root(verilator: &str) -> Result<PathBuf, String> {
         return Err(format!("Verilator root {} has no include/verilated.h; run scripts/setup.sh", root.display()));
     }
     Ok(root)
+}
+
+/// FNV-1a over everything that determines the verilated model: Verilator's version, its
+/// arguments and the contents of every source.
+fn model_fingerprint(cmd: &Command, verilator: &str, sources: &[PathBuf]) -> Result<u64, String> {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        // A separator so ("ab", "c") and ("a", "bc") differ.
+        h ^= 0xFF;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    };
+    eat(verilator_version(verilator)?.as_bytes());
+    for a in cmd.get_args() {
+        eat(a.as_encoded_bytes());
+    }
+    for src in sources {
+        eat(&fs::read(src).map_err(|e| format!("read {}: {e}", src.display()))?);
+    }
+    Ok(h)
+}
+
+/// `verilator --version`, e.g. "Verilator 5.006 2023-01-22 rev (Debian 5.006-3)".
+fn verilator_version(verilator: &str) -> Result<String, String> {
+    let out = Command::new(verilator).arg("--version").output().map_err(|e| format!("{verilator} --version: {e}"))?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Runs `cmd`, forwarding its output to the build log; fails with its stderr tail.

@@ -44,6 +44,10 @@ pub use wire::{Link, LinkStats};
 pub use world::{LinkReport, Topology, World, WorldStats};
 
 /// How long building the model took, from `build.rs` (wall-clock seconds on the build machine).
+///
+/// `build.rs` skips verilating when the Verilog, flags and Verilator are unchanged since the last
+/// build (and the runtime when Verilator and the tracing flag are unchanged); the seconds reported
+/// are then those of the last real build, and the `*_cached` flags are set.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BuildInfo {
     /// `rnic_hdl::generate` (Rust to Verilog).
@@ -58,6 +62,10 @@ pub struct BuildInfo {
     pub total_seconds: f64,
     /// The model was built with waveform (FST) support.
     pub waveform: bool,
+    /// This build reused the previously verilated model.
+    pub model_cached: bool,
+    /// This build reused the previously compiled Verilator runtime.
+    pub runtime_cached: bool,
 }
 
 const BUILD_STATS: &str = include_str!(concat!(env!("OUT_DIR"), "/build_stats.json"));
@@ -81,6 +89,8 @@ pub fn build_info() -> BuildInfo {
         shim_seconds: json_number("shim_seconds"),
         total_seconds: json_number("total_seconds"),
         waveform: BUILD_STATS.contains("\"waveform\": true"),
+        model_cached: BUILD_STATS.contains("\"model_cached\": true"),
+        runtime_cached: BUILD_STATS.contains("\"runtime_cached\": true"),
     }
 }
 
