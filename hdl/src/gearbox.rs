@@ -8,7 +8,8 @@ use rust_hdl::prelude::*;
 /// the caller wants the upper bytes dropped). Chunks are appended back to back; every full 64
 /// bytes leave as one beat (`out_count` = 64). `in_last` marks the final chunk of a packet: the
 /// remaining bytes then leave as a final beat with `out_count` < 64 possible and `out_last`.
-/// No chunk of the next packet is accepted until the last beat has left.
+/// A chunk of the next packet is accepted no earlier than the cycle the last beat leaves, so
+/// two packets never share a beat and back-to-back packets cost no bubble.
 ///
 /// This is how headers are prepended to payload read by DMA at any host alignment (TX) and how
 /// payload at any frame offset is realigned to any host address (RX DMA write): the one
@@ -62,7 +63,9 @@ impl Logic for Gearbox {
             self.kept_cnt.next = self.cnt.q.val() - bit_cast::<8, 7>(self.out_count.val());
             self.kept_acc.next = self.acc.q.val() >> 512;
         }
-        self.in_ready.next = !self.draining.q.val() & (self.kept_cnt.val() <= 63);
+        // The next packet may start in the cycle the previous one's last beat leaves.
+        self.in_ready.next = (!self.draining.q.val() | (self.emit.val() & self.out_last.val()))
+            & (self.kept_cnt.val() <= 63);
         self.accept.next = self.in_valid.val() & self.in_ready.val();
         // The chunk: drop `skip` low bytes, keep `len` bytes, place them at the fill level.
         self.chunk.next = ((bit_cast::<1024, 512>(self.in_data.val())

@@ -15,6 +15,7 @@ pub mod records;
 pub mod regs;
 pub mod rx_engine;
 pub mod rx_ingress;
+pub mod rx_writer;
 pub mod top;
 pub mod tx_arbiter;
 pub mod tx_assembler;

@@ -128,6 +128,18 @@ record!(
     }
 );
 
+
+record!(
+    /// One unit of work for the RX writer (640 bits), produced in packet order by the RX
+    /// engine: a payload to move from the packet buffer to host memory, a CQE to write, or
+    /// nothing; then `release` packet-buffer beats to free and, with `need_ack`, the ACK/NAK
+    /// to send once every write before it has been acknowledged by the host.
+    WriteJob, 640, {
+        kind: 2, need_ack: 1, rsvd0: 5, start: 8, release: 8, hlen: 7, rsvd1: 1, plen: 13,
+        rsvd2: 3, addr: 64, cqe: 256, ack: 256, rsvd3: 16,
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,10 +2,11 @@
 use crate::dma_read::DmaReadIssuer;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
-use crate::records::{AckJob, LocalCompletion, RxDesc, TxJob};
+use crate::records::{AckJob, LocalCompletion, RxDesc, TxJob, WriteJob};
 use crate::regs::BarRegs;
 use crate::rx_engine::RxEngine;
 use crate::rx_ingress::RxIngress;
+use crate::rx_writer::RxWriter;
 use crate::tx_arbiter::TxArbiter;
 use crate::tx_assembler::TxAssembler;
 use crate::tx_scheduler::TxScheduler;
@@ -25,9 +26,10 @@ use rust_hdl::prelude::*;
 /// Inside: the BAR0 registers; the TX path doorbell FIFO → [`TxScheduler`] → job FIFOs →
 /// [`DmaReadIssuer`] / [`TxAssembler`] → [`Gearbox`] → [`TxArbiter`] (with ACKs) →
 /// [`IcrcInsert`] → MAC; the RX path MAC → [`RxIngress`] (parse, ICRC, packet buffer) →
-/// descriptor FIFO → [`RxEngine`] (responder, completer, DMA writes, CQEs) → ACK FIFO. The
-/// AXI read channel belongs to the TX side (ID 1 WQEs, ID 0 payload) and the write channel to
-/// the RX engine.
+/// descriptor FIFO → [`RxEngine`] (responder and completer decisions, contexts) → write-job
+/// FIFO → [`RxWriter`] (payload and CQE DMA writes, ACKs once written) → ACK FIFO. The AXI
+/// read channel belongs to the TX side (ID 1 WQEs, ID 0 payload), the write channel to the
+/// RX writer.
 #[derive(LogicBlock, Default)]
 pub struct NicTop {
     pub clock: Signal<In, Clock>,
@@ -107,6 +109,8 @@ pub struct NicTop {
     desc_fifo: SynchronousFIFO<RxDesc, 5, 6, 1>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
     rxe: RxEngine,
+    wj_fifo: SynchronousFIFO<WriteJob, 3, 4, 1>,
+    rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
     r_is_wqe: Signal<Local, Bit>,
     tx_frame_done: Signal<Local, Bit>,
@@ -118,7 +122,7 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, rd_issuer, asm, tx_gb, arb,
-            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rxe
+            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rxe, wj_fifo, rxw
         );
         self.regs.reset.next = self.reset.val();
         self.txs.reset.next = self.reset.val();
@@ -129,6 +133,7 @@ impl Logic for NicTop {
         self.icrc.reset.next = self.reset.val();
         self.rxi.reset.next = self.reset.val();
         self.rxe.reset.next = self.reset.val();
+        self.rxw.reset.next = self.reset.val();
 
         // ---- BAR0 ----
         self.regs.awaddr.next = self.s_axil_awaddr.val();
@@ -249,9 +254,9 @@ impl Logic for NicTop {
         self.rxi.tlast.next = self.s_axis_rx_tlast.val();
         self.rxi.tvalid.next = self.s_axis_rx_tvalid.val();
         self.rxi.tuser.next = self.s_axis_rx_tuser.val();
-        self.rxi.buf_raddr.next = self.rxe.buf_raddr.val();
-        self.rxe.buf_rdata.next = self.rxi.buf_rdata.val();
-        self.rxi.rd_ptr.next = self.rxe.rd_ptr.val();
+        self.rxi.buf_raddr.next = self.rxw.buf_raddr.val();
+        self.rxw.buf_rdata.next = self.rxi.buf_rdata.val();
+        self.rxi.rd_ptr.next = self.rxw.rd_ptr.val();
         self.desc_fifo.write.next = self.rxi.desc_write.val();
         self.desc_fifo.data_in.next = self.rxi.desc.val();
         self.rxi.desc_full.next = self.desc_fifo.full.val();
@@ -261,25 +266,31 @@ impl Logic for NicTop {
         self.rxe.lc_empty.next = self.lc_fifo.empty.val();
         self.rxe.lc.next = self.lc_fifo.data_out.val();
         self.lc_fifo.read.next = self.rxe.lc_read.val();
-        self.ack_fifo.write.next = self.rxe.ack_write.val();
-        self.ack_fifo.data_in.next = self.rxe.ack.val();
-        self.rxe.ack_full.next = self.ack_fifo.full.val();
+        self.wj_fifo.write.next = self.rxe.job_write.val();
+        self.wj_fifo.data_in.next = self.rxe.job.val();
+        self.rxe.job_full.next = self.wj_fifo.full.val();
+        self.rxw.job_empty.next = self.wj_fifo.empty.val();
+        self.rxw.job.next = self.wj_fifo.data_out.val();
+        self.wj_fifo.read.next = self.rxw.job_read.val();
+        self.ack_fifo.write.next = self.rxw.ack_write.val();
+        self.ack_fifo.data_in.next = self.rxw.ack.val();
+        self.rxw.ack_full.next = self.ack_fifo.full.val();
 
         // ---- RX: DMA writes (AW/W/B) ----
         self.m_axi_awid.next = 0.into();
-        self.m_axi_awaddr.next = self.rxe.awaddr.val();
+        self.m_axi_awaddr.next = self.rxw.awaddr.val();
         self.m_axi_awlen.next = 0.into();
         self.m_axi_awsize.next = 6.into();
         self.m_axi_awburst.next = 1.into();
-        self.m_axi_awvalid.next = self.rxe.awvalid.val();
-        self.rxe.awready.next = self.m_axi_awready.val();
-        self.m_axi_wdata.next = self.rxe.wdata.val();
-        self.m_axi_wstrb.next = self.rxe.wstrb.val();
+        self.m_axi_awvalid.next = self.rxw.awvalid.val();
+        self.rxw.awready.next = self.m_axi_awready.val();
+        self.m_axi_wdata.next = self.rxw.wdata.val();
+        self.m_axi_wstrb.next = self.rxw.wstrb.val();
         self.m_axi_wlast.next = true;
-        self.m_axi_wvalid.next = self.rxe.wvalid.val();
-        self.rxe.wready.next = self.m_axi_wready.val();
+        self.m_axi_wvalid.next = self.rxw.wvalid.val();
+        self.rxw.wready.next = self.m_axi_wready.val();
         self.m_axi_bready.next = true;
-        self.rxe.bvalid.next = self.m_axi_bvalid.val();
+        self.rxw.bvalid.next = self.m_axi_bvalid.val();
 
         // ---- Counters ([`rnic_contract::regs::counter`]) ----
         self.regs.count_inc.next = bit_cast::<16, 1>(self.rxi.cnt_rx_frame.val().into())
@@ -291,8 +302,8 @@ impl Logic for NicTop {
             | (bit_cast::<16, 1>(self.rxe.cnt_drop_key.val().into()) << 6)
             | (bit_cast::<16, 1>(self.rxe.cnt_drop_psn.val().into()) << 7)
             | (bit_cast::<16, 1>(self.rxi.cnt_overflow.val().into()) << 8)
-            | (bit_cast::<16, 1>(self.rxe.cnt_tx_ack.val().into()) << 9)
-            | (bit_cast::<16, 1>(self.rxe.cnt_tx_nak.val().into()) << 10)
+            | (bit_cast::<16, 1>(self.rxw.cnt_tx_ack.val().into()) << 9)
+            | (bit_cast::<16, 1>(self.rxw.cnt_tx_nak.val().into()) << 10)
             | (bit_cast::<16, 1>(self.rxe.cnt_rx_ack.val().into()) << 11)
             | (bit_cast::<16, 1>(self.rxe.cnt_cqe.val().into()) << 12)
             | (bit_cast::<16, 1>(self.txs.cnt_tx_req.val().into()) << 13)

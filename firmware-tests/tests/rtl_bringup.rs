@@ -1,0 +1,210 @@
+//! Full-system test of the RTL driven by a minimal driver model: MMIO, host-memory rings and a
+//! doorbell, nothing else. It pins the hardware/software contract independently of the `rnic`
+//! driver crate (the Corundum habit of a system test driven by a driver model).
+use rnic_contract::{cq_context, cqe, mr_entry, qp_context, regs, verbs, wqe, Field};
+use rnic_sim::{HostMemory, Iova, SimConfig, World};
+
+const MAC: [u64; 2] = [0x0200_0000_0001, 0x0200_0000_0002];
+const IP: [u32; 2] = [0x0A00_0001, 0x0A00_0002];
+const PD: u64 = 7;
+const PSN: u64 = 0x10_0000;
+
+fn command(world: &mut World, nic: usize, op: u32, index: u32, record: &[u8; 64]) {
+    for i in 0..regs::CMD_DATA_WORDS {
+        let w = u32::from_le_bytes(record[4 * i..4 * i + 4].try_into().unwrap());
+        world.mmio_write(nic, regs::CMD_DATA + 4 * i as u16, w).unwrap();
+    }
+    world.mmio_write(nic, regs::CMD, op << 24 | index).unwrap();
+}
+
+fn record(fields: &[(Field, u64)]) -> [u8; 64] {
+    let mut r = [0u8; 64];
+    for (f, v) in fields {
+        f.put(&mut r, *v);
+    }
+    r
+}
+
+fn counter(world: &mut World, nic: usize, c: u16) -> u32 {
+    world.mmio_read(nic, regs::COUNTERS + 4 * c).unwrap()
+}
+
+fn mem(world: &mut World, nic: usize) -> &mut HostMemory {
+    world.memory_mut(nic).unwrap()
+}
+
+struct Setup {
+    world: World,
+    sq: Iova,
+    cq: Iova,
+    src: Iova,
+    dst: Iova,
+    lkey: u32,
+    rkey: u32,
+    /// Application virtual addresses of the two buffers (distinct from their IOVAs, so the
+    /// NIC's translation is exercised).
+    src_va: u64,
+    dst_va: u64,
+}
+
+const BUF: usize = 1 << 20;
+
+fn setup(mtu: u8) -> Setup {
+    let mut world = World::new(2, SimConfig::default()).unwrap();
+    for n in 0..2 {
+        world.mmio_write(n, regs::MAC_LO, MAC[n] as u32).unwrap();
+        world.mmio_write(n, regs::MAC_HI, (MAC[n] >> 32) as u32).unwrap();
+        world.mmio_write(n, regs::IPV4_ADDR, IP[n]).unwrap();
+    }
+    let sq = mem(&mut world, 0).alloc(16 * wqe::BYTES, 4096).unwrap();
+    let cq = mem(&mut world, 0).alloc(16 * cqe::BYTES, 4096).unwrap();
+    let src = mem(&mut world, 0).alloc(BUF + 4096, 4096).unwrap();
+    let dst = mem(&mut world, 1).alloc(BUF + 4096, 4096).unwrap();
+    let (src_va, dst_va) = (0x7f00_1234_0000, 0x7f00_8888_0000);
+    let (lkey, rkey) = (1 << 8 | 0x11, 2 << 8 | 0x22);
+    let a = verbs::access::LOCAL_WRITE | verbs::access::REMOTE_WRITE;
+    command(&mut world, 0, regs::cmd_op::WRITE_MR, lkey >> 8, &record(&[
+        (mr_entry::VALID, 1), (mr_entry::ACCESS, a as u64), (mr_entry::TAG, 0x11),
+        (mr_entry::PD, PD), (mr_entry::VA, src_va), (mr_entry::LENGTH, BUF as u64 + 4096),
+        (mr_entry::IOVA, src.0),
+    ]));
+    command(&mut world, 1, regs::cmd_op::WRITE_MR, rkey >> 8, &record(&[
+        (mr_entry::VALID, 1), (mr_entry::ACCESS, a as u64), (mr_entry::TAG, 0x22),
+        (mr_entry::PD, PD), (mr_entry::VA, dst_va), (mr_entry::LENGTH, BUF as u64),
+        (mr_entry::IOVA, dst.0),
+    ]));
+    command(&mut world, 0, regs::cmd_op::WRITE_CQ, 0, &record(&[
+        (cq_context::VALID, 1), (cq_context::LOG_SIZE, 4), (cq_context::BASE, cq.0),
+    ]));
+    for (n, (qpn, dest)) in [(1u32, 2u64), (2, 1)].into_iter().enumerate() {
+        let peer = 1 - n;
+        command(&mut world, n, regs::cmd_op::WRITE_QP, qpn, &record(&[
+            (qp_context::STATE, verbs::qp_state::RTS as u64), (qp_context::INIT_SQ_PSN, 1),
+            (qp_context::INIT_RQ_PSN, 1), (qp_context::PATH_MTU, mtu as u64),
+            (qp_context::ACCESS, verbs::access::REMOTE_WRITE as u64), (qp_context::PD, PD),
+            (qp_context::DEST_QPN, dest), (qp_context::SQ_PSN, PSN), (qp_context::RQ_PSN, PSN),
+            (qp_context::PKEY, 0xFFFF), (qp_context::UDP_SPORT, 0xC000 | qpn as u64),
+            (qp_context::DEST_IP, IP[peer] as u64), (qp_context::DEST_MAC, MAC[peer]),
+            (qp_context::SEND_CQ, 0), (qp_context::SQ_LOG_SIZE, 4), (qp_context::SQ_BASE, sq.0),
+        ]));
+    }
+    Setup { world, sq, cq, src, dst, lkey, rkey, src_va, dst_va }
+}
+
+/// Posts one RDMA WRITE WQE at SQ slot `slot` and rings the doorbell with `slot + 1`.
+fn post_write(s: &mut Setup, slot: u64, wr_id: u64, src_off: u64, dst_off: u64, len: u64, rkey: u32) {
+    let w = record(&[
+        (wqe::WR_ID, wr_id), (wqe::OPCODE, verbs::wr_opcode::RDMA_WRITE as u64),
+        (wqe::SEND_FLAGS, verbs::send_flags::SIGNALED as u64), (wqe::NUM_SGE, 1),
+        (wqe::REMOTE_ADDR, s.dst_va + dst_off), (wqe::RKEY, rkey as u64),
+        (wqe::SGE0_ADDR, s.src_va + src_off), (wqe::SGE0_LENGTH, len),
+        (wqe::SGE0_LKEY, s.lkey as u64),
+    ]);
+    let sq = s.sq;
+    mem(&mut s.world, 0).write(sq.offset(slot * 64), &w).unwrap();
+    s.world.mmio_write(0, regs::SQ_DOORBELL, 1 << 16 | (slot as u32 + 1)).unwrap();
+}
+
+/// Waits for CQE number `n` and returns (wr_id, status, byte_len).
+fn wait_cqe(s: &mut Setup, n: u64) -> (u64, u64, u64) {
+    let cq = s.cq;
+    let at = cq.offset((n % 16) * cqe::BYTES as u64);
+    let owner = u64::from((n >> 4) & 1 == 0);
+    let done = s.world.run_until(
+        |w| {
+            let mut e = [0u8; 32];
+            w.memory(0).unwrap().read(at, &mut e).unwrap();
+            cqe::OWNER.get(&e) == owner
+        },
+        2_000_000,
+    );
+    if done.is_err() {
+        panic!("no completion {n}: {}", diagnostics(&mut s.world));
+    }
+    let mut e = [0u8; 32];
+    mem(&mut s.world, 0).read(at, &mut e).unwrap();
+    (cqe::WR_ID.get(&e), cqe::STATUS.get(&e), cqe::BYTE_LEN.get(&e))
+}
+
+/// Both NICs' counters and DMA statistics, for failure messages.
+fn diagnostics(world: &mut World) -> String {
+    let mut out = String::new();
+    for n in 0..2 {
+        out += &format!("\nnic{n}:");
+        for c in 0..regs::counter::COUNT {
+            let v = counter(world, n, c);
+            if v != 0 {
+                out += &format!(" {}={v}", regs::counter::NAMES[c as usize]);
+            }
+        }
+        out += &format!(" {:?}", world.nic(n).unwrap().stats());
+    }
+    out
+}
+
+fn fill_source(s: &mut Setup, seed: u8) -> Vec<u8> {
+    let data: Vec<u8> = (0..BUF + 4096).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect();
+    let src = s.src;
+    mem(&mut s.world, 0).write(src, &data).unwrap();
+    data
+}
+
+fn target(s: &mut Setup) -> Vec<u8> {
+    let mut out = vec![0u8; BUF];
+    let dst = s.dst;
+    mem(&mut s.world, 1).read(dst, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn rdma_write_lands_intact_and_completes() {
+    let mut s = setup(verbs::mtu::MTU_1024);
+    let data = fill_source(&mut s, 5);
+    let cases: [(u64, u64, u64); 4] = [(0, 0, 1), (3, 61, 1024), (100, 5000, 70_001), (0, 0, 4096)];
+    for (i, &(so, dof, len)) in cases.iter().enumerate() {
+        let rkey = s.rkey;
+        post_write(&mut s, i as u64, 0x1000 + i as u64, so, dof, len, rkey);
+        let (wr_id, status, byte_len) = wait_cqe(&mut s, i as u64);
+        assert_eq!((wr_id, status, byte_len), (0x1000 + i as u64, 0, len), "case {i}");
+        let t = target(&mut s);
+        assert_eq!(
+            &t[dof as usize..(dof + len) as usize],
+            &data[so as usize..(so + len) as usize],
+            "case {i}: payload"
+        );
+    }
+    assert_eq!(counter(&mut s.world, 1, regs::counter::DROP_ICRC), 0);
+    assert_eq!(counter(&mut s.world, 1, regs::counter::DROP_KEY), 0);
+}
+
+/// A WRITE the responder must refuse: nothing lands, the drop is counted, and the requester
+/// gets `IBV_WC_REM_ACCESS_ERR` from the NAK. (After such a NAK the requester's QP belongs in
+/// the error state, so each case runs on a fresh pair of NICs.)
+fn refused_write(dst_off: u64, len: u64, flip_rkey: u32) {
+    let mut s = setup(verbs::mtu::MTU_4096);
+    fill_source(&mut s, 9);
+    let before = target(&mut s);
+    let rkey = s.rkey ^ flip_rkey;
+    post_write(&mut s, 0, 1, 0, dst_off, len, rkey);
+    let (wr_id, status, _) = wait_cqe(&mut s, 0);
+    assert_eq!((wr_id, status), (1, verbs::wc_status::REM_ACCESS_ERR as u64));
+    assert_eq!(target(&mut s), before, "no byte of the target may change");
+    assert_eq!(counter(&mut s.world, 1, regs::counter::DROP_KEY), 1);
+    assert_eq!(counter(&mut s.world, 1, regs::counter::TX_NAKS), 1);
+    assert_eq!(counter(&mut s.world, 1, regs::counter::RX_ROCE_OK), 0);
+}
+
+#[test]
+fn write_with_wrong_rkey_tag_is_refused() {
+    refused_write(0, 256, 0x01);
+}
+
+#[test]
+fn write_with_rkey_of_an_empty_slot_is_refused() {
+    refused_write(0, 256, 0x0300);
+}
+
+#[test]
+fn write_past_the_region_end_is_refused() {
+    refused_write(BUF as u64 - 100, 200, 0);
+}

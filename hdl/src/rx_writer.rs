@@ -1,0 +1,275 @@
+//! RX writer: moves accepted payloads and CQEs to host memory and releases ACKs in order.
+use crate::gearbox::Gearbox;
+use crate::records::{AckJob, WriteJob};
+use rust_hdl::prelude::*;
+
+/// Executes [`WriteJob`]s from the RX engine, in order, at one AXI beat per cycle.
+///
+/// A payload job streams the packet's payload from the packet buffer through a [`Gearbox`]
+/// (a lead chunk of `addr mod 64` empty bytes first, so beats land 64-byte aligned) and issues
+/// one 64-byte AXI write per beat with byte strobes covering exactly `[addr, addr + plen)`. A
+/// CQE job writes 32 bytes the same way. Packet-buffer space is released as soon as the
+/// payload has been read. An ACK/NAK attached to a job waits in a small queue until the host
+/// has answered every write issued up to and including that job (B responses counted), then
+/// goes to the TX arbiter: the requester never sees an ACK for data not yet in memory
+/// (IBTA Vol 1 9.7.5.1.2), and the stream never stalls for write responses.
+///
+/// Timing: one cycle per job for the lead chunk, then one cycle per payload beat of the packet
+/// buffer; jobs follow back to back. Address queue: 4 jobs; ACK queue: 8 ACKs.
+#[derive(LogicBlock, Default)]
+pub struct RxWriter {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub job_empty: Signal<In, Bit>,
+    pub job: Signal<In, WriteJob>,
+    pub job_read: Signal<Out, Bit>,
+    pub buf_raddr: Signal<Out, Bits<8>>,
+    pub buf_rdata: Signal<In, Bits<512>>,
+    pub rd_ptr: Signal<Out, Bits<9>>,
+    pub awvalid: Signal<Out, Bit>,
+    pub awready: Signal<In, Bit>,
+    pub awaddr: Signal<Out, Bits<64>>,
+    pub wvalid: Signal<Out, Bit>,
+    pub wready: Signal<In, Bit>,
+    pub wdata: Signal<Out, Bits<512>>,
+    pub wstrb: Signal<Out, Bits<64>>,
+    pub bvalid: Signal<In, Bit>,
+    pub ack_full: Signal<In, Bit>,
+    pub ack_write: Signal<Out, Bit>,
+    pub ack: Signal<Out, AckJob>,
+    pub cnt_tx_ack: Signal<Out, Bit>,
+    pub cnt_tx_nak: Signal<Out, Bit>,
+    gb: Gearbox,
+    aq: SynchronousFIFO<Bits<80>, 2, 3, 1>,
+    pa: SynchronousFIFO<Bits<272>, 3, 4, 1>,
+    state: DFF<Bits<2>>,
+    start_r: DFF<Bits<8>>,
+    hlen_r: DFF<Bits<7>>,
+    release_r: DFF<Bits<8>>,
+    w_rem: DFF<Bits<13>>,
+    w_first: DFF<Bit>,
+    j_cur: DFF<Bits<8>>,
+    cqe_r: DFF<Bits<256>>,
+    rdp: DFF<Bits<9>>,
+    beats_planned: DFF<Bits<16>>,
+    b_count: DFF<Bits<16>>,
+    out_k: DFF<Bits<8>>,
+    aw_done: DFF<Bit>,
+    w_done: DFF<Bit>,
+    j_kind: Signal<Local, Bits<2>>,
+    j_addr: Signal<Local, Bits<64>>,
+    j_plen: Signal<Local, Bits<13>>,
+    j_hlen: Signal<Local, Bits<7>>,
+    j_start: Signal<Local, Bits<8>>,
+    j_len: Signal<Local, Bits<16>>,
+    j_lead: Signal<Local, Bits<7>>,
+    j_beats: Signal<Local, Bits<16>>,
+    can_start: Signal<Local, Bit>,
+    beat_skip: Signal<Local, Bits<7>>,
+    beat_len: Signal<Local, Bits<13>>,
+    q_base: Signal<Local, Bits<64>>,
+    q_lead: Signal<Local, Bits<7>>,
+    q_beats: Signal<Local, Bits<8>>,
+    strb_lo: Signal<Local, Bits<64>>,
+    aw_fire: Signal<Local, Bit>,
+    w_fire: Signal<Local, Bit>,
+    beat_fire: Signal<Local, Bit>,
+    pa_target: Signal<Local, Bits<16>>,
+    pa_wait: Signal<Local, Bits<16>>,
+    pa_ack: Signal<Local, AckJob>,
+}
+
+// States: 0 take a job (and push its lead chunk), 1 stream payload beats, 2 CQE chunk.
+
+impl Logic for RxWriter {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, state, start_r, hlen_r, release_r, w_rem, w_first, j_cur, cqe_r, rdp,
+            beats_planned, b_count, out_k, aw_done, w_done
+        );
+        clock!(self, clock, gb, aq, pa);
+        self.gb.reset.next = self.reset.val();
+        self.rd_ptr.next = self.rdp.q.val();
+
+        // ---- The job at the head ----
+        self.j_kind.next = self.job.val().kind;
+        self.j_addr.next = self.job.val().addr;
+        self.j_plen.next = self.job.val().plen;
+        self.j_hlen.next = self.job.val().hlen;
+        self.j_start.next = self.job.val().start;
+        self.j_lead.next = bit_cast::<7, 6>(self.j_addr.val().get_bits::<6>(0));
+        self.j_len.next = bit_cast::<16, 13>(self.j_plen.val());
+        if self.j_kind.val() == 1 {
+            self.j_len.next = 32.into();
+        }
+        self.j_beats.next = (bit_cast::<16, 7>(self.j_lead.val()) + self.j_len.val() + 63) >> 6;
+        self.can_start.next = !self.job_empty.val()
+            & !self.aq.full.val()
+            & !(self.job.val().need_ack.any() & self.pa.full.val())
+            & ((self.j_kind.val() == 2) | self.gb.in_ready.val());
+
+        // ---- Gearbox input ----
+        self.beat_skip.next = 0.into();
+        if self.w_first.q.val() {
+            self.beat_skip.next = bit_cast::<7, 6>(self.hlen_r.q.val().get_bits::<6>(0));
+        }
+        if self.w_rem.q.val() < (64_u64 - bit_cast::<13, 7>(self.beat_skip.val())) {
+            self.beat_len.next = self.w_rem.q.val();
+        } else {
+            self.beat_len.next = 64_u64 - bit_cast::<13, 7>(self.beat_skip.val());
+        }
+        self.gb.in_valid.next = false;
+        self.gb.in_data.next = self.buf_rdata.val();
+        self.gb.in_skip.next = self.beat_skip.val();
+        self.gb.in_len.next = self.beat_len.val().get_bits::<7>(0);
+        self.gb.in_last.next = self.w_rem.q.val() == self.beat_len.val();
+        self.buf_raddr.next = self.start_r.q.val() + self.j_cur.q.val();
+        self.job_read.next = false;
+        self.aq.write.next = false;
+        self.aq.data_in.next = bit_cast::<80, 64>(self.j_addr.val() >> 6)
+            | (bit_cast::<80, 7>(self.j_lead.val()) << 58)
+            | (bit_cast::<80, 16>(self.j_beats.val()) << 65);
+        self.pa.write.next = false;
+        self.pa.data_in.next = bit_cast::<272, 256>(self.job.val().ack.into())
+            | (bit_cast::<272, 16>(self.beats_planned.q.val()) << 256);
+
+        match self.state.q.val().index() {
+            0 => {
+                if self.can_start.val() {
+                    self.job_read.next = true;
+                    if self.job.val().need_ack.any() {
+                        self.pa.write.next = true;
+                    }
+                    if self.j_kind.val() == 2 {
+                        self.rdp.d.next = self.rdp.q.val() + bit_cast::<9, 8>(self.job.val().release);
+                    } else {
+                        // Lead chunk, and the beats this job will write.
+                        self.gb.in_valid.next = true;
+                        self.gb.in_data.next = 0.into();
+                        self.gb.in_skip.next = 0.into();
+                        self.gb.in_len.next = self.j_lead.val();
+                        self.gb.in_last.next = false;
+                        self.aq.write.next = true;
+                        self.beats_planned.d.next = self.beats_planned.q.val() + self.j_beats.val();
+                        self.pa.data_in.next = bit_cast::<272, 256>(self.job.val().ack.into())
+                            | (bit_cast::<272, 16>(self.beats_planned.q.val() + self.j_beats.val()) << 256);
+                        self.start_r.d.next = self.j_start.val();
+                        self.hlen_r.d.next = self.j_hlen.val();
+                        self.release_r.d.next = self.job.val().release;
+                        self.w_rem.d.next = self.j_plen.val();
+                        self.w_first.d.next = true;
+                        self.j_cur.d.next = bit_cast::<8, 1>(self.j_hlen.val().get_bits::<1>(6));
+                        // Present the first payload beat's address now: data next cycle.
+                        self.buf_raddr.next = self.j_start.val()
+                            + bit_cast::<8, 1>(self.j_hlen.val().get_bits::<1>(6));
+                        self.cqe_r.d.next = self.job.val().cqe;
+                        if self.j_kind.val() == 1 {
+                            self.state.d.next = 2.into();
+                        } else {
+                            self.state.d.next = 1.into();
+                        }
+                    }
+                }
+            }
+            1 => {
+                self.gb.in_valid.next = true;
+                if self.gb.in_ready.val() {
+                    self.buf_raddr.next = self.start_r.q.val() + self.j_cur.q.val() + 1;
+                    self.j_cur.d.next = self.j_cur.q.val() + 1;
+                    self.w_first.d.next = false;
+                    self.w_rem.d.next = self.w_rem.q.val() - self.beat_len.val();
+                    if self.w_rem.q.val() == self.beat_len.val() {
+                        self.rdp.d.next = self.rdp.q.val() + bit_cast::<9, 8>(self.release_r.q.val());
+                        self.state.d.next = 0.into();
+                    }
+                }
+            }
+            2 => {
+                self.gb.in_valid.next = true;
+                self.gb.in_data.next = bit_cast::<512, 256>(self.cqe_r.q.val());
+                self.gb.in_skip.next = 0.into();
+                self.gb.in_len.next = 32.into();
+                self.gb.in_last.next = true;
+                if self.gb.in_ready.val() {
+                    self.state.d.next = 0.into();
+                }
+            }
+            _ => {
+                self.state.d.next = 0.into();
+            }
+        }
+
+        // ---- AXI writes: one beat per gearbox output beat ----
+        self.aq.read.next = false;
+        self.q_base.next = bit_cast::<64, 58>(self.aq.data_out.val().get_bits::<58>(0)) << 6;
+        self.q_lead.next = self.aq.data_out.val().get_bits::<7>(58);
+        self.q_beats.next = self.aq.data_out.val().get_bits::<8>(65);
+        self.strb_lo.next = 0.into();
+        if self.out_k.q.val() == 0 {
+            self.strb_lo.next =
+                (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.q_lead.val())) - 1;
+        }
+        self.awaddr.next = self.q_base.val() + (bit_cast::<64, 8>(self.out_k.q.val()) << 6);
+        self.wdata.next = self.gb.out_data.val();
+        self.wstrb.next = ((bit_cast::<64, 1>(1.into())
+            << bit_cast::<64, 7>(self.gb.out_count.val()))
+            - 1)
+            & !self.strb_lo.val();
+        self.awvalid.next = self.gb.out_valid.val() & !self.aq.empty.val() & !self.aw_done.q.val();
+        self.wvalid.next = self.gb.out_valid.val() & !self.aq.empty.val() & !self.w_done.q.val();
+        self.aw_fire.next = self.awvalid.val() & self.awready.val();
+        self.w_fire.next = self.wvalid.val() & self.wready.val();
+        self.beat_fire.next = self.gb.out_valid.val()
+            & !self.aq.empty.val()
+            & (self.aw_done.q.val() | self.aw_fire.val())
+            & (self.w_done.q.val() | self.w_fire.val());
+        self.gb.out_ready.next = self.beat_fire.val();
+        if self.aw_fire.val() {
+            self.aw_done.d.next = true;
+        }
+        if self.w_fire.val() {
+            self.w_done.d.next = true;
+        }
+        if self.beat_fire.val() {
+            self.aw_done.d.next = false;
+            self.w_done.d.next = false;
+            self.out_k.d.next = self.out_k.q.val() + 1;
+            if (self.out_k.q.val() + 1) == self.q_beats.val() {
+                self.out_k.d.next = 0.into();
+                self.aq.read.next = true;
+            }
+        }
+        if self.bvalid.val() {
+            self.b_count.d.next = self.b_count.q.val() + 1;
+        }
+
+        // ---- ACKs once their writes are acknowledged ----
+        self.pa_target.next = self.pa.data_out.val().get_bits::<16>(256);
+        self.pa_wait.next = self.b_count.q.val() - self.pa_target.val();
+        self.pa_ack.next = bit_cast::<256, 272>(self.pa.data_out.val()).into();
+        self.ack.next = self.pa_ack.val();
+        self.ack_write.next = false;
+        self.pa.read.next = false;
+        self.cnt_tx_ack.next = false;
+        self.cnt_tx_nak.next = false;
+        if !self.pa.empty.val() & !self.pa_wait.val().get_bit(15) & !self.ack_full.val() {
+            self.ack_write.next = true;
+            self.pa.read.next = true;
+            if self.pa_ack.val().syndrome == 0x1F {
+                self.cnt_tx_ack.next = true;
+            } else {
+                self.cnt_tx_nak.next = true;
+            }
+        }
+        if self.reset.val() {
+            self.state.d.next = 0.into();
+            self.rdp.d.next = 0.into();
+            self.out_k.d.next = 0.into();
+            self.aw_done.d.next = false;
+            self.w_done.d.next = false;
+            self.beats_planned.d.next = 0.into();
+            self.b_count.d.next = 0.into();
+        }
+    }
+}
