@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: setup, every crate's tests (unit, per-block Verilator testbenches,
+# system tests through the simulator, tshark/scapy oracles) and the lint of the generated Verilog.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+command -v cargo >/dev/null || { echo "test: cargo is required (Rust toolchain)" >&2; exit 1; }
+scripts/lint-verilog.sh
+cargo test --workspace --release
