@@ -14,6 +14,7 @@
 pub mod bth;
 pub mod cq_context;
 pub mod cqe;
+pub mod doc;
 pub mod field;
 pub mod mr_entry;
 pub mod qp_context;

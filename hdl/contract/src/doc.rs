@@ -1,0 +1,91 @@
+//! Renders the contract as Markdown (`docs/contract.md`), so the documentation is produced from
+//! the same definitions the RTL and the driver use. A test fails when the committed file is
+//! stale; `RNIC_BLESS=1 cargo test -p rnic-contract` rewrites it.
+use crate::{cq_context, cqe, mr_entry, qp_context, regs, wqe, Field};
+use std::fmt::Write;
+
+fn table(out: &mut String, title: &str, intro: &str, fields: &[(&str, Field)]) {
+    let _ = writeln!(out, "## {title}\n\n{intro}\n");
+    let _ = writeln!(out, "| field | byte | bits | width |\n|---|---|---|---|");
+    for (name, f) in fields {
+        let _ = writeln!(
+            out,
+            "| `{name}` | {} | {}..{} | {} |",
+            f.lsb / 8,
+            f.lsb,
+            f.end() - 1,
+            f.width
+        );
+    }
+    out.push('\n');
+}
+
+/// The whole contract as a Markdown document.
+pub fn markdown() -> String {
+    let mut o = String::new();
+    o += "# rnic hardware/software contract\n\n";
+    o += "Generated from the `rnic-contract` crate (`hdl/contract/`) by `rnic_contract::doc`; do not edit.\n";
+    o += "Records are little-endian bit vectors: bit `8k+i` is bit `i` of byte `k`.\n\n";
+    o += "## BAR0 registers (AXI4-Lite, 32-bit)\n\n| offset | name | access |\n|---|---|---|\n";
+    for (off, name, acc) in [
+        (regs::ID, "ID (reads 0x524E4943, \"RNIC\")", "RO"),
+        (regs::VERSION, "VERSION (major << 16 | minor)", "RO"),
+        (regs::CAPS, "CAPS (log2 QPs 3:0, log2 MRs 7:4, log2 CQs 11:8, log2 in-flight WQEs 15:12, datapath bytes 23:16)", "RO"),
+        (regs::CLOCK_MHZ, "CLOCK_MHZ", "RO"),
+        (regs::MAC_LO, "MAC_LO (MAC bytes 0..4, byte 0 in bits 7:0)", "RW"),
+        (regs::MAC_HI, "MAC_HI (MAC bytes 4..6 in bits 15:0)", "RW"),
+        (regs::IPV4_ADDR, "IPV4_ADDR (first octet in bits 31:24)", "RW"),
+        (regs::SQ_DOORBELL, "SQ_DOORBELL (qpn << 16 | SQ producer index)", "WO"),
+        (regs::CMD_DATA, "CMD_DATA[0..16] (512-bit staging record, word i = bits 32i+31..32i)", "WO"),
+        (regs::CMD, "CMD (op << 24 | index; op 1 WRITE_QP, 2 WRITE_MR, 3 WRITE_CQ)", "WO"),
+    ] {
+        let name = name.replace('|', "\\|");
+        let _ = writeln!(o, "| 0x{off:04X} | {name} | {acc} |");
+    }
+    for (i, name) in regs::counter::NAMES.iter().enumerate() {
+        let _ = writeln!(o, "| 0x{:04X} | counter `{name}` | RO |", regs::COUNTERS as usize + 4 * i);
+    }
+    o.push('\n');
+    table(&mut o, "QP context (CMD op 1, index = QPN)", "Written whole on every modify_qp; INIT_* flags reload the NIC's transport state.", &[
+        ("STATE", qp_context::STATE), ("INIT_SQ_PSN", qp_context::INIT_SQ_PSN),
+        ("INIT_RQ_PSN", qp_context::INIT_RQ_PSN), ("PATH_MTU", qp_context::PATH_MTU),
+        ("ACCESS", qp_context::ACCESS), ("PD", qp_context::PD), ("DEST_QPN", qp_context::DEST_QPN),
+        ("SQ_PSN", qp_context::SQ_PSN), ("RQ_PSN", qp_context::RQ_PSN), ("PKEY", qp_context::PKEY),
+        ("UDP_SPORT", qp_context::UDP_SPORT), ("DEST_IP", qp_context::DEST_IP),
+        ("DEST_MAC", qp_context::DEST_MAC), ("SEND_CQ", qp_context::SEND_CQ),
+        ("SQ_LOG_SIZE", qp_context::SQ_LOG_SIZE), ("SQ_BASE", qp_context::SQ_BASE),
+    ]);
+    table(&mut o, "Memory-region key-table entry (CMD op 2, index = key >> 8)", "A key is `index << 8 | tag`; VA..VA+LENGTH maps to IOVA..IOVA+LENGTH.", &[
+        ("VALID", mr_entry::VALID), ("ACCESS", mr_entry::ACCESS), ("TAG", mr_entry::TAG),
+        ("PD", mr_entry::PD), ("VA", mr_entry::VA), ("LENGTH", mr_entry::LENGTH), ("IOVA", mr_entry::IOVA),
+    ]);
+    table(&mut o, "CQ context (CMD op 3, index = CQ number)", "Resets the CQ's producer index to 0.", &[
+        ("VALID", cq_context::VALID), ("LOG_SIZE", cq_context::LOG_SIZE), ("BASE", cq_context::BASE),
+    ]);
+    table(&mut o, "Send WQE (64 bytes in the SQ ring)", "Fetched by DMA after a doorbell.", &[
+        ("WR_ID", wqe::WR_ID), ("OPCODE", wqe::OPCODE), ("SEND_FLAGS", wqe::SEND_FLAGS),
+        ("NUM_SGE", wqe::NUM_SGE), ("IMM_DATA", wqe::IMM_DATA), ("REMOTE_ADDR", wqe::REMOTE_ADDR),
+        ("RKEY", wqe::RKEY), ("SGE0_ADDR", wqe::SGE0_ADDR), ("SGE0_LENGTH", wqe::SGE0_LENGTH),
+        ("SGE0_LKEY", wqe::SGE0_LKEY),
+    ]);
+    table(&mut o, "CQE (32 bytes in the CQ ring)", "Written by DMA; OWNER of the n-th CQE is `!(n >> LOG_SIZE) & 1`.", &[
+        ("WR_ID", cqe::WR_ID), ("BYTE_LEN", cqe::BYTE_LEN), ("IMM_DATA", cqe::IMM_DATA),
+        ("QP_NUM", cqe::QP_NUM), ("OPCODE", cqe::OPCODE), ("STATUS", cqe::STATUS),
+        ("WC_FLAGS", cqe::WC_FLAGS), ("OWNER", cqe::OWNER),
+    ]);
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn docs_contract_md_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/contract.md");
+        let want = super::markdown();
+        if std::env::var_os("RNIC_BLESS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(have == want, "docs/contract.md is stale: run RNIC_BLESS=1 cargo test -p rnic-contract");
+    }
+}
