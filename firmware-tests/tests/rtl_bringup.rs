@@ -208,3 +208,32 @@ fn write_with_rkey_of_an_empty_slot_is_refused() {
 fn write_past_the_region_end_is_refused() {
     refused_write(BUF as u64 - 100, 200, 0);
 }
+
+/// 1 byte, one full path MTU and 1 MiB, at every path MTU, unaligned on both sides.
+#[test]
+fn writes_of_every_size_class_at_every_path_mtu() {
+    for mtu in verbs::mtu::MTU_256..=verbs::mtu::MTU_4096 {
+        let mtu_bytes = verbs::mtu::bytes(mtu).unwrap() as u64;
+        let mut s = setup(mtu);
+        let data = fill_source(&mut s, mtu);
+        for (i, (so, dof, len)) in [(0u64, 7u64, 1u64), (5, 0, mtu_bytes), (17, 33, 1 << 20)]
+            .into_iter()
+            .enumerate()
+        {
+            let len = len.min(BUF as u64 - dof);
+            let rkey = s.rkey;
+            post_write(&mut s, i as u64, 100 + i as u64, so, dof, len, rkey);
+            let (wr_id, status, byte_len) = wait_cqe(&mut s, i as u64);
+            assert_eq!((wr_id, status, byte_len), (100 + i as u64, 0, len), "mtu {mtu_bytes} case {i}");
+            let t = target(&mut s);
+            assert!(
+                t[dof as usize..(dof + len) as usize] == data[so as usize..(so + len) as usize],
+                "mtu {mtu_bytes} case {i}: payload differs"
+            );
+        }
+        let d = diagnostics(&mut s.world);
+        for c in [regs::counter::DROP_ICRC, regs::counter::DROP_RX_OVERFLOW, regs::counter::DROP_PSN] {
+            assert_eq!(counter(&mut s.world, 1, c), 0, "mtu {mtu_bytes}: {d}");
+        }
+    }
+}
