@@ -1,0 +1,379 @@
+//! [`Context`]: an opened device (`ibv_open_device(3)`), its port address and its resource
+//! tables.
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::rc::Rc;
+
+use rnic_contract::regs::{self, caps, counter};
+
+use crate::cq::CompletionQueue;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::pd::ProtectionDomain;
+
+/// An Ethernet MAC address, byte 0 first on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+pub struct MacAddr(pub [u8; 6]);
+
+impl fmt::Display for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.0;
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+    }
+}
+
+/// The addresses of the NIC's single port: source MAC and IPv4 address of every RoCEv2 packet it
+/// sends (the GID of a RoCEv2 port is its IPv4-mapped IPv6 address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PortAddr {
+    /// Source MAC address.
+    pub mac: MacAddr,
+    /// Source IPv4 address.
+    pub ip: Ipv4Addr,
+}
+
+impl PortAddr {
+    /// A conventional address for NIC `i` of a simulated world: locally administered MAC
+    /// `02:00:00:00:00:<i+1>` and IPv4 `192.0.2.<i+1>` (TEST-NET-1, RFC 5737: the frames only
+    /// ever exist on the simulated wire).
+    pub fn for_sim_nic(i: usize) -> Self {
+        let n = (i % 254) as u8 + 1;
+        Self { mac: MacAddr([0x02, 0, 0, 0, 0, n]), ip: Ipv4Addr::new(192, 0, 2, n) }
+    }
+}
+
+/// The identification registers of a device (`ibv_query_device(3)`, reduced to what the NIC
+/// reports in BAR0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceInfo {
+    /// `ID` register (0x524E4943, "RNIC", when it is an rnic).
+    pub id: u32,
+    /// `VERSION` register: contract `major << 16 | minor`.
+    pub version: u32,
+    /// Raw `CAPS` register.
+    pub caps: u32,
+    /// `CLOCK_MHZ` register: core clock in MHz.
+    pub clock_mhz: u32,
+    /// log2 of the number of QP contexts.
+    pub log_qps: u8,
+    /// log2 of the number of MR key-table entries.
+    pub log_mrs: u8,
+    /// log2 of the number of CQ contexts.
+    pub log_cqs: u8,
+    /// log2 of the number of WQEs a QP may have unacknowledged.
+    pub log_inflight: u8,
+    /// Datapath width in bytes.
+    pub datapath_bytes: u8,
+}
+
+impl DeviceInfo {
+    /// Reads ID, VERSION, CAPS and CLOCK_MHZ (4 MMIO reads) without judging them.
+    ///
+    /// # Errors
+    /// Backend MMIO errors.
+    pub fn read(dev: &dyn Device) -> Result<Self> {
+        let id = dev.mmio_read32(regs::ID)?;
+        let version = dev.mmio_read32(regs::VERSION)?;
+        let c = dev.mmio_read32(regs::CAPS)?;
+        let clock_mhz = dev.mmio_read32(regs::CLOCK_MHZ)?;
+        Ok(Self {
+            id,
+            version,
+            caps: c,
+            clock_mhz,
+            log_qps: (c >> caps::LOG_QPS_SHIFT & 0xF) as u8,
+            log_mrs: (c >> caps::LOG_MRS_SHIFT & 0xF) as u8,
+            log_cqs: (c >> caps::LOG_CQS_SHIFT & 0xF) as u8,
+            log_inflight: (c >> caps::LOG_INFLIGHT_SHIFT & 0xF) as u8,
+            datapath_bytes: (c >> caps::DATAPATH_BYTES_SHIFT & 0xFF) as u8,
+        })
+    }
+
+    /// Contract major version (`VERSION` bits 31:16).
+    pub fn major(&self) -> u16 {
+        (self.version >> 16) as u16
+    }
+
+    /// Contract minor version (`VERSION` bits 15:0).
+    pub fn minor(&self) -> u16 {
+        self.version as u16
+    }
+
+    /// Checks that this driver can drive the device: ID must read "RNIC" and the contract
+    /// major version must equal the driver's ([`regs::VERSION_VALUE`]); a newer minor is fine.
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] saying which register disagrees.
+    pub fn check_compatible(&self) -> Result<()> {
+        if self.id != regs::ID_VALUE {
+            return Err(Error::NoDevice(format!(
+                "BAR0 ID reads {:#010x}, an rnic reads {:#010x} (\"RNIC\")",
+                self.id,
+                regs::ID_VALUE
+            )));
+        }
+        let want_major = (regs::VERSION_VALUE >> 16) as u16;
+        if self.major() != want_major {
+            return Err(Error::NoDevice(format!(
+                "the NIC implements contract version {}.{} (VERSION = {:#010x}), this driver speaks {}.x",
+                self.major(),
+                self.minor(),
+                self.version,
+                want_major
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A snapshot of the NIC's statistics counters ([`regs::counter`]), read by MMIO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// Values indexed by [`regs::counter`] index.
+    pub values: [u32; counter::COUNT as usize],
+}
+
+impl Counters {
+    /// The value of the counter called `name` (see [`regs::counter::NAMES`]).
+    pub fn get(&self, name: &str) -> Option<u32> {
+        counter::NAMES.iter().position(|n| *n == name).map(|i| self.values[i])
+    }
+
+    /// `(name, value)` pairs in index order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u32)> + '_ {
+        counter::NAMES.iter().copied().zip(self.values.iter().copied())
+    }
+}
+
+impl serde::Serialize for Counters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.values.len()))?;
+        for (k, v) in self.iter() {
+            m.serialize_entry(k, &v)?;
+        }
+        m.end()
+    }
+}
+
+/// Which table entries are in use.
+#[derive(Debug)]
+pub(crate) struct Tables {
+    qps: Vec<bool>,
+    cqs: Vec<bool>,
+    /// MR slots: in use, and the tag of the last registration.
+    mrs: Vec<(bool, u8)>,
+    next_pd: u32,
+}
+
+/// QP numbers 0 and 1 are the special QPs of IB (SMI, GSI); RC QPs start at 2.
+pub(crate) const FIRST_QPN: usize = 2;
+
+impl Tables {
+    fn new(info: &DeviceInfo) -> Self {
+        let n = |log: u8, contract: usize| 1usize << usize::from(log).min(contract);
+        Self {
+            qps: vec![false; n(info.log_qps, rnic_contract::LOG_NUM_QPS)],
+            cqs: vec![false; n(info.log_cqs, rnic_contract::LOG_NUM_CQS)],
+            mrs: vec![(false, 0); n(info.log_mrs, rnic_contract::LOG_NUM_MRS)],
+            next_pd: 1,
+        }
+    }
+
+    pub(crate) fn alloc_qpn(&mut self) -> Result<u32> {
+        let total = self.qps.len();
+        let i = (FIRST_QPN..total).find(|&i| !self.qps[i]).ok_or_else(|| {
+            Error::NoMemory(format!("all {} RC QP contexts (QPN {FIRST_QPN}..{total}) are in use", total.saturating_sub(FIRST_QPN)))
+        })?;
+        self.qps[i] = true;
+        Ok(i as u32)
+    }
+
+    pub(crate) fn free_qpn(&mut self, qpn: u32) {
+        if let Some(s) = self.qps.get_mut(qpn as usize) {
+            *s = false;
+        }
+    }
+
+    pub(crate) fn alloc_cqn(&mut self) -> Result<u32> {
+        let i = self
+            .cqs
+            .iter()
+            .position(|u| !u)
+            .ok_or_else(|| Error::NoMemory(format!("all {} CQ contexts are in use", self.cqs.len())))?;
+        self.cqs[i] = true;
+        Ok(i as u32)
+    }
+
+    pub(crate) fn free_cqn(&mut self, cqn: u32) {
+        if let Some(s) = self.cqs.get_mut(cqn as usize) {
+            *s = false;
+        }
+    }
+
+    /// A free key-table slot and the next tag for it: `(index, tag)`. Tags skip 0 so no key is 0.
+    pub(crate) fn alloc_mr(&mut self) -> Result<(u8, u8)> {
+        let i = self
+            .mrs
+            .iter()
+            .position(|(used, _)| !used)
+            .ok_or_else(|| Error::NoMemory(format!("all {} memory-region key-table entries are in use", self.mrs.len())))?;
+        let (used, tag) = &mut self.mrs[i];
+        *used = true;
+        *tag = match tag.wrapping_add(1) {
+            0 => 1,
+            t => t,
+        };
+        Ok((i as u8, *tag))
+    }
+
+    pub(crate) fn free_mr(&mut self, index: u8) {
+        if let Some((used, _)) = self.mrs.get_mut(usize::from(index)) {
+            *used = false;
+        }
+    }
+
+    pub(crate) fn alloc_pd(&mut self) -> Result<u32> {
+        let pd = self.next_pd;
+        if pd > 0xFF_FFFF {
+            return Err(Error::NoMemory("protection-domain numbers (24 bits) exhausted".into()));
+        }
+        self.next_pd += 1;
+        Ok(pd)
+    }
+}
+
+/// State shared by every object of a context.
+pub(crate) struct CtxInner {
+    pub(crate) dev: Rc<dyn Device>,
+    pub(crate) info: DeviceInfo,
+    pub(crate) port: Cell<Option<PortAddr>>,
+    pub(crate) tables: RefCell<Tables>,
+}
+
+/// An opened rnic device: the root of every verbs object (`struct ibv_context`).
+///
+/// Cheap to clone (a reference-counted handle); objects created from it keep it alive.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Rc<CtxInner>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context").field("device", &self.inner.dev.name()).field("port", &self.inner.port.get()).finish()
+    }
+}
+
+impl Context {
+    /// Opens `device` (`ibv_open_device(3)`): reads ID, VERSION, CAPS and CLOCK_MHZ and checks
+    /// that this driver speaks the device's contract. The port address is not set; call
+    /// [`set_port_addr`](Self::set_port_addr) before connecting QPs, or use
+    /// [`open_with_port`](Self::open_with_port).
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] if ID or the contract major version disagree; backend MMIO errors.
+    pub fn open(device: impl Device + 'static) -> Result<Self> {
+        Self::open_shared(Rc::new(device))
+    }
+
+    /// As [`open`](Self::open), for a device already shared as `Rc<dyn Device>`.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_shared(dev: Rc<dyn Device>) -> Result<Self> {
+        let info = DeviceInfo::read(&*dev)?;
+        info.check_compatible()?;
+        let tables = RefCell::new(Tables::new(&info));
+        Ok(Self { inner: Rc::new(CtxInner { dev, info, port: Cell::new(None), tables }) })
+    }
+
+    /// Opens `device` and sets its port address (see [`set_port_addr`](Self::set_port_addr)).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open) and [`set_port_addr`](Self::set_port_addr).
+    pub fn open_with_port(device: impl Device + 'static, port: PortAddr) -> Result<Self> {
+        let ctx = Self::open(device)?;
+        ctx.set_port_addr(port)?;
+        Ok(ctx)
+    }
+
+    /// Programs the port's source MAC (MAC_LO/MAC_HI, byte 0 in bits 7:0) and IPv4 address
+    /// (IPV4_ADDR, first octet in bits 31:24), and remembers them for [`crate::Endpoint`]s.
+    /// Multicast MACs and the unspecified or broadcast IPv4 addresses are refused.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unusable address; backend MMIO errors.
+    pub fn set_port_addr(&self, port: PortAddr) -> Result<()> {
+        if port.mac.0[0] & 1 == 1 {
+            return Err(Error::inval(format!("port MAC {} is a multicast address", port.mac)));
+        }
+        if port.ip.is_unspecified() || port.ip.is_broadcast() || port.ip.is_multicast() {
+            return Err(Error::inval(format!("port IPv4 address {} cannot be a unicast source", port.ip)));
+        }
+        let m = port.mac.0;
+        let dev = &*self.inner.dev;
+        dev.mmio_write32(regs::MAC_LO, u32::from_le_bytes([m[0], m[1], m[2], m[3]]))?;
+        dev.mmio_write32(regs::MAC_HI, u32::from_le_bytes([m[4], m[5], 0, 0]))?;
+        dev.mmio_write32(regs::IPV4_ADDR, crate::records::ip_to_u32(port.ip))?;
+        self.inner.port.set(Some(port));
+        Ok(())
+    }
+
+    /// The port address set by [`set_port_addr`](Self::set_port_addr), if any.
+    pub fn port_addr(&self) -> Option<PortAddr> {
+        self.inner.port.get()
+    }
+
+    /// What the device reported when it was opened.
+    pub fn device_info(&self) -> DeviceInfo {
+        self.inner.info
+    }
+
+    /// The device backend.
+    pub fn device(&self) -> &Rc<dyn Device> {
+        &self.inner.dev
+    }
+
+    /// Allocates a protection domain (`ibv_alloc_pd(3)`).
+    ///
+    /// # Errors
+    /// [`Error::NoMemory`] when the 24-bit PD numbers are exhausted.
+    pub fn alloc_pd(&self) -> Result<ProtectionDomain> {
+        let pdn = self.inner.tables.borrow_mut().alloc_pd()?;
+        Ok(ProtectionDomain::new(Rc::clone(&self.inner), pdn))
+    }
+
+    /// Creates a completion queue of at least `min_cqe` entries (`ibv_create_cq(3)`); see
+    /// [`CompletionQueue`].
+    ///
+    /// # Errors
+    /// As [`CompletionQueue::new`].
+    pub fn create_cq(&self, min_cqe: usize) -> Result<CompletionQueue> {
+        CompletionQueue::new(Rc::clone(&self.inner), min_cqe)
+    }
+
+    /// Reads one statistics counter (`COUNTERS + 4 * index`, index from [`regs::counter`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an index ≥ [`counter::COUNT`]; backend MMIO errors.
+    pub fn counter(&self, index: u16) -> Result<u32> {
+        if index >= counter::COUNT {
+            return Err(Error::inval(format!("counter index {index} (the NIC has {})", counter::COUNT)));
+        }
+        self.inner.dev.mmio_read32(regs::COUNTERS + 4 * index)
+    }
+
+    /// Reads every statistics counter (one MMIO read each; not for the fast path).
+    ///
+    /// # Errors
+    /// Backend MMIO errors.
+    pub fn counters(&self) -> Result<Counters> {
+        let mut c = Counters::default();
+        for i in 0..counter::COUNT {
+            c.values[usize::from(i)] = self.inner.dev.mmio_read32(regs::COUNTERS + 4 * i)?;
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,83 @@
+//! The driver's error type, with the errno each verb would return in rdma-core.
+
+/// The POSIX error numbers the verbs report (Linux values), as rdma-core's `ibv_*` calls return
+/// them in `errno` or as a negative return value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Errno {
+    /// I/O error: the device did not answer or answered with an error.
+    EIO = 5,
+    /// Out of memory or queue full (`ibv_post_send` on a full SQ, no free table entry).
+    ENOMEM = 12,
+    /// Resource busy (an object still in use, the simulator borrowed elsewhere).
+    EBUSY = 16,
+    /// No such device, or a device this driver is not compatible with.
+    ENODEV = 19,
+    /// Invalid argument (bad attribute mask, state, key, range...).
+    EINVAL = 22,
+    /// Operation not supported by this device.
+    EOPNOTSUPP = 95,
+    /// A bounded wait ran out of time.
+    ETIMEDOUT = 110,
+}
+
+/// Everything a verb can fail with. Every variant carries a message saying what was wrong and
+/// what was expected; [`Error::errno`] gives the errno an ibverbs program would see.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// EINVAL: an argument, attribute mask or object state is not allowed.
+    #[error("EINVAL: {0}")]
+    InvalidArgument(String),
+    /// ENOMEM: a queue is full or a table has no free entry.
+    #[error("ENOMEM: {0}")]
+    NoMemory(String),
+    /// EBUSY: the resource is in use.
+    #[error("EBUSY: {0}")]
+    Busy(String),
+    /// EOPNOTSUPP: valid in ibverbs, but not implemented by this device.
+    #[error("EOPNOTSUPP: {0}")]
+    NotSupported(String),
+    /// ENODEV: the device is missing or speaks another contract.
+    #[error("ENODEV: {0}")]
+    NoDevice(String),
+    /// ETIMEDOUT: a bounded wait ended before the condition held.
+    #[error("ETIMEDOUT: {0}")]
+    TimedOut(String),
+    /// EIO: the device backend failed (MMIO not answered, DMA memory unmapped...).
+    #[error("EIO: {context}: {source}")]
+    Io {
+        /// What the driver was doing.
+        context: String,
+        /// The backend's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+}
+
+impl Error {
+    /// The errno rdma-core would report for this error.
+    pub fn errno(&self) -> Errno {
+        match self {
+            Error::InvalidArgument(_) => Errno::EINVAL,
+            Error::NoMemory(_) => Errno::ENOMEM,
+            Error::Busy(_) => Errno::EBUSY,
+            Error::NotSupported(_) => Errno::EOPNOTSUPP,
+            Error::NoDevice(_) => Errno::ENODEV,
+            Error::TimedOut(_) => Errno::ETIMEDOUT,
+            Error::Io { .. } => Errno::EIO,
+        }
+    }
+
+    /// An [`Error::Io`] wrapping a backend error.
+    pub fn io(context: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Io { context: context.into(), source: Box::new(source) }
+    }
+
+    pub(crate) fn inval(msg: impl Into<String>) -> Self {
+        Error::InvalidArgument(msg.into())
+    }
+}
+
+/// `Result<T, rnic::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,284 @@
+//! `rnic`: the command-line tool of the rnic driver. See docs/driver.md.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use rnic::perf::{self, WriteBwOptions, WriteBwReport};
+use rnic::{Context, DeviceInfo, Mtu, SimDevice};
+
+/// rnic: tools for the rnic RoCEv2 NIC (simulated in Verilator).
+#[derive(Parser, Debug)]
+#[command(name = "rnic", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Bandwidth tests between two simulated hosts (perftest-style).
+    Perf {
+        #[command(subcommand)]
+        op: PerfOp,
+    },
+    /// Read the identification registers (ID, VERSION, CAPS, CLOCK_MHZ) and counters of a
+    /// simulated NIC.
+    Info {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PerfOp {
+    /// RDMA WRITE bandwidth, like ib_write_bw: client NIC 0 writes into server NIC 1's buffer.
+    Write(WriteArgs),
+}
+
+fn parse_mtu(s: &str) -> Result<Mtu, String> {
+    s.parse::<u32>()
+        .ok()
+        .and_then(Mtu::from_bytes)
+        .ok_or_else(|| format!("path MTU must be 256, 512, 1024, 2048 or 4096, not {s}"))
+}
+
+#[derive(Args, Debug)]
+struct WriteArgs {
+    /// Message size in bytes.
+    #[arg(long, short = 's', default_value_t = 65536)]
+    size: u64,
+    /// Number of messages.
+    #[arg(long, short = 'n', default_value_t = 100)]
+    iters: u64,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
+    #[arg(long, short = 'm', default_value = "4096", value_parser = parse_mtu)]
+    mtu: Mtu,
+    /// Work requests kept outstanding. The default, 64, is 4× the NIC's window of 16
+    /// unacknowledged WQEs per QP, so the SQ still holds WQEs for the NIC while the host polls
+    /// and refills (perftest uses 128).
+    #[arg(long, short = 't', default_value_t = 64)]
+    tx_depth: u32,
+    /// Signal one work request in N (perftest's --cq-mod); at most --tx-depth.
+    #[arg(long, short = 'Q', default_value_t = 16)]
+    cq_mod: u32,
+    /// Cycle budget from the first post to the last completion (default: derived from the
+    /// transfer size); the run fails when it is exceeded.
+    #[arg(long)]
+    timeout_cycles: Option<u64>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Capture the wire (both directions) into this pcap file.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Dump an FST waveform of the client NIC into this file (needs `--features waveform`).
+    #[arg(long)]
+    waveform: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Perf { op: PerfOp::Write(a) } => perf_write(a),
+        Command::Info { json } => info(json),
+    }
+}
+
+fn perf_write(a: WriteArgs) -> ExitCode {
+    let opts = WriteBwOptions {
+        size: a.size,
+        iters: a.iters,
+        mtu: a.mtu,
+        tx_depth: a.tx_depth,
+        cq_mod: a.cq_mod,
+        budget_cycles: a.timeout_cycles,
+        pcap: a.pcap.clone(),
+        waveform: a.waveform.clone(),
+        ..WriteBwOptions::default()
+    };
+    if let Err(e) = perf::check_options(&opts) {
+        eprintln!("rnic perf write: {e}");
+        return ExitCode::from(2);
+    }
+    let bar = if a.json {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let b = indicatif::ProgressBar::new(a.iters);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} messages completed [{elapsed}]")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    };
+    let result = perf::run_write_bw(&opts, &mut |done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            if a.json {
+                println!("{}", serde_json::json!({ "op": "write", "verified": false, "error": e.to_string() }));
+            }
+            eprintln!("rnic perf write: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if a.json {
+        match serde_json::to_string(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rnic perf write: cannot encode the report: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        print_table(&report, &a);
+    }
+    if report.timed_out {
+        eprintln!(
+            "rnic perf write: timed out after {} cycles with {}/{} messages completed (NIC counters: client {:?}, server {:?})",
+            report.budget_cycles,
+            report.completed,
+            report.iters,
+            report.counters.client.iter().filter(|(_, v)| *v != 0).collect::<Vec<_>>(),
+            report.counters.server.iter().filter(|(_, v)| *v != 0).collect::<Vec<_>>()
+        );
+    }
+    if let Some(e) = &report.error {
+        eprintln!("rnic perf write: {e}");
+    }
+    if let Some(m) = report.first_mismatch {
+        eprintln!(
+            "rnic perf write: data mismatch: first wrong byte at offset {} (message {}, byte {}): expected {:#04x}, found {:#04x}; {} bytes wrong",
+            m.offset,
+            m.iteration,
+            m.offset - m.iteration * report.size,
+            m.expected,
+            m.found,
+            m.count
+        );
+    }
+    if report.verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+const RULE: &str = "---------------------------------------------------------------------------------------";
+
+fn print_table(r: &WriteBwReport, a: &WriteArgs) {
+    println!("{RULE}");
+    println!("                    RDMA_Write BW Test (rnic, simulated in Verilator)");
+    println!(" Number of qps   : 1\t\tTransport type : IB");
+    println!(" Connection type : RC\t\tUsing SRQ      : OFF");
+    println!(" TX depth        : {}", r.tx_depth);
+    println!(" CQ Moderation   : {}", r.cq_mod);
+    println!(" Mtu             : {}[B]", r.mtu);
+    println!(" Link type       : Ethernet (RoCEv2, 100 Gb/s simulated wire)");
+    println!(" Max inline data : 0[B]");
+    println!(" Data ex. method : in-process (two simulated hosts)");
+    println!("{RULE}");
+    for (side, ep) in [("local", &r.client), ("remote", &r.server)] {
+        let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
+        println!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va);
+        println!(" GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac);
+    }
+    println!("{RULE}");
+    println!(" #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]");
+    println!(" {:<10} {:<14} {:<20.2} {:.6}", r.size, r.iters, r.gbps, r.mpps);
+    println!("{RULE}");
+    println!(
+        " NIC cycles, first post to last completion: {} ({:.3} us at {} MHz)",
+        r.cycles,
+        r.cycles as f64 / r.clock_mhz as f64,
+        r.clock_mhz
+    );
+    println!(
+        " simulator: {:.0} cycles/s ({} cycles in {:.2} s wall); Verilator build {:.1} s",
+        r.sim_cycles_per_sec, r.sim_total_cycles, r.sim_wall_seconds, r.verilator_build_seconds
+    );
+    if let Some(p) = &a.pcap {
+        println!(" pcap: {} frames in {}", r.pcap_frames, p.display());
+    }
+    if let Some(p) = &a.waveform {
+        println!(" waveform (NIC 0): {}", p.display());
+    }
+    if r.verified {
+        println!(" verification: all {} bytes match", r.bytes);
+    } else {
+        println!(" verification: FAILED ({} of {} messages completed)", r.completed, r.iters);
+    }
+    println!("{RULE}");
+}
+
+fn info(json: bool) -> ExitCode {
+    let world = match rnic_sim::World::new(1, rnic_sim::SimConfig::default()) {
+        Ok(w) => std::rc::Rc::new(std::cell::RefCell::new(w)),
+        Err(e) => {
+            eprintln!("rnic info: cannot create the simulated NIC: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let dev = match SimDevice::new(world, 0) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("rnic info: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let info = match DeviceInfo::read(&dev) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("rnic info: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let compat = info.check_compatible();
+    let counters = match &compat {
+        Ok(()) => Context::open(dev).and_then(|c| c.counters()).ok(),
+        Err(_) => None,
+    };
+    let b = rnic_sim::build_info();
+    if json {
+        let v = serde_json::json!({
+            "device": "sim NIC 0 of 1",
+            "info": info,
+            "compatible": compat.is_ok(),
+            "error": compat.as_ref().err().map(|e| e.to_string()),
+            "counters": counters,
+            "driver_contract_version": rnic_contract::regs::VERSION_VALUE,
+            "verilator_build_seconds": rnic_sim::verilator_build_seconds(),
+            "waveform_support": b.waveform,
+        });
+        println!("{v}");
+    } else {
+        let id_ascii: String = info.id.to_be_bytes().iter().map(|&c| if c.is_ascii_graphic() { c as char } else { '.' }).collect();
+        println!("device          : sim NIC 0 of 1 (Verilated RTL)");
+        println!("ID              : {:#010x} \"{id_ascii}\"", info.id);
+        println!("VERSION         : {:#010x} (contract {}.{}; driver speaks {:#010x})", info.version, info.major(), info.minor(), rnic_contract::regs::VERSION_VALUE);
+        println!("CAPS            : {:#010x}", info.caps);
+        println!("  QPs           : {}", 1u64 << info.log_qps);
+        println!("  MR keys       : {}", 1u64 << info.log_mrs);
+        println!("  CQs           : {}", 1u64 << info.log_cqs);
+        println!("  WQEs in flight: {} per QP", 1u64 << info.log_inflight);
+        println!("  datapath      : {} bytes", info.datapath_bytes);
+        println!("CLOCK_MHZ       : {}", info.clock_mhz);
+        println!("simulator       : Verilator build {:.1} s, waveform support {}", rnic_sim::verilator_build_seconds(), if b.waveform { "on" } else { "off" });
+        match &compat {
+            Ok(()) => println!("compatible      : yes"),
+            Err(e) => println!("compatible      : NO: {e}"),
+        }
+        if let Some(c) = counters {
+            println!("counters:");
+            for (n, v) in c.iter() {
+                println!("  {n:<17}: {v}");
+            }
+        }
+    }
+    if compat.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

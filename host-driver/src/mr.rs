@@ -1,0 +1,289 @@
+//! [`MemoryRegion`] (`ibv_reg_mr(3)`, IBTA Vol 1 10.6): a caller's buffer registered for DMA,
+//! with the key the NIC checks.
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::ptr::NonNull;
+
+use rnic_contract::regs::cmd_op;
+
+use crate::device::Iova;
+use crate::error::{Error, Result};
+use crate::pd::ProtectionDomain;
+use crate::qp::{RemoteAddr, Sge};
+use crate::records::{write_context, MrEntry};
+
+bitflags::bitflags! {
+    /// `enum ibv_access_flags` (the bits this NIC implements), for memory regions and for a QP's
+    /// `qp_access_flags`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct AccessFlags: u32 {
+        /// `IBV_ACCESS_LOCAL_WRITE`: the NIC may write the region for local operations (RDMA
+        /// READ responses, receives).
+        const LOCAL_WRITE = 1;
+        /// `IBV_ACCESS_REMOTE_WRITE`: peers may RDMA WRITE into the region.
+        const REMOTE_WRITE = 2;
+        /// `IBV_ACCESS_REMOTE_READ`: peers may RDMA READ the region.
+        const REMOTE_READ = 4;
+        /// `IBV_ACCESS_REMOTE_ATOMIC`: peers may perform atomics on the region.
+        const REMOTE_ATOMIC = 8;
+    }
+}
+
+impl AccessFlags {
+    /// Checks the rule of ibv_reg_mr(3) / IBTA 10.6.3.1: REMOTE_WRITE or REMOTE_ATOMIC requires
+    /// LOCAL_WRITE.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the missing flag.
+    pub fn validate_for_mr(self) -> Result<()> {
+        if self.intersects(Self::REMOTE_WRITE | Self::REMOTE_ATOMIC) && !self.contains(Self::LOCAL_WRITE) {
+            return Err(Error::inval(format!(
+                "access {self:?}: REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE (ibv_reg_mr(3))"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// An lkey/rkey: `index << 8 | tag` (see [`rnic_contract::mr_entry`]).
+pub fn make_key(index: u8, tag: u8) -> u32 {
+    u32::from(index) << 8 | u32::from(tag)
+}
+
+/// A registered memory region.
+///
+/// It mutably borrows the caller's buffer for `'buf`: while the MR lives, the NIC may read and
+/// write the buffer by DMA and only the MR's [`read_at`](Self::read_at) /
+/// [`write_at`](Self::write_at) copies reach it from the CPU. QPs that post work requests on the
+/// MR borrow it (`QueuePair<'mr>`), so it cannot be dropped while a work request may still use
+/// it. Dropping it deregisters it (`ibv_dereg_mr(3)`): the key-table entry is invalidated
+/// (VALID = 0) and the buffer unmapped, after which the NIC can no longer reach it.
+///
+/// The region's virtual address ([`addr`](Self::addr)) is the buffer's address in this process,
+/// as in ibverbs: SGEs and RETHs name bytes by it, and the NIC translates it to the IOVA.
+pub struct MemoryRegion<'buf> {
+    pd: ProtectionDomain,
+    ptr: NonNull<u8>,
+    len: usize,
+    iova: Iova,
+    index: u8,
+    tag: u8,
+    access: AccessFlags,
+    registered: bool,
+    _buf: PhantomData<&'buf mut [u8]>,
+}
+
+impl std::fmt::Debug for MemoryRegion<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryRegion")
+            .field("addr", &format_args!("{:#x}", self.addr()))
+            .field("len", &self.len)
+            .field("iova", &self.iova)
+            .field("lkey", &format_args!("{:#x}", self.lkey()))
+            .field("access", &self.access)
+            .finish()
+    }
+}
+
+impl<'buf> MemoryRegion<'buf> {
+    /// Registers `buf` in `pd` with `access` (`ibv_reg_mr(3)`): maps it for DMA at a contiguous
+    /// IOVA and writes its key-table entry (WRITE_MR). The slot's tag is bumped on every
+    /// registration, so keys of an earlier registration of the slot no longer match.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an empty buffer or REMOTE_WRITE/REMOTE_ATOMIC without
+    /// LOCAL_WRITE; [`Error::NoMemory`] when the key table or IOVA space is full; backend errors.
+    pub fn register(pd: &ProtectionDomain, buf: &'buf mut [u8], access: AccessFlags) -> Result<Self> {
+        access.validate_for_mr()?;
+        if buf.is_empty() {
+            return Err(Error::inval("cannot register an empty buffer"));
+        }
+        let ctx = &pd.inner.ctx;
+        let (index, tag) = ctx.tables.borrow_mut().alloc_mr()?;
+        let len = buf.len();
+        let ptr = NonNull::from(&mut *buf).cast::<u8>();
+        // SAFETY: `buf` is mutably borrowed for `'buf` by the returned MR (PhantomData), so it
+        // stays allocated and no other reference to it exists; the MR unmaps it in `deregister`
+        // / `drop`, before the borrow ends (and aborts if that fails, see `release`). CPU access
+        // goes only through raw-pointer copies in `read_at` / `write_at`.
+        let iova = match unsafe { ctx.dev.map_user(ptr.as_ptr(), len) } {
+            Ok(i) => i,
+            Err(e) => {
+                ctx.tables.borrow_mut().free_mr(index);
+                return Err(e);
+            }
+        };
+        let entry = MrEntry {
+            valid: true,
+            access: (access.bits() & 0xF) as u8,
+            tag,
+            pd: pd.pdn(),
+            va: ptr.as_ptr() as u64,
+            length: len as u64,
+            iova: iova.0,
+        };
+        if let Err(e) = write_context(&*ctx.dev, cmd_op::WRITE_MR, index, &entry.pack()) {
+            let _ = write_context(&*ctx.dev, cmd_op::WRITE_MR, index, &MrEntry::default().pack());
+            if ctx.dev.unmap(iova).is_err() {
+                abort_mapped();
+            }
+            ctx.tables.borrow_mut().free_mr(index);
+            return Err(e);
+        }
+        Ok(Self { pd: pd.clone(), ptr, len, iova, index, tag, access, registered: true, _buf: PhantomData })
+    }
+
+    /// Local key, for SGEs: `index << 8 | tag`.
+    pub fn lkey(&self) -> u32 {
+        make_key(self.index, self.tag)
+    }
+
+    /// Remote key, for peers' RETHs (the same value as the lkey).
+    pub fn rkey(&self) -> u32 {
+        self.lkey()
+    }
+
+    /// Virtual address of the first byte (the buffer's address in this process).
+    pub fn addr(&self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: empty buffers cannot be registered.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Where the buffer is mapped for DMA.
+    pub fn iova(&self) -> Iova {
+        self.iova
+    }
+
+    /// The access granted.
+    pub fn access(&self) -> AccessFlags {
+        self.access
+    }
+
+    /// The protection domain.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.pd
+    }
+
+    fn check(&self, offset: usize, len: usize) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(Error::inval(format!(
+                "range at offset {offset}, {len} bytes, is outside the {}-byte memory region",
+                self.len
+            ))),
+        }
+    }
+
+    /// A scatter/gather element for bytes `range` of the region (lkey, virtual address,
+    /// length), borrowing the MR for as long as the SGE (and the QP it is posted on) lives.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `range` is not inside the region or longer than 2^31 bytes
+    /// (the IBTA message size limit).
+    pub fn sge(&self, range: Range<usize>) -> Result<Sge<'_>> {
+        if range.start > range.end {
+            return Err(Error::inval(format!("SGE range {range:?} is reversed")));
+        }
+        self.check(range.start, range.end - range.start)?;
+        let len = u32::try_from(range.end - range.start)
+            .ok()
+            .filter(|&l| l <= 1 << 31)
+            .ok_or_else(|| Error::inval("an SGE covers at most 2^31 bytes"))?;
+        Ok(Sge::from_parts(self.addr() + range.start as u64, len, self.lkey()))
+    }
+
+    /// The remote address of byte `offset` of the region with its rkey, as a peer would put
+    /// it in a RETH.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `offset > len`.
+    pub fn remote_addr(&self, offset: usize) -> Result<RemoteAddr> {
+        self.check(offset, 0)?;
+        Ok(RemoteAddr { addr: self.addr() + offset as u64, rkey: self.rkey() })
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the buffer. Bytes the NIC is writing at the
+    /// same time may be old or new (as with any DMA buffer).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the range is outside the region.
+    pub fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.check(offset, out.len())?;
+        // SAFETY: in bounds (checked), the buffer is alive for 'buf and referenced by nothing
+        // else (the MR holds its only borrow); `out` is a distinct slice. The device only
+        // touches the buffer while it runs, never during this copy (single-threaded backends).
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// Copies `data` into the buffer at `offset` (e.g. the payload of the next RDMA WRITE). If a
+    /// posted work request still reads these bytes, the NIC may send old or new data.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the range is outside the region.
+    pub fn write_at(&self, offset: usize, data: &[u8]) -> Result<()> {
+        self.check(offset, data.len())?;
+        // SAFETY: as in `read_at`.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(offset), data.len()) };
+        Ok(())
+    }
+
+    /// A copy of the whole buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.len];
+        // In bounds by construction.
+        let _ = self.read_at(0, &mut v);
+        v
+    }
+
+    /// Deregisters the region (`ibv_dereg_mr(3)`) and reports errors, which dropping cannot.
+    /// Every step is attempted even if an earlier one fails: the entry is invalidated
+    /// (WRITE_MR with VALID = 0), the buffer unmapped and the slot freed.
+    ///
+    /// # Errors
+    /// The first error (the MR is gone either way; after an invalidation error the NIC may still
+    /// hold the stale key, but the buffer is unmapped so it cannot reach it).
+    pub fn deregister(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        if !self.registered {
+            return Ok(());
+        }
+        self.registered = false;
+        let ctx = &self.pd.inner.ctx;
+        let invalidated = write_context(&*ctx.dev, cmd_op::WRITE_MR, self.index, &MrEntry::default().pack());
+        if ctx.dev.unmap(self.iova).is_err() {
+            // The borrow of the buffer ends with this MR; a buffer still mapped for DMA could be
+            // written after its owner reuses or frees it. Nothing sound is left to do.
+            abort_mapped();
+        }
+        ctx.tables.borrow_mut().free_mr(self.index);
+        invalidated
+    }
+}
+
+/// Aborts: a user buffer could not be unmapped, and continuing would let the NIC write memory
+/// the program no longer owns.
+#[cold]
+fn abort_mapped() -> ! {
+    eprintln!("rnic: fatal: a registered buffer could not be unmapped from the device; aborting to keep DMA out of freed memory (was the simulated world borrowed while a memory region was dropped?)");
+    std::process::abort()
+}
+
+impl Drop for MemoryRegion<'_> {
+    fn drop(&mut self) {
+        // Errors of the invalidation are harmless once the buffer is unmapped.
+        let _ = self.release();
+    }
+}

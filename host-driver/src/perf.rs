@@ -1,0 +1,404 @@
+//! `rnic perf write`: an ib_write_bw-style RDMA WRITE bandwidth test between two simulated hosts,
+//! through the verbs only (the NIC RTL does the transfer), with a byte-exact check of the result.
+use std::path::PathBuf;
+
+use rnic_contract::CORE_CLOCK_MHZ;
+use rnic_sim::SimConfig;
+use serde::Serialize;
+
+use crate::context::{Context, Counters, PortAddr};
+use crate::cq::WorkCompletion;
+use crate::error::{Error, Result};
+use crate::mr::AccessFlags;
+use crate::qp::{ConnectOptions, Endpoint, Mtu, SendWr};
+use crate::sim::sim_pair;
+
+/// Largest `size × iters` the test accepts (the server's buffer), in bytes.
+pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
+
+/// Bytes per NIC clock cycle at 100 Gb/s and 250 MHz (the wire's payload ceiling).
+const WIRE_BYTES_PER_CYCLE: u64 = 50;
+
+/// Parameters of [`run_write_bw`].
+#[derive(Clone, Debug)]
+pub struct WriteBwOptions {
+    /// Message size in bytes (1 ..= 2^31).
+    pub size: u64,
+    /// Number of messages.
+    pub iters: u64,
+    /// Path MTU.
+    pub mtu: Mtu,
+    /// Work requests kept outstanding (the SQ and client CQ size).
+    pub tx_depth: u32,
+    /// Signal one work request in `cq_mod` (and the last); 1 ..= `tx_depth`.
+    pub cq_mod: u32,
+    /// Cycle budget from the first post to the last completion; `None` for a default derived
+    /// from the transfer size ([`default_budget`]).
+    pub budget_cycles: Option<u64>,
+    /// Capture both directions of the wire into this pcap file.
+    pub pcap: Option<PathBuf>,
+    /// Dump an FST waveform of the client NIC (NIC 0) into this file.
+    pub waveform: Option<PathBuf>,
+    /// Simulator parameters.
+    pub sim: SimConfig,
+}
+
+impl Default for WriteBwOptions {
+    fn default() -> Self {
+        Self {
+            size: 65536,
+            iters: 100,
+            mtu: Mtu::Mtu4096,
+            tx_depth: 64,
+            cq_mod: 16,
+            budget_cycles: None,
+            pcap: None,
+            waveform: None,
+            sim: SimConfig::default(),
+        }
+    }
+}
+
+/// The first byte of the server's buffer that differs from what was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Mismatch {
+    /// Offset in the server's buffer.
+    pub offset: u64,
+    /// Iteration whose message covers it.
+    pub iteration: u64,
+    /// The byte sent.
+    pub expected: u8,
+    /// The byte found.
+    pub found: u8,
+    /// Bytes that differ in total.
+    pub count: u64,
+}
+
+/// NIC counters of both hosts.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct BothCounters {
+    /// NIC 0, the requester.
+    pub client: Counters,
+    /// NIC 1, the responder.
+    pub server: Counters,
+}
+
+/// The outcome of [`run_write_bw`]. Rates use the modelled clock: `seconds = cycles / 250 MHz`.
+#[derive(Clone, Debug, Serialize)]
+pub struct WriteBwReport {
+    /// "write".
+    pub op: &'static str,
+    /// Message size in bytes.
+    pub size: u64,
+    /// Messages.
+    pub iters: u64,
+    /// Path MTU in bytes.
+    pub mtu: u32,
+    /// Outstanding work requests.
+    pub tx_depth: u32,
+    /// One signaled work request in `cq_mod`.
+    pub cq_mod: u32,
+    /// Payload bytes: `size × iters`.
+    pub bytes: u64,
+    /// NIC cycles from just before the first post to the poll that found the last completion.
+    pub cycles: u64,
+    /// Clock the rates are computed at, MHz.
+    pub clock_mhz: u64,
+    /// Average bandwidth, Gb/s (10^9 bit/s, payload only, as perftest).
+    pub gbps: f64,
+    /// Message rate, millions per second.
+    pub mpps: f64,
+    /// Every byte of the server's buffer matched, and every work request completed successfully.
+    pub verified: bool,
+    /// The first wrong byte, if any.
+    pub first_mismatch: Option<Mismatch>,
+    /// Work requests completed (retired by a successful completion).
+    pub completed: u64,
+    /// The run hit its cycle budget.
+    pub timed_out: bool,
+    /// The budget, in cycles.
+    pub budget_cycles: u64,
+    /// The first error completion or driver error, if any.
+    pub error: Option<String>,
+    /// Simulated cycles per wall-clock second, over the whole run (setup included).
+    pub sim_cycles_per_sec: f64,
+    /// Wall-clock seconds the simulator stepped.
+    pub sim_wall_seconds: f64,
+    /// All cycles simulated (setup included).
+    pub sim_total_cycles: u64,
+    /// Wall-clock seconds Verilator took to build the model (from rnic-sim's build).
+    pub verilator_build_seconds: f64,
+    /// Frames written to the pcap file.
+    pub pcap_frames: u64,
+    /// The client's endpoint.
+    pub client: Endpoint,
+    /// The server's endpoint (with its buffer).
+    pub server: Endpoint,
+    /// NIC counters after the run.
+    pub counters: BothCounters,
+}
+
+/// The byte pattern of message `iter`: 8-byte chunks of a hash of `(iter, chunk index)`, so
+/// every message and every offset differ.
+pub fn pattern_byte(iter: u64, offset: u64) -> u8 {
+    (mix(iter << 32 ^ offset / 8) >> (8 * (offset % 8))) as u8
+}
+
+/// Fills `out` with message `iter`'s pattern.
+pub fn fill_pattern(iter: u64, out: &mut [u8]) {
+    for (c, chunk) in out.chunks_mut(8).enumerate() {
+        let v = mix(iter << 32 ^ c as u64).to_le_bytes();
+        chunk.copy_from_slice(&v[..chunk.len()]);
+    }
+}
+
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The default cycle budget: 2 M cycles of slack plus 20× the time the payload needs on a
+/// 100 Gb/s wire plus 20 000 cycles per message.
+pub fn default_budget(size: u64, iters: u64) -> u64 {
+    2_000_000 + 20 * size.saturating_mul(iters) / WIRE_BYTES_PER_CYCLE + 20_000 * iters
+}
+
+/// Checks the options.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] with a message for the user.
+pub fn check_options(o: &WriteBwOptions) -> Result<()> {
+    if o.size == 0 || o.size > 1 << 31 {
+        return Err(Error::inval(format!("--size {} must be 1..=2147483648 bytes (an RDMA WRITE carries at most 2^31)", o.size)));
+    }
+    if o.iters == 0 {
+        return Err(Error::inval("--iters must be at least 1"));
+    }
+    let total = o.size.checked_mul(o.iters).unwrap_or(u64::MAX);
+    if total > MAX_TOTAL_BYTES {
+        return Err(Error::inval(format!(
+            "size × iters = {total} bytes exceeds the 1 GiB limit of the server's buffer ({MAX_TOTAL_BYTES} bytes); lower --size or --iters"
+        )));
+    }
+    if o.tx_depth == 0 || o.tx_depth > crate::qp::MAX_SEND_WR {
+        return Err(Error::inval(format!("--tx-depth {} must be 1..={}", o.tx_depth, crate::qp::MAX_SEND_WR)));
+    }
+    if o.cq_mod == 0 || o.cq_mod > o.tx_depth {
+        return Err(Error::inval(format!(
+            "--cq-mod {} must be 1..=tx-depth ({}): with fewer signaled WRs than that the SQ would fill before any completion",
+            o.cq_mod, o.tx_depth
+        )));
+    }
+    Ok(())
+}
+
+/// Runs the test: two simulated hosts cabled back to back; the client (NIC 0) RDMA-WRITEs
+/// `iters` messages of `size` bytes, message `i` to offset `i × size` of the server's (NIC 1)
+/// registered buffer, each with its own byte pattern ([`pattern_byte`]), keeping up to
+/// `tx_depth` work requests outstanding and signaling one in `cq_mod` and the last (perftest's
+/// `cq_mod`). The source buffer is a ring of `min(tx_depth, iters)` message slots, each
+/// refilled only after the completion that retires its previous message. After the last
+/// completion (or the budget) the server's buffer is checked byte by byte.
+///
+/// `progress(done, total)` is called as completions arrive.
+///
+/// # Errors
+/// Invalid options ([`check_options`]), simulator or driver setup failures. A timeout, an error
+/// completion or wrong bytes are not errors: they are in the report (`verified` false).
+pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<WriteBwReport> {
+    check_options(o)?;
+    let size = o.size as usize;
+    let total = (o.size * o.iters) as usize;
+    let budget = o.budget_cycles.unwrap_or_else(|| default_budget(o.size, o.iters));
+    let (world, dev_c, dev_s) = sim_pair(o.sim.clone())?;
+    if let Some(p) = &o.pcap {
+        world.borrow_mut().capture_pcap(p).map_err(|e| Error::io(format!("pcap capture into {}", p.display()), e))?;
+    }
+    if let Some(p) = &o.waveform {
+        world.borrow_mut().dump_waveform(0, p).map_err(|e| match e {
+            rnic_sim::SimError::WaveformDisabled => Error::NotSupported(
+                "waveforms need the simulator built with waveform support (cargo build --features rnic/waveform)".into(),
+            ),
+            e => Error::io(format!("waveform dump into {}", p.display()), e),
+        })?;
+    }
+    let client = Context::open_with_port(dev_c, PortAddr::for_sim_nic(0))?;
+    let server = Context::open_with_port(dev_s, PortAddr::for_sim_nic(1))?;
+    let slots = o.iters.min(u64::from(o.tx_depth)) as usize;
+    let mut server_buf = vec![0u8; total];
+    let mut client_buf = vec![0u8; size * slots];
+
+    let (pd_c, pd_s) = (client.alloc_pd()?, server.alloc_pd()?);
+    let run = {
+        let server_mr = pd_s.register(&mut server_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+        let client_mr = pd_c.register(&mut client_buf, AccessFlags::LOCAL_WRITE)?;
+        let cq_c = client.create_cq(o.tx_depth as usize)?;
+        let cq_s = server.create_cq(1)?;
+        let mut qp_c = pd_c.create_qp(&cq_c).set_max_send_wr(o.tx_depth).build()?;
+        let mut qp_s = pd_s.create_qp(&cq_s).set_max_send_wr(1).build()?;
+        let ep_c = qp_c.endpoint()?;
+        let ep_s = qp_s.endpoint()?.with_buffer(&server_mr);
+        let opts = ConnectOptions { path_mtu: o.mtu, access: AccessFlags::REMOTE_WRITE, ..ConnectOptions::default() };
+        qp_c.connect_with(&ep_s, &opts)?;
+        qp_s.connect_with(&ep_c, &opts)?;
+        let remote = ep_s.buffer.ok_or_else(|| Error::inval("server endpoint without buffer"))?;
+
+        let dev = client.device().clone();
+        let mut msg = vec![0u8; size];
+        let mut wcs = [WorkCompletion::default(); 64];
+        let (mut posted, mut completed) = (0u64, 0u64);
+        let mut error = None;
+        let mut timed_out = false;
+        let start = dev.now_cycles();
+        let mut end = start;
+        let mut batch = Vec::with_capacity(o.tx_depth as usize);
+        while completed < o.iters {
+            let room = u64::from(o.tx_depth) - (posted - completed);
+            let upto = o.iters.min(posted + room);
+            if upto > posted {
+                batch.clear();
+                for j in posted..upto {
+                    let slot = (j % slots as u64) as usize * size;
+                    fill_pattern(j, &mut msg);
+                    client_mr.write_at(slot, &msg)?;
+                    let signaled = (j + 1) % u64::from(o.cq_mod) == 0 || j + 1 == o.iters;
+                    let wr = SendWr::rdma_write(j, client_mr.sge(slot..slot + size)?, remote.at(j * o.size)).signaled(signaled);
+                    batch.push(wr);
+                }
+                qp_c.post_send(&batch)?;
+                posted = upto;
+            }
+            let n = cq_c.poll(&mut wcs)?;
+            for wc in &wcs[..n] {
+                if !wc.status.is_success() {
+                    error.get_or_insert_with(|| format!("work request {} completed with {:?}", wc.wr_id, wc.status));
+                } else {
+                    completed = completed.max(wc.wr_id + 1);
+                }
+            }
+            if n > 0 {
+                end = dev.now_cycles();
+                progress(completed, o.iters);
+            }
+            if error.is_some() {
+                break;
+            }
+            if dev.now_cycles() - start > budget {
+                timed_out = true;
+                break;
+            }
+        }
+        // Let the last ACKs and frames settle so the counters are final.
+        world.borrow_mut().step_n(2_000);
+        let counters = BothCounters { client: client.counters()?, server: server.counters()? };
+        (start, end, completed, error, timed_out, counters, ep_c, ep_s)
+        // QPs, CQs and MRs are dropped here, QPs first: the buffers are unmapped before use.
+    };
+    let (start, end, completed, error, timed_out, counters, ep_c, ep_s) = run;
+    let pcap_frames = world.borrow().captured_frames();
+    world.borrow_mut().finish().map_err(|e| Error::io("finishing the pcap capture / waveform", e))?;
+
+    let first_mismatch = check_buffer(&server_buf, o.size);
+    let cycles = end.saturating_sub(start).max(1);
+    let seconds = cycles as f64 / (CORE_CLOCK_MHZ as f64 * 1e6);
+    let stats = world.borrow().stats();
+    Ok(WriteBwReport {
+        op: "write",
+        size: o.size,
+        iters: o.iters,
+        mtu: o.mtu.bytes(),
+        tx_depth: o.tx_depth,
+        cq_mod: o.cq_mod,
+        bytes: o.size * o.iters,
+        cycles,
+        clock_mhz: CORE_CLOCK_MHZ,
+        gbps: (o.size * completed) as f64 * 8.0 / seconds / 1e9,
+        mpps: completed as f64 / seconds / 1e6,
+        verified: first_mismatch.is_none() && error.is_none() && !timed_out && completed == o.iters,
+        first_mismatch,
+        completed,
+        timed_out,
+        budget_cycles: budget,
+        error,
+        sim_cycles_per_sec: stats.cycles_per_second,
+        sim_wall_seconds: stats.wall_seconds,
+        sim_total_cycles: stats.cycles,
+        verilator_build_seconds: rnic_sim::verilator_build_seconds(),
+        pcap_frames,
+        client: ep_c,
+        server: ep_s,
+        counters,
+    })
+}
+
+/// Compares the server's buffer with the patterns sent; the first difference and the count.
+pub fn check_buffer(buf: &[u8], size: u64) -> Option<Mismatch> {
+    let mut first: Option<Mismatch> = None;
+    let mut count = 0u64;
+    let mut expect = vec![0u8; size as usize];
+    for (iter, got) in buf.chunks(size as usize).enumerate() {
+        fill_pattern(iter as u64, &mut expect);
+        if got == &expect[..got.len()] {
+            continue;
+        }
+        for (k, (&g, &e)) in got.iter().zip(&expect).enumerate() {
+            if g != e {
+                count += 1;
+                first.get_or_insert(Mismatch {
+                    offset: iter as u64 * size + k as u64,
+                    iteration: iter as u64,
+                    expected: e,
+                    found: g,
+                    count: 0,
+                });
+            }
+        }
+    }
+    first.map(|m| Mismatch { count, ..m })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_is_consistent_and_distinct() {
+        let mut a = vec![0u8; 37];
+        fill_pattern(5, &mut a);
+        for (k, &b) in a.iter().enumerate() {
+            assert_eq!(b, pattern_byte(5, k as u64));
+        }
+        let mut b = vec![0u8; 37];
+        fill_pattern(6, &mut b);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn check_buffer_finds_the_first_wrong_byte() {
+        let size = 10u64;
+        let mut buf = vec![0u8; 30];
+        for i in 0..3 {
+            fill_pattern(i, &mut buf[i as usize * 10..][..10]);
+        }
+        assert_eq!(check_buffer(&buf, size), None);
+        buf[17] ^= 1;
+        buf[25] ^= 2;
+        let m = check_buffer(&buf, size).unwrap();
+        assert_eq!((m.offset, m.iteration, m.count), (17, 1, 2));
+        assert_eq!(m.found, m.expected ^ 1);
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let ok = WriteBwOptions::default();
+        check_options(&ok).unwrap();
+        let too_big = WriteBwOptions { size: 1 << 20, iters: 1025, ..ok.clone() };
+        assert!(check_options(&too_big).unwrap_err().to_string().contains("1 GiB"));
+        assert!(check_options(&WriteBwOptions { size: 1 << 30, iters: 1, ..ok.clone() }).is_ok());
+        assert!(check_options(&WriteBwOptions { cq_mod: 65, ..ok.clone() }).is_err());
+        assert!(check_options(&WriteBwOptions { size: 0, ..ok.clone() }).is_err());
+        assert!(check_options(&WriteBwOptions { size: u64::MAX, iters: u64::MAX, ..ok }).is_err());
+    }
+}

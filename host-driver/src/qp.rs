@@ -1,0 +1,1078 @@
+//! [`QueuePair`] (RC): creation (`ibv_create_qp(3)`), state transitions (`ibv_modify_qp(3)`,
+//! IBTA Vol 1 11.2.4.2 / 10.3.1), `ibv_post_send(3)` and connection setup by [`Endpoint`]s.
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::net::Ipv4Addr;
+use std::rc::Rc;
+use std::sync::atomic::{fence, Ordering};
+
+use rnic_contract::{regs, verbs, wqe};
+
+use crate::context::MacAddr;
+use crate::cq::{CompletionQueue, CqInner, WcStatus};
+use crate::device::DmaBuffer;
+use crate::error::{Error, Result};
+use crate::mr::{AccessFlags, MemoryRegion};
+use crate::pd::ProtectionDomain;
+use crate::records::{write_context, QpContext, Wqe};
+
+/// Largest SQ, in WQEs (the context's SQ_LOG_SIZE is 4 bits).
+pub const MAX_SEND_WR: u32 = 1 << 15;
+/// Largest `max_rd_atomic` / `max_dest_rd_atomic` accepted.
+pub const MAX_RD_ATOMIC: u8 = 16;
+/// The only P_Key of the port's table (index 0): the default partition, full membership.
+pub const DEFAULT_PKEY: u16 = 0xFFFF;
+/// Largest PSN (24 bits).
+pub const PSN_MASK: u32 = 0xFF_FFFF;
+
+/// `enum ibv_qp_state`, with the ibverbs numbering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[repr(u8)]
+pub enum QpState {
+    /// 0: reset, no resources in use.
+    #[default]
+    Reset = 0,
+    /// 1: initialised; receives may be posted.
+    Init = 1,
+    /// 2: ready to receive.
+    Rtr = 2,
+    /// 3: ready to send.
+    Rts = 3,
+    /// 4: send queue drained (not supported by this NIC).
+    Sqd = 4,
+    /// 5: send queue error (not used by RC).
+    Sqe = 5,
+    /// 6: error: outstanding work requests are flushed.
+    Err = 6,
+}
+
+/// `enum ibv_mtu`: path MTU, payload bytes per packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[repr(u8)]
+pub enum Mtu {
+    /// 256 bytes.
+    Mtu256 = 1,
+    /// 512 bytes.
+    Mtu512 = 2,
+    /// 1024 bytes.
+    Mtu1024 = 3,
+    /// 2048 bytes.
+    Mtu2048 = 4,
+    /// 4096 bytes.
+    #[default]
+    Mtu4096 = 5,
+}
+
+impl Mtu {
+    /// Payload bytes per packet.
+    pub fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+
+    /// The MTU of `bytes` payload bytes (256, 512, 1024, 2048 or 4096).
+    pub fn from_bytes(bytes: u32) -> Option<Self> {
+        Some(match bytes {
+            256 => Self::Mtu256,
+            512 => Self::Mtu512,
+            1024 => Self::Mtu1024,
+            2048 => Self::Mtu2048,
+            4096 => Self::Mtu4096,
+            _ => return None,
+        })
+    }
+}
+
+bitflags::bitflags! {
+    /// `enum ibv_qp_attr_mask`: which fields of a [`QpAttr`] a modify carries (ibverbs values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct QpAttrMask: u32 {
+        /// `qp_state`.
+        const STATE = 1 << 0;
+        /// `cur_qp_state`.
+        const CUR_STATE = 1 << 1;
+        /// `en_sqd_async_notify` (not supported).
+        const EN_SQD_ASYNC_NOTIFY = 1 << 2;
+        /// `qp_access_flags`.
+        const ACCESS_FLAGS = 1 << 3;
+        /// `pkey_index`.
+        const PKEY_INDEX = 1 << 4;
+        /// `port_num`.
+        const PORT = 1 << 5;
+        /// `qkey` (UD only).
+        const QKEY = 1 << 6;
+        /// `ah_attr`: the address vector.
+        const AV = 1 << 7;
+        /// `path_mtu`.
+        const PATH_MTU = 1 << 8;
+        /// `timeout`.
+        const TIMEOUT = 1 << 9;
+        /// `retry_cnt`.
+        const RETRY_CNT = 1 << 10;
+        /// `rnr_retry`.
+        const RNR_RETRY = 1 << 11;
+        /// `rq_psn`.
+        const RQ_PSN = 1 << 12;
+        /// `max_rd_atomic`.
+        const MAX_QP_RD_ATOMIC = 1 << 13;
+        /// `alt_ah_attr` etc. (automatic path migration, not supported).
+        const ALT_PATH = 1 << 14;
+        /// `min_rnr_timer`.
+        const MIN_RNR_TIMER = 1 << 15;
+        /// `sq_psn`.
+        const SQ_PSN = 1 << 16;
+        /// `max_dest_rd_atomic`.
+        const MAX_DEST_RD_ATOMIC = 1 << 17;
+        /// `path_mig_state` (not supported).
+        const PATH_MIG_STATE = 1 << 18;
+        /// `cap` (resizing, not supported).
+        const CAP = 1 << 19;
+        /// `dest_qp_num`.
+        const DEST_QPN = 1 << 20;
+    }
+}
+
+/// The address vector of an RC QP on a RoCEv2 port (`struct ibv_ah_attr`, reduced to what the
+/// NIC puts in the Ethernet and IPv4 headers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressVector {
+    /// Peer's (or next hop's) MAC address.
+    pub dest_mac: MacAddr,
+    /// Peer's IPv4 address (its GID is the IPv4-mapped IPv6 address).
+    pub dest_ip: Ipv4Addr,
+}
+
+impl Default for AddressVector {
+    fn default() -> Self {
+        Self { dest_mac: MacAddr::default(), dest_ip: Ipv4Addr::UNSPECIFIED }
+    }
+}
+
+/// `struct ibv_qp_cap`: the sizes of a QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QpCap {
+    /// SQ entries (a power of two).
+    pub max_send_wr: u32,
+    /// RQ entries (0: no receive queue yet).
+    pub max_recv_wr: u32,
+    /// SGEs per send WR (1).
+    pub max_send_sge: u32,
+    /// SGEs per receive WR (0).
+    pub max_recv_sge: u32,
+    /// Inline data bytes (0: not supported).
+    pub max_inline_data: u32,
+}
+
+/// `struct ibv_qp_attr` (RC fields): the attributes [`QueuePair::modify`] sets, selected by a
+/// [`QpAttrMask`], and [`QueuePair::query_qp`] reports. Units: PSNs are 24-bit, `timeout` is
+/// the exponent of 4.096 µs × 2^timeout, `min_rnr_timer` an RNR timer code (PROTOCOL.md),
+/// `retry_cnt` and `rnr_retry` counts (7 = infinite RNR retries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QpAttr {
+    /// Target state (with [`QpAttrMask::STATE`]).
+    pub qp_state: QpState,
+    /// Assumed current state (with [`QpAttrMask::CUR_STATE`]); must match.
+    pub cur_qp_state: QpState,
+    /// Path MTU.
+    pub path_mtu: Mtu,
+    /// Remote access granted to incoming requests (REMOTE_WRITE / READ / ATOMIC).
+    pub qp_access_flags: AccessFlags,
+    /// P_Key table index (only 0: P_Key 0xFFFF).
+    pub pkey_index: u16,
+    /// Port number (only 1).
+    pub port_num: u8,
+    /// Address vector of the peer.
+    pub ah_attr: AddressVector,
+    /// Peer's QP number (24 bits).
+    pub dest_qp_num: u32,
+    /// First PSN expected from the peer (24 bits).
+    pub rq_psn: u32,
+    /// First PSN sent (24 bits).
+    pub sq_psn: u32,
+    /// Outstanding RDMA READ/atomic requests as initiator (≤ [`MAX_RD_ATOMIC`]).
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA READ/atomic requests as responder (≤ [`MAX_RD_ATOMIC`]).
+    pub max_dest_rd_atomic: u8,
+    /// RNR NAK timer code (0..=31).
+    pub min_rnr_timer: u8,
+    /// Local ACK timeout exponent (0..=31, 0 = infinite).
+    pub timeout: u8,
+    /// Transport retries (0..=7).
+    pub retry_cnt: u8,
+    /// RNR retries (0..=7, 7 = infinite).
+    pub rnr_retry: u8,
+    /// Sizes (reported by [`QueuePair::query_qp`]; not modifiable).
+    pub cap: QpCap,
+}
+
+/// The attributes a modify must carry and may carry for an RC QP going from `cur` to `next`
+/// (IBTA Vol 1 Table 91 as in Linux `ib_modify_qp_is_ok`), `None` if the transition is not
+/// allowed. [`QpAttrMask::STATE`] is not part of either set. Transitions involving SQD/SQE and
+/// the optional alternate-path attributes are not supported by this NIC, so they are absent.
+///
+/// | from → to | required | optional |
+/// |---|---|---|
+/// | RESET → INIT | PKEY_INDEX, PORT, ACCESS_FLAGS | – |
+/// | INIT → INIT | – | PKEY_INDEX, PORT, ACCESS_FLAGS |
+/// | INIT → RTR | AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER | ACCESS_FLAGS, PKEY_INDEX |
+/// | RTR → RTS | SQ_PSN, TIMEOUT, RETRY_CNT, RNR_RETRY, MAX_QP_RD_ATOMIC | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
+/// | RTS → RTS | – | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
+/// | any → RESET, any → ERR | – | – |
+pub fn transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAttrMask)> {
+    use QpAttrMask as M;
+    use QpState::*;
+    let none = M::empty();
+    Some(match (cur, next) {
+        (_, Reset) | (_, Err) => (none, none),
+        (Reset, Init) => (M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS, none),
+        (Init, Init) => (none, M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS),
+        (Init, Rtr) => (
+            M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER,
+            M::ACCESS_FLAGS | M::PKEY_INDEX,
+        ),
+        (Rtr, Rts) => (
+            M::SQ_PSN | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC,
+            M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER,
+        ),
+        (Rts, Rts) => (none, M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER),
+        _ => return None,
+    })
+}
+
+/// Checks a modify of an RC QP in state `cur` (`ibv_modify_qp(3)` rules) and returns the next
+/// state. Pure: touches no device, so a refused modify changes nothing.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a transition that is not allowed, a required attribute that
+/// is missing, an attribute the transition does not allow, a `cur_qp_state` that is not the
+/// current state, or an attribute value out of range.
+pub fn validate_modify(cur: QpState, attr: &QpAttr, mask: QpAttrMask) -> Result<QpState> {
+    use QpAttrMask as M;
+    let next = if mask.contains(M::STATE) { attr.qp_state } else { cur };
+    let (required, optional) = transition_masks(cur, next)
+        .ok_or_else(|| Error::inval(format!("RC QP transition {cur:?} -> {next:?} is not allowed (or not supported)")))?;
+    let given = mask - M::STATE;
+    let missing = required - given;
+    if !missing.is_empty() {
+        return Err(Error::inval(format!("{cur:?} -> {next:?} requires {missing:?} in the attribute mask")));
+    }
+    let extra = given - required - optional;
+    if !extra.is_empty() {
+        return Err(Error::inval(format!("{cur:?} -> {next:?} does not allow {extra:?} in the attribute mask")));
+    }
+    if mask.contains(M::CUR_STATE) && attr.cur_qp_state != cur {
+        return Err(Error::inval(format!("cur_qp_state is {:?} but the QP is in {cur:?}", attr.cur_qp_state)));
+    }
+    let range = |on: M, v: u32, max: u32, what: &str| -> Result<()> {
+        if mask.contains(on) && v > max {
+            return Err(Error::inval(format!("{what} = {v} is out of range (0..={max})")));
+        }
+        Ok(())
+    };
+    if mask.contains(M::PKEY_INDEX) && attr.pkey_index != 0 {
+        return Err(Error::inval(format!("pkey_index {} does not exist (the P_Key table has one entry, 0xFFFF)", attr.pkey_index)));
+    }
+    if mask.contains(M::PORT) && attr.port_num != 1 {
+        return Err(Error::inval(format!("port_num {} does not exist (the NIC has port 1)", attr.port_num)));
+    }
+    if mask.contains(M::AV) {
+        let av = &attr.ah_attr;
+        if av.dest_mac.0[0] & 1 == 1 || av.dest_ip.is_unspecified() || av.dest_ip.is_broadcast() || av.dest_ip.is_multicast() {
+            return Err(Error::inval(format!("address vector {} / {} is not a unicast peer", av.dest_mac, av.dest_ip)));
+        }
+    }
+    range(M::DEST_QPN, attr.dest_qp_num, PSN_MASK, "dest_qp_num")?;
+    range(M::RQ_PSN, attr.rq_psn, PSN_MASK, "rq_psn")?;
+    range(M::SQ_PSN, attr.sq_psn, PSN_MASK, "sq_psn")?;
+    range(M::MAX_QP_RD_ATOMIC, attr.max_rd_atomic.into(), MAX_RD_ATOMIC.into(), "max_rd_atomic")?;
+    range(M::MAX_DEST_RD_ATOMIC, attr.max_dest_rd_atomic.into(), MAX_RD_ATOMIC.into(), "max_dest_rd_atomic")?;
+    range(M::MIN_RNR_TIMER, attr.min_rnr_timer.into(), 31, "min_rnr_timer")?;
+    range(M::TIMEOUT, attr.timeout.into(), 31, "timeout")?;
+    range(M::RETRY_CNT, attr.retry_cnt.into(), 7, "retry_cnt")?;
+    range(M::RNR_RETRY, attr.rnr_retry.into(), 7, "rnr_retry")?;
+    Ok(next)
+}
+
+/// Copies the fields selected by `mask` from `from` into `to`.
+fn apply(to: &mut QpAttr, from: &QpAttr, mask: QpAttrMask) {
+    use QpAttrMask as M;
+    if mask.contains(M::ACCESS_FLAGS) {
+        to.qp_access_flags = from.qp_access_flags;
+    }
+    if mask.contains(M::PKEY_INDEX) {
+        to.pkey_index = from.pkey_index;
+    }
+    if mask.contains(M::PORT) {
+        to.port_num = from.port_num;
+    }
+    if mask.contains(M::AV) {
+        to.ah_attr = from.ah_attr;
+    }
+    if mask.contains(M::PATH_MTU) {
+        to.path_mtu = from.path_mtu;
+    }
+    if mask.contains(M::DEST_QPN) {
+        to.dest_qp_num = from.dest_qp_num;
+    }
+    if mask.contains(M::RQ_PSN) {
+        to.rq_psn = from.rq_psn;
+    }
+    if mask.contains(M::SQ_PSN) {
+        to.sq_psn = from.sq_psn;
+    }
+    if mask.contains(M::MAX_QP_RD_ATOMIC) {
+        to.max_rd_atomic = from.max_rd_atomic;
+    }
+    if mask.contains(M::MAX_DEST_RD_ATOMIC) {
+        to.max_dest_rd_atomic = from.max_dest_rd_atomic;
+    }
+    if mask.contains(M::MIN_RNR_TIMER) {
+        to.min_rnr_timer = from.min_rnr_timer;
+    }
+    if mask.contains(M::TIMEOUT) {
+        to.timeout = from.timeout;
+    }
+    if mask.contains(M::RETRY_CNT) {
+        to.retry_cnt = from.retry_cnt;
+    }
+    if mask.contains(M::RNR_RETRY) {
+        to.rnr_retry = from.rnr_retry;
+    }
+}
+
+/// `enum ibv_wr_opcode`. The driver passes the opcode to the NIC unchanged; the NIC completes
+/// the ones it does not implement with [`WcStatus::LocQpOpErr`] (today it implements
+/// [`WrOpcode::RdmaWrite`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum WrOpcode {
+    /// `IBV_WR_RDMA_WRITE`.
+    RdmaWrite = verbs::wr_opcode::RDMA_WRITE,
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
+    RdmaWriteWithImm = verbs::wr_opcode::RDMA_WRITE_WITH_IMM,
+    /// `IBV_WR_SEND`.
+    Send = verbs::wr_opcode::SEND,
+    /// `IBV_WR_SEND_WITH_IMM`.
+    SendWithImm = verbs::wr_opcode::SEND_WITH_IMM,
+    /// `IBV_WR_RDMA_READ`.
+    RdmaRead = verbs::wr_opcode::RDMA_READ,
+}
+
+impl WrOpcode {
+    fn needs_remote(self) -> bool {
+        matches!(self, Self::RdmaWrite | Self::RdmaWriteWithImm | Self::RdmaRead)
+    }
+}
+
+bitflags::bitflags! {
+    /// `enum ibv_send_flags`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct SendFlags: u8 {
+        /// `IBV_SEND_FENCE`.
+        const FENCE = 1;
+        /// `IBV_SEND_SIGNALED`: generate a CQE on success.
+        const SIGNALED = 2;
+        /// `IBV_SEND_SOLICITED`.
+        const SOLICITED = 4;
+        /// `IBV_SEND_INLINE` (not supported: max_inline_data is 0).
+        const INLINE = 8;
+    }
+}
+
+/// A scatter/gather element (`struct ibv_sge`): `length` bytes at virtual address `addr` of the
+/// region with key `lkey`. Made by [`MemoryRegion::sge`], which borrows the MR for `'mr`, or
+/// by [`Sge::raw`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sge<'mr> {
+    /// Virtual address of the first byte.
+    pub addr: u64,
+    /// Length in bytes (≤ 2^31).
+    pub length: u32,
+    /// Local key.
+    pub lkey: u32,
+    _mr: PhantomData<&'mr ()>,
+}
+
+impl Sge<'_> {
+    pub(crate) fn from_parts(addr: u64, length: u32, lkey: u32) -> Self {
+        Self { addr, length, lkey, _mr: PhantomData }
+    }
+}
+
+impl Sge<'static> {
+    /// An SGE from raw values, checked by nobody but the NIC (a bad key or range completes with
+    /// [`WcStatus::LocProtErr`]). The NIC can only reach memory that is registered, so this is
+    /// safe, but the bytes it names are not kept alive by a borrow: prefer
+    /// [`MemoryRegion::sge`].
+    pub fn raw(addr: u64, length: u32, lkey: u32) -> Self {
+        Self::from_parts(addr, length, lkey)
+    }
+}
+
+/// A remote virtual address and the rkey that grants access to it (the RETH of an RDMA
+/// request). Not checked locally: the responder's NIC checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RemoteAddr {
+    /// Remote virtual address.
+    pub addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// A send work request (`struct ibv_send_wr`, one SGE). Build with [`SendWr::rdma_write`] and
+/// the `with_*` methods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendWr<'mr> {
+    /// Returned in the work completion.
+    pub wr_id: u64,
+    /// Operation.
+    pub opcode: WrOpcode,
+    /// Flags (SIGNALED...).
+    pub flags: SendFlags,
+    /// Local data (`None`: zero-length, no SGE).
+    pub sge: Option<Sge<'mr>>,
+    /// Remote address for RDMA operations.
+    pub remote: Option<RemoteAddr>,
+    /// Immediate data (for the `*WithImm` opcodes).
+    pub imm_data: u32,
+}
+
+impl<'mr> SendWr<'mr> {
+    /// An unsignaled RDMA WRITE of `sge` to `remote`.
+    pub fn rdma_write(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr) -> Self {
+        Self { wr_id, opcode: WrOpcode::RdmaWrite, flags: SendFlags::empty(), sge: Some(sge), remote: Some(remote), imm_data: 0 }
+    }
+
+    /// Sets or clears [`SendFlags::SIGNALED`].
+    pub fn signaled(mut self, on: bool) -> Self {
+        self.flags.set(SendFlags::SIGNALED, on);
+        self
+    }
+
+    /// Replaces the opcode.
+    pub fn with_opcode(mut self, opcode: WrOpcode) -> Self {
+        self.opcode = opcode;
+        self
+    }
+
+    /// Replaces the flags.
+    pub fn with_flags(mut self, flags: SendFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Sets the immediate data.
+    pub fn with_imm(mut self, imm: u32) -> Self {
+        self.imm_data = imm;
+        self
+    }
+}
+
+/// A work request on the SQ that has not been retired by a completion.
+#[derive(Clone, Copy, Debug)]
+struct Outstanding {
+    wr_id: u64,
+    signaled: bool,
+}
+
+/// The part of a QP its send CQ updates when it polls a completion.
+#[derive(Debug, Default)]
+pub(crate) struct SqShared {
+    state: QpState,
+    outstanding: VecDeque<Outstanding>,
+    /// Completions that matched no outstanding work request.
+    stray: u64,
+}
+
+impl SqShared {
+    /// Retires the work requests finished by a completion of `wr_id`: the oldest outstanding
+    /// one with that id that produces a CQE (signaled, or any on error) and every older one
+    /// (RC completes in order). An error moves the QP to ERR (IBTA 10.3.1).
+    pub(crate) fn complete(&mut self, wr_id: u64, status: WcStatus) {
+        let err = !status.is_success();
+        match self.outstanding.iter().position(|o| o.wr_id == wr_id && (o.signaled || err)) {
+            Some(p) => {
+                self.outstanding.drain(..=p);
+            }
+            None => self.stray += 1,
+        }
+        if err {
+            self.state = QpState::Err;
+        }
+    }
+}
+
+/// Options of [`QueuePair::connect_with`]; `Default` gives the values [`QueuePair::connect`]
+/// uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Path MTU (default 4096).
+    pub path_mtu: Mtu,
+    /// Remote access this QP grants (default REMOTE_WRITE | REMOTE_READ).
+    pub access: AccessFlags,
+    /// Local ACK timeout exponent (default 14: 4.096 µs × 2^14 ≈ 67 ms, perftest's value).
+    pub timeout: u8,
+    /// Transport retries (default 7).
+    pub retry_cnt: u8,
+    /// RNR retries (default 7: infinite).
+    pub rnr_retry: u8,
+    /// RNR timer code (default 12: 0.64 ms).
+    pub min_rnr_timer: u8,
+    /// Outstanding READ/atomic as initiator (default 1).
+    pub max_rd_atomic: u8,
+    /// Outstanding READ/atomic as responder (default 1).
+    pub max_dest_rd_atomic: u8,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        Self {
+            path_mtu: Mtu::Mtu4096,
+            access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 12,
+            max_rd_atomic: 1,
+            max_dest_rd_atomic: 1,
+        }
+    }
+}
+
+/// A buffer a peer advertises for RDMA: its virtual address, rkey and length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RemoteBuffer {
+    /// Virtual address of the first byte.
+    pub addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+impl RemoteBuffer {
+    /// The remote address `offset` bytes into the buffer. Not bounds-checked: the responder
+    /// checks (so tests can aim past the end on purpose).
+    pub fn at(&self, offset: u64) -> RemoteAddr {
+        RemoteAddr { addr: self.addr.wrapping_add(offset), rkey: self.rkey }
+    }
+}
+
+/// What one side tells the other to connect an RC QP (what perftest exchanges over TCP):
+/// QP number, first PSN it will send, port MAC and IPv4 address, and optionally a buffer the
+/// peer may access. Serializable, so it can travel over any channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Endpoint {
+    /// QP number.
+    pub qpn: u32,
+    /// First PSN this QP sends (the peer's `rq_psn`).
+    pub psn: u32,
+    /// Port MAC address.
+    pub mac: MacAddr,
+    /// Port IPv4 address.
+    pub ip: Ipv4Addr,
+    /// An advertised buffer.
+    pub buffer: Option<RemoteBuffer>,
+}
+
+impl Endpoint {
+    /// Advertises `mr` (address, rkey, length) with this endpoint.
+    pub fn with_buffer(mut self, mr: &MemoryRegion<'_>) -> Self {
+        self.buffer = Some(RemoteBuffer { addr: mr.addr(), rkey: mr.rkey(), len: mr.len() as u64 });
+        self
+    }
+}
+
+/// Builder of an RC queue pair (`ibv_create_qp(3)` with `struct ibv_qp_init_attr`), from
+/// [`ProtectionDomain::create_qp`].
+#[derive(Clone)]
+pub struct QpBuilder {
+    pd: ProtectionDomain,
+    cq: Rc<CqInner>,
+    max_send_wr: u32,
+    max_send_sge: u32,
+    max_recv_wr: u32,
+    max_inline_data: u32,
+    sq_sig_all: bool,
+}
+
+impl QpBuilder {
+    pub(crate) fn new(pd: ProtectionDomain, cq: &CompletionQueue) -> Self {
+        Self {
+            pd,
+            cq: Rc::clone(&cq.inner),
+            max_send_wr: 64,
+            max_send_sge: 1,
+            max_recv_wr: 0,
+            max_inline_data: 0,
+            sq_sig_all: false,
+        }
+    }
+
+    /// SQ entries (default 64; rounded up to a power of two, at most [`MAX_SEND_WR`]). The send
+    /// CQ must have room for it (see [`CompletionQueue`]).
+    pub fn set_max_send_wr(mut self, n: u32) -> Self {
+        self.max_send_wr = n;
+        self
+    }
+
+    /// SGEs per send WR (only 1 is supported).
+    pub fn set_max_send_sge(mut self, n: u32) -> Self {
+        self.max_send_sge = n;
+        self
+    }
+
+    /// RQ entries (only 0: the NIC has no receive queue yet).
+    pub fn set_max_recv_wr(mut self, n: u32) -> Self {
+        self.max_recv_wr = n;
+        self
+    }
+
+    /// Inline bytes (only 0).
+    pub fn set_max_inline_data(mut self, n: u32) -> Self {
+        self.max_inline_data = n;
+        self
+    }
+
+    /// Signal every work request, whatever its flags (`sq_sig_all`).
+    pub fn set_sq_sig_all(mut self, on: bool) -> Self {
+        self.sq_sig_all = on;
+        self
+    }
+
+    /// Creates the QP in RESET: allocates a QP number and the SQ ring (zeroed DMA memory, 64
+    /// bytes per WQE) and writes its context (state RESET).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for sizes out of range, a CQ of another context, or a CQ too
+    /// small for its QPs; [`Error::NotSupported`] for receive queues, several SGEs or inline
+    /// data; [`Error::NoMemory`] when no QP context or DMA memory is free; backend errors.
+    pub fn build<'mr>(self) -> Result<QueuePair<'mr>> {
+        let ctx = Rc::clone(&self.pd.inner.ctx);
+        if !Rc::ptr_eq(&ctx, &self.cq.ctx) {
+            return Err(Error::inval("the send CQ belongs to another context"));
+        }
+        if self.max_send_wr == 0 || self.max_send_wr > MAX_SEND_WR {
+            return Err(Error::inval(format!("max_send_wr must be 1..={MAX_SEND_WR}, not {}", self.max_send_wr)));
+        }
+        if self.max_send_sge > 1 {
+            return Err(Error::NotSupported(format!("max_send_sge {}: the NIC takes one SGE per WQE", self.max_send_sge)));
+        }
+        if self.max_recv_wr > 0 {
+            return Err(Error::NotSupported("receive queues (max_recv_wr > 0) are not implemented by the NIC yet".into()));
+        }
+        if self.max_inline_data > 0 {
+            return Err(Error::NotSupported("inline data is not supported (max_inline_data is 0)".into()));
+        }
+        let size = self.max_send_wr.next_power_of_two();
+        let sq_log = size.trailing_zeros() as u8;
+        let ring = DmaBuffer::new(&ctx.dev, size as usize * wqe::BYTES, 4096)?;
+        ring.write(0, &vec![0u8; size as usize * wqe::BYTES])?;
+        let qpn = ctx.tables.borrow_mut().alloc_qpn()?;
+        let sq = Rc::new(RefCell::new(SqShared::default()));
+        if let Err(e) = self.cq.attach(qpn, &sq, size as usize) {
+            ctx.tables.borrow_mut().free_qpn(qpn);
+            return Err(e);
+        }
+        let base = QpContext {
+            state: QpState::Reset as u8,
+            pd: self.pd.pdn(),
+            pkey: DEFAULT_PKEY,
+            udp_sport: udp_sport(qpn),
+            send_cq: self.cq.cqn as u8,
+            sq_log_size: sq_log,
+            sq_base: ring.iova().0,
+            ..QpContext::default()
+        };
+        if let Err(e) = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, qpn as u8, &base.pack()) {
+            self.cq.detach(qpn, size as usize);
+            ctx.tables.borrow_mut().free_qpn(qpn);
+            return Err(e);
+        }
+        let cap = QpCap { max_send_wr: size, max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 0, max_inline_data: 0 };
+        let port_ip = ctx.port.get().map_or(0, |p| u32::from(p.ip));
+        Ok(QueuePair {
+            pd: self.pd,
+            cq: self.cq,
+            sq,
+            ring,
+            qpn,
+            sq_size: size,
+            sq_sig_all: self.sq_sig_all,
+            pi: Cell::new(0),
+            attr: QpAttr { cap, ..QpAttr::default() },
+            hw: base,
+            local_psn: initial_psn(qpn, port_ip),
+            _mr: PhantomData,
+        })
+    }
+}
+
+/// UDP source port of a QP's packets: `0xC000 | hash(qpn) & 0x3FFF` (RoCEv2 flow entropy,
+/// Annex A17.4.5.1).
+pub fn udp_sport(qpn: u32) -> u16 {
+    let h = qpn.wrapping_mul(0x9E37_79B1);
+    0xC000 | ((h >> 16) as u16 & 0x3FFF)
+}
+
+/// A deterministic, well-spread first PSN for a QP (perftest draws it at random; determinism
+/// keeps simulations reproducible).
+fn initial_psn(qpn: u32, salt: u32) -> u32 {
+    let mut z = (u64::from(qpn) << 32 | u64::from(salt)).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ((z ^ (z >> 31)) as u32) & PSN_MASK
+}
+
+/// A reliable-connected queue pair with a send queue.
+///
+/// `'mr` is the lifetime of the memory regions its work requests use: [`post_send`] takes SGEs
+/// that borrow their MR for `'mr`, so every MR a QP has used outlives the QP, and the NIC can
+/// never DMA a buffer whose borrow has ended (declare MRs before the QP). Dropping the QP moves
+/// it to RESET (the NIC stops using it) and frees its SQ ring and number.
+///
+/// [`post_send`]: QueuePair::post_send
+pub struct QueuePair<'mr> {
+    pd: ProtectionDomain,
+    cq: Rc<CqInner>,
+    sq: Rc<RefCell<SqShared>>,
+    ring: DmaBuffer,
+    qpn: u32,
+    sq_size: u32,
+    sq_sig_all: bool,
+    /// WQEs posted since the last RESET (the doorbell carries it mod 2^16).
+    pi: Cell<u64>,
+    attr: QpAttr,
+    hw: QpContext,
+    local_psn: u32,
+    /// Invariant in `'mr`, see the type's documentation.
+    _mr: PhantomData<Cell<&'mr ()>>,
+}
+
+impl std::fmt::Debug for QueuePair<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueuePair")
+            .field("qpn", &self.qpn)
+            .field("state", &self.state())
+            .field("outstanding", &self.outstanding())
+            .finish()
+    }
+}
+
+impl<'mr> QueuePair<'mr> {
+    /// The QP number (24-bit in BTH; < 2^LOG_NUM_QPS on this NIC).
+    pub fn qp_num(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The current state as the driver knows it (an error completion moves it to ERR).
+    pub fn state(&self) -> QpState {
+        self.sq.borrow().state
+    }
+
+    /// Work requests posted and not yet retired by a completion.
+    pub fn outstanding(&self) -> usize {
+        self.sq.borrow().outstanding.len()
+    }
+
+    /// SQ entries (a power of two).
+    pub fn sq_capacity(&self) -> usize {
+        self.sq_size as usize
+    }
+
+    /// The protection domain.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.pd
+    }
+
+    /// The first PSN this QP sends after [`connect`](Self::connect) (what its [`Endpoint`]
+    /// advertises).
+    pub fn local_psn(&self) -> u32 {
+        self.local_psn
+    }
+
+    /// The attributes (`ibv_query_qp(3)`): the state, every attribute set so far and the sizes.
+    pub fn query_qp(&self) -> QpAttr {
+        QpAttr { qp_state: self.state(), cur_qp_state: self.state(), ..self.attr }
+    }
+
+    /// Modifies the QP (`ibv_modify_qp(3)`): checks `mask` against the RC transition table
+    /// ([`transition_masks`]) and the values ([`validate_modify`]), then rewrites the whole QP
+    /// context (WRITE_QP) with the new state. `RQ_PSN` in the mask sets INIT_RQ_PSN (the NIC
+    /// reloads its expected PSN), `SQ_PSN` sets INIT_SQ_PSN (it reloads its next PSN and resets
+    /// the SQ indices). A transition to RESET forgets every outstanding work request without a
+    /// completion, as in ibverbs.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] as [`validate_modify`] — then nothing changed and no MMIO
+    /// happened; backend errors of the context write (the QP keeps its old state).
+    pub fn modify(&mut self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
+        let cur = self.state();
+        let next = validate_modify(cur, attr, mask)?;
+        let mut a = self.attr;
+        if next == QpState::Reset {
+            a = QpAttr { cap: self.attr.cap, ..QpAttr::default() };
+        } else {
+            apply(&mut a, attr, mask);
+        }
+        a.qp_state = next;
+        a.cur_qp_state = next;
+        let hw = QpContext {
+            state: next as u8,
+            init_sq_psn: mask.contains(QpAttrMask::SQ_PSN),
+            init_rq_psn: mask.contains(QpAttrMask::RQ_PSN),
+            path_mtu: if next == QpState::Reset { 0 } else { a.path_mtu as u8 },
+            access: (a.qp_access_flags.bits() & 0xE) as u8,
+            dest_qpn: a.dest_qp_num,
+            sq_psn: a.sq_psn,
+            rq_psn: a.rq_psn,
+            dest_ip: a.ah_attr.dest_ip,
+            dest_mac: a.ah_attr.dest_mac.0,
+            ..self.hw
+        };
+        write_context(&*self.pd.inner.ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &hw.pack())?;
+        self.hw = QpContext { init_sq_psn: false, init_rq_psn: false, ..hw };
+        self.attr = a;
+        let mut sq = self.sq.borrow_mut();
+        sq.state = next;
+        if next == QpState::Reset {
+            sq.outstanding.clear();
+            self.pi.set(0);
+        }
+        Ok(())
+    }
+
+    /// This QP's side of a connection, to hand to the peer. Fill in a buffer with
+    /// [`Endpoint::with_buffer`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the context has no port address
+    /// ([`crate::Context::set_port_addr`]).
+    pub fn endpoint(&self) -> Result<Endpoint> {
+        let port = self.pd.inner.ctx.port.get().ok_or_else(|| {
+            Error::inval("the port address is not set (Context::set_port_addr), so there is no endpoint to advertise")
+        })?;
+        Ok(Endpoint { qpn: self.qpn, psn: self.local_psn, mac: port.mac, ip: port.ip, buffer: None })
+    }
+
+    /// Connects to `remote` with [`ConnectOptions::default`]; see
+    /// [`connect_with`](Self::connect_with).
+    ///
+    /// # Errors
+    /// As [`connect_with`](Self::connect_with).
+    pub fn connect(&mut self, remote: &Endpoint) -> Result<()> {
+        self.connect_with(remote, &ConnectOptions::default())
+    }
+
+    /// Takes a QP in RESET to RTS towards `remote` with the three modifies of an RC connection:
+    /// RESET→INIT (pkey_index 0, port 1, access), INIT→RTR (address vector from the endpoint,
+    /// path MTU, dest QPN, rq_psn = the peer's PSN, max_dest_rd_atomic, min_rnr_timer) and
+    /// RTR→RTS (sq_psn = [`local_psn`](Self::local_psn), timeout, retry counts,
+    /// max_rd_atomic). On failure the QP is moved back to RESET.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the QP is not in RESET or a value is out of range; backend
+    /// errors.
+    pub fn connect_with(&mut self, remote: &Endpoint, opts: &ConnectOptions) -> Result<()> {
+        use QpAttrMask as M;
+        if self.state() != QpState::Reset {
+            return Err(Error::inval(format!("connect needs a QP in RESET, QP {} is in {:?}", self.qpn, self.state())));
+        }
+        let attr = QpAttr {
+            qp_state: QpState::Init,
+            pkey_index: 0,
+            port_num: 1,
+            qp_access_flags: opts.access,
+            path_mtu: opts.path_mtu,
+            ah_attr: AddressVector { dest_mac: remote.mac, dest_ip: remote.ip },
+            dest_qp_num: remote.qpn,
+            rq_psn: remote.psn,
+            sq_psn: self.local_psn,
+            max_rd_atomic: opts.max_rd_atomic,
+            max_dest_rd_atomic: opts.max_dest_rd_atomic,
+            min_rnr_timer: opts.min_rnr_timer,
+            timeout: opts.timeout,
+            retry_cnt: opts.retry_cnt,
+            rnr_retry: opts.rnr_retry,
+            ..QpAttr::default()
+        };
+        let steps = [
+            (QpState::Init, M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS),
+            (
+                QpState::Rtr,
+                M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER,
+            ),
+            (QpState::Rts, M::STATE | M::SQ_PSN | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC),
+        ];
+        for (state, mask) in steps {
+            if let Err(e) = self.modify(&QpAttr { qp_state: state, ..attr }, mask) {
+                let _ = self.modify(&QpAttr { qp_state: QpState::Reset, ..attr }, M::STATE);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one work request; `i` is its index in the list.
+    fn check_wr(&self, i: usize, wr: &SendWr<'mr>) -> Result<()> {
+        if wr.flags.contains(SendFlags::INLINE) {
+            return Err(Error::inval(format!("WR {i}: IBV_SEND_INLINE is not supported (max_inline_data is 0)")));
+        }
+        if wr.opcode.needs_remote() && wr.remote.is_none() {
+            return Err(Error::inval(format!("WR {i}: {:?} needs a remote address and rkey", wr.opcode)));
+        }
+        if let Some(s) = &wr.sge {
+            if s.length > 1 << 31 {
+                return Err(Error::inval(format!("WR {i}: SGE length {} exceeds 2^31", s.length)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts send work requests (`ibv_post_send(3)`): writes one WQE per request into the SQ
+    /// ring in host memory, then rings the doorbell once (`SQ_DOORBELL = qpn << 16 | pi`).
+    /// A request is signaled if it has [`SendFlags::SIGNALED`] or the QP was built with
+    /// `sq_sig_all`. The SGEs borrow their MRs for the QP's lifetime `'mr`.
+    ///
+    /// All or nothing: if any request is invalid, or the SQ lacks room for all of them, none is
+    /// posted (ibverbs would post the ones before the bad one).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the QP is not in RTS or a request is malformed (no remote
+    /// address for an RDMA opcode, INLINE, SGE over 2^31 bytes); [`Error::NoMemory`] when the SQ
+    /// has fewer free entries than requests (poll the CQ to retire some); backend errors (then
+    /// nothing was posted).
+    pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> Result<()> {
+        let state = self.state();
+        if state != QpState::Rts {
+            return Err(Error::inval(format!("post_send needs RTS, QP {} is in {state:?}", self.qpn)));
+        }
+        for (i, wr) in wrs.iter().enumerate() {
+            self.check_wr(i, wr)?;
+        }
+        let free = self.sq_size as usize - self.outstanding();
+        if wrs.len() > free {
+            return Err(Error::NoMemory(format!(
+                "SQ of QP {} is full: {} WRs posted, {free} of {} entries free",
+                self.qpn,
+                wrs.len(),
+                self.sq_size
+            )));
+        }
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        let start = self.pi.get();
+        let mask = u64::from(self.sq_size) - 1;
+        for (k, wr) in wrs.iter().enumerate() {
+            let signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
+            let mut flags = wr.flags;
+            flags.set(SendFlags::SIGNALED, signaled);
+            let remote = wr.remote.unwrap_or(RemoteAddr { addr: 0, rkey: 0 });
+            let sge = wr.sge.unwrap_or(Sge::from_parts(0, 0, 0));
+            let w = Wqe {
+                wr_id: wr.wr_id,
+                opcode: wr.opcode as u8,
+                send_flags: flags.bits(),
+                num_sge: u8::from(wr.sge.is_some()),
+                imm_data: wr.imm_data,
+                remote_addr: remote.addr,
+                rkey: remote.rkey,
+                sge_addr: sge.addr,
+                sge_length: sge.length,
+                sge_lkey: sge.lkey,
+            };
+            let slot = ((start + k as u64) & mask) as usize;
+            self.ring.write(slot * wqe::BYTES, &w.pack())?;
+        }
+        let pi = start + wrs.len() as u64;
+        // The WQEs must be in memory before the NIC hears of them.
+        fence(Ordering::SeqCst);
+        let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
+        self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell)?;
+        self.pi.set(pi);
+        let mut sq = self.sq.borrow_mut();
+        for wr in wrs {
+            let signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
+            sq.outstanding.push_back(Outstanding { wr_id: wr.wr_id, signaled });
+        }
+        Ok(())
+    }
+
+    /// Posts one work request; see [`post_send`](Self::post_send).
+    ///
+    /// # Errors
+    /// As [`post_send`](Self::post_send).
+    pub fn post_send_one(&mut self, wr: SendWr<'mr>) -> Result<()> {
+        self.post_send(std::slice::from_ref(&wr))
+    }
+
+    /// Completions of this QP that matched no outstanding work request (should stay 0).
+    pub fn stray_completions(&self) -> u64 {
+        self.sq.borrow().stray
+    }
+}
+
+impl Drop for QueuePair<'_> {
+    fn drop(&mut self) {
+        let ctx = &self.pd.inner.ctx;
+        // RESET stops the NIC using the SQ ring and the MRs; errors cannot be reported here.
+        let reset = QpContext { state: QpState::Reset as u8, init_sq_psn: false, init_rq_psn: false, ..self.hw };
+        let _ = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &reset.pack());
+        self.cq.detach(self.qpn, self.sq_size as usize);
+        ctx.tables.borrow_mut().free_qpn(self.qpn);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mtu_codes_match_ibverbs() {
+        assert_eq!(Mtu::Mtu256 as u8, verbs::mtu::MTU_256);
+        assert_eq!(Mtu::Mtu4096 as u8, verbs::mtu::MTU_4096);
+        for m in [Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096] {
+            assert_eq!(Some(m.bytes()), verbs::mtu::bytes(m as u8));
+            assert_eq!(Mtu::from_bytes(m.bytes()), Some(m));
+        }
+        assert_eq!(Mtu::from_bytes(1500), None);
+    }
+
+    #[test]
+    fn qp_states_match_ibverbs() {
+        assert_eq!(QpState::Reset as u8, verbs::qp_state::RESET);
+        assert_eq!(QpState::Init as u8, verbs::qp_state::INIT);
+        assert_eq!(QpState::Rtr as u8, verbs::qp_state::RTR);
+        assert_eq!(QpState::Rts as u8, verbs::qp_state::RTS);
+        assert_eq!(QpState::Err as u8, verbs::qp_state::ERR);
+    }
+
+    #[test]
+    fn udp_sport_is_in_the_rocev2_range() {
+        for q in 0..64 {
+            assert_eq!(udp_sport(q) & 0xC000, 0xC000);
+        }
+        assert_ne!(udp_sport(2), udp_sport(3));
+    }
+
+    #[test]
+    fn completion_retires_up_to_the_signaled_wr() {
+        let mut sq = SqShared { state: QpState::Rts, ..SqShared::default() };
+        for (id, s) in [(1, false), (2, false), (3, true), (4, false), (5, true)] {
+            sq.outstanding.push_back(Outstanding { wr_id: id, signaled: s });
+        }
+        sq.complete(3, WcStatus::Success);
+        assert_eq!(sq.outstanding.len(), 2);
+        // An unsignaled WR's id on success matches nothing: stray, nothing retired.
+        sq.complete(4, WcStatus::Success);
+        assert_eq!(sq.stray, 1);
+        assert_eq!(sq.outstanding.len(), 2);
+        // An error completes even an unsignaled WR and moves the QP to ERR.
+        sq.complete(4, WcStatus::LocProtErr);
+        assert_eq!(sq.outstanding.len(), 1);
+        assert_eq!(sq.state, QpState::Err);
+        sq.complete(5, WcStatus::WrFlushErr);
+        assert!(sq.outstanding.is_empty());
+    }
+}

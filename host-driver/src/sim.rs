@@ -1,0 +1,171 @@
+//! The simulator backend: a [`Device`] that is one NIC of an [`rnic_sim::World`].
+//!
+//! The world (N Verilated NICs, their host memories, the wires) is shared as
+//! `Rc<RefCell<World>>`; each [`SimDevice`] is a handle `(world, nic index)`. Every blocking
+//! MMIO steps the whole world until the NIC answers, and [`Device::poll_progress`] steps it a few
+//! cycles, so two hosts polling their CQs in one thread both make progress. A verb never holds
+//! the borrow of the world across calls; if the application itself holds a `borrow_mut()` while
+//! calling a verb, the verb fails with [`Error::Busy`] instead of panicking.
+use std::cell::{RefCell, RefMut};
+use std::rc::Rc;
+
+use rnic_sim::{SimConfig, SimError, World};
+
+use crate::device::{Device, Iova};
+use crate::error::{Error, Result};
+
+/// One NIC of a simulated world, as a [`Device`].
+#[derive(Clone)]
+pub struct SimDevice {
+    world: Rc<RefCell<World>>,
+    nic: usize,
+    progress_cycles: u64,
+    /// Last cycle count seen, returned while the world is borrowed (keeps time monotonic).
+    last_cycles: std::cell::Cell<u64>,
+}
+
+impl std::fmt::Debug for SimDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimDevice").field("nic", &self.nic).field("progress_cycles", &self.progress_cycles).finish()
+    }
+}
+
+/// Maps a simulator error to the driver's, with what the driver was doing.
+fn sim_err(context: impl Into<String>, e: SimError) -> Error {
+    match e {
+        SimError::InvalidArgument(m) if m.contains("exhausted") || m.contains("too large") => {
+            Error::NoMemory(format!("{}: {m}", context.into()))
+        }
+        SimError::InvalidArgument(m) => Error::InvalidArgument(format!("{}: {m}", context.into())),
+        SimError::Unmapped { .. } => Error::InvalidArgument(format!("{}: {e}", context.into())),
+        SimError::NoSuchNic { .. } => Error::NoDevice(format!("{}: {e}", context.into())),
+        SimError::Timeout { .. } | SimError::MmioTimeout { .. } => Error::io(context, e),
+        other => Error::io(context, other),
+    }
+}
+
+impl SimDevice {
+    /// NIC `nic` of `world`. Polling advances the world by one cycle per empty poll.
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] if the world has no NIC `nic`; [`Error::Busy`] if the world is
+    /// borrowed.
+    pub fn new(world: Rc<RefCell<World>>, nic: usize) -> Result<Self> {
+        let count = world.try_borrow().map_err(|_| busy())?.nic_count();
+        if nic >= count {
+            return Err(Error::NoDevice(format!("the simulated world has {count} NICs, there is no NIC {nic}")));
+        }
+        Ok(Self { world, nic, progress_cycles: 1, last_cycles: std::cell::Cell::new(0) })
+    }
+
+    /// Sets how many clock cycles [`Device::poll_progress`] advances the world (at least 1).
+    /// Larger values make busy-polling cheaper in wall time but blur cycle measurements by up to
+    /// that many cycles.
+    pub fn with_progress_cycles(mut self, cycles: u64) -> Self {
+        self.progress_cycles = cycles.max(1);
+        self
+    }
+
+    /// The NIC index in the world.
+    pub fn nic(&self) -> usize {
+        self.nic
+    }
+
+    /// The shared world (for stepping, statistics, pcap capture...). Do not hold a borrow of it
+    /// while calling verbs.
+    pub fn world(&self) -> &Rc<RefCell<World>> {
+        &self.world
+    }
+
+    fn w(&self) -> Result<RefMut<'_, World>> {
+        self.world.try_borrow_mut().map_err(|_| busy())
+    }
+}
+
+fn busy() -> Error {
+    Error::Busy("the simulated world is borrowed by the caller while a verb runs".into())
+}
+
+/// A world of two NICs cabled back to back (`config`), with a device for each end.
+///
+/// # Errors
+/// The simulator's errors (model creation, invalid configuration) as [`Error::Io`].
+pub fn sim_pair(config: SimConfig) -> Result<(Rc<RefCell<World>>, SimDevice, SimDevice)> {
+    let world = World::new(2, config).map_err(|e| sim_err("creating a two-NIC simulated world", e))?;
+    let world = Rc::new(RefCell::new(world));
+    let a = SimDevice::new(Rc::clone(&world), 0)?;
+    let b = SimDevice::new(Rc::clone(&world), 1)?;
+    Ok((world, a, b))
+}
+
+impl Device for SimDevice {
+    fn name(&self) -> String {
+        let n = self.world.try_borrow().map(|w| w.nic_count()).unwrap_or(0);
+        format!("sim NIC {} of {n}", self.nic)
+    }
+
+    fn mmio_read32(&self, offset: u16) -> Result<u32> {
+        self.w()?.mmio_read(self.nic, offset).map_err(|e| sim_err(format!("MMIO read of BAR0 {offset:#06x}"), e))
+    }
+
+    fn mmio_write32(&self, offset: u16, value: u32) -> Result<()> {
+        self.w()?
+            .mmio_write(self.nic, offset, value)
+            .map_err(|e| sim_err(format!("MMIO write of {value:#010x} to BAR0 {offset:#06x}"), e))
+    }
+
+    fn alloc_dma(&self, len: usize, align: usize) -> Result<Iova> {
+        if len == 0 || !align.is_power_of_two() {
+            return Err(Error::inval(format!("DMA allocation of {len} bytes aligned to {align}: need len > 0 and a power-of-two alignment")));
+        }
+        let mut w = self.w()?;
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("DMA allocation", e))?;
+        mem.alloc(len, align as u64).map(|i| Iova(i.0)).map_err(|e| sim_err(format!("DMA allocation of {len} bytes"), e))
+    }
+
+    fn free_dma(&self, iova: Iova) -> Result<()> {
+        let mut w = self.w()?;
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("DMA free", e))?;
+        mem.unmap(rnic_sim::Iova(iova.0)).map_err(|e| sim_err(format!("freeing DMA memory at {iova}"), e))
+    }
+
+    fn dma_read(&self, iova: Iova, out: &mut [u8]) -> Result<()> {
+        let w = self.world.try_borrow().map_err(|_| busy())?;
+        let mem = w.memory(self.nic).map_err(|e| sim_err("DMA read", e))?;
+        mem.read(rnic_sim::Iova(iova.0), out).map_err(|e| sim_err("host read of DMA memory", e))
+    }
+
+    fn dma_write(&self, iova: Iova, data: &[u8]) -> Result<()> {
+        let mut w = self.w()?;
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("DMA write", e))?;
+        mem.write(rnic_sim::Iova(iova.0), data).map_err(|e| sim_err("host write of DMA memory", e))
+    }
+
+    unsafe fn map_user(&self, ptr: *mut u8, len: usize) -> Result<Iova> {
+        let mut w = self.w()?;
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("mapping a user buffer", e))?;
+        // SAFETY: our caller promises what `map_external` needs: `ptr[..len]` stays valid and
+        // unreferenced until `unmap` of the returned IOVA (this trait's contract is the same).
+        let iova = unsafe { mem.map_external(ptr, len) };
+        iova.map(|i| Iova(i.0)).map_err(|e| sim_err(format!("mapping a user buffer of {len} bytes"), e))
+    }
+
+    fn unmap(&self, iova: Iova) -> Result<()> {
+        let mut w = self.w()?;
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("unmapping a user buffer", e))?;
+        mem.unmap(rnic_sim::Iova(iova.0)).map_err(|e| sim_err(format!("unmapping the user buffer at {iova}"), e))
+    }
+
+    fn poll_progress(&self) {
+        if let Ok(mut w) = self.world.try_borrow_mut() {
+            w.step_n(self.progress_cycles);
+        }
+    }
+
+    fn now_cycles(&self) -> u64 {
+        if let Ok(w) = self.world.try_borrow() {
+            self.last_cycles.set(w.cycles());
+        }
+        self.last_cycles.get()
+    }
+}

@@ -1,0 +1,488 @@
+//! Unit tests of the driver's own logic on a recording mock device: the modify_qp table, access
+//! checks, record packing as written by the verbs, SQ and CQ ring handling.
+use std::rc::Rc;
+
+use rnic_contract::{cq_context, cqe, mr_entry, qp_context, regs, wqe};
+
+use crate::mock::MockDevice;
+use crate::qp::transition_masks;
+use crate::records::{owner_for, Cqe};
+use crate::*;
+
+fn open() -> (Rc<MockDevice>, Context) {
+    let dev = Rc::new(MockDevice::new());
+    let ctx = Context::open_shared(dev.clone()).unwrap();
+    ctx.set_port_addr(PortAddr::for_sim_nic(0)).unwrap();
+    (dev, ctx)
+}
+
+/// The last context command in the write log: (op, index, record).
+fn last_cmd(dev: &MockDevice) -> (u32, u8, [u8; 64]) {
+    let w = dev.writes.borrow();
+    let pos = w.iter().rposition(|(a, _)| *a == regs::CMD).expect("a context command");
+    let mut rec = [0u8; 64];
+    for (a, v) in &w[..pos] {
+        if (regs::CMD_DATA..regs::CMD_DATA + 64).contains(a) {
+            let i = usize::from(a - regs::CMD_DATA);
+            rec[i..i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    let cmd = w[pos].1;
+    (cmd >> 24, cmd as u8, rec)
+}
+
+fn full_attr(state: QpState) -> QpAttr {
+    QpAttr {
+        qp_state: state,
+        cur_qp_state: state,
+        path_mtu: Mtu::Mtu1024,
+        qp_access_flags: AccessFlags::REMOTE_WRITE,
+        pkey_index: 0,
+        port_num: 1,
+        ah_attr: AddressVector { dest_mac: MacAddr([2, 0, 0, 0, 0, 2]), dest_ip: "192.0.2.2".parse().unwrap() },
+        dest_qp_num: 5,
+        rq_psn: 0x123,
+        sq_psn: 0x456,
+        max_rd_atomic: 1,
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        cap: QpCap::default(),
+    }
+}
+
+/// Drives a fresh QP to `state` with valid modifies.
+fn qp_in<'a>(pd: &ProtectionDomain, cq: &CompletionQueue, state: QpState) -> QueuePair<'a> {
+    let mut qp = pd.create_qp(cq).set_max_send_wr(4).build().unwrap();
+    let path: &[QpState] = match state {
+        QpState::Reset => &[],
+        QpState::Init => &[QpState::Init],
+        QpState::Rtr => &[QpState::Init, QpState::Rtr],
+        QpState::Rts => &[QpState::Init, QpState::Rtr, QpState::Rts],
+        QpState::Err => &[QpState::Err],
+        _ => unreachable!(),
+    };
+    let mut cur = QpState::Reset;
+    for &s in path {
+        let (req, _) = transition_masks(cur, s).unwrap();
+        qp.modify(&full_attr(s), req | QpAttrMask::STATE).unwrap();
+        cur = s;
+    }
+    assert_eq!(qp.state(), state);
+    qp
+}
+
+const ALL_STATES: [QpState; 5] = [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts, QpState::Err];
+
+#[test]
+fn modify_table_missing_and_extra_attributes_are_einval_without_mmio() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    let all = QpAttrMask::all() - QpAttrMask::STATE;
+    let mut checked = 0;
+    for cur in ALL_STATES {
+        for next in ALL_STATES {
+            let mut qp = qp_in(&pd, &cq, cur);
+            let writes = dev.writes.borrow().len();
+            let attr = QpAttr { cur_qp_state: cur, ..full_attr(next) };
+            let Some((required, optional)) = transition_masks(cur, next) else {
+                // Not allowed at all, whatever the mask.
+                let e = qp.modify(&attr, QpAttrMask::STATE | all).unwrap_err();
+                assert_eq!(e.errno(), Errno::EINVAL, "{cur:?}->{next:?}");
+                for (req, _) in transition_masks(QpState::Reset, QpState::Init).into_iter() {
+                    assert_eq!(qp.modify(&attr, QpAttrMask::STATE | req).unwrap_err().errno(), Errno::EINVAL);
+                }
+                assert_eq!(dev.writes.borrow().len(), writes, "{cur:?}->{next:?}: refused modify wrote MMIO");
+                assert_eq!(qp.state(), cur);
+                checked += 1;
+                continue;
+            };
+            for bit in required.iter() {
+                let e = qp.modify(&attr, (QpAttrMask::STATE | required) - bit).unwrap_err();
+                assert_eq!(e.errno(), Errno::EINVAL, "{cur:?}->{next:?} without {bit:?}");
+                assert!(e.to_string().contains("requires"), "{e}");
+            }
+            for bit in (all - required - optional).iter() {
+                let e = qp.modify(&attr, QpAttrMask::STATE | required | bit).unwrap_err();
+                assert_eq!(e.errno(), Errno::EINVAL, "{cur:?}->{next:?} with {bit:?}");
+            }
+            assert_eq!(dev.writes.borrow().len(), writes, "{cur:?}->{next:?}: refused modify wrote MMIO");
+            assert_eq!(qp.state(), cur, "refused modify changed the state");
+            // Required plus all optional is fine, and writes exactly one context command.
+            qp.modify(&attr, QpAttrMask::STATE | required | optional).unwrap();
+            assert_eq!(dev.writes.borrow().len(), writes + regs::CMD_DATA_WORDS + 1);
+            let (op, idx, rec) = last_cmd(&dev);
+            assert_eq!(op, regs::cmd_op::WRITE_QP);
+            assert_eq!(u32::from(idx), qp.qp_num());
+            assert_eq!(qp_context::STATE.get(&rec), next as u64);
+            assert_eq!(qp.state(), next);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 25);
+}
+
+#[test]
+fn modify_checks_values_and_cur_state() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    let mut qp = qp_in(&pd, &cq, QpState::Reset);
+    let m = QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS;
+    let writes = dev.writes.borrow().len();
+    for bad in [
+        QpAttr { pkey_index: 1, ..full_attr(QpState::Init) },
+        QpAttr { port_num: 2, ..full_attr(QpState::Init) },
+    ] {
+        assert_eq!(qp.modify(&bad, m).unwrap_err().errno(), Errno::EINVAL);
+    }
+    // Without STATE, RESET -> RESET allows nothing.
+    assert_eq!(qp.modify(&full_attr(QpState::Init), QpAttrMask::PKEY_INDEX).unwrap_err().errno(), Errno::EINVAL);
+    qp.modify(&full_attr(QpState::Init), m).unwrap();
+    let rtr = QpAttrMask::STATE
+        | QpAttrMask::AV
+        | QpAttrMask::PATH_MTU
+        | QpAttrMask::DEST_QPN
+        | QpAttrMask::RQ_PSN
+        | QpAttrMask::MAX_DEST_RD_ATOMIC
+        | QpAttrMask::MIN_RNR_TIMER;
+    let writes2 = dev.writes.borrow().len();
+    assert_eq!(writes2, writes + 17);
+    for bad in [
+        QpAttr { rq_psn: 1 << 24, ..full_attr(QpState::Rtr) },
+        QpAttr { dest_qp_num: 1 << 24, ..full_attr(QpState::Rtr) },
+        QpAttr { min_rnr_timer: 32, ..full_attr(QpState::Rtr) },
+        QpAttr { max_dest_rd_atomic: 17, ..full_attr(QpState::Rtr) },
+        QpAttr {
+            ah_attr: AddressVector { dest_mac: MacAddr([1, 0, 0, 0, 0, 1]), dest_ip: "192.0.2.2".parse().unwrap() },
+            ..full_attr(QpState::Rtr)
+        },
+    ] {
+        assert_eq!(qp.modify(&bad, rtr).unwrap_err().errno(), Errno::EINVAL, "{bad:?}");
+    }
+    assert_eq!(dev.writes.borrow().len(), writes2);
+    qp.modify(&full_attr(QpState::Rtr), rtr).unwrap();
+    let (_, _, rec) = last_cmd(&dev);
+    assert_eq!(qp_context::INIT_RQ_PSN.get(&rec), 1, "RQ_PSN in the mask reloads the responder PSN");
+    assert_eq!(qp_context::INIT_SQ_PSN.get(&rec), 0);
+    assert_eq!(qp_context::RQ_PSN.get(&rec), 0x123);
+    assert_eq!(qp_context::PATH_MTU.get(&rec), Mtu::Mtu1024 as u64);
+    assert_eq!(qp_context::DEST_QPN.get(&rec), 5);
+    assert_eq!(qp_context::DEST_IP.get(&rec), 0xC000_0202);
+    assert_eq!(qp_context::DEST_MAC.get(&rec), 0x0200_0000_0002);
+    assert_eq!(qp_context::ACCESS.get(&rec), 2);
+    assert_eq!(qp_context::PKEY.get(&rec), 0xFFFF);
+    assert_eq!(qp_context::UDP_SPORT.get(&rec) & 0xC000, 0xC000);
+    assert_eq!(qp_context::PD.get(&rec), u64::from(pd.pdn()));
+    assert_eq!(qp_context::SEND_CQ.get(&rec), u64::from(cq.cqn()));
+    assert_eq!(qp_context::SQ_LOG_SIZE.get(&rec), 2);
+    assert_ne!(qp_context::SQ_BASE.get(&rec), 0);
+    // CUR_STATE must match the current state.
+    let rts = QpAttrMask::STATE
+        | QpAttrMask::SQ_PSN
+        | QpAttrMask::TIMEOUT
+        | QpAttrMask::RETRY_CNT
+        | QpAttrMask::RNR_RETRY
+        | QpAttrMask::MAX_QP_RD_ATOMIC
+        | QpAttrMask::CUR_STATE;
+    let wrong_cur = QpAttr { cur_qp_state: QpState::Init, ..full_attr(QpState::Rts) };
+    assert_eq!(qp.modify(&wrong_cur, rts).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(qp.modify(&QpAttr { retry_cnt: 8, cur_qp_state: QpState::Rtr, ..full_attr(QpState::Rts) }, rts).unwrap_err().errno(), Errno::EINVAL);
+    qp.modify(&QpAttr { cur_qp_state: QpState::Rtr, ..full_attr(QpState::Rts) }, rts).unwrap();
+    let (_, _, rec) = last_cmd(&dev);
+    assert_eq!(qp_context::INIT_SQ_PSN.get(&rec), 1);
+    assert_eq!(qp_context::INIT_RQ_PSN.get(&rec), 0, "a later modify does not reload the responder PSN");
+    assert_eq!(qp_context::SQ_PSN.get(&rec), 0x456);
+    assert_eq!(qp_context::RQ_PSN.get(&rec), 0x123, "the whole context is rewritten");
+    let q = qp.query_qp();
+    assert_eq!(q.qp_state, QpState::Rts);
+    assert_eq!(q.sq_psn, 0x456);
+    assert_eq!(q.cap.max_send_wr, 4);
+}
+
+#[test]
+fn access_flags_rules_of_reg_mr() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut buf = vec![0u8; 100];
+    let writes = dev.writes.borrow().len();
+    for bad in [AccessFlags::REMOTE_WRITE, AccessFlags::REMOTE_ATOMIC, AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ] {
+        let e = pd.register(&mut buf, bad).unwrap_err();
+        assert_eq!(e.errno(), Errno::EINVAL, "{bad:?}");
+        assert!(e.to_string().contains("LOCAL_WRITE"), "{e}");
+    }
+    assert_eq!(pd.register(&mut [], AccessFlags::LOCAL_WRITE).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(dev.writes.borrow().len(), writes, "refused registrations wrote MMIO");
+    for ok in [
+        AccessFlags::empty(),
+        AccessFlags::REMOTE_READ,
+        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
+    ] {
+        assert!(ok.validate_for_mr().is_ok(), "{ok:?}");
+    }
+}
+
+#[test]
+fn mr_entry_keys_and_deregistration() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut buf = vec![0u8; 5000];
+    let addr = buf.as_ptr() as u64;
+    let first_key;
+    {
+        let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let (op, idx, rec) = last_cmd(&dev);
+        assert_eq!(op, regs::cmd_op::WRITE_MR);
+        assert_eq!(u32::from(idx), mr.lkey() >> 8);
+        assert_eq!(mr.lkey(), mr.rkey());
+        assert_eq!(mr_entry::VALID.get(&rec), 1);
+        assert_eq!(mr_entry::ACCESS.get(&rec), 3);
+        assert_eq!(mr_entry::TAG.get(&rec), u64::from(mr.lkey() & 0xFF));
+        assert_eq!(mr_entry::PD.get(&rec), u64::from(pd.pdn()));
+        assert_eq!(mr_entry::VA.get(&rec), addr);
+        assert_eq!(mr_entry::LENGTH.get(&rec), 5000);
+        assert_eq!(mr_entry::IOVA.get(&rec), mr.iova().0);
+        assert_eq!(mr.addr(), addr);
+        assert_ne!(mr.lkey(), 0);
+        // SGE and remote-address helpers.
+        let s = mr.sge(10..110).unwrap();
+        assert_eq!((s.addr, s.length, s.lkey), (addr + 10, 100, mr.lkey()));
+        assert_eq!(mr.sge(10..5001).unwrap_err().errno(), Errno::EINVAL);
+        assert_eq!(mr.remote_addr(5000).unwrap().addr, addr + 5000);
+        mr.write_at(4990, &[9; 10]).unwrap();
+        assert_eq!(mr.write_at(4991, &[9; 10]).unwrap_err().errno(), Errno::EINVAL);
+        first_key = mr.lkey();
+    }
+    // Drop wrote VALID = 0 at the same index.
+    let (op, idx, rec) = last_cmd(&dev);
+    assert_eq!((op, u32::from(idx)), (regs::cmd_op::WRITE_MR, first_key >> 8));
+    assert_eq!(mr_entry::VALID.get(&rec), 0);
+    assert_eq!(&buf[4990..], &[9; 10]);
+    // Re-registration of the slot bumps the tag: the old key is stale.
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    assert_eq!(mr.lkey() >> 8, first_key >> 8);
+    assert_ne!(mr.lkey(), first_key);
+    mr.deregister().unwrap();
+}
+
+#[test]
+fn post_send_builds_wqes_and_rings_the_doorbell() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16).unwrap();
+    let mut buf = vec![0u8; 256];
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut qp = qp_in(&pd, &cq, QpState::Rtr);
+    let remote = RemoteAddr { addr: 0xABC0, rkey: 0x0301 };
+    let wr = SendWr::rdma_write(7, mr.sge(1..101).unwrap(), remote).signaled(true);
+    let writes = dev.writes.borrow().len();
+    assert_eq!(qp.post_send_one(wr).unwrap_err().errno(), Errno::EINVAL, "post_send before RTS");
+    assert_eq!(dev.writes.borrow().len(), writes);
+    let mut qp = qp_in(&pd, &cq, QpState::Rts);
+    drop(qp_in(&pd, &cq, QpState::Reset)); // QPs come and go; numbers are reused
+    let inline = wr.with_flags(SendFlags::INLINE);
+    assert_eq!(qp.post_send_one(inline).unwrap_err().errno(), Errno::EINVAL);
+    let writes = dev.writes.borrow().len();
+    qp.post_send(&[wr, SendWr { wr_id: 8, ..wr }.signaled(false)]).unwrap();
+    let w = dev.writes.borrow()[writes..].to_vec();
+    assert_eq!(w, vec![(regs::SQ_DOORBELL, qp.qp_num() << 16 | 2)], "one doorbell MMIO, nothing else");
+    // The WQEs are in the ring at slots 0 and 1.
+    let sq_base = {
+        // From the last context the driver wrote for this QP.
+        let log = dev.writes.borrow();
+        let pos = log
+            .iter()
+            .rposition(|(a, v)| *a == regs::CMD && *v == (regs::cmd_op::WRITE_QP << 24 | qp.qp_num()))
+            .unwrap();
+        let mut r = [0u8; 64];
+        for (a, v) in &log[pos - 16..pos] {
+            let i = usize::from(a - regs::CMD_DATA);
+            r[i..i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        qp_context::SQ_BASE.get(&r)
+    };
+    let mut w0 = [0u8; 64];
+    ctx.device().dma_read(Iova(sq_base), &mut w0).unwrap();
+    assert_eq!(wqe::WR_ID.get(&w0), 7);
+    assert_eq!(wqe::OPCODE.get(&w0), 0);
+    assert_eq!(wqe::SEND_FLAGS.get(&w0), 2);
+    assert_eq!(wqe::NUM_SGE.get(&w0), 1);
+    assert_eq!(wqe::REMOTE_ADDR.get(&w0), 0xABC0);
+    assert_eq!(wqe::RKEY.get(&w0), 0x0301);
+    assert_eq!(wqe::SGE0_ADDR.get(&w0), mr.addr() + 1);
+    assert_eq!(wqe::SGE0_LENGTH.get(&w0), 100);
+    assert_eq!(wqe::SGE0_LKEY.get(&w0), u64::from(mr.lkey()));
+    let mut w1 = [0u8; 64];
+    ctx.device().dma_read(Iova(sq_base + 64), &mut w1).unwrap();
+    assert_eq!(wqe::WR_ID.get(&w1), 8);
+    assert_eq!(wqe::SEND_FLAGS.get(&w1), 0);
+    // SQ of 4: two more fit, a third is ENOMEM and posts nothing.
+    let writes = dev.writes.borrow().len();
+    assert_eq!(qp.post_send(&[wr, wr, wr]).unwrap_err().errno(), Errno::ENOMEM);
+    assert_eq!(dev.writes.borrow().len(), writes);
+    qp.post_send(&[wr, wr]).unwrap();
+    assert_eq!(qp.outstanding(), 4);
+    assert_eq!(qp.post_send_one(wr).unwrap_err().errno(), Errno::ENOMEM);
+    // The NIC (played here by the test) completes WR 8's successor signaled: a CQE for wr 7
+    // (the third WR) retires the first three.
+    let cqe = Cqe { wr_id: 7, byte_len: 100, qp_num: qp.qp_num(), opcode: 1, owner: true, ..Cqe::default() };
+    let cq_base = {
+        let log = dev.writes.borrow();
+        let pos = log.iter().position(|(a, v)| *a == regs::CMD && *v == (regs::cmd_op::WRITE_CQ << 24 | cq.cqn())).unwrap();
+        let mut r = [0u8; 64];
+        for (a, v) in &log[pos - 16..pos] {
+            let i = usize::from(a - regs::CMD_DATA);
+            r[i..i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        assert_eq!(cq_context::VALID.get(&r), 1);
+        assert_eq!(cq_context::LOG_SIZE.get(&r), 4);
+        cq_context::BASE.get(&r)
+    };
+    ctx.device().dma_write(Iova(cq_base), &cqe.pack()).unwrap();
+    let mut wcs = [WorkCompletion::default(); 4];
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
+    assert_eq!(wcs[0].wr_id, 7);
+    assert_eq!(qp.outstanding(), 3, "WR 7 was the first signaled one");
+    // A local error completes an unsignaled WR and moves the QP to ERR.
+    let err = Cqe { wr_id: 8, qp_num: qp.qp_num(), status: 4, owner: true, ..Cqe::default() };
+    ctx.device().dma_write(Iova(cq_base + 32), &err.pack()).unwrap();
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
+    assert_eq!(wcs[0].status, WcStatus::LocProtErr);
+    assert_eq!(qp.state(), QpState::Err);
+    assert_eq!(qp.post_send_one(wr).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(qp.stray_completions(), 0);
+}
+
+#[test]
+fn cq_poll_follows_the_owner_bit_without_mmio_reads() {
+    let (dev, ctx) = open();
+    let cq = ctx.create_cq(3).unwrap();
+    assert_eq!(cq.capacity(), 4);
+    let (_, _, rec) = last_cmd(&dev);
+    let base = cq_context::BASE.get(&rec);
+    let reads = dev.reads.get();
+    let mut wcs = [WorkCompletion::default(); 8];
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 0, "a zeroed ring is empty");
+    assert_eq!(dev.progress.get(), 1, "an empty poll lets the device progress");
+    // Play the NIC: CQE n goes to slot n mod 4 with owner !(n >> 2) & 1.
+    let write_cqe = |n: u64| {
+        let c = Cqe { wr_id: 100 + n, qp_num: 9, status: 0, opcode: 1, byte_len: n as u32, owner: owner_for(n, 2), ..Cqe::default() };
+        ctx.device().dma_write(Iova(base + (n % 4) * cqe::BYTES as u64), &c.pack()).unwrap();
+    };
+    for n in 0..3 {
+        write_cqe(n);
+    }
+    assert_eq!(cq.poll(&mut wcs[..2]).unwrap(), 2);
+    assert_eq!((wcs[0].wr_id, wcs[1].wr_id), (100, 101));
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
+    assert_eq!(wcs[0].wr_id, 102);
+    assert_eq!(wcs[0].opcode, WcOpcode::RdmaWrite);
+    assert_eq!(wcs[0].qp_num, 9);
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 0);
+    // Second lap: slot 0 still holds CQE 0 (owner 1), which must not be read again.
+    write_cqe(3);
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 0, "stale entries of the previous lap are not valid");
+    for n in 4..7 {
+        write_cqe(n);
+    }
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 3);
+    assert_eq!(wcs[2].wr_id, 106);
+    assert_eq!(dev.reads.get(), reads, "polling never reads MMIO");
+}
+
+#[test]
+fn cq_must_cover_its_qps() {
+    let (_dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8).unwrap();
+    let a = pd.create_qp(&cq).set_max_send_wr(4).build().unwrap();
+    let e = pd.create_qp(&cq).set_max_send_wr(5).build().unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
+    drop(a);
+    pd.create_qp(&cq).set_max_send_wr(8).build().unwrap();
+    assert_eq!(pd.create_qp(&cq).set_max_recv_wr(1).build().unwrap_err().errno(), Errno::EOPNOTSUPP);
+    assert_eq!(ctx.create_cq(0).unwrap_err().errno(), Errno::EINVAL);
+}
+
+#[test]
+fn open_checks_id_and_version() {
+    struct Wrong;
+    impl Device for Wrong {
+        fn name(&self) -> String {
+            "wrong".into()
+        }
+        fn mmio_read32(&self, _: u16) -> Result<u32> {
+            Ok(0x524E_4943)
+        }
+        fn mmio_write32(&self, _: u16, _: u32) -> Result<()> {
+            Ok(())
+        }
+        fn alloc_dma(&self, _: usize, _: usize) -> Result<Iova> {
+            Err(Error::NoMemory("none".into()))
+        }
+        fn free_dma(&self, _: Iova) -> Result<()> {
+            Ok(())
+        }
+        fn dma_read(&self, _: Iova, _: &mut [u8]) -> Result<()> {
+            Ok(())
+        }
+        fn dma_write(&self, _: Iova, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        unsafe fn map_user(&self, _: *mut u8, _: usize) -> Result<Iova> {
+            Err(Error::NoMemory("none".into()))
+        }
+        fn unmap(&self, _: Iova) -> Result<()> {
+            Ok(())
+        }
+        fn poll_progress(&self) {}
+        fn now_cycles(&self) -> u64 {
+            0
+        }
+    }
+    // Every register reads "RNIC": the ID matches, VERSION (0x524E.4943) does not.
+    let e = Context::open(Wrong).unwrap_err();
+    assert_eq!(e.errno(), Errno::ENODEV);
+    assert!(e.to_string().contains("contract version"), "{e}");
+    let (_, ctx) = open();
+    let i = ctx.device_info();
+    assert_eq!((i.log_qps, i.log_mrs, i.log_cqs, i.log_inflight, i.datapath_bytes), (6, 6, 6, 4, 64));
+    assert_eq!(ctx.set_port_addr(PortAddr { mac: MacAddr([1, 0, 0, 0, 0, 0]), ip: "192.0.2.1".parse().unwrap() }).unwrap_err().errno(), Errno::EINVAL);
+}
+
+#[test]
+fn port_address_registers() {
+    let (dev, _ctx) = open();
+    let w = dev.writes.borrow();
+    assert!(w.contains(&(regs::MAC_LO, 0x0000_0002)));
+    assert!(w.contains(&(regs::MAC_HI, 0x0000_0100)));
+    assert!(w.contains(&(regs::IPV4_ADDR, 0xC000_0201)));
+}
+
+#[test]
+fn endpoints_connect_two_qps() {
+    let (_da, a) = open();
+    let (_db, b) = open();
+    b.set_port_addr(PortAddr::for_sim_nic(1)).unwrap();
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let (ca, cb) = (a.create_cq(64).unwrap(), b.create_cq(64).unwrap());
+    let mut qa = pa.create_qp(&ca).build().unwrap();
+    let mut qb = pb.create_qp(&cb).build().unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    qa.connect(&eb).unwrap();
+    qb.connect(&ea).unwrap();
+    let x = qa.query_qp();
+    assert_eq!(x.qp_state, QpState::Rts);
+    assert_eq!(x.dest_qp_num, qb.qp_num());
+    assert_eq!(x.rq_psn, qb.local_psn());
+    assert_eq!(x.sq_psn, qa.local_psn());
+    assert_eq!(x.ah_attr.dest_ip, PortAddr::for_sim_nic(1).ip);
+    assert_eq!(qa.connect(&eb).unwrap_err().errno(), Errno::EINVAL, "connect needs RESET");
+    let json = serde_json::to_string(&eb).unwrap();
+    assert_eq!(serde_json::from_str::<Endpoint>(&json).unwrap(), eb);
+}
