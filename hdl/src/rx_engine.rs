@@ -3,6 +3,7 @@ use crate::records::{
     AckJob, CqContextRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, RxDesc,
     WriteJob,
 };
+use crate::context_tables::ContextTables;
 use rust_hdl::prelude::*;
 
 /// Decides what each received packet does, in order, and keeps the transport state.
@@ -63,8 +64,7 @@ pub struct RxEngine {
     pub cnt_drop_inv_req: Signal<Out, Bit>,
     pub cnt_rx_ack: Signal<Out, Bit>,
     pub cnt_cqe: Signal<Out, Bit>,
-    qp_ram: RAM<Bits<320>, 6>,
-    mr_ram: RAM<Bits<256>, 6>,
+    tables: ContextTables,
     rdyn_ram: RAM<Bits<192>, 6>,
     acked_ram: RAM<Bits<16>, 6>,
     acked_tx_ram: RAM<Bits<16>, 6>,
@@ -160,8 +160,7 @@ impl Default for RxEngine {
             cnt_drop_inv_req: Default::default(),
             cnt_rx_ack: Default::default(),
             cnt_cqe: Default::default(),
-            qp_ram: Default::default(),
-            mr_ram: Default::default(),
+            tables: Default::default(),
             rdyn_ram: Default::default(),
             acked_ram: Default::default(),
             acked_tx_ram: Default::default(),
@@ -240,10 +239,6 @@ impl Logic for RxEngine {
             self, clock, state, src_lc, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
             in_write, acked, sent, cq, cq_pi, status, stop_after, cqe_wr_id, cqe_len
         );
-        self.qp_ram.read_clock.next = self.clock.val();
-        self.qp_ram.write_clock.next = self.clock.val();
-        self.mr_ram.read_clock.next = self.clock.val();
-        self.mr_ram.write_clock.next = self.clock.val();
         self.rdyn_ram.read_clock.next = self.clock.val();
         self.rdyn_ram.write_clock.next = self.clock.val();
         self.acked_ram.read_clock.next = self.clock.val();
@@ -259,10 +254,11 @@ impl Logic for RxEngine {
 
         // ---- Table reads follow the registers ----
         self.rkey.next = self.pkt.q.val().reth_rkey;
-        self.qp_ram.read_address.next = self.qpn.q.val();
+        clock!(self, clock, tables);
+        self.tables.qp_addr.next = self.qpn.q.val();
         self.rdyn_ram.read_address.next = self.qpn.q.val();
         self.acked_ram.read_address.next = self.qpn.q.val();
-        self.mr_ram.read_address.next = self.rkey.val().get_bits::<6>(8);
+        self.tables.mr_addr.next = self.rkey.val().get_bits::<6>(8);
         self.sent_addr.next = self.qpn.q.val();
         self.cqn.next = self.ctx.q.val().send_cq;
         self.cq_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
@@ -271,8 +267,8 @@ impl Logic for RxEngine {
             | bit_cast::<10, 4>(self.acked.q.val().get_bits::<4>(0));
         self.acked_tx_ram.read_address.next = self.acked_raddr.val();
         self.acked_rdata.next = self.acked_tx_ram.read_data.val();
-        self.qp_now.next = self.qp_ram.read_data.val().into();
-        self.mr_now.next = self.mr_ram.read_data.val().into();
+        self.qp_now.next = self.tables.qp.val();
+        self.mr_now.next = self.tables.mr.val();
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
         self.entry.next = self.inflight_ram.read_data.val().into();
 
@@ -284,12 +280,10 @@ impl Logic for RxEngine {
         // ---- Context commands (tables written in any cycle but write-back) ----
         self.cmd_ready.next = self.state.q.val() != 9;
         self.cmd_qp.next = bit_cast::<320, 512>(self.cmd_record.val()).into();
-        self.qp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
-        self.qp_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.qp_ram.write_data.next = bit_cast::<320, 512>(self.cmd_record.val());
-        self.mr_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 2);
-        self.mr_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.mr_ram.write_data.next = bit_cast::<256, 512>(self.cmd_record.val());
+        self.tables.cmd_fire.next = self.cmd_fire.val();
+        self.tables.cmd_op.next = self.cmd_op.val();
+        self.tables.cmd_index.next = self.cmd_index.val();
+        self.tables.cmd_record.next = self.cmd_record.val();
         self.cq_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
         self.cq_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.cq_ram.write_data.next = bit_cast::<128, 512>(self.cmd_record.val());

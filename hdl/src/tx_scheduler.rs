@@ -1,6 +1,7 @@
 //! The requester's work-queue engine: doorbell → QP context → WQE fetch → lkey check →
 //! segmentation into request packets.
 use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, TxJob, WqeRec};
+use crate::context_tables::ContextTables;
 use rust_hdl::prelude::*;
 
 /// Processes SQ doorbells one QP at a time.
@@ -68,8 +69,7 @@ pub struct TxScheduler {
     // Counter pulses.
     pub cnt_tx_req: Signal<Out, Bit>,
     pub cnt_local_err: Signal<Out, Bit>,
-    qp_ram: RAM<Bits<320>, 6>,
-    mr_ram: RAM<Bits<256>, 6>,
+    tables: ContextTables,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
     state: DFF<Bits<4>>,
@@ -112,35 +112,30 @@ impl Logic for TxScheduler {
             self, clock, state, cur_qpn, pi, ctx, next_psn, ci, wqe, rem, total, cur_iova, first,
             status
         );
-        self.qp_ram.read_clock.next = self.clock.val();
-        self.qp_ram.write_clock.next = self.clock.val();
-        self.mr_ram.read_clock.next = self.clock.val();
-        self.mr_ram.write_clock.next = self.clock.val();
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
         self.sent_ram.read_clock.next = self.clock.val();
         self.sent_ram.write_clock.next = self.clock.val();
 
         // Table reads: addresses follow the current QP and WQE.
-        self.qp_ram.read_address.next = self.cur_qpn.q.val();
+        clock!(self, clock, tables);
+        self.tables.qp_addr.next = self.cur_qpn.q.val();
         self.dyn_ram.read_address.next = self.cur_qpn.q.val();
         self.lkey.next = self.wqe.q.val().sge0_lkey;
-        self.mr_ram.read_address.next = self.lkey.val().get_bits::<6>(8);
+        self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
         self.acked_addr.next = self.cur_qpn.q.val();
         self.sent_ram.read_address.next = self.sent_addr.val();
         self.sent_data.next = self.sent_ram.read_data.val().get_bits::<16>(32);
-        self.qp_now.next = self.qp_ram.read_data.val().into();
-        self.mr.next = self.mr_ram.read_data.val().into();
+        self.qp_now.next = self.tables.qp.val();
+        self.mr.next = self.tables.mr.val();
         self.dyn_now.next = self.dyn_ram.read_data.val();
 
         // Context commands write the tables; transport state only when asked to (INIT_SQ_PSN).
         self.cmd_qp.next = bit_cast::<320, 512>(self.cmd_record.val()).into();
-        self.qp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
-        self.qp_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.qp_ram.write_data.next = bit_cast::<320, 512>(self.cmd_record.val());
-        self.mr_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 2);
-        self.mr_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.mr_ram.write_data.next = bit_cast::<256, 512>(self.cmd_record.val());
+        self.tables.cmd_fire.next = self.cmd_fire.val();
+        self.tables.cmd_op.next = self.cmd_op.val();
+        self.tables.cmd_index.next = self.cmd_index.val();
+        self.tables.cmd_record.next = self.cmd_record.val();
         self.writing_dyn.next = (self.state.q.val() == 9) | (self.state.q.val() == 10);
         self.cmd_ready.next = !self.writing_dyn.val();
         self.dyn_ram.write_enable.next = self.cmd_fire.val()
