@@ -1,0 +1,363 @@
+//! End-to-end RDMA WRITE: two simulated hosts, the Verilated NIC RTL on each, driven through the
+//! `rnic` verbs driver (MMIO, WQEs in host memory, doorbells, CQE polling). These are system
+//! tests of the RTL: the driver does no NIC work, so every byte that arrives was moved by the
+//! NIC, and every completion and counter was produced by it.
+//!
+//! What they pin (IBTA Vol 1 ch. 9, ibv_post_send(3), ibv_poll_cq(3), docs/driver.md):
+//! - writes of 1 byte, one path MTU and multi-packet messages arrive intact at every path MTU,
+//!   1 MiB at 1024 and 4096, from and to unaligned addresses, and touch no byte outside the
+//!   target range;
+//! - only signaled WRs produce CQEs; a signaled completion retires the unsignaled WRs before it;
+//! - a WRITE with a wrong rkey, or reaching past the end of the remote MR, changes no byte of the
+//!   target and increments the responder's `drop_key` counter (bounded waits: a NAK path may not
+//!   exist yet, so the requester may never complete such a WR);
+//! - a bad lkey completes with LOC_PROT_ERR, an unimplemented opcode with LOC_QP_OP_ERR.
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use rnic::sim::sim_pair;
+use rnic::{
+    AccessFlags, CompletionQueue, ConnectOptions, Context, Mtu, PortAddr, ProtectionDomain, QueuePair, SendWr, Sge,
+    WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+};
+use rnic_contract::regs::counter;
+use rnic_sim::{SimConfig, World};
+
+const ALL_MTUS: [Mtu; 5] = [Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096];
+/// Guard bytes around every target range, and the target buffer's initial content.
+const GUARD: u8 = 0xEE;
+
+/// Two hosts cabled back to back: A (NIC 0) is the requester, B (NIC 1) the responder.
+struct Hosts {
+    world: Rc<RefCell<World>>,
+    a: Context,
+    b: Context,
+    pa: ProtectionDomain,
+    pb: ProtectionDomain,
+    ca: CompletionQueue,
+    cb: CompletionQueue,
+}
+
+fn hosts() -> Hosts {
+    let (world, da, db) = sim_pair(SimConfig::default()).expect("simulated world");
+    let a = Context::open_with_port(da, PortAddr::for_sim_nic(0)).expect("open NIC 0");
+    let b = Context::open_with_port(db, PortAddr::for_sim_nic(1)).expect("open NIC 1");
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let (ca, cb) = (a.create_cq(64).unwrap(), b.create_cq(64).unwrap());
+    Hosts { world, a, b, pa, pb, ca, cb }
+}
+
+impl Hosts {
+    /// Two connected RC QPs (A → B) at `mtu`.
+    fn qps<'mr>(&self, mtu: Mtu, sq_sig_all: bool) -> (QueuePair<'mr>, QueuePair<'mr>) {
+        let mut qa = self.pa.create_qp(&self.ca).set_max_send_wr(32).set_sq_sig_all(sq_sig_all).build().unwrap();
+        let mut qb = self.pb.create_qp(&self.cb).set_max_send_wr(32).build().unwrap();
+        let opts = ConnectOptions { path_mtu: mtu, access: AccessFlags::REMOTE_WRITE, ..ConnectOptions::default() };
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        qa.connect_with(&eb, &opts).unwrap();
+        qb.connect_with(&ea, &opts).unwrap();
+        (qa, qb)
+    }
+
+    fn counters(&self) -> (rnic::Counters, rnic::Counters) {
+        (self.a.counters().unwrap(), self.b.counters().unwrap())
+    }
+
+    /// Polls A's CQ until `n` completions arrived (panics after `budget` cycles, printing the
+    /// counters of both NICs).
+    fn wait_completions(&self, n: usize, budget: u64) -> Vec<WorkCompletion> {
+        let mut got = Vec::new();
+        let mut wcs = [WorkCompletion::default(); 16];
+        let start = self.world.borrow().cycles();
+        while got.len() < n {
+            let k = self.ca.poll(&mut wcs).unwrap();
+            got.extend_from_slice(&wcs[..k]);
+            if self.world.borrow().cycles() - start > budget {
+                let (ca, cb) = self.counters();
+                panic!(
+                    "{} of {n} completions within {budget} cycles: {got:?}\nNIC 0 counters: {:?}\nNIC 1 counters: {:?}",
+                    got.len(),
+                    nonzero(&ca),
+                    nonzero(&cb)
+                );
+            }
+        }
+        got
+    }
+
+    /// Steps the world until `ctx`'s counter `idx` reaches `at_least`; false after `budget`
+    /// cycles.
+    fn wait_counter(&self, ctx: &Context, idx: u16, at_least: u32, budget: u64) -> bool {
+        let start = self.world.borrow().cycles();
+        loop {
+            if ctx.counter(idx).unwrap() >= at_least {
+                return true;
+            }
+            if self.world.borrow().cycles() - start > budget {
+                return false;
+            }
+            self.world.borrow_mut().step_n(256);
+        }
+    }
+
+    /// Steps the world `n` cycles.
+    fn settle(&self, n: u64) {
+        self.world.borrow_mut().step_n(n);
+    }
+}
+
+fn nonzero(c: &rnic::Counters) -> Vec<(&'static str, u32)> {
+    c.iter().filter(|(_, v)| *v != 0).collect()
+}
+
+/// A byte pattern that differs per offset and per `seed`.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    (0..len as u64).map(|i| (i.wrapping_mul(31) ^ (i >> 8).wrapping_mul(7) ^ seed.wrapping_mul(0x9D)) as u8 | 1).collect()
+}
+
+/// Cycle budget for one message of `len` bytes: generous slack plus 10× the wire time.
+fn budget(len: usize) -> u64 {
+    300_000 + 10 * len as u64 / 50
+}
+
+/// Packets of a `len`-byte WRITE at `mtu` (a zero-length WRITE is one packet).
+fn packets(len: usize, mtu: Mtu) -> u32 {
+    (len.max(1) as u32).div_ceil(mtu.bytes())
+}
+
+/// One signaled RDMA WRITE of `len` bytes from offset `src_off` of A's buffer to offset
+/// `dst_off` of B's; checks the bytes, the guard bytes around them, the completion and the
+/// packet counters.
+fn write_and_check(mtu: Mtu, len: usize, src_off: usize, dst_off: usize) {
+    let h = hosts();
+    let mut src = pattern(len as u64 ^ src_off as u64, src_off + len + 13);
+    let mut dst = vec![GUARD; dst_off + len + 29];
+    let expect_src = src[src_off..src_off + len].to_vec();
+    let dst_len = dst.len();
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let (mut qa, qb) = h.qps(mtu, false);
+        let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
+        let (c0a, c0b) = h.counters();
+        qa.post_send_one(SendWr::rdma_write(0xAB, src_mr.sge(src_off..src_off + len).unwrap(), remote.at(dst_off as u64)).signaled(true))
+            .unwrap();
+        let wcs = h.wait_completions(1, budget(len));
+        assert_eq!(wcs[0].wr_id, 0xAB);
+        assert_eq!(wcs[0].status, WcStatus::Success, "{:?}", wcs[0]);
+        assert_eq!(wcs[0].opcode, WcOpcode::RdmaWrite);
+        assert_eq!(wcs[0].qp_num, qa.qp_num());
+        assert_eq!(qa.outstanding(), 0);
+        h.settle(2_000);
+        let (c1a, c1b) = h.counters();
+        let d = |c1: &rnic::Counters, c0: &rnic::Counters, i: u16| c1.values[i as usize].wrapping_sub(c0.values[i as usize]);
+        let n = packets(len, mtu);
+        assert_eq!(d(&c1a, &c0a, counter::TX_REQUESTS), n, "request packets for {len} B at MTU {}", mtu.bytes());
+        assert_eq!(d(&c1b, &c0b, counter::RX_ROCE_OK), n, "packets accepted by the responder");
+        for c in [counter::DROP_ICRC, counter::DROP_MALFORMED, counter::DROP_UNKNOWN_QP, counter::DROP_KEY, counter::DROP_PSN] {
+            assert_eq!(d(&c1b, &c0b, c), 0, "responder {} (NIC 1: {:?})", counter::NAMES[c as usize], nonzero(&c1b));
+            assert_eq!(d(&c1a, &c0a, c), 0, "requester {} (NIC 0: {:?})", counter::NAMES[c as usize], nonzero(&c1a));
+        }
+        assert_eq!(d(&c1a, &c0a, counter::CQES), 1);
+        assert!(d(&c1a, &c0a, counter::RX_ACKS) >= 1);
+        assert_eq!(qa.stray_completions(), 0);
+    }
+    assert_eq!(dst.len(), dst_len);
+    if let Some(i) = dst[dst_off..dst_off + len].iter().zip(&expect_src).position(|(a, b)| a != b) {
+        panic!(
+            "MTU {} len {len} src+{src_off} dst+{dst_off}: first wrong byte at target offset {i}: {:#04x}, expected {:#04x}",
+            mtu.bytes(),
+            dst[dst_off + i],
+            expect_src[i]
+        );
+    }
+    assert!(dst[..dst_off].iter().all(|&b| b == GUARD), "bytes before the target changed");
+    assert!(dst[dst_off + len..].iter().all(|&b| b == GUARD), "bytes after the target changed");
+}
+
+#[test]
+fn one_byte_at_every_path_mtu() {
+    for mtu in ALL_MTUS {
+        write_and_check(mtu, 1, 0, 0);
+    }
+}
+
+#[test]
+fn one_full_mtu_at_every_path_mtu() {
+    for mtu in ALL_MTUS {
+        write_and_check(mtu, mtu.bytes() as usize, 0, 0);
+    }
+}
+
+#[test]
+fn multi_packet_unaligned_at_every_path_mtu() {
+    for mtu in ALL_MTUS {
+        write_and_check(mtu, 3 * mtu.bytes() as usize + 77, 3, 5);
+    }
+}
+
+#[test]
+fn one_mib_at_mtu_4096() {
+    write_and_check(Mtu::Mtu4096, 1 << 20, 0, 0);
+}
+
+#[test]
+fn one_mib_at_mtu_1024() {
+    write_and_check(Mtu::Mtu1024, 1 << 20, 0, 0);
+}
+
+#[test]
+fn unaligned_source_and_target_addresses() {
+    for (src_off, dst_off, len) in [(1, 63, 200), (63, 1, 4097), (17, 33, 64), (5, 0, 129), (0, 7, 1000)] {
+        write_and_check(Mtu::Mtu1024, len, src_off, dst_off);
+    }
+}
+
+#[test]
+fn signaled_and_unsignaled_mix() {
+    let h = hosts();
+    const N: usize = 12;
+    const LEN: usize = 1000;
+    let mut src = pattern(42, N * LEN);
+    let mut dst = vec![GUARD; N * LEN];
+    let expect = src.clone();
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let (mut qa, qb) = h.qps(Mtu::Mtu512, false);
+        let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
+        let cqes0 = h.a.counter(counter::CQES).unwrap();
+        let wrs: Vec<_> = (0..N)
+            .map(|i| {
+                SendWr::rdma_write(i as u64, src_mr.sge(i * LEN..(i + 1) * LEN).unwrap(), remote.at((i * LEN) as u64))
+                    .signaled(i % 4 == 3)
+            })
+            .collect();
+        qa.post_send(&wrs[..5]).unwrap();
+        qa.post_send(&wrs[5..]).unwrap();
+        assert_eq!(qa.outstanding(), N);
+        let wcs = h.wait_completions(3, budget(N * LEN));
+        let ids: Vec<u64> = wcs.iter().map(|w| w.wr_id).collect();
+        assert_eq!(ids, vec![3, 7, 11], "only signaled WRs complete, in order");
+        assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
+        assert_eq!(qa.outstanding(), 0, "the last signaled completion retires every earlier WR");
+        h.settle(20_000);
+        let mut more = [WorkCompletion::default(); 4];
+        assert_eq!(h.ca.poll(&mut more).unwrap(), 0, "no CQE for unsignaled WRs: {more:?}");
+        assert_eq!(h.a.counter(counter::CQES).unwrap() - cqes0, 3);
+        // sq_sig_all signals WRs posted without the flag.
+        let (mut qs, qsb) = h.qps(Mtu::Mtu512, true);
+        let remote = qsb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
+        let wrs: Vec<_> = (0..3).map(|i| SendWr::rdma_write(100 + i as u64, src_mr.sge(0..LEN).unwrap(), remote.at(0))).collect();
+        qs.post_send(&wrs).unwrap();
+        let wcs = h.wait_completions(3, budget(3 * LEN));
+        assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![100, 101, 102]);
+        assert_eq!(wcs[0].qp_num, qs.qp_num());
+    }
+    assert!(dst == expect, "first wrong byte at {:?}", dst.iter().zip(&expect).position(|(a, b)| a != b));
+}
+
+/// Posts a WRITE that the responder must refuse (`remote` from `aim`), and checks that no byte
+/// of the target changed, that `drop_key` counted it, and that it did not complete successfully.
+fn refused_write(aim: impl Fn(&rnic::RemoteBuffer) -> rnic::RemoteAddr, len: usize) {
+    let h = hosts();
+    let mut src = pattern(7, 8192);
+    let mut dst = vec![GUARD; 4096];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let (mut qa, qb) = h.qps(Mtu::Mtu1024, false);
+        let buffer = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
+        let drops0 = h.b.counter(counter::DROP_KEY).unwrap();
+        qa.post_send_one(SendWr::rdma_write(9, src_mr.sge(0..len).unwrap(), aim(&buffer)).signaled(true)).unwrap();
+        let counted = h.wait_counter(&h.b, counter::DROP_KEY, drops0 + 1, 200_000);
+        let (ca, cb) = h.counters();
+        assert!(counted, "drop_key did not increase within 200000 cycles\nNIC 0: {:?}\nNIC 1: {:?}", nonzero(&ca), nonzero(&cb));
+        h.settle(20_000);
+        let mut wcs = [WorkCompletion::default(); 4];
+        let n = h.ca.poll(&mut wcs).unwrap();
+        // A NAK path may or may not exist: no completion, or a remote-access error; never success.
+        for w in &wcs[..n] {
+            assert_ne!(w.status, WcStatus::Success, "a refused WRITE completed successfully: {w:?}");
+        }
+        assert_eq!(h.b.counter(counter::RX_ROCE_OK).unwrap(), cb.values[counter::RX_ROCE_OK as usize]);
+        assert!(dst_mr.to_vec().iter().all(|&b| b == GUARD), "the target changed");
+    }
+    assert!(dst.iter().all(|&b| b == GUARD), "the target changed");
+}
+
+#[test]
+fn wrong_rkey_changes_nothing_and_counts_drop_key() {
+    // Same key-table index, wrong tag: a stale key.
+    refused_write(|b| rnic::RemoteAddr { addr: b.addr, rkey: b.rkey ^ 0x80 }, 512);
+}
+
+#[test]
+fn unknown_rkey_index_changes_nothing_and_counts_drop_key() {
+    refused_write(|b| rnic::RemoteAddr { addr: b.addr, rkey: (b.rkey + (17 << 8)) & 0xFFFF }, 512);
+}
+
+#[test]
+fn write_past_the_end_of_the_mr_changes_nothing_and_counts_drop_key() {
+    refused_write(|b| b.at(b.len - 10), 100);
+}
+
+#[test]
+fn write_before_the_start_of_the_mr_changes_nothing_and_counts_drop_key() {
+    refused_write(|b| rnic::RemoteAddr { addr: b.addr - 1, rkey: b.rkey }, 64);
+}
+
+/// Posts a WRITE that must fail locally, and returns its completion.
+fn local_error(make: impl for<'a> Fn(&'a rnic::MemoryRegion<'_>, rnic::RemoteAddr) -> SendWr<'a>) -> (WorkCompletion, u32) {
+    let h = hosts();
+    let mut src = pattern(3, 4096);
+    let mut dst = vec![GUARD; 4096];
+    let wc;
+    let local_errors;
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let (mut qa, qb) = h.qps(Mtu::Mtu1024, false);
+        let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
+        let e0 = h.a.counter(counter::LOCAL_ERRORS).unwrap();
+        qa.post_send_one(make(&src_mr, remote.at(0))).unwrap();
+        wc = h.wait_completions(1, 200_000)[0];
+        assert_eq!(wc.qp_num, qa.qp_num());
+        assert_eq!(qa.outstanding(), 0, "an error completion retires its WR");
+        assert_eq!(qa.state(), rnic::QpState::Err, "the QP is in ERR after an error completion");
+        h.settle(5_000);
+        local_errors = h.a.counter(counter::LOCAL_ERRORS).unwrap() - e0;
+        assert!(dst_mr.to_vec().iter().all(|&b| b == GUARD), "a failed WRITE changed the target");
+    }
+    (wc, local_errors)
+}
+
+#[test]
+fn bad_lkey_completes_with_loc_prot_err() {
+    let (wc, errs) =
+        local_error(|mr, remote| SendWr::rdma_write(5, Sge::raw(mr.addr(), 256, mr.lkey() ^ 0x80), remote).signaled(true));
+    assert_eq!((wc.wr_id, wc.status), (5, WcStatus::LocProtErr), "{wc:?}");
+    assert_eq!(errs, 1, "local_errors counter");
+}
+
+#[test]
+fn sge_past_the_end_of_its_mr_completes_with_loc_prot_err() {
+    let (wc, _) =
+        local_error(|mr, remote| SendWr::rdma_write(6, Sge::raw(mr.addr() + 4000, 200, mr.lkey()), remote).signaled(true));
+    assert_eq!((wc.wr_id, wc.status), (6, WcStatus::LocProtErr), "{wc:?}");
+}
+
+#[test]
+fn unsignaled_bad_lkey_still_completes_with_an_error() {
+    // IBTA 10.8.3 / PROTOCOL.md: errors always produce a CQE, signaled or not.
+    let (wc, _) = local_error(|mr, remote| SendWr::rdma_write(8, Sge::raw(mr.addr(), 16, mr.lkey() ^ 0x40), remote));
+    assert_eq!((wc.wr_id, wc.status), (8, WcStatus::LocProtErr), "{wc:?}");
+}
+
+#[test]
+fn unsupported_opcode_completes_with_loc_qp_op_err() {
+    let (wc, _) = local_error(|mr, remote| {
+        SendWr::rdma_write(4, mr.sge(0..64).unwrap(), remote).with_opcode(WrOpcode::Send).signaled(true)
+    });
+    assert_eq!((wc.wr_id, wc.status), (4, WcStatus::LocQpOpErr), "{wc:?}");
+}
