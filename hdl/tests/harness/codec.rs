@@ -1,0 +1,146 @@
+//! Helpers around the reference codec (`rnic_firmware_tests::wire`) shared by the block tests.
+#![allow(dead_code)]
+
+use super::Rng;
+use rnic_firmware_tests::wire::{
+    udp, AethRepr, BthRepr, EtherType, EthernetRepr, ImmDtRepr, Ipv4Repr, Opcode, RethRepr,
+    RocePacketRepr, UdpRepr,
+};
+use std::net::Ipv4Addr;
+
+/// Ethernet + IPv4 + UDP + BTH.
+pub const BASE_HDR: usize = 54;
+pub const ICRC_LEN: usize = 4;
+
+/// A MAC address as the RTL's ports hold it (byte 0 in bits 7:0).
+pub fn mac_bits(mac: [u8; 6]) -> u64 {
+    let mut b = [0u8; 8];
+    b[..6].copy_from_slice(&mac);
+    u64::from_le_bytes(b)
+}
+
+/// An IPv4 address as the RTL's ports hold it (first octet in bits 31:24).
+pub fn ip_bits(ip: Ipv4Addr) -> u64 {
+    u64::from(u32::from(ip))
+}
+
+pub fn random_mac(rng: &mut Rng) -> [u8; 6] {
+    let b = rng.bytes(6);
+    [b[0], b[1], b[2], b[3], b[4], b[5]]
+}
+
+pub fn random_ip(rng: &mut Rng) -> Ipv4Addr {
+    Ipv4Addr::from(rng.u32())
+}
+
+/// A frame as the NIC's header builder writes it: IPv4 ID 0, DF, TTL 64, DSCP/ECN 0, UDP
+/// destination 4791, BTH SE = M = 0, FECN = BECN = 0; everything else from `rng`.
+pub fn nic_style_repr(rng: &mut Rng, opcode: u8) -> RocePacketRepr {
+    RocePacketRepr {
+        eth: EthernetRepr {
+            src_addr: random_mac(rng),
+            dst_addr: random_mac(rng),
+            ethertype: EtherType::IPV4,
+        },
+        ipv4: Ipv4Repr {
+            src_addr: random_ip(rng),
+            dst_addr: random_ip(rng),
+            dscp: 0,
+            ecn: 0,
+            ident: 0,
+            dont_frag: true,
+            ttl: 64,
+            protocol: 17,
+            payload_len: 0,
+        },
+        udp: UdpRepr {
+            src_port: rng.u32() as u16,
+            dst_port: udp::ROCEV2_PORT,
+            payload_len: 0,
+        },
+        bth: BthRepr {
+            opcode: Opcode(opcode),
+            solicited: false,
+            mig_req: false,
+            pad_count: 0,
+            pkey: rng.u32() as u16,
+            fecn: false,
+            becn: false,
+            dest_qp: rng.u32() & 0xFF_FFFF,
+            ack_req: rng.chance(1, 2),
+            psn: rng.u32() & 0xFF_FFFF,
+        },
+        reth: None,
+        aeth: None,
+        immdt: None,
+        payload: Vec::new(),
+    }
+}
+
+/// Fills the extension headers the opcode calls for with random values.
+pub fn add_ext_headers(rng: &mut Rng, r: &mut RocePacketRepr) {
+    let ext = r.bth.opcode.ext_headers().expect("supported opcode");
+    r.reth = ext.reth.then(|| RethRepr {
+        virt_addr: rng.next_u64(),
+        rkey: rng.u32(),
+        dma_len: rng.u32(),
+    });
+    r.aeth = ext.aeth.then(|| AethRepr {
+        syndrome: rng.u32() as u8,
+        msn: rng.u32() & 0xFF_FFFF,
+    });
+    r.immdt = ext.immdt.then(|| ImmDtRepr { data: rng.u32() });
+}
+
+/// A frame without its 4 ICRC bytes.
+pub fn strip_icrc(frame: &[u8]) -> Vec<u8> {
+    frame[..frame.len() - ICRC_LEN].to_vec()
+}
+
+/// Index of the first differing byte, with a name for where it is in a RoCEv2 frame.
+pub fn first_difference(a: &[u8], b: &[u8]) -> Option<(usize, &'static str)> {
+    let i = a.iter().zip(b).position(|(x, y)| x != y).or_else(|| {
+        (a.len() != b.len()).then_some(a.len().min(b.len()))
+    })?;
+    let what = match i {
+        0..=5 => "eth dst",
+        6..=11 => "eth src",
+        12..=13 => "ethertype",
+        14 => "ip version/ihl",
+        15 => "ip tos",
+        16..=17 => "ip total length",
+        18..=19 => "ip id",
+        20..=21 => "ip flags/fragment",
+        22 => "ip ttl",
+        23 => "ip protocol",
+        24..=25 => "ip checksum",
+        26..=29 => "ip src",
+        30..=33 => "ip dst",
+        34..=35 => "udp sport",
+        36..=37 => "udp dport",
+        38..=39 => "udp length",
+        40..=41 => "udp checksum",
+        42 => "bth opcode",
+        43 => "bth flags (SE/M/PadCnt/TVer)",
+        44..=45 => "bth pkey",
+        46 => "bth fecn/becn",
+        47..=49 => "bth dest qp",
+        50 => "bth ackreq",
+        51..=53 => "bth psn",
+        _ => "extension headers / payload / pad / icrc",
+    };
+    Some((i, what))
+}
+
+/// Panics with the first differing byte if `got != want`.
+pub fn assert_frame_eq(got: &[u8], want: &[u8], ctx: &str) {
+    if let Some((i, what)) = first_difference(got, want) {
+        panic!(
+            "{ctx}: frames differ at byte {i} ({what}): got {:02x?} want {:02x?} (lengths {} / {})",
+            &got[i..(i + 8).min(got.len())],
+            &want[i..(i + 8).min(want.len())],
+            got.len(),
+            want.len()
+        );
+    }
+}
