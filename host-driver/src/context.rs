@@ -345,11 +345,14 @@ impl Context {
         Ok(ProtectionDomain::new(Rc::clone(&self.inner), pdn))
     }
 
-    /// Creates a completion queue of at least `min_cqe` entries (`ibv_create_cq(3)`); see
-    /// [`CompletionQueue`].
+    /// Creates a completion queue of at least `min_cqe` entries, rounded up to a power of two
+    /// (`ibv_create_cq(3)`): allocates and zeroes the ring (a zeroed ring reads empty), then
+    /// commits the CQ context (WRITE_CQ with VALID, LOG_SIZE, BASE), which resets the NIC's
+    /// producer index. See [`CompletionQueue`] for sizing.
     ///
     /// # Errors
-    /// As [`CompletionQueue::new`].
+    /// [`Error::InvalidArgument`] for `min_cqe` of 0 or above [`crate::cq::MAX_CQE`];
+    /// [`Error::NoMemory`] when no CQ context or DMA memory is free; backend errors.
     pub fn create_cq(&self, min_cqe: usize) -> Result<CompletionQueue> {
         CompletionQueue::new(Rc::clone(&self.inner), min_cqe)
     }

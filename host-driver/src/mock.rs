@@ -60,7 +60,7 @@ impl Device for MockDevice {
 
     fn alloc_dma(&self, len: usize, _align: usize) -> Result<Iova> {
         let base = self.next.get();
-        self.next.set(base + ((len as u64 + 4095) / 4096 + 1) * 4096);
+        self.next.set(base + ((len as u64).div_ceil(4096) + 1) * 4096);
         self.mem.borrow_mut().insert(base, vec![0; len]);
         Ok(Iova(base))
     }
@@ -87,7 +87,7 @@ impl Device for MockDevice {
         }
         // The mock never touches user buffers; it only hands out an IOVA.
         let base = self.next.get();
-        self.next.set(base + ((len as u64 + 4095) / 4096 + 1) * 4096);
+        self.next.set(base + ((len as u64).div_ceil(4096) + 1) * 4096);
         self.mem.borrow_mut().insert(base, Vec::new());
         Ok(Iova(base))
     }

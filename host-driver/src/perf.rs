@@ -100,7 +100,8 @@ pub struct WriteBwReport {
     pub cq_mod: u32,
     /// Payload bytes: `size × iters`.
     pub bytes: u64,
-    /// NIC cycles from just before the first post to the poll that found the last completion.
+    /// NIC cycles from just before the first post to the poll that found the last completion
+    /// (to the give-up time on a timeout or error).
     pub cycles: u64,
     /// Clock the rates are computed at, MHz.
     pub clock_mhz: u64,
@@ -141,13 +142,13 @@ pub struct WriteBwReport {
 /// The byte pattern of message `iter`: 8-byte chunks of a hash of `(iter, chunk index)`, so
 /// every message and every offset differ.
 pub fn pattern_byte(iter: u64, offset: u64) -> u8 {
-    (mix(iter << 32 ^ offset / 8) >> (8 * (offset % 8))) as u8
+    (mix((iter << 32) ^ (offset / 8)) >> (8 * (offset % 8))) as u8
 }
 
 /// Fills `out` with message `iter`'s pattern.
 pub fn fill_pattern(iter: u64, out: &mut [u8]) {
     for (c, chunk) in out.chunks_mut(8).enumerate() {
-        let v = mix(iter << 32 ^ c as u64).to_le_bytes();
+        let v = mix((iter << 32) ^ c as u64).to_le_bytes();
         chunk.copy_from_slice(&v[..chunk.len()]);
     }
 }
@@ -176,7 +177,7 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
     if o.iters == 0 {
         return Err(Error::inval("--iters must be at least 1"));
     }
-    let total = o.size.checked_mul(o.iters).unwrap_or(u64::MAX);
+    let total = o.size.saturating_mul(o.iters);
     if total > MAX_TOTAL_BYTES {
         return Err(Error::inval(format!(
             "size × iters = {total} bytes exceeds the 1 GiB limit of the server's buffer ({MAX_TOTAL_BYTES} bytes); lower --size or --iters"
@@ -238,7 +239,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let cq_s = server.create_cq(1)?;
         let mut qp_c = pd_c.create_qp(&cq_c).set_max_send_wr(o.tx_depth).build()?;
         let mut qp_s = pd_s.create_qp(&cq_s).set_max_send_wr(1).build()?;
-        let ep_c = qp_c.endpoint()?;
+        let ep_c = qp_c.endpoint()?.with_buffer(&client_mr);
         let ep_s = qp_s.endpoint()?.with_buffer(&server_mr);
         let opts = ConnectOptions { path_mtu: o.mtu, access: AccessFlags::REMOTE_WRITE, ..ConnectOptions::default() };
         qp_c.connect_with(&ep_s, &opts)?;
@@ -283,10 +284,12 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 progress(completed, o.iters);
             }
             if error.is_some() {
+                end = dev.now_cycles();
                 break;
             }
             if dev.now_cycles() - start > budget {
                 timed_out = true;
+                end = dev.now_cycles();
                 break;
             }
         }
