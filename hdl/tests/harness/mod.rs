@@ -836,6 +836,23 @@ pub fn bytes_to_bits<const N: usize>(bytes: &[u8]) -> Bits<N> {
     out
 }
 
+/// Packs `(lsb offset, width, value)` fields into little-endian bytes (`total_bits` wide): how
+/// tests build a record port value from a `LogicStruct`'s `get_my_offset_*` layout without
+/// relying on its declared total width.
+pub fn pack_fields(total_bits: usize, fields: &[(usize, usize, u64)]) -> Vec<u8> {
+    let mut out = vec![0u8; total_bits.div_ceil(8)];
+    for &(off, width, value) in fields {
+        assert!(off + width <= total_bits, "field at {off}+{width} beyond {total_bits} bits");
+        assert!(width == 64 || value >> width == 0, "value {value:#x} does not fit {width} bits");
+        for k in 0..width {
+            if value >> k & 1 == 1 {
+                out[(off + k) / 8] |= 1 << ((off + k) % 8);
+            }
+        }
+    }
+    out
+}
+
 /// splitmix64: deterministic random test vectors without another dependency. The seed comes
 /// from `$RNIC_TB_SEED` when set (print it in failures to reproduce a run).
 #[derive(Debug, Clone)]

@@ -1,0 +1,291 @@
+//! `TxAssembler` feeding a `Gearbox` (wired as in the NIC's top level, in a test top defined
+//! here) in Verilator, against the reference codec.
+//!
+//! - `jobs_become_codec_frames`: random jobs (RDMA WRITE FIRST/MIDDLE/LAST/ONLY, READ request,
+//!   SEND; with and without RETH; payload 0..=4096 bytes; every host alignment `pay_skip`
+//!   0..63) with payload beats read from a host buffer (garbage around the payload) arriving
+//!   with random gaps, jobs arriving at random times and random `out_ready` back-pressure: each
+//!   output frame is the codec's frame for the same fields minus its ICRC, byte for byte; each
+//!   job takes exactly `ceil((pay_skip + plen) / 64)` payload beats.
+//! - `back_to_back_jobs_keep_pace`: with everything ready, a packet of `n` payload beats costs
+//!   at most `n + 3` cycles (+1 with RETH, +1 with pad).
+mod harness;
+
+use harness::codec::{self, assert_frame_eq};
+use harness::{pack_fields, Dut, Port, Rng};
+use rnic_firmware_tests::wire::RocePacketRepr;
+use rnic_hdl::gearbox::Gearbox;
+use rnic_hdl::records::TxJob;
+use rnic_hdl::tx_assembler::TxAssembler;
+use rust_hdl::prelude::*;
+use std::collections::VecDeque;
+
+/// The assembler and its gearbox, as `top.rs` wires them.
+#[derive(LogicBlock, Default)]
+struct AsmTop {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub src_mac: Signal<In, Bits<48>>,
+    pub src_ip: Signal<In, Bits<32>>,
+    pub job_valid: Signal<In, Bit>,
+    pub job: Signal<In, TxJob>,
+    pub job_read: Signal<Out, Bit>,
+    pub pay_valid: Signal<In, Bit>,
+    pub pay_data: Signal<In, Bits<512>>,
+    pub pay_ready: Signal<Out, Bit>,
+    pub out_valid: Signal<Out, Bit>,
+    pub out_ready: Signal<In, Bit>,
+    pub out_data: Signal<Out, Bits<512>>,
+    pub out_count: Signal<Out, Bits<7>>,
+    pub out_last: Signal<Out, Bit>,
+    assembler: TxAssembler,
+    packer: Gearbox,
+}
+
+impl Logic for AsmTop {
+    #[hdl_gen]
+    fn update(&mut self) {
+        clock!(self, clock, assembler, packer);
+        self.assembler.reset.next = self.reset.val();
+        self.packer.reset.next = self.reset.val();
+        self.assembler.src_mac.next = self.src_mac.val();
+        self.assembler.src_ip.next = self.src_ip.val();
+        self.assembler.job_valid.next = self.job_valid.val();
+        self.assembler.job.next = self.job.val();
+        self.job_read.next = self.assembler.job_read.val();
+        self.assembler.pay_valid.next = self.pay_valid.val();
+        self.assembler.pay_data.next = self.pay_data.val();
+        self.pay_ready.next = self.assembler.pay_ready.val();
+        self.packer.in_valid.next = self.assembler.g_valid.val();
+        self.assembler.g_ready.next = self.packer.in_ready.val();
+        self.packer.in_data.next = self.assembler.g_data.val();
+        self.packer.in_skip.next = self.assembler.g_skip.val();
+        self.packer.in_len.next = self.assembler.g_len.val();
+        self.packer.in_last.next = self.assembler.g_last.val();
+        self.out_valid.next = self.packer.out_valid.val();
+        self.packer.out_ready.next = self.out_ready.val();
+        self.out_data.next = self.packer.out_data.val();
+        self.out_count.next = self.packer.out_count.val();
+        self.out_last.next = self.packer.out_last.val();
+    }
+}
+
+struct Pins {
+    job_valid: Port,
+    job: Port,
+    job_read: Port,
+    pay_valid: Port,
+    pay_data: Port,
+    pay_ready: Port,
+    out_valid: Port,
+    out_ready: Port,
+    out_data: Port,
+    out_count: Port,
+    out_last: Port,
+}
+
+/// One job: its record, the frame the codec emits for it, and its payload beats.
+struct Case {
+    /// The TxJob fields: (offset, width, value).
+    job: Vec<(usize, usize, u64)>,
+    plen: usize,
+    skip: usize,
+    want: Vec<u8>,
+    beats: Vec<[u8; 64]>,
+    has_reth: bool,
+    pad: bool,
+}
+
+fn make_case(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr) -> Case {
+    // RDMA WRITE FIRST/MIDDLE/LAST/ONLY, READ REQUEST, SEND FIRST/ONLY (RC and UC).
+    let op = *rng.pick(&[0x06u8, 0x07, 0x08, 0x0A, 0x0C, 0x00, 0x04, 0x26, 0x28, 0x2A]);
+    let mut r = codec::nic_style_repr(rng, op);
+    r.eth.src_addr = src_mac;
+    r.ipv4.src_addr = src_ip;
+    codec::add_ext_headers(rng, &mut r);
+    let plen = match op {
+        0x0C => 0,
+        0x06 | 0x07 | 0x00 | 0x26 | 0x27 => *rng.pick(&[256usize, 512, 1024, 2048, 4096]),
+        _ => match rng.range(0, 3) {
+            0 => rng.range(0, 70) as usize,
+            1 => 64 * rng.range(0, 64) as usize,
+            _ => rng.range(0, 4096) as usize,
+        }
+        .min(4096),
+    };
+    r.payload = rng.bytes(plen);
+    let skip = rng.range(0, 63) as usize;
+    let nbeats = if plen == 0 { 0 } else { (skip + plen).div_ceil(64) };
+    let mut host = rng.bytes(64 * nbeats);
+    if plen > 0 {
+        host[skip..skip + plen].copy_from_slice(&r.payload);
+    }
+    let beats = host.chunks(64).map(|c| c.try_into().unwrap()).collect();
+    let reth = r.reth.clone().unwrap_or(rnic_firmware_tests::wire::RethRepr { virt_addr: 0, rkey: 0, dma_len: 0 });
+    let l = TxJob::default();
+    let job = vec![
+        (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(op)),
+        (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(r.bth.ack_req)),
+        (l.get_my_offset_has_reth(), l.get_my_width_has_reth(), u64::from(r.reth.is_some())),
+        (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(r.bth.psn)),
+        (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), u64::from(r.bth.dest_qp)),
+        (l.get_my_offset_pkey(), l.get_my_width_pkey(), u64::from(r.bth.pkey)),
+        (l.get_my_offset_udp_sport(), l.get_my_width_udp_sport(), u64::from(r.udp.src_port)),
+        (l.get_my_offset_dest_ip(), l.get_my_width_dest_ip(), codec::ip_bits(r.ipv4.dst_addr)),
+        (l.get_my_offset_dest_mac(), l.get_my_width_dest_mac(), codec::mac_bits(r.eth.dst_addr)),
+        (l.get_my_offset_reth_va(), l.get_my_width_reth_va(), reth.virt_addr),
+        (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), u64::from(reth.rkey)),
+        (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(reth.dma_len)),
+        (l.get_my_offset_plen(), l.get_my_width_plen(), plen as u64),
+        (l.get_my_offset_pay_skip(), l.get_my_width_pay_skip(), skip as u64),
+    ];
+    Case {
+        job,
+        plen,
+        skip,
+        want: codec::strip_icrc(&r.emit()),
+        beats,
+        has_reth: r.reth.is_some(),
+        pad: r.pad_len() != 0,
+    }
+}
+
+fn setup(seed: u64) -> (Dut, Pins, Rng, [u8; 6], std::net::Ipv4Addr) {
+    let mut dut = Dut::build::<AsmTop>("tx_assembler").expect("build the assembler + gearbox model");
+    let names = [
+        "job_valid", "job", "job_read", "pay_valid", "pay_data", "pay_ready", "out_valid", "out_ready", "out_data",
+        "out_count", "out_last",
+    ];
+    let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
+    let p = Pins {
+        job_valid: q[0],
+        job: q[1],
+        job_read: q[2],
+        pay_valid: q[3],
+        pay_data: q[4],
+        pay_ready: q[5],
+        out_valid: q[6],
+        out_ready: q[7],
+        out_data: q[8],
+        out_count: q[9],
+        out_last: q[10],
+    };
+    let mut rng = Rng::from_env(seed);
+    let mac = codec::random_mac(&mut rng);
+    let ip = codec::random_ip(&mut rng);
+    dut.set("src_mac", codec::mac_bits(mac));
+    dut.set("src_ip", codec::ip_bits(ip));
+    dut.reset(2);
+    (dut, p, rng, mac, ip)
+}
+
+/// Runs the cases; returns the output frames and the cycle count. Percent chances per cycle:
+/// a queued job becomes visible (`p_job`), a payload beat is offered (`p_pay`), `out_ready`.
+fn run(dut: &mut Dut, p: &Pins, rng: &mut Rng, cases: &[Case], p_job: u64, p_pay: u64, p_out: u64) -> (Vec<Vec<u8>>, u64) {
+    let mut jobs: VecDeque<&Case> = VecDeque::new();
+    let mut pending = cases.iter().collect::<VecDeque<_>>();
+    // The payload stream of every job taken so far, in order (as the DMA returns it: beats of
+    // a job may come before the assembler needs them, never before the job was read).
+    let mut stream: VecDeque<[u8; 64]> = VecDeque::new();
+    let mut beats_taken = vec![0usize; cases.len()];
+    let mut job_of_beat: VecDeque<usize> = VecDeque::new();
+    let mut taken_jobs = 0usize;
+    let mut frames = Vec::new();
+    let mut cur = Vec::new();
+    let mut cycles = 0u64;
+    while frames.len() < cases.len() {
+        cycles += 1;
+        assert!(cycles < 100_000 + 200 * cases.len() as u64, "no progress: {} frames", frames.len());
+        if !pending.is_empty() && rng.chance(p_job, 100) {
+            jobs.push_back(pending.pop_front().unwrap());
+        }
+        dut.set_bit(p.job_valid, !jobs.is_empty());
+        if let Some(c) = jobs.front() {
+            let w = dut.width(p.job);
+            dut.set_wide(p.job, &pack_fields(w, &c.job));
+        } else {
+            let w = dut.width(p.job);
+            let mut junk = rng.bytes(w.div_ceil(8));
+            if w % 8 != 0 {
+                *junk.last_mut().unwrap() &= (1u8 << (w % 8)) - 1;
+            }
+            dut.set_wide(p.job, &junk);
+        }
+        let pv = !stream.is_empty() && rng.chance(p_pay, 100);
+        dut.set_bit(p.pay_valid, pv);
+        match stream.front() {
+            Some(beat) if pv => dut.set_wide(p.pay_data, beat),
+            _ => dut.set_wide(p.pay_data, &rng.bytes(64)),
+        }
+        let or = rng.chance(p_out, 100);
+        dut.set_bit(p.out_ready, or);
+        dut.eval();
+        if dut.get_bit(p.job_read) {
+            let c = jobs.pop_front().expect("job_read with no job");
+            for beat in &c.beats {
+                stream.push_back(*beat);
+                job_of_beat.push_back(taken_jobs);
+            }
+            taken_jobs += 1;
+        }
+        if pv && dut.get_bit(p.pay_ready) {
+            stream.pop_front();
+            let j = job_of_beat.pop_front().unwrap();
+            beats_taken[j] += 1;
+            // A job's beats are consumed only while its own frame is being built.
+            assert!(j >= frames.len(), "cycle {cycles}: beat of job {j} taken after its frame ended");
+        }
+        if or && dut.get_bit(p.out_valid) {
+            let n = dut.get(p.out_count) as usize;
+            let last = dut.get_bit(p.out_last);
+            assert!(last || n == 64, "a non-last beat with {n} bytes");
+            cur.extend_from_slice(&dut.get_wide(p.out_data)[..n]);
+            if last {
+                let i = frames.len();
+                assert_eq!(beats_taken[i], cases[i].beats.len(), "frame {i}: payload beats taken");
+                frames.push(std::mem::take(&mut cur));
+            }
+        }
+        dut.tick();
+    }
+    assert!(stream.is_empty(), "{} payload beats left over", stream.len());
+    (frames, cycles)
+}
+
+#[test]
+fn jobs_become_codec_frames() {
+    for (round, (pj, pp, po)) in [(100, 100, 100), (30, 60, 70), (80, 90, 25)].into_iter().enumerate() {
+        let (mut dut, p, mut rng, mac, ip) = setup(0x7A55_0000 + round as u64);
+        let seed = rng.0;
+        let cases: Vec<Case> = (0..250).map(|_| make_case(&mut rng, mac, ip)).collect();
+        let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, pj, pp, po);
+        for (i, (got, c)) in frames.iter().zip(&cases).enumerate() {
+            let ctx = format!(
+                "round {round} frame {i}: opcode {:#04x} plen {} skip {} (seed {seed:#x})",
+                c.job[0].2,
+                c.plen,
+                c.skip
+            );
+            assert_frame_eq(got, &c.want, &ctx);
+            // And it is a frame the codec parses once the ICRC is appended.
+            let mut f = got.clone();
+            f.extend_from_slice(&[0; 4]);
+            rnic_firmware_tests::wire::icrc::fill(&mut f[14..]).unwrap();
+            RocePacketRepr::parse(&f).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        }
+        eprintln!("tx_assembler: {} frames in {cycles} cycles (job {pj}%, payload {pp}%, out {po}%)", cases.len());
+    }
+}
+
+#[test]
+fn back_to_back_jobs_keep_pace() {
+    let (mut dut, p, mut rng, mac, ip) = setup(0x7A55_1000);
+    let cases: Vec<Case> = (0..200).map(|_| make_case(&mut rng, mac, ip)).collect();
+    let budget: u64 = cases
+        .iter()
+        .map(|c| c.beats.len() as u64 + 3 + u64::from(c.has_reth) + u64::from(c.pad))
+        .sum();
+    let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, 100, 100, 100);
+    assert_eq!(frames.len(), cases.len());
+    assert!(cycles <= budget + 4, "{cycles} cycles, budget {budget}");
+}
