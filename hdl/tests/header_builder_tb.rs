@@ -7,8 +7,8 @@
 //!   (`pad`) and the ICRC, is byte for byte the frame the codec emits; the frame parses (IPv4
 //!   checksum, Total Length and UDP Length = headers + plen + pad + ICRC) and its fields match;
 //!   `hlen` = 54 + ext_len and `pad` = BTH.PadCnt = (-plen) mod 4.
-//! - `checksum_carry_corners`: addresses of all ones / all zeros and lengths that make the IPv4
-//!   one's-complement sum carry twice.
+//! - `checksum_carry_corners`: addresses of all ones / all zeros, and 300 headers whose IPv4
+//!   one's-complement sum carries out of 16 bits twice (the second fold matters).
 mod harness;
 
 use harness::codec::{self, assert_frame_eq, BASE_HDR};
@@ -117,6 +117,16 @@ fn random_headers_match_the_codec() {
     }
 }
 
+/// A destination address whose low half makes the IPv4 header's one's-complement sum carry
+/// out of 16 bits twice (the fold of the fold), for a frame of `total_len` bytes.
+fn double_carry_dst_lo(src: u32, dst_hi: u16, total_len: usize) -> Option<u16> {
+    let s0 = 0x4500 + total_len as u32 + 0x4000 + 0x4011 + (src >> 16) + (src & 0xFFFF) + u32::from(dst_hi);
+    (0..=0xFFFFu32).rev().find(|x| {
+        let s = s0 + x;
+        (s & 0xFFFF) + (s >> 16) > 0xFFFF
+    }).map(|x| x as u16)
+}
+
 #[test]
 fn checksum_carry_corners() {
     let mut dut = Dut::build::<HeaderBuilder>("header_builder").expect("build the header builder model");
@@ -139,4 +149,22 @@ fn checksum_carry_corners() {
             }
         }
     }
+    // Sums whose first fold carries again.
+    let mut found = 0;
+    for i in 0..300 {
+        let op = *rng.pick(&[0x0Au8, 0x11, 0x04, 0x07]);
+        let mut r = codec::nic_style_repr(&mut rng, op);
+        codec::add_ext_headers(&mut rng, &mut r);
+        let plen = rng.range(0, 4096) as usize;
+        r.payload = rng.bytes(plen);
+        let total = 20 + 8 + 12 + r.present_ext_headers().len() + r.payload.len() + r.pad_len() + 4;
+        let src = u32::from(r.ipv4.src_addr);
+        let dst_hi = (u32::from(r.ipv4.dst_addr) >> 16) as u16;
+        if let Some(lo) = double_carry_dst_lo(src, dst_hi, total) {
+            r.ipv4.dst_addr = Ipv4Addr::from(u32::from(dst_hi) << 16 | u32::from(lo));
+            found += 1;
+            check_one(&mut dut, &r, &mut rng, &format!("double carry {i}: {}->{}", r.ipv4.src_addr, r.ipv4.dst_addr));
+        }
+    }
+    assert!(found > 200, "only {found} double-carry cases");
 }
