@@ -29,7 +29,8 @@ record!(
     /// QP context staging record ([`rnic_contract::qp_context`]), 320 bits.
     QpContextRec, 320, {
         state: 3, init_sq_psn: 1, init_rq_psn: 1, rsvd0: 3, path_mtu: 3, rsvd1: 1, access: 4,
-        pd: 24, dest_qpn: 24, sq_psn: 24, rsvd2: 8, rq_psn: 24, rsvd3: 8, pkey: 16,
+        pd: 24, dest_qpn: 24, sq_psn: 24, timeout: 5, retry_cnt: 3, rq_psn: 24, rnr_retry: 3,
+        min_rnr_timer: 5, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, rsvd4: 4,
         sq_base: 64,
     }
@@ -108,7 +109,7 @@ record!(
 record!(
     /// A WQE the requester has sent and the completer must retire (128 bits), kept per QP in
     /// the in-flight table at slot `sq_index mod 2^LOG_MAX_INFLIGHT_WQES`.
-    InflightRec, 128, { wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7 }
+    InflightRec, 160, { wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7, first_psn: 24, rsvd2: 8 }
 );
 
 record!(
@@ -161,6 +162,10 @@ mod tests {
         check("dest_qpn", q.get_my_offset_dest_qpn(), q.get_my_width_dest_qpn(), qp::DEST_QPN);
         check("sq_psn", q.get_my_offset_sq_psn(), q.get_my_width_sq_psn(), qp::SQ_PSN);
         check("rq_psn", q.get_my_offset_rq_psn(), q.get_my_width_rq_psn(), qp::RQ_PSN);
+        check("timeout", q.get_my_offset_timeout(), q.get_my_width_timeout(), qp::TIMEOUT);
+        check("retry_cnt", q.get_my_offset_retry_cnt(), q.get_my_width_retry_cnt(), qp::RETRY_CNT);
+        check("rnr_retry", q.get_my_offset_rnr_retry(), q.get_my_width_rnr_retry(), qp::RNR_RETRY);
+        check("min_rnr_timer", q.get_my_offset_min_rnr_timer(), q.get_my_width_min_rnr_timer(), qp::MIN_RNR_TIMER);
         check("pkey", q.get_my_offset_pkey(), q.get_my_width_pkey(), qp::PKEY);
         check("udp_sport", q.get_my_offset_udp_sport(), q.get_my_width_udp_sport(), qp::UDP_SPORT);
         check("dest_ip", q.get_my_offset_dest_ip(), q.get_my_width_dest_ip(), qp::DEST_IP);

@@ -32,7 +32,7 @@ pub struct BarRegs {
     pub rvalid: Signal<Out, Bit>,
     pub rready: Signal<In, Bit>,
     /// Counter increments, one bit per counter.
-    pub count_inc: Signal<In, Bits<NUM_COUNTERS>>,
+    pub count_inc: Signal<In, Bits<32>>,
     /// Port MAC address (byte 0 in bits 7:0).
     pub mac: Signal<Out, Bits<48>>,
     /// Port IPv4 address (first octet in bits 31:24).
@@ -154,7 +154,7 @@ impl Logic for BarRegs {
             self, clock, mac_r, ip_r, staging, cmd_pending, cmd_op_r, cmd_index_r, bvalid_r,
             rvalid_r, rdata_r
         );
-        for i in 0..16 {
+        for i in 0..NUM_COUNTERS {
             self.counters[i].clock.next = self.clock.val();
             self.counters[i].d.next = self.counters[i].q.val();
             if self.count_inc.val().get_bit(i) {
@@ -240,9 +240,9 @@ impl Logic for BarRegs {
         if self.araddr.val() == self.a_ip.val() {
             self.rd_value.next = self.ip_r.q.val();
         }
-        for i in 0..16 {
-            if (self.araddr.val() & 0xFFC0) == self.a_counters.val() {
-                if self.araddr.val().get_bits::<4>(2).index() == i {
+        for i in 0..NUM_COUNTERS {
+            if (self.araddr.val() & 0xFF80) == self.a_counters.val() {
+                if self.araddr.val().get_bits::<5>(2).index() == i {
                     self.rd_value.next = self.counters[i].q.val();
                 }
             }

@@ -62,6 +62,13 @@ pub struct RxEngine {
     pub cnt_drop_key: Signal<Out, Bit>,
     pub cnt_drop_psn: Signal<Out, Bit>,
     pub cnt_drop_inv_req: Signal<Out, Bit>,
+    pub cnt_dup: Signal<Out, Bit>,
+    pub cnt_retransmit: Signal<Out, Bit>,
+    /// Go-back-N request to the scheduler: `qpn | ci << 8 | psn << 24` (restart WQE `ci` at
+    /// its first PSN `psn`).
+    pub rw_full: Signal<In, Bit>,
+    pub rw_write: Signal<Out, Bit>,
+    pub rw_data: Signal<Out, Bits<48>>,
     pub cnt_rx_ack: Signal<Out, Bit>,
     pub cnt_cqe: Signal<Out, Bit>,
     tables: ContextTables,
@@ -70,7 +77,7 @@ pub struct RxEngine {
     acked_tx_ram: RAM<Bits<16>, 6>,
     cq_ram: RAM<Bits<128>, 6>,
     cqpi_ram: RAM<Bits<32>, 6>,
-    inflight_ram: RAM<Bits<128>, 10>,
+    inflight_ram: RAM<Bits<160>, 10>,
     state: DFF<Bits<4>>,
     src_lc: DFF<Bit>,
     pkt: DFF<RxDesc>,
@@ -83,6 +90,7 @@ pub struct RxEngine {
     wr_addr: DFF<Bits<64>>,
     wr_rem: DFF<Bits<32>>,
     in_write: DFF<Bit>,
+    nak_sent: DFF<Bit>,
     acked: DFF<Bits<16>>,
     sent: DFF<Bits<16>>,
     cq: DFF<CqContextRec>,
@@ -124,6 +132,7 @@ pub struct RxEngine {
     lc_qpn: Signal<Local, Bits<8>>,
     desc_qpn: Signal<Local, Bits<24>>,
     w_addr: Signal<Local, Bits<64>>,
+    psn_delta: Signal<Local, Bits<24>>,
     reply: Signal<Local, AckJob>,
 }
 
@@ -158,6 +167,11 @@ impl Default for RxEngine {
             cnt_drop_key: Default::default(),
             cnt_drop_psn: Default::default(),
             cnt_drop_inv_req: Default::default(),
+            cnt_dup: Default::default(),
+            cnt_retransmit: Default::default(),
+            rw_full: Default::default(),
+            rw_write: Default::default(),
+            rw_data: Default::default(),
             cnt_rx_ack: Default::default(),
             cnt_cqe: Default::default(),
             tables: Default::default(),
@@ -179,6 +193,7 @@ impl Default for RxEngine {
             wr_addr: Default::default(),
             wr_rem: Default::default(),
             in_write: Default::default(),
+            nak_sent: Default::default(),
             acked: Default::default(),
             sent: Default::default(),
             cq: Default::default(),
@@ -211,6 +226,7 @@ impl Default for RxEngine {
             cqe_addr: Default::default(),
             zero_cqe: Constant::new(CqeRec::default()),
             w_addr: Default::default(),
+            psn_delta: Default::default(),
             reply: Default::default(),
     cqn: Default::default(),
             mr_access: Default::default(),
@@ -237,7 +253,7 @@ impl Logic for RxEngine {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, src_lc, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
-            in_write, acked, sent, cq, cq_pi, status, stop_after, cqe_wr_id, cqe_len
+            in_write, nak_sent, acked, sent, cq, cq_pi, status, stop_after, cqe_wr_id, cqe_len
         );
         self.rdyn_ram.read_clock.next = self.clock.val();
         self.rdyn_ram.write_clock.next = self.clock.val();
@@ -340,6 +356,8 @@ impl Logic for RxEngine {
             self.seq_ok.next = self.rdyn_now.val().get_bit(160)
                 & (self.plen32.val() == self.rdyn_now.val().get_bits::<32>(128));
         }
+        // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
+        self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
         // Where an accepted request's payload goes.
         self.w_addr.next = self.rdyn_now.val().get_bits::<64>(64);
         if self.is_first_or_only.val() {
@@ -401,6 +419,12 @@ impl Logic for RxEngine {
         self.cnt_drop_key.next = false;
         self.cnt_drop_psn.next = false;
         self.cnt_drop_inv_req.next = false;
+        self.cnt_dup.next = false;
+        self.cnt_retransmit.next = false;
+        self.rw_write.next = false;
+        self.rw_data.next = bit_cast::<48, 6>(self.qpn.q.val())
+            | (bit_cast::<48, 16>(self.acked.q.val()) << 8)
+            | (bit_cast::<48, 24>(self.entry.val().first_psn) << 24);
         self.cnt_rx_ack.next = false;
         self.cnt_cqe.next = false;
 
@@ -434,6 +458,7 @@ impl Logic for RxEngine {
                 self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
                 self.wr_rem.d.next = self.rdyn_now.val().get_bits::<32>(128);
                 self.in_write.d.next = self.rdyn_now.val().get_bit(160);
+                self.nak_sent.d.next = self.rdyn_now.val().get_bit(161);
                 self.acked.d.next = self.acked_ram.read_data.val();
                 self.sent.d.next = self.sent_data.val();
                 self.stop_after.d.next = false;
@@ -453,8 +478,24 @@ impl Logic for RxEngine {
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
-                    } else if self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(0) {
+                    } else if self.psn_delta.val().get_bit(23) {
+                        // Duplicate (9.7.5.1.1): not executed again; the last packet of a
+                        // message is answered with an ACK of everything received so far.
+                        self.cnt_dup.next = true;
+                        self.job.next.need_ack = bit_cast::<1, 1>(
+                            (self.pkt.q.val().ackreq.any() | self.is_last_or_only.val()).into(),
+                        );
+                        self.reply.next.psn = self.rdyn_now.val().get_bits::<24>(0) - 1;
+                    } else if self.psn_delta.val() != 0 {
+                        // Ahead of the expected PSN: one sequence-error NAK per gap, carrying
+                        // the expected PSN, then silence until it arrives (9.7.5.1.2).
                         self.cnt_drop_psn.next = true;
+                        if !self.rdyn_now.val().get_bit(161) {
+                            self.nak_sent.d.next = true;
+                            self.job.next.need_ack = 1.into();
+                            self.reply.next.syndrome = 0x60.into();
+                            self.reply.next.psn = self.rdyn_now.val().get_bits::<24>(0);
+                        }
                     } else if self.is_first_or_only.val()
                         & (self.pkt.q.val().reth_len != 0)
                         & !(self.key_ok.val() & self.bounds_ok.val())
@@ -486,6 +527,7 @@ impl Logic for RxEngine {
                             self.wr_rem.d.next = self.pkt.q.val().reth_len - self.plen32.val();
                         }
                         self.in_write.d.next = !self.is_last_or_only.val();
+                        self.nak_sent.d.next = false;
                     }
                 }
             }
@@ -513,7 +555,8 @@ impl Logic for RxEngine {
                     | (bit_cast::<192, 24>(self.msn.q.val()) << 32)
                     | (bit_cast::<192, 64>(self.wr_addr.q.val()) << 64)
                     | (bit_cast::<192, 32>(self.wr_rem.q.val()) << 128)
-                    | (bit_cast::<192, 1>(self.in_write.q.val().into()) << 160);
+                    | (bit_cast::<192, 1>(self.in_write.q.val().into()) << 160)
+                    | (bit_cast::<192, 1>(self.nak_sent.q.val().into()) << 161);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
                 self.acked_ram.write_data.next = self.acked.q.val();
@@ -543,6 +586,13 @@ impl Logic for RxEngine {
                     } else {
                         self.acked.d.next = self.acked.q.val() + 1;
                         self.state.d.next = 10.into();
+                    }
+                } else if self.is_nak.val() & (self.nak_code.val() == 0) {
+                    // PSN sequence error: go back to the first WQE not yet acknowledged.
+                    if !self.rw_full.val() {
+                        self.rw_write.next = true;
+                        self.cnt_retransmit.next = true;
+                        self.state.d.next = 9.into();
                     }
                 } else if self.is_nak.val() & (self.nak_code.val() != 0) & (self.nak_code.val() < 4) {
                     // The WQE holding the NAKed PSN fails: REM_INV_REQ 9, REM_ACCESS 10, REM_OP 11.

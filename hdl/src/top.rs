@@ -108,6 +108,7 @@ pub struct NicTop {
     rxi: RxIngress,
     desc_fifo: SynchronousFIFO<RxDesc, 5, 6, 1>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
+    rw_fifo: SynchronousFIFO<Bits<48>, 2, 3, 1>,
     rxe: RxEngine,
     wj_fifo: SynchronousFIFO<WriteJob, 3, 4, 1>,
     rxw: RxWriter,
@@ -122,7 +123,7 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, rd_issuer, asm, tx_gb, arb,
-            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rxe, wj_fifo, rxw
+            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, rxe, wj_fifo, rxw
         );
         self.regs.reset.next = self.reset.val();
         self.txs.reset.next = self.reset.val();
@@ -195,6 +196,12 @@ impl Logic for NicTop {
         self.lc_fifo.write.next = self.txs.lc_write.val();
         self.lc_fifo.data_in.next = self.txs.lc_data.val();
         self.txs.lc_full.next = self.lc_fifo.full.val();
+        self.rw_fifo.write.next = self.rxe.rw_write.val();
+        self.rw_fifo.data_in.next = self.rxe.rw_data.val();
+        self.rxe.rw_full.next = self.rw_fifo.full.val();
+        self.txs.rw_empty.next = self.rw_fifo.empty.val();
+        self.txs.rw_data.next = self.rw_fifo.data_out.val();
+        self.rw_fifo.read.next = self.txs.rw_read.val();
 
         // ---- TX: DMA reads (AR) and read data (R) ----
         self.rd_issuer.rj_empty.next = self.rj_fifo.empty.val();
@@ -293,21 +300,23 @@ impl Logic for NicTop {
         self.rxw.bvalid.next = self.m_axi_bvalid.val();
 
         // ---- Counters ([`rnic_contract::regs::counter`]) ----
-        self.regs.count_inc.next = bit_cast::<16, 1>(self.rxi.cnt_rx_frame.val().into())
-            | (bit_cast::<16, 1>(self.tx_frame_done.val().into()) << 1)
-            | (bit_cast::<16, 1>(self.rxe.cnt_roce_ok.val().into()) << 2)
-            | (bit_cast::<16, 1>(self.rxi.cnt_icrc.val().into()) << 3)
-            | (bit_cast::<16, 1>(self.rxi.cnt_malformed.val().into()) << 4)
-            | (bit_cast::<16, 1>(self.rxe.cnt_unknown_qp.val().into()) << 5)
-            | (bit_cast::<16, 1>(self.rxe.cnt_drop_key.val().into()) << 6)
-            | (bit_cast::<16, 1>(self.rxe.cnt_drop_psn.val().into()) << 7)
-            | (bit_cast::<16, 1>(self.rxi.cnt_overflow.val().into()) << 8)
-            | (bit_cast::<16, 1>(self.rxw.cnt_tx_ack.val().into()) << 9)
-            | (bit_cast::<16, 1>(self.rxw.cnt_tx_nak.val().into()) << 10)
-            | (bit_cast::<16, 1>(self.rxe.cnt_rx_ack.val().into()) << 11)
-            | (bit_cast::<16, 1>(self.rxe.cnt_cqe.val().into()) << 12)
-            | (bit_cast::<16, 1>(self.txs.cnt_tx_req.val().into()) << 13)
-            | (bit_cast::<16, 1>(self.txs.cnt_local_err.val().into()) << 14)
-            | (bit_cast::<16, 1>(self.rxe.cnt_drop_inv_req.val().into()) << 15);
+        self.regs.count_inc.next = bit_cast::<32, 1>(self.rxi.cnt_rx_frame.val().into())
+            | (bit_cast::<32, 1>(self.tx_frame_done.val().into()) << 1)
+            | (bit_cast::<32, 1>(self.rxe.cnt_roce_ok.val().into()) << 2)
+            | (bit_cast::<32, 1>(self.rxi.cnt_icrc.val().into()) << 3)
+            | (bit_cast::<32, 1>(self.rxi.cnt_malformed.val().into()) << 4)
+            | (bit_cast::<32, 1>(self.rxe.cnt_unknown_qp.val().into()) << 5)
+            | (bit_cast::<32, 1>(self.rxe.cnt_drop_key.val().into()) << 6)
+            | (bit_cast::<32, 1>(self.rxe.cnt_drop_psn.val().into()) << 7)
+            | (bit_cast::<32, 1>(self.rxi.cnt_overflow.val().into()) << 8)
+            | (bit_cast::<32, 1>(self.rxw.cnt_tx_ack.val().into()) << 9)
+            | (bit_cast::<32, 1>(self.rxw.cnt_tx_nak.val().into()) << 10)
+            | (bit_cast::<32, 1>(self.rxe.cnt_rx_ack.val().into()) << 11)
+            | (bit_cast::<32, 1>(self.rxe.cnt_cqe.val().into()) << 12)
+            | (bit_cast::<32, 1>(self.txs.cnt_tx_req.val().into()) << 13)
+            | (bit_cast::<32, 1>(self.txs.cnt_local_err.val().into()) << 14)
+            | (bit_cast::<32, 1>(self.rxe.cnt_drop_inv_req.val().into()) << 15)
+            | (bit_cast::<32, 1>(self.rxe.cnt_dup.val().into()) << 16)
+            | (bit_cast::<32, 1>(self.rxe.cnt_retransmit.val().into()) << 17);
     }
 }

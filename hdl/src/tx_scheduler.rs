@@ -32,6 +32,10 @@ pub struct TxScheduler {
     pub db_empty: Signal<In, Bit>,
     pub db_data: Signal<In, Bits<32>>,
     pub db_read: Signal<Out, Bit>,
+    // Go-back-N requests from the completer (first-word fall-through FIFO).
+    pub rw_empty: Signal<In, Bit>,
+    pub rw_data: Signal<In, Bits<48>>,
+    pub rw_read: Signal<Out, Bit>,
     // Context commands.
     pub cmd_fire: Signal<In, Bit>,
     pub cmd_op: Signal<In, Bits<8>>,
@@ -84,6 +88,10 @@ pub struct TxScheduler {
     cur_iova: DFF<Bits<64>>,
     first: DFF<Bit>,
     status: DFF<Bits<8>>,
+    wqe_psn: DFF<Bits<24>>,
+    rewind: DFF<Bit>,
+    rw_ci: DFF<Bits<16>>,
+    rw_psn: DFF<Bits<24>>,
     mr: Signal<Local, MrEntryRec>,
     qp_now: Signal<Local, QpContextRec>,
     cmd_qp: Signal<Local, QpContextRec>,
@@ -110,7 +118,7 @@ impl Logic for TxScheduler {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, cur_qpn, pi, ctx, next_psn, ci, wqe, rem, total, cur_iova, first,
-            status
+            status, wqe_psn, rewind, rw_ci, rw_psn
         );
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
@@ -167,6 +175,7 @@ impl Logic for TxScheduler {
 
         // Outputs, default idle.
         self.db_read.next = false;
+        self.rw_read.next = false;
         self.wqe_ar_valid.next = false;
         self.wqe_ar_addr.next = self.ctx.q.val().sq_base
             + (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val()) << 6);
@@ -206,6 +215,8 @@ impl Logic for TxScheduler {
         self.send_flags.next = self.wqe.q.val().send_flags;
         self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
         self.if_data.next.rsvd = 0.into();
+        self.if_data.next.first_psn = self.wqe_psn.q.val();
+        self.if_data.next.rsvd2 = 0.into();
         self.lc_write.next = false;
         self.lc_data.next.wr_id = self.wqe.q.val().wr_id;
         self.lc_data.next.qpn = bit_cast::<8, 6>(self.cur_qpn.q.val());
@@ -220,7 +231,16 @@ impl Logic for TxScheduler {
 
         match self.state.q.val().index() {
             0 => {
-                if !self.db_empty.val() {
+                self.rewind.d.next = false;
+                if !self.rw_empty.val() {
+                    // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
+                    self.rw_read.next = true;
+                    self.rewind.d.next = true;
+                    self.cur_qpn.d.next = self.rw_data.val().get_bits::<6>(0);
+                    self.rw_ci.d.next = self.rw_data.val().get_bits::<16>(8);
+                    self.rw_psn.d.next = self.rw_data.val().get_bits::<24>(24);
+                    self.state.d.next = 1.into();
+                } else if !self.db_empty.val() {
                     self.db_read.next = true;
                     self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
                     self.pi.d.next = self.db_data.val().get_bits::<16>(0);
@@ -236,6 +256,11 @@ impl Logic for TxScheduler {
                 self.ctx.d.next = self.qp_now.val();
                 self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
                 self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
+                if self.rewind.q.val() {
+                    self.next_psn.d.next = self.rw_psn.q.val();
+                    self.ci.d.next = self.rw_ci.q.val();
+                    self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
+                }
                 if self.qp_now.val().state == 3 {
                     self.state.d.next = 3.into();
                 } else {
@@ -247,6 +272,10 @@ impl Logic for TxScheduler {
                     self.state.d.next = 0.into();
                 } else if (self.ci.q.val() - self.acked_data.val()) < 16 {
                     self.state.d.next = 4.into();
+                } else if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
+                    // The window is full because packets were lost: let the rewind (which
+                    // reloads this QP's state, saved at every WQE) take over.
+                    self.state.d.next = 0.into();
                 }
             }
             4 => {
@@ -267,6 +296,7 @@ impl Logic for TxScheduler {
             7 => {
                 self.rem.d.next = self.len.val();
                 self.total.d.next = self.len.val();
+                self.wqe_psn.d.next = self.next_psn.q.val();
                 self.cur_iova.d.next = self.mr.val().iova + self.off.val();
                 self.first.d.next = true;
                 self.state.d.next = 8.into();
@@ -297,19 +327,23 @@ impl Logic for TxScheduler {
                 self.dyn_ram.write_enable.next = true;
                 self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                 self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
-                    | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32);
+                    | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32)
+                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
                 self.ci.d.next = self.ci.q.val() + 1;
                 self.state.d.next = 3.into();
             }
             10 => {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
-                if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
+                if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
+                    self.state.d.next = 0.into();
+                } else if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
                     self.lc_write.next = true;
                     self.cnt_local_err.next = true;
                     self.dyn_ram.write_enable.next = true;
                     self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                     self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
-                        | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32);
+                        | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32)
+                        | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
                     self.ci.d.next = self.ci.q.val() + 1;
                     self.state.d.next = 3.into();
                 }

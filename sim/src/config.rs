@@ -90,17 +90,29 @@ pub struct FaultConfig {
     pub corrupt_probability: f64,
     /// Probability that a frame is delivered twice (the copy follows it on the wire).
     pub duplicate_probability: f64,
+    /// Scripted losses: `(nic, n)` drops the `n`-th frame (0-based) that NIC `nic` transmits,
+    /// whatever the probabilities say. For tests that need one exact loss.
+    pub drop_frames: Vec<(usize, u64)>,
 }
 
 impl Default for FaultConfig {
     fn default() -> Self {
-        Self { seed: 0, drop_probability: 0.0, corrupt_probability: 0.0, duplicate_probability: 0.0 }
+        Self {
+            seed: 0,
+            drop_probability: 0.0,
+            corrupt_probability: 0.0,
+            duplicate_probability: 0.0,
+            drop_frames: Vec::new(),
+        }
     }
 }
 
 impl FaultConfig {
     /// True when no fault can happen.
     pub fn is_none(&self) -> bool {
-        !(self.drop_probability > 0.0 || self.corrupt_probability > 0.0 || self.duplicate_probability > 0.0)
+        !(self.drop_probability > 0.0
+            || self.corrupt_probability > 0.0
+            || self.duplicate_probability > 0.0
+            || !self.drop_frames.is_empty())
     }
 }

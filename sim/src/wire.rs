@@ -87,6 +87,8 @@ pub struct StartedFrame {
 /// One direction of an Ethernet link, from NIC `from`'s TX to NIC `to`'s RX.
 #[derive(Debug)]
 pub struct Link {
+    /// Frames pushed so far (the ordinal of the next one, for scripted drops).
+    pushed: u64,
     /// Transmitting NIC.
     pub from: usize,
     /// Receiving NIC.
@@ -141,6 +143,7 @@ impl Link {
             min_frame_bytes: cfg.min_frame_bytes,
             fifo_capacity: cfg.tx_fifo_bytes,
             faults: faults.clone(),
+            pushed: 0,
             rng: ChaCha8Rng::seed_from_u64(seed),
             waiting: VecDeque::new(),
             waiting_bytes: 0,
@@ -200,8 +203,13 @@ impl Link {
     }
 
     fn decide_fate(&mut self, len: usize) -> Fate {
+        let ordinal = self.pushed;
+        self.pushed += 1;
         if self.faults.is_none() {
             return Fate::Deliver;
+        }
+        if self.faults.drop_frames.contains(&(self.from, ordinal)) {
+            return Fate::Drop;
         }
         if self.rng.gen::<f64>() < self.faults.drop_probability {
             return Fate::Drop;
@@ -351,7 +359,7 @@ mod tests {
 
     #[test]
     fn faults_are_seeded_and_counted() {
-        let faults = FaultConfig { seed: 7, drop_probability: 0.3, corrupt_probability: 0.3, duplicate_probability: 0.1 };
+        let faults = FaultConfig { seed: 7, drop_probability: 0.3, corrupt_probability: 0.3, duplicate_probability: 0.1, ..FaultConfig::default() };
         let outcome = |seed: u64| {
             let mut l = Link::new(0, 1, 0, &LinkConfig::default(), &FaultConfig { seed, ..faults.clone() }).unwrap();
             for i in 0..200u64 {
@@ -379,6 +387,19 @@ mod tests {
             assert_eq!(orig.iter().filter(|&&c| c > 0).count(), 2, "exactly one byte changed");
             assert!(orig.contains(&1), "exactly one byte changed");
         }
+    }
+
+    #[test]
+    fn scripted_drops_hit_exactly_the_named_frames_of_the_named_sender() {
+        let faults = FaultConfig { drop_frames: vec![(0, 3), (0, 5), (1, 0)], ..FaultConfig::default() };
+        let mut l = Link::new(0, 1, 0, &LinkConfig::default(), &faults).unwrap();
+        for i in 0..8u64 {
+            l.push(vec![i as u8; 100], i * 10);
+        }
+        let (got, _) = run(&mut l, 5000);
+        let firsts: Vec<u8> = got.iter().map(|(_, f)| f.data[0]).collect();
+        assert_eq!(firsts, vec![0, 1, 2, 4, 6, 7]);
+        assert_eq!(l.stats().dropped, 2);
     }
 
     #[test]

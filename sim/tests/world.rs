@@ -339,7 +339,7 @@ fn injected_faults_are_deterministic() {
         let frames: Vec<Vec<u8>> = (0..30).map(|k| frame(100, k)).collect();
         let (core, seen) = FakeNic::boxed(frames, vec![]);
         let cfg = SimConfig {
-            faults: FaultConfig { seed, drop_probability: 0.2, corrupt_probability: 0.2, duplicate_probability: 0.0 },
+            faults: FaultConfig { seed, drop_probability: 0.2, corrupt_probability: 0.2, duplicate_probability: 0.0, ..FaultConfig::default() },
             ..SimConfig::default()
         };
         let mut w = World::with_cores(vec![core], cfg, Topology::Loopback).unwrap();

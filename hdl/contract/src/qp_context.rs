@@ -23,8 +23,18 @@ pub const PD: Field = Field::at_bit(16, 24);
 pub const DEST_QPN: Field = Field::at_bit(40, 24);
 /// First PSN the requester sends (with [`INIT_SQ_PSN`]).
 pub const SQ_PSN: Field = Field::at_bit(64, 24);
+/// Local ACK timeout exponent: the requester retransmits after 4.096 µs × 2^TIMEOUT without
+/// progress (0 = never; IBTA Vol 1 11.2.4.2, ibv_modify_qp(3) `timeout`).
+pub const TIMEOUT: Field = Field::at_bit(88, 5);
+/// Retransmissions allowed after timeouts or sequence NAKs before the WQE fails with
+/// `IBV_WC_RETRY_EXC_ERR` (0..7; 7 is not infinite).
+pub const RETRY_CNT: Field = Field::at_bit(93, 3);
 /// First PSN the responder expects (with [`INIT_RQ_PSN`]).
 pub const RQ_PSN: Field = Field::at_bit(96, 24);
+/// RNR retries allowed (7 = infinite).
+pub const RNR_RETRY: Field = Field::at_bit(120, 3);
+/// Minimal RNR NAK timer code the responder advertises (PROTOCOL.md's table).
+pub const MIN_RNR_TIMER: Field = Field::at_bit(123, 5);
 /// Partition key sent in BTH.P_Key (0xFFFF default partition).
 pub const PKEY: Field = Field::at_bit(128, 16);
 /// UDP source port of this QP's packets (RoCEv2 flow entropy, Annex A17.4.5.1).
@@ -42,7 +52,8 @@ pub const SQ_BASE: Field = Field::at_bit(256, 64);
 
 const _: () = assert!(check_disjoint(
     &[
-        STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, RQ_PSN, PKEY,
+        STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, TIMEOUT, RETRY_CNT,
+        RQ_PSN, RNR_RETRY, MIN_RNR_TIMER, PKEY,
         UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_BASE
     ],
     512

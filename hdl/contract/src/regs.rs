@@ -105,8 +105,14 @@ pub mod counter {
     /// Dropped: a request that breaks the RC sequencing rules (MIDDLE/LAST without FIRST,
     /// wrong segment length, FIRST while a message is open); answered with NAK invalid request.
     pub const DROP_INV_REQ: u16 = 15;
+    /// Duplicate requests (PSN behind the expected one): not executed again, re-acknowledged.
+    pub const RX_DUPLICATES: u16 = 16;
+    /// Go-back-N restarts of the requester (after a sequence NAK or a local ACK timeout).
+    pub const RETRANSMITS: u16 = 17;
+    /// Local ACK timeouts.
+    pub const TIMEOUTS: u16 = 18;
     /// Number of counters.
-    pub const COUNT: u16 = 16;
+    pub const COUNT: u16 = 19;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -126,5 +132,8 @@ pub mod counter {
         "tx_requests",
         "local_errors",
         "drop_inv_req",
+        "rx_duplicates",
+        "retransmits",
+        "timeouts",
     ];
 }
