@@ -11,7 +11,7 @@
 //! [`QueuePair`] (`ibv_create_qp`, `ibv_modify_qp`, `ibv_post_send`, `ibv_query_qp`), and
 //! [`Endpoint`]s to connect two RC QPs.
 //!
-//! ```no_run
+//! ```
 //! use rnic::{sim::sim_pair, AccessFlags, Context, PortAddr, SendWr};
 //! # fn main() -> Result<(), rnic::Error> {
 //! let (_world, dev_a, dev_b) = sim_pair(rnic_sim::SimConfig::default())?;
