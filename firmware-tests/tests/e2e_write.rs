@@ -488,7 +488,7 @@ fn wqes_after_a_local_error_are_flushed() {
 /// IBTA 9.9.3 / 10.8.3.3: a remote access error NAK puts the requester QP in ERROR; the WQEs
 /// behind the failed one complete with WR_FLUSH_ERR.
 #[test]
-#[ignore = "RTL gap: after a REM_ACCESS_ERR NAK the next WQE is sent, dropped by the responder as a PSN error (drop_psn) and never completes"]
+#[ignore = "RTL gap: after the REM_ACCESS_ERR NAK the requester still sends the next WQE (PSN + 1); the responder, still expecting the refused PSN, NAKs and drops it (drop_psn), one go-back-N retransmit is dropped the same way, and the WQE never completes"]
 fn wqes_after_a_remote_access_error_are_flushed() {
     let h = hosts();
     let mut src = pattern(2, 256);
