@@ -55,11 +55,14 @@ struct Setup {
 
 const BUF: usize = 1 << 20;
 
+/// Local ACK timeout exponent of the test QPs: 4.096 µs × 2 = 2048 cycles.
+const TIMEOUT: u64 = 1;
+
 fn setup(mtu: u8) -> Setup {
-    setup_with(mtu, SimConfig::default())
+    setup_with(mtu, SimConfig::default(), 7)
 }
 
-fn setup_with(mtu: u8, config: SimConfig) -> Setup {
+fn setup_with(mtu: u8, config: SimConfig, retry_cnt: u64) -> Setup {
     let mut world = World::new(2, config).unwrap();
     for n in 0..2 {
         world.mmio_write(n, regs::MAC_LO, MAC[n] as u32).unwrap();
@@ -93,6 +96,7 @@ fn setup_with(mtu: u8, config: SimConfig) -> Setup {
             (qp_context::INIT_RQ_PSN, 1), (qp_context::PATH_MTU, mtu as u64),
             (qp_context::ACCESS, verbs::access::REMOTE_WRITE as u64), (qp_context::PD, PD),
             (qp_context::DEST_QPN, dest), (qp_context::SQ_PSN, PSN), (qp_context::RQ_PSN, PSN),
+            (qp_context::TIMEOUT, TIMEOUT), (qp_context::RETRY_CNT, retry_cnt),
             (qp_context::PKEY, 0xFFFF), (qp_context::UDP_SPORT, 0xC000 | qpn as u64),
             (qp_context::DEST_IP, IP[peer] as u64), (qp_context::DEST_MAC, MAC[peer]),
             (qp_context::SEND_CQ, 0), (qp_context::SQ_LOG_SIZE, 4), (qp_context::SQ_BASE, sq.0),
@@ -290,7 +294,7 @@ fn capture_is_clean_in_tshark_and_scapy() {
 #[test]
 fn lost_packet_is_recovered_by_sequence_nak_and_go_back_n() {
     let faults = rnic_sim::FaultConfig { drop_frames: vec![(0, 5)], ..Default::default() };
-    let mut s = setup_with(verbs::mtu::MTU_1024, SimConfig { faults, ..SimConfig::default() });
+    let mut s = setup_with(verbs::mtu::MTU_1024, SimConfig { faults, ..SimConfig::default() }, 7);
     let data = fill_source(&mut s, 77);
     let rkey = s.rkey;
     post_write(&mut s, 0, 42, 0, 0, 20 * 1024, rkey);
@@ -302,4 +306,53 @@ fn lost_packet_is_recovered_by_sequence_nak_and_go_back_n() {
     assert_eq!(counter(&mut s.world, 0, regs::counter::RETRANSMITS), 1, "{d}");
     assert_eq!(counter(&mut s.world, 1, regs::counter::RX_DUPLICATES), 5, "{d}");
     assert_eq!(counter(&mut s.world, 0, regs::counter::CQES), 1, "{d}");
+}
+
+fn with_drops(drops: Vec<(usize, u64)>) -> SimConfig {
+    SimConfig { faults: rnic_sim::FaultConfig { drop_frames: drops, ..Default::default() }, ..SimConfig::default() }
+}
+
+/// The only ACK of a message is lost: nothing else will come, so the requester's local ACK
+/// timer (4.096 µs × 2^TIMEOUT) fires, the WQE is resent, the responder recognises duplicates,
+/// re-ACKs, and the WQE completes once.
+#[test]
+fn lost_final_ack_is_recovered_by_the_local_ack_timeout() {
+    let mut s = setup_with(verbs::mtu::MTU_1024, with_drops(vec![(1, 0)]), 7);
+    let data = fill_source(&mut s, 21);
+    let rkey = s.rkey;
+    let start = s.world.cycles();
+    post_write(&mut s, 0, 9, 0, 0, 3 * 1024, rkey);
+    let (wr_id, status, _) = wait_cqe(&mut s, 0);
+    let took = s.world.cycles() - start;
+    assert_eq!((wr_id, status), (9, 0));
+    assert!(target(&mut s)[..3 * 1024] == data[..3 * 1024]);
+    let d = diagnostics(&mut s.world);
+    assert_eq!(counter(&mut s.world, 0, regs::counter::TIMEOUTS), 1, "{d}");
+    assert_eq!(counter(&mut s.world, 0, regs::counter::RETRANSMITS), 1, "{d}");
+    assert_eq!(counter(&mut s.world, 1, regs::counter::RX_DUPLICATES), 3, "{d}");
+    assert_eq!(counter(&mut s.world, 0, regs::counter::CQES), 1, "{d}");
+    let timeout_cycles = 1024 << TIMEOUT;
+    assert!(took >= timeout_cycles && took < 2 * timeout_cycles + 2000, "took {took} cycles");
+}
+
+/// RETRY_CNT is counted exactly: with `r` retries allowed, `r` lost transmissions are
+/// recovered after `r` retransmissions, and `r + 1` fail the WQE with IBV_WC_RETRY_EXC_ERR
+/// after exactly `r` retransmissions (7 is a count, not infinity).
+#[test]
+fn retry_count_is_exact() {
+    for r in [0u64, 2, 7] {
+        for lost in [r, r + 1] {
+            let drops = (0..lost).map(|n| (0usize, n)).collect();
+            let mut s = setup_with(verbs::mtu::MTU_4096, with_drops(drops), r);
+            fill_source(&mut s, 1);
+            let rkey = s.rkey;
+            post_write(&mut s, 0, 5, 0, 0, 100, rkey);
+            let (wr_id, status, _) = wait_cqe(&mut s, 0);
+            let d = diagnostics(&mut s.world);
+            let want = if lost <= r { 0 } else { verbs::wc_status::RETRY_EXC_ERR as u64 };
+            assert_eq!((wr_id, status), (5, want), "retry_cnt {r}, {lost} lost: {d}");
+            let retransmits = counter(&mut s.world, 0, regs::counter::RETRANSMITS) as u64;
+            assert_eq!(retransmits, lost.min(r), "retry_cnt {r}, {lost} lost: {d}");
+        }
+    }
 }

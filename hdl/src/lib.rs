@@ -6,6 +6,7 @@
 //! code rather than expressed in rust-hdl (the CRC XOR trees).
 #![allow(clippy::needless_range_loop)]
 
+pub mod ack_timer;
 pub mod context_tables;
 pub mod crc;
 pub mod dma_read;

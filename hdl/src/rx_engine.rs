@@ -42,6 +42,15 @@ pub struct RxEngine {
     pub lc_empty: Signal<In, Bit>,
     pub lc: Signal<In, LocalCompletion>,
     pub lc_read: Signal<Out, Bit>,
+    /// Local ACK timeouts from the [`crate::ack_timer::AckTimer`] (QPN, FIFO head).
+    pub to_empty: Signal<In, Bit>,
+    pub to_qpn: Signal<In, Bits<8>>,
+    pub to_read: Signal<Out, Bit>,
+    /// Write bus of the retired-WQE counts, for the timer's copy.
+    pub acked_we: Signal<Out, Bit>,
+    pub acked_waddr: Signal<Out, Bits<6>>,
+    pub acked_wdata: Signal<Out, Bits<16>>,
+    pub cnt_timeout: Signal<Out, Bit>,
     pub cmd_fire: Signal<In, Bit>,
     pub cmd_op: Signal<In, Bits<8>>,
     pub cmd_index: Signal<In, Bits<8>>,
@@ -73,13 +82,15 @@ pub struct RxEngine {
     pub cnt_cqe: Signal<Out, Bit>,
     tables: ContextTables,
     rdyn_ram: RAM<Bits<192>, 6>,
-    acked_ram: RAM<Bits<16>, 6>,
+    acked_ram: RAM<Bits<32>, 6>,
     acked_tx_ram: RAM<Bits<16>, 6>,
     cq_ram: RAM<Bits<128>, 6>,
     cqpi_ram: RAM<Bits<32>, 6>,
     inflight_ram: RAM<Bits<160>, 10>,
     state: DFF<Bits<4>>,
     src_lc: DFF<Bit>,
+    src_to: DFF<Bit>,
+    retries: DFF<Bits<3>>,
     pkt: DFF<RxDesc>,
     lcr: DFF<LocalCompletion>,
     qpn: DFF<Bits<6>>,
@@ -147,6 +158,13 @@ impl Default for RxEngine {
             lc_empty: Default::default(),
             lc: Default::default(),
             lc_read: Default::default(),
+            to_empty: Default::default(),
+            to_qpn: Default::default(),
+            to_read: Default::default(),
+            acked_we: Default::default(),
+            acked_waddr: Default::default(),
+            acked_wdata: Default::default(),
+            cnt_timeout: Default::default(),
             cmd_fire: Default::default(),
             cmd_op: Default::default(),
             cmd_index: Default::default(),
@@ -183,6 +201,8 @@ impl Default for RxEngine {
             inflight_ram: Default::default(),
             state: Default::default(),
             src_lc: Default::default(),
+            src_to: Default::default(),
+            retries: Default::default(),
             pkt: Default::default(),
             lcr: Default::default(),
             qpn: Default::default(),
@@ -252,7 +272,7 @@ impl Logic for RxEngine {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, src_lc, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
+            self, clock, state, src_lc, src_to, retries, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
             in_write, nak_sent, acked, sent, cq, cq_pi, status, stop_after, cqe_wr_id, cqe_len
         );
         self.rdyn_ram.read_clock.next = self.clock.val();
@@ -414,6 +434,8 @@ impl Logic for RxEngine {
         self.desc_qpn.next = self.desc.val().dest_qpn;
         self.desc_read.next = false;
         self.lc_read.next = false;
+        self.to_read.next = false;
+        self.cnt_timeout.next = false;
         self.cnt_roce_ok.next = false;
         self.cnt_unknown_qp.next = false;
         self.cnt_drop_key.next = false;
@@ -430,11 +452,19 @@ impl Logic for RxEngine {
 
         match self.state.q.val().index() {
             0 => {
+                self.src_to.d.next = false;
                 if !self.lc_empty.val() {
                     self.lc_read.next = true;
                     self.src_lc.d.next = true;
                     self.lcr.d.next = self.lc.val();
                     self.qpn.d.next = self.lc_qpn.val().get_bits::<6>(0);
+                    self.qpn_ok.d.next = true;
+                    self.state.d.next = 1.into();
+                } else if !self.to_empty.val() {
+                    self.to_read.next = true;
+                    self.src_lc.d.next = false;
+                    self.src_to.d.next = true;
+                    self.qpn.d.next = self.to_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
                     self.state.d.next = 1.into();
                 } else if !self.desc_empty.val() {
@@ -459,11 +489,17 @@ impl Logic for RxEngine {
                 self.wr_rem.d.next = self.rdyn_now.val().get_bits::<32>(128);
                 self.in_write.d.next = self.rdyn_now.val().get_bit(160);
                 self.nak_sent.d.next = self.rdyn_now.val().get_bit(161);
-                self.acked.d.next = self.acked_ram.read_data.val();
+                self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
+                self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
                 self.sent.d.next = self.sent_data.val();
                 self.stop_after.d.next = false;
                 if self.src_lc.q.val() {
                     self.state.d.next = 3.into();
+                } else if self.src_to.q.val() {
+                    self.state.d.next = 9.into();
+                    if self.qp_now.val().state == 3 {
+                        self.state.d.next = 3.into();
+                    }
                 } else if !self.job_full.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
@@ -559,7 +595,8 @@ impl Logic for RxEngine {
                     | (bit_cast::<192, 1>(self.nak_sent.q.val().into()) << 161);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
-                self.acked_ram.write_data.next = self.acked.q.val();
+                self.acked_ram.write_data.next = bit_cast::<32, 16>(self.acked.q.val())
+                    | (bit_cast::<32, 3>(self.retries.q.val()) << 16);
                 // Only the completer moves the CQ producer index.
                 self.cqpi_ram.write_enable.next =
                     self.qpn_ok.q.val() & (self.src_lc.q.val() | (self.op.val() == 0x11));
@@ -579,20 +616,33 @@ impl Logic for RxEngine {
                 self.cqe_wr_id.d.next = self.entry.val().wr_id;
                 self.cqe_len.d.next = self.entry.val().byte_len;
                 self.status.d.next = 0.into();
-                if !self.psn_diff.val().get_bit(23) {
+                if self.src_to.q.val() | (self.is_nak.val() & (self.nak_code.val() == 0) & self.psn_diff.val().get_bit(23)) {
+                    // Local ACK timeout or PSN sequence NAK: go back to the oldest WQE not yet
+                    // acknowledged, at most RETRY_CNT times without progress (7 is not
+                    // infinite); then the WQE fails with IBV_WC_RETRY_EXC_ERR.
+                    if self.retries.q.val() < self.ctx.q.val().retry_cnt {
+                        if !self.rw_full.val() {
+                            self.rw_write.next = true;
+                            self.cnt_retransmit.next = true;
+                            self.cnt_timeout.next = self.src_to.q.val();
+                            self.retries.d.next = self.retries.q.val() + 1;
+                            self.state.d.next = 9.into();
+                        }
+                    } else {
+                        self.cnt_timeout.next = self.src_to.q.val();
+                        self.status.d.next = 12.into();
+                        self.cqe_len.d.next = 0.into();
+                        self.stop_after.d.next = true;
+                        self.state.d.next = 12.into();
+                    }
+                } else if !self.psn_diff.val().get_bit(23) {
+                    self.retries.d.next = 0.into();
                     // Covered by the ACK: retired successfully.
                     if self.entry.val().signaled.any() {
                         self.state.d.next = 12.into();
                     } else {
                         self.acked.d.next = self.acked.q.val() + 1;
                         self.state.d.next = 10.into();
-                    }
-                } else if self.is_nak.val() & (self.nak_code.val() == 0) {
-                    // PSN sequence error: go back to the first WQE not yet acknowledged.
-                    if !self.rw_full.val() {
-                        self.rw_write.next = true;
-                        self.cnt_retransmit.next = true;
-                        self.state.d.next = 9.into();
                     }
                 } else if self.is_nak.val() & (self.nak_code.val() != 0) & (self.nak_code.val() < 4) {
                     // The WQE holding the NAKed PSN fails: REM_INV_REQ 9, REM_ACCESS 10, REM_OP 11.
@@ -627,7 +677,10 @@ impl Logic for RxEngine {
         self.job.next.ack = self.reply.val().into();
         self.acked_tx_ram.write_enable.next = self.acked_ram.write_enable.val();
         self.acked_tx_ram.write_address.next = self.acked_ram.write_address.val();
-        self.acked_tx_ram.write_data.next = self.acked_ram.write_data.val();
+        self.acked_wdata.next = self.acked_ram.write_data.val().get_bits::<16>(0);
+        self.acked_tx_ram.write_data.next = self.acked_wdata.val();
+        self.acked_we.next = self.acked_ram.write_enable.val();
+        self.acked_waddr.next = self.acked_ram.write_address.val();
         if self.reset.val() {
             self.state.d.next = 0.into();
         }

@@ -1,4 +1,5 @@
 //! The NIC top level: standard AXI edges around the RoCEv2 engines.
+use crate::ack_timer::AckTimer;
 use crate::dma_read::DmaReadIssuer;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
@@ -109,6 +110,8 @@ pub struct NicTop {
     desc_fifo: SynchronousFIFO<RxDesc, 5, 6, 1>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
     rw_fifo: SynchronousFIFO<Bits<48>, 2, 3, 1>,
+    timer: AckTimer,
+    to_fifo: SynchronousFIFO<Bits<8>, 2, 3, 1>,
     rxe: RxEngine,
     wj_fifo: SynchronousFIFO<WriteJob, 3, 4, 1>,
     rxw: RxWriter,
@@ -123,7 +126,7 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, rd_issuer, asm, tx_gb, arb,
-            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, rxe, wj_fifo, rxw
+            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, timer, to_fifo, rxe, wj_fifo, rxw
         );
         self.regs.reset.next = self.reset.val();
         self.txs.reset.next = self.reset.val();
@@ -135,6 +138,7 @@ impl Logic for NicTop {
         self.rxi.reset.next = self.reset.val();
         self.rxe.reset.next = self.reset.val();
         self.rxw.reset.next = self.reset.val();
+        self.timer.reset.next = self.reset.val();
 
         // ---- BAR0 ----
         self.regs.awaddr.next = self.s_axil_awaddr.val();
@@ -202,6 +206,23 @@ impl Logic for NicTop {
         self.txs.rw_empty.next = self.rw_fifo.empty.val();
         self.txs.rw_data.next = self.rw_fifo.data_out.val();
         self.rw_fifo.read.next = self.txs.rw_read.val();
+        // Local ACK timeouts.
+        self.timer.cmd_fire.next = self.cmd_fire.val();
+        self.timer.cmd_op.next = self.regs.cmd_op.val();
+        self.timer.cmd_index.next = self.regs.cmd_index.val();
+        self.timer.cmd_record.next = self.regs.cmd_record.val();
+        self.timer.sent_we.next = self.txs.sent_we.val();
+        self.timer.sent_addr.next = self.txs.sent_waddr.val();
+        self.timer.sent_data.next = self.txs.sent_wdata.val();
+        self.timer.acked_we.next = self.rxe.acked_we.val();
+        self.timer.acked_addr.next = self.rxe.acked_waddr.val();
+        self.timer.acked_data.next = self.rxe.acked_wdata.val();
+        self.to_fifo.write.next = self.timer.to_write.val();
+        self.to_fifo.data_in.next = self.timer.to_qpn.val();
+        self.timer.to_full.next = self.to_fifo.full.val();
+        self.rxe.to_empty.next = self.to_fifo.empty.val();
+        self.rxe.to_qpn.next = self.to_fifo.data_out.val();
+        self.to_fifo.read.next = self.rxe.to_read.val();
 
         // ---- TX: DMA reads (AR) and read data (R) ----
         self.rd_issuer.rj_empty.next = self.rj_fifo.empty.val();
@@ -317,6 +338,7 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.txs.cnt_local_err.val().into()) << 14)
             | (bit_cast::<32, 1>(self.rxe.cnt_drop_inv_req.val().into()) << 15)
             | (bit_cast::<32, 1>(self.rxe.cnt_dup.val().into()) << 16)
-            | (bit_cast::<32, 1>(self.rxe.cnt_retransmit.val().into()) << 17);
+            | (bit_cast::<32, 1>(self.rxe.cnt_retransmit.val().into()) << 17)
+            | (bit_cast::<32, 1>(self.rxe.cnt_timeout.val().into()) << 18);
     }
 }

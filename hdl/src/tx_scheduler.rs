@@ -70,6 +70,10 @@ pub struct TxScheduler {
     pub lc_full: Signal<In, Bit>,
     pub lc_write: Signal<Out, Bit>,
     pub lc_data: Signal<Out, LocalCompletion>,
+    // Write bus of the WQEs-sent counts, for the ACK timer's copy.
+    pub sent_we: Signal<Out, Bit>,
+    pub sent_waddr: Signal<Out, Bits<6>>,
+    pub sent_wdata: Signal<Out, Bits<16>>,
     // Counter pulses.
     pub cnt_tx_req: Signal<Out, Bit>,
     pub cnt_local_err: Signal<Out, Bit>,
@@ -355,6 +359,9 @@ impl Logic for TxScheduler {
         self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
         self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
         self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
+        self.sent_we.next = self.dyn_ram.write_enable.val();
+        self.sent_waddr.next = self.dyn_ram.write_address.val();
+        self.sent_wdata.next = self.dyn_ram.write_data.val().get_bits::<16>(32);
         if self.reset.val() {
             self.state.d.next = 0.into();
         }

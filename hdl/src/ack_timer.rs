@@ -1,0 +1,121 @@
+//! Local ACK timeout: one timer per QP, swept round-robin.
+use rust_hdl::prelude::*;
+
+/// Detects requester QPs that have unacknowledged WQEs and made no progress for the QP's local
+/// ACK timeout, 4.096 µs × 2^TIMEOUT (IBTA Vol 1 9.7.6.1.3, ibv_modify_qp(3) `timeout`), which
+/// at the 250 MHz model clock is exactly `1024 << TIMEOUT` cycles. TIMEOUT 0 disables it, and
+/// only QPs in RTS run a timer.
+///
+/// It keeps its own copies of each QP's count of WQEs sent and WQEs retired, written from the
+/// scheduler's and the RX engine's write buses (`sent_*`, `acked_*`), and visits one QP per
+/// cycle: while a QP is idle or progressing (its retired count moved since the last visit) its
+/// deadline is pushed out; when the deadline passes with WQEs outstanding it pushes the QPN
+/// into the timeout FIFO and re-arms. Resolution: one 64-cycle sweep (256 ns).
+///
+/// Tables: deadlines (48-bit cycle counts), last retired counts and timeout exponents, 64
+/// entries each, plus the two snooped copies.
+#[derive(LogicBlock, Default)]
+pub struct AckTimer {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub cmd_fire: Signal<In, Bit>,
+    pub cmd_op: Signal<In, Bits<8>>,
+    pub cmd_index: Signal<In, Bits<8>>,
+    pub cmd_record: Signal<In, Bits<512>>,
+    pub sent_we: Signal<In, Bit>,
+    pub sent_addr: Signal<In, Bits<6>>,
+    pub sent_data: Signal<In, Bits<16>>,
+    pub acked_we: Signal<In, Bit>,
+    pub acked_addr: Signal<In, Bits<6>>,
+    pub acked_data: Signal<In, Bits<16>>,
+    pub to_full: Signal<In, Bit>,
+    pub to_write: Signal<Out, Bit>,
+    pub to_qpn: Signal<Out, Bits<8>>,
+    sent_ram: RAM<Bits<16>, 6>,
+    acked_ram: RAM<Bits<16>, 6>,
+    snap_ram: RAM<Bits<16>, 6>,
+    deadline_ram: RAM<Bits<48>, 6>,
+    exp_ram: RAM<Bits<8>, 6>,
+    now: DFF<Bits<48>>,
+    scan: DFF<Bits<6>>,
+    visit: DFF<Bits<6>>,
+    valid: DFF<Bit>,
+    cmd_state: Signal<Local, Bits<3>>,
+    cmd_timeout: Signal<Local, Bits<5>>,
+    exp: Signal<Local, Bits<8>>,
+    period: Signal<Local, Bits<48>>,
+    late: Signal<Local, Bits<48>>,
+}
+
+impl Logic for AckTimer {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, now, scan, visit, valid);
+        self.sent_ram.read_clock.next = self.clock.val();
+        self.sent_ram.write_clock.next = self.clock.val();
+        self.acked_ram.read_clock.next = self.clock.val();
+        self.acked_ram.write_clock.next = self.clock.val();
+        self.snap_ram.read_clock.next = self.clock.val();
+        self.snap_ram.write_clock.next = self.clock.val();
+        self.deadline_ram.read_clock.next = self.clock.val();
+        self.deadline_ram.write_clock.next = self.clock.val();
+        self.exp_ram.read_clock.next = self.clock.val();
+        self.exp_ram.write_clock.next = self.clock.val();
+
+        self.now.d.next = self.now.q.val() + 1;
+        // Snooped copies.
+        self.sent_ram.write_enable.next = self.sent_we.val();
+        self.sent_ram.write_address.next = self.sent_addr.val();
+        self.sent_ram.write_data.next = self.sent_data.val();
+        self.acked_ram.write_enable.next = self.acked_we.val();
+        self.acked_ram.write_address.next = self.acked_addr.val();
+        self.acked_ram.write_data.next = self.acked_data.val();
+        // The timeout exponent, kept only while the QP is in RTS (QP context bits 88..93).
+        self.cmd_state.next = self.cmd_record.val().get_bits::<3>(0);
+        self.cmd_timeout.next = self.cmd_record.val().get_bits::<5>(88);
+        self.exp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
+        self.exp_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.exp_ram.write_data.next = 0.into();
+        if self.cmd_state.val() == 3 {
+            self.exp_ram.write_data.next = bit_cast::<8, 5>(self.cmd_timeout.val());
+        }
+
+        // Sweep: address QP `scan` now, judge it (as `visit`) next cycle.
+        self.scan.d.next = self.scan.q.val() + 1;
+        self.visit.d.next = self.scan.q.val();
+        self.valid.d.next = true;
+        self.sent_ram.read_address.next = self.scan.q.val();
+        self.acked_ram.read_address.next = self.scan.q.val();
+        self.snap_ram.read_address.next = self.scan.q.val();
+        self.deadline_ram.read_address.next = self.scan.q.val();
+        self.exp_ram.read_address.next = self.scan.q.val();
+        self.exp.next = self.exp_ram.read_data.val();
+        self.period.next = bit_cast::<48, 11>(1024.into()) << bit_cast::<48, 8>(self.exp.val());
+        self.late.next = self.now.q.val() - self.deadline_ram.read_data.val();
+
+        self.snap_ram.write_enable.next = false;
+        self.snap_ram.write_address.next = self.visit.q.val();
+        self.snap_ram.write_data.next = self.acked_ram.read_data.val();
+        self.deadline_ram.write_enable.next = false;
+        self.deadline_ram.write_address.next = self.visit.q.val();
+        self.deadline_ram.write_data.next = self.now.q.val() + self.period.val();
+        self.to_write.next = false;
+        self.to_qpn.next = bit_cast::<8, 6>(self.visit.q.val());
+        if self.valid.q.val() {
+            if (self.exp.val() == 0)
+                | (self.sent_ram.read_data.val() == self.acked_ram.read_data.val())
+                | (self.acked_ram.read_data.val() != self.snap_ram.read_data.val())
+            {
+                // Idle, disabled or progressing: re-arm.
+                self.snap_ram.write_enable.next = true;
+                self.deadline_ram.write_enable.next = true;
+            } else if !self.late.val().get_bit(47) & !self.to_full.val() {
+                self.to_write.next = true;
+                self.deadline_ram.write_enable.next = true;
+            }
+        }
+        if self.reset.val() {
+            self.valid.d.next = false;
+        }
+    }
+}
