@@ -828,6 +828,10 @@ impl<'mr> QueuePair<'mr> {
             rq_psn: a.rq_psn,
             dest_ip: a.ah_attr.dest_ip,
             dest_mac: a.ah_attr.dest_mac.0,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            min_rnr_timer: a.min_rnr_timer,
             ..self.hw
         };
         write_context(&*self.pd.inner.ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &hw.pack())?;

@@ -57,6 +57,14 @@ pub struct QpContext {
     pub dest_ip: Ipv4Addr,
     /// Peer's MAC address.
     pub dest_mac: [u8; 6],
+    /// Local ACK timeout exponent (4.096 µs × 2^timeout; 0 = none).
+    pub timeout: u8,
+    /// Retransmissions allowed after a timeout or sequence NAK (0..=7).
+    pub retry_cnt: u8,
+    /// RNR retries allowed (7 = infinite).
+    pub rnr_retry: u8,
+    /// RNR NAK timer code the responder advertises.
+    pub min_rnr_timer: u8,
     /// CQ index for send completions.
     pub send_cq: u8,
     /// log2 of the SQ ring size in WQEs.
@@ -81,6 +89,10 @@ impl Default for QpContext {
             udp_sport: 0,
             dest_ip: Ipv4Addr::UNSPECIFIED,
             dest_mac: [0; 6],
+            timeout: 0,
+            retry_cnt: 0,
+            rnr_retry: 0,
+            min_rnr_timer: 0,
             send_cq: 0,
             sq_log_size: 0,
             sq_base: 0,
@@ -101,6 +113,10 @@ impl QpContext {
         qp_context::DEST_QPN.put(&mut r, self.dest_qpn.into());
         qp_context::SQ_PSN.put(&mut r, self.sq_psn.into());
         qp_context::RQ_PSN.put(&mut r, self.rq_psn.into());
+        qp_context::TIMEOUT.put(&mut r, self.timeout.into());
+        qp_context::RETRY_CNT.put(&mut r, self.retry_cnt.into());
+        qp_context::RNR_RETRY.put(&mut r, self.rnr_retry.into());
+        qp_context::MIN_RNR_TIMER.put(&mut r, self.min_rnr_timer.into());
         qp_context::PKEY.put(&mut r, self.pkey.into());
         qp_context::UDP_SPORT.put(&mut r, self.udp_sport.into());
         qp_context::DEST_IP.put(&mut r, ip_to_u32(self.dest_ip).into());
@@ -307,6 +323,10 @@ mod tests {
             dest_qpn: 0x123456,
             sq_psn: 0xFEDCBA,
             rq_psn: 0x0A0B0C,
+            timeout: 17,
+            retry_cnt: 6,
+            rnr_retry: 5,
+            min_rnr_timer: 31,
             pkey: 0xFFFF,
             udp_sport: 0xC123,
             dest_ip: Ipv4Addr::new(192, 0, 2, 7),
@@ -325,6 +345,10 @@ mod tests {
         assert_eq!(bits(&r, qp_context::DEST_QPN), 0x123456);
         assert_eq!(bits(&r, qp_context::SQ_PSN), 0xFEDCBA);
         assert_eq!(bits(&r, qp_context::RQ_PSN), 0x0A0B0C);
+        assert_eq!(bits(&r, qp_context::TIMEOUT), 17);
+        assert_eq!(bits(&r, qp_context::RETRY_CNT), 6);
+        assert_eq!(bits(&r, qp_context::RNR_RETRY), 5);
+        assert_eq!(bits(&r, qp_context::MIN_RNR_TIMER), 31);
         assert_eq!(bits(&r, qp_context::PKEY), 0xFFFF);
         assert_eq!(bits(&r, qp_context::UDP_SPORT), 0xC123);
         // First octet in bits 31:24.
