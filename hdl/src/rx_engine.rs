@@ -73,11 +73,11 @@ pub struct RxEngine {
     pub cnt_drop_inv_req: Signal<Out, Bit>,
     pub cnt_dup: Signal<Out, Bit>,
     pub cnt_retransmit: Signal<Out, Bit>,
-    /// Go-back-N request to the scheduler: `qpn | ci << 8 | psn << 24` (restart WQE `ci` at
-    /// its first PSN `psn`).
+    /// Go-back-N request to the scheduler: `qpn | ci << 8 | first_psn << 24 | restart << 48`
+    /// (resend WQE `ci`, whose first PSN is `first_psn`, from PSN `restart`).
     pub rw_full: Signal<In, Bit>,
     pub rw_write: Signal<Out, Bit>,
-    pub rw_data: Signal<Out, Bits<48>>,
+    pub rw_data: Signal<Out, Bits<72>>,
     pub cnt_rx_ack: Signal<Out, Bit>,
     pub cnt_cqe: Signal<Out, Bit>,
     tables: ContextTables,
@@ -145,6 +145,7 @@ pub struct RxEngine {
     w_addr: Signal<Local, Bits<64>>,
     psn_delta: Signal<Local, Bits<24>>,
     reply: Signal<Local, AckJob>,
+    restart_psn: Signal<Local, Bits<24>>,
 }
 
 impl Default for RxEngine {
@@ -246,6 +247,7 @@ impl Default for RxEngine {
             cqe_addr: Default::default(),
             zero_cqe: Constant::new(CqeRec::default()),
             w_addr: Default::default(),
+            restart_psn: Default::default(),
             psn_delta: Default::default(),
             reply: Default::default(),
     cqn: Default::default(),
@@ -444,9 +446,15 @@ impl Logic for RxEngine {
         self.cnt_dup.next = false;
         self.cnt_retransmit.next = false;
         self.rw_write.next = false;
-        self.rw_data.next = bit_cast::<48, 6>(self.qpn.q.val())
-            | (bit_cast::<48, 16>(self.acked.q.val()) << 8)
-            | (bit_cast::<48, 24>(self.entry.val().first_psn) << 24);
+        // A sequence NAK names the first missing PSN; a timeout resends the whole WQE.
+        self.restart_psn.next = self.pkt.q.val().psn;
+        if self.src_to.q.val() {
+            self.restart_psn.next = self.entry.val().first_psn;
+        }
+        self.rw_data.next = bit_cast::<72, 6>(self.qpn.q.val())
+            | (bit_cast::<72, 16>(self.acked.q.val()) << 8)
+            | (bit_cast::<72, 24>(self.entry.val().first_psn) << 24)
+            | (bit_cast::<72, 24>(self.restart_psn.val()) << 48);
         self.cnt_rx_ack.next = false;
         self.cnt_cqe.next = false;
 

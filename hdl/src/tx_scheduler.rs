@@ -34,7 +34,7 @@ pub struct TxScheduler {
     pub db_read: Signal<Out, Bit>,
     // Go-back-N requests from the completer (first-word fall-through FIFO).
     pub rw_empty: Signal<In, Bit>,
-    pub rw_data: Signal<In, Bits<48>>,
+    pub rw_data: Signal<In, Bits<72>>,
     pub rw_read: Signal<Out, Bit>,
     // Context commands.
     pub cmd_fire: Signal<In, Bit>,
@@ -96,6 +96,8 @@ pub struct TxScheduler {
     rewind: DFF<Bit>,
     rw_ci: DFF<Bits<16>>,
     rw_psn: DFF<Bits<24>>,
+    rw_restart: DFF<Bits<24>>,
+    skip_pending: DFF<Bit>,
     mr: Signal<Local, MrEntryRec>,
     qp_now: Signal<Local, QpContextRec>,
     cmd_qp: Signal<Local, QpContextRec>,
@@ -111,6 +113,8 @@ pub struct TxScheduler {
     sq_mask: Signal<Local, Bits<16>>,
     writing_dyn: Signal<Local, Bit>,
     send_flags: Signal<Local, Bits<8>>,
+    skip_pkts: Signal<Local, Bits<24>>,
+    skip_bytes: Signal<Local, Bits<64>>,
 }
 
 // States.
@@ -122,7 +126,7 @@ impl Logic for TxScheduler {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, cur_qpn, pi, ctx, next_psn, ci, wqe, rem, total, cur_iova, first,
-            status, wqe_psn, rewind, rw_ci, rw_psn
+            status, wqe_psn, rewind, rw_ci, rw_psn, rw_restart, skip_pending
         );
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
@@ -175,6 +179,11 @@ impl Logic for TxScheduler {
         if self.is_last.val() {
             self.plen.next = self.rem.q.val();
         }
+        // Resuming a WQE mid-message after a sequence NAK: the packets before the restart PSN
+        // already arrived.
+        self.skip_pkts.next = self.rw_restart.q.val() - self.next_psn.q.val();
+        self.skip_bytes.next = bit_cast::<64, 24>(self.skip_pkts.val())
+            << (bit_cast::<64, 3>(self.ctx.q.val().path_mtu) + 7);
         self.sq_mask.next = (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size)) - 1;
 
         // Outputs, default idle.
@@ -243,6 +252,7 @@ impl Logic for TxScheduler {
                     self.cur_qpn.d.next = self.rw_data.val().get_bits::<6>(0);
                     self.rw_ci.d.next = self.rw_data.val().get_bits::<16>(8);
                     self.rw_psn.d.next = self.rw_data.val().get_bits::<24>(24);
+                    self.rw_restart.d.next = self.rw_data.val().get_bits::<24>(48);
                     self.state.d.next = 1.into();
                 } else if !self.db_empty.val() {
                     self.db_read.next = true;
@@ -260,6 +270,7 @@ impl Logic for TxScheduler {
                 self.ctx.d.next = self.qp_now.val();
                 self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
                 self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
+                self.skip_pending.d.next = self.rewind.q.val();
                 if self.rewind.q.val() {
                     self.next_psn.d.next = self.rw_psn.q.val();
                     self.ci.d.next = self.rw_ci.q.val();
@@ -303,6 +314,16 @@ impl Logic for TxScheduler {
                 self.wqe_psn.d.next = self.next_psn.q.val();
                 self.cur_iova.d.next = self.mr.val().iova + self.off.val();
                 self.first.d.next = true;
+                self.skip_pending.d.next = false;
+                if self.skip_pending.q.val()
+                    & (self.skip_pkts.val() != 0)
+                    & (self.skip_bytes.val() < bit_cast::<64, 32>(self.len.val()))
+                {
+                    self.rem.d.next = self.len.val() - self.skip_bytes.val().get_bits::<32>(0);
+                    self.cur_iova.d.next = self.mr.val().iova + self.off.val() + self.skip_bytes.val();
+                    self.first.d.next = false;
+                    self.next_psn.d.next = self.rw_restart.q.val();
+                }
                 self.state.d.next = 8.into();
                 if self.wqe.q.val().opcode != 0 {
                     self.status.d.next = 2.into();
