@@ -1,0 +1,638 @@
+//! `RxEngine` (the responder's admission checks) in Verilator with hand-driven descriptors,
+//! against a model of IBTA's RDMA WRITE rules and `rnic_contract`'s key and context layouts.
+//!
+//! QP contexts and key-table entries are written through the context-command port exactly as
+//! BAR0 commits them (records built with `rnic_contract` fields); descriptors are handed in as
+//! the ingress would.
+//!
+//! - `write_only_key_and_bounds`: random WRITE ONLY packets against a table of regions
+//!   (valid/invalid, other PD, no REMOTE_WRITE, stale tag, index past the table) and QPs (RTR,
+//!   RTS, INIT, without REMOTE_WRITE), with VAs and lengths at and across region edges, wrong
+//!   PSNs, zero-length writes and `plen` ≠ RETH length. Each packet yields exactly one job and
+//!   one counter pulse: an accepted write a payload job at `IOVA + (va − VA)` (none when empty)
+//!   with an ACK (syndrome 0x1F, MSN + 1, the packet's PSN, the QP's peer addresses); a key or
+//!   bounds violation `cnt_drop_key` and a NAK 0x62; a length mismatch `cnt_drop_inv_req` and a
+//!   NAK 0x61; a PSN behind the expected one `cnt_dup`, re-ACKed (PSN e − 1) when it has
+//!   AckReq or ends a message; a PSN ahead `cnt_drop_psn` with one sequence-error NAK (0x60,
+//!   PSN e) per gap; an unknown/non-receiving QP `cnt_unknown_qp`, unanswered. Rejected
+//!   packets leave the expected PSN and MSN alone, and every job releases the packet's beats.
+//! - `multi_packet_writes_follow_the_reth`: FIRST/MIDDLE/LAST messages at each path MTU write
+//!   consecutive addresses and ACK with AckReq or on LAST; MIDDLE/LAST without FIRST, FIRST
+//!   inside an open message, wrong segment lengths and a LAST short or long are invalid
+//!   requests (NAK 0x61) that leave the open message as it was.
+mod harness;
+
+use harness::{pack_fields, Dut, Port, Rng};
+use rnic_contract::{mr_entry as mr, qp_context as qp, Field};
+use rnic_hdl::records::{AckJob, RxDesc, WriteJob};
+use rnic_hdl::rx_engine::RxEngine;
+
+const WRITE_FIRST: u8 = 0x06;
+const WRITE_MIDDLE: u8 = 0x07;
+const WRITE_LAST: u8 = 0x08;
+const WRITE_ONLY: u8 = 0x0A;
+
+#[derive(Clone, Debug)]
+struct Qp {
+    state: u64,
+    mtu_code: u64,
+    access: u64,
+    pd: u64,
+    dest_qpn: u64,
+    pkey: u64,
+    udp_sport: u64,
+    dest_ip: u64,
+    dest_mac: u64,
+    // Responder state (model).
+    epsn: u32,
+    msn: u32,
+    open: Option<(u64, u64)>, // (next address, bytes remaining) of an open multi-packet message
+    /// A sequence-error NAK was sent for the current gap (cleared when a packet is accepted).
+    nak_sent: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Mr {
+    valid: bool,
+    access: u64,
+    tag: u64,
+    pd: u64,
+    va: u64,
+    length: u64,
+    iova: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Desc {
+    start: u64,
+    nbeats: u64,
+    opcode: u8,
+    hlen: u64,
+    ackreq: bool,
+    plen: u64,
+    dest_qpn: u64,
+    psn: u32,
+    va: u64,
+    rkey: u32,
+    len: u32,
+}
+
+/// What the engine did with one packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Outcome {
+    counter: &'static str,
+    kind: u64,
+    need_ack: bool,
+    addr: Option<u64>,
+    syndrome: Option<u64>,
+    msn: Option<u64>,
+    ack_psn: Option<u64>,
+}
+
+struct Tb {
+    dut: Dut,
+    p: Pins,
+    rng: Rng,
+}
+
+struct Pins {
+    desc_empty: Port,
+    desc: Port,
+    desc_read: Port,
+    cmd_fire: Port,
+    cmd_op: Port,
+    cmd_index: Port,
+    cmd_record: Port,
+    cmd_ready: Port,
+    job_full: Port,
+    job_write: Port,
+    job: Port,
+    counters: Vec<(&'static str, Port)>,
+}
+
+fn get(bytes: &[u8], off: usize, width: usize) -> u64 {
+    Field::at_bit(off, width).get(bytes)
+}
+
+impl Tb {
+    fn new(seed: u64) -> Tb {
+        let mut dut = Dut::build::<RxEngine>("rx_engine").expect("build the RX engine model");
+        let counters = ["cnt_roce_ok", "cnt_unknown_qp", "cnt_drop_key", "cnt_drop_psn", "cnt_drop_inv_req", "cnt_dup", "cnt_rx_ack", "cnt_cqe"]
+            .into_iter()
+            .map(|n| (n, dut.port(n)))
+            .collect();
+        let p = Pins {
+            desc_empty: dut.port("desc_empty"),
+            desc: dut.port("desc"),
+            desc_read: dut.port("desc_read"),
+            cmd_fire: dut.port("cmd_fire"),
+            cmd_op: dut.port("cmd_op"),
+            cmd_index: dut.port("cmd_index"),
+            cmd_record: dut.port("cmd_record"),
+            cmd_ready: dut.port("cmd_ready"),
+            job_full: dut.port("job_full"),
+            job_write: dut.port("job_write"),
+            job: dut.port("job"),
+            counters,
+        };
+        // Every other source FIFO (local completions, ACK timeouts, ...) stays empty.
+        let empties: Vec<String> = dut
+            .ports()
+            .iter()
+            .filter(|p| p.input && p.width == 1 && p.name.ends_with("_empty"))
+            .map(|p| p.name.clone())
+            .collect();
+        for n in empties {
+            dut.set(n.as_str(), 1);
+        }
+        dut.set(p.desc_empty, 1);
+        dut.reset(2);
+        Tb { dut, p, rng: Rng::from_env(seed) }
+    }
+
+    fn command(&mut self, op: u64, index: u64, record: &[u8]) {
+        let mut t = 0;
+        loop {
+            self.dut.eval();
+            if self.dut.get_bit(self.p.cmd_ready) {
+                break;
+            }
+            self.dut.tick();
+            t += 1;
+            assert!(t < 100, "cmd_ready never high");
+        }
+        self.dut.set(self.p.cmd_op, op);
+        self.dut.set(self.p.cmd_index, index);
+        self.dut.set_wide(self.p.cmd_record, record);
+        self.dut.set_bit(self.p.cmd_fire, true);
+        self.dut.eval();
+        self.dut.tick();
+        self.dut.set_bit(self.p.cmd_fire, false);
+        self.dut.set_wide(self.p.cmd_record, &self.rng.bytes(64));
+    }
+
+    fn write_qp(&mut self, index: u64, q: &Qp) {
+        let mut r = [0u8; 64];
+        qp::STATE.put(&mut r, q.state);
+        qp::INIT_RQ_PSN.put(&mut r, 1);
+        qp::INIT_SQ_PSN.put(&mut r, 1);
+        qp::RQ_PSN.put(&mut r, u64::from(q.epsn));
+        qp::PATH_MTU.put(&mut r, q.mtu_code);
+        qp::ACCESS.put(&mut r, q.access);
+        qp::PD.put(&mut r, q.pd);
+        qp::DEST_QPN.put(&mut r, q.dest_qpn);
+        qp::PKEY.put(&mut r, q.pkey);
+        qp::UDP_SPORT.put(&mut r, q.udp_sport);
+        qp::DEST_IP.put(&mut r, q.dest_ip);
+        qp::DEST_MAC.put(&mut r, q.dest_mac);
+        self.command(1, index, &r);
+    }
+
+    fn write_mr(&mut self, index: u64, m: &Mr) {
+        let mut r = [0u8; 64];
+        mr::VALID.put(&mut r, u64::from(m.valid));
+        mr::ACCESS.put(&mut r, m.access);
+        mr::TAG.put(&mut r, m.tag);
+        mr::PD.put(&mut r, m.pd);
+        mr::VA.put(&mut r, m.va);
+        mr::LENGTH.put(&mut r, m.length);
+        mr::IOVA.put(&mut r, m.iova);
+        self.command(2, index, &r);
+    }
+
+    /// Hands `d` in and returns the job and the counter pulses it caused.
+    fn packet(&mut self, d: &Desc) -> (Vec<u8>, Vec<&'static str>) {
+        let l = RxDesc::default();
+        let fields = [
+            (l.get_my_offset_start(), l.get_my_width_start(), d.start),
+            (l.get_my_offset_nbeats(), l.get_my_width_nbeats(), d.nbeats),
+            (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(d.opcode)),
+            (l.get_my_offset_hlen(), l.get_my_width_hlen(), d.hlen),
+            (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(d.ackreq)),
+            (l.get_my_offset_plen(), l.get_my_width_plen(), d.plen),
+            (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), d.dest_qpn),
+            (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(d.psn)),
+            (l.get_my_offset_reth_va(), l.get_my_width_reth_va(), d.va),
+            (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), u64::from(d.rkey)),
+            (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(d.len)),
+        ];
+        let w = self.dut.width(self.p.desc);
+        self.dut.set_wide(self.p.desc, &pack_fields(w, &fields));
+        self.dut.set_bit(self.p.desc_empty, false);
+        let mut job = None;
+        let mut pulses = Vec::new();
+        let mut read = false;
+        for c in 0..40 {
+            // The job FIFO is full now and then: the engine must wait, not drop or repeat.
+            let full = self.rng.chance(1, 4);
+            self.dut.set_bit(self.p.job_full, full);
+            self.dut.eval();
+            if self.dut.get_bit(self.p.desc_read) {
+                assert!(!read, "descriptor read twice");
+                read = true;
+            }
+            for (n, port) in &self.p.counters {
+                if self.dut.get_bit(*port) {
+                    pulses.push(*n);
+                }
+            }
+            if self.dut.get_bit(self.p.job_write) {
+                assert!(!full, "job_write while job_full");
+                assert!(job.is_none(), "two jobs for one packet");
+                job = Some(self.dut.get_wide(self.p.job));
+            }
+            self.dut.tick();
+            if read {
+                self.dut.set_bit(self.p.desc_empty, true);
+            }
+            if job.is_some() && c > 12 {
+                break;
+            }
+        }
+        (job.expect("no job for the packet"), pulses)
+    }
+}
+
+fn outcome_of(job: &[u8], pulses: &[&'static str]) -> Outcome {
+    assert_eq!(pulses.len(), 1, "counter pulses {pulses:?}");
+    let w = WriteJob::default();
+    let a = AckJob::default();
+    let ack_off = w.get_my_offset_ack();
+    let kind = get(job, w.get_my_offset_kind(), w.get_my_width_kind());
+    let need_ack = get(job, w.get_my_offset_need_ack(), 1) == 1;
+    Outcome {
+        counter: pulses[0],
+        kind,
+        need_ack,
+        addr: (kind == 0).then(|| get(job, w.get_my_offset_addr(), 64)),
+        syndrome: need_ack.then(|| get(job, ack_off + a.get_my_offset_syndrome(), 8)),
+        msn: need_ack.then(|| get(job, ack_off + a.get_my_offset_msn(), 24)),
+        ack_psn: need_ack.then(|| get(job, ack_off + a.get_my_offset_psn(), 24)),
+    }
+}
+
+/// Checks the parts of a job every packet shares: buffer release, and the ACK's addressing.
+fn check_common(job: &[u8], d: &Desc, q: &Qp, ctx: &str) {
+    let w = WriteJob::default();
+    let a = AckJob::default();
+    let ack = w.get_my_offset_ack();
+    assert_eq!(get(job, w.get_my_offset_start(), 8), d.start, "{ctx}: job.start");
+    assert_eq!(get(job, w.get_my_offset_release(), 8), d.nbeats, "{ctx}: job.release");
+    if get(job, w.get_my_offset_kind(), 2) == 0 {
+        assert_eq!(get(job, w.get_my_offset_hlen(), 7), d.hlen, "{ctx}: job.hlen");
+        assert_eq!(get(job, w.get_my_offset_plen(), 13), d.plen, "{ctx}: job.plen");
+    }
+    if get(job, w.get_my_offset_need_ack(), 1) == 1 {
+        assert_eq!(get(job, ack + a.get_my_offset_dest_qpn(), 24), q.dest_qpn, "{ctx}: ack.dest_qpn");
+        assert_eq!(get(job, ack + a.get_my_offset_dest_mac(), 48), q.dest_mac, "{ctx}: ack.dest_mac");
+        assert_eq!(get(job, ack + a.get_my_offset_dest_ip(), 32), q.dest_ip, "{ctx}: ack.dest_ip");
+        assert_eq!(get(job, ack + a.get_my_offset_udp_sport(), 16), q.udp_sport, "{ctx}: ack.udp_sport");
+        assert_eq!(get(job, ack + a.get_my_offset_pkey(), 16), q.pkey, "{ctx}: ack.pkey");
+    }
+}
+
+const NONE: u64 = 2;
+const PAYLOAD: u64 = 0;
+
+/// A rejected packet: no payload; a NAK or ACK (when `syndrome`) carries the unchanged MSN and
+/// `psn`.
+fn reject(counter: &'static str, syndrome: Option<u64>, msn: u32, psn: u32) -> Outcome {
+    Outcome {
+        counter,
+        kind: NONE,
+        need_ack: syndrome.is_some(),
+        addr: None,
+        syndrome,
+        msn: syndrome.map(|_| u64::from(msn)),
+        ack_psn: syndrome.map(|_| u64::from(psn)),
+    }
+}
+
+/// The IBTA model of one request at the responder; updates `q` when the packet is accepted.
+fn model(q: &mut Qp, qpn_exists: bool, mrs: &[Mr], d: &Desc) -> Outcome {
+    if !qpn_exists || !(q.state == 2 || q.state == 3) {
+        return reject("cnt_unknown_qp", None, q.msn, 0);
+    }
+    let last = d.opcode == WRITE_LAST || d.opcode == WRITE_ONLY;
+    let delta = d.psn.wrapping_sub(q.epsn) & 0xFF_FFFF;
+    if delta >= 1 << 23 {
+        // Duplicate (9.7.5.1.1): not executed again; re-acknowledged (everything received so
+        // far: PSN e - 1) when it asks for an ACK or ends a message.
+        let ack = (d.ackreq || last).then_some(0x1F);
+        return reject("cnt_dup", ack, q.msn, q.epsn.wrapping_sub(1) & 0xFF_FFFF);
+    }
+    if delta != 0 {
+        // Ahead: one PSN sequence error NAK (carrying e) per gap, then silence (9.7.5.1.2).
+        let nak = (!q.nak_sent).then_some(0x60);
+        q.nak_sent = true;
+        return reject("cnt_drop_psn", nak, q.msn, q.epsn);
+    }
+    let mtu = 128u64 << q.mtu_code;
+    let first_or_only = d.opcode == WRITE_FIRST || d.opcode == WRITE_ONLY;
+    let mut dest = None;
+    if first_or_only && d.len != 0 {
+        // Key = index << 8 | tag; 2^6 entries.
+        let index = (d.rkey >> 8) as usize;
+        let tag = u64::from(d.rkey & 0xFF);
+        let m = mrs.get(index).filter(|m| m.valid && m.tag == tag && m.pd == q.pd);
+        let ok = m.filter(|m| {
+            m.access & 2 != 0
+                && q.access & 2 != 0
+                && m.va <= d.va
+                && u128::from(d.va) + u128::from(d.len) <= u128::from(m.va) + u128::from(m.length)
+        });
+        match ok {
+            Some(m) => dest = Some(m.iova.wrapping_add(d.va - m.va)),
+            None => return reject("cnt_drop_key", Some(0x62), q.msn, d.psn),
+        }
+    }
+    let len = u64::from(d.len);
+    let seq_ok = match d.opcode {
+        WRITE_ONLY => q.open.is_none() && d.plen == len,
+        WRITE_FIRST => q.open.is_none() && d.plen == mtu && len > mtu,
+        WRITE_MIDDLE => matches!(q.open, Some((_, rem)) if d.plen == mtu && d.plen < rem),
+        WRITE_LAST => matches!(q.open, Some((_, rem)) if d.plen == rem),
+        _ => false,
+    };
+    if !seq_ok {
+        return reject("cnt_drop_inv_req", Some(0x61), q.msn, d.psn);
+    }
+    q.nak_sent = false;
+    let addr = match d.opcode {
+        WRITE_MIDDLE | WRITE_LAST => q.open.unwrap().0,
+        // A zero-length ONLY skips the key check: no address (and no payload job).
+        _ => dest.unwrap_or(0),
+    };
+    q.open = match d.opcode {
+        WRITE_FIRST => Some((addr + d.plen, len - d.plen)),
+        WRITE_MIDDLE => Some((addr + d.plen, q.open.unwrap().1 - d.plen)),
+        _ => None,
+    };
+    q.epsn = (q.epsn + 1) & 0xFF_FFFF;
+    if last {
+        q.msn = (q.msn + 1) & 0xFF_FFFF;
+    }
+    let need_ack = d.ackreq || last;
+    Outcome {
+        counter: "cnt_roce_ok",
+        kind: if d.plen > 0 { PAYLOAD } else { NONE },
+        need_ack,
+        addr: (d.plen > 0).then_some(addr),
+        syndrome: need_ack.then_some(0x1F),
+        msn: need_ack.then_some(u64::from(q.msn)),
+        ack_psn: need_ack.then_some(u64::from(d.psn)),
+    }
+}
+
+fn random_qp(rng: &mut Rng, state: u64, access: u64, pd: u64) -> Qp {
+    Qp {
+        state,
+        mtu_code: rng.range(1, 5),
+        access,
+        pd,
+        dest_qpn: u64::from(rng.u32() & 0xFF_FFFF),
+        pkey: u64::from(rng.u32() as u16),
+        udp_sport: u64::from(rng.u32() as u16),
+        dest_ip: u64::from(rng.u32()),
+        dest_mac: rng.next_u64() & 0xFFFF_FFFF_FFFF,
+        epsn: rng.u32() & 0xFF_FFFF,
+        msn: 0,
+        open: None,
+        nak_sent: false,
+    }
+}
+
+#[test]
+fn write_only_key_and_bounds() {
+    let mut tb = Tb::new(0x2E61_0001);
+    let seed = tb.rng.0;
+    let rng = &mut tb.rng;
+    // QPs 0..8: 0-3 RTS/RTR with REMOTE_WRITE in PD 5; 4 INIT; 5 no REMOTE_WRITE; 6 PD 6; 7 RESET.
+    let mut qps: Vec<Qp> = vec![
+        random_qp(rng, 3, 0xF, 5),
+        random_qp(rng, 2, 0x2, 5),
+        random_qp(rng, 3, 0x6, 5),
+        random_qp(rng, 3, 0x3, 5),
+        random_qp(rng, 1, 0xF, 5),
+        random_qp(rng, 3, 0x5, 5),
+        random_qp(rng, 3, 0xF, 6),
+        random_qp(rng, 0, 0xF, 5),
+    ];
+    // Regions 0..16: mostly good in PD 5; some invalid, other PD, no REMOTE_WRITE.
+    let mut mrs = Vec::new();
+    for i in 0..16u64 {
+        let va = match i % 4 {
+            0 => rng.next_u64() & 0x0000_7FFF_FFFF_F000,
+            1 => rng.next_u64() & 0x0000_7FFF_FFFF_FFFF,
+            2 => u64::MAX - rng.range(0, 1 << 20) - (1 << 20), // near the top of the VA space
+            _ => rng.range(0, 4096),
+        };
+        let room = u64::MAX - va;
+        mrs.push(Mr {
+            valid: i != 9,
+            access: match i {
+                10 => 0x1,
+                11 => 0x4,
+                _ => *rng.pick(&[0x2u64, 0x3, 0x7, 0xF]),
+            },
+            tag: u64::from(rng.u32() as u8),
+            pd: if i == 12 { 6 } else { 5 },
+            va,
+            length: rng.range(1, (1 << 20).min(room)),
+            iova: rng.next_u64() & 0x0000_FFFF_FFFF_FFC0 | rng.range(0, 63),
+        });
+    }
+    for (i, q) in qps.clone().iter().enumerate() {
+        tb.write_qp(i as u64, q);
+    }
+    for (i, m) in mrs.clone().iter().enumerate() {
+        tb.write_mr(i as u64, m);
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    for n in 0..3000 {
+        let rng = &mut tb.rng;
+        let qi = if rng.chance(4, 5) { rng.range(0, 3) as usize } else { rng.range(0, 7) as usize };
+        let mi = rng.range(0, 15) as usize;
+        let m = &mrs[mi];
+        let mut rkey = (mi as u32) << 8 | m.tag as u32;
+        let (mut va, mut len);
+        // Where the write falls in the region.
+        let in_len = m.length;
+        match rng.range(0, 9) {
+            0 => {
+                // Exactly the whole region.
+                va = m.va;
+                len = in_len.min(u64::from(u32::MAX)) as u32;
+            }
+            1 => {
+                // Ends one byte past the region.
+                len = rng.range(1, in_len.min(4096)) as u32;
+                va = m.va + in_len - u64::from(len) + 1;
+            }
+            2 => {
+                // Starts one byte before it.
+                va = m.va.wrapping_sub(1);
+                len = rng.range(1, in_len.min(4096)) as u32;
+            }
+            3 => {
+                // Ends exactly at its end.
+                len = rng.range(1, in_len.min(4096)) as u32;
+                va = m.va + in_len - u64::from(len);
+            }
+            4 => {
+                // Far away.
+                va = rng.next_u64();
+                len = rng.range(1, 4096) as u32;
+            }
+            _ => {
+                len = rng.range(0, in_len.min(4096)) as u32;
+                va = m.va + rng.range(0, in_len - u64::from(len));
+            }
+        }
+        match rng.range(0, 19) {
+            0 => rkey ^= 1 << rng.range(0, 7),  // stale tag
+            1 => rkey |= 1 << rng.range(14, 31), // index beyond the table
+            2 => len = 0,                         // zero length: no key check
+            _ => {}
+        }
+        let mut plen = u64::from(len);
+        if rng.chance(1, 25) {
+            plen = (plen + rng.range(1, 3)) & 0x1FFF; // plen != RETH length
+        }
+        if plen > 4096 {
+            len = (len % 4096).max(1);
+            plen = u64::from(len);
+            va = m.va;
+        }
+        let q = &mut qps[qi];
+        let mut psn = q.epsn;
+        if rng.chance(1, 12) {
+            psn = (psn + rng.range(1, 0xFF_FFFF) as u32) & 0xFF_FFFF;
+        }
+        // A packet for a QP number past the table.
+        let big_qpn = rng.chance(1, 50);
+        let d = Desc {
+            start: rng.range(0, 255),
+            nbeats: rng.range(1, 80),
+            opcode: WRITE_ONLY,
+            hlen: 70,
+            ackreq: rng.chance(1, 2),
+            plen,
+            dest_qpn: if big_qpn { (qi as u64) | (rng.range(1, 0x3FFFF) << 6) } else { qi as u64 },
+            psn,
+            va,
+            rkey,
+            len,
+        };
+        let before = q.clone();
+        let want = model(q, !big_qpn, &mrs, &d);
+        let ctx = format!("packet {n}: QP {qi} MR {mi} {d:x?} (seed {seed:#x})");
+        let (job, pulses) = tb.packet(&d);
+        let got = outcome_of(&job, &pulses);
+        assert_eq!(got, want, "{ctx}\nQP {before:x?}\nMR {:x?}", mrs.get((rkey >> 8) as usize));
+        check_common(&job, &d, &qps[qi], &ctx);
+        *counts.entry(want.counter).or_insert(0) += 1;
+    }
+    eprintln!("rx_engine: outcomes {counts:?}");
+    for c in ["cnt_roce_ok", "cnt_unknown_qp", "cnt_drop_key", "cnt_drop_psn", "cnt_drop_inv_req", "cnt_dup"] {
+        assert!(counts.get(c).copied().unwrap_or(0) >= 20, "too few {c}: {counts:?}");
+    }
+}
+
+#[test]
+fn multi_packet_writes_follow_the_reth() {
+    let mut tb = Tb::new(0x2E61_0002);
+    let seed = tb.rng.0;
+    let mut qps: Vec<Qp> = (0..5).map(|i| {
+        let mut q = random_qp(&mut tb.rng, 3, 0x2, 9);
+        q.mtu_code = i + 1;
+        q
+    }).collect();
+    let m = Mr { valid: true, access: 0x2, tag: 0x5A, pd: 9, va: 0x10_0000_0000, length: 1 << 24, iova: 0x7_0000_1000 };
+    let mrs = vec![m.clone()];
+    for (i, q) in qps.clone().iter().enumerate() {
+        tb.write_qp(i as u64, q);
+    }
+    tb.write_mr(0, &m);
+    let mut n = 0;
+    let mut bad = 0;
+    for _ in 0..150 {
+        let rng = &mut tb.rng;
+        let qi = rng.range(0, 4) as usize;
+        let mtu = 128u64 << qps[qi].mtu_code;
+        let segs = rng.range(2, 6);
+        // A LAST of exactly one MTU now and then: a MIDDLE in its place must be refused.
+        let total = mtu * (segs - 1) + if rng.chance(1, 3) { mtu } else { rng.range(1, mtu) };
+        let va = m.va + rng.range(0, (1 << 24) - total);
+        // The message's packets, then perhaps one broken on purpose.
+        let mut pkts = Vec::new();
+        let mut left = total;
+        for s in 0..segs {
+            let (op, plen) = if s == 0 {
+                (WRITE_FIRST, mtu)
+            } else if s + 1 == segs {
+                (WRITE_LAST, left)
+            } else {
+                (WRITE_MIDDLE, mtu)
+            };
+            left -= plen;
+            pkts.push((op, plen));
+        }
+        if total % mtu == 0 && rng.chance(1, 2) {
+            // MIDDLE where the message's last MTU must be a LAST (no byte would remain).
+            let at = pkts.len() - 1;
+            pkts.insert(at, (WRITE_MIDDLE, mtu));
+        } else if rng.chance(1, 2) {
+            let at = rng.range(0, segs - 1) as usize;
+            let (op, plen) = pkts[at];
+            let broken = match rng.range(0, 4) {
+                0 => (op, plen + 4),                                 // wrong segment length
+                1 => (WRITE_FIRST, mtu),                             // FIRST inside or before
+                2 if op != WRITE_FIRST => (WRITE_ONLY, plen),        // ONLY inside a message
+                3 if op == WRITE_LAST && plen > 1 => (op, plen - 1), // LAST short
+                _ => (WRITE_MIDDLE, mtu),                            // MIDDLE where it is not
+            };
+            pkts.insert(at, broken);
+        }
+        if rng.chance(1, 5) {
+            // A LAST or MIDDLE with no message open.
+            pkts.insert(0, (*rng.pick(&[WRITE_LAST, WRITE_MIDDLE]), mtu));
+        }
+        for (op, plen) in pkts {
+            let q = &mut qps[qi];
+            let d = Desc {
+                start: tb.rng.range(0, 255),
+                nbeats: tb.rng.range(1, 80),
+                opcode: op,
+                hlen: if op == WRITE_FIRST || op == WRITE_ONLY { 70 } else { 54 },
+                ackreq: tb.rng.chance(1, 3),
+                plen,
+                dest_qpn: qi as u64,
+                psn: q.epsn,
+                // MIDDLE/LAST carry no RETH: the ingress leaves stale values in these fields.
+                va: if op == WRITE_FIRST || op == WRITE_ONLY { va } else { tb.rng.next_u64() },
+                rkey: if op == WRITE_FIRST || op == WRITE_ONLY { 0x5A } else { tb.rng.u32() },
+                len: if op == WRITE_FIRST || op == WRITE_ONLY { total as u32 } else { tb.rng.u32() },
+            };
+            let before = q.clone();
+            let want = model(q, true, &mrs, &d);
+            if want.counter != "cnt_roce_ok" {
+                bad += 1;
+            }
+            let (job, pulses) = tb.packet(&d);
+            let got = outcome_of(&job, &pulses);
+            assert_eq!(got, want, "packet {n}: QP {qi} {d:x?} (seed {seed:#x})\nQP before {before:x?}");
+            check_common(&job, &d, &qps[qi], &format!("packet {n}"));
+            n += 1;
+        }
+        // Close any message a broken packet left open, so the next one starts clean.
+        let q = &mut qps[qi];
+        if let Some((_, rem)) = q.open {
+            let d = Desc { opcode: WRITE_LAST, plen: rem, dest_qpn: qi as u64, psn: q.epsn, nbeats: 1, hlen: 54, ..Desc::default() };
+            let want = model(q, true, &mrs, &d);
+            let (job, pulses) = tb.packet(&d);
+            assert_eq!(outcome_of(&job, &pulses), want, "closing LAST (seed {seed:#x})");
+        }
+    }
+    assert!(bad > 30, "only {bad} broken packets");
+}
