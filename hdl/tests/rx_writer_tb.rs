@@ -1,0 +1,284 @@
+//! `RxWriter` in Verilator against a packet-buffer model, an AXI4 write slave with host
+//! memory, and the jobs' own description of what must land where.
+//!
+//! - `jobs_land_exactly_and_acks_wait_for_b`: a stream of jobs as the RX engine makes them —
+//!   payloads (any host alignment, 1..=4096 bytes, header 54..=80 bytes into the packet's first
+//!   beat), 32-byte CQEs and no-write jobs, about half carrying an ACK/NAK — with the packet
+//!   buffer filled the way the ingress fills it (each packet after the previous one, released
+//!   beats overwritten by newer packets at once), random `awready`/`wready`, B responses after
+//!   random delays and random `ack_full`. Checks: host memory holds exactly the payload and CQE
+//!   bytes at their addresses and nothing else was written (strobes); every AW is 64-byte
+//!   aligned; `rd_ptr` advances by each job's `release`, in order; ACKs leave in job order, each
+//!   once, never before the B responses of every write up to its job have arrived; the
+//!   ACK/NAK counters follow the syndrome.
+mod harness;
+
+use harness::{pack_fields, Dut, Port, Rng};
+use rnic_hdl::records::{AckJob, WriteJob};
+use rnic_hdl::rx_writer::RxWriter;
+use std::collections::{HashMap, VecDeque};
+
+struct Job {
+    fields: Vec<(usize, usize, u64)>,
+    kind: u64,
+    start: u64,
+    release: u64,
+    hlen: usize,
+    plen: usize,
+    addr: u64,
+    cqe: Vec<u8>,
+    ack: Option<Vec<u8>>,
+    syndrome: u64,
+    /// AXI beats this job writes.
+    beats: u64,
+}
+
+fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
+    let w = WriteJob::default();
+    let kind = match rng.range(0, 9) {
+        0 | 1 => 1, // CQE
+        2 => 2,     // nothing to write
+        _ => 0,     // payload
+    };
+    let hlen = *rng.pick(&[54usize, 58, 70, 80, 62, 64, 66]);
+    let plen = match rng.range(0, 3) {
+        0 => rng.range(1, 64) as usize,
+        1 => *rng.pick(&[256usize, 1024, 4096, 4095, 63, 65]),
+        _ => rng.range(1, 4096) as usize,
+    };
+    let plen = if kind == 0 { plen } else { 0 };
+    let frame = hlen + plen + 4;
+    let release = if kind == 1 { 0 } else { frame.div_ceil(64) as u64 };
+    let addr = match kind {
+        0 => region + rng.range(0, 4096),
+        1 => region + 32 * rng.range(0, 100),
+        _ => rng.next_u64(),
+    };
+    let cqe = rng.bytes(32);
+    let syndrome = *rng.pick(&[0x1Fu64, 0x1F, 0x60, 0x61, 0x62]);
+    let need_ack = rng.chance(1, 2);
+    let a = AckJob::default();
+    let ack_fields = [
+        (a.get_my_offset_dest_mac(), 48, rng.next_u64() & 0xFFFF_FFFF_FFFF),
+        (a.get_my_offset_dest_ip(), 32, u64::from(rng.u32())),
+        (a.get_my_offset_psn(), 24, u64::from(rng.u32() & 0xFF_FFFF)),
+        (a.get_my_offset_syndrome(), 8, syndrome),
+        (a.get_my_offset_msn(), 24, u64::from(rng.u32() & 0xFF_FFFF)),
+    ];
+    let ack = pack_fields(256, &ack_fields);
+    let lead = (addr % 64) as usize;
+    let beats = match kind {
+        0 => (lead + plen).div_ceil(64) as u64,
+        1 => (lead + 32).div_ceil(64) as u64,
+        _ => 0,
+    };
+    let mut fields = vec![
+        (w.get_my_offset_kind(), 2, kind),
+        (w.get_my_offset_need_ack(), 1, u64::from(need_ack)),
+        (w.get_my_offset_start(), 8, start),
+        (w.get_my_offset_release(), 8, release),
+        (w.get_my_offset_hlen(), 7, hlen as u64),
+        (w.get_my_offset_plen(), 13, plen as u64),
+        (w.get_my_offset_addr(), 64, addr),
+    ];
+    for (k, c) in cqe.chunks(8).enumerate() {
+        fields.push((w.get_my_offset_cqe() + 64 * k, 64, u64::from_le_bytes(c.try_into().unwrap())));
+    }
+    for (k, c) in ack.chunks(8).enumerate() {
+        fields.push((w.get_my_offset_ack() + 64 * k, 64, u64::from_le_bytes(c.try_into().unwrap())));
+    }
+    Job { fields, kind, start, release, hlen, plen, addr, cqe, ack: need_ack.then_some(ack), syndrome, beats }
+}
+
+#[test]
+fn jobs_land_exactly_and_acks_wait_for_b() {
+    let mut dut = Dut::build::<RxWriter>("rx_writer").expect("build the RX writer model");
+    let names = [
+        "job_empty", "job", "job_read", "buf_raddr", "buf_rdata", "rd_ptr", "awvalid", "awready", "awaddr", "wvalid",
+        "wready", "wdata", "wstrb", "bvalid", "ack_full", "ack_write", "ack", "cnt_tx_ack", "cnt_tx_nak",
+    ];
+    let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
+    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak]: [Port; 19] =
+        q.try_into().unwrap();
+    dut.set(job_empty, 1);
+    dut.reset(2);
+    let job_width = dut.width(job_p);
+
+    let mut rng = Rng::from_env(0x2B17_0001);
+    let seed = rng.0;
+    let n_jobs = 600;
+    // Packet buffer: 256 beats; the ingress writes packet j at start_j.. when it is queued.
+    let mut buffer: Vec<[u8; 64]> = (0..256).map(|_| rng.bytes(64).try_into().unwrap()).collect();
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut payloads: Vec<Vec<u8>> = Vec::new();
+    let mut next_start = 0u64;
+    let mut queued = 0usize; // jobs in the job FIFO (visible to the writer) so far
+    let mut taken = 0usize;
+    let mut used_beats = 0u64; // queued - released
+    let mut rd_seen = 0u64; // rd_ptr as last seen (mod 512)
+    let mut released_total = 0u64;
+    let mut releases_expected: VecDeque<u64> = VecDeque::new();
+    // Host memory and the AXI slave.
+    let mut mem: HashMap<u64, u8> = HashMap::new();
+    let mut aws: VecDeque<u64> = VecDeque::new();
+    let mut ws: VecDeque<(Vec<u8>, u64)> = VecDeque::new();
+    let mut b_pending: VecDeque<u64> = VecDeque::new(); // cycles at which a B is due
+    let mut b_delivered = 0u64;
+    let mut beats_written = 0u64;
+    let mut acks_seen = 0usize;
+    let mut ack_jobs: VecDeque<usize> = VecDeque::new();
+    let mut last_raddr = 0u64;
+    let mut cycle = 0u64;
+
+    loop {
+        cycle += 1;
+        assert!(cycle < 400_000, "no progress: {taken} jobs taken, {acks_seen} ACKs");
+        // The RX engine queues the next job when its packet fits in the buffer.
+        if jobs.len() < n_jobs && rng.chance(1, 2) {
+            let region = 0x1000_0000 + 0x2000 * jobs.len() as u64;
+            let j = make_job(&mut rng, next_start, region);
+            if used_beats + j.release <= 256 {
+                // The ingress writes the packet's beats now.
+                for k in 0..j.release {
+                    buffer[((j.start + k) % 256) as usize] = rng.bytes(64).try_into().unwrap();
+                }
+                let mut pay = Vec::new();
+                for i in 0..j.plen {
+                    let off = j.hlen + i;
+                    pay.push(buffer[((j.start + (off / 64) as u64) % 256) as usize][off % 64]);
+                }
+                payloads.push(pay);
+                used_beats += j.release;
+                next_start = (next_start + j.release) % 256;
+                if j.release > 0 {
+                    releases_expected.push_back(j.release);
+                }
+                if j.ack.is_some() {
+                    ack_jobs.push_back(jobs.len());
+                }
+                jobs.push(j);
+            }
+        }
+        if queued < jobs.len() && rng.chance(3, 4) {
+            queued = jobs.len();
+        }
+        let have_job = taken < queued;
+        dut.set_bit(job_empty, !have_job);
+        if have_job {
+            dut.set_wide(job_p, &pack_fields(job_width, &jobs[taken].fields));
+        } else {
+            dut.set_wide(job_p, &pack_fields(job_width, &[(0, 64, rng.next_u64())]));
+        }
+        dut.set_wide(buf_rdata, &buffer[last_raddr as usize]);
+        let (ar, wr) = (rng.chance(2, 3), rng.chance(2, 3));
+        dut.set_bit(awready, ar);
+        dut.set_bit(wready, wr);
+        let b_now = b_pending.front().is_some_and(|t| *t <= cycle);
+        dut.set_bit(bvalid, b_now);
+        let af = rng.chance(1, 4);
+        dut.set_bit(ack_full, af);
+        dut.eval();
+
+        if have_job && dut.get_bit(job_read) {
+            taken += 1;
+        }
+        if b_now {
+            b_pending.pop_front();
+            b_delivered += 1;
+        }
+        if dut.get_bit(awvalid) && ar {
+            let a = dut.get(awaddr);
+            assert_eq!(a % 64, 0, "unaligned AW {a:#x}");
+            aws.push_back(a);
+        }
+        if dut.get_bit(wvalid) && wr {
+            ws.push_back((dut.get_wide(wdata), dut.get(wstrb)));
+        }
+        while let (Some(a), Some((d, s))) = (aws.front().copied(), ws.front().cloned()) {
+            aws.pop_front();
+            ws.pop_front();
+            for k in 0..64 {
+                if s >> k & 1 == 1 {
+                    mem.insert(a + k, d[k as usize]);
+                }
+            }
+            beats_written += 1;
+            b_pending.push_back(cycle + rng.range(1, 12));
+        }
+        let (ca, cn) = (dut.get_bit(cnt_ack), dut.get_bit(cnt_nak));
+        if dut.get_bit(ack_write) {
+            assert!(!af, "ack_write while ack_full");
+            let j = ack_jobs.pop_front().expect("an ACK nobody asked for");
+            let got = dut.get_wide(ack_p);
+            assert_eq!(&got, jobs[j].ack.as_ref().unwrap(), "ACK {acks_seen} (job {j}) content (seed {seed:#x})");
+            // Every write of jobs 0..=j has been answered.
+            let needed: u64 = jobs[..=j].iter().map(|x| x.beats).sum();
+            assert!(b_delivered >= needed, "ACK of job {j} with {b_delivered} B responses, {needed} needed (seed {seed:#x})");
+            let is_ack = jobs[j].syndrome == 0x1F;
+            assert_eq!((ca, cn), (is_ack, !is_ack), "ACK/NAK counter");
+            acks_seen += 1;
+        } else {
+            assert!(!ca && !cn, "ACK/NAK counter without ack_write");
+        }
+        last_raddr = dut.get(buf_raddr);
+        dut.tick();
+        // Released beats are free for the ingress: overwrite them at once.
+        dut.eval();
+        let rd = dut.get(rd_ptr);
+        if rd != rd_seen {
+            let step = (rd + 512 - rd_seen) % 512;
+            let want = releases_expected.pop_front().expect("rd_ptr moved with nothing to release");
+            assert_eq!(step, want, "rd_ptr step (seed {seed:#x})");
+            for k in 0..step {
+                buffer[((released_total + k) % 256) as usize] = rng.bytes(64).try_into().unwrap();
+            }
+            released_total += step;
+            used_beats -= step;
+            rd_seen = rd;
+        }
+        if jobs.len() == n_jobs && taken == n_jobs && ack_jobs.is_empty() && b_pending.is_empty() && aws.is_empty() {
+            let planned: u64 = jobs.iter().map(|x| x.beats).sum();
+            if beats_written == planned {
+                break;
+            }
+        }
+    }
+    assert!(releases_expected.is_empty(), "{} releases missing", releases_expected.len());
+    // Host memory: exactly the payloads and CQEs.
+    let mut want: HashMap<u64, u8> = HashMap::new();
+    for (j, job) in jobs.iter().enumerate() {
+        match job.kind {
+            0 => {
+                for (i, b) in payloads[j].iter().enumerate() {
+                    want.insert(job.addr + i as u64, *b);
+                }
+            }
+            1 => {
+                for (i, b) in job.cqe.iter().enumerate() {
+                    want.insert(job.addr + i as u64, *b);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut extra: Vec<u64> = mem.keys().filter(|a| !want.contains_key(a)).copied().collect();
+    extra.sort();
+    assert!(extra.is_empty(), "{} bytes written outside any job, first at {:#x} (seed {seed:#x})", extra.len(), extra[0]);
+    let mut wrong: Vec<(u64, u8, Option<u8>)> =
+        want.iter().filter(|(a, v)| mem.get(a) != Some(v)).map(|(a, v)| (*a, *v, mem.get(a).copied())).collect();
+    wrong.sort();
+    if let Some((a, v, g)) = wrong.first() {
+        let len = |x: &Job| if x.kind == 1 { 32 } else { x.plen as u64 };
+        let j = jobs.iter().position(|x| x.kind < 2 && x.addr <= *a && *a < x.addr + len(x)).unwrap();
+        let job = &jobs[j];
+        panic!(
+            "{} bytes wrong, first at {a:#x}: want {v:#04x} got {g:x?}; job {j}: kind {} addr {:#x} plen {} hlen {} start {} (seed {seed:#x})",
+            wrong.len(),
+            job.kind,
+            job.addr,
+            job.plen,
+            job.hlen,
+            job.start
+        );
+    }
+}
