@@ -10,7 +10,8 @@ use rust_hdl::prelude::*;
 /// order per ID; the top level routes ID 1 to the scheduler and ID 0 to the assembler, which
 /// consumes exactly `ceil(((addr & 63) + len) / 64)` beats per job.
 ///
-/// WQE fetches go first between bursts. Timing: one AR per cycle while `arready`.
+/// WQE fetches go first between bursts; an AR on the bus stays unchanged until accepted
+/// (AXI4 A3.2.1). Timing: one AR per cycle while `arready`.
 #[derive(LogicBlock, Default)]
 pub struct DmaReadIssuer {
     pub clock: Signal<In, Clock>,
@@ -28,6 +29,7 @@ pub struct DmaReadIssuer {
     pub arlen: Signal<Out, Bits<8>>,
     pub arid: Signal<Out, Bits<4>>,
     busy: DFF<Bit>,
+    holding: DFF<Bit>,
     cur: DFF<Bits<64>>,
     beats: DFF<Bits<8>>,
     job_beats: Signal<Local, Bits<16>>,
@@ -38,7 +40,7 @@ pub struct DmaReadIssuer {
 impl Logic for DmaReadIssuer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy, cur, beats);
+        dff_setup!(self, clock, busy, holding, cur, beats);
         self.job_beats.next = (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0))
             + bit_cast::<16, 13>(self.rj_len.val())
             + 63)
@@ -54,7 +56,7 @@ impl Logic for DmaReadIssuer {
         self.araddr.next = self.wqe_addr.val();
         self.arlen.next = 0.into();
         self.arid.next = 1.into();
-        if self.wqe_valid.val() {
+        if self.wqe_valid.val() & !self.holding.q.val() {
             self.arvalid.next = true;
             self.wqe_ready.next = self.arready.val();
         } else if self.busy.q.val() {
@@ -75,8 +77,11 @@ impl Logic for DmaReadIssuer {
             self.beats.d.next = self.job_beats.val().get_bits::<8>(0);
             self.busy.d.next = self.rj_len.val() != 0;
         }
+        // A payload AR presented but not taken must be presented again, unchanged.
+        self.holding.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 0);
         if self.reset.val() {
             self.busy.d.next = false;
+            self.holding.d.next = false;
         }
     }
 }

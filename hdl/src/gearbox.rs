@@ -8,6 +8,8 @@ use rust_hdl::prelude::*;
 /// the caller wants the upper bytes dropped). Chunks are appended back to back; every full 64
 /// bytes leave as one beat (`out_count` = 64). `in_last` marks the final chunk of a packet: the
 /// remaining bytes then leave as a final beat with `out_count` < 64 possible and `out_last`.
+/// The final chunk must carry at least one byte (`in_len` > 0): the beat before an empty final
+/// chunk may already have left without `out_last`. Every user sends a non-empty final chunk.
 /// A chunk of the next packet is accepted no earlier than the cycle the last beat leaves, so
 /// two packets never share a beat and back-to-back packets cost no bubble.
 ///

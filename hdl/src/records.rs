@@ -14,6 +14,8 @@ macro_rules! record {
         #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
         pub struct $name { $(pub $field: Bits<$w>),* }
 
+        const _: () = assert!($total == 0 $(+ $w)*, "declared width differs from the fields' sum");
+
         impl From<Bits<$total>> for $name {
             fn from(x: Bits<$total>) -> Self {
                 let mut off = 0usize;
@@ -86,10 +88,10 @@ record!(
 
 
 record!(
-    /// One request packet for the TX assembler, produced by the scheduler (320 bits).
+    /// One request packet for the TX assembler, produced by the scheduler (328 bits).
     /// `pay_skip` is the payload's host address modulo 64: where the payload starts in its
     /// first DMA beat.
-    TxJob, 320, {
+    TxJob, 328, {
         opcode: 8, ackreq: 1, has_reth: 1, rsvd0: 6, psn: 24, dest_qpn: 24, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, reth_va: 64, reth_rkey: 32, reth_len: 32,
         plen: 13, pay_skip: 6, rsvd1: 5,

@@ -146,6 +146,7 @@ pub struct RxEngine {
     psn_delta: Signal<Local, Bits<24>>,
     reply: Signal<Local, AckJob>,
     restart_psn: Signal<Local, Bits<24>>,
+    outstanding_wqes: Signal<Local, Bits<16>>,
 }
 
 impl Default for RxEngine {
@@ -248,6 +249,7 @@ impl Default for RxEngine {
             zero_cqe: Constant::new(CqeRec::default()),
             w_addr: Default::default(),
             restart_psn: Default::default(),
+            outstanding_wqes: Default::default(),
             psn_delta: Default::default(),
             reply: Default::default(),
     cqn: Default::default(),
@@ -395,6 +397,7 @@ impl Logic for RxEngine {
             self.cover_psn.next = self.pkt.q.val().psn - 1;
         }
         self.psn_diff.next = self.cover_psn.val() - self.entry.val().last_psn;
+        self.outstanding_wqes.next = self.sent.q.val() - self.acked.q.val();
         self.cq_mask.next =
             (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.cq.q.val().log_size)) - 1;
         self.cqe_addr.next = self.cq.q.val().base
@@ -613,8 +616,9 @@ impl Logic for RxEngine {
                 self.state.d.next = 0.into();
             }
             10 => {
-                // The in-flight entry at `acked` is being read.
-                if self.acked.q.val() == self.sent.q.val() {
+                // The in-flight entry at `acked` is being read. Only WQEs the scheduler has
+                // recorded (serially between acked and sent) are retired.
+                if (self.outstanding_wqes.val() == 0) | self.outstanding_wqes.val().get_bit(15) {
                     self.state.d.next = 9.into();
                 } else {
                     self.state.d.next = 11.into();

@@ -115,11 +115,12 @@ pub struct TxScheduler {
     send_flags: Signal<Local, Bits<8>>,
     skip_pkts: Signal<Local, Bits<24>>,
     skip_bytes: Signal<Local, Bits<64>>,
+    rw_behind: Signal<Local, Bits<16>>,
 }
 
 // States.
 // 0 idle, 1 load (address), 2 load (data), 3 check, 4 WQE address, 5 WQE data, 6 key lookup,
-// 7 validate, 8 segment, 9 record, 10 local error.
+// 7 validate, 8 segment, 9 record, 10 local error, 11 save and yield to a rewind.
 
 impl Logic for TxScheduler {
     #[hdl_gen]
@@ -152,7 +153,9 @@ impl Logic for TxScheduler {
         self.tables.cmd_op.next = self.cmd_op.val();
         self.tables.cmd_index.next = self.cmd_index.val();
         self.tables.cmd_record.next = self.cmd_record.val();
-        self.writing_dyn.next = (self.state.q.val() == 9) | (self.state.q.val() == 10);
+        self.writing_dyn.next = (self.state.q.val() == 9)
+            | (self.state.q.val() == 10)
+            | (self.state.q.val() == 11);
         self.cmd_ready.next = !self.writing_dyn.val();
         self.dyn_ram.write_enable.next = self.cmd_fire.val()
             & (self.cmd_op.val() == 1)
@@ -184,6 +187,7 @@ impl Logic for TxScheduler {
         self.skip_pkts.next = self.rw_restart.q.val() - self.next_psn.q.val();
         self.skip_bytes.next = bit_cast::<64, 24>(self.skip_pkts.val())
             << (bit_cast::<64, 3>(self.ctx.q.val().path_mtu) + 7);
+        self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
         self.sq_mask.next = (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size)) - 1;
 
         // Outputs, default idle.
@@ -270,8 +274,11 @@ impl Logic for TxScheduler {
                 self.ctx.d.next = self.qp_now.val();
                 self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
                 self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
+                // A rewind older than the completer's progress (ACKs retired WQEs after it was
+                // asked for) is stale: resume from the saved state instead.
+                self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
                 self.skip_pending.d.next = self.rewind.q.val();
-                if self.rewind.q.val() {
+                if self.rewind.q.val() & ((self.rw_behind.val() == 0) | self.rw_behind.val().get_bit(15)) {
                     self.next_psn.d.next = self.rw_psn.q.val();
                     self.ci.d.next = self.rw_ci.q.val();
                     self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
@@ -288,9 +295,9 @@ impl Logic for TxScheduler {
                 } else if (self.ci.q.val() - self.acked_data.val()) < 16 {
                     self.state.d.next = 4.into();
                 } else if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
-                    // The window is full because packets were lost: let the rewind (which
-                    // reloads this QP's state, saved at every WQE) take over.
-                    self.state.d.next = 0.into();
+                    // The window is full because packets were lost: save the state (with the
+                    // doorbell's producer index) and let the rewind take over.
+                    self.state.d.next = 11.into();
                 }
             }
             4 => {
@@ -360,7 +367,7 @@ impl Logic for TxScheduler {
             10 => {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
                 if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
-                    self.state.d.next = 0.into();
+                    self.state.d.next = 11.into();
                 } else if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
                     self.lc_write.next = true;
                     self.cnt_local_err.next = true;
@@ -372,6 +379,15 @@ impl Logic for TxScheduler {
                     self.ci.d.next = self.ci.q.val() + 1;
                     self.state.d.next = 3.into();
                 }
+            }
+            11 => {
+                // Save {next PSN, ci, pi} and yield to a pending rewind.
+                self.dyn_ram.write_enable.next = true;
+                self.dyn_ram.write_address.next = self.cur_qpn.q.val();
+                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
+                    | (bit_cast::<64, 16>(self.ci.q.val()) << 32)
+                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
+                self.state.d.next = 0.into();
             }
             _ => {
                 self.state.d.next = 0.into();

@@ -252,7 +252,6 @@ fn wqe_fetches_win_between_bursts() {
 }
 
 #[test]
-#[ignore = "RTL bug: a WQE request replaces a payload AR that is valid but not yet accepted (AXI4 A3.2.1)"]
 fn ar_stays_stable_until_accepted() {
     let (mut dut, p) = dut();
     let mut rng = Rng::from_env(0xD3A2);

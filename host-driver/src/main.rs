@@ -75,6 +75,21 @@ struct WriteArgs {
     /// Dump an FST waveform of the client NIC into this file (needs `--features waveform`).
     #[arg(long)]
     waveform: Option<PathBuf>,
+    /// Probability that the wire loses a frame (each direction).
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    /// Probability that the wire delivers a frame twice.
+    #[arg(long, default_value_t = 0.0)]
+    dup: f64,
+    /// Probability that the wire flips one bit of a frame (the receiving MAC flags its FCS).
+    #[arg(long, default_value_t = 0.0)]
+    corrupt: f64,
+    /// Seed of the wire's fault injection (runs are deterministic for a given seed).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Local ACK timeout exponent of the QPs (4.096 us x 2^N).
+    #[arg(long, default_value_t = 4)]
+    qp_timeout: u8,
 }
 
 fn main() -> ExitCode {
@@ -95,6 +110,17 @@ fn perf_write(a: WriteArgs) -> ExitCode {
         budget_cycles: a.timeout_cycles,
         pcap: a.pcap.clone(),
         waveform: a.waveform.clone(),
+        qp_timeout: a.qp_timeout,
+        sim: rnic_sim::SimConfig {
+            faults: rnic_sim::FaultConfig {
+                seed: a.seed,
+                drop_probability: a.loss,
+                corrupt_probability: a.corrupt,
+                duplicate_probability: a.dup,
+                ..rnic_sim::FaultConfig::default()
+            },
+            ..rnic_sim::SimConfig::default()
+        },
         ..WriteBwOptions::default()
     };
     if let Err(e) = perf::check_options(&opts) {
@@ -200,6 +226,12 @@ fn print_table(r: &WriteBwReport, a: &WriteArgs) {
     );
     if let Some(p) = &a.pcap {
         println!(" pcap: {} frames in {}", r.pcap_frames, p.display());
+    }
+    if a.loss > 0.0 || a.dup > 0.0 || a.corrupt > 0.0 || r.retransmits > 0 {
+        println!(
+            " recovery: {} retransmissions, {} NAKs, {} timeouts (loss {}, dup {}, corrupt {}, seed {})",
+            r.retransmits, r.naks, r.timeouts, a.loss, a.dup, a.corrupt, a.seed
+        );
     }
     if let Some(p) = &a.waveform {
         println!(" waveform (NIC 0): {}", p.display());

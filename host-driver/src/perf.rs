@@ -39,7 +39,11 @@ pub struct WriteBwOptions {
     pub pcap: Option<PathBuf>,
     /// Dump an FST waveform of the client NIC (NIC 0) into this file.
     pub waveform: Option<PathBuf>,
-    /// Simulator parameters.
+    /// Local ACK timeout exponent of both QPs (4.096 µs × 2^n). The default, 4 (65.5 µs),
+    /// suits the simulated wire's microsecond round trip; perftest's 14 (67 ms) would cost 17 M
+    /// simulated cycles per timeout.
+    pub qp_timeout: u8,
+    /// Simulator parameters (including the wire's fault injection).
     pub sim: SimConfig,
 }
 
@@ -54,6 +58,7 @@ impl Default for WriteBwOptions {
             budget_cycles: None,
             pcap: None,
             waveform: None,
+            qp_timeout: 4,
             sim: SimConfig::default(),
         }
     }
@@ -135,6 +140,12 @@ pub struct WriteBwReport {
     pub client: Endpoint,
     /// The server's endpoint (with its buffer).
     pub server: Endpoint,
+    /// Go-back-N restarts of the requester (NIC 0's `retransmits` counter).
+    pub retransmits: u32,
+    /// NAKs the responder sent (NIC 1's `tx_naks`).
+    pub naks: u32,
+    /// Local ACK timeouts at the requester (NIC 0's `timeouts`).
+    pub timeouts: u32,
     /// NIC counters after the run.
     pub counters: BothCounters,
 }
@@ -241,7 +252,12 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let mut qp_s = pd_s.create_qp(&cq_s).set_max_send_wr(1).build()?;
         let ep_c = qp_c.endpoint()?.with_buffer(&client_mr);
         let ep_s = qp_s.endpoint()?.with_buffer(&server_mr);
-        let opts = ConnectOptions { path_mtu: o.mtu, access: AccessFlags::REMOTE_WRITE, ..ConnectOptions::default() };
+        let opts = ConnectOptions {
+            path_mtu: o.mtu,
+            access: AccessFlags::REMOTE_WRITE,
+            timeout: o.qp_timeout,
+            ..ConnectOptions::default()
+        };
         qp_c.connect_with(&ep_s, &opts)?;
         qp_s.connect_with(&ep_c, &opts)?;
         let remote = ep_s.buffer.ok_or_else(|| Error::inval("server endpoint without buffer"))?;
@@ -332,6 +348,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         pcap_frames,
         client: ep_c,
         server: ep_s,
+        retransmits: counters.client.get("retransmits").unwrap_or(0),
+        naks: counters.server.get("tx_naks").unwrap_or(0),
+        timeouts: counters.client.get("timeouts").unwrap_or(0),
         counters,
     })
 }
