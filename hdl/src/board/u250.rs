@@ -19,8 +19,8 @@ use rust_hdl::prelude::*;
 /// link down); the MAC side by the CMAC's `usr_tx_reset`; the CMAC by a power-on counter in
 /// the init domain.
 ///
-/// LEDs: 0 = PCIe link up, 1 = 100G RX aligned, 2 = an RX frame was dropped at the CDC (sticky
-/// until reconfiguration).
+/// No status LEDs: AMD's U250 master XDC lists the STATUS_LED pins under "leave
+/// un-instantiated ... or signal contention with Satellite Controller".
 #[derive(LogicBlock, Default)]
 pub struct U250Top {
     pub pcie_refclk_p: Signal<In, Clock>,
@@ -39,11 +39,11 @@ pub struct U250Top {
     pub qsfp0_resetl: Signal<Out, Bit>,
     pub qsfp0_lpmode: Signal<Out, Bit>,
     pub qsfp0_modsell: Signal<Out, Bit>,
+    /// QSFP0 reference-clock select of the SI5335 (FS1, FS0) and its reset (high = reset).
+    pub qsfp0_fs: Signal<Out, Bits<2>>,
+    pub qsfp0_refclk_reset: Signal<Out, Bit>,
     pub sysclk1_300_p: Signal<In, Clock>,
     pub sysclk1_300_n: Signal<In, Clock>,
-    pub status_led0: Signal<Out, Bit>,
-    pub status_led1: Signal<Out, Bit>,
-    pub status_led2: Signal<Out, Bit>,
     pcie: PcieBridge,
     bar0: Bar0Bridge,
     nic: NicTop,
@@ -55,7 +55,6 @@ pub struct U250Top {
     por: DFF<Bits<8>>,
     mac_reset: DFF<Bit>,
     tx_enable: DFF<Bit>,
-    rx_drop_seen: DFF<Bit>,
 }
 
 impl Logic for U250Top {
@@ -175,10 +174,12 @@ impl Logic for U250Top {
         self.qsfp0_resetl.next = true;
         self.qsfp0_lpmode.next = false;
         self.qsfp0_modsell.next = true;
+        // FS = 1X selects 161.1328125 MHz, the board's power-up default; driven rather than
+        // left to the pull-ups so the bitstream's unused-pin setting cannot change it.
+        self.qsfp0_fs.next = 2.into();
+        self.qsfp0_refclk_reset.next = false;
         self.mac_reset.clock.next = self.mac.usr_clk.val();
         self.tx_enable.clock.next = self.mac.usr_clk.val();
-        self.rx_drop_seen.clock.next = self.mac.usr_clk.val();
-        self.rx_drop_seen.d.next = self.rx_drop_seen.q.val();
         self.mac_reset.d.next = self.mac.usr_tx_reset.val() | self.mac.usr_rx_reset.val();
         // PG203 bring-up: remote fault until RX is aligned, then transmit.
         self.tx_enable.d.next = self.mac.rx_aligned.val();
@@ -199,9 +200,6 @@ impl Logic for U250Top {
         self.nic.s_axis_rx_tlast.next = self.rx_cdc.m_tlast.val();
         self.nic.s_axis_rx_tuser.next = self.rx_cdc.m_tuser.val();
         self.nic.s_axis_rx_tvalid.next = self.rx_cdc.m_tvalid.val();
-        if self.rx_cdc.dropped.val() {
-            self.rx_drop_seen.d.next = true;
-        }
 
         self.tx_cdc.core_clock.next = self.pcie.axi_aclk.val();
         self.tx_cdc.core_reset.next = self.core_reset.q.val();
@@ -218,9 +216,5 @@ impl Logic for U250Top {
         self.mac.tx_tvalid.next = self.tx_cdc.m_tvalid.val();
         self.tx_cdc.m_tready.next = self.mac.tx_tready.val();
 
-        // Status LEDs (asynchronous outputs; false paths in the constraints).
-        self.status_led0.next = self.pcie.link_up.val();
-        self.status_led1.next = self.mac.rx_aligned.val();
-        self.status_led2.next = self.rx_drop_seen.q.val();
     }
 }
