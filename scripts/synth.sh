@@ -159,11 +159,13 @@ EOF
 
 say "yosys $(yosys -V | awk '{print $2}'): synth_xilinx -family xcup (resources) and abc -lut 6 (depth) in parallel; this takes a while"
 t0=$SECONDS
-( s=$SECONDS; yosys -q -l "$out/resources.log" -s "$out/resources.ys" >/dev/null 2>&1; rc=$?; echo "$rc $((SECONDS - s))" >"$out/resources.rc" ) &
+rm -f "$out/resources.rc" "$out/depth.rc"
+( s=$SECONDS; rc=0; yosys -q -l "$out/resources.log" -s "$out/resources.ys" >/dev/null 2>&1 || rc=$?
+  echo "$rc $((SECONDS - s))" >"$out/resources.rc" ) &
 pid_res=$!
-( s=$SECONDS; yosys -q -l "$out/depth.log" -s "$out/depth.ys" >/dev/null 2>&1 &&
-    python3 scripts/synth/depth.py --target "$target" --top 25 "$out/depth_netlist.json" >"$out/depth.json"
-  rc=$?; echo "$rc $((SECONDS - s))" >"$out/depth.rc" ) &
+( s=$SECONDS; rc=0; { yosys -q -l "$out/depth.log" -s "$out/depth.ys" >/dev/null 2>&1 &&
+    python3 scripts/synth/depth.py --target "$target" --top 25 "$out/depth_netlist.json" >"$out/depth.json"; } || rc=$?
+  echo "$rc $((SECONDS - s))" >"$out/depth.rc" ) &
 pid_depth=$!
 wait $pid_res $pid_depth || true
 read -r rc_res t_res <"$out/resources.rc"

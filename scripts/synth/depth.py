@@ -27,6 +27,7 @@ from collections import defaultdict
 _SEQ = re.compile(r"^\$_(S?DFF|DFFE|SDFFE|SDFFCE|ALDFF|ALDFFE|DFFSR|DFFSRE|DLATCH|SR)\w*_$|^\$(s?dff|dffe|sdffe|sdffce|adff|adffe|aldff|dffsr|dlatch|sr|ff)$")
 # Ports of sequential cells that carry data/control into the register (all inputs but the clock).
 _CLOCK_PORTS = {"C", "CLK"}
+_CLOCKISH = re.compile(r"clock|clk", re.I)
 
 
 def load(path):
@@ -70,17 +71,19 @@ def analyze(netlist, top, target):
     driver = {}          # bit -> ("lut", cell name) | ("start", None)
     lut_inputs = {}      # lut cell -> input bits
     lut_output = {}
-    ends = []            # (bit, description)
+    ends = []            # bits that end a path
+    end_label = {}       # end bit -> the register (or RAM port) it feeds
     unknown = defaultdict(int)
 
     for pname, port in mod["ports"].items():
-        for b in port["bits"]:
+        for i, b in enumerate(port["bits"]):
             if isinstance(b, str):
                 continue
             if port["direction"] == "input":
                 driver[b] = ("start", None)
             else:
                 ends.append(b)
+                end_label[b] = pname + (f"[{i}]" if len(port["bits"]) > 1 else "")
 
     for cname, cell in mod["cells"].items():
         ctype = cell["type"]
@@ -92,15 +95,24 @@ def analyze(netlist, top, target):
             lut_output[cname] = y
             driver[y] = ("lut", cname)
         elif _SEQ.match(ctype) or ctype.lstrip("\\") in blackboxes or ctype in blackboxes:
+            seq = bool(_SEQ.match(ctype))
+            q = [b for b in conns.get("Q", []) if not isinstance(b, str)]
             for p, bits in conns.items():
                 d = dirs.get(p)
-                for b in bits:
+                for i, b in enumerate(bits):
                     if isinstance(b, str):
                         continue
                     if d == "output":
                         driver[b] = ("start", None)
-                    elif p not in _CLOCK_PORTS and d == "input":
+                    elif d == "input" and p not in _CLOCK_PORTS and not _CLOCKISH.search(p):
                         ends.append(b)
+                        # A flip-flop's input is named after the register it loads (its Q);
+                        # a RAM's after the instance port.
+                        if seq and q:
+                            end_label[b] = names.get(q[min(i, len(q) - 1)], cname)
+                        else:
+                            inst = cname.lstrip("\\").replace("$flatten\\", "")
+                            end_label[b] = f"{inst}.{p}" + (f"[{i}]" if len(bits) > 1 else "")
         else:
             # Anything else left after LUT mapping is unexpected: count it as one level so the
             # figure errs deep, and report it.
@@ -151,7 +163,7 @@ def analyze(netlist, top, target):
     for e in ends:
         lv = level.get(e, 0)
         hist[lv] += 1
-        reg = register_of(names.get(e, str(e)))
+        reg = register_of(end_label.get(e) or names.get(e, str(e)))
         if reg not in per_end or lv > per_end[reg][0]:
             per_end[reg] = (lv, e)
 
@@ -170,7 +182,7 @@ def analyze(netlist, top, target):
         paths.append({
             "levels": lv,
             "from": names.get(start, "(unnamed)"),
-            "to": names.get(e, "(unnamed)"),
+            "to": end_label.get(e) or names.get(e, "(unnamed)"),
             "through": mids[:4],
         })
 
