@@ -74,10 +74,11 @@ pub struct RxEngine {
     pub cnt_dup: Signal<Out, Bit>,
     pub cnt_retransmit: Signal<Out, Bit>,
     /// Go-back-N request to the scheduler: `qpn | ci << 8 | first_psn << 24 | restart << 48`
-    /// (resend WQE `ci`, whose first PSN is `first_psn`, from PSN `restart`).
+    /// (resend WQE `ci`, whose first PSN is `first_psn`, from PSN `restart`); bit 72 instead
+    /// asks it to flush the QP (it entered the error state).
     pub rw_full: Signal<In, Bit>,
     pub rw_write: Signal<Out, Bit>,
-    pub rw_data: Signal<Out, Bits<72>>,
+    pub rw_data: Signal<Out, Bits<73>>,
     pub cnt_rx_ack: Signal<Out, Bit>,
     pub cnt_cqe: Signal<Out, Bit>,
     tables: ContextTables,
@@ -91,6 +92,7 @@ pub struct RxEngine {
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
     retries: DFF<Bits<3>>,
+    qp_err: DFF<Bit>,
     pkt: DFF<RxDesc>,
     lcr: DFF<LocalCompletion>,
     qpn: DFF<Bits<6>>,
@@ -147,6 +149,7 @@ pub struct RxEngine {
     reply: Signal<Local, AckJob>,
     restart_psn: Signal<Local, Bits<24>>,
     outstanding_wqes: Signal<Local, Bits<16>>,
+    fatal: Signal<Local, Bit>,
 }
 
 impl Default for RxEngine {
@@ -205,6 +208,7 @@ impl Default for RxEngine {
             src_lc: Default::default(),
             src_to: Default::default(),
             retries: Default::default(),
+            qp_err: Default::default(),
             pkt: Default::default(),
             lcr: Default::default(),
             qpn: Default::default(),
@@ -250,6 +254,7 @@ impl Default for RxEngine {
             w_addr: Default::default(),
             restart_psn: Default::default(),
             outstanding_wqes: Default::default(),
+            fatal: Default::default(),
             psn_delta: Default::default(),
             reply: Default::default(),
     cqn: Default::default(),
@@ -276,7 +281,7 @@ impl Logic for RxEngine {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, src_lc, src_to, retries, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
+            self, clock, state, src_lc, src_to, retries, qp_err, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
             in_write, nak_sent, acked, sent, cq, cq_pi, status, stop_after, cqe_wr_id, cqe_len
         );
         self.rdyn_ram.read_clock.next = self.clock.val();
@@ -398,6 +403,7 @@ impl Logic for RxEngine {
         }
         self.psn_diff.next = self.cover_psn.val() - self.entry.val().last_psn;
         self.outstanding_wqes.next = self.sent.q.val() - self.acked.q.val();
+        self.fatal.next = (self.status.q.val() != 0) & (self.status.q.val() != 5);
         self.cq_mask.next =
             (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.cq.q.val().log_size)) - 1;
         self.cqe_addr.next = self.cq.q.val().base
@@ -454,10 +460,10 @@ impl Logic for RxEngine {
         if self.src_to.q.val() {
             self.restart_psn.next = self.entry.val().first_psn;
         }
-        self.rw_data.next = bit_cast::<72, 6>(self.qpn.q.val())
-            | (bit_cast::<72, 16>(self.acked.q.val()) << 8)
-            | (bit_cast::<72, 24>(self.entry.val().first_psn) << 24)
-            | (bit_cast::<72, 24>(self.restart_psn.val()) << 48);
+        self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
+            | (bit_cast::<73, 16>(self.acked.q.val()) << 8)
+            | (bit_cast::<73, 24>(self.entry.val().first_psn) << 24)
+            | (bit_cast::<73, 24>(self.restart_psn.val()) << 48);
         self.cnt_rx_ack.next = false;
         self.cnt_cqe.next = false;
 
@@ -502,6 +508,7 @@ impl Logic for RxEngine {
                 self.nak_sent.d.next = self.rdyn_now.val().get_bit(161);
                 self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
                 self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
+                self.qp_err.d.next = self.acked_ram.read_data.val().get_bit(20);
                 self.sent.d.next = self.sent_data.val();
                 self.stop_after.d.next = false;
                 if self.src_lc.q.val() {
@@ -607,7 +614,8 @@ impl Logic for RxEngine {
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
                 self.acked_ram.write_data.next = bit_cast::<32, 16>(self.acked.q.val())
-                    | (bit_cast::<32, 3>(self.retries.q.val()) << 16);
+                    | (bit_cast::<32, 3>(self.retries.q.val()) << 16)
+                    | (bit_cast::<32, 1>(self.qp_err.q.val().into()) << 20);
                 // Only the completer moves the CQ producer index.
                 self.cqpi_ram.write_enable.next =
                     self.qpn_ok.q.val() & (self.src_lc.q.val() | (self.op.val() == 0x11));
@@ -628,7 +636,13 @@ impl Logic for RxEngine {
                 self.cqe_wr_id.d.next = self.entry.val().wr_id;
                 self.cqe_len.d.next = self.entry.val().byte_len;
                 self.status.d.next = 0.into();
-                if self.src_to.q.val() | (self.is_nak.val() & (self.nak_code.val() == 0) & self.psn_diff.val().get_bit(23)) {
+                if self.qp_err.q.val() {
+                    // The QP is in the error state: every outstanding WQE completes with
+                    // IBV_WC_WR_FLUSH_ERR, signaled or not (ibv_poll_cq(3)).
+                    self.status.d.next = 5.into();
+                    self.cqe_len.d.next = 0.into();
+                    self.state.d.next = 12.into();
+                } else if self.src_to.q.val() | (self.is_nak.val() & (self.nak_code.val() == 0) & self.psn_diff.val().get_bit(23)) {
                     // Local ACK timeout or PSN sequence NAK: go back to the oldest WQE not yet
                     // acknowledged, at most RETRY_CNT times without progress (7 is not
                     // infinite); then the WQE fails with IBV_WC_RETRY_EXC_ERR.
@@ -670,12 +684,20 @@ impl Logic for RxEngine {
                 self.job.next.kind = 1.into();
                 self.job.next.release = 0.into();
                 self.job.next.addr = self.cqe_addr.val();
-                if !self.job_full.val() {
+                // An error other than a flush puts the QP in the error state: the completer
+                // flushes what is in flight, the scheduler what is not yet sent.
+                self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                if !self.job_full.val() & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val()) {
                     self.job_write.next = true;
                     self.cnt_cqe.next = true;
                     self.cq_pi.d.next = self.cq_pi.q.val() + 1;
                     self.acked.d.next = self.acked.q.val() + 1;
-                    if self.stop_after.q.val() {
+                    if self.fatal.val() {
+                        self.qp_err.d.next = true;
+                        // A local error's scheduler knows already.
+                        self.rw_write.next = !self.src_lc.q.val();
+                    }
+                    if self.src_lc.q.val() {
                         self.state.d.next = 9.into();
                     } else {
                         self.state.d.next = 10.into();

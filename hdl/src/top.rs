@@ -109,7 +109,7 @@ pub struct NicTop {
     rxi: RxIngress,
     desc_fifo: SynchronousFIFO<RxDesc, 5, 6, 1>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
-    rw_fifo: SynchronousFIFO<Bits<72>, 2, 3, 1>,
+    rw_fifo: SynchronousFIFO<Bits<73>, 2, 3, 1>,
     timer: AckTimer,
     to_fifo: SynchronousFIFO<Bits<8>, 2, 3, 1>,
     rxe: RxEngine,

@@ -34,7 +34,7 @@ pub struct TxScheduler {
     pub db_read: Signal<Out, Bit>,
     // Go-back-N requests from the completer (first-word fall-through FIFO).
     pub rw_empty: Signal<In, Bit>,
-    pub rw_data: Signal<In, Bits<72>>,
+    pub rw_data: Signal<In, Bits<73>>,
     pub rw_read: Signal<Out, Bit>,
     // Context commands.
     pub cmd_fire: Signal<In, Bit>,
@@ -98,6 +98,8 @@ pub struct TxScheduler {
     rw_psn: DFF<Bits<24>>,
     rw_restart: DFF<Bits<24>>,
     skip_pending: DFF<Bit>,
+    flush_req: DFF<Bit>,
+    err: DFF<Bit>,
     mr: Signal<Local, MrEntryRec>,
     qp_now: Signal<Local, QpContextRec>,
     cmd_qp: Signal<Local, QpContextRec>,
@@ -127,7 +129,7 @@ impl Logic for TxScheduler {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, cur_qpn, pi, ctx, next_psn, ci, wqe, rem, total, cur_iova, first,
-            status, wqe_psn, rewind, rw_ci, rw_psn, rw_restart, skip_pending
+            status, wqe_psn, rewind, rw_ci, rw_psn, rw_restart, skip_pending, flush_req, err
         );
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
@@ -249,6 +251,7 @@ impl Logic for TxScheduler {
         match self.state.q.val().index() {
             0 => {
                 self.rewind.d.next = false;
+                self.flush_req.d.next = false;
                 if !self.rw_empty.val() {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
                     self.rw_read.next = true;
@@ -257,6 +260,7 @@ impl Logic for TxScheduler {
                     self.rw_ci.d.next = self.rw_data.val().get_bits::<16>(8);
                     self.rw_psn.d.next = self.rw_data.val().get_bits::<24>(24);
                     self.rw_restart.d.next = self.rw_data.val().get_bits::<24>(48);
+                    self.flush_req.d.next = self.rw_data.val().get_bit(72);
                     self.state.d.next = 1.into();
                 } else if !self.db_empty.val() {
                     self.db_read.next = true;
@@ -278,12 +282,25 @@ impl Logic for TxScheduler {
                 // asked for) is stale: resume from the saved state instead.
                 self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
                 self.skip_pending.d.next = self.rewind.q.val();
-                if self.rewind.q.val() & ((self.rw_behind.val() == 0) | self.rw_behind.val().get_bit(15)) {
+                if self.rewind.q.val()
+                    & !self.flush_req.q.val()
+                    & !self.dyn_now.val().get_bit(24)
+                    & ((self.rw_behind.val() == 0) | self.rw_behind.val().get_bit(15))
+                {
                     self.next_psn.d.next = self.rw_psn.q.val();
                     self.ci.d.next = self.rw_ci.q.val();
                     self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
                 }
-                if self.qp_now.val().state == 3 {
+                // In the error state (set by the NIC after an error completion, or by the driver
+                // with modify_qp to ERR) every WQE completes with IBV_WC_WR_FLUSH_ERR.
+                self.err.d.next = self.dyn_now.val().get_bit(24)
+                    | self.flush_req.q.val()
+                    | (self.qp_now.val().state == 6);
+                if self.flush_req.q.val() {
+                    // Remember the error state before anything else.
+                    self.rewind.d.next = false;
+                    self.state.d.next = 11.into();
+                } else if (self.qp_now.val().state == 3) | (self.qp_now.val().state == 6) {
                     self.state.d.next = 3.into();
                 } else {
                     self.state.d.next = 0.into();
@@ -332,7 +349,10 @@ impl Logic for TxScheduler {
                     self.next_psn.d.next = self.rw_restart.q.val();
                 }
                 self.state.d.next = 8.into();
-                if self.wqe.q.val().opcode != 0 {
+                if self.err.q.val() {
+                    self.status.d.next = 5.into();
+                    self.state.d.next = 10.into();
+                } else if self.wqe.q.val().opcode != 0 {
                     self.status.d.next = 2.into();
                     self.state.d.next = 10.into();
                 } else if (self.len.val() != 0) & !(self.key_ok.val() & self.bounds_ok.val()) {
@@ -360,7 +380,8 @@ impl Logic for TxScheduler {
                 self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                 self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
                     | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32)
-                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
+                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
+                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24);
                 self.ci.d.next = self.ci.q.val() + 1;
                 self.state.d.next = 3.into();
             }
@@ -370,12 +391,15 @@ impl Logic for TxScheduler {
                     self.state.d.next = 11.into();
                 } else if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
                     self.lc_write.next = true;
-                    self.cnt_local_err.next = true;
+                    self.cnt_local_err.next = self.status.q.val() != 5;
+                    // A local error puts the QP in the error state for the WQEs behind it.
+                    self.err.d.next = true;
                     self.dyn_ram.write_enable.next = true;
                     self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                     self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
                         | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32)
-                        | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
+                        | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
+                        | (bit_cast::<64, 1>(1.into()) << 24);
                     self.ci.d.next = self.ci.q.val() + 1;
                     self.state.d.next = 3.into();
                 }
@@ -386,8 +410,14 @@ impl Logic for TxScheduler {
                 self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                 self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
                     | (bit_cast::<64, 16>(self.ci.q.val()) << 32)
-                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
+                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
+                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24);
                 self.state.d.next = 0.into();
+                if self.flush_req.q.val() {
+                    // Entered the error state: flush the WQEs not yet sent.
+                    self.flush_req.d.next = false;
+                    self.state.d.next = 3.into();
+                }
             }
             _ => {
                 self.state.d.next = 0.into();
