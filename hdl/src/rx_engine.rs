@@ -110,7 +110,6 @@ pub struct RxEngine {
     cq_pi: DFF<Bits<32>>,
     // Completer.
     status: DFF<Bits<8>>,
-    stop_after: DFF<Bit>,
     cqe_wr_id: DFF<Bits<64>>,
     cqe_len: DFF<Bits<32>>,
     // Combinational views.
@@ -225,7 +224,6 @@ impl Default for RxEngine {
             cq: Default::default(),
             cq_pi: Default::default(),
             status: Default::default(),
-            stop_after: Default::default(),
             cqe_wr_id: Default::default(),
             cqe_len: Default::default(),
             qp_now: Default::default(),
@@ -282,7 +280,7 @@ impl Logic for RxEngine {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, src_lc, src_to, retries, qp_err, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
-            in_write, nak_sent, acked, sent, cq, cq_pi, status, stop_after, cqe_wr_id, cqe_len
+            in_write, nak_sent, acked, sent, cq, cq_pi, status, cqe_wr_id, cqe_len
         );
         self.rdyn_ram.read_clock.next = self.clock.val();
         self.rdyn_ram.write_clock.next = self.clock.val();
@@ -510,7 +508,6 @@ impl Logic for RxEngine {
                 self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
                 self.qp_err.d.next = self.acked_ram.read_data.val().get_bit(20);
                 self.sent.d.next = self.sent_data.val();
-                self.stop_after.d.next = false;
                 if self.src_lc.q.val() {
                     self.state.d.next = 3.into();
                 } else if self.src_to.q.val() {
@@ -595,7 +592,6 @@ impl Logic for RxEngine {
                     self.cqe_wr_id.d.next = self.lcr.q.val().wr_id;
                     self.cqe_len.d.next = 0.into();
                     self.status.d.next = self.lcr.q.val().status;
-                    self.stop_after.d.next = true;
                     self.state.d.next = 12.into();
                 } else {
                     self.state.d.next = 10.into();
@@ -658,7 +654,6 @@ impl Logic for RxEngine {
                         self.cnt_timeout.next = self.src_to.q.val();
                         self.status.d.next = 12.into();
                         self.cqe_len.d.next = 0.into();
-                        self.stop_after.d.next = true;
                         self.state.d.next = 12.into();
                     }
                 } else if !self.psn_diff.val().get_bit(23) {
@@ -674,7 +669,6 @@ impl Logic for RxEngine {
                     // The WQE holding the NAKed PSN fails: REM_INV_REQ 9, REM_ACCESS 10, REM_OP 11.
                     self.status.d.next = bit_cast::<8, 5>(self.nak_code.val()) + 8;
                     self.cqe_len.d.next = 0.into();
-                    self.stop_after.d.next = true;
                     self.state.d.next = 12.into();
                 } else {
                     self.state.d.next = 9.into();

@@ -15,7 +15,6 @@ mod harness;
 
 use harness::{Dut, Port, Rng};
 use rnic_hdl::gearbox::Gearbox;
-use std::collections::VecDeque;
 
 struct Chunk {
     data: [u8; 64],
