@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Synthesizes the generated NIC core with yosys for AMD UltraScale+ and reports what it costs.
 #
-#   scripts/synth.sh                 full report (text): LUT, FF, BRAM, URAM, DSP, per-memory
-#                                    mapping, LUT levels and the deepest register-to-register paths
+#   scripts/synth.sh                 full report (Markdown): LUT, FF, BRAM, URAM, DSP, how each
+#                                    rust-hdl RAM was mapped, LUT levels and the deepest
+#                                    register-to-register paths (~3 min on 2 cores)
 #   scripts/synth.sh --json          the same report as one JSON object on stdout
 #   scripts/synth.sh --check         fast check (seconds): elaboration errors, inferred latches,
 #                                    combinational loops, multiple drivers, simulation-only code
@@ -11,15 +12,15 @@
 #   --verilog DIR        use the Verilog files DIR/*.v (top module `top`) instead of generating
 #                        the core with rnic-hdl-gen
 #   --out DIR            work directory (default target/synth); logs and report.{json,md} land here
+#   --flatten            synth_xilinx -flatten: optimizes across blocks; about the same figures on
+#                        this core but ~45 min instead of ~3 (ABC on one 80 k-gate netlist)
 #   --ram-style POLICY   tables-in-bram (default): the tables (every rust-hdl RAM that is not the
-#                        buffer of a FIFO) get ram_style="block", as constraints/rnic_core.xdc
-#                        does for Vivado; auto: yosys' own choice (it picks LUTRAM up to 64 deep)
+#                        buffer of a FIFO) get ram_style="block", as constraints/u250/build.tcl
+#                        does for Vivado; auto: yosys' own choice (LUTRAM up to 64 deep)
 #   --target-levels N    LUT6 levels a 250 MHz stage may have (default 6, see docs/resources.md)
 #
-# The full report runs two yosys jobs in parallel: `synth_xilinx -family xcup -flatten` for the
-# resources (~20 min on 2 cores with Debian's yosys 0.23; ABC dominates) and a generic
-# `synth -flatten; abc -lut 6` with the RAM modules blackboxed for the logic depth.
-# Idempotent: every run regenerates its outputs under --out.
+# One yosys run, `synth_xilinx -family xcup`, gives the resources; its mapped netlist, flattened,
+# gives the logic depth (scripts/synth/depth.py). Idempotent: every run rewrites --out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -27,11 +28,12 @@ root=$(pwd)
 die() { echo "synth: $*" >&2; exit 1; }
 say() { [ "$json" = 1 ] || echo "synth: $*" >&2; }
 
-mode=report json=0 vdir="" out=target/synth ram_policy=tables-in-bram target=6
+mode=report json=0 vdir="" out=target/synth ram_policy=tables-in-bram target=6 flatten=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --json) json=1 ;;
     --check) mode=check ;;
+    --flatten) flatten="-flatten" ;;
     --verilog) [ $# -ge 2 ] || die "--verilog needs a directory"; vdir=$2; shift ;;
     --out) [ $# -ge 2 ] || die "--out needs a directory"; out=$2; shift ;;
     --ram-style)
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
       shift ;;
     --target-levels)
       [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--target-levels needs a number"; target=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
@@ -135,50 +137,43 @@ setattr=""
 if [ "$ram_policy" = tables-in-bram ]; then
   for m in $tables; do setattr+="setattr -set ram_style \"block\" $m/m:*"$'\n'; done
 fi
-
-cat >"$out/resources.ys" <<EOF
+mkdir -p "$out/cells"
+rm -f "$out"/cells/*.txt "$out/netlist.json" "$out/depth.json" "$out/report.json" "$out/report.md"
+list_cells=""
+for t in RAMB36E2 RAMB18E2 URAM288 RAM32M RAM32M16 RAM64M RAM64M8 RAM32X1D RAM64X1D RAM128X1D \
+         RAM256X1D RAM32X1S RAM64X1S RAM128X1S RAM256X1S RAM512X1S SRL16E SRLC32E DSP48E2; do
+  list_cells+="tee -q -o $out/cells/$t.txt select -list t:$t"$'\n'
+done
+cat >"$out/resources.ys" <<YS
 $read_cmd
 hierarchy -check -top top
 $setattr
-synth_xilinx -family xcup -flatten -top top
-tee -o $out/resources_stat.txt stat
-tee -o $out/resources_cells.txt select -list t:RAMB36E2 t:RAMB18E2 t:URAM288 t:RAM* t:SRL* t:DSP48E2
-EOF
-
-blackbox=""
-for m in $mem_modules; do blackbox+="$m "; done
-cat >"$out/depth.ys" <<EOF
-$read_cmd
-${blackbox:+blackbox $blackbox}
-hierarchy -check -top top
-synth -flatten -top top
-abc -lut 6
+synth_xilinx -family xcup $flatten -top top
+flatten
 opt_clean
-write_json $out/depth_netlist.json
-EOF
+tee -o $out/resources_stat.txt stat
+$list_cells
+write_json $out/netlist.json
+YS
 
-say "yosys $(yosys -V | awk '{print $2}'): synth_xilinx -family xcup (resources) and abc -lut 6 (depth) in parallel; this takes a while"
+say "yosys $(yosys -V | awk '{print $2}'): synth_xilinx -family xcup ${flatten:-(hierarchical)}; takes minutes"
 t0=$SECONDS
-rm -f "$out/resources.rc" "$out/depth.rc"
-( s=$SECONDS; rc=0; yosys -q -l "$out/resources.log" -s "$out/resources.ys" >/dev/null 2>&1 || rc=$?
-  echo "$rc $((SECONDS - s))" >"$out/resources.rc" ) &
-pid_res=$!
-( s=$SECONDS; rc=0; { yosys -q -l "$out/depth.log" -s "$out/depth.ys" >/dev/null 2>&1 &&
-    python3 scripts/synth/depth.py --target "$target" --top 25 "$out/depth_netlist.json" >"$out/depth.json"; } || rc=$?
-  echo "$rc $((SECONDS - s))" >"$out/depth.rc" ) &
-pid_depth=$!
-wait $pid_res $pid_depth || true
-read -r rc_res t_res <"$out/resources.rc"
-read -r rc_depth t_depth <"$out/depth.rc"
-[ "$rc_res" = 0 ] || { tail -20 "$out/resources.log" >&2; die "synth_xilinx failed (log: $out/resources.log)"; }
-[ "$rc_depth" = 0 ] || { tail -20 "$out/depth.log" >&2; die "depth run failed (log: $out/depth.log)"; }
-rm -f "$out/depth_netlist.json"   # hundreds of MB; depth.json keeps what matters
+if ! yosys -q -l "$out/resources.log" -s "$out/resources.ys" >/dev/null 2>&1; then
+  grep -E "ERROR" "$out/resources.log" | head -20 >&2 || true
+  die "synth_xilinx failed (log: $out/resources.log)"
+fi
+t_res=$((SECONDS - t0))
+t1=$SECONDS
+python3 scripts/synth/depth.py --target "$target" --top 25 "$out/netlist.json" >"$out/depth.json" ||
+  die "depth analysis failed on $out/netlist.json"
+t_depth=$((SECONDS - t1))
+rm -f "$out/netlist.json"   # ~100 MB; depth.json keeps what matters
 
 python3 scripts/synth/report.py \
-  --stat "$out/resources_stat.txt" --cells "$out/resources_cells.txt" --log "$out/resources.log" \
+  --stat "$out/resources_stat.txt" --cells-dir "$out/cells" --log "$out/resources.log" \
   --depth "$out/depth.json" --sources "${sources[@]}" --fifo-modules "$fifo_modules" \
-  --ram-policy "$ram_policy" --target "$target" --yosys "$(yosys -V)" \
-  --seconds-resources "$t_res" --seconds-depth "$t_depth" --seconds-total "$((SECONDS - t0))" \
+  --ram-policy "$ram_policy" --flatten "${flatten:-no}" --target "$target" --yosys "$(yosys -V)" \
+  --seconds-synth "$t_res" --seconds-depth "$t_depth" --seconds-total "$((SECONDS - t0))" \
   --json-out "$out/report.json" --md-out "$out/report.md"
 if [ "$json" = 1 ]; then
   cat "$out/report.json"

@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""LUT levels between registers in a LUT6-mapped netlist (yosys `write_json`).
+"""LUT levels between registers in a mapped yosys netlist (`write_json` of the flat top).
 
-Input: the netlist of `synth -flatten; abc -lut 6; opt_clean` with the RAM modules blackboxed
-(their registered read data is a path start, their address/data/enable inputs a path end).
+Two netlist flavours are understood:
+- UltraScale+ primitives after `synth_xilinx` (what scripts/synth.sh uses): LUT1-6 count one
+  level; MUXF7/8/9 none (they sit inside the slice behind a LUT); a carry chain counts one level
+  where it is entered and none along it (CARRY4/CARRY8 cascades are the fast path, as Vivado's
+  CARRY8 is); LUTRAM (RAM32M/RAM64M/RAM64X1D/...) and SRLs read combinationally from their
+  address, one level; flip-flops, block RAM, UltraRAM and DSPs start and end paths.
+- generic `$lut` cells after `abc -lut 6` with the RAM modules blackboxed.
 
-Counts, for every path end (flip-flop D/enable/reset input, RAM input, top-level output), the
-number of `$lut` cells on the deepest path from a path start (flip-flop output, RAM output,
-top-level input, constant). Prints JSON on stdout:
+For every path end (a register, RAM or DSP input, or a top-level output) it finds the deepest
+path from a path start (register/RAM/DSP output, top-level input, constant) and prints JSON:
 
-    {"logic_levels": N,                 # deepest path, in LUT6 levels
-     "histogram": {"0": n, ...},        # path-end bits per depth
-     "paths": [{"levels", "from", "to", "through"}...],  # deepest path per end register
-     "over_target": {"target": T, "end_registers": n}}
+    {"logic_levels": N, "histogram": {"levels": end bits}, "paths": [{"levels", "from", "to",
+     "through"}], "over_target": {"target": T, "end_registers": n}, "luts": n, ...}
 
-`yosys ltp -noff` gives the same figure on a netlist without blackboxes; here a blackbox RAM
-would be counted as a combinational cell, which is why this pass exists.
+`paths` holds the deepest path per end register, deepest first. (`yosys ltp -noff` does not
+know which primitives are sequential or how a carry chain runs, so it reports false loops on a
+Xilinx netlist and counts a blackbox as logic.)
 """
 import argparse
 import json
@@ -28,6 +31,19 @@ _SEQ = re.compile(r"^\$_(S?DFF|DFFE|SDFFE|SDFFCE|ALDFF|ALDFFE|DFFSR|DFFSRE|DLATC
 # Ports of sequential cells that carry data/control into the register (all inputs but the clock).
 _CLOCK_PORTS = {"C", "CLK"}
 _CLOCKISH = re.compile(r"clock|clk", re.I)
+CONST = -(10**6)   # the level of a constant: below any real path
+# UltraScale+ primitives.
+_X_LUT = re.compile(r"^LUT[1-6](_2)?$")
+_X_MUXF = re.compile(r"^MUXF[789]$")
+_X_CARRY = re.compile(r"^CARRY[48]$")
+_X_FF = re.compile(r"^(FD[RSCP]E(_1)?|LD[CP]E)$")
+_X_SEQ_BLOCK = re.compile(r"^(RAMB18E2|RAMB36E2|URAM288(_BASE)?|DSP48E2|FIFO18E2|FIFO36E2)$")
+_X_LUTRAM = re.compile(r"^RAM(32|64|128|256|512)(M|M8|M16|X1S|X1D)$")
+_X_SRL = re.compile(r"^SRLC?(16|32)E$")
+_X_PASS = re.compile(r"^(BUFG|BUFGCE|IBUF|OBUF|INV)$")
+_X_CONST = {"GND", "VCC"}
+# LUTRAM/SRL read-address ports (combinational to the data outputs).
+_READ_ADDR = re.compile(r"^(ADDR[A-H]|A[0-9]?|DPRA[0-9]?|A)$")
 
 
 def load(path):
@@ -56,6 +72,11 @@ def bit_names(module):
     return names
 
 
+def clean(cname):
+    """`$flatten\\rxe.\\state.$procdff$12` -> `rxe.state.$procdff$12`."""
+    return cname.replace("$flatten\\", "").replace("\\", "")
+
+
 def register_of(label):
     """`rxe.state$q[3]` -> `rxe.state`: the register a bit belongs to, for grouping."""
     base = re.sub(r"\[\d+\]$", "", label)
@@ -73,6 +94,9 @@ def analyze(netlist, top, target):
     lut_output = {}
     ends = []            # bits that end a path
     end_label = {}       # end bit -> the register (or RAM port) it feeds
+    lut_weight = {}      # combinational node -> levels it adds
+    carry_in = {}        # carry node -> its chain inputs (CI), which add no level
+    start_label = {}     # start bit without a visible net name -> its cell
     unknown = defaultdict(int)
 
     for pname, port in mod["ports"].items():
@@ -85,46 +109,79 @@ def analyze(netlist, top, target):
                 ends.append(b)
                 end_label[b] = pname + (f"[{i}]" if len(port["bits"]) > 1 else "")
 
+    def bits_of(conns, dirs, want):
+        return [b for p, bits in conns.items() if dirs.get(p) == want for b in bits
+                if not isinstance(b, str)]
+
+    def comb(name, ins, outs, weight=1):
+        """A combinational node: each output is `weight` levels after its deepest input."""
+        for y in outs:
+            key = f"{name}#{y}"
+            lut_inputs[key] = ins
+            lut_weight[key] = weight
+            driver[y] = ("lut", key)
+
+    def ends_at(cname, conns, dirs, q=None, skip=()):
+        for p, bits in conns.items():
+            if dirs.get(p) != "input" or p in _CLOCK_PORTS or p in skip or _CLOCKISH.search(p):
+                continue
+            for i, b in enumerate(bits):
+                if isinstance(b, str):
+                    continue
+                ends.append(b)
+                if q:
+                    end_label[b] = names.get(q[min(i, len(q) - 1)], cname)
+                else:
+                    end_label[b] = f"{clean(cname)}.{p}" + (f"[{i}]" if len(bits) > 1 else "")
+
+    carry_out = set()    # bits driven by a carry cell's CO/O (chain continuation is free)
     for cname, cell in mod["cells"].items():
         ctype = cell["type"]
         dirs = cell.get("port_directions", {})
         conns = cell["connections"]
+        outs = bits_of(conns, dirs, "output")
         if ctype == "$lut":
-            lut_inputs[cname] = [b for b in conns["A"] if not isinstance(b, str)]
             (y,) = conns["Y"]
-            lut_output[cname] = y
-            driver[y] = ("lut", cname)
-        elif _SEQ.match(ctype) or ctype.lstrip("\\") in blackboxes or ctype in blackboxes:
-            seq = bool(_SEQ.match(ctype))
-            q = [b for b in conns.get("Q", []) if not isinstance(b, str)]
-            for p, bits in conns.items():
-                d = dirs.get(p)
-                for i, b in enumerate(bits):
-                    if isinstance(b, str):
-                        continue
-                    if d == "output":
-                        driver[b] = ("start", None)
-                    elif d == "input" and p not in _CLOCK_PORTS and not _CLOCKISH.search(p):
-                        ends.append(b)
-                        # A flip-flop's input is named after the register it loads (its Q);
-                        # a RAM's after the instance port.
-                        if seq and q:
-                            end_label[b] = names.get(q[min(i, len(q) - 1)], cname)
-                        else:
-                            inst = cname.lstrip("\\").replace("$flatten\\", "")
-                            end_label[b] = f"{inst}.{p}" + (f"[{i}]" if len(bits) > 1 else "")
-        else:
-            # Anything else left after LUT mapping is unexpected: count it as one level so the
-            # figure errs deep, and report it.
-            unknown[ctype] += 1
-            outs = [b for p, bits in conns.items() if dirs.get(p) == "output" for b in bits
-                    if not isinstance(b, str)]
-            ins = [b for p, bits in conns.items() if dirs.get(p) != "output" for b in bits
-                   if not isinstance(b, str)]
+            comb(cname, [b for b in conns["A"] if not isinstance(b, str)], [y])
+        elif _X_LUT.match(ctype):
+            comb(cname, bits_of(conns, dirs, "input"), outs)
+        elif _X_MUXF.match(ctype) or _X_PASS.match(ctype):
+            comb(cname, bits_of(conns, dirs, "input"), outs, weight=0)
+        elif _X_CARRY.match(ctype):
+            # One level on entering the chain (S/DI/CYINIT), none along it (CI from a carry).
+            chain = [b for p in ("CI", "CI_TOP") for b in conns.get(p, []) if not isinstance(b, str)]
+            enter = [b for p, bits in conns.items() if dirs.get(p) == "input" and p not in ("CI", "CI_TOP")
+                     for b in bits if not isinstance(b, str)]
             for y in outs:
-                lut_inputs[f"{cname}#{y}"] = ins
-                lut_output[f"{cname}#{y}"] = y
-                driver[y] = ("lut", f"{cname}#{y}")
+                key = f"{cname}#{y}"
+                lut_inputs[key] = enter + chain
+                lut_weight[key] = 1
+                carry_in[key] = set(chain)
+                driver[y] = ("lut", key)
+                carry_out.add(y)
+        elif _X_LUTRAM.match(ctype) or _X_SRL.match(ctype):
+            addr = [b for p, bits in conns.items() if dirs.get(p) == "input" and _READ_ADDR.match(p)
+                    for b in bits if not isinstance(b, str)]
+            seq_outs = [b for b in conns.get("Q31", []) if not isinstance(b, str)]
+            comb(cname, addr, [y for y in outs if y not in seq_outs])
+            for y in seq_outs:
+                driver[y] = ("start", None)
+                start_label[y] = clean(cname)
+            ends_at(cname, conns, dirs)
+        elif (_SEQ.match(ctype) or _X_FF.match(ctype) or _X_SEQ_BLOCK.match(ctype)
+              or ctype.lstrip("\\") in blackboxes or ctype in blackboxes or ctype in _X_CONST):
+            seq = bool(_SEQ.match(ctype) or _X_FF.match(ctype))
+            q = [b for b in conns.get("Q", []) if not isinstance(b, str)] if seq else None
+            for y in outs:
+                driver[y] = ("start", None)
+                start_label[y] = clean(cname)
+            ends_at(cname, conns, dirs, q=q)
+        else:
+            # Anything else is unexpected: count it as one level so the figure errs deep, and
+            # report it.
+            unknown[ctype] += 1
+            comb(cname, [b for p, bits in conns.items() if dirs.get(p) != "output" for b in bits
+                         if not isinstance(b, str)], outs)
 
     # Depth of every bit, iteratively (paths are thousands of cells wide, recursion is not safe).
     level = {}
@@ -153,15 +210,25 @@ def analyze(netlist, top, target):
                 stack.extend(todo)
                 continue
             on_stack.discard(b)
-            best = max(ins, key=lambda i: level[i], default=None)
-            level[b] = 1 + (level[best] if best is not None else 0)
-            via[b] = best
+            node = kind[1]
+            w = lut_weight.get(node, 1)
+            chain = carry_in.get(node, ())
+            # A carry-chain input arrives already counted (CI from a carry cell's output).
+            cost = lambda i: level[i] + (0 if i in chain and i in carry_out else w)
+            best = max(ins, key=cost, default=None)
+            # A cell fed only by constants (yosys' INV of 0, a constant LUT) is a constant: it
+            # starts no path, so it ranks below every real start (CONST) and never wins.
+            level[b] = cost(best) if best is not None else CONST
+            via[b] = best if best is not None and level[b] >= 0 else None
+            if level[b] < 0:
+                level[b] = CONST
+                start_label[b] = "(constant)"
             stack.pop()
 
     hist = defaultdict(int)
     per_end = {}
     for e in ends:
-        lv = level.get(e, 0)
+        lv = max(level.get(e, 0), 0)
         hist[lv] += 1
         reg = register_of(end_label.get(e) or names.get(e, str(e)))
         if reg not in per_end or lv > per_end[reg][0]:
@@ -181,7 +248,7 @@ def analyze(netlist, top, target):
         mids = [names[b] for b in chain[:-1] if b in names]
         paths.append({
             "levels": lv,
-            "from": names.get(start, "(unnamed)"),
+            "from": names.get(start) or start_label.get(start, "(unnamed)"),
             "to": end_label.get(e) or names.get(e, "(unnamed)"),
             "through": mids[:4],
         })
@@ -191,7 +258,8 @@ def analyze(netlist, top, target):
         "histogram": {str(k): hist[k] for k in sorted(hist)},
         "over_target": {"target": target,
                         "end_registers": sum(1 for lv, _ in per_end.values() if lv > target)},
-        "luts": len([c for c in mod["cells"].values() if c["type"] == "$lut"]),
+        "luts": len([c for c in mod["cells"].values()
+                     if c["type"] == "$lut" or _X_LUT.match(c["type"])]),
         "unknown_cells": dict(unknown),
         "paths": paths,
     }

@@ -20,7 +20,8 @@ LUTS_PER_MEMORY_PRIMITIVE = {
     "RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8,
     "SRL16E": 1, "SRLC16E": 1, "SRLC32E": 1,
 }
-LOGIC_LUTS = {"LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "LUT6_2"}
+# INV counts as a LUT: an upper bound (Vivado folds most into the next LUT or flip-flop).
+LOGIC_LUTS = {"LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "LUT6_2", "INV"}
 FLOPS = {"FDRE", "FDSE", "FDCE", "FDPE"}
 LATCHES = {"LDCE", "LDPE"}
 
@@ -71,19 +72,20 @@ def parse_mapping(log_path):
     """memory name -> mapping class, from memory_libmap's log lines."""
     mapping = {}
     for line in open(log_path, errors="replace"):
-        m = re.match(r"mapping memory top\.(\S+) via (\S+)", line)
+        m = re.match(r"mapping memory top[.$](\S+) via (\S+)", line)
         if m:
             via = m.group(2)
             kind = ("BRAM" if "BLOCKRAM" in via else "URAM" if "URAM" in via
                     else "LUTRAM" if "LUTRAM" in via else via)
-            mapping[m.group(1)] = kind
+            # Flat runs print `top.rxe.qp_ram.mem`, hierarchical ones `top$rxe$qp_ram.mem`.
+            mapping[m.group(1).replace("$", ".")] = kind
     return mapping
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stat", required=True)
-    ap.add_argument("--cells", required=True)
+    ap.add_argument("--cells-dir", required=True, help="one `select -list` file per primitive")
     ap.add_argument("--log", required=True)
     ap.add_argument("--depth", required=True)
     ap.add_argument("--sources", nargs="+", required=True)
@@ -91,7 +93,8 @@ def main():
     ap.add_argument("--ram-policy", required=True)
     ap.add_argument("--target", type=int, required=True)
     ap.add_argument("--yosys", required=True)
-    ap.add_argument("--seconds-resources", type=int, required=True)
+    ap.add_argument("--flatten", required=True)
+    ap.add_argument("--seconds-synth", type=int, required=True)
     ap.add_argument("--seconds-depth", type=int, required=True)
     ap.add_argument("--seconds-total", type=int, required=True)
     ap.add_argument("--json-out", required=True)
@@ -104,20 +107,22 @@ def main():
     depth = json.load(open(a.depth))
 
     # Primitives per memory: memory_libmap names the cells it creates after the memory
-    # (`rxe.qp_ram.mem.0.0`, kept as a prefix through techmap), so the longest memory path
-    # found in a cell name owns that cell.
-    per_mem = defaultdict(int)
+    # (`rxe.qp_ram.mem.0.0`, kept through techmap), so the longest memory path found in a cell
+    # name owns that cell.
+    import glob
+    import os
+    per_mem = defaultdict(lambda: defaultdict(int))
     names = sorted((m["name"] for m in mems), key=len, reverse=True)
-    seen = set()
-    for line in open(a.cells):
-        line = line.strip()
-        if not line.startswith("top/") or line in seen:
-            continue
-        seen.add(line)
-        for n in names:
-            if n in line:
-                per_mem[n] += 1
-                break
+    for path in sorted(glob.glob(os.path.join(a.cells_dir, "*.txt"))):
+        ptype = os.path.basename(path)[:-4]
+        for line in open(path):
+            line = line.strip()
+            if not line.startswith("top/"):
+                continue
+            for n in names:
+                if line[4:].startswith(n + ".") or line[4:] == n:
+                    per_mem[n][ptype] += 1
+                    break
 
     luts_logic = sum(v for k, v in stat.items() if k in LOGIC_LUTS)
     luts_mem = sum(v * LUTS_PER_MEMORY_PRIMITIVE[k] for k, v in stat.items()
@@ -130,7 +135,7 @@ def main():
         memories.append({
             "name": m["name"], "kind": m["kind"], "depth": m["depth"], "width": m["width"],
             "bits": m["bits"], "mapped_to": mapping.get(m["name"], "FF/logic"),
-            "primitives": per_mem.get(m["name"], 0),
+            "primitives": dict(per_mem.get(m["name"], {})),
         })
 
     def depth_of(suffix):
@@ -167,9 +172,10 @@ def main():
         },
         "ram_policy": a.ram_policy,
         "tool": a.yosys.strip(),
-        "flow": "synth_xilinx -family xcup -flatten; depth: synth -flatten; abc -lut 6 (RAMs blackboxed)",
+        "flow": ("synth_xilinx -family xcup" + (" -flatten" if a.flatten != "no" else "")
+                 + "; depth: LUT levels of the mapped netlist (scripts/synth/depth.py)"),
         "cells": stat,
-        "runtime_s": {"resources": a.seconds_resources, "depth": a.seconds_depth,
+        "runtime_s": {"synth_xilinx": a.seconds_synth, "depth": a.seconds_depth,
                       "total": a.seconds_total},
     }
     with open(a.json_out, "w") as f:
@@ -179,9 +185,8 @@ def main():
     c = report["config"]
     md = []
     md.append(f"## Configuration: {c['qps']} QPs, {c['mrs']} MRs, {c['datapath_bits']}-bit datapath\n")
-    md.append(f"{report['tool']}, `{report['flow']}`, RAM policy `{a.ram_policy}`; "
-              f"run time {a.seconds_resources} s (resources) / {a.seconds_depth} s (depth), "
-              f"{a.seconds_total} s wall.\n")
+    md.append(f"{report['tool']}; `{report['flow']}`; RAM policy `{a.ram_policy}`; "
+              f"run time {a.seconds_synth} s (synth_xilinx) + {a.seconds_depth} s (depth).\n")
     md.append("| LUT (logic + memory) | FF | RAMB36E2 | RAMB18E2 | BRAM (36 Kb eq.) | URAM | DSP | LUT levels |")
     md.append("|---|---|---|---|---|---|---|---|")
     md.append(f"| {report['luts']} ({luts_logic} + {luts_mem}) | {report['ffs']} | {bram36} | "
@@ -190,8 +195,9 @@ def main():
     md.append("| memory | kind | depth × width | bits | mapped to | primitives |")
     md.append("|---|---|---|---|---|---|")
     for m in sorted(memories, key=lambda m: (m["kind"] != "table", m["name"])):
+        prims = ", ".join(f"{v} {k}" for k, v in sorted(m["primitives"].items())) or "-"
         md.append(f"| `{m['name']}` | {m['kind']} | {m['depth']} × {m['width']} | {m['bits']} | "
-                  f"{m['mapped_to']} | {m['primitives']} |")
+                  f"{m['mapped_to']} | {prims} |")
     md.append("")
     md.append(f"LUT6 levels per path end (bits): {depth['histogram']}; "
               f"{report['end_registers_over_target']} end registers deeper than {a.target}.\n")
