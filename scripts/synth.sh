@@ -23,7 +23,6 @@
 # gives the logic depth (scripts/synth/depth.py). Idempotent: every run rewrites --out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
 
 die() { echo "synth: $*" >&2; exit 1; }
 say() { [ "$json" = 1 ] || echo "synth: $*" >&2; }
@@ -42,7 +41,7 @@ while [ $# -gt 0 ]; do
       shift ;;
     --target-levels)
       [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--target-levels needs a number"; target=$2; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift

@@ -28,8 +28,8 @@ pub struct AxisBeat {
 /// The MAC cannot be stalled, so admission is per frame: a frame whose first beat finds more
 /// than [`RX_ADMIT_MAX_FILL`] beats in the FIFO is dropped whole (`dropped` pulses once, MAC
 /// clock) instead of being cut, which would glue two frames together. The core side drains
-/// one beat per cycle (250 M beats/s); 100G delivers at most ~195 M beats/s except for
-/// sustained runs of frames just over a multiple of 64 B, where whole frames are dropped.
+/// one beat per cycle (250 M beats/s); a 100G line delivers more than that only for sustained
+/// runs of 65–75-byte frames (two beats per 89–99 wire bytes), where whole frames are dropped.
 /// Latency: ~6 core cycles plus the pointer handshake (a few cycles of each clock).
 /// The outputs are registered (one core cycle).
 #[derive(LogicBlock)]
