@@ -14,6 +14,8 @@
 #   --out DIR            work directory (default target/synth); logs and report.{json,md} land here
 #   --flatten            synth_xilinx -flatten: optimizes across blocks; about the same figures on
 #                        this core but ~45 min instead of ~3 (ABC on one 80 k-gate netlist)
+#   --abc9               synth_xilinx -abc9: area-oriented LUT mapping (~23 % fewer LUTs on this
+#                        core, ~8 more levels on its deepest paths); the default ABC maps for depth
 #   --ram-style POLICY   tables-in-bram (default): the tables (every rust-hdl RAM that is not the
 #                        buffer of a FIFO) get ram_style="block", as constraints/u250/build.tcl
 #                        does for Vivado; auto: yosys' own choice (LUTRAM up to 64 deep)
@@ -27,12 +29,13 @@ cd "$(dirname "$0")/.."
 die() { echo "synth: $*" >&2; exit 1; }
 say() { [ "$json" = 1 ] || echo "synth: $*" >&2; }
 
-mode=report json=0 vdir="" out=target/synth ram_policy=tables-in-bram target=6 flatten=""
+mode=report json=0 vdir="" out=target/synth ram_policy=tables-in-bram target=6 flatten="" abc9=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --json) json=1 ;;
     --check) mode=check ;;
     --flatten) flatten="-flatten" ;;
+    --abc9) abc9="-abc9" ;;
     --verilog) [ $# -ge 2 ] || die "--verilog needs a directory"; vdir=$2; shift ;;
     --out) [ $# -ge 2 ] || die "--out needs a directory"; out=$2; shift ;;
     --ram-style)
@@ -147,7 +150,7 @@ cat >"$out/resources.ys" <<YS
 $read_cmd
 hierarchy -check -top top
 $setattr
-synth_xilinx -family xcup $flatten -top top
+synth_xilinx -family xcup $flatten $abc9 -top top
 flatten
 opt_clean
 tee -o $out/resources_stat.txt stat
@@ -155,7 +158,7 @@ $list_cells
 write_json $out/netlist.json
 YS
 
-say "yosys $(yosys -V | awk '{print $2}'): synth_xilinx -family xcup ${flatten:-(hierarchical)}; takes minutes"
+say "yosys $(yosys -V | awk '{print $2}'): synth_xilinx -family xcup ${flatten:-(hierarchical)} $abc9; takes minutes"
 t0=$SECONDS
 if ! yosys -q -l "$out/resources.log" -s "$out/resources.ys" >/dev/null 2>&1; then
   grep -E "ERROR" "$out/resources.log" | head -20 >&2 || true
@@ -171,7 +174,8 @@ rm -f "$out/netlist.json"   # ~100 MB; depth.json keeps what matters
 python3 scripts/synth/report.py \
   --stat "$out/resources_stat.txt" --cells-dir "$out/cells" --log "$out/resources.log" \
   --depth "$out/depth.json" --sources "${sources[@]}" --fifo-modules "$fifo_modules" \
-  --ram-policy "$ram_policy" --flatten "${flatten:-no}" --target "$target" --yosys "$(yosys -V)" \
+  --ram-policy "$ram_policy" --flatten="${flatten:-no}" --abc9="${abc9:-no}" --target "$target" \
+  --yosys "$(yosys -V)" \
   --seconds-synth "$t_res" --seconds-depth "$t_depth" --seconds-total "$((SECONDS - t0))" \
   --json-out "$out/report.json" --md-out "$out/report.md"
 if [ "$json" = 1 ]; then

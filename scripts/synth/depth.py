@@ -140,6 +140,8 @@ def analyze(netlist, top, target):
         dirs = cell.get("port_directions", {})
         conns = cell["connections"]
         outs = bits_of(conns, dirs, "output")
+        if ctype == "$scopeinfo":
+            continue  # newer yosys keeps the flattened hierarchy as connectionless cells
         if ctype == "$lut":
             (y,) = conns["Y"]
             comb(cname, [b for b in conns["A"] if not isinstance(b, str)], [y])

@@ -30,9 +30,13 @@ def parse_stat(path):
     """Cell type -> count, from the last `stat` section of the flat design."""
     cells = {}
     for line in open(path):
-        m = re.match(r"^\s+(\S+)\s+(\d+)\s*$", line)
+        # yosys 0.23 prints "  LUT6   123", newer versions "  123   LUT6".
+        m = re.match(r"^\s+([A-Z$]\S*)\s+(\d+)\s*$", line)
+        n = re.match(r"^\s+(\d+)\s+([A-Z$]\S*)\s*$", line)
         if m and not line.strip().startswith("Number"):
             cells[m.group(1)] = int(m.group(2))
+        elif n:
+            cells[n.group(2)] = int(n.group(1))
     if not cells:
         sys.exit(f"report: no cell counts in {path}")
     return cells
@@ -94,6 +98,7 @@ def main():
     ap.add_argument("--target", type=int, required=True)
     ap.add_argument("--yosys", required=True)
     ap.add_argument("--flatten", required=True)
+    ap.add_argument("--abc9", default="no")
     ap.add_argument("--seconds-synth", type=int, required=True)
     ap.add_argument("--seconds-depth", type=int, required=True)
     ap.add_argument("--seconds-total", type=int, required=True)
@@ -173,6 +178,7 @@ def main():
         "ram_policy": a.ram_policy,
         "tool": a.yosys.strip(),
         "flow": ("synth_xilinx -family xcup" + (" -flatten" if a.flatten != "no" else "")
+                 + (" -abc9" if a.abc9 != "no" else "")
                  + "; depth: LUT levels of the mapped netlist (scripts/synth/depth.py)"),
         "cells": stat,
         "runtime_s": {"synth_xilinx": a.seconds_synth, "depth": a.seconds_depth,
