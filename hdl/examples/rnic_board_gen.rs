@@ -1,12 +1,7 @@
 //! `cargo run --release -p rnic-hdl --example rnic_board_gen -- DIR`: writes the Alveo U250
 //! board design (`rnic_u250.v`, top module `top`, with the NIC core inside, and
 //! `rnic_crc_cores.v`) into DIR for `constraints/u250/build.tcl`.
-//!
-//! The board module is compiled in by path until `rnic_hdl` exports it.
-use rnic_hdl::{crc, top};
-#[allow(dead_code)]
-#[path = "../src/board/mod.rs"]
-mod board;
+use rnic_hdl::board;
 
 fn main() {
     let dir = std::env::args().nth(1).unwrap_or_else(|| "target/u250/verilog".to_string());

@@ -7,6 +7,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod ack_timer;
+pub mod board;
 pub mod context_tables;
 pub mod crc;
 pub mod dma_read;

@@ -1,12 +1,6 @@
 //! The U250 board shell (`hdl/src/board`) elaborates: yosys passes the synthesis check on it
 //! with the vendor IP stubbed, and its Verilog lints clean in Verilator like the core's.
-//!
-//! The board module is compiled into this test by path so the test does not depend on
-//! `lib.rs` exporting it.
-use rnic_hdl::{crc, top};
-#[allow(dead_code)]
-#[path = "../src/board/mod.rs"]
-mod board;
+use rnic_hdl::board;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
