@@ -11,7 +11,13 @@ use rust_hdl::prelude::*;
 /// consumes exactly `ceil(((addr & 63) + len) / 64)` beats per job.
 ///
 /// WQE fetches go first between bursts; an AR on the bus stays unchanged until accepted
-/// (AXI4 A3.2.1). Timing: one AR per cycle while `arready`.
+/// (AXI4 A3.2.1).
+///
+/// Timing: a payload job costs one cycle to pop and one to size its first burst (the length
+/// to the 4 KiB boundary is computed from registers, never in the cycle that issues); after
+/// that one AR per cycle while `arready`. Every burst after the first starts on a 4 KiB
+/// boundary, so the next length is `min(beats left, 64)` and is ready in the cycle after an
+/// AR is accepted. Logic depth: at most 5 LUT levels per stage.
 #[derive(LogicBlock, Default)]
 pub struct DmaReadIssuer {
     pub clock: Signal<In, Clock>,
@@ -32,24 +38,26 @@ pub struct DmaReadIssuer {
     holding: DFF<Bit>,
     cur: DFF<Bits<64>>,
     beats: DFF<Bits<8>>,
+    /// The next burst's length in beats (1..=64), valid while `sized`.
+    burst: DFF<Bits<8>>,
+    /// `burst` holds the length of the next burst of the current job.
+    sized: DFF<Bit>,
+    beats_left: Signal<Local, Bits<8>>,
     job_beats: Signal<Local, Bits<16>>,
     to_4k: Signal<Local, Bits<8>>,
-    burst: Signal<Local, Bits<8>>,
 }
 
 impl Logic for DmaReadIssuer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy, holding, cur, beats);
+        dff_setup!(self, clock, busy, holding, cur, beats, burst, sized);
         self.job_beats.next = (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0))
             + bit_cast::<16, 13>(self.rj_len.val())
             + 63)
             >> 6;
+        // Sizing the first burst of a job: the beats up to the 4 KiB boundary.
         self.to_4k.next = 64_u64 - bit_cast::<8, 6>(self.cur.q.val().get_bits::<6>(6));
-        self.burst.next = self.beats.q.val();
-        if self.beats.q.val() > self.to_4k.val() {
-            self.burst.next = self.to_4k.val();
-        }
+        self.beats_left.next = self.beats.q.val() - self.burst.q.val();
         self.wqe_ready.next = false;
         self.rj_read.next = false;
         self.arvalid.next = false;
@@ -59,16 +67,28 @@ impl Logic for DmaReadIssuer {
         if self.wqe_valid.val() & !self.holding.q.val() {
             self.arvalid.next = true;
             self.wqe_ready.next = self.arready.val();
+        } else if self.busy.q.val() & !self.sized.q.val() {
+            self.sized.d.next = true;
+            self.burst.d.next = self.beats.q.val();
+            if self.beats.q.val() > self.to_4k.val() {
+                self.burst.d.next = self.to_4k.val();
+            }
         } else if self.busy.q.val() {
             self.arvalid.next = true;
             self.araddr.next = self.cur.q.val();
-            self.arlen.next = self.burst.val() - 1;
+            self.arlen.next = self.burst.q.val() - 1;
             self.arid.next = 0.into();
             if self.arready.val() {
-                self.cur.d.next = self.cur.q.val() + (bit_cast::<64, 8>(self.burst.val()) << 6);
-                self.beats.d.next = self.beats.q.val() - self.burst.val();
-                if self.beats.q.val() == self.burst.val() {
+                self.cur.d.next = self.cur.q.val() + (bit_cast::<64, 8>(self.burst.q.val()) << 6);
+                self.beats.d.next = self.beats_left.val();
+                // The next burst starts on a 4 KiB boundary: min(beats left, 64).
+                self.burst.d.next = self.beats_left.val();
+                if self.beats_left.val().get_bit(7) | self.beats_left.val().get_bit(6) {
+                    self.burst.d.next = 64.into();
+                }
+                if self.beats_left.val() == 0 {
                     self.busy.d.next = false;
+                    self.sized.d.next = false;
                 }
             }
         } else if !self.rj_empty.val() {
@@ -76,12 +96,14 @@ impl Logic for DmaReadIssuer {
             self.cur.d.next = self.rj_addr.val() & 0xFFFF_FFFF_FFFF_FFC0_u64;
             self.beats.d.next = self.job_beats.val().get_bits::<8>(0);
             self.busy.d.next = self.rj_len.val() != 0;
+            self.sized.d.next = false;
         }
         // A payload AR presented but not taken must be presented again, unchanged.
         self.holding.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 0);
         if self.reset.val() {
             self.busy.d.next = false;
             self.holding.d.next = false;
+            self.sized.d.next = false;
         }
     }
 }
