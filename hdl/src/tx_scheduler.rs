@@ -19,9 +19,12 @@ use rust_hdl::prelude::*;
 ///
 /// A doorbell for a QP that is not in RTS is ignored (the WQEs stay posted).
 ///
-/// Timing: 4 cycles to load a QP, then per WQE 1 cycle + DMA read latency + 3 cycles, and one
-/// packet job per cycle while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued in
-/// 16 cycles). Tables: QP context (TX copy), key table (TX copy) and transport state in block
+/// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + 5 cycles, and one
+/// packet job every 2 cycles while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued
+/// in 32 cycles; the shortest packet, 256 bytes, is 5 beats on the wire). Every stage is at most
+/// 6 LUT levels: the queue checks are registered before they are acted on, the key and bounds
+/// checks are spread over three cycles (offset, then room in the region, then the verdict) and
+/// each packet's length is sized in the cycle before it is emitted. Tables: QP context (TX copy), key table (TX copy) and transport state in block
 /// RAM, 64 entries each; context commands are taken in any cycle the engine does not write its
 /// transport state.
 #[derive(LogicBlock, Default)]
@@ -100,6 +103,25 @@ pub struct TxScheduler {
     skip_pending: DFF<Bit>,
     flush_req: DFF<Bit>,
     err: DFF<Bit>,
+    // Validation pipeline (states 7, 12, 13) and the sized packet (state 14).
+    off_r: DFF<Bits<64>>,
+    len_r: DFF<Bits<32>>,
+    va_ok: DFF<Bit>,
+    key_ok_r: DFF<Bit>,
+    off_ok: DFF<Bit>,
+    room: DFF<Bits<64>>,
+    base_iova: DFF<Bits<64>>,
+    skip_bytes_r: DFF<Bits<64>>,
+    skip_nz: DFF<Bit>,
+    skip_ok: DFF<Bit>,
+    mtu_r: DFF<Bits<32>>,
+    // Queue checks (state 3, decided in state 15) and the WQE's address.
+    sq_empty: DFF<Bit>,
+    window_ok: DFF<Bit>,
+    rw_mine: DFF<Bit>,
+    wqe_addr: DFF<Bits<64>>,
+    plen_r: DFF<Bits<32>>,
+    last_r: DFF<Bit>,
     mr: Signal<Local, MrEntryRec>,
     qp_now: Signal<Local, QpContextRec>,
     cmd_qp: Signal<Local, QpContextRec>,
@@ -122,14 +144,17 @@ pub struct TxScheduler {
 
 // States.
 // 0 idle, 1 load (address), 2 load (data), 3 check, 4 WQE address, 5 WQE data, 6 key lookup,
-// 7 validate, 8 segment, 9 record, 10 local error, 11 save and yield to a rewind.
+// 3 queue checks, 15 act on them, 7 offset, 12 room, 13 validate, 14 size a packet, 8 emit it, 9 record, 10 local error,
+// 11 save and yield to a rewind.
 
 impl Logic for TxScheduler {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, cur_qpn, pi, ctx, next_psn, ci, wqe, rem, total, cur_iova, first,
-            status, wqe_psn, rewind, rw_ci, rw_psn, rw_restart, skip_pending, flush_req, err
+            status, wqe_psn, rewind, rw_ci, rw_psn, rw_restart, skip_pending, flush_req, err,
+            off_r, len_r, va_ok, key_ok_r, off_ok, room, base_iova, skip_bytes_r, skip_nz,
+            skip_ok, mtu_r, plen_r, last_r, sq_empty, window_ok, rw_mine, wqe_addr
         );
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
@@ -175,15 +200,13 @@ impl Logic for TxScheduler {
             & (self.mr.val().tag == self.lkey.val().get_bits::<8>(0))
             & (self.lkey.val().get_bits::<18>(14) == 0)
             & (self.mr.val().pd == self.ctx.q.val().pd);
-        self.bounds_ok.next = (self.wqe.q.val().sge0_addr >= self.mr.val().va)
-            & (self.off.val() <= self.mr.val().length)
-            & (bit_cast::<64, 32>(self.len.val()) <= (self.mr.val().length - self.off.val()));
+        self.bounds_ok.next = self.va_ok.q.val()
+            & self.off_ok.q.val()
+            & (bit_cast::<64, 32>(self.len_r.q.val()) <= self.room.q.val());
         self.mtu.next = bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.ctx.q.val().path_mtu);
-        self.is_last.next = self.rem.q.val() <= self.mtu.val();
-        self.plen.next = self.mtu.val();
-        if self.is_last.val() {
-            self.plen.next = self.rem.q.val();
-        }
+        self.mtu_r.d.next = self.mtu.val();
+        self.is_last.next = self.last_r.q.val();
+        self.plen.next = self.plen_r.q.val();
         // Resuming a WQE mid-message after a sequence NAK: the packets before the restart PSN
         // already arrived.
         self.skip_pkts.next = self.rw_restart.q.val() - self.next_psn.q.val();
@@ -196,8 +219,9 @@ impl Logic for TxScheduler {
         self.db_read.next = false;
         self.rw_read.next = false;
         self.wqe_ar_valid.next = false;
-        self.wqe_ar_addr.next = self.ctx.q.val().sq_base
+        self.wqe_addr.d.next = self.ctx.q.val().sq_base
             + (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val()) << 6);
+        self.wqe_ar_addr.next = self.wqe_addr.q.val();
         self.job_write.next = false;
         self.rj_write.next = false;
         self.rj_addr.next = self.cur_iova.q.val();
@@ -307,14 +331,23 @@ impl Logic for TxScheduler {
                 }
             }
             3 => {
-                if self.ci.q.val() == self.pi.q.val() {
+                self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
+                self.window_ok.d.next = (self.ci.q.val() - self.acked_data.val()) < 16;
+                self.rw_mine.d.next =
+                    !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
+                self.state.d.next = 15.into();
+            }
+            15 => {
+                if self.sq_empty.q.val() {
                     self.state.d.next = 0.into();
-                } else if (self.ci.q.val() - self.acked_data.val()) < 16 {
+                } else if self.window_ok.q.val() {
                     self.state.d.next = 4.into();
-                } else if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
+                } else if self.rw_mine.q.val() {
                     // The window is full because packets were lost: save the state (with the
                     // doorbell's producer index) and let the rewind take over.
                     self.state.d.next = 11.into();
+                } else {
+                    self.state.d.next = 3.into();
                 }
             }
             4 => {
@@ -333,32 +366,58 @@ impl Logic for TxScheduler {
                 self.state.d.next = 7.into();
             }
             7 => {
-                self.rem.d.next = self.len.val();
-                self.total.d.next = self.len.val();
+                // The MR entry is readable: the offset into the region, first.
+                self.off_r.d.next = self.off.val();
+                self.len_r.d.next = self.len.val();
+                self.va_ok.d.next = self.wqe.q.val().sge0_addr >= self.mr.val().va;
+                self.key_ok_r.d.next = self.key_ok.val();
+                self.skip_bytes_r.d.next = self.skip_bytes.val();
+                self.skip_nz.d.next = self.skip_pkts.val() != 0;
+                self.state.d.next = 12.into();
+            }
+            12 => {
+                // Then what is left of the region past the offset, and the translated address.
+                self.off_ok.d.next = self.off_r.q.val() <= self.mr.val().length;
+                self.room.d.next = self.mr.val().length - self.off_r.q.val();
+                self.base_iova.d.next = self.mr.val().iova + self.off_r.q.val();
+                self.skip_ok.d.next = self.skip_pending.q.val()
+                    & self.skip_nz.q.val()
+                    & (self.skip_bytes_r.q.val() < bit_cast::<64, 32>(self.len_r.q.val()));
+                self.state.d.next = 13.into();
+            }
+            13 => {
+                self.rem.d.next = self.len_r.q.val();
+                self.total.d.next = self.len_r.q.val();
                 self.wqe_psn.d.next = self.next_psn.q.val();
-                self.cur_iova.d.next = self.mr.val().iova + self.off.val();
+                self.cur_iova.d.next = self.base_iova.q.val();
                 self.first.d.next = true;
                 self.skip_pending.d.next = false;
-                if self.skip_pending.q.val()
-                    & (self.skip_pkts.val() != 0)
-                    & (self.skip_bytes.val() < bit_cast::<64, 32>(self.len.val()))
-                {
-                    self.rem.d.next = self.len.val() - self.skip_bytes.val().get_bits::<32>(0);
-                    self.cur_iova.d.next = self.mr.val().iova + self.off.val() + self.skip_bytes.val();
+                if self.skip_ok.q.val() {
+                    self.rem.d.next = self.len_r.q.val() - self.skip_bytes_r.q.val().get_bits::<32>(0);
+                    self.cur_iova.d.next = self.base_iova.q.val() + self.skip_bytes_r.q.val();
                     self.first.d.next = false;
                     self.next_psn.d.next = self.rw_restart.q.val();
                 }
-                self.state.d.next = 8.into();
+                self.state.d.next = 14.into();
                 if self.err.q.val() {
                     self.status.d.next = 5.into();
                     self.state.d.next = 10.into();
                 } else if self.wqe.q.val().opcode != 0 {
                     self.status.d.next = 2.into();
                     self.state.d.next = 10.into();
-                } else if (self.len.val() != 0) & !(self.key_ok.val() & self.bounds_ok.val()) {
+                } else if (self.len_r.q.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()) {
                     self.status.d.next = 4.into();
                     self.state.d.next = 10.into();
                 }
+            }
+            14 => {
+                // Size the next packet: the path MTU, or what is left of the message.
+                self.last_r.d.next = self.rem.q.val() <= self.mtu_r.q.val();
+                self.plen_r.d.next = self.mtu_r.q.val();
+                if self.rem.q.val() <= self.mtu_r.q.val() {
+                    self.plen_r.d.next = self.rem.q.val();
+                }
+                self.state.d.next = 8.into();
             }
             8 => {
                 if !self.job_full.val() & !self.rj_full.val() {
@@ -369,6 +428,7 @@ impl Logic for TxScheduler {
                     self.rem.d.next = self.rem.q.val() - self.plen.val();
                     self.cur_iova.d.next = self.cur_iova.q.val() + bit_cast::<64, 32>(self.plen.val());
                     self.first.d.next = false;
+                    self.state.d.next = 14.into();
                     if self.is_last.val() {
                         self.state.d.next = 9.into();
                     }
