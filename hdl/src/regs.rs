@@ -12,7 +12,9 @@ pub const NUM_COUNTERS: usize = rnic_contract::regs::counter::COUNT as usize;
 /// (`cmd_ready`), so a later MMIO always sees the command's effect. Reads answer one cycle after
 /// AR. Doorbell writes wait (AW/W not ready) while the doorbell FIFO is full.
 ///
-/// Counters: bit `i` of `count_inc` adds one to counter `i` in that cycle (32-bit, wrapping).
+/// Counters: bit `i` of `count_inc` adds one to counter `i` (32-bit, wrapping). The pulses are
+/// registered first, so a count shows one cycle after its event and no engine's decision logic
+/// reaches a counter's adder in the same cycle.
 #[derive(LogicBlock)]
 pub struct BarRegs {
     pub clock: Signal<In, Clock>,
@@ -48,6 +50,7 @@ pub struct BarRegs {
     pub cmd_index: Signal<Out, Bits<8>>,
     pub cmd_record: Signal<Out, Bits<512>>,
     counters: [DFF<Bits<32>>; NUM_COUNTERS],
+    inc_r: DFF<Bits<32>>,
     mac_r: DFF<Bits<48>>,
     ip_r: DFF<Bits<32>>,
     staging: DFF<Bits<512>>,
@@ -116,6 +119,7 @@ impl Default for BarRegs {
             cmd_index: Default::default(),
             cmd_record: Default::default(),
             counters: std::array::from_fn(|_| Default::default()),
+            inc_r: Default::default(),
             mac_r: Default::default(),
             ip_r: Default::default(),
             staging: Default::default(),
@@ -152,12 +156,13 @@ impl Logic for BarRegs {
     fn update(&mut self) {
         dff_setup!(
             self, clock, mac_r, ip_r, staging, cmd_pending, cmd_op_r, cmd_index_r, bvalid_r,
-            rvalid_r, rdata_r
+            rvalid_r, rdata_r, inc_r
         );
+        self.inc_r.d.next = self.count_inc.val();
         for i in 0..NUM_COUNTERS {
             self.counters[i].clock.next = self.clock.val();
             self.counters[i].d.next = self.counters[i].q.val();
-            if self.count_inc.val().get_bit(i) {
+            if self.inc_r.q.val().get_bit(i) {
                 self.counters[i].d.next = self.counters[i].q.val() + 1;
             }
         }

@@ -72,6 +72,8 @@ struct Tb {
     /// Percent chance of each `count_inc` bit per cycle (0: counting off).
     p_inc: u64,
     inc: u64,
+    /// The pulses of the previous cycle: they count at this cycle's clock edge.
+    inc_prev: u64,
     /// Cycles `cmd_valid` must be high before `cmd_ready` is given.
     cmd_wait: u64,
     cmd_seen: u64,
@@ -128,6 +130,7 @@ impl Tb {
             counts: [0; NUM_COUNTERS],
             p_inc: 0,
             inc: 0,
+            inc_prev: 0,
             cmd_wait: 0,
             cmd_seen: 0,
             cmd_pending: None,
@@ -191,11 +194,14 @@ impl Tb {
             }
         }
         self.dut.tick();
+        // The pulses are registered: a pulse counts at the clock edge after the one that
+        // samples it.
         for i in 0..NUM_COUNTERS {
-            if self.inc >> i & 1 == 1 {
+            if self.inc_prev >> i & 1 == 1 {
                 self.counts[i] = self.counts[i].wrapping_add(1);
             }
         }
+        self.inc_prev = self.inc;
         o
     }
 
