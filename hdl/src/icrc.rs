@@ -34,17 +34,30 @@ pub fn first_beat_or() -> Bits<512> {
     m
 }
 
+/// Cycles from a beat's acceptance (`in_valid & in_ready`) to the same beat on the output
+/// register (`out_valid`), when `out_ready` does not hold it back.
+pub const LATENCY: usize = 4;
+
 /// Appends the ICRC to each frame of an internal stream (data, byte count, last).
 ///
 /// Input frames are Ethernet/IPv4/UDP/BTH/... without ICRC, byte `k` of a beat in bits
 /// `8k+7..8k`, `in_count` valid bytes (1..=64, all beats but the last full). The output is the
 /// same frame with 4 more bytes: the ICRC, least-significant byte first.
 ///
-/// Timing: latency 1 cycle (registered output); initiation interval one beat per cycle, plus one
-/// cycle for a frame whose last beat has more than 60 bytes (the ICRC spills into an extra
-/// beat). Logic depth: the last beat passes masking, the 512-bit CRC (4 LUT levels) and the
-/// zero-undo table (4 levels) before the output register: about 10 levels, the deepest path of
-/// the TX side (to be split for 250 MHz closure).
+/// Pipeline, [`LATENCY`] = 4 cycles from acceptance to the output register:
+/// 1. the beat with the bytes past `in_count` zeroed, its count, and the last beat's padding
+///    (`64 - in_count`) mod 64;
+/// 2. the CRC register after the beat (64-byte step from `init_skipping(6)` on a frame's first
+///    beat, with the invariant-field masks);
+/// 3. the ICRC: the complement of the register after the frame's last beat, its padding undone
+///    ([`Crc32UnzeroTable`]);
+/// 4. the output register: the beat, with the ICRC placed after the last beat's bytes.
+///
+/// Flow control: the whole pipeline moves when the output register can take a beat
+/// (`in_ready = !(spill pending) & (!out_valid | out_ready)`), so with `out_ready` high it takes
+/// one beat per cycle, plus one cycle for a frame whose last beat has more than 60 bytes (the
+/// ICRC spills into an extra output beat). Beats are never dropped or reordered. Depth: at most
+/// 6 LUT6 levels from an input or register to a register.
 #[derive(LogicBlock)]
 pub struct IcrcInsert {
     pub clock: Signal<In, Clock>,
@@ -61,8 +74,28 @@ pub struct IcrcInsert {
     pub out_last: Signal<Out, Bit>,
     crc: Crc32D512,
     unzero: Crc32UnzeroTable,
-    state: DFF<Bits<32>>,
     in_frame: DFF<Bit>,
+    // Stage 1: masked beat.
+    v1: DFF<Bit>,
+    d1: DFF<Bits<512>>,
+    c1: DFF<Bits<7>>,
+    l1: DFF<Bit>,
+    f1: DFF<Bit>,
+    z1: DFF<Bits<6>>,
+    // Stage 2: CRC register after the beat.
+    state: DFF<Bits<32>>,
+    v2: DFF<Bit>,
+    d2: DFF<Bits<512>>,
+    c2: DFF<Bits<7>>,
+    l2: DFF<Bit>,
+    z2: DFF<Bits<6>>,
+    // Stage 3: the ICRC of a last beat.
+    v3: DFF<Bit>,
+    d3: DFF<Bits<512>>,
+    c3: DFF<Bits<7>>,
+    l3: DFF<Bit>,
+    icrc3: DFF<Bits<32>>,
+    // Output register and the spilled ICRC bytes.
     ov: DFF<Bit>,
     od: DFF<Bits<512>>,
     oc: DFF<Bits<7>>,
@@ -70,17 +103,21 @@ pub struct IcrcInsert {
     xv: DFF<Bit>,
     xd: DFF<Bits<32>>,
     xc: DFF<Bits<7>>,
-    masked: Signal<Local, Bits<512>>,
-    tail_zeros: Signal<Local, Bits<8>>,
-    icrc_value: Signal<Local, Bits<32>>,
+    adv: Signal<Local, Bit>,
     accept: Signal<Local, Bit>,
+    tail_zeros: Signal<Local, Bits<7>>,
     c_and: Constant<Bits<512>>,
     c_or: Constant<Bits<512>>,
     c_init: Constant<Bits<32>>,
+    c_ones512: Constant<Bits<512>>,
 }
 
 impl Default for IcrcInsert {
     fn default() -> Self {
+        let mut ones512 = Bits::<512>::default();
+        for w in 0..8 {
+            ones512 = ones512 | (bit_cast::<512, 64>(u64::MAX.to_bits()) << (64 * w as u64));
+        }
         Self {
             clock: Default::default(),
             reset: Default::default(),
@@ -96,8 +133,24 @@ impl Default for IcrcInsert {
             out_last: Default::default(),
             crc: Default::default(),
             unzero: Default::default(),
-            state: Default::default(),
             in_frame: Default::default(),
+            v1: Default::default(),
+            d1: Default::default(),
+            c1: Default::default(),
+            l1: Default::default(),
+            f1: Default::default(),
+            z1: Default::default(),
+            state: Default::default(),
+            v2: Default::default(),
+            d2: Default::default(),
+            c2: Default::default(),
+            l2: Default::default(),
+            z2: Default::default(),
+            v3: Default::default(),
+            d3: Default::default(),
+            c3: Default::default(),
+            l3: Default::default(),
+            icrc3: Default::default(),
             ov: Default::default(),
             od: Default::default(),
             oc: Default::default(),
@@ -105,13 +158,13 @@ impl Default for IcrcInsert {
             xv: Default::default(),
             xd: Default::default(),
             xc: Default::default(),
-            masked: Default::default(),
-            tail_zeros: Default::default(),
-            icrc_value: Default::default(),
+            adv: Default::default(),
             accept: Default::default(),
+            tail_zeros: Default::default(),
             c_and: Constant::new(first_beat_and()),
             c_or: Constant::new(first_beat_or()),
             c_init: Constant::new((init_skipping(SKIPPED_BYTES) as u64).to_bits()),
+            c_ones512: Constant::new(ones512),
         }
     }
 }
@@ -119,27 +172,31 @@ impl Default for IcrcInsert {
 impl Logic for IcrcInsert {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, in_frame, ov, od, oc, ol, xv, xd, xc);
-        self.masked.next = self.in_data.val()
-            & ((bit_cast::<512, 1>(1.into()) << (bit_cast::<512, 7>(self.in_count.val()) << 3))
-                - 1);
-        self.crc.state_in.next = self.state.q.val();
-        self.crc.data.next = self.masked.val();
-        if !self.in_frame.q.val() {
-            self.crc.state_in.next = self.c_init.val();
-            self.crc.data.next = (self.masked.val() & self.c_and.val()) | self.c_or.val();
-        }
-        self.unzero.state_in.next = self.crc.state_out.val();
-        self.tail_zeros.next = 64_u64 - bit_cast::<8, 7>(self.in_count.val());
-        self.unzero.zeros.next = self.tail_zeros.val().get_bits::<6>(0);
-        self.icrc_value.next = !self.unzero.state_out.val();
-
+        dff_setup!(
+            self, clock, in_frame, v1, d1, c1, l1, f1, z1, state, v2, d2, c2, l2, z2, v3, d3, c3,
+            l3, icrc3, ov, od, oc, ol, xv, xd, xc
+        );
+        // The pipeline moves when the output register can take a beat.
+        self.adv.next = !self.xv.q.val() & (!self.ov.q.val() | self.out_ready.val());
+        self.in_ready.next = self.adv.val();
+        self.accept.next = self.in_valid.val() & self.adv.val();
         self.out_valid.next = self.ov.q.val();
         self.out_data.next = self.od.q.val();
         self.out_count.next = self.oc.q.val();
         self.out_last.next = self.ol.q.val();
-        self.in_ready.next = !self.xv.q.val() & (!self.ov.q.val() | self.out_ready.val());
-        self.accept.next = self.in_valid.val() & self.in_ready.val();
+
+        // Stage 2 logic: the CRC step of the stage-1 beat.
+        self.crc.state_in.next = self.state.q.val();
+        self.crc.data.next = self.d1.q.val();
+        if self.f1.q.val() {
+            self.crc.state_in.next = self.c_init.val();
+            self.crc.data.next = (self.d1.q.val() & self.c_and.val()) | self.c_or.val();
+        }
+        // Stage 3 logic: undo the last beat's zero padding.
+        self.unzero.state_in.next = self.state.q.val();
+        self.unzero.zeros.next = self.z2.q.val();
+        self.tail_zeros.next = 64_u64 - self.c3.q.val();
+
         if self.ov.q.val() & self.out_ready.val() {
             self.ov.d.next = false;
             if self.xv.q.val() {
@@ -151,33 +208,62 @@ impl Logic for IcrcInsert {
                 self.xv.d.next = false;
             }
         }
-        if self.accept.val() {
-            self.ov.d.next = true;
-            self.od.d.next = self.in_data.val();
-            self.oc.d.next = self.in_count.val();
-            self.ol.d.next = false;
-            self.in_frame.d.next = true;
-            self.state.d.next = self.crc.state_out.val();
-            if self.in_last.val() {
-                self.in_frame.d.next = false;
-                self.od.d.next = self.masked.val()
-                    | (bit_cast::<512, 32>(self.icrc_value.val())
-                        << (bit_cast::<512, 7>(self.in_count.val()) << 3));
-                if self.in_count.val() > 60 {
-                    self.oc.d.next = 64.into();
-                    self.xv.d.next = true;
-                    self.xd.d.next = self.icrc_value.val()
-                        >> (bit_cast::<32, 8>(self.tail_zeros.val()) << 3);
-                    self.xc.d.next = self.in_count.val() - 60;
-                } else {
-                    self.oc.d.next = self.in_count.val() + 4;
-                    self.ol.d.next = true;
+        if self.adv.val() {
+            // Stage 1 <- input.
+            self.v1.d.next = self.accept.val();
+            self.d1.d.next = self.in_data.val()
+                & !(self.c_ones512.val() << (bit_cast::<512, 7>(self.in_count.val()) << 3));
+            self.c1.d.next = self.in_count.val();
+            self.l1.d.next = self.in_last.val();
+            self.f1.d.next = !self.in_frame.q.val();
+            self.z1.d.next = bit_cast::<6, 7>(64_u64 - self.in_count.val());
+            if self.accept.val() {
+                self.in_frame.d.next = !self.in_last.val();
+            }
+            // Stage 2 <- stage 1.
+            self.v2.d.next = self.v1.q.val();
+            self.d2.d.next = self.d1.q.val();
+            self.c2.d.next = self.c1.q.val();
+            self.l2.d.next = self.l1.q.val();
+            self.z2.d.next = self.z1.q.val();
+            if self.v1.q.val() {
+                self.state.d.next = self.crc.state_out.val();
+            }
+            // Stage 3 <- stage 2.
+            self.v3.d.next = self.v2.q.val();
+            self.d3.d.next = self.d2.q.val();
+            self.c3.d.next = self.c2.q.val();
+            self.l3.d.next = self.l2.q.val();
+            self.icrc3.d.next = !self.unzero.state_out.val();
+            // Output <- stage 3.
+            if self.v3.q.val() {
+                self.ov.d.next = true;
+                self.od.d.next = self.d3.q.val();
+                self.oc.d.next = self.c3.q.val();
+                self.ol.d.next = false;
+                if self.l3.q.val() {
+                    self.od.d.next = self.d3.q.val()
+                        | (bit_cast::<512, 32>(self.icrc3.q.val())
+                            << (bit_cast::<512, 7>(self.c3.q.val()) << 3));
+                    if self.c3.q.val() > 60 {
+                        self.oc.d.next = 64.into();
+                        self.xv.d.next = true;
+                        self.xd.d.next = self.icrc3.q.val()
+                            >> (bit_cast::<32, 7>(self.tail_zeros.val()) << 3);
+                        self.xc.d.next = self.c3.q.val() - 60;
+                    } else {
+                        self.oc.d.next = self.c3.q.val() + 4;
+                        self.ol.d.next = true;
+                    }
                 }
             }
         }
         if self.reset.val() {
             self.ov.d.next = false;
             self.xv.d.next = false;
+            self.v1.d.next = false;
+            self.v2.d.next = false;
+            self.v3.d.next = false;
             self.in_frame.d.next = false;
         }
     }

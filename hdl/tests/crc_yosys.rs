@@ -97,6 +97,20 @@ fn unzero_table_synthesizes_in_few_lut_levels() {
 }
 
 #[test]
+fn residue_zeros_table_is_one_lut_level() {
+    let dir = work_dir("crc_yosys_residue_zeros");
+    std::fs::write(dir.join("cores.v"), verilog::cores()).unwrap();
+    let (luts, depth) = luts_and_depth(&dir, &["cores.v"], verilog::RESIDUE_ZEROS_MODULE);
+    eprintln!(
+        "crc_yosys: {}: {luts} LUT6, {depth} levels",
+        verilog::RESIDUE_ZEROS_MODULE
+    );
+    // Each output bit is a function of the six `zeros` bits: one LUT6.
+    assert_eq!(depth, 1, "{} is {depth} LUT levels deep", verilog::RESIDUE_ZEROS_MODULE);
+    assert!(luts <= 32, "{luts} LUT6 for a 32-bit table of 64 entries");
+}
+
+#[test]
 fn unzero_chain_block_synthesizes() {
     // The rust-hdl block itself as the top: its wrapper chains the six stage modules.
     let dir = work_dir("crc_yosys_unzero_chain");

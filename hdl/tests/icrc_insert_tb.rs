@@ -10,12 +10,15 @@
 //!   the expected ICRC is `wire::icrc::compute` over the same bytes.
 //! - `full_rate_one_bubble_per_spill`: with `out_ready` high the block takes a beat every cycle
 //!   but one per frame whose ICRC spills.
+//! - `latency_is_four_cycles`: a beat taken in cycle t is on the output register in cycle
+//!   t + [`LATENCY`] (4) while `out_ready` is high, and `out_ready` low holds the whole pipeline
+//!   (nothing is lost, `in_ready` drops once the output register is full).
 mod harness;
 
 use harness::codec::{self, assert_frame_eq};
 use harness::{Dut, Port, Rng};
 use rnic_firmware_tests::wire::{icrc, RocePacketRepr};
-use rnic_hdl::icrc::IcrcInsert;
+use rnic_hdl::icrc::{IcrcInsert, LATENCY};
 
 struct Pins {
     in_valid: Port,
@@ -217,6 +220,97 @@ fn full_rate_one_bubble_per_spill() {
     let (out, cycles) = run(&mut dut, &p, &inputs, &mut rng, 100, 100);
     assert_eq!(out.len(), inputs.len());
     assert!(spills > 5);
-    // Latency 1: the last frame's beats leave one cycle after they enter.
-    assert!(cycles <= beats + spills + 2, "{cycles} cycles for {beats} beats and {spills} spills");
+    // The last frame's beats leave LATENCY cycles after they enter.
+    assert!(
+        cycles <= beats + spills + LATENCY as u64 + 1,
+        "{cycles} cycles for {beats} beats and {spills} spills"
+    );
+}
+
+#[test]
+fn latency_is_four_cycles() {
+    let (mut dut, p) = dut();
+    let mut rng = Rng::from_env(0x1C2C_3333);
+    // A 3-beat frame: beats taken in cycles 0, 1, 2 appear in cycles LATENCY, +1, +2.
+    let (f, want) = raw_frame(&mut rng, 64 * 2 + 20);
+    dut.set_bit(p.out_ready, true);
+    let mut seen = Vec::new();
+    for cycle in 0..(LATENCY + 6) {
+        let k = cycle;
+        let valid = k < 3;
+        dut.set_bit(p.in_valid, valid);
+        if valid {
+            let part = &f[64 * k..f.len().min(64 * k + 64)];
+            let mut data = rng.bytes(64);
+            data[..part.len()].copy_from_slice(part);
+            dut.set_wide(p.in_data, &data);
+            dut.set(p.in_count, part.len() as u64);
+            dut.set_bit(p.in_last, k == 2);
+        }
+        dut.eval();
+        if valid {
+            assert!(dut.get_bit(p.in_ready), "cycle {cycle}: not ready with out_ready high");
+        }
+        if dut.get_bit(p.out_valid) {
+            seen.push(cycle);
+            let n = dut.get(p.out_count) as usize;
+            let beat = dut.get_wide(p.out_data);
+            let k = seen.len() - 1;
+            assert_eq!(&beat[..n], &want[64 * k..64 * k + n], "beat {k}");
+        }
+        dut.tick();
+    }
+    assert_eq!(seen, vec![LATENCY, LATENCY + 1, LATENCY + 2], "cycles of the output beats");
+
+    // Back-pressure: with out_ready low the block fills (the output register and the three
+    // stages hold one beat each), then refuses; nothing is lost when out_ready returns.
+    let (f, want) = raw_frame(&mut rng, 64 * 7 + 33);
+    dut.set_bit(p.out_ready, false);
+    let mut taken = 0;
+    for _ in 0..10 {
+        let k = taken;
+        let valid = k < 8;
+        dut.set_bit(p.in_valid, valid);
+        if valid {
+            let part = &f[64 * k..f.len().min(64 * k + 64)];
+            let mut data = rng.bytes(64);
+            data[..part.len()].copy_from_slice(part);
+            dut.set_wide(p.in_data, &data);
+            dut.set(p.in_count, part.len() as u64);
+            dut.set_bit(p.in_last, k == 7);
+        }
+        dut.eval();
+        if valid && dut.get_bit(p.in_ready) {
+            taken += 1;
+        }
+        dut.tick();
+    }
+    assert_eq!(taken, LATENCY, "beats taken while out_ready is low");
+    let mut out = Vec::new();
+    for cycle in 0..40 {
+        let k = taken;
+        let valid = k < 8;
+        let ready = cycle % 3 != 1;
+        dut.set_bit(p.in_valid, valid);
+        if valid {
+            let part = &f[64 * k..f.len().min(64 * k + 64)];
+            let mut data = rng.bytes(64);
+            data[..part.len()].copy_from_slice(part);
+            dut.set_wide(p.in_data, &data);
+            dut.set(p.in_count, part.len() as u64);
+            dut.set_bit(p.in_last, k == 7);
+        }
+        dut.set_bit(p.out_ready, ready);
+        dut.eval();
+        if valid && dut.get_bit(p.in_ready) {
+            taken += 1;
+        }
+        if ready && dut.get_bit(p.out_valid) {
+            let n = dut.get(p.out_count) as usize;
+            out.extend_from_slice(&dut.get_wide(p.out_data)[..n]);
+        }
+        dut.tick();
+    }
+    assert_eq!(taken, 8);
+    assert_frame_eq(&out, &want, "frame held back by out_ready");
 }

@@ -133,6 +133,43 @@ impl Logic for Crc32UnzeroTable {
     }
 }
 
+/// The register a zero-padded last beat must leave for the frame to be intact:
+/// `state_out = step(residue(), [0; zeros])`, combinational (0 cycles), a 64-entry table of
+/// constants (`rnic_crc32_residue_zeros`, one LUT6 per output bit).
+///
+/// Use (the receiver's check without un-zeroing): after the last beat with `n` valid bytes,
+/// zero-padded and run through [`Crc32D512`], the frame is intact iff the register equals this
+/// block's output for `zeros = 64 - n` (0 for `n = 64`). That is the same test as
+/// `Crc32UnzeroTable(register, zeros) == residue()`, because un-zeroing is the inverse of
+/// appending zeros; the table depends only on `zeros`, so it can be looked up (and registered)
+/// while the CRC is still being computed, and the check is one 32-bit compare.
+#[derive(LogicBlock, Default)]
+pub struct Crc32ResidueZeros {
+    pub zeros: Signal<In, Bits<6>>,
+    pub state_out: Signal<Out, Bits<32>>,
+}
+
+impl Logic for Crc32ResidueZeros {
+    fn update(&mut self) {
+        let s = reference::zeros(reference::residue(), self.zeros.val().index());
+        self.state_out.next = Bits::<32>::from(u64::from(s));
+    }
+
+    fn connect(&mut self) {
+        self.state_out.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        Verilog::Wrapper(Wrapper {
+            code: r#"
+    rnic_crc32_residue_zeros core(.zeros(zeros), .state_out(state_out));
+"#
+            .into(),
+            cores: String::new(),
+        })
+    }
+}
+
 /// The register to start a frame's CRC with when its first `n_leading` bytes are zeroed by the
 /// hardware and must not count: `init_skipping(n) = unzero(0xFFFF_FFFF, n)`.
 ///

@@ -27,12 +27,15 @@
 //! | [`blocks::Crc32UnzeroTable`] / `rnic_crc32_unzero` | `state_in[31:0]`, `zeros[5:0]` → `state_out[31:0]` | `unzero(state_in, zeros)` | 1119 LUT6, 4 levels |
 //! | [`blocks::Crc32Unzero`] / chain of `rnic_crc32_unzero_k0..k5` | same as above | same as above | 709 LUT6, 13 levels |
 //! | `rnic_crc32_unzero_k{K}` | `state_in[31:0]`, `enable` → `state_out[31:0]` | `enable ? unzero(state_in, 1 << K) : state_in` | 43 (K=0) to 131 (K=5) LUT6, 2 levels each |
+//! | [`blocks::Crc32ResidueZeros`] / `rnic_crc32_residue_zeros` | `zeros[5:0]` → `state_out[31:0]` | `step(residue(), [0; zeros])` (a table) | 32 LUT6, 1 level |
 //!
 //! Figures from yosys 0.23, `synth -flatten; abc -lut 6; opt_clean; ltp -noff` (the
 //! `crc_yosys` test prints them). The 250 MHz budget is about 4–6 LUT6 levels per stage, so
 //! `state_out` of [`blocks::Crc32D512`] can feed its own state register directly (the per-beat
-//! loop), and the last-beat correction should use [`blocks::Crc32UnzeroTable`] in the cycle after
-//! the state register; the 13-level chain needs a register in the middle at that clock.
+//! loop) when its inputs come from registers (the NIC's users register the masked beat first),
+//! and the last-beat correction should use [`blocks::Crc32UnzeroTable`] in the cycle after the
+//! state register; the 13-level chain needs a register in the middle at that clock. A receiver
+//! that only checks the ICRC needs no un-zeroing: see step 4 below.
 //!
 //! # Per-frame use
 //! 1. Start with `0xFFFF_FFFF`, or with [`blocks::init_skipping`]`(n)` (a constant) when the
@@ -41,6 +44,10 @@
 //! 3. Last beat with `n` valid bytes: zero bytes `n..64`, `state <= Crc32D512(state, masked)`,
 //!    then `Crc32UnzeroTable(state, zeros = 64 - n)` (0 when `n = 64`) is the true register;
 //!    the ICRC is its complement.
+//! 4. Checking a received frame (covered bytes and ICRC run through steps 1–3): it is intact iff
+//!    the un-zeroed register equals [`reference::residue`], i.e. iff the register *before*
+//!    un-zeroing equals [`blocks::Crc32ResidueZeros`]`(zeros)` — a constant per `zeros`,
+//!    available before the CRC, so the check is one 32-bit compare.
 pub mod blocks;
 pub mod reference;
 pub mod verilog;

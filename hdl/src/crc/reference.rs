@@ -67,6 +67,25 @@ pub fn init_skipping(n_leading: usize) -> u32 {
     unzero(0xFFFF_FFFF, n_leading)
 }
 
+/// `step(state, &[0; n])`: the register after `n` zero bytes.
+#[must_use]
+pub fn zeros(state: u32, n: usize) -> u32 {
+    step(state, &vec![0; n])
+}
+
+/// The CRC-32 residue: the raw register after any message followed by its own CRC (the
+/// complement of `step(0xFFFF_FFFF, message)`, least-significant byte first), when the register
+/// started at `0xFFFF_FFFF`. A receiver that runs the register over message and CRC and finds
+/// this value knows both arrived intact (0xDEBB_20E3, the bit-reversed form of 0xC704DD7B).
+#[must_use]
+pub fn residue() -> u32 {
+    let msg = [0u8; 1];
+    let crc = !step(0xFFFF_FFFF, &msg);
+    let mut all = msg.to_vec();
+    all.extend_from_slice(&crc.to_le_bytes());
+    step(0xFFFF_FFFF, &all)
+}
+
 /// The identity matrix.
 #[must_use]
 pub fn identity() -> Mat32 {
@@ -287,6 +306,29 @@ mod tests {
                 out |= ((p ^ (sm[i] & s).count_ones()) & 1) << i;
             }
             assert_eq!(out, step(s, &d));
+        }
+    }
+
+    #[test]
+    fn residue_is_message_independent() {
+        assert_eq!(residue(), 0xDEBB_20E3);
+        let mut seed = 99u64;
+        for len in [1usize, 5, 64, 301] {
+            let msg: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    (seed >> 56) as u8
+                })
+                .collect();
+            let mut all = msg.clone();
+            all.extend_from_slice(&(!step(0xFFFF_FFFF, &msg)).to_le_bytes());
+            assert_eq!(step(0xFFFF_FFFF, &all), residue(), "len={len}");
+            // Zero padding: unzero(x, z) == residue iff x == zeros(residue, z).
+            for z in [0usize, 1, 17, 63] {
+                let mut padded = all.clone();
+                padded.resize(all.len() + z, 0);
+                assert_eq!(step(0xFFFF_FFFF, &padded), zeros(residue(), z));
+            }
         }
     }
 

@@ -8,7 +8,7 @@
 //!
 //! [`cores`] returns every module once; write it into its own file next to the rust-hdl output
 //! (the rust-hdl wrappers in [`super::blocks`] carry an empty `cores` string on purpose).
-use super::reference::{beat_masks, unzero_matrix, Mat32};
+use super::reference::{beat_masks, residue, unzero_matrix, zeros, Mat32};
 use std::fmt::Write;
 
 /// Bytes per beat of the datapath core.
@@ -21,6 +21,9 @@ pub const D512_MODULE: &str = "rnic_crc32_d512";
 
 /// Name of the single-level unzero module (undoes `zeros[5:0]` zero bytes, table form).
 pub const UNZERO_TABLE_MODULE: &str = "rnic_crc32_unzero";
+
+/// Name of the residue-after-zeros table (`step(residue(), [0; zeros])` for `zeros[5:0]`).
+pub const RESIDUE_ZEROS_MODULE: &str = "rnic_crc32_residue_zeros";
 
 /// Name of unzero stage `k` (undoes `1 << k` zero bytes when enabled).
 #[must_use]
@@ -170,6 +173,49 @@ pub fn unzero_table_module() -> String {
     v
 }
 
+/// `rnic_crc32_residue_zeros(zeros[5:0], state_out[31:0])`, combinational:
+/// `state_out = step(residue(), [0; zeros])` for `zeros` in 0..=63 — see
+/// [`zeros_table_module_named`].
+#[must_use]
+pub fn residue_zeros_module() -> String {
+    zeros_table_module_named(RESIDUE_ZEROS_MODULE, residue())
+}
+
+/// A module `name(zeros[5:0], state_out[31:0])` with `state_out = step(state, [0; zeros])` for a
+/// constant `state`: a 64-entry table of 32-bit constants, so each output bit is one 6-input
+/// function (one LUT6).
+///
+/// Use: a frame is intact iff `unzero(x, z) == residue()`, where `x` is the register after the
+/// zero-padded last beat and `z` the padding. `unzero(·, z)` is the inverse of `step(·, [0; z])`,
+/// so the same test reads `x == step(residue(), [0; z])`: this table's output, one compare, no
+/// un-zero matrix on the path.
+#[must_use]
+pub fn zeros_table_module_named(name: &str, state: u32) -> String {
+    let mut v = String::new();
+    header(
+        &mut v,
+        &format!("The CRC-32 register {state:#010x} after 0..63 zero bytes (a table)."),
+    );
+    let _ = writeln!(v, "module {name} (");
+    let _ = writeln!(v, "    input  wire [5:0]  zeros,");
+    let _ = writeln!(v, "    output reg  [31:0] state_out");
+    let _ = writeln!(v, ");");
+    let _ = writeln!(v, "    always @(*) begin");
+    let _ = writeln!(v, "        case (zeros)");
+    for z in 0..64 {
+        let _ = writeln!(
+            v,
+            "            6'd{z}: state_out = {};",
+            hex_literal(32, &[u64::from(zeros(state, z))])
+        );
+    }
+    let _ = writeln!(v, "            default: state_out = 32'h0;");
+    let _ = writeln!(v, "        endcase");
+    let _ = writeln!(v, "    end");
+    let _ = writeln!(v, "endmodule");
+    v
+}
+
 /// Every CRC core module, each exactly once. Write this into its own Verilog file and hand it to
 /// the tools together with the rust-hdl output.
 #[must_use]
@@ -181,6 +227,8 @@ pub fn cores() -> String {
     }
     v.push('\n');
     v.push_str(&unzero_table_module());
+    v.push('\n');
+    v.push_str(&residue_zeros_module());
     v
 }
 
@@ -291,7 +339,11 @@ mod tests {
     #[test]
     fn cores_declare_each_module_once() {
         let c = cores();
-        let names = [D512_MODULE.to_string(), UNZERO_TABLE_MODULE.to_string()];
+        let names = [
+            D512_MODULE.to_string(),
+            UNZERO_TABLE_MODULE.to_string(),
+            RESIDUE_ZEROS_MODULE.to_string(),
+        ];
         for name in names
             .into_iter()
             .chain((0..UNZERO_STAGES).map(unzero_module))
@@ -326,6 +378,26 @@ mod tests {
         }
         assert_eq!(seen, 64);
         assert!(v.contains("assign state_out[31] = ^(state_in & m[1023:992]);"));
+    }
+
+    #[test]
+    fn residue_zeros_text_holds_the_table() {
+        use super::super::reference::unzero;
+        let v = residue_zeros_module();
+        let mut seen = 0;
+        for line in v.lines() {
+            let Some((z, lit)) = line.trim().split_once(": state_out = 32'h") else {
+                continue;
+            };
+            let Some(z) = z.strip_prefix("6'd") else {
+                continue;
+            };
+            let z: usize = z.parse().unwrap();
+            let val = u32::from_str_radix(lit.trim_end_matches(';'), 16).unwrap();
+            assert_eq!(unzero(val, z), residue(), "z={z}");
+            seen += 1;
+        }
+        assert_eq!(seen, 64);
     }
 
     #[test]
