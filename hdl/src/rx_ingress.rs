@@ -1,5 +1,5 @@
 //! RX ingress: parse, ICRC check and store-and-forward packet buffer.
-use crate::crc::blocks::{init_skipping, Crc32D512, Crc32UnzeroTable};
+use crate::crc::blocks::{init_skipping, Crc32D512, Crc32ResidueZeros};
 use crate::icrc::{first_beat_and, first_beat_or, SKIPPED_BYTES};
 use crate::records::{RoceHeader, RxDesc};
 use rust_hdl::prelude::*;
@@ -11,35 +11,54 @@ pub const LOG_BUFFER_BEATS: usize = 8;
 /// Largest frame accepted, in bytes: 4096-byte MTU payload plus every header (80 beats).
 pub const MAX_FRAME_BYTES: u64 = 64 * 80;
 
+/// Cycles from a frame's `tlast` beat at the input to its verdict (the descriptor write or a
+/// `cnt_*` pulse), and from any beat at the input to its packet-buffer write.
+pub const LATENCY: usize = 3;
+
 /// The ICRC residue: the raw CRC register after a message followed by its own ICRC
 /// (least-significant byte first). A received frame is intact iff its covered bytes and ICRC
 /// leave this value.
 pub fn icrc_residue() -> u32 {
-    use crate::crc::reference::step;
-    let msg = [0u8; 1];
-    let crc = !step(0xFFFF_FFFF, &msg);
-    let mut all = msg.to_vec();
-    all.extend_from_slice(&crc.to_le_bytes());
-    step(0xFFFF_FFFF, &all)
+    crate::crc::reference::residue()
 }
 
 /// Receives frames from the MAC (no back-pressure), one beat per cycle.
 ///
 /// From the first beat it parses and checks Ethernet (EtherType 0x0800), IPv4 (version 4, no
-/// options, not a fragment, header checksum), UDP (destination port 4791, length consistent
-/// with IPv4 Total Length) and BTH (TVer 0, a supported opcode: RDMA WRITE FIRST/MIDDLE/LAST/
-/// ONLY or ACKNOWLEDGE; payload length = Total Length − headers − pad − ICRC ≥ 0); the RETH
-/// is taken from bytes 54..70 (second beat), the AETH from bytes 54..58. Every beat of the
-/// frame up to Total Length is written into the packet buffer while the ICRC is computed;
-/// the frame's last beat gives the verdict. Only a frame that passes every check (and the
-/// MAC's FCS, `tuser` = 0) becomes a [`RxDesc`] and keeps its buffer space; anything else is
-/// dropped and counted by reason (`cnt_*` pulses: malformed, ICRC, overflow), so a bad packet
-/// never reaches the RX engine, let alone host memory. Ethernet padding after Total Length is
-/// ignored.
+/// options, not a fragment, header checksum, Total Length at most [`MAX_FRAME_BYTES`] − 14),
+/// UDP (destination port 4791, length consistent with IPv4 Total Length) and BTH (TVer 0, a
+/// supported opcode: RDMA WRITE FIRST/MIDDLE/LAST/ONLY or ACKNOWLEDGE; payload length = Total
+/// Length − headers − pad − ICRC ≥ 0); the RETH is taken from bytes 54..70 (second beat), the
+/// AETH from bytes 54..58. Every beat of the frame is written into the packet buffer (at the
+/// frame's place, only into free space) while the ICRC is computed; the frame's last beat gives
+/// the verdict. Only a frame that passes every check (and the MAC's FCS, `tuser` = 0) becomes
+/// a [`RxDesc`] and keeps its buffer space (the next frame is written over anything else); a
+/// bad frame is dropped and counted by reason (`cnt_*` pulses: malformed, ICRC, overflow), so a
+/// bad packet never reaches the RX engine, let alone host memory. Ethernet padding after Total
+/// Length is ignored.
 ///
-/// Timing: 1 beat per cycle, no stall; the descriptor is written in the cycle of `tlast`.
+/// ICRC check: the CRC register runs over the frame's covered bytes and the received ICRC (the
+/// bytes past Total Length zeroed in the last beat); the frame is intact iff the register after
+/// the zero-padded last beat equals [`Crc32ResidueZeros`]`(zeros)`, the residue followed by the
+/// padding's zero bytes, a constant looked up ahead — the same test as un-zeroing the register
+/// and comparing with the residue, without the un-zero matrix on the path.
+///
+/// Pipeline (one beat per cycle, no stall), [`LATENCY`] = 3 cycles:
+/// 1. input register: the beat with bytes past Total Length zeroed (byte masks from the IPv4
+///    Total Length of a first beat or from the bytes still expected), the last byte's `tkeep`,
+///    the padding of the beat that ends the frame, and the first beat's parse in two halves
+///    (field compares, header length, two partial sums of the IPv4 header);
+/// 2. the CRC register (64-byte step), the residue table for the beat's padding, the end of
+///    the parse (checksum, lengths, beat count);
+/// 3. the ICRC compare and the frame's verdict flags;
+///
+/// then the packet-buffer write and, on the frame's last beat, the descriptor write or the
+/// drop counter pulse (with the descriptor FIFO's `desc_full` and the buffer space). Depth: at
+/// most 6 LUT6 levels from a register or input to a register.
+///
 /// Buffer: 2^[`LOG_BUFFER_BEATS`] beats of 512 bits in block RAM, freed by the RX engine's
-/// read pointer `rd_ptr`.
+/// read pointer `rd_ptr`. A frame is accepted only if all its beats fit at its first beat
+/// (`wr_ptr - rd_ptr + nbeats <= 256`); a beat is written only into a free slot.
 #[derive(LogicBlock)]
 pub struct RxIngress {
     pub clock: Signal<In, Clock>,
@@ -63,18 +82,66 @@ pub struct RxIngress {
     pub cnt_overflow: Signal<Out, Bit>,
     buffer: RAM<Bits<512>, 8>,
     crc: Crc32D512,
-    unzero: Crc32UnzeroTable,
-    wr_ptr: DFF<Bits<9>>,
-    in_frame: DFF<Bit>,
-    k: DFF<Bits<8>>,
-    keep: DFF<Bit>,
-    p_ok: DFF<Bit>,
-    p_space: DFF<Bit>,
-    end_r: DFF<Bits<16>>,
-    nb_r: DFF<Bits<8>>,
+    target: Crc32ResidueZeros,
+    // ---- Input side: frame tracking on the raw stream ----
+    fi_in_frame: DFF<Bit>,
+    /// Bytes of the frame after the beats seen so far (saturates at 0).
+    fi_rem: DFF<Bits<16>>,
+    // ---- Stage 1 registers (`a_`) ----
+    a_valid: DFF<Bit>,
+    a_last: DFF<Bit>,
+    a_user: DFF<Bit>,
+    a_first: DFF<Bit>,
+    a_crc_end: DFF<Bit>,
+    a_zeros: DFF<Bits<6>>,
+    a_lk: DFF<Bits<64>>,
+    a_data: DFF<Bits<512>>,
+    a_ok1: DFF<Bit>,
+    a_ipl: DFF<Bits<16>>,
+    a_iplm20: DFF<Bits<16>>,
+    a_udpl: DFF<Bits<16>>,
+    a_hdr: DFF<Bits<16>>,
+    a_hlen: DFF<Bits<7>>,
+    a_s0: DFF<Bits<20>>,
+    a_s1: DFF<Bits<20>>,
+    // ---- Stage 2 registers (`b_`) and the CRC register ----
     crc_state: DFF<Bits<32>>,
-    crc_ok_r: DFF<Bit>,
-    complete_r: DFF<Bit>,
+    b_valid: DFF<Bit>,
+    b_last: DFF<Bit>,
+    b_user: DFF<Bit>,
+    b_first: DFF<Bit>,
+    b_crc_end: DFF<Bit>,
+    b_complete: DFF<Bit>,
+    b_target: DFF<Bits<32>>,
+    b_data: DFF<Bits<512>>,
+    b_ok: DFF<Bit>,
+    b_nb: DFF<Bits<8>>,
+    b_plen: DFF<Bits<13>>,
+    b_hlen: DFF<Bits<7>>,
+    /// Frame verdicts so far, on the stage-2 stream.
+    fb_ok: DFF<Bit>,
+    fb_complete: DFF<Bit>,
+    fb_crc: DFF<Bit>,
+    // ---- Stage 3 registers (`c_`) ----
+    c_valid: DFF<Bit>,
+    c_last: DFF<Bit>,
+    c_first: DFF<Bit>,
+    c_data: DFF<Bits<512>>,
+    c_nb: DFF<Bits<8>>,
+    c_nbm1: DFF<Bits<9>>,
+    c_plen: DFF<Bits<13>>,
+    c_hlen: DFF<Bits<7>>,
+    /// The frame ends with this beat: counted, and malformed / passes / fails the ICRC only.
+    c_end: DFF<Bit>,
+    c_malf: DFF<Bit>,
+    c_pass: DFF<Bit>,
+    c_badcrc: DFF<Bit>,
+    // ---- Buffer and descriptor side ----
+    wr_ptr: DFF<Bits<9>>,
+    k: DFF<Bits<8>>,
+    wa: DFF<Bits<9>>,
+    fits_r: DFF<Bit>,
+    nb_r: DFF<Bits<8>>,
     opcode_r: DFF<Bits<8>>,
     hlen_r: DFF<Bits<7>>,
     ackreq_r: DFF<Bit>,
@@ -83,56 +150,63 @@ pub struct RxIngress {
     psn_r: DFF<Bits<24>>,
     ext_lo_r: DFF<Bits<80>>,
     ext_hi_r: DFF<Bits<48>>,
-    // Beat-0 parse (combinational).
+    // ---- Stage 1 logic (from the input) ----
+    first0: Signal<Local, Bit>,
     h0: Signal<Local, RoceHeader>,
-    c_ip_len: Signal<Local, Bits<16>>,
-    c_udp_len: Signal<Local, Bits<16>>,
+    ipl: Signal<Local, Bits<16>>,
+    ipl6: Signal<Local, Bits<6>>,
+    ipl_hi: Signal<Local, Bit>,
+    rem6: Signal<Local, Bits<6>>,
+    rem_hi: Signal<Local, Bit>,
+    m64: Signal<Local, Bits<64>>,
+    m512: Signal<Local, Bits<512>>,
     c_flags: Signal<Local, Bits<8>>,
     c_pad: Signal<Local, Bits<16>>,
     c_ext_len: Signal<Local, Bits<16>>,
     c_supported: Signal<Local, Bit>,
-    c_hdr_total: Signal<Local, Bits<16>>,
-    c_plen: Signal<Local, Bits<16>>,
-    c_end: Signal<Local, Bits<16>>,
-    c_nb: Signal<Local, Bits<16>>,
-    c_csum_sum: Signal<Local, Bits<20>>,
-    c_csum_fold: Signal<Local, Bits<20>>,
-    c_csum_total: Signal<Local, Bits<20>>,
-    c_ok: Signal<Local, Bit>,
-    c_used: Signal<Local, Bits<9>>,
-    c_space: Signal<Local, Bit>,
+    // ---- Stage 2 logic ----
+    csum_x: Signal<Local, Bits<20>>,
+    csum_ok: Signal<Local, Bit>,
+    // ---- Stage 3 logic ----
+    ok_cur: Signal<Local, Bit>,
+    complete_cur: Signal<Local, Bit>,
+    crc_cur: Signal<Local, Bit>,
+    malformed: Signal<Local, Bit>,
+    b_endv: Signal<Local, Bit>,
+    // ---- Buffer and descriptor logic ----
+    kk: Signal<Local, Bits<8>>,
+    addr: Signal<Local, Bits<9>>,
+    slot_used: Signal<Local, Bits<9>>,
+    used: Signal<Local, Bits<9>>,
+    fits_first: Signal<Local, Bits<9>>,
+    fits_cur: Signal<Local, Bit>,
+    nb_cur: Signal<Local, Bits<8>>,
+    hc: Signal<Local, RoceHeader>,
     c_dqpn_w: Signal<Local, Bits<24>>,
     c_psn_w: Signal<Local, Bits<24>>,
-    // Per beat.
-    first: Signal<Local, Bit>,
-    kk: Signal<Local, Bits<8>>,
-    cur_end: Signal<Local, Bits<16>>,
-    cur_nb: Signal<Local, Bits<8>>,
-    cur_ok: Signal<Local, Bit>,
-    cur_space: Signal<Local, Bit>,
-    cur_keep: Signal<Local, Bit>,
-    rem_bytes: Signal<Local, Bits<16>>,
-    cnt: Signal<Local, Bits<8>>,
-    masked: Signal<Local, Bits<512>>,
-    is_crc_end: Signal<Local, Bit>,
-    verdict_now: Signal<Local, Bit>,
-    complete_now: Signal<Local, Bit>,
-    cur_crc_ok: Signal<Local, Bit>,
-    cur_complete: Signal<Local, Bit>,
+    c_ackreq_w: Signal<Local, Bits<8>>,
     ext: Signal<Local, Bits<128>>,
     c_init: Constant<Bits<32>>,
     c_and: Constant<Bits<512>>,
     c_or: Constant<Bits<512>>,
-    c_residue: Constant<Bits<32>>,
-    c_max_end: Constant<Bits<16>>,
-    tail_zeros: Signal<Local, Bits<8>>,
-    keep_shift: Signal<Local, Bits<64>>,
-    buf_waddr: Signal<Local, Bits<9>>,
-    c_ackreq_w: Signal<Local, Bits<8>>,
+    c_ones64: Constant<Bits<64>>,
+    c_ones512: Constant<Bits<512>>,
+    /// Ones from byte 14 up: shifted left by Total Length mod 64 and inverted, the bytes below
+    /// 14 + Total Length.
+    c_hdr64: Constant<Bits<64>>,
+    c_hdr512: Constant<Bits<512>>,
+    c_fifty: Constant<Bits<6>>,
+    /// Largest IPv4 Total Length accepted: [`MAX_FRAME_BYTES`] - 14.
+    c_max_ipl: Constant<Bits<16>>,
 }
 
 impl Default for RxIngress {
     fn default() -> Self {
+        let ones64 = Bits::<64>::from(u64::MAX);
+        let mut ones512 = Bits::<512>::default();
+        for w in 0..8 {
+            ones512 = ones512 | (bit_cast::<512, 64>(ones64) << (64 * w as u64));
+        }
         Self {
             clock: Default::default(),
             reset: Default::default(),
@@ -153,18 +227,58 @@ impl Default for RxIngress {
             cnt_overflow: Default::default(),
             buffer: Default::default(),
             crc: Default::default(),
-            unzero: Default::default(),
-            wr_ptr: Default::default(),
-            in_frame: Default::default(),
-            k: Default::default(),
-            keep: Default::default(),
-            p_ok: Default::default(),
-            p_space: Default::default(),
-            end_r: Default::default(),
-            nb_r: Default::default(),
+            target: Default::default(),
+            fi_in_frame: Default::default(),
+            fi_rem: Default::default(),
+            a_valid: Default::default(),
+            a_last: Default::default(),
+            a_user: Default::default(),
+            a_first: Default::default(),
+            a_crc_end: Default::default(),
+            a_zeros: Default::default(),
+            a_lk: Default::default(),
+            a_data: Default::default(),
+            a_ok1: Default::default(),
+            a_ipl: Default::default(),
+            a_iplm20: Default::default(),
+            a_udpl: Default::default(),
+            a_hdr: Default::default(),
+            a_hlen: Default::default(),
+            a_s0: Default::default(),
+            a_s1: Default::default(),
             crc_state: Default::default(),
-            crc_ok_r: Default::default(),
-            complete_r: Default::default(),
+            b_valid: Default::default(),
+            b_last: Default::default(),
+            b_user: Default::default(),
+            b_first: Default::default(),
+            b_crc_end: Default::default(),
+            b_complete: Default::default(),
+            b_target: Default::default(),
+            b_data: Default::default(),
+            b_ok: Default::default(),
+            b_nb: Default::default(),
+            b_plen: Default::default(),
+            b_hlen: Default::default(),
+            fb_ok: Default::default(),
+            fb_complete: Default::default(),
+            fb_crc: Default::default(),
+            c_valid: Default::default(),
+            c_last: Default::default(),
+            c_first: Default::default(),
+            c_data: Default::default(),
+            c_nb: Default::default(),
+            c_nbm1: Default::default(),
+            c_plen: Default::default(),
+            c_hlen: Default::default(),
+            c_end: Default::default(),
+            c_malf: Default::default(),
+            c_pass: Default::default(),
+            c_badcrc: Default::default(),
+            wr_ptr: Default::default(),
+            k: Default::default(),
+            wa: Default::default(),
+            fits_r: Default::default(),
+            nb_r: Default::default(),
             opcode_r: Default::default(),
             hlen_r: Default::default(),
             ackreq_r: Default::default(),
@@ -173,51 +287,48 @@ impl Default for RxIngress {
             psn_r: Default::default(),
             ext_lo_r: Default::default(),
             ext_hi_r: Default::default(),
+            first0: Default::default(),
             h0: Default::default(),
-            c_ip_len: Default::default(),
-            c_udp_len: Default::default(),
+            ipl: Default::default(),
+            ipl6: Default::default(),
+            ipl_hi: Default::default(),
+            rem6: Default::default(),
+            rem_hi: Default::default(),
+            m64: Default::default(),
+            m512: Default::default(),
             c_flags: Default::default(),
             c_pad: Default::default(),
             c_ext_len: Default::default(),
             c_supported: Default::default(),
-            c_hdr_total: Default::default(),
-            c_plen: Default::default(),
-            c_end: Default::default(),
-            c_nb: Default::default(),
-            c_csum_sum: Default::default(),
-            c_csum_fold: Default::default(),
-            c_csum_total: Default::default(),
-            c_ok: Default::default(),
-            c_used: Default::default(),
-            c_space: Default::default(),
+            csum_x: Default::default(),
+            csum_ok: Default::default(),
+            ok_cur: Default::default(),
+            complete_cur: Default::default(),
+            crc_cur: Default::default(),
+            malformed: Default::default(),
+            b_endv: Default::default(),
+            kk: Default::default(),
+            addr: Default::default(),
+            slot_used: Default::default(),
+            used: Default::default(),
+            fits_first: Default::default(),
+            fits_cur: Default::default(),
+            nb_cur: Default::default(),
+            hc: Default::default(),
             c_dqpn_w: Default::default(),
             c_psn_w: Default::default(),
-            first: Default::default(),
-            kk: Default::default(),
-            cur_end: Default::default(),
-            cur_nb: Default::default(),
-            cur_ok: Default::default(),
-            cur_space: Default::default(),
-            cur_keep: Default::default(),
-            rem_bytes: Default::default(),
-            cnt: Default::default(),
-            masked: Default::default(),
-            is_crc_end: Default::default(),
-            verdict_now: Default::default(),
-            complete_now: Default::default(),
-            cur_crc_ok: Default::default(),
-            cur_complete: Default::default(),
+            c_ackreq_w: Default::default(),
             ext: Default::default(),
             c_init: Constant::new((init_skipping(SKIPPED_BYTES) as u64).to_bits()),
             c_and: Constant::new(first_beat_and()),
             c_or: Constant::new(first_beat_or()),
-            c_residue: Constant::new((icrc_residue() as u64).to_bits()),
-            c_max_end: Constant::new(MAX_FRAME_BYTES.to_bits()),
-    tail_zeros: Default::default(),
-            keep_shift: Default::default(),
-            buf_waddr: Default::default(),
-            c_ackreq_w: Default::default(),
-                }
+            c_ones64: Constant::new(ones64),
+            c_ones512: Constant::new(ones512),
+            c_hdr64: Constant::new(ones64 << 14_u64),
+            c_hdr512: Constant::new(ones512 << 112_u64),
+            c_fifty: Constant::new(50_u64.to_bits()),
+            c_max_ipl: Constant::new((MAX_FRAME_BYTES - 14).to_bits()),
+        }
     }
 }
 
@@ -225,19 +336,73 @@ impl Logic for RxIngress {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, wr_ptr, in_frame, k, keep, p_ok, p_space, end_r, nb_r, crc_state,
-            crc_ok_r, complete_r, opcode_r, hlen_r, ackreq_r, plen_r, dqpn_r, psn_r, ext_lo_r,
-            ext_hi_r
+            self, clock, fi_in_frame, fi_rem, a_valid, a_last, a_user, a_first, a_crc_end,
+            a_zeros, a_lk, a_data, a_ok1, a_ipl, a_iplm20, a_udpl, a_hdr, a_hlen, a_s0, a_s1,
+            crc_state, b_valid, b_last, b_user, b_first, b_crc_end, b_complete, b_target, b_data,
+            b_ok, b_nb, b_plen, b_hlen, fb_ok, fb_complete, fb_crc, c_valid, c_last, c_first,
+            c_data, c_nb, c_nbm1, c_plen, c_hlen, c_end, c_malf, c_pass, c_badcrc, wr_ptr, k, wa,
+            fits_r, nb_r, opcode_r, hlen_r, ackreq_r, plen_r, dqpn_r, psn_r, ext_lo_r, ext_hi_r
         );
         self.buffer.read_clock.next = self.clock.val();
         self.buffer.write_clock.next = self.clock.val();
         self.buffer.read_address.next = self.buf_raddr.val();
         self.buf_rdata.next = self.buffer.read_data.val();
 
-        // ---- Parse of a first beat (combinational) ----
+        // ==== Stage 1: from the input beat ====
+        self.first0.next = !self.fi_in_frame.q.val();
         self.h0.next = bit_cast::<640, 512>(self.tdata.val()).into();
-        self.c_ip_len.next = (self.h0.val().ip_len >> 8) | (self.h0.val().ip_len << 8);
-        self.c_udp_len.next = (self.h0.val().udp_len >> 8) | (self.h0.val().udp_len << 8);
+        self.ipl.next = (self.h0.val().ip_len >> 8) | (self.h0.val().ip_len << 8);
+        self.ipl6.next = self.ipl.val().get_bits::<6>(0);
+        self.ipl_hi.next = self.ipl.val().get_bits::<10>(6).any();
+        self.rem6.next = self.fi_rem.q.val().get_bits::<6>(0);
+        self.rem_hi.next = self.fi_rem.q.val().get_bits::<10>(6).any();
+        // Byte masks of the frame's bytes in this beat: below 14 + Total Length in a first
+        // beat, below the bytes still expected in a later one.
+        self.m64.next = self.c_ones64.val();
+        self.m512.next = self.c_ones512.val();
+        if self.first0.val() {
+            if !self.ipl_hi.val() {
+                self.m64.next = !(self.c_hdr64.val() << bit_cast::<64, 6>(self.ipl6.val()));
+                self.m512.next = !(self.c_hdr512.val()
+                    << (bit_cast::<512, 6>(self.ipl6.val()) << 3));
+            }
+        } else if !self.rem_hi.val() {
+            self.m64.next = !(self.c_ones64.val() << bit_cast::<64, 6>(self.rem6.val()));
+            self.m512.next =
+                !(self.c_ones512.val() << (bit_cast::<512, 6>(self.rem6.val()) << 3));
+        }
+        self.a_data.d.next = self.tdata.val() & self.m512.val();
+        // The last byte of the frame in this beat must be kept (the MAC delivered it).
+        self.a_lk.d.next =
+            (self.m64.val() & !(self.m64.val() >> 1)) & self.tkeep.val();
+        self.a_valid.d.next = self.tvalid.val();
+        self.a_last.d.next = self.tlast.val();
+        self.a_user.d.next = self.tuser.val();
+        self.a_first.d.next = self.first0.val();
+        // The beat that holds the frame's last byte, and its zero padding (64 - bytes) mod 64.
+        if self.first0.val() {
+            self.a_crc_end.d.next = !self.ipl_hi.val() & (self.ipl6.val() <= 50);
+            self.a_zeros.d.next = self.c_fifty.val() - self.ipl6.val();
+        } else {
+            self.a_crc_end.d.next = (!self.rem_hi.val() & self.rem6.val().any())
+                | (self.fi_rem.q.val() == 64);
+            self.a_zeros.d.next = (!self.rem6.val()) + 1;
+        }
+        if self.tvalid.val() {
+            self.fi_in_frame.d.next = !self.tlast.val();
+            if self.first0.val() {
+                self.fi_rem.d.next = 0.into();
+                if self.ipl.val() >= 50 {
+                    self.fi_rem.d.next = self.ipl.val() - 50;
+                }
+            } else {
+                self.fi_rem.d.next = 0.into();
+                if self.rem_hi.val() {
+                    self.fi_rem.d.next = self.fi_rem.q.val() - 64;
+                }
+            }
+        }
+        // First-beat parse, first half (used when `a_first`).
         self.c_flags.next = self.h0.val().bth_flags;
         self.c_pad.next = bit_cast::<16, 2>(self.c_flags.val().get_bits::<2>(4));
         self.c_ext_len.next = 0.into();
@@ -253,106 +418,139 @@ impl Logic for RxIngress {
             self.c_ext_len.next = 4.into();
             self.c_supported.next = true;
         }
+        self.a_ok1.d.next = (self.h0.val().eth_type == 0x0008)
+            & (self.h0.val().ip_vihl == 0x45)
+            & (self.h0.val().ip_proto == 0x11)
+            & ((self.h0.val().ip_frag & 0xFF3F) == 0)
+            & (self.h0.val().udp_dport == 0xB712)
+            & (self.c_flags.val().get_bits::<4>(0) == 0)
+            & self.c_supported.val()
+            & (self.ipl.val() <= self.c_max_ipl.val());
+        self.a_ipl.d.next = self.ipl.val();
+        self.a_iplm20.d.next = self.ipl.val() - 20;
+        self.a_udpl.d.next = (self.h0.val().udp_len >> 8) | (self.h0.val().udp_len << 8);
         // IP(20) + UDP(8) + BTH(12) + ICRC(4) = 44, plus extension headers and pad.
-        self.c_hdr_total.next = self.c_ext_len.val() + self.c_pad.val() + 44;
-        self.c_plen.next = self.c_ip_len.val() - self.c_hdr_total.val();
-        self.c_end.next = self.c_ip_len.val() + 14;
-        self.c_nb.next = (self.c_end.val() + 63) >> 6;
-        // One's-complement sum of the IPv4 header including its checksum must be 0xFFFF; the
-        // sum is byte-order independent (RFC 1071), so the words are taken as stored.
-        self.c_csum_sum.next = bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(112))
+        self.a_hdr.d.next = self.c_ext_len.val() + self.c_pad.val() + 44;
+        self.a_hlen.d.next = bit_cast::<7, 16>(self.c_ext_len.val() + 54);
+        // One's-complement sum of the IPv4 header, in two halves of five words (the sum is
+        // byte-order independent, RFC 1071: the words are taken as stored).
+        self.a_s0.d.next = bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(112))
             + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(128))
             + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(144))
             + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(160))
-            + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(176))
-            + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(192))
+            + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(176));
+        self.a_s1.d.next = bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(192))
             + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(208))
             + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(224))
             + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(240))
             + bit_cast::<20, 16>(self.tdata.val().get_bits::<16>(256));
-        self.c_csum_fold.next = (self.c_csum_sum.val() & 0xFFFF) + (self.c_csum_sum.val() >> 16);
-        self.c_csum_total.next = (self.c_csum_fold.val() & 0xFFFF) + (self.c_csum_fold.val() >> 16);
-        self.c_ok.next = (self.h0.val().eth_type == 0x0008)
-            & (self.h0.val().ip_vihl == 0x45)
-            & (self.h0.val().ip_proto == 0x11)
-            & ((self.h0.val().ip_frag & 0xFF3F) == 0)
-            & (self.c_csum_total.val() == 0xFFFF)
-            & (self.h0.val().udp_dport == 0xB712)
-            & (self.c_udp_len.val() == (self.c_ip_len.val() - 20))
-            & (self.c_flags.val().get_bits::<4>(0) == 0)
-            & self.c_supported.val()
-            & (self.c_ip_len.val() >= self.c_hdr_total.val())
-            & (self.c_end.val() <= self.c_max_end.val());
-        self.c_used.next = self.wr_ptr.q.val() - self.rd_ptr.val();
-        self.c_space.next =
-            (bit_cast::<16, 9>(self.c_used.val()) + self.c_nb.val()) <= 256;
-        self.c_dqpn_w.next = self.h0.val().bth_dqpn;
-        self.c_ackreq_w.next = self.h0.val().bth_ackreq;
-        self.c_psn_w.next = self.h0.val().bth_psn;
 
-        // ---- Per beat ----
-        self.first.next = !self.in_frame.q.val();
-        self.kk.next = self.k.q.val();
-        self.cur_end.next = self.end_r.q.val();
-        self.cur_nb.next = self.nb_r.q.val();
-        self.cur_ok.next = self.p_ok.q.val();
-        self.cur_space.next = self.p_space.q.val();
-        self.cur_keep.next = self.keep.q.val();
-        if self.first.val() {
-            self.kk.next = 0.into();
-            self.cur_end.next = self.c_end.val();
-            self.cur_nb.next = self.c_nb.val().get_bits::<8>(0);
-            self.cur_ok.next = self.c_ok.val();
-            self.cur_space.next = self.c_space.val();
-            self.cur_keep.next = self.c_ok.val() & self.c_space.val();
-        }
-        self.rem_bytes.next = self.cur_end.val() - (bit_cast::<16, 8>(self.kk.val()) << 6);
-        self.cnt.next = 64.into();
-        if self.rem_bytes.val() < 64 {
-            self.cnt.next = self.rem_bytes.val().get_bits::<8>(0);
-        }
-        self.masked.next = self.tdata.val()
-            & ((bit_cast::<512, 1>(1.into()) << (bit_cast::<512, 8>(self.cnt.val()) << 3)) - 1);
+        // ==== Stage 2: CRC register, residue table, end of the parse ====
         self.crc.state_in.next = self.crc_state.q.val();
-        self.crc.data.next = self.masked.val();
-        if self.first.val() {
+        self.crc.data.next = self.a_data.q.val();
+        if self.a_first.q.val() {
             self.crc.state_in.next = self.c_init.val();
-            self.crc.data.next = (self.masked.val() & self.c_and.val()) | self.c_or.val();
+            self.crc.data.next = (self.a_data.q.val() & self.c_and.val()) | self.c_or.val();
         }
-        self.unzero.state_in.next = self.crc.state_out.val();
-        self.tail_zeros.next = 64_u64 - self.cnt.val();
-        self.unzero.zeros.next = self.tail_zeros.val().get_bits::<6>(0);
-        self.is_crc_end.next = (bit_cast::<16, 8>(self.kk.val()) + 1) == bit_cast::<16, 8>(self.cur_nb.val());
-        self.verdict_now.next = self.unzero.state_out.val() == self.c_residue.val();
-        self.keep_shift.next = self.tkeep.val() >> (bit_cast::<64, 8>(self.cnt.val()) - 1);
-        self.complete_now.next = self.keep_shift.val().get_bit(0);
-        self.cur_crc_ok.next = self.crc_ok_r.q.val();
-        self.cur_complete.next = self.complete_r.q.val();
-        if self.is_crc_end.val() {
-            self.cur_crc_ok.next = self.verdict_now.val();
-            self.cur_complete.next = self.complete_now.val();
+        if self.a_valid.q.val() {
+            self.crc_state.d.next = self.crc.state_out.val();
         }
+        self.target.zeros.next = self.a_zeros.q.val();
+        self.b_target.d.next = self.target.state_out.val();
+        self.b_complete.d.next = self.a_lk.q.val().any();
+        // The sum of the ten words is X = H * 65536 + L (H <= 9); its one's-complement fold is
+        // 0xFFFF iff L + H == 0xFFFF, i.e. iff L ^ H == 0xFFFF.
+        self.csum_x.next = self.a_s0.q.val() + self.a_s1.q.val();
+        self.csum_ok.next = (self.csum_x.val().get_bits::<16>(0)
+            ^ bit_cast::<16, 4>(self.csum_x.val().get_bits::<4>(16)))
+            == 0xFFFF;
+        self.b_ok.d.next = self.a_ok1.q.val()
+            & self.csum_ok.val()
+            & (self.a_udpl.q.val() == self.a_iplm20.q.val())
+            & (self.a_ipl.q.val() >= self.a_hdr.q.val());
+        self.b_nb.d.next = bit_cast::<8, 16>((self.a_ipl.q.val() + 77) >> 6);
+        self.b_plen.d.next = bit_cast::<13, 16>(self.a_ipl.q.val() - self.a_hdr.q.val());
+        self.b_hlen.d.next = self.a_hlen.q.val();
+        self.b_valid.d.next = self.a_valid.q.val();
+        self.b_last.d.next = self.a_last.q.val();
+        self.b_user.d.next = self.a_user.q.val();
+        self.b_first.d.next = self.a_first.q.val();
+        self.b_crc_end.d.next = self.a_crc_end.q.val();
+        self.b_data.d.next = self.a_data.q.val();
 
-        // Buffer write.
-        self.buffer.write_enable.next = self.tvalid.val()
-            & self.cur_keep.val()
-            & (self.kk.val() < self.cur_nb.val());
-        self.buf_waddr.next = self.wr_ptr.q.val() + bit_cast::<9, 8>(self.kk.val());
-        self.buffer.write_address.next = self.buf_waddr.val().get_bits::<8>(0);
-        self.buffer.write_data.next = self.tdata.val();
+        // ==== Stage 3: ICRC compare, frame verdict ====
+        self.ok_cur.next = self.fb_ok.q.val();
+        self.complete_cur.next = self.fb_complete.q.val();
+        self.crc_cur.next = self.fb_crc.q.val();
+        if self.b_first.q.val() {
+            self.ok_cur.next = self.b_ok.q.val();
+            self.complete_cur.next = false;
+            self.crc_cur.next = false;
+        }
+        if self.b_crc_end.q.val() {
+            self.complete_cur.next = self.b_complete.q.val();
+            self.crc_cur.next = self.crc_state.q.val() == self.b_target.q.val();
+        }
+        if self.b_valid.q.val() {
+            self.fb_ok.d.next = self.ok_cur.val();
+            self.fb_complete.d.next = self.complete_cur.val();
+            self.fb_crc.d.next = self.crc_cur.val();
+        }
+        self.malformed.next =
+            !self.ok_cur.val() | self.b_user.q.val() | !self.complete_cur.val();
+        self.b_endv.next = self.b_valid.q.val() & self.b_last.q.val();
+        self.c_end.d.next = self.b_endv.val();
+        self.c_malf.d.next = self.b_endv.val() & self.malformed.val();
+        self.c_pass.d.next = self.b_endv.val() & !self.malformed.val() & self.crc_cur.val();
+        self.c_badcrc.d.next = self.b_endv.val() & !self.malformed.val() & !self.crc_cur.val();
+        self.c_valid.d.next = self.b_valid.q.val();
+        self.c_last.d.next = self.b_last.q.val();
+        self.c_first.d.next = self.b_first.q.val();
+        self.c_data.d.next = self.b_data.q.val();
+        self.c_nb.d.next = self.b_nb.q.val();
+        self.c_nbm1.d.next = bit_cast::<9, 8>(self.b_nb.q.val()) - 1;
+        self.c_plen.d.next = self.b_plen.q.val();
+        self.c_hlen.d.next = self.b_hlen.q.val();
+
+        // ==== Buffer write, descriptor, verdict ====
+        self.kk.next = self.k.q.val();
+        self.addr.next = self.wa.q.val();
+        self.nb_cur.next = self.nb_r.q.val();
+        if self.c_first.q.val() {
+            self.kk.next = 0.into();
+            self.addr.next = self.wr_ptr.q.val();
+            self.nb_cur.next = self.c_nb.q.val();
+        }
+        // A slot is free iff it is less than 256 beats ahead of the release pointer.
+        self.slot_used.next = self.addr.val() - self.rd_ptr.val();
+        self.buffer.write_enable.next = self.c_valid.q.val() & !self.slot_used.val().get_bit(8);
+        self.buffer.write_address.next = self.addr.val().get_bits::<8>(0);
+        self.buffer.write_data.next = self.c_data.q.val();
+        // Space: every beat of the frame fits (checked at its first beat). A one-beat frame
+        // fits iff the slot at `wr_ptr` is free.
+        self.used.next = self.wr_ptr.q.val() - self.rd_ptr.val();
+        self.fits_first.next = (self.wr_ptr.q.val() + self.c_nbm1.q.val()) - self.rd_ptr.val();
+        self.fits_cur.next = self.fits_r.q.val();
+        if self.c_first.q.val() {
+            self.fits_cur.next = !self.used.val().get_bit(8);
+        }
 
         // Descriptor (used on the last beat).
+        self.hc.next = bit_cast::<640, 512>(self.c_data.q.val()).into();
+        self.c_dqpn_w.next = self.hc.val().bth_dqpn;
+        self.c_ackreq_w.next = self.hc.val().bth_ackreq;
+        self.c_psn_w.next = self.hc.val().bth_psn;
         self.ext.next = bit_cast::<128, 80>(self.ext_lo_r.q.val())
             | (bit_cast::<128, 48>(self.ext_hi_r.q.val()) << 80);
         if self.kk.val() == 1 {
             self.ext.next = bit_cast::<128, 80>(self.ext_lo_r.q.val())
-                | (bit_cast::<128, 48>(self.tdata.val().get_bits::<48>(0)) << 80);
+                | (bit_cast::<128, 48>(self.c_data.q.val().get_bits::<48>(0)) << 80);
         }
-        if self.first.val() {
-            self.ext.next = bit_cast::<128, 80>(self.tdata.val().get_bits::<80>(432));
+        if self.c_first.q.val() {
+            self.ext.next = bit_cast::<128, 80>(self.c_data.q.val().get_bits::<80>(432));
         }
         self.desc.next.start = self.wr_ptr.q.val().get_bits::<8>(0);
-        self.desc.next.nbeats = self.cur_nb.val();
+        self.desc.next.nbeats = self.nb_cur.val();
         self.desc.next.opcode = self.opcode_r.q.val();
         self.desc.next.hlen = self.hlen_r.q.val();
         self.desc.next.ackreq = bit_cast::<1, 1>(self.ackreq_r.q.val().into());
@@ -360,11 +558,11 @@ impl Logic for RxIngress {
         self.desc.next.rsvd0 = 0.into();
         self.desc.next.dest_qpn = self.dqpn_r.q.val();
         self.desc.next.psn = self.psn_r.q.val();
-        if self.first.val() {
-            self.desc.next.opcode = self.h0.val().bth_opcode;
-            self.desc.next.hlen = bit_cast::<7, 16>(self.c_ext_len.val() + 54);
+        if self.c_first.q.val() {
+            self.desc.next.opcode = self.hc.val().bth_opcode;
+            self.desc.next.hlen = self.c_hlen.q.val();
             self.desc.next.ackreq = self.c_ackreq_w.val().get_bits::<1>(7);
-            self.desc.next.plen = self.c_plen.val().get_bits::<13>(0);
+            self.desc.next.plen = self.c_plen.q.val();
             self.desc.next.dest_qpn = (bit_cast::<24, 8>(self.c_dqpn_w.val().get_bits::<8>(16)))
                 | (bit_cast::<24, 8>(self.c_dqpn_w.val().get_bits::<8>(8)) << 8)
                 | (bit_cast::<24, 8>(self.c_dqpn_w.val().get_bits::<8>(0)) << 16);
@@ -394,63 +592,49 @@ impl Logic for RxIngress {
             | (bit_cast::<24, 8>(self.ext.val().get_bits::<8>(16)) << 8)
             | bit_cast::<24, 8>(self.ext.val().get_bits::<8>(24));
 
-        // ---- Sequencing ----
-        self.desc_write.next = false;
-        self.cnt_rx_frame.next = false;
-        self.cnt_malformed.next = false;
-        self.cnt_icrc.next = false;
-        self.cnt_overflow.next = false;
-        if self.tvalid.val() {
+        // Verdict on the frame's last beat: malformed, then overflow, then ICRC.
+        self.cnt_rx_frame.next = self.c_end.q.val();
+        self.cnt_malformed.next = self.c_malf.q.val();
+        self.cnt_overflow.next = (self.c_pass.q.val() | self.c_badcrc.q.val())
+            & (!self.fits_cur.val() | self.desc_full.val());
+        self.cnt_icrc.next =
+            self.c_badcrc.q.val() & self.fits_cur.val() & !self.desc_full.val();
+        self.desc_write.next = self.c_pass.q.val() & self.fits_cur.val() & !self.desc_full.val();
+        if self.desc_write.val() {
+            self.wr_ptr.d.next = self.wr_ptr.q.val() + bit_cast::<9, 8>(self.nb_cur.val());
+        }
+        if self.c_valid.q.val() {
             if self.kk.val() != 255 {
                 self.k.d.next = self.kk.val() + 1;
+                self.wa.d.next = self.addr.val() + 1;
             }
-            self.in_frame.d.next = true;
-            if self.kk.val() < self.cur_nb.val() {
-                self.crc_state.d.next = self.crc.state_out.val();
-            }
-            if self.is_crc_end.val() {
-                self.crc_ok_r.d.next = self.verdict_now.val();
-                self.complete_r.d.next = self.complete_now.val();
-            }
-            if self.first.val() {
-                self.p_ok.d.next = self.c_ok.val();
-                self.p_space.d.next = self.c_space.val();
-                self.keep.d.next = self.c_ok.val() & self.c_space.val();
-                self.end_r.d.next = self.c_end.val();
-                self.nb_r.d.next = self.c_nb.val().get_bits::<8>(0);
+            if self.c_first.q.val() {
+                self.fits_r.d.next = !self.fits_first.val().get_bit(8);
+                self.nb_r.d.next = self.c_nb.q.val();
                 self.opcode_r.d.next = self.desc.val().opcode;
                 self.hlen_r.d.next = self.desc.val().hlen;
                 self.ackreq_r.d.next = self.desc.val().ackreq.any();
                 self.plen_r.d.next = self.desc.val().plen;
                 self.dqpn_r.d.next = self.desc.val().dest_qpn;
                 self.psn_r.d.next = self.desc.val().psn;
-                self.ext_lo_r.d.next = self.tdata.val().get_bits::<80>(432);
-                if !self.is_crc_end.val() {
-                    self.crc_ok_r.d.next = false;
-                    self.complete_r.d.next = false;
-                }
+                self.ext_lo_r.d.next = self.c_data.q.val().get_bits::<80>(432);
             }
             if self.kk.val() == 1 {
-                self.ext_hi_r.d.next = self.tdata.val().get_bits::<48>(0);
+                self.ext_hi_r.d.next = self.c_data.q.val().get_bits::<48>(0);
             }
-            if self.tlast.val() {
-                self.in_frame.d.next = false;
+            if self.c_last.q.val() {
                 self.k.d.next = 0.into();
-                self.cnt_rx_frame.next = true;
-                if !self.cur_ok.val() | self.tuser.val() | !self.cur_complete.val() {
-                    self.cnt_malformed.next = true;
-                } else if !self.cur_space.val() | self.desc_full.val() {
-                    self.cnt_overflow.next = true;
-                } else if !self.cur_crc_ok.val() {
-                    self.cnt_icrc.next = true;
-                } else {
-                    self.desc_write.next = true;
-                    self.wr_ptr.d.next = self.wr_ptr.q.val() + bit_cast::<9, 8>(self.cur_nb.val());
-                }
             }
         }
         if self.reset.val() {
-            self.in_frame.d.next = false;
+            self.fi_in_frame.d.next = false;
+            self.a_valid.d.next = false;
+            self.b_valid.d.next = false;
+            self.c_valid.d.next = false;
+            self.c_end.d.next = false;
+            self.c_malf.d.next = false;
+            self.c_pass.d.next = false;
+            self.c_badcrc.d.next = false;
             self.k.d.next = 0.into();
             self.wr_ptr.d.next = 0.into();
         }

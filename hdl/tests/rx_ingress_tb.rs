@@ -1,5 +1,11 @@
 //! `RxIngress` in Verilator against frames from the reference codec.
 //!
+//! The block's verdict on a frame (a descriptor, or a drop counter pulse, with `cnt_rx_frame`)
+//! comes exactly [`LATENCY`] cycles after the frame's `tlast` beat, while the next frames are
+//! already coming in; the testbench streams frames and checks each verdict in the cycle it is
+//! due (no pulse may come at any other cycle), reads accepted frames back through the buffer's
+//! read port while later frames arrive, and releases their space as the RX engine would.
+//!
 //! - `valid_frames_become_descriptors`: RDMA WRITE ONLY/FIRST/MIDDLE/LAST (payload 0..=4096,
 //!   every pad) and ACKNOWLEDGE frames with random addresses, TOS/TTL/ID, FECN/BECN (fields the
 //!   ICRC masks), back to back or with idle cycles, each produce exactly one descriptor whose
@@ -7,14 +13,18 @@
 //!   `start` continues where the previous frame ended (mod 256) and `nbeats` covers Total Length;
 //!   reading `nbeats` beats back through `buf_raddr`/`buf_rdata` gives the frame's bytes;
 //!   `cnt_rx_frame` pulses once per frame and no error counter pulses.
+//! - `back_to_back_frames_without_reading`: frames on consecutive cycles, nothing released until
+//!   all are in; every descriptor and every stored frame is right.
 //! - `ethernet_padding_is_ignored`: frames followed by 1..70 bytes of Ethernet padding (padding
 //!   beats included) are accepted with the Total Length's beat count, and the next frame starts
 //!   right after them in the buffer.
 //! - `icrc_errors_are_counted_and_dropped`: one flipped bit anywhere the ICRC covers (payload,
-//!   RETH, BTH, ICRC itself, pad) → `cnt_icrc`, no descriptor, and the buffer space is reused.
+//!   RETH, BTH, ICRC itself, pad) → `cnt_icrc`, no descriptor, and the buffer space is reused by
+//!   the next frame, also when that frame follows on the next cycle (before the verdict).
 //! - `malformed_frames_are_counted_and_dropped`: bad IPv4 checksum, wrong UDP port, truncated
 //!   frame (`tlast` before Total Length), `tuser` = 1, not IPv4, unsupported opcode, UDP Length
-//!   ≠ Total Length − 20, TVer ≠ 0, IPv4 fragment, IPv4 options → `cnt_malformed`, no descriptor.
+//!   ≠ Total Length − 20, TVer ≠ 0, IPv4 fragment, IPv4 options, not UDP, Total Length past the
+//!   largest frame → `cnt_malformed`, no descriptor.
 //! - `overflow_when_buffer_or_descriptor_fifo_full`: with `rd_ptr` held the buffer fills and the
 //!   frame that does not fit is counted in `cnt_overflow`; with `desc_full` a good frame is
 //!   counted as overflow; once space is released, frames are accepted again.
@@ -24,8 +34,9 @@ use harness::codec;
 use harness::{bytes_to_bits, Dut, Port, Rng};
 use rnic_firmware_tests::wire::{icrc, Ipv4Packet, RocePacketRepr};
 use rnic_hdl::records::RxDesc;
-use rnic_hdl::rx_ingress::RxIngress;
+use rnic_hdl::rx_ingress::{RxIngress, LATENCY};
 use rust_hdl::prelude::*;
+use std::collections::VecDeque;
 
 struct Pins {
     tdata: Port,
@@ -45,6 +56,34 @@ struct Pins {
     cnt_overflow: Port,
 }
 
+/// What the testbench expects of a frame it sent.
+#[derive(Debug, Clone)]
+enum Expect {
+    /// Accepted: a descriptor for `repr` (whose frame, without Ethernet padding, is `frame`);
+    /// its bytes are read back from the buffer and, if `release`, its space is freed.
+    Good { repr: Box<RocePacketRepr>, frame: Vec<u8>, release: bool },
+    /// Dropped with exactly this counter: "malformed", "icrc" or "overflow".
+    Drop(&'static str),
+}
+
+/// A frame whose verdict is due in cycle `due`.
+struct Pending {
+    due: u64,
+    expect: Expect,
+    ctx: String,
+}
+
+/// A read-back of an accepted frame through the buffer's read port, one beat per cycle.
+struct ReadJob {
+    start: u64,
+    nbeats: u64,
+    next: u64,
+    data: Vec<u8>,
+    frame: Vec<u8>,
+    release: bool,
+    ctx: String,
+}
+
 struct Tb {
     dut: Dut,
     p: Pins,
@@ -52,9 +91,18 @@ struct Tb {
     /// Idle cycles between beats, in percent.
     p_idle: u64,
     rd_ptr: u64,
+    cycle: u64,
+    pending: VecDeque<Pending>,
+    reads: VecDeque<ReadJob>,
+    /// Where the next accepted frame must start in the buffer (if known).
+    next_start: Option<u64>,
+    /// Descriptors of accepted frames, in order.
+    accepted: Vec<RxDescView>,
+    /// Verdicts checked so far.
+    verdicts: u64,
 }
 
-/// What the block said at a frame's `tlast`.
+/// What the block said in a cycle.
 #[derive(Debug, Default, Clone)]
 struct Verdict {
     desc: Option<RxDescView>,
@@ -62,6 +110,12 @@ struct Verdict {
     malformed: bool,
     icrc: bool,
     overflow: bool,
+}
+
+impl Verdict {
+    fn any(&self) -> bool {
+        self.desc.is_some() || self.frame || self.malformed || self.icrc || self.overflow
+    }
 }
 
 /// The descriptor as numbers.
@@ -123,7 +177,19 @@ impl Tb {
             cnt_overflow: dut.port("cnt_overflow"),
         };
         dut.reset(2);
-        Tb { dut, p, rng: Rng::from_env(seed), p_idle: 0, rd_ptr: 0 }
+        Tb {
+            dut,
+            p,
+            rng: Rng::from_env(seed),
+            p_idle: 0,
+            rd_ptr: 0,
+            cycle: 0,
+            pending: VecDeque::new(),
+            reads: VecDeque::new(),
+            next_start: Some(0),
+            accepted: Vec::new(),
+            verdicts: 0,
+        }
     }
 
     /// Reads the outputs of the current cycle (after eval): pulses and descriptor.
@@ -145,24 +211,94 @@ impl Tb {
         }
     }
 
-    fn idle(&mut self, n: usize) {
-        self.dut.set_bit(self.p.tvalid, false);
-        self.dut.set_wide(self.p.tdata, &self.rng.bytes(64));
-        self.dut.set_bit(self.p.tlast, self.rng.chance(1, 2));
-        for _ in 0..n {
-            self.dut.eval();
-            let v = self.observe();
-            assert!(v.desc.is_none() && !v.frame && !v.malformed && !v.icrc && !v.overflow, "pulse while idle: {v:?}");
-            self.dut.tick();
+    /// Checks the verdict due in this cycle.
+    fn check(&mut self, v: Verdict, pend: Pending) {
+        let ctx = pend.ctx;
+        assert!(v.frame, "{ctx}: no cnt_rx_frame {LATENCY} cycles after tlast: {v:?}");
+        match pend.expect {
+            Expect::Good { repr, frame, release } => {
+                assert!(!v.malformed && !v.icrc && !v.overflow, "{ctx}: error pulse {v:?}");
+                let got = v.desc.unwrap_or_else(|| panic!("{ctx}: no descriptor"));
+                let want = expected_desc(&repr, frame.len(), got.start);
+                check_desc(&got, &want, &ctx);
+                if let Some(ns) = self.next_start {
+                    assert_eq!(got.start, ns, "{ctx}: start (the previous frame ended at {ns})");
+                }
+                self.next_start = Some((got.start + got.nbeats) % 256);
+                self.reads.push_back(ReadJob {
+                    start: got.start,
+                    nbeats: got.nbeats,
+                    next: 0,
+                    data: Vec::new(),
+                    frame,
+                    release,
+                    ctx: ctx.clone(),
+                });
+                self.accepted.push(got);
+            }
+            Expect::Drop(kind) => {
+                assert!(v.desc.is_none(), "{ctx}: a descriptor was written for a bad frame: {:?}", v.desc);
+                let got = (v.malformed, v.icrc, v.overflow);
+                let want = match kind {
+                    "malformed" => (true, false, false),
+                    "icrc" => (false, true, false),
+                    "overflow" => (false, false, true),
+                    _ => unreachable!(),
+                };
+                assert_eq!(got, want, "{ctx}: (malformed, icrc, overflow) pulses");
+            }
+        }
+        self.verdicts += 1;
+    }
+
+    /// One clock cycle with the inputs as set: checks the outputs, reads the buffer.
+    fn step(&mut self) {
+        let reading = self.reads.front().map(|r| (r.start + r.next) % 256);
+        if let Some(a) = reading {
+            self.dut.set(self.p.buf_raddr, a);
+        }
+        self.dut.eval();
+        let v = self.observe();
+        if self.pending.front().is_some_and(|f| f.due == self.cycle) {
+            let pend = self.pending.pop_front().unwrap();
+            self.check(v, pend);
+        } else {
+            let next = self.pending.front().map(|f| (f.due, f.ctx.clone()));
+            assert!(!v.any(), "cycle {}: pulse with no verdict due (next due: {next:?}): {v:?}", self.cycle);
+        }
+        self.dut.tick();
+        self.cycle += 1;
+        if reading.is_some() {
+            let data = self.dut.get_wide(self.p.buf_rdata);
+            let job = self.reads.front_mut().unwrap();
+            job.data.extend(data);
+            job.next += 1;
+            if job.next == job.nbeats {
+                let job = self.reads.pop_front().unwrap();
+                codec::assert_frame_eq(&job.data[..job.frame.len()], &job.frame, &format!("{}: buffer contents", job.ctx));
+                if job.release {
+                    self.release(job.nbeats);
+                }
+            }
         }
     }
 
-    /// Sends `bytes` as one AXI4-Stream packet (`tkeep` per byte, `tlast` on the last beat) and
-    /// returns the verdict seen at `tlast`. No pulse may come on earlier beats.
-    fn send(&mut self, bytes: &[u8], tuser: bool) -> Verdict {
+    fn idle(&mut self, n: usize) {
+        self.dut.set_bit(self.p.tvalid, false);
+        for _ in 0..n {
+            let garbage = self.rng.bytes(64);
+            self.dut.set_wide(self.p.tdata, &garbage);
+            let last = self.rng.chance(1, 2);
+            self.dut.set_bit(self.p.tlast, last);
+            self.step();
+        }
+    }
+
+    /// Sends `bytes` as one AXI4-Stream packet (`tkeep` per byte, `tlast` on the last beat);
+    /// its verdict is checked against `expect` when it is due, while later frames come in.
+    fn send(&mut self, bytes: &[u8], tuser: bool, expect: Expect, ctx: &str) {
         let n = bytes.len().div_ceil(64);
         assert!(n > 0);
-        let mut verdict = None;
         for k in 0..n {
             while self.rng.chance(self.p_idle, 100) {
                 self.idle(1);
@@ -179,30 +315,20 @@ impl Tb {
             self.dut.set(self.p.tkeep, keep);
             self.dut.set_bit(self.p.tlast, last);
             self.dut.set_bit(self.p.tuser, last && tuser);
-            self.dut.eval();
-            let v = self.observe();
             if last {
-                verdict = Some(v);
-            } else {
-                assert!(v.desc.is_none() && !v.frame && !v.malformed && !v.icrc && !v.overflow, "pulse before tlast: {v:?}");
+                self.pending.push_back(Pending { due: self.cycle + LATENCY as u64, expect: expect.clone(), ctx: ctx.to_string() });
             }
-            self.dut.tick();
+            self.step();
         }
         self.dut.set_bit(self.p.tvalid, false);
         self.dut.set_bit(self.p.tuser, false);
-        verdict.unwrap()
     }
 
-    /// Reads `n` beats from buffer address `start` (mod 256).
-    fn read_buffer(&mut self, start: u64, n: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        for k in 0..n {
-            self.dut.set(self.p.buf_raddr, (start + k) % 256);
-            self.dut.eval();
-            self.dut.tick();
-            out.extend(self.dut.get_wide(self.p.buf_rdata));
+    /// Idles until every verdict has come and every read-back is done.
+    fn flush(&mut self) {
+        while !self.pending.is_empty() || !self.reads.is_empty() {
+            self.idle(1);
         }
-        out
     }
 
     /// Frees `n` beats, as the RX engine does after consuming a packet.
@@ -288,36 +414,32 @@ fn check_desc(got: &RxDescView, want: &RxDescView, ctx: &str) {
     assert_eq!(&g, want, "{ctx}: descriptor");
 }
 
-/// Sends a good frame (with `pad` bytes of Ethernet padding) and checks descriptor and buffer.
-fn send_good(tb: &mut Tb, r: &RocePacketRepr, eth_pad: usize, ctx: &str) -> RxDescView {
+/// Sends a good frame (with `eth_pad` bytes of Ethernet padding); its descriptor and buffer
+/// contents are checked when due, and its space released after the read-back.
+fn send_good(tb: &mut Tb, r: &RocePacketRepr, eth_pad: usize, release: bool, ctx: &str) {
     let frame = r.emit();
     let mut wire = frame.clone();
     wire.extend(tb.rng.bytes(eth_pad));
-    let v = tb.send(&wire, false);
-    assert!(v.frame, "{ctx}: no cnt_rx_frame");
-    assert!(!v.malformed && !v.icrc && !v.overflow, "{ctx}: error pulse {v:?}");
-    let got = v.desc.unwrap_or_else(|| panic!("{ctx}: no descriptor"));
-    let want = expected_desc(r, frame.len(), got.start);
-    check_desc(&got, &want, ctx);
-    let stored = tb.read_buffer(got.start, got.nbeats);
-    codec::assert_frame_eq(&stored[..frame.len()], &frame, &format!("{ctx}: buffer contents"));
-    got
+    tb.send(&wire, false, Expect::Good { repr: Box::new(r.clone()), frame, release }, ctx);
+}
+
+/// Sends `frame`, which must be dropped with exactly the named counter.
+fn send_bad(tb: &mut Tb, frame: &[u8], tuser: bool, kind: &'static str, ctx: &str) {
+    tb.send(frame, tuser, Expect::Drop(kind), ctx);
 }
 
 #[test]
 fn valid_frames_become_descriptors() {
     let mut tb = Tb::new(0x2F1E_0001);
     let seed = tb.rng.0;
-    let mut next_start = 0u64;
     for i in 0..600 {
         tb.p_idle = if i < 300 { 0 } else { 30 };
         let r = good_repr(&mut tb.rng);
         let ctx = format!("frame {i} opcode {:#04x} plen {} (seed {seed:#x})", r.bth.opcode.0, r.payload.len());
-        let d = send_good(&mut tb, &r, 0, &ctx);
-        assert_eq!(d.start, next_start, "{ctx}: start");
-        next_start = (d.start + d.nbeats) % 256;
-        tb.release(d.nbeats);
+        send_good(&mut tb, &r, 0, true, &ctx);
     }
+    tb.flush();
+    assert_eq!(tb.accepted.len(), 600);
 }
 
 #[test]
@@ -336,25 +458,33 @@ fn back_to_back_frames_without_reading() {
         total += nb;
         frames.push(r);
     }
-    let mut descs = Vec::new();
     for (i, r) in frames.iter().enumerate() {
-        let v = tb.send(&r.emit(), false);
-        let d = v.desc.clone().unwrap_or_else(|| panic!("frame {i}: no descriptor ({v:?}), {total} beats in all"));
-        check_desc(&d, &expected_desc(r, r.buffer_len(), d.start), &format!("frame {i}"));
-        descs.push(d);
+        send_good(&mut tb, r, 0, false, &format!("frame {i} of {}, {total} beats in all", frames.len()));
     }
+    tb.flush();
+    assert_eq!(tb.accepted.len(), frames.len());
+    // Read everything back once more, late.
+    let descs = tb.accepted.clone();
     for (i, (r, d)) in frames.iter().zip(&descs).enumerate() {
-        let stored = tb.read_buffer(d.start, d.nbeats);
-        let f = r.emit();
-        codec::assert_frame_eq(&stored[..f.len()], &f, &format!("frame {i} read back late"));
+        tb.reads.push_back(ReadJob {
+            start: d.start,
+            nbeats: d.nbeats,
+            next: 0,
+            data: Vec::new(),
+            frame: r.emit(),
+            release: true,
+            ctx: format!("frame {i} read back late"),
+        });
     }
+    tb.flush();
+    assert_eq!(tb.rd_ptr, total as u64);
 }
 
 #[test]
 fn ethernet_padding_is_ignored() {
     let mut tb = Tb::new(0x2F1E_0003);
-    let mut next_start = 0;
     for i in 0..200 {
+        tb.p_idle = if i % 4 == 3 { 20 } else { 0 };
         let mut r = good_repr(&mut tb.rng);
         if i % 2 == 0 {
             // Short frames: an ACK (62 bytes) or a small WRITE, padded past one beat.
@@ -362,33 +492,18 @@ fn ethernet_padding_is_ignored() {
             codec::add_ext_headers(&mut tb.rng, &mut r);
         }
         let pad = tb.rng.range(1, 70) as usize;
-        let d = send_good(&mut tb, &r, pad, &format!("frame {i} with {pad} bytes of padding"));
-        assert_eq!(d.start, next_start, "frame {i}: the padding took buffer space");
-        next_start = (d.start + d.nbeats) % 256;
-        tb.release(d.nbeats);
+        send_good(&mut tb, &r, pad, true, &format!("frame {i} with {pad} bytes of padding"));
     }
-}
-
-/// Sends `frame` and asserts it is dropped with exactly the named counter.
-fn expect_drop(tb: &mut Tb, frame: &[u8], tuser: bool, kind: &str, ctx: &str) {
-    let v = tb.send(frame, tuser);
-    assert!(v.frame, "{ctx}: no cnt_rx_frame");
-    assert!(v.desc.is_none(), "{ctx}: a descriptor was written for a bad frame: {:?}", v.desc);
-    let got = (v.malformed, v.icrc, v.overflow);
-    let want = match kind {
-        "malformed" => (true, false, false),
-        "icrc" => (false, true, false),
-        "overflow" => (false, false, true),
-        _ => unreachable!(),
-    };
-    assert_eq!(got, want, "{ctx}: (malformed, icrc, overflow) pulses");
+    tb.flush();
+    assert_eq!(tb.accepted.len(), 200);
 }
 
 #[test]
 fn icrc_errors_are_counted_and_dropped() {
     let mut tb = Tb::new(0x2F1E_0004);
-    let mut next_start = 0;
     for i in 0..300 {
+        // Half the time the next frame follows on the next cycle, before the verdict.
+        tb.p_idle = if i % 2 == 0 { 0 } else { 25 };
         let r = good_repr(&mut tb.rng);
         let mut f = r.emit();
         // A byte the ICRC covers and no other check reads: payload, pad, ICRC, RETH, AETH,
@@ -403,14 +518,14 @@ fn icrc_errors_are_counted_and_dropped() {
         };
         let bit = tb.rng.range(0, 7);
         f[pos] ^= 1 << bit;
-        expect_drop(&mut tb, &f, false, "icrc", &format!("frame {i}: bit {bit} of byte {pos} flipped"));
-        // The dropped frame's space is reused by the next good frame.
+        send_bad(&mut tb, &f, false, "icrc", &format!("frame {i}: bit {bit} of byte {pos} flipped"));
+        // The dropped frame's space is reused by the next good frame (checked by `next_start`).
         let r = good_repr(&mut tb.rng);
-        let d = send_good(&mut tb, &r, 0, &format!("good frame after bad frame {i}"));
-        assert_eq!(d.start, next_start, "frame after a dropped one");
-        next_start = (d.start + d.nbeats) % 256;
-        tb.release(d.nbeats);
+        send_good(&mut tb, &r, 0, true, &format!("good frame after bad frame {i}"));
     }
+    tb.flush();
+    assert_eq!(tb.accepted.len(), 300);
+    assert_eq!(tb.verdicts, 600);
 }
 
 fn fix_ip_checksum(f: &mut [u8]) {
@@ -425,11 +540,11 @@ fn refill_icrc(f: &mut [u8]) {
 #[test]
 fn malformed_frames_are_counted_and_dropped() {
     let mut tb = Tb::new(0x2F1E_0005);
-    let mut next_start = 0;
     for i in 0..400 {
+        tb.p_idle = if i % 3 == 0 { 20 } else { 0 };
         let r = good_repr(&mut tb.rng);
         let mut f = r.emit();
-        let case = i % 11;
+        let case = i % 12;
         let mut tuser = false;
         let what = match case {
             0 => {
@@ -491,45 +606,67 @@ fn malformed_frames_are_counted_and_dropped() {
                 refill_icrc(&mut f);
                 "IPv4 header with options"
             }
-            _ => {
+            10 => {
                 f[23] = 6; // TCP
                 fix_ip_checksum(&mut f);
                 "not UDP"
             }
+            _ => {
+                // Total Length past the largest frame (here: one more than the frame has,
+                // which also makes it truncated), or wrapping the 16-bit end of frame.
+                let l = *tb.rng.pick(&[5107u16, 5200, 65_522, 65_535]);
+                f[16..18].copy_from_slice(&l.to_be_bytes());
+                f[38..40].copy_from_slice(&(l.wrapping_sub(20)).to_be_bytes());
+                fix_ip_checksum(&mut f);
+                "IPv4 Total Length too large"
+            }
         };
-        expect_drop(&mut tb, &f, tuser, "malformed", &format!("frame {i}: {what}"));
+        send_bad(&mut tb, &f, tuser, "malformed", &format!("frame {i}: {what}"));
         let r = good_repr(&mut tb.rng);
-        let d = send_good(&mut tb, &r, 0, &format!("good frame after malformed frame {i} ({what})"));
-        assert_eq!(d.start, next_start, "frame after a malformed one ({what})");
-        next_start = (d.start + d.nbeats) % 256;
-        tb.release(d.nbeats);
+        send_good(&mut tb, &r, 0, true, &format!("good frame after malformed frame {i} ({what})"));
     }
+    tb.flush();
+    assert_eq!(tb.accepted.len(), 400);
 }
 
 #[test]
 fn overflow_when_buffer_or_descriptor_fifo_full() {
     let mut tb = Tb::new(0x2F1E_0006);
     for round in 0..6 {
-        // Fill the buffer without releasing.
+        // Fill the buffer without releasing, frames back to back.
         let mut held = 0u64;
         loop {
             let r = good_repr(&mut tb.rng);
             let nb = r.buffer_len().div_ceil(64) as u64;
             if held + nb > 256 {
-                expect_drop(&mut tb, &r.emit(), false, "overflow", &format!("round {round}: {nb} beats with {held} held"));
+                send_bad(&mut tb, &r.emit(), false, "overflow", &format!("round {round}: {nb} beats with {held} held"));
+                // One-beat frames fill what is left, back to back; the next one overflows.
+                loop {
+                    let mut small = codec::nic_style_repr(&mut tb.rng, ACK);
+                    codec::add_ext_headers(&mut tb.rng, &mut small);
+                    let ctx = format!("round {round}: an ACK with {held} held");
+                    if held == 256 {
+                        send_bad(&mut tb, &small.emit(), false, "overflow", &ctx);
+                        break;
+                    }
+                    send_good(&mut tb, &small, 0, false, &ctx);
+                    held += 1;
+                }
                 break;
             }
-            let d = send_good(&mut tb, &r, 0, &format!("round {round}: filling, {held} held"));
-            held += d.nbeats;
+            send_good(&mut tb, &r, 0, false, &format!("round {round}: filling, {held} held"));
+            held += nb;
         }
+        tb.flush();
         // The descriptor FIFO full: a good frame that fits is an overflow too.
         tb.release(held);
         let r = good_repr(&mut tb.rng);
         tb.dut.set_bit(tb.p.desc_full, true);
-        expect_drop(&mut tb, &r.emit(), false, "overflow", &format!("round {round}: desc_full"));
+        send_bad(&mut tb, &r.emit(), false, "overflow", &format!("round {round}: desc_full"));
+        tb.flush();
         tb.dut.set_bit(tb.p.desc_full, false);
         // And once space is back, frames pass again.
-        let d = send_good(&mut tb, &r, 0, &format!("round {round}: after release"));
-        tb.release(d.nbeats);
+        send_good(&mut tb, &r, 0, true, &format!("round {round}: after release"));
+        tb.flush();
     }
 }
