@@ -84,6 +84,13 @@ struct WriteArgs {
     /// Probability that the wire flips one bit of a frame (the receiving MAC flags its FCS).
     #[arg(long, default_value_t = 0.0)]
     corrupt: f64,
+    /// Probability that the wire delays a frame by up to --reorder-delay-ns, so later frames
+    /// overtake it.
+    #[arg(long, default_value_t = 0.0)]
+    reorder: f64,
+    /// Longest extra delay of a reordered frame, in ns.
+    #[arg(long, default_value_t = 1000)]
+    reorder_delay_ns: u64,
     /// Seed of the wire's fault injection (runs are deterministic for a given seed).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -117,6 +124,8 @@ fn perf_write(a: WriteArgs) -> ExitCode {
                 drop_probability: a.loss,
                 corrupt_probability: a.corrupt,
                 duplicate_probability: a.dup,
+                reorder_probability: a.reorder,
+                reorder_delay_ns: a.reorder_delay_ns,
                 ..rnic_sim::FaultConfig::default()
             },
             ..rnic_sim::SimConfig::default()
@@ -227,10 +236,10 @@ fn print_table(r: &WriteBwReport, a: &WriteArgs) {
     if let Some(p) = &a.pcap {
         println!(" pcap: {} frames in {}", r.pcap_frames, p.display());
     }
-    if a.loss > 0.0 || a.dup > 0.0 || a.corrupt > 0.0 || r.retransmits > 0 {
+    if a.loss > 0.0 || a.dup > 0.0 || a.corrupt > 0.0 || a.reorder > 0.0 || r.retransmits > 0 {
         println!(
-            " recovery: {} retransmissions, {} NAKs, {} timeouts (loss {}, dup {}, corrupt {}, seed {})",
-            r.retransmits, r.naks, r.timeouts, a.loss, a.dup, a.corrupt, a.seed
+            " recovery: {} retransmissions, {} NAKs, {} timeouts (loss {}, dup {}, corrupt {}, reorder {}, seed {})",
+            r.retransmits, r.naks, r.timeouts, a.loss, a.dup, a.corrupt, a.reorder, a.seed
         );
     }
     if let Some(p) = &a.waveform {

@@ -77,9 +77,9 @@ impl Default for LinkConfig {
 /// Seeded, deterministic fault injection on every link. Probabilities are per frame, in 0.0–1.0;
 /// all zero (the default) means a perfect wire.
 ///
-/// Implemented: drop, corrupt (one bit flipped, delivered with `tuser` = bad FCS, as a MAC would
-/// flag it), duplicate. Reordering is not implemented yet: it belongs in `Link::push` in
-/// `wire.rs`, where the other faults are decided.
+/// Drop, corrupt (one bit flipped, delivered with `tuser` = bad FCS, as a MAC would flag it),
+/// duplicate and reorder (a frame takes a slower path and arrives up to `reorder_delay_ns`
+/// late, so the frames behind it overtake it, as on a multipath fabric).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultConfig {
     /// Seed of the fault RNG (ChaCha8; each link derives its own stream from it).
@@ -90,6 +90,12 @@ pub struct FaultConfig {
     pub corrupt_probability: f64,
     /// Probability that a frame is delivered twice (the copy follows it on the wire).
     pub duplicate_probability: f64,
+    /// Probability that a frame is delayed by 1..=`reorder_delay_ns` extra ns (uniform), so
+    /// later frames arrive before it.
+    pub reorder_probability: f64,
+    /// Longest extra delay of a reordered frame, in ns (default 1000: about three frames of
+    /// 4 KiB, or forty of 256 bytes, at 100 Gb/s). Must be at least 1 when reordering is on.
+    pub reorder_delay_ns: u64,
     /// Scripted losses: `(nic, n)` drops the `n`-th frame (0-based) that NIC `nic` transmits,
     /// whatever the probabilities say. For tests that need one exact loss.
     pub drop_frames: Vec<(usize, u64)>,
@@ -102,6 +108,8 @@ impl Default for FaultConfig {
             drop_probability: 0.0,
             corrupt_probability: 0.0,
             duplicate_probability: 0.0,
+            reorder_probability: 0.0,
+            reorder_delay_ns: 1000,
             drop_frames: Vec::new(),
         }
     }
@@ -113,6 +121,7 @@ impl FaultConfig {
         !(self.drop_probability > 0.0
             || self.corrupt_probability > 0.0
             || self.duplicate_probability > 0.0
+            || self.reorder_probability > 0.0
             || !self.drop_frames.is_empty())
     }
 }

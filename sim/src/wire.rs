@@ -13,7 +13,8 @@
 //!   it deasserts `tready` while those bytes reach `tx_fifo_bytes` (16 KiB by default).
 //!
 //! Faults ([`FaultConfig`]) are decided per frame from a seeded ChaCha8 stream when the frame is
-//! queued (drop, corrupt, duplicate), so a run is reproducible. Reordering would go there too.
+//! queued (drop, corrupt, duplicate, reorder), so a run is reproducible. A reordered frame gets
+//! extra latency; frames reach the receiver in order of arrival time (ties keep wire order).
 use std::collections::VecDeque;
 
 use rand::{Rng, SeedableRng};
@@ -40,6 +41,8 @@ pub struct LinkStats {
     pub corrupted: u64,
     /// Extra copies created by fault injection.
     pub duplicated: u64,
+    /// Frames delayed by fault injection (overtaken by later frames).
+    pub reordered: u64,
     /// Most bytes the transmit MAC held at once (frames not yet started), in bytes.
     pub max_fifo_bytes: usize,
 }
@@ -63,6 +66,8 @@ struct Scheduled {
     fate: Fate,
     /// A fault-injected copy (not shown in captures).
     copy: bool,
+    /// Extra latency from reordering, in bit times (0: none).
+    delay_bits: u64,
 }
 
 #[derive(Debug)]
@@ -113,7 +118,8 @@ impl Link {
     /// A link from NIC `from` to NIC `to`; `index` distinguishes links (fault RNG stream, pcap).
     ///
     /// # Errors
-    /// [`SimError::InvalidArgument`] for a zero rate or a fault probability outside 0–1.
+    /// [`SimError::InvalidArgument`] for a zero rate, a fault probability outside 0–1, or
+    /// reordering with a zero `reorder_delay_ns`.
     pub fn new(from: usize, to: usize, index: usize, cfg: &LinkConfig, faults: &FaultConfig) -> Result<Self, SimError> {
         if cfg.rate_gbps == 0 || cfg.rate_gbps > 1_000_000 {
             return Err(SimError::InvalidArgument(format!("link rate {} Gb/s", cfg.rate_gbps)));
@@ -122,10 +128,14 @@ impl Link {
             ("drop", faults.drop_probability),
             ("corrupt", faults.corrupt_probability),
             ("duplicate", faults.duplicate_probability),
+            ("reorder", faults.reorder_probability),
         ] {
             if !(0.0..=1.0).contains(&p) {
                 return Err(SimError::InvalidArgument(format!("{name} probability {p} is not in 0..=1")));
             }
+        }
+        if faults.reorder_probability > 0.0 && faults.reorder_delay_ns == 0 {
+            return Err(SimError::InvalidArgument("reordering needs reorder_delay_ns >= 1".into()));
         }
         let latency_bits = cfg
             .latency_ns
@@ -195,10 +205,12 @@ impl Link {
         let fate = self.decide_fate(data.len());
         let duplicate = !self.faults.is_none() && self.rng.gen::<f64>() < self.faults.duplicate_probability;
         let copy = duplicate.then(|| data.clone());
-        self.schedule(data, ready, fate, false);
+        let delay_bits = self.decide_delay();
+        self.schedule(data, ready, fate, false, delay_bits);
         if let Some(c) = copy {
             self.stats.duplicated += 1;
-            self.schedule(c, ready, Fate::Deliver, true);
+            let delay_bits = self.decide_delay();
+            self.schedule(c, ready, Fate::Deliver, true, delay_bits);
         }
     }
 
@@ -222,13 +234,29 @@ impl Link {
         Fate::Deliver
     }
 
-    fn schedule(&mut self, data: Vec<u8>, ready: u64, fate: Fate, copy: bool) {
+    /// Extra latency of a reordered frame, in bit times; 0 for most frames.
+    fn decide_delay(&mut self) -> u64 {
+        if self.faults.reorder_probability > 0.0 && self.rng.gen::<f64>() < self.faults.reorder_probability {
+            self.stats.reordered += 1;
+            self.rng.gen_range(1..=self.faults.reorder_delay_ns) * self.rate_gbps
+        } else {
+            0
+        }
+    }
+
+    fn schedule(&mut self, data: Vec<u8>, ready: u64, fate: Fate, copy: bool, delay_bits: u64) {
         let start = ready.max(self.free_at);
         let end = start + self.wire_bits(data.len());
         self.free_at = end;
         self.waiting_bytes += data.len();
         self.stats.max_fifo_bytes = self.stats.max_fifo_bytes.max(self.waiting_bytes);
-        self.waiting.push_back(Scheduled { start, end, data, fate, copy });
+        self.waiting.push_back(Scheduled { start, end, data, fate, copy, delay_bits });
+    }
+
+    /// Puts a frame in flight, behind every frame that arrives no later than it.
+    fn fly(&mut self, f: Flying) {
+        let at = self.flying.partition_point(|g| g.deliver_at <= f.deliver_at);
+        self.flying.insert(at, f);
     }
 
     /// Advances the link to the end of cycle `now`: frames starting by then leave the transmit
@@ -252,17 +280,17 @@ impl Link {
                     });
                 }
             }
-            let deliver_at = s.end + self.latency_bits;
+            let deliver_at = s.end + self.latency_bits + s.delay_bits;
             match s.fate {
                 Fate::Drop => self.stats.dropped += 1,
-                Fate::Deliver => self.flying.push_back(Flying { deliver_at, frame: RxFrame { data: s.data, bad_fcs: false } }),
+                Fate::Deliver => self.fly(Flying { deliver_at, frame: RxFrame { data: s.data, bad_fcs: false } }),
                 Fate::Corrupt { byte, bit } => {
                     self.stats.corrupted += 1;
                     let mut data = s.data;
                     if let Some(b) = data.get_mut(byte) {
                         *b ^= 1 << bit;
                     }
-                    self.flying.push_back(Flying { deliver_at, frame: RxFrame { data, bad_fcs: true } });
+                    self.fly(Flying { deliver_at, frame: RxFrame { data, bad_fcs: true } });
                 }
             }
         }
@@ -387,6 +415,45 @@ mod tests {
             assert_eq!(orig.iter().filter(|&&c| c > 0).count(), 2, "exactly one byte changed");
             assert!(orig.contains(&1), "exactly one byte changed");
         }
+    }
+
+    #[test]
+    fn reordered_frames_are_overtaken_and_nothing_is_lost() {
+        // 300 frames of 1000 bytes, back to back (one every ~82 ns of wire time), 20 % of
+        // them delayed by up to 1000 ns.
+        let faults = FaultConfig { seed: 3, reorder_probability: 0.2, reorder_delay_ns: 1000, ..FaultConfig::default() };
+        let mut l = Link::new(0, 1, 0, &LinkConfig::default(), &faults).unwrap();
+        for i in 0..300u64 {
+            let mut f = vec![0u8; 1000];
+            f[..8].copy_from_slice(&i.to_le_bytes());
+            l.push(f, i * 20);
+        }
+        let (got, started) = run(&mut l, 20_000);
+        let order: Vec<u64> = got.iter().map(|(_, f)| u64::from_le_bytes(f.data[..8].try_into().unwrap())).collect();
+        let s = l.stats();
+        assert!(s.reordered > 30, "{s:?}");
+        assert_eq!(s.delivered, 300);
+        // Every frame arrives exactly once, some out of order; captures keep wire order.
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..300).collect::<Vec<_>>());
+        let inversions = order.windows(2).filter(|w| w[0] > w[1]).count();
+        assert!(inversions > 10, "only {inversions} frames overtaken");
+        let wire: Vec<u64> = started.iter().map(|f| u64::from_le_bytes(f.data[..8].try_into().unwrap())).collect();
+        assert_eq!(wire, (0..300).collect::<Vec<_>>());
+        // No frame is late by more than the configured delay plus its queueing.
+        for (cycle, f) in &got {
+            let i = u64::from_le_bytes(f.data[..8].try_into().unwrap());
+            assert!(*cycle <= started[i as usize].start_ns / 4 + 1000 / 4 + 400, "frame {i} at cycle {cycle}");
+        }
+    }
+
+    #[test]
+    fn reordering_needs_a_delay() {
+        let f = FaultConfig { reorder_probability: 0.1, reorder_delay_ns: 0, ..FaultConfig::default() };
+        assert!(Link::new(0, 1, 0, &LinkConfig::default(), &f).is_err());
+        let f = FaultConfig { reorder_probability: 1.1, ..FaultConfig::default() };
+        assert!(Link::new(0, 1, 0, &LinkConfig::default(), &f).is_err());
     }
 
     #[test]
