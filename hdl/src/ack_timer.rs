@@ -9,7 +9,9 @@ use rust_hdl::prelude::*;
 /// It keeps its own copies of each QP's count of WQEs sent and WQEs retired, written from the
 /// scheduler's and the RX engine's write buses (`sent_*`, `acked_*`), and visits one QP per
 /// cycle: while a QP is idle or progressing (its retired count moved since the last visit) its
-/// deadline is pushed out; when the deadline passes with WQEs outstanding it pushes the QPN
+/// deadline is pushed out, and so it is while the scheduler is sending the QP's packets (the
+/// timeout counts from the last request sent, so a long message is not timed out while it is
+/// still leaving); when the deadline passes with WQEs outstanding it pushes the QPN
 /// into the timeout FIFO and re-arms. Resolution: one 64-cycle sweep (256 ns).
 ///
 /// Tables: deadlines (48-bit cycle counts), last retired counts and timeout exponents, 64
@@ -29,6 +31,9 @@ pub struct AckTimer {
     pub acked_addr: Signal<In, Bits<6>>,
     pub acked_data: Signal<In, Bits<16>>,
     pub to_full: Signal<In, Bit>,
+    /// The scheduler is emitting packets of QP `tx_qpn`.
+    pub tx_active: Signal<In, Bit>,
+    pub tx_qpn: Signal<In, Bits<6>>,
     pub to_write: Signal<Out, Bit>,
     pub to_qpn: Signal<Out, Bits<8>>,
     sent_ram: RAM<Bits<16>, 6>,
@@ -40,6 +45,8 @@ pub struct AckTimer {
     scan: DFF<Bits<6>>,
     visit: DFF<Bits<6>>,
     valid: DFF<Bit>,
+    tx_active_r: DFF<Bit>,
+    tx_qpn_r: DFF<Bits<6>>,
     cmd_state: Signal<Local, Bits<3>>,
     cmd_timeout: Signal<Local, Bits<5>>,
     exp: Signal<Local, Bits<8>>,
@@ -50,7 +57,9 @@ pub struct AckTimer {
 impl Logic for AckTimer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, now, scan, visit, valid);
+        dff_setup!(self, clock, now, scan, visit, valid, tx_active_r, tx_qpn_r);
+        self.tx_active_r.d.next = self.tx_active.val();
+        self.tx_qpn_r.d.next = self.tx_qpn.val();
         self.sent_ram.read_clock.next = self.clock.val();
         self.sent_ram.write_clock.next = self.clock.val();
         self.acked_ram.read_clock.next = self.clock.val();
@@ -105,8 +114,9 @@ impl Logic for AckTimer {
             if (self.exp.val() == 0)
                 | (self.sent_ram.read_data.val() == self.acked_ram.read_data.val())
                 | (self.acked_ram.read_data.val() != self.snap_ram.read_data.val())
+                | (self.tx_active_r.q.val() & (self.tx_qpn_r.q.val() == self.visit.q.val()))
             {
-                // Idle, disabled or progressing: re-arm.
+                // Idle, disabled, progressing or still sending: re-arm.
                 self.snap_ram.write_enable.next = true;
                 self.deadline_ram.write_enable.next = true;
             } else if !self.late.val().get_bit(47) & !self.to_full.val() {

@@ -124,6 +124,12 @@ pub struct RxEngine {
     room: DFF<Bits<64>>,
     w_addr_r: DFF<Bits<64>>,
     cover_r: DFF<Bits<24>>,
+    /// PSN of the last sequence NAK the requester acted on (responder-state bits 164..188),
+    /// valid when `last_nak_ok` (bit 163; cleared by INIT and by a timeout retry).
+    last_nak: DFF<Bits<24>>,
+    last_nak_ok: DFF<Bit>,
+    /// The NAK being handled names a different PSN than the last one acted on.
+    nak_moved: DFF<Bit>,
     // Combinational views.
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
@@ -160,6 +166,10 @@ pub struct RxEngine {
     reply: Signal<Local, AckJob>,
     restart_psn: Signal<Local, Bits<24>>,
     outstanding_wqes: Signal<Local, Bits<16>>,
+    seq_progress: Signal<Local, Bit>,
+    nak_stale: Signal<Local, Bit>,
+    nak_repeat: Signal<Local, Bit>,
+    nak_age: Signal<Local, Bits<24>>,
     fatal: Signal<Local, Bit>,
 }
 
@@ -247,6 +257,9 @@ impl Default for RxEngine {
             room: Default::default(),
             w_addr_r: Default::default(),
             cover_r: Default::default(),
+            last_nak: Default::default(),
+            last_nak_ok: Default::default(),
+            nak_moved: Default::default(),
             qp_now: Default::default(),
             mr_now: Default::default(),
             rdyn_now: Default::default(),
@@ -273,6 +286,10 @@ impl Default for RxEngine {
             w_addr: Default::default(),
             restart_psn: Default::default(),
             outstanding_wqes: Default::default(),
+            seq_progress: Default::default(),
+            nak_stale: Default::default(),
+            nak_repeat: Default::default(),
+            nak_age: Default::default(),
             fatal: Default::default(),
             psn_delta: Default::default(),
             reply: Default::default(),
@@ -298,7 +315,8 @@ impl Logic for RxEngine {
         dff_setup!(
             self, clock, state, src_lc, src_to, retries, qp_err, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
             in_write, nak_sent, acked, sent, cq, cq_pi, status, cqe_wr_id, cqe_len, off_r, va_ok,
-            key_ok_r, seq_ok_r, psn_delta_r, off_ok, room, w_addr_r, cover_r
+            key_ok_r, seq_ok_r, psn_delta_r, off_ok, room, w_addr_r, cover_r, last_nak, nak_moved,
+            last_nak_ok
         );
         self.rdyn_ram.read_clock.next = self.clock.val();
         self.rdyn_ram.write_clock.next = self.clock.val();
@@ -418,6 +436,10 @@ impl Logic for RxEngine {
         }
         self.psn_diff.next = self.cover_r.q.val() - self.entry.val().last_psn;
         self.outstanding_wqes.next = self.sent.q.val() - self.acked.q.val();
+        self.seq_progress.next = !self.src_to.q.val() & self.nak_moved.q.val();
+        self.nak_age.next = self.pkt.q.val().psn - self.entry.val().first_psn;
+        self.nak_stale.next = self.nak_age.val().get_bit(23);
+        self.nak_repeat.next = (self.nak_code.val() == 0) & self.last_nak_ok.q.val() & !self.nak_moved.q.val();
         self.fatal.next = (self.status.q.val() != 0) & (self.status.q.val() != 5);
         self.cq_mask.next =
             (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.cq.q.val().log_size)) - 1;
@@ -521,6 +543,10 @@ impl Logic for RxEngine {
                 self.wr_rem.d.next = self.rdyn_now.val().get_bits::<32>(128);
                 self.in_write.d.next = self.rdyn_now.val().get_bit(160);
                 self.nak_sent.d.next = self.rdyn_now.val().get_bit(161);
+                self.last_nak.d.next = self.rdyn_now.val().get_bits::<24>(164);
+                self.last_nak_ok.d.next = self.rdyn_now.val().get_bit(163);
+                self.nak_moved.d.next =
+                    self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(164);
                 self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
                 self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
                 self.qp_err.d.next = self.acked_ram.read_data.val().get_bit(20);
@@ -642,7 +668,9 @@ impl Logic for RxEngine {
                     | (bit_cast::<192, 64>(self.wr_addr.q.val()) << 64)
                     | (bit_cast::<192, 32>(self.wr_rem.q.val()) << 128)
                     | (bit_cast::<192, 1>(self.in_write.q.val().into()) << 160)
-                    | (bit_cast::<192, 1>(self.nak_sent.q.val().into()) << 161);
+                    | (bit_cast::<192, 1>(self.nak_sent.q.val().into()) << 161)
+                    | (bit_cast::<192, 1>(self.last_nak_ok.q.val().into()) << 163)
+                    | (bit_cast::<192, 24>(self.last_nak.q.val()) << 164);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
                 self.acked_ram.write_data.next = bit_cast::<32, 16>(self.acked.q.val())
@@ -674,16 +702,31 @@ impl Logic for RxEngine {
                     self.status.d.next = 5.into();
                     self.cqe_len.d.next = 0.into();
                     self.state.d.next = 12.into();
+                } else if !self.src_to.q.val() & self.is_nak.val() & (self.nak_stale.val() | self.nak_repeat.val()) {
+                    // A NAK older than the oldest WQE still outstanding (overtaken by a later
+                    // ACK), or a second copy of the sequence NAK already acted on: nothing to
+                    // do (the responder sends one sequence NAK per gap, 9.7.5.1.2).
+                    self.state.d.next = 9.into();
                 } else if self.src_to.q.val() | (self.is_nak.val() & (self.nak_code.val() == 0) & self.psn_diff.val().get_bit(23)) {
                     // Local ACK timeout or PSN sequence NAK: go back to the oldest WQE not yet
                     // acknowledged, at most RETRY_CNT times without progress (7 is not
-                    // infinite); then the WQE fails with IBV_WC_RETRY_EXC_ERR.
-                    if self.retries.q.val() < self.ctx.q.val().retry_cnt {
+                    // infinite); then the WQE fails with IBV_WC_RETRY_EXC_ERR. A sequence NAK
+                    // naming a new PSN is progress (everything before it arrived, 9.7.5.1.2):
+                    // it starts a new count, so a long message on a lossy or reordering path
+                    // fails only if one point of it is retried RETRY_CNT times.
+                    if (self.retries.q.val() < self.ctx.q.val().retry_cnt)
+                        | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
+                    {
                         if !self.rw_full.val() {
                             self.rw_write.next = true;
                             self.cnt_retransmit.next = true;
                             self.cnt_timeout.next = self.src_to.q.val();
                             self.retries.d.next = self.retries.q.val() + 1;
+                            if self.seq_progress.val() {
+                                self.retries.d.next = 1.into();
+                            }
+                            self.last_nak.d.next = self.pkt.q.val().psn;
+                            self.last_nak_ok.d.next = !self.src_to.q.val();
                             self.state.d.next = 9.into();
                         }
                     } else {

@@ -220,6 +220,8 @@ impl Logic for NicTop {
         self.to_fifo.write.next = self.timer.to_write.val();
         self.to_fifo.data_in.next = self.timer.to_qpn.val();
         self.timer.to_full.next = self.to_fifo.full.val();
+        self.timer.tx_active.next = self.txs.tx_active.val();
+        self.timer.tx_qpn.next = self.txs.tx_qpn.val();
         self.rxe.to_empty.next = self.to_fifo.empty.val();
         self.rxe.to_qpn.next = self.to_fifo.data_out.val();
         self.to_fifo.read.next = self.rxe.to_read.val();

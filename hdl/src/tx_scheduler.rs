@@ -13,9 +13,14 @@ use rust_hdl::prelude::*;
 /// 3. checks the opcode (RDMA WRITE) and the local SGE against the key table: valid entry, tag,
 ///    PD, and bounds (IBTA Vol 1 10.6.3); a failure becomes an error completion
 ///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`) written in SQ order by the completer;
-/// 4. emits one [`TxJob`] per packet (WRITE_FIRST/MIDDLE/LAST or WRITE_ONLY by path MTU, RETH
-///    on the first, AckReq on the last) and a payload read job for the DMA read issuer;
-/// 5. records the WQE in the in-flight table for the completer and stores `{next PSN, ci + 1}`.
+/// 4. records the WQE in the in-flight table for the completer (first and last PSN) and stores
+///    `{PSN after it, ci + 1}`, before any of its packets leaves;
+/// 5. emits one [`TxJob`] per packet (WRITE_FIRST/MIDDLE/LAST or WRITE_ONLY by path MTU, RETH
+///    on the first, AckReq on the last) and a payload read job for the DMA read issuer.
+///
+/// Go-back-N (IBTA Vol 1 9.7.5.1.2): a rewind request from the completer for the QP being
+/// served stops the WQE at the next packet boundary, and the engine resends from the WQE and
+/// PSN the completer names, up to the QP's saved producer index.
 ///
 /// A doorbell for a QP that is not in RTS is ignored (the WQEs stay posted).
 ///
@@ -80,6 +85,9 @@ pub struct TxScheduler {
     // Counter pulses.
     pub cnt_tx_req: Signal<Out, Bit>,
     pub cnt_local_err: Signal<Out, Bit>,
+    /// Packets of QP `cur_qpn` are being emitted (for the ACK timer).
+    pub tx_active: Signal<Out, Bit>,
+    pub tx_qpn: Signal<Out, Bits<6>>,
     tables: ContextTables,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
@@ -120,6 +128,10 @@ pub struct TxScheduler {
     window_ok: DFF<Bit>,
     rw_mine: DFF<Bit>,
     wqe_addr: DFF<Bits<64>>,
+    /// Packets of the WQE being sent (its last PSN is `wqe_psn + npkts - 1`).
+    npkts: DFF<Bits<24>>,
+    /// A go-back-N request for the current QP waits (sampled every cycle).
+    rw_pending: DFF<Bit>,
     plen_r: DFF<Bits<32>>,
     last_r: DFF<Bit>,
     mr: Signal<Local, MrEntryRec>,
@@ -140,12 +152,13 @@ pub struct TxScheduler {
     skip_pkts: Signal<Local, Bits<24>>,
     skip_bytes: Signal<Local, Bits<64>>,
     rw_behind: Signal<Local, Bits<16>>,
+    npkts_wide: Signal<Local, Bits<40>>,
 }
 
 // States.
-// 0 idle, 1 load (address), 2 load (data), 3 check, 4 WQE address, 5 WQE data, 6 key lookup,
-// 3 queue checks, 15 act on them, 7 offset, 12 room, 13 validate, 14 size a packet, 8 emit it, 9 record, 10 local error,
-// 11 save and yield to a rewind.
+// 0 idle, 1 load (address), 2 load (data), 3 queue checks, 15 act on them, 4 WQE address,
+// 5 WQE data, 6 key lookup, 7 offset, 12 room, 13 validate, 9 record, 14 size a packet,
+// 8 emit it (back to 14, or 3 after the last), 10 local error, 11 save and yield to a rewind.
 
 impl Logic for TxScheduler {
     #[hdl_gen]
@@ -154,8 +167,11 @@ impl Logic for TxScheduler {
             self, clock, state, cur_qpn, pi, ctx, next_psn, ci, wqe, rem, total, cur_iova, first,
             status, wqe_psn, rewind, rw_ci, rw_psn, rw_restart, skip_pending, flush_req, err,
             off_r, len_r, va_ok, key_ok_r, off_ok, room, base_iova, skip_bytes_r, skip_nz,
-            skip_ok, mtu_r, plen_r, last_r, sq_empty, window_ok, rw_mine, wqe_addr
+            skip_ok, mtu_r, plen_r, last_r, sq_empty, window_ok, rw_mine, wqe_addr,
+            npkts, rw_pending
         );
+        self.rw_pending.d.next =
+            !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
         self.sent_ram.read_clock.next = self.clock.val();
@@ -213,6 +229,10 @@ impl Logic for TxScheduler {
         self.skip_bytes.next = bit_cast::<64, 24>(self.skip_pkts.val())
             << (bit_cast::<64, 3>(self.ctx.q.val().path_mtu) + 7);
         self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
+        self.npkts_wide.next = (bit_cast::<40, 32>(self.len_r.q.val())
+            + bit_cast::<40, 32>(self.mtu_r.q.val())
+            - 1)
+            >> (bit_cast::<40, 3>(self.ctx.q.val().path_mtu) + 7);
         self.sq_mask.next = (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size)) - 1;
 
         // Outputs, default idle.
@@ -254,7 +274,7 @@ impl Logic for TxScheduler {
             | bit_cast::<10, 4>(self.ci.q.val().get_bits::<4>(0));
         self.if_data.next.wr_id = self.wqe.q.val().wr_id;
         self.if_data.next.byte_len = self.total.q.val();
-        self.if_data.next.last_psn = self.next_psn.q.val() - 1;
+        self.if_data.next.last_psn = self.wqe_psn.q.val() + self.npkts.q.val() - 1;
         self.send_flags.next = self.wqe.q.val().send_flags;
         self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
         self.if_data.next.rsvd = 0.into();
@@ -268,6 +288,8 @@ impl Logic for TxScheduler {
         self.lc_data.next.rsvd = 0.into();
         self.cnt_tx_req.next = false;
         self.cnt_local_err.next = false;
+        self.tx_active.next = (self.state.q.val() == 8) | (self.state.q.val() == 14);
+        self.tx_qpn.next = self.cur_qpn.q.val();
         self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
         self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
         self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
@@ -306,6 +328,10 @@ impl Logic for TxScheduler {
                 // asked for) is stale: resume from the saved state instead.
                 self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
                 self.skip_pending.d.next = self.rewind.q.val();
+                if self.rewind.q.val() {
+                    // A rewind serves the QP's posted WQEs up to its saved producer index.
+                    self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
+                }
                 if self.rewind.q.val()
                     & !self.flush_req.q.val()
                     & !self.dyn_now.val().get_bit(24)
@@ -313,7 +339,6 @@ impl Logic for TxScheduler {
                 {
                     self.next_psn.d.next = self.rw_psn.q.val();
                     self.ci.d.next = self.rw_ci.q.val();
-                    self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
                 }
                 // In the error state (set by the NIC after an error completion, or by the driver
                 // with modify_qp to ERR) every WQE completes with IBV_WC_WR_FLUSH_ERR.
@@ -380,6 +405,11 @@ impl Logic for TxScheduler {
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr.val().length;
                 self.room.d.next = self.mr.val().length - self.off_r.q.val();
                 self.base_iova.d.next = self.mr.val().iova + self.off_r.q.val();
+                // Packets in the message: ceil(len / MTU), and one for a zero-length message.
+                self.npkts.d.next = self.npkts_wide.val().get_bits::<24>(0);
+                if self.len_r.q.val() == 0 {
+                    self.npkts.d.next = 1.into();
+                }
                 self.skip_ok.d.next = self.skip_pending.q.val()
                     & self.skip_nz.q.val()
                     & (self.skip_bytes_r.q.val() < bit_cast::<64, 32>(self.len_r.q.val()));
@@ -398,7 +428,7 @@ impl Logic for TxScheduler {
                     self.first.d.next = false;
                     self.next_psn.d.next = self.rw_restart.q.val();
                 }
-                self.state.d.next = 14.into();
+                self.state.d.next = 9.into();
                 if self.err.q.val() {
                     self.status.d.next = 5.into();
                     self.state.d.next = 10.into();
@@ -420,7 +450,12 @@ impl Logic for TxScheduler {
                 self.state.d.next = 8.into();
             }
             8 => {
-                if !self.job_full.val() & !self.rj_full.val() {
+                if self.rw_pending.q.val() {
+                    // Go back N at once: the WQE is recorded, so whatever of it is not sent
+                    // is resent by the rewind (or, if the rewind is stale, recovered like a
+                    // loss).
+                    self.state.d.next = 0.into();
+                } else if !self.job_full.val() & !self.rj_full.val() {
                     self.job_write.next = true;
                     self.rj_write.next = self.plen.val() != 0;
                     self.cnt_tx_req.next = true;
@@ -430,20 +465,22 @@ impl Logic for TxScheduler {
                     self.first.d.next = false;
                     self.state.d.next = 14.into();
                     if self.is_last.val() {
-                        self.state.d.next = 9.into();
+                        self.state.d.next = 3.into();
                     }
                 }
             }
             9 => {
+                // Record the WQE before its first packet leaves, so the completer can act on
+                // a NAK or timeout for any of its packets; the saved state is the one after it.
                 self.if_we.next = true;
                 self.dyn_ram.write_enable.next = true;
                 self.dyn_ram.write_address.next = self.cur_qpn.q.val();
-                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
+                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.wqe_psn.q.val() + self.npkts.q.val())
                     | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32)
                     | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
                     | (bit_cast::<64, 1>(self.err.q.val().into()) << 24);
                 self.ci.d.next = self.ci.q.val() + 1;
-                self.state.d.next = 3.into();
+                self.state.d.next = 14.into();
             }
             10 => {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
