@@ -10,7 +10,13 @@ use rust_hdl::prelude::*;
 /// An ACK frame is one beat: Ethernet/IPv4/UDP/BTH (opcode ACKNOWLEDGE, 0x11) and the AETH
 /// (syndrome, MSN), 58 bytes before the ICRC.
 ///
-/// Timing: combinational pass-through of request beats (0 cycles); an ACK takes one cycle.
+/// ACK jobs leave the ACK FIFO (`ack_read`) into a [`HeaderBuilder`] pipeline as soon as it has
+/// room; an ACK is pending once its frame is built, in registers. The output is a one-level
+/// mux of registered data (the built ACK frame, or the request beat from the gearbox's output
+/// register).
+///
+/// Timing: combinational pass-through of request beats (0 cycles); an ACK frame is ready 4
+/// cycles after its job was read (header builder latency) and takes one cycle on the output.
 #[derive(LogicBlock, Default)]
 pub struct TxArbiter {
     pub clock: Signal<In, Clock>,
@@ -33,12 +39,18 @@ pub struct TxArbiter {
     in_req: DFF<Bit>,
     hb: HeaderBuilder,
     a_msn: Signal<Local, Bits<24>>,
+    ack_hdr: Signal<Local, Bits<640>>,
 }
 
 impl Logic for TxArbiter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, in_req);
+        clock!(self, clock, hb);
+        self.hb.reset.next = self.reset.val();
+        self.hb.in_valid.next = self.ack_valid.val();
+        self.ack_read.next = self.ack_valid.val() & self.hb.in_ready.val();
+        self.hb.tag_in.next = 0.into();
         self.hb.src_mac.next = self.src_mac.val();
         self.hb.src_ip.next = self.src_ip.val();
         self.hb.dest_mac.next = self.ack.val().dest_mac;
@@ -58,18 +70,19 @@ impl Logic for TxArbiter {
             | (bit_cast::<128, 8>(self.a_msn.val().get_bits::<8>(8)) << 16)
             | (bit_cast::<128, 8>(self.a_msn.val().get_bits::<8>(0)) << 24);
 
+        self.ack_hdr.next = self.hb.hdr.val().into();
+        self.hb.out_ready.next = false;
         self.req_ready.next = false;
-        self.ack_read.next = false;
         self.out_valid.next = false;
         self.out_data.next = self.req_data.val();
         self.out_count.next = self.req_count.val();
         self.out_last.next = self.req_last.val();
-        if !self.in_req.q.val() & self.ack_valid.val() {
+        if !self.in_req.q.val() & self.hb.out_valid.val() {
             self.out_valid.next = true;
-            self.out_data.next = bit_cast::<512, 640>(self.hb.hdr.val().into());
-            self.out_count.next = bit_cast::<7, 7>(self.hb.hlen.val());
+            self.out_data.next = self.ack_hdr.val().get_bits::<512>(0);
+            self.out_count.next = self.hb.hlen.val();
             self.out_last.next = true;
-            self.ack_read.next = self.out_ready.val();
+            self.hb.out_ready.next = self.out_ready.val();
         } else {
             self.out_valid.next = self.req_valid.val();
             self.req_ready.next = self.out_ready.val();

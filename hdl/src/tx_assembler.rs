@@ -6,14 +6,21 @@ use rust_hdl::prelude::*;
 /// Builds request frames (without ICRC) from [`TxJob`]s and payload beats, into a
 /// [`crate::gearbox::Gearbox`].
 ///
-/// Per job: the header (54 bytes, 70 with a RETH) is built in the cycle the job is taken and
-/// sent as one or two chunks, then the payload beats (in the order the DMA read returns them,
-/// `ceil((pay_skip + plen) / 64)` beats), then the pad bytes (0-3 zeros, BTH.PadCnt) that make
-/// the payload a multiple of 4 bytes. IPv4 Total Length, the IPv4 header checksum and UDP
-/// Length are computed here; UDP checksum is 0 (Annex A17.4.5.2 allows it for RoCEv2).
+/// Jobs go from the job FIFO into the [`HeaderBuilder`] pipeline as soon as it has room
+/// (`job_read`), ahead of their turn, so the next packet's header is ready when the current
+/// packet ends. Per job: the header (54 bytes, 70 with a RETH) as one or two chunks, then the
+/// payload beats (in the order the DMA read returns them, `ceil((pay_skip + plen) / 64)`
+/// beats), then the pad bytes (0-3 zeros, BTH.PadCnt) that make the payload a multiple of 4
+/// bytes. IPv4 Total Length, the IPv4 header checksum and UDP Length are computed by the
+/// header builder; UDP checksum is 0 (Annex A17.4.5.2 allows it for RoCEv2).
 ///
-/// Timing: 1 cycle to take a job, then one chunk per cycle while the gearbox is ready: a
-/// packet of `n` payload beats costs `n + 1` cycles (+1 with a RETH, +1 with pad).
+/// The payload geometry (beats, first and last beat lengths) is computed when the header
+/// leaves the builder and kept in registers, so every chunk's skip, length and last flag come
+/// from registers.
+///
+/// Timing: a job read from the FIFO has its header ready 4 cycles later (header builder
+/// latency); then one chunk per cycle while the gearbox is ready, packets back to back with no
+/// idle cycle: a packet of `n` payload beats costs `n + 1` cycles (+1 with a RETH, +1 with pad).
 #[derive(LogicBlock)]
 pub struct TxAssembler {
     pub clock: Signal<In, Clock>,
@@ -32,19 +39,30 @@ pub struct TxAssembler {
     pub g_skip: Signal<Out, Bits<7>>,
     pub g_len: Signal<Out, Bits<7>>,
     pub g_last: Signal<Out, Bit>,
-    state: DFF<Bits<3>>,
-    hdr: DFF<Bits<640>>,
-    hlen: DFF<Bits<7>>,
+    state: DFF<Bits<2>>,
+    // The payload beat being sent: skip, length, last; beats left; the last beat's length.
+    bs: DFF<Bits<6>>,
+    bl: DFF<Bits<7>>,
+    blast: DFF<Bit>,
+    left: DFF<Bits<8>>,
+    last_len: DFF<Bits<7>>,
     pad: DFF<Bits<2>>,
-    rem: DFF<Bits<13>>,
-    skip: DFF<Bits<6>>,
-    first: DFF<Bit>,
     hb: HeaderBuilder,
-    beat_skip: Signal<Local, Bits<7>>,
-    beat_len: Signal<Local, Bits<13>>,
     j_va: Signal<Local, Bits<64>>,
     j_rkey: Signal<Local, Bits<32>>,
     j_len: Signal<Local, Bits<32>>,
+    j_plen: Signal<Local, Bits<13>>,
+    j_skip: Signal<Local, Bits<6>>,
+    hdr_bits: Signal<Local, Bits<640>>,
+    t_tag: Signal<Local, Bits<48>>,
+    t_plen: Signal<Local, Bits<13>>,
+    t_skip: Signal<Local, Bits<6>>,
+    t_end: Signal<Local, Bits<14>>,
+    t_beats: Signal<Local, Bits<14>>,
+    t_empty: Signal<Local, Bit>,
+    h_len: Signal<Local, Bits<7>>,
+    h_two: Signal<Local, Bit>,
+    pop: Signal<Local, Bit>,
 }
 
 impl Default for TxAssembler {
@@ -67,30 +85,44 @@ impl Default for TxAssembler {
             g_len: Default::default(),
             g_last: Default::default(),
             state: Default::default(),
-            hdr: Default::default(),
-            hlen: Default::default(),
+            bs: Default::default(),
+            bl: Default::default(),
+            blast: Default::default(),
+            left: Default::default(),
+            last_len: Default::default(),
             pad: Default::default(),
-            rem: Default::default(),
-            skip: Default::default(),
-            first: Default::default(),
             hb: Default::default(),
-            beat_skip: Default::default(),
-            beat_len: Default::default(),
-            j_len: Default::default(),
-            j_rkey: Default::default(),
             j_va: Default::default(),
+            j_rkey: Default::default(),
+            j_len: Default::default(),
+            j_plen: Default::default(),
+            j_skip: Default::default(),
+            hdr_bits: Default::default(),
+            t_tag: Default::default(),
+            t_plen: Default::default(),
+            t_skip: Default::default(),
+            t_end: Default::default(),
+            t_beats: Default::default(),
+            t_empty: Default::default(),
+            h_len: Default::default(),
+            h_two: Default::default(),
+            pop: Default::default(),
         }
     }
 }
 
 // States.
-// 0 idle, 1 first header chunk, 2 second header chunk, 3 payload, 4 pad.
+// 0 first header chunk (or waiting for a header), 1 second header chunk, 2 payload, 3 pad.
 
 impl Logic for TxAssembler {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, hdr, hlen, pad, rem, skip, first);
-        // Header of the job at the FIFO head.
+        dff_setup!(self, clock, state, bs, bl, blast, left, last_len, pad);
+        clock!(self, clock, hb);
+        self.hb.reset.next = self.reset.val();
+        // ---- Jobs into the header builder, ahead of their turn ----
+        self.hb.in_valid.next = self.job_valid.val();
+        self.job_read.next = self.job_valid.val() & self.hb.in_ready.val();
         self.hb.src_mac.next = self.src_mac.val();
         self.hb.src_ip.next = self.src_ip.val();
         self.hb.dest_mac.next = self.job.val().dest_mac;
@@ -127,87 +159,82 @@ impl Logic for TxAssembler {
                 | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(8)) << 112)
                 | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(0)) << 120);
         }
+        // Tag: plen, pay_skip and where the payload ends in its beats (pay_skip + plen).
+        self.j_plen.next = self.job.val().plen;
+        self.j_skip.next = self.job.val().pay_skip;
+        self.hb.tag_in.next = bit_cast::<48, 13>(self.j_plen.val())
+            | (bit_cast::<48, 6>(self.j_skip.val()) << 13)
+            | ((bit_cast::<48, 13>(self.j_plen.val()) + bit_cast::<48, 6>(self.j_skip.val())) << 19);
 
-        // Chunk sequencing.
-        self.job_read.next = false;
+        // ---- The header at the builder's output ----
+        self.hdr_bits.next = self.hb.hdr.val().into();
+        self.t_tag.next = self.hb.tag_out.val();
+        self.t_plen.next = self.t_tag.val().get_bits::<13>(0);
+        self.t_skip.next = self.t_tag.val().get_bits::<6>(13);
+        self.t_end.next = self.t_tag.val().get_bits::<14>(19);
+        self.t_beats.next = (self.t_end.val() + 63) >> 6;
+        self.t_empty.next = self.t_plen.val() == 0;
+        self.h_len.next = self.hb.hlen.val();
+        self.h_two.next = self.h_len.val() > 64;
+
+        // ---- Chunks into the gearbox ----
+        self.hb.out_ready.next = false;
+        self.pop.next = false;
         self.pay_ready.next = false;
         self.g_valid.next = false;
-        self.g_data.next = self.hdr.q.val().get_bits::<512>(0);
+        self.g_data.next = self.hdr_bits.val().get_bits::<512>(0);
         self.g_skip.next = 0.into();
         self.g_len.next = 64.into();
         self.g_last.next = false;
-        self.beat_skip.next = 0.into();
-        if self.first.q.val() {
-            self.beat_skip.next = bit_cast::<7, 6>(self.skip.q.val());
-        }
-        self.beat_len.next = 64.into();
-        if self.rem.q.val() < (64_u64 - bit_cast::<13, 7>(self.beat_skip.val())) {
-            self.beat_len.next = self.rem.q.val();
-        } else {
-            self.beat_len.next = 64_u64 - bit_cast::<13, 7>(self.beat_skip.val());
-        }
         match self.state.q.val().index() {
             0 => {
-                if self.job_valid.val() {
-                    self.job_read.next = true;
-                    self.hdr.d.next = self.hb.hdr.val().into();
-                    self.hlen.d.next = self.hb.hlen.val();
-                    self.pad.d.next = self.hb.pad.val();
-                    self.rem.d.next = self.job.val().plen;
-                    self.skip.d.next = self.job.val().pay_skip;
-                    self.first.d.next = true;
-                    self.state.d.next = 1.into();
+                self.g_valid.next = self.hb.out_valid.val();
+                if !self.h_two.val() {
+                    self.g_len.next = self.h_len.val();
+                }
+                self.g_last.next = self.t_empty.val() & !self.h_two.val();
+                if self.hb.out_valid.val() & self.g_ready.val() {
+                    if self.h_two.val() {
+                        self.state.d.next = 1.into();
+                    } else {
+                        self.pop.next = true;
+                    }
                 }
             }
             1 => {
                 self.g_valid.next = true;
-                if self.hlen.q.val() < 64 {
-                    self.g_len.next = self.hlen.q.val();
-                }
-                self.g_last.next = (self.rem.q.val() == 0) & (self.hlen.q.val() <= 64);
+                self.g_data.next = bit_cast::<512, 128>(self.hdr_bits.val().get_bits::<128>(512));
+                self.g_len.next = self.h_len.val() - 64;
+                self.g_last.next = self.t_empty.val();
                 if self.g_ready.val() {
-                    if self.hlen.q.val() > 64 {
-                        self.state.d.next = 2.into();
-                    } else if self.rem.q.val() != 0 {
-                        self.state.d.next = 3.into();
-                    } else {
-                        self.state.d.next = 0.into();
-                    }
+                    self.pop.next = true;
                 }
             }
             2 => {
-                self.g_valid.next = true;
-                self.g_data.next = bit_cast::<512, 128>(self.hdr.q.val().get_bits::<128>(512));
-                self.g_len.next = self.hlen.q.val() - 64;
-                self.g_last.next = self.rem.q.val() == 0;
-                if self.g_ready.val() {
-                    if self.rem.q.val() != 0 {
-                        self.state.d.next = 3.into();
-                    } else {
-                        self.state.d.next = 0.into();
-                    }
-                }
-            }
-            3 => {
                 self.g_valid.next = self.pay_valid.val();
                 self.pay_ready.next = self.g_ready.val();
                 self.g_data.next = self.pay_data.val();
-                self.g_skip.next = self.beat_skip.val();
-                self.g_len.next = self.beat_len.val().get_bits::<7>(0);
-                self.g_last.next = (self.rem.q.val() == self.beat_len.val()) & (self.pad.q.val() == 0);
+                self.g_skip.next = bit_cast::<7, 6>(self.bs.q.val());
+                self.g_len.next = self.bl.q.val();
+                self.g_last.next = self.blast.q.val() & (self.pad.q.val() == 0);
                 if self.pay_valid.val() & self.g_ready.val() {
-                    self.rem.d.next = self.rem.q.val() - self.beat_len.val();
-                    self.first.d.next = false;
-                    if self.rem.q.val() == self.beat_len.val() {
+                    self.bs.d.next = 0.into();
+                    self.left.d.next = self.left.q.val() - 1;
+                    self.blast.d.next = self.left.q.val() == 2;
+                    self.bl.d.next = 64.into();
+                    if self.left.q.val() == 2 {
+                        self.bl.d.next = self.last_len.q.val();
+                    }
+                    if self.blast.q.val() {
                         if self.pad.q.val() != 0 {
-                            self.state.d.next = 4.into();
+                            self.state.d.next = 3.into();
                         } else {
                             self.state.d.next = 0.into();
                         }
                     }
                 }
             }
-            4 => {
+            _ => {
                 self.g_valid.next = true;
                 self.g_data.next = 0.into();
                 self.g_len.next = bit_cast::<7, 2>(self.pad.q.val());
@@ -216,8 +243,27 @@ impl Logic for TxAssembler {
                     self.state.d.next = 0.into();
                 }
             }
-            _ => {
+        }
+        // The header has gone: take the payload geometry from its tag.
+        if self.pop.val() {
+            self.hb.out_ready.next = true;
+            self.pad.d.next = self.hb.pad.val();
+            self.bs.d.next = self.t_skip.val();
+            self.left.d.next = self.t_beats.val().get_bits::<8>(0);
+            self.blast.d.next = self.t_end.val() <= 64;
+            // A single beat carries the whole payload; otherwise the first carries 64 - skip.
+            self.bl.d.next = 64_u64 - bit_cast::<7, 6>(self.t_skip.val());
+            if self.t_end.val() <= 64 {
+                self.bl.d.next = self.t_plen.val().get_bits::<7>(0);
+            }
+            self.last_len.d.next = bit_cast::<7, 6>(self.t_end.val().get_bits::<6>(0));
+            if self.t_end.val().get_bits::<6>(0) == 0 {
+                self.last_len.d.next = 64.into();
+            }
+            if self.t_empty.val() {
                 self.state.d.next = 0.into();
+            } else {
+                self.state.d.next = 2.into();
             }
         }
         if self.reset.val() {

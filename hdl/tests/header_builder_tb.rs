@@ -1,5 +1,9 @@
 //! `HeaderBuilder` in Verilator against the reference codec.
 //!
+//! The builder is a 4-stage pipeline with valid/ready on both sides; every test streams its
+//! requests through it (random `in_valid` gaps and `out_ready` back-pressure unless it measures
+//! timing) and checks the headers in order, each with the `tag` it was sent with.
+//!
 //! - `random_headers_match_the_codec`: random addresses, ports, P_Keys, QPNs, PSNs, AckReq,
 //!   opcodes (every RC/UC opcode the codec knows whose extension headers fit in 16 bytes), payload
 //!   lengths 0..=8191 and extension headers (none, AETH/ImmDt or RETH, with garbage past
@@ -9,6 +13,10 @@
 //!   `hlen` = 54 + ext_len and `pad` = BTH.PadCnt = (-plen) mod 4.
 //! - `checksum_carry_corners`: addresses of all ones / all zeros, and 300 headers whose IPv4
 //!   one's-complement sum carries out of 16 bits twice (the second fold matters).
+//! - `latency_and_rate`: with `out_ready` high a request taken in cycle `t` is at the output in
+//!   cycle `t + 4`; offered every cycle, 4 of every 5 cycles take one (`in_ready` waits for a
+//!   free stage, never for `out_ready`); a stalled output fills the pipeline (4 requests taken,
+//!   then `in_ready` low) and loses nothing when it drains.
 mod harness;
 
 use harness::codec::{self, assert_frame_eq, BASE_HDR};
@@ -25,9 +33,8 @@ fn opcodes() -> Vec<u8> {
         .collect()
 }
 
-/// Drives the builder with `r`'s fields (and `garbage` in the unused extension bytes) and
-/// returns `(header bytes[..hlen], hlen, pad)`.
-fn build(dut: &mut Dut, r: &RocePacketRepr, garbage: &[u8]) -> (Vec<u8>, usize, usize) {
+/// Puts `r`'s fields (and `garbage` in the unused extension bytes) on the builder's inputs.
+fn drive(dut: &mut Dut, r: &RocePacketRepr, garbage: &[u8], tag: u64) {
     // The extension headers in wire order, as the codec writes them after the BTH.
     let mut ext = Vec::new();
     if let Some(reth) = &r.reth {
@@ -58,13 +65,29 @@ fn build(dut: &mut Dut, r: &RocePacketRepr, garbage: &[u8]) -> (Vec<u8>, usize, 
     dut.set_wide("ext", &ext);
     dut.set("ext_len", ext_len as u64);
     dut.set("plen", r.payload.len() as u64);
-    dut.eval();
+    dut.set("tag_in", tag);
+}
+
+/// Random junk on every input (what an idle bus may carry).
+fn drive_junk(dut: &mut Dut, rng: &mut Rng) {
+    for (name, w) in [
+        ("src_mac", 48), ("dest_mac", 48), ("src_ip", 32), ("dest_ip", 32), ("udp_sport", 16), ("pkey", 16),
+        ("opcode", 8), ("dest_qpn", 24), ("ackreq", 1), ("psn", 24), ("ext_len", 5), ("plen", 13), ("tag_in", 48),
+    ] {
+        dut.set(name, rng.next_u64() & ((1u64 << w) - 1));
+    }
+    dut.set_wide("ext", &rng.bytes(16));
+}
+
+/// The header at the output: `(header bytes[..hlen], hlen, pad, tag)`.
+fn read_out(dut: &mut Dut) -> (Vec<u8>, usize, usize, u64) {
     let hlen = dut.get("hlen") as usize;
     let pad = dut.get("pad") as usize;
+    let tag = dut.get("tag_out");
     let hdr = dut.get_wide("hdr");
     assert_eq!(hdr.len(), 80);
     assert!(hlen <= 80, "hlen {hlen}");
-    (hdr[..hlen].to_vec(), hlen, pad)
+    (hdr[..hlen].to_vec(), hlen, pad, tag)
 }
 
 /// The frame the block's outputs describe: header, payload, `pad` zeros, then the ICRC.
@@ -76,9 +99,9 @@ fn frame_from(hdr: &[u8], payload: &[u8], pad: usize) -> Vec<u8> {
     f
 }
 
-fn check_one(dut: &mut Dut, r: &RocePacketRepr, rng: &mut Rng, ctx: &str) {
-    let garbage = rng.bytes(16);
-    let (hdr, hlen, pad) = build(dut, r, &garbage);
+fn check_one(out: (Vec<u8>, usize, usize, u64), r: &RocePacketRepr, tag: u64, ctx: &str) {
+    let (hdr, hlen, pad, got_tag) = out;
+    assert_eq!(got_tag, tag, "{ctx}: tag_out");
     let ext_len = r.present_ext_headers().len();
     assert_eq!(hlen, BASE_HDR + ext_len, "{ctx}: hlen");
     assert_eq!(pad, r.pad_len(), "{ctx}: pad for plen {}", r.payload.len());
@@ -96,13 +119,61 @@ fn check_one(dut: &mut Dut, r: &RocePacketRepr, rng: &mut Rng, ctx: &str) {
     assert_eq!((frame[43] >> 4) & 3, pad as u8, "{ctx}: BTH.PadCnt");
 }
 
+/// Streams `cases` through the builder (`p_in` / `p_out`: percent chances per cycle that a
+/// request is offered / the output is ready) and checks every header in order.
+fn run(dut: &mut Dut, rng: &mut Rng, cases: &[(RocePacketRepr, String)], p_in: u64, p_out: u64) {
+    let garbage: Vec<Vec<u8>> = cases.iter().map(|_| rng.bytes(16)).collect();
+    let tags: Vec<u64> = cases.iter().map(|_| rng.next_u64() & 0xFFFF_FFFF_FFFF).collect();
+    let (mut next_in, mut next_out, mut cycles) = (0usize, 0usize, 0u64);
+    while next_out < cases.len() {
+        cycles += 1;
+        assert!(cycles < 100 * cases.len() as u64 + 1000, "no progress: {next_out} headers out");
+        let valid = next_in < cases.len() && rng.chance(p_in, 100);
+        dut.set_bit("in_valid", valid);
+        if valid {
+            drive(dut, &cases[next_in].0, &garbage[next_in], tags[next_in]);
+        } else {
+            drive_junk(dut, rng);
+        }
+        let ready = rng.chance(p_out, 100);
+        dut.set_bit("out_ready", ready);
+        dut.eval();
+        if valid && dut.get_bit("in_ready") {
+            next_in += 1;
+        }
+        if ready && dut.get_bit("out_valid") {
+            assert!(next_out < next_in, "a header out before its request went in");
+            let (r, ctx) = &cases[next_out];
+            check_one(read_out(dut), r, tags[next_out], ctx);
+            next_out += 1;
+        }
+        dut.tick();
+    }
+    dut.set_bit("in_valid", false);
+    dut.set_bit("out_ready", true);
+    for _ in 0..8 {
+        dut.eval();
+        assert!(!dut.get_bit("out_valid"), "a header out of nothing");
+        dut.tick();
+    }
+}
+
+fn builder() -> Dut {
+    let mut dut = Dut::build::<HeaderBuilder>("header_builder").expect("build the header builder model");
+    dut.set_bit("in_valid", false);
+    dut.set_bit("out_ready", false);
+    dut.reset(2);
+    dut
+}
+
 #[test]
 fn random_headers_match_the_codec() {
-    let mut dut = Dut::build::<HeaderBuilder>("header_builder").expect("build the header builder model");
+    let mut dut = builder();
     let mut rng = Rng::from_env(0x4EAD_E2B1);
     let seed = rng.0;
     let ops = opcodes();
     assert!(ops.len() >= 20, "{ops:?}");
+    let mut cases = Vec::new();
     for i in 0..3000 {
         let op = *rng.pick(&ops);
         let mut r = codec::nic_style_repr(&mut rng, op);
@@ -113,7 +184,11 @@ fn random_headers_match_the_codec() {
             _ => rng.range(0, 8191) as usize,
         };
         r.payload = rng.bytes(plen);
-        check_one(&mut dut, &r, &mut rng, &format!("case {i} opcode {op:#04x} plen {plen} (seed {seed:#x})"));
+        cases.push((r, format!("case {i} opcode {op:#04x} plen {plen} (seed {seed:#x})")));
+    }
+    for (k, (p_in, p_out)) in [(100, 100), (70, 40), (30, 90)].into_iter().enumerate() {
+        let part = &cases[k * 1000..(k + 1) * 1000];
+        run(&mut dut, &mut rng, part, p_in, p_out);
     }
 }
 
@@ -129,8 +204,9 @@ fn double_carry_dst_lo(src: u32, dst_hi: u16, total_len: usize) -> Option<u16> {
 
 #[test]
 fn checksum_carry_corners() {
-    let mut dut = Dut::build::<HeaderBuilder>("header_builder").expect("build the header builder model");
+    let mut dut = builder();
     let mut rng = Rng::from_env(0xC0C0);
+    let mut cases = Vec::new();
     let ips = [
         Ipv4Addr::new(255, 255, 255, 255),
         Ipv4Addr::new(0, 0, 0, 0),
@@ -145,7 +221,7 @@ fn checksum_carry_corners() {
                 r.ipv4.src_addr = src;
                 r.ipv4.dst_addr = dst;
                 r.payload = vec![0x5A; plen];
-                check_one(&mut dut, &r, &mut rng, &format!("corner {k} {src}->{dst} plen {plen} op {op:#x}"));
+                cases.push((r, format!("corner {k} {src}->{dst} plen {plen} op {op:#x}")));
             }
         }
     }
@@ -163,8 +239,81 @@ fn checksum_carry_corners() {
         if let Some(lo) = double_carry_dst_lo(src, dst_hi, total) {
             r.ipv4.dst_addr = Ipv4Addr::from(u32::from(dst_hi) << 16 | u32::from(lo));
             found += 1;
-            check_one(&mut dut, &r, &mut rng, &format!("double carry {i}: {}->{}", r.ipv4.src_addr, r.ipv4.dst_addr));
+            let ctx = format!("double carry {i}: {}->{}", r.ipv4.src_addr, r.ipv4.dst_addr);
+            cases.push((r, ctx));
         }
     }
     assert!(found > 200, "only {found} double-carry cases");
+    run(&mut dut, &mut rng, &cases, 80, 80);
+}
+
+#[test]
+fn latency_and_rate() {
+    let mut dut = builder();
+    let mut rng = Rng::from_env(0x1A7E);
+    let cases: Vec<RocePacketRepr> = (0..40)
+        .map(|_| {
+            let mut r = codec::nic_style_repr(&mut rng, 0x0A);
+            codec::add_ext_headers(&mut rng, &mut r);
+            let plen = rng.range(0, 300) as usize;
+            r.payload = rng.bytes(plen);
+            r
+        })
+        .collect();
+    let garbage = rng.bytes(16);
+    // Offered every cycle with the output always ready: each request leaves 4 cycles after it
+    // was taken, and at most one cycle in five takes none.
+    dut.set_bit("out_ready", true);
+    let mut taken_at = Vec::new();
+    let mut outs = 0usize;
+    let mut cycle = 0usize;
+    while outs < cases.len() {
+        assert!(cycle < 2 * cases.len() + 10, "no progress");
+        let k = taken_at.len();
+        let valid = k < cases.len();
+        dut.set_bit("in_valid", valid);
+        if valid {
+            drive(&mut dut, &cases[k], &garbage, k as u64);
+        } else {
+            drive_junk(&mut dut, &mut rng);
+        }
+        dut.eval();
+        if valid && dut.get_bit("in_ready") {
+            taken_at.push(cycle);
+        }
+        let want = outs < taken_at.len() && taken_at[outs] + 4 == cycle;
+        assert_eq!(dut.get_bit("out_valid"), want, "cycle {cycle}: out_valid");
+        if want {
+            check_one(read_out(&mut dut), &cases[outs], outs as u64, &format!("back to back {outs}"));
+            outs += 1;
+        }
+        dut.tick();
+        cycle += 1;
+    }
+    let span = taken_at[cases.len() - 1] - taken_at[0] + 1;
+    assert!(span * 4 <= cases.len() * 5 + 4, "{} requests taken over {span} cycles", cases.len());
+    // A stalled output: four requests fill the stages, then in_ready drops; nothing is lost.
+    dut.set_bit("out_ready", false);
+    let mut taken = 0usize;
+    for cycle in 0..10 {
+        dut.set_bit("in_valid", true);
+        drive(&mut dut, &cases[taken], &garbage, 100 + taken as u64);
+        dut.eval();
+        if dut.get_bit("in_ready") {
+            taken += 1;
+        }
+        assert_eq!(dut.get_bit("out_valid"), cycle >= 4, "stalled, cycle {cycle}: out_valid");
+        dut.tick();
+    }
+    assert_eq!(taken, 4, "requests held by a stalled pipeline");
+    dut.set_bit("in_valid", false);
+    dut.set_bit("out_ready", true);
+    for k in 0..4 {
+        dut.eval();
+        assert!(dut.get_bit("out_valid"), "drain {k}");
+        check_one(read_out(&mut dut), &cases[k], 100 + k as u64, &format!("drain {k}"));
+        dut.tick();
+    }
+    dut.eval();
+    assert!(!dut.get_bit("out_valid"), "drained");
 }

@@ -6,8 +6,9 @@
 //!   random times) under random `out_ready`: the output is a sequence of whole frames; the
 //!   request frames come out unchanged and in order, never interrupted; each ACK frame is the
 //!   codec's ACKNOWLEDGE frame (AETH syndrome/MSN, NIC header conventions) minus its ICRC; ACKs
-//!   keep their order, each is read (`ack_read`) exactly once, and an ACK waiting at a frame
-//!   boundary goes before the next request frame.
+//!   keep their order, each is read (`ack_read`) exactly once and before its frame leaves, and an
+//!   ACK whose frame is built (read from the FIFO at least `ACK_BUILD` cycles earlier, the header
+//!   builder's latency) and waiting at a frame boundary goes before the next request frame.
 mod harness;
 
 use harness::codec::{self, assert_frame_eq};
@@ -71,6 +72,9 @@ fn make_request(rng: &mut Rng) -> Vec<u8> {
     codec::strip_icrc(&r.emit())
 }
 
+/// Cycles from `ack_read` until the ACK frame is built and can be offered.
+const ACK_BUILD: u64 = 4;
+
 #[derive(Debug, PartialEq, Eq)]
 enum Out {
     Req(usize),
@@ -126,6 +130,7 @@ fn acks_between_request_frames() {
         }
         let mut next_ack = 0usize; // next ACK to offer (FIFO head)
         let mut acks_avail = 0usize; // ACKs pushed into the FIFO so far
+        let mut read_at: Vec<u64> = Vec::new(); // cycle each ACK was read from the FIFO
         let mut outs: Vec<Out> = Vec::new();
         let mut cur: Vec<u8> = Vec::new();
         let mut cur_is_ack: Option<bool> = None;
@@ -159,20 +164,31 @@ fn acks_between_request_frames() {
             dut.set_bit(p.out_ready, ready);
             dut.eval();
             let ov = dut.get_bit(p.out_valid);
-            // Priority: an ACK waiting at a frame boundary goes first.
-            if ack_valid && cur_is_ack.is_none() && cur.is_empty() {
+            // Priority: a built ACK waiting at a frame boundary goes first.
+            let ack_built = ack_done < read_at.len() && read_at[ack_done] + ACK_BUILD <= cycles;
+            let boundary = cur_is_ack.is_none() && cur.is_empty();
+            if ack_built && boundary {
                 assert!(ov, "round {round} cycle {cycles}: an ACK waits at a frame boundary but nothing is offered");
             }
             let took_req = req_valid && dut.get_bit(p.req_ready);
             let read_ack = dut.get_bit(p.ack_read);
             assert!(!read_ack || ack_valid, "ack_read without ack_valid");
+            if read_ack {
+                read_at.push(cycles);
+                next_ack += 1;
+            }
             if ov && ready {
                 let n = dut.get(p.out_count) as usize;
                 let last = dut.get_bit(p.out_last);
                 let data = dut.get_wide(p.out_data);
-                // Which source is this beat from? The ACK is read in the cycle it leaves.
-                let is_ack = read_ack;
-                assert!(is_ack != took_req, "round {round} cycle {cycles}: beat taken from {} sources", if is_ack { 2 } else { 0 });
+                // Which source is this beat from? A request beat is taken with req_ready.
+                let is_ack = !took_req;
+                if is_ack {
+                    assert!(ack_done < read_at.len(), "round {round} cycle {cycles}: an ACK beat before its job was read");
+                }
+                if ack_built && boundary {
+                    assert!(is_ack, "round {round} cycle {cycles}: a request frame went before a waiting ACK");
+                }
                 if let Some(a) = cur_is_ack {
                     assert_eq!(a, is_ack, "round {round} cycle {cycles}: a frame mixes request and ACK beats");
                 }
@@ -185,7 +201,6 @@ fn acks_between_request_frames() {
                         assert_frame_eq(&f, &acks[ack_done].want, &format!("round {round}: ACK {ack_done} (seed {seed:#x})"));
                         outs.push(Out::Ack(ack_done));
                         ack_done += 1;
-                        next_ack += 1;
                     } else {
                         assert_frame_eq(&f, &reqs[req_done], &format!("round {round}: request {req_done} (seed {seed:#x})"));
                         outs.push(Out::Req(req_done));
@@ -194,7 +209,6 @@ fn acks_between_request_frames() {
                     cur_is_ack = None;
                 }
             } else {
-                assert!(!read_ack, "ack_read without the ACK beat leaving");
                 assert!(!took_req, "req_ready while the output did not take the beat");
             }
             if took_req {
