@@ -288,6 +288,33 @@ fn capture_is_clean_in_tshark_and_scapy() {
     assert!(icrc.iter().all(|ok| *ok), "scapy ICRC verdicts: {icrc:?}");
 }
 
+/// A long message asks for acknowledgement on the way: AckReq is set on every 16th packet of
+/// the message and on its last, never elsewhere, and the responder answers each with an ACK
+/// whose PSN is that packet's.
+#[test]
+fn long_messages_request_an_ack_every_16_packets() {
+    use rnic_firmware_tests::{oracle, wire::roce::RocePacketRepr};
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("ackreq.pcap");
+    let mut s = setup(verbs::mtu::MTU_256);
+    s.world.capture_pcap(&pcap).unwrap();
+    fill_source(&mut s, 5);
+    let rkey = s.rkey;
+    // 40 packets: AckReq on packets 15, 31 and 39 (0-based).
+    post_write(&mut s, 0, 1, 0, 0, 40 * 256 - 100, rkey);
+    wait_cqe(&mut s, 0);
+    s.world.finish().unwrap();
+    let pkts: Vec<RocePacketRepr> =
+        oracle::read_pcap(&pcap).unwrap().iter().map(|(_, f)| RocePacketRepr::parse(f).unwrap()).collect();
+    let requests: Vec<&RocePacketRepr> = pkts.iter().filter(|p| p.bth.opcode.0 != 0x11).collect();
+    assert_eq!(requests.len(), 40);
+    let first = requests[0].bth.psn;
+    let asked: Vec<u32> = requests.iter().filter(|p| p.bth.ack_req).map(|p| p.bth.psn.wrapping_sub(first) & 0xFF_FFFF).collect();
+    assert_eq!(asked, vec![15, 31, 39]);
+    let acks: Vec<u32> = pkts.iter().filter(|p| p.bth.opcode.0 == 0x11).map(|p| p.bth.psn.wrapping_sub(first) & 0xFF_FFFF).collect();
+    assert_eq!(acks, vec![15, 31, 39]);
+}
+
 /// A lost MIDDLE packet: the responder sends one PSN-sequence NAK for the gap and drops what
 /// follows; the requester goes back to the NAKed PSN in the middle of the WQE (MIDDLE/LAST
 /// packets, no RETH), so nothing that already landed is sent again; every byte arrives and the

@@ -16,7 +16,8 @@ use rust_hdl::prelude::*;
 /// 4. records the WQE in the in-flight table for the completer (first and last PSN) and stores
 ///    `{PSN after it, ci + 1}`, before any of its packets leaves;
 /// 5. emits one [`TxJob`] per packet (WRITE_FIRST/MIDDLE/LAST or WRITE_ONLY by path MTU, RETH
-///    on the first, AckReq on the last) and a payload read job for the DMA read issuer.
+///    on the first, AckReq on the last and on every 16th) and a payload read job for the DMA
+///    read issuer.
 ///
 /// Go-back-N (IBTA Vol 1 9.7.5.1.2): a rewind request from the completer for the QP being
 /// served stops the WQE at the next packet boundary, and the engine resends from the WQE and
@@ -153,6 +154,9 @@ pub struct TxScheduler {
     skip_bytes: Signal<Local, Bits<64>>,
     rw_behind: Signal<Local, Bits<16>>,
     npkts_wide: Signal<Local, Bits<40>>,
+    psn_lo: Signal<Local, Bits<4>>,
+    wqe_psn_lo: Signal<Local, Bits<4>>,
+    pkt_in_msg: Signal<Local, Bits<4>>,
 }
 
 // States.
@@ -254,7 +258,12 @@ impl Logic for TxScheduler {
         } else if self.is_last.val() {
             self.job.next.opcode = 0x08.into();
         }
-        self.job.next.ackreq = bit_cast::<1, 1>(self.is_last.val().into());
+        // AckReq on the last packet of a message and on every 16th packet of a long one, so
+        // the responder acknowledges a long message while it is still arriving (9.7.5.1.1).
+        self.psn_lo.next = self.next_psn.q.val().get_bits::<4>(0);
+        self.wqe_psn_lo.next = self.wqe_psn.q.val().get_bits::<4>(0);
+        self.pkt_in_msg.next = self.psn_lo.val() - self.wqe_psn_lo.val();
+        self.job.next.ackreq = bit_cast::<1, 1>((self.is_last.val() | (self.pkt_in_msg.val() == 15)).into());
         self.job.next.has_reth = bit_cast::<1, 1>(self.first.q.val().into());
         self.job.next.rsvd0 = 0.into();
         self.job.next.psn = self.next_psn.q.val();
