@@ -206,6 +206,9 @@ fn refused_write(dst_off: u64, len: u64, flip_rkey: u32) {
     assert_eq!(counter(&mut s.world, 1, regs::counter::DROP_KEY), 1);
     assert_eq!(counter(&mut s.world, 1, regs::counter::TX_NAKS), 1);
     assert_eq!(counter(&mut s.world, 1, regs::counter::RX_ROCE_OK), 0);
+    // The requester counts it by its AETH code.
+    assert_eq!(counter(&mut s.world, 0, regs::counter::RX_NAK_REM_ACCESS), 1);
+    assert_eq!(counter(&mut s.world, 0, regs::counter::RX_NAK_SEQ), 0);
 }
 
 #[test]
@@ -331,6 +334,9 @@ fn lost_packet_is_recovered_by_sequence_nak_and_go_back_n() {
     assert!(target(&mut s)[..20 * 1024] == data[..20 * 1024]);
     let d = diagnostics(&mut s.world);
     assert_eq!(counter(&mut s.world, 1, regs::counter::TX_NAKS), 1, "{d}");
+    assert_eq!(counter(&mut s.world, 1, regs::counter::TX_NAK_SEQ), 1, "{d}");
+    assert_eq!(counter(&mut s.world, 0, regs::counter::RX_NAK_SEQ), 1, "{d}");
+    assert_eq!(counter(&mut s.world, 0, regs::counter::RX_NAK_REM_ACCESS), 0, "{d}");
     assert_eq!(counter(&mut s.world, 0, regs::counter::RETRANSMITS), 1, "{d}");
     // Go-back-N resumes at the NAKed PSN: nothing that arrived is sent again.
     assert_eq!(counter(&mut s.world, 1, regs::counter::RX_DUPLICATES), 0, "{d}");

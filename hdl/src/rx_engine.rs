@@ -75,6 +75,12 @@ pub struct RxEngine {
     pub cnt_drop_inv_req: Signal<Out, Bit>,
     pub cnt_dup: Signal<Out, Bit>,
     pub cnt_retransmit: Signal<Out, Bit>,
+    /// Counter pulses by NAK code: sequence NAKs queued, NAKs received per AETH code.
+    pub cnt_tx_nak_seq: Signal<Out, Bit>,
+    pub cnt_rx_nak_seq: Signal<Out, Bit>,
+    pub cnt_rx_nak_inv_req: Signal<Out, Bit>,
+    pub cnt_rx_nak_rem_access: Signal<Out, Bit>,
+    pub cnt_rx_nak_rem_op: Signal<Out, Bit>,
     /// Go-back-N request to the scheduler: `qpn | ci << 8 | first_psn << 24 | restart << 48`
     /// (resend WQE `ci`, whose first PSN is `first_psn`, from PSN `restart`); bit 72 instead
     /// asks it to flush the QP (it entered the error state).
@@ -213,6 +219,11 @@ impl Default for RxEngine {
             cnt_drop_inv_req: Default::default(),
             cnt_dup: Default::default(),
             cnt_retransmit: Default::default(),
+            cnt_tx_nak_seq: Default::default(),
+            cnt_rx_nak_seq: Default::default(),
+            cnt_rx_nak_inv_req: Default::default(),
+            cnt_rx_nak_rem_access: Default::default(),
+            cnt_rx_nak_rem_op: Default::default(),
             rw_full: Default::default(),
             rw_write: Default::default(),
             rw_data: Default::default(),
@@ -491,6 +502,11 @@ impl Logic for RxEngine {
         self.cnt_drop_inv_req.next = false;
         self.cnt_dup.next = false;
         self.cnt_retransmit.next = false;
+        self.cnt_tx_nak_seq.next = false;
+        self.cnt_rx_nak_seq.next = false;
+        self.cnt_rx_nak_inv_req.next = false;
+        self.cnt_rx_nak_rem_access.next = false;
+        self.cnt_rx_nak_rem_op.next = false;
         self.rw_write.next = false;
         // A sequence NAK names the first missing PSN; a timeout resends the whole WQE.
         self.restart_psn.next = self.pkt.q.val().psn;
@@ -587,6 +603,10 @@ impl Logic for RxEngine {
                     } else if self.op.val() == 0x11 {
                         if self.ctx.q.val().state == 3 {
                             self.cnt_rx_ack.next = true;
+                            self.cnt_rx_nak_seq.next = self.is_nak.val() & (self.nak_code.val() == 0);
+                            self.cnt_rx_nak_inv_req.next = self.is_nak.val() & (self.nak_code.val() == 1);
+                            self.cnt_rx_nak_rem_access.next = self.is_nak.val() & (self.nak_code.val() == 2);
+                            self.cnt_rx_nak_rem_op.next = self.is_nak.val() & (self.nak_code.val() == 3);
                             self.state.d.next = 3.into();
                         } else {
                             self.cnt_unknown_qp.next = true;
@@ -604,6 +624,7 @@ impl Logic for RxEngine {
                         // the expected PSN, then silence until it arrives (9.7.5.1.2).
                         self.cnt_drop_psn.next = true;
                         if !self.nak_sent.q.val() {
+                            self.cnt_tx_nak_seq.next = true;
                             self.nak_sent.d.next = true;
                             self.job.next.need_ack = 1.into();
                             self.reply.next.syndrome = 0x60.into();

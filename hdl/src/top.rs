@@ -341,6 +341,11 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.rxe.cnt_drop_inv_req.val().into()) << 15)
             | (bit_cast::<32, 1>(self.rxe.cnt_dup.val().into()) << 16)
             | (bit_cast::<32, 1>(self.rxe.cnt_retransmit.val().into()) << 17)
-            | (bit_cast::<32, 1>(self.rxe.cnt_timeout.val().into()) << 18);
+            | (bit_cast::<32, 1>(self.rxe.cnt_timeout.val().into()) << 18)
+            | (bit_cast::<32, 1>(self.rxe.cnt_tx_nak_seq.val().into()) << 19)
+            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_seq.val().into()) << 20)
+            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_inv_req.val().into()) << 21)
+            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_access.val().into()) << 22)
+            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_op.val().into()) << 23);
     }
 }

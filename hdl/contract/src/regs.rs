@@ -111,8 +111,19 @@ pub mod counter {
     pub const RETRANSMITS: u16 = 17;
     /// Local ACK timeouts.
     pub const TIMEOUTS: u16 = 18;
+    /// PSN sequence error NAKs queued by the responder (one per gap; the other NAK codes are
+    /// one per [`DROP_KEY`] and [`DROP_INV_REQ`]).
+    pub const TX_NAK_SEQ: u16 = 19;
+    /// NAKs received by the requester, by AETH code (IBTA Vol 1 Table 45): PSN sequence error.
+    pub const RX_NAK_SEQ: u16 = 20;
+    /// NAKs received: invalid request.
+    pub const RX_NAK_INV_REQ: u16 = 21;
+    /// NAKs received: remote access error.
+    pub const RX_NAK_REM_ACCESS: u16 = 22;
+    /// NAKs received: remote operational error.
+    pub const RX_NAK_REM_OP: u16 = 23;
     /// Number of counters.
-    pub const COUNT: u16 = 19;
+    pub const COUNT: u16 = 24;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -135,5 +146,10 @@ pub mod counter {
         "rx_duplicates",
         "retransmits",
         "timeouts",
+        "tx_nak_seq",
+        "rx_nak_seq",
+        "rx_nak_inv_req",
+        "rx_nak_rem_access",
+        "rx_nak_rem_op",
     ];
 }
