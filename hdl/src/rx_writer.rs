@@ -15,7 +15,10 @@ use rust_hdl::prelude::*;
 /// (IBTA Vol 1 9.7.5.1.2), and the stream never stalls for write responses.
 ///
 /// Timing: one cycle per job for the lead chunk, then one cycle per payload beat of the packet
-/// buffer; jobs follow back to back. Address queue: 4 jobs; ACK queue: 8 ACKs.
+/// buffer; jobs follow back to back. A chunk's AXI write beat is offered 4 cycles after the
+/// gearbox took it (the gearbox's latency). Every gearbox input comes from registers through a
+/// compare and a mux (the payload chunk length is `min(bytes left, w_lim)`, `w_lim` registered).
+/// Address queue: 4 jobs; ACK queue: 8 ACKs.
 #[derive(LogicBlock, Default)]
 pub struct RxWriter {
     pub clock: Signal<In, Clock>,
@@ -48,6 +51,8 @@ pub struct RxWriter {
     release_r: DFF<Bits<8>>,
     w_rem: DFF<Bits<13>>,
     w_first: DFF<Bit>,
+    // Longest chunk the next payload beat may carry: 64 - (hlen mod 64) for the first, then 64.
+    w_lim: DFF<Bits<7>>,
     j_cur: DFF<Bits<8>>,
     cqe_r: DFF<Bits<256>>,
     rdp: DFF<Bits<9>>,
@@ -67,6 +72,8 @@ pub struct RxWriter {
     can_start: Signal<Local, Bit>,
     beat_skip: Signal<Local, Bits<7>>,
     beat_len: Signal<Local, Bits<13>>,
+    beat_lim: Signal<Local, Bits<13>>,
+    beat_last: Signal<Local, Bit>,
     q_base: Signal<Local, Bits<64>>,
     q_lead: Signal<Local, Bits<7>>,
     q_beats: Signal<Local, Bits<8>>,
@@ -85,7 +92,7 @@ impl Logic for RxWriter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, start_r, hlen_r, release_r, w_rem, w_first, j_cur, cqe_r, rdp,
+            self, clock, state, start_r, hlen_r, release_r, w_rem, w_first, w_lim, j_cur, cqe_r, rdp,
             beats_planned, b_count, out_k, aw_done, w_done
         );
         clock!(self, clock, gb, aq, pa);
@@ -114,16 +121,18 @@ impl Logic for RxWriter {
         if self.w_first.q.val() {
             self.beat_skip.next = bit_cast::<7, 6>(self.hlen_r.q.val().get_bits::<6>(0));
         }
-        if self.w_rem.q.val() < (64_u64 - bit_cast::<13, 7>(self.beat_skip.val())) {
+        self.beat_lim.next = bit_cast::<13, 7>(self.w_lim.q.val());
+        self.beat_last.next = self.w_rem.q.val() <= self.beat_lim.val();
+        if self.beat_last.val() {
             self.beat_len.next = self.w_rem.q.val();
         } else {
-            self.beat_len.next = 64_u64 - bit_cast::<13, 7>(self.beat_skip.val());
+            self.beat_len.next = self.beat_lim.val();
         }
         self.gb.in_valid.next = false;
         self.gb.in_data.next = self.buf_rdata.val();
         self.gb.in_skip.next = self.beat_skip.val();
         self.gb.in_len.next = self.beat_len.val().get_bits::<7>(0);
-        self.gb.in_last.next = self.w_rem.q.val() == self.beat_len.val();
+        self.gb.in_last.next = self.beat_last.val();
         self.buf_raddr.next = self.start_r.q.val() + self.j_cur.q.val();
         self.job_read.next = false;
         self.aq.write.next = false;
@@ -159,6 +168,8 @@ impl Logic for RxWriter {
                         self.release_r.d.next = self.job.val().release;
                         self.w_rem.d.next = self.j_plen.val();
                         self.w_first.d.next = true;
+                        self.w_lim.d.next =
+                            64_u64 - bit_cast::<7, 6>(self.j_hlen.val().get_bits::<6>(0));
                         self.j_cur.d.next = bit_cast::<8, 1>(self.j_hlen.val().get_bits::<1>(6));
                         // Present the first payload beat's address now: data next cycle.
                         self.buf_raddr.next = self.j_start.val()
@@ -178,8 +189,9 @@ impl Logic for RxWriter {
                     self.buf_raddr.next = self.start_r.q.val() + self.j_cur.q.val() + 1;
                     self.j_cur.d.next = self.j_cur.q.val() + 1;
                     self.w_first.d.next = false;
+                    self.w_lim.d.next = 64.into();
                     self.w_rem.d.next = self.w_rem.q.val() - self.beat_len.val();
-                    if self.w_rem.q.val() == self.beat_len.val() {
+                    if self.beat_last.val() {
                         self.rdp.d.next = self.rdp.q.val() + bit_cast::<9, 8>(self.release_r.q.val());
                         self.state.d.next = 0.into();
                     }
