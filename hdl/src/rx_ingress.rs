@@ -97,7 +97,9 @@ pub struct RxIngress {
     a_lk: DFF<Bits<64>>,
     a_data: DFF<Bits<512>>,
     a_ok1: DFF<Bit>,
+    a_ok2: DFF<Bit>,
     a_ipl: DFF<Bits<16>>,
+    a_ipl_hi: DFF<Bit>,
     a_iplm20: DFF<Bits<16>>,
     a_udpl: DFF<Bits<16>>,
     a_hdr: DFF<Bits<16>>,
@@ -167,6 +169,9 @@ pub struct RxIngress {
     // ---- Stage 2 logic ----
     csum_x: Signal<Local, Bits<20>>,
     csum_ok: Signal<Local, Bit>,
+    a_ipl6: Signal<Local, Bits<6>>,
+    a_hdr6: Signal<Local, Bits<6>>,
+    hdr_ok: Signal<Local, Bit>,
     // ---- Stage 3 logic ----
     ok_cur: Signal<Local, Bit>,
     complete_cur: Signal<Local, Bit>,
@@ -239,7 +244,9 @@ impl Default for RxIngress {
             a_lk: Default::default(),
             a_data: Default::default(),
             a_ok1: Default::default(),
+            a_ok2: Default::default(),
             a_ipl: Default::default(),
+            a_ipl_hi: Default::default(),
             a_iplm20: Default::default(),
             a_udpl: Default::default(),
             a_hdr: Default::default(),
@@ -302,6 +309,9 @@ impl Default for RxIngress {
             c_supported: Default::default(),
             csum_x: Default::default(),
             csum_ok: Default::default(),
+            a_ipl6: Default::default(),
+            a_hdr6: Default::default(),
+            hdr_ok: Default::default(),
             ok_cur: Default::default(),
             complete_cur: Default::default(),
             crc_cur: Default::default(),
@@ -337,7 +347,7 @@ impl Logic for RxIngress {
     fn update(&mut self) {
         dff_setup!(
             self, clock, fi_in_frame, fi_rem, a_valid, a_last, a_user, a_first, a_crc_end,
-            a_zeros, a_lk, a_data, a_ok1, a_ipl, a_iplm20, a_udpl, a_hdr, a_hlen, a_s0, a_s1,
+            a_zeros, a_lk, a_data, a_ok1, a_ok2, a_ipl, a_ipl_hi, a_iplm20, a_udpl, a_hdr, a_hlen, a_s0, a_s1,
             crc_state, b_valid, b_last, b_user, b_first, b_crc_end, b_complete, b_target, b_data,
             b_ok, b_nb, b_plen, b_hlen, fb_ok, fb_complete, fb_crc, c_valid, c_last, c_first,
             c_data, c_nb, c_nbm1, c_plen, c_hlen, c_end, c_malf, c_pass, c_badcrc, wr_ptr, k, wa,
@@ -422,11 +432,12 @@ impl Logic for RxIngress {
             & (self.h0.val().ip_vihl == 0x45)
             & (self.h0.val().ip_proto == 0x11)
             & ((self.h0.val().ip_frag & 0xFF3F) == 0)
-            & (self.h0.val().udp_dport == 0xB712)
-            & (self.c_flags.val().get_bits::<4>(0) == 0)
+            & (self.h0.val().udp_dport == 0xB712);
+        self.a_ok2.d.next = (self.c_flags.val().get_bits::<4>(0) == 0)
             & self.c_supported.val()
             & (self.ipl.val() <= self.c_max_ipl.val());
         self.a_ipl.d.next = self.ipl.val();
+        self.a_ipl_hi.d.next = self.ipl_hi.val();
         self.a_iplm20.d.next = self.ipl.val() - 20;
         self.a_udpl.d.next = (self.h0.val().udp_len >> 8) | (self.h0.val().udp_len << 8);
         // IP(20) + UDP(8) + BTH(12) + ICRC(4) = 44, plus extension headers and pad.
@@ -464,10 +475,15 @@ impl Logic for RxIngress {
         self.csum_ok.next = (self.csum_x.val().get_bits::<16>(0)
             ^ bit_cast::<16, 4>(self.csum_x.val().get_bits::<4>(16)))
             == 0xFFFF;
+        // Total Length >= the headers (44..63 bytes): a 6-bit compare below 64.
+        self.a_ipl6.next = self.a_ipl.q.val().get_bits::<6>(0);
+        self.a_hdr6.next = self.a_hdr.q.val().get_bits::<6>(0);
+        self.hdr_ok.next = self.a_ipl_hi.q.val() | (self.a_ipl6.val() >= self.a_hdr6.val());
         self.b_ok.d.next = self.a_ok1.q.val()
+            & self.a_ok2.q.val()
             & self.csum_ok.val()
             & (self.a_udpl.q.val() == self.a_iplm20.q.val())
-            & (self.a_ipl.q.val() >= self.a_hdr.q.val());
+            & self.hdr_ok.val();
         self.b_nb.d.next = bit_cast::<8, 16>((self.a_ipl.q.val() + 77) >> 6);
         self.b_plen.d.next = bit_cast::<13, 16>(self.a_ipl.q.val() - self.a_hdr.q.val());
         self.b_hlen.d.next = self.a_hlen.q.val();
