@@ -19,8 +19,12 @@ use rust_hdl::prelude::*;
 /// from registers.
 ///
 /// Timing: a job read from the FIFO has its header ready 4 cycles later (header builder
-/// latency); then one chunk per cycle while the gearbox is ready, packets back to back with no
-/// idle cycle: a packet of `n` payload beats costs `n + 1` cycles (+1 with a RETH, +1 with pad).
+/// latency); then one chunk per cycle while the gearbox is ready, and one idle cycle after each
+/// packet: a packet of `n` payload beats costs `n + 2` cycles (+1 with a RETH, +1 with pad), the
+/// same pace as before the header builder was pipelined. The idle cycle is kept on purpose: without
+/// it a NIC sends MTU-256 packets faster than a peer's RX writer (one cycle per job plus the
+/// payload beats) stores them, and the peer's packet buffer overflows (rtl_bringup,
+/// `writes_of_every_size_class_at_every_path_mtu`).
 #[derive(LogicBlock)]
 pub struct TxAssembler {
     pub clock: Signal<In, Clock>,
@@ -39,7 +43,7 @@ pub struct TxAssembler {
     pub g_skip: Signal<Out, Bits<7>>,
     pub g_len: Signal<Out, Bits<7>>,
     pub g_last: Signal<Out, Bit>,
-    state: DFF<Bits<2>>,
+    state: DFF<Bits<3>>,
     // The payload beat being sent: skip, length, last; beats left; the last beat's length.
     bs: DFF<Bits<6>>,
     bl: DFF<Bits<7>>,
@@ -112,7 +116,8 @@ impl Default for TxAssembler {
 }
 
 // States.
-// 0 first header chunk (or waiting for a header), 1 second header chunk, 2 payload, 3 pad.
+// 0 first header chunk (or waiting for a header), 1 second header chunk, 2 payload, 3 pad,
+// 4 the idle cycle after a packet.
 
 impl Logic for TxAssembler {
     #[hdl_gen]
@@ -229,19 +234,22 @@ impl Logic for TxAssembler {
                         if self.pad.q.val() != 0 {
                             self.state.d.next = 3.into();
                         } else {
-                            self.state.d.next = 0.into();
+                            self.state.d.next = 4.into();
                         }
                     }
                 }
             }
-            _ => {
+            3 => {
                 self.g_valid.next = true;
                 self.g_data.next = 0.into();
                 self.g_len.next = bit_cast::<7, 2>(self.pad.q.val());
                 self.g_last.next = true;
                 if self.g_ready.val() {
-                    self.state.d.next = 0.into();
+                    self.state.d.next = 4.into();
                 }
+            }
+            _ => {
+                self.state.d.next = 0.into();
             }
         }
         // The header has gone: take the payload geometry from its tag.
@@ -261,7 +269,7 @@ impl Logic for TxAssembler {
                 self.last_len.d.next = 64.into();
             }
             if self.t_empty.val() {
-                self.state.d.next = 0.into();
+                self.state.d.next = 4.into();
             } else {
                 self.state.d.next = 2.into();
             }
