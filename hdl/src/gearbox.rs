@@ -11,14 +11,16 @@ use rust_hdl::prelude::*;
 /// possible and `out_last`. The final chunk must carry at least one byte (`in_len` > 0): the
 /// beat before an empty final chunk may already have left without `out_last`. Every user sends
 /// a non-empty final chunk. A chunk of the next packet joins the accumulator no earlier than
-/// the cycle the previous packet's last beat leaves it, so two packets never share a beat and
-/// back-to-back packets cost no bubble. Bytes of a beat past `out_count` are zero.
+/// the cycle the previous packet's last beat leaves it, so two packets never share a beat;
+/// back to back this costs no cycle, except one when a packet's final chunk leaves more than 64
+/// bytes to send (two beats). Bytes of a beat past `out_count` are zero.
 ///
 /// This is how headers are prepended to payload read by DMA at any host alignment (TX) and how
 /// payload at any frame offset is realigned to any host address (RX DMA write): the one
 /// realignment engine of the NIC.
 ///
-/// Pipeline (every stage register to register, no path through more than a few LUT levels):
+/// Pipeline (register to register at most 5 LUT6 levels in `scripts/synth.sh`; the ports feed
+/// registers through one mux level):
 /// 1. input register with a skid buffer: `in_ready` is a register (the skid is empty), not a
 ///    function of `out_ready`;
 /// 2. mask: the input beat with only bytes `in_skip..in_skip + in_len` kept, and the rotation
@@ -31,9 +33,8 @@ use rust_hdl::prelude::*;
 ///    and `out_ready` only loads the output register.
 ///
 /// Timing: latency 4 cycles (a chunk that completes a beat is at the output 4 cycles after it
-/// was taken); initiation interval 1 chunk per cycle; 1 beat per cycle out. The only stall is
-/// at a packet end whose final bytes need two beats (one cycle, as before). `in_ready` is
-/// registered. Storage: skid + input + masked chunk (3 × 64 B), the 128-byte accumulator,
+/// was taken); initiation interval 1 chunk per cycle; 1 beat per cycle out; the packet-end wait
+/// above is the only stall with the output ready (as before). `in_ready` is registered. Storage: skid + input + masked chunk (3 × 64 B), the 128-byte accumulator,
 /// 2 output beats.
 #[derive(LogicBlock)]
 pub struct Gearbox {
