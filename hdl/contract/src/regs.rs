@@ -44,6 +44,11 @@ pub const IPV4_ADDR: u16 = 0x0018;
 /// modulo 2^16). The NIC fetches WQEs from the QP's SQ ring up to that index.
 pub const SQ_DOORBELL: u16 = 0x0100;
 
+/// RQ doorbell: write `qpn << 16 | rq_producer_index` (receive WQEs posted, modulo 2^16). The
+/// responder consumes receive WQEs from the QP's RQ ring up to that index; a SEND that finds
+/// none is answered with an RNR NAK.
+pub const RQ_DOORBELL: u16 = 0x0104;
+
 /// Context-command staging words: 16 registers at `CMD_DATA + 4*i` holding the 512-bit record
 /// (word `i` = record bits `32*i+31 .. 32*i`) that the next [`CMD`] commits.
 pub const CMD_DATA: u16 = 0x0200;
