@@ -127,8 +127,12 @@ pub mod counter {
     pub const RX_NAK_REM_ACCESS: u16 = 22;
     /// NAKs received: remote operational error.
     pub const RX_NAK_REM_OP: u16 = 23;
+    /// RNR NAKs sent by the responder (a SEND found no receive WQE).
+    pub const TX_RNR_NAKS: u16 = 24;
+    /// RNR NAKs received by the requester.
+    pub const RX_RNR_NAKS: u16 = 25;
     /// Number of counters.
-    pub const COUNT: u16 = 24;
+    pub const COUNT: u16 = 26;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -156,5 +160,7 @@ pub mod counter {
         "rx_nak_inv_req",
         "rx_nak_rem_access",
         "rx_nak_rem_op",
+        "tx_rnr_naks",
+        "rx_rnr_naks",
     ];
 }
