@@ -109,7 +109,7 @@ pub struct RxEngine {
     cq_ram: RAM<Bits<128>, 6>,
     cqpi_ram: RAM<Bits<32>, 6>,
     inflight_ram: RAM<Bits<160>, 10>,
-    state: DFF<Bits<4>>,
+    state: DFF<Bits<5>>,
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
     retries: DFF<Bits<3>>,
@@ -163,6 +163,23 @@ pub struct RxEngine {
     cqe_opcode: DFF<Bits<8>>,
     recv_need_ack: DFF<Bit>,
     recv_syn: DFF<Bits<8>>,
+    // Decision inputs registered a state ahead, so state 6 only combines flags.
+    bounds_ok_r: DFF<Bit>,
+    sge_ok_r: DFF<Bit>,
+    send_fits_r: DFF<Bit>,
+    rq_empty_r: DFF<Bit>,
+    c_unknown: DFF<Bit>,
+    c_dup: DFF<Bit>,
+    c_gap: DFF<Bit>,
+    cqe_addr_r: DFF<Bits<64>>,
+    cq_settled: DFF<Bit>,
+    /// Path MTU in bytes, taken from the QP context as it is loaded.
+    mtu_r: DFF<Bits<32>>,
+    /// Opcode classes of `pkt`: bit 0 WRITE FIRST/ONLY, 1 WRITE LAST/ONLY, 2 any WRITE,
+    /// 3 SEND FIRST/ONLY, 4 SEND MIDDLE/LAST, 5 SEND LAST/ONLY.
+    opc: DFF<Bits<6>>,
+    pi_masked: DFF<Bits<32>>,
+    cq_settled2: DFF<Bit>,
     // Combinational views.
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
@@ -371,6 +388,19 @@ impl Default for RxEngine {
             cqe_opcode: Default::default(),
             recv_need_ack: Default::default(),
             recv_syn: Default::default(),
+            bounds_ok_r: Default::default(),
+            sge_ok_r: Default::default(),
+            send_fits_r: Default::default(),
+            rq_empty_r: Default::default(),
+            c_unknown: Default::default(),
+            c_dup: Default::default(),
+            c_gap: Default::default(),
+            cqe_addr_r: Default::default(),
+            cq_settled: Default::default(),
+            mtu_r: Default::default(),
+            opc: Default::default(),
+            pi_masked: Default::default(),
+            cq_settled2: Default::default(),
             is_send_start: Default::default(),
             is_send_cont: Default::default(),
             is_send_end: Default::default(),
@@ -389,7 +419,8 @@ impl Default for RxEngine {
 // 0 idle, 1 load (address), 2 load (data) + first checks, 5 region room + payload address,
 // 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait,
 // 11 completer check, 12 CQE job; for a SEND that starts a message: 7 receive-WQE address,
-// 8 receive-WQE data, 13 key-table read at its lkey, 14 offset, 15 region room, back to 6.
+// 8 receive-WQE data, 13 key-table read at its lkey, 14 offset, 15 region room, 16 fit,
+// back to 6.
 
 impl Logic for RxEngine {
     #[hdl_gen]
@@ -399,8 +430,12 @@ impl Logic for RxEngine {
             in_write, nak_sent, acked, sent, cq, cq_pi, status, cqe_wr_id, cqe_len, off_r, va_ok,
             key_ok_r, seq_ok_r, psn_delta_r, off_ok, room, w_addr_r, cover_r, last_nak, nak_moved,
             last_nak_ok, in_send, rq_ci, rq_pi, recv_len, recv_wr_id, rwqe, rwqe_ready, sge_len,
-            rq_addr_r, src_recv, cqe_opcode, recv_need_ack, recv_syn
+            rq_addr_r, src_recv, cqe_opcode, recv_need_ack, recv_syn, bounds_ok_r, sge_ok_r,
+            send_fits_r, rq_empty_r, c_unknown, c_dup, c_gap, cqe_addr_r, cq_settled,
+            mtu_r, opc, pi_masked, cq_settled2
         );
+        self.cq_settled2.d.next = self.cq_settled.q.val() & (self.state.q.val() == 12);
+        self.cq_settled.d.next = self.state.q.val() == 12;
         self.rqpi_ram.read_clock.next = self.clock.val();
         self.rqpi_ram.write_clock.next = self.clock.val();
         self.rqpi_ram.write_enable.next = self.rq_db_write.val();
@@ -478,16 +513,26 @@ impl Logic for RxEngine {
 
         // ---- Request checks (valid in state 2, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
-        self.is_first_or_only.next = (self.op.val() == 0x06) | (self.op.val() == 0x0A);
-        self.is_last_or_only.next = (self.op.val() == 0x08) | (self.op.val() == 0x0A);
-        self.is_write_op.next = (self.op.val() == 0x06)
-            | (self.op.val() == 0x07)
-            | (self.op.val() == 0x08)
-            | (self.op.val() == 0x0A);
-        // SEND FIRST/ONLY consume a receive WQE; MIDDLE/LAST continue it; LAST/ONLY end it.
-        self.is_send_start.next = (self.op.val() == 0x00) | (self.op.val() == 0x04);
-        self.is_send_cont.next = (self.op.val() == 0x01) | (self.op.val() == 0x02);
-        self.is_send_end.next = (self.op.val() == 0x02) | (self.op.val() == 0x04);
+        // Opcode classes, registered: `pkt` is loaded in state 0, so they hold from state 2 on.
+        self.opc.d.next = bit_cast::<6, 1>(((self.op.val() == 0x06) | (self.op.val() == 0x0A)).into())
+            | (bit_cast::<6, 1>(((self.op.val() == 0x08) | (self.op.val() == 0x0A)).into()) << 1)
+            | (bit_cast::<6, 1>(
+                ((self.op.val() == 0x06)
+                    | (self.op.val() == 0x07)
+                    | (self.op.val() == 0x08)
+                    | (self.op.val() == 0x0A))
+                    .into(),
+            ) << 2)
+            // SEND FIRST/ONLY consume a receive WQE; MIDDLE/LAST continue it; LAST/ONLY end it.
+            | (bit_cast::<6, 1>(((self.op.val() == 0x00) | (self.op.val() == 0x04)).into()) << 3)
+            | (bit_cast::<6, 1>(((self.op.val() == 0x01) | (self.op.val() == 0x02)).into()) << 4)
+            | (bit_cast::<6, 1>(((self.op.val() == 0x02) | (self.op.val() == 0x04)).into()) << 5);
+        self.is_first_or_only.next = self.opc.q.val().get_bit(0);
+        self.is_last_or_only.next = self.opc.q.val().get_bit(1);
+        self.is_write_op.next = self.opc.q.val().get_bit(2);
+        self.is_send_start.next = self.opc.q.val().get_bit(3);
+        self.is_send_cont.next = self.opc.q.val().get_bit(4);
+        self.is_send_end.next = self.opc.q.val().get_bit(5);
         self.rq_mask.next =
             (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size)) - 1;
         self.rq_addr_r.d.next = self.ctx.q.val().rq_base
@@ -499,19 +544,11 @@ impl Logic for RxEngine {
             & (self.mr_now.val().tag == self.lkey.val().get_bits::<8>(0))
             & (self.lkey.val().get_bits::<18>(14) == 0)
             & (self.mr_now.val().pd == self.ctx.q.val().pd)
-            & self.mr_now.val().access.get_bit(0);
-        self.sge_ok.next = (self.sge_len.q.val() == 0)
-            | (self.key_ok_r.q.val()
-                & self.va_ok.q.val()
-                & self.off_ok.q.val()
-                & (bit_cast::<64, 32>(self.sge_len.q.val()) <= self.room.q.val()));
-        self.mtu.next =
-            bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu);
+            & ((self.mr_now.val().access & 1) != 0);
+        self.sge_ok.next = self.sge_ok_r.q.val();
+        self.mtu.next = self.mtu_r.q.val();
         self.plen32.next = bit_cast::<32, 13>(self.pkt.q.val().plen);
-        self.send_fits.next = self.plen32.val() <= self.wr_rem.q.val();
-        if self.is_send_start.val() {
-            self.send_fits.next = self.plen32.val() <= self.sge_len.q.val();
-        }
+        self.send_fits.next = self.send_fits_r.q.val();
         self.off.next = self.pkt.q.val().reth_va - self.mr_now.val().va;
         self.mr_access.next = self.mr_now.val().access;
         self.qp_access.next = self.qp_now.val().access;
@@ -521,47 +558,45 @@ impl Logic for RxEngine {
             & (self.mr_now.val().pd == self.qp_now.val().pd)
             & self.mr_access.val().get_bit(1)
             & self.qp_access.val().get_bit(1);
-        self.bounds_ok.next = self.va_ok.q.val()
-            & self.off_ok.q.val()
-            & (bit_cast::<64, 32>(self.pkt.q.val().reth_len) <= self.room.q.val());
+        self.bounds_ok.next = self.bounds_ok_r.q.val();
         self.seq_ok.next = false;
         if self.op.val() == 0x0A {
-            self.seq_ok.next = !self.rdyn_now.val().get_bit(160)
-                & !self.rdyn_now.val().get_bit(162)
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
                 & (self.plen32.val() == self.pkt.q.val().reth_len);
         }
         if self.op.val() == 0x00 {
-            self.seq_ok.next = !self.rdyn_now.val().get_bit(160)
-                & !self.rdyn_now.val().get_bit(162)
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
                 & (self.plen32.val() == self.mtu.val());
         }
         if self.op.val() == 0x04 {
-            self.seq_ok.next = !self.rdyn_now.val().get_bit(160)
-                & !self.rdyn_now.val().get_bit(162)
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
                 & (self.plen32.val() <= self.mtu.val());
         }
         if self.op.val() == 0x01 {
-            self.seq_ok.next = self.rdyn_now.val().get_bit(162) & (self.plen32.val() == self.mtu.val());
+            self.seq_ok.next = self.in_send.q.val() & (self.plen32.val() == self.mtu.val());
         }
         if self.op.val() == 0x02 {
-            self.seq_ok.next = self.rdyn_now.val().get_bit(162)
+            self.seq_ok.next = self.in_send.q.val()
                 & (self.plen32.val() != 0)
                 & (self.plen32.val() <= self.mtu.val());
         }
         if self.op.val() == 0x06 {
-            self.seq_ok.next = !self.rdyn_now.val().get_bit(160)
-                & !self.rdyn_now.val().get_bit(162)
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
                 & (self.plen32.val() == self.mtu.val())
                 & (self.pkt.q.val().reth_len > self.mtu.val());
         }
         if self.op.val() == 0x07 {
-            self.seq_ok.next = self.rdyn_now.val().get_bit(160)
+            self.seq_ok.next = self.in_write.q.val()
                 & (self.plen32.val() == self.mtu.val())
-                & (self.plen32.val() < self.rdyn_now.val().get_bits::<32>(128));
+                & (self.plen32.val() < self.wr_rem.q.val());
         }
         if self.op.val() == 0x08 {
-            self.seq_ok.next = self.rdyn_now.val().get_bit(160)
-                & (self.plen32.val() == self.rdyn_now.val().get_bits::<32>(128));
+            self.seq_ok.next = self.in_write.q.val()
+                & (self.plen32.val() == self.wr_rem.q.val());
         }
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
         self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
@@ -589,8 +624,10 @@ impl Logic for RxEngine {
         self.fatal.next = (self.status.q.val() != 0) & (self.status.q.val() != 5);
         self.cq_mask.next =
             (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.cq.q.val().log_size)) - 1;
-        self.cqe_addr.next = self.cq.q.val().base
-            + (bit_cast::<64, 32>(self.cq_pi.q.val() & self.cq_mask.val()) << 5);
+        // The CQE slot address, two registered steps from the CQ context and producer index.
+        self.pi_masked.d.next = self.cq_pi.q.val() & self.cq_mask.val();
+        self.cqe_addr_r.d.next = self.cq.q.val().base + (bit_cast::<64, 32>(self.pi_masked.q.val()) << 5);
+        self.cqe_addr.next = self.cqe_addr_r.q.val();
         self.cq_lap.next = self.cq_pi.q.val() >> bit_cast::<32, 5>(self.cq.q.val().log_size);
         self.cqe.next = self.zero_cqe.val();
         self.cqe.next.wr_id = self.cqe_wr_id.q.val();
@@ -693,6 +730,8 @@ impl Logic for RxEngine {
                 // Every packet leaves exactly one job (which frees its buffer space in order);
                 // the tables keep answering while the job FIFO is full.
                 self.ctx.d.next = self.qp_now.val();
+                self.mtu_r.d.next =
+                    bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu);
                 self.epsn.d.next = self.rdyn_now.val().get_bits::<24>(0);
                 self.msn.d.next = self.rdyn_now.val().get_bits::<24>(32);
                 self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
@@ -724,7 +763,6 @@ impl Logic for RxEngine {
                     self.off_r.d.next = self.off.val();
                     self.va_ok.d.next = self.pkt.q.val().reth_va >= self.mr_now.val().va;
                     self.key_ok_r.d.next = self.key_ok.val();
-                    self.seq_ok_r.d.next = self.seq_ok.val();
                     self.psn_delta_r.d.next = self.psn_delta.val();
                     self.cover_r.d.next = self.cover_psn.val();
                     self.state.d.next = 5.into();
@@ -735,15 +773,24 @@ impl Logic for RxEngine {
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
                 self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
                 self.w_addr_r.d.next = self.w_addr.val();
+                self.bounds_ok_r.d.next = self.va_ok.q.val()
+                    & (self.off_r.q.val() <= self.mr_now.val().length)
+                    & (bit_cast::<64, 32>(self.pkt.q.val().reth_len)
+                        <= (self.mr_now.val().length - self.off_r.q.val()));
+                self.send_fits_r.d.next = self.plen32.val() <= self.wr_rem.q.val();
+                self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
+                self.c_unknown.d.next = !self.qpn_ok.q.val()
+                    | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3));
+                self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23);
+                self.c_gap.d.next = self.psn_delta_r.q.val() != 0;
+                self.seq_ok_r.d.next = self.seq_ok.val();
                 self.state.d.next = 6.into();
             }
             6 => {
                 if !self.job_full.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
-                    if !self.qpn_ok.q.val()
-                        | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3))
-                    {
+                    if self.c_unknown.q.val() {
                         self.cnt_unknown_qp.next = true;
                     } else if self.op.val() == 0x11 {
                         if self.ctx.q.val().state == 3 {
@@ -757,7 +804,7 @@ impl Logic for RxEngine {
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
-                    } else if self.psn_delta_r.q.val().get_bit(23) {
+                    } else if self.c_dup.q.val() {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
                         // message is answered with an ACK of everything received so far.
                         self.cnt_dup.next = true;
@@ -765,7 +812,7 @@ impl Logic for RxEngine {
                             (self.pkt.q.val().ackreq.any() | self.is_last_or_only.val()).into(),
                         );
                         self.reply.next.psn = self.epsn.q.val() - 1;
-                    } else if self.psn_delta_r.q.val() != 0 {
+                    } else if self.c_gap.q.val() {
                         // Ahead of the expected PSN: one sequence-error NAK per gap, carrying
                         // the expected PSN, then silence until it arrives (9.7.5.1.2).
                         self.cnt_drop_psn.next = true;
@@ -789,7 +836,7 @@ impl Logic for RxEngine {
                         self.reply.next.syndrome = 0x61.into();
                     } else if self.is_send_start.val()
                         & !self.rwqe_ready.q.val()
-                        & (self.rq_ci.q.val() == self.rq_pi.q.val())
+                        & self.rq_empty_r.q.val()
                     {
                         // No receive WQE posted: RNR NAK with the QP's minimal RNR timer
                         // (9.7.5.2.8); the packet is not executed and the PSN stays expected.
@@ -922,6 +969,16 @@ impl Logic for RxEngine {
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
                 self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
                 self.w_addr_r.d.next = self.mr_now.val().iova + self.off_r.q.val();
+                self.state.d.next = 16.into();
+            }
+            16 => {
+                // The scatter entry lies inside its region, and the packet fits it.
+                self.sge_ok_r.d.next = (self.sge_len.q.val() == 0)
+                    | (self.key_ok_r.q.val()
+                        & self.va_ok.q.val()
+                        & self.off_ok.q.val()
+                        & (bit_cast::<64, 32>(self.sge_len.q.val()) <= self.room.q.val()));
+                self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
                 self.rwqe_ready.d.next = true;
                 self.state.d.next = 6.into();
             }
@@ -1036,7 +1093,7 @@ impl Logic for RxEngine {
                     self.job.next.addr = self.cqe_addr.val();
                     self.job.next.need_ack = bit_cast::<1, 1>(self.recv_need_ack.q.val().into());
                     self.reply.next.syndrome = self.recv_syn.q.val();
-                    if !self.job_full.val() {
+                    if !self.job_full.val() & self.cq_settled2.q.val() {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
                         self.cq_pi.d.next = self.cq_pi.q.val() + 1;
@@ -1049,7 +1106,10 @@ impl Logic for RxEngine {
                     // An error other than a flush puts the QP in the error state: the completer
                     // flushes what is in flight, the scheduler what is not yet sent.
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
-                    if !self.job_full.val() & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val()) {
+                    if !self.job_full.val()
+                        & self.cq_settled2.q.val()
+                        & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val())
+                    {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
                         self.cq_pi.d.next = self.cq_pi.q.val() + 1;
