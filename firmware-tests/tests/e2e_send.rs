@@ -479,6 +479,105 @@ fn writes_and_sends_interleave_on_one_qp() {
     assert_eq!(send_opcodes, want, "send completion opcodes");
 }
 
+/// A responder in RTR (never moved to RTS) receives SENDs (IBTA 10.3.1: RTR processes incoming
+/// requests).
+#[test]
+fn a_responder_in_rtr_receives() {
+    let h = hosts();
+    let mut src = pattern(41, 2000);
+    let mut dst = vec![GUARD; 2000];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+        let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(8).build().unwrap();
+        let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(4).build().unwrap();
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        let o = opts(Mtu::Mtu512);
+        qa.connect_with(&eb, &o).unwrap();
+        use QpAttrMask as M;
+        let attr = QpAttr {
+            qp_state: QpState::Init,
+            port_num: 1,
+            path_mtu: o.path_mtu,
+            ah_attr: rnic::AddressVector { dest_mac: ea.mac, dest_ip: ea.ip },
+            dest_qp_num: ea.qpn,
+            rq_psn: ea.psn,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+            ..QpAttr::default()
+        };
+        qb.modify(&attr, M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS).unwrap();
+        qb.modify(&QpAttr { qp_state: QpState::Rtr, ..attr }, M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER)
+            .unwrap();
+        qb.post_recv_one(RecvWr::new(8, dst_mr.sge(0..2000).unwrap())).unwrap();
+        qa.post_send_one(SendWr::send(1, src_mr.sge(0..2000).unwrap()).signaled(true)).unwrap();
+        assert_eq!(h.wait(&h.ca, 1, 200_000)[0].status, WcStatus::Success);
+        let r = h.wait(&h.cb, 1, 100_000)[0];
+        assert_eq!((r.wr_id, r.byte_len, r.status), (8, 2000, WcStatus::Success), "{r:?}");
+        assert_eq!(qb.state(), QpState::Rtr);
+    }
+    assert!(dst == src);
+}
+
+/// Both hosts stream SENDs at each other at once, each through one QP whose send and receive
+/// completions share one CQ, reposting receives as they complete: no completion is lost or
+/// duplicated and every message lands in its own receive.
+#[test]
+fn bidirectional_streams_share_one_cq_per_host() {
+    let h = hosts();
+    const N: usize = 120;
+    const LEN: usize = 1800;
+    let mut src = [pattern(51, N * LEN), pattern(52, N * LEN)];
+    let mut dst = [vec![GUARD; N * LEN], vec![GUARD; N * LEN]];
+    {
+        let [sa, sb] = &mut src;
+        let [da, db] = &mut dst;
+        let smr = [h.pa.register(sa, AccessFlags::LOCAL_WRITE).unwrap(), h.pb.register(sb, AccessFlags::LOCAL_WRITE).unwrap()];
+        let dmr = [h.pa.register(da, AccessFlags::LOCAL_WRITE).unwrap(), h.pb.register(db, AccessFlags::LOCAL_WRITE).unwrap()];
+        let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(16).set_max_recv_wr(16).build().unwrap();
+        let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(16).set_max_recv_wr(16).build().unwrap();
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        qa.connect_with(&eb, &opts(Mtu::Mtu1024)).unwrap();
+        qb.connect_with(&ea, &opts(Mtu::Mtu1024)).unwrap();
+        let mut qps = [qa, qb];
+        let cqs = [&h.ca, &h.cb];
+        let (mut sent, mut posted, mut sends_done, mut recvs_done) = ([0usize; 2], [0usize; 2], [0usize; 2], [0usize; 2]);
+        let start = h.world.borrow().cycles();
+        let mut wcs = [WorkCompletion::default(); 16];
+        while recvs_done != [N, N] || sends_done != [N, N] {
+            for s in 0..2 {
+                while posted[s] < N && qps[s].recv_outstanding() < 16 {
+                    let i = posted[s];
+                    qps[s].post_recv_one(RecvWr::new(i as u64, dmr[s].sge(i * LEN..(i + 1) * LEN).unwrap())).unwrap();
+                    posted[s] += 1;
+                }
+                while sent[s] < N && qps[s].outstanding() < 16 {
+                    let i = sent[s];
+                    qps[s].post_send_one(SendWr::send(i as u64, smr[s].sge(i * LEN..(i + 1) * LEN).unwrap()).signaled(true)).unwrap();
+                    sent[s] += 1;
+                }
+                let n = cqs[s].poll(&mut wcs).unwrap();
+                for w in &wcs[..n] {
+                    assert_eq!(w.status, WcStatus::Success, "host {s}: {w:?}\n{}", h.diag());
+                    if w.opcode == WcOpcode::Recv {
+                        assert_eq!((w.wr_id, w.byte_len), (recvs_done[s] as u64, LEN as u32), "host {s}: {w:?}");
+                        recvs_done[s] += 1;
+                    } else {
+                        assert_eq!(w.wr_id, sends_done[s] as u64, "host {s}: {w:?}");
+                        sends_done[s] += 1;
+                    }
+                }
+            }
+            assert!(h.world.borrow().cycles() - start < 3_000_000, "stalled: sends {sends_done:?}, receives {recvs_done:?}\n{}", h.diag());
+        }
+        let (ca, cb) = h.counters();
+        assert_eq!((ca.get("cqes"), cb.get("cqes")), (Some(2 * N as u32), Some(2 * N as u32)), "{}", h.diag());
+        assert_eq!((qps[0].stray_completions(), qps[1].stray_completions()), (0, 0));
+    }
+    assert!(dst[0] == src[1], "A received wrong bytes: {:?}", first_difference(&dst[0], &src[1]));
+    assert!(dst[1] == src[0], "B received wrong bytes: {:?}", first_difference(&dst[1], &src[0]));
+}
+
 /// Unsignaled SENDs produce no send CQE, but every receive completes.
 #[test]
 fn unsignaled_sends_still_complete_their_receives() {
@@ -862,14 +961,46 @@ fn message_longer_than_the_receive_buffer_is_loc_len_err() {
 
 #[test]
 fn multi_packet_message_longer_than_the_receive_buffer_is_loc_len_err() {
-    // 3000 B at MTU 256 into 1000 B: packets 0..3 fit (768 B), packet 3 would end at 1024.
-    let r = refused_send(Mtu::Mtu256, 3000, 1064, AccessFlags::LOCAL_WRITE, false, |mr| RecvWr::new(0xED, mr.sge(0..1000).unwrap()));
-    assert_eq!((r.recv.wr_id, r.recv.status), (0xED, WcStatus::LocLenErr), "{:?}", r.recv);
-    assert_eq!((r.send.wr_id, r.send.status), (0x5E, WcStatus::RemInvReqErr), "{:?}", r.send);
-    if let Some(i) = r.buf[1000..].iter().position(|&b| b != GUARD) {
-        panic!("byte {} past the 1000-byte receive SGE was written", 1000 + i);
+    // (message, SGE) at MTU 256: 3000 into 1000 (packets 0..3 fit, packet 3 would end at
+    // 1024); 1001 into 1000 (only the LAST packet's final byte does not fit); 3000 into 100
+    // (the FIRST packet already does not fit).
+    for (len, sge) in [(3000, 1000), (1001, 1000), (3000, 100)] {
+        let r = refused_send(Mtu::Mtu256, len, sge + 64, AccessFlags::LOCAL_WRITE, false, |mr| RecvWr::new(0xED, mr.sge(0..sge).unwrap()));
+        assert_eq!((r.recv.wr_id, r.recv.status), (0xED, WcStatus::LocLenErr), "{len} into {sge}: {:?}", r.recv);
+        assert_eq!((r.send.wr_id, r.send.status), (0x5E, WcStatus::RemInvReqErr), "{len} into {sge}: {:?}", r.send);
+        if let Some(i) = r.buf[sge..].iter().position(|&b| b != GUARD) {
+            panic!("{len} into {sge}: byte {} past the receive SGE was written", sge + i);
+        }
+        assert_eq!(r.ca.get("rx_nak_inv_req"), Some(1), "{len} into {sge}: {:?}", nonzero(&r.ca));
+        assert_eq!(r.cb.get("cqes"), Some(1), "{len} into {sge}: {:?}", nonzero(&r.cb));
     }
-    assert_eq!(r.ca.get("rx_nak_inv_req"), Some(1), "{:?}", nonzero(&r.ca));
+}
+
+/// IBTA 9.9.3.1 / 10.8.3.3: a responder that NAKs a request as invalid (or with a remote
+/// operational error) puts its QP in the error state, where the rest of the message is dropped
+/// silently: one NAK per refused message, however many packets follow.
+#[test]
+fn a_refused_multi_packet_message_draws_one_nak() {
+    let mut extra = Vec::new();
+    for (len, sge, prot) in [(3000, 1000, false), (3000, 100, false), (3000, 4096, true)] {
+        let r = refused_send(Mtu::Mtu256, len, 4096, AccessFlags::LOCAL_WRITE, false, |mr| {
+            if prot {
+                RecvWr::new(0xEF, Sge::raw(mr.addr(), sge as u32, mr.lkey() ^ 0x80))
+            } else {
+                RecvWr::new(0xEF, mr.sge(0..sge).unwrap())
+            }
+        });
+        assert_ne!(r.recv.status, WcStatus::Success);
+        if (r.cb.get("tx_naks"), r.cb.get("tx_nak_seq")) != (Some(1), Some(0)) {
+            extra.push(format!(
+                "{len} B into a {sge}-byte SGE{} ({:?}): responder counters {:?}",
+                if prot { " with a bad lkey" } else { "" },
+                r.recv.status,
+                nonzero(&r.cb)
+            ));
+        }
+    }
+    assert!(extra.is_empty(), "the responder sent more than one NAK:\n{}", extra.join("\n"));
 }
 
 #[test]
