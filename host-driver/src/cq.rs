@@ -207,6 +207,10 @@ impl From<&Cqe> for WorkCompletion {
     }
 }
 
+/// A QP whose completions a CQ delivers: its number, its shared state and the CQ entries it
+/// reserved.
+type AttachedQp = (u32, Weak<RefCell<QpShared>>, usize);
+
 pub(crate) struct CqInner {
     pub(crate) ctx: Rc<CtxInner>,
     pub(crate) cqn: u32,
@@ -216,7 +220,7 @@ pub(crate) struct CqInner {
     ci: Cell<u64>,
     /// QPs whose send or receive completions arrive here, to retire their SQ / RQ entries,
     /// with the entries each one committed.
-    qps: RefCell<Vec<(u32, Weak<RefCell<QpShared>>, usize)>>,
+    qps: RefCell<Vec<AttachedQp>>,
     /// Sum of the SQ sizes of the QPs using this CQ as send CQ and the RQ sizes of those using
     /// it as receive CQ (see [`CompletionQueue`] on overflow).
     committed: Cell<usize>,

@@ -146,7 +146,6 @@ fn perf_bw(op: BwOp, a: WriteArgs, rx_depth: u32) -> ExitCode {
             },
             ..rnic_sim::SimConfig::default()
         },
-        ..WriteBwOptions::default()
     };
     if let Err(e) = perf::check_options(&opts) {
         eprintln!("rnic perf {name}: {e}");
