@@ -119,7 +119,10 @@ record!(
 record!(
     /// A WQE the requester has sent and the completer must retire (128 bits), kept per QP in
     /// the in-flight table at slot `sq_index mod 2^LOG_MAX_INFLIGHT_WQES`.
-    InflightRec, 160, { wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7, first_psn: 24, rsvd2: 8 }
+    InflightRec, 160, {
+        wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7, first_psn: 24,
+        wc_opcode: 8,
+    }
 );
 
 record!(

@@ -830,10 +830,14 @@ impl Logic for RxEngine {
                         self.cnt_drop_key.next = true;
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x62.into();
+                        // One NAK per refused message: the packets behind it are dropped
+                        // silently, like those behind a sequence NAK.
+                        self.nak_sent.d.next = true;
                     } else if !self.seq_ok_r.q.val() {
                         self.cnt_drop_inv_req.next = true;
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x61.into();
+                        self.nak_sent.d.next = true;
                     } else if self.is_send_start.val()
                         & !self.rwqe_ready.q.val()
                         & self.rq_empty_r.q.val()
@@ -856,6 +860,7 @@ impl Logic for RxEngine {
                         // message too long) and the requester gets NAK remote operational error
                         // or invalid request (9.7.5.2.4, 10.8.3.3). Nothing is written.
                         self.cnt_drop_inv_req.next = true;
+                        self.nak_sent.d.next = true;
                         self.src_recv.d.next = true;
                         self.recv_need_ack.d.next = true;
                         self.status.d.next = 1.into();
@@ -929,6 +934,7 @@ impl Logic for RxEngine {
                 self.cq.d.next = self.cq_ram.read_data.val().into();
                 self.cq_pi.d.next = self.cqpi_ram.read_data.val();
                 if self.src_lc.q.val() {
+                    self.cqe_opcode.d.next = self.lcr.q.val().wc_opcode;
                     self.cqe_wr_id.d.next = self.lcr.q.val().wr_id;
                     self.cqe_len.d.next = 0.into();
                     self.status.d.next = self.lcr.q.val().status;
@@ -1020,6 +1026,7 @@ impl Logic for RxEngine {
                 }
             }
             11 => {
+                self.cqe_opcode.d.next = self.entry.val().wc_opcode;
                 self.cqe_wr_id.d.next = self.entry.val().wr_id;
                 self.cqe_len.d.next = self.entry.val().byte_len;
                 self.status.d.next = 0.into();

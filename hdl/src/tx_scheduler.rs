@@ -302,12 +302,19 @@ impl Logic for TxScheduler {
         self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
         self.if_data.next.rsvd = 0.into();
         self.if_data.next.first_psn = self.wqe_psn.q.val();
-        self.if_data.next.rsvd2 = 0.into();
+        // The completion's opcode: IBV_WC_SEND (0) or IBV_WC_RDMA_WRITE (1).
+        self.if_data.next.wc_opcode = 1.into();
+        if self.is_send.val() {
+            self.if_data.next.wc_opcode = 0.into();
+        }
         self.lc_write.next = false;
         self.lc_data.next.wr_id = self.wqe.q.val().wr_id;
         self.lc_data.next.qpn = bit_cast::<8, 6>(self.cur_qpn.q.val());
         self.lc_data.next.status = self.status.q.val();
         self.lc_data.next.wc_opcode = 1.into();
+        if self.is_send.val() {
+            self.lc_data.next.wc_opcode = 0.into();
+        }
         self.lc_data.next.rsvd = 0.into();
         self.cnt_tx_req.next = false;
         self.cnt_local_err.next = false;
