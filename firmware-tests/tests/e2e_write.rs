@@ -357,7 +357,7 @@ fn unsignaled_bad_lkey_still_completes_with_an_error() {
 #[test]
 fn unsupported_opcode_completes_with_loc_qp_op_err() {
     let (wc, _) = local_error(|mr, remote| {
-        SendWr::rdma_write(4, mr.sge(0..64).unwrap(), remote).with_opcode(WrOpcode::Send).signaled(true)
+        SendWr::rdma_write(4, mr.sge(0..64).unwrap(), remote).with_opcode(WrOpcode::RdmaRead).signaled(true)
     });
     assert_eq!((wc.wr_id, wc.status), (4, WcStatus::LocQpOpErr), "{wc:?}");
 }

@@ -19,7 +19,7 @@ pub struct ContextTables {
     pub qp: Signal<Out, QpContextRec>,
     pub mr_addr: Signal<In, Bits<6>>,
     pub mr: Signal<Out, MrEntryRec>,
-    qp_ram: RAM<Bits<320>, 6>,
+    qp_ram: RAM<Bits<448>, 6>,
     mr_ram: RAM<Bits<256>, 6>,
 }
 
@@ -36,7 +36,7 @@ impl Logic for ContextTables {
         self.mr.next = self.mr_ram.read_data.val().into();
         self.qp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
         self.qp_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.qp_ram.write_data.next = bit_cast::<320, 512>(self.cmd_record.val());
+        self.qp_ram.write_data.next = bit_cast::<448, 512>(self.cmd_record.val());
         self.mr_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 2);
         self.mr_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.mr_ram.write_data.next = bit_cast::<256, 512>(self.cmd_record.val());

@@ -3,15 +3,17 @@ use rust_hdl::prelude::*;
 
 /// Issues AXI4 read bursts for the TX side.
 ///
-/// Two sources: WQE fetches (one 64-byte beat, AXI ID 1, from the scheduler) and payload read
-/// jobs `(addr, len)` (AXI ID 0, from the job FIFO). A payload job reads the beats
+/// Three sources: send-WQE fetches (one 64-byte beat, AXI ID 1, from the scheduler),
+/// receive-WQE fetches (one beat, AXI ID 2, from the RX engine) and payload read jobs
+/// `(addr, len)` (AXI ID 0, from the job FIFO). A payload job reads the beats
 /// `[addr & !63, addr + len)` as INCR bursts of 64-byte beats (`arsize` 6) that never cross a
 /// 4 KiB boundary (AXI4 A3.4.1), at most 64 beats each. Data returns on the R channel in
-/// order per ID; the top level routes ID 1 to the scheduler and ID 0 to the assembler, which
+/// order per ID; the top level routes ID 1 to the scheduler, ID 2 to the RX engine and ID 0 to
+/// the assembler, which
 /// consumes exactly `ceil(((addr & 63) + len) / 64)` beats per job.
 ///
-/// WQE fetches go first between bursts; an AR on the bus stays unchanged until accepted
-/// (AXI4 A3.2.1).
+/// WQE fetches go first between bursts (send, then receive); an AR on the bus stays unchanged
+/// until accepted (AXI4 A3.2.1).
 ///
 /// Timing: a payload job costs one cycle to pop and one to size its first burst (the length
 /// to the 4 KiB boundary is computed from registers, never in the cycle that issues); after
@@ -25,6 +27,9 @@ pub struct DmaReadIssuer {
     pub wqe_valid: Signal<In, Bit>,
     pub wqe_addr: Signal<In, Bits<64>>,
     pub wqe_ready: Signal<Out, Bit>,
+    pub rq_valid: Signal<In, Bit>,
+    pub rq_addr: Signal<In, Bits<64>>,
+    pub rq_ready: Signal<Out, Bit>,
     pub rj_empty: Signal<In, Bit>,
     pub rj_addr: Signal<In, Bits<64>>,
     pub rj_len: Signal<In, Bits<13>>,
@@ -36,6 +41,8 @@ pub struct DmaReadIssuer {
     pub arid: Signal<Out, Bits<4>>,
     busy: DFF<Bit>,
     holding: DFF<Bit>,
+    /// A receive-WQE AR was presented and not taken: present it again.
+    hold_rq: DFF<Bit>,
     cur: DFF<Bits<64>>,
     beats: DFF<Bits<8>>,
     /// The next burst's length in beats (1..=64), valid while `sized`.
@@ -50,7 +57,7 @@ pub struct DmaReadIssuer {
 impl Logic for DmaReadIssuer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy, holding, cur, beats, burst, sized);
+        dff_setup!(self, clock, busy, holding, hold_rq, cur, beats, burst, sized);
         self.job_beats.next = (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0))
             + bit_cast::<16, 13>(self.rj_len.val())
             + 63)
@@ -59,12 +66,18 @@ impl Logic for DmaReadIssuer {
         self.to_4k.next = 64_u64 - bit_cast::<8, 6>(self.cur.q.val().get_bits::<6>(6));
         self.beats_left.next = self.beats.q.val() - self.burst.q.val();
         self.wqe_ready.next = false;
+        self.rq_ready.next = false;
         self.rj_read.next = false;
         self.arvalid.next = false;
         self.araddr.next = self.wqe_addr.val();
         self.arlen.next = 0.into();
         self.arid.next = 1.into();
-        if self.wqe_valid.val() & !self.holding.q.val() {
+        if self.hold_rq.q.val() | (self.rq_valid.val() & !self.wqe_valid.val() & !self.holding.q.val()) {
+            self.arvalid.next = true;
+            self.araddr.next = self.rq_addr.val();
+            self.arid.next = 2.into();
+            self.rq_ready.next = self.arready.val();
+        } else if self.wqe_valid.val() & !self.holding.q.val() {
             self.arvalid.next = true;
             self.wqe_ready.next = self.arready.val();
         } else if self.busy.q.val() & !self.sized.q.val() {
@@ -100,9 +113,11 @@ impl Logic for DmaReadIssuer {
         }
         // A payload AR presented but not taken must be presented again, unchanged.
         self.holding.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 0);
+        self.hold_rq.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 2);
         if self.reset.val() {
             self.busy.d.next = false;
             self.holding.d.next = false;
+            self.hold_rq.d.next = false;
             self.sized.d.next = false;
         }
     }

@@ -28,13 +28,21 @@ macro_rules! record {
 }
 
 record!(
-    /// QP context staging record ([`rnic_contract::qp_context`]), 320 bits.
-    QpContextRec, 320, {
+    /// QP context staging record ([`rnic_contract::qp_context`]), 448 bits.
+    QpContextRec, 448, {
         state: 3, init_sq_psn: 1, init_rq_psn: 1, rsvd0: 3, path_mtu: 3, rsvd1: 1, access: 4,
         pd: 24, dest_qpn: 24, sq_psn: 24, timeout: 5, retry_cnt: 3, rq_psn: 24, rnr_retry: 3,
         min_rnr_timer: 5, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, rsvd4: 4,
-        sq_base: 64,
+        sq_base: 64, recv_cq: 8, rq_log_size: 4, rsvd5: 52, rq_base: 64,
+    }
+);
+
+record!(
+    /// Receive WQE ([`rnic_contract::recv_wqe`]), 512 bits: one DMA beat.
+    RecvWqeRec, 512, {
+        wr_id: 64, num_sge: 8, rsvd0: 56, sge0_addr: 64, sge0_length: 32, sge0_lkey: 32,
+        rsvd1: 256,
     }
 );
 
@@ -111,7 +119,10 @@ record!(
 record!(
     /// A WQE the requester has sent and the completer must retire (128 bits), kept per QP in
     /// the in-flight table at slot `sq_index mod 2^LOG_MAX_INFLIGHT_WQES`.
-    InflightRec, 160, { wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7, first_psn: 24, rsvd2: 8 }
+    InflightRec, 160, {
+        wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7, first_psn: 24,
+        wc_opcode: 8,
+    }
 );
 
 record!(
@@ -146,7 +157,7 @@ record!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rnic_contract::{cq_context as cq, cqe, mr_entry as mr, qp_context as qp, wqe, Field};
+    use rnic_contract::{cq_context as cq, cqe, mr_entry as mr, qp_context as qp, recv_wqe, wqe, Field};
 
     fn check(name: &str, offset: usize, width: usize, f: Field) {
         assert_eq!((offset, width), (f.lsb, f.width), "field {name} drifted from the contract");
@@ -175,6 +186,15 @@ mod tests {
         check("send_cq", q.get_my_offset_send_cq(), q.get_my_width_send_cq(), qp::SEND_CQ);
         check("sq_log_size", q.get_my_offset_sq_log_size(), q.get_my_width_sq_log_size(), qp::SQ_LOG_SIZE);
         check("sq_base", q.get_my_offset_sq_base(), q.get_my_width_sq_base(), qp::SQ_BASE);
+        check("recv_cq", q.get_my_offset_recv_cq(), q.get_my_width_recv_cq(), qp::RECV_CQ);
+        check("rq_log_size", q.get_my_offset_rq_log_size(), q.get_my_width_rq_log_size(), qp::RQ_LOG_SIZE);
+        check("rq_base", q.get_my_offset_rq_base(), q.get_my_width_rq_base(), qp::RQ_BASE);
+        let r = RecvWqeRec::default();
+        check("wr_id", r.get_my_offset_wr_id(), r.get_my_width_wr_id(), recv_wqe::WR_ID);
+        check("num_sge", r.get_my_offset_num_sge(), r.get_my_width_num_sge(), recv_wqe::NUM_SGE);
+        check("sge0_addr", r.get_my_offset_sge0_addr(), r.get_my_width_sge0_addr(), recv_wqe::SGE0_ADDR);
+        check("sge0_length", r.get_my_offset_sge0_length(), r.get_my_width_sge0_length(), recv_wqe::SGE0_LENGTH);
+        check("sge0_lkey", r.get_my_offset_sge0_lkey(), r.get_my_width_sge0_lkey(), recv_wqe::SGE0_LKEY);
 
         let m = MrEntryRec::default();
         check("valid", m.get_my_offset_valid(), m.get_my_width_valid(), mr::VALID);

@@ -43,6 +43,9 @@ pub struct BarRegs {
     pub db_write: Signal<Out, Bit>,
     pub db_data: Signal<Out, Bits<32>>,
     pub db_full: Signal<In, Bit>,
+    /// RQ doorbell: one cycle pulse with `db_data` = `qpn << 16 | RQ producer index`; the RX
+    /// engine stores it in its table at once (no FIFO, never waits).
+    pub rq_db_write: Signal<Out, Bit>,
     /// Context command, held until `cmd_ready`.
     pub cmd_valid: Signal<Out, Bit>,
     pub cmd_ready: Signal<In, Bit>,
@@ -70,6 +73,7 @@ pub struct BarRegs {
     a_mac_hi: Constant<Bits<16>>,
     a_ip: Constant<Bits<16>>,
     a_doorbell: Constant<Bits<16>>,
+    a_rq_doorbell: Constant<Bits<16>>,
     a_cmd_data: Constant<Bits<16>>,
     a_cmd: Constant<Bits<16>>,
     a_counters: Constant<Bits<16>>,
@@ -113,6 +117,7 @@ impl Default for BarRegs {
             db_write: Default::default(),
             db_data: Default::default(),
             db_full: Default::default(),
+            rq_db_write: Default::default(),
             cmd_valid: Default::default(),
             cmd_ready: Default::default(),
             cmd_op: Default::default(),
@@ -139,6 +144,7 @@ impl Default for BarRegs {
             a_mac_hi: a(regs::MAC_HI),
             a_ip: a(regs::IPV4_ADDR),
             a_doorbell: a(regs::SQ_DOORBELL),
+            a_rq_doorbell: a(regs::RQ_DOORBELL),
             a_cmd_data: a(regs::CMD_DATA),
             a_cmd: a(regs::CMD),
             a_counters: a(regs::COUNTERS),
@@ -175,6 +181,7 @@ impl Logic for BarRegs {
         self.awready.next = self.wr_accept.val();
         self.wready.next = self.wr_accept.val();
         self.db_write.next = false;
+        self.rq_db_write.next = false;
         self.db_data.next = self.wdata.val();
         if self.wr_accept.val() {
             self.bvalid_r.d.next = true;
@@ -191,6 +198,9 @@ impl Logic for BarRegs {
             }
             if self.awaddr.val() == self.a_doorbell.val() {
                 self.db_write.next = true;
+            }
+            if self.awaddr.val() == self.a_rq_doorbell.val() {
+                self.rq_db_write.next = true;
             }
             if (self.awaddr.val() & 0xFFC0) == self.a_cmd_data.val() {
                 self.staging.d.next = (self.staging.q.val()

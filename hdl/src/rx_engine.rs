@@ -1,6 +1,6 @@
 //! The RX engine: RC responder (RDMA WRITE) and requester completer (ACK/NAK → CQE).
 use crate::records::{
-    AckJob, CqContextRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, RxDesc,
+    AckJob, CqContextRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, RecvWqeRec, RxDesc,
     WriteJob,
 };
 use crate::context_tables::ContextTables;
@@ -89,14 +89,27 @@ pub struct RxEngine {
     pub rw_data: Signal<Out, Bits<73>>,
     pub cnt_rx_ack: Signal<Out, Bit>,
     pub cnt_cqe: Signal<Out, Bit>,
+    /// RNR NAKs sent (no receive WQE for a SEND) and received.
+    pub cnt_tx_rnr: Signal<Out, Bit>,
+    pub cnt_rx_rnr: Signal<Out, Bit>,
+    /// RQ doorbell from BAR0: `qpn << 16 | producer index` (stored at once).
+    pub rq_db_write: Signal<In, Bit>,
+    pub rq_db_data: Signal<In, Bits<32>>,
+    /// Receive-WQE fetch on the DMA read channel (AXI ID 2).
+    pub rq_ar_valid: Signal<Out, Bit>,
+    pub rq_ar_addr: Signal<Out, Bits<64>>,
+    pub rq_ar_ready: Signal<In, Bit>,
+    pub rq_r_valid: Signal<In, Bit>,
+    pub rq_r_data: Signal<In, Bits<512>>,
     tables: ContextTables,
-    rdyn_ram: RAM<Bits<192>, 6>,
+    rdyn_ram: RAM<Bits<320>, 6>,
+    rqpi_ram: RAM<Bits<16>, 6>,
     acked_ram: RAM<Bits<32>, 6>,
     acked_tx_ram: RAM<Bits<16>, 6>,
     cq_ram: RAM<Bits<128>, 6>,
     cqpi_ram: RAM<Bits<32>, 6>,
     inflight_ram: RAM<Bits<160>, 10>,
-    state: DFF<Bits<4>>,
+    state: DFF<Bits<5>>,
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
     retries: DFF<Bits<3>>,
@@ -136,10 +149,51 @@ pub struct RxEngine {
     last_nak_ok: DFF<Bit>,
     /// The NAK being handled names a different PSN than the last one acted on.
     nak_moved: DFF<Bit>,
+    // Receive queue (responder for SEND): RQ indices, the open receive WQE, its completion.
+    in_send: DFF<Bit>,
+    rq_ci: DFF<Bits<16>>,
+    rq_pi: DFF<Bits<16>>,
+    recv_len: DFF<Bits<32>>,
+    recv_wr_id: DFF<Bits<64>>,
+    rwqe: DFF<RecvWqeRec>,
+    rwqe_ready: DFF<Bit>,
+    sge_len: DFF<Bits<32>>,
+    rq_addr_r: DFF<Bits<64>>,
+    src_recv: DFF<Bit>,
+    cqe_opcode: DFF<Bits<8>>,
+    recv_need_ack: DFF<Bit>,
+    recv_syn: DFF<Bits<8>>,
+    // Decision inputs registered a state ahead, so state 6 only combines flags.
+    bounds_ok_r: DFF<Bit>,
+    sge_ok_r: DFF<Bit>,
+    send_fits_r: DFF<Bit>,
+    rq_empty_r: DFF<Bit>,
+    c_unknown: DFF<Bit>,
+    c_dup: DFF<Bit>,
+    c_gap: DFF<Bit>,
+    cqe_addr_r: DFF<Bits<64>>,
+    cq_settled: DFF<Bit>,
+    /// Path MTU in bytes, taken from the QP context as it is loaded.
+    mtu_r: DFF<Bits<32>>,
+    /// Opcode classes of `pkt`: bit 0 WRITE FIRST/ONLY, 1 WRITE LAST/ONLY, 2 any WRITE,
+    /// 3 SEND FIRST/ONLY, 4 SEND MIDDLE/LAST, 5 SEND LAST/ONLY.
+    opc: DFF<Bits<6>>,
+    pi_masked: DFF<Bits<32>>,
+    cq_settled2: DFF<Bit>,
     // Combinational views.
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
-    rdyn_now: Signal<Local, Bits<192>>,
+    rdyn_now: Signal<Local, Bits<320>>,
+    is_send_start: Signal<Local, Bit>,
+    is_send_cont: Signal<Local, Bit>,
+    is_send_end: Signal<Local, Bit>,
+    is_write_op: Signal<Local, Bit>,
+    is_rnr: Signal<Local, Bit>,
+    lkey: Signal<Local, Bits<32>>,
+    lkey_ok: Signal<Local, Bit>,
+    sge_ok: Signal<Local, Bit>,
+    send_fits: Signal<Local, Bit>,
+    rq_mask: Signal<Local, Bits<16>>,
     cmd_qp: Signal<Local, QpContextRec>,
     entry: Signal<Local, InflightRec>,
     rkey: Signal<Local, Bits<32>>,
@@ -311,6 +365,52 @@ impl Default for RxEngine {
             aeth_syn: Default::default(),
             lc_qpn: Default::default(),
             desc_qpn: Default::default(),
+            cnt_tx_rnr: Default::default(),
+            cnt_rx_rnr: Default::default(),
+            rq_db_write: Default::default(),
+            rq_db_data: Default::default(),
+            rq_ar_valid: Default::default(),
+            rq_ar_addr: Default::default(),
+            rq_ar_ready: Default::default(),
+            rq_r_valid: Default::default(),
+            rq_r_data: Default::default(),
+            rqpi_ram: Default::default(),
+            in_send: Default::default(),
+            rq_ci: Default::default(),
+            rq_pi: Default::default(),
+            recv_len: Default::default(),
+            recv_wr_id: Default::default(),
+            rwqe: Default::default(),
+            rwqe_ready: Default::default(),
+            sge_len: Default::default(),
+            rq_addr_r: Default::default(),
+            src_recv: Default::default(),
+            cqe_opcode: Default::default(),
+            recv_need_ack: Default::default(),
+            recv_syn: Default::default(),
+            bounds_ok_r: Default::default(),
+            sge_ok_r: Default::default(),
+            send_fits_r: Default::default(),
+            rq_empty_r: Default::default(),
+            c_unknown: Default::default(),
+            c_dup: Default::default(),
+            c_gap: Default::default(),
+            cqe_addr_r: Default::default(),
+            cq_settled: Default::default(),
+            mtu_r: Default::default(),
+            opc: Default::default(),
+            pi_masked: Default::default(),
+            cq_settled2: Default::default(),
+            is_send_start: Default::default(),
+            is_send_cont: Default::default(),
+            is_send_end: Default::default(),
+            is_write_op: Default::default(),
+            is_rnr: Default::default(),
+            lkey: Default::default(),
+            lkey_ok: Default::default(),
+            sge_ok: Default::default(),
+            send_fits: Default::default(),
+            rq_mask: Default::default(),
                 }
     }
 }
@@ -318,7 +418,9 @@ impl Default for RxEngine {
 // States.
 // 0 idle, 1 load (address), 2 load (data) + first checks, 5 region room + payload address,
 // 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait,
-// 11 completer check, 12 CQE job.
+// 11 completer check, 12 CQE job; for a SEND that starts a message: 7 receive-WQE address,
+// 8 receive-WQE data, 13 key-table read at its lkey, 14 offset, 15 region room, 16 fit,
+// back to 6.
 
 impl Logic for RxEngine {
     #[hdl_gen]
@@ -327,8 +429,19 @@ impl Logic for RxEngine {
             self, clock, state, src_lc, src_to, retries, qp_err, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
             in_write, nak_sent, acked, sent, cq, cq_pi, status, cqe_wr_id, cqe_len, off_r, va_ok,
             key_ok_r, seq_ok_r, psn_delta_r, off_ok, room, w_addr_r, cover_r, last_nak, nak_moved,
-            last_nak_ok
+            last_nak_ok, in_send, rq_ci, rq_pi, recv_len, recv_wr_id, rwqe, rwqe_ready, sge_len,
+            rq_addr_r, src_recv, cqe_opcode, recv_need_ack, recv_syn, bounds_ok_r, sge_ok_r,
+            send_fits_r, rq_empty_r, c_unknown, c_dup, c_gap, cqe_addr_r, cq_settled,
+            mtu_r, opc, pi_masked, cq_settled2
         );
+        self.cq_settled2.d.next = self.cq_settled.q.val() & (self.state.q.val() == 12);
+        self.cq_settled.d.next = self.state.q.val() == 12;
+        self.rqpi_ram.read_clock.next = self.clock.val();
+        self.rqpi_ram.write_clock.next = self.clock.val();
+        self.rqpi_ram.write_enable.next = self.rq_db_write.val();
+        self.rqpi_ram.write_address.next = self.rq_db_data.val().get_bits::<6>(16);
+        self.rqpi_ram.write_data.next = self.rq_db_data.val().get_bits::<16>(0);
+        self.rqpi_ram.read_address.next = self.qpn.q.val();
         self.rdyn_ram.read_clock.next = self.clock.val();
         self.rdyn_ram.write_clock.next = self.clock.val();
         self.acked_ram.read_clock.next = self.clock.val();
@@ -348,9 +461,16 @@ impl Logic for RxEngine {
         self.tables.qp_addr.next = self.qpn.q.val();
         self.rdyn_ram.read_address.next = self.qpn.q.val();
         self.acked_ram.read_address.next = self.qpn.q.val();
+        self.lkey.next = self.rwqe.q.val().sge0_lkey;
         self.tables.mr_addr.next = self.rkey.val().get_bits::<6>(8);
+        if (self.state.q.val() == 13) | (self.state.q.val() == 14) | (self.state.q.val() == 15) {
+            self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
+        }
         self.sent_addr.next = self.qpn.q.val();
         self.cqn.next = self.ctx.q.val().send_cq;
+        if self.src_recv.q.val() {
+            self.cqn.next = self.ctx.q.val().recv_cq;
+        }
         self.cq_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
         self.cqpi_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
         self.inflight_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
@@ -369,7 +489,7 @@ impl Logic for RxEngine {
 
         // ---- Context commands (tables written in any cycle but write-back) ----
         self.cmd_ready.next = self.state.q.val() != 9;
-        self.cmd_qp.next = bit_cast::<320, 512>(self.cmd_record.val()).into();
+        self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         self.tables.cmd_fire.next = self.cmd_fire.val();
         self.tables.cmd_op.next = self.cmd_op.val();
         self.tables.cmd_index.next = self.cmd_index.val();
@@ -384,7 +504,7 @@ impl Logic for RxEngine {
             & (self.cmd_op.val() == 1)
             & self.cmd_qp.val().init_rq_psn.any();
         self.rdyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.rdyn_ram.write_data.next = bit_cast::<192, 24>(self.cmd_qp.val().rq_psn);
+        self.rdyn_ram.write_data.next = bit_cast::<320, 24>(self.cmd_qp.val().rq_psn);
         self.acked_ram.write_enable.next = self.cmd_fire.val()
             & (self.cmd_op.val() == 1)
             & self.cmd_qp.val().init_sq_psn.any();
@@ -393,11 +513,42 @@ impl Logic for RxEngine {
 
         // ---- Request checks (valid in state 2, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
-        self.is_first_or_only.next = (self.op.val() == 0x06) | (self.op.val() == 0x0A);
-        self.is_last_or_only.next = (self.op.val() == 0x08) | (self.op.val() == 0x0A);
-        self.mtu.next =
-            bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu);
+        // Opcode classes, registered: `pkt` is loaded in state 0, so they hold from state 2 on.
+        self.opc.d.next = bit_cast::<6, 1>(((self.op.val() == 0x06) | (self.op.val() == 0x0A)).into())
+            | (bit_cast::<6, 1>(((self.op.val() == 0x08) | (self.op.val() == 0x0A)).into()) << 1)
+            | (bit_cast::<6, 1>(
+                ((self.op.val() == 0x06)
+                    | (self.op.val() == 0x07)
+                    | (self.op.val() == 0x08)
+                    | (self.op.val() == 0x0A))
+                    .into(),
+            ) << 2)
+            // SEND FIRST/ONLY consume a receive WQE; MIDDLE/LAST continue it; LAST/ONLY end it.
+            | (bit_cast::<6, 1>(((self.op.val() == 0x00) | (self.op.val() == 0x04)).into()) << 3)
+            | (bit_cast::<6, 1>(((self.op.val() == 0x01) | (self.op.val() == 0x02)).into()) << 4)
+            | (bit_cast::<6, 1>(((self.op.val() == 0x02) | (self.op.val() == 0x04)).into()) << 5);
+        self.is_first_or_only.next = self.opc.q.val().get_bit(0);
+        self.is_last_or_only.next = self.opc.q.val().get_bit(1);
+        self.is_write_op.next = self.opc.q.val().get_bit(2);
+        self.is_send_start.next = self.opc.q.val().get_bit(3);
+        self.is_send_cont.next = self.opc.q.val().get_bit(4);
+        self.is_send_end.next = self.opc.q.val().get_bit(5);
+        self.rq_mask.next =
+            (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size)) - 1;
+        self.rq_addr_r.d.next = self.ctx.q.val().rq_base
+            + (bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val()) << 6);
+        self.rq_ar_valid.next = self.state.q.val() == 7;
+        self.rq_ar_addr.next = self.rq_addr_r.q.val();
+        // The receive SGE: a valid key of this PD granting LOCAL_WRITE, inside its region.
+        self.lkey_ok.next = self.mr_now.val().valid.any()
+            & (self.mr_now.val().tag == self.lkey.val().get_bits::<8>(0))
+            & (self.lkey.val().get_bits::<18>(14) == 0)
+            & (self.mr_now.val().pd == self.ctx.q.val().pd)
+            & ((self.mr_now.val().access & 1) != 0);
+        self.sge_ok.next = self.sge_ok_r.q.val();
+        self.mtu.next = self.mtu_r.q.val();
         self.plen32.next = bit_cast::<32, 13>(self.pkt.q.val().plen);
+        self.send_fits.next = self.send_fits_r.q.val();
         self.off.next = self.pkt.q.val().reth_va - self.mr_now.val().va;
         self.mr_access.next = self.mr_now.val().access;
         self.qp_access.next = self.qp_now.val().access;
@@ -407,27 +558,45 @@ impl Logic for RxEngine {
             & (self.mr_now.val().pd == self.qp_now.val().pd)
             & self.mr_access.val().get_bit(1)
             & self.qp_access.val().get_bit(1);
-        self.bounds_ok.next = self.va_ok.q.val()
-            & self.off_ok.q.val()
-            & (bit_cast::<64, 32>(self.pkt.q.val().reth_len) <= self.room.q.val());
+        self.bounds_ok.next = self.bounds_ok_r.q.val();
         self.seq_ok.next = false;
         if self.op.val() == 0x0A {
-            self.seq_ok.next = !self.rdyn_now.val().get_bit(160)
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
                 & (self.plen32.val() == self.pkt.q.val().reth_len);
         }
+        if self.op.val() == 0x00 {
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
+                & (self.plen32.val() == self.mtu.val());
+        }
+        if self.op.val() == 0x04 {
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
+                & (self.plen32.val() <= self.mtu.val());
+        }
+        if self.op.val() == 0x01 {
+            self.seq_ok.next = self.in_send.q.val() & (self.plen32.val() == self.mtu.val());
+        }
+        if self.op.val() == 0x02 {
+            self.seq_ok.next = self.in_send.q.val()
+                & (self.plen32.val() != 0)
+                & (self.plen32.val() <= self.mtu.val());
+        }
         if self.op.val() == 0x06 {
-            self.seq_ok.next = !self.rdyn_now.val().get_bit(160)
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
                 & (self.plen32.val() == self.mtu.val())
                 & (self.pkt.q.val().reth_len > self.mtu.val());
         }
         if self.op.val() == 0x07 {
-            self.seq_ok.next = self.rdyn_now.val().get_bit(160)
+            self.seq_ok.next = self.in_write.q.val()
                 & (self.plen32.val() == self.mtu.val())
-                & (self.plen32.val() < self.rdyn_now.val().get_bits::<32>(128));
+                & (self.plen32.val() < self.wr_rem.q.val());
         }
         if self.op.val() == 0x08 {
-            self.seq_ok.next = self.rdyn_now.val().get_bit(160)
-                & (self.plen32.val() == self.rdyn_now.val().get_bits::<32>(128));
+            self.seq_ok.next = self.in_write.q.val()
+                & (self.plen32.val() == self.wr_rem.q.val());
         }
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
         self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
@@ -440,9 +609,10 @@ impl Logic for RxEngine {
         // ---- Completer ----
         self.aeth_syn.next = self.pkt.q.val().aeth_syndrome;
         self.is_nak.next = self.aeth_syn.val().get_bits::<3>(5) == 3;
+        self.is_rnr.next = self.aeth_syn.val().get_bits::<3>(5) == 1;
         self.nak_code.next = self.aeth_syn.val().get_bits::<5>(0);
         self.cover_psn.next = self.pkt.q.val().psn;
-        if self.is_nak.val() {
+        if self.is_nak.val() | self.is_rnr.val() {
             self.cover_psn.next = self.pkt.q.val().psn - 1;
         }
         self.psn_diff.next = self.cover_r.q.val() - self.entry.val().last_psn;
@@ -454,14 +624,16 @@ impl Logic for RxEngine {
         self.fatal.next = (self.status.q.val() != 0) & (self.status.q.val() != 5);
         self.cq_mask.next =
             (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.cq.q.val().log_size)) - 1;
-        self.cqe_addr.next = self.cq.q.val().base
-            + (bit_cast::<64, 32>(self.cq_pi.q.val() & self.cq_mask.val()) << 5);
+        // The CQE slot address, two registered steps from the CQ context and producer index.
+        self.pi_masked.d.next = self.cq_pi.q.val() & self.cq_mask.val();
+        self.cqe_addr_r.d.next = self.cq.q.val().base + (bit_cast::<64, 32>(self.pi_masked.q.val()) << 5);
+        self.cqe_addr.next = self.cqe_addr_r.q.val();
         self.cq_lap.next = self.cq_pi.q.val() >> bit_cast::<32, 5>(self.cq.q.val().log_size);
         self.cqe.next = self.zero_cqe.val();
         self.cqe.next.wr_id = self.cqe_wr_id.q.val();
         self.cqe.next.byte_len = self.cqe_len.q.val();
         self.cqe.next.qp_num = bit_cast::<24, 6>(self.qpn.q.val());
-        self.cqe.next.opcode = 1.into();
+        self.cqe.next.opcode = self.cqe_opcode.q.val();
         self.cqe.next.status = self.status.q.val();
         self.cqe.next.owner = !self.cq_lap.val().get_bits::<1>(0);
 
@@ -519,10 +691,15 @@ impl Logic for RxEngine {
             | (bit_cast::<73, 24>(self.restart_psn.val()) << 48);
         self.cnt_rx_ack.next = false;
         self.cnt_cqe.next = false;
+        self.cnt_tx_rnr.next = false;
+        self.cnt_rx_rnr.next = false;
 
         match self.state.q.val().index() {
             0 => {
                 self.src_to.d.next = false;
+                self.src_recv.d.next = false;
+                self.rwqe_ready.d.next = false;
+                self.cqe_opcode.d.next = 1.into();
                 if !self.lc_empty.val() {
                     self.lc_read.next = true;
                     self.src_lc.d.next = true;
@@ -553,6 +730,8 @@ impl Logic for RxEngine {
                 // Every packet leaves exactly one job (which frees its buffer space in order);
                 // the tables keep answering while the job FIFO is full.
                 self.ctx.d.next = self.qp_now.val();
+                self.mtu_r.d.next =
+                    bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu);
                 self.epsn.d.next = self.rdyn_now.val().get_bits::<24>(0);
                 self.msn.d.next = self.rdyn_now.val().get_bits::<24>(32);
                 self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
@@ -561,6 +740,11 @@ impl Logic for RxEngine {
                 self.nak_sent.d.next = self.rdyn_now.val().get_bit(161);
                 self.last_nak.d.next = self.rdyn_now.val().get_bits::<24>(164);
                 self.last_nak_ok.d.next = self.rdyn_now.val().get_bit(163);
+                self.in_send.d.next = self.rdyn_now.val().get_bit(162);
+                self.rq_ci.d.next = self.rdyn_now.val().get_bits::<16>(192);
+                self.recv_len.d.next = self.rdyn_now.val().get_bits::<32>(224);
+                self.recv_wr_id.d.next = self.rdyn_now.val().get_bits::<64>(256);
+                self.rq_pi.d.next = self.rqpi_ram.read_data.val();
                 self.nak_moved.d.next =
                     self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(164);
                 self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
@@ -579,7 +763,6 @@ impl Logic for RxEngine {
                     self.off_r.d.next = self.off.val();
                     self.va_ok.d.next = self.pkt.q.val().reth_va >= self.mr_now.val().va;
                     self.key_ok_r.d.next = self.key_ok.val();
-                    self.seq_ok_r.d.next = self.seq_ok.val();
                     self.psn_delta_r.d.next = self.psn_delta.val();
                     self.cover_r.d.next = self.cover_psn.val();
                     self.state.d.next = 5.into();
@@ -590,19 +773,29 @@ impl Logic for RxEngine {
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
                 self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
                 self.w_addr_r.d.next = self.w_addr.val();
+                self.bounds_ok_r.d.next = self.va_ok.q.val()
+                    & (self.off_r.q.val() <= self.mr_now.val().length)
+                    & (bit_cast::<64, 32>(self.pkt.q.val().reth_len)
+                        <= (self.mr_now.val().length - self.off_r.q.val()));
+                self.send_fits_r.d.next = self.plen32.val() <= self.wr_rem.q.val();
+                self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
+                self.c_unknown.d.next = !self.qpn_ok.q.val()
+                    | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3));
+                self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23);
+                self.c_gap.d.next = self.psn_delta_r.q.val() != 0;
+                self.seq_ok_r.d.next = self.seq_ok.val();
                 self.state.d.next = 6.into();
             }
             6 => {
                 if !self.job_full.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
-                    if !self.qpn_ok.q.val()
-                        | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3))
-                    {
+                    if self.c_unknown.q.val() {
                         self.cnt_unknown_qp.next = true;
                     } else if self.op.val() == 0x11 {
                         if self.ctx.q.val().state == 3 {
                             self.cnt_rx_ack.next = true;
+                            self.cnt_rx_rnr.next = self.is_rnr.val();
                             self.cnt_rx_nak_seq.next = self.is_nak.val() & (self.nak_code.val() == 0);
                             self.cnt_rx_nak_inv_req.next = self.is_nak.val() & (self.nak_code.val() == 1);
                             self.cnt_rx_nak_rem_access.next = self.is_nak.val() & (self.nak_code.val() == 2);
@@ -611,7 +804,7 @@ impl Logic for RxEngine {
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
-                    } else if self.psn_delta_r.q.val().get_bit(23) {
+                    } else if self.c_dup.q.val() {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
                         // message is answered with an ACK of everything received so far.
                         self.cnt_dup.next = true;
@@ -619,7 +812,7 @@ impl Logic for RxEngine {
                             (self.pkt.q.val().ackreq.any() | self.is_last_or_only.val()).into(),
                         );
                         self.reply.next.psn = self.epsn.q.val() - 1;
-                    } else if self.psn_delta_r.q.val() != 0 {
+                    } else if self.c_gap.q.val() {
                         // Ahead of the expected PSN: one sequence-error NAK per gap, carrying
                         // the expected PSN, then silence until it arrives (9.7.5.1.2).
                         self.cnt_drop_psn.next = true;
@@ -637,10 +830,54 @@ impl Logic for RxEngine {
                         self.cnt_drop_key.next = true;
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x62.into();
+                        // One NAK per refused message: the packets behind it are dropped
+                        // silently, like those behind a sequence NAK.
+                        self.nak_sent.d.next = true;
                     } else if !self.seq_ok_r.q.val() {
                         self.cnt_drop_inv_req.next = true;
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x61.into();
+                        self.nak_sent.d.next = true;
+                    } else if self.is_send_start.val()
+                        & !self.rwqe_ready.q.val()
+                        & self.rq_empty_r.q.val()
+                    {
+                        // No receive WQE posted: RNR NAK with the QP's minimal RNR timer
+                        // (9.7.5.2.8); the packet is not executed and the PSN stays expected.
+                        self.cnt_tx_rnr.next = true;
+                        self.job.next.need_ack = 1.into();
+                        self.reply.next.syndrome =
+                            bit_cast::<8, 5>(self.ctx.q.val().min_rnr_timer) | 0x20;
+                    } else if self.is_send_start.val() & !self.rwqe_ready.q.val() {
+                        // Fetch and check the receive WQE, then decide again.
+                        self.job_write.next = false;
+                        self.state.d.next = 7.into();
+                    } else if (self.is_send_start.val() & !self.sge_ok.val())
+                        | ((self.is_send_start.val() | self.is_send_cont.val()) & !self.send_fits.val())
+                    {
+                        // The receive WQE cannot take the message: it completes in error
+                        // (IBV_WC_LOC_PROT_ERR for a bad scatter entry, IBV_WC_LOC_LEN_ERR for a
+                        // message too long) and the requester gets NAK remote operational error
+                        // or invalid request (9.7.5.2.4, 10.8.3.3). Nothing is written.
+                        self.cnt_drop_inv_req.next = true;
+                        self.nak_sent.d.next = true;
+                        self.src_recv.d.next = true;
+                        self.recv_need_ack.d.next = true;
+                        self.status.d.next = 1.into();
+                        self.recv_syn.d.next = 0x61.into();
+                        self.cqe_wr_id.d.next = self.recv_wr_id.q.val();
+                        if self.is_send_start.val() {
+                            self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
+                            if !self.sge_ok.val() {
+                                self.status.d.next = 4.into();
+                                self.recv_syn.d.next = 0x63.into();
+                            }
+                        }
+                        self.cqe_len.d.next = 0.into();
+                        self.cqe_opcode.d.next = 128.into();
+                        self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                        self.in_send.d.next = false;
+                        self.state.d.next = 3.into();
                     } else {
                         // Accepted: the payload goes out, the responder state moves on.
                         self.cnt_roce_ok.next = true;
@@ -651,7 +888,7 @@ impl Logic for RxEngine {
                             (self.pkt.q.val().ackreq.any() | self.is_last_or_only.val()).into(),
                         );
                         self.epsn.d.next = self.epsn.q.val() + 1;
-                        if self.is_last_or_only.val() {
+                        if self.is_last_or_only.val() | self.is_send_end.val() {
                             self.msn.d.next = self.msn.q.val() + 1;
                             self.reply.next.msn = self.msn.q.val() + 1;
                         }
@@ -660,7 +897,32 @@ impl Logic for RxEngine {
                         if self.is_first_or_only.val() {
                             self.wr_rem.d.next = self.pkt.q.val().reth_len - self.plen32.val();
                         }
-                        self.in_write.d.next = !self.is_last_or_only.val();
+                        self.in_write.d.next = self.is_write_op.val() & !self.is_last_or_only.val();
+                        if self.is_send_start.val() | self.is_send_cont.val() {
+                            // The message scatters into the receive WQE's buffer.
+                            self.in_send.d.next = !self.is_send_end.val();
+                            self.recv_len.d.next = self.recv_len.q.val() + self.plen32.val();
+                            self.cqe_wr_id.d.next = self.recv_wr_id.q.val();
+                            self.cqe_len.d.next = self.recv_len.q.val() + self.plen32.val();
+                            if self.is_send_start.val() {
+                                self.wr_rem.d.next = self.sge_len.q.val() - self.plen32.val();
+                                self.recv_wr_id.d.next = self.rwqe.q.val().wr_id;
+                                self.recv_len.d.next = self.plen32.val();
+                                self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
+                                self.cqe_len.d.next = self.plen32.val();
+                            }
+                            if self.is_send_end.val() {
+                                // The receive completion follows the payload and carries the ACK.
+                                self.job.next.need_ack = 0.into();
+                                self.src_recv.d.next = true;
+                                self.recv_need_ack.d.next = true;
+                                self.recv_syn.d.next = 0x1F.into();
+                                self.status.d.next = 0.into();
+                                self.cqe_opcode.d.next = 128.into();
+                                self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                                self.state.d.next = 3.into();
+                            }
+                        }
                         self.nak_sent.d.next = false;
                     }
                 }
@@ -672,34 +934,84 @@ impl Logic for RxEngine {
                 self.cq.d.next = self.cq_ram.read_data.val().into();
                 self.cq_pi.d.next = self.cqpi_ram.read_data.val();
                 if self.src_lc.q.val() {
+                    self.cqe_opcode.d.next = self.lcr.q.val().wc_opcode;
                     self.cqe_wr_id.d.next = self.lcr.q.val().wr_id;
                     self.cqe_len.d.next = 0.into();
                     self.status.d.next = self.lcr.q.val().status;
+                    self.state.d.next = 12.into();
+                } else if self.src_recv.q.val() {
                     self.state.d.next = 12.into();
                 } else {
                     self.state.d.next = 10.into();
                 }
             }
+            7 => {
+                // Fetch the receive WQE at the RQ consumer index (AXI ID 2).
+                if self.rq_ar_ready.val() {
+                    self.state.d.next = 8.into();
+                }
+            }
+            8 => {
+                if self.rq_r_valid.val() {
+                    self.rwqe.d.next = self.rq_r_data.val().into();
+                    self.state.d.next = 13.into();
+                }
+            }
+            13 => {
+                // The key table is read at the scatter entry's lkey.
+                self.state.d.next = 14.into();
+            }
+            14 => {
+                self.off_r.d.next = self.rwqe.q.val().sge0_addr - self.mr_now.val().va;
+                self.va_ok.d.next = self.rwqe.q.val().sge0_addr >= self.mr_now.val().va;
+                self.key_ok_r.d.next = self.lkey_ok.val();
+                self.sge_len.d.next = 0.into();
+                if self.rwqe.q.val().num_sge != 0 {
+                    self.sge_len.d.next = self.rwqe.q.val().sge0_length;
+                }
+                self.state.d.next = 15.into();
+            }
+            15 => {
+                self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
+                self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
+                self.w_addr_r.d.next = self.mr_now.val().iova + self.off_r.q.val();
+                self.state.d.next = 16.into();
+            }
+            16 => {
+                // The scatter entry lies inside its region, and the packet fits it.
+                self.sge_ok_r.d.next = (self.sge_len.q.val() == 0)
+                    | (self.key_ok_r.q.val()
+                        & self.va_ok.q.val()
+                        & self.off_ok.q.val()
+                        & (bit_cast::<64, 32>(self.sge_len.q.val()) <= self.room.q.val()));
+                self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
+                self.rwqe_ready.d.next = true;
+                self.state.d.next = 6.into();
+            }
             9 => {
                 // Write back the transport state.
                 self.rdyn_ram.write_enable.next = self.qpn_ok.q.val();
                 self.rdyn_ram.write_address.next = self.qpn.q.val();
-                self.rdyn_ram.write_data.next = bit_cast::<192, 24>(self.epsn.q.val())
-                    | (bit_cast::<192, 24>(self.msn.q.val()) << 32)
-                    | (bit_cast::<192, 64>(self.wr_addr.q.val()) << 64)
-                    | (bit_cast::<192, 32>(self.wr_rem.q.val()) << 128)
-                    | (bit_cast::<192, 1>(self.in_write.q.val().into()) << 160)
-                    | (bit_cast::<192, 1>(self.nak_sent.q.val().into()) << 161)
-                    | (bit_cast::<192, 1>(self.last_nak_ok.q.val().into()) << 163)
-                    | (bit_cast::<192, 24>(self.last_nak.q.val()) << 164);
+                self.rdyn_ram.write_data.next = bit_cast::<320, 24>(self.epsn.q.val())
+                    | (bit_cast::<320, 24>(self.msn.q.val()) << 32)
+                    | (bit_cast::<320, 64>(self.wr_addr.q.val()) << 64)
+                    | (bit_cast::<320, 32>(self.wr_rem.q.val()) << 128)
+                    | (bit_cast::<320, 1>(self.in_write.q.val().into()) << 160)
+                    | (bit_cast::<320, 1>(self.nak_sent.q.val().into()) << 161)
+                    | (bit_cast::<320, 1>(self.in_send.q.val().into()) << 162)
+                    | (bit_cast::<320, 1>(self.last_nak_ok.q.val().into()) << 163)
+                    | (bit_cast::<320, 24>(self.last_nak.q.val()) << 164)
+                    | (bit_cast::<320, 16>(self.rq_ci.q.val()) << 192)
+                    | (bit_cast::<320, 32>(self.recv_len.q.val()) << 224)
+                    | (bit_cast::<320, 64>(self.recv_wr_id.q.val()) << 256);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
                 self.acked_ram.write_data.next = bit_cast::<32, 16>(self.acked.q.val())
                     | (bit_cast::<32, 3>(self.retries.q.val()) << 16)
                     | (bit_cast::<32, 1>(self.qp_err.q.val().into()) << 20);
                 // Only the completer moves the CQ producer index.
-                self.cqpi_ram.write_enable.next =
-                    self.qpn_ok.q.val() & (self.src_lc.q.val() | (self.op.val() == 0x11));
+                self.cqpi_ram.write_enable.next = self.qpn_ok.q.val()
+                    & (self.src_lc.q.val() | self.src_recv.q.val() | (self.op.val() == 0x11));
                 self.cqpi_ram.write_address.next = self.cqn.val().get_bits::<6>(0);
                 self.cqpi_ram.write_data.next = self.cq_pi.q.val();
                 self.state.d.next = 0.into();
@@ -714,6 +1026,7 @@ impl Logic for RxEngine {
                 }
             }
             11 => {
+                self.cqe_opcode.d.next = self.entry.val().wc_opcode;
                 self.cqe_wr_id.d.next = self.entry.val().wr_id;
                 self.cqe_len.d.next = self.entry.val().byte_len;
                 self.status.d.next = 0.into();
@@ -723,6 +1036,10 @@ impl Logic for RxEngine {
                     self.status.d.next = 5.into();
                     self.cqe_len.d.next = 0.into();
                     self.state.d.next = 12.into();
+                } else if !self.src_to.q.val() & self.is_rnr.val() & self.psn_diff.val().get_bit(23) {
+                    // RNR NAK for this WQE: the responder had no receive WQE. It is resent when
+                    // the local ACK timer fires (the RNR timer itself is not modelled yet).
+                    self.state.d.next = 9.into();
                 } else if !self.src_to.q.val() & self.is_nak.val() & (self.nak_stale.val() | self.nak_repeat.val()) {
                     // A NAK older than the oldest WQE still outstanding (overtaken by a later
                     // ACK), or a second copy of the sequence NAK already acted on: nothing to
@@ -775,26 +1092,45 @@ impl Logic for RxEngine {
                 }
             }
             12 => {
-                self.job.next.kind = 1.into();
-                self.job.next.release = 0.into();
-                self.job.next.addr = self.cqe_addr.val();
-                // An error other than a flush puts the QP in the error state: the completer
-                // flushes what is in flight, the scheduler what is not yet sent.
-                self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
-                if !self.job_full.val() & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val()) {
-                    self.job_write.next = true;
-                    self.cnt_cqe.next = true;
-                    self.cq_pi.d.next = self.cq_pi.q.val() + 1;
-                    self.acked.d.next = self.acked.q.val() + 1;
-                    if self.fatal.val() {
-                        self.qp_err.d.next = true;
-                        // A local error's scheduler knows already.
-                        self.rw_write.next = !self.src_lc.q.val();
-                    }
-                    if self.src_lc.q.val() {
+                if self.src_recv.q.val() {
+                    // A receive completion (IBV_WC_RECV), carrying the message's ACK or NAK: the
+                    // host sees the CQE only after the payload before it is written.
+                    self.job.next.kind = 1.into();
+                    self.job.next.release = 0.into();
+                    self.job.next.addr = self.cqe_addr.val();
+                    self.job.next.need_ack = bit_cast::<1, 1>(self.recv_need_ack.q.val().into());
+                    self.reply.next.syndrome = self.recv_syn.q.val();
+                    if !self.job_full.val() & self.cq_settled2.q.val() {
+                        self.job_write.next = true;
+                        self.cnt_cqe.next = true;
+                        self.cq_pi.d.next = self.cq_pi.q.val() + 1;
                         self.state.d.next = 9.into();
-                    } else {
-                        self.state.d.next = 10.into();
+                    }
+                } else {
+                    self.job.next.kind = 1.into();
+                    self.job.next.release = 0.into();
+                    self.job.next.addr = self.cqe_addr.val();
+                    // An error other than a flush puts the QP in the error state: the completer
+                    // flushes what is in flight, the scheduler what is not yet sent.
+                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    if !self.job_full.val()
+                        & self.cq_settled2.q.val()
+                        & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val())
+                    {
+                        self.job_write.next = true;
+                        self.cnt_cqe.next = true;
+                        self.cq_pi.d.next = self.cq_pi.q.val() + 1;
+                        self.acked.d.next = self.acked.q.val() + 1;
+                        if self.fatal.val() {
+                            self.qp_err.d.next = true;
+                            // A local error's scheduler knows already.
+                            self.rw_write.next = !self.src_lc.q.val();
+                        }
+                        if self.src_lc.q.val() {
+                            self.state.d.next = 9.into();
+                        } else {
+                            self.state.d.next = 10.into();
+                        }
                     }
                 }
             }

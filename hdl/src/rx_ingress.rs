@@ -27,7 +27,8 @@ pub fn icrc_residue() -> u32 {
 /// From the first beat it parses and checks Ethernet (EtherType 0x0800), IPv4 (version 4, no
 /// options, not a fragment, header checksum, Total Length at most [`MAX_FRAME_BYTES`] − 14),
 /// UDP (destination port 4791, length consistent with IPv4 Total Length) and BTH (TVer 0, a
-/// supported opcode: RDMA WRITE FIRST/MIDDLE/LAST/ONLY or ACKNOWLEDGE; payload length = Total
+/// supported opcode: RDMA WRITE FIRST/MIDDLE/LAST/ONLY, SEND FIRST/MIDDLE/LAST/ONLY or
+/// ACKNOWLEDGE; payload length = Total
 /// Length − headers − pad − ICRC ≥ 0); the RETH is taken from bytes 54..70 (second beat), the
 /// AETH from bytes 54..58. Every beat of the frame is written into the packet buffer (at the
 /// frame's place, only into free space) while the ICRC is computed; the frame's last beat gives
@@ -421,7 +422,14 @@ impl Logic for RxIngress {
             self.c_ext_len.next = 16.into();
             self.c_supported.next = true;
         }
-        if (self.h0.val().bth_opcode == 0x07) | (self.h0.val().bth_opcode == 0x08) {
+        // BTH-only requests: RDMA WRITE MIDDLE/LAST, SEND FIRST/MIDDLE/LAST/ONLY.
+        if (self.h0.val().bth_opcode == 0x07)
+            | (self.h0.val().bth_opcode == 0x08)
+            | (self.h0.val().bth_opcode == 0x00)
+            | (self.h0.val().bth_opcode == 0x01)
+            | (self.h0.val().bth_opcode == 0x02)
+            | (self.h0.val().bth_opcode == 0x04)
+        {
             self.c_supported.next = true;
         }
         if self.h0.val().bth_opcode == 0x11 {

@@ -29,7 +29,8 @@ use rust_hdl::prelude::*;
 /// [`IcrcInsert`] → MAC; the RX path MAC → [`RxIngress`] (parse, ICRC, packet buffer) →
 /// descriptor FIFO → [`RxEngine`] (responder and completer decisions, contexts) → write-job
 /// FIFO → [`RxWriter`] (payload and CQE DMA writes, ACKs once written) → ACK FIFO. The AXI
-/// read channel belongs to the TX side (ID 1 WQEs, ID 0 payload), the write channel to the
+/// read channel carries send WQEs (ID 1) and payload (ID 0) for the TX side and receive WQEs
+/// (ID 2) for the responder; the write channel belongs to the
 /// RX writer.
 #[derive(LogicBlock, Default)]
 pub struct NicTop {
@@ -117,6 +118,7 @@ pub struct NicTop {
     rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
     r_is_wqe: Signal<Local, Bit>,
+    r_is_rwqe: Signal<Local, Bit>,
     tx_frame_done: Signal<Local, Bit>,
 }
 
@@ -186,6 +188,15 @@ impl Logic for NicTop {
         self.txs.wqe_ar_ready.next = self.rd_issuer.wqe_ready.val();
         self.r_is_wqe.next = self.m_axi_rid.val() == 1;
         self.txs.wqe_r_valid.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();
+        // Receive WQEs (AXI ID 2) for the responder; RQ doorbells straight into its table.
+        self.r_is_rwqe.next = self.m_axi_rid.val() == 2;
+        self.rd_issuer.rq_valid.next = self.rxe.rq_ar_valid.val();
+        self.rd_issuer.rq_addr.next = self.rxe.rq_ar_addr.val();
+        self.rxe.rq_ar_ready.next = self.rd_issuer.rq_ready.val();
+        self.rxe.rq_r_valid.next = self.m_axi_rvalid.val() & self.r_is_rwqe.val();
+        self.rxe.rq_r_data.next = self.m_axi_rdata.val();
+        self.rxe.rq_db_write.next = self.regs.rq_db_write.val();
+        self.rxe.rq_db_data.next = self.regs.db_data.val();
         self.txs.wqe_r_data.next = self.m_axi_rdata.val();
         self.job_fifo.write.next = self.txs.job_write.val();
         self.job_fifo.data_in.next = self.txs.job.val();
@@ -238,7 +249,8 @@ impl Logic for NicTop {
         self.m_axi_arsize.next = 6.into();
         self.m_axi_arburst.next = 1.into();
         self.rd_issuer.arready.next = self.m_axi_arready.val();
-        self.m_axi_rready.next = self.r_is_wqe.val() | self.asm.pay_ready.val();
+        self.m_axi_rready.next =
+            self.r_is_wqe.val() | self.r_is_rwqe.val() | self.asm.pay_ready.val();
 
         // ---- TX: assembly, arbitration, ICRC ----
         self.asm.src_mac.next = self.regs.mac.val();
@@ -246,7 +258,8 @@ impl Logic for NicTop {
         self.asm.job_valid.next = !self.job_fifo.empty.val();
         self.asm.job.next = self.job_fifo.data_out.val();
         self.job_fifo.read.next = self.asm.job_read.val();
-        self.asm.pay_valid.next = self.m_axi_rvalid.val() & !self.r_is_wqe.val();
+        self.asm.pay_valid.next =
+            self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val();
         self.asm.pay_data.next = self.m_axi_rdata.val();
         self.tx_gb.in_valid.next = self.asm.g_valid.val();
         self.asm.g_ready.next = self.tx_gb.in_ready.val();
@@ -346,6 +359,8 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_seq.val().into()) << 20)
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_inv_req.val().into()) << 21)
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_access.val().into()) << 22)
-            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_op.val().into()) << 23);
+            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_op.val().into()) << 23)
+            | (bit_cast::<32, 1>(self.rxe.cnt_tx_rnr.val().into()) << 24)
+            | (bit_cast::<32, 1>(self.rxe.cnt_rx_rnr.val().into()) << 25);
     }
 }

@@ -10,13 +10,13 @@ use rust_hdl::prelude::*;
 /// consumer index `ci`), then for each WQE from `ci` up to `pi`:
 /// 1. waits until fewer than `2^LOG_MAX_INFLIGHT_WQES` WQEs of the QP are unacknowledged;
 /// 2. fetches the 64-byte WQE by DMA (AXI ID 1) from `sq_base + (ci mod size) * 64`;
-/// 3. checks the opcode (RDMA WRITE) and the local SGE against the key table: valid entry, tag,
+/// 3. checks the opcode (RDMA WRITE or SEND) and the local SGE against the key table: valid entry, tag,
 ///    PD, and bounds (IBTA Vol 1 10.6.3); a failure becomes an error completion
 ///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`) written in SQ order by the completer;
 /// 4. records the WQE in the in-flight table for the completer (first and last PSN) and stores
 ///    `{PSN after it, ci + 1}`, before any of its packets leaves;
-/// 5. emits one [`TxJob`] per packet (WRITE_FIRST/MIDDLE/LAST or WRITE_ONLY by path MTU, RETH
-///    on the first, AckReq on the last and on every 16th) and a payload read job for the DMA
+/// 5. emits one [`TxJob`] per packet (WRITE or SEND FIRST/MIDDLE/LAST/ONLY by path MTU, RETH
+///    on a WRITE's first, AckReq on the last and on every 16th) and a payload read job for the DMA
 ///    read issuer.
 ///
 /// Go-back-N (IBTA Vol 1 9.7.5.1.2): a rewind request from the completer for the QP being
@@ -155,6 +155,7 @@ pub struct TxScheduler {
     rw_behind: Signal<Local, Bits<16>>,
     npkts_wide: Signal<Local, Bits<40>>,
     psn_lo: Signal<Local, Bits<4>>,
+    is_send: Signal<Local, Bit>,
     wqe_psn_lo: Signal<Local, Bits<4>>,
     pkt_in_msg: Signal<Local, Bits<4>>,
 }
@@ -195,7 +196,7 @@ impl Logic for TxScheduler {
         self.dyn_now.next = self.dyn_ram.read_data.val();
 
         // Context commands write the tables; transport state only when asked to (INIT_SQ_PSN).
-        self.cmd_qp.next = bit_cast::<320, 512>(self.cmd_record.val()).into();
+        self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         self.tables.cmd_fire.next = self.cmd_fire.val();
         self.tables.cmd_op.next = self.cmd_op.val();
         self.tables.cmd_index.next = self.cmd_index.val();
@@ -250,6 +251,9 @@ impl Logic for TxScheduler {
         self.rj_write.next = false;
         self.rj_addr.next = self.cur_iova.q.val();
         self.rj_len.next = self.plen.val().get_bits::<13>(0);
+        // RDMA WRITE FIRST/MIDDLE/LAST/ONLY = 0x06/07/08/0A, SEND = 0x00/01/02/04
+        // (IBTA Vol 1 Table 38); only a WRITE's first packet carries a RETH.
+        self.is_send.next = self.wqe.q.val().opcode == 2;
         self.job.next.opcode = 0x07.into();
         if self.first.q.val() & self.is_last.val() {
             self.job.next.opcode = 0x0A.into();
@@ -258,13 +262,23 @@ impl Logic for TxScheduler {
         } else if self.is_last.val() {
             self.job.next.opcode = 0x08.into();
         }
+        if self.is_send.val() {
+            self.job.next.opcode = 0x01.into();
+            if self.first.q.val() & self.is_last.val() {
+                self.job.next.opcode = 0x04.into();
+            } else if self.first.q.val() {
+                self.job.next.opcode = 0x00.into();
+            } else if self.is_last.val() {
+                self.job.next.opcode = 0x02.into();
+            }
+        }
         // AckReq on the last packet of a message and on every 16th packet of a long one, so
         // the responder acknowledges a long message while it is still arriving (9.7.5.1.1).
         self.psn_lo.next = self.next_psn.q.val().get_bits::<4>(0);
         self.wqe_psn_lo.next = self.wqe_psn.q.val().get_bits::<4>(0);
         self.pkt_in_msg.next = self.psn_lo.val() - self.wqe_psn_lo.val();
         self.job.next.ackreq = bit_cast::<1, 1>((self.is_last.val() | (self.pkt_in_msg.val() == 15)).into());
-        self.job.next.has_reth = bit_cast::<1, 1>(self.first.q.val().into());
+        self.job.next.has_reth = bit_cast::<1, 1>((self.first.q.val() & !self.is_send.val()).into());
         self.job.next.rsvd0 = 0.into();
         self.job.next.psn = self.next_psn.q.val();
         self.job.next.dest_qpn = self.ctx.q.val().dest_qpn;
@@ -288,12 +302,19 @@ impl Logic for TxScheduler {
         self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
         self.if_data.next.rsvd = 0.into();
         self.if_data.next.first_psn = self.wqe_psn.q.val();
-        self.if_data.next.rsvd2 = 0.into();
+        // The completion's opcode: IBV_WC_SEND (0) or IBV_WC_RDMA_WRITE (1).
+        self.if_data.next.wc_opcode = 1.into();
+        if self.is_send.val() {
+            self.if_data.next.wc_opcode = 0.into();
+        }
         self.lc_write.next = false;
         self.lc_data.next.wr_id = self.wqe.q.val().wr_id;
         self.lc_data.next.qpn = bit_cast::<8, 6>(self.cur_qpn.q.val());
         self.lc_data.next.status = self.status.q.val();
         self.lc_data.next.wc_opcode = 1.into();
+        if self.is_send.val() {
+            self.lc_data.next.wc_opcode = 0.into();
+        }
         self.lc_data.next.rsvd = 0.into();
         self.cnt_tx_req.next = false;
         self.cnt_local_err.next = false;
@@ -441,7 +462,7 @@ impl Logic for TxScheduler {
                 if self.err.q.val() {
                     self.status.d.next = 5.into();
                     self.state.d.next = 10.into();
-                } else if self.wqe.q.val().opcode != 0 {
+                } else if (self.wqe.q.val().opcode != 0) & (self.wqe.q.val().opcode != 2) {
                     self.status.d.next = 2.into();
                     self.state.d.next = 10.into();
                 } else if (self.len_r.q.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()) {

@@ -343,7 +343,11 @@ fn model(q: &mut Qp, qpn_exists: bool, mrs: &[Mr], d: &Desc) -> Outcome {
         });
         match ok {
             Some(m) => dest = Some(m.iova.wrapping_add(d.va - m.va)),
-            None => return reject("cnt_drop_key", Some(0x62), q.msn, d.psn),
+            None => {
+                // One NAK per refused message: what follows it is dropped silently.
+                q.nak_sent = true;
+                return reject("cnt_drop_key", Some(0x62), q.msn, d.psn);
+            }
         }
     }
     let len = u64::from(d.len);
@@ -355,6 +359,7 @@ fn model(q: &mut Qp, qpn_exists: bool, mrs: &[Mr], d: &Desc) -> Outcome {
         _ => false,
     };
     if !seq_ok {
+        q.nak_sent = true;
         return reject("cnt_drop_inv_req", Some(0x61), q.msn, d.psn);
     }
     q.nak_sent = false;

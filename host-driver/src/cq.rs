@@ -9,7 +9,7 @@ use rnic_contract::{cqe, regs::cmd_op, verbs};
 use crate::context::CtxInner;
 use crate::device::DmaBuffer;
 use crate::error::{Error, Result};
-use crate::qp::SqShared;
+use crate::qp::QpShared;
 use crate::records::{owner_for, write_context, Cqe, CqContext};
 
 /// Largest CQ this driver creates, in entries (a 2 MiB ring).
@@ -140,6 +140,12 @@ impl WcOpcode {
         }
     }
 
+    /// True for the completions of receive work requests (`IBV_WC_RECV` = 128 and the values
+    /// above it, ibverbs' `opcode & IBV_WC_RECV`).
+    pub fn is_recv(self) -> bool {
+        self.as_raw() & verbs::wc_opcode::RECV != 0
+    }
+
     /// The ibverbs number.
     pub fn as_raw(self) -> u8 {
         use verbs::wc_opcode as o;
@@ -201,6 +207,10 @@ impl From<&Cqe> for WorkCompletion {
     }
 }
 
+/// A QP whose completions a CQ delivers: its number, its shared state and the CQ entries it
+/// reserved.
+type AttachedQp = (u32, Weak<RefCell<QpShared>>, usize);
+
 pub(crate) struct CqInner {
     pub(crate) ctx: Rc<CtxInner>,
     pub(crate) cqn: u32,
@@ -208,9 +218,11 @@ pub(crate) struct CqInner {
     log_size: u8,
     /// Consumer index: CQEs consumed since creation (the driver's only CQ state).
     ci: Cell<u64>,
-    /// QPs whose send completions arrive here, to retire their SQ entries.
-    qps: RefCell<Vec<(u32, Weak<RefCell<SqShared>>)>>,
-    /// Sum of the SQ sizes of those QPs (see [`CompletionQueue`] on overflow).
+    /// QPs whose send or receive completions arrive here, to retire their SQ / RQ entries,
+    /// with the entries each one committed.
+    qps: RefCell<Vec<AttachedQp>>,
+    /// Sum of the SQ sizes of the QPs using this CQ as send CQ and the RQ sizes of those using
+    /// it as receive CQ (see [`CompletionQueue`] on overflow).
     committed: Cell<usize>,
 }
 
@@ -219,24 +231,28 @@ impl CqInner {
         1 << self.log_size
     }
 
-    /// Reserves room for a QP with `sq_size` SQ entries.
-    pub(crate) fn attach(&self, qpn: u32, sq: &Rc<RefCell<SqShared>>, sq_size: usize) -> Result<()> {
-        let need = self.committed.get() + sq_size;
+    /// Reserves room for `entries` completions of QP `qpn`: its SQ size if this is its send
+    /// CQ, plus its RQ size if this is its receive CQ.
+    pub(crate) fn attach(&self, qpn: u32, qp: &Rc<RefCell<QpShared>>, entries: usize) -> Result<()> {
+        let need = self.committed.get() + entries;
         if need > self.capacity() {
             return Err(Error::inval(format!(
-                "CQ {} has {} entries but its QPs could have {need} completions outstanding (a QP's SQ size counts fully: errors complete even unsignaled work requests); create a larger CQ",
+                "CQ {} has {} entries but its QPs could have {need} completions outstanding (a send CQ counts each QP's SQ size fully, since errors complete even unsignaled work requests; a receive CQ counts each QP's RQ size); create a larger CQ",
                 self.cqn,
                 self.capacity()
             )));
         }
         self.committed.set(need);
-        self.qps.borrow_mut().push((qpn, Rc::downgrade(sq)));
+        self.qps.borrow_mut().push((qpn, Rc::downgrade(qp), entries));
         Ok(())
     }
 
-    pub(crate) fn detach(&self, qpn: u32, sq_size: usize) {
-        self.committed.set(self.committed.get().saturating_sub(sq_size));
-        self.qps.borrow_mut().retain(|(n, _)| *n != qpn);
+    /// Releases what [`attach`](Self::attach) reserved for `qpn`.
+    pub(crate) fn detach(&self, qpn: u32) {
+        let mut qps = self.qps.borrow_mut();
+        let freed: usize = qps.iter().filter(|(n, _, _)| *n == qpn).map(|(_, _, e)| e).sum();
+        self.committed.set(self.committed.get().saturating_sub(freed));
+        qps.retain(|(n, _, _)| *n != qpn);
     }
 
     fn poll(&self, wcs: &mut [WorkCompletion]) -> Result<usize> {
@@ -264,11 +280,17 @@ impl CqInner {
         Ok(n)
     }
 
-    /// Tells the QP that owns `wc` which of its work requests are finished.
+    /// Tells the QP that owns `wc` which of its work requests are finished: a receive
+    /// completion (OPCODE with bit 7 set, `IBV_WC_RECV`; the NIC sets it on receive errors too)
+    /// retires receive WRs, any other completion send WRs.
     fn retire(&self, wc: &WorkCompletion) {
-        let sq = self.qps.borrow().iter().find(|(n, _)| *n == wc.qp_num).and_then(|(_, w)| w.upgrade());
-        if let Some(sq) = sq {
-            sq.borrow_mut().complete(wc.wr_id, wc.status);
+        let qp = self.qps.borrow().iter().find(|(n, _, _)| *n == wc.qp_num).and_then(|(_, w, _)| w.upgrade());
+        if let Some(qp) = qp {
+            if wc.opcode.is_recv() {
+                qp.borrow_mut().complete_recv(wc.wr_id, wc.status);
+            } else {
+                qp.borrow_mut().complete(wc.wr_id, wc.status);
+            }
         }
     }
 }
@@ -285,11 +307,12 @@ impl Drop for CqInner {
 /// with an owner (phase) bit that flips on every lap, polled by the driver without MMIO.
 ///
 /// **Overflow.** The NIC does not know the driver's consumer index, so it would overwrite
-/// unpolled CQEs. The driver makes that impossible: a QP may only be created on a CQ whose
-/// capacity is at least the sum of the SQ sizes of all its QPs, because a QP never has more
-/// work requests outstanding than its SQ size, and an outstanding work request is retired only
-/// when its (or a later signaled) CQE is polled. Create the CQ with at least the total
-/// `max_send_wr` of its QPs (rounded up to powers of two).
+/// unpolled CQEs. The driver makes that impossible: a QP may only be created on CQs whose
+/// capacity is at least the sum of the SQ sizes of the QPs sending to it plus the RQ sizes of
+/// the QPs receiving to it, because a QP never has more work requests outstanding than its SQ
+/// (RQ) size, and an outstanding work request is retired only when its (or a later signaled)
+/// CQE is polled. Create the CQ with at least the total `max_send_wr` + `max_recv_wr` of its
+/// QPs (rounded up to powers of two).
 ///
 /// Cheap to clone. QPs keep the CQ alive; when the last handle goes, the CQ context is
 /// invalidated and the ring freed.

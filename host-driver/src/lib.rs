@@ -8,7 +8,8 @@
 //! Objects mirror ibverbs (rust-ibverbs' builder style):
 //! [`Context`] (`ibv_open_device`) → [`ProtectionDomain`] (`ibv_alloc_pd`) →
 //! [`MemoryRegion`] (`ibv_reg_mr`), [`CompletionQueue`] (`ibv_create_cq`, `ibv_poll_cq`),
-//! [`QueuePair`] (`ibv_create_qp`, `ibv_modify_qp`, `ibv_post_send`, `ibv_query_qp`), and
+//! [`QueuePair`] (`ibv_create_qp`, `ibv_modify_qp`, `ibv_post_send`, `ibv_post_recv`,
+//! `ibv_query_qp`), and
 //! [`Endpoint`]s to connect two RC QPs.
 //!
 //! ```
@@ -61,6 +62,6 @@ pub use mr::{AccessFlags, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{
     AddressVector, ConnectOptions, Endpoint, Mtu, QpAttr, QpAttrMask, QpBuilder, QpCap, QpState, QueuePair,
-    RemoteAddr, RemoteBuffer, SendFlags, SendWr, Sge, WrOpcode,
+    RecvWr, RemoteAddr, RemoteBuffer, SendFlags, SendWr, Sge, WrOpcode,
 };
 pub use sim::SimDevice;

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use rnic::perf::{self, WriteBwOptions, WriteBwReport};
+use rnic::perf::{self, BwOp, WriteBwOptions, WriteBwReport};
 use rnic::{Context, DeviceInfo, Mtu, SimDevice};
 
 /// rnic: tools for the rnic RoCEv2 NIC (simulated in Verilator).
@@ -34,6 +34,18 @@ enum Command {
 enum PerfOp {
     /// RDMA WRITE bandwidth, like ib_write_bw: client NIC 0 writes into server NIC 1's buffer.
     Write(WriteArgs),
+    /// SEND bandwidth, like ib_send_bw: server NIC 1 posts receives into its buffer, client
+    /// NIC 0 sends.
+    Send(SendArgs),
+}
+
+#[derive(Args, Debug)]
+struct SendArgs {
+    #[command(flatten)]
+    common: WriteArgs,
+    /// Receive work requests the server keeps posted (its RQ size; perftest's --rx-depth).
+    #[arg(long, short = 'r', default_value_t = 512)]
+    rx_depth: u32,
 }
 
 fn parse_mtu(s: &str) -> Result<Mtu, String> {
@@ -102,13 +114,17 @@ struct WriteArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Perf { op: PerfOp::Write(a) } => perf_write(a),
+        Command::Perf { op: PerfOp::Write(a) } => perf_bw(BwOp::Write, a, 512),
+        Command::Perf { op: PerfOp::Send(a) } => perf_bw(BwOp::Send, a.common, a.rx_depth),
         Command::Info { json } => info(json),
     }
 }
 
-fn perf_write(a: WriteArgs) -> ExitCode {
+fn perf_bw(op: BwOp, a: WriteArgs, rx_depth: u32) -> ExitCode {
+    let name = op.name();
     let opts = WriteBwOptions {
+        op,
+        rx_depth,
         size: a.size,
         iters: a.iters,
         mtu: a.mtu,
@@ -130,10 +146,9 @@ fn perf_write(a: WriteArgs) -> ExitCode {
             },
             ..rnic_sim::SimConfig::default()
         },
-        ..WriteBwOptions::default()
     };
     if let Err(e) = perf::check_options(&opts) {
-        eprintln!("rnic perf write: {e}");
+        eprintln!("rnic perf {name}: {e}");
         return ExitCode::from(2);
     }
     let bar = if a.json {
@@ -152,9 +167,9 @@ fn perf_write(a: WriteArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             if a.json {
-                println!("{}", serde_json::json!({ "op": "write", "verified": false, "error": e.to_string() }));
+                println!("{}", serde_json::json!({ "op": name, "verified": false, "error": e.to_string() }));
             }
-            eprintln!("rnic perf write: {e}");
+            eprintln!("rnic perf {name}: {e}");
             return ExitCode::from(1);
         }
     };
@@ -162,7 +177,7 @@ fn perf_write(a: WriteArgs) -> ExitCode {
         match serde_json::to_string(&report) {
             Ok(s) => println!("{s}"),
             Err(e) => {
-                eprintln!("rnic perf write: cannot encode the report: {e}");
+                eprintln!("rnic perf {name}: cannot encode the report: {e}");
                 return ExitCode::from(1);
             }
         }
@@ -171,7 +186,7 @@ fn perf_write(a: WriteArgs) -> ExitCode {
     }
     if report.timed_out {
         eprintln!(
-            "rnic perf write: timed out after {} cycles with {}/{} messages completed (NIC counters: client {:?}, server {:?})",
+            "rnic perf {name}: timed out after {} cycles with {}/{} messages completed (NIC counters: client {:?}, server {:?})",
             report.budget_cycles,
             report.completed,
             report.iters,
@@ -180,11 +195,11 @@ fn perf_write(a: WriteArgs) -> ExitCode {
         );
     }
     if let Some(e) = &report.error {
-        eprintln!("rnic perf write: {e}");
+        eprintln!("rnic perf {name}: {e}");
     }
     if let Some(m) = report.first_mismatch {
         eprintln!(
-            "rnic perf write: data mismatch: first wrong byte at offset {} (message {}, byte {}): expected {:#04x}, found {:#04x}; {} bytes wrong",
+            "rnic perf {name}: data mismatch: first wrong byte at offset {} (message {}, byte {}): expected {:#04x}, found {:#04x}; {} bytes wrong",
             m.offset,
             m.iteration,
             m.offset - m.iteration * report.size,
@@ -204,10 +219,14 @@ const RULE: &str = "------------------------------------------------------------
 
 fn print_table(r: &WriteBwReport, a: &WriteArgs) {
     println!("{RULE}");
-    println!("                    RDMA_Write BW Test (rnic, simulated in Verilator)");
+    let title = if r.op == "send" { "Send" } else { "RDMA_Write" };
+    println!("                    {title} BW Test (rnic, simulated in Verilator)");
     println!(" Number of qps   : 1\t\tTransport type : IB");
     println!(" Connection type : RC\t\tUsing SRQ      : OFF");
     println!(" TX depth        : {}", r.tx_depth);
+    if let Some(rx) = r.rx_depth {
+        println!(" RX depth        : {rx}");
+    }
     println!(" CQ Moderation   : {}", r.cq_mod);
     println!(" Mtu             : {}[B]", r.mtu);
     println!(" Link type       : Ethernet (RoCEv2, 100 Gb/s simulated wire)");
@@ -236,10 +255,10 @@ fn print_table(r: &WriteBwReport, a: &WriteArgs) {
     if let Some(p) = &a.pcap {
         println!(" pcap: {} frames in {}", r.pcap_frames, p.display());
     }
-    if a.loss > 0.0 || a.dup > 0.0 || a.corrupt > 0.0 || a.reorder > 0.0 || r.retransmits > 0 {
+    if a.loss > 0.0 || a.dup > 0.0 || a.corrupt > 0.0 || a.reorder > 0.0 || r.retransmits > 0 || r.rnr_naks > 0 {
         println!(
-            " recovery: {} retransmissions, {} NAKs, {} timeouts (loss {}, dup {}, corrupt {}, reorder {}, seed {})",
-            r.retransmits, r.naks, r.timeouts, a.loss, a.dup, a.corrupt, a.reorder, a.seed
+            " recovery: {} retransmissions, {} NAKs ({} RNR), {} timeouts (loss {}, dup {}, corrupt {}, reorder {}, seed {})",
+            r.retransmits, r.naks, r.rnr_naks, r.timeouts, a.loss, a.dup, a.corrupt, a.reorder, a.seed
         );
     }
     if let Some(p) = &a.waveform {
@@ -248,7 +267,10 @@ fn print_table(r: &WriteBwReport, a: &WriteArgs) {
     if r.verified {
         println!(" verification: all {} bytes match", r.bytes);
     } else {
-        println!(" verification: FAILED ({} of {} messages completed)", r.completed, r.iters);
+        match r.received {
+            Some(rx) => println!(" verification: FAILED ({} of {} messages completed, {rx} received)", r.completed, r.iters),
+            None => println!(" verification: FAILED ({} of {} messages completed)", r.completed, r.iters),
+        }
     }
     println!("{RULE}");
 }

@@ -1,5 +1,6 @@
-//! `rnic perf write`: an ib_write_bw-style RDMA WRITE bandwidth test between two simulated hosts,
-//! through the verbs only (the NIC RTL does the transfer), with a byte-exact check of the result.
+//! `rnic perf write` / `rnic perf send`: ib_write_bw / ib_send_bw-style bandwidth tests between
+//! two simulated hosts, through the verbs only (the NIC RTL does the transfer), with a
+//! byte-exact check of the result.
 use std::path::PathBuf;
 
 use rnic_contract::CORE_CLOCK_MHZ;
@@ -10,7 +11,7 @@ use crate::context::{Context, Counters, PortAddr};
 use crate::cq::WorkCompletion;
 use crate::error::{Error, Result};
 use crate::mr::AccessFlags;
-use crate::qp::{ConnectOptions, Endpoint, Mtu, SendWr};
+use crate::qp::{ConnectOptions, Endpoint, Mtu, RecvWr, SendWr};
 use crate::sim::sim_pair;
 
 /// Largest `size × iters` the test accepts (the server's buffer), in bytes.
@@ -19,9 +20,35 @@ pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
 /// Bytes per NIC clock cycle at 100 Gb/s and 250 MHz (the wire's payload ceiling).
 const WIRE_BYTES_PER_CYCLE: u64 = 50;
 
-/// Parameters of [`run_write_bw`].
+/// The operation a bandwidth test measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BwOp {
+    /// RDMA WRITE into the server's advertised buffer (ib_write_bw).
+    #[default]
+    Write,
+    /// SEND into receive work requests the server posts (ib_send_bw).
+    Send,
+}
+
+impl BwOp {
+    /// "write" or "send", the report's `op`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Write => "write",
+            Self::Send => "send",
+        }
+    }
+}
+
+/// Largest `rx_depth` accepted (the RQ size limit).
+pub const MAX_RX_DEPTH: u32 = crate::qp::MAX_RECV_WR;
+
+/// Parameters of [`run_write_bw`] (despite the name, of either operation: see `op`).
 #[derive(Clone, Debug)]
 pub struct WriteBwOptions {
+    /// What to measure (default RDMA WRITE).
+    pub op: BwOp,
     /// Message size in bytes (1 ..= 2^31).
     pub size: u64,
     /// Number of messages.
@@ -32,6 +59,10 @@ pub struct WriteBwOptions {
     pub tx_depth: u32,
     /// Signal one work request in `cq_mod` (and the last); 1 ..= `tx_depth`.
     pub cq_mod: u32,
+    /// SEND only: receive work requests the server keeps posted (its RQ size, perftest's
+    /// `--rx-depth`, default 512), 1 ..= [`MAX_RX_DEPTH`]. When they run out, the client's
+    /// SENDs are answered with RNR NAKs and retried.
+    pub rx_depth: u32,
     /// Cycle budget from the first post to the last completion; `None` for a default derived
     /// from the transfer size ([`default_budget`]).
     pub budget_cycles: Option<u64>,
@@ -50,11 +81,13 @@ pub struct WriteBwOptions {
 impl Default for WriteBwOptions {
     fn default() -> Self {
         Self {
+            op: BwOp::Write,
             size: 65536,
             iters: 100,
             mtu: Mtu::Mtu4096,
             tx_depth: 64,
             cq_mod: 16,
+            rx_depth: 512,
             budget_cycles: None,
             pcap: None,
             waveform: None,
@@ -91,7 +124,7 @@ pub struct BothCounters {
 /// The outcome of [`run_write_bw`]. Rates use the modelled clock: `seconds = cycles / 250 MHz`.
 #[derive(Clone, Debug, Serialize)]
 pub struct WriteBwReport {
-    /// "write".
+    /// "write" or "send".
     pub op: &'static str,
     /// Message size in bytes.
     pub size: u64,
@@ -103,10 +136,13 @@ pub struct WriteBwReport {
     pub tx_depth: u32,
     /// One signaled work request in `cq_mod`.
     pub cq_mod: u32,
+    /// SEND: receive work requests the server kept posted (null for WRITE).
+    pub rx_depth: Option<u32>,
     /// Payload bytes: `size × iters`.
     pub bytes: u64,
     /// NIC cycles from just before the first post to the poll that found the last completion
-    /// (to the give-up time on a timeout or error).
+    /// (for SEND the later of the last send and the last receive completion; to the give-up
+    /// time on a timeout or error).
     pub cycles: u64,
     /// Clock the rates are computed at, MHz.
     pub clock_mhz: u64,
@@ -114,12 +150,15 @@ pub struct WriteBwReport {
     pub gbps: f64,
     /// Message rate, millions per second.
     pub mpps: f64,
-    /// Every byte of the server's buffer matched, and every work request completed successfully.
+    /// Every byte of the server's buffer matched, and every work request completed successfully
+    /// (for SEND: every receive too, in order, with `byte_len` = `size`).
     pub verified: bool,
     /// The first wrong byte, if any.
     pub first_mismatch: Option<Mismatch>,
     /// Work requests completed (retired by a successful completion).
     pub completed: u64,
+    /// SEND: receive work requests completed successfully at the server (null for WRITE).
+    pub received: Option<u64>,
     /// The run hit its cycle budget.
     pub timed_out: bool,
     /// The budget, in cycles.
@@ -146,6 +185,8 @@ pub struct WriteBwReport {
     pub naks: u32,
     /// Local ACK timeouts at the requester (NIC 0's `timeouts`).
     pub timeouts: u32,
+    /// RNR NAKs the responder sent (NIC 1's `tx_rnr_naks`: a SEND found no receive posted).
+    pub rnr_naks: u32,
     /// NIC counters after the run.
     pub counters: BothCounters,
 }
@@ -183,7 +224,10 @@ pub fn default_budget(size: u64, iters: u64) -> u64 {
 /// [`Error::InvalidArgument`] with a message for the user.
 pub fn check_options(o: &WriteBwOptions) -> Result<()> {
     if o.size == 0 || o.size > 1 << 31 {
-        return Err(Error::inval(format!("--size {} must be 1..=2147483648 bytes (an RDMA WRITE carries at most 2^31)", o.size)));
+        return Err(Error::inval(format!(
+            "--size {} must be 1..=2147483648 bytes (a message carries at most 2^31)",
+            o.size
+        )));
     }
     if o.iters == 0 {
         return Err(Error::inval("--iters must be at least 1"));
@@ -203,16 +247,24 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
             o.cq_mod, o.tx_depth
         )));
     }
+    if o.op == BwOp::Send && (o.rx_depth == 0 || o.rx_depth > MAX_RX_DEPTH) {
+        return Err(Error::inval(format!("--rx-depth {} must be 1..={MAX_RX_DEPTH}", o.rx_depth)));
+    }
     Ok(())
 }
 
-/// Runs the test: two simulated hosts cabled back to back; the client (NIC 0) RDMA-WRITEs
-/// `iters` messages of `size` bytes, message `i` to offset `i × size` of the server's (NIC 1)
+/// Runs the test: two simulated hosts cabled back to back; the client (NIC 0) sends `iters`
+/// messages of `size` bytes, message `i` to offset `i × size` of the server's (NIC 1)
 /// registered buffer, each with its own byte pattern ([`pattern_byte`]), keeping up to
 /// `tx_depth` work requests outstanding and signaling one in `cq_mod` and the last (perftest's
 /// `cq_mod`). The source buffer is a ring of `min(tx_depth, iters)` message slots, each
 /// refilled only after the completion that retires its previous message. After the last
 /// completion (or the budget) the server's buffer is checked byte by byte.
+///
+/// With [`BwOp::Write`] message `i` is an RDMA WRITE to that offset. With [`BwOp::Send`] it is
+/// a SEND: the server posts receive `i` (wr_id `i`, SGE = bytes `i × size ..` of its buffer)
+/// before the run, up to `rx_depth` of them, and posts the next one each time it polls a
+/// receive completion, which must come in order, successful, with `byte_len` = `size`.
 ///
 /// `progress(done, total)` is called as completions arrive.
 ///
@@ -242,19 +294,24 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let mut server_buf = vec![0u8; total];
     let mut client_buf = vec![0u8; size * slots];
 
+    let send = o.op == BwOp::Send;
     let (pd_c, pd_s) = (client.alloc_pd()?, server.alloc_pd()?);
     let run = {
-        let server_mr = pd_s.register(&mut server_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+        let server_access =
+            if send { AccessFlags::LOCAL_WRITE } else { AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE };
+        let server_mr = pd_s.register(&mut server_buf, server_access)?;
         let client_mr = pd_c.register(&mut client_buf, AccessFlags::LOCAL_WRITE)?;
+        let rx_depth = if send { o.rx_depth.min(u32::try_from(o.iters).unwrap_or(u32::MAX)) } else { 0 };
         let cq_c = client.create_cq(o.tx_depth as usize)?;
-        let cq_s = server.create_cq(1)?;
+        // The server's CQ covers its SQ of 1 and its RQ (rounded up to a power of two).
+        let cq_s = server.create_cq(1 + rx_depth.next_power_of_two() as usize)?;
         let mut qp_c = pd_c.create_qp(&cq_c).set_max_send_wr(o.tx_depth).build()?;
-        let mut qp_s = pd_s.create_qp(&cq_s).set_max_send_wr(1).build()?;
+        let mut qp_s = pd_s.create_qp(&cq_s).set_max_send_wr(1).set_max_recv_wr(rx_depth).build()?;
         let ep_c = qp_c.endpoint()?.with_buffer(&client_mr);
         let ep_s = qp_s.endpoint()?.with_buffer(&server_mr);
         let opts = ConnectOptions {
             path_mtu: o.mtu,
-            access: AccessFlags::REMOTE_WRITE,
+            access: if send { AccessFlags::empty() } else { AccessFlags::REMOTE_WRITE },
             timeout: o.qp_timeout,
             ..ConnectOptions::default()
         };
@@ -266,12 +323,23 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let mut msg = vec![0u8; size];
         let mut wcs = [WorkCompletion::default(); 64];
         let (mut posted, mut completed) = (0u64, 0u64);
+        // SEND: receives posted and completed by the server.
+        let (mut recv_posted, mut received) = (0u64, 0u64);
+        let recv_wr = |i: u64| -> Result<RecvWr<'_>> {
+            let at = (i * o.size) as usize;
+            Ok(RecvWr::new(i, server_mr.sge(at..at + size)?))
+        };
+        if send {
+            let first: Vec<RecvWr<'_>> = (0..u64::from(rx_depth)).map(recv_wr).collect::<Result<_>>()?;
+            qp_s.post_recv(&first)?;
+            recv_posted = u64::from(rx_depth);
+        }
         let mut error = None;
         let mut timed_out = false;
         let start = dev.now_cycles();
         let mut end = start;
         let mut batch = Vec::with_capacity(o.tx_depth as usize);
-        while completed < o.iters {
+        while completed < o.iters || (send && received < o.iters) {
             let room = u64::from(o.tx_depth) - (posted - completed);
             let upto = o.iters.min(posted + room);
             if upto > posted {
@@ -281,8 +349,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     fill_pattern(j, &mut msg);
                     client_mr.write_at(slot, &msg)?;
                     let signaled = (j + 1) % u64::from(o.cq_mod) == 0 || j + 1 == o.iters;
-                    let wr = SendWr::rdma_write(j, client_mr.sge(slot..slot + size)?, remote.at(j * o.size)).signaled(signaled);
-                    batch.push(wr);
+                    let sge = client_mr.sge(slot..slot + size)?;
+                    let wr = if send { SendWr::send(j, sge) } else { SendWr::rdma_write(j, sge, remote.at(j * o.size)) };
+                    batch.push(wr.signaled(signaled));
                 }
                 qp_c.post_send(&batch)?;
                 posted = upto;
@@ -297,7 +366,32 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             }
             if n > 0 {
                 end = dev.now_cycles();
-                progress(completed, o.iters);
+                progress(if send { completed.min(received) } else { completed }, o.iters);
+            }
+            if send {
+                let n = cq_s.poll(&mut wcs)?;
+                for wc in &wcs[..n] {
+                    if !wc.status.is_success() {
+                        error.get_or_insert_with(|| format!("receive {} completed with {:?}", wc.wr_id, wc.status));
+                    } else if wc.wr_id != received || u64::from(wc.byte_len) != o.size {
+                        error.get_or_insert_with(|| {
+                            format!(
+                                "receive completion {received}: wr_id {} with byte_len {}, expected wr_id {received} with {} bytes",
+                                wc.wr_id, wc.byte_len, o.size
+                            )
+                        });
+                    } else {
+                        received += 1;
+                    }
+                }
+                if n > 0 {
+                    let more: Vec<RecvWr<'_>> =
+                        (recv_posted..o.iters.min(recv_posted + n as u64)).map(recv_wr).collect::<Result<_>>()?;
+                    qp_s.post_recv(&more)?;
+                    recv_posted += more.len() as u64;
+                    end = dev.now_cycles();
+                    progress(completed.min(received), o.iters);
+                }
             }
             if error.is_some() {
                 end = dev.now_cycles();
@@ -312,10 +406,10 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         // Let the last ACKs and frames settle so the counters are final.
         world.borrow_mut().step_n(2_000);
         let counters = BothCounters { client: client.counters()?, server: server.counters()? };
-        (start, end, completed, error, timed_out, counters, ep_c, ep_s)
+        (start, end, completed, received, error, timed_out, counters, ep_c, ep_s)
         // QPs, CQs and MRs are dropped here, QPs first: the buffers are unmapped before use.
     };
-    let (start, end, completed, error, timed_out, counters, ep_c, ep_s) = run;
+    let (start, end, completed, received, error, timed_out, counters, ep_c, ep_s) = run;
     let pcap_frames = world.borrow().captured_frames();
     world.borrow_mut().finish().map_err(|e| Error::io("finishing the pcap capture / waveform", e))?;
 
@@ -323,21 +417,24 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let cycles = end.saturating_sub(start).max(1);
     let seconds = cycles as f64 / (CORE_CLOCK_MHZ as f64 * 1e6);
     let stats = world.borrow().stats();
+    let done = if send { completed.min(received) } else { completed };
     Ok(WriteBwReport {
-        op: "write",
+        op: o.op.name(),
         size: o.size,
         iters: o.iters,
         mtu: o.mtu.bytes(),
         tx_depth: o.tx_depth,
         cq_mod: o.cq_mod,
+        rx_depth: send.then_some(o.rx_depth),
         bytes: o.size * o.iters,
         cycles,
         clock_mhz: CORE_CLOCK_MHZ,
-        gbps: (o.size * completed) as f64 * 8.0 / seconds / 1e9,
-        mpps: completed as f64 / seconds / 1e6,
-        verified: first_mismatch.is_none() && error.is_none() && !timed_out && completed == o.iters,
+        gbps: (o.size * done) as f64 * 8.0 / seconds / 1e9,
+        mpps: done as f64 / seconds / 1e6,
+        verified: first_mismatch.is_none() && error.is_none() && !timed_out && done == o.iters,
         first_mismatch,
         completed,
+        received: send.then_some(received),
         timed_out,
         budget_cycles: budget,
         error,
@@ -351,6 +448,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         retransmits: counters.client.get("retransmits").unwrap_or(0),
         naks: counters.server.get("tx_naks").unwrap_or(0),
         timeouts: counters.client.get("timeouts").unwrap_or(0),
+        rnr_naks: counters.server.get("tx_rnr_naks").unwrap_or(0),
         counters,
     })
 }
@@ -421,6 +519,11 @@ mod tests {
         assert!(check_options(&WriteBwOptions { size: 1 << 30, iters: 1, ..ok.clone() }).is_ok());
         assert!(check_options(&WriteBwOptions { cq_mod: 65, ..ok.clone() }).is_err());
         assert!(check_options(&WriteBwOptions { size: 0, ..ok.clone() }).is_err());
-        assert!(check_options(&WriteBwOptions { size: u64::MAX, iters: u64::MAX, ..ok }).is_err());
+        assert!(check_options(&WriteBwOptions { size: u64::MAX, iters: u64::MAX, ..ok.clone() }).is_err());
+        let send = WriteBwOptions { op: BwOp::Send, ..ok.clone() };
+        check_options(&send).unwrap();
+        assert!(check_options(&WriteBwOptions { rx_depth: 0, ..send.clone() }).is_err());
+        assert!(check_options(&WriteBwOptions { rx_depth: MAX_RX_DEPTH + 1, ..send }).is_err());
+        assert!(check_options(&WriteBwOptions { rx_depth: 0, ..ok }).is_ok(), "rx_depth only matters for SEND");
     }
 }

@@ -1,5 +1,6 @@
 //! [`QueuePair`] (RC): creation (`ibv_create_qp(3)`), state transitions (`ibv_modify_qp(3)`,
-//! IBTA Vol 1 11.2.4.2 / 10.3.1), `ibv_post_send(3)` and connection setup by [`Endpoint`]s.
+//! IBTA Vol 1 11.2.4.2 / 10.3.1), `ibv_post_send(3)`, `ibv_post_recv(3)` and connection setup
+//! by [`Endpoint`]s.
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -7,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::sync::atomic::{fence, Ordering};
 
-use rnic_contract::{regs, verbs, wqe};
+use rnic_contract::{recv_wqe, regs, verbs, wqe};
 
 use crate::context::MacAddr;
 use crate::cq::{CompletionQueue, CqInner, WcStatus};
@@ -15,10 +16,17 @@ use crate::device::DmaBuffer;
 use crate::error::{Error, Result};
 use crate::mr::{AccessFlags, MemoryRegion};
 use crate::pd::ProtectionDomain;
-use crate::records::{write_context, QpContext, Wqe};
+use crate::records::{write_context, QpContext, RecvWqe, Wqe};
 
 /// Largest SQ, in WQEs (the context's SQ_LOG_SIZE is 4 bits).
 pub const MAX_SEND_WR: u32 = 1 << 15;
+/// Largest RQ, in receive WQEs (the context's RQ_LOG_SIZE is 4 bits; the RQ doorbell's 16-bit
+/// producer index must tell a full ring from an empty one).
+pub const MAX_RECV_WR: u32 = 1 << 15;
+/// Scatter entries per receive WR. A receive WQE has room for
+/// [`rnic_contract::recv_wqe::MAX_SGE`], but the NIC scatters a message into entry 0 only
+/// (a longer message completes with [`WcStatus::LocLenErr`]), so the driver offers one.
+pub const MAX_RECV_SGE: u32 = 1;
 /// Largest `max_rd_atomic` / `max_dest_rd_atomic` accepted.
 pub const MAX_RD_ATOMIC: u8 = 16;
 /// The only P_Key of the port's table (index 0): the default partition, full membership.
@@ -153,11 +161,11 @@ impl Default for AddressVector {
 pub struct QpCap {
     /// SQ entries (a power of two).
     pub max_send_wr: u32,
-    /// RQ entries (0: no receive queue yet).
+    /// RQ entries (a power of two; 0: the QP has no receive queue).
     pub max_recv_wr: u32,
     /// SGEs per send WR (1).
     pub max_send_sge: u32,
-    /// SGEs per receive WR (0).
+    /// SGEs per receive WR ([`MAX_RECV_SGE`] with a receive queue, else 0).
     pub max_recv_sge: u32,
     /// Inline data bytes (0: not supported).
     pub max_inline_data: u32,
@@ -342,7 +350,7 @@ fn apply(to: &mut QpAttr, from: &QpAttr, mask: QpAttrMask) {
 
 /// `enum ibv_wr_opcode`. The driver passes the opcode to the NIC unchanged; the NIC completes
 /// the ones it does not implement with [`WcStatus::LocQpOpErr`] (today it implements
-/// [`WrOpcode::RdmaWrite`]).
+/// [`WrOpcode::RdmaWrite`] and [`WrOpcode::Send`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum WrOpcode {
@@ -419,8 +427,8 @@ pub struct RemoteAddr {
     pub rkey: u32,
 }
 
-/// A send work request (`struct ibv_send_wr`, one SGE). Build with [`SendWr::rdma_write`] and
-/// the `with_*` methods.
+/// A send work request (`struct ibv_send_wr`, one SGE). Build with [`SendWr::rdma_write`] or
+/// [`SendWr::send`] and the `with_*` methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendWr<'mr> {
     /// Returned in the work completion.
@@ -441,6 +449,12 @@ impl<'mr> SendWr<'mr> {
     /// An unsignaled RDMA WRITE of `sge` to `remote`.
     pub fn rdma_write(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr) -> Self {
         Self { wr_id, opcode: WrOpcode::RdmaWrite, flags: SendFlags::empty(), sge: Some(sge), remote: Some(remote), imm_data: 0 }
+    }
+
+    /// An unsignaled SEND (`IBV_WR_SEND`) of `sge`, or of zero bytes with `None`: the peer's
+    /// NIC scatters it into the next receive WR of its RQ. `remote` is unused.
+    pub fn send(wr_id: u64, sge: impl Into<Option<Sge<'mr>>>) -> Self {
+        Self { wr_id, opcode: WrOpcode::Send, flags: SendFlags::empty(), sge: sge.into(), remote: None, imm_data: 0 }
     }
 
     /// Sets or clears [`SendFlags::SIGNALED`].
@@ -468,6 +482,54 @@ impl<'mr> SendWr<'mr> {
     }
 }
 
+/// A receive work request (`struct ibv_recv_wr`): where the NIC scatters the next incoming
+/// SEND. `sg_list[..num_sge]` are the scatter entries; the NIC uses one
+/// ([`MAX_RECV_SGE`]), and with `num_sge` 0 only a zero-length message fits. Build with
+/// [`RecvWr::new`], [`RecvWr::zero_length`] or [`RecvWr::with_sg_list`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvWr<'mr> {
+    /// Returned in the receive completion.
+    pub wr_id: u64,
+    /// Scatter entries (those past `num_sge` are ignored).
+    pub sg_list: [Sge<'mr>; recv_wqe::MAX_SGE],
+    /// Number of valid entries in `sg_list` (at most the QP's `max_recv_sge`).
+    pub num_sge: usize,
+}
+
+impl<'mr> RecvWr<'mr> {
+    /// A receive of at most `sge.length` bytes into `sge`.
+    pub fn new(wr_id: u64, sge: Sge<'mr>) -> Self {
+        let mut sg_list = [Sge::from_parts(0, 0, 0); recv_wqe::MAX_SGE];
+        sg_list[0] = sge;
+        Self { wr_id, sg_list, num_sge: 1 }
+    }
+
+    /// A receive without a buffer: it accepts only a zero-length SEND.
+    pub fn zero_length(wr_id: u64) -> Self {
+        Self { wr_id, sg_list: [Sge::from_parts(0, 0, 0); recv_wqe::MAX_SGE], num_sge: 0 }
+    }
+
+    /// A receive with the scatter list `sges` (as `ibv_recv_wr.sg_list`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for more than [`rnic_contract::recv_wqe::MAX_SGE`] entries
+    /// (what a receive WQE can hold; [`QueuePair::post_recv`] accepts at most
+    /// [`MAX_RECV_SGE`]).
+    pub fn with_sg_list(wr_id: u64, sges: &[Sge<'mr>]) -> Result<Self> {
+        if sges.len() > recv_wqe::MAX_SGE {
+            return Err(Error::inval(format!(
+                "a receive WR holds at most {} scatter entries, not {}",
+                recv_wqe::MAX_SGE,
+                sges.len()
+            )));
+        }
+        let mut wr = Self::zero_length(wr_id);
+        wr.sg_list[..sges.len()].copy_from_slice(sges);
+        wr.num_sge = sges.len();
+        Ok(wr)
+    }
+}
+
 /// A work request on the SQ that has not been retired by a completion.
 #[derive(Clone, Copy, Debug)]
 struct Outstanding {
@@ -475,16 +537,19 @@ struct Outstanding {
     signaled: bool,
 }
 
-/// The part of a QP its send CQ updates when it polls a completion.
+/// The part of a QP its CQs update when they poll a completion: the state (an error
+/// completion moves it to ERR) and the work requests not yet retired.
 #[derive(Debug, Default)]
-pub(crate) struct SqShared {
+pub(crate) struct QpShared {
     state: QpState,
     outstanding: VecDeque<Outstanding>,
+    /// Receive WRs posted and not yet completed, oldest first: their wr_ids.
+    recv: VecDeque<u64>,
     /// Completions that matched no outstanding work request.
     stray: u64,
 }
 
-impl SqShared {
+impl QpShared {
     /// Retires the work requests finished by a completion of `wr_id`: the oldest outstanding
     /// one with that id that produces a CQE (signaled, or any on error) and every older one
     /// (RC completes in order). An error moves the QP to ERR (IBTA 10.3.1).
@@ -497,6 +562,22 @@ impl SqShared {
             None => self.stray += 1,
         }
         if err {
+            self.state = QpState::Err;
+        }
+    }
+
+    /// Retires the receive WR finished by a receive completion of `wr_id`. The NIC consumes
+    /// receive WQEs in order and completes every one it consumes, so it is the oldest
+    /// outstanding receive with that id (older ones, which should not exist, are retired too).
+    /// An error moves the QP to ERR (IBTA 10.8.3.3: a responder error is fatal to the QP).
+    pub(crate) fn complete_recv(&mut self, wr_id: u64, status: WcStatus) {
+        match self.recv.iter().position(|&w| w == wr_id) {
+            Some(p) => {
+                self.recv.drain(..=p);
+            }
+            None => self.stray += 1,
+        }
+        if !status.is_success() {
             self.state = QpState::Err;
         }
     }
@@ -584,14 +665,17 @@ impl Endpoint {
 }
 
 /// Builder of an RC queue pair (`ibv_create_qp(3)` with `struct ibv_qp_init_attr`), from
-/// [`ProtectionDomain::create_qp`].
+/// [`ProtectionDomain::create_qp`]. The receive CQ is the send CQ unless
+/// [`set_recv_cq`](Self::set_recv_cq) names another.
 #[derive(Clone)]
 pub struct QpBuilder {
     pd: ProtectionDomain,
     cq: Rc<CqInner>,
+    recv_cq: Rc<CqInner>,
     max_send_wr: u32,
     max_send_sge: u32,
     max_recv_wr: u32,
+    max_recv_sge: u32,
     max_inline_data: u32,
     sq_sig_all: bool,
 }
@@ -601,12 +685,21 @@ impl QpBuilder {
         Self {
             pd,
             cq: Rc::clone(&cq.inner),
+            recv_cq: Rc::clone(&cq.inner),
             max_send_wr: 64,
             max_send_sge: 1,
             max_recv_wr: 0,
+            max_recv_sge: 1,
             max_inline_data: 0,
             sq_sig_all: false,
         }
+    }
+
+    /// The CQ of receive completions (`ibv_qp_init_attr.recv_cq`; default: the send CQ). It
+    /// must have room for the RQ (see [`CompletionQueue`]).
+    pub fn set_recv_cq(mut self, cq: &CompletionQueue) -> Self {
+        self.recv_cq = Rc::clone(&cq.inner);
+        self
     }
 
     /// SQ entries (default 64; rounded up to a power of two, at most [`MAX_SEND_WR`]). The send
@@ -622,9 +715,17 @@ impl QpBuilder {
         self
     }
 
-    /// RQ entries (only 0: the NIC has no receive queue yet).
+    /// RQ entries (default 0: no receive queue, so incoming SENDs are answered with RNR NAKs;
+    /// rounded up to a power of two, at most [`MAX_RECV_WR`]). The receive CQ must have room
+    /// for it.
     pub fn set_max_recv_wr(mut self, n: u32) -> Self {
         self.max_recv_wr = n;
+        self
+    }
+
+    /// Scatter entries per receive WR (default 1; at most [`MAX_RECV_SGE`]).
+    pub fn set_max_recv_sge(mut self, n: u32) -> Self {
+        self.max_recv_sge = n;
         self
     }
 
@@ -640,26 +741,38 @@ impl QpBuilder {
         self
     }
 
-    /// Creates the QP in RESET: allocates a QP number and the SQ ring (zeroed DMA memory, 64
-    /// bytes per WQE) and writes its context (state RESET).
+    /// Creates the QP in RESET: allocates a QP number, the SQ ring and, with
+    /// `max_recv_wr > 0`, the RQ ring (zeroed DMA memory, 64 bytes per WQE, power-of-two
+    /// entries), reserves room on the send and receive CQs, writes its context (state RESET,
+    /// SEND_CQ / SQ ring, RECV_CQ / RQ ring) and rings the RQ doorbell with producer index 0
+    /// (the NIC keeps the last RQ producer index of a QP number across QPs).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for sizes out of range, a CQ of another context, or a CQ too
-    /// small for its QPs; [`Error::NotSupported`] for receive queues, several SGEs or inline
-    /// data; [`Error::NoMemory`] when no QP context or DMA memory is free; backend errors.
+    /// small for its QPs; [`Error::NotSupported`] for several SGEs or inline data;
+    /// [`Error::NoMemory`] when no QP context or DMA memory is free; backend errors.
     pub fn build<'mr>(self) -> Result<QueuePair<'mr>> {
         let ctx = Rc::clone(&self.pd.inner.ctx);
         if !Rc::ptr_eq(&ctx, &self.cq.ctx) {
             return Err(Error::inval("the send CQ belongs to another context"));
         }
+        if !Rc::ptr_eq(&ctx, &self.recv_cq.ctx) {
+            return Err(Error::inval("the receive CQ belongs to another context"));
+        }
         if self.max_send_wr == 0 || self.max_send_wr > MAX_SEND_WR {
             return Err(Error::inval(format!("max_send_wr must be 1..={MAX_SEND_WR}, not {}", self.max_send_wr)));
+        }
+        if self.max_recv_wr > MAX_RECV_WR {
+            return Err(Error::inval(format!("max_recv_wr must be 0..={MAX_RECV_WR}, not {}", self.max_recv_wr)));
         }
         if self.max_send_sge > 1 {
             return Err(Error::NotSupported(format!("max_send_sge {}: the NIC takes one SGE per WQE", self.max_send_sge)));
         }
-        if self.max_recv_wr > 0 {
-            return Err(Error::NotSupported("receive queues (max_recv_wr > 0) are not implemented by the NIC yet".into()));
+        if self.max_recv_sge > MAX_RECV_SGE {
+            return Err(Error::NotSupported(format!(
+                "max_recv_sge {}: the NIC scatters a message into one SGE per receive WQE",
+                self.max_recv_sge
+            )));
         }
         if self.max_inline_data > 0 {
             return Err(Error::NotSupported("inline data is not supported (max_inline_data is 0)".into()));
@@ -668,10 +781,28 @@ impl QpBuilder {
         let sq_log = size.trailing_zeros() as u8;
         let ring = DmaBuffer::new(&ctx.dev, size as usize * wqe::BYTES, 4096)?;
         ring.write(0, &vec![0u8; size as usize * wqe::BYTES])?;
+        let rq_size = if self.max_recv_wr == 0 { 0 } else { self.max_recv_wr.next_power_of_two() };
+        let rq_ring = if rq_size == 0 {
+            None
+        } else {
+            let r = DmaBuffer::new(&ctx.dev, rq_size as usize * recv_wqe::BYTES, 4096)?;
+            r.write(0, &vec![0u8; rq_size as usize * recv_wqe::BYTES])?;
+            Some(r)
+        };
         let qpn = ctx.tables.borrow_mut().alloc_qpn()?;
-        let sq = Rc::new(RefCell::new(SqShared::default()));
-        if let Err(e) = self.cq.attach(qpn, &sq, size as usize) {
+        let shared = Rc::new(RefCell::new(QpShared::default()));
+        let undo = |qpn: u32| {
+            self.cq.detach(qpn);
+            self.recv_cq.detach(qpn);
             ctx.tables.borrow_mut().free_qpn(qpn);
+        };
+        let attached = if Rc::ptr_eq(&self.cq, &self.recv_cq) {
+            self.cq.attach(qpn, &shared, (size + rq_size) as usize)
+        } else {
+            self.cq.attach(qpn, &shared, size as usize).and_then(|()| self.recv_cq.attach(qpn, &shared, rq_size as usize))
+        };
+        if let Err(e) = attached {
+            undo(qpn);
             return Err(e);
         }
         let base = QpContext {
@@ -682,24 +813,38 @@ impl QpBuilder {
             send_cq: self.cq.cqn as u8,
             sq_log_size: sq_log,
             sq_base: ring.iova().0,
+            recv_cq: self.recv_cq.cqn as u8,
+            rq_log_size: if rq_size == 0 { 0 } else { rq_size.trailing_zeros() as u8 },
+            rq_base: rq_ring.as_ref().map_or(0, |r| r.iova().0),
             ..QpContext::default()
         };
-        if let Err(e) = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, qpn as u8, &base.pack()) {
-            self.cq.detach(qpn, size as usize);
-            ctx.tables.borrow_mut().free_qpn(qpn);
+        let committed = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, qpn as u8, &base.pack())
+            .and_then(|()| ctx.dev.mmio_write32(regs::RQ_DOORBELL, qpn << 16));
+        if let Err(e) = committed {
+            undo(qpn);
             return Err(e);
         }
-        let cap = QpCap { max_send_wr: size, max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 0, max_inline_data: 0 };
+        let cap = QpCap {
+            max_send_wr: size,
+            max_recv_wr: rq_size,
+            max_send_sge: 1,
+            max_recv_sge: if rq_size == 0 { 0 } else { MAX_RECV_SGE },
+            max_inline_data: 0,
+        };
         let port_ip = ctx.port.get().map_or(0, |p| u32::from(p.ip));
         Ok(QueuePair {
             pd: self.pd,
             cq: self.cq,
-            sq,
+            recv_cq: self.recv_cq,
+            sq: shared,
             ring,
+            rq_ring,
             qpn,
             sq_size: size,
+            rq_size,
             sq_sig_all: self.sq_sig_all,
             pi: Cell::new(0),
+            rq_pi: Cell::new(0),
             attr: QpAttr { cap, ..QpAttr::default() },
             hw: base,
             local_psn: initial_psn(qpn, port_ip),
@@ -724,24 +869,33 @@ fn initial_psn(qpn: u32, salt: u32) -> u32 {
     ((z ^ (z >> 31)) as u32) & PSN_MASK
 }
 
-/// A reliable-connected queue pair with a send queue.
+/// A reliable-connected queue pair with a send queue and, if built with `max_recv_wr > 0`, a
+/// receive queue.
 ///
-/// `'mr` is the lifetime of the memory regions its work requests use: [`post_send`] takes SGEs
-/// that borrow their MR for `'mr`, so every MR a QP has used outlives the QP, and the NIC can
-/// never DMA a buffer whose borrow has ended (declare MRs before the QP). Dropping the QP moves
-/// it to RESET (the NIC stops using it) and frees its SQ ring and number.
+/// `'mr` is the lifetime of the memory regions its work requests use: [`post_send`] and
+/// [`post_recv`] take SGEs that borrow their MR for `'mr`, so every MR a QP has used outlives
+/// the QP, and the NIC can never DMA a buffer whose borrow has ended (declare MRs before the
+/// QP). Dropping the QP moves it to RESET (the NIC stops using it) and frees its rings and
+/// number.
 ///
 /// [`post_send`]: QueuePair::post_send
+/// [`post_recv`]: QueuePair::post_recv
 pub struct QueuePair<'mr> {
     pd: ProtectionDomain,
     cq: Rc<CqInner>,
-    sq: Rc<RefCell<SqShared>>,
+    recv_cq: Rc<CqInner>,
+    sq: Rc<RefCell<QpShared>>,
     ring: DmaBuffer,
+    rq_ring: Option<DmaBuffer>,
     qpn: u32,
     sq_size: u32,
+    /// RQ entries (0: no receive queue).
+    rq_size: u32,
     sq_sig_all: bool,
     /// WQEs posted since the last RESET (the doorbell carries it mod 2^16).
     pi: Cell<u64>,
+    /// Receive WQEs posted since the last RESET (the RQ doorbell carries it mod 2^16).
+    rq_pi: Cell<u64>,
     attr: QpAttr,
     hw: QpContext,
     local_psn: u32,
@@ -770,14 +924,25 @@ impl<'mr> QueuePair<'mr> {
         self.sq.borrow().state
     }
 
-    /// Work requests posted and not yet retired by a completion.
+    /// Send work requests posted and not yet retired by a completion.
     pub fn outstanding(&self) -> usize {
         self.sq.borrow().outstanding.len()
+    }
+
+    /// Receive work requests posted and not yet retired by their receive completion (their RQ
+    /// slots are in use).
+    pub fn recv_outstanding(&self) -> usize {
+        self.sq.borrow().recv.len()
     }
 
     /// SQ entries (a power of two).
     pub fn sq_capacity(&self) -> usize {
         self.sq_size as usize
+    }
+
+    /// RQ entries (a power of two, or 0 without a receive queue).
+    pub fn rq_capacity(&self) -> usize {
+        self.rq_size as usize
     }
 
     /// The protection domain.
@@ -800,12 +965,15 @@ impl<'mr> QueuePair<'mr> {
     /// ([`transition_masks`]) and the values ([`validate_modify`]), then rewrites the whole QP
     /// context (WRITE_QP) with the new state. `RQ_PSN` in the mask sets INIT_RQ_PSN (the NIC
     /// reloads its expected PSN), `SQ_PSN` sets INIT_SQ_PSN (it reloads its next PSN and resets
-    /// the SQ indices). A transition to RESET forgets every outstanding work request without a
-    /// completion, as in ibverbs.
+    /// the SQ indices and, on the responder side, its RQ consumer index). A transition to RESET
+    /// forgets every outstanding send and receive work request without a completion, as in
+    /// ibverbs, and rings the RQ doorbell with producer index 0 so the NIC's RQ indices agree
+    /// with the empty ring when INIT→RTR resets its consumer index.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] as [`validate_modify`] — then nothing changed and no MMIO
-    /// happened; backend errors of the context write (the QP keeps its old state).
+    /// happened; backend errors of the context write (the QP keeps its old state) or of the RQ
+    /// doorbell after a RESET (the QP is in RESET; reset it again to retry).
     pub fn modify(&mut self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
         let cur = self.state();
         let next = validate_modify(cur, attr, mask)?;
@@ -837,11 +1005,18 @@ impl<'mr> QueuePair<'mr> {
         write_context(&*self.pd.inner.ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &hw.pack())?;
         self.hw = QpContext { init_sq_psn: false, init_rq_psn: false, ..hw };
         self.attr = a;
-        let mut sq = self.sq.borrow_mut();
-        sq.state = next;
+        {
+            let mut sq = self.sq.borrow_mut();
+            sq.state = next;
+            if next == QpState::Reset {
+                sq.outstanding.clear();
+                sq.recv.clear();
+                self.pi.set(0);
+                self.rq_pi.set(0);
+            }
+        }
         if next == QpState::Reset {
-            sq.outstanding.clear();
-            self.pi.set(0);
+            self.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, self.qpn << 16)?;
         }
         Ok(())
     }
@@ -1011,6 +1186,93 @@ impl<'mr> QueuePair<'mr> {
         self.post_send(std::slice::from_ref(&wr))
     }
 
+    /// Posts receive work requests (`ibv_post_recv(3)`): writes one receive WQE per request
+    /// into the RQ ring in host memory (WR_ID, NUM_SGE, scatter entry 0), then rings the RQ
+    /// doorbell once (`RQ_DOORBELL = qpn << 16 | rq_pi mod 2^16`, `rq_pi` = receive WRs
+    /// posted since RESET). The NIC consumes them in order, one per incoming SEND message, and
+    /// writes a receive completion (opcode [`crate::WcOpcode::Recv`], `byte_len` = message
+    /// length) to the QP's receive CQ; a slot is reused only after that completion was polled.
+    /// Receives may be posted from INIT on, before the QP is connected. The SGEs borrow their
+    /// MRs for the QP's lifetime `'mr`; the region needs [`AccessFlags::LOCAL_WRITE`] (the NIC
+    /// checks it, and the key, PD and bounds, when a message arrives).
+    ///
+    /// All or nothing: if any request is invalid, or the RQ lacks room for all of them, none is
+    /// posted.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the QP is in RESET (or in ERR: the NIC does not flush
+    /// receive WRs yet, so they would never complete), has no receive queue, or a request has
+    /// more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry over 2^31 bytes;
+    /// [`Error::NoMemory`] when the RQ has fewer free entries than requests (poll the receive
+    /// CQ to retire some); backend errors (then nothing was posted).
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> Result<()> {
+        let state = self.state();
+        if matches!(state, QpState::Reset | QpState::Err) {
+            return Err(Error::inval(format!(
+                "post_recv needs INIT, RTR or RTS, QP {} is in {state:?}{}",
+                self.qpn,
+                if state == QpState::Err { " (the NIC does not flush receive WRs)" } else { "" }
+            )));
+        }
+        let Some(ring) = &self.rq_ring else {
+            return Err(Error::inval(format!("QP {} has no receive queue (built with max_recv_wr 0)", self.qpn)));
+        };
+        let max_sge = self.attr.cap.max_recv_sge as usize;
+        for (i, wr) in wrs.iter().enumerate() {
+            if wr.num_sge > max_sge {
+                return Err(Error::inval(format!(
+                    "receive WR {i}: {} scatter entries, the QP takes at most max_recv_sge = {max_sge}",
+                    wr.num_sge
+                )));
+            }
+            if let Some(s) = wr.sg_list[..wr.num_sge].iter().find(|s| s.length > 1 << 31) {
+                return Err(Error::inval(format!("receive WR {i}: SGE length {} exceeds 2^31", s.length)));
+            }
+        }
+        let free = self.rq_size as usize - self.recv_outstanding();
+        if wrs.len() > free {
+            return Err(Error::NoMemory(format!(
+                "RQ of QP {} is full: {} receive WRs posted, {free} of {} entries free",
+                self.qpn,
+                wrs.len(),
+                self.rq_size
+            )));
+        }
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        let start = self.rq_pi.get();
+        let mask = u64::from(self.rq_size) - 1;
+        for (k, wr) in wrs.iter().enumerate() {
+            let sge = if wr.num_sge > 0 { wr.sg_list[0] } else { Sge::from_parts(0, 0, 0) };
+            let w = RecvWqe {
+                wr_id: wr.wr_id,
+                num_sge: wr.num_sge as u8,
+                sge_addr: sge.addr,
+                sge_length: sge.length,
+                sge_lkey: sge.lkey,
+            };
+            let slot = ((start + k as u64) & mask) as usize;
+            ring.write(slot * recv_wqe::BYTES, &w.pack())?;
+        }
+        let pi = start + wrs.len() as u64;
+        // The receive WQEs must be in memory before the NIC hears of them.
+        fence(Ordering::SeqCst);
+        let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
+        self.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, doorbell)?;
+        self.rq_pi.set(pi);
+        self.sq.borrow_mut().recv.extend(wrs.iter().map(|w| w.wr_id));
+        Ok(())
+    }
+
+    /// Posts one receive work request; see [`post_recv`](Self::post_recv).
+    ///
+    /// # Errors
+    /// As [`post_recv`](Self::post_recv).
+    pub fn post_recv_one(&mut self, wr: RecvWr<'mr>) -> Result<()> {
+        self.post_recv(std::slice::from_ref(&wr))
+    }
+
     /// Completions of this QP that matched no outstanding work request (should stay 0).
     pub fn stray_completions(&self) -> u64 {
         self.sq.borrow().stray
@@ -1020,10 +1282,11 @@ impl<'mr> QueuePair<'mr> {
 impl Drop for QueuePair<'_> {
     fn drop(&mut self) {
         let ctx = &self.pd.inner.ctx;
-        // RESET stops the NIC using the SQ ring and the MRs; errors cannot be reported here.
+        // RESET stops the NIC using the rings and the MRs; errors cannot be reported here.
         let reset = QpContext { state: QpState::Reset as u8, init_sq_psn: false, init_rq_psn: false, ..self.hw };
         let _ = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &reset.pack());
-        self.cq.detach(self.qpn, self.sq_size as usize);
+        self.cq.detach(self.qpn);
+        self.recv_cq.detach(self.qpn);
         ctx.tables.borrow_mut().free_qpn(self.qpn);
     }
 }
@@ -1062,7 +1325,7 @@ mod tests {
 
     #[test]
     fn completion_retires_up_to_the_signaled_wr() {
-        let mut sq = SqShared { state: QpState::Rts, ..SqShared::default() };
+        let mut sq = QpShared { state: QpState::Rts, ..QpShared::default() };
         for (id, s) in [(1, false), (2, false), (3, true), (4, false), (5, true)] {
             sq.outstanding.push_back(Outstanding { wr_id: id, signaled: s });
         }
@@ -1078,5 +1341,20 @@ mod tests {
         assert_eq!(sq.state, QpState::Err);
         sq.complete(5, WcStatus::WrFlushErr);
         assert!(sq.outstanding.is_empty());
+    }
+
+    #[test]
+    fn receive_completions_retire_in_order() {
+        let mut q = QpShared { state: QpState::Rts, ..QpShared::default() };
+        q.recv.extend([10, 11, 10, 12]);
+        q.complete_recv(10, WcStatus::Success);
+        assert_eq!(q.recv, [11, 10, 12], "the oldest receive with that id");
+        q.complete_recv(11, WcStatus::Success);
+        q.complete_recv(99, WcStatus::Success);
+        assert_eq!((q.stray, q.recv.len()), (1, 2));
+        assert_eq!(q.state, QpState::Rts);
+        q.complete_recv(10, WcStatus::LocLenErr);
+        assert_eq!(q.recv, [12]);
+        assert_eq!(q.state, QpState::Err, "a receive error moves the QP to ERR");
     }
 }

@@ -7,7 +7,7 @@
 //! decode records; applications use the verbs instead.
 use std::net::Ipv4Addr;
 
-use rnic_contract::{cq_context, cqe, mr_entry, qp_context, regs, wqe};
+use rnic_contract::{cq_context, cqe, mr_entry, qp_context, recv_wqe, regs, wqe};
 
 use crate::device::Device;
 use crate::error::Result;
@@ -71,6 +71,12 @@ pub struct QpContext {
     pub sq_log_size: u8,
     /// IOVA of the SQ ring.
     pub sq_base: u64,
+    /// CQ index for receive completions.
+    pub recv_cq: u8,
+    /// log2 of the RQ ring size in receive WQEs.
+    pub rq_log_size: u8,
+    /// IOVA of the RQ ring (0 when the QP has no receive queue).
+    pub rq_base: u64,
 }
 
 impl Default for QpContext {
@@ -96,6 +102,9 @@ impl Default for QpContext {
             send_cq: 0,
             sq_log_size: 0,
             sq_base: 0,
+            recv_cq: 0,
+            rq_log_size: 0,
+            rq_base: 0,
         }
     }
 }
@@ -124,6 +133,9 @@ impl QpContext {
         qp_context::SEND_CQ.put(&mut r, self.send_cq.into());
         qp_context::SQ_LOG_SIZE.put(&mut r, self.sq_log_size.into());
         qp_context::SQ_BASE.put(&mut r, self.sq_base);
+        qp_context::RECV_CQ.put(&mut r, self.recv_cq.into());
+        qp_context::RQ_LOG_SIZE.put(&mut r, self.rq_log_size.into());
+        qp_context::RQ_BASE.put(&mut r, self.rq_base);
         r
     }
 }
@@ -223,6 +235,35 @@ impl Wqe {
         wqe::SGE0_ADDR.put(&mut r, self.sge_addr);
         wqe::SGE0_LENGTH.put(&mut r, self.sge_length.into());
         wqe::SGE0_LKEY.put(&mut r, self.sge_lkey.into());
+        r
+    }
+}
+
+/// A receive WQE ([`rnic_contract::recv_wqe`]), built from an `ibv_recv_wr`. The NIC uses
+/// scatter entry 0 only, so the driver writes at most one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecvWqe {
+    /// Caller's work-request ID.
+    pub wr_id: u64,
+    /// Number of scatter entries (0: only zero-length messages fit; 1).
+    pub num_sge: u8,
+    /// Scatter entry 0: virtual address.
+    pub sge_addr: u64,
+    /// Scatter entry 0: length in bytes.
+    pub sge_length: u32,
+    /// Scatter entry 0: lkey.
+    pub sge_lkey: u32,
+}
+
+impl RecvWqe {
+    /// Packs the 64-byte receive WQE (bytes past scatter entry 0 are zero).
+    pub fn pack(&self) -> [u8; recv_wqe::BYTES] {
+        let mut r = [0u8; recv_wqe::BYTES];
+        recv_wqe::WR_ID.put(&mut r, self.wr_id);
+        recv_wqe::NUM_SGE.put(&mut r, self.num_sge.into());
+        recv_wqe::SGE0_ADDR.put(&mut r, self.sge_addr);
+        recv_wqe::SGE0_LENGTH.put(&mut r, self.sge_length.into());
+        recv_wqe::SGE0_LKEY.put(&mut r, self.sge_lkey.into());
         r
     }
 }
@@ -334,6 +375,9 @@ mod tests {
             send_cq: 9,
             sq_log_size: 6,
             sq_base: 0x1_2345_6780,
+            recv_cq: 11,
+            rq_log_size: 15,
+            rq_base: 0x2_0000_1240,
         };
         let r = c.pack();
         assert_eq!(bits(&r, qp_context::STATE), 3);
@@ -359,6 +403,11 @@ mod tests {
         assert_eq!(bits(&r, qp_context::SEND_CQ), 9);
         assert_eq!(bits(&r, qp_context::SQ_LOG_SIZE), 6);
         assert_eq!(bits(&r, qp_context::SQ_BASE), 0x1_2345_6780);
+        assert_eq!(bits(&r, qp_context::RECV_CQ), 11);
+        assert_eq!(bits(&r, qp_context::RQ_LOG_SIZE), 15);
+        assert_eq!(bits(&r, qp_context::RQ_BASE), 0x2_0000_1240);
+        assert_eq!(r[40], 11, "RECV_CQ at byte 40");
+        assert_eq!(u64::from_le_bytes(r[48..56].try_into().unwrap()), 0x2_0000_1240, "RQ_BASE at byte 48");
         // Byte 0: state 3 | init_sq_psn << 3.
         assert_eq!(r[0], 0b0000_1011);
     }
@@ -416,6 +465,21 @@ mod tests {
         assert_eq!(u32::from_le_bytes(r[44..48].try_into().unwrap()), 0x201);
         assert!(r[48..].iter().all(|&b| b == 0));
         assert_eq!(bits(&r, wqe::SGE0_LKEY), 0x201);
+    }
+
+    #[test]
+    fn recv_wqe_fields_land_on_contract_bytes() {
+        let w = RecvWqe { wr_id: 0x1122_3344_5566_7788, num_sge: 1, sge_addr: 0x7f00_0000_0abc, sge_length: 100_000, sge_lkey: 0x0305 };
+        let r = w.pack();
+        assert_eq!(u64::from_le_bytes(r[0..8].try_into().unwrap()), w.wr_id);
+        assert_eq!(r[8], 1, "NUM_SGE at byte 8");
+        assert_eq!(recv_wqe::sge_offset(0), 16);
+        assert_eq!(u64::from_le_bytes(r[16..24].try_into().unwrap()), w.sge_addr);
+        assert_eq!(u32::from_le_bytes(r[24..28].try_into().unwrap()), 100_000);
+        assert_eq!(u32::from_le_bytes(r[28..32].try_into().unwrap()), 0x0305);
+        assert!(r[9..16].iter().all(|&b| b == 0));
+        assert!(r[32..].iter().all(|&b| b == 0), "scatter entries 1 and 2 stay empty");
+        assert_eq!(bits(&r, recv_wqe::SGE0_LKEY), 0x0305);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! checks, record packing as written by the verbs, SQ and CQ ring handling.
 use std::rc::Rc;
 
-use rnic_contract::{cq_context, cqe, mr_entry, qp_context, regs, wqe};
+use rnic_contract::{cq_context, cqe, mr_entry, qp_context, recv_wqe, regs, verbs, wqe};
 
 use crate::mock::MockDevice;
 use crate::qp::transition_masks;
@@ -111,9 +111,14 @@ fn modify_table_missing_and_extra_attributes_are_einval_without_mmio() {
             }
             assert_eq!(dev.writes.borrow().len(), writes, "{cur:?}->{next:?}: refused modify wrote MMIO");
             assert_eq!(qp.state(), cur, "refused modify changed the state");
-            // Required plus all optional is fine, and writes exactly one context command.
+            // Required plus all optional is fine, and writes exactly one context command (and,
+            // into RESET, the RQ doorbell with producer index 0).
             qp.modify(&attr, QpAttrMask::STATE | required | optional).unwrap();
-            assert_eq!(dev.writes.borrow().len(), writes + regs::CMD_DATA_WORDS + 1);
+            let rq_reset = usize::from(next == QpState::Reset);
+            assert_eq!(dev.writes.borrow().len(), writes + regs::CMD_DATA_WORDS + 1 + rq_reset);
+            if next == QpState::Reset {
+                assert_eq!(dev.writes.borrow().last(), Some(&(regs::RQ_DOORBELL, qp.qp_num() << 16)));
+            }
             let (op, idx, rec) = last_cmd(&dev);
             assert_eq!(op, regs::cmd_op::WRITE_QP);
             assert_eq!(u32::from(idx), qp.qp_num());
@@ -404,8 +409,23 @@ fn cq_must_cover_its_qps() {
     let e = pd.create_qp(&cq).set_max_send_wr(5).build().unwrap_err();
     assert_eq!(e.errno(), Errno::EINVAL, "{e}");
     drop(a);
-    pd.create_qp(&cq).set_max_send_wr(8).build().unwrap();
-    assert_eq!(pd.create_qp(&cq).set_max_recv_wr(1).build().unwrap_err().errno(), Errno::EOPNOTSUPP);
+    let b = pd.create_qp(&cq).set_max_send_wr(8).build().unwrap();
+    // The CQ is full: a receive queue needs room on its receive CQ too.
+    assert_eq!(pd.create_qp(&cq).set_max_send_wr(1).build().unwrap_err().errno(), Errno::EINVAL);
+    drop(b);
+    let e = pd.create_qp(&cq).set_max_send_wr(4).set_max_recv_wr(5).build().unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL, "4 + 8 entries on a CQ of 8: {e}");
+    let a = pd.create_qp(&cq).set_max_send_wr(4).set_max_recv_wr(4).build().unwrap();
+    assert_eq!(a.rq_capacity(), 4);
+    drop(a);
+    // A separate receive CQ carries the RQ's share alone.
+    let rcq = ctx.create_cq(4).unwrap();
+    let a = pd.create_qp(&cq).set_max_send_wr(8).set_recv_cq(&rcq).set_max_recv_wr(4).build().unwrap();
+    assert_eq!(pd.create_qp(&rcq).set_max_send_wr(1).build().unwrap_err().errno(), Errno::EINVAL);
+    drop(a);
+    pd.create_qp(&rcq).set_max_send_wr(4).build().unwrap();
+    assert_eq!(pd.create_qp(&cq).set_max_recv_wr(1).set_max_recv_sge(2).build().unwrap_err().errno(), Errno::EOPNOTSUPP);
+    assert_eq!(pd.create_qp(&cq).set_max_recv_wr(qp::MAX_RECV_WR + 1).build().unwrap_err().errno(), Errno::EINVAL);
     assert_eq!(ctx.create_cq(0).unwrap_err().errno(), Errno::EINVAL);
 }
 
@@ -485,4 +505,146 @@ fn endpoints_connect_two_qps() {
     assert_eq!(qa.connect(&eb).unwrap_err().errno(), Errno::EINVAL, "connect needs RESET");
     let json = serde_json::to_string(&eb).unwrap();
     assert_eq!(serde_json::from_str::<Endpoint>(&json).unwrap(), eb);
+}
+
+/// The context record of the last WRITE_QP for `qpn` in the write log.
+fn last_qp_context(dev: &MockDevice, qpn: u32) -> [u8; 64] {
+    let log = dev.writes.borrow();
+    let pos = log.iter().rposition(|(a, v)| *a == regs::CMD && *v == (regs::cmd_op::WRITE_QP << 24 | qpn)).unwrap();
+    let mut r = [0u8; 64];
+    for (a, v) in &log[pos - 16..pos] {
+        let i = usize::from(a - regs::CMD_DATA);
+        r[i..i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    r
+}
+
+/// The ring base of the last WRITE_CQ for `cqn`.
+fn cq_base(dev: &MockDevice, cqn: u32) -> u64 {
+    let log = dev.writes.borrow();
+    let pos = log.iter().rposition(|(a, v)| *a == regs::CMD && *v == (regs::cmd_op::WRITE_CQ << 24 | cqn)).unwrap();
+    let mut r = [0u8; 64];
+    for (a, v) in &log[pos - 16..pos] {
+        let i = usize::from(a - regs::CMD_DATA);
+        r[i..i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    cq_context::BASE.get(&r)
+}
+
+#[test]
+fn create_qp_with_a_receive_queue_writes_the_rq_context_and_resets_the_rq_producer() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let scq = ctx.create_cq(16).unwrap();
+    let rcq = ctx.create_cq(16).unwrap();
+    let qp = pd.create_qp(&scq).set_max_send_wr(4).set_recv_cq(&rcq).set_max_recv_wr(5).build().unwrap();
+    let rec = last_qp_context(&dev, qp.qp_num());
+    assert_eq!(qp_context::SEND_CQ.get(&rec), u64::from(scq.cqn()));
+    assert_eq!(qp_context::RECV_CQ.get(&rec), u64::from(rcq.cqn()));
+    assert_eq!(qp_context::RQ_LOG_SIZE.get(&rec), 3, "5 receive WRs round up to 8");
+    let rq_base = qp_context::RQ_BASE.get(&rec);
+    assert_ne!(rq_base, 0);
+    assert_eq!(rq_base % 64, 0);
+    assert_ne!(rq_base, qp_context::SQ_BASE.get(&rec));
+    // The ring is zeroed DMA memory of 8 × 64 bytes.
+    let mut ring = [0xFFu8; 8 * 64];
+    ctx.device().dma_read(Iova(rq_base), &mut ring).unwrap();
+    assert!(ring.iter().all(|&b| b == 0));
+    assert_eq!(dev.writes.borrow().last(), Some(&(regs::RQ_DOORBELL, qp.qp_num() << 16)), "RQ producer index 0");
+    let cap = qp.query_qp().cap;
+    assert_eq!((cap.max_recv_wr, cap.max_recv_sge, cap.max_send_wr), (8, 1, 4));
+    // Without a receive queue: no ring, RQ fields 0, receive CQ = send CQ, no receive SGEs.
+    let q2 = pd.create_qp(&scq).set_max_send_wr(4).build().unwrap();
+    let rec = last_qp_context(&dev, q2.qp_num());
+    assert_eq!((qp_context::RQ_LOG_SIZE.get(&rec), qp_context::RQ_BASE.get(&rec)), (0, 0));
+    assert_eq!(qp_context::RECV_CQ.get(&rec), u64::from(scq.cqn()));
+    assert_eq!((q2.query_qp().cap.max_recv_wr, q2.query_qp().cap.max_recv_sge), (0, 0));
+}
+
+#[test]
+fn post_recv_builds_receive_wqes_and_rings_the_rq_doorbell() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut qp = pd.create_qp(&cq).set_max_send_wr(4).set_max_recv_wr(4).build().unwrap();
+    let rq_base = qp_context::RQ_BASE.get(&last_qp_context(&dev, qp.qp_num()));
+    let wr = RecvWr::new(21, mr.sge(100..1100).unwrap());
+    // RESET: EINVAL, nothing written.
+    let writes = dev.writes.borrow().len();
+    let e = qp.post_recv_one(wr).unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
+    assert_eq!(dev.writes.borrow().len(), writes);
+    // INIT: receives may be posted before the connection exists.
+    let (req, _) = transition_masks(QpState::Reset, QpState::Init).unwrap();
+    qp.modify(&full_attr(QpState::Init), req | QpAttrMask::STATE).unwrap();
+    let writes = dev.writes.borrow().len();
+    qp.post_recv(&[wr, RecvWr::zero_length(22)]).unwrap();
+    assert_eq!(dev.writes.borrow()[writes..], [(regs::RQ_DOORBELL, qp.qp_num() << 16 | 2)], "one RQ doorbell, nothing else");
+    let mut w = [0u8; 64];
+    ctx.device().dma_read(Iova(rq_base), &mut w).unwrap();
+    assert_eq!(recv_wqe::WR_ID.get(&w), 21);
+    assert_eq!(recv_wqe::NUM_SGE.get(&w), 1);
+    assert_eq!(recv_wqe::SGE0_ADDR.get(&w), mr.addr() + 100);
+    assert_eq!(recv_wqe::SGE0_LENGTH.get(&w), 1000);
+    assert_eq!(recv_wqe::SGE0_LKEY.get(&w), u64::from(mr.lkey()));
+    ctx.device().dma_read(Iova(rq_base + 64), &mut w).unwrap();
+    assert_eq!((recv_wqe::WR_ID.get(&w), recv_wqe::NUM_SGE.get(&w), recv_wqe::SGE0_LENGTH.get(&w)), (22, 0, 0));
+    assert_eq!(qp.recv_outstanding(), 2);
+    // More scatter entries than max_recv_sge: EINVAL; a WR cannot even hold more than 3.
+    let two = RecvWr::with_sg_list(23, &[mr.sge(0..10).unwrap(), mr.sge(10..20).unwrap()]).unwrap();
+    let writes = dev.writes.borrow().len();
+    assert_eq!(qp.post_recv(&[wr, two]).unwrap_err().errno(), Errno::EINVAL, "all or nothing");
+    assert_eq!(qp.post_recv_one(RecvWr { num_sge: 7, ..wr }).unwrap_err().errno(), Errno::EINVAL);
+    let four = [mr.sge(0..1).unwrap(); 4];
+    assert_eq!(RecvWr::with_sg_list(24, &four).unwrap_err().errno(), Errno::EINVAL);
+    // Full RQ: 2 of 4 free, 3 requested is ENOMEM and posts nothing.
+    assert_eq!(qp.post_recv(&[wr, wr, wr]).unwrap_err().errno(), Errno::ENOMEM);
+    assert_eq!(dev.writes.borrow().len(), writes);
+    qp.post_recv(&[RecvWr { wr_id: 30, ..wr }, RecvWr { wr_id: 31, ..wr }]).unwrap();
+    assert_eq!(qp.post_recv_one(wr).unwrap_err().errno(), Errno::ENOMEM);
+    // The NIC (played by the test) completes the first receive: its slot frees up, and the
+    // next receive lands in slot 0 of the second lap with producer index 5.
+    let base = cq_base(&dev, cq.cqn());
+    let c = Cqe { wr_id: 21, byte_len: 777, qp_num: qp.qp_num(), opcode: verbs::wc_opcode::RECV, owner: true, ..Cqe::default() };
+    ctx.device().dma_write(Iova(base), &c.pack()).unwrap();
+    let mut wcs = [WorkCompletion::default(); 4];
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
+    assert_eq!((wcs[0].opcode, wcs[0].byte_len, wcs[0].wr_id, wcs[0].status), (WcOpcode::Recv, 777, 21, WcStatus::Success));
+    assert!(wcs[0].opcode.is_recv());
+    assert_eq!(qp.recv_outstanding(), 3);
+    assert_eq!(qp.outstanding(), 0, "a receive completion retires no send WR");
+    qp.post_recv_one(RecvWr { wr_id: 40, ..wr }).unwrap();
+    assert_eq!(dev.writes.borrow().last(), Some(&(regs::RQ_DOORBELL, qp.qp_num() << 16 | 5)));
+    ctx.device().dma_read(Iova(rq_base), &mut w).unwrap();
+    assert_eq!(recv_wqe::WR_ID.get(&w), 40, "slot 0 reused after its completion");
+    // A receive error moves the QP to ERR; post_recv is then refused (no flush in the NIC).
+    let c = Cqe { wr_id: 22, qp_num: qp.qp_num(), opcode: verbs::wc_opcode::RECV, status: 1, owner: true, ..Cqe::default() };
+    ctx.device().dma_write(Iova(base + 32), &c.pack()).unwrap();
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
+    assert_eq!(wcs[0].status, WcStatus::LocLenErr);
+    assert_eq!(qp.state(), QpState::Err);
+    assert_eq!(qp.post_recv_one(wr).unwrap_err().errno(), Errno::EINVAL);
+    // RESET forgets the receives and zeroes the NIC's RQ producer index.
+    qp.modify(&QpAttr { qp_state: QpState::Reset, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
+    assert_eq!(qp.recv_outstanding(), 0);
+    assert_eq!(dev.writes.borrow().last(), Some(&(regs::RQ_DOORBELL, qp.qp_num() << 16)));
+    assert_eq!(qp.stray_completions(), 0);
+    // A QP without a receive queue refuses receives.
+    let mut q2 = qp_in(&pd, &cq, QpState::Rts);
+    assert_eq!(q2.post_recv_one(wr).unwrap_err().errno(), Errno::EINVAL);
+}
+
+#[test]
+fn send_wr_constructor() {
+    let mut buf = vec![0u8; 64];
+    let (_dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = SendWr::send(3, mr.sge(0..10).unwrap());
+    assert_eq!((s.opcode, s.sge.map(|g| g.length), s.remote), (WrOpcode::Send, Some(10), None));
+    assert!(!s.flags.contains(SendFlags::SIGNALED));
+    assert_eq!(SendWr::send(4, None).sge, None);
+    assert_eq!(WrOpcode::Send as u8, 2);
 }

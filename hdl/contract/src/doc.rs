@@ -1,7 +1,7 @@
 //! Renders the contract as Markdown (`docs/contract.md`), so the documentation is produced from
 //! the same definitions the RTL and the driver use. A test fails when the committed file is
 //! stale; `RNIC_BLESS=1 cargo test -p rnic-contract` rewrites it.
-use crate::{cq_context, cqe, mr_entry, qp_context, regs, wqe, Field};
+use crate::{cq_context, cqe, mr_entry, qp_context, recv_wqe, regs, wqe, Field};
 use std::fmt::Write;
 
 fn table(out: &mut String, title: &str, intro: &str, fields: &[(&str, Field)]) {
@@ -36,6 +36,7 @@ pub fn markdown() -> String {
         (regs::MAC_HI, "MAC_HI (MAC bytes 4..6 in bits 15:0)", "RW"),
         (regs::IPV4_ADDR, "IPV4_ADDR (first octet in bits 31:24)", "RW"),
         (regs::SQ_DOORBELL, "SQ_DOORBELL (qpn << 16 | SQ producer index)", "WO"),
+        (regs::RQ_DOORBELL, "RQ_DOORBELL (qpn << 16 | RQ producer index)", "WO"),
         (regs::CMD_DATA, "CMD_DATA[0..16] (512-bit staging record, word i = bits 32i+31..32i)", "WO"),
         (regs::CMD, "CMD (op << 24 | index; op 1 WRITE_QP, 2 WRITE_MR, 3 WRITE_CQ)", "WO"),
     ] {
@@ -54,6 +55,8 @@ pub fn markdown() -> String {
         ("UDP_SPORT", qp_context::UDP_SPORT), ("DEST_IP", qp_context::DEST_IP),
         ("DEST_MAC", qp_context::DEST_MAC), ("SEND_CQ", qp_context::SEND_CQ),
         ("SQ_LOG_SIZE", qp_context::SQ_LOG_SIZE), ("SQ_BASE", qp_context::SQ_BASE),
+        ("RECV_CQ", qp_context::RECV_CQ), ("RQ_LOG_SIZE", qp_context::RQ_LOG_SIZE),
+        ("RQ_BASE", qp_context::RQ_BASE),
     ]);
     table(&mut o, "Memory-region key-table entry (CMD op 2, index = key >> 8)", "A key is `index << 8 | tag`; VA..VA+LENGTH maps to IOVA..IOVA+LENGTH.", &[
         ("VALID", mr_entry::VALID), ("ACCESS", mr_entry::ACCESS), ("TAG", mr_entry::TAG),
@@ -67,6 +70,10 @@ pub fn markdown() -> String {
         ("NUM_SGE", wqe::NUM_SGE), ("IMM_DATA", wqe::IMM_DATA), ("REMOTE_ADDR", wqe::REMOTE_ADDR),
         ("RKEY", wqe::RKEY), ("SGE0_ADDR", wqe::SGE0_ADDR), ("SGE0_LENGTH", wqe::SGE0_LENGTH),
         ("SGE0_LKEY", wqe::SGE0_LKEY),
+    ]);
+    table(&mut o, "Receive WQE (64 bytes in the RQ ring)", "Fetched by DMA when a SEND arrives; scatter entry i at byte 16 + 16 i.", &[
+        ("WR_ID", recv_wqe::WR_ID), ("NUM_SGE", recv_wqe::NUM_SGE), ("SGE0_ADDR", recv_wqe::SGE0_ADDR),
+        ("SGE0_LENGTH", recv_wqe::SGE0_LENGTH), ("SGE0_LKEY", recv_wqe::SGE0_LKEY),
     ]);
     table(&mut o, "CQE (32 bytes in the CQ ring)", "Written by DMA; OWNER of the n-th CQE is `!(n >> LOG_SIZE) & 1`.", &[
         ("WR_ID", cqe::WR_ID), ("BYTE_LEN", cqe::BYTE_LEN), ("IMM_DATA", cqe::IMM_DATA),

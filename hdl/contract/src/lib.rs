@@ -18,6 +18,7 @@ pub mod doc;
 pub mod field;
 pub mod mr_entry;
 pub mod qp_context;
+pub mod recv_wqe;
 pub mod regs;
 pub mod verbs;
 pub mod wqe;

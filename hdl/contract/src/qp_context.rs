@@ -49,12 +49,20 @@ pub const SEND_CQ: Field = Field::at_bit(240, 8);
 pub const SQ_LOG_SIZE: Field = Field::at_bit(248, 4);
 /// IOVA of the SQ ring (64-byte aligned; one WQE per 64 bytes).
 pub const SQ_BASE: Field = Field::at_bit(256, 64);
+/// Index of the CQ that receives this QP's receive completions (SEND, RDMA WRITE with
+/// immediate).
+pub const RECV_CQ: Field = Field::at_bit(320, 8);
+/// log2 of the RQ ring size in receive WQEs ([`crate::recv_wqe`]).
+pub const RQ_LOG_SIZE: Field = Field::at_bit(328, 4);
+/// IOVA of the RQ ring (64-byte aligned; one receive WQE per 64 bytes). With
+/// [`INIT_RQ_PSN`] the NIC also resets its RQ consumer index to 0.
+pub const RQ_BASE: Field = Field::at_bit(384, 64);
 
 const _: () = assert!(check_disjoint(
     &[
         STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, TIMEOUT, RETRY_CNT,
         RQ_PSN, RNR_RETRY, MIN_RNR_TIMER, PKEY,
-        UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_BASE
+        UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_BASE, RECV_CQ, RQ_LOG_SIZE, RQ_BASE
     ],
     512
 ));

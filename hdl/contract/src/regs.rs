@@ -44,6 +44,11 @@ pub const IPV4_ADDR: u16 = 0x0018;
 /// modulo 2^16). The NIC fetches WQEs from the QP's SQ ring up to that index.
 pub const SQ_DOORBELL: u16 = 0x0100;
 
+/// RQ doorbell: write `qpn << 16 | rq_producer_index` (receive WQEs posted, modulo 2^16). The
+/// responder consumes receive WQEs from the QP's RQ ring up to that index; a SEND that finds
+/// none is answered with an RNR NAK.
+pub const RQ_DOORBELL: u16 = 0x0104;
+
 /// Context-command staging words: 16 registers at `CMD_DATA + 4*i` holding the 512-bit record
 /// (word `i` = record bits `32*i+31 .. 32*i`) that the next [`CMD`] commits.
 pub const CMD_DATA: u16 = 0x0200;
@@ -122,8 +127,12 @@ pub mod counter {
     pub const RX_NAK_REM_ACCESS: u16 = 22;
     /// NAKs received: remote operational error.
     pub const RX_NAK_REM_OP: u16 = 23;
+    /// RNR NAKs sent by the responder (a SEND found no receive WQE).
+    pub const TX_RNR_NAKS: u16 = 24;
+    /// RNR NAKs received by the requester.
+    pub const RX_RNR_NAKS: u16 = 25;
     /// Number of counters.
-    pub const COUNT: u16 = 24;
+    pub const COUNT: u16 = 26;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -151,5 +160,7 @@ pub mod counter {
         "rx_nak_inv_req",
         "rx_nak_rem_access",
         "rx_nak_rem_op",
+        "tx_rnr_naks",
+        "rx_rnr_naks",
     ];
 }
