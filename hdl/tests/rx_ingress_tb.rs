@@ -343,10 +343,16 @@ const WRITE_MIDDLE: u8 = 0x07;
 const WRITE_LAST: u8 = 0x08;
 const WRITE_ONLY: u8 = 0x0A;
 const ACK: u8 = 0x11;
+const SEND_FIRST: u8 = 0x00;
+const SEND_MIDDLE: u8 = 0x01;
+const SEND_LAST: u8 = 0x02;
+const SEND_ONLY: u8 = 0x04;
 
 /// A frame the ingress must accept, with random masked fields.
 fn good_repr(rng: &mut Rng) -> RocePacketRepr {
-    let op = *rng.pick(&[WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY, ACK]);
+    let op = *rng.pick(&[
+        WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY, ACK, SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY,
+    ]);
     let mut r = codec::nic_style_repr(rng, op);
     codec::add_ext_headers(rng, &mut r);
     r.ipv4.dscp = (rng.u32() & 63) as u8;
@@ -358,7 +364,7 @@ fn good_repr(rng: &mut Rng) -> RocePacketRepr {
     r.bth.becn = rng.chance(1, 4);
     let plen = match op {
         ACK => 0,
-        WRITE_FIRST | WRITE_MIDDLE => *rng.pick(&[256usize, 512, 1024, 2048, 4096]),
+        WRITE_FIRST | WRITE_MIDDLE | SEND_FIRST | SEND_MIDDLE => *rng.pick(&[256usize, 512, 1024, 2048, 4096]),
         _ => match rng.range(0, 3) {
             0 => rng.range(0, 70) as usize,
             1 => rng.range(1, 4096) as usize,
@@ -576,12 +582,13 @@ fn malformed_frames_are_counted_and_dropped() {
                 "EtherType not IPv4"
             }
             5 => {
-                // SEND_ONLY: valid RoCE, but not an opcode this NIC accepts.
-                let mut s = codec::nic_style_repr(&mut tb.rng, 0x04);
+                // RDMA READ RESPONSE MIDDLE (BTH only): valid RoCE, but not an opcode this NIC
+                // accepts yet.
+                let mut s = codec::nic_style_repr(&mut tb.rng, 0x0E);
                 let n = tb.rng.range(0, 300) as usize;
                 s.payload = tb.rng.bytes(n);
                 f = s.emit();
-                "unsupported opcode (SEND_ONLY)"
+                "unsupported opcode (READ_RESPONSE_MIDDLE)"
             }
             6 => {
                 let l = u16::from_be_bytes([f[38], f[39]]) + 4;
