@@ -43,6 +43,11 @@ pub struct DmaReadIssuer {
     holding: DFF<Bit>,
     /// A receive-WQE AR was presented and not taken: present it again.
     hold_rq: DFF<Bit>,
+    /// A receive-WQE fetch taken from the RX engine and not yet issued (`rq_ready` is its
+    /// inverse, a register, so the RX engine's handshake never passes through this block's
+    /// arbitration).
+    rq_pend: DFF<Bit>,
+    rq_addr_q: DFF<Bits<64>>,
     cur: DFF<Bits<64>>,
     beats: DFF<Bits<8>>,
     /// The next burst's length in beats (1..=64), valid while `sized`.
@@ -57,7 +62,7 @@ pub struct DmaReadIssuer {
 impl Logic for DmaReadIssuer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy, holding, hold_rq, cur, beats, burst, sized);
+        dff_setup!(self, clock, busy, holding, hold_rq, rq_pend, rq_addr_q, cur, beats, burst, sized);
         self.job_beats.next = (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0))
             + bit_cast::<16, 13>(self.rj_len.val())
             + 63)
@@ -66,17 +71,23 @@ impl Logic for DmaReadIssuer {
         self.to_4k.next = 64_u64 - bit_cast::<8, 6>(self.cur.q.val().get_bits::<6>(6));
         self.beats_left.next = self.beats.q.val() - self.burst.q.val();
         self.wqe_ready.next = false;
-        self.rq_ready.next = false;
+        self.rq_ready.next = !self.rq_pend.q.val();
+        if self.rq_valid.val() & !self.rq_pend.q.val() {
+            self.rq_pend.d.next = true;
+            self.rq_addr_q.d.next = self.rq_addr.val();
+        }
         self.rj_read.next = false;
         self.arvalid.next = false;
         self.araddr.next = self.wqe_addr.val();
         self.arlen.next = 0.into();
         self.arid.next = 1.into();
-        if self.hold_rq.q.val() | (self.rq_valid.val() & !self.wqe_valid.val() & !self.holding.q.val()) {
+        if self.hold_rq.q.val() | (self.rq_pend.q.val() & !self.wqe_valid.val() & !self.holding.q.val()) {
             self.arvalid.next = true;
-            self.araddr.next = self.rq_addr.val();
+            self.araddr.next = self.rq_addr_q.q.val();
             self.arid.next = 2.into();
-            self.rq_ready.next = self.arready.val();
+            if self.arready.val() {
+                self.rq_pend.d.next = false;
+            }
         } else if self.wqe_valid.val() & !self.holding.q.val() {
             self.arvalid.next = true;
             self.wqe_ready.next = self.arready.val();
@@ -118,6 +129,7 @@ impl Logic for DmaReadIssuer {
             self.busy.d.next = false;
             self.holding.d.next = false;
             self.hold_rq.d.next = false;
+            self.rq_pend.d.next = false;
             self.sized.d.next = false;
         }
     }
