@@ -533,6 +533,47 @@ pub fn scapy_check_icrc(pcap: impl AsRef<Path>) -> Result<Vec<bool>, OracleError
     Ok(scapy_check(pcap)?.into_iter().map(|f| f.icrc_ok).collect())
 }
 
+/// What both oracles say about one capture: tshark's dissection and scapy's ICRC verdicts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureVerdict {
+    /// tshark's report, one entry per frame.
+    pub tshark: TsharkReport,
+    /// scapy's ICRC verdict per frame.
+    pub icrc: Vec<bool>,
+}
+
+impl CaptureVerdict {
+    /// Whether both oracles saw exactly `frames` frames, tshark flagged none of them and scapy
+    /// verified every ICRC.
+    pub fn all_clean(&self, frames: usize) -> bool {
+        self.tshark.packets.len() == frames
+            && self.icrc.len() == frames
+            && self.tshark.all_clean()
+            && self.icrc.iter().all(|ok| *ok)
+    }
+
+    /// Frame counts, tshark's problems and the frames whose ICRC failed, for assertion messages.
+    pub fn summary(&self) -> String {
+        let bad_icrc: Vec<usize> = self.icrc.iter().enumerate().filter(|(_, ok)| !**ok).map(|(i, _)| i + 1).collect();
+        format!(
+            "tshark: {} frames{}{}; scapy: {} frames, ICRC failed on frames {bad_icrc:?}",
+            self.tshark.packets.len(),
+            if self.tshark.all_clean() { "" } else { ", flagged:\n" },
+            self.tshark.summary(),
+            self.icrc.len(),
+        )
+    }
+}
+
+/// Runs both oracles on `pcap` ([`tshark_check`], [`scapy_check_icrc`]).
+///
+/// # Errors
+/// As [`tshark_check`] and [`scapy_check`].
+pub fn check_capture(pcap: impl AsRef<Path>) -> Result<CaptureVerdict, OracleError> {
+    let pcap = pcap.as_ref();
+    Ok(CaptureVerdict { tshark: tshark_check(pcap)?, icrc: scapy_check_icrc(pcap)? })
+}
+
 /// Has scapy build a fixed set of RoCEv2 frames (its RoCE layer computes every ICRC) into a
 /// pcap at `out`, and returns one JSON object per frame describing what was built: keys
 /// `frame`, `note`, `opcode`, `dqpn`, `psn`, `pkey`, `se`, `migreq`, `padcount`, `ackreq`,

@@ -20,33 +20,21 @@
 //! - post_recv refuses a QP in RESET (EINVAL) and a full RQ (ENOMEM);
 //! - SEND_WITH_IMM and RDMA_WRITE_WITH_IMM are not implemented: LOC_QP_OP_ERR;
 //! - a capture of SEND traffic is clean in tshark and its ICRCs verify in scapy.
-use std::cell::RefCell;
-use std::rc::Rc;
+mod common;
 
-use rnic::sim::sim_pair;
+use common::{nonzero, Hosts};
 use rnic::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, Errno, MemoryRegion, Mtu, PortAddr, ProtectionDomain, QpAttr,
+    AccessFlags, CompletionQueue, ConnectOptions, Errno, MemoryRegion, Mtu, QpAttr,
     QpAttrMask, QpState, QueuePair, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 use rnic_contract::regs::counter;
-use rnic_sim::{SimConfig, World};
+use rnic_sim::SimConfig;
 
 const ALL_MTUS: [Mtu; 5] = [Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096];
 /// Guard bytes around every receive range, and the receive buffer's initial content.
 const GUARD: u8 = 0xEE;
 /// RQ entries of the responder's QP in most tests.
 const RQ: u32 = 16;
-
-/// Two hosts cabled back to back: A (NIC 0) sends, B (NIC 1) receives.
-struct Hosts {
-    world: Rc<RefCell<World>>,
-    a: Context,
-    b: Context,
-    pa: ProtectionDomain,
-    pb: ProtectionDomain,
-    ca: CompletionQueue,
-    cb: CompletionQueue,
-}
 
 fn hosts() -> Hosts {
     hosts_with(SimConfig::default())
@@ -57,20 +45,23 @@ fn hosts_dropping(drops: Vec<(usize, u64)>) -> Hosts {
     hosts_with(SimConfig { faults: rnic_sim::FaultConfig { drop_frames: drops, ..Default::default() }, ..SimConfig::default() })
 }
 
+/// Two hosts: A (NIC 0) sends, B (NIC 1) receives.
 fn hosts_with(cfg: SimConfig) -> Hosts {
-    let (world, da, db) = sim_pair(cfg).expect("simulated world");
-    let a = Context::open_with_port(da, PortAddr::for_sim_nic(0)).expect("open NIC 0");
-    let b = Context::open_with_port(db, PortAddr::for_sim_nic(1)).expect("open NIC 1");
-    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
-    let (ca, cb) = (a.create_cq(64).unwrap(), b.create_cq(64).unwrap());
-    Hosts { world, a, b, pa, pb, ca, cb }
+    Hosts::new(cfg)
 }
 
 fn opts(mtu: Mtu) -> ConnectOptions {
     ConnectOptions { path_mtu: mtu, access: AccessFlags::empty(), ..ConnectOptions::default() }
 }
 
-impl Hosts {
+/// The QPs and waits the SEND tests use on top of the shared harness.
+trait SendHosts {
+    fn qps<'mr>(&self, o: &ConnectOptions) -> (QueuePair<'mr>, QueuePair<'mr>);
+    fn qps_sized<'mr>(&self, o: &ConnectOptions, rq: u32) -> (QueuePair<'mr>, QueuePair<'mr>);
+    fn drain(&self, cq: &CompletionQueue, settle: u64) -> Vec<WorkCompletion>;
+}
+
+impl SendHosts for Hosts {
     /// Two connected RC QPs: A (SQ 32, no RQ) → B (SQ 8, RQ [`RQ`]).
     fn qps<'mr>(&self, o: &ConnectOptions) -> (QueuePair<'mr>, QueuePair<'mr>) {
         self.qps_sized(o, RQ)
@@ -85,31 +76,6 @@ impl Hosts {
         (qa, qb)
     }
 
-    fn counters(&self) -> (rnic::Counters, rnic::Counters) {
-        (self.a.counters().unwrap(), self.b.counters().unwrap())
-    }
-
-    fn diag(&self) -> String {
-        let (ca, cb) = self.counters();
-        format!("NIC 0 counters: {:?}\nNIC 1 counters: {:?}", nonzero(&ca), nonzero(&cb))
-    }
-
-    /// Polls `cq` until `n` completions arrived (panics after `budget` cycles, printing the
-    /// counters of both NICs).
-    fn wait(&self, cq: &CompletionQueue, n: usize, budget: u64) -> Vec<WorkCompletion> {
-        let mut got = Vec::new();
-        let mut wcs = [WorkCompletion::default(); 16];
-        let start = self.world.borrow().cycles();
-        while got.len() < n {
-            let k = cq.poll(&mut wcs[..(n - got.len()).min(16)]).unwrap();
-            got.extend_from_slice(&wcs[..k]);
-            if self.world.borrow().cycles() - start > budget {
-                panic!("CQ {}: {} of {n} completions within {budget} cycles: {got:?}\n{}", cq.cqn(), got.len(), self.diag());
-            }
-        }
-        got
-    }
-
     /// Everything `cq` holds now (after letting the NICs run `settle` cycles).
     fn drain(&self, cq: &CompletionQueue, settle: u64) -> Vec<WorkCompletion> {
         self.settle(settle);
@@ -117,29 +83,6 @@ impl Hosts {
         let n = cq.poll(&mut wcs).unwrap();
         wcs[..n].to_vec()
     }
-
-    /// Steps the world until `ctx`'s counter `idx` reaches `at_least`; false after `budget`
-    /// cycles.
-    fn wait_counter(&self, ctx: &Context, idx: u16, at_least: u32, budget: u64) -> bool {
-        let start = self.world.borrow().cycles();
-        loop {
-            if ctx.counter(idx).unwrap() >= at_least {
-                return true;
-            }
-            if self.world.borrow().cycles() - start > budget {
-                return false;
-            }
-            self.world.borrow_mut().step_n(256);
-        }
-    }
-
-    fn settle(&self, n: u64) {
-        self.world.borrow_mut().step_n(n);
-    }
-}
-
-fn nonzero(c: &rnic::Counters) -> Vec<(&'static str, u32)> {
-    c.iter().filter(|(_, v)| *v != 0).collect()
 }
 
 fn delta(c1: &rnic::Counters, c0: &rnic::Counters, i: u16) -> u32 {
@@ -1200,10 +1143,6 @@ fn send_capture_is_clean_in_tshark_and_scapy() {
         assert!(syndromes.contains(&syn), "AETH syndrome {syn:#x} missing from {syndromes:x?}");
     }
     assert!(syndromes.iter().any(|s| s >> 5 == 0), "no ACK in {syndromes:x?}");
-    let report = oracle::tshark_check(&pcap).unwrap();
-    assert_eq!(report.packets.len(), frames.len());
-    assert!(report.all_clean(), "tshark flagged: {}", report.summary());
-    let icrc = oracle::scapy_check_icrc(&pcap).unwrap();
-    assert_eq!(icrc.len(), frames.len());
-    assert!(icrc.iter().all(|ok| *ok), "scapy ICRC verdicts: {icrc:?}");
+    let verdict = oracle::check_capture(&pcap).unwrap();
+    assert!(verdict.all_clean(frames.len()), "{} frames captured; {}", frames.len(), verdict.summary());
 }

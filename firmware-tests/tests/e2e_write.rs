@@ -12,42 +12,32 @@
 //!   target and increments the responder's `drop_key` counter (bounded waits: a NAK path may not
 //!   exist yet, so the requester may never complete such a WR);
 //! - a bad lkey completes with LOC_PROT_ERR, an unimplemented opcode with LOC_QP_OP_ERR.
-use std::cell::RefCell;
-use std::rc::Rc;
+mod common;
 
-use rnic::sim::sim_pair;
+use common::{nonzero, Hosts};
 use rnic::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, Mtu, PortAddr, ProtectionDomain, QueuePair, SendWr, Sge,
+    AccessFlags, ConnectOptions, Mtu, QueuePair, SendWr, Sge,
     WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 use rnic_contract::regs::counter;
-use rnic_sim::{SimConfig, World};
+use rnic_sim::SimConfig;
 
 const ALL_MTUS: [Mtu; 5] = [Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096];
 /// Guard bytes around every target range, and the target buffer's initial content.
 const GUARD: u8 = 0xEE;
 
-/// Two hosts cabled back to back: A (NIC 0) is the requester, B (NIC 1) the responder.
-struct Hosts {
-    world: Rc<RefCell<World>>,
-    a: Context,
-    b: Context,
-    pa: ProtectionDomain,
-    pb: ProtectionDomain,
-    ca: CompletionQueue,
-    cb: CompletionQueue,
-}
-
+/// Two hosts: A (NIC 0) is the requester, B (NIC 1) the responder.
 fn hosts() -> Hosts {
-    let (world, da, db) = sim_pair(SimConfig::default()).expect("simulated world");
-    let a = Context::open_with_port(da, PortAddr::for_sim_nic(0)).expect("open NIC 0");
-    let b = Context::open_with_port(db, PortAddr::for_sim_nic(1)).expect("open NIC 1");
-    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
-    let (ca, cb) = (a.create_cq(64).unwrap(), b.create_cq(64).unwrap());
-    Hosts { world, a, b, pa, pb, ca, cb }
+    Hosts::new(SimConfig::default())
 }
 
-impl Hosts {
+/// The QPs and waits the WRITE tests use on top of the shared harness.
+trait WriteHosts {
+    fn qps<'mr>(&self, mtu: Mtu, sq_sig_all: bool) -> (QueuePair<'mr>, QueuePair<'mr>);
+    fn wait_completions(&self, n: usize, budget: u64) -> Vec<WorkCompletion>;
+}
+
+impl WriteHosts for Hosts {
     /// Two connected RC QPs (A → B) at `mtu`.
     fn qps<'mr>(&self, mtu: Mtu, sq_sig_all: bool) -> (QueuePair<'mr>, QueuePair<'mr>) {
         let mut qa = self.pa.create_qp(&self.ca).set_max_send_wr(32).set_sq_sig_all(sq_sig_all).build().unwrap();
@@ -59,55 +49,11 @@ impl Hosts {
         (qa, qb)
     }
 
-    fn counters(&self) -> (rnic::Counters, rnic::Counters) {
-        (self.a.counters().unwrap(), self.b.counters().unwrap())
-    }
-
     /// Polls A's CQ until `n` completions arrived (panics after `budget` cycles, printing the
     /// counters of both NICs).
     fn wait_completions(&self, n: usize, budget: u64) -> Vec<WorkCompletion> {
-        let mut got = Vec::new();
-        let mut wcs = [WorkCompletion::default(); 16];
-        let start = self.world.borrow().cycles();
-        while got.len() < n {
-            let k = self.ca.poll(&mut wcs).unwrap();
-            got.extend_from_slice(&wcs[..k]);
-            if self.world.borrow().cycles() - start > budget {
-                let (ca, cb) = self.counters();
-                panic!(
-                    "{} of {n} completions within {budget} cycles: {got:?}\nNIC 0 counters: {:?}\nNIC 1 counters: {:?}",
-                    got.len(),
-                    nonzero(&ca),
-                    nonzero(&cb)
-                );
-            }
-        }
-        got
+        self.wait(&self.ca, n, budget)
     }
-
-    /// Steps the world until `ctx`'s counter `idx` reaches `at_least`; false after `budget`
-    /// cycles.
-    fn wait_counter(&self, ctx: &Context, idx: u16, at_least: u32, budget: u64) -> bool {
-        let start = self.world.borrow().cycles();
-        loop {
-            if ctx.counter(idx).unwrap() >= at_least {
-                return true;
-            }
-            if self.world.borrow().cycles() - start > budget {
-                return false;
-            }
-            self.world.borrow_mut().step_n(256);
-        }
-    }
-
-    /// Steps the world `n` cycles.
-    fn settle(&self, n: u64) {
-        self.world.borrow_mut().step_n(n);
-    }
-}
-
-fn nonzero(c: &rnic::Counters) -> Vec<(&'static str, u32)> {
-    c.iter().filter(|(_, v)| *v != 0).collect()
 }
 
 /// A byte pattern that differs per offset and per `seed`.
