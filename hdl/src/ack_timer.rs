@@ -8,7 +8,8 @@ use rust_hdl::prelude::*;
 ///
 /// It keeps its own copies of each QP's count of WQEs sent and WQEs retired, written from the
 /// scheduler's and the RX engine's write buses (`sent_*`, `acked_*`), and visits one QP per
-/// cycle: while a QP is idle or progressing (its retired count moved since the last visit) its
+/// cycle: while a QP is idle or progressing (its retired count, or the READ response it
+/// expects next, moved since the last visit) its
 /// deadline is pushed out, and so it is while the scheduler is sending the QP's packets (the
 /// timeout counts from the last request sent, so a long message is not timed out while it is
 /// still leaving); when the deadline passes with WQEs outstanding it pushes the QPN
@@ -29,7 +30,8 @@ pub struct AckTimer {
     pub sent_data: Signal<In, Bits<16>>,
     pub acked_we: Signal<In, Bit>,
     pub acked_addr: Signal<In, Bits<6>>,
-    pub acked_data: Signal<In, Bits<16>>,
+    /// Retired-WQE count (15:0) and a READ-response progress byte (23:16).
+    pub acked_data: Signal<In, Bits<24>>,
     pub to_full: Signal<In, Bit>,
     /// The scheduler is emitting packets of QP `tx_qpn`.
     pub tx_active: Signal<In, Bit>,
@@ -37,8 +39,8 @@ pub struct AckTimer {
     pub to_write: Signal<Out, Bit>,
     pub to_qpn: Signal<Out, Bits<8>>,
     sent_ram: RAM<Bits<16>, 6>,
-    acked_ram: RAM<Bits<16>, 6>,
-    snap_ram: RAM<Bits<16>, 6>,
+    acked_ram: RAM<Bits<24>, 6>,
+    snap_ram: RAM<Bits<24>, 6>,
     deadline_ram: RAM<Bits<48>, 6>,
     exp_ram: RAM<Bits<8>, 6>,
     now: DFF<Bits<48>>,
@@ -112,7 +114,7 @@ impl Logic for AckTimer {
         self.to_qpn.next = bit_cast::<8, 6>(self.visit.q.val());
         if self.valid.q.val() {
             if (self.exp.val() == 0)
-                | (self.sent_ram.read_data.val() == self.acked_ram.read_data.val())
+                | (self.sent_ram.read_data.val() == self.acked_ram.read_data.val().get_bits::<16>(0))
                 | (self.acked_ram.read_data.val() != self.snap_ram.read_data.val())
                 | (self.tx_active_r.q.val() & (self.tx_qpn_r.q.val() == self.visit.q.val()))
             {

@@ -2,11 +2,11 @@
 use crate::records::RoceHeader;
 use rust_hdl::prelude::*;
 
-/// Builds the first 54 bytes of a RoCEv2 frame plus up to 16 bytes of extension headers.
+/// Builds the first 54 bytes of a RoCEv2 frame plus up to 20 bytes of extension headers.
 ///
 /// Inputs are numbers (MAC addresses as stored by [`rnic_contract::regs::MAC_LO`], byte 0 in
 /// bits 7:0; IPv4 addresses first octet in bits 31:24); `ext` is already in wire byte order
-/// and `ext_len` says how many of its bytes are present (0, 4 or 16). Outputs: the header
+/// and `ext_len` says how many of its bytes are present (0, 4, 16 or 20). Outputs: the header
 /// ([`RoceHeader`], wire order), its length in bytes (`hlen`) and BTH.PadCnt (`pad`) for a
 /// payload of `plen` bytes. IPv4: no options, DF set, TTL 64, ID 0, header checksum per
 /// RFC 791; UDP destination port 4791, checksum 0 (Annex A17.4.5.2); BTH: SE = M = 0,
@@ -42,7 +42,7 @@ pub struct HeaderBuilder {
     pub dest_qpn: Signal<In, Bits<24>>,
     pub ackreq: Signal<In, Bits<1>>,
     pub psn: Signal<In, Bits<24>>,
-    pub ext: Signal<In, Bits<128>>,
+    pub ext: Signal<In, Bits<160>>,
     pub ext_len: Signal<In, Bits<5>>,
     pub plen: Signal<In, Bits<13>>,
     pub tag_in: Signal<In, Bits<48>>,

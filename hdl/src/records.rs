@@ -34,7 +34,7 @@ record!(
         pd: 24, dest_qpn: 24, sq_psn: 24, timeout: 5, retry_cnt: 3, rq_psn: 24, rnr_retry: 3,
         min_rnr_timer: 5, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, rsvd4: 4,
-        sq_base: 64, recv_cq: 8, rq_log_size: 4, rsvd5: 52, rq_base: 64,
+        sq_base: 64, recv_cq: 8, rq_log_size: 4, rsvd5: 4, max_rd_atomic: 8, rsvd6: 40, rq_base: 64,
     }
 );
 
@@ -79,7 +79,8 @@ record!(
 record!(
     /// The first 80 bytes of a RoCEv2 frame as stored on the wire (byte `k` in bits
     /// `8k+7..8k`): Ethernet (14), IPv4 (20), UDP (8), BTH (12) and 16 bytes of extension
-    /// headers (`ext`: a RETH, or an AETH in its first 4 bytes), then 10 spare bytes.
+    /// headers (`ext`: a RETH, an AETH or an ImmDt in its first bytes, an ImmDt after a
+    /// RETH in bytes 16..20), then 6 spare bytes.
     /// Multi-byte fields hold their bytes in network order, so a field's value as a number is
     /// byte-swapped: the RTL builds and reads them byte by byte (IBTA Vol 1 9.2-9.3; Annex A17).
     RoceHeader, 640, {
@@ -89,20 +90,21 @@ record!(
         udp_sport: 16, udp_dport: 16, udp_len: 16, udp_csum: 16,
         bth_opcode: 8, bth_flags: 8, bth_pkey: 16, bth_resv8: 8, bth_dqpn: 24, bth_ackreq: 8,
         bth_psn: 24,
-        ext: 128,
-        spare: 80,
+        ext: 160,
+        spare: 48,
     }
 );
 
 
 record!(
-    /// One request packet for the TX assembler, produced by the scheduler (328 bits).
-    /// `pay_skip` is the payload's host address modulo 64: where the payload starts in its
-    /// first DMA beat.
-    TxJob, 328, {
-        opcode: 8, ackreq: 1, has_reth: 1, rsvd0: 6, psn: 24, dest_qpn: 24, pkey: 16,
+    /// One packet for the TX assembler, produced by the scheduler (360 bits): a request, or a
+    /// READ response. `pay_skip` is the payload's host address modulo 64: where the payload
+    /// starts in its first DMA beat. `ext4` (wire order) is a 4-byte extension header after the
+    /// RETH if any: the ImmDt of a `*_WITH_IMMEDIATE` request, or a READ response's AETH.
+    TxJob, 360, {
+        opcode: 8, ackreq: 1, has_reth: 1, has_ext4: 1, rsvd0: 5, psn: 24, dest_qpn: 24, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, reth_va: 64, reth_rkey: 32, reth_len: 32,
-        plen: 13, pay_skip: 6, rsvd1: 5,
+        plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32,
     }
 );
 
@@ -117,11 +119,13 @@ record!(
 );
 
 record!(
-    /// A WQE the requester has sent and the completer must retire (128 bits), kept per QP in
-    /// the in-flight table at slot `sq_index mod 2^LOG_MAX_INFLIGHT_WQES`.
-    InflightRec, 160, {
+    /// A WQE the requester has sent and the completer must retire, kept per QP in
+    /// the in-flight table at slot `sq_index mod 2^LOG_MAX_INFLIGHT_WQES` (224 bits). For an RDMA
+    /// READ, `local_iova` is where its response payload goes (the local SGE, translated and
+    /// checked for LOCAL_WRITE when the WQE was sent).
+    InflightRec, 224, {
         wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7, first_psn: 24,
-        wc_opcode: 8,
+        wc_opcode: 8, local_iova: 64,
     }
 );
 
@@ -133,12 +137,24 @@ record!(
 
 
 record!(
-    /// A received packet that passed the ingress checks (256 bits), for the RX engine: where
+    /// An RDMA READ the responder accepted (or replays), for the scheduler to answer with READ
+    /// RESPONSE packets (288 bits): the requester's addresses from the QP context, the first
+    /// response PSN, the MSN for the AETH, the translated local address and length (IBTA Vol 1
+    /// 9.7.4.1.4, 9.5).
+    ReadRespJob, 288, {
+        dest_mac: 48, dest_ip: 32, udp_sport: 16, pkey: 16, dest_qpn: 24, psn: 24, msn: 24,
+        path_mtu: 3, rsvd0: 5, iova: 64, len: 32,
+    }
+);
+
+record!(
+    /// A received packet that passed the ingress checks (288 bits), for the RX engine: where
     /// its beats are in the packet buffer and the header fields it needs. Numbers, not wire
-    /// order.
-    RxDesc, 256, {
+    /// order, except `imm` (the ImmDt's 4 bytes in wire order, as the CQE carries them).
+    RxDesc, 288, {
         start: 8, nbeats: 8, opcode: 8, hlen: 7, ackreq: 1, plen: 13, rsvd0: 3, dest_qpn: 24,
         psn: 24, reth_va: 64, reth_rkey: 32, reth_len: 32, aeth_syndrome: 8, aeth_msn: 24,
+        imm: 32,
     }
 );
 
@@ -189,6 +205,7 @@ mod tests {
         check("recv_cq", q.get_my_offset_recv_cq(), q.get_my_width_recv_cq(), qp::RECV_CQ);
         check("rq_log_size", q.get_my_offset_rq_log_size(), q.get_my_width_rq_log_size(), qp::RQ_LOG_SIZE);
         check("rq_base", q.get_my_offset_rq_base(), q.get_my_width_rq_base(), qp::RQ_BASE);
+        check("max_rd_atomic", q.get_my_offset_max_rd_atomic(), q.get_my_width_max_rd_atomic(), qp::MAX_RD_ATOMIC);
         let r = RecvWqeRec::default();
         check("wr_id", r.get_my_offset_wr_id(), r.get_my_width_wr_id(), recv_wqe::WR_ID);
         check("num_sge", r.get_my_offset_num_sge(), r.get_my_width_num_sge(), recv_wqe::NUM_SGE);

@@ -1,7 +1,7 @@
 //! The RX engine: RC responder (RDMA WRITE) and requester completer (ACK/NAK → CQE).
 use crate::records::{
-    AckJob, CqContextRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, RecvWqeRec, RxDesc,
-    WriteJob,
+    AckJob, CqContextRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob,
+    RecvWqeRec, RxDesc, WriteJob,
 };
 use crate::context_tables::ContextTables;
 use rust_hdl::prelude::*;
@@ -51,7 +51,9 @@ pub struct RxEngine {
     /// Write bus of the retired-WQE counts, for the timer's copy.
     pub acked_we: Signal<Out, Bit>,
     pub acked_waddr: Signal<Out, Bits<6>>,
-    pub acked_wdata: Signal<Out, Bits<16>>,
+    /// Retired-WQE count (bits 15:0) and the low byte of the next READ response PSN expected
+    /// (bits 23:16): either moving is progress for the timer.
+    pub acked_wdata: Signal<Out, Bits<24>>,
     pub cnt_timeout: Signal<Out, Bit>,
     pub cmd_fire: Signal<In, Bit>,
     pub cmd_op: Signal<In, Bits<8>>,
@@ -60,6 +62,12 @@ pub struct RxEngine {
     pub cmd_ready: Signal<Out, Bit>,
     pub acked_raddr: Signal<In, Bits<6>>,
     pub acked_rdata: Signal<Out, Bits<16>>,
+    /// RDMA READs retired by the completer for the QP at `acked_raddr` (mod 128), for the
+    /// scheduler's `max_rd_atomic` check.
+    pub acked_rreads: Signal<Out, Bits<7>>,
+    /// The PSN after the last WQE retired for that QP: where the scheduler resumes if a
+    /// rewind it took is overtaken by a late ACK or response.
+    pub acked_rpsn: Signal<Out, Bits<24>>,
     pub sent_addr: Signal<Out, Bits<6>>,
     pub sent_data: Signal<In, Bits<16>>,
     pub if_we: Signal<In, Bit>,
@@ -101,14 +109,18 @@ pub struct RxEngine {
     pub rq_ar_ready: Signal<In, Bit>,
     pub rq_r_valid: Signal<In, Bit>,
     pub rq_r_data: Signal<In, Bits<512>>,
+    /// RDMA READs accepted (or replayed) by the responder, for the scheduler to answer.
+    pub rr_full: Signal<In, Bit>,
+    pub rr_write: Signal<Out, Bit>,
+    pub rr_data: Signal<Out, ReadRespJob>,
     tables: ContextTables,
     rdyn_ram: RAM<Bits<320>, 6>,
     rqpi_ram: RAM<Bits<16>, 6>,
-    acked_ram: RAM<Bits<32>, 6>,
-    acked_tx_ram: RAM<Bits<16>, 6>,
+    acked_ram: RAM<Bits<96>, 6>,
+    acked_tx_ram: RAM<Bits<48>, 6>,
     cq_ram: RAM<Bits<128>, 6>,
     cqpi_ram: RAM<Bits<32>, 6>,
-    inflight_ram: RAM<Bits<160>, 10>,
+    inflight_ram: RAM<Bits<224>, 10>,
     state: DFF<Bits<5>>,
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
@@ -176,8 +188,56 @@ pub struct RxEngine {
     /// Path MTU in bytes, taken from the QP context as it is loaded.
     mtu_r: DFF<Bits<32>>,
     /// Opcode classes of `pkt`: bit 0 WRITE FIRST/ONLY, 1 WRITE LAST/ONLY, 2 any WRITE,
-    /// 3 SEND FIRST/ONLY, 4 SEND MIDDLE/LAST, 5 SEND LAST/ONLY.
-    opc: DFF<Bits<6>>,
+    /// 3 SEND FIRST/ONLY, 4 SEND MIDDLE/LAST, 5 SEND LAST/ONLY, 6 WRITE with immediate (takes a
+    /// receive WQE), 7 carries an ImmDt, 8 READ REQUEST, 9 READ RESPONSE, 10 READ RESPONSE
+    /// LAST/ONLY, 11 a RETH to check (WRITE FIRST/ONLY, READ REQUEST).
+    opc: DFF<Bits<12>>,
+    // Receive completion extras: ImmDt and wc_flags.
+    cqe_imm: DFF<Bits<32>>,
+    cqe_flags: DFF<Bits<8>>,
+    /// Requester side of an RDMA READ: the next response PSN expected for the READ at the
+    /// head of the in-flight table (completer state bits 32..56), valid when `rd_valid` (bit
+    /// 21; cleared each time a WQE retires, when the head's first PSN is expected).
+    rd_next: DFF<Bits<24>>,
+    rd_valid: DFF<Bit>,
+    /// READ WQEs retired (mod 128; completer state bits 24..31).
+    reads_done: DFF<Bits<7>>,
+    /// The PSN after the last WQE retired (completer state bits 64..87).
+    acked_psn: DFF<Bits<24>>,
+    /// A READ response waits for the WQEs before its READ to retire (implicit ACK), then is
+    /// checked again (`rsp_retired`); `rsp_final` lets the retire loop complete the READ.
+    rsp_pending: DFF<Bit>,
+    rsp_retired: DFF<Bit>,
+    rsp_final: DFF<Bit>,
+    // READ response checks, registered in states 17, 18 and 20.
+    r_head_read: DFF<Bit>,
+    r_a: DFF<Bits<24>>,
+    r_b: DFF<Bits<24>>,
+    r_exp: DFF<Bits<24>>,
+    r_in: DFF<Bit>,
+    r_eq: DFF<Bit>,
+    r_d: DFF<Bits<24>>,
+    r_off: DFF<Bits<32>>,
+    r_boff: DFF<Bits<32>>,
+    r_len_ok: DFF<Bit>,
+    r_ahead: DFF<Bit>,
+    r_past: DFF<Bit>,
+    r_addr: DFF<Bits<64>>,
+    r_exp_dup: DFF<Bit>,
+    /// PSNs a READ request uses: ceil(len / MTU), at least 1 (registered in state 5).
+    rd_npkts: DFF<Bits<24>>,
+    /// `rr_full`, a cycle late: only this engine writes the READ FIFO (in state 6, never in
+    /// the cycle before), so the late copy is exact there and keeps the FIFO's full logic off
+    /// the decision path.
+    rr_full_r: DFF<Bit>,
+    /// READ length in whole MTUs and whether a partial one follows (state 2), for `rd_npkts`.
+    rd_q: DFF<Bits<24>>,
+    rd_part: DFF<Bit>,
+    rd_zero: DFF<Bit>,
+    /// State 11 → 22: a READ covered by an ACK asks to be resumed (registered restart PSN and
+    /// whether that PSN was already asked for).
+    rd_rw_psn: DFF<Bits<24>>,
+    rd_rw_dup: DFF<Bit>,
     pi_masked: DFF<Bits<32>>,
     cq_settled2: DFF<Bit>,
     // Combinational views.
@@ -231,6 +291,18 @@ pub struct RxEngine {
     nak_repeat: Signal<Local, Bit>,
     nak_age: Signal<Local, Bits<24>>,
     fatal: Signal<Local, Bit>,
+    is_reth: Signal<Local, Bit>,
+    is_write_imm: Signal<Local, Bit>,
+    has_imm: Signal<Local, Bit>,
+    is_read_req: Signal<Local, Bit>,
+    is_read_resp: Signal<Local, Bit>,
+    is_rsp_last: Signal<Local, Bit>,
+    needs_rwqe: Signal<Local, Bit>,
+    entry_is_read: Signal<Local, Bit>,
+    rd_restart: Signal<Local, Bits<24>>,
+    mtu_mask: Signal<Local, Bits<32>>,
+    last_plus1: Signal<Local, Bits<24>>,
+    access_ok: Signal<Local, Bit>,
 }
 
 impl Default for RxEngine {
@@ -411,7 +483,54 @@ impl Default for RxEngine {
             sge_ok: Default::default(),
             send_fits: Default::default(),
             rq_mask: Default::default(),
-                }
+            rr_full: Default::default(),
+            rr_write: Default::default(),
+            rr_data: Default::default(),
+            cqe_imm: Default::default(),
+            cqe_flags: Default::default(),
+            rd_next: Default::default(),
+            rd_valid: Default::default(),
+            reads_done: Default::default(),
+            acked_rreads: Default::default(),
+            acked_rpsn: Default::default(),
+            acked_psn: Default::default(),
+            rsp_pending: Default::default(),
+            rsp_retired: Default::default(),
+            rsp_final: Default::default(),
+            r_head_read: Default::default(),
+            r_a: Default::default(),
+            r_b: Default::default(),
+            r_exp: Default::default(),
+            r_in: Default::default(),
+            r_eq: Default::default(),
+            r_d: Default::default(),
+            r_off: Default::default(),
+            r_boff: Default::default(),
+            r_len_ok: Default::default(),
+            r_ahead: Default::default(),
+            r_past: Default::default(),
+            r_addr: Default::default(),
+            r_exp_dup: Default::default(),
+            rd_npkts: Default::default(),
+            rr_full_r: Default::default(),
+            rd_q: Default::default(),
+            rd_part: Default::default(),
+            rd_zero: Default::default(),
+            rd_rw_psn: Default::default(),
+            rd_rw_dup: Default::default(),
+            mtu_mask: Default::default(),
+            last_plus1: Default::default(),
+            is_reth: Default::default(),
+            is_write_imm: Default::default(),
+            has_imm: Default::default(),
+            is_read_req: Default::default(),
+            is_read_resp: Default::default(),
+            is_rsp_last: Default::default(),
+            needs_rwqe: Default::default(),
+            entry_is_read: Default::default(),
+            rd_restart: Default::default(),
+            access_ok: Default::default(),
+        }
     }
 }
 
@@ -420,7 +539,8 @@ impl Default for RxEngine {
 // 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait,
 // 11 completer check, 12 CQE job; for a SEND that starts a message: 7 receive-WQE address,
 // 8 receive-WQE data, 13 key-table read at its lkey, 14 offset, 15 region room, 16 fit,
-// back to 6.
+// back to 6; for a READ response: 17, 18, 20 checks, 21 act; 22 resume a READ an ACK
+// covered before its responses arrived.
 
 impl Logic for RxEngine {
     #[hdl_gen]
@@ -432,8 +552,12 @@ impl Logic for RxEngine {
             last_nak_ok, in_send, rq_ci, rq_pi, recv_len, recv_wr_id, rwqe, rwqe_ready, sge_len,
             rq_addr_r, src_recv, cqe_opcode, recv_need_ack, recv_syn, bounds_ok_r, sge_ok_r,
             send_fits_r, rq_empty_r, c_unknown, c_dup, c_gap, cqe_addr_r, cq_settled,
-            mtu_r, opc, pi_masked, cq_settled2
+            mtu_r, opc, pi_masked, cq_settled2, cqe_imm, cqe_flags, rd_next, rd_valid,
+            rsp_pending, rsp_retired, rsp_final, r_head_read, r_a, r_b, r_exp, r_in, r_eq, r_d,
+            r_off, r_boff, r_len_ok, r_ahead, r_past, r_addr, rd_npkts, reads_done, rr_full_r,
+            rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn
         );
+        self.rr_full_r.d.next = self.rr_full.val();
         self.cq_settled2.d.next = self.cq_settled.q.val() & (self.state.q.val() == 12);
         self.cq_settled.d.next = self.state.q.val() == 12;
         self.rqpi_ram.read_clock.next = self.clock.val();
@@ -476,7 +600,9 @@ impl Logic for RxEngine {
         self.inflight_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
             | bit_cast::<10, 4>(self.acked.q.val().get_bits::<4>(0));
         self.acked_tx_ram.read_address.next = self.acked_raddr.val();
-        self.acked_rdata.next = self.acked_tx_ram.read_data.val();
+        self.acked_rdata.next = self.acked_tx_ram.read_data.val().get_bits::<16>(0);
+        self.acked_rreads.next = self.acked_tx_ram.read_data.val().get_bits::<7>(16);
+        self.acked_rpsn.next = self.acked_tx_ram.read_data.val().get_bits::<24>(24);
         self.qp_now.next = self.tables.qp.val();
         self.mr_now.next = self.tables.mr.val();
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
@@ -513,26 +639,77 @@ impl Logic for RxEngine {
 
         // ---- Request checks (valid in state 2, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
-        // Opcode classes, registered: `pkt` is loaded in state 0, so they hold from state 2 on.
-        self.opc.d.next = bit_cast::<6, 1>(((self.op.val() == 0x06) | (self.op.val() == 0x0A)).into())
-            | (bit_cast::<6, 1>(((self.op.val() == 0x08) | (self.op.val() == 0x0A)).into()) << 1)
-            | (bit_cast::<6, 1>(
-                ((self.op.val() == 0x06)
-                    | (self.op.val() == 0x07)
-                    | (self.op.val() == 0x08)
-                    | (self.op.val() == 0x0A))
-                    .into(),
-            ) << 2)
-            // SEND FIRST/ONLY consume a receive WQE; MIDDLE/LAST continue it; LAST/ONLY end it.
-            | (bit_cast::<6, 1>(((self.op.val() == 0x00) | (self.op.val() == 0x04)).into()) << 3)
-            | (bit_cast::<6, 1>(((self.op.val() == 0x01) | (self.op.val() == 0x02)).into()) << 4)
-            | (bit_cast::<6, 1>(((self.op.val() == 0x02) | (self.op.val() == 0x04)).into()) << 5);
+        // Opcode classes (bits as documented at `opc`), registered: `pkt` is loaded in state 0,
+        // so they hold from state 2 on (IBTA Vol 1 Table 38).
+        self.opc.d.next = 0.into();
+        match self.op.val().index() {
+            0 => { // 0x00
+                self.opc.d.next = 0x008.into();
+            }
+            1 => { // 0x01
+                self.opc.d.next = 0x010.into();
+            }
+            2 => { // 0x02
+                self.opc.d.next = 0x030.into();
+            }
+            3 => { // 0x03
+                self.opc.d.next = 0x0B0.into();
+            }
+            4 => { // 0x04
+                self.opc.d.next = 0x028.into();
+            }
+            5 => { // 0x05
+                self.opc.d.next = 0x0A8.into();
+            }
+            6 => { // 0x06
+                self.opc.d.next = 0x805.into();
+            }
+            7 => { // 0x07
+                self.opc.d.next = 0x004.into();
+            }
+            8 => { // 0x08
+                self.opc.d.next = 0x006.into();
+            }
+            9 => { // 0x09
+                self.opc.d.next = 0x0C6.into();
+            }
+            10 => { // 0x0A
+                self.opc.d.next = 0x807.into();
+            }
+            11 => { // 0x0B
+                self.opc.d.next = 0x8C7.into();
+            }
+            12 => { // 0x0C
+                self.opc.d.next = 0x900.into();
+            }
+            13 => { // 0x0D
+                self.opc.d.next = 0x200.into();
+            }
+            14 => { // 0x0E
+                self.opc.d.next = 0x200.into();
+            }
+            15 => { // 0x0F
+                self.opc.d.next = 0x600.into();
+            }
+            16 => { // 0x10
+                self.opc.d.next = 0x600.into();
+            }
+            _ => {}
+        }
         self.is_first_or_only.next = self.opc.q.val().get_bit(0);
         self.is_last_or_only.next = self.opc.q.val().get_bit(1);
         self.is_write_op.next = self.opc.q.val().get_bit(2);
         self.is_send_start.next = self.opc.q.val().get_bit(3);
         self.is_send_cont.next = self.opc.q.val().get_bit(4);
         self.is_send_end.next = self.opc.q.val().get_bit(5);
+        self.is_write_imm.next = self.opc.q.val().get_bit(6);
+        self.has_imm.next = self.opc.q.val().get_bit(7);
+        self.is_read_req.next = self.opc.q.val().get_bit(8);
+        self.is_read_resp.next = self.opc.q.val().get_bit(9);
+        self.is_rsp_last.next = self.opc.q.val().get_bit(10);
+        self.is_reth.next = self.opc.q.val().get_bit(11);
+        // A SEND's first packet and a WRITE with immediate's last consume a receive WQE.
+        self.needs_rwqe.next = self.is_send_start.val() | self.is_write_imm.val();
         self.rq_mask.next =
             (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size)) - 1;
         self.rq_addr_r.d.next = self.ctx.q.val().rq_base
@@ -552,15 +729,19 @@ impl Logic for RxEngine {
         self.off.next = self.pkt.q.val().reth_va - self.mr_now.val().va;
         self.mr_access.next = self.mr_now.val().access;
         self.qp_access.next = self.qp_now.val().access;
+        // REMOTE_WRITE for a WRITE, REMOTE_READ for a READ, granted by the region and the QP.
+        self.access_ok.next = self.mr_access.val().get_bit(1) & self.qp_access.val().get_bit(1);
+        if self.is_read_req.val() {
+            self.access_ok.next = self.mr_access.val().get_bit(2) & self.qp_access.val().get_bit(2);
+        }
         self.key_ok.next = self.mr_now.val().valid.any()
             & (self.mr_now.val().tag == self.rkey.val().get_bits::<8>(0))
             & (self.rkey.val().get_bits::<18>(14) == 0)
             & (self.mr_now.val().pd == self.qp_now.val().pd)
-            & self.mr_access.val().get_bit(1)
-            & self.qp_access.val().get_bit(1);
+            & self.access_ok.val();
         self.bounds_ok.next = self.bounds_ok_r.q.val();
         self.seq_ok.next = false;
-        if self.op.val() == 0x0A {
+        if (self.op.val() == 0x0A) | (self.op.val() == 0x0B) {
             self.seq_ok.next = !self.in_write.q.val()
                 & !self.in_send.q.val()
                 & (self.plen32.val() == self.pkt.q.val().reth_len);
@@ -570,7 +751,7 @@ impl Logic for RxEngine {
                 & !self.in_send.q.val()
                 & (self.plen32.val() == self.mtu.val());
         }
-        if self.op.val() == 0x04 {
+        if (self.op.val() == 0x04) | (self.op.val() == 0x05) {
             self.seq_ok.next = !self.in_write.q.val()
                 & !self.in_send.q.val()
                 & (self.plen32.val() <= self.mtu.val());
@@ -578,7 +759,7 @@ impl Logic for RxEngine {
         if self.op.val() == 0x01 {
             self.seq_ok.next = self.in_send.q.val() & (self.plen32.val() == self.mtu.val());
         }
-        if self.op.val() == 0x02 {
+        if (self.op.val() == 0x02) | (self.op.val() == 0x03) {
             self.seq_ok.next = self.in_send.q.val()
                 & (self.plen32.val() != 0)
                 & (self.plen32.val() <= self.mtu.val());
@@ -594,25 +775,33 @@ impl Logic for RxEngine {
                 & (self.plen32.val() == self.mtu.val())
                 & (self.plen32.val() < self.wr_rem.q.val());
         }
-        if self.op.val() == 0x08 {
+        if (self.op.val() == 0x08) | (self.op.val() == 0x09) {
             self.seq_ok.next = self.in_write.q.val()
                 & (self.plen32.val() == self.wr_rem.q.val());
+        }
+        // An RDMA READ REQUEST starts no message of its own and carries no payload.
+        if self.op.val() == 0x0C {
+            self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & (self.plen32.val() == 0);
         }
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
         self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
         // Where an accepted request's payload goes.
         self.w_addr.next = self.wr_addr.q.val();
-        if self.is_first_or_only.val() {
+        if self.is_reth.val() {
             self.w_addr.next = self.mr_now.val().iova + self.off_r.q.val();
         }
 
         // ---- Completer ----
         self.aeth_syn.next = self.pkt.q.val().aeth_syndrome;
-        self.is_nak.next = self.aeth_syn.val().get_bits::<3>(5) == 3;
-        self.is_rnr.next = self.aeth_syn.val().get_bits::<3>(5) == 1;
+        // Only an ACKNOWLEDGE can be a NAK (a READ response's AETH is always an ACK, and READ
+        // RESPONSE MIDDLE has none).
+        self.is_nak.next = (self.aeth_syn.val().get_bits::<3>(5) == 3) & (self.op.val() == 0x11);
+        self.is_rnr.next = (self.aeth_syn.val().get_bits::<3>(5) == 1) & (self.op.val() == 0x11);
         self.nak_code.next = self.aeth_syn.val().get_bits::<5>(0);
         self.cover_psn.next = self.pkt.q.val().psn;
-        if self.is_nak.val() | self.is_rnr.val() {
+        // A NAK, and a READ response (an implicit ACK of what precedes its READ, 9.7.5.1.3),
+        // cover the PSNs before theirs.
+        if self.is_nak.val() | self.is_rnr.val() | self.is_read_resp.val() {
             self.cover_psn.next = self.pkt.q.val().psn - 1;
         }
         self.psn_diff.next = self.cover_r.q.val() - self.entry.val().last_psn;
@@ -635,6 +824,8 @@ impl Logic for RxEngine {
         self.cqe.next.qp_num = bit_cast::<24, 6>(self.qpn.q.val());
         self.cqe.next.opcode = self.cqe_opcode.q.val();
         self.cqe.next.status = self.status.q.val();
+        self.cqe.next.imm_data = self.cqe_imm.q.val();
+        self.cqe.next.wc_flags = self.cqe_flags.q.val();
         self.cqe.next.owner = !self.cq_lap.val().get_bits::<1>(0);
 
         // ---- The job for the writer (fields per state below) ----
@@ -680,10 +871,17 @@ impl Logic for RxEngine {
         self.cnt_rx_nak_rem_access.next = false;
         self.cnt_rx_nak_rem_op.next = false;
         self.rw_write.next = false;
-        // A sequence NAK names the first missing PSN; a timeout resends the whole WQE.
+        // A sequence NAK names the first missing PSN; a timeout resends the whole WQE, or a
+        // READ from its first missing response.
+        self.entry_is_read.next = self.entry.val().wc_opcode == 2;
+        self.last_plus1.next = self.entry.val().last_psn + 1;
+        self.rd_restart.next = self.entry.val().first_psn;
+        if self.rd_valid.q.val() {
+            self.rd_restart.next = self.rd_next.q.val();
+        }
         self.restart_psn.next = self.pkt.q.val().psn;
         if self.src_to.q.val() {
-            self.restart_psn.next = self.entry.val().first_psn;
+            self.restart_psn.next = self.rd_restart.val();
         }
         self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
             | (bit_cast::<73, 16>(self.acked.q.val()) << 8)
@@ -693,6 +891,23 @@ impl Logic for RxEngine {
         self.cnt_cqe.next = false;
         self.cnt_tx_rnr.next = false;
         self.cnt_rx_rnr.next = false;
+        // The READ the responder answers: from the requester's QP context and the RETH.
+        self.rr_write.next = false;
+        self.rr_data.next.dest_mac = self.ctx.q.val().dest_mac;
+        self.rr_data.next.dest_ip = self.ctx.q.val().dest_ip;
+        self.rr_data.next.udp_sport = self.ctx.q.val().udp_sport;
+        self.rr_data.next.pkey = self.ctx.q.val().pkey;
+        self.rr_data.next.dest_qpn = self.ctx.q.val().dest_qpn;
+        self.rr_data.next.psn = self.pkt.q.val().psn;
+        self.rr_data.next.msn = self.msn.q.val() + 1;
+        self.rr_data.next.path_mtu = self.ctx.q.val().path_mtu;
+        self.rr_data.next.rsvd0 = 0.into();
+        self.rr_data.next.iova = self.w_addr_r.q.val();
+        self.rr_data.next.len = self.pkt.q.val().reth_len;
+        // PSNs of a READ: ceil(len / MTU), one for a zero-length READ (9.7.4.1.4), from the
+        // whole MTUs and the remainder taken in state 2 (the context is the table's output).
+        self.mtu_mask.next =
+            (bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu)) - 1;
 
         match self.state.q.val().index() {
             0 => {
@@ -700,6 +915,11 @@ impl Logic for RxEngine {
                 self.src_recv.d.next = false;
                 self.rwqe_ready.d.next = false;
                 self.cqe_opcode.d.next = 1.into();
+                self.cqe_flags.d.next = 0.into();
+                self.cqe_imm.d.next = 0.into();
+                self.rsp_pending.d.next = false;
+                self.rsp_retired.d.next = false;
+                self.rsp_final.d.next = false;
                 if !self.lc_empty.val() {
                     self.lc_read.next = true;
                     self.src_lc.d.next = true;
@@ -750,6 +970,10 @@ impl Logic for RxEngine {
                 self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
                 self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
                 self.qp_err.d.next = self.acked_ram.read_data.val().get_bit(20);
+                self.rd_valid.d.next = self.acked_ram.read_data.val().get_bit(21);
+                self.rd_next.d.next = self.acked_ram.read_data.val().get_bits::<24>(32);
+                self.reads_done.d.next = self.acked_ram.read_data.val().get_bits::<7>(24);
+                self.acked_psn.d.next = self.acked_ram.read_data.val().get_bits::<24>(64);
                 self.sent.d.next = self.sent_data.val();
                 if self.src_lc.q.val() {
                     self.state.d.next = 3.into();
@@ -765,6 +989,11 @@ impl Logic for RxEngine {
                     self.key_ok_r.d.next = self.key_ok.val();
                     self.psn_delta_r.d.next = self.psn_delta.val();
                     self.cover_r.d.next = self.cover_psn.val();
+                    self.rd_q.d.next = bit_cast::<24, 32>(
+                        self.pkt.q.val().reth_len >> (bit_cast::<32, 3>(self.qp_now.val().path_mtu) + 7),
+                    );
+                    self.rd_part.d.next = (self.pkt.q.val().reth_len & self.mtu_mask.val()) != 0;
+                    self.rd_zero.d.next = self.pkt.q.val().reth_len == 0;
                     self.state.d.next = 5.into();
                 }
             }
@@ -784,10 +1013,14 @@ impl Logic for RxEngine {
                 self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23);
                 self.c_gap.d.next = self.psn_delta_r.q.val() != 0;
                 self.seq_ok_r.d.next = self.seq_ok.val();
+                self.rd_npkts.d.next = self.rd_q.q.val() + bit_cast::<24, 1>(self.rd_part.q.val().into());
+                if self.rd_zero.q.val() {
+                    self.rd_npkts.d.next = 1.into();
+                }
                 self.state.d.next = 6.into();
             }
             6 => {
-                if !self.job_full.val() {
+                if !self.job_full.val() & !(self.is_read_req.val() & self.rr_full_r.q.val()) {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
                     if self.c_unknown.q.val() {
@@ -803,6 +1036,25 @@ impl Logic for RxEngine {
                             self.state.d.next = 3.into();
                         } else {
                             self.cnt_unknown_qp.next = true;
+                        }
+                    } else if self.is_read_resp.val() {
+                        // A READ response for our requester: checked against the READ at the
+                        // head of the in-flight table in states 17, 18, 20, 21.
+                        if self.ctx.q.val().state == 3 {
+                            self.job_write.next = false;
+                            self.state.d.next = 17.into();
+                        } else {
+                            self.cnt_unknown_qp.next = true;
+                        }
+                    } else if self.c_dup.q.val() & self.is_read_req.val() {
+                        // A duplicate RDMA READ is answered again from its own RETH (reads have
+                        // no side effect, 9.7.5.1.1), after the same key checks; the expected
+                        // PSN does not move. A requester resuming a partly answered READ sends
+                        // one of these for the rest.
+                        self.cnt_dup.next = true;
+                        if (self.pkt.q.val().reth_len == 0) | (self.key_ok_r.q.val() & self.bounds_ok.val()) {
+                            self.rr_write.next = true;
+                            self.rr_data.next.msn = self.msn.q.val();
                         }
                     } else if self.c_dup.q.val() {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
@@ -823,7 +1075,7 @@ impl Logic for RxEngine {
                             self.reply.next.syndrome = 0x60.into();
                             self.reply.next.psn = self.epsn.q.val();
                         }
-                    } else if self.is_first_or_only.val()
+                    } else if self.is_reth.val()
                         & (self.pkt.q.val().reth_len != 0)
                         & !(self.key_ok_r.q.val() & self.bounds_ok.val())
                     {
@@ -838,7 +1090,15 @@ impl Logic for RxEngine {
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x61.into();
                         self.nak_sent.d.next = true;
-                    } else if self.is_send_start.val()
+                    } else if self.is_read_req.val() {
+                        // Accepted RDMA READ: the scheduler answers it with READ RESPONSE
+                        // packets; the request's PSN range is used up and the MSN counts it.
+                        self.cnt_roce_ok.next = true;
+                        self.rr_write.next = true;
+                        self.epsn.d.next = self.epsn.q.val() + self.rd_npkts.q.val();
+                        self.msn.d.next = self.msn.q.val() + 1;
+                        self.nak_sent.d.next = false;
+                    } else if self.needs_rwqe.val()
                         & !self.rwqe_ready.q.val()
                         & self.rq_empty_r.q.val()
                     {
@@ -848,7 +1108,7 @@ impl Logic for RxEngine {
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome =
                             bit_cast::<8, 5>(self.ctx.q.val().min_rnr_timer) | 0x20;
-                    } else if self.is_send_start.val() & !self.rwqe_ready.q.val() {
+                    } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() {
                         // Fetch and check the receive WQE, then decide again.
                         self.job_write.next = false;
                         self.state.d.next = 7.into();
@@ -898,6 +1158,30 @@ impl Logic for RxEngine {
                             self.wr_rem.d.next = self.pkt.q.val().reth_len - self.plen32.val();
                         }
                         self.in_write.d.next = self.is_write_op.val() & !self.is_last_or_only.val();
+                        if self.is_first_or_only.val() {
+                            // The WRITE's total length, for a completion with immediate.
+                            self.recv_len.d.next = self.pkt.q.val().reth_len;
+                        }
+                        if self.is_write_imm.val() {
+                            // RDMA WRITE with immediate: the receive WQE completes with
+                            // IBV_WC_RECV_RDMA_WITH_IMM, the WRITE's length and the ImmDt, and
+                            // carries the ACK (ibv_poll_cq(3); 9.7.4.1.3).
+                            self.job.next.need_ack = 0.into();
+                            self.src_recv.d.next = true;
+                            self.recv_need_ack.d.next = true;
+                            self.recv_syn.d.next = 0x1F.into();
+                            self.status.d.next = 0.into();
+                            self.cqe_opcode.d.next = 129.into();
+                            self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
+                            self.cqe_len.d.next = self.recv_len.q.val();
+                            if self.is_first_or_only.val() {
+                                self.cqe_len.d.next = self.pkt.q.val().reth_len;
+                            }
+                            self.cqe_imm.d.next = self.pkt.q.val().imm;
+                            self.cqe_flags.d.next = 2.into();
+                            self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                            self.state.d.next = 3.into();
+                        }
                         if self.is_send_start.val() | self.is_send_cont.val() {
                             // The message scatters into the receive WQE's buffer.
                             self.in_send.d.next = !self.is_send_end.val();
@@ -919,6 +1203,10 @@ impl Logic for RxEngine {
                                 self.recv_syn.d.next = 0x1F.into();
                                 self.status.d.next = 0.into();
                                 self.cqe_opcode.d.next = 128.into();
+                                if self.has_imm.val() {
+                                    self.cqe_imm.d.next = self.pkt.q.val().imm;
+                                    self.cqe_flags.d.next = 2.into();
+                                }
                                 self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                                 self.state.d.next = 3.into();
                             }
@@ -962,9 +1250,13 @@ impl Logic for RxEngine {
                 self.state.d.next = 14.into();
             }
             14 => {
-                self.off_r.d.next = self.rwqe.q.val().sge0_addr - self.mr_now.val().va;
-                self.va_ok.d.next = self.rwqe.q.val().sge0_addr >= self.mr_now.val().va;
-                self.key_ok_r.d.next = self.lkey_ok.val();
+                // A WRITE with immediate keeps its RETH checks and address: its receive WQE
+                // gives only the wr_id.
+                if self.is_send_start.val() {
+                    self.off_r.d.next = self.rwqe.q.val().sge0_addr - self.mr_now.val().va;
+                    self.va_ok.d.next = self.rwqe.q.val().sge0_addr >= self.mr_now.val().va;
+                    self.key_ok_r.d.next = self.lkey_ok.val();
+                }
                 self.sge_len.d.next = 0.into();
                 if self.rwqe.q.val().num_sge != 0 {
                     self.sge_len.d.next = self.rwqe.q.val().sge0_length;
@@ -972,9 +1264,11 @@ impl Logic for RxEngine {
                 self.state.d.next = 15.into();
             }
             15 => {
-                self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
-                self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
-                self.w_addr_r.d.next = self.mr_now.val().iova + self.off_r.q.val();
+                if self.is_send_start.val() {
+                    self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
+                    self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
+                    self.w_addr_r.d.next = self.mr_now.val().iova + self.off_r.q.val();
+                }
                 self.state.d.next = 16.into();
             }
             16 => {
@@ -1006,15 +1300,27 @@ impl Logic for RxEngine {
                     | (bit_cast::<320, 64>(self.recv_wr_id.q.val()) << 256);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
-                self.acked_ram.write_data.next = bit_cast::<32, 16>(self.acked.q.val())
-                    | (bit_cast::<32, 3>(self.retries.q.val()) << 16)
-                    | (bit_cast::<32, 1>(self.qp_err.q.val().into()) << 20);
+                self.acked_ram.write_data.next = bit_cast::<96, 16>(self.acked.q.val())
+                    | (bit_cast::<96, 3>(self.retries.q.val()) << 16)
+                    | (bit_cast::<96, 1>(self.qp_err.q.val().into()) << 20)
+                    | (bit_cast::<96, 1>(self.rd_valid.q.val().into()) << 21)
+                    | (bit_cast::<96, 7>(self.reads_done.q.val()) << 24)
+                    | (bit_cast::<96, 24>(self.rd_next.q.val()) << 32)
+                    | (bit_cast::<96, 24>(self.acked_psn.q.val()) << 64);
                 // Only the completer moves the CQ producer index.
                 self.cqpi_ram.write_enable.next = self.qpn_ok.q.val()
-                    & (self.src_lc.q.val() | self.src_recv.q.val() | (self.op.val() == 0x11));
+                    & (self.src_lc.q.val()
+                        | self.src_recv.q.val()
+                        | (self.op.val() == 0x11)
+                        | self.is_read_resp.val());
                 self.cqpi_ram.write_address.next = self.cqn.val().get_bits::<6>(0);
                 self.cqpi_ram.write_data.next = self.cq_pi.q.val();
                 self.state.d.next = 0.into();
+                if self.rsp_pending.q.val() {
+                    // The WQEs before the READ have retired: check the response again.
+                    self.rsp_pending.d.next = false;
+                    self.state.d.next = 17.into();
+                }
             }
             10 => {
                 // The in-flight entry at `acked` is being read. Only WQEs the scheduler has
@@ -1073,6 +1379,15 @@ impl Logic for RxEngine {
                         self.cqe_len.d.next = 0.into();
                         self.state.d.next = 12.into();
                     }
+                } else if !self.psn_diff.val().get_bit(23) & self.entry_is_read.val() & !self.rsp_final.q.val() {
+                    // An ACK (or a later response) covers a READ whose responses have not all
+                    // arrived: they were lost or are late. Ask once per missing PSN for the
+                    // READ to be resumed from the first missing response (9.7.5.1.3); a
+                    // timeout covers a lost resumption.
+                    self.rd_rw_psn.d.next = self.rd_restart.val();
+                    self.rd_rw_dup.d.next =
+                        self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.rd_restart.val());
+                    self.state.d.next = 22.into();
                 } else if !self.psn_diff.val().get_bit(23) {
                     self.retries.d.next = 0.into();
                     // Covered by the ACK: retired successfully.
@@ -1080,6 +1395,11 @@ impl Logic for RxEngine {
                         self.state.d.next = 12.into();
                     } else {
                         self.acked.d.next = self.acked.q.val() + 1;
+                        self.acked_psn.d.next = self.last_plus1.val();
+                        self.rd_valid.d.next = false;
+                        if self.entry_is_read.val() {
+                            self.reads_done.d.next = self.reads_done.q.val() + 1;
+                        }
                         self.state.d.next = 10.into();
                     }
                 } else if self.is_nak.val() & (self.nak_code.val() != 0) & (self.nak_code.val() < 4) {
@@ -1121,6 +1441,13 @@ impl Logic for RxEngine {
                         self.cnt_cqe.next = true;
                         self.cq_pi.d.next = self.cq_pi.q.val() + 1;
                         self.acked.d.next = self.acked.q.val() + 1;
+                        self.rd_valid.d.next = false;
+                        if !self.src_lc.q.val() {
+                            self.acked_psn.d.next = self.last_plus1.val();
+                        }
+                        if self.entry_is_read.val() & !self.src_lc.q.val() {
+                            self.reads_done.d.next = self.reads_done.q.val() + 1;
+                        }
                         if self.fatal.val() {
                             self.qp_err.d.next = true;
                             // A local error's scheduler knows already.
@@ -1134,6 +1461,125 @@ impl Logic for RxEngine {
                     }
                 }
             }
+            22 => {
+                // The resumption asked for in state 11, from registers.
+                if !self.rd_rw_dup.q.val() & !self.rw_full.val() {
+                    self.rw_write.next = true;
+                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
+                        | (bit_cast::<73, 16>(self.acked.q.val()) << 8)
+                        | (bit_cast::<73, 24>(self.entry.val().first_psn) << 24)
+                        | (bit_cast::<73, 24>(self.rd_rw_psn.q.val()) << 48);
+                    self.cnt_retransmit.next = true;
+                    self.last_nak.d.next = self.rd_rw_psn.q.val();
+                    self.last_nak_ok.d.next = true;
+                }
+                self.state.d.next = 9.into();
+            }
+            17 => {
+                // READ response checks, 1: the head WQE, the response's place in it, and the
+                // PSN expected next.
+                self.r_head_read.d.next = self.entry_is_read.val()
+                    & (self.outstanding_wqes.val() != 0)
+                    & !self.outstanding_wqes.val().get_bit(15);
+                self.r_a.d.next = self.pkt.q.val().psn - self.entry.val().first_psn;
+                self.r_b.d.next = self.entry.val().last_psn - self.entry.val().first_psn;
+                self.r_exp.d.next = self.rd_restart.val();
+                self.r_past.d.next = !self.psn_diff.val().get_bit(23)
+                    & (self.outstanding_wqes.val() != 0)
+                    & !self.outstanding_wqes.val().get_bit(15);
+                self.state.d.next = 18.into();
+            }
+            18 => {
+                // 2: inside the READ's PSN range; distance from the expected PSN; byte offsets.
+                self.r_in.d.next = self.r_a.q.val() <= self.r_b.q.val();
+                self.r_d.d.next = self.pkt.q.val().psn - self.r_exp.q.val();
+                self.r_off.d.next = bit_cast::<32, 24>(self.r_a.q.val())
+                    << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
+                self.r_boff.d.next = bit_cast::<32, 24>(self.r_b.q.val())
+                    << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
+                self.state.d.next = 20.into();
+            }
+            20 => {
+                // 3: in order or not; the length a response at this place must have (the
+                // path MTU, or what is left on the last); where its payload goes.
+                self.r_eq.d.next = self.r_d.q.val() == 0;
+                self.r_ahead.d.next = !self.r_d.q.val().get_bit(23) & (self.r_d.q.val() != 0);
+                self.r_len_ok.d.next = (self.r_a.q.val() != self.r_b.q.val()) & (self.plen32.val() == self.mtu.val());
+                if self.is_rsp_last.val() {
+                    self.r_len_ok.d.next = (self.r_a.q.val() == self.r_b.q.val())
+                        & (self.plen32.val() == (self.entry.val().byte_len - self.r_boff.q.val()));
+                }
+                self.r_addr.d.next = self.entry.val().local_iova + bit_cast::<64, 32>(self.r_off.q.val());
+                self.r_exp_dup.d.next = self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.r_exp.q.val());
+                self.state.d.next = 21.into();
+            }
+            21 => {
+                // 4: act. Every response leaves one job (its payload, or nothing).
+                if !self.job_full.val() {
+                    self.job_write.next = true;
+                    self.state.d.next = 9.into();
+                    if !self.r_head_read.q.val() | !self.r_in.q.val() {
+                        if self.r_past.q.val() & self.r_head_read.q.val() {
+                            // A later READ's response while the head READ still misses some:
+                            // dropped, and the head READ resumed (once per PSN) without a trip
+                            // through the retire loop, so a burst of them is dropped at the
+                            // pace they arrive.
+                            self.cnt_dup.next = true;
+                            self.rd_rw_psn.d.next = self.r_exp.q.val();
+                            self.rd_rw_dup.d.next = self.r_exp_dup.q.val();
+                            self.state.d.next = 22.into();
+                        } else if self.r_past.q.val() & !self.rsp_retired.q.val() {
+                            // Past the head WQE: first retire what it implicitly acknowledges.
+                            self.job_write.next = false;
+                            self.rsp_pending.d.next = true;
+                            self.rsp_retired.d.next = true;
+                            self.state.d.next = 3.into();
+                        } else {
+                            // For no READ outstanding (late or duplicate): dropped.
+                            self.cnt_dup.next = true;
+                        }
+                    } else if !self.r_eq.q.val() {
+                        if self.r_ahead.q.val() {
+                            // Responses missing before it: dropped, and the READ resumed once
+                            // from the first missing one (go-back-N, 9.7.5.1.3).
+                            self.cnt_drop_psn.next = true;
+                            if !(self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.r_exp.q.val()))
+                                & !self.rw_full.val()
+                            {
+                                self.rw_write.next = true;
+                                self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
+                                    | (bit_cast::<73, 16>(self.acked.q.val()) << 8)
+                                    | (bit_cast::<73, 24>(self.entry.val().first_psn) << 24)
+                                    | (bit_cast::<73, 24>(self.r_exp.q.val()) << 48);
+                                self.cnt_retransmit.next = true;
+                                self.last_nak.d.next = self.r_exp.q.val();
+                                self.last_nak_ok.d.next = true;
+                            }
+                        } else {
+                            self.cnt_dup.next = true;
+                        }
+                    } else if !self.r_len_ok.q.val() {
+                        // A response of the wrong length is never written (it could reach
+                        // past the READ's buffer).
+                        self.cnt_drop_inv_req.next = true;
+                    } else {
+                        self.cnt_roce_ok.next = true;
+                        if self.pkt.q.val().plen != 0 {
+                            self.job.next.kind = 0.into();
+                        }
+                        self.job.next.addr = self.r_addr.q.val();
+                        self.rd_next.d.next = self.pkt.q.val().psn + 1;
+                        self.rd_valid.d.next = true;
+                        if self.is_rsp_last.val() {
+                            // The READ is complete: the retire loop writes its completion
+                            // after the payload.
+                            self.rsp_final.d.next = true;
+                            self.cover_r.d.next = self.pkt.q.val().psn;
+                            self.state.d.next = 3.into();
+                        }
+                    }
+                }
+            }
             _ => {
                 self.state.d.next = 0.into();
             }
@@ -1141,8 +1587,11 @@ impl Logic for RxEngine {
         self.job.next.ack = self.reply.val().into();
         self.acked_tx_ram.write_enable.next = self.acked_ram.write_enable.val();
         self.acked_tx_ram.write_address.next = self.acked_ram.write_address.val();
-        self.acked_wdata.next = self.acked_ram.write_data.val().get_bits::<16>(0);
-        self.acked_tx_ram.write_data.next = self.acked_wdata.val();
+        self.acked_wdata.next = bit_cast::<24, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))
+            | (bit_cast::<24, 8>(self.acked_ram.write_data.val().get_bits::<8>(32)) << 16);
+        self.acked_tx_ram.write_data.next = bit_cast::<48, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))
+            | (bit_cast::<48, 7>(self.acked_ram.write_data.val().get_bits::<7>(24)) << 16)
+            | (bit_cast::<48, 24>(self.acked_ram.write_data.val().get_bits::<24>(64)) << 24);
         self.acked_we.next = self.acked_ram.write_enable.val();
         self.acked_waddr.next = self.acked_ram.write_address.val();
         if self.reset.val() {

@@ -27,10 +27,10 @@ pub fn icrc_residue() -> u32 {
 /// From the first beat it parses and checks Ethernet (EtherType 0x0800), IPv4 (version 4, no
 /// options, not a fragment, header checksum, Total Length at most [`MAX_FRAME_BYTES`] − 14),
 /// UDP (destination port 4791, length consistent with IPv4 Total Length) and BTH (TVer 0, a
-/// supported opcode: RDMA WRITE FIRST/MIDDLE/LAST/ONLY, SEND FIRST/MIDDLE/LAST/ONLY or
-/// ACKNOWLEDGE; payload length = Total
+/// supported opcode: every RC SEND and RDMA WRITE opcode with or without immediate, RDMA READ
+/// REQUEST, READ RESPONSE FIRST/MIDDLE/LAST/ONLY or ACKNOWLEDGE; payload length = Total
 /// Length − headers − pad − ICRC ≥ 0); the RETH is taken from bytes 54..70 (second beat), the
-/// AETH from bytes 54..58. Every beat of the frame is written into the packet buffer (at the
+/// AETH from bytes 54..58, the ImmDt from bytes 54..58 or, after a RETH, 70..74. Every beat of the frame is written into the packet buffer (at the
 /// frame's place, only into free space) while the ICRC is computed; the frame's last beat gives
 /// the verdict. Only a frame that passes every check (and the MAC's FCS, `tuser` = 0) becomes
 /// a [`RxDesc`] and keeps its buffer space (the next frame is written over anything else); a
@@ -152,7 +152,7 @@ pub struct RxIngress {
     dqpn_r: DFF<Bits<24>>,
     psn_r: DFF<Bits<24>>,
     ext_lo_r: DFF<Bits<80>>,
-    ext_hi_r: DFF<Bits<48>>,
+    ext_hi_r: DFF<Bits<80>>,
     // ---- Stage 1 logic (from the input) ----
     first0: Signal<Local, Bit>,
     h0: Signal<Local, RoceHeader>,
@@ -170,8 +170,8 @@ pub struct RxIngress {
     // ---- Stage 2 logic ----
     csum_x: Signal<Local, Bits<20>>,
     csum_ok: Signal<Local, Bit>,
-    a_ipl6: Signal<Local, Bits<6>>,
-    a_hdr6: Signal<Local, Bits<6>>,
+    a_ipl6: Signal<Local, Bits<7>>,
+    a_hdr6: Signal<Local, Bits<7>>,
     hdr_ok: Signal<Local, Bit>,
     // ---- Stage 3 logic ----
     ok_cur: Signal<Local, Bit>,
@@ -191,7 +191,8 @@ pub struct RxIngress {
     c_dqpn_w: Signal<Local, Bits<24>>,
     c_psn_w: Signal<Local, Bits<24>>,
     c_ackreq_w: Signal<Local, Bits<8>>,
-    ext: Signal<Local, Bits<128>>,
+    ext: Signal<Local, Bits<160>>,
+    imm_hi: Signal<Local, Bit>,
     c_init: Constant<Bits<32>>,
     c_and: Constant<Bits<512>>,
     c_or: Constant<Bits<512>>,
@@ -330,6 +331,7 @@ impl Default for RxIngress {
             c_psn_w: Default::default(),
             c_ackreq_w: Default::default(),
             ext: Default::default(),
+            imm_hi: Default::default(),
             c_init: Constant::new((init_skipping(SKIPPED_BYTES) as u64).to_bits()),
             c_and: Constant::new(first_beat_and()),
             c_or: Constant::new(first_beat_or()),
@@ -416,25 +418,59 @@ impl Logic for RxIngress {
         // First-beat parse, first half (used when `a_first`).
         self.c_flags.next = self.h0.val().bth_flags;
         self.c_pad.next = bit_cast::<16, 2>(self.c_flags.val().get_bits::<2>(4));
+        // Supported opcodes and the extension headers after their BTH (IBTA Vol 1 Table 38):
+        // RETH 16, ImmDt 4, AETH 4 bytes.
         self.c_ext_len.next = 0.into();
-        self.c_supported.next = false;
-        if (self.h0.val().bth_opcode == 0x06) | (self.h0.val().bth_opcode == 0x0A) {
-            self.c_ext_len.next = 16.into();
-            self.c_supported.next = true;
-        }
-        // BTH-only requests: RDMA WRITE MIDDLE/LAST, SEND FIRST/MIDDLE/LAST/ONLY.
-        if (self.h0.val().bth_opcode == 0x07)
-            | (self.h0.val().bth_opcode == 0x08)
-            | (self.h0.val().bth_opcode == 0x00)
-            | (self.h0.val().bth_opcode == 0x01)
-            | (self.h0.val().bth_opcode == 0x02)
-            | (self.h0.val().bth_opcode == 0x04)
-        {
-            self.c_supported.next = true;
-        }
-        if self.h0.val().bth_opcode == 0x11 {
-            self.c_ext_len.next = 4.into();
-            self.c_supported.next = true;
+        self.c_supported.next = true;
+        match self.h0.val().bth_opcode.index() {
+            // SEND FIRST/MIDDLE/LAST/ONLY, RDMA WRITE MIDDLE/LAST, READ RESPONSE MIDDLE.
+            0 => {} // 0x00
+            1 => {} // 0x01
+            2 => {} // 0x02
+            4 => {} // 0x04
+            7 => {} // 0x07
+            8 => {} // 0x08
+            14 => {} // 0x0E
+            // ImmDt: SEND LAST/ONLY and RDMA WRITE LAST with immediate.
+            3 => { // 0x03
+                self.c_ext_len.next = 4.into();
+            }
+            5 => { // 0x05
+                self.c_ext_len.next = 4.into();
+            }
+            9 => { // 0x09
+                self.c_ext_len.next = 4.into();
+            }
+            // RETH: RDMA WRITE FIRST/ONLY, RDMA READ REQUEST.
+            6 => { // 0x06
+                self.c_ext_len.next = 16.into();
+            }
+            10 => { // 0x0A
+                self.c_ext_len.next = 16.into();
+            }
+            12 => { // 0x0C
+                self.c_ext_len.next = 16.into();
+            }
+            // RETH + ImmDt: RDMA WRITE ONLY with immediate.
+            11 => { // 0x0B
+                self.c_ext_len.next = 20.into();
+            }
+            // AETH: READ RESPONSE FIRST/LAST/ONLY, ACKNOWLEDGE.
+            13 => { // 0x0D
+                self.c_ext_len.next = 4.into();
+            }
+            15 => { // 0x0F
+                self.c_ext_len.next = 4.into();
+            }
+            16 => { // 0x10
+                self.c_ext_len.next = 4.into();
+            }
+            17 => { // 0x11
+                self.c_ext_len.next = 4.into();
+            }
+            _ => {
+                self.c_supported.next = false;
+            }
         }
         self.a_ok1.d.next = (self.h0.val().eth_type == 0x0008)
             & (self.h0.val().ip_vihl == 0x45)
@@ -445,7 +481,9 @@ impl Logic for RxIngress {
             & self.c_supported.val()
             & (self.ipl.val() <= self.c_max_ipl.val());
         self.a_ipl.d.next = self.ipl.val();
-        self.a_ipl_hi.d.next = self.ipl_hi.val();
+        // Total Length ≥ 128 (the headers are at most 44 + 20 + 3 = 67 bytes, so below that
+        // the low 7 bits decide).
+        self.a_ipl_hi.d.next = self.ipl.val().get_bits::<9>(7).any();
         self.a_iplm20.d.next = self.ipl.val() - 20;
         self.a_udpl.d.next = (self.h0.val().udp_len >> 8) | (self.h0.val().udp_len << 8);
         // IP(20) + UDP(8) + BTH(12) + ICRC(4) = 44, plus extension headers and pad.
@@ -484,8 +522,8 @@ impl Logic for RxIngress {
             ^ bit_cast::<16, 4>(self.csum_x.val().get_bits::<4>(16)))
             == 0xFFFF;
         // Total Length >= the headers (44..63 bytes): a 6-bit compare below 64.
-        self.a_ipl6.next = self.a_ipl.q.val().get_bits::<6>(0);
-        self.a_hdr6.next = self.a_hdr.q.val().get_bits::<6>(0);
+        self.a_ipl6.next = self.a_ipl.q.val().get_bits::<7>(0);
+        self.a_hdr6.next = self.a_hdr.q.val().get_bits::<7>(0);
         self.hdr_ok.next = self.a_ipl_hi.q.val() | (self.a_ipl6.val() >= self.a_hdr6.val());
         self.b_ok.d.next = self.a_ok1.q.val()
             & self.a_ok2.q.val()
@@ -564,14 +602,14 @@ impl Logic for RxIngress {
         self.c_dqpn_w.next = self.hc.val().bth_dqpn;
         self.c_ackreq_w.next = self.hc.val().bth_ackreq;
         self.c_psn_w.next = self.hc.val().bth_psn;
-        self.ext.next = bit_cast::<128, 80>(self.ext_lo_r.q.val())
-            | (bit_cast::<128, 48>(self.ext_hi_r.q.val()) << 80);
+        self.ext.next = bit_cast::<160, 80>(self.ext_lo_r.q.val())
+            | (bit_cast::<160, 80>(self.ext_hi_r.q.val()) << 80);
         if self.kk.val() == 1 {
-            self.ext.next = bit_cast::<128, 80>(self.ext_lo_r.q.val())
-                | (bit_cast::<128, 48>(self.c_data.q.val().get_bits::<48>(0)) << 80);
+            self.ext.next = bit_cast::<160, 80>(self.ext_lo_r.q.val())
+                | (bit_cast::<160, 80>(self.c_data.q.val().get_bits::<80>(0)) << 80);
         }
         if self.c_first.q.val() {
-            self.ext.next = bit_cast::<128, 80>(self.c_data.q.val().get_bits::<80>(432));
+            self.ext.next = bit_cast::<160, 80>(self.c_data.q.val().get_bits::<80>(432));
         }
         self.desc.next.start = self.wr_ptr.q.val().get_bits::<8>(0);
         self.desc.next.nbeats = self.nb_cur.val();
@@ -615,6 +653,12 @@ impl Logic for RxIngress {
         self.desc.next.aeth_msn = (bit_cast::<24, 8>(self.ext.val().get_bits::<8>(8)) << 16)
             | (bit_cast::<24, 8>(self.ext.val().get_bits::<8>(16)) << 8)
             | bit_cast::<24, 8>(self.ext.val().get_bits::<8>(24));
+        // ImmDt: after the RETH in RDMA WRITE ONLY with immediate, else first.
+        self.imm_hi.next = self.desc.val().opcode == 0x0B;
+        self.desc.next.imm = self.ext.val().get_bits::<32>(0);
+        if self.imm_hi.val() {
+            self.desc.next.imm = self.ext.val().get_bits::<32>(128);
+        }
 
         // Verdict on the frame's last beat: malformed, then overflow, then ICRC.
         self.cnt_rx_frame.next = self.c_end.q.val();
@@ -644,7 +688,7 @@ impl Logic for RxIngress {
                 self.ext_lo_r.d.next = self.c_data.q.val().get_bits::<80>(432);
             }
             if self.kk.val() == 1 {
-                self.ext_hi_r.d.next = self.c_data.q.val().get_bits::<48>(0);
+                self.ext_hi_r.d.next = self.c_data.q.val().get_bits::<80>(0);
             }
             if self.c_last.q.val() {
                 self.k.d.next = 0.into();

@@ -3,7 +3,7 @@ use crate::ack_timer::AckTimer;
 use crate::dma_read::DmaReadIssuer;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
-use crate::records::{AckJob, LocalCompletion, RxDesc, TxJob, WriteJob};
+use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJob};
 use crate::regs::BarRegs;
 use crate::rx_engine::RxEngine;
 use crate::rx_ingress::RxIngress;
@@ -111,6 +111,7 @@ pub struct NicTop {
     desc_fifo: SynchronousFIFO<RxDesc, 5, 6, 1>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
     rw_fifo: SynchronousFIFO<Bits<73>, 2, 3, 1>,
+    rr_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
     timer: AckTimer,
     to_fifo: SynchronousFIFO<Bits<8>, 2, 3, 1>,
     rxe: RxEngine,
@@ -128,7 +129,7 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, rd_issuer, asm, tx_gb, arb,
-            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, timer, to_fifo, rxe, wj_fifo, rxw
+            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, rxw
         );
         self.regs.reset.next = self.reset.val();
         self.txs.reset.next = self.reset.val();
@@ -181,6 +182,8 @@ impl Logic for NicTop {
         self.db_fifo.read.next = self.txs.db_read.val();
         self.rxe.acked_raddr.next = self.txs.acked_addr.val();
         self.txs.acked_data.next = self.rxe.acked_rdata.val();
+        self.txs.acked_reads.next = self.rxe.acked_rreads.val();
+        self.txs.acked_psn.next = self.rxe.acked_rpsn.val();
         self.txs.sent_addr.next = self.rxe.sent_addr.val();
         self.rxe.sent_data.next = self.txs.sent_data.val();
         self.rd_issuer.wqe_valid.next = self.txs.wqe_ar_valid.val();
@@ -217,6 +220,12 @@ impl Logic for NicTop {
         self.txs.rw_empty.next = self.rw_fifo.empty.val();
         self.txs.rw_data.next = self.rw_fifo.data_out.val();
         self.rw_fifo.read.next = self.txs.rw_read.val();
+        self.rr_fifo.write.next = self.rxe.rr_write.val();
+        self.rr_fifo.data_in.next = self.rxe.rr_data.val();
+        self.rxe.rr_full.next = self.rr_fifo.full.val();
+        self.txs.rr_empty.next = self.rr_fifo.empty.val();
+        self.txs.rr_data.next = self.rr_fifo.data_out.val();
+        self.rr_fifo.read.next = self.txs.rr_read.val();
         // Local ACK timeouts.
         self.timer.cmd_fire.next = self.cmd_fire.val();
         self.timer.cmd_op.next = self.regs.cmd_op.val();

@@ -65,10 +65,10 @@ impl Logic for TxArbiter {
         self.hb.ext_len.next = 4.into();
         self.a_msn.next = self.ack.val().msn;
         // AETH: syndrome, then the MSN big-endian.
-        self.hb.ext.next = bit_cast::<128, 8>(self.ack.val().syndrome)
-            | (bit_cast::<128, 8>(self.a_msn.val().get_bits::<8>(16)) << 8)
-            | (bit_cast::<128, 8>(self.a_msn.val().get_bits::<8>(8)) << 16)
-            | (bit_cast::<128, 8>(self.a_msn.val().get_bits::<8>(0)) << 24);
+        self.hb.ext.next = bit_cast::<160, 8>(self.ack.val().syndrome)
+            | (bit_cast::<160, 8>(self.a_msn.val().get_bits::<8>(16)) << 8)
+            | (bit_cast::<160, 8>(self.a_msn.val().get_bits::<8>(8)) << 16)
+            | (bit_cast::<160, 8>(self.a_msn.val().get_bits::<8>(0)) << 24);
 
         self.ack_hdr.next = self.hb.hdr.val().into();
         self.hb.out_ready.next = false;

@@ -8,7 +8,8 @@ use rust_hdl::prelude::*;
 ///
 /// Jobs go from the job FIFO into the [`HeaderBuilder`] pipeline as soon as it has room
 /// (`job_read`), ahead of their turn, so the next packet's header is ready when the current
-/// packet ends. Per job: the header (54 bytes, 70 with a RETH) as one or two chunks, then the
+/// packet ends. Per job: the header (54 bytes, +16 with a RETH, +4 with an ImmDt or AETH) as one
+/// or two chunks, then the
 /// payload beats (in the order the DMA read returns them, `ceil((pay_skip + plen) / 64)`
 /// beats), then the pad bytes (0-3 zeros, BTH.PadCnt) that make the payload a multiple of 4
 /// bytes. IPv4 Total Length, the IPv4 header checksum and UDP Length are computed by the
@@ -56,6 +57,8 @@ pub struct TxAssembler {
     j_rkey: Signal<Local, Bits<32>>,
     j_len: Signal<Local, Bits<32>>,
     j_plen: Signal<Local, Bits<13>>,
+    j_ext4: Signal<Local, Bits<32>>,
+    reth: Signal<Local, Bits<128>>,
     j_skip: Signal<Local, Bits<6>>,
     hdr_bits: Signal<Local, Bits<640>>,
     t_tag: Signal<Local, Bits<48>>,
@@ -100,6 +103,8 @@ impl Default for TxAssembler {
             j_rkey: Default::default(),
             j_len: Default::default(),
             j_plen: Default::default(),
+            j_ext4: Default::default(),
+            reth: Default::default(),
             j_skip: Default::default(),
             hdr_bits: Default::default(),
             t_tag: Default::default(),
@@ -141,28 +146,41 @@ impl Logic for TxAssembler {
         self.hb.plen.next = self.job.val().plen;
         self.hb.ext_len.next = 0.into();
         self.hb.ext.next = 0.into();
+        self.j_ext4.next = self.job.val().ext4;
+        if self.job.val().has_ext4.any() {
+            // ImmDt or AETH alone (already in wire order).
+            self.hb.ext_len.next = 4.into();
+            self.hb.ext.next = bit_cast::<160, 32>(self.j_ext4.val());
+        }
         self.j_va.next = self.job.val().reth_va;
         self.j_rkey.next = self.job.val().reth_rkey;
         self.j_len.next = self.job.val().reth_len;
+        // RETH: VA (8 bytes), R_Key (4), DMA Length (4), all big-endian.
+        self.reth.next = (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(56)))
+            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(48)) << 8)
+            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(40)) << 16)
+            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(32)) << 24)
+            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(24)) << 32)
+            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(16)) << 40)
+            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(8)) << 48)
+            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(0)) << 56)
+            | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(24)) << 64)
+            | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(16)) << 72)
+            | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(8)) << 80)
+            | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(0)) << 88)
+            | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(24)) << 96)
+            | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(16)) << 104)
+            | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(8)) << 112)
+            | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(0)) << 120);
         if self.job.val().has_reth.any() {
-            // RETH: VA (8 bytes), R_Key (4), DMA Length (4), all big-endian.
             self.hb.ext_len.next = 16.into();
-            self.hb.ext.next = (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(56)))
-                | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(48)) << 8)
-                | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(40)) << 16)
-                | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(32)) << 24)
-                | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(24)) << 32)
-                | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(16)) << 40)
-                | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(8)) << 48)
-                | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(0)) << 56)
-                | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(24)) << 64)
-                | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(16)) << 72)
-                | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(8)) << 80)
-                | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(0)) << 88)
-                | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(24)) << 96)
-                | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(16)) << 104)
-                | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(8)) << 112)
-                | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(0)) << 120);
+            self.hb.ext.next = bit_cast::<160, 128>(self.reth.val());
+            if self.job.val().has_ext4.any() {
+                // RDMA WRITE ONLY with immediate: the ImmDt follows the RETH.
+                self.hb.ext_len.next = 20.into();
+                self.hb.ext.next = bit_cast::<160, 128>(self.reth.val())
+                    | (bit_cast::<160, 32>(self.j_ext4.val()) << 128);
+            }
         }
         // Tag: plen, pay_skip and where the payload ends in its beats (pay_skip + plen).
         self.j_plen.next = self.job.val().plen;

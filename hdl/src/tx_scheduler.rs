@@ -1,8 +1,11 @@
 //! The requester's work-queue engine: doorbell → QP context → WQE fetch → lkey check →
 //! segmentation into request packets.
-use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, TxJob, WqeRec};
+use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, TxJob, WqeRec};
 use crate::context_tables::ContextTables;
 use rust_hdl::prelude::*;
+
+/// Minimum cycles between two READ response packets (see [`TxScheduler`]).
+pub const RR_MIN_CYCLES: u64 = 12;
 
 /// Processes SQ doorbells one QP at a time.
 ///
@@ -10,14 +13,26 @@ use rust_hdl::prelude::*;
 /// consumer index `ci`), then for each WQE from `ci` up to `pi`:
 /// 1. waits until fewer than `2^LOG_MAX_INFLIGHT_WQES` WQEs of the QP are unacknowledged;
 /// 2. fetches the 64-byte WQE by DMA (AXI ID 1) from `sq_base + (ci mod size) * 64`;
-/// 3. checks the opcode (RDMA WRITE or SEND) and the local SGE against the key table: valid entry, tag,
-///    PD, and bounds (IBTA Vol 1 10.6.3); a failure becomes an error completion
+/// 3. checks the opcode (RDMA WRITE, SEND, either with immediate, or RDMA READ) and the local SGE
+///    against the key table: valid entry, tag, PD, bounds, and LOCAL_WRITE for a READ's
+///    destination (IBTA Vol 1 10.6.3); a failure becomes an error completion
 ///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`) written in SQ order by the completer;
 /// 4. records the WQE in the in-flight table for the completer (first and last PSN) and stores
 ///    `{PSN after it, ci + 1}`, before any of its packets leaves;
 /// 5. emits one [`TxJob`] per packet (WRITE or SEND FIRST/MIDDLE/LAST/ONLY by path MTU, RETH
-///    on a WRITE's first, AckReq on the last and on every 16th) and a payload read job for the DMA
+///    on a WRITE's first, ImmDt on the last of a message with immediate, AckReq on the last and
+///    on every 16th; for a READ one READ REQUEST with a RETH) and a payload read job for the DMA
 ///    read issuer.
+///
+/// It also answers the RDMA READs the RX engine accepted ([`ReadRespJob`]): READ RESPONSE
+/// FIRST/MIDDLE/LAST/ONLY packets by path MTU with the AETH on the first and last (IBTA Vol 1
+/// 9.7.4.1.4), the payload read from host memory like a request's. A READ response is served
+/// when the engine is idle, between WQEs, or while an error completion waits, never in the
+/// middle of a message. READ response packets leave at most one per [`RR_MIN_CYCLES`] cycles:
+/// the requester's RX engine takes 10 cycles to check a response against its READ (11 to drop
+/// one after a loss), so at path MTU 256 and 512 an unpaced stream, or one paced at exactly
+/// that rate plus the wire's duplicates, overflows its packet buffer; from MTU 1024 up the
+/// wire is slower than that anyway.
 ///
 /// Go-back-N (IBTA Vol 1 9.7.5.1.2): a rewind request from the completer for the QP being
 /// served stops the WQE at the next packet boundary, and the engine resends from the WQE and
@@ -54,6 +69,10 @@ pub struct TxScheduler {
     // Completer's count of retired WQEs for `cur_qpn` (read port of its table).
     pub acked_addr: Signal<Out, Bits<6>>,
     pub acked_data: Signal<In, Bits<16>>,
+    /// The completer's count of READ WQEs retired for `cur_qpn` (mod 128).
+    pub acked_reads: Signal<In, Bits<7>>,
+    /// The PSN after the last WQE the completer retired for `cur_qpn`.
+    pub acked_psn: Signal<In, Bits<24>>,
     // Our count of WQEs handed to the wire, for the completer (second read port).
     pub sent_addr: Signal<In, Bits<6>>,
     pub sent_data: Signal<Out, Bits<16>>,
@@ -86,13 +105,40 @@ pub struct TxScheduler {
     // Counter pulses.
     pub cnt_tx_req: Signal<Out, Bit>,
     pub cnt_local_err: Signal<Out, Bit>,
+    /// READ responses to send, from the RX engine (first-word fall-through FIFO).
+    pub rr_empty: Signal<In, Bit>,
+    pub rr_data: Signal<In, ReadRespJob>,
+    pub rr_read: Signal<Out, Bit>,
     /// Packets of QP `cur_qpn` are being emitted (for the ACK timer).
     pub tx_active: Signal<Out, Bit>,
     pub tx_qpn: Signal<Out, Bits<6>>,
     tables: ContextTables,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
-    state: DFF<Bits<4>>,
+    state: DFF<Bits<5>>,
+    /// WQE opcode classes, registered when the WQE arrives: bit 0 SEND (with or without
+    /// immediate), 1 with immediate, 2 RDMA READ, 3 an opcode this NIC implements.
+    wop: DFF<Bits<4>>,
+    /// RETH of the next READ request: the remote address past what was already answered.
+    rd_va: DFF<Bits<64>>,
+    // The READ response being sent (states 16-18) and the state to return to.
+    rr: DFF<ReadRespJob>,
+    rr_ret: DFF<Bits<5>>,
+    rr_psn: DFF<Bits<24>>,
+    rr_rem: DFF<Bits<32>>,
+    rr_iova: DFF<Bits<64>>,
+    rr_first: DFF<Bit>,
+    rr_last: DFF<Bit>,
+    rr_plen: DFF<Bits<32>>,
+    rr_mtu: DFF<Bits<32>>,
+    /// Cycles before the next READ response packet may leave (see the pacing note above).
+    rr_gap: DFF<Bits<4>>,
+    /// READ WQEs handed to the wire (mod 128, transport-state bits 25..31), and whether the
+    /// fetched READ must wait for `max_rd_atomic` (registered in state 12).
+    reads_sent: DFF<Bits<7>>,
+    rd_full: DFF<Bit>,
+    /// The completer has retired WQEs this engine is about to resend (state 3).
+    behind: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
     pi: DFF<Bits<16>>,
     ctx: DFF<QpContextRec>,
@@ -158,12 +204,30 @@ pub struct TxScheduler {
     is_send: Signal<Local, Bit>,
     wqe_psn_lo: Signal<Local, Bits<4>>,
     pkt_in_msg: Signal<Local, Bits<4>>,
+    is_read: Signal<Local, Bit>,
+    has_imm: Signal<Local, Bit>,
+    wop_now: Signal<Local, Bits<4>>,
+    op_now: Signal<Local, Bits<8>>,
+    rr_now: Signal<Local, ReadRespJob>,
+    rr_msn: Signal<Local, Bits<24>>,
+    rr_op: Signal<Local, Bits<8>>,
+    rr_pend: Signal<Local, Bit>,
+    req_op: Signal<Local, Bits<8>>,
+    rd_limit: Signal<Local, Bits<7>>,
+    mra: Signal<Local, Bits<8>>,
+    psn_after: Signal<Local, Bits<24>>,
+    ci_next: Signal<Local, Bits<16>>,
+    in_flight: Signal<Local, Bits<16>>,
+    reads_next: Signal<Local, Bits<7>>,
+    reads_out: Signal<Local, Bits<7>>,
 }
 
 // States.
 // 0 idle, 1 load (address), 2 load (data), 3 queue checks, 15 act on them, 4 WQE address,
 // 5 WQE data, 6 key lookup, 7 offset, 12 room, 13 validate, 9 record, 14 size a packet,
-// 8 emit it (back to 14, or 3 after the last), 10 local error, 11 save and yield to a rewind.
+// 8 emit it (back to 14, or 3 after the last), 10 local error, 11 save and yield to a rewind;
+// 19 wait for a READ slot (max_rd_atomic), 23 skip WQEs retired behind a rewind; READ responses: 16 load, 17 size a packet, 18 emit
+// it (back to 17, or to the state they interrupted: 0, 3, 10 or 19).
 
 impl Logic for TxScheduler {
     #[hdl_gen]
@@ -173,8 +237,12 @@ impl Logic for TxScheduler {
             status, wqe_psn, rewind, rw_ci, rw_psn, rw_restart, skip_pending, flush_req, err,
             off_r, len_r, va_ok, key_ok_r, off_ok, room, base_iova, skip_bytes_r, skip_nz,
             skip_ok, mtu_r, plen_r, last_r, sq_empty, window_ok, rw_mine, wqe_addr,
-            npkts, rw_pending
+            npkts, rw_pending, wop, rd_va, rr, rr_ret, rr_psn, rr_rem, rr_iova, rr_first,
+            rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind
         );
+        if self.rr_gap.q.val() != 0 {
+            self.rr_gap.d.next = self.rr_gap.q.val() - 1;
+        }
         self.rw_pending.d.next =
             !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
         self.dyn_ram.read_clock.next = self.clock.val();
@@ -203,7 +271,8 @@ impl Logic for TxScheduler {
         self.tables.cmd_record.next = self.cmd_record.val();
         self.writing_dyn.next = (self.state.q.val() == 9)
             | (self.state.q.val() == 10)
-            | (self.state.q.val() == 11);
+            | (self.state.q.val() == 11)
+            | (self.state.q.val() == 23);
         self.cmd_ready.next = !self.writing_dyn.val();
         self.dyn_ram.write_enable.next = self.cmd_fire.val()
             & (self.cmd_op.val() == 1)
@@ -238,6 +307,28 @@ impl Logic for TxScheduler {
             + bit_cast::<40, 32>(self.mtu_r.q.val())
             - 1)
             >> (bit_cast::<40, 3>(self.ctx.q.val().path_mtu) + 7);
+        // max_rd_atomic, taken as 1..=16.
+        self.mra.next = self.ctx.q.val().max_rd_atomic;
+        self.rd_limit.next = bit_cast::<7, 5>(self.mra.val().get_bits::<5>(0));
+        if self.mra.val() > 16 {
+            self.rd_limit.next = 16.into();
+        }
+        if self.mra.val() == 0 {
+            self.rd_limit.next = 1.into();
+        }
+        self.reads_out.next = self.reads_sent.q.val() - self.acked_reads.val();
+        // Sums packed into the transport-state word are formed at their own width first:
+        // `bit_cast` to a wider type masks at the wider width, so a carry would spill into the
+        // next field (TOOLCHAIN-NOTES).
+        self.psn_after.next = self.wqe_psn.q.val() + self.npkts.q.val();
+        self.ci_next.next = self.ci.q.val() + 1;
+        // WQEs recorded and not yet retired, mod 2^16 (a Local, so the difference wraps at 16
+        // bits before it is compared).
+        self.in_flight.next = self.ci.q.val() - self.acked_data.val();
+        self.reads_next.next = self.reads_sent.q.val();
+        if self.is_read.val() {
+            self.reads_next.next = self.reads_sent.q.val() + 1;
+        }
         self.sq_mask.next = (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size)) - 1;
 
         // Outputs, default idle.
@@ -251,26 +342,45 @@ impl Logic for TxScheduler {
         self.rj_write.next = false;
         self.rj_addr.next = self.cur_iova.q.val();
         self.rj_len.next = self.plen.val().get_bits::<13>(0);
-        // RDMA WRITE FIRST/MIDDLE/LAST/ONLY = 0x06/07/08/0A, SEND = 0x00/01/02/04
-        // (IBTA Vol 1 Table 38); only a WRITE's first packet carries a RETH.
-        self.is_send.next = self.wqe.q.val().opcode == 2;
-        self.job.next.opcode = 0x07.into();
+        // WQE opcode classes (ibv_wr_opcode: RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1, SEND 2,
+        // SEND_WITH_IMM 3, RDMA_READ 4), registered as the WQE arrives.
+        self.op_now.next = self.wqe_r_data.val().get_bits::<8>(64);
+        self.wop_now.next = bit_cast::<4, 1>(((self.op_now.val() == 2) | (self.op_now.val() == 3)).into())
+            | (bit_cast::<4, 1>(((self.op_now.val() == 1) | (self.op_now.val() == 3)).into()) << 1)
+            | (bit_cast::<4, 1>((self.op_now.val() == 4).into()) << 2)
+            | (bit_cast::<4, 1>((self.op_now.val() <= 4).into()) << 3);
+        self.is_send.next = self.wop.q.val().get_bit(0);
+        self.has_imm.next = self.wop.q.val().get_bit(1);
+        self.is_read.next = self.wop.q.val().get_bit(2);
+        // Request opcodes (IBTA Vol 1 Table 38): RDMA WRITE FIRST/MIDDLE/LAST/ONLY =
+        // 0x06/07/08/0A, SEND = 0x00/01/02/04; the last packet of a message with immediate
+        // is the next opcode (LAST/ONLY WITH IMMEDIATE, carrying an ImmDt); an RDMA READ is one
+        // READ REQUEST (0x0C) with a RETH and no payload, whose responses use the next
+        // ceil(len / MTU) PSNs.
+        self.req_op.next = 0x07.into();
         if self.first.q.val() & self.is_last.val() {
-            self.job.next.opcode = 0x0A.into();
+            self.req_op.next = 0x0A.into();
         } else if self.first.q.val() {
-            self.job.next.opcode = 0x06.into();
+            self.req_op.next = 0x06.into();
         } else if self.is_last.val() {
-            self.job.next.opcode = 0x08.into();
+            self.req_op.next = 0x08.into();
         }
         if self.is_send.val() {
-            self.job.next.opcode = 0x01.into();
+            self.req_op.next = 0x01.into();
             if self.first.q.val() & self.is_last.val() {
-                self.job.next.opcode = 0x04.into();
+                self.req_op.next = 0x04.into();
             } else if self.first.q.val() {
-                self.job.next.opcode = 0x00.into();
+                self.req_op.next = 0x00.into();
             } else if self.is_last.val() {
-                self.job.next.opcode = 0x02.into();
+                self.req_op.next = 0x02.into();
             }
+        }
+        self.job.next.opcode = self.req_op.val();
+        if self.has_imm.val() & self.is_last.val() {
+            self.job.next.opcode = self.req_op.val() | 1;
+        }
+        if self.is_read.val() {
+            self.job.next.opcode = 0x0C.into();
         }
         // AckReq on the last packet of a message and on every 16th packet of a long one, so
         // the responder acknowledges a long message while it is still arriving (9.7.5.1.1).
@@ -278,7 +388,11 @@ impl Logic for TxScheduler {
         self.wqe_psn_lo.next = self.wqe_psn.q.val().get_bits::<4>(0);
         self.pkt_in_msg.next = self.psn_lo.val() - self.wqe_psn_lo.val();
         self.job.next.ackreq = bit_cast::<1, 1>((self.is_last.val() | (self.pkt_in_msg.val() == 15)).into());
-        self.job.next.has_reth = bit_cast::<1, 1>((self.first.q.val() & !self.is_send.val()).into());
+        self.job.next.has_reth =
+            bit_cast::<1, 1>(((self.first.q.val() & !self.is_send.val()) | self.is_read.val()).into());
+        self.job.next.has_ext4 =
+            bit_cast::<1, 1>((self.has_imm.val() & self.is_last.val() & !self.is_read.val()).into());
+        self.job.next.ext4 = self.wqe.q.val().imm_data;
         self.job.next.rsvd0 = 0.into();
         self.job.next.psn = self.next_psn.q.val();
         self.job.next.dest_qpn = self.ctx.q.val().dest_qpn;
@@ -286,9 +400,13 @@ impl Logic for TxScheduler {
         self.job.next.udp_sport = self.ctx.q.val().udp_sport;
         self.job.next.dest_ip = self.ctx.q.val().dest_ip;
         self.job.next.dest_mac = self.ctx.q.val().dest_mac;
-        self.job.next.reth_va = self.wqe.q.val().remote_addr;
+        self.job.next.reth_va = self.rd_va.q.val();
         self.job.next.reth_rkey = self.wqe.q.val().rkey;
         self.job.next.reth_len = self.total.q.val();
+        if self.is_read.val() {
+            // A READ resumed after a partial answer asks only for the rest.
+            self.job.next.reth_len = self.rem.q.val();
+        }
         self.job.next.plen = self.plen.val().get_bits::<13>(0);
         self.job.next.pay_skip = self.cur_iova.q.val().get_bits::<6>(0);
         self.job.next.rsvd1 = 0.into();
@@ -302,22 +420,57 @@ impl Logic for TxScheduler {
         self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
         self.if_data.next.rsvd = 0.into();
         self.if_data.next.first_psn = self.wqe_psn.q.val();
-        // The completion's opcode: IBV_WC_SEND (0) or IBV_WC_RDMA_WRITE (1).
+        // The completion's opcode: IBV_WC_SEND (0), IBV_WC_RDMA_WRITE (1), IBV_WC_RDMA_READ (2).
         self.if_data.next.wc_opcode = 1.into();
         if self.is_send.val() {
             self.if_data.next.wc_opcode = 0.into();
         }
+        if self.is_read.val() {
+            self.if_data.next.wc_opcode = 2.into();
+        }
+        self.if_data.next.local_iova = self.base_iova.q.val();
         self.lc_write.next = false;
         self.lc_data.next.wr_id = self.wqe.q.val().wr_id;
         self.lc_data.next.qpn = bit_cast::<8, 6>(self.cur_qpn.q.val());
         self.lc_data.next.status = self.status.q.val();
-        self.lc_data.next.wc_opcode = 1.into();
-        if self.is_send.val() {
-            self.lc_data.next.wc_opcode = 0.into();
-        }
+        self.lc_data.next.wc_opcode = self.if_data.val().wc_opcode;
         self.lc_data.next.rsvd = 0.into();
         self.cnt_tx_req.next = false;
         self.cnt_local_err.next = false;
+        // READ RESPONSE FIRST/MIDDLE/LAST/ONLY = 0x0D/0E/0F/10; FIRST, LAST and ONLY carry an
+        // AETH (ACK syndrome 0x1F, the MSN big-endian), 9.7.4.1.4.
+        self.rr_now.next = self.rr_data.val();
+        self.rr_pend.next = !self.rr_empty.val();
+        self.rr_op.next = 0x0E.into();
+        if self.rr_first.q.val() & self.rr_last.q.val() {
+            self.rr_op.next = 0x10.into();
+        } else if self.rr_first.q.val() {
+            self.rr_op.next = 0x0D.into();
+        } else if self.rr_last.q.val() {
+            self.rr_op.next = 0x0F.into();
+        }
+        self.rr_msn.next = self.rr.q.val().msn;
+        self.rr_read.next = false;
+        if self.state.q.val() == 18 {
+            self.job.next.opcode = self.rr_op.val();
+            self.job.next.ackreq = 0.into();
+            self.job.next.has_reth = 0.into();
+            self.job.next.has_ext4 = bit_cast::<1, 1>((self.rr_first.q.val() | self.rr_last.q.val()).into());
+            self.job.next.ext4 = (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(16)) << 8)
+                | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(8)) << 16)
+                | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(0)) << 24)
+                | 0x1F;
+            self.job.next.psn = self.rr_psn.q.val();
+            self.job.next.dest_qpn = self.rr.q.val().dest_qpn;
+            self.job.next.pkey = self.rr.q.val().pkey;
+            self.job.next.udp_sport = self.rr.q.val().udp_sport;
+            self.job.next.dest_ip = self.rr.q.val().dest_ip;
+            self.job.next.dest_mac = self.rr.q.val().dest_mac;
+            self.job.next.plen = self.rr_plen.q.val().get_bits::<13>(0);
+            self.job.next.pay_skip = self.rr_iova.q.val().get_bits::<6>(0);
+            self.rj_addr.next = self.rr_iova.q.val();
+            self.rj_len.next = self.rr_plen.q.val().get_bits::<13>(0);
+        }
         self.tx_active.next = (self.state.q.val() == 8) | (self.state.q.val() == 14);
         self.tx_qpn.next = self.cur_qpn.q.val();
         self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
@@ -338,6 +491,12 @@ impl Logic for TxScheduler {
                     self.rw_restart.d.next = self.rw_data.val().get_bits::<24>(48);
                     self.flush_req.d.next = self.rw_data.val().get_bit(72);
                     self.state.d.next = 1.into();
+                } else if self.rr_pend.val() {
+                    // A READ the responder accepted: answer it (states 16-18), then idle.
+                    self.rr_read.next = true;
+                    self.rr.d.next = self.rr_now.val();
+                    self.rr_ret.d.next = 0.into();
+                    self.state.d.next = 16.into();
                 } else if !self.db_empty.val() {
                     self.db_read.next = true;
                     self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
@@ -354,6 +513,7 @@ impl Logic for TxScheduler {
                 self.ctx.d.next = self.qp_now.val();
                 self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
                 self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
+                self.reads_sent.d.next = self.dyn_now.val().get_bits::<7>(25);
                 // A rewind older than the completer's progress (ACKs retired WQEs after it was
                 // asked for) is stale: resume from the saved state instead.
                 self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
@@ -369,6 +529,8 @@ impl Logic for TxScheduler {
                 {
                     self.next_psn.d.next = self.rw_psn.q.val();
                     self.ci.d.next = self.rw_ci.q.val();
+                    // Every READ from the rewind point on is to be sent again.
+                    self.reads_sent.d.next = self.acked_reads.val();
                 }
                 // In the error state (set by the NIC after an error completion, or by the driver
                 // with modify_qp to ERR) every WQE completes with IBV_WC_WR_FLUSH_ERR.
@@ -387,13 +549,26 @@ impl Logic for TxScheduler {
             }
             3 => {
                 self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
-                self.window_ok.d.next = (self.ci.q.val() - self.acked_data.val()) < 16;
+                self.window_ok.d.next = self.in_flight.val() < 16;
+                self.behind.d.next = self.in_flight.val().get_bit(15);
                 self.rw_mine.d.next =
                     !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
                 self.state.d.next = 15.into();
+                if self.rr_pend.val() {
+                    // Between WQEs, READ responses go first (the peer may be waiting for them
+                    // to complete its own WQEs); the WQE state stays in its registers.
+                    self.rr_read.next = true;
+                    self.rr.d.next = self.rr_now.val();
+                    self.rr_ret.d.next = 3.into();
+                    self.state.d.next = 16.into();
+                }
             }
             15 => {
-                if self.sq_empty.q.val() {
+                if self.behind.q.val() {
+                    // A rewind was overtaken: an ACK or response arrived after it and retired
+                    // WQEs from the rewind point on. Skip them: go on after the last retired.
+                    self.state.d.next = 23.into();
+                } else if self.sq_empty.q.val() {
                     self.state.d.next = 0.into();
                 } else if self.window_ok.q.val() {
                     self.state.d.next = 4.into();
@@ -414,6 +589,7 @@ impl Logic for TxScheduler {
             5 => {
                 if self.wqe_r_valid.val() {
                     self.wqe.d.next = self.wqe_r_data.val().into();
+                    self.wop.d.next = self.wop_now.val();
                     self.state.d.next = 6.into();
                 }
             }
@@ -425,7 +601,9 @@ impl Logic for TxScheduler {
                 self.off_r.d.next = self.off.val();
                 self.len_r.d.next = self.len.val();
                 self.va_ok.d.next = self.wqe.q.val().sge0_addr >= self.mr.val().va;
-                self.key_ok_r.d.next = self.key_ok.val();
+                // A READ's local buffer is written by the NIC: its region must grant LOCAL_WRITE.
+                self.key_ok_r.d.next =
+                    self.key_ok.val() & (!self.is_read.val() | ((self.mr.val().access & 1) != 0));
                 self.skip_bytes_r.d.next = self.skip_bytes.val();
                 self.skip_nz.d.next = self.skip_pkts.val() != 0;
                 self.state.d.next = 12.into();
@@ -440,34 +618,47 @@ impl Logic for TxScheduler {
                 if self.len_r.q.val() == 0 {
                     self.npkts.d.next = 1.into();
                 }
+                self.rd_full.d.next = self.is_read.val() & (self.reads_out.val() >= self.rd_limit.val());
+                self.behind.d.next = self.in_flight.val().get_bit(15);
                 self.skip_ok.d.next = self.skip_pending.q.val()
                     & self.skip_nz.q.val()
                     & (self.skip_bytes_r.q.val() < bit_cast::<64, 32>(self.len_r.q.val()));
                 self.state.d.next = 13.into();
             }
             13 => {
-                self.rem.d.next = self.len_r.q.val();
-                self.total.d.next = self.len_r.q.val();
-                self.wqe_psn.d.next = self.next_psn.q.val();
-                self.cur_iova.d.next = self.base_iova.q.val();
-                self.first.d.next = true;
-                self.skip_pending.d.next = false;
-                if self.skip_ok.q.val() {
-                    self.rem.d.next = self.len_r.q.val() - self.skip_bytes_r.q.val().get_bits::<32>(0);
-                    self.cur_iova.d.next = self.base_iova.q.val() + self.skip_bytes_r.q.val();
-                    self.first.d.next = false;
-                    self.next_psn.d.next = self.rw_restart.q.val();
-                }
-                self.state.d.next = 9.into();
-                if self.err.q.val() {
-                    self.status.d.next = 5.into();
-                    self.state.d.next = 10.into();
-                } else if (self.wqe.q.val().opcode != 0) & (self.wqe.q.val().opcode != 2) {
-                    self.status.d.next = 2.into();
-                    self.state.d.next = 10.into();
-                } else if (self.len_r.q.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()) {
-                    self.status.d.next = 4.into();
-                    self.state.d.next = 10.into();
+                if self.behind.q.val() {
+                    // This WQE was retired while it was fetched or waited for a READ slot
+                    // (a rewind overtaken by late responses): skip to the first unretired one.
+                    self.state.d.next = 23.into();
+                } else if self.rd_full.q.val() & !self.err.q.val() {
+                    // max_rd_atomic READs await their responses: this one waits.
+                    self.state.d.next = 19.into();
+                } else {
+                    self.rem.d.next = self.len_r.q.val();
+                    self.total.d.next = self.len_r.q.val();
+                    self.wqe_psn.d.next = self.next_psn.q.val();
+                    self.cur_iova.d.next = self.base_iova.q.val();
+                    self.first.d.next = true;
+                    self.skip_pending.d.next = false;
+                    self.rd_va.d.next = self.wqe.q.val().remote_addr;
+                    if self.skip_ok.q.val() {
+                        self.rem.d.next = self.len_r.q.val() - self.skip_bytes_r.q.val().get_bits::<32>(0);
+                        self.cur_iova.d.next = self.base_iova.q.val() + self.skip_bytes_r.q.val();
+                        self.rd_va.d.next = self.wqe.q.val().remote_addr + self.skip_bytes_r.q.val();
+                        self.first.d.next = false;
+                        self.next_psn.d.next = self.rw_restart.q.val();
+                    }
+                    self.state.d.next = 9.into();
+                    if self.err.q.val() {
+                        self.status.d.next = 5.into();
+                        self.state.d.next = 10.into();
+                    } else if !self.wop.q.val().get_bit(3) {
+                        self.status.d.next = 2.into();
+                        self.state.d.next = 10.into();
+                    } else if (self.len_r.q.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()) {
+                        self.status.d.next = 4.into();
+                        self.state.d.next = 10.into();
+                    }
                 }
             }
             14 => {
@@ -476,6 +667,11 @@ impl Logic for TxScheduler {
                 self.plen_r.d.next = self.mtu_r.q.val();
                 if self.rem.q.val() <= self.mtu_r.q.val() {
                     self.plen_r.d.next = self.rem.q.val();
+                }
+                if self.is_read.val() {
+                    // One request packet, no payload.
+                    self.last_r.d.next = true;
+                    self.plen_r.d.next = 0.into();
                 }
                 self.state.d.next = 8.into();
             }
@@ -493,6 +689,10 @@ impl Logic for TxScheduler {
                     self.rem.d.next = self.rem.q.val() - self.plen.val();
                     self.cur_iova.d.next = self.cur_iova.q.val() + bit_cast::<64, 32>(self.plen.val());
                     self.first.d.next = false;
+                    if self.is_read.val() {
+                        // The responses take the READ's remaining PSNs.
+                        self.next_psn.d.next = self.wqe_psn.q.val() + self.npkts.q.val();
+                    }
                     self.state.d.next = 14.into();
                     if self.is_last.val() {
                         self.state.d.next = 3.into();
@@ -505,10 +705,14 @@ impl Logic for TxScheduler {
                 self.if_we.next = true;
                 self.dyn_ram.write_enable.next = true;
                 self.dyn_ram.write_address.next = self.cur_qpn.q.val();
-                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.wqe_psn.q.val() + self.npkts.q.val())
-                    | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32)
+                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.psn_after.val())
+                    | (bit_cast::<64, 16>(self.ci_next.val()) << 32)
                     | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
-                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24);
+                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24)
+                    | (bit_cast::<64, 7>(self.reads_next.val()) << 25);
+                if self.is_read.val() {
+                    self.reads_sent.d.next = self.reads_sent.q.val() + 1;
+                }
                 self.ci.d.next = self.ci.q.val() + 1;
                 self.state.d.next = 14.into();
             }
@@ -516,6 +720,13 @@ impl Logic for TxScheduler {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
                 if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
                     self.state.d.next = 11.into();
+                } else if self.rr_pend.val() {
+                    // The WQEs this error waits for may wait for a peer that waits for our
+                    // READ responses: answer them first.
+                    self.rr_read.next = true;
+                    self.rr.d.next = self.rr_now.val();
+                    self.rr_ret.d.next = 10.into();
+                    self.state.d.next = 16.into();
                 } else if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
                     self.lc_write.next = true;
                     self.cnt_local_err.next = self.status.q.val() != 5;
@@ -524,9 +735,10 @@ impl Logic for TxScheduler {
                     self.dyn_ram.write_enable.next = true;
                     self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                     self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
-                        | (bit_cast::<64, 16>(self.ci.q.val() + 1) << 32)
+                        | (bit_cast::<64, 16>(self.ci_next.val()) << 32)
                         | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
-                        | (bit_cast::<64, 1>(1.into()) << 24);
+                        | (bit_cast::<64, 1>(1.into()) << 24)
+                        | (bit_cast::<64, 7>(self.reads_sent.q.val()) << 25);
                     self.ci.d.next = self.ci.q.val() + 1;
                     self.state.d.next = 3.into();
                 }
@@ -538,12 +750,76 @@ impl Logic for TxScheduler {
                 self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
                     | (bit_cast::<64, 16>(self.ci.q.val()) << 32)
                     | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
-                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24);
+                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24)
+                    | (bit_cast::<64, 7>(self.reads_sent.q.val()) << 25);
                 self.state.d.next = 0.into();
                 if self.flush_req.q.val() {
                     // Entered the error state: flush the WQEs not yet sent.
                     self.flush_req.d.next = false;
                     self.state.d.next = 3.into();
+                }
+            }
+            23 => {
+                self.ci.d.next = self.acked_data.val();
+                self.next_psn.d.next = self.acked_psn.val();
+                self.reads_sent.d.next = self.acked_reads.val();
+                self.skip_pending.d.next = false;
+                self.dyn_ram.write_enable.next = true;
+                self.dyn_ram.write_address.next = self.cur_qpn.q.val();
+                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.acked_psn.val())
+                    | (bit_cast::<64, 16>(self.acked_data.val()) << 32)
+                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
+                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24)
+                    | (bit_cast::<64, 7>(self.acked_reads.val()) << 25);
+                self.state.d.next = 3.into();
+            }
+            19 => {
+                // Wait for a READ slot (max_rd_atomic), answering the peer's READs meanwhile
+                // and yielding to a rewind; the checks are redone from state 12.
+                if self.rw_pending.q.val() {
+                    self.state.d.next = 11.into();
+                } else if self.rr_pend.val() {
+                    self.rr_read.next = true;
+                    self.rr.d.next = self.rr_now.val();
+                    self.rr_ret.d.next = 19.into();
+                    self.state.d.next = 16.into();
+                } else {
+                    self.state.d.next = 12.into();
+                }
+            }
+            16 => {
+                // A READ response: its first PSN, length and address, in its own registers.
+                self.rr_psn.d.next = self.rr.q.val().psn;
+                self.rr_rem.d.next = self.rr.q.val().len;
+                self.rr_iova.d.next = self.rr.q.val().iova;
+                self.rr_first.d.next = true;
+                self.rr_mtu.d.next =
+                    bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.rr.q.val().path_mtu);
+                self.state.d.next = 17.into();
+            }
+            17 => {
+                // Size the next response packet (a zero-length READ is one empty ONLY).
+                self.rr_last.d.next = self.rr_rem.q.val() <= self.rr_mtu.q.val();
+                self.rr_plen.d.next = self.rr_mtu.q.val();
+                if self.rr_rem.q.val() <= self.rr_mtu.q.val() {
+                    self.rr_plen.d.next = self.rr_rem.q.val();
+                }
+                self.state.d.next = 18.into();
+            }
+            18 => {
+                if !self.job_full.val() & !self.rj_full.val() & (self.rr_gap.q.val() == 0) {
+                    self.job_write.next = true;
+                    // RR_MIN_CYCLES - 1 cycles of wait (hdl_gen takes no Rust constants).
+                    self.rr_gap.d.next = 11.into();
+                    self.rj_write.next = self.rr_plen.q.val() != 0;
+                    self.rr_psn.d.next = self.rr_psn.q.val() + 1;
+                    self.rr_rem.d.next = self.rr_rem.q.val() - self.rr_plen.q.val();
+                    self.rr_iova.d.next = self.rr_iova.q.val() + bit_cast::<64, 32>(self.rr_plen.q.val());
+                    self.rr_first.d.next = false;
+                    self.state.d.next = 17.into();
+                    if self.rr_last.q.val() {
+                        self.state.d.next = self.rr_ret.q.val();
+                    }
                 }
             }
             _ => {

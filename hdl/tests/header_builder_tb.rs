@@ -5,14 +5,16 @@
 //! timing) and checks the headers in order, each with the `tag` it was sent with.
 //!
 //! - `random_headers_match_the_codec`: random addresses, ports, P_Keys, QPNs, PSNs, AckReq,
-//!   opcodes (every RC/UC opcode the codec knows whose extension headers fit in 16 bytes), payload
-//!   lengths 0..=8191 and extension headers (none, AETH/ImmDt or RETH, with garbage past
-//!   `ext_len`): the header the block builds, followed by the payload, the pad bytes it asks for
-//!   (`pad`) and the ICRC, is byte for byte the frame the codec emits; the frame parses (IPv4
-//!   checksum, Total Length and UDP Length = headers + plen + pad + ICRC) and its fields match;
-//!   `hlen` = 54 + ext_len and `pad` = BTH.PadCnt = (-plen) mod 4.
-//! - `checksum_carry_corners`: addresses of all ones / all zeros, and 300 headers whose IPv4
-//!   one's-complement sum carries out of 16 bits twice (the second fold matters).
+//!   opcodes (every RC/UC opcode the codec knows, 0x00..=0x11 and 0x20..=0x2B), payload
+//!   lengths 0..=8191 and extension headers (none, AETH or ImmDt (`ext_len` 4), RETH (16),
+//!   RETH + ImmDt (20, RDMA WRITE ONLY WITH IMMEDIATE), with garbage past `ext_len` in the
+//!   20-byte `ext`): the header the block builds, followed by the payload, the pad bytes it asks
+//!   for (`pad`) and the ICRC, is byte for byte the frame the codec emits; the frame parses
+//!   (IPv4 checksum, Total Length and UDP Length = headers + plen + pad + ICRC) and its fields
+//!   match; `hlen` = 54 + ext_len and `pad` = BTH.PadCnt = (-plen) mod 4.
+//! - `checksum_carry_corners`: addresses of all ones / all zeros (with every `ext_len`: 0, 4,
+//!   16, 20), and 300 headers whose IPv4 one's-complement sum carries out of 16 bits twice (the
+//!   second fold matters).
 //! - `latency_and_rate`: with `out_ready` high a request taken in cycle `t` is at the output in
 //!   cycle `t + 4`; offered every cycle, 4 of every 5 cycles take one (`in_ready` waits for a
 //!   free stage, never for `out_ready`); a stalled output fills the pipeline (4 requests taken,
@@ -25,32 +27,25 @@ use rnic_firmware_tests::wire::{icrc, Opcode, RocePacketRepr};
 use rnic_hdl::header_builder::HeaderBuilder;
 use std::net::Ipv4Addr;
 
-/// RC and UC opcodes the codec supports whose extension headers fit the builder's 16 bytes.
+/// Extension header bytes the builder takes (`ext`): a RETH and an ImmDt.
+const EXT_BYTES: usize = 20;
+
+/// Every RC and UC opcode the codec supports (their extension headers all fit the builder's
+/// 20 bytes: at most RETH + ImmDt).
 fn opcodes() -> Vec<u8> {
     (0x00..=0x11u8)
         .chain(0x20..=0x2b)
-        .filter(|op| Opcode(*op).ext_headers().map(|e| e.len() <= 16).unwrap_or(false))
+        .filter(|op| Opcode(*op).ext_headers().map(|e| e.len() <= EXT_BYTES).unwrap_or(false))
         .collect()
 }
 
 /// Puts `r`'s fields (and `garbage` in the unused extension bytes) on the builder's inputs.
 fn drive(dut: &mut Dut, r: &RocePacketRepr, garbage: &[u8], tag: u64) {
     // The extension headers in wire order, as the codec writes them after the BTH.
-    let mut ext = Vec::new();
-    if let Some(reth) = &r.reth {
-        ext.extend_from_slice(&reth.virt_addr.to_be_bytes());
-        ext.extend_from_slice(&reth.rkey.to_be_bytes());
-        ext.extend_from_slice(&reth.dma_len.to_be_bytes());
-    }
-    if let Some(a) = &r.aeth {
-        ext.push(a.syndrome);
-        ext.extend_from_slice(&a.msn.to_be_bytes()[1..]);
-    }
-    if let Some(i) = &r.immdt {
-        ext.extend_from_slice(&i.data.to_be_bytes());
-    }
+    let mut ext = codec::ext_wire_bytes(r);
     let ext_len = ext.len();
-    ext.extend_from_slice(&garbage[ext_len..16]);
+    assert!(ext_len <= EXT_BYTES, "{ext_len} extension bytes");
+    ext.extend_from_slice(&garbage[ext_len..EXT_BYTES]);
 
     dut.set("src_mac", codec::mac_bits(r.eth.src_addr));
     dut.set("dest_mac", codec::mac_bits(r.eth.dst_addr));
@@ -76,7 +71,7 @@ fn drive_junk(dut: &mut Dut, rng: &mut Rng) {
     ] {
         dut.set(name, rng.next_u64() & ((1u64 << w) - 1));
     }
-    dut.set_wide("ext", &rng.bytes(16));
+    dut.set_wide("ext", &rng.bytes(EXT_BYTES));
 }
 
 /// The header at the output: `(header bytes[..hlen], hlen, pad, tag)`.
@@ -122,7 +117,7 @@ fn check_one(out: (Vec<u8>, usize, usize, u64), r: &RocePacketRepr, tag: u64, ct
 /// Streams `cases` through the builder (`p_in` / `p_out`: percent chances per cycle that a
 /// request is offered / the output is ready) and checks every header in order.
 fn run(dut: &mut Dut, rng: &mut Rng, cases: &[(RocePacketRepr, String)], p_in: u64, p_out: u64) {
-    let garbage: Vec<Vec<u8>> = cases.iter().map(|_| rng.bytes(16)).collect();
+    let garbage: Vec<Vec<u8>> = cases.iter().map(|_| rng.bytes(EXT_BYTES)).collect();
     let tags: Vec<u64> = cases.iter().map(|_| rng.next_u64() & 0xFFFF_FFFF_FFFF).collect();
     let (mut next_in, mut next_out, mut cycles) = (0usize, 0usize, 0u64);
     while next_out < cases.len() {
@@ -172,7 +167,9 @@ fn random_headers_match_the_codec() {
     let mut rng = Rng::from_env(0x4EAD_E2B1);
     let seed = rng.0;
     let ops = opcodes();
-    assert!(ops.len() >= 20, "{ops:?}");
+    assert!(ops.len() >= 30, "{ops:?}");
+    // RETH + ImmDt (ext_len 20): RDMA WRITE ONLY WITH IMMEDIATE, RC and UC.
+    assert!(ops.contains(&0x0B) && ops.contains(&0x2B), "{ops:?}");
     let mut cases = Vec::new();
     for i in 0..3000 {
         let op = *rng.pick(&ops);
@@ -215,7 +212,7 @@ fn checksum_carry_corners() {
     ];
     for (k, (src, dst)) in ips.iter().flat_map(|a| ips.iter().map(move |b| (*a, *b))).enumerate() {
         for plen in [0usize, 1, 3, 4, 4093, 8191] {
-            for op in [0x0Au8, 0x11, 0x04] {
+            for op in [0x0Au8, 0x11, 0x04, 0x0B, 0x05] {
                 let mut r = codec::nic_style_repr(&mut rng, op);
                 codec::add_ext_headers(&mut rng, &mut r);
                 r.ipv4.src_addr = src;
@@ -228,7 +225,7 @@ fn checksum_carry_corners() {
     // Sums whose first fold carries again.
     let mut found = 0;
     for i in 0..300 {
-        let op = *rng.pick(&[0x0Au8, 0x11, 0x04, 0x07]);
+        let op = *rng.pick(&[0x0Au8, 0x11, 0x04, 0x07, 0x0B, 0x09]);
         let mut r = codec::nic_style_repr(&mut rng, op);
         codec::add_ext_headers(&mut rng, &mut r);
         let plen = rng.range(0, 4096) as usize;
@@ -260,7 +257,7 @@ fn latency_and_rate() {
             r
         })
         .collect();
-    let garbage = rng.bytes(16);
+    let garbage = rng.bytes(EXT_BYTES);
     // Offered every cycle with the output always ready: each request leaves 4 cycles after it
     // was taken, and at most one cycle in five takes none.
     dut.set_bit("out_ready", true);

@@ -1,17 +1,21 @@
 //! Every record's fields add up to the width it declares (`record!(Name, TOTAL, {...})` in
 //! `hdl/src/records.rs`), so `From<Bits<TOTAL>>` reads every field inside the word and a RAM or
-//! FIFO sized by the declared width holds the whole record. (Not a Verilator test: a layout
-//! check that needs none.)
+//! FIFO sized by the declared width holds the whole record; and the records the testbenches
+//! pack by hand have the layout they rely on. (Not a Verilator test: a layout check that needs
+//! none.)
 //!
 //! - `declared_widths_match_the_fields`: parses every `record!` of `records.rs` and compares the
-//!   declared total with the sum of the field widths (records with a known RTL bug excepted).
-//! - `tx_job_width_matches_its_fields`: the same for `TxJob`, plus its `From<Bits<320>>` view
-//!   (which `debug_assert`s the sum): ignored while the RTL bug stands.
-use rnic_hdl::records::TxJob;
+//!   declared total with the sum of the field widths, and with rust-hdl's own width (`Synth::BITS`)
+//!   for the records the block tests drive.
+//! - `extension_fields_layout`: `TxJob` is 360 bits with `has_ext4` right after `has_reth`
+//!   (bit 10; `rsvd0` 5 bits, `psn` still at bit 16) and `ext4` in bits 359..328; `RxDesc` is
+//!   288 bits with `imm` in bits 287..256; `RoceHeader.ext` covers frame bytes 54..74 (bits
+//!   432..592) and `spare` the last 6 bytes; `InflightRec` is 224 bits with `local_iova` last;
+//!   `ReadRespJob` is 288 bits.
+//! - `from_bits_reads_each_field_in_place`: `From<Bits<TOTAL>>` of a word with one field's bits
+//!   set yields that field (all ones) and nothing else, for `TxJob` and `RxDesc`.
+use rnic_hdl::records::{InflightRec, ReadRespJob, RoceHeader, RxDesc, TxJob};
 use rust_hdl::prelude::*;
-
-/// Records whose declared width is known to be wrong (each has its own ignored test).
-const KNOWN_BAD: &[&str] = &["TxJob"];
 
 /// `(name, declared bits, sum of field widths)` of each `record!` in records.rs.
 fn records() -> Vec<(String, usize, usize)> {
@@ -40,25 +44,88 @@ fn records() -> Vec<(String, usize, usize)> {
     out
 }
 
+fn declared(all: &[(String, usize, usize)], name: &str) -> usize {
+    all.iter().find(|r| r.0 == name).unwrap_or_else(|| panic!("no record {name}")).1
+}
+
 #[test]
 fn declared_widths_match_the_fields() {
     let all = records();
     assert!(all.len() >= 10, "found only {} records", all.len());
     let bad: Vec<String> = all
         .iter()
-        .filter(|(n, d, s)| d != s && !KNOWN_BAD.contains(&n.as_str()))
+        .filter(|(_, d, s)| d != s)
         .map(|(n, d, s)| format!("{n}: declared {d} bits, fields sum to {s}"))
         .collect();
     assert!(bad.is_empty(), "{}", bad.join("\n"));
-    // The parse agrees with rust-hdl's own width for a record it knows.
-    let tx = all.iter().find(|r| r.0 == "TxJob").expect("TxJob");
-    assert_eq!(tx.2, <TxJob as Synth>::BITS);
+    // The parse agrees with rust-hdl's own width for the records the block tests drive.
+    for (name, bits) in [
+        ("TxJob", <TxJob as Synth>::BITS),
+        ("RxDesc", <RxDesc as Synth>::BITS),
+        ("RoceHeader", <RoceHeader as Synth>::BITS),
+        ("InflightRec", <InflightRec as Synth>::BITS),
+        ("ReadRespJob", <ReadRespJob as Synth>::BITS),
+    ] {
+        assert_eq!(declared(&all, name), bits, "{name}: declared width vs rust-hdl's");
+    }
 }
 
 #[test]
-fn tx_job_width_matches_its_fields() {
+fn extension_fields_layout() {
     let all = records();
-    let (_, declared, sum) = all.iter().find(|r| r.0 == "TxJob").expect("TxJob").clone();
-    assert_eq!(sum, declared, "TxJob: declared {declared} bits, fields sum to {sum}");
-    let _ = TxJob::from(Bits::<328>::default());
+    assert_eq!(declared(&all, "TxJob"), 360);
+    assert_eq!(declared(&all, "RxDesc"), 288);
+    assert_eq!(declared(&all, "RoceHeader"), 640);
+    assert_eq!(declared(&all, "InflightRec"), 224);
+    assert_eq!(declared(&all, "ReadRespJob"), 288);
+
+    let t = TxJob::default();
+    assert_eq!((t.get_my_offset_has_reth(), t.get_my_width_has_reth()), (9, 1));
+    assert_eq!((t.get_my_offset_has_ext4(), t.get_my_width_has_ext4()), (10, 1));
+    assert_eq!((t.get_my_offset_rsvd0(), t.get_my_width_rsvd0()), (11, 5));
+    assert_eq!(t.get_my_offset_psn(), 16, "TxJob fields after rsvd0 did not move");
+    assert_eq!((t.get_my_offset_ext4(), t.get_my_width_ext4()), (328, 32));
+
+    let d = RxDesc::default();
+    assert_eq!((d.get_my_offset_aeth_msn(), d.get_my_width_aeth_msn()), (232, 24));
+    assert_eq!((d.get_my_offset_imm(), d.get_my_width_imm()), (256, 32));
+
+    // Frame byte k is header bits 8k+7..8k: ext starts at byte 54 and holds 20 bytes.
+    let h = RoceHeader::default();
+    assert_eq!((h.get_my_offset_ext(), h.get_my_width_ext()), (54 * 8, 20 * 8));
+    assert_eq!((h.get_my_offset_spare(), h.get_my_width_spare()), (74 * 8, 6 * 8));
+
+    let i = InflightRec::default();
+    assert_eq!((i.get_my_offset_local_iova(), i.get_my_width_local_iova()), (160, 64));
+
+    let r = ReadRespJob::default();
+    assert_eq!(r.get_my_offset_len() + r.get_my_width_len(), 288);
+}
+
+/// A word of `N` bits with bits `off..off + w` set.
+fn ones_at<const N: usize>(off: usize, w: usize) -> Bits<N> {
+    let mut b = Bits::<N>::default();
+    for k in off..off + w {
+        b = b | (Bits::<N>::from(1u64) << k as u64);
+    }
+    b
+}
+
+#[test]
+fn from_bits_reads_each_field_in_place() {
+    let t = TxJob::default();
+    let j = TxJob::from(ones_at::<360>(t.get_my_offset_ext4(), 32));
+    assert_eq!(j.ext4.to_u64(), 0xFFFF_FFFF);
+    assert_eq!(j, TxJob { ext4: j.ext4, ..TxJob::default() }, "only ext4 set");
+    let j = TxJob::from(ones_at::<360>(t.get_my_offset_has_ext4(), 1));
+    assert!(j.has_ext4.any());
+    assert_eq!(j, TxJob { has_ext4: j.has_ext4, ..TxJob::default() }, "only has_ext4 set");
+    // And back: the record as a word has the field at the same place.
+    let word: Bits<360> = TxJob { ext4: 0xA1B2_C3D4u64.to_bits(), ..TxJob::default() }.into();
+    assert_eq!(word.get_bits::<32>(328).to_u64(), 0xA1B2_C3D4);
+
+    let d = RxDesc::default();
+    let r = RxDesc::from(ones_at::<288>(d.get_my_offset_imm(), 32));
+    assert_eq!(r.imm.to_u64(), 0xFFFF_FFFF);
+    assert_eq!(r, RxDesc { imm: r.imm, ..RxDesc::default() }, "only imm set");
 }

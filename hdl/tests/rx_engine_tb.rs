@@ -3,7 +3,9 @@
 //!
 //! QP contexts and key-table entries are written through the context-command port exactly as
 //! BAR0 commits them (records built with `rnic_contract` fields); descriptors are handed in as
-//! the ingress would.
+//! the ingress would. Every other source FIFO stays empty and the READ-response queue is never
+//! full (`rr_full` = 0); no packet here is an RDMA READ, so none may write a READ-response job
+//! (`rr_write`).
 //!
 //! - `write_only_key_and_bounds`: random WRITE ONLY packets against a table of regions
 //!   (valid/invalid, other PD, no REMOTE_WRITE, stale tag, index past the table) and QPs (RTR,
@@ -107,6 +109,7 @@ struct Pins {
     job_full: Port,
     job_write: Port,
     job: Port,
+    rr_write: Port,
     counters: Vec<(&'static str, Port)>,
 }
 
@@ -133,6 +136,7 @@ impl Tb {
             job_full: dut.port("job_full"),
             job_write: dut.port("job_write"),
             job: dut.port("job"),
+            rr_write: dut.port("rr_write"),
             counters,
         };
         // Every other source FIFO (local completions, ACK timeouts, ...) stays empty.
@@ -146,6 +150,8 @@ impl Tb {
             dut.set(n.as_str(), 1);
         }
         dut.set(p.desc_empty, 1);
+        // The READ-response queue always has room (no READ requests are sent here).
+        dut.set("rr_full", 0);
         dut.reset(2);
         Tb { dut, p, rng: Rng::from_env(seed) }
     }
@@ -236,6 +242,7 @@ impl Tb {
                     pulses.push(*n);
                 }
             }
+            assert!(!self.dut.get_bit(self.p.rr_write), "a READ-response job for opcode {:#04x}", d.opcode);
             if self.dut.get_bit(self.p.job_write) {
                 assert!(!full, "job_write while job_full");
                 assert!(job.is_none(), "two jobs for one packet");

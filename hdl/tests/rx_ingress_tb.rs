@@ -6,25 +6,53 @@
 //! due (no pulse may come at any other cycle), reads accepted frames back through the buffer's
 //! read port while later frames arrive, and releases their space as the RX engine would.
 //!
-//! - `valid_frames_become_descriptors`: RDMA WRITE ONLY/FIRST/MIDDLE/LAST (payload 0..=4096,
-//!   every pad) and ACKNOWLEDGE frames with random addresses, TOS/TTL/ID, FECN/BECN (fields the
-//!   ICRC masks), back to back or with idle cycles, each produce exactly one descriptor whose
-//!   fields match the codec's parse (opcode, hlen, AckReq, plen, dest QP, PSN, RETH, AETH), whose
-//!   `start` continues where the previous frame ended (mod 256) and `nbeats` covers Total Length;
-//!   reading `nbeats` beats back through `buf_raddr`/`buf_rdata` gives the frame's bytes;
-//!   `cnt_rx_frame` pulses once per frame and no error counter pulses.
+//! Accepted opcodes are the RC opcodes 0x00..=0x11: SEND FIRST/MIDDLE/LAST/ONLY and LAST/ONLY
+//! WITH IMMEDIATE (ImmDt), RDMA WRITE FIRST/ONLY (RETH), MIDDLE/LAST, LAST WITH IMMEDIATE
+//! (ImmDt), ONLY WITH IMMEDIATE (RETH + ImmDt), RDMA READ REQUEST (RETH), READ RESPONSE
+//! FIRST/LAST/ONLY (AETH) and MIDDLE, ACKNOWLEDGE (AETH). A descriptor's RETH fields are
+//! compared only for opcodes with a RETH, its AETH fields only for opcodes with an AETH, and
+//! `imm` only for the four WITH IMMEDIATE opcodes (the other opcodes leave them undefined).
+//!
+//! - `codec_places_extension_headers` (no Verilator): the reference itself: for each accepted
+//!   opcode the codec emits the RETH / AETH / ImmDt IBTA Vol 1 Table 38 lists, in that order
+//!   after the BTH, so the ImmDt is at frame bytes 54..58, or 70..74 after a RETH.
+//! - `valid_frames_become_descriptors`: frames of every accepted opcode (payload 0..=4096,
+//!   every pad; none for READ REQUEST and ACKNOWLEDGE, a whole MTU for FIRST/MIDDLE) with random
+//!   addresses, TOS/TTL/ID, FECN/BECN (fields the ICRC masks), back to back or with idle cycles,
+//!   each produce exactly one descriptor whose fields match the codec's parse (opcode, `hlen` =
+//!   54 + 0/4/16/20, AckReq, plen, dest QP, PSN, RETH, AETH, `imm` = the ImmDt's wire bytes with
+//!   the first in bits 7:0), whose `start` continues where the previous frame ended (mod 256)
+//!   and `nbeats` covers Total Length; reading `nbeats` beats back through
+//!   `buf_raddr`/`buf_rdata` gives the frame's bytes; `cnt_rx_frame` pulses once per frame and
+//!   no error counter pulses.
+//! - `every_opcode_at_beat_edges`: each accepted opcode with payloads 0..=80 and lengths that
+//!   end the frame just before, on and after the second and third beat boundaries (an RDMA
+//!   WRITE ONLY WITH IMMEDIATE's ImmDt is in the second beat: taken from that beat when it is
+//!   the frame's last, from a register when the frame is longer), all descriptors as above.
+//! - `only_rc_opcodes_up_to_acknowledge_are_accepted`: all 256 opcodes, each followed by a good
+//!   frame: exactly 0x00..=0x11 are accepted; atomics (0x12 ATOMIC ACKNOWLEDGE with AETH +
+//!   AtomicAckETH, 0x13/0x14 with an AtomicETH), 0x15..=0x1F, UC (with their own extension
+//!   headers), UD, CNP and the rest are `cnt_malformed`, and the next frame is unaffected.
 //! - `back_to_back_frames_without_reading`: frames on consecutive cycles, nothing released until
 //!   all are in; every descriptor and every stored frame is right.
 //! - `ethernet_padding_is_ignored`: frames followed by 1..70 bytes of Ethernet padding (padding
 //!   beats included) are accepted with the Total Length's beat count, and the next frame starts
 //!   right after them in the buffer.
 //! - `icrc_errors_are_counted_and_dropped`: one flipped bit anywhere the ICRC covers (payload,
-//!   RETH, BTH, ICRC itself, pad) → `cnt_icrc`, no descriptor, and the buffer space is reused by
-//!   the next frame, also when that frame follows on the next cycle (before the verdict).
+//!   extension headers, BTH, ICRC itself, pad) → `cnt_icrc`, no descriptor, and the buffer
+//!   space is reused by the next frame, also when that frame follows on the next cycle (before
+//!   the verdict).
 //! - `malformed_frames_are_counted_and_dropped`: bad IPv4 checksum, wrong UDP port, truncated
-//!   frame (`tlast` before Total Length), `tuser` = 1, not IPv4, unsupported opcode, UDP Length
-//!   ≠ Total Length − 20, TVer ≠ 0, IPv4 fragment, IPv4 options, not UDP, Total Length past the
-//!   largest frame → `cnt_malformed`, no descriptor.
+//!   frame (`tlast` before Total Length), `tuser` = 1, not IPv4, unsupported opcode
+//!   (0x12..=0x17: atomics, RESYNC, reserved), UDP Length ≠ Total Length − 20, TVer ≠ 0, IPv4
+//!   fragment, IPv4 options, not UDP, Total Length past the largest frame → `cnt_malformed`,
+//!   no descriptor.
+//! - `extension_headers_must_fit_in_the_frame`: a SEND ONLY of `n` bytes relabelled as each
+//!   opcode with 4 or 16 bytes of extension headers is accepted (descriptor = the codec's
+//!   parse) iff they fit (`n` >= their length), else `cnt_malformed`.
+//! - `write_only_with_immediate_headers_must_fit_in_the_frame`: the same for RDMA WRITE ONLY
+//!   WITH IMMEDIATE (20 bytes, headers of 64..67 bytes with the pad), including a Total Length
+//!   of 64 with PadCnt 1..3.
 //! - `overflow_when_buffer_or_descriptor_fifo_full`: with `rd_ptr` held the buffer fills and the
 //!   frame that does not fit is counted in `cnt_overflow`; with `desc_full` a good frame is
 //!   counted as overflow; once space is released, frames are accepted again.
@@ -32,7 +60,7 @@ mod harness;
 
 use harness::codec;
 use harness::{bytes_to_bits, Dut, Port, Rng};
-use rnic_firmware_tests::wire::{icrc, Ipv4Packet, RocePacketRepr};
+use rnic_firmware_tests::wire::{icrc, AethRepr, Ipv4Packet, Opcode, RocePacketRepr};
 use rnic_hdl::records::RxDesc;
 use rnic_hdl::rx_ingress::{RxIngress, LATENCY};
 use rust_hdl::prelude::*;
@@ -134,6 +162,7 @@ struct RxDescView {
     reth_len: u64,
     aeth_syndrome: u64,
     aeth_msn: u64,
+    imm: u64,
 }
 
 impl From<RxDesc> for RxDescView {
@@ -152,6 +181,7 @@ impl From<RxDesc> for RxDescView {
             reth_len: d.reth_len.to_u64(),
             aeth_syndrome: d.aeth_syndrome.to_u64(),
             aeth_msn: d.aeth_msn.to_u64(),
+            imm: d.imm.to_u64(),
         }
     }
 }
@@ -197,7 +227,7 @@ impl Tb {
         let d = &mut self.dut;
         let p = &self.p;
         let desc = if d.get_bit(p.desc_write) {
-            let bits: Bits<256> = bytes_to_bits(&d.get_wide(p.desc));
+            let bits: Bits<288> = bytes_to_bits(&d.get_wide(p.desc));
             Some(RxDesc::from(bits).into())
         } else {
             None
@@ -338,23 +368,56 @@ impl Tb {
     }
 }
 
-const WRITE_FIRST: u8 = 0x06;
-const WRITE_MIDDLE: u8 = 0x07;
-const WRITE_LAST: u8 = 0x08;
-const WRITE_ONLY: u8 = 0x0A;
-const ACK: u8 = 0x11;
 const SEND_FIRST: u8 = 0x00;
 const SEND_MIDDLE: u8 = 0x01;
 const SEND_LAST: u8 = 0x02;
+const SEND_LAST_IMM: u8 = 0x03;
 const SEND_ONLY: u8 = 0x04;
+const SEND_ONLY_IMM: u8 = 0x05;
+const WRITE_FIRST: u8 = 0x06;
+const WRITE_MIDDLE: u8 = 0x07;
+const WRITE_LAST: u8 = 0x08;
+const WRITE_LAST_IMM: u8 = 0x09;
+const WRITE_ONLY: u8 = 0x0A;
+const WRITE_ONLY_IMM: u8 = 0x0B;
+const READ_REQUEST: u8 = 0x0C;
+const READ_RESP_FIRST: u8 = 0x0D;
+const READ_RESP_MIDDLE: u8 = 0x0E;
+const READ_RESP_LAST: u8 = 0x0F;
+const READ_RESP_ONLY: u8 = 0x10;
+const ACK: u8 = 0x11;
 
-/// A frame the ingress must accept, with random masked fields.
-fn good_repr(rng: &mut Rng) -> RocePacketRepr {
-    let op = *rng.pick(&[
-        WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY, ACK, SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY,
-    ]);
-    let mut r = codec::nic_style_repr(rng, op);
-    codec::add_ext_headers(rng, &mut r);
+/// Every opcode the ingress accepts: all RC opcodes 0x00..=0x11.
+const ACCEPTED: [u8; 18] = [
+    SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_LAST_IMM, SEND_ONLY, SEND_ONLY_IMM, WRITE_FIRST, WRITE_MIDDLE,
+    WRITE_LAST, WRITE_LAST_IMM, WRITE_ONLY, WRITE_ONLY_IMM, READ_REQUEST, READ_RESP_FIRST, READ_RESP_MIDDLE,
+    READ_RESP_LAST, READ_RESP_ONLY, ACK,
+];
+
+/// Opcodes whose descriptor carries a RETH, an AETH, an ImmDt (IBTA Vol 1 Table 38).
+const HAS_RETH: [u8; 4] = [WRITE_FIRST, WRITE_ONLY, WRITE_ONLY_IMM, READ_REQUEST];
+const HAS_AETH: [u8; 4] = [READ_RESP_FIRST, READ_RESP_LAST, READ_RESP_ONLY, ACK];
+const HAS_IMM: [u8; 4] = [SEND_LAST_IMM, SEND_ONLY_IMM, WRITE_LAST_IMM, WRITE_ONLY_IMM];
+
+/// A payload length the opcode may carry: a whole MTU for FIRST/MIDDLE packets, none for a
+/// READ request or an ACK, anything up to 4096 bytes otherwise.
+fn random_plen(rng: &mut Rng, op: u8) -> usize {
+    match op {
+        ACK | READ_REQUEST => 0,
+        WRITE_FIRST | WRITE_MIDDLE | SEND_FIRST | SEND_MIDDLE | READ_RESP_FIRST | READ_RESP_MIDDLE => {
+            *rng.pick(&[256usize, 512, 1024, 2048, 4096])
+        }
+        _ => match rng.range(0, 3) {
+            0 => rng.range(0, 70) as usize,
+            1 => rng.range(1, 4096) as usize,
+            _ => 64 * rng.range(0, 64) as usize + *rng.pick(&[0usize, 2, 6, 10, 62]),
+        }
+        .min(4096),
+    }
+}
+
+/// Randomises the fields the ingress does not check (ICRC-masked or not read).
+fn randomise_masked(rng: &mut Rng, r: &mut RocePacketRepr) {
     r.ipv4.dscp = (rng.u32() & 63) as u8;
     r.ipv4.ecn = (rng.u32() & 3) as u8;
     r.ipv4.ttl = rng.u32() as u8;
@@ -362,18 +425,23 @@ fn good_repr(rng: &mut Rng) -> RocePacketRepr {
     r.ipv4.dont_frag = rng.chance(1, 2);
     r.bth.fecn = rng.chance(1, 4);
     r.bth.becn = rng.chance(1, 4);
-    let plen = match op {
-        ACK => 0,
-        WRITE_FIRST | WRITE_MIDDLE | SEND_FIRST | SEND_MIDDLE => *rng.pick(&[256usize, 512, 1024, 2048, 4096]),
-        _ => match rng.range(0, 3) {
-            0 => rng.range(0, 70) as usize,
-            1 => rng.range(1, 4096) as usize,
-            _ => 64 * rng.range(0, 64) as usize + *rng.pick(&[0usize, 2, 6, 10, 62]),
-        }
-        .min(4096),
-    };
+}
+
+/// A frame with opcode `op` (one the ingress accepts) and `plen` payload bytes, with its
+/// extension headers and random masked fields.
+fn good_repr_of(rng: &mut Rng, op: u8, plen: usize) -> RocePacketRepr {
+    let mut r = codec::nic_style_repr(rng, op);
+    codec::add_ext_headers(rng, &mut r);
+    randomise_masked(rng, &mut r);
     r.payload = rng.bytes(plen);
     r
+}
+
+/// A frame the ingress must accept, with random masked fields.
+fn good_repr(rng: &mut Rng) -> RocePacketRepr {
+    let op = *rng.pick(&ACCEPTED);
+    let plen = random_plen(rng, op);
+    good_repr_of(rng, op, plen)
 }
 
 fn expected_desc(r: &RocePacketRepr, frame_len: usize, start: u64) -> RxDescView {
@@ -392,6 +460,7 @@ fn expected_desc(r: &RocePacketRepr, frame_len: usize, start: u64) -> RxDescView
         reth_len: 0,
         aeth_syndrome: 0,
         aeth_msn: 0,
+        imm: 0,
     };
     if let Some(reth) = &r.reth {
         d.reth_va = reth.virt_addr;
@@ -402,20 +471,28 @@ fn expected_desc(r: &RocePacketRepr, frame_len: usize, start: u64) -> RxDescView
         d.aeth_syndrome = u64::from(a.syndrome);
         d.aeth_msn = u64::from(a.msn);
     }
+    if let Some(i) = &r.immdt {
+        d.imm = codec::imm_bits(i);
+    }
     d
 }
 
-/// Compares the fields the frame's opcode defines.
+/// Compares the fields the frame's opcode defines (RETH, AETH and ImmDt fields only for the
+/// opcodes that carry them).
 fn check_desc(got: &RxDescView, want: &RxDescView, ctx: &str) {
     let mut g = got.clone();
-    if want.opcode != u64::from(WRITE_FIRST) && want.opcode != u64::from(WRITE_ONLY) {
+    let op = want.opcode as u8;
+    if !HAS_RETH.contains(&op) {
         g.reth_va = 0;
         g.reth_rkey = 0;
         g.reth_len = 0;
     }
-    if want.opcode != u64::from(ACK) {
+    if !HAS_AETH.contains(&op) {
         g.aeth_syndrome = 0;
         g.aeth_msn = 0;
+    }
+    if !HAS_IMM.contains(&op) {
+        g.imm = 0;
     }
     assert_eq!(&g, want, "{ctx}: descriptor");
 }
@@ -446,6 +523,98 @@ fn valid_frames_become_descriptors() {
     }
     tb.flush();
     assert_eq!(tb.accepted.len(), 600);
+}
+
+#[test]
+fn codec_places_extension_headers() {
+    // The reference the descriptors are checked against: for each accepted opcode the codec
+    // emits exactly the extension headers IBTA Vol 1 Table 38 lists, in order RETH, AETH, ImmDt
+    // right after the BTH, so an ImmDt is at frame bytes 54..58, or 70..74 after a RETH.
+    let mut rng = Rng::from_env(0x2F1E_0007);
+    for op in ACCEPTED {
+        for _ in 0..20 {
+            let plen = random_plen(&mut rng, op).min(100);
+            let r = good_repr_of(&mut rng, op, plen);
+            let ctx = format!("opcode {op:#04x}");
+            assert_eq!(r.reth.is_some(), HAS_RETH.contains(&op), "{ctx}: RETH");
+            assert_eq!(r.aeth.is_some(), HAS_AETH.contains(&op), "{ctx}: AETH");
+            assert_eq!(r.immdt.is_some(), HAS_IMM.contains(&op), "{ctx}: ImmDt");
+            let f = r.emit();
+            let ext = codec::ext_wire_bytes(&r);
+            assert_eq!(&f[54..54 + ext.len()], &ext[..], "{ctx}: extension header bytes");
+            assert_eq!(&f[54 + ext.len()..54 + ext.len() + plen], &r.payload[..], "{ctx}: payload");
+            if let Some(i) = &r.immdt {
+                let at = if op == WRITE_ONLY_IMM { 70 } else { 54 };
+                let wire = u64::from(u32::from_le_bytes(f[at..at + 4].try_into().unwrap()));
+                assert_eq!(wire, codec::imm_bits(i), "{ctx}: ImmDt at byte {at}");
+            }
+            if let Some(reth) = &r.reth {
+                assert_eq!(&f[54..62], &reth.virt_addr.to_be_bytes(), "{ctx}: RETH VA");
+            }
+            if let Some(a) = &r.aeth {
+                assert_eq!(f[54], a.syndrome, "{ctx}: AETH syndrome");
+            }
+            assert_eq!(RocePacketRepr::parse(&f).as_ref(), Ok(&{
+                let mut x = r.clone();
+                x.fill_lengths();
+                x
+            }), "{ctx}: round trip");
+        }
+    }
+}
+
+#[test]
+fn every_opcode_at_beat_edges() {
+    // Each accepted opcode with payloads that put the frame's end on every side of the beat
+    // boundaries (the ImmDt of a WRITE ONLY with immediate sits in the second beat: read from
+    // the last beat itself for frames of two beats, from a register for longer ones).
+    let mut tb = Tb::new(0x2F1E_0008);
+    let seed = tb.rng.0;
+    let mut n = 0;
+    for (k, op) in ACCEPTED.into_iter().enumerate() {
+        tb.p_idle = if k % 2 == 0 { 0 } else { 30 };
+        let plens: Vec<usize> = if op == ACK || op == READ_REQUEST {
+            vec![0; 8]
+        } else {
+            (0..=80).chain([100, 125, 126, 127, 128, 129, 130, 190, 191, 192, 193, 4093, 4096]).collect()
+        };
+        for plen in plens {
+            let r = good_repr_of(&mut tb.rng, op, plen);
+            let ctx = format!("opcode {op:#04x} plen {plen} frame {} bytes (seed {seed:#x})", r.buffer_len());
+            send_good(&mut tb, &r, 0, true, &ctx);
+            n += 1;
+        }
+    }
+    tb.flush();
+    assert_eq!(tb.accepted.len(), n);
+    for op in ACCEPTED {
+        assert!(tb.accepted.iter().any(|d| d.opcode == u64::from(op)), "no descriptor for {op:#04x}");
+    }
+}
+
+#[test]
+fn only_rc_opcodes_up_to_acknowledge_are_accepted() {
+    // All 256 opcodes, each followed by a good frame: 0x00..=0x11 become descriptors, every
+    // other (atomics, RESYNC, reserved, UC, UD, CNP, manufacturer-specific) is malformed.
+    let mut tb = Tb::new(0x2F1E_0009);
+    let seed = tb.rng.0;
+    for op in 0..=255u8 {
+        tb.p_idle = if op % 3 == 0 { 20 } else { 0 };
+        let ctx = format!("opcode {op:#04x} (seed {seed:#x})");
+        if ACCEPTED.contains(&op) {
+            let plen = random_plen(&mut tb.rng, op);
+            let r = good_repr_of(&mut tb.rng, op, plen);
+            send_good(&mut tb, &r, 0, true, &ctx);
+        } else {
+            let f = unsupported_frame(&mut tb.rng, op);
+            send_bad(&mut tb, &f, false, "malformed", &ctx);
+        }
+        let r = good_repr(&mut tb.rng);
+        send_good(&mut tb, &r, 0, true, &format!("good frame after {ctx}"));
+    }
+    tb.flush();
+    assert_eq!(tb.accepted.len(), 256 + ACCEPTED.len());
+    assert_eq!(tb.verdicts, 512);
 }
 
 #[test]
@@ -543,6 +712,30 @@ fn refill_icrc(f: &mut [u8]) {
     icrc::fill(&mut f[14..14 + total]).unwrap();
 }
 
+/// A frame with an opcode the ingress must refuse, with the extension headers the opcode
+/// calls for (those the codec models) or otherwise plausible bytes after the BTH.
+fn unsupported_frame(rng: &mut Rng, op: u8) -> Vec<u8> {
+    let mut s = codec::nic_style_repr(rng, op);
+    randomise_masked(rng, &mut s);
+    let n = match op {
+        // ATOMIC ACKNOWLEDGE: AETH, then the 8-byte AtomicAckETH.
+        0x12 => {
+            s.aeth = Some(AethRepr { syndrome: rng.u32() as u8, msn: rng.u32() & 0xFF_FFFF });
+            8
+        }
+        // COMPARE SWAP / FETCH ADD: the 28-byte AtomicETH.
+        0x13 | 0x14 => 28,
+        // Opcodes the codec models (UC): their own extension headers and some payload.
+        _ if Opcode(op).ext_headers().is_ok() => {
+            codec::add_ext_headers(rng, &mut s);
+            rng.range(0, 300) as usize
+        }
+        _ => rng.range(0, 300) as usize,
+    };
+    s.payload = rng.bytes(n);
+    s.emit()
+}
+
 #[test]
 fn malformed_frames_are_counted_and_dropped() {
     let mut tb = Tb::new(0x2F1E_0005);
@@ -582,13 +775,12 @@ fn malformed_frames_are_counted_and_dropped() {
                 "EtherType not IPv4"
             }
             5 => {
-                // RDMA READ RESPONSE MIDDLE (BTH only): valid RoCE, but not an opcode this NIC
-                // accepts yet.
-                let mut s = codec::nic_style_repr(&mut tb.rng, 0x0E);
-                let n = tb.rng.range(0, 300) as usize;
-                s.payload = tb.rng.bytes(n);
-                f = s.emit();
-                "unsupported opcode (READ_RESPONSE_MIDDLE)"
+                // A well-formed RoCE frame with an opcode the NIC does not implement: ATOMIC
+                // ACKNOWLEDGE (AETH + AtomicAckETH), COMPARE SWAP / FETCH ADD (AtomicETH),
+                // RESYNC, or a reserved / UC / UD opcode.
+                let op = *tb.rng.pick(&[0x12u8, 0x13, 0x14, 0x15, 0x16, 0x17]);
+                f = unsupported_frame(&mut tb.rng, op);
+                "unsupported opcode"
             }
             6 => {
                 let l = u16::from_be_bytes([f[38], f[39]]) + 4;
@@ -634,6 +826,75 @@ fn malformed_frames_are_counted_and_dropped() {
     }
     tb.flush();
     assert_eq!(tb.accepted.len(), 400);
+}
+
+/// A SEND ONLY with `n` payload bytes relabelled (ICRC recomputed) as `op`, an opcode with
+/// extension headers, for every `n` up to 8 past their length: the `n` bytes and the pad become
+/// its extension headers and payload. With `n` >= the opcode's extension bytes it is a valid
+/// frame of that opcode (the codec parses it; the descriptor must match that parse); with fewer,
+/// the headers run past the frame (payload length < 0) and it is malformed. Each is followed by
+/// a good frame. Returns (accepted, malformed) frames sent.
+fn relabel_sweep(tb: &mut Tb, op: u8, ctx0: &str) -> (usize, usize) {
+    let ext = Opcode(op).ext_headers().unwrap().len();
+    assert!(ext > 0, "{op:#04x} has no extension headers");
+    let (mut good, mut bad) = (0, 0);
+    for n in 0..=ext + 8 {
+        let mut s = codec::nic_style_repr(&mut tb.rng, SEND_ONLY);
+        randomise_masked(&mut tb.rng, &mut s);
+        s.payload = tb.rng.bytes(n);
+        let mut f = s.emit();
+        f[42] = op;
+        refill_icrc(&mut f);
+        let ctx = format!("SEND ONLY with {n} bytes relabelled {op:#04x} ({ext} extension bytes, {ctx0})");
+        match RocePacketRepr::parse(&f) {
+            Ok(r) => {
+                assert!(n >= ext, "{ctx}: the codec parses it");
+                tb.send(&f, false, Expect::Good { repr: Box::new(r), frame: f.clone(), release: true }, &ctx);
+                good += 1;
+            }
+            Err(e) => {
+                assert!(n < ext, "{ctx}: the codec refuses it: {e}");
+                send_bad(tb, &f, false, "malformed", &format!("{ctx}: {e}"));
+                bad += 1;
+            }
+        }
+        let r = good_repr(&mut tb.rng);
+        send_good(tb, &r, 0, true, &format!("good frame after {ctx}"));
+    }
+    (good, bad)
+}
+
+#[test]
+fn extension_headers_must_fit_in_the_frame() {
+    let mut tb = Tb::new(0x2F1E_000A);
+    let seed = tb.rng.0;
+    let (mut good, mut bad) = (0, 0);
+    for (k, op) in ACCEPTED.into_iter().enumerate() {
+        let ext = Opcode(op).ext_headers().unwrap().len();
+        if ext == 0 || op == WRITE_ONLY_IMM {
+            continue;
+        }
+        tb.p_idle = if k % 2 == 0 { 0 } else { 25 };
+        let (g, b) = relabel_sweep(&mut tb, op, &format!("seed {seed:#x}"));
+        good += g;
+        bad += b;
+    }
+    tb.flush();
+    // Seven opcodes with 4 extension bytes, three with 16.
+    assert_eq!((good, bad), (10 * 9, 7 * 4 + 3 * 16), "(accepted, malformed)");
+}
+
+/// RDMA WRITE ONLY WITH IMMEDIATE is the one opcode whose headers (44 + 20 + PadCnt bytes
+/// after the Ethernet header) can reach 64 bytes or more: a frame whose RETH + ImmDt run past
+/// Total Length (Total Length 44..60, or 64 with PadCnt 1..3) must be malformed, not accepted
+/// with a wrapped `plen` (a 6-bit header-length compare got this wrong).
+#[test]
+fn write_only_with_immediate_headers_must_fit_in_the_frame() {
+    let mut tb = Tb::new(0x2F1E_000B);
+    let seed = tb.rng.0;
+    let (good, bad) = relabel_sweep(&mut tb, WRITE_ONLY_IMM, &format!("seed {seed:#x}"));
+    tb.flush();
+    assert_eq!((good, bad), (9, 20), "(accepted, malformed)");
 }
 
 #[test]

@@ -3,9 +3,10 @@
 //!
 //! - `jobs_land_exactly_and_acks_wait_for_b`: a stream of jobs as the RX engine makes them —
 //!   payloads (any host alignment, 1..=4096 bytes, header 54..=80 bytes into the packet's first
-//!   beat), 32-byte CQEs and no-write jobs, about half carrying an ACK/NAK — with the packet
-//!   buffer filled the way the ingress fills it (each packet after the previous one, released
-//!   beats overwritten by newer packets at once), random `awready`/`wready`, B responses after
+//!   beat: 54, 58, 70 and 74 as RoCE's extension headers make them, and others), 32-byte CQEs
+//!   and no-write jobs, about half carrying an ACK/NAK — with the packet buffer filled the way
+//!   the ingress fills it (each packet after the previous one, released beats overwritten by
+//!   newer packets at once), random `awready`/`wready`, B responses after
 //!   random delays and random `ack_full`. Checks: host memory holds exactly the payload and CQE
 //!   bytes at their addresses and nothing else was written (strobes); every AW is 64-byte
 //!   aligned; `rd_ptr` advances by each job's `release`, in order; ACKs leave in job order, each
@@ -40,7 +41,7 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
         2 => 2,     // nothing to write
         _ => 0,     // payload
     };
-    let hlen = *rng.pick(&[54usize, 58, 70, 80, 62, 64, 66]);
+    let hlen = *rng.pick(&[54usize, 58, 70, 74, 80, 62, 64, 66]);
     let plen = match rng.range(0, 3) {
         0 => rng.range(1, 64) as usize,
         1 => *rng.pick(&[256usize, 1024, 4096, 4095, 63, 65]),

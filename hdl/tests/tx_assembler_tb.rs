@@ -1,21 +1,34 @@
 //! `TxAssembler` feeding a `Gearbox` (wired as in the NIC's top level, in a test top defined
 //! here) in Verilator, against the reference codec.
 //!
-//! - `jobs_become_codec_frames`: random jobs (RDMA WRITE FIRST/MIDDLE/LAST/ONLY, READ request,
-//!   SEND; with and without RETH; payload 0..=4096 bytes; every host alignment `pay_skip`
-//!   0..63) with payload beats read from a host buffer (garbage around the payload) arriving
-//!   with random gaps, jobs arriving at random times and random `out_ready` back-pressure: each
-//!   output frame is the codec's frame for the same fields minus its ICRC, byte for byte; each
+//! A job's extension headers come from its flags: `has_reth` puts the RETH fields after the BTH,
+//! `has_ext4` the 4 bytes of `ext4` (an ImmDt or an AETH, wire order) after the RETH if any,
+//! else right after the BTH. Jobs without a flag carry garbage in the fields it would select.
+//! Every frame is checked against the codec's frame for the same fields (minus the ICRC) field
+//! by field (length = header + plen + pad with a 54/58/70/74-byte header, IPv4 Total Length,
+//! UDP Length, PadCnt, RETH at bytes 54..70, ImmDt / AETH at 54..58 or, after a RETH, 70..74,
+//! payload right after), byte for byte, and parsed back once an ICRC is appended.
+//!
+//! - `jobs_become_codec_frames`: random jobs (RC RDMA WRITE FIRST/MIDDLE/LAST/ONLY and LAST/ONLY
+//!   WITH IMMEDIATE, READ REQUEST, SEND FIRST/LAST/ONLY and LAST/ONLY WITH IMMEDIATE, READ
+//!   RESPONSE FIRST/MIDDLE/LAST/ONLY, UC SEND/WRITE with and without immediate; payload
+//!   0..=4096 bytes; every host alignment `pay_skip` 0..63) with payload beats read from a host
+//!   buffer (garbage around the payload) arriving with random gaps, jobs arriving at random
+//!   times and random `out_ready` back-pressure: each output frame is right as above; each
 //!   job takes exactly `ceil((pay_skip + plen) / 64)` payload beats.
+//! - `extension_header_layouts`: each header layout (none; ImmDt alone; AETH alone; RETH; RETH
+//!   + ImmDt) with payloads 0..=72 and lengths around the beat boundaries, with and without
+//!   back-pressure.
 //! - `back_to_back_jobs_keep_pace`: with everything ready, a packet of `n` payload beats costs
-//!   at most `n + 3` cycles (+1 with RETH, +1 with pad): one chunk per cycle and one idle cycle
+//!   at most `n + 3` cycles (+1 with RETH, +1 with pad; an ImmDt or AETH alone costs nothing,
+//!   the header still fits one chunk): one chunk per cycle and one idle cycle
 //!   per packet, plus at most the gearbox's one-cycle wait when a frame's final bytes span two
 //!   beats; the first frame waits only for the pipeline (header builder 4 cycles, gearbox 4).
 mod harness;
 
 use harness::codec::{self, assert_frame_eq};
 use harness::{pack_fields, Dut, Port, Rng};
-use rnic_firmware_tests::wire::RocePacketRepr;
+use rnic_firmware_tests::wire::{RethRepr, RocePacketRepr};
 use rnic_hdl::gearbox::Gearbox;
 use rnic_hdl::records::TxJob;
 use rnic_hdl::tx_assembler::TxAssembler;
@@ -90,31 +103,53 @@ struct Pins {
 struct Case {
     /// The TxJob fields: (offset, width, value).
     job: Vec<(usize, usize, u64)>,
+    op: u8,
     plen: usize,
     skip: usize,
     want: Vec<u8>,
     beats: Vec<[u8; 64]>,
     has_reth: bool,
     pad: bool,
+    /// The reference frame's meaning (lengths filled in).
+    repr: RocePacketRepr,
 }
 
-fn make_case(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr) -> Case {
-    // RDMA WRITE FIRST/MIDDLE/LAST/ONLY, READ REQUEST, SEND FIRST/ONLY (RC and UC).
-    let op = *rng.pick(&[0x06u8, 0x07, 0x08, 0x0A, 0x0C, 0x00, 0x04, 0x26, 0x28, 0x2A]);
-    let mut r = codec::nic_style_repr(rng, op);
-    r.eth.src_addr = src_mac;
-    r.ipv4.src_addr = src_ip;
-    codec::add_ext_headers(rng, &mut r);
-    let plen = match op {
+/// Opcodes the assembler is given: RDMA WRITE FIRST/MIDDLE/LAST/ONLY with and without
+/// immediate, READ REQUEST, SEND FIRST/LAST/ONLY with and without immediate, READ RESPONSE
+/// FIRST/MIDDLE/LAST/ONLY (RC), and UC SEND/WRITE with and without immediate.
+const OPCODES: [u8; 22] = [
+    0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x00, 0x02, 0x03, 0x04, 0x05, 0x0D, 0x0E, 0x0F, 0x10, 0x26, 0x28, 0x2A,
+    0x23, 0x29, 0x2B,
+];
+
+/// A payload length for `op`: a whole MTU for FIRST/MIDDLE packets, none for a READ request.
+fn random_plen(rng: &mut Rng, op: u8) -> usize {
+    match op {
         0x0C => 0,
-        0x06 | 0x07 | 0x00 | 0x26 | 0x27 => *rng.pick(&[256usize, 512, 1024, 2048, 4096]),
+        0x06 | 0x07 | 0x00 | 0x0D | 0x0E | 0x26 | 0x27 => *rng.pick(&[256usize, 512, 1024, 2048, 4096]),
         _ => match rng.range(0, 3) {
             0 => rng.range(0, 70) as usize,
             1 => 64 * rng.range(0, 64) as usize,
             _ => rng.range(0, 4096) as usize,
         }
         .min(4096),
-    };
+    }
+}
+
+fn make_case(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr) -> Case {
+    let op = *rng.pick(&OPCODES);
+    let plen = random_plen(rng, op);
+    make_case_of(rng, src_mac, src_ip, op, plen)
+}
+
+/// A job for `op` with `plen` payload bytes: its extension headers from the codec (a RETH in
+/// the RETH fields, an ImmDt or AETH in `ext4`); fields the job's flags leave unused hold
+/// garbage, as a scheduler may leave them.
+fn make_case_of(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr, op: u8, plen: usize) -> Case {
+    let mut r = codec::nic_style_repr(rng, op);
+    r.eth.src_addr = src_mac;
+    r.ipv4.src_addr = src_ip;
+    codec::add_ext_headers(rng, &mut r);
     r.payload = rng.bytes(plen);
     let skip = rng.range(0, 63) as usize;
     let nbeats = if plen == 0 { 0 } else { (skip + plen).div_ceil(64) };
@@ -123,12 +158,20 @@ fn make_case(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr) -> Cas
         host[skip..skip + plen].copy_from_slice(&r.payload);
     }
     let beats = host.chunks(64).map(|c| c.try_into().unwrap()).collect();
-    let reth = r.reth.clone().unwrap_or(rnic_firmware_tests::wire::RethRepr { virt_addr: 0, rkey: 0, dma_len: 0 });
+    let reth = r.reth.clone().unwrap_or(RethRepr { virt_addr: rng.next_u64(), rkey: rng.u32(), dma_len: rng.u32() });
+    assert!(r.aeth.is_none() || r.immdt.is_none(), "opcode {op:#04x}: AETH and ImmDt");
+    let ext4 = match (&r.immdt, &r.aeth) {
+        (Some(i), _) => codec::imm_bits(i),
+        (_, Some(a)) => codec::aeth_bits(a),
+        _ => u64::from(rng.u32()),
+    };
+    let has_ext4 = r.immdt.is_some() || r.aeth.is_some();
     let l = TxJob::default();
     let job = vec![
         (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(op)),
         (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(r.bth.ack_req)),
         (l.get_my_offset_has_reth(), l.get_my_width_has_reth(), u64::from(r.reth.is_some())),
+        (l.get_my_offset_has_ext4(), l.get_my_width_has_ext4(), u64::from(has_ext4)),
         (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(r.bth.psn)),
         (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), u64::from(r.bth.dest_qp)),
         (l.get_my_offset_pkey(), l.get_my_width_pkey(), u64::from(r.bth.pkey)),
@@ -140,19 +183,63 @@ fn make_case(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr) -> Cas
         (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(reth.dma_len)),
         (l.get_my_offset_plen(), l.get_my_width_plen(), plen as u64),
         (l.get_my_offset_pay_skip(), l.get_my_width_pay_skip(), skip as u64),
+        (l.get_my_offset_ext4(), l.get_my_width_ext4(), ext4),
     ];
+    let want = codec::strip_icrc(&r.emit());
+    r.fill_lengths();
     Case {
         job,
+        op,
         plen,
         skip,
-        want: codec::strip_icrc(&r.emit()),
+        want,
         beats,
         has_reth: r.reth.is_some(),
         pad: r.pad_len() != 0,
+        repr: r,
     }
 }
 
-fn setup(seed: u64) -> (Dut, Pins, Rng, [u8; 6], std::net::Ipv4Addr) {
+/// Checks `got` (a frame without ICRC) field by field where the extension headers change the
+/// layout, then byte for byte against the codec's frame, then that it parses once the ICRC is
+/// appended.
+fn check_frame(got: &[u8], c: &Case, ctx: &str) {
+    let r = &c.repr;
+    let ext = codec::ext_wire_bytes(r);
+    let hlen = 54 + ext.len();
+    assert!(matches!(ext.len(), 0 | 4 | 16 | 20), "{ctx}: {} extension bytes", ext.len());
+    let pad = r.pad_len();
+    assert_eq!(got.len(), hlen + c.plen + pad, "{ctx}: frame length (header {hlen} bytes)");
+    let total = usize::from(u16::from_be_bytes([got[16], got[17]]));
+    assert_eq!(total, hlen - 14 + c.plen + pad + 4, "{ctx}: IPv4 Total Length");
+    assert_eq!(usize::from(u16::from_be_bytes([got[38], got[39]])), total - 20, "{ctx}: UDP Length");
+    assert_eq!(got[42], c.op, "{ctx}: BTH opcode");
+    assert_eq!(usize::from((got[43] >> 4) & 3), pad, "{ctx}: BTH PadCnt");
+    if let Some(reth) = &r.reth {
+        assert_eq!(&got[54..62], &reth.virt_addr.to_be_bytes(), "{ctx}: RETH VA");
+        assert_eq!(&got[62..66], &reth.rkey.to_be_bytes(), "{ctx}: RETH R_Key");
+        assert_eq!(&got[66..70], &reth.dma_len.to_be_bytes(), "{ctx}: RETH DMA Length");
+    }
+    let at = if r.reth.is_some() { 70 } else { 54 };
+    if let Some(i) = &r.immdt {
+        assert_eq!(&got[at..at + 4], &i.data.to_be_bytes(), "{ctx}: ImmDt at byte {at}");
+    }
+    if let Some(a) = &r.aeth {
+        assert_eq!(got[at], a.syndrome, "{ctx}: AETH syndrome");
+        assert_eq!(&got[at + 1..at + 4], &a.msn.to_be_bytes()[1..], "{ctx}: AETH MSN");
+    }
+    assert_eq!(&got[hlen..hlen + c.plen], &r.payload[..], "{ctx}: payload right after the headers");
+    assert_frame_eq(got, &c.want, ctx);
+    let mut f = got.to_vec();
+    f.extend_from_slice(&[0; 4]);
+    rnic_firmware_tests::wire::icrc::fill(&mut f[14..]).unwrap();
+    let parsed = RocePacketRepr::parse(&f).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    assert_eq!(&parsed, r, "{ctx}: parsed fields");
+}
+
+/// The assembler model, its pins, the test's random generator (after drawing the NIC's own
+/// addresses), those addresses and the seed to print in failures.
+fn setup(seed: u64) -> (Dut, Pins, Rng, [u8; 6], std::net::Ipv4Addr, u64) {
     let mut dut = Dut::build::<AsmTop>("tx_assembler").expect("build the assembler + gearbox model");
     let names = [
         "job_valid", "job", "job_read", "pay_valid", "pay_data", "pay_ready", "out_valid", "out_ready", "out_data",
@@ -173,12 +260,13 @@ fn setup(seed: u64) -> (Dut, Pins, Rng, [u8; 6], std::net::Ipv4Addr) {
         out_last: q[10],
     };
     let mut rng = Rng::from_env(seed);
+    let seed = rng.0;
     let mac = codec::random_mac(&mut rng);
     let ip = codec::random_ip(&mut rng);
     dut.set("src_mac", codec::mac_bits(mac));
     dut.set("src_ip", codec::ip_bits(ip));
     dut.reset(2);
-    (dut, p, rng, mac, ip)
+    (dut, p, rng, mac, ip, seed)
 }
 
 /// Runs the cases; returns the output frames and the cycle count. Percent chances per cycle:
@@ -257,31 +345,53 @@ fn run(dut: &mut Dut, p: &Pins, rng: &mut Rng, cases: &[Case], p_job: u64, p_pay
 #[test]
 fn jobs_become_codec_frames() {
     for (round, (pj, pp, po)) in [(100, 100, 100), (30, 60, 70), (80, 90, 25)].into_iter().enumerate() {
-        let (mut dut, p, mut rng, mac, ip) = setup(0x7A55_0000 + round as u64);
-        let seed = rng.0;
+        let (mut dut, p, mut rng, mac, ip, seed) = setup(0x7A55_0000 + round as u64);
         let cases: Vec<Case> = (0..250).map(|_| make_case(&mut rng, mac, ip)).collect();
         let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, pj, pp, po);
         for (i, (got, c)) in frames.iter().zip(&cases).enumerate() {
-            let ctx = format!(
-                "round {round} frame {i}: opcode {:#04x} plen {} skip {} (seed {seed:#x})",
-                c.job[0].2,
-                c.plen,
-                c.skip
-            );
-            assert_frame_eq(got, &c.want, &ctx);
-            // And it is a frame the codec parses once the ICRC is appended.
-            let mut f = got.clone();
-            f.extend_from_slice(&[0; 4]);
-            rnic_firmware_tests::wire::icrc::fill(&mut f[14..]).unwrap();
-            RocePacketRepr::parse(&f).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let ctx = format!("round {round} frame {i}: opcode {:#04x} plen {} skip {} (seed {seed:#x})", c.op, c.plen, c.skip);
+            check_frame(got, c, &ctx);
         }
         eprintln!("tx_assembler: {} frames in {cycles} cycles (job {pj}%, payload {pp}%, out {po}%)", cases.len());
     }
 }
 
 #[test]
+fn extension_header_layouts() {
+    // Every header layout the job flags select, with payloads that end the frame on each side
+    // of the beat boundaries: none (54 bytes), ImmDt (SEND ONLY / RDMA WRITE LAST WITH
+    // IMMEDIATE) or AETH (READ RESPONSE FIRST / LAST / ONLY) alone (58), RETH (RDMA WRITE ONLY,
+    // READ REQUEST: 70), RETH + ImmDt (RDMA WRITE ONLY WITH IMMEDIATE: 74, a 10-byte second
+    // header chunk).
+    let layouts: [(u8, usize); 8] =
+        [(0x04, 54), (0x05, 58), (0x09, 58), (0x0D, 58), (0x10, 58), (0x0A, 70), (0x0C, 70), (0x0B, 74)];
+    for (round, (pj, pp, po)) in [(100, 100, 100), (50, 70, 60)].into_iter().enumerate() {
+        let (mut dut, p, mut rng, mac, ip, seed) = setup(0x7A55_2000 + round as u64);
+        let mut cases = Vec::new();
+        for (op, hlen) in layouts {
+            let plens: Vec<usize> = if op == 0x0C {
+                vec![0; 4]
+            } else {
+                (0..=72).chain([120, 127, 128, 129, 180, 192, 1000, 4093, 4096]).collect()
+            };
+            for plen in plens {
+                let c = make_case_of(&mut rng, mac, ip, op, plen);
+                assert_eq!(54 + c.repr.present_ext_headers().len(), hlen, "opcode {op:#04x}");
+                cases.push(c);
+            }
+        }
+        let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, pj, pp, po);
+        for (i, (got, c)) in frames.iter().zip(&cases).enumerate() {
+            let ctx = format!("round {round} frame {i}: opcode {:#04x} plen {} skip {} (seed {seed:#x})", c.op, c.plen, c.skip);
+            check_frame(got, c, &ctx);
+        }
+        eprintln!("tx_assembler: {} layout frames in {cycles} cycles", cases.len());
+    }
+}
+
+#[test]
 fn back_to_back_jobs_keep_pace() {
-    let (mut dut, p, mut rng, mac, ip) = setup(0x7A55_1000);
+    let (mut dut, p, mut rng, mac, ip, _) = setup(0x7A55_1000);
     let cases: Vec<Case> = (0..200).map(|_| make_case(&mut rng, mac, ip)).collect();
     let budget: u64 = cases
         .iter()

@@ -51,12 +51,15 @@ pub fn markdown() -> String {
         ("STATE", qp_context::STATE), ("INIT_SQ_PSN", qp_context::INIT_SQ_PSN),
         ("INIT_RQ_PSN", qp_context::INIT_RQ_PSN), ("PATH_MTU", qp_context::PATH_MTU),
         ("ACCESS", qp_context::ACCESS), ("PD", qp_context::PD), ("DEST_QPN", qp_context::DEST_QPN),
-        ("SQ_PSN", qp_context::SQ_PSN), ("RQ_PSN", qp_context::RQ_PSN), ("PKEY", qp_context::PKEY),
+        ("SQ_PSN", qp_context::SQ_PSN), ("TIMEOUT", qp_context::TIMEOUT),
+        ("RETRY_CNT", qp_context::RETRY_CNT), ("RQ_PSN", qp_context::RQ_PSN),
+        ("RNR_RETRY", qp_context::RNR_RETRY), ("MIN_RNR_TIMER", qp_context::MIN_RNR_TIMER),
+        ("PKEY", qp_context::PKEY),
         ("UDP_SPORT", qp_context::UDP_SPORT), ("DEST_IP", qp_context::DEST_IP),
         ("DEST_MAC", qp_context::DEST_MAC), ("SEND_CQ", qp_context::SEND_CQ),
         ("SQ_LOG_SIZE", qp_context::SQ_LOG_SIZE), ("SQ_BASE", qp_context::SQ_BASE),
         ("RECV_CQ", qp_context::RECV_CQ), ("RQ_LOG_SIZE", qp_context::RQ_LOG_SIZE),
-        ("RQ_BASE", qp_context::RQ_BASE),
+        ("MAX_RD_ATOMIC", qp_context::MAX_RD_ATOMIC), ("RQ_BASE", qp_context::RQ_BASE),
     ]);
     table(&mut o, "Memory-region key-table entry (CMD op 2, index = key >> 8)", "A key is `index << 8 | tag`; VA..VA+LENGTH maps to IOVA..IOVA+LENGTH.", &[
         ("VALID", mr_entry::VALID), ("ACCESS", mr_entry::ACCESS), ("TAG", mr_entry::TAG),

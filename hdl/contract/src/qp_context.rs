@@ -57,12 +57,16 @@ pub const RQ_LOG_SIZE: Field = Field::at_bit(328, 4);
 /// IOVA of the RQ ring (64-byte aligned; one receive WQE per 64 bytes). With
 /// [`INIT_RQ_PSN`] the NIC also resets its RQ consumer index to 0.
 pub const RQ_BASE: Field = Field::at_bit(384, 64);
+/// RDMA READs this QP may have outstanding as requester (ibv_modify_qp(3) `max_rd_atomic`,
+/// IBTA Vol 1 11.2.4.2): the NIC sends no further READ REQUEST while that many READs await
+/// their responses. Capped at 16 (the in-flight window); 0 is taken as 1.
+pub const MAX_RD_ATOMIC: Field = Field::at_bit(336, 8);
 
 const _: () = assert!(check_disjoint(
     &[
         STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, TIMEOUT, RETRY_CNT,
         RQ_PSN, RNR_RETRY, MIN_RNR_TIMER, PKEY,
-        UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_BASE, RECV_CQ, RQ_LOG_SIZE, RQ_BASE
+        UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_BASE, RECV_CQ, RQ_LOG_SIZE, RQ_BASE, MAX_RD_ATOMIC
     ],
     512
 ));

@@ -92,6 +92,38 @@ pub fn add_ext_headers(rng: &mut Rng, r: &mut RocePacketRepr) {
     r.immdt = ext.immdt.then(|| ImmDtRepr { data: rng.u32() });
 }
 
+/// The extension headers of `r` in wire order, as [`RocePacketRepr::emit`] writes them after
+/// the BTH (RETH, then AETH, then ImmDt: 0, 4, 16 or 20 bytes).
+pub fn ext_wire_bytes(r: &RocePacketRepr) -> Vec<u8> {
+    let mut ext = Vec::new();
+    if let Some(reth) = &r.reth {
+        ext.extend_from_slice(&reth.virt_addr.to_be_bytes());
+        ext.extend_from_slice(&reth.rkey.to_be_bytes());
+        ext.extend_from_slice(&reth.dma_len.to_be_bytes());
+    }
+    if let Some(a) = &r.aeth {
+        ext.push(a.syndrome);
+        ext.extend_from_slice(&a.msn.to_be_bytes()[1..]);
+    }
+    if let Some(i) = &r.immdt {
+        ext.extend_from_slice(&i.data.to_be_bytes());
+    }
+    ext
+}
+
+/// The ImmDt's 4 wire bytes as the RTL holds them (`RxDesc.imm`, `TxJob.ext4`): first wire
+/// byte in bits 7:0.
+pub fn imm_bits(i: &ImmDtRepr) -> u64 {
+    u64::from(u32::from_le_bytes(i.data.to_be_bytes()))
+}
+
+/// The AETH's 4 wire bytes as the RTL holds them (`TxJob.ext4`): the syndrome in bits 7:0,
+/// then the MSN big-endian.
+pub fn aeth_bits(a: &AethRepr) -> u64 {
+    let m = a.msn.to_be_bytes();
+    u64::from(u32::from_le_bytes([a.syndrome, m[1], m[2], m[3]]))
+}
+
 /// A frame without its 4 ICRC bytes.
 pub fn strip_icrc(frame: &[u8]) -> Vec<u8> {
     frame[..frame.len() - ICRC_LEN].to_vec()
