@@ -37,6 +37,19 @@ enum PerfOp {
     /// SEND bandwidth, like ib_send_bw: server NIC 1 posts receives into its buffer, client
     /// NIC 0 sends.
     Send(SendArgs),
+    /// RDMA READ bandwidth, like ib_read_bw: client NIC 0 reads server NIC 1's buffer into its
+    /// own.
+    Read(ReadArgs),
+}
+
+#[derive(Args, Debug)]
+struct ReadArgs {
+    #[command(flatten)]
+    common: WriteArgs,
+    /// READs the client keeps outstanding (its max_rd_atomic and the server's
+    /// max_dest_rd_atomic; perftest's --outs), 1 ..= 16.
+    #[arg(long, short = 'o', default_value_t = 16)]
+    outs: u8,
 }
 
 #[derive(Args, Debug)]
@@ -114,17 +127,19 @@ struct WriteArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Perf { op: PerfOp::Write(a) } => perf_bw(BwOp::Write, a, 512),
-        Command::Perf { op: PerfOp::Send(a) } => perf_bw(BwOp::Send, a.common, a.rx_depth),
+        Command::Perf { op: PerfOp::Write(a) } => perf_bw(BwOp::Write, a, 512, 16),
+        Command::Perf { op: PerfOp::Send(a) } => perf_bw(BwOp::Send, a.common, a.rx_depth, 16),
+        Command::Perf { op: PerfOp::Read(a) } => perf_bw(BwOp::Read, a.common, 512, a.outs),
         Command::Info { json } => info(json),
     }
 }
 
-fn perf_bw(op: BwOp, a: WriteArgs, rx_depth: u32) -> ExitCode {
+fn perf_bw(op: BwOp, a: WriteArgs, rx_depth: u32, outs: u8) -> ExitCode {
     let name = op.name();
     let opts = WriteBwOptions {
         op,
         rx_depth,
+        outs,
         size: a.size,
         iters: a.iters,
         mtu: a.mtu,
@@ -219,13 +234,20 @@ const RULE: &str = "------------------------------------------------------------
 
 fn print_table(r: &WriteBwReport, a: &WriteArgs) {
     println!("{RULE}");
-    let title = if r.op == "send" { "Send" } else { "RDMA_Write" };
+    let title = match r.op {
+        "send" => "Send",
+        "read" => "RDMA_Read",
+        _ => "RDMA_Write",
+    };
     println!("                    {title} BW Test (rnic, simulated in Verilator)");
     println!(" Number of qps   : 1\t\tTransport type : IB");
     println!(" Connection type : RC\t\tUsing SRQ      : OFF");
     println!(" TX depth        : {}", r.tx_depth);
     if let Some(rx) = r.rx_depth {
         println!(" RX depth        : {rx}");
+    }
+    if let Some(outs) = r.outs {
+        println!(" Outstand reads  : {outs}");
     }
     println!(" CQ Moderation   : {}", r.cq_mod);
     println!(" Mtu             : {}[B]", r.mtu);

@@ -29,6 +29,8 @@ pub enum BwOp {
     Write,
     /// SEND into receive work requests the server posts (ib_send_bw).
     Send,
+    /// RDMA READ of the server's buffer into the client's (ib_read_bw).
+    Read,
 }
 
 impl BwOp {
@@ -37,6 +39,7 @@ impl BwOp {
         match self {
             Self::Write => "write",
             Self::Send => "send",
+            Self::Read => "read",
         }
     }
 }
@@ -63,6 +66,9 @@ pub struct WriteBwOptions {
     /// `--rx-depth`, default 512), 1 ..= [`MAX_RX_DEPTH`]. When they run out, the client's
     /// SENDs are answered with RNR NAKs and retried.
     pub rx_depth: u32,
+    /// READ only: READs outstanding (the client QP's `max_rd_atomic` and the server's
+    /// `max_dest_rd_atomic`, perftest's `--outs`, default 16), 1 ..= 16.
+    pub outs: u8,
     /// Cycle budget from the first post to the last completion; `None` for a default derived
     /// from the transfer size ([`default_budget`]).
     pub budget_cycles: Option<u64>,
@@ -88,6 +94,7 @@ impl Default for WriteBwOptions {
             tx_depth: 64,
             cq_mod: 16,
             rx_depth: 512,
+            outs: 16,
             budget_cycles: None,
             pcap: None,
             waveform: None,
@@ -138,6 +145,9 @@ pub struct WriteBwReport {
     pub cq_mod: u32,
     /// SEND: receive work requests the server kept posted (null for WRITE).
     pub rx_depth: Option<u32>,
+    /// READ only: READs kept outstanding (`max_rd_atomic`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outs: Option<u8>,
     /// Payload bytes: `size × iters`.
     pub bytes: u64,
     /// NIC cycles from just before the first post to the poll that found the last completion
@@ -247,6 +257,9 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
             o.cq_mod, o.tx_depth
         )));
     }
+    if o.op == BwOp::Read && (o.outs == 0 || o.outs > crate::qp::MAX_RD_ATOMIC) {
+        return Err(Error::inval(format!("outs must be 1 ..= {}, not {}", crate::qp::MAX_RD_ATOMIC, o.outs)));
+    }
     if o.op == BwOp::Send && (o.rx_depth == 0 || o.rx_depth > MAX_RX_DEPTH) {
         return Err(Error::inval(format!("--rx-depth {} must be 1..={MAX_RX_DEPTH}", o.rx_depth)));
     }
@@ -264,7 +277,10 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
 /// With [`BwOp::Write`] message `i` is an RDMA WRITE to that offset. With [`BwOp::Send`] it is
 /// a SEND: the server posts receive `i` (wr_id `i`, SGE = bytes `i × size ..` of its buffer)
 /// before the run, up to `rx_depth` of them, and posts the next one each time it polls a
-/// receive completion, which must come in order, successful, with `byte_len` = `size`.
+/// receive completion, which must come in order, successful, with `byte_len` = `size`. With
+/// [`BwOp::Read`] message `i` is an RDMA READ of the server's bytes `i × size ..`, which hold
+/// pattern `i` from the start, into the client's bytes `i × size ..` (a client buffer as large
+/// as the transfer), and the client's buffer is the one checked.
 ///
 /// `progress(done, total)` is called as completions arrive.
 ///
@@ -290,15 +306,27 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     }
     let client = Context::open_with_port(dev_c, PortAddr::for_sim_nic(0))?;
     let server = Context::open_with_port(dev_s, PortAddr::for_sim_nic(1))?;
-    let slots = o.iters.min(u64::from(o.tx_depth)) as usize;
+    let send = o.op == BwOp::Send;
+    let read = o.op == BwOp::Read;
+    // WRITE and SEND fill a ring of message slots at the client and are checked in the
+    // server's buffer; a READ copies the server's patterns into a client buffer as large as
+    // the transfer, checked there.
+    let slots = if read { o.iters as usize } else { o.iters.min(u64::from(o.tx_depth)) as usize };
     let mut server_buf = vec![0u8; total];
     let mut client_buf = vec![0u8; size * slots];
+    if read {
+        for (i, chunk) in server_buf.chunks_mut(size).enumerate() {
+            fill_pattern(i as u64, chunk);
+        }
+    }
 
-    let send = o.op == BwOp::Send;
     let (pd_c, pd_s) = (client.alloc_pd()?, server.alloc_pd()?);
     let run = {
-        let server_access =
-            if send { AccessFlags::LOCAL_WRITE } else { AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE };
+        let server_access = match o.op {
+            BwOp::Send => AccessFlags::LOCAL_WRITE,
+            BwOp::Write => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+            BwOp::Read => AccessFlags::REMOTE_READ,
+        };
         let server_mr = pd_s.register(&mut server_buf, server_access)?;
         let client_mr = pd_c.register(&mut client_buf, AccessFlags::LOCAL_WRITE)?;
         let rx_depth = if send { o.rx_depth.min(u32::try_from(o.iters).unwrap_or(u32::MAX)) } else { 0 };
@@ -311,8 +339,14 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let ep_s = qp_s.endpoint()?.with_buffer(&server_mr);
         let opts = ConnectOptions {
             path_mtu: o.mtu,
-            access: if send { AccessFlags::empty() } else { AccessFlags::REMOTE_WRITE },
+            access: match o.op {
+                BwOp::Send => AccessFlags::empty(),
+                BwOp::Write => AccessFlags::REMOTE_WRITE,
+                BwOp::Read => AccessFlags::REMOTE_READ,
+            },
             timeout: o.qp_timeout,
+            max_rd_atomic: o.outs,
+            max_dest_rd_atomic: o.outs,
             ..ConnectOptions::default()
         };
         qp_c.connect_with(&ep_s, &opts)?;
@@ -346,11 +380,17 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 batch.clear();
                 for j in posted..upto {
                     let slot = (j % slots as u64) as usize * size;
-                    fill_pattern(j, &mut msg);
-                    client_mr.write_at(slot, &msg)?;
+                    if !read {
+                        fill_pattern(j, &mut msg);
+                        client_mr.write_at(slot, &msg)?;
+                    }
                     let signaled = (j + 1) % u64::from(o.cq_mod) == 0 || j + 1 == o.iters;
                     let sge = client_mr.sge(slot..slot + size)?;
-                    let wr = if send { SendWr::send(j, sge) } else { SendWr::rdma_write(j, sge, remote.at(j * o.size)) };
+                    let wr = match o.op {
+                        BwOp::Send => SendWr::send(j, sge),
+                        BwOp::Write => SendWr::rdma_write(j, sge, remote.at(j * o.size)),
+                        BwOp::Read => SendWr::rdma_read(j, sge, remote.at(j * o.size)),
+                    };
                     batch.push(wr.signaled(signaled));
                 }
                 qp_c.post_send(&batch)?;
@@ -413,7 +453,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let pcap_frames = world.borrow().captured_frames();
     world.borrow_mut().finish().map_err(|e| Error::io("finishing the pcap capture / waveform", e))?;
 
-    let first_mismatch = check_buffer(&server_buf, o.size);
+    let first_mismatch = check_buffer(if read { &client_buf } else { &server_buf }, o.size);
     let cycles = end.saturating_sub(start).max(1);
     let seconds = cycles as f64 / (CORE_CLOCK_MHZ as f64 * 1e6);
     let stats = world.borrow().stats();
@@ -426,6 +466,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         tx_depth: o.tx_depth,
         cq_mod: o.cq_mod,
         rx_depth: send.then_some(o.rx_depth),
+        outs: read.then_some(o.outs),
         bytes: o.size * o.iters,
         cycles,
         clock_mhz: CORE_CLOCK_MHZ,

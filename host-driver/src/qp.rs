@@ -349,8 +349,7 @@ fn apply(to: &mut QpAttr, from: &QpAttr, mask: QpAttrMask) {
 }
 
 /// `enum ibv_wr_opcode`. The driver passes the opcode to the NIC unchanged; the NIC completes
-/// the ones it does not implement with [`WcStatus::LocQpOpErr`] (today it implements
-/// [`WrOpcode::RdmaWrite`] and [`WrOpcode::Send`]).
+/// the ones it does not implement with [`WcStatus::LocQpOpErr`] (today: the two atomics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum WrOpcode {
@@ -362,13 +361,18 @@ pub enum WrOpcode {
     Send = verbs::wr_opcode::SEND,
     /// `IBV_WR_SEND_WITH_IMM`.
     SendWithImm = verbs::wr_opcode::SEND_WITH_IMM,
-    /// `IBV_WR_RDMA_READ`.
+    /// `IBV_WR_RDMA_READ`: the remote buffer is copied into the local SGE, whose region must
+    /// grant [`AccessFlags::LOCAL_WRITE`](crate::AccessFlags::LOCAL_WRITE).
     RdmaRead = verbs::wr_opcode::RDMA_READ,
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP` (not implemented by the NIC yet).
+    AtomicCmpAndSwp = verbs::wr_opcode::ATOMIC_CMP_AND_SWP,
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD` (not implemented by the NIC yet).
+    AtomicFetchAndAdd = verbs::wr_opcode::ATOMIC_FETCH_AND_ADD,
 }
 
 impl WrOpcode {
     fn needs_remote(self) -> bool {
-        matches!(self, Self::RdmaWrite | Self::RdmaWriteWithImm | Self::RdmaRead)
+        !matches!(self, Self::Send | Self::SendWithImm)
     }
 }
 
@@ -449,6 +453,13 @@ impl<'mr> SendWr<'mr> {
     /// An unsignaled RDMA WRITE of `sge` to `remote`.
     pub fn rdma_write(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr) -> Self {
         Self { wr_id, opcode: WrOpcode::RdmaWrite, flags: SendFlags::empty(), sge: Some(sge), remote: Some(remote), imm_data: 0 }
+    }
+
+    /// An unsignaled RDMA READ (`IBV_WR_RDMA_READ`) of `sge.length` bytes at `remote` into
+    /// `sge` (or a zero-length READ with `None`). The remote region needs REMOTE_READ, the
+    /// local one LOCAL_WRITE; the local bytes are the NIC's to write until the completion.
+    pub fn rdma_read(wr_id: u64, sge: impl Into<Option<Sge<'mr>>>, remote: RemoteAddr) -> Self {
+        Self { wr_id, opcode: WrOpcode::RdmaRead, flags: SendFlags::empty(), sge: sge.into(), remote: Some(remote), imm_data: 0 }
     }
 
     /// An unsignaled SEND (`IBV_WR_SEND`) of `sge`, or of zero bytes with `None`: the peer's
@@ -1000,6 +1011,7 @@ impl<'mr> QueuePair<'mr> {
             retry_cnt: a.retry_cnt,
             rnr_retry: a.rnr_retry,
             min_rnr_timer: a.min_rnr_timer,
+            max_rd_atomic: a.max_rd_atomic,
             ..self.hw
         };
         write_context(&*self.pd.inner.ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &hw.pack())?;

@@ -77,6 +77,8 @@ pub struct QpContext {
     pub rq_log_size: u8,
     /// IOVA of the RQ ring (0 when the QP has no receive queue).
     pub rq_base: u64,
+    /// RDMA READs outstanding as requester ([`qp_context::MAX_RD_ATOMIC`]).
+    pub max_rd_atomic: u8,
 }
 
 impl Default for QpContext {
@@ -105,6 +107,7 @@ impl Default for QpContext {
             recv_cq: 0,
             rq_log_size: 0,
             rq_base: 0,
+            max_rd_atomic: 0,
         }
     }
 }
@@ -136,6 +139,7 @@ impl QpContext {
         qp_context::RECV_CQ.put(&mut r, self.recv_cq.into());
         qp_context::RQ_LOG_SIZE.put(&mut r, self.rq_log_size.into());
         qp_context::RQ_BASE.put(&mut r, self.rq_base);
+        qp_context::MAX_RD_ATOMIC.put(&mut r, self.max_rd_atomic.into());
         r
     }
 }
@@ -378,6 +382,7 @@ mod tests {
             recv_cq: 11,
             rq_log_size: 15,
             rq_base: 0x2_0000_1240,
+            max_rd_atomic: 16,
         };
         let r = c.pack();
         assert_eq!(bits(&r, qp_context::STATE), 3);
@@ -404,6 +409,7 @@ mod tests {
         assert_eq!(bits(&r, qp_context::SQ_LOG_SIZE), 6);
         assert_eq!(bits(&r, qp_context::SQ_BASE), 0x1_2345_6780);
         assert_eq!(bits(&r, qp_context::RECV_CQ), 11);
+        assert_eq!(bits(&r, qp_context::MAX_RD_ATOMIC), 16);
         assert_eq!(bits(&r, qp_context::RQ_LOG_SIZE), 15);
         assert_eq!(bits(&r, qp_context::RQ_BASE), 0x2_0000_1240);
         assert_eq!(r[40], 11, "RECV_CQ at byte 40");
