@@ -18,14 +18,19 @@
 //!   bad lkey, outside its MR, without LOCAL_WRITE or of another PD completes with
 //!   LOC_PROT_ERR and the send with REM_OP_ERR;
 //! - post_recv refuses a QP in RESET (EINVAL) and a full RQ (ENOMEM);
-//! - SEND_WITH_IMM and RDMA_WRITE_WITH_IMM are not implemented: LOC_QP_OP_ERR;
+//! - SEND_WITH_IMM delivers its immediate in the receive completion (IBV_WC_WITH_IMM, the
+//!   `imm_data` word as posted), a plain SEND's has no WITH_IMM; RDMA_WRITE_WITH_IMM writes at
+//!   the remote address and consumes a receive WQE without touching its buffer
+//!   (IBV_WC_RECV_RDMA_WITH_IMM, `byte_len` = the WRITE's length); with no receive posted it
+//!   draws an RNR NAK and completes once one is;
+//! - the atomics, not implemented yet, complete with LOC_QP_OP_ERR;
 //! - a capture of SEND traffic is clean in tshark and its ICRCs verify in scapy.
 mod common;
 
 use common::{nonzero, Hosts};
 use rnic::{
     AccessFlags, CompletionQueue, ConnectOptions, Errno, MemoryRegion, Mtu, QpAttr,
-    QpAttrMask, QpState, QueuePair, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+    QpAttrMask, QpState, QueuePair, RecvWr, SendWr, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
@@ -1058,6 +1063,136 @@ fn send_to_a_qp_without_receive_queue_gets_rnr_naks() {
     assert_eq!(ca.get("retransmits"), Some(1), "{}", h.diag());
 }
 
+/// Immediate data as the tests post it: the raw `imm_data` word of `ibv_send_wr` (network order
+/// in memory), so the ImmDt on the wire is `IMM.to_ne_bytes()`.
+const IMM: u32 = u32::from_ne_bytes([0x12, 0x34, 0x56, 0x78]);
+
+/// SEND_WITH_IMM of `len` bytes: the receive completes IBV_WC_RECV with IBV_WC_WITH_IMM and
+/// the immediate data, the data lands in the receive buffer, the send completes IBV_WC_SEND.
+fn send_with_imm_and_check(mtu: Mtu, len: usize) {
+    let h = hosts();
+    let mut src = pattern(len as u64 + 1, len.max(1));
+    let mut dst = vec![GUARD; len + 40];
+    let what = format!("SEND_WITH_IMM of {len} B at MTU {}", mtu.bytes());
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+        let (mut qa, mut qb) = h.qps(&opts(mtu));
+        qb.post_recv_one(RecvWr::new(0x1111, dst_mr.sge(0..len + 40).unwrap())).unwrap();
+        let sge = if len == 0 { None } else { Some(src_mr.sge(0..len).unwrap()) };
+        qa.post_send_one(SendWr::send(0x22, sge).with_opcode(WrOpcode::SendWithImm).with_imm(IMM).signaled(true)).unwrap();
+        let s = h.wait(&h.ca, 1, budget(len))[0];
+        assert_eq!((s.wr_id, s.status, s.opcode), (0x22, WcStatus::Success, WcOpcode::Send), "{what}: {s:?}");
+        let r = h.wait(&h.cb, 1, budget(len))[0];
+        assert_eq!(
+            (r.wr_id, r.status, r.opcode, r.byte_len, r.wc_flags, r.imm_data),
+            (0x1111, WcStatus::Success, WcOpcode::Recv, len as u32, WcFlags::WITH_IMM, IMM),
+            "{what}: {r:?}\n{}",
+            h.diag()
+        );
+    }
+    if let Some(d) = first_difference(&dst[..len], &src) {
+        panic!("{what}: {d}");
+    }
+    assert!(dst[len..].iter().all(|&b| b == GUARD), "{what}: bytes past the message changed");
+}
+
+#[test]
+fn send_with_imm_carries_the_immediate_into_the_receive_completion() {
+    for (mtu, len) in [(Mtu::Mtu256, 0), (Mtu::Mtu256, 1), (Mtu::Mtu256, 1000), (Mtu::Mtu1024, 1024), (Mtu::Mtu4096, 20_000)] {
+        send_with_imm_and_check(mtu, len);
+    }
+}
+
+#[test]
+fn a_plain_send_completes_without_with_imm() {
+    let h = hosts();
+    let mut dst = vec![GUARD; 64];
+    {
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+        let (mut qa, mut qb) = h.qps(&opts(Mtu::Mtu1024));
+        qb.post_recv_one(RecvWr::new(1, dst_mr.sge(0..64).unwrap())).unwrap();
+        qa.post_send_one(SendWr::send(2, None).with_imm(IMM).signaled(true)).unwrap();
+        let r = h.wait(&h.cb, 1, 200_000)[0];
+        assert_eq!((r.opcode, r.wc_flags), (WcOpcode::Recv, WcFlags::empty()), "{r:?}");
+    }
+}
+
+/// RDMA_WRITE_WITH_IMM of `len` bytes into B's MR at `dst_off`: the data lands at the remote
+/// address, a receive WQE is consumed (IBV_WC_RECV_RDMA_WITH_IMM, `byte_len` = `len`, the
+/// immediate) but its buffer is not touched; the WRITE completes IBV_WC_RDMA_WRITE.
+fn write_with_imm_and_check(mtu: Mtu, len: usize, dst_off: usize) {
+    let h = hosts();
+    let mut src = pattern(len as u64 + 2, len.max(1));
+    let mut dst = vec![GUARD; dst_off + len + 40];
+    let mut rbuf = vec![GUARD; 256];
+    let what = format!("RDMA_WRITE_WITH_IMM of {len} B at MTU {}", mtu.bytes());
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let rbuf_mr = h.pb.register(&mut rbuf, AccessFlags::LOCAL_WRITE).unwrap();
+        let (mut qa, mut qb) = h.qps(&ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..opts(mtu) });
+        qb.post_recv_one(RecvWr::new(0x3333, rbuf_mr.sge(0..256).unwrap())).unwrap();
+        let remote = dst_mr.remote_addr(dst_off).unwrap();
+        let sge = if len == 0 { Sge::raw(0, 0, 0) } else { src_mr.sge(0..len).unwrap() };
+        let mut wr = SendWr::rdma_write(0x44, sge, remote).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(IMM).signaled(true);
+        if len == 0 {
+            wr.sge = None;
+        }
+        qa.post_send_one(wr).unwrap();
+        let s = h.wait(&h.ca, 1, budget(len))[0];
+        assert_eq!((s.wr_id, s.status, s.opcode), (0x44, WcStatus::Success, WcOpcode::RdmaWrite), "{what}: {s:?}");
+        let r = h.wait(&h.cb, 1, budget(len))[0];
+        assert_eq!(
+            (r.wr_id, r.status, r.opcode, r.byte_len, r.wc_flags, r.imm_data),
+            (0x3333, WcStatus::Success, WcOpcode::RecvRdmaWithImm, len as u32, WcFlags::WITH_IMM, IMM),
+            "{what}: {r:?}\n{}",
+            h.diag()
+        );
+        assert_eq!(qb.recv_outstanding(), 0, "{what}: the receive was consumed");
+    }
+    if let Some(d) = first_difference(&dst[dst_off..dst_off + len], &src) {
+        panic!("{what}: {d}");
+    }
+    assert!(dst[..dst_off].iter().chain(&dst[dst_off + len..]).all(|&b| b == GUARD), "{what}: bytes outside the target changed");
+    assert!(rbuf.iter().all(|&b| b == GUARD), "{what}: the receive buffer was written");
+}
+
+#[test]
+fn rdma_write_with_imm_consumes_a_receive_and_carries_the_immediate() {
+    for (mtu, len, off) in [(Mtu::Mtu1024, 0, 0), (Mtu::Mtu1024, 1, 3), (Mtu::Mtu256, 256, 0), (Mtu::Mtu1024, 5000, 17), (Mtu::Mtu4096, 64 * 1024, 0)] {
+        write_with_imm_and_check(mtu, len, off);
+    }
+}
+
+/// An RDMA WRITE with immediate that finds no receive WQE is answered with an RNR NAK on its
+/// last packet (the packets before it are written), and completes once a receive is posted.
+#[test]
+fn write_with_imm_before_any_receive_gets_rnr_nak_and_completes_later() {
+    let h = hosts();
+    let len = 3000;
+    let mut src = pattern(5, len);
+    let mut dst = vec![GUARD; len];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let o = ConnectOptions { timeout: 6, retry_cnt: 7, access: AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu1024) };
+        let (mut qa, mut qb) = h.qps(&o);
+        let remote = dst_mr.remote_addr(0).unwrap();
+        qa.post_send_one(SendWr::rdma_write(9, src_mr.sge(0..len).unwrap(), remote).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(IMM).signaled(true))
+            .unwrap();
+        assert!(h.wait_counter(&h.b, counter::TX_RNR_NAKS, 1, 100_000), "no RNR NAK\n{}", h.diag());
+        assert!(h.drain(&h.ca, 1_000).is_empty(), "an RNR NAK completed the WRITE");
+        qb.post_recv_one(RecvWr::zero_length(10)).unwrap();
+        let s = h.wait(&h.ca, 1, 8 * 65_536 + 100_000)[0];
+        assert_eq!((s.wr_id, s.status), (9, WcStatus::Success), "{s:?}\n{}", h.diag());
+        let r = h.wait(&h.cb, 1, 100_000)[0];
+        assert_eq!((r.wr_id, r.opcode, r.byte_len, r.imm_data), (10, WcOpcode::RecvRdmaWithImm, len as u32, IMM), "{r:?}");
+        assert_eq!(h.b.counter(counter::CQES).unwrap(), 1, "one receive completion");
+    }
+    assert!(dst == src);
+}
+
 /// Posts one WR that the requester must refuse locally and returns its completion.
 fn local_error(opcode: WrOpcode) -> WorkCompletion {
     let h = hosts();
@@ -1081,15 +1216,11 @@ fn local_error(opcode: WrOpcode) -> WorkCompletion {
 }
 
 #[test]
-fn send_with_imm_is_not_implemented() {
-    let wc = local_error(WrOpcode::SendWithImm);
-    assert_eq!((wc.wr_id, wc.status), (4, WcStatus::LocQpOpErr), "{wc:?}");
-}
-
-#[test]
-fn rdma_write_with_imm_is_not_implemented() {
-    let wc = local_error(WrOpcode::RdmaWriteWithImm);
-    assert_eq!((wc.wr_id, wc.status), (4, WcStatus::LocQpOpErr), "{wc:?}");
+fn atomics_are_not_implemented_yet() {
+    for op in [WrOpcode::AtomicCmpAndSwp, WrOpcode::AtomicFetchAndAdd] {
+        let wc = local_error(op);
+        assert_eq!((wc.wr_id, wc.status), (4, WcStatus::LocQpOpErr), "{op:?}: {wc:?}");
+    }
 }
 
 /// A capture of SEND traffic — SEND ONLY, FIRST/MIDDLE/LAST, their ACKs, an RNR NAK and the
