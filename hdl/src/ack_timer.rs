@@ -15,8 +15,13 @@ use rust_hdl::prelude::*;
 /// still leaving); when the deadline passes with WQEs outstanding it pushes the QPN
 /// into the timeout FIFO and re-arms. Resolution: one 64-cycle sweep (256 ns).
 ///
-/// Tables: deadlines (48-bit cycle counts), last retired counts and timeout exponents, 64
-/// entries each, plus the two snooped copies.
+/// It also times RNR waits (IBTA Vol 1 9.7.5.2.8): the completer arms one with the RNR NAK's
+/// timer code, the QP's ACK timer is held meanwhile, and when the time from the table in
+/// PROTOCOL.md has passed (resolution: the 64-cycle sweep) the QPN goes into the same FIFO with
+/// bit 7 set, and the completer resends.
+///
+/// Tables: deadlines (48-bit cycle counts), last retired counts, timeout exponents and RNR
+/// waits, 64 entries each, plus the two snooped copies.
 #[derive(LogicBlock, Default)]
 pub struct AckTimer {
     pub clock: Signal<In, Clock>,
@@ -36,6 +41,12 @@ pub struct AckTimer {
     /// The scheduler is emitting packets of QP `tx_qpn`.
     pub tx_active: Signal<In, Bit>,
     pub tx_qpn: Signal<In, Bits<6>>,
+    /// RNR wait requests from the completer: QP `rnr_qpn` got an RNR NAK with timer code
+    /// `rnr_code` and resends after that time (IBTA Vol 1 9.7.5.2.8, the table in PROTOCOL.md).
+    pub rnr_arm: Signal<In, Bit>,
+    pub rnr_qpn: Signal<In, Bits<6>>,
+    pub rnr_code: Signal<In, Bits<5>>,
+    /// A local ACK timeout (bit 7 clear) or the end of an RNR wait (bit 7 set) for QP bits 5:0.
     pub to_write: Signal<Out, Bit>,
     pub to_qpn: Signal<Out, Bits<8>>,
     sent_ram: RAM<Bits<16>, 6>,
@@ -43,6 +54,10 @@ pub struct AckTimer {
     snap_ram: RAM<Bits<24>, 6>,
     deadline_ram: RAM<Bits<48>, 6>,
     exp_ram: RAM<Bits<8>, 6>,
+    /// Per QP: an RNR wait pending (bit 48) and when it ends (bits 47:0, cycles).
+    rnr_ram: RAM<Bits<49>, 6>,
+    rnr_arm_r: DFF<Bit>,
+    rnr_qpn_r: DFF<Bits<6>>,
     now: DFF<Bits<48>>,
     scan: DFF<Bits<6>>,
     visit: DFF<Bits<6>>,
@@ -54,12 +69,58 @@ pub struct AckTimer {
     exp: Signal<Local, Bits<8>>,
     period: Signal<Local, Bits<48>>,
     late: Signal<Local, Bits<48>>,
+    rnr_cycles: Signal<Local, Bits<48>>,
+    rnr_pend: Signal<Local, Bit>,
+    rnr_late: Signal<Local, Bits<48>>,
+    rnr_fresh: Signal<Local, Bit>,
 }
 
 impl Logic for AckTimer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, now, scan, visit, valid, tx_active_r, tx_qpn_r);
+        dff_setup!(self, clock, now, scan, visit, valid, tx_active_r, tx_qpn_r, rnr_arm_r, rnr_qpn_r);
+        self.rnr_arm_r.d.next = self.rnr_arm.val();
+        self.rnr_qpn_r.d.next = self.rnr_qpn.val();
+        self.rnr_ram.read_clock.next = self.clock.val();
+        self.rnr_ram.write_clock.next = self.clock.val();
+        // RNR timer codes in cycles at 250 MHz (IBTA Vol 1 Table 45: 0 = 655.36 ms, 1 = 0.01 ms,
+        // …, 31 = 491.52 ms).
+        self.rnr_cycles.next = 0.into();
+        match self.rnr_code.val().index() {
+            0 => { self.rnr_cycles.next = 163_840_000.into(); }
+            1 => { self.rnr_cycles.next = 2_500.into(); }
+            2 => { self.rnr_cycles.next = 5_000.into(); }
+            3 => { self.rnr_cycles.next = 7_500.into(); }
+            4 => { self.rnr_cycles.next = 10_000.into(); }
+            5 => { self.rnr_cycles.next = 15_000.into(); }
+            6 => { self.rnr_cycles.next = 20_000.into(); }
+            7 => { self.rnr_cycles.next = 30_000.into(); }
+            8 => { self.rnr_cycles.next = 40_000.into(); }
+            9 => { self.rnr_cycles.next = 60_000.into(); }
+            10 => { self.rnr_cycles.next = 80_000.into(); }
+            11 => { self.rnr_cycles.next = 120_000.into(); }
+            12 => { self.rnr_cycles.next = 160_000.into(); }
+            13 => { self.rnr_cycles.next = 240_000.into(); }
+            14 => { self.rnr_cycles.next = 320_000.into(); }
+            15 => { self.rnr_cycles.next = 480_000.into(); }
+            16 => { self.rnr_cycles.next = 640_000.into(); }
+            17 => { self.rnr_cycles.next = 960_000.into(); }
+            18 => { self.rnr_cycles.next = 1_280_000.into(); }
+            19 => { self.rnr_cycles.next = 1_920_000.into(); }
+            20 => { self.rnr_cycles.next = 2_560_000.into(); }
+            21 => { self.rnr_cycles.next = 3_840_000.into(); }
+            22 => { self.rnr_cycles.next = 5_120_000.into(); }
+            23 => { self.rnr_cycles.next = 7_680_000.into(); }
+            24 => { self.rnr_cycles.next = 10_240_000.into(); }
+            25 => { self.rnr_cycles.next = 15_360_000.into(); }
+            26 => { self.rnr_cycles.next = 20_480_000.into(); }
+            27 => { self.rnr_cycles.next = 30_720_000.into(); }
+            28 => { self.rnr_cycles.next = 40_960_000.into(); }
+            29 => { self.rnr_cycles.next = 61_440_000.into(); }
+            30 => { self.rnr_cycles.next = 81_920_000.into(); }
+            31 => { self.rnr_cycles.next = 122_880_000.into(); }
+            _ => {}
+        }
         self.tx_active_r.d.next = self.tx_active.val();
         self.tx_qpn_r.d.next = self.tx_qpn.val();
         self.sent_ram.read_clock.next = self.clock.val();
@@ -104,6 +165,17 @@ impl Logic for AckTimer {
         self.period.next = bit_cast::<48, 11>(1024.into()) << bit_cast::<48, 8>(self.exp.val());
         self.late.next = self.now.q.val() - self.deadline_ram.read_data.val();
 
+        // RNR waits: armed by the completer (that write has the port), ended by the sweep.
+        self.rnr_ram.read_address.next = self.scan.q.val();
+        self.rnr_pend.next = self.rnr_ram.read_data.val().get_bit(48);
+        self.rnr_late.next = self.now.q.val() - self.rnr_ram.read_data.val().get_bits::<48>(0);
+        // Armed in the cycle the visited entry was read: the read saw the old value.
+        self.rnr_fresh.next = self.rnr_arm_r.q.val() & (self.rnr_qpn_r.q.val() == self.visit.q.val());
+        self.rnr_ram.write_enable.next = self.rnr_arm.val();
+        self.rnr_ram.write_address.next = self.rnr_qpn.val();
+        self.rnr_ram.write_data.next = (bit_cast::<49, 48>(self.now.q.val() + self.rnr_cycles.val()))
+            | (bit_cast::<49, 1>(1.into()) << 48);
+
         self.snap_ram.write_enable.next = false;
         self.snap_ram.write_address.next = self.visit.q.val();
         self.snap_ram.write_data.next = self.acked_ram.read_data.val();
@@ -112,7 +184,18 @@ impl Logic for AckTimer {
         self.deadline_ram.write_data.next = self.now.q.val() + self.period.val();
         self.to_write.next = false;
         self.to_qpn.next = bit_cast::<8, 6>(self.visit.q.val());
-        if self.valid.q.val() {
+        if self.valid.q.val() & (self.rnr_pend.val() | self.rnr_fresh.val()) {
+            // Waiting out an RNR NAK: the ACK timer is held; at the end the completer resends.
+            self.snap_ram.write_enable.next = true;
+            self.deadline_ram.write_enable.next = true;
+            if !self.rnr_late.val().get_bit(47) & !self.to_full.val() & !self.rnr_arm.val() & !self.rnr_fresh.val() {
+                self.to_write.next = true;
+                self.to_qpn.next = bit_cast::<8, 6>(self.visit.q.val()) | 0x80;
+                self.rnr_ram.write_enable.next = true;
+                self.rnr_ram.write_address.next = self.visit.q.val();
+                self.rnr_ram.write_data.next = 0.into();
+            }
+        } else if self.valid.q.val() {
             if (self.exp.val() == 0)
                 | (self.sent_ram.read_data.val() == self.acked_ram.read_data.val().get_bits::<16>(0))
                 | (self.acked_ram.read_data.val() != self.snap_ram.read_data.val())

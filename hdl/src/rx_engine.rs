@@ -97,6 +97,10 @@ pub struct RxEngine {
     pub rw_data: Signal<Out, Bits<73>>,
     pub cnt_rx_ack: Signal<Out, Bit>,
     pub cnt_cqe: Signal<Out, Bit>,
+    /// Arms the RNR wait of QP `rnr_qpn` with the RNR NAK's timer code (in the ACK timer).
+    pub rnr_arm: Signal<Out, Bit>,
+    pub rnr_qpn: Signal<Out, Bits<6>>,
+    pub rnr_code: Signal<Out, Bits<5>>,
     /// RNR NAKs sent (no receive WQE for a SEND) and received.
     pub cnt_tx_rnr: Signal<Out, Bit>,
     pub cnt_rx_rnr: Signal<Out, Bit>,
@@ -204,6 +208,19 @@ pub struct RxEngine {
     reads_done: DFF<Bits<7>>,
     /// The PSN after the last WQE retired (completer state bits 64..87).
     acked_psn: DFF<Bits<24>>,
+    /// The timeout being handled is the end of an RNR wait; RNR NAKs counted against
+    /// RNR_RETRY since the last progress, and an RNR wait in progress (completer state bits
+    /// 88..90, 91).
+    src_rnr: DFF<Bit>,
+    rnr_cnt: DFF<Bits<3>>,
+    rnr_wait: DFF<Bit>,
+    /// The RNR arm request, registered (state 11 decides, the timer hears it a cycle later).
+    arm_r: DFF<Bit>,
+    arm_code_r: DFF<Bits<5>>,
+    /// State 10: the packet is a sequence NAK that may rewind (no RNR wait running), and a
+    /// rewind is still allowed (RETRY_CNT, progress, or the end of an RNR wait).
+    seq_nak_r: DFF<Bit>,
+    retry_ok_r: DFF<Bit>,
     /// A READ response waits for the WQEs before its READ to retire (implicit ACK), then is
     /// checked again (`rsp_retired`); `rsp_final` lets the retire loop complete the READ.
     rsp_pending: DFF<Bit>,
@@ -226,11 +243,10 @@ pub struct RxEngine {
     r_exp_dup: DFF<Bit>,
     /// PSNs a READ request uses: ceil(len / MTU), at least 1 (registered in state 5).
     rd_npkts: DFF<Bits<24>>,
-    /// `rr_full`, a cycle late: only this engine writes the READ FIFO (in state 6, never in
-    /// the cycle before), so the late copy is exact there and keeps the FIFO's full logic off
-    /// the decision path.
+    /// `rr_full`, a cycle late: only this engine writes the READ FIFO (in state 24, then it
+    /// leaves), so the late copy is exact there.
     rr_full_r: DFF<Bit>,
-    /// READ length in whole MTUs and whether a partial one follows (state 2), for `rd_npkts`.
+    /// READ length in whole MTUs (state 2) and whether it is zero, for `rd_npkts`.
     rd_q: DFF<Bits<24>>,
     rd_part: DFF<Bit>,
     rd_zero: DFF<Bit>,
@@ -301,6 +317,9 @@ pub struct RxEngine {
     entry_is_read: Signal<Local, Bit>,
     rd_restart: Signal<Local, Bits<24>>,
     mtu_mask: Signal<Local, Bits<32>>,
+    /// A READ's length is not a whole number of MTUs (state 2, from the table's context).
+    part_now: Signal<Local, Bit>,
+    rlen: Signal<Local, Bits<32>>,
     last_plus1: Signal<Local, Bits<24>>,
     access_ok: Signal<Local, Bit>,
 }
@@ -355,6 +374,12 @@ impl Default for RxEngine {
             rw_data: Default::default(),
             cnt_rx_ack: Default::default(),
             cnt_cqe: Default::default(),
+            rnr_arm: Default::default(),
+            rnr_qpn: Default::default(),
+            rnr_code: Default::default(),
+            src_rnr: Default::default(),
+            rnr_cnt: Default::default(),
+            rnr_wait: Default::default(),
             tables: Default::default(),
             rdyn_ram: Default::default(),
             acked_ram: Default::default(),
@@ -514,7 +539,13 @@ impl Default for RxEngine {
             rd_npkts: Default::default(),
             rr_full_r: Default::default(),
             rd_q: Default::default(),
+            part_now: Default::default(),
             rd_part: Default::default(),
+            rlen: Default::default(),
+            arm_r: Default::default(),
+            arm_code_r: Default::default(),
+            seq_nak_r: Default::default(),
+            retry_ok_r: Default::default(),
             rd_zero: Default::default(),
             rd_rw_psn: Default::default(),
             rd_rw_dup: Default::default(),
@@ -540,7 +571,8 @@ impl Default for RxEngine {
 // 11 completer check, 12 CQE job; for a SEND that starts a message: 7 receive-WQE address,
 // 8 receive-WQE data, 13 key-table read at its lkey, 14 offset, 15 region room, 16 fit,
 // back to 6; for a READ response: 17, 18, 20 checks, 21 act; 22 resume a READ an ACK
-// covered before its responses arrived.
+// covered before its responses arrived (or one whose responses are missing); 24 hand an
+// accepted or replayed READ to the scheduler.
 
 impl Logic for RxEngine {
     #[hdl_gen]
@@ -555,8 +587,12 @@ impl Logic for RxEngine {
             mtu_r, opc, pi_masked, cq_settled2, cqe_imm, cqe_flags, rd_next, rd_valid,
             rsp_pending, rsp_retired, rsp_final, r_head_read, r_a, r_b, r_exp, r_in, r_eq, r_d,
             r_off, r_boff, r_len_ok, r_ahead, r_past, r_addr, rd_npkts, reads_done, rr_full_r,
-            rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn
+            rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
+            rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r
         );
+        self.arm_r.d.next = false;
+        self.rnr_arm.next = self.arm_r.q.val();
+        self.rnr_qpn.next = self.qpn.q.val();
         self.rr_full_r.d.next = self.rr_full.val();
         self.cq_settled2.d.next = self.cq_settled.q.val() & (self.state.q.val() == 12);
         self.cq_settled.d.next = self.state.q.val() == 12;
@@ -798,6 +834,7 @@ impl Logic for RxEngine {
         self.is_nak.next = (self.aeth_syn.val().get_bits::<3>(5) == 3) & (self.op.val() == 0x11);
         self.is_rnr.next = (self.aeth_syn.val().get_bits::<3>(5) == 1) & (self.op.val() == 0x11);
         self.nak_code.next = self.aeth_syn.val().get_bits::<5>(0);
+        self.rnr_code.next = self.arm_code_r.q.val();
         self.cover_psn.next = self.pkt.q.val().psn;
         // A NAK, and a READ response (an implicit ACK of what precedes its READ, 9.7.5.1.3),
         // cover the PSNs before theirs.
@@ -899,19 +936,23 @@ impl Logic for RxEngine {
         self.rr_data.next.pkey = self.ctx.q.val().pkey;
         self.rr_data.next.dest_qpn = self.ctx.q.val().dest_qpn;
         self.rr_data.next.psn = self.pkt.q.val().psn;
-        self.rr_data.next.msn = self.msn.q.val() + 1;
+        // (Written in state 24, after state 6 moved the MSN for a new READ; a replay keeps it.)
+        self.rr_data.next.msn = self.msn.q.val();
         self.rr_data.next.path_mtu = self.ctx.q.val().path_mtu;
         self.rr_data.next.rsvd0 = 0.into();
         self.rr_data.next.iova = self.w_addr_r.q.val();
         self.rr_data.next.len = self.pkt.q.val().reth_len;
         // PSNs of a READ: ceil(len / MTU), one for a zero-length READ (9.7.4.1.4), from the
         // whole MTUs and the remainder taken in state 2 (the context is the table's output).
-        self.mtu_mask.next =
-            (bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu)) - 1;
+        // The bits below the path MTU (4095 at most): a shifted constant, one LUT level.
+        self.mtu_mask.next = !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.qp_now.val().path_mtu) + 7));
+        self.rlen.next = self.pkt.q.val().reth_len;
+        self.part_now.next = (self.rlen.val().get_bits::<12>(0) & self.mtu_mask.val().get_bits::<12>(0)) != 0;
 
         match self.state.q.val().index() {
             0 => {
                 self.src_to.d.next = false;
+                self.src_rnr.d.next = false;
                 self.src_recv.d.next = false;
                 self.rwqe_ready.d.next = false;
                 self.cqe_opcode.d.next = 1.into();
@@ -931,6 +972,7 @@ impl Logic for RxEngine {
                     self.to_read.next = true;
                     self.src_lc.d.next = false;
                     self.src_to.d.next = true;
+                    self.src_rnr.d.next = self.to_qpn.val().get_bit(7);
                     self.qpn.d.next = self.to_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
                     self.state.d.next = 1.into();
@@ -974,6 +1016,8 @@ impl Logic for RxEngine {
                 self.rd_next.d.next = self.acked_ram.read_data.val().get_bits::<24>(32);
                 self.reads_done.d.next = self.acked_ram.read_data.val().get_bits::<7>(24);
                 self.acked_psn.d.next = self.acked_ram.read_data.val().get_bits::<24>(64);
+                self.rnr_cnt.d.next = self.acked_ram.read_data.val().get_bits::<3>(88);
+                self.rnr_wait.d.next = self.acked_ram.read_data.val().get_bit(91) & !self.src_rnr.q.val();
                 self.sent.d.next = self.sent_data.val();
                 if self.src_lc.q.val() {
                     self.state.d.next = 3.into();
@@ -992,8 +1036,8 @@ impl Logic for RxEngine {
                     self.rd_q.d.next = bit_cast::<24, 32>(
                         self.pkt.q.val().reth_len >> (bit_cast::<32, 3>(self.qp_now.val().path_mtu) + 7),
                     );
-                    self.rd_part.d.next = (self.pkt.q.val().reth_len & self.mtu_mask.val()) != 0;
                     self.rd_zero.d.next = self.pkt.q.val().reth_len == 0;
+                    self.rd_part.d.next = self.part_now.val();
                     self.state.d.next = 5.into();
                 }
             }
@@ -1020,7 +1064,7 @@ impl Logic for RxEngine {
                 self.state.d.next = 6.into();
             }
             6 => {
-                if !self.job_full.val() & !(self.is_read_req.val() & self.rr_full_r.q.val()) {
+                if !self.job_full.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
                     if self.c_unknown.q.val() {
@@ -1053,8 +1097,7 @@ impl Logic for RxEngine {
                         // one of these for the rest.
                         self.cnt_dup.next = true;
                         if (self.pkt.q.val().reth_len == 0) | (self.key_ok_r.q.val() & self.bounds_ok.val()) {
-                            self.rr_write.next = true;
-                            self.rr_data.next.msn = self.msn.q.val();
+                            self.state.d.next = 24.into();
                         }
                     } else if self.c_dup.q.val() {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
@@ -1094,7 +1137,7 @@ impl Logic for RxEngine {
                         // Accepted RDMA READ: the scheduler answers it with READ RESPONSE
                         // packets; the request's PSN range is used up and the MSN counts it.
                         self.cnt_roce_ok.next = true;
-                        self.rr_write.next = true;
+                        self.state.d.next = 24.into();
                         self.epsn.d.next = self.epsn.q.val() + self.rd_npkts.q.val();
                         self.msn.d.next = self.msn.q.val() + 1;
                         self.nak_sent.d.next = false;
@@ -1306,7 +1349,9 @@ impl Logic for RxEngine {
                     | (bit_cast::<96, 1>(self.rd_valid.q.val().into()) << 21)
                     | (bit_cast::<96, 7>(self.reads_done.q.val()) << 24)
                     | (bit_cast::<96, 24>(self.rd_next.q.val()) << 32)
-                    | (bit_cast::<96, 24>(self.acked_psn.q.val()) << 64);
+                    | (bit_cast::<96, 24>(self.acked_psn.q.val()) << 64)
+                    | (bit_cast::<96, 3>(self.rnr_cnt.q.val()) << 88)
+                    | (bit_cast::<96, 1>(self.rnr_wait.q.val().into()) << 91);
                 // Only the completer moves the CQ producer index.
                 self.cqpi_ram.write_enable.next = self.qpn_ok.q.val()
                     & (self.src_lc.q.val()
@@ -1325,6 +1370,11 @@ impl Logic for RxEngine {
             10 => {
                 // The in-flight entry at `acked` is being read. Only WQEs the scheduler has
                 // recorded (serially between acked and sent) are retired.
+                self.seq_nak_r.d.next =
+                    !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
+                self.retry_ok_r.d.next = (self.retries.q.val() < self.ctx.q.val().retry_cnt)
+                    | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
+                    | self.src_rnr.q.val();
                 if (self.outstanding_wqes.val() == 0) | self.outstanding_wqes.val().get_bit(15) {
                     self.state.d.next = 9.into();
                 } else {
@@ -1343,31 +1393,48 @@ impl Logic for RxEngine {
                     self.cqe_len.d.next = 0.into();
                     self.state.d.next = 12.into();
                 } else if !self.src_to.q.val() & self.is_rnr.val() & self.psn_diff.val().get_bit(23) {
-                    // RNR NAK for this WQE: the responder had no receive WQE. It is resent when
-                    // the local ACK timer fires (the RNR timer itself is not modelled yet).
-                    self.state.d.next = 9.into();
+                    // RNR NAK for this WQE: the responder had no receive WQE. Wait the time its
+                    // timer code names (the ACK timer holds that wait), then resend; RNR_RETRY
+                    // such retries (7 = infinite), then IBV_WC_RNR_RETRY_EXC_ERR (9.7.5.2.8).
+                    if self.rnr_wait.q.val() {
+                        self.state.d.next = 9.into();
+                    } else if (self.ctx.q.val().rnr_retry != 7) & (self.rnr_cnt.q.val() >= self.ctx.q.val().rnr_retry) {
+                        self.status.d.next = 13.into();
+                        self.cqe_len.d.next = 0.into();
+                        self.state.d.next = 12.into();
+                    } else {
+                        self.arm_r.d.next = true;
+                        self.arm_code_r.d.next = self.nak_code.val();
+                        self.rnr_cnt.d.next = self.rnr_cnt.q.val() + 1;
+                        self.rnr_wait.d.next = true;
+                        self.state.d.next = 9.into();
+                    }
                 } else if !self.src_to.q.val() & self.is_nak.val() & (self.nak_stale.val() | self.nak_repeat.val()) {
                     // A NAK older than the oldest WQE still outstanding (overtaken by a later
                     // ACK), or a second copy of the sequence NAK already acted on: nothing to
                     // do (the responder sends one sequence NAK per gap, 9.7.5.1.2).
                     self.state.d.next = 9.into();
-                } else if self.src_to.q.val() | (self.is_nak.val() & (self.nak_code.val() == 0) & self.psn_diff.val().get_bit(23)) {
+                } else if self.src_to.q.val() | (self.seq_nak_r.q.val() & self.psn_diff.val().get_bit(23)) {
+                    // (While an RNR wait runs, sequence NAKs are the echo of the RNR'd packet:
+                    // the resend waits for the RNR timer.)
                     // Local ACK timeout or PSN sequence NAK: go back to the oldest WQE not yet
                     // acknowledged, at most RETRY_CNT times without progress (7 is not
                     // infinite); then the WQE fails with IBV_WC_RETRY_EXC_ERR. A sequence NAK
                     // naming a new PSN is progress (everything before it arrived, 9.7.5.1.2):
                     // it starts a new count, so a long message on a lossy or reordering path
                     // fails only if one point of it is retried RETRY_CNT times.
-                    if (self.retries.q.val() < self.ctx.q.val().retry_cnt)
-                        | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
-                    {
+                    if self.retry_ok_r.q.val() {
                         if !self.rw_full.val() {
                             self.rw_write.next = true;
                             self.cnt_retransmit.next = true;
-                            self.cnt_timeout.next = self.src_to.q.val();
+                            self.cnt_timeout.next = self.src_to.q.val() & !self.src_rnr.q.val();
                             self.retries.d.next = self.retries.q.val() + 1;
                             if self.seq_progress.val() {
                                 self.retries.d.next = 1.into();
+                            }
+                            if self.src_rnr.q.val() {
+                                // The end of an RNR wait: counted against RNR_RETRY already.
+                                self.retries.d.next = self.retries.q.val();
                             }
                             self.last_nak.d.next = self.pkt.q.val().psn;
                             self.last_nak_ok.d.next = !self.src_to.q.val();
@@ -1390,6 +1457,7 @@ impl Logic for RxEngine {
                     self.state.d.next = 22.into();
                 } else if !self.psn_diff.val().get_bit(23) {
                     self.retries.d.next = 0.into();
+                    self.rnr_cnt.d.next = 0.into();
                     // Covered by the ACK: retired successfully.
                     if self.entry.val().signaled.any() {
                         self.state.d.next = 12.into();
@@ -1461,8 +1529,16 @@ impl Logic for RxEngine {
                     }
                 }
             }
+            24 => {
+                // The READ accepted or replayed in state 6 goes to the scheduler (a state of
+                // its own, so the FIFO's full flag does not meet the job FIFO's).
+                if !self.rr_full_r.q.val() {
+                    self.rr_write.next = true;
+                    self.state.d.next = 9.into();
+                }
+            }
             22 => {
-                // The resumption asked for in state 11, from registers.
+                // The resumption asked for in state 11 or 21, from registers.
                 if !self.rd_rw_dup.q.val() & !self.rw_full.val() {
                     self.rw_write.next = true;
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
@@ -1543,18 +1619,9 @@ impl Logic for RxEngine {
                             // Responses missing before it: dropped, and the READ resumed once
                             // from the first missing one (go-back-N, 9.7.5.1.3).
                             self.cnt_drop_psn.next = true;
-                            if !(self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.r_exp.q.val()))
-                                & !self.rw_full.val()
-                            {
-                                self.rw_write.next = true;
-                                self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
-                                    | (bit_cast::<73, 16>(self.acked.q.val()) << 8)
-                                    | (bit_cast::<73, 24>(self.entry.val().first_psn) << 24)
-                                    | (bit_cast::<73, 24>(self.r_exp.q.val()) << 48);
-                                self.cnt_retransmit.next = true;
-                                self.last_nak.d.next = self.r_exp.q.val();
-                                self.last_nak_ok.d.next = true;
-                            }
+                            self.rd_rw_psn.d.next = self.r_exp.q.val();
+                            self.rd_rw_dup.d.next = self.r_exp_dup.q.val();
+                            self.state.d.next = 22.into();
                         } else {
                             self.cnt_dup.next = true;
                         }

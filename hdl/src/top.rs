@@ -241,6 +241,9 @@ impl Logic for NicTop {
         self.to_fifo.data_in.next = self.timer.to_qpn.val();
         self.timer.to_full.next = self.to_fifo.full.val();
         self.timer.tx_active.next = self.txs.tx_active.val();
+        self.timer.rnr_arm.next = self.rxe.rnr_arm.val();
+        self.timer.rnr_qpn.next = self.rxe.rnr_qpn.val();
+        self.timer.rnr_code.next = self.rxe.rnr_code.val();
         self.timer.tx_qpn.next = self.txs.tx_qpn.val();
         self.rxe.to_empty.next = self.to_fifo.empty.val();
         self.rxe.to_qpn.next = self.to_fifo.data_out.val();
