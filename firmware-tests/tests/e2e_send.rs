@@ -11,8 +11,9 @@
 //!   outside the message's part of the receive buffer changes;
 //! - receives are consumed in posting order, one per message, and the RQ ring wraps;
 //! - a SEND with no receive posted is answered with an RNR NAK (`tx_rnr_naks` at the
-//!   responder, `rx_rnr_naks` at the requester) and still arrives once a receive is posted
-//!   (the requester retries on its local ACK timer);
+//!   responder, `rx_rnr_naks` at the requester) and still arrives once a receive is posted:
+//!   the requester resends after the RNR timer the NAK names (not before, never on the ACK
+//!   timer), RNR_RETRY times (exactly; 7 = infinite), then IBV_WC_RNR_RETRY_EXC_ERR;
 //! - a message longer than the receive buffer completes the receive with LOC_LEN_ERR and the
 //!   send with REM_INV_REQ_ERR, without a byte written past the buffer; a receive SGE with a
 //!   bad lkey, outside its MR, without LOCAL_WRITE or of another PD completes with
@@ -694,7 +695,7 @@ fn reset_forgets_receives_and_the_rq_restarts() {
 }
 
 /// Waits for the responder's first RNR NAK for a SEND posted before any receive, then posts the
-/// receive: the requester resends on its local ACK timer and the message arrives.
+/// receive: the requester resends when the RNR timer expires and the message arrives.
 fn rnr_then_receive(len: usize, mtu: Mtu) {
     let h = hosts();
     let mut src = pattern(len as u64, len);
@@ -719,7 +720,7 @@ fn rnr_then_receive(len: usize, mtu: Mtu) {
         assert_eq!((r.wr_id, r.status, r.byte_len), (0x52, WcStatus::Success, len as u32), "{what}: {r:?}");
         let (ca, cb) = h.counters();
         assert!(cb.get("tx_rnr_naks").unwrap() >= 1 && ca.get("rx_rnr_naks").unwrap() >= 1, "{what}\n{}", h.diag());
-        assert!(ca.get("timeouts").unwrap() >= 1, "{what}: the resend comes from the ACK timer\n{}", h.diag());
+        assert_eq!(ca.get("timeouts"), Some(0), "{what}: the resend comes from the RNR timer, not the ACK timer\n{}", h.diag());
         assert_eq!(cb.get("cqes"), Some(1), "{what}: one receive completion\n{}", h.diag());
         assert!(h.drain(&h.cb, 2_000).is_empty(), "{what}: a second receive completion");
         eprintln!("{what}:\n{}", h.diag());
@@ -1037,32 +1038,93 @@ fn post_recv_errors_on_the_nic() {
     assert_eq!(qn.post_recv_one(wr).unwrap_err().errno(), Errno::EINVAL, "no receive queue");
 }
 
-/// A SEND to a QP built without a receive queue is never accepted (RNR NAKs) and writes nothing.
-#[test]
-fn send_to_a_qp_without_receive_queue_gets_rnr_naks() {
+/// A SEND to a QP built without a receive queue is never accepted: RNR NAKs, RNR_RETRY resends
+/// after the RNR timer each (never the ACK timer), then IBV_WC_RNR_RETRY_EXC_ERR; exactly
+/// `1 + rnr_retry` tries, nothing written (IBTA Vol 1 9.7.5.2.8, ibv_modify_qp(3)).
+fn rnr_retry_is_exhausted(rnr_retry: u8) {
     let h = hosts();
     let mut src = pattern(1, 64);
     let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
     let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(8).build().unwrap();
     let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(8).build().unwrap();
     let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
-    let o = ConnectOptions { timeout: 4, retry_cnt: 1, ..opts(Mtu::Mtu1024) };
+    // RNR timer code 1: 0.01 ms = 2 500 cycles; ACK timeout 4.096 µs × 2^4, retry_cnt 1: the
+    // ACK timer would give up long before the RNR retries are used if it ran.
+    let o = ConnectOptions { timeout: 4, retry_cnt: 1, rnr_retry, min_rnr_timer: 1, ..opts(Mtu::Mtu1024) };
     qa.connect_with(&eb, &o).unwrap();
     qb.connect_with(&ea, &o).unwrap();
     qa.post_send_one(SendWr::send(1, src_mr.sge(0..64).unwrap()).signaled(true)).unwrap();
-    assert!(h.wait_counter(&h.b, counter::TX_RNR_NAKS, 1, 100_000), "{}", h.diag());
-    // Without an RNR timer the resends count against retry_cnt (1): after the second RNR NAK
-    // the WR fails (4.096 µs × 2^4 = 16 384 cycles per timeout).
-    let w = h.wait(&h.ca, 1, 200_000)[0];
-    assert_eq!(w.wr_id, 1);
-    assert!(matches!(w.status, WcStatus::RetryExcErr | WcStatus::RnrRetryExcErr), "{w:?}\n{}", h.diag());
-    eprintln!("RNR give-up status: {:?}", w.status);
+    let w = h.wait(&h.ca, 1, 400_000)[0];
+    assert_eq!((w.wr_id, w.status), (1, WcStatus::RnrRetryExcErr), "rnr_retry {rnr_retry}: {w:?}\n{}", h.diag());
     assert!(h.drain(&h.cb, 0).is_empty(), "a receive completion on a QP without RQ");
     let (ca, cb) = h.counters();
+    let tries = 1 + u32::from(rnr_retry);
     assert_eq!(cb.get("rx_roce_ok"), Some(0), "{}", h.diag());
-    assert_eq!(cb.get("tx_rnr_naks"), Some(2), "the first try and one retry\n{}", h.diag());
-    assert_eq!(ca.get("rx_rnr_naks"), Some(2), "{}", h.diag());
-    assert_eq!(ca.get("retransmits"), Some(1), "{}", h.diag());
+    assert_eq!(cb.get("tx_rnr_naks"), Some(tries), "the first try and {rnr_retry} retries\n{}", h.diag());
+    assert_eq!(ca.get("rx_rnr_naks"), Some(tries), "{}", h.diag());
+    assert_eq!(ca.get("retransmits"), Some(u32::from(rnr_retry)), "{}", h.diag());
+    assert_eq!(ca.get("timeouts"), Some(0), "RNR resends come from the RNR timer\n{}", h.diag());
+}
+
+#[test]
+fn rnr_retry_0_fails_on_the_first_rnr_nak() {
+    rnr_retry_is_exhausted(0);
+}
+
+#[test]
+fn rnr_retry_1_and_3_are_counted_exactly() {
+    rnr_retry_is_exhausted(1);
+    rnr_retry_is_exhausted(3);
+}
+
+/// rnr_retry 7 is infinite: a SEND meets 12 RNR NAKs (more than any 3-bit count) and still
+/// completes once a receive is posted.
+#[test]
+fn rnr_retry_7_is_infinite() {
+    let h = hosts();
+    let mut src = pattern(2, 64);
+    let mut dst = vec![GUARD; 64];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+        let o = ConnectOptions { timeout: 4, retry_cnt: 1, rnr_retry: 7, min_rnr_timer: 1, ..opts(Mtu::Mtu1024) };
+        let (mut qa, mut qb) = h.qps(&o);
+        qa.post_send_one(SendWr::send(1, src_mr.sge(0..64).unwrap()).signaled(true)).unwrap();
+        assert!(h.wait_counter(&h.b, counter::TX_RNR_NAKS, 12, 400_000), "{}", h.diag());
+        assert!(h.drain(&h.ca, 0).is_empty(), "the SEND gave up");
+        qb.post_recv_one(RecvWr::new(2, dst_mr.sge(0..64).unwrap())).unwrap();
+        let w = h.wait(&h.ca, 1, 100_000)[0];
+        assert_eq!((w.wr_id, w.status), (1, WcStatus::Success), "{w:?}\n{}", h.diag());
+        assert_eq!(h.a.counter(counter::TIMEOUTS).unwrap(), 0);
+    }
+    assert!(dst == src);
+}
+
+/// The requester waits the RNR timer the responder's NAK names before it resends: with
+/// min_rnr_timer 12 (0.64 ms = 160 000 cycles) nothing is resent for 150 000 cycles after the
+/// RNR NAK, and the resend comes within the timer plus the sweep and a round trip.
+#[test]
+fn the_resend_waits_for_the_rnr_timer() {
+    let h = hosts();
+    let mut src = pattern(3, 64);
+    let mut dst = vec![GUARD; 64];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+        let o = ConnectOptions { min_rnr_timer: 12, ..opts(Mtu::Mtu1024) };
+        let (mut qa, mut qb) = h.qps(&o);
+        qa.post_send_one(SendWr::send(1, src_mr.sge(0..64).unwrap()).signaled(true)).unwrap();
+        assert!(h.wait_counter(&h.a, counter::RX_RNR_NAKS, 1, 100_000), "{}", h.diag());
+        let t0 = h.world.borrow().cycles();
+        qb.post_recv_one(RecvWr::new(2, dst_mr.sge(0..64).unwrap())).unwrap();
+        h.settle(150_000);
+        assert_eq!(h.a.counter(counter::TX_REQUESTS).unwrap(), 1, "resent before the RNR timer");
+        assert!(h.wait_counter(&h.a, counter::TX_REQUESTS, 2, 30_000), "no resend after the RNR timer\n{}", h.diag());
+        let waited = h.world.borrow().cycles() - t0;
+        assert!((160_000..180_000).contains(&waited), "resent {waited} cycles after the RNR NAK");
+        assert_eq!(h.wait(&h.ca, 1, 100_000)[0].status, WcStatus::Success);
+    }
+    assert!(dst == src);
 }
 
 /// Immediate data as the tests post it: the raw `imm_data` word of `ibv_send_wr` (network order

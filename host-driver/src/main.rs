@@ -59,6 +59,10 @@ struct SendArgs {
     /// Receive work requests the server keeps posted (its RQ size; perftest's --rx-depth).
     #[arg(long, short = 'r', default_value_t = 512)]
     rx_depth: u32,
+    /// The server's RNR timer code (its min_rnr_timer, IBTA table: 1 = 0.01 ms … 12 = 0.64 ms …
+    /// 0 = 655.36 ms): how long the client waits before resending a SEND that found no receive.
+    #[arg(long, default_value_t = 12)]
+    min_rnr_timer: u8,
 }
 
 fn parse_mtu(s: &str) -> Result<Mtu, String> {
@@ -127,19 +131,20 @@ struct WriteArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Perf { op: PerfOp::Write(a) } => perf_bw(BwOp::Write, a, 512, 16),
-        Command::Perf { op: PerfOp::Send(a) } => perf_bw(BwOp::Send, a.common, a.rx_depth, 16),
-        Command::Perf { op: PerfOp::Read(a) } => perf_bw(BwOp::Read, a.common, 512, a.outs),
+        Command::Perf { op: PerfOp::Write(a) } => perf_bw(BwOp::Write, a, 512, 16, 12),
+        Command::Perf { op: PerfOp::Send(a) } => perf_bw(BwOp::Send, a.common, a.rx_depth, 16, a.min_rnr_timer),
+        Command::Perf { op: PerfOp::Read(a) } => perf_bw(BwOp::Read, a.common, 512, a.outs, 12),
         Command::Info { json } => info(json),
     }
 }
 
-fn perf_bw(op: BwOp, a: WriteArgs, rx_depth: u32, outs: u8) -> ExitCode {
+fn perf_bw(op: BwOp, a: WriteArgs, rx_depth: u32, outs: u8, min_rnr_timer: u8) -> ExitCode {
     let name = op.name();
     let opts = WriteBwOptions {
         op,
         rx_depth,
         outs,
+        min_rnr_timer,
         size: a.size,
         iters: a.iters,
         mtu: a.mtu,

@@ -69,6 +69,9 @@ pub struct WriteBwOptions {
     /// READ only: READs outstanding (the client QP's `max_rd_atomic` and the server's
     /// `max_dest_rd_atomic`, perftest's `--outs`, default 16), 1 ..= 16.
     pub outs: u8,
+    /// The server's RNR timer code (`min_rnr_timer`, default 12 = 0.64 ms; 1 ..= 31, or 0 =
+    /// 655.36 ms): the wait before a SEND that found no receive is resent.
+    pub min_rnr_timer: u8,
     /// Cycle budget from the first post to the last completion; `None` for a default derived
     /// from the transfer size ([`default_budget`]).
     pub budget_cycles: Option<u64>,
@@ -95,6 +98,7 @@ impl Default for WriteBwOptions {
             cq_mod: 16,
             rx_depth: 512,
             outs: 16,
+            min_rnr_timer: 12,
             budget_cycles: None,
             pcap: None,
             waveform: None,
@@ -257,6 +261,9 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
             o.cq_mod, o.tx_depth
         )));
     }
+    if o.min_rnr_timer > 31 {
+        return Err(Error::inval(format!("min_rnr_timer must be 0 ..= 31, not {}", o.min_rnr_timer)));
+    }
     if o.op == BwOp::Read && (o.outs == 0 || o.outs > crate::qp::MAX_RD_ATOMIC) {
         return Err(Error::inval(format!("outs must be 1 ..= {}, not {}", crate::qp::MAX_RD_ATOMIC, o.outs)));
     }
@@ -347,6 +354,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             timeout: o.qp_timeout,
             max_rd_atomic: o.outs,
             max_dest_rd_atomic: o.outs,
+            min_rnr_timer: o.min_rnr_timer,
             ..ConnectOptions::default()
         };
         qp_c.connect_with(&ep_s, &opts)?;

@@ -112,11 +112,13 @@ fn perf_send_reports_verified_and_its_capture_is_clean() {
 }
 
 /// A server that keeps one receive posted while the client has 32 one-packet SENDs in flight:
-/// SENDs that find no receive are RNR-NAKed and resent until the server has reposted; every
-/// message still arrives, in order, into its own receive.
+/// SENDs that find no receive are RNR-NAKed and resent after the RNR timer (code 1, 0.01 ms)
+/// until the server has reposted; every message still arrives, in order, into its own receive.
 #[test]
 fn perf_send_with_a_shallow_rq_recovers_from_rnr_naks() {
-    let (ok, v) = perf_op("send", &["--size", "64", "--iters", "200", "--tx-depth", "32", "--cq-mod", "8", "--rx-depth", "1"]);
+    let (ok, v) = perf_op("send", &[
+        "--size", "64", "--iters", "200", "--tx-depth", "32", "--cq-mod", "8", "--rx-depth", "1", "--min-rnr-timer", "1",
+    ]);
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
     assert!(v["rnr_naks"].as_u64().unwrap() > 0, "{v}");
