@@ -139,6 +139,8 @@ pub struct TxScheduler {
     rd_full: DFF<Bit>,
     /// The completer has retired WQEs this engine is about to resend (state 3).
     behind: DFF<Bit>,
+    /// A WQE fetch is requested (state 4).
+    ar_pend: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
     pi: DFF<Bits<16>>,
     ctx: DFF<QpContextRec>,
@@ -215,6 +217,8 @@ pub struct TxScheduler {
     req_op: Signal<Local, Bits<8>>,
     rd_limit: Signal<Local, Bits<7>>,
     mra: Signal<Local, Bits<8>>,
+    cmd_we: Signal<Local, Bit>,
+    own_we: Signal<Local, Bit>,
     psn_after: Signal<Local, Bits<24>>,
     ci_next: Signal<Local, Bits<16>>,
     in_flight: Signal<Local, Bits<16>>,
@@ -238,7 +242,7 @@ impl Logic for TxScheduler {
             off_r, len_r, va_ok, key_ok_r, off_ok, room, base_iova, skip_bytes_r, skip_nz,
             skip_ok, mtu_r, plen_r, last_r, sq_empty, window_ok, rw_mine, wqe_addr,
             npkts, rw_pending, wop, rd_va, rr, rr_ret, rr_psn, rr_rem, rr_iova, rr_first,
-            rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind
+            rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind, ar_pend
         );
         if self.rr_gap.q.val() != 0 {
             self.rr_gap.d.next = self.rr_gap.q.val() - 1;
@@ -274,9 +278,11 @@ impl Logic for TxScheduler {
             | (self.state.q.val() == 11)
             | (self.state.q.val() == 23);
         self.cmd_ready.next = !self.writing_dyn.val();
-        self.dyn_ram.write_enable.next = self.cmd_fire.val()
-            & (self.cmd_op.val() == 1)
-            & self.cmd_qp.val().init_sq_psn.any();
+        // The transport state is written by a context command (INIT_SQ_PSN) or by this engine
+        // (`own_we`, in states that refuse commands); the two enables are ORed after the state
+        // machine, so a command's write enable does not pass through its multiplexers.
+        self.cmd_we.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any();
+        self.own_we.next = false;
         self.dyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.cmd_qp.val().sq_psn);
 
@@ -334,7 +340,9 @@ impl Logic for TxScheduler {
         // Outputs, default idle.
         self.db_read.next = false;
         self.rw_read.next = false;
-        self.wqe_ar_valid.next = false;
+        // The WQE fetch request is a register (set on the way into state 4), so the DMA
+        // issuer's ready answers a flop, not the state decoder.
+        self.wqe_ar_valid.next = self.ar_pend.q.val();
         self.wqe_addr.d.next = self.ctx.q.val().sq_base
             + (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val()) << 6);
         self.wqe_ar_addr.next = self.wqe_addr.q.val();
@@ -473,9 +481,6 @@ impl Logic for TxScheduler {
         }
         self.tx_active.next = (self.state.q.val() == 8) | (self.state.q.val() == 14);
         self.tx_qpn.next = self.cur_qpn.q.val();
-        self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
-        self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
-        self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
 
         match self.state.q.val().index() {
             0 => {
@@ -571,6 +576,7 @@ impl Logic for TxScheduler {
                 } else if self.sq_empty.q.val() {
                     self.state.d.next = 0.into();
                 } else if self.window_ok.q.val() {
+                    self.ar_pend.d.next = true;
                     self.state.d.next = 4.into();
                 } else if self.rw_mine.q.val() {
                     // The window is full because packets were lost: save the state (with the
@@ -581,8 +587,8 @@ impl Logic for TxScheduler {
                 }
             }
             4 => {
-                self.wqe_ar_valid.next = true;
                 if self.wqe_ar_ready.val() {
+                    self.ar_pend.d.next = false;
                     self.state.d.next = 5.into();
                 }
             }
@@ -703,7 +709,7 @@ impl Logic for TxScheduler {
                 // Record the WQE before its first packet leaves, so the completer can act on
                 // a NAK or timeout for any of its packets; the saved state is the one after it.
                 self.if_we.next = true;
-                self.dyn_ram.write_enable.next = true;
+                self.own_we.next = true;
                 self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                 self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.psn_after.val())
                     | (bit_cast::<64, 16>(self.ci_next.val()) << 32)
@@ -732,7 +738,7 @@ impl Logic for TxScheduler {
                     self.cnt_local_err.next = self.status.q.val() != 5;
                     // A local error puts the QP in the error state for the WQEs behind it.
                     self.err.d.next = true;
-                    self.dyn_ram.write_enable.next = true;
+                    self.own_we.next = true;
                     self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                     self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
                         | (bit_cast::<64, 16>(self.ci_next.val()) << 32)
@@ -745,7 +751,7 @@ impl Logic for TxScheduler {
             }
             11 => {
                 // Save {next PSN, ci, pi} and yield to a pending rewind.
-                self.dyn_ram.write_enable.next = true;
+                self.own_we.next = true;
                 self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                 self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
                     | (bit_cast::<64, 16>(self.ci.q.val()) << 32)
@@ -764,7 +770,7 @@ impl Logic for TxScheduler {
                 self.next_psn.d.next = self.acked_psn.val();
                 self.reads_sent.d.next = self.acked_reads.val();
                 self.skip_pending.d.next = false;
-                self.dyn_ram.write_enable.next = true;
+                self.own_we.next = true;
                 self.dyn_ram.write_address.next = self.cur_qpn.q.val();
                 self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.acked_psn.val())
                     | (bit_cast::<64, 16>(self.acked_data.val()) << 32)
@@ -826,6 +832,7 @@ impl Logic for TxScheduler {
                 self.state.d.next = 0.into();
             }
         }
+        self.dyn_ram.write_enable.next = self.own_we.val() | self.cmd_we.val();
         self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
         self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
         self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
@@ -834,6 +841,7 @@ impl Logic for TxScheduler {
         self.sent_wdata.next = self.dyn_ram.write_data.val().get_bits::<16>(32);
         if self.reset.val() {
             self.state.d.next = 0.into();
+            self.ar_pend.d.next = false;
         }
     }
 }
