@@ -21,7 +21,7 @@
 //! - a capture of READ traffic is clean in tshark and its ICRCs verify in scapy.
 mod common;
 
-use common::{nonzero, Hosts};
+use common::{budget, delta, nonzero, pattern, Hosts};
 use rnic::{AccessFlags, ConnectOptions, Mtu, QueuePair, RemoteAddr, SendWr, WcOpcode, WcStatus};
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
@@ -54,20 +54,6 @@ fn qps<'mr>(h: &Hosts, o: &ConnectOptions) -> (QueuePair<'mr>, QueuePair<'mr>) {
     (qa, qb)
 }
 
-fn delta(c1: &rnic::Counters, c0: &rnic::Counters, i: u16) -> u32 {
-    c1.values[i as usize].wrapping_sub(c0.values[i as usize])
-}
-
-/// A byte pattern that differs per offset and per `seed`, never equal to [`GUARD`].
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| (i.wrapping_mul(29) ^ (i >> 8).wrapping_mul(5) ^ seed.wrapping_mul(0x9D)) as u8 | 1).collect()
-}
-
-/// Cycle budget for one message of `len` bytes: generous slack plus 10× the wire time.
-fn budget(len: usize) -> u64 {
-    300_000 + 10 * len as u64 / 50
-}
-
 /// READ RESPONSE packets for `len` bytes at `mtu` (a zero-length READ is answered by one).
 fn packets(len: usize, mtu: Mtu) -> u32 {
     (len.max(1) as u32).div_ceil(mtu.bytes())
@@ -75,8 +61,8 @@ fn packets(len: usize, mtu: Mtu) -> u32 {
 
 /// Panics with the first differing byte of the READ's target.
 fn assert_same(got: &[u8], want: &[u8], what: &str) {
-    if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
-        panic!("{what}: first wrong byte at {i}: {:#04x}, expected {:#04x}", got[i], want[i]);
+    if let Some(d) = common::first_difference(got, want) {
+        panic!("{what}: {d}");
     }
 }
 

@@ -30,7 +30,7 @@
 //!   the wire carries the `imm_data` bytes as posted.
 mod common;
 
-use common::{nonzero, Hosts};
+use common::{budget, delta, first_difference, nonzero, pattern, Hosts};
 use rnic::{
     AccessFlags, CompletionQueue, ConnectOptions, Errno, MemoryRegion, Mtu, QpAttr,
     QpAttrMask, QpState, QueuePair, RecvWr, SendWr, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
@@ -93,28 +93,9 @@ impl SendHosts for Hosts {
     }
 }
 
-fn delta(c1: &rnic::Counters, c0: &rnic::Counters, i: u16) -> u32 {
-    c1.values[i as usize].wrapping_sub(c0.values[i as usize])
-}
-
-/// A byte pattern that differs per offset and per `seed`, never equal to [`GUARD`].
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| (i.wrapping_mul(31) ^ (i >> 8).wrapping_mul(7) ^ seed.wrapping_mul(0x9D)) as u8 | 1).collect()
-}
-
-/// Cycle budget for one message of `len` bytes: generous slack plus 10× the wire time.
-fn budget(len: usize) -> u64 {
-    300_000 + 10 * len as u64 / 50
-}
-
 /// Packets of a `len`-byte SEND at `mtu` (a zero-length SEND is one packet).
 fn packets(len: usize, mtu: Mtu) -> u32 {
     (len.max(1) as u32).div_ceil(mtu.bytes())
-}
-
-/// The first index where `got` differs from `want`, described.
-fn first_difference(got: &[u8], want: &[u8]) -> Option<String> {
-    got.iter().zip(want).position(|(a, b)| a != b).map(|i| format!("first wrong byte at {i}: {:#04x}, expected {:#04x}", got[i], want[i]))
 }
 
 /// One signaled SEND of `len` bytes from offset `src_off` of A's buffer into a receive WR of

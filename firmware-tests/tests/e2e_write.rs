@@ -15,7 +15,7 @@
 //!   LOC_QP_OP_ERR.
 mod common;
 
-use common::{nonzero, Hosts};
+use common::{budget, nonzero, pattern, Hosts};
 use rnic::{
     AccessFlags, ConnectOptions, Mtu, QueuePair, SendWr, Sge,
     WcOpcode, WcStatus, WorkCompletion, WrOpcode,
@@ -55,16 +55,6 @@ impl WriteHosts for Hosts {
     fn wait_completions(&self, n: usize, budget: u64) -> Vec<WorkCompletion> {
         self.wait(&self.ca, n, budget)
     }
-}
-
-/// A byte pattern that differs per offset and per `seed`.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| (i.wrapping_mul(31) ^ (i >> 8).wrapping_mul(7) ^ seed.wrapping_mul(0x9D)) as u8 | 1).collect()
-}
-
-/// Cycle budget for one message of `len` bytes: generous slack plus 10× the wire time.
-fn budget(len: usize) -> u64 {
-    300_000 + 10 * len as u64 / 50
 }
 
 /// Packets of a `len`-byte WRITE at `mtu` (a zero-length WRITE is one packet).

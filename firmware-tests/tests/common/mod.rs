@@ -1,4 +1,5 @@
-//! The two-host harness shared by the end-to-end tests (`e2e_write.rs`, `e2e_send.rs`): two
+//! The two-host harness shared by the end-to-end tests (`e2e_write.rs`, `e2e_send.rs`,
+//! `e2e_read.rs`): two
 //! simulated hosts cabled back to back, each with the Verilated NIC, opened through the `rnic`
 //! driver with one PD and one 64-entry CQ, plus the waits and diagnostics the tests use.
 #![allow(dead_code)] // each test binary uses its own subset
@@ -83,4 +84,26 @@ impl Hosts {
 /// The counters that are not zero, by name.
 pub fn nonzero(c: &rnic::Counters) -> Vec<(&'static str, u32)> {
     c.iter().filter(|(_, v)| *v != 0).collect()
+}
+
+/// The change of counter `i` between two readings (counters wrap).
+pub fn delta(c1: &rnic::Counters, c0: &rnic::Counters, i: u16) -> u32 {
+    c1.values[i as usize].wrapping_sub(c0.values[i as usize])
+}
+
+/// A byte pattern that differs per offset and per `seed`; every byte is odd, so it never equals
+/// a test's even guard byte (0xEE).
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    (0..len as u64).map(|i| (i.wrapping_mul(31) ^ (i >> 8).wrapping_mul(7) ^ seed.wrapping_mul(0x9D)) as u8 | 1).collect()
+}
+
+/// Cycle budget for one message of `len` bytes: generous slack plus 10× the 100 Gb/s wire time
+/// (50 bytes per cycle).
+pub fn budget(len: usize) -> u64 {
+    300_000 + 10 * len as u64 / 50
+}
+
+/// The first index where `got` differs from `want`, described.
+pub fn first_difference(got: &[u8], want: &[u8]) -> Option<String> {
+    got.iter().zip(want).position(|(a, b)| a != b).map(|i| format!("first wrong byte at {i}: {:#04x}, expected {:#04x}", got[i], want[i]))
 }
