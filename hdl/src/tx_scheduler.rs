@@ -219,6 +219,10 @@ pub struct TxScheduler {
     mra: Signal<Local, Bits<8>>,
     cmd_we: Signal<Local, Bit>,
     own_we: Signal<Local, Bit>,
+    st_psn: Signal<Local, Bits<24>>,
+    st_ci: Signal<Local, Bits<16>>,
+    st_err: Signal<Local, Bit>,
+    st_reads: Signal<Local, Bits<7>>,
     psn_after: Signal<Local, Bits<24>>,
     ci_next: Signal<Local, Bits<16>>,
     in_flight: Signal<Local, Bits<16>>,
@@ -283,6 +287,12 @@ impl Logic for TxScheduler {
         // machine, so a command's write enable does not pass through its multiplexers.
         self.cmd_we.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any();
         self.own_we.next = false;
+        // The transport-state word this engine saves (states 9, 10, 11, 23): the current
+        // registers unless a state names other values; packed once, after the state machine.
+        self.st_psn.next = self.next_psn.q.val();
+        self.st_ci.next = self.ci.q.val();
+        self.st_err.next = self.err.q.val();
+        self.st_reads.next = self.reads_sent.q.val();
         self.dyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.cmd_qp.val().sq_psn);
 
@@ -710,12 +720,9 @@ impl Logic for TxScheduler {
                 // a NAK or timeout for any of its packets; the saved state is the one after it.
                 self.if_we.next = true;
                 self.own_we.next = true;
-                self.dyn_ram.write_address.next = self.cur_qpn.q.val();
-                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.psn_after.val())
-                    | (bit_cast::<64, 16>(self.ci_next.val()) << 32)
-                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
-                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24)
-                    | (bit_cast::<64, 7>(self.reads_next.val()) << 25);
+                self.st_psn.next = self.psn_after.val();
+                self.st_ci.next = self.ci_next.val();
+                self.st_reads.next = self.reads_next.val();
                 if self.is_read.val() {
                     self.reads_sent.d.next = self.reads_sent.q.val() + 1;
                 }
@@ -739,12 +746,8 @@ impl Logic for TxScheduler {
                     // A local error puts the QP in the error state for the WQEs behind it.
                     self.err.d.next = true;
                     self.own_we.next = true;
-                    self.dyn_ram.write_address.next = self.cur_qpn.q.val();
-                    self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
-                        | (bit_cast::<64, 16>(self.ci_next.val()) << 32)
-                        | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
-                        | (bit_cast::<64, 1>(1.into()) << 24)
-                        | (bit_cast::<64, 7>(self.reads_sent.q.val()) << 25);
+                    self.st_ci.next = self.ci_next.val();
+                    self.st_err.next = true;
                     self.ci.d.next = self.ci.q.val() + 1;
                     self.state.d.next = 3.into();
                 }
@@ -752,12 +755,6 @@ impl Logic for TxScheduler {
             11 => {
                 // Save {next PSN, ci, pi} and yield to a pending rewind.
                 self.own_we.next = true;
-                self.dyn_ram.write_address.next = self.cur_qpn.q.val();
-                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.next_psn.q.val())
-                    | (bit_cast::<64, 16>(self.ci.q.val()) << 32)
-                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
-                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24)
-                    | (bit_cast::<64, 7>(self.reads_sent.q.val()) << 25);
                 self.state.d.next = 0.into();
                 if self.flush_req.q.val() {
                     // Entered the error state: flush the WQEs not yet sent.
@@ -771,12 +768,9 @@ impl Logic for TxScheduler {
                 self.reads_sent.d.next = self.acked_reads.val();
                 self.skip_pending.d.next = false;
                 self.own_we.next = true;
-                self.dyn_ram.write_address.next = self.cur_qpn.q.val();
-                self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.acked_psn.val())
-                    | (bit_cast::<64, 16>(self.acked_data.val()) << 32)
-                    | (bit_cast::<64, 16>(self.pi.q.val()) << 48)
-                    | (bit_cast::<64, 1>(self.err.q.val().into()) << 24)
-                    | (bit_cast::<64, 7>(self.acked_reads.val()) << 25);
+                self.st_psn.next = self.acked_psn.val();
+                self.st_ci.next = self.acked_data.val();
+                self.st_reads.next = self.acked_reads.val();
                 self.state.d.next = 3.into();
             }
             19 => {
@@ -831,6 +825,15 @@ impl Logic for TxScheduler {
             _ => {
                 self.state.d.next = 0.into();
             }
+        }
+        if self.own_we.val() {
+            // {next PSN 23:0, error 24, READs sent 31:25, ci 47:32, pi 63:48}
+            self.dyn_ram.write_address.next = self.cur_qpn.q.val();
+            self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.st_psn.val())
+                | (bit_cast::<64, 1>(self.st_err.val().into()) << 24)
+                | (bit_cast::<64, 7>(self.st_reads.val()) << 25)
+                | (bit_cast::<64, 16>(self.st_ci.val()) << 32)
+                | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
         }
         self.dyn_ram.write_enable.next = self.own_we.val() | self.cmd_we.val();
         self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
