@@ -72,7 +72,7 @@ pub fn markdown() -> String {
         ("WR_ID", wqe::WR_ID), ("OPCODE", wqe::OPCODE), ("SEND_FLAGS", wqe::SEND_FLAGS),
         ("NUM_SGE", wqe::NUM_SGE), ("IMM_DATA", wqe::IMM_DATA), ("REMOTE_ADDR", wqe::REMOTE_ADDR),
         ("RKEY", wqe::RKEY), ("SGE0_ADDR", wqe::SGE0_ADDR), ("SGE0_LENGTH", wqe::SGE0_LENGTH),
-        ("SGE0_LKEY", wqe::SGE0_LKEY),
+        ("SGE0_LKEY", wqe::SGE0_LKEY), ("COMPARE_ADD", wqe::COMPARE_ADD), ("SWAP", wqe::SWAP),
     ]);
     table(&mut o, "Receive WQE (64 bytes in the RQ ring)", "Fetched by DMA when a SEND arrives; scatter entry i at byte 16 + 16 i.", &[
         ("WR_ID", recv_wqe::WR_ID), ("NUM_SGE", recv_wqe::NUM_SGE), ("SGE0_ADDR", recv_wqe::SGE0_ADDR),

@@ -29,8 +29,16 @@ pub const SGE0_ADDR: Field = Field::at_byte(32, 64);
 pub const SGE0_LENGTH: Field = Field::at_byte(40, 32);
 /// SGE 0: local key.
 pub const SGE0_LKEY: Field = Field::at_byte(44, 32);
+/// Atomics: `compare_add` of `ibv_send_wr.wr.atomic` — the value compared by
+/// IBV_WR_ATOMIC_CMP_AND_SWP, or added by IBV_WR_ATOMIC_FETCH_AND_ADD (AtomicETH Compare Data /
+/// Add Data, IBTA Vol 1 9.3.4).
+pub const COMPARE_ADD: Field = Field::at_byte(48, 64);
+/// Atomics: `swap` of `ibv_send_wr.wr.atomic`, written by IBV_WR_ATOMIC_CMP_AND_SWP when the
+/// compare matched (AtomicETH Swap Data).
+pub const SWAP: Field = Field::at_byte(56, 64);
 
 const _: () = assert!(check_disjoint(
-    &[WR_ID, OPCODE, SEND_FLAGS, NUM_SGE, IMM_DATA, REMOTE_ADDR, RKEY, SGE0_ADDR, SGE0_LENGTH, SGE0_LKEY],
+    &[WR_ID, OPCODE, SEND_FLAGS, NUM_SGE, IMM_DATA, REMOTE_ADDR, RKEY, SGE0_ADDR, SGE0_LENGTH, SGE0_LKEY,
+      COMPARE_ADD, SWAP],
     BYTES * 8
 ));
