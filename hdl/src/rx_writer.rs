@@ -195,6 +195,9 @@ impl Logic for RxWriter {
                             self.val_len.d.next = 8.into();
                         }
                         if self.j_kind.val().get_bit(0) {
+                            // A CQE or value job reads nothing from the packet buffer: the beats
+                            // of its packet (an atomic's header-only frame) are free at once.
+                            self.rdp.d.next = self.rdp.q.val() + bit_cast::<9, 8>(self.job.val().release);
                             self.state.d.next = 2.into();
                         } else {
                             self.state.d.next = 1.into();
