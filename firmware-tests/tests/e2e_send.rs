@@ -24,6 +24,7 @@
 //!   the remote address and consumes a receive WQE without touching its buffer
 //!   (IBV_WC_RECV_RDMA_WITH_IMM, `byte_len` = the WRITE's length); with no receive posted it
 //!   draws an RNR NAK and completes once one is;
+//! - the atomics, not implemented yet, complete with LOC_QP_OP_ERR;
 //! - captures of SEND traffic and of immediate-data traffic (SEND and RDMA WRITE, ONLY and
 //!   LAST WITH IMMEDIATE) are clean in tshark and their ICRCs verify in scapy; each ImmDt on
 //!   the wire carries the `imm_data` bytes as posted.
@@ -1282,6 +1283,38 @@ fn immediate_data_capture_is_clean_in_tshark_and_scapy() {
     );
     let verdict = oracle::check_capture(&pcap).unwrap();
     assert!(verdict.all_clean(frames.len()), "{} frames captured; {}", frames.len(), verdict.summary());
+}
+
+/// Posts one WR that the requester must refuse locally and returns its completion.
+fn local_error(opcode: WrOpcode) -> WorkCompletion {
+    let h = hosts();
+    let mut src = pattern(3, 64);
+    let mut dst = vec![GUARD; 64];
+    let wc;
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let (mut qa, mut qb) = h.qps(&ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu1024) });
+        qb.post_recv_one(RecvWr::new(1, dst_mr.sge(0..64).unwrap())).unwrap();
+        let remote = dst_mr.remote_addr(0).unwrap();
+        qa.post_send_one(SendWr::rdma_write(4, src_mr.sge(0..64).unwrap(), remote).with_opcode(opcode).with_imm(0x1234).signaled(true))
+            .unwrap();
+        wc = h.wait(&h.ca, 1, 200_000)[0];
+        assert!(h.drain(&h.cb, 5_000).is_empty(), "{opcode:?} consumed a receive");
+        assert_eq!(qb.recv_outstanding(), 1);
+        assert!(dst_mr.to_vec().iter().all(|&b| b == GUARD), "{opcode:?} wrote the target");
+    }
+    wc
+}
+
+/// An atomic's local buffer is one 8-byte word: with a 64-byte SGE the NIC completes it with
+/// IBV_WC_LOC_LEN_ERR before anything reaches the wire (ibv_post_send(3)).
+#[test]
+fn an_atomic_whose_local_buffer_is_not_8_bytes_is_loc_len_err() {
+    for op in [WrOpcode::AtomicCmpAndSwp, WrOpcode::AtomicFetchAndAdd] {
+        let wc = local_error(op);
+        assert_eq!((wc.wr_id, wc.status), (4, WcStatus::LocLenErr), "{op:?}: {wc:?}");
+    }
 }
 
 /// A capture of SEND traffic — SEND ONLY, FIRST/MIDDLE/LAST, their ACKs, an RNR NAK and the

@@ -75,7 +75,7 @@ fn setup_with(mtu: u8, config: SimConfig, retry_cnt: u64) -> Setup {
     let dst = mem(&mut world, 1).alloc(BUF + 4096, 4096).unwrap();
     let (src_va, dst_va) = (0x7f00_1234_0000, 0x7f00_8888_0000);
     let (lkey, rkey) = (1 << 8 | 0x11, 2 << 8 | 0x22);
-    let a = verbs::access::LOCAL_WRITE | verbs::access::REMOTE_WRITE;
+    let a = verbs::access::LOCAL_WRITE | verbs::access::REMOTE_WRITE | verbs::access::REMOTE_ATOMIC;
     command(&mut world, 0, regs::cmd_op::WRITE_MR, lkey >> 8, &record(&[
         (mr_entry::VALID, 1), (mr_entry::ACCESS, a as u64), (mr_entry::TAG, 0x11),
         (mr_entry::PD, PD), (mr_entry::VA, src_va), (mr_entry::LENGTH, BUF as u64 + 4096),
@@ -94,7 +94,8 @@ fn setup_with(mtu: u8, config: SimConfig, retry_cnt: u64) -> Setup {
         command(&mut world, n, regs::cmd_op::WRITE_QP, qpn, &record(&[
             (qp_context::STATE, verbs::qp_state::RTS as u64), (qp_context::INIT_SQ_PSN, 1),
             (qp_context::INIT_RQ_PSN, 1), (qp_context::PATH_MTU, mtu as u64),
-            (qp_context::ACCESS, verbs::access::REMOTE_WRITE as u64), (qp_context::PD, PD),
+            (qp_context::ACCESS, (verbs::access::REMOTE_WRITE | verbs::access::REMOTE_ATOMIC) as u64),
+            (qp_context::PD, PD),
             (qp_context::DEST_QPN, dest), (qp_context::SQ_PSN, PSN), (qp_context::RQ_PSN, PSN),
             (qp_context::TIMEOUT, TIMEOUT), (qp_context::RETRY_CNT, retry_cnt),
             (qp_context::PKEY, 0xFFFF), (qp_context::UDP_SPORT, 0xC000 | qpn as u64),
@@ -386,4 +387,75 @@ fn retry_count_is_exact() {
             assert_eq!(retransmits, lost.min(r), "retry_cnt {r}, {lost} lost: {d}");
         }
     }
+}
+
+/// Posts one atomic WQE (`op`: ATOMIC_CMP_AND_SWP or ATOMIC_FETCH_AND_ADD) at SQ slot `slot`:
+/// the 8-byte word at `dst_off` of the responder's buffer, the original value into `src_off`
+/// of the requester's.
+fn post_atomic(s: &mut Setup, slot: u64, op: u8, src_off: u64, dst_off: u64, compare_add: u64, swap: u64) {
+    let w = record(&[
+        (wqe::WR_ID, 100 + slot), (wqe::OPCODE, op as u64),
+        (wqe::SEND_FLAGS, verbs::send_flags::SIGNALED as u64), (wqe::NUM_SGE, 1),
+        (wqe::REMOTE_ADDR, s.dst_va + dst_off), (wqe::RKEY, s.rkey as u64),
+        (wqe::SGE0_ADDR, s.src_va + src_off), (wqe::SGE0_LENGTH, 8),
+        (wqe::SGE0_LKEY, s.lkey as u64), (wqe::COMPARE_ADD, compare_add), (wqe::SWAP, swap),
+    ]);
+    let sq = s.sq;
+    mem(&mut s.world, 0).write(sq.offset(slot * 64), &w).unwrap();
+    s.world.mmio_write(0, regs::SQ_DOORBELL, 1 << 16 | (slot as u32 + 1)).unwrap();
+}
+
+fn word(s: &mut Setup, nic: usize, off: u64) -> u64 {
+    let base = if nic == 0 { s.src } else { s.dst };
+    let mut b = [0u8; 8];
+    mem(&mut s.world, nic).read(base.offset(off), &mut b).unwrap();
+    u64::from_le_bytes(b)
+}
+
+fn set_word(s: &mut Setup, nic: usize, off: u64, v: u64) {
+    let base = if nic == 0 { s.src } else { s.dst };
+    mem(&mut s.world, nic).write(base.offset(off), &v.to_le_bytes()).unwrap();
+}
+
+fn cqe_opcode(s: &mut Setup, n: u64) -> u64 {
+    let mut e = [0u8; 32];
+    let at = s.cq.offset((n % 16) * cqe::BYTES as u64);
+    mem(&mut s.world, 0).read(at, &mut e).unwrap();
+    cqe::OPCODE.get(&e)
+}
+
+/// FETCH_AND_ADD and CMP_AND_SWP (match and mismatch) on little-endian words in host memory:
+/// the requester's buffer receives the original value, the responder's word changes as the
+/// operation says, and the completions carry IBV_WC_FETCH_ADD / IBV_WC_COMP_SWAP with 8 bytes.
+#[test]
+fn atomics_read_modify_write_the_remote_word() {
+    let mut s = setup(verbs::mtu::MTU_1024);
+    set_word(&mut s, 1, 64, 1000);
+    set_word(&mut s, 1, 72, 0xDEAD_BEEF);
+    post_atomic(&mut s, 0, verbs::wr_opcode::ATOMIC_FETCH_AND_ADD, 0, 64, u64::MAX - 1, 0);
+    assert_eq!(wait_cqe(&mut s, 0), (100, 0, 8));
+    assert_eq!(cqe_opcode(&mut s, 0), verbs::wc_opcode::FETCH_ADD as u64);
+    assert_eq!((word(&mut s, 0, 0), word(&mut s, 1, 64)), (1000, 998), "wraps mod 2^64");
+    assert_eq!(word(&mut s, 1, 72), 0xDEAD_BEEF, "the next word is untouched");
+    post_atomic(&mut s, 1, verbs::wr_opcode::ATOMIC_CMP_AND_SWP, 8, 64, 998, 7);
+    assert_eq!(wait_cqe(&mut s, 1), (101, 0, 8));
+    assert_eq!(cqe_opcode(&mut s, 1), verbs::wc_opcode::COMP_SWAP as u64);
+    assert_eq!((word(&mut s, 0, 8), word(&mut s, 1, 64)), (998, 7));
+    post_atomic(&mut s, 2, verbs::wr_opcode::ATOMIC_CMP_AND_SWP, 16, 64, 998, 9);
+    assert_eq!(wait_cqe(&mut s, 2), (102, 0, 8));
+    assert_eq!((word(&mut s, 0, 16), word(&mut s, 1, 64)), (7, 7), "mismatch: no swap");
+}
+
+/// The ATOMIC ACKNOWLEDGE is lost: the requester resends after its timeout and the responder
+/// answers the duplicate from the saved result: the word is added to once.
+#[test]
+fn a_duplicate_atomic_is_answered_from_the_saved_result() {
+    let mut s = setup_with(verbs::mtu::MTU_1024, with_drops(vec![(1, 0)]), 7);
+    set_word(&mut s, 1, 0, 40);
+    post_atomic(&mut s, 0, verbs::wr_opcode::ATOMIC_FETCH_AND_ADD, 0, 0, 2, 0);
+    assert_eq!(wait_cqe(&mut s, 0), (100, 0, 8));
+    let d = diagnostics(&mut s.world);
+    assert_eq!((word(&mut s, 0, 0), word(&mut s, 1, 0)), (40, 42), "{d}");
+    assert_eq!(counter(&mut s.world, 0, regs::counter::RETRANSMITS), 1, "{d}");
+    assert_eq!(counter(&mut s.world, 1, regs::counter::RX_DUPLICATES), 1, "{d}");
 }

@@ -2,11 +2,11 @@
 use crate::records::RoceHeader;
 use rust_hdl::prelude::*;
 
-/// Builds the first 54 bytes of a RoCEv2 frame plus up to 20 bytes of extension headers.
+/// Builds the first 54 bytes of a RoCEv2 frame plus up to 28 bytes of extension headers.
 ///
 /// Inputs are numbers (MAC addresses as stored by [`rnic_contract::regs::MAC_LO`], byte 0 in
 /// bits 7:0; IPv4 addresses first octet in bits 31:24); `ext` is already in wire byte order
-/// and `ext_len` says how many of its bytes are present (0, 4, 16 or 20). Outputs: the header
+/// and `ext_len` says how many of its bytes are present (0, 4, 12, 16, 20 or 28). Outputs: the header
 /// ([`RoceHeader`], wire order), its length in bytes (`hlen`) and BTH.PadCnt (`pad`) for a
 /// payload of `plen` bytes. IPv4: no options, DF set, TTL 64, ID 0, header checksum per
 /// RFC 791; UDP destination port 4791, checksum 0 (Annex A17.4.5.2); BTH: SE = M = 0,
@@ -42,7 +42,7 @@ pub struct HeaderBuilder {
     pub dest_qpn: Signal<In, Bits<24>>,
     pub ackreq: Signal<In, Bits<1>>,
     pub psn: Signal<In, Bits<24>>,
-    pub ext: Signal<In, Bits<160>>,
+    pub ext: Signal<In, Bits<224>>,
     pub ext_len: Signal<In, Bits<5>>,
     pub plen: Signal<In, Bits<13>>,
     pub tag_in: Signal<In, Bits<48>>,
@@ -54,7 +54,7 @@ pub struct HeaderBuilder {
     pub tag_out: Signal<Out, Bits<48>>,
     // Stage 1: the inputs (the header fields that need no arithmetic already in place).
     v1: DFF<Bit>,
-    h1: DFF<Bits<640>>,
+    h1: DFF<Bits<704>>,
     plen1: DFF<Bits<13>>,
     ext_len1: DFF<Bits<5>>,
     src_ip1: DFF<Bits<32>>,
@@ -62,7 +62,7 @@ pub struct HeaderBuilder {
     tag1: DFF<Bits<48>>,
     // Stage 2: lengths and partial sums.
     v2: DFF<Bit>,
-    h2: DFF<Bits<640>>,
+    h2: DFF<Bits<704>>,
     ip_len2: DFF<Bits<16>>,
     src_sum2: DFF<Bits<17>>,
     dst_sum2: DFF<Bits<17>>,
@@ -71,14 +71,14 @@ pub struct HeaderBuilder {
     tag2: DFF<Bits<48>>,
     // Stage 3: the checksum's words summed.
     v3: DFF<Bit>,
-    h3: DFF<Bits<640>>,
+    h3: DFF<Bits<704>>,
     sum3: DFF<Bits<19>>,
     hlen3: DFF<Bits<7>>,
     pad3: DFF<Bits<2>>,
     tag3: DFF<Bits<48>>,
     // Stage 4: the header.
     v4: DFF<Bit>,
-    h4: DFF<Bits<640>>,
+    h4: DFF<Bits<704>>,
     hlen4: DFF<Bits<7>>,
     pad4: DFF<Bits<2>>,
     tag4: DFF<Bits<48>>,
@@ -190,7 +190,7 @@ impl Logic for HeaderBuilder {
         self.in_ready.next =
             !(self.v1.q.val() & self.v2.q.val() & self.v3.q.val() & self.v4.q.val());
         self.out_valid.next = self.v4.q.val();
-        self.hdr.next = bit_cast::<640, 640>(self.h4.q.val()).into();
+        self.hdr.next = bit_cast::<704, 704>(self.h4.q.val()).into();
         self.hlen.next = self.hlen4.q.val();
         self.pad.next = self.pad4.q.val();
         self.tag_out.next = self.tag4.q.val();
@@ -233,7 +233,7 @@ impl Logic for HeaderBuilder {
         // IP(20) + UDP(8) + BTH(12) + ICRC(4) = 44, plus the extension headers, payload, pad.
         self.ip_len.next = ((bit_cast::<16, 13>(self.plen1.q.val()) + 3) & 0xFFFC)
             + (bit_cast::<16, 5>(self.ext_len1.q.val()) + 44);
-        self.x2.next = bit_cast::<640, 640>(self.h1.q.val()).into();
+        self.x2.next = bit_cast::<704, 704>(self.h1.q.val()).into();
         self.x2.next.bth_flags = bit_cast::<8, 16>(self.pad16.val()) << 4;
         if self.ld2.val() {
             self.v2.d.next = self.v1.q.val();
@@ -253,7 +253,7 @@ impl Logic for HeaderBuilder {
         // TTL/protocol; the checksum word itself counts as 0.)
         self.ip_len_q.next = self.ip_len2.q.val();
         self.udp_len.next = self.ip_len_q.val() - 20;
-        self.x3.next = bit_cast::<640, 640>(self.h2.q.val()).into();
+        self.x3.next = bit_cast::<704, 704>(self.h2.q.val()).into();
         self.x3.next.ip_len = (self.ip_len_q.val() >> 8) | (self.ip_len_q.val() << 8);
         self.x3.next.udp_len = (self.udp_len.val() >> 8) | (self.udp_len.val() << 8);
         if self.ld3.val() {
@@ -279,7 +279,7 @@ impl Logic for HeaderBuilder {
         if self.fold_lo.val().get_bit(16) {
             self.csum.next = !self.fold_hi.val().get_bits::<16>(0);
         }
-        self.x4.next = bit_cast::<640, 640>(self.h3.q.val()).into();
+        self.x4.next = bit_cast::<704, 704>(self.h3.q.val()).into();
         self.x4.next.ip_csum = (self.csum.val() >> 8) | (self.csum.val() << 8);
         // The constant fields go in last (no register carries them).
         self.x4.next.eth_type = 0x0008.into();

@@ -63,7 +63,7 @@ record!(
     WqeRec, 512, {
         wr_id: 64, opcode: 8, send_flags: 8, num_sge: 8, rsvd0: 8, imm_data: 32,
         remote_addr: 64, rkey: 32, rsvd1: 32, sge0_addr: 64, sge0_length: 32, sge0_lkey: 32,
-        rsvd2: 128,
+        compare_add: 64, swap: 64,
     }
 );
 
@@ -77,34 +77,39 @@ record!(
 
 
 record!(
-    /// The first 80 bytes of a RoCEv2 frame as stored on the wire (byte `k` in bits
-    /// `8k+7..8k`): Ethernet (14), IPv4 (20), UDP (8), BTH (12) and 16 bytes of extension
-    /// headers (`ext`: a RETH, an AETH or an ImmDt in its first bytes, an ImmDt after a
-    /// RETH in bytes 16..20), then 6 spare bytes.
+    /// The first 88 bytes of a RoCEv2 frame as stored on the wire (byte `k` in bits
+    /// `8k+7..8k`): Ethernet (14), IPv4 (20), UDP (8), BTH (12) and 28 bytes of extension
+    /// headers (`ext`: a RETH, an AETH, an ImmDt, an AETH + AtomicAckETH or an AtomicETH in its
+    /// first bytes, an ImmDt after a RETH in bytes 16..20), then 6 spare bytes.
     /// Multi-byte fields hold their bytes in network order, so a field's value as a number is
     /// byte-swapped: the RTL builds and reads them byte by byte (IBTA Vol 1 9.2-9.3; Annex A17).
-    RoceHeader, 640, {
+    RoceHeader, 704, {
         eth_dst: 48, eth_src: 48, eth_type: 16,
         ip_vihl: 8, ip_tos: 8, ip_len: 16, ip_id: 16, ip_frag: 16, ip_ttl: 8, ip_proto: 8,
         ip_csum: 16, ip_src: 32, ip_dst: 32,
         udp_sport: 16, udp_dport: 16, udp_len: 16, udp_csum: 16,
         bth_opcode: 8, bth_flags: 8, bth_pkey: 16, bth_resv8: 8, bth_dqpn: 24, bth_ackreq: 8,
         bth_psn: 24,
-        ext: 160,
+        ext: 224,
         spare: 48,
     }
 );
 
 
 record!(
-    /// One packet for the TX assembler, produced by the scheduler (360 bits): a request, or a
-    /// READ response. `pay_skip` is the payload's host address modulo 64: where the payload
-    /// starts in its first DMA beat. `ext4` (wire order) is a 4-byte extension header after the
-    /// RETH if any: the ImmDt of a `*_WITH_IMMEDIATE` request, or a READ response's AETH.
-    TxJob, 360, {
-        opcode: 8, ackreq: 1, has_reth: 1, has_ext4: 1, rsvd0: 5, psn: 24, dest_qpn: 24, pkey: 16,
+    /// One packet for the TX assembler, produced by the scheduler (488 bits): a request, a
+    /// READ response or an ATOMIC ACKNOWLEDGE. `pay_skip` is the payload's host address modulo
+    /// 64: where the payload starts in its first DMA beat. `ext4` (wire order) is a 4-byte
+    /// extension header after the RETH if any: the ImmDt of a `*_WITH_IMMEDIATE` request, or a
+    /// READ response's or ATOMIC ACKNOWLEDGE's AETH. `has_atomic_eth`: the extension header is
+    /// an AtomicETH (`reth_va`, `reth_rkey`, `at_swap`, `at_cmp`; IBTA Vol 1 9.3.4);
+    /// `has_atomic_ack`: an AETH (`ext4`) and an AtomicAckETH (`at_swap`, 9.3.5). `at_*` are
+    /// numbers, byte-swapped onto the wire by the assembler.
+    TxJob, 488, {
+        opcode: 8, ackreq: 1, has_reth: 1, has_ext4: 1, has_atomic_eth: 1, has_atomic_ack: 1,
+        rsvd0: 3, psn: 24, dest_qpn: 24, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, reth_va: 64, reth_rkey: 32, reth_len: 32,
-        plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32,
+        plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32, at_swap: 64, at_cmp: 64,
     }
 );
 
@@ -138,31 +143,36 @@ record!(
 
 record!(
     /// An RDMA READ the responder accepted (or replays), for the scheduler to answer with READ
-    /// RESPONSE packets (288 bits): the requester's addresses from the QP context, the first
+    /// RESPONSE packets (360 bits): the requester's addresses from the QP context, the first
     /// response PSN, the MSN for the AETH, the translated local address and length (IBTA Vol 1
-    /// 9.7.4.1.4, 9.5).
-    ReadRespJob, 288, {
+    /// 9.7.4.1.4, 9.5). With `atomic` set it is instead an ATOMIC ACKNOWLEDGE to send (one
+    /// packet, AETH + AtomicAckETH carrying `orig`, the original remote value; 9.5.3, 9.7.4.1.5).
+    ReadRespJob, 360, {
         dest_mac: 48, dest_ip: 32, udp_sport: 16, pkey: 16, dest_qpn: 24, psn: 24, msn: 24,
-        path_mtu: 3, rsvd0: 5, iova: 64, len: 32,
+        path_mtu: 3, atomic: 1, rsvd0: 4, iova: 64, len: 32, orig: 64, rsvd1: 8,
     }
 );
 
 record!(
-    /// A received packet that passed the ingress checks (288 bits), for the RX engine: where
+    /// A received packet that passed the ingress checks (416 bits), for the RX engine: where
     /// its beats are in the packet buffer and the header fields it needs. Numbers, not wire
-    /// order, except `imm` (the ImmDt's 4 bytes in wire order, as the CQE carries them).
-    RxDesc, 288, {
+    /// order, except `imm` (the ImmDt's 4 bytes in wire order, as the CQE carries them). An
+    /// AtomicETH gives `reth_va`, `reth_rkey`, `at_swap` (Swap or Add Data) and `at_cmp`
+    /// (Compare Data); an ATOMIC ACKNOWLEDGE's AtomicAckETH gives `at_swap` (Original Remote
+    /// Data).
+    RxDesc, 416, {
         start: 8, nbeats: 8, opcode: 8, hlen: 7, ackreq: 1, plen: 13, rsvd0: 3, dest_qpn: 24,
         psn: 24, reth_va: 64, reth_rkey: 32, reth_len: 32, aeth_syndrome: 8, aeth_msn: 24,
-        imm: 32,
+        imm: 32, at_swap: 64, at_cmp: 64,
     }
 );
 
 
 record!(
     /// One unit of work for the RX writer (640 bits), produced in packet order by the RX
-    /// engine: a payload to move from the packet buffer to host memory, a CQE to write, or
-    /// nothing; then `release` packet-buffer beats to free and, with `need_ack`, the ACK/NAK
+    /// engine: `kind` 0 a payload to move from the packet buffer to host memory, 1 a CQE to
+    /// write (`cqe`, 32 bytes), 2 nothing, 3 an 8-byte value to write (`cqe` bits 63..0,
+    /// little-endian: an atomic's result); then `release` packet-buffer beats to free and, with `need_ack`, the ACK/NAK
     /// to send once every write before it has been acknowledged by the host.
     WriteJob, 640, {
         kind: 2, need_ack: 1, rsvd0: 5, start: 8, release: 8, hlen: 7, rsvd1: 1, plen: 13,
@@ -238,6 +248,8 @@ mod tests {
         check("sge0_addr", w.get_my_offset_sge0_addr(), w.get_my_width_sge0_addr(), wqe::SGE0_ADDR);
         check("sge0_length", w.get_my_offset_sge0_length(), w.get_my_width_sge0_length(), wqe::SGE0_LENGTH);
         check("sge0_lkey", w.get_my_offset_sge0_lkey(), w.get_my_width_sge0_lkey(), wqe::SGE0_LKEY);
+        check("compare_add", w.get_my_offset_compare_add(), w.get_my_width_compare_add(), wqe::COMPARE_ADD);
+        check("swap", w.get_my_offset_swap(), w.get_my_width_swap(), wqe::SWAP);
 
         let e = CqeRec::default();
         check("wr_id", e.get_my_offset_wr_id(), e.get_my_width_wr_id(), cqe::WR_ID);

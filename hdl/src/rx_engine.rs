@@ -117,8 +117,15 @@ pub struct RxEngine {
     pub rr_full: Signal<In, Bit>,
     pub rr_write: Signal<Out, Bit>,
     pub rr_data: Signal<Out, ReadRespJob>,
+    /// The RX writer has no job waiting and every write it issued is acknowledged (its
+    /// registered `idle`): an atomic reads host memory only then, and answers only after its
+    /// own write is done.
+    pub wr_idle: Signal<In, Bit>,
     tables: ContextTables,
-    rdyn_ram: RAM<Bits<320>, 6>,
+    /// Results of the atomics the responder executed, 16 per QP at `qpn << 4 | slot`:
+    /// {valid 0, PSN 31..8, original value 95..32}, for answering duplicates (9.7.5.1.1).
+    atom_ram: RAM<Bits<96>, 10>,
+    rdyn_ram: RAM<Bits<328>, 6>,
     rqpi_ram: RAM<Bits<16>, 6>,
     acked_ram: RAM<Bits<96>, 6>,
     acked_tx_ram: RAM<Bits<48>, 6>,
@@ -194,8 +201,19 @@ pub struct RxEngine {
     /// Opcode classes of `pkt`: bit 0 WRITE FIRST/ONLY, 1 WRITE LAST/ONLY, 2 any WRITE,
     /// 3 SEND FIRST/ONLY, 4 SEND MIDDLE/LAST, 5 SEND LAST/ONLY, 6 WRITE with immediate (takes a
     /// receive WQE), 7 carries an ImmDt, 8 READ REQUEST, 9 READ RESPONSE, 10 READ RESPONSE
-    /// LAST/ONLY, 11 a RETH to check (WRITE FIRST/ONLY, READ REQUEST).
-    opc: DFF<Bits<12>>,
+    /// LAST/ONLY, 11 a RETH or AtomicETH to check (WRITE FIRST/ONLY, READ REQUEST, atomics),
+    /// 12 COMPARE SWAP or FETCH ADD, 13 FETCH ADD, 14 ATOMIC ACKNOWLEDGE (with 9 and 10).
+    opc: DFF<Bits<15>>,
+    /// Responder atomics: the READ FIFO job is an ATOMIC ACKNOWLEDGE (`at_mode`); the QP's next
+    /// replay-table slot (responder-state bits 320..323); the original and new values, whether
+    /// the new one is written; the replay-table scan's slot and count.
+    at_mode: DFF<Bit>,
+    at_slot: DFF<Bits<4>>,
+    at_orig: DFF<Bits<64>>,
+    at_new: DFF<Bits<64>>,
+    at_write: DFF<Bit>,
+    scan_i: DFF<Bits<4>>,
+    scan_n: DFF<Bits<4>>,
     // Receive completion extras: ImmDt and wc_flags.
     cqe_imm: DFF<Bits<32>>,
     cqe_flags: DFF<Bits<8>>,
@@ -259,7 +277,7 @@ pub struct RxEngine {
     // Combinational views.
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
-    rdyn_now: Signal<Local, Bits<320>>,
+    rdyn_now: Signal<Local, Bits<328>>,
     is_send_start: Signal<Local, Bit>,
     is_send_cont: Signal<Local, Bit>,
     is_send_end: Signal<Local, Bit>,
@@ -322,6 +340,15 @@ pub struct RxEngine {
     rlen: Signal<Local, Bits<32>>,
     last_plus1: Signal<Local, Bits<24>>,
     access_ok: Signal<Local, Bit>,
+    is_atomic_req: Signal<Local, Bit>,
+    is_fadd: Signal<Local, Bit>,
+    is_atomic_ack: Signal<Local, Bit>,
+    entry_is_atomic: Signal<Local, Bit>,
+    /// Bytes a request's RETH or AtomicETH covers at the responder (8 for an atomic).
+    req_len: Signal<Local, Bits<32>>,
+    at_beat: Signal<Local, Bits<512>>,
+    at_entry: Signal<Local, Bits<96>>,
+    at_sum: Signal<Local, Bits<64>>,
 }
 
 impl Default for RxEngine {
@@ -561,6 +588,23 @@ impl Default for RxEngine {
             entry_is_read: Default::default(),
             rd_restart: Default::default(),
             access_ok: Default::default(),
+            wr_idle: Default::default(),
+            atom_ram: Default::default(),
+            at_mode: Default::default(),
+            at_slot: Default::default(),
+            at_orig: Default::default(),
+            at_new: Default::default(),
+            at_write: Default::default(),
+            scan_i: Default::default(),
+            scan_n: Default::default(),
+            is_atomic_req: Default::default(),
+            is_fadd: Default::default(),
+            is_atomic_ack: Default::default(),
+            entry_is_atomic: Default::default(),
+            req_len: Default::default(),
+            at_beat: Default::default(),
+            at_entry: Default::default(),
+            at_sum: Default::default(),
         }
     }
 }
@@ -588,8 +632,20 @@ impl Logic for RxEngine {
             rsp_pending, rsp_retired, rsp_final, r_head_read, r_a, r_b, r_exp, r_in, r_eq, r_d,
             r_off, r_boff, r_len_ok, r_ahead, r_past, r_addr, rd_npkts, reads_done, rr_full_r,
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
-            rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r
+            rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
+            at_write, scan_i, scan_n
         );
+        self.atom_ram.read_clock.next = self.clock.val();
+        self.atom_ram.write_clock.next = self.clock.val();
+        self.atom_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
+            | bit_cast::<10, 4>(self.scan_i.q.val());
+        self.atom_ram.write_enable.next = false;
+        self.atom_ram.write_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
+            | bit_cast::<10, 4>(self.at_slot.q.val());
+        self.atom_ram.write_data.next = 1_u64.to_bits::<96>()
+            | (bit_cast::<96, 24>(self.pkt.q.val().psn) << 8)
+            | (bit_cast::<96, 64>(self.at_orig.q.val()) << 32);
+        self.at_entry.next = self.atom_ram.read_data.val();
         self.arm_r.d.next = false;
         self.rnr_arm.next = self.arm_r.q.val();
         self.rnr_qpn.next = self.qpn.q.val();
@@ -666,7 +722,7 @@ impl Logic for RxEngine {
             & (self.cmd_op.val() == 1)
             & self.cmd_qp.val().init_rq_psn.any();
         self.rdyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.rdyn_ram.write_data.next = bit_cast::<320, 24>(self.cmd_qp.val().rq_psn);
+        self.rdyn_ram.write_data.next = bit_cast::<328, 24>(self.cmd_qp.val().rq_psn);
         self.acked_ram.write_enable.next = self.cmd_fire.val()
             & (self.cmd_op.val() == 1)
             & self.cmd_qp.val().init_sq_psn.any();
@@ -730,6 +786,15 @@ impl Logic for RxEngine {
             16 => { // 0x10
                 self.opc.d.next = 0x600.into();
             }
+            18 => { // 0x12 ATOMIC ACKNOWLEDGE: a response (like READ RESPONSE ONLY)
+                self.opc.d.next = 0x4600.into();
+            }
+            19 => { // 0x13 COMPARE SWAP
+                self.opc.d.next = 0x1800.into();
+            }
+            20 => { // 0x14 FETCH ADD
+                self.opc.d.next = 0x3800.into();
+            }
             _ => {}
         }
         self.is_first_or_only.next = self.opc.q.val().get_bit(0);
@@ -744,14 +809,25 @@ impl Logic for RxEngine {
         self.is_read_resp.next = self.opc.q.val().get_bit(9);
         self.is_rsp_last.next = self.opc.q.val().get_bit(10);
         self.is_reth.next = self.opc.q.val().get_bit(11);
+        self.is_atomic_req.next = self.opc.q.val().get_bit(12);
+        self.is_fadd.next = self.opc.q.val().get_bit(13);
+        self.is_atomic_ack.next = self.opc.q.val().get_bit(14);
+        self.req_len.next = self.pkt.q.val().reth_len;
+        if self.is_atomic_req.val() {
+            self.req_len.next = 8.into();
+        }
         // A SEND's first packet and a WRITE with immediate's last consume a receive WQE.
         self.needs_rwqe.next = self.is_send_start.val() | self.is_write_imm.val();
         self.rq_mask.next =
             (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size)) - 1;
         self.rq_addr_r.d.next = self.ctx.q.val().rq_base
             + (bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val()) << 6);
-        self.rq_ar_valid.next = self.state.q.val() == 7;
+        self.rq_ar_valid.next = (self.state.q.val() == 7) | (self.state.q.val() == 26);
         self.rq_ar_addr.next = self.rq_addr_r.q.val();
+        if self.state.q.val() == 26 {
+            // An atomic reads the 64-byte beat holding its 8-byte word.
+            self.rq_ar_addr.next = self.w_addr_r.q.val() & 0xFFFF_FFFF_FFFF_FFC0_u64;
+        }
         // The receive SGE: a valid key of this PD granting LOCAL_WRITE, inside its region.
         self.lkey_ok.next = self.mr_now.val().valid.any()
             & (self.mr_now.val().tag == self.lkey.val().get_bits::<8>(0))
@@ -769,6 +845,9 @@ impl Logic for RxEngine {
         self.access_ok.next = self.mr_access.val().get_bit(1) & self.qp_access.val().get_bit(1);
         if self.is_read_req.val() {
             self.access_ok.next = self.mr_access.val().get_bit(2) & self.qp_access.val().get_bit(2);
+        }
+        if self.is_atomic_req.val() {
+            self.access_ok.next = self.mr_access.val().get_bit(3) & self.qp_access.val().get_bit(3);
         }
         self.key_ok.next = self.mr_now.val().valid.any()
             & (self.mr_now.val().tag == self.rkey.val().get_bits::<8>(0))
@@ -818,6 +897,14 @@ impl Logic for RxEngine {
         // An RDMA READ REQUEST starts no message of its own and carries no payload.
         if self.op.val() == 0x0C {
             self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & (self.plen32.val() == 0);
+        }
+        // An atomic carries no payload and names a naturally aligned 8-byte word (9.4.5; a
+        // misaligned one is an invalid request).
+        if (self.op.val() == 0x13) | (self.op.val() == 0x14) {
+            self.seq_ok.next = !self.in_write.q.val()
+                & !self.in_send.q.val()
+                & (self.plen32.val() == 0)
+                & (self.pkt.q.val().reth_va.get_bits::<3>(0) == 0);
         }
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
         self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
@@ -910,7 +997,9 @@ impl Logic for RxEngine {
         self.rw_write.next = false;
         // A sequence NAK names the first missing PSN; a timeout resends the whole WQE, or a
         // READ from its first missing response.
-        self.entry_is_read.next = self.entry.val().wc_opcode == 2;
+        // READs and atomics (IBV_WC_RDMA_READ 2, COMP_SWAP 3, FETCH_ADD 4) wait for responses.
+        self.entry_is_read.next = (self.entry.val().wc_opcode >= 2) & (self.entry.val().wc_opcode <= 4);
+        self.entry_is_atomic.next = (self.entry.val().wc_opcode == 3) | (self.entry.val().wc_opcode == 4);
         self.last_plus1.next = self.entry.val().last_psn + 1;
         self.rd_restart.next = self.entry.val().first_psn;
         if self.rd_valid.q.val() {
@@ -942,6 +1031,15 @@ impl Logic for RxEngine {
         self.rr_data.next.rsvd0 = 0.into();
         self.rr_data.next.iova = self.w_addr_r.q.val();
         self.rr_data.next.len = self.pkt.q.val().reth_len;
+        self.rr_data.next.atomic = bit_cast::<1, 1>(self.at_mode.q.val().into());
+        self.rr_data.next.orig = self.at_orig.q.val();
+        self.rr_data.next.rsvd1 = 0.into();
+        if self.at_mode.q.val() {
+            self.rr_data.next.len = 0.into();
+        }
+        // The atomic's word in the beat read (`w_addr_r` bits 5..3 pick it), and FETCH ADD's sum.
+        self.at_beat.next = self.rq_r_data.val() >> (bit_cast::<512, 3>(self.w_addr_r.q.val().get_bits::<3>(3)) << 6);
+        self.at_sum.next = self.at_orig.q.val() + self.pkt.q.val().at_swap;
         // PSNs of a READ: ceil(len / MTU), one for a zero-length READ (9.7.4.1.4), from the
         // whole MTUs and the remainder taken in state 2 (the context is the table's output).
         // The bits below the path MTU (4095 at most): a shifted constant, one LUT level.
@@ -961,6 +1059,7 @@ impl Logic for RxEngine {
                 self.rsp_pending.d.next = false;
                 self.rsp_retired.d.next = false;
                 self.rsp_final.d.next = false;
+                self.at_mode.d.next = false;
                 if !self.lc_empty.val() {
                     self.lc_read.next = true;
                     self.src_lc.d.next = true;
@@ -1006,6 +1105,7 @@ impl Logic for RxEngine {
                 self.rq_ci.d.next = self.rdyn_now.val().get_bits::<16>(192);
                 self.recv_len.d.next = self.rdyn_now.val().get_bits::<32>(224);
                 self.recv_wr_id.d.next = self.rdyn_now.val().get_bits::<64>(256);
+                self.at_slot.d.next = self.rdyn_now.val().get_bits::<4>(320);
                 self.rq_pi.d.next = self.rqpi_ram.read_data.val();
                 self.nak_moved.d.next =
                     self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(164);
@@ -1048,7 +1148,7 @@ impl Logic for RxEngine {
                 self.w_addr_r.d.next = self.w_addr.val();
                 self.bounds_ok_r.d.next = self.va_ok.q.val()
                     & (self.off_r.q.val() <= self.mr_now.val().length)
-                    & (bit_cast::<64, 32>(self.pkt.q.val().reth_len)
+                    & (bit_cast::<64, 32>(self.req_len.val())
                         <= (self.mr_now.val().length - self.off_r.q.val()));
                 self.send_fits_r.d.next = self.plen32.val() <= self.wr_rem.q.val();
                 self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
@@ -1099,6 +1199,14 @@ impl Logic for RxEngine {
                         if (self.pkt.q.val().reth_len == 0) | (self.key_ok_r.q.val() & self.bounds_ok.val()) {
                             self.state.d.next = 24.into();
                         }
+                    } else if self.c_dup.q.val() & self.is_atomic_req.val() {
+                        // A duplicate atomic is never executed again: it is answered with the
+                        // original value saved when it ran (9.7.5.1.1), found by a scan of the
+                        // QP's replay table from the newest entry (states 19, 23).
+                        self.cnt_dup.next = true;
+                        self.scan_i.d.next = self.at_slot.q.val() - 1;
+                        self.scan_n.d.next = 0.into();
+                        self.state.d.next = 19.into();
                     } else if self.c_dup.q.val() {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
                         // message is answered with an ACK of everything received so far.
@@ -1119,7 +1227,7 @@ impl Logic for RxEngine {
                             self.reply.next.psn = self.epsn.q.val();
                         }
                     } else if self.is_reth.val()
-                        & (self.pkt.q.val().reth_len != 0)
+                        & (self.req_len.val() != 0)
                         & !(self.key_ok_r.q.val() & self.bounds_ok.val())
                     {
                         self.cnt_drop_key.next = true;
@@ -1141,6 +1249,15 @@ impl Logic for RxEngine {
                         self.epsn.d.next = self.epsn.q.val() + self.rd_npkts.q.val();
                         self.msn.d.next = self.msn.q.val() + 1;
                         self.nak_sent.d.next = false;
+                    } else if self.is_atomic_req.val() {
+                        // Accepted atomic: executed in states 25..31 once every earlier write
+                        // is in host memory; its one job (the result write) follows there.
+                        self.cnt_roce_ok.next = true;
+                        self.job_write.next = false;
+                        self.epsn.d.next = self.epsn.q.val() + 1;
+                        self.msn.d.next = self.msn.q.val() + 1;
+                        self.nak_sent.d.next = false;
+                        self.state.d.next = 25.into();
                     } else if self.needs_rwqe.val()
                         & !self.rwqe_ready.q.val()
                         & self.rq_empty_r.q.val()
@@ -1329,18 +1446,19 @@ impl Logic for RxEngine {
                 // Write back the transport state.
                 self.rdyn_ram.write_enable.next = self.qpn_ok.q.val();
                 self.rdyn_ram.write_address.next = self.qpn.q.val();
-                self.rdyn_ram.write_data.next = bit_cast::<320, 24>(self.epsn.q.val())
-                    | (bit_cast::<320, 24>(self.msn.q.val()) << 32)
-                    | (bit_cast::<320, 64>(self.wr_addr.q.val()) << 64)
-                    | (bit_cast::<320, 32>(self.wr_rem.q.val()) << 128)
-                    | (bit_cast::<320, 1>(self.in_write.q.val().into()) << 160)
-                    | (bit_cast::<320, 1>(self.nak_sent.q.val().into()) << 161)
-                    | (bit_cast::<320, 1>(self.in_send.q.val().into()) << 162)
-                    | (bit_cast::<320, 1>(self.last_nak_ok.q.val().into()) << 163)
-                    | (bit_cast::<320, 24>(self.last_nak.q.val()) << 164)
-                    | (bit_cast::<320, 16>(self.rq_ci.q.val()) << 192)
-                    | (bit_cast::<320, 32>(self.recv_len.q.val()) << 224)
-                    | (bit_cast::<320, 64>(self.recv_wr_id.q.val()) << 256);
+                self.rdyn_ram.write_data.next = bit_cast::<328, 24>(self.epsn.q.val())
+                    | (bit_cast::<328, 24>(self.msn.q.val()) << 32)
+                    | (bit_cast::<328, 64>(self.wr_addr.q.val()) << 64)
+                    | (bit_cast::<328, 32>(self.wr_rem.q.val()) << 128)
+                    | (bit_cast::<328, 1>(self.in_write.q.val().into()) << 160)
+                    | (bit_cast::<328, 1>(self.nak_sent.q.val().into()) << 161)
+                    | (bit_cast::<328, 1>(self.in_send.q.val().into()) << 162)
+                    | (bit_cast::<328, 1>(self.last_nak_ok.q.val().into()) << 163)
+                    | (bit_cast::<328, 24>(self.last_nak.q.val()) << 164)
+                    | (bit_cast::<328, 16>(self.rq_ci.q.val()) << 192)
+                    | (bit_cast::<328, 32>(self.recv_len.q.val()) << 224)
+                    | (bit_cast::<328, 64>(self.recv_wr_id.q.val()) << 256)
+                    | (bit_cast::<328, 4>(self.at_slot.q.val()) << 320);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
                 self.acked_ram.write_data.next = bit_cast::<96, 16>(self.acked.q.val())
@@ -1551,10 +1669,89 @@ impl Logic for RxEngine {
                 }
                 self.state.d.next = 9.into();
             }
+            19 => {
+                // Replay-table scan: the entry at `scan_i` is being read.
+                self.state.d.next = 23.into();
+            }
+            23 => {
+                if self.at_entry.val().get_bit(0)
+                    & (self.at_entry.val().get_bits::<24>(8) == self.pkt.q.val().psn)
+                {
+                    // Found: the ATOMIC ACKNOWLEDGE is sent again with the saved value.
+                    self.at_mode.d.next = true;
+                    self.at_orig.d.next = self.at_entry.val().get_bits::<64>(32);
+                    self.state.d.next = 24.into();
+                } else if self.scan_n.q.val() == 15 {
+                    // Older than the 16 newest atomics (more than max_rd_atomic ago): the
+                    // requester cannot be waiting for it; dropped.
+                    self.state.d.next = 9.into();
+                } else {
+                    self.scan_i.d.next = self.scan_i.q.val() - 1;
+                    self.scan_n.d.next = self.scan_n.q.val() + 1;
+                    self.state.d.next = 19.into();
+                }
+            }
+            25 => {
+                // Atomic, 1: wait until every earlier write has reached host memory.
+                if self.wr_idle.val() {
+                    self.state.d.next = 26.into();
+                }
+            }
+            26 => {
+                // 2: read the beat holding the word (AXI ID 2, `rq_ar_*`).
+                if self.rq_ar_ready.val() {
+                    self.state.d.next = 27.into();
+                }
+            }
+            27 => {
+                if self.rq_r_valid.val() {
+                    self.at_orig.d.next = self.at_beat.val().get_bits::<64>(0);
+                    self.state.d.next = 28.into();
+                }
+            }
+            28 => {
+                // 3: the new value (IBTA Vol 1 9.4.5): FETCH ADD adds (mod 2^64); COMPARE SWAP
+                // writes Swap Data only if the word equals Compare Data.
+                self.at_new.d.next = self.pkt.q.val().at_swap;
+                self.at_write.d.next = self.at_orig.q.val() == self.pkt.q.val().at_cmp;
+                if self.is_fadd.val() {
+                    self.at_new.d.next = self.at_sum.val();
+                    self.at_write.d.next = true;
+                }
+                self.state.d.next = 29.into();
+            }
+            29 => {
+                // 4: the packet's one job: the 8-byte write (or nothing), freeing its beats.
+                self.job.next.addr = self.w_addr_r.q.val();
+                self.job.next.cqe = bit_cast::<256, 64>(self.at_new.q.val());
+                if self.at_write.q.val() {
+                    self.job.next.kind = 3.into();
+                }
+                if !self.job_full.val() {
+                    self.job_write.next = true;
+                    self.state.d.next = 30.into();
+                }
+            }
+            30 => {
+                // (The writer's registered idle flag sees the new job from the next cycle.)
+                self.state.d.next = 31.into();
+            }
+            31 => {
+                // 5: once the write is done, save the result for duplicates and answer with an
+                // ATOMIC ACKNOWLEDGE (state 24): a later READ or atomic sees the new value.
+                if self.wr_idle.val() {
+                    self.atom_ram.write_enable.next = true;
+                    self.at_slot.d.next = self.at_slot.q.val() + 1;
+                    self.at_mode.d.next = true;
+                    self.state.d.next = 24.into();
+                }
+            }
             17 => {
                 // READ response checks, 1: the head WQE, the response's place in it, and the
                 // PSN expected next.
+                // (An ATOMIC ACKNOWLEDGE answers an atomic, a READ RESPONSE a READ.)
                 self.r_head_read.d.next = self.entry_is_read.val()
+                    & (self.entry_is_atomic.val() == self.is_atomic_ack.val())
                     & (self.outstanding_wqes.val() != 0)
                     & !self.outstanding_wqes.val().get_bit(15);
                 self.r_a.d.next = self.pkt.q.val().psn - self.entry.val().first_psn;
@@ -1584,6 +1781,10 @@ impl Logic for RxEngine {
                 if self.is_rsp_last.val() {
                     self.r_len_ok.d.next = (self.r_a.q.val() == self.r_b.q.val())
                         & (self.plen32.val() == (self.entry.val().byte_len - self.r_boff.q.val()));
+                }
+                if self.is_atomic_ack.val() {
+                    // One packet; the original value rides in the AtomicAckETH, not as payload.
+                    self.r_len_ok.d.next = (self.r_a.q.val() == self.r_b.q.val()) & (self.plen32.val() == 0);
                 }
                 self.r_addr.d.next = self.entry.val().local_iova + bit_cast::<64, 32>(self.r_off.q.val());
                 self.r_exp_dup.d.next = self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.r_exp.q.val());
@@ -1633,6 +1834,11 @@ impl Logic for RxEngine {
                         self.cnt_roce_ok.next = true;
                         if self.pkt.q.val().plen != 0 {
                             self.job.next.kind = 0.into();
+                        }
+                        if self.is_atomic_ack.val() {
+                            // The original remote value goes to the local buffer, little-endian.
+                            self.job.next.kind = 3.into();
+                            self.job.next.cqe = bit_cast::<256, 64>(self.pkt.q.val().at_swap);
                         }
                         self.job.next.addr = self.r_addr.q.val();
                         self.rd_next.d.next = self.pkt.q.val().psn + 1;

@@ -28,9 +28,11 @@ pub fn icrc_residue() -> u32 {
 /// options, not a fragment, header checksum, Total Length at most [`MAX_FRAME_BYTES`] − 14),
 /// UDP (destination port 4791, length consistent with IPv4 Total Length) and BTH (TVer 0, a
 /// supported opcode: every RC SEND and RDMA WRITE opcode with or without immediate, RDMA READ
-/// REQUEST, READ RESPONSE FIRST/MIDDLE/LAST/ONLY or ACKNOWLEDGE; payload length = Total
-/// Length − headers − pad − ICRC ≥ 0); the RETH is taken from bytes 54..70 (second beat), the
-/// AETH from bytes 54..58, the ImmDt from bytes 54..58 or, after a RETH, 70..74. Every beat of the frame is written into the packet buffer (at the
+/// REQUEST, READ RESPONSE FIRST/MIDDLE/LAST/ONLY, ACKNOWLEDGE, ATOMIC ACKNOWLEDGE, COMPARE
+/// SWAP or FETCH ADD; payload length = Total Length − headers − pad − ICRC ≥ 0); the RETH is
+/// taken from bytes 54..70 (second beat), the AETH from bytes 54..58, the ImmDt from bytes
+/// 54..58 or, after a RETH, 70..74, the AtomicETH from bytes 54..82, the AtomicAckETH from
+/// bytes 58..66 (IBTA Vol 1 9.3.4, 9.3.5). Every beat of the frame is written into the packet buffer (at the
 /// frame's place, only into free space) while the ICRC is computed; the frame's last beat gives
 /// the verdict. Only a frame that passes every check (and the MAC's FCS, `tuser` = 0) becomes
 /// a [`RxDesc`] and keeps its buffer space (the next frame is written over anything else); a
@@ -152,7 +154,7 @@ pub struct RxIngress {
     dqpn_r: DFF<Bits<24>>,
     psn_r: DFF<Bits<24>>,
     ext_lo_r: DFF<Bits<80>>,
-    ext_hi_r: DFF<Bits<80>>,
+    ext_hi_r: DFF<Bits<144>>,
     // ---- Stage 1 logic (from the input) ----
     first0: Signal<Local, Bit>,
     h0: Signal<Local, RoceHeader>,
@@ -191,8 +193,10 @@ pub struct RxIngress {
     c_dqpn_w: Signal<Local, Bits<24>>,
     c_psn_w: Signal<Local, Bits<24>>,
     c_ackreq_w: Signal<Local, Bits<8>>,
-    ext: Signal<Local, Bits<160>>,
+    ext: Signal<Local, Bits<224>>,
     imm_hi: Signal<Local, Bit>,
+    at_a: Signal<Local, Bits<64>>,
+    at_b: Signal<Local, Bits<64>>,
     c_init: Constant<Bits<32>>,
     c_and: Constant<Bits<512>>,
     c_or: Constant<Bits<512>>,
@@ -332,6 +336,8 @@ impl Default for RxIngress {
             c_ackreq_w: Default::default(),
             ext: Default::default(),
             imm_hi: Default::default(),
+            at_a: Default::default(),
+            at_b: Default::default(),
             c_init: Constant::new((init_skipping(SKIPPED_BYTES) as u64).to_bits()),
             c_and: Constant::new(first_beat_and()),
             c_or: Constant::new(first_beat_or()),
@@ -363,7 +369,7 @@ impl Logic for RxIngress {
 
         // ==== Stage 1: from the input beat ====
         self.first0.next = !self.fi_in_frame.q.val();
-        self.h0.next = bit_cast::<640, 512>(self.tdata.val()).into();
+        self.h0.next = bit_cast::<704, 512>(self.tdata.val()).into();
         self.ipl.next = (self.h0.val().ip_len >> 8) | (self.h0.val().ip_len << 8);
         self.ipl6.next = self.ipl.val().get_bits::<6>(0);
         self.ipl_hi.next = self.ipl.val().get_bits::<10>(6).any();
@@ -468,6 +474,17 @@ impl Logic for RxIngress {
             17 => { // 0x11
                 self.c_ext_len.next = 4.into();
             }
+            // AETH + AtomicAckETH: ATOMIC ACKNOWLEDGE.
+            18 => { // 0x12
+                self.c_ext_len.next = 12.into();
+            }
+            // AtomicETH: COMPARE SWAP, FETCH ADD.
+            19 => { // 0x13
+                self.c_ext_len.next = 28.into();
+            }
+            20 => { // 0x14
+                self.c_ext_len.next = 28.into();
+            }
             _ => {
                 self.c_supported.next = false;
             }
@@ -481,7 +498,7 @@ impl Logic for RxIngress {
             & self.c_supported.val()
             & (self.ipl.val() <= self.c_max_ipl.val());
         self.a_ipl.d.next = self.ipl.val();
-        // Total Length ≥ 128 (the headers are at most 44 + 20 + 3 = 67 bytes, so below that
+        // Total Length ≥ 128 (the headers are at most 44 + 28 + 3 = 75 bytes, so below that
         // the low 7 bits decide).
         self.a_ipl_hi.d.next = self.ipl.val().get_bits::<9>(7).any();
         self.a_iplm20.d.next = self.ipl.val() - 20;
@@ -598,18 +615,18 @@ impl Logic for RxIngress {
         }
 
         // Descriptor (used on the last beat).
-        self.hc.next = bit_cast::<640, 512>(self.c_data.q.val()).into();
+        self.hc.next = bit_cast::<704, 512>(self.c_data.q.val()).into();
         self.c_dqpn_w.next = self.hc.val().bth_dqpn;
         self.c_ackreq_w.next = self.hc.val().bth_ackreq;
         self.c_psn_w.next = self.hc.val().bth_psn;
-        self.ext.next = bit_cast::<160, 80>(self.ext_lo_r.q.val())
-            | (bit_cast::<160, 80>(self.ext_hi_r.q.val()) << 80);
+        self.ext.next = bit_cast::<224, 80>(self.ext_lo_r.q.val())
+            | (bit_cast::<224, 144>(self.ext_hi_r.q.val()) << 80);
         if self.kk.val() == 1 {
-            self.ext.next = bit_cast::<160, 80>(self.ext_lo_r.q.val())
-                | (bit_cast::<160, 80>(self.c_data.q.val().get_bits::<80>(0)) << 80);
+            self.ext.next = bit_cast::<224, 80>(self.ext_lo_r.q.val())
+                | (bit_cast::<224, 144>(self.c_data.q.val().get_bits::<144>(0)) << 80);
         }
         if self.c_first.q.val() {
-            self.ext.next = bit_cast::<160, 80>(self.c_data.q.val().get_bits::<80>(432));
+            self.ext.next = bit_cast::<224, 80>(self.c_data.q.val().get_bits::<80>(432));
         }
         self.desc.next.start = self.wr_ptr.q.val().get_bits::<8>(0);
         self.desc.next.nbeats = self.nb_cur.val();
@@ -659,6 +676,29 @@ impl Logic for RxIngress {
         if self.imm_hi.val() {
             self.desc.next.imm = self.ext.val().get_bits::<32>(128);
         }
+        // AtomicETH Swap/Add Data (ext bytes 12..20) and Compare Data (20..28); an ATOMIC
+        // ACKNOWLEDGE's Original Remote Data (bytes 4..12, after the AETH) in `at_swap`.
+        self.at_a.next = self.ext.val().get_bits::<64>(96);
+        if self.desc.val().opcode == 0x12 {
+            self.at_a.next = self.ext.val().get_bits::<64>(32);
+        }
+        self.at_b.next = self.ext.val().get_bits::<64>(160);
+        self.desc.next.at_swap = (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(0)) << 56)
+            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(8)) << 48)
+            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(16)) << 40)
+            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(24)) << 32)
+            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(32)) << 24)
+            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(40)) << 16)
+            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(48)) << 8)
+            | bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(56));
+        self.desc.next.at_cmp = (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(0)) << 56)
+            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(8)) << 48)
+            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(16)) << 40)
+            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(24)) << 32)
+            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(32)) << 24)
+            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(40)) << 16)
+            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(48)) << 8)
+            | bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(56));
 
         // Verdict on the frame's last beat: malformed, then overflow, then ICRC.
         self.cnt_rx_frame.next = self.c_end.q.val();
@@ -688,7 +728,7 @@ impl Logic for RxIngress {
                 self.ext_lo_r.d.next = self.c_data.q.val().get_bits::<80>(432);
             }
             if self.kk.val() == 1 {
-                self.ext_hi_r.d.next = self.c_data.q.val().get_bits::<80>(0);
+                self.ext_hi_r.d.next = self.c_data.q.val().get_bits::<144>(0);
             }
             if self.c_last.q.val() {
                 self.k.d.next = 0.into();

@@ -8,7 +8,7 @@ use rust_hdl::prelude::*;
 /// A payload job streams the packet's payload from the packet buffer through a [`Gearbox`]
 /// (a lead chunk of `addr mod 64` empty bytes first, so beats land 64-byte aligned) and issues
 /// one 64-byte AXI write per beat with byte strobes covering exactly `[addr, addr + plen)`. A
-/// CQE job writes 32 bytes the same way. Packet-buffer space is released as soon as the
+/// CQE job writes 32 bytes the same way, an atomic's result job 8 bytes. Packet-buffer space is released as soon as the
 /// payload has been read. An ACK/NAK attached to a job waits in a small queue until the host
 /// has answered every write issued up to and including that job (B responses counted), then
 /// goes to the TX arbiter: the requester never sees an ACK for data not yet in memory
@@ -42,6 +42,9 @@ pub struct RxWriter {
     pub ack: Signal<Out, AckJob>,
     pub cnt_tx_ack: Signal<Out, Bit>,
     pub cnt_tx_nak: Signal<Out, Bit>,
+    /// No job waits and every write issued has been acknowledged by the host (registered:
+    /// it reflects the cycle before; a job pushed in cycle `t` clears it from `t + 2`).
+    pub idle: Signal<Out, Bit>,
     gb: Gearbox,
     aq: SynchronousFIFO<Bits<80>, 2, 3, 1>,
     pa: SynchronousFIFO<Bits<272>, 3, 4, 1>,
@@ -55,6 +58,9 @@ pub struct RxWriter {
     w_lim: DFF<Bits<7>>,
     j_cur: DFF<Bits<8>>,
     cqe_r: DFF<Bits<256>>,
+    /// Bytes of the CQE-path chunk: 32 for a CQE, 8 for an atomic's result.
+    val_len: DFF<Bits<7>>,
+    idle_r: DFF<Bit>,
     rdp: DFF<Bits<9>>,
     beats_planned: DFF<Bits<16>>,
     b_count: DFF<Bits<16>>,
@@ -86,14 +92,15 @@ pub struct RxWriter {
     pa_ack: Signal<Local, AckJob>,
 }
 
-// States: 0 take a job (and push its lead chunk), 1 stream payload beats, 2 CQE chunk.
+// States: 0 take a job (and push its lead chunk), 1 stream payload beats, 2 CQE or 8-byte
+// value chunk.
 
 impl Logic for RxWriter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, start_r, hlen_r, release_r, w_rem, w_first, w_lim, j_cur, cqe_r, rdp,
-            beats_planned, b_count, out_k, aw_done, w_done
+            beats_planned, b_count, out_k, aw_done, w_done, val_len, idle_r
         );
         clock!(self, clock, gb, aq, pa);
         self.gb.reset.next = self.reset.val();
@@ -110,6 +117,14 @@ impl Logic for RxWriter {
         if self.j_kind.val() == 1 {
             self.j_len.next = 32.into();
         }
+        if self.j_kind.val() == 3 {
+            self.j_len.next = 8.into();
+        }
+        self.idle_r.d.next = (self.state.q.val() == 0)
+            & self.job_empty.val()
+            & self.aq.empty.val()
+            & (self.b_count.q.val() == self.beats_planned.q.val());
+        self.idle.next = self.idle_r.q.val();
         self.j_beats.next = (bit_cast::<16, 7>(self.j_lead.val()) + self.j_len.val() + 63) >> 6;
         self.can_start.next = !self.job_empty.val()
             & !self.aq.full.val()
@@ -175,7 +190,11 @@ impl Logic for RxWriter {
                         self.buf_raddr.next = self.j_start.val()
                             + bit_cast::<8, 1>(self.j_hlen.val().get_bits::<1>(6));
                         self.cqe_r.d.next = self.job.val().cqe;
-                        if self.j_kind.val() == 1 {
+                        self.val_len.d.next = 32.into();
+                        if self.j_kind.val() == 3 {
+                            self.val_len.d.next = 8.into();
+                        }
+                        if self.j_kind.val().get_bit(0) {
                             self.state.d.next = 2.into();
                         } else {
                             self.state.d.next = 1.into();
@@ -201,7 +220,7 @@ impl Logic for RxWriter {
                 self.gb.in_valid.next = true;
                 self.gb.in_data.next = bit_cast::<512, 256>(self.cqe_r.q.val());
                 self.gb.in_skip.next = 0.into();
-                self.gb.in_len.next = 32.into();
+                self.gb.in_len.next = self.val_len.q.val();
                 self.gb.in_last.next = true;
                 if self.gb.in_ready.val() {
                     self.state.d.next = 0.into();

@@ -325,6 +325,7 @@ impl Logic for NicTop {
         self.wj_fifo.data_in.next = self.rxe.job.val();
         self.rxe.job_full.next = self.wj_fifo.full.val();
         self.rxw.job_empty.next = self.wj_fifo.empty.val();
+        self.rxe.wr_idle.next = self.rxw.idle.val();
         self.rxw.job.next = self.wj_fifo.data_out.val();
         self.wj_fifo.read.next = self.rxw.job_read.val();
         self.ack_fifo.write.next = self.rxw.ack_write.val();

@@ -39,7 +39,7 @@ pub struct TxArbiter {
     in_req: DFF<Bit>,
     hb: HeaderBuilder,
     a_msn: Signal<Local, Bits<24>>,
-    ack_hdr: Signal<Local, Bits<640>>,
+    ack_hdr: Signal<Local, Bits<704>>,
 }
 
 impl Logic for TxArbiter {
@@ -65,10 +65,10 @@ impl Logic for TxArbiter {
         self.hb.ext_len.next = 4.into();
         self.a_msn.next = self.ack.val().msn;
         // AETH: syndrome, then the MSN big-endian.
-        self.hb.ext.next = bit_cast::<160, 8>(self.ack.val().syndrome)
-            | (bit_cast::<160, 8>(self.a_msn.val().get_bits::<8>(16)) << 8)
-            | (bit_cast::<160, 8>(self.a_msn.val().get_bits::<8>(8)) << 16)
-            | (bit_cast::<160, 8>(self.a_msn.val().get_bits::<8>(0)) << 24);
+        self.hb.ext.next = bit_cast::<224, 8>(self.ack.val().syndrome)
+            | (bit_cast::<224, 8>(self.a_msn.val().get_bits::<8>(16)) << 8)
+            | (bit_cast::<224, 8>(self.a_msn.val().get_bits::<8>(8)) << 16)
+            | (bit_cast::<224, 8>(self.a_msn.val().get_bits::<8>(0)) << 24);
 
         self.ack_hdr.next = self.hb.hdr.val().into();
         self.hb.out_ready.next = false;

@@ -8,8 +8,8 @@ use rust_hdl::prelude::*;
 ///
 /// Jobs go from the job FIFO into the [`HeaderBuilder`] pipeline as soon as it has room
 /// (`job_read`), ahead of their turn, so the next packet's header is ready when the current
-/// packet ends. Per job: the header (54 bytes, +16 with a RETH, +4 with an ImmDt or AETH) as one
-/// or two chunks, then the
+/// packet ends. Per job: the header (54 bytes, +16 with a RETH, +4 with an ImmDt or AETH, +28
+/// with an AtomicETH, +12 with an AETH and AtomicAckETH) as one or two chunks, then the
 /// payload beats (in the order the DMA read returns them, `ceil((pay_skip + plen) / 64)`
 /// beats), then the pad bytes (0-3 zeros, BTH.PadCnt) that make the payload a multiple of 4
 /// bytes. IPv4 Total Length, the IPv4 header checksum and UDP Length are computed by the
@@ -59,8 +59,12 @@ pub struct TxAssembler {
     j_plen: Signal<Local, Bits<13>>,
     j_ext4: Signal<Local, Bits<32>>,
     reth: Signal<Local, Bits<128>>,
+    j_swap: Signal<Local, Bits<64>>,
+    j_cmp: Signal<Local, Bits<64>>,
+    swap_be: Signal<Local, Bits<64>>,
+    cmp_be: Signal<Local, Bits<64>>,
     j_skip: Signal<Local, Bits<6>>,
-    hdr_bits: Signal<Local, Bits<640>>,
+    hdr_bits: Signal<Local, Bits<704>>,
     t_tag: Signal<Local, Bits<48>>,
     t_plen: Signal<Local, Bits<13>>,
     t_skip: Signal<Local, Bits<6>>,
@@ -105,6 +109,10 @@ impl Default for TxAssembler {
             j_plen: Default::default(),
             j_ext4: Default::default(),
             reth: Default::default(),
+            j_swap: Default::default(),
+            j_cmp: Default::default(),
+            swap_be: Default::default(),
+            cmp_be: Default::default(),
             j_skip: Default::default(),
             hdr_bits: Default::default(),
             t_tag: Default::default(),
@@ -150,7 +158,7 @@ impl Logic for TxAssembler {
         if self.job.val().has_ext4.any() {
             // ImmDt or AETH alone (already in wire order).
             self.hb.ext_len.next = 4.into();
-            self.hb.ext.next = bit_cast::<160, 32>(self.j_ext4.val());
+            self.hb.ext.next = bit_cast::<224, 32>(self.j_ext4.val());
         }
         self.j_va.next = self.job.val().reth_va;
         self.j_rkey.next = self.job.val().reth_rkey;
@@ -174,13 +182,45 @@ impl Logic for TxAssembler {
             | (bit_cast::<128, 8>(self.j_len.val().get_bits::<8>(0)) << 120);
         if self.job.val().has_reth.any() {
             self.hb.ext_len.next = 16.into();
-            self.hb.ext.next = bit_cast::<160, 128>(self.reth.val());
+            self.hb.ext.next = bit_cast::<224, 128>(self.reth.val());
             if self.job.val().has_ext4.any() {
                 // RDMA WRITE ONLY with immediate: the ImmDt follows the RETH.
                 self.hb.ext_len.next = 20.into();
-                self.hb.ext.next = bit_cast::<160, 128>(self.reth.val())
-                    | (bit_cast::<160, 32>(self.j_ext4.val()) << 128);
+                self.hb.ext.next = bit_cast::<224, 128>(self.reth.val())
+                    | (bit_cast::<224, 32>(self.j_ext4.val()) << 128);
             }
+        }
+        // Atomic operands, big-endian on the wire.
+        self.j_swap.next = self.job.val().at_swap;
+        self.j_cmp.next = self.job.val().at_cmp;
+        self.swap_be.next = (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(56)))
+            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(48)) << 8)
+            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(40)) << 16)
+            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(32)) << 24)
+            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(24)) << 32)
+            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(16)) << 40)
+            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(8)) << 48)
+            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(0)) << 56);
+        self.cmp_be.next = (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(56)))
+            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(48)) << 8)
+            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(40)) << 16)
+            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(32)) << 24)
+            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(24)) << 32)
+            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(16)) << 40)
+            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(8)) << 48)
+            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(0)) << 56);
+        if self.job.val().has_atomic_eth.any() {
+            // AtomicETH: VA, R_Key (the RETH's first 12 bytes), Swap/Add Data, Compare Data.
+            self.hb.ext_len.next = 28.into();
+            self.hb.ext.next = bit_cast::<224, 96>(self.reth.val().get_bits::<96>(0))
+                | (bit_cast::<224, 64>(self.swap_be.val()) << 96)
+                | (bit_cast::<224, 64>(self.cmp_be.val()) << 160);
+        }
+        if self.job.val().has_atomic_ack.any() {
+            // AETH, then AtomicAckETH: the original remote data.
+            self.hb.ext_len.next = 12.into();
+            self.hb.ext.next = bit_cast::<224, 32>(self.j_ext4.val())
+                | (bit_cast::<224, 64>(self.swap_be.val()) << 32);
         }
         // Tag: plen, pay_skip and where the payload ends in its beats (pay_skip + plen).
         self.j_plen.next = self.job.val().plen;
@@ -226,7 +266,7 @@ impl Logic for TxAssembler {
             }
             1 => {
                 self.g_valid.next = true;
-                self.g_data.next = bit_cast::<512, 128>(self.hdr_bits.val().get_bits::<128>(512));
+                self.g_data.next = bit_cast::<512, 192>(self.hdr_bits.val().get_bits::<192>(512));
                 self.g_len.next = self.h_len.val() - 64;
                 self.g_last.next = self.t_empty.val();
                 if self.g_ready.val() {

@@ -117,8 +117,9 @@ pub struct TxScheduler {
     sent_ram: RAM<Bits<64>, 6>,
     state: DFF<Bits<5>>,
     /// WQE opcode classes, registered when the WQE arrives: bit 0 SEND (with or without
-    /// immediate), 1 with immediate, 2 RDMA READ, 3 an opcode this NIC implements.
-    wop: DFF<Bits<4>>,
+    /// immediate), 1 with immediate, 2 RDMA READ or atomic (answered by response packets,
+    /// counted against max_rd_atomic), 3 an opcode this NIC implements, 4 atomic, 5 FETCH_AND_ADD.
+    wop: DFF<Bits<6>>,
     /// RETH of the next READ request: the remote address past what was already answered.
     rd_va: DFF<Bits<64>>,
     // The READ response being sent (states 16-18) and the state to return to.
@@ -208,7 +209,9 @@ pub struct TxScheduler {
     pkt_in_msg: Signal<Local, Bits<4>>,
     is_read: Signal<Local, Bit>,
     has_imm: Signal<Local, Bit>,
-    wop_now: Signal<Local, Bits<4>>,
+    wop_now: Signal<Local, Bits<6>>,
+    is_atomic: Signal<Local, Bit>,
+    is_fadd: Signal<Local, Bit>,
     op_now: Signal<Local, Bits<8>>,
     rr_now: Signal<Local, ReadRespJob>,
     rr_msn: Signal<Local, Bits<24>>,
@@ -363,13 +366,18 @@ impl Logic for TxScheduler {
         // WQE opcode classes (ibv_wr_opcode: RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1, SEND 2,
         // SEND_WITH_IMM 3, RDMA_READ 4), registered as the WQE arrives.
         self.op_now.next = self.wqe_r_data.val().get_bits::<8>(64);
-        self.wop_now.next = bit_cast::<4, 1>(((self.op_now.val() == 2) | (self.op_now.val() == 3)).into())
-            | (bit_cast::<4, 1>(((self.op_now.val() == 1) | (self.op_now.val() == 3)).into()) << 1)
-            | (bit_cast::<4, 1>((self.op_now.val() == 4).into()) << 2)
-            | (bit_cast::<4, 1>((self.op_now.val() <= 4).into()) << 3);
+        // (ATOMIC_CMP_AND_SWP 5, ATOMIC_FETCH_AND_ADD 6.)
+        self.wop_now.next = bit_cast::<6, 1>(((self.op_now.val() == 2) | (self.op_now.val() == 3)).into())
+            | (bit_cast::<6, 1>(((self.op_now.val() == 1) | (self.op_now.val() == 3)).into()) << 1)
+            | (bit_cast::<6, 1>(((self.op_now.val() >= 4) & (self.op_now.val() <= 6)).into()) << 2)
+            | (bit_cast::<6, 1>((self.op_now.val() <= 6).into()) << 3)
+            | (bit_cast::<6, 1>(((self.op_now.val() == 5) | (self.op_now.val() == 6)).into()) << 4)
+            | (bit_cast::<6, 1>((self.op_now.val() == 6).into()) << 5);
         self.is_send.next = self.wop.q.val().get_bit(0);
         self.has_imm.next = self.wop.q.val().get_bit(1);
         self.is_read.next = self.wop.q.val().get_bit(2);
+        self.is_atomic.next = self.wop.q.val().get_bit(4);
+        self.is_fadd.next = self.wop.q.val().get_bit(5);
         // Request opcodes (IBTA Vol 1 Table 38): RDMA WRITE FIRST/MIDDLE/LAST/ONLY =
         // 0x06/07/08/0A, SEND = 0x00/01/02/04; the last packet of a message with immediate
         // is the next opcode (LAST/ONLY WITH IMMEDIATE, carrying an ImmDt); an RDMA READ is one
@@ -400,14 +408,32 @@ impl Logic for TxScheduler {
         if self.is_read.val() {
             self.job.next.opcode = 0x0C.into();
         }
+        // An atomic is one COMPARE SWAP (0x13) or FETCH ADD (0x14) with an AtomicETH, one
+        // PSN, answered by one ATOMIC ACKNOWLEDGE (9.4.5).
+        if self.is_atomic.val() {
+            self.job.next.opcode = 0x13.into();
+            if self.is_fadd.val() {
+                self.job.next.opcode = 0x14.into();
+            }
+        }
         // AckReq on the last packet of a message and on every 16th packet of a long one, so
         // the responder acknowledges a long message while it is still arriving (9.7.5.1.1).
         self.psn_lo.next = self.next_psn.q.val().get_bits::<4>(0);
         self.wqe_psn_lo.next = self.wqe_psn.q.val().get_bits::<4>(0);
         self.pkt_in_msg.next = self.psn_lo.val() - self.wqe_psn_lo.val();
         self.job.next.ackreq = bit_cast::<1, 1>((self.is_last.val() | (self.pkt_in_msg.val() == 15)).into());
-        self.job.next.has_reth =
-            bit_cast::<1, 1>(((self.first.q.val() & !self.is_send.val()) | self.is_read.val()).into());
+        self.job.next.has_reth = bit_cast::<1, 1>(
+            (((self.first.q.val() & !self.is_send.val()) | self.is_read.val()) & !self.is_atomic.val()).into(),
+        );
+        self.job.next.has_atomic_eth = bit_cast::<1, 1>(self.is_atomic.val().into());
+        self.job.next.has_atomic_ack = 0.into();
+        // AtomicETH: Swap Data (CMP_AND_SWP) or Add Data (FETCH_AND_ADD), Compare Data.
+        self.job.next.at_swap = self.wqe.q.val().swap;
+        self.job.next.at_cmp = self.wqe.q.val().compare_add;
+        if self.is_fadd.val() {
+            self.job.next.at_swap = self.wqe.q.val().compare_add;
+            self.job.next.at_cmp = 0.into();
+        }
         self.job.next.has_ext4 =
             bit_cast::<1, 1>((self.has_imm.val() & self.is_last.val() & !self.is_read.val()).into());
         self.job.next.ext4 = self.wqe.q.val().imm_data;
@@ -438,13 +464,20 @@ impl Logic for TxScheduler {
         self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
         self.if_data.next.rsvd = 0.into();
         self.if_data.next.first_psn = self.wqe_psn.q.val();
-        // The completion's opcode: IBV_WC_SEND (0), IBV_WC_RDMA_WRITE (1), IBV_WC_RDMA_READ (2).
+        // The completion's opcode: IBV_WC_SEND (0), IBV_WC_RDMA_WRITE (1), IBV_WC_RDMA_READ (2),
+        // IBV_WC_COMP_SWAP (3), IBV_WC_FETCH_ADD (4).
         self.if_data.next.wc_opcode = 1.into();
         if self.is_send.val() {
             self.if_data.next.wc_opcode = 0.into();
         }
         if self.is_read.val() {
             self.if_data.next.wc_opcode = 2.into();
+        }
+        if self.is_atomic.val() {
+            self.if_data.next.wc_opcode = 3.into();
+            if self.is_fadd.val() {
+                self.if_data.next.wc_opcode = 4.into();
+            }
         }
         self.if_data.next.local_iova = self.base_iova.q.val();
         self.lc_write.next = false;
@@ -478,6 +511,13 @@ impl Logic for TxScheduler {
                 | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(8)) << 16)
                 | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(0)) << 24)
                 | 0x1F;
+            self.job.next.has_atomic_eth = 0.into();
+            if self.rr.q.val().atomic.any() {
+                // ATOMIC ACKNOWLEDGE (0x12): AETH and AtomicAckETH with the original value.
+                self.job.next.opcode = 0x12.into();
+                self.job.next.has_atomic_ack = 1.into();
+                self.job.next.at_swap = self.rr.q.val().orig;
+            }
             self.job.next.psn = self.rr_psn.q.val();
             self.job.next.dest_qpn = self.rr.q.val().dest_qpn;
             self.job.next.pkey = self.rr.q.val().pkey;
@@ -670,6 +710,10 @@ impl Logic for TxScheduler {
                         self.state.d.next = 10.into();
                     } else if !self.wop.q.val().get_bit(3) {
                         self.status.d.next = 2.into();
+                        self.state.d.next = 10.into();
+                    } else if self.is_atomic.val() & (self.len_r.q.val() != 8) {
+                        // An atomic's local buffer is one 8-byte word (ibv_post_send(3)).
+                        self.status.d.next = 1.into();
                         self.state.d.next = 10.into();
                     } else if (self.len_r.q.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()) {
                         self.status.d.next = 4.into();

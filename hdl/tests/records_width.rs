@@ -7,11 +7,12 @@
 //! - `declared_widths_match_the_fields`: parses every `record!` of `records.rs` and compares the
 //!   declared total with the sum of the field widths, and with rust-hdl's own width (`Synth::BITS`)
 //!   for the records the block tests drive.
-//! - `extension_fields_layout`: `TxJob` is 360 bits with `has_ext4` right after `has_reth`
-//!   (bit 10; `rsvd0` 5 bits, `psn` still at bit 16) and `ext4` in bits 359..328; `RxDesc` is
-//!   288 bits with `imm` in bits 287..256; `RoceHeader.ext` covers frame bytes 54..74 (bits
-//!   432..592) and `spare` the last 6 bytes; `InflightRec` is 224 bits with `local_iova` last;
-//!   `ReadRespJob` is 288 bits.
+//! - `extension_fields_layout`: `TxJob` is 488 bits with `has_ext4`, `has_atomic_eth`,
+//!   `has_atomic_ack` right after `has_reth` (bits 10..12; `rsvd0` 3 bits, `psn` still at bit
+//!   16), `ext4` in bits 359..328 and the atomic operands after it; `RxDesc` is 416 bits with
+//!   `imm` in bits 287..256 and the atomic operands after it; `RoceHeader.ext` covers frame
+//!   bytes 54..82 (an AtomicETH) and `spare` the last 6 bytes; `InflightRec` is 224 bits with
+//!   `local_iova` last; `ReadRespJob` is 360 bits with `len` still ending at bit 288.
 //! - `from_bits_reads_each_field_in_place`: `From<Bits<TOTAL>>` of a word with one field's bits
 //!   set yields that field (all ones) and nothing else, for `TxJob` and `RxDesc`.
 use rnic_hdl::records::{InflightRec, ReadRespJob, RoceHeader, RxDesc, TxJob};
@@ -73,27 +74,30 @@ fn declared_widths_match_the_fields() {
 #[test]
 fn extension_fields_layout() {
     let all = records();
-    assert_eq!(declared(&all, "TxJob"), 360);
-    assert_eq!(declared(&all, "RxDesc"), 288);
-    assert_eq!(declared(&all, "RoceHeader"), 640);
+    assert_eq!(declared(&all, "TxJob"), 488);
+    assert_eq!(declared(&all, "RxDesc"), 416);
+    assert_eq!(declared(&all, "RoceHeader"), 704);
     assert_eq!(declared(&all, "InflightRec"), 224);
-    assert_eq!(declared(&all, "ReadRespJob"), 288);
+    assert_eq!(declared(&all, "ReadRespJob"), 360);
 
     let t = TxJob::default();
     assert_eq!((t.get_my_offset_has_reth(), t.get_my_width_has_reth()), (9, 1));
     assert_eq!((t.get_my_offset_has_ext4(), t.get_my_width_has_ext4()), (10, 1));
-    assert_eq!((t.get_my_offset_rsvd0(), t.get_my_width_rsvd0()), (11, 5));
+    assert_eq!((t.get_my_offset_has_atomic_eth(), t.get_my_offset_has_atomic_ack()), (11, 12));
+    assert_eq!((t.get_my_offset_rsvd0(), t.get_my_width_rsvd0()), (13, 3));
     assert_eq!(t.get_my_offset_psn(), 16, "TxJob fields after rsvd0 did not move");
     assert_eq!((t.get_my_offset_ext4(), t.get_my_width_ext4()), (328, 32));
+    assert_eq!((t.get_my_offset_at_swap(), t.get_my_offset_at_cmp()), (360, 424));
 
     let d = RxDesc::default();
     assert_eq!((d.get_my_offset_aeth_msn(), d.get_my_width_aeth_msn()), (232, 24));
     assert_eq!((d.get_my_offset_imm(), d.get_my_width_imm()), (256, 32));
+    assert_eq!((d.get_my_offset_at_swap(), d.get_my_offset_at_cmp()), (288, 352));
 
-    // Frame byte k is header bits 8k+7..8k: ext starts at byte 54 and holds 20 bytes.
+    // Frame byte k is header bits 8k+7..8k: ext starts at byte 54 and holds 28 bytes.
     let h = RoceHeader::default();
-    assert_eq!((h.get_my_offset_ext(), h.get_my_width_ext()), (54 * 8, 20 * 8));
-    assert_eq!((h.get_my_offset_spare(), h.get_my_width_spare()), (74 * 8, 6 * 8));
+    assert_eq!((h.get_my_offset_ext(), h.get_my_width_ext()), (54 * 8, 28 * 8));
+    assert_eq!((h.get_my_offset_spare(), h.get_my_width_spare()), (82 * 8, 6 * 8));
 
     let i = InflightRec::default();
     assert_eq!((i.get_my_offset_local_iova(), i.get_my_width_local_iova()), (160, 64));
@@ -114,18 +118,18 @@ fn ones_at<const N: usize>(off: usize, w: usize) -> Bits<N> {
 #[test]
 fn from_bits_reads_each_field_in_place() {
     let t = TxJob::default();
-    let j = TxJob::from(ones_at::<360>(t.get_my_offset_ext4(), 32));
+    let j = TxJob::from(ones_at::<488>(t.get_my_offset_ext4(), 32));
     assert_eq!(j.ext4.to_u64(), 0xFFFF_FFFF);
     assert_eq!(j, TxJob { ext4: j.ext4, ..TxJob::default() }, "only ext4 set");
-    let j = TxJob::from(ones_at::<360>(t.get_my_offset_has_ext4(), 1));
+    let j = TxJob::from(ones_at::<488>(t.get_my_offset_has_ext4(), 1));
     assert!(j.has_ext4.any());
     assert_eq!(j, TxJob { has_ext4: j.has_ext4, ..TxJob::default() }, "only has_ext4 set");
     // And back: the record as a word has the field at the same place.
-    let word: Bits<360> = TxJob { ext4: 0xA1B2_C3D4u64.to_bits(), ..TxJob::default() }.into();
+    let word: Bits<488> = TxJob { ext4: 0xA1B2_C3D4u64.to_bits(), ..TxJob::default() }.into();
     assert_eq!(word.get_bits::<32>(328).to_u64(), 0xA1B2_C3D4);
 
     let d = RxDesc::default();
-    let r = RxDesc::from(ones_at::<288>(d.get_my_offset_imm(), 32));
+    let r = RxDesc::from(ones_at::<416>(d.get_my_offset_imm(), 32));
     assert_eq!(r.imm.to_u64(), 0xFFFF_FFFF);
     assert_eq!(r, RxDesc { imm: r.imm, ..RxDesc::default() }, "only imm set");
 }
