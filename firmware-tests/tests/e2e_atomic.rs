@@ -196,7 +196,7 @@ impl Case {
     /// the target lies inside.
     fn remote_image(&self) -> Vec<u8> {
         let mut m = pattern(0xA7, self.remote_len);
-        if let Some(t) = usize::try_from(self.offset).ok().filter(|&o| o + 8 <= self.remote_len) {
+        if let Some(t) = usize::try_from(self.offset).ok().filter(|&o| o.checked_add(8).is_some_and(|e| e <= self.remote_len)) {
             m[t..t + 8].copy_from_slice(&self.init.to_le_bytes());
         }
         m
@@ -427,13 +427,15 @@ fn bad_lkey_or_sge_outside_its_region_is_loc_prot_err() {
 /// 100 FETCH_AND_ADDs posted at once on one QP with `max_rd_atomic` = `limit`: each completes
 /// in order with the original its place in the sequence implies (init + k·add, wrapping past
 /// 2^64), the target ends at init + 100·add, and on the wire at most `limit` atomics wait for
-/// their ATOMIC ACKNOWLEDGE at any time, with the limit reached.
+/// their ATOMIC ACKNOWLEDGE at any time, with the limit reached. The link's latency is 5 µs
+/// each way, so a round trip (2 500 cycles) is far longer than the time to issue 16 requests
+/// and the window fills whenever the requester lets it.
 fn many_in_flight(limit: u8) {
     let n = 100usize;
     let (init, add) = (0xFFFF_FFF0_1234_5678u64, 0x1_0000_0001u64);
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("inflight.pcap");
-    let h = hosts();
+    let h = Hosts::new(SimConfig { link: rnic_sim::LinkConfig { latency_ns: 5_000, ..Default::default() }, ..SimConfig::default() });
     h.world.borrow_mut().capture_pcap(&pcap).unwrap();
     let mut rbuf = vec![0u8; 64 + 8];
     let mut lbuf = vec![GUARD; n * 8 + 8];
