@@ -15,7 +15,8 @@
 //!   byte changes on either side; the last 8 bytes of a region are a valid target;
 //! - 100 atomics in flight on one QP execute once each, in order: the originals are exactly
 //!   init + k·add, and on the wire no more than `max_rd_atomic` are waiting for their
-//!   ATOMIC ACKNOWLEDGE at any time (1, 4 and 16, each reached);
+//!   ATOMIC ACKNOWLEDGE at any time (1, 4 and 16, each reached); 300 in a row (past 128 and
+//!   256) all complete;
 //! - atomics interleaved with WRITEs and READs on one QP keep RC order (a READ after an atomic
 //!   sees its result, an atomic after a WRITE sees the written value); unsignaled atomics
 //!   still return their originals;
@@ -507,6 +508,44 @@ fn hundred_fetch_and_adds_in_flight_four_at_a_time() {
 #[test]
 fn hundred_fetch_and_adds_in_flight_sixteen_at_a_time() {
     many_in_flight(16);
+}
+
+/// 300 atomics on one QP in chunks of 16 (alternating FETCH_AND_ADD and CMP_AND_SWP chunks):
+/// past 128 and 256, where counters of 7 or 8 bits would wrap, every atomic goes out once,
+/// completes once with the right original, and the target ends at the value of 300
+/// single executions.
+#[test]
+fn three_hundred_atomics_in_a_row() {
+    let n = 300usize;
+    let h = hosts();
+    let mut rbuf = vec![0u8; 8 + 8];
+    let mut lbuf = vec![GUARD; n * 8 + 8];
+    {
+        let remote_mem = aligned(&mut rbuf, 8);
+        let local_mr = h.pa.register(aligned(&mut lbuf, n * 8), AccessFlags::LOCAL_WRITE).unwrap();
+        let remote_mr = h.pb.register(remote_mem, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC).unwrap();
+        let (mut qa, qb) = qps(&h, &opts());
+        let t = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap().at(0);
+        // Atomic i moves the target from i to i + 1, either way.
+        for chunk in (0..n as u64).collect::<Vec<_>>().chunks(16) {
+            let wrs: Vec<SendWr<'_>> = chunk
+                .iter()
+                .map(|&i| {
+                    let sge = local_mr.sge(i as usize * 8..i as usize * 8 + 8).unwrap();
+                    let op = if (i / 16) % 2 == 0 { Op::FetchAdd(1) } else { Op::CmpSwap { compare: i, swap: i + 1 } };
+                    op.wr(i, sge, t).signaled(true)
+                })
+                .collect();
+            qa.post_send(&wrs).unwrap();
+            let wcs = h.wait(&h.ca, wrs.len(), 500_000);
+            assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), chunk.to_vec(), "{}", h.diag());
+            assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}\n{}", h.diag());
+        }
+        assert_eq!((0..n).map(|i| u64_at(&local_mr, i * 8)).collect::<Vec<_>>(), (0..n as u64).collect::<Vec<_>>());
+        assert_eq!(u64_at(&remote_mr, 0), n as u64);
+        let (ca, cb) = h.counters();
+        assert_eq!((ca.get("tx_requests"), ca.get("retransmits"), cb.get("rx_roce_ok")), (Some(n as u32), Some(0), Some(n as u32)), "{}", h.diag());
+    }
 }
 
 /// WRITE, atomics and READs of one u64 on one QP, posted back to back: they complete in posting

@@ -289,18 +289,20 @@ fn perf_atomic_cmp_and_swap_survives_loss_duplication_and_reordering() {
     assert!(v["counters"]["server"]["rx_duplicates"].as_u64().unwrap() > 0, "{v}");
 }
 
-/// The loss soak with atomics: 20 000 fetch-and-adds over a wire that loses, reorders and
+/// The loss soak with atomics: 10 000 fetch-and-adds over a wire that loses, reorders and
 /// duplicates 1 % of the frames in each direction. Every original is returned exactly once
-/// and the target ends at init + 20 000 × add: no atomic was lost or executed twice, although
-/// the responder saw duplicates (answered from its saved originals).
+/// and the target ends at init + 10 000 × add: no atomic was lost or executed twice, although
+/// the responder saw duplicates (answered from its saved originals). (10 000, not 20 000: the
+/// NIC answers about one atomic per 112 cycles and the simulator runs about 70 000 cycles/s,
+/// so this is some 16 s of simulation before recovery.)
 #[test]
-fn atomic_loss_soak_of_20k_fetch_and_adds() {
+fn atomic_loss_soak_of_10k_fetch_and_adds() {
     let (ok, v) = perf_op("atomic", &[
-        "--iters", "20000", "--loss", "0.01", "--reorder", "0.01", "--dup", "0.01", "--seed", "13",
+        "--iters", "10000", "--loss", "0.01", "--reorder", "0.01", "--dup", "0.01", "--seed", "13",
     ]);
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
-    assert_eq!(v["completed"].as_u64(), Some(20_000), "{v}");
+    assert_eq!(v["completed"].as_u64(), Some(10_000), "{v}");
     assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
     assert!(v["counters"]["server"]["rx_duplicates"].as_u64().unwrap() > 0, "{v}");
 }
