@@ -32,7 +32,7 @@ use rust_hdl::prelude::*;
 /// Timing: 6 cycles per request packet (issue, table read, first checks, region room, decide,
 /// write back), fewer than the writer's 1 + payload beats from MTU 512 up (a 256-byte packet
 /// takes 5 beats, so at MTU 256 this engine sets the pace: 256 bytes per 6 cycles, 85 Gb/s);
-/// an ACK costs 6 cycles plus 3 per WQE retired. The checks are registered in stages so no
+/// an ACK costs 6 cycles plus 4 per WQE retired. The checks are registered in stages so no
 /// decision path is deeper than 6 LUT levels.
 #[derive(LogicBlock)]
 pub struct RxEngine {
@@ -73,6 +73,7 @@ pub struct RxEngine {
     pub if_we: Signal<In, Bit>,
     pub if_waddr: Signal<In, Bits<10>>,
     pub if_wdata: Signal<In, InflightRec>,
+    /// The write-job FIFO's almost-full flag (at most one free slot); see `job_room`.
     pub job_full: Signal<In, Bit>,
     pub job_write: Signal<Out, Bit>,
     pub job: Signal<Out, WriteJob>,
@@ -132,7 +133,14 @@ pub struct RxEngine {
     cq_ram: RAM<Bits<128>, 6>,
     cqpi_ram: RAM<Bits<32>, 6>,
     inflight_ram: RAM<Bits<224>, 10>,
-    state: DFF<Bits<5>>,
+    state: DFF<Bits<6>>,
+    /// The write-job FIFO has room for a job this cycle: its almost-full flag (at most one free
+    /// slot), registered. Safe for one job per cycle: a flag taken a cycle late still leaves
+    /// room for the job written in that cycle.
+    job_room: DFF<Bit>,
+    /// The covering PSN precedes the head in-flight WQE's last PSN (24-bit serial compare),
+    /// registered in state 32 so state 11 acts on a flag, not on a subtraction.
+    psn_before_r: DFF<Bit>,
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
     retries: DFF<Bits<3>>,
@@ -415,6 +423,8 @@ impl Default for RxEngine {
             cqpi_ram: Default::default(),
             inflight_ram: Default::default(),
             state: Default::default(),
+            job_room: Default::default(),
+            psn_before_r: Default::default(),
             src_lc: Default::default(),
             src_to: Default::default(),
             retries: Default::default(),
@@ -611,12 +621,16 @@ impl Default for RxEngine {
 
 // States.
 // 0 idle, 1 load (address), 2 load (data) + first checks, 5 region room + payload address,
-// 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait,
-// 11 completer check, 12 CQE job; for a SEND that starts a message: 7 receive-WQE address,
+// 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait
+// (in-flight entry address), 32 entry read (coverage registered), 11 completer check, 12 CQE
+// job; for a SEND that starts a message: 7 receive-WQE address,
 // 8 receive-WQE data, 13 key-table read at its lkey, 14 offset, 15 region room, 16 fit,
 // back to 6; for a READ response: 17, 18, 20 checks, 21 act; 22 resume a READ an ACK
 // covered before its responses arrived (or one whose responses are missing); 24 hand an
-// accepted or replayed READ to the scheduler.
+// accepted or replayed READ (or an ATOMIC ACKNOWLEDGE) to the scheduler; for an atomic: 25
+// wait for earlier writes, 26 read its beat, 27 take the word, 28 new value, 29 result job,
+// 30-31 wait for that write, save the result, then 24; a duplicate atomic: 19, 23 scan the
+// replay table, then 24.
 
 impl Logic for RxEngine {
     #[hdl_gen]
@@ -633,8 +647,9 @@ impl Logic for RxEngine {
             r_off, r_boff, r_len_ok, r_ahead, r_past, r_addr, rd_npkts, reads_done, rr_full_r,
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
-            at_write, scan_i, scan_n
+            at_write, scan_i, scan_n, job_room, psn_before_r
         );
+        self.job_room.d.next = !self.job_full.val();
         self.atom_ram.read_clock.next = self.clock.val();
         self.atom_ram.write_clock.next = self.clock.val();
         self.atom_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
@@ -1164,7 +1179,7 @@ impl Logic for RxEngine {
                 self.state.d.next = 6.into();
             }
             6 => {
-                if !self.job_full.val() {
+                if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
                     if self.c_unknown.q.val() {
@@ -1496,8 +1511,13 @@ impl Logic for RxEngine {
                 if (self.outstanding_wqes.val() == 0) | self.outstanding_wqes.val().get_bit(15) {
                     self.state.d.next = 9.into();
                 } else {
-                    self.state.d.next = 11.into();
+                    self.state.d.next = 32.into();
                 }
+            }
+            32 => {
+                // The in-flight entry is readable: is the head WQE covered?
+                self.psn_before_r.d.next = self.psn_diff.val().get_bit(23);
+                self.state.d.next = 11.into();
             }
             11 => {
                 self.cqe_opcode.d.next = self.entry.val().wc_opcode;
@@ -1510,7 +1530,7 @@ impl Logic for RxEngine {
                     self.status.d.next = 5.into();
                     self.cqe_len.d.next = 0.into();
                     self.state.d.next = 12.into();
-                } else if !self.src_to.q.val() & self.is_rnr.val() & self.psn_diff.val().get_bit(23) {
+                } else if !self.src_to.q.val() & self.is_rnr.val() & self.psn_before_r.q.val() {
                     // RNR NAK for this WQE: the responder had no receive WQE. Wait the time its
                     // timer code names (the ACK timer holds that wait), then resend; RNR_RETRY
                     // such retries (7 = infinite), then IBV_WC_RNR_RETRY_EXC_ERR (9.7.5.2.8).
@@ -1532,7 +1552,7 @@ impl Logic for RxEngine {
                     // ACK), or a second copy of the sequence NAK already acted on: nothing to
                     // do (the responder sends one sequence NAK per gap, 9.7.5.1.2).
                     self.state.d.next = 9.into();
-                } else if self.src_to.q.val() | (self.seq_nak_r.q.val() & self.psn_diff.val().get_bit(23)) {
+                } else if self.src_to.q.val() | (self.seq_nak_r.q.val() & self.psn_before_r.q.val()) {
                     // (While an RNR wait runs, sequence NAKs are the echo of the RNR'd packet:
                     // the resend waits for the RNR timer.)
                     // Local ACK timeout or PSN sequence NAK: go back to the oldest WQE not yet
@@ -1564,7 +1584,7 @@ impl Logic for RxEngine {
                         self.cqe_len.d.next = 0.into();
                         self.state.d.next = 12.into();
                     }
-                } else if !self.psn_diff.val().get_bit(23) & self.entry_is_read.val() & !self.rsp_final.q.val() {
+                } else if !self.psn_before_r.q.val() & self.entry_is_read.val() & !self.rsp_final.q.val() {
                     // An ACK (or a later response) covers a READ whose responses have not all
                     // arrived: they were lost or are late. Ask once per missing PSN for the
                     // READ to be resumed from the first missing response (9.7.5.1.3); a
@@ -1573,7 +1593,7 @@ impl Logic for RxEngine {
                     self.rd_rw_dup.d.next =
                         self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.rd_restart.val());
                     self.state.d.next = 22.into();
-                } else if !self.psn_diff.val().get_bit(23) {
+                } else if !self.psn_before_r.q.val() {
                     self.retries.d.next = 0.into();
                     self.rnr_cnt.d.next = 0.into();
                     // Covered by the ACK: retired successfully.
@@ -1606,7 +1626,7 @@ impl Logic for RxEngine {
                     self.job.next.addr = self.cqe_addr.val();
                     self.job.next.need_ack = bit_cast::<1, 1>(self.recv_need_ack.q.val().into());
                     self.reply.next.syndrome = self.recv_syn.q.val();
-                    if !self.job_full.val() & self.cq_settled2.q.val() {
+                    if self.job_room.q.val() & self.cq_settled2.q.val() {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
                         self.cq_pi.d.next = self.cq_pi.q.val() + 1;
@@ -1619,7 +1639,7 @@ impl Logic for RxEngine {
                     // An error other than a flush puts the QP in the error state: the completer
                     // flushes what is in flight, the scheduler what is not yet sent.
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
-                    if !self.job_full.val()
+                    if self.job_room.q.val()
                         & self.cq_settled2.q.val()
                         & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val())
                     {
@@ -1727,7 +1747,7 @@ impl Logic for RxEngine {
                 if self.at_write.q.val() {
                     self.job.next.kind = 3.into();
                 }
-                if !self.job_full.val() {
+                if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.state.d.next = 30.into();
                 }
@@ -1792,7 +1812,7 @@ impl Logic for RxEngine {
             }
             21 => {
                 // 4: act. Every response leaves one job (its payload, or nothing).
-                if !self.job_full.val() {
+                if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
                     if !self.r_head_read.q.val() | !self.r_in.q.val() {

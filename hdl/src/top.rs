@@ -323,7 +323,7 @@ impl Logic for NicTop {
         self.lc_fifo.read.next = self.rxe.lc_read.val();
         self.wj_fifo.write.next = self.rxe.job_write.val();
         self.wj_fifo.data_in.next = self.rxe.job.val();
-        self.rxe.job_full.next = self.wj_fifo.full.val();
+        self.rxe.job_full.next = self.wj_fifo.almost_full.val();
         self.rxw.job_empty.next = self.wj_fifo.empty.val();
         self.rxe.wr_idle.next = self.rxw.idle.val();
         self.rxw.job.next = self.wj_fifo.data_out.val();
