@@ -11,14 +11,13 @@
 //! - a WRITE with a wrong rkey, or reaching past the end of the remote MR, changes no byte of the
 //!   target and increments the responder's `drop_key` counter (bounded waits: a NAK path may not
 //!   exist yet, so the requester may never complete such a WR);
-//! - a bad lkey completes with LOC_PROT_ERR, an unimplemented opcode (an atomic) with
-//!   LOC_QP_OP_ERR.
+//! - a bad lkey completes with LOC_PROT_ERR.
 mod common;
 
 use common::{budget, nonzero, pattern, Hosts};
 use rnic::{
     AccessFlags, ConnectOptions, Mtu, QueuePair, SendWr, Sge,
-    WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+    WcOpcode, WcStatus, WorkCompletion,
 };
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
@@ -289,14 +288,6 @@ fn unsignaled_bad_lkey_still_completes_with_an_error() {
     // IBTA 10.8.3 / PROTOCOL.md: errors always produce a CQE, signaled or not.
     let (wc, _) = local_error(|mr, remote| SendWr::rdma_write(8, Sge::raw(mr.addr(), 16, mr.lkey() ^ 0x40), remote));
     assert_eq!((wc.wr_id, wc.status), (8, WcStatus::LocProtErr), "{wc:?}");
-}
-
-#[test]
-fn unsupported_opcode_completes_with_loc_qp_op_err() {
-    let (wc, _) = local_error(|mr, remote| {
-        SendWr::rdma_write(4, mr.sge(0..64).unwrap(), remote).with_opcode(WrOpcode::AtomicFetchAndAdd).signaled(true)
-    });
-    assert_eq!((wc.wr_id, wc.status), (4, WcStatus::LocQpOpErr), "{wc:?}");
 }
 
 #[test]

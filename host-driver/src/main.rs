@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use rnic::perf::{self, BwOp, WriteBwOptions, WriteBwReport};
+use rnic::perf::{self, AtomicType, BwOp, WriteBwOptions, WriteBwReport};
 use rnic::{Context, DeviceInfo, Mtu, SimDevice};
 
 /// rnic: tools for the rnic RoCEv2 NIC (simulated in Verilator).
@@ -40,6 +40,34 @@ enum PerfOp {
     /// RDMA READ bandwidth, like ib_read_bw: client NIC 0 reads server NIC 1's buffer into its
     /// own.
     Read(ReadArgs),
+    /// Atomic rate, like ib_atomic_bw: client NIC 0 performs 8-byte atomics
+    /// (IBV_WR_ATOMIC_FETCH_AND_ADD or IBV_WR_ATOMIC_CMP_AND_SWP) on one u64 of server NIC 1's
+    /// memory; every original returned and the final value are checked.
+    Atomic(AtomicArgs),
+}
+
+/// `--atomic-type` (perftest's `-A, --atomic_type`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum AtomicTypeArg {
+    /// IBV_WR_ATOMIC_FETCH_AND_ADD.
+    #[value(name = "fetch_and_add", alias = "FETCH_AND_ADD")]
+    FetchAndAdd,
+    /// IBV_WR_ATOMIC_CMP_AND_SWP, chained (operation i swaps init + i for init + i + 1).
+    #[value(name = "cmp_and_swap", alias = "CMP_AND_SWAP")]
+    CmpAndSwap,
+}
+
+#[derive(Args, Debug)]
+struct AtomicArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The atomic operation.
+    #[arg(long, short = 'A', value_enum, default_value = "fetch_and_add")]
+    atomic_type: AtomicTypeArg,
+    /// Atomics the client keeps outstanding (its max_rd_atomic and the server's
+    /// max_dest_rd_atomic; perftest's --outs), 1 ..= 16.
+    #[arg(long, short = 'o', default_value_t = 16)]
+    outs: u8,
 }
 
 #[derive(Args, Debug)]
@@ -77,6 +105,13 @@ struct WriteArgs {
     /// Message size in bytes.
     #[arg(long, short = 's', default_value_t = 65536)]
     size: u64,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// The options every `rnic perf` operation takes.
+#[derive(Args, Debug)]
+struct CommonArgs {
     /// Number of messages.
     #[arg(long, short = 'n', default_value_t = 100)]
     iters: u64,
@@ -131,21 +166,48 @@ struct WriteArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Perf { op: PerfOp::Write(a) } => perf_bw(BwOp::Write, a, 512, 16, 12),
-        Command::Perf { op: PerfOp::Send(a) } => perf_bw(BwOp::Send, a.common, a.rx_depth, 16, a.min_rnr_timer),
-        Command::Perf { op: PerfOp::Read(a) } => perf_bw(BwOp::Read, a.common, 512, a.outs, 12),
+        Command::Perf { op: PerfOp::Write(a) } => perf_bw(Op::plain(BwOp::Write, a.size), a.common),
+        Command::Perf { op: PerfOp::Send(a) } => {
+            perf_bw(Op { rx_depth: a.rx_depth, min_rnr_timer: a.min_rnr_timer, ..Op::plain(BwOp::Send, a.common.size) }, a.common.common)
+        }
+        Command::Perf { op: PerfOp::Read(a) } => perf_bw(Op { outs: a.outs, ..Op::plain(BwOp::Read, a.common.size) }, a.common.common),
+        Command::Perf { op: PerfOp::Atomic(a) } => {
+            let atomic_type = match a.atomic_type {
+                AtomicTypeArg::FetchAndAdd => AtomicType::FetchAndAdd,
+                AtomicTypeArg::CmpAndSwap => AtomicType::CmpAndSwap,
+            };
+            perf_bw(Op { outs: a.outs, atomic_type, ..Op::plain(BwOp::Atomic, perf::ATOMIC_BYTES) }, a.common)
+        }
         Command::Info { json } => info(json),
     }
 }
 
-fn perf_bw(op: BwOp, a: WriteArgs, rx_depth: u32, outs: u8, min_rnr_timer: u8) -> ExitCode {
-    let name = op.name();
+/// The operation-specific settings of a `rnic perf` run.
+struct Op {
+    op: BwOp,
+    size: u64,
+    rx_depth: u32,
+    outs: u8,
+    min_rnr_timer: u8,
+    atomic_type: AtomicType,
+}
+
+impl Op {
+    /// `op` with messages of `size` bytes and the defaults of the other settings.
+    fn plain(op: BwOp, size: u64) -> Self {
+        Op { op, size, rx_depth: 512, outs: 16, min_rnr_timer: 12, atomic_type: AtomicType::FetchAndAdd }
+    }
+}
+
+fn perf_bw(o: Op, a: CommonArgs) -> ExitCode {
+    let name = o.op.name();
     let opts = WriteBwOptions {
-        op,
-        rx_depth,
-        outs,
-        min_rnr_timer,
-        size: a.size,
+        op: o.op,
+        rx_depth: o.rx_depth,
+        outs: o.outs,
+        atomic_type: o.atomic_type,
+        min_rnr_timer: o.min_rnr_timer,
+        size: o.size,
         iters: a.iters,
         mtu: a.mtu,
         tx_depth: a.tx_depth,
@@ -237,11 +299,12 @@ fn perf_bw(op: BwOp, a: WriteArgs, rx_depth: u32, outs: u8, min_rnr_timer: u8) -
 
 const RULE: &str = "---------------------------------------------------------------------------------------";
 
-fn print_table(r: &WriteBwReport, a: &WriteArgs) {
+fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     println!("{RULE}");
     let title = match r.op {
         "send" => "Send",
         "read" => "RDMA_Read",
+        "atomic" => "Atomic",
         _ => "RDMA_Write",
     };
     println!("                    {title} BW Test (rnic, simulated in Verilator)");
@@ -253,6 +316,9 @@ fn print_table(r: &WriteBwReport, a: &WriteArgs) {
     }
     if let Some(outs) = r.outs {
         println!(" Outstand reads  : {outs}");
+    }
+    if r.atomic_type.is_some() {
+        println!(" Atomic Type     : {}", atomic_type_of(r).perftest_name());
     }
     println!(" CQ Moderation   : {}", r.cq_mod);
     println!(" Mtu             : {}[B]", r.mtu);
@@ -291,7 +357,13 @@ fn print_table(r: &WriteBwReport, a: &WriteArgs) {
     if let Some(p) = &a.waveform {
         println!(" waveform (NIC 0): {}", p.display());
     }
-    if r.verified {
+    if r.verified && r.op == "atomic" {
+        println!(
+            " verification: all {} originals returned once and the target holds {:#018x}",
+            r.iters,
+            atomic_type_of(r).original(r.iters)
+        );
+    } else if r.verified {
         println!(" verification: all {} bytes match", r.bytes);
     } else {
         match r.received {
@@ -300,6 +372,15 @@ fn print_table(r: &WriteBwReport, a: &WriteArgs) {
         }
     }
     println!("{RULE}");
+}
+
+/// The atomic type a report names.
+fn atomic_type_of(r: &WriteBwReport) -> AtomicType {
+    if r.atomic_type == Some(AtomicType::CmpAndSwap.name()) {
+        AtomicType::CmpAndSwap
+    } else {
+        AtomicType::FetchAndAdd
+    }
 }
 
 fn info(json: bool) -> ExitCode {

@@ -1,6 +1,6 @@
-//! `rnic perf write` / `rnic perf send`: ib_write_bw / ib_send_bw-style bandwidth tests between
-//! two simulated hosts, through the verbs only (the NIC RTL does the transfer), with a
-//! byte-exact check of the result.
+//! `rnic perf write` / `send` / `read` / `atomic`: ib_write_bw / ib_send_bw / ib_read_bw /
+//! ib_atomic_bw-style bandwidth tests between two simulated hosts, through the verbs only (the
+//! NIC RTL does the transfer), with an exact check of the result.
 use std::path::PathBuf;
 
 use rnic_contract::CORE_CLOCK_MHZ;
@@ -31,18 +31,69 @@ pub enum BwOp {
     Send,
     /// RDMA READ of the server's buffer into the client's (ib_read_bw).
     Read,
+    /// Atomics on one u64 of the server's memory (ib_atomic_bw), of [`WriteBwOptions::atomic_type`].
+    Atomic,
 }
 
 impl BwOp {
-    /// "write" or "send", the report's `op`.
+    /// "write", "send", "read" or "atomic", the report's `op`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Write => "write",
             Self::Send => "send",
             Self::Read => "read",
+            Self::Atomic => "atomic",
         }
     }
 }
+
+/// The atomic operation of `rnic perf atomic` (ib_atomic_bw's `--atomic_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AtomicType {
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD` of [`ATOMIC_ADD`]: operation `i` returns
+    /// [`ATOMIC_INIT`] + i × [`ATOMIC_ADD`] (mod 2^64).
+    #[default]
+    FetchAndAdd,
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP` chained: operation `i` compares with [`ATOMIC_INIT`] + i and
+    /// swaps in [`ATOMIC_INIT`] + i + 1, so each one matches only if every earlier one executed
+    /// exactly once, in order.
+    CmpAndSwap,
+}
+
+impl AtomicType {
+    /// "fetch_and_add" or "cmp_and_swap", the report's `atomic_type`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FetchAndAdd => "fetch_and_add",
+            Self::CmpAndSwap => "cmp_and_swap",
+        }
+    }
+
+    /// perftest's spelling: "FETCH_AND_ADD" or "CMP_AND_SWAP".
+    pub fn perftest_name(self) -> &'static str {
+        match self {
+            Self::FetchAndAdd => "FETCH_AND_ADD",
+            Self::CmpAndSwap => "CMP_AND_SWAP",
+        }
+    }
+
+    /// The original value operation `i` must return (the target's value before it).
+    pub fn original(self, i: u64) -> u64 {
+        match self {
+            Self::FetchAndAdd => ATOMIC_INIT.wrapping_add(i.wrapping_mul(ATOMIC_ADD)),
+            Self::CmpAndSwap => ATOMIC_INIT.wrapping_add(i),
+        }
+    }
+}
+
+/// The server's target u64 before an atomic run.
+pub const ATOMIC_INIT: u64 = 0xFFFF_FFF0_0123_4567;
+/// The addend of a fetch-and-add run: carries cross the 32-bit halves, and the sum wraps past
+/// 2^64 after 16 operations.
+pub const ATOMIC_ADD: u64 = 0x1_0000_0001;
+/// Bytes an atomic reads and writes (its message size, as perftest reports it).
+pub const ATOMIC_BYTES: u64 = 8;
 
 /// Largest `rx_depth` accepted (the RQ size limit).
 pub const MAX_RX_DEPTH: u32 = crate::qp::MAX_RECV_WR;
@@ -66,9 +117,11 @@ pub struct WriteBwOptions {
     /// `--rx-depth`, default 512), 1 ..= [`MAX_RX_DEPTH`]. When they run out, the client's
     /// SENDs are answered with RNR NAKs and retried.
     pub rx_depth: u32,
-    /// READ only: READs outstanding (the client QP's `max_rd_atomic` and the server's
-    /// `max_dest_rd_atomic`, perftest's `--outs`, default 16), 1 ..= 16.
+    /// READ and atomic: READs / atomics outstanding (the client QP's `max_rd_atomic` and the
+    /// server's `max_dest_rd_atomic`, perftest's `--outs`, default 16), 1 ..= 16.
     pub outs: u8,
+    /// Atomic only: the operation (default fetch-and-add).
+    pub atomic_type: AtomicType,
     /// The server's RNR timer code (`min_rnr_timer`, default 12 = 0.64 ms; 1 ..= 31, or 0 =
     /// 655.36 ms): the wait before a SEND that found no receive is resent.
     pub min_rnr_timer: u8,
@@ -98,6 +151,7 @@ impl Default for WriteBwOptions {
             cq_mod: 16,
             rx_depth: 512,
             outs: 16,
+            atomic_type: AtomicType::FetchAndAdd,
             min_rnr_timer: 12,
             budget_cycles: None,
             pcap: None,
@@ -135,7 +189,7 @@ pub struct BothCounters {
 /// The outcome of [`run_write_bw`]. Rates use the modelled clock: `seconds = cycles / 250 MHz`.
 #[derive(Clone, Debug, Serialize)]
 pub struct WriteBwReport {
-    /// "write" or "send".
+    /// "write", "send", "read" or "atomic".
     pub op: &'static str,
     /// Message size in bytes.
     pub size: u64,
@@ -149,9 +203,12 @@ pub struct WriteBwReport {
     pub cq_mod: u32,
     /// SEND: receive work requests the server kept posted (null for WRITE).
     pub rx_depth: Option<u32>,
-    /// READ only: READs kept outstanding (`max_rd_atomic`).
+    /// READ and atomic: READs / atomics kept outstanding (`max_rd_atomic`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outs: Option<u8>,
+    /// Atomic only: "fetch_and_add" or "cmp_and_swap".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub atomic_type: Option<&'static str>,
     /// Payload bytes: `size × iters`.
     pub bytes: u64,
     /// NIC cycles from just before the first post to the poll that found the last completion
@@ -165,9 +222,12 @@ pub struct WriteBwReport {
     /// Message rate, millions per second.
     pub mpps: f64,
     /// Every byte of the server's buffer matched, and every work request completed successfully
-    /// (for SEND: every receive too, in order, with `byte_len` = `size`).
+    /// (for SEND: every receive too, in order, with `byte_len` = `size`; for atomics: every
+    /// original returned was right and the target holds the final value, see
+    /// [`check_atomics`]).
     pub verified: bool,
-    /// The first wrong byte, if any.
+    /// The first wrong byte, if any (atomics: of the originals in the client's buffer, 8 bytes
+    /// per operation).
     pub first_mismatch: Option<Mismatch>,
     /// Work requests completed (retired by a successful completion).
     pub completed: u64,
@@ -177,7 +237,8 @@ pub struct WriteBwReport {
     pub timed_out: bool,
     /// The budget, in cycles.
     pub budget_cycles: u64,
-    /// The first error completion or driver error, if any.
+    /// The first error completion or driver error, if any (atomics: also a wrong final value
+    /// of the target).
     pub error: Option<String>,
     /// Simulated cycles per wall-clock second, over the whole run (setup included).
     pub sim_cycles_per_sec: f64,
@@ -264,7 +325,10 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
     if o.min_rnr_timer > 31 {
         return Err(Error::inval(format!("min_rnr_timer must be 0 ..= 31, not {}", o.min_rnr_timer)));
     }
-    if o.op == BwOp::Read && (o.outs == 0 || o.outs > crate::qp::MAX_RD_ATOMIC) {
+    if o.op == BwOp::Atomic && o.size != ATOMIC_BYTES {
+        return Err(Error::inval(format!("an atomic moves {ATOMIC_BYTES} bytes, so size must be {ATOMIC_BYTES}, not {}", o.size)));
+    }
+    if matches!(o.op, BwOp::Read | BwOp::Atomic) && (o.outs == 0 || o.outs > crate::qp::MAX_RD_ATOMIC) {
         return Err(Error::inval(format!("outs must be 1 ..= {}, not {}", crate::qp::MAX_RD_ATOMIC, o.outs)));
     }
     if o.op == BwOp::Send && (o.rx_depth == 0 || o.rx_depth > MAX_RX_DEPTH) {
@@ -287,7 +351,11 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
 /// receive completion, which must come in order, successful, with `byte_len` = `size`. With
 /// [`BwOp::Read`] message `i` is an RDMA READ of the server's bytes `i × size ..`, which hold
 /// pattern `i` from the start, into the client's bytes `i × size ..` (a client buffer as large
-/// as the transfer), and the client's buffer is the one checked.
+/// as the transfer), and the client's buffer is the one checked. With [`BwOp::Atomic`] (`size`
+/// 8) operation `i` is an atomic of `atomic_type` on one 8-byte-aligned u64 of the server's
+/// memory ([`ATOMIC_INIT`] at the start; the server's region and QP grant REMOTE_ATOMIC), whose
+/// original lands in the client's bytes `8 i ..`; afterwards [`check_atomics`] checks the
+/// originals and the final value.
 ///
 /// `progress(done, total)` is called as completions arrive.
 ///
@@ -315,16 +383,24 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let server = Context::open_with_port(dev_s, PortAddr::for_sim_nic(1))?;
     let send = o.op == BwOp::Send;
     let read = o.op == BwOp::Read;
+    let atomic = o.op == BwOp::Atomic;
     // WRITE and SEND fill a ring of message slots at the client and are checked in the
     // server's buffer; a READ copies the server's patterns into a client buffer as large as
-    // the transfer, checked there.
-    let slots = if read { o.iters as usize } else { o.iters.min(u64::from(o.tx_depth)) as usize };
-    let mut server_buf = vec![0u8; total];
+    // the transfer, checked there; atomics return one original each into a client buffer of
+    // 8 bytes per operation, and work on one u64 of the server's.
+    let slots = if read || atomic { o.iters as usize } else { o.iters.min(u64::from(o.tx_depth)) as usize };
+    // An atomic's target must be 8-byte aligned: the server's region starts at the first
+    // aligned byte of a 16-byte buffer.
+    let mut server_buf = vec![0u8; if atomic { 2 * ATOMIC_BYTES as usize } else { total }];
+    let (server_off, server_len) = if atomic { (server_buf.as_ptr().align_offset(8), ATOMIC_BYTES as usize) } else { (0, total) };
     let mut client_buf = vec![0u8; size * slots];
     if read {
         for (i, chunk) in server_buf.chunks_mut(size).enumerate() {
             fill_pattern(i as u64, chunk);
         }
+    }
+    if atomic {
+        server_buf[server_off..server_off + server_len].copy_from_slice(&ATOMIC_INIT.to_le_bytes());
     }
 
     let (pd_c, pd_s) = (client.alloc_pd()?, server.alloc_pd()?);
@@ -333,8 +409,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             BwOp::Send => AccessFlags::LOCAL_WRITE,
             BwOp::Write => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
             BwOp::Read => AccessFlags::REMOTE_READ,
+            BwOp::Atomic => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
         };
-        let server_mr = pd_s.register(&mut server_buf, server_access)?;
+        let server_mr = pd_s.register(&mut server_buf[server_off..server_off + server_len], server_access)?;
         let client_mr = pd_c.register(&mut client_buf, AccessFlags::LOCAL_WRITE)?;
         let rx_depth = if send { o.rx_depth.min(u32::try_from(o.iters).unwrap_or(u32::MAX)) } else { 0 };
         let cq_c = client.create_cq(o.tx_depth as usize)?;
@@ -350,6 +427,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 BwOp::Send => AccessFlags::empty(),
                 BwOp::Write => AccessFlags::REMOTE_WRITE,
                 BwOp::Read => AccessFlags::REMOTE_READ,
+                BwOp::Atomic => AccessFlags::REMOTE_ATOMIC,
             },
             timeout: o.qp_timeout,
             max_rd_atomic: o.outs,
@@ -388,7 +466,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 batch.clear();
                 for j in posted..upto {
                     let slot = (j % slots as u64) as usize * size;
-                    if !read {
+                    if !read && !atomic {
                         fill_pattern(j, &mut msg);
                         client_mr.write_at(slot, &msg)?;
                     }
@@ -398,6 +476,12 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                         BwOp::Send => SendWr::send(j, sge),
                         BwOp::Write => SendWr::rdma_write(j, sge, remote.at(j * o.size)),
                         BwOp::Read => SendWr::rdma_read(j, sge, remote.at(j * o.size)),
+                        BwOp::Atomic => match o.atomic_type {
+                            AtomicType::FetchAndAdd => SendWr::atomic_fetch_and_add(j, sge, remote.at(0), ATOMIC_ADD),
+                            AtomicType::CmpAndSwap => {
+                                SendWr::atomic_cmp_and_swp(j, sge, remote.at(0), o.atomic_type.original(j), o.atomic_type.original(j + 1))
+                            }
+                        },
                     };
                     batch.push(wr.signaled(signaled));
                 }
@@ -454,14 +538,26 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         // Let the last ACKs and frames settle so the counters are final.
         world.borrow_mut().step_n(2_000);
         let counters = BothCounters { client: client.counters()?, server: server.counters()? };
-        (start, end, completed, received, error, timed_out, counters, ep_c, ep_s)
+        let mut target = [0u8; 8];
+        if atomic {
+            server_mr.read_at(0, &mut target)?;
+        }
+        (start, end, completed, received, error, timed_out, counters, ep_c, ep_s, u64::from_le_bytes(target))
         // QPs, CQs and MRs are dropped here, QPs first: the buffers are unmapped before use.
     };
-    let (start, end, completed, received, error, timed_out, counters, ep_c, ep_s) = run;
+    let (start, end, completed, received, mut error, timed_out, counters, ep_c, ep_s, target) = run;
     let pcap_frames = world.borrow().captured_frames();
     world.borrow_mut().finish().map_err(|e| Error::io("finishing the pcap capture / waveform", e))?;
 
-    let first_mismatch = check_buffer(if read { &client_buf } else { &server_buf }, o.size);
+    let first_mismatch = if atomic {
+        let (mismatch, wrong_final) = check_atomics(o.atomic_type, &client_buf, target, o.iters);
+        if error.is_none() && !timed_out {
+            error = wrong_final;
+        }
+        mismatch
+    } else {
+        check_buffer(if read { &client_buf } else { &server_buf }, o.size)
+    };
     let cycles = end.saturating_sub(start).max(1);
     let seconds = cycles as f64 / (CORE_CLOCK_MHZ as f64 * 1e6);
     let stats = world.borrow().stats();
@@ -474,7 +570,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         tx_depth: o.tx_depth,
         cq_mod: o.cq_mod,
         rx_depth: send.then_some(o.rx_depth),
-        outs: read.then_some(o.outs),
+        outs: (read || atomic).then_some(o.outs),
+        atomic_type: atomic.then(|| o.atomic_type.name()),
         bytes: o.size * o.iters,
         cycles,
         clock_mhz: CORE_CLOCK_MHZ,
@@ -500,6 +597,51 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         rnr_naks: counters.server.get("tx_rnr_naks").unwrap_or(0),
         counters,
     })
+}
+
+/// Checks an atomic run of `iters` operations of type `t`: `client` holds the original each
+/// operation returned (8 bytes, little-endian, per operation) and `target` the server's u64
+/// afterwards. Fetch-and-add: the originals must be exactly the set {[`ATOMIC_INIT`] + k ×
+/// [`ATOMIC_ADD`] : k < iters} (each sum seen once: no operation lost or executed twice) and
+/// the target [`ATOMIC_INIT`] + iters × [`ATOMIC_ADD`], mod 2^64. Compare-and-swap (chained):
+/// operation `i` must have returned [`ATOMIC_INIT`] + i and the target must be
+/// [`ATOMIC_INIT`] + iters. Returns the first wrong byte of the originals against the in-order
+/// expectation (`None` if they are right) and a message if the target is wrong.
+pub fn check_atomics(t: AtomicType, client: &[u8], target: u64, iters: u64) -> (Option<Mismatch>, Option<String>) {
+    let got: Vec<u64> =
+        client.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+    let want: Vec<u64> = (0..iters).map(|i| t.original(i)).collect();
+    let originals_ok = match t {
+        AtomicType::FetchAndAdd => {
+            let (mut g, mut w) = (got.clone(), want.clone());
+            g.sort_unstable();
+            w.sort_unstable();
+            g == w
+        }
+        AtomicType::CmpAndSwap => got == want,
+    };
+    let mismatch = if originals_ok {
+        None
+    } else {
+        let image: Vec<u8> = want.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut first: Option<Mismatch> = None;
+        let mut count = 0u64;
+        for (k, (&g, &e)) in client.iter().zip(&image).enumerate() {
+            if g != e {
+                count += 1;
+                first.get_or_insert(Mismatch { offset: k as u64, iteration: k as u64 / ATOMIC_BYTES, expected: e, found: g, count: 0 });
+            }
+        }
+        first.map(|m| Mismatch { count, ..m })
+    };
+    let final_want = t.original(iters);
+    let wrong = (target != final_want).then(|| {
+        format!(
+            "the target holds {target:#018x} after {iters} {} operations, expected {final_want:#018x} (an operation was lost or executed twice)",
+            t.name()
+        )
+    });
+    (mismatch, wrong)
 }
 
 /// Compares the server's buffer with the patterns sent; the first difference and the count.
@@ -560,6 +702,30 @@ mod tests {
     }
 
     #[test]
+    fn check_atomics_wants_every_original_once_and_the_final_value() {
+        let n = 20u64;
+        for t in [AtomicType::FetchAndAdd, AtomicType::CmpAndSwap] {
+            let mut buf: Vec<u8> = (0..n).flat_map(|i| t.original(i).to_le_bytes()).collect();
+            assert_eq!(check_atomics(t, &buf, t.original(n), n), (None, None), "{t:?}");
+            assert!(check_atomics(t, &buf, t.original(n + 1), n).1.unwrap().contains("lost or executed twice"));
+            // Operation 3 seeing operation 2's original: one executed twice.
+            let two = t.original(2).to_le_bytes();
+            buf[24..32].copy_from_slice(&two);
+            let m = check_atomics(t, &buf, t.original(n), n).0.unwrap();
+            assert_eq!(m.iteration, 3, "{t:?}");
+        }
+        // Fetch-and-add accepts the set in any order; compare-and-swap does not.
+        let mut swapped: Vec<u64> = (0..n).map(|i| AtomicType::FetchAndAdd.original(i)).collect();
+        swapped.swap(4, 5);
+        let b: Vec<u8> = swapped.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(check_atomics(AtomicType::FetchAndAdd, &b, AtomicType::FetchAndAdd.original(n), n).0, None);
+        assert_eq!(AtomicType::FetchAndAdd.original(16), ATOMIC_INIT.wrapping_add(16 * ATOMIC_ADD), "wraps");
+        assert!(ATOMIC_INIT.checked_add(16 * ATOMIC_ADD).is_none(), "the sum passes 2^64 within 16 operations");
+        let c: Vec<u8> = (0..n).map(|i| AtomicType::CmpAndSwap.original(if i == 4 { 5 } else if i == 5 { 4 } else { i })).flat_map(u64::to_le_bytes).collect();
+        assert!(check_atomics(AtomicType::CmpAndSwap, &c, AtomicType::CmpAndSwap.original(n), n).0.is_some());
+    }
+
+    #[test]
     fn options_are_checked() {
         let ok = WriteBwOptions::default();
         check_options(&ok).unwrap();
@@ -573,6 +739,11 @@ mod tests {
         check_options(&send).unwrap();
         assert!(check_options(&WriteBwOptions { rx_depth: 0, ..send.clone() }).is_err());
         assert!(check_options(&WriteBwOptions { rx_depth: MAX_RX_DEPTH + 1, ..send }).is_err());
-        assert!(check_options(&WriteBwOptions { rx_depth: 0, ..ok }).is_ok(), "rx_depth only matters for SEND");
+        assert!(check_options(&WriteBwOptions { rx_depth: 0, ..ok.clone() }).is_ok(), "rx_depth only matters for SEND");
+        let atomic = WriteBwOptions { op: BwOp::Atomic, size: ATOMIC_BYTES, ..ok };
+        check_options(&atomic).unwrap();
+        assert!(check_options(&WriteBwOptions { size: 16, ..atomic.clone() }).unwrap_err().to_string().contains("size must be 8"));
+        assert!(check_options(&WriteBwOptions { outs: 0, ..atomic.clone() }).is_err());
+        assert!(check_options(&WriteBwOptions { outs: 17, ..atomic }).is_err());
     }
 }

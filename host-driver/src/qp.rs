@@ -348,8 +348,8 @@ fn apply(to: &mut QpAttr, from: &QpAttr, mask: QpAttrMask) {
     }
 }
 
-/// `enum ibv_wr_opcode`. The driver passes the opcode to the NIC unchanged; the NIC completes
-/// the ones it does not implement with [`WcStatus::LocQpOpErr`] (today: the two atomics).
+/// `enum ibv_wr_opcode` (ibv_post_send(3)). The driver passes the opcode to the NIC unchanged;
+/// the NIC completes one it does not implement with [`WcStatus::LocQpOpErr`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum WrOpcode {
@@ -364,15 +364,26 @@ pub enum WrOpcode {
     /// `IBV_WR_RDMA_READ`: the remote buffer is copied into the local SGE, whose region must
     /// grant [`AccessFlags::LOCAL_WRITE`](crate::AccessFlags::LOCAL_WRITE).
     RdmaRead = verbs::wr_opcode::RDMA_READ,
-    /// `IBV_WR_ATOMIC_CMP_AND_SWP` (not implemented by the NIC yet).
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the responder compares the 8-byte little-endian u64 at the
+    /// remote address with [`SendWr::compare_add`] and, if equal, replaces it with
+    /// [`SendWr::swap`]; the original value lands in the 8-byte local SGE (IBTA Vol 1 9.4.5,
+    /// COMPARE SWAP with an AtomicETH). Completes with [`crate::WcOpcode::CompSwap`].
     AtomicCmpAndSwp = verbs::wr_opcode::ATOMIC_CMP_AND_SWP,
-    /// `IBV_WR_ATOMIC_FETCH_AND_ADD` (not implemented by the NIC yet).
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: the responder adds [`SendWr::compare_add`] (mod 2^64) to
+    /// the 8-byte little-endian u64 at the remote address; the original value lands in the
+    /// 8-byte local SGE (IBTA Vol 1 9.4.5, FETCH ADD with an AtomicETH). Completes with
+    /// [`crate::WcOpcode::FetchAdd`].
     AtomicFetchAndAdd = verbs::wr_opcode::ATOMIC_FETCH_AND_ADD,
 }
 
 impl WrOpcode {
     fn needs_remote(self) -> bool {
         !matches!(self, Self::Send | Self::SendWithImm)
+    }
+
+    /// True for the two atomics (`IBV_WR_ATOMIC_CMP_AND_SWP`, `IBV_WR_ATOMIC_FETCH_AND_ADD`).
+    pub fn is_atomic(self) -> bool {
+        matches!(self, Self::AtomicCmpAndSwp | Self::AtomicFetchAndAdd)
     }
 }
 
@@ -431,8 +442,9 @@ pub struct RemoteAddr {
     pub rkey: u32,
 }
 
-/// A send work request (`struct ibv_send_wr`, one SGE). Build with [`SendWr::rdma_write`] or
-/// [`SendWr::send`] and the `with_*` methods.
+/// A send work request (`struct ibv_send_wr`, one SGE). Build with [`SendWr::rdma_write`],
+/// [`SendWr::rdma_read`], [`SendWr::send`], [`SendWr::atomic_cmp_and_swp`] or
+/// [`SendWr::atomic_fetch_and_add`] and the `with_*` methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendWr<'mr> {
     /// Returned in the work completion.
@@ -447,25 +459,60 @@ pub struct SendWr<'mr> {
     pub remote: Option<RemoteAddr>,
     /// Immediate data (for the `*WithImm` opcodes).
     pub imm_data: u32,
+    /// Atomics: `wr.atomic.compare_add` — the value IBV_WR_ATOMIC_CMP_AND_SWP compares with,
+    /// or the addend of IBV_WR_ATOMIC_FETCH_AND_ADD (AtomicETH Compare Data / Add Data). 0 for
+    /// other opcodes.
+    pub compare_add: u64,
+    /// Atomics: `wr.atomic.swap` — the value IBV_WR_ATOMIC_CMP_AND_SWP writes when the compare
+    /// matched (AtomicETH Swap Data). 0 for other opcodes.
+    pub swap: u64,
 }
 
 impl<'mr> SendWr<'mr> {
     /// An unsignaled RDMA WRITE of `sge` to `remote`.
     pub fn rdma_write(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr) -> Self {
-        Self { wr_id, opcode: WrOpcode::RdmaWrite, flags: SendFlags::empty(), sge: Some(sge), remote: Some(remote), imm_data: 0 }
+        Self::new(wr_id, WrOpcode::RdmaWrite, Some(sge), Some(remote))
+    }
+
+    fn new(wr_id: u64, opcode: WrOpcode, sge: Option<Sge<'mr>>, remote: Option<RemoteAddr>) -> Self {
+        Self { wr_id, opcode, flags: SendFlags::empty(), sge, remote, imm_data: 0, compare_add: 0, swap: 0 }
     }
 
     /// An unsignaled RDMA READ (`IBV_WR_RDMA_READ`) of `sge.length` bytes at `remote` into
     /// `sge` (or a zero-length READ with `None`). The remote region needs REMOTE_READ, the
     /// local one LOCAL_WRITE; the local bytes are the NIC's to write until the completion.
     pub fn rdma_read(wr_id: u64, sge: impl Into<Option<Sge<'mr>>>, remote: RemoteAddr) -> Self {
-        Self { wr_id, opcode: WrOpcode::RdmaRead, flags: SendFlags::empty(), sge: sge.into(), remote: Some(remote), imm_data: 0 }
+        Self::new(wr_id, WrOpcode::RdmaRead, sge.into(), Some(remote))
+    }
+
+    /// An unsignaled atomic compare and swap (`IBV_WR_ATOMIC_CMP_AND_SWP`, ibv_post_send(3);
+    /// IBTA Vol 1 9.4.5): the responder's NIC reads the 8-byte little-endian u64 at `remote`
+    /// (8-byte aligned, in a region and QP granting REMOTE_ATOMIC), writes `swap` there iff it
+    /// equals `compare`, and returns the original value, which the local NIC writes into `sge`
+    /// as a little-endian u64. `sge` must be exactly 8 bytes of a region with LOCAL_WRITE; the
+    /// bytes are the NIC's to write until the completion ([`crate::WcOpcode::CompSwap`],
+    /// `byte_len` 8). Nothing is checked here: the NIC reports a wrong SGE length
+    /// ([`WcStatus::LocLenErr`]), a bad local key or access ([`WcStatus::LocProtErr`]), a
+    /// misaligned remote address ([`WcStatus::RemInvReqErr`]) and a refused rkey or range
+    /// ([`WcStatus::RemAccessErr`]).
+    pub fn atomic_cmp_and_swp(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr, compare: u64, swap: u64) -> Self {
+        Self { compare_add: compare, swap, ..Self::new(wr_id, WrOpcode::AtomicCmpAndSwp, Some(sge), Some(remote)) }
+    }
+
+    /// An unsignaled atomic fetch and add (`IBV_WR_ATOMIC_FETCH_AND_ADD`, ibv_post_send(3);
+    /// IBTA Vol 1 9.4.5): the responder's NIC adds `add` (wrapping, mod 2^64) to the 8-byte
+    /// little-endian u64 at `remote` and returns the original value into `sge`. The rules for
+    /// `sge` and `remote` and the errors are those of
+    /// [`atomic_cmp_and_swp`](Self::atomic_cmp_and_swp); the completion is
+    /// [`crate::WcOpcode::FetchAdd`] with `byte_len` 8.
+    pub fn atomic_fetch_and_add(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr, add: u64) -> Self {
+        Self { compare_add: add, ..Self::new(wr_id, WrOpcode::AtomicFetchAndAdd, Some(sge), Some(remote)) }
     }
 
     /// An unsignaled SEND (`IBV_WR_SEND`) of `sge`, or of zero bytes with `None`: the peer's
     /// NIC scatters it into the next receive WR of its RQ. `remote` is unused.
     pub fn send(wr_id: u64, sge: impl Into<Option<Sge<'mr>>>) -> Self {
-        Self { wr_id, opcode: WrOpcode::Send, flags: SendFlags::empty(), sge: sge.into(), remote: None, imm_data: 0 }
+        Self::new(wr_id, WrOpcode::Send, sge.into(), None)
     }
 
     /// Sets or clears [`SendFlags::SIGNALED`].
@@ -1172,6 +1219,8 @@ impl<'mr> QueuePair<'mr> {
                 sge_addr: sge.addr,
                 sge_length: sge.length,
                 sge_lkey: sge.lkey,
+                compare_add: wr.compare_add,
+                swap: wr.swap,
             };
             let slot = ((start + k as u64) & mask) as usize;
             self.ring.write(slot * wqe::BYTES, &w.pack())?;

@@ -223,6 +223,11 @@ pub struct Wqe {
     pub sge_length: u32,
     /// SGE 0 lkey.
     pub sge_lkey: u32,
+    /// Atomics: compare (CMP_AND_SWP) or add (FETCH_AND_ADD) operand, AtomicETH Compare Data /
+    /// Add Data ([`rnic_contract::wqe::COMPARE_ADD`]).
+    pub compare_add: u64,
+    /// Atomics: swap operand of CMP_AND_SWP, AtomicETH Swap Data ([`rnic_contract::wqe::SWAP`]).
+    pub swap: u64,
 }
 
 impl Wqe {
@@ -239,6 +244,8 @@ impl Wqe {
         wqe::SGE0_ADDR.put(&mut r, self.sge_addr);
         wqe::SGE0_LENGTH.put(&mut r, self.sge_length.into());
         wqe::SGE0_LKEY.put(&mut r, self.sge_lkey.into());
+        wqe::COMPARE_ADD.put(&mut r, self.compare_add);
+        wqe::SWAP.put(&mut r, self.swap);
         r
     }
 }
@@ -457,6 +464,8 @@ mod tests {
             sge_addr: 0x5555_6666_7777_8888,
             sge_length: 65536,
             sge_lkey: 0x0000_0201,
+            compare_add: 0,
+            swap: 0,
         };
         let r = w.pack();
         assert_eq!(u64::from_le_bytes(r[0..8].try_into().unwrap()), w.wr_id);
@@ -471,6 +480,12 @@ mod tests {
         assert_eq!(u32::from_le_bytes(r[44..48].try_into().unwrap()), 0x201);
         assert!(r[48..].iter().all(|&b| b == 0));
         assert_eq!(bits(&r, wqe::SGE0_LKEY), 0x201);
+        // Atomic operands: AtomicETH Compare/Add Data at byte 48, Swap Data at byte 56.
+        let a = Wqe { compare_add: 0x0011_2233_4455_6677, swap: 0x8899_AABB_CCDD_EEFF, ..w }.pack();
+        assert_eq!(u64::from_le_bytes(a[48..56].try_into().unwrap()), 0x0011_2233_4455_6677);
+        assert_eq!(u64::from_le_bytes(a[56..64].try_into().unwrap()), 0x8899_AABB_CCDD_EEFF);
+        assert_eq!((bits(&a, wqe::COMPARE_ADD), bits(&a, wqe::SWAP)), (0x0011_2233_4455_6677, 0x8899_AABB_CCDD_EEFF));
+        assert_eq!(a[..48], r[..48], "the operands touch no other field");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! driver with one PD and one 64-entry CQ, plus the waits and diagnostics the tests use.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod frames;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
