@@ -6,22 +6,32 @@
 //! due (no pulse may come at any other cycle), reads accepted frames back through the buffer's
 //! read port while later frames arrive, and releases their space as the RX engine would.
 //!
-//! Accepted opcodes are the RC opcodes 0x00..=0x11: SEND FIRST/MIDDLE/LAST/ONLY and LAST/ONLY
+//! Accepted opcodes are the RC opcodes 0x00..=0x14: SEND FIRST/MIDDLE/LAST/ONLY and LAST/ONLY
 //! WITH IMMEDIATE (ImmDt), RDMA WRITE FIRST/ONLY (RETH), MIDDLE/LAST, LAST WITH IMMEDIATE
 //! (ImmDt), ONLY WITH IMMEDIATE (RETH + ImmDt), RDMA READ REQUEST (RETH), READ RESPONSE
-//! FIRST/LAST/ONLY (AETH) and MIDDLE, ACKNOWLEDGE (AETH). A descriptor's RETH fields are
-//! compared only for opcodes with a RETH, its AETH fields only for opcodes with an AETH, and
-//! `imm` only for the four WITH IMMEDIATE opcodes (the other opcodes leave them undefined).
+//! FIRST/LAST/ONLY (AETH) and MIDDLE, ACKNOWLEDGE (AETH), ATOMIC ACKNOWLEDGE (AETH +
+//! AtomicAckETH), COMPARE SWAP and FETCH ADD (AtomicETH); the atomics are built and parsed by
+//! the codec's `AtomicPacketRepr` (the harness's `AnyPacket` holds either kind). A descriptor's
+//! RETH fields are compared only for opcodes with a RETH, its AETH fields only for opcodes
+//! with an AETH, `imm` only for the four WITH IMMEDIATE opcodes; for COMPARE SWAP / FETCH ADD
+//! `reth_va`, `reth_rkey` (the AtomicETH's VA and R_Key), `at_swap` (Swap/Add Data) and
+//! `at_cmp` (Compare Data); for ATOMIC ACKNOWLEDGE the AETH fields and `at_swap` (Original
+//! Remote Data). Every other field an opcode does not define is left undefined (`reth_len` of
+//! an atomic too).
 //!
 //! - `codec_places_extension_headers` (no Verilator): the reference itself: for each accepted
 //!   opcode the codec emits the RETH / AETH / ImmDt IBTA Vol 1 Table 38 lists, in that order
-//!   after the BTH, so the ImmDt is at frame bytes 54..58, or 70..74 after a RETH.
+//!   after the BTH, so the ImmDt is at frame bytes 54..58, or 70..74 after a RETH; the
+//!   AtomicETH at 54..82 (VA, R_Key, Swap/Add, Compare, big-endian), the ATOMIC ACKNOWLEDGE's
+//!   AETH at 54..58 and AtomicAckETH at 58..66.
 //! - `valid_frames_become_descriptors`: frames of every accepted opcode (payload 0..=4096,
-//!   every pad; none for READ REQUEST and ACKNOWLEDGE, a whole MTU for FIRST/MIDDLE) with random
+//!   every pad; none for READ REQUEST, ACKNOWLEDGE and the atomics, a whole MTU for
+//!   FIRST/MIDDLE) with random
 //!   addresses, TOS/TTL/ID, FECN/BECN (fields the ICRC masks), back to back or with idle cycles,
 //!   each produce exactly one descriptor whose fields match the codec's parse (opcode, `hlen` =
-//!   54 + 0/4/16/20, AckReq, plen, dest QP, PSN, RETH, AETH, `imm` = the ImmDt's wire bytes with
-//!   the first in bits 7:0), whose `start` continues where the previous frame ended (mod 256)
+//!   54 + 0/4/12/16/20/28, AckReq, plen, dest QP, PSN, RETH, AETH, `imm` = the ImmDt's wire
+//!   bytes with the first in bits 7:0, the atomic operands as numbers), whose `start`
+//!   continues where the previous frame ended (mod 256)
 //!   and `nbeats` covers Total Length; reading `nbeats` beats back through
 //!   `buf_raddr`/`buf_rdata` gives the frame's bytes; `cnt_rx_frame` pulses once per frame and
 //!   no error counter pulses.
@@ -29,9 +39,14 @@
 //!   end the frame just before, on and after the second and third beat boundaries (an RDMA
 //!   WRITE ONLY WITH IMMEDIATE's ImmDt is in the second beat: taken from that beat when it is
 //!   the frame's last, from a register when the frame is longer), all descriptors as above.
-//! - `only_rc_opcodes_up_to_acknowledge_are_accepted`: all 256 opcodes, each followed by a good
-//!   frame: exactly 0x00..=0x11 are accepted; atomics (0x12 ATOMIC ACKNOWLEDGE with AETH +
-//!   AtomicAckETH, 0x13/0x14 with an AtomicETH), 0x15..=0x1F, UC (with their own extension
+//! - `atomic_frames_become_descriptors`: ATOMIC ACKNOWLEDGE (70-byte frame, headers end at byte
+//!   66) and COMPARE SWAP / FETCH ADD (86 bytes, AtomicETH to byte 82): headers ending in the
+//!   second beat, which is also the last one (operands taken from that beat) or, with 1..=70
+//!   bytes of Ethernet padding, not (operands kept in a register); operand corners (all ones,
+//!   all zeros, single bytes); back to back with other frames or with idle cycles: each
+//!   descriptor carries the AtomicETH / AtomicAckETH fields as above.
+//! - `only_rc_opcodes_up_to_fetch_add_are_accepted`: all 256 opcodes, each followed by a good
+//!   frame: exactly 0x00..=0x14 are accepted; 0x15..=0x1F, UC (with their own extension
 //!   headers), UD, CNP and the rest are `cnt_malformed`, and the next frame is unaffected.
 //! - `back_to_back_frames_without_reading`: frames on consecutive cycles, nothing released until
 //!   all are in; every descriptor and every stored frame is right.
@@ -44,12 +59,15 @@
 //!   the verdict).
 //! - `malformed_frames_are_counted_and_dropped`: bad IPv4 checksum, wrong UDP port, truncated
 //!   frame (`tlast` before Total Length), `tuser` = 1, not IPv4, unsupported opcode
-//!   (0x12..=0x17: atomics, RESYNC, reserved), UDP Length ≠ Total Length − 20, TVer ≠ 0, IPv4
+//!   (0x15..=0x1A: RESYNC, reserved), UDP Length ≠ Total Length − 20, TVer ≠ 0, IPv4
 //!   fragment, IPv4 options, not UDP, Total Length past the largest frame → `cnt_malformed`,
 //!   no descriptor.
 //! - `extension_headers_must_fit_in_the_frame`: a SEND ONLY of `n` bytes relabelled as each
 //!   opcode with 4 or 16 bytes of extension headers is accepted (descriptor = the codec's
-//!   parse) iff they fit (`n` >= their length), else `cnt_malformed`.
+//!   parse) iff they fit (`n` >= their length), else `cnt_malformed`; relabelled as ATOMIC
+//!   ACKNOWLEDGE (12 bytes) or COMPARE SWAP / FETCH ADD (28 bytes) with `n` up to the headers'
+//!   length: accepted with `n` = that length, `cnt_malformed` when shorter (including a
+//!   SEND's pad that would make up the 28 bytes).
 //! - `write_only_with_immediate_headers_must_fit_in_the_frame`: the same for RDMA WRITE ONLY
 //!   WITH IMMEDIATE (20 bytes, headers of 64..67 bytes with the pad), including a Total Length
 //!   of 64 with PadCnt 1..3.
@@ -58,9 +76,9 @@
 //!   counted as overflow; once space is released, frames are accepted again.
 mod harness;
 
-use harness::codec;
+use harness::codec::{self, AnyPacket};
 use harness::{bytes_to_bits, Dut, Port, Rng};
-use rnic_firmware_tests::wire::{icrc, AethRepr, Ipv4Packet, Opcode, RocePacketRepr};
+use rnic_firmware_tests::wire::{icrc, Ipv4Packet, Opcode, RocePacketRepr};
 use rnic_hdl::records::RxDesc;
 use rnic_hdl::rx_ingress::{RxIngress, LATENCY};
 use rust_hdl::prelude::*;
@@ -89,7 +107,7 @@ struct Pins {
 enum Expect {
     /// Accepted: a descriptor for `repr` (whose frame, without Ethernet padding, is `frame`);
     /// its bytes are read back from the buffer and, if `release`, its space is freed.
-    Good { repr: Box<RocePacketRepr>, frame: Vec<u8>, release: bool },
+    Good { repr: Box<AnyPacket>, frame: Vec<u8>, release: bool },
     /// Dropped with exactly this counter: "malformed", "icrc" or "overflow".
     Drop(&'static str),
 }
@@ -163,6 +181,8 @@ struct RxDescView {
     aeth_syndrome: u64,
     aeth_msn: u64,
     imm: u64,
+    at_swap: u64,
+    at_cmp: u64,
 }
 
 impl From<RxDesc> for RxDescView {
@@ -182,6 +202,8 @@ impl From<RxDesc> for RxDescView {
             aeth_syndrome: d.aeth_syndrome.to_u64(),
             aeth_msn: d.aeth_msn.to_u64(),
             imm: d.imm.to_u64(),
+            at_swap: d.at_swap.to_u64(),
+            at_cmp: d.at_cmp.to_u64(),
         }
     }
 }
@@ -386,24 +408,38 @@ const READ_RESP_MIDDLE: u8 = 0x0E;
 const READ_RESP_LAST: u8 = 0x0F;
 const READ_RESP_ONLY: u8 = 0x10;
 const ACK: u8 = 0x11;
+const ATOMIC_ACK: u8 = 0x12;
+const CMP_SWAP: u8 = 0x13;
+const FETCH_ADD: u8 = 0x14;
 
-/// Every opcode the ingress accepts: all RC opcodes 0x00..=0x11.
-const ACCEPTED: [u8; 18] = [
+/// Every opcode the ingress accepts: all RC opcodes 0x00..=0x14.
+const ACCEPTED: [u8; 21] = [
     SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_LAST_IMM, SEND_ONLY, SEND_ONLY_IMM, WRITE_FIRST, WRITE_MIDDLE,
     WRITE_LAST, WRITE_LAST_IMM, WRITE_ONLY, WRITE_ONLY_IMM, READ_REQUEST, READ_RESP_FIRST, READ_RESP_MIDDLE,
-    READ_RESP_LAST, READ_RESP_ONLY, ACK,
+    READ_RESP_LAST, READ_RESP_ONLY, ACK, ATOMIC_ACK, CMP_SWAP, FETCH_ADD,
 ];
 
-/// Opcodes whose descriptor carries a RETH, an AETH, an ImmDt (IBTA Vol 1 Table 38).
+/// Opcodes whose descriptor carries a RETH, an AETH, an ImmDt (IBTA Vol 1 Table 38), an
+/// AtomicETH, an AtomicAckETH.
 const HAS_RETH: [u8; 4] = [WRITE_FIRST, WRITE_ONLY, WRITE_ONLY_IMM, READ_REQUEST];
-const HAS_AETH: [u8; 4] = [READ_RESP_FIRST, READ_RESP_LAST, READ_RESP_ONLY, ACK];
+const HAS_AETH: [u8; 5] = [READ_RESP_FIRST, READ_RESP_LAST, READ_RESP_ONLY, ACK, ATOMIC_ACK];
 const HAS_IMM: [u8; 4] = [SEND_LAST_IMM, SEND_ONLY_IMM, WRITE_LAST_IMM, WRITE_ONLY_IMM];
+const HAS_ATOMIC_ETH: [u8; 2] = [CMP_SWAP, FETCH_ADD];
+
+/// Bytes of extension headers after the BTH for an accepted opcode.
+fn ext_len_of(op: u8) -> usize {
+    match op {
+        ATOMIC_ACK => 12,
+        CMP_SWAP | FETCH_ADD => 28,
+        _ => Opcode(op).ext_headers().unwrap().len(),
+    }
+}
 
 /// A payload length the opcode may carry: a whole MTU for FIRST/MIDDLE packets, none for a
 /// READ request or an ACK, anything up to 4096 bytes otherwise.
 fn random_plen(rng: &mut Rng, op: u8) -> usize {
     match op {
-        ACK | READ_REQUEST => 0,
+        ACK | READ_REQUEST | ATOMIC_ACK | CMP_SWAP | FETCH_ADD => 0,
         WRITE_FIRST | WRITE_MIDDLE | SEND_FIRST | SEND_MIDDLE | READ_RESP_FIRST | READ_RESP_MIDDLE => {
             *rng.pick(&[256usize, 512, 1024, 2048, 4096])
         }
@@ -417,50 +453,78 @@ fn random_plen(rng: &mut Rng, op: u8) -> usize {
 }
 
 /// Randomises the fields the ingress does not check (ICRC-masked or not read).
-fn randomise_masked(rng: &mut Rng, r: &mut RocePacketRepr) {
-    r.ipv4.dscp = (rng.u32() & 63) as u8;
-    r.ipv4.ecn = (rng.u32() & 3) as u8;
-    r.ipv4.ttl = rng.u32() as u8;
-    r.ipv4.ident = rng.u32() as u16;
-    r.ipv4.dont_frag = rng.chance(1, 2);
-    r.bth.fecn = rng.chance(1, 4);
-    r.bth.becn = rng.chance(1, 4);
+fn randomise_masked(rng: &mut Rng, r: &mut AnyPacket) {
+    let ip = r.ipv4_mut();
+    ip.dscp = (rng.u32() & 63) as u8;
+    ip.ecn = (rng.u32() & 3) as u8;
+    ip.ttl = rng.u32() as u8;
+    ip.ident = rng.u32() as u16;
+    ip.dont_frag = rng.chance(1, 2);
+    let bth = r.bth_mut();
+    bth.fecn = rng.chance(1, 4);
+    bth.becn = rng.chance(1, 4);
+}
+
+fn randomise_masked_roce(rng: &mut Rng, r: &mut RocePacketRepr) {
+    let mut a = AnyPacket::Roce(r.clone());
+    randomise_masked(rng, &mut a);
+    *r = a.roce().unwrap().clone();
 }
 
 /// A frame with opcode `op` (one the ingress accepts) and `plen` payload bytes, with its
 /// extension headers and random masked fields.
-fn good_repr_of(rng: &mut Rng, op: u8, plen: usize) -> RocePacketRepr {
-    let mut r = codec::nic_style_repr(rng, op);
-    codec::add_ext_headers(rng, &mut r);
+fn good_repr_of(rng: &mut Rng, op: u8, plen: usize) -> AnyPacket {
+    let mut r = AnyPacket::random(rng, op);
     randomise_masked(rng, &mut r);
-    r.payload = rng.bytes(plen);
+    r.set_payload(rng.bytes(plen));
     r
 }
 
 /// A frame the ingress must accept, with random masked fields.
-fn good_repr(rng: &mut Rng) -> RocePacketRepr {
+fn good_repr(rng: &mut Rng) -> AnyPacket {
     let op = *rng.pick(&ACCEPTED);
     let plen = random_plen(rng, op);
     good_repr_of(rng, op, plen)
 }
 
-fn expected_desc(r: &RocePacketRepr, frame_len: usize, start: u64) -> RxDescView {
-    let ext = r.present_ext_headers().len() as u64;
+fn expected_desc(p: &AnyPacket, frame_len: usize, start: u64) -> RxDescView {
+    let ext = p.ext_len() as u64;
     let mut d = RxDescView {
         start,
         nbeats: frame_len.div_ceil(64) as u64,
-        opcode: u64::from(r.bth.opcode.0),
+        opcode: u64::from(p.opcode()),
         hlen: 54 + ext,
-        ackreq: r.bth.ack_req,
-        plen: r.payload.len() as u64,
-        dest_qpn: u64::from(r.bth.dest_qp),
-        psn: u64::from(r.bth.psn),
+        ackreq: p.bth().ack_req,
+        plen: p.payload().len() as u64,
+        dest_qpn: u64::from(p.bth().dest_qp),
+        psn: u64::from(p.bth().psn),
         reth_va: 0,
         reth_rkey: 0,
         reth_len: 0,
         aeth_syndrome: 0,
         aeth_msn: 0,
         imm: 0,
+        at_swap: 0,
+        at_cmp: 0,
+    };
+    let r = match p {
+        AnyPacket::Roce(r) => r,
+        AnyPacket::Atomic(a) => {
+            if let Some(e) = &a.atomic_eth {
+                d.reth_va = e.virt_addr;
+                d.reth_rkey = u64::from(e.rkey);
+                d.at_swap = e.swap_add;
+                d.at_cmp = e.compare;
+            }
+            if let Some(x) = &a.aeth {
+                d.aeth_syndrome = u64::from(x.syndrome);
+                d.aeth_msn = u64::from(x.msn);
+            }
+            if let Some(o) = &a.atomic_ack_eth {
+                d.at_swap = o.orig_data;
+            }
+            return d;
+        }
     };
     if let Some(reth) = &r.reth {
         d.reth_va = reth.virt_addr;
@@ -483,9 +547,17 @@ fn check_desc(got: &RxDescView, want: &RxDescView, ctx: &str) {
     let mut g = got.clone();
     let op = want.opcode as u8;
     if !HAS_RETH.contains(&op) {
-        g.reth_va = 0;
-        g.reth_rkey = 0;
+        if !HAS_ATOMIC_ETH.contains(&op) {
+            g.reth_va = 0;
+            g.reth_rkey = 0;
+        }
         g.reth_len = 0;
+    }
+    if !HAS_ATOMIC_ETH.contains(&op) {
+        g.at_cmp = 0;
+        if op != ATOMIC_ACK {
+            g.at_swap = 0;
+        }
     }
     if !HAS_AETH.contains(&op) {
         g.aeth_syndrome = 0;
@@ -499,7 +571,7 @@ fn check_desc(got: &RxDescView, want: &RxDescView, ctx: &str) {
 
 /// Sends a good frame (with `eth_pad` bytes of Ethernet padding); its descriptor and buffer
 /// contents are checked when due, and its space released after the read-back.
-fn send_good(tb: &mut Tb, r: &RocePacketRepr, eth_pad: usize, release: bool, ctx: &str) {
+fn send_good(tb: &mut Tb, r: &AnyPacket, eth_pad: usize, release: bool, ctx: &str) {
     let frame = r.emit();
     let mut wire = frame.clone();
     wire.extend(tb.rng.bytes(eth_pad));
@@ -518,7 +590,7 @@ fn valid_frames_become_descriptors() {
     for i in 0..600 {
         tb.p_idle = if i < 300 { 0 } else { 30 };
         let r = good_repr(&mut tb.rng);
-        let ctx = format!("frame {i} opcode {:#04x} plen {} (seed {seed:#x})", r.bth.opcode.0, r.payload.len());
+        let ctx = format!("frame {i} opcode {:#04x} plen {} (seed {seed:#x})", r.opcode(), r.payload().len());
         send_good(&mut tb, &r, 0, true, &ctx);
     }
     tb.flush();
@@ -534,13 +606,33 @@ fn codec_places_extension_headers() {
     for op in ACCEPTED {
         for _ in 0..20 {
             let plen = random_plen(&mut rng, op).min(100);
-            let r = good_repr_of(&mut rng, op, plen);
+            let p = good_repr_of(&mut rng, op, plen);
             let ctx = format!("opcode {op:#04x}");
+            if let AnyPacket::Atomic(a) = &p {
+                let f = p.emit();
+                assert_eq!(f[42], op, "{ctx}: opcode");
+                assert_eq!(f.len(), 54 + ext_len_of(op) + 4, "{ctx}: frame length");
+                if let Some(e) = &a.atomic_eth {
+                    assert!(HAS_ATOMIC_ETH.contains(&op), "{ctx}: AtomicETH");
+                    assert_eq!(&f[54..62], &e.virt_addr.to_be_bytes(), "{ctx}: AtomicETH VA");
+                    assert_eq!(&f[62..66], &e.rkey.to_be_bytes(), "{ctx}: AtomicETH R_Key");
+                    assert_eq!(&f[66..74], &e.swap_add.to_be_bytes(), "{ctx}: AtomicETH Swap/Add");
+                    assert_eq!(&f[74..82], &e.compare.to_be_bytes(), "{ctx}: AtomicETH Compare");
+                }
+                if let (Some(x), Some(o)) = (&a.aeth, &a.atomic_ack_eth) {
+                    assert_eq!(op, ATOMIC_ACK, "{ctx}: AETH + AtomicAckETH");
+                    assert_eq!(f[54], x.syndrome, "{ctx}: AETH syndrome");
+                    assert_eq!(&f[58..66], &o.orig_data.to_be_bytes(), "{ctx}: AtomicAckETH");
+                }
+                assert_eq!(AnyPacket::parse(&f), Ok(p.filled()), "{ctx}: round trip");
+                continue;
+            }
+            let r = p.roce().unwrap();
             assert_eq!(r.reth.is_some(), HAS_RETH.contains(&op), "{ctx}: RETH");
             assert_eq!(r.aeth.is_some(), HAS_AETH.contains(&op), "{ctx}: AETH");
             assert_eq!(r.immdt.is_some(), HAS_IMM.contains(&op), "{ctx}: ImmDt");
             let f = r.emit();
-            let ext = codec::ext_wire_bytes(&r);
+            let ext = codec::ext_wire_bytes(r);
             assert_eq!(&f[54..54 + ext.len()], &ext[..], "{ctx}: extension header bytes");
             assert_eq!(&f[54 + ext.len()..54 + ext.len() + plen], &r.payload[..], "{ctx}: payload");
             if let Some(i) = &r.immdt {
@@ -573,7 +665,7 @@ fn every_opcode_at_beat_edges() {
     let mut n = 0;
     for (k, op) in ACCEPTED.into_iter().enumerate() {
         tb.p_idle = if k % 2 == 0 { 0 } else { 30 };
-        let plens: Vec<usize> = if op == ACK || op == READ_REQUEST {
+        let plens: Vec<usize> = if matches!(op, ACK | READ_REQUEST | ATOMIC_ACK | CMP_SWAP | FETCH_ADD) {
             vec![0; 8]
         } else {
             (0..=80).chain([100, 125, 126, 127, 128, 129, 130, 190, 191, 192, 193, 4093, 4096]).collect()
@@ -593,9 +685,9 @@ fn every_opcode_at_beat_edges() {
 }
 
 #[test]
-fn only_rc_opcodes_up_to_acknowledge_are_accepted() {
-    // All 256 opcodes, each followed by a good frame: 0x00..=0x11 become descriptors, every
-    // other (atomics, RESYNC, reserved, UC, UD, CNP, manufacturer-specific) is malformed.
+fn only_rc_opcodes_up_to_fetch_add_are_accepted() {
+    // All 256 opcodes, each followed by a good frame: 0x00..=0x14 become descriptors, every
+    // other (RESYNC, reserved, UC, UD, CNP, manufacturer-specific) is malformed.
     let mut tb = Tb::new(0x2F1E_0009);
     let seed = tb.rng.0;
     for op in 0..=255u8 {
@@ -662,9 +754,9 @@ fn ethernet_padding_is_ignored() {
         tb.p_idle = if i % 4 == 3 { 20 } else { 0 };
         let mut r = good_repr(&mut tb.rng);
         if i % 2 == 0 {
-            // Short frames: an ACK (62 bytes) or a small WRITE, padded past one beat.
-            r = codec::nic_style_repr(&mut tb.rng, ACK);
-            codec::add_ext_headers(&mut tb.rng, &mut r);
+            // Short frames: an ACK (62 bytes) or an ATOMIC ACKNOWLEDGE (70), padded.
+            let op = *tb.rng.pick(&[ACK, ATOMIC_ACK]);
+            r = AnyPacket::random(&mut tb.rng, op);
         }
         let pad = tb.rng.range(1, 70) as usize;
         send_good(&mut tb, &r, pad, true, &format!("frame {i} with {pad} bytes of padding"));
@@ -685,10 +777,10 @@ fn icrc_errors_are_counted_and_dropped() {
         // BTH P_Key / dest QP / PSN / AckReq byte, IPv4 addresses.
         let region = tb.rng.range(0, 5);
         let pos = match region {
-            0 if f.len() > 58 + 16 => tb.rng.range(54 + r.present_ext_headers().len() as u64, f.len() as u64 - 5) as usize,
+            0 if f.len() > 58 + 16 && !r.payload().is_empty() => tb.rng.range(54 + r.ext_len() as u64, f.len() as u64 - 5) as usize,
             1 => f.len() - 1 - tb.rng.range(0, 3) as usize,
             2 => *tb.rng.pick(&[44usize, 45, 47, 48, 49, 50, 51, 52, 53]),
-            3 if r.present_ext_headers().len() > 0 => 54 + tb.rng.range(0, r.present_ext_headers().len() as u64 - 1) as usize,
+            3 if r.ext_len() > 0 => 54 + tb.rng.range(0, r.ext_len() as u64 - 1) as usize,
             _ => 34 + tb.rng.range(0, 1) as usize, // UDP source port
         };
         let bit = tb.rng.range(0, 7);
@@ -715,16 +807,10 @@ fn refill_icrc(f: &mut [u8]) {
 /// A frame with an opcode the ingress must refuse, with the extension headers the opcode
 /// calls for (those the codec models) or otherwise plausible bytes after the BTH.
 fn unsupported_frame(rng: &mut Rng, op: u8) -> Vec<u8> {
+    assert!(!ACCEPTED.contains(&op), "{op:#04x} is accepted");
     let mut s = codec::nic_style_repr(rng, op);
-    randomise_masked(rng, &mut s);
+    randomise_masked_roce(rng, &mut s);
     let n = match op {
-        // ATOMIC ACKNOWLEDGE: AETH, then the 8-byte AtomicAckETH.
-        0x12 => {
-            s.aeth = Some(AethRepr { syndrome: rng.u32() as u8, msn: rng.u32() & 0xFF_FFFF });
-            8
-        }
-        // COMPARE SWAP / FETCH ADD: the 28-byte AtomicETH.
-        0x13 | 0x14 => 28,
         // Opcodes the codec models (UC): their own extension headers and some payload.
         _ if Opcode(op).ext_headers().is_ok() => {
             codec::add_ext_headers(rng, &mut s);
@@ -775,10 +861,9 @@ fn malformed_frames_are_counted_and_dropped() {
                 "EtherType not IPv4"
             }
             5 => {
-                // A well-formed RoCE frame with an opcode the NIC does not implement: ATOMIC
-                // ACKNOWLEDGE (AETH + AtomicAckETH), COMPARE SWAP / FETCH ADD (AtomicETH),
-                // RESYNC, or a reserved / UC / UD opcode.
-                let op = *tb.rng.pick(&[0x12u8, 0x13, 0x14, 0x15, 0x16, 0x17]);
+                // A well-formed RoCE frame with an opcode the NIC does not implement: RESYNC
+                // or a reserved one right after the atomics.
+                let op = *tb.rng.pick(&[0x15u8, 0x16, 0x17, 0x18, 0x19, 0x1A]);
                 f = unsupported_frame(&mut tb.rng, op);
                 "unsupported opcode"
             }
@@ -833,20 +918,22 @@ fn malformed_frames_are_counted_and_dropped() {
 /// its extension headers and payload. With `n` >= the opcode's extension bytes it is a valid
 /// frame of that opcode (the codec parses it; the descriptor must match that parse); with fewer,
 /// the headers run past the frame (payload length < 0) and it is malformed. Each is followed by
-/// a good frame. Returns (accepted, malformed) frames sent.
+/// a good frame. Returns (accepted, malformed) frames sent. An atomic opcode carries no
+/// payload: `n` goes up to its extension headers' length only.
 fn relabel_sweep(tb: &mut Tb, op: u8, ctx0: &str) -> (usize, usize) {
-    let ext = Opcode(op).ext_headers().unwrap().len();
+    let ext = ext_len_of(op);
     assert!(ext > 0, "{op:#04x} has no extension headers");
     let (mut good, mut bad) = (0, 0);
-    for n in 0..=ext + 8 {
+    let max = if matches!(op, ATOMIC_ACK | CMP_SWAP | FETCH_ADD) { ext } else { ext + 8 };
+    for n in 0..=max {
         let mut s = codec::nic_style_repr(&mut tb.rng, SEND_ONLY);
-        randomise_masked(&mut tb.rng, &mut s);
+        randomise_masked_roce(&mut tb.rng, &mut s);
         s.payload = tb.rng.bytes(n);
         let mut f = s.emit();
         f[42] = op;
         refill_icrc(&mut f);
         let ctx = format!("SEND ONLY with {n} bytes relabelled {op:#04x} ({ext} extension bytes, {ctx0})");
-        match RocePacketRepr::parse(&f) {
+        match AnyPacket::parse(&f) {
             Ok(r) => {
                 assert!(n >= ext, "{ctx}: the codec parses it");
                 tb.send(&f, false, Expect::Good { repr: Box::new(r), frame: f.clone(), release: true }, &ctx);
@@ -870,7 +957,7 @@ fn extension_headers_must_fit_in_the_frame() {
     let seed = tb.rng.0;
     let (mut good, mut bad) = (0, 0);
     for (k, op) in ACCEPTED.into_iter().enumerate() {
-        let ext = Opcode(op).ext_headers().unwrap().len();
+        let ext = ext_len_of(op);
         if ext == 0 || op == WRITE_ONLY_IMM {
             continue;
         }
@@ -880,8 +967,9 @@ fn extension_headers_must_fit_in_the_frame() {
         bad += b;
     }
     tb.flush();
-    // Seven opcodes with 4 extension bytes, three with 16.
-    assert_eq!((good, bad), (10 * 9, 7 * 4 + 3 * 16), "(accepted, malformed)");
+    // Seven opcodes with 4 extension bytes, three with 16 (`n` up to 8 past them); the
+    // atomics (12, 28, 28 bytes) only with `n` = their length.
+    assert_eq!((good, bad), (10 * 9 + 3, 7 * 4 + 3 * 16 + 12 + 28 + 28), "(accepted, malformed)");
 }
 
 /// RDMA WRITE ONLY WITH IMMEDIATE is the one opcode whose headers (44 + 20 + PadCnt bytes
@@ -910,8 +998,7 @@ fn overflow_when_buffer_or_descriptor_fifo_full() {
                 send_bad(&mut tb, &r.emit(), false, "overflow", &format!("round {round}: {nb} beats with {held} held"));
                 // One-beat frames fill what is left, back to back; the next one overflows.
                 loop {
-                    let mut small = codec::nic_style_repr(&mut tb.rng, ACK);
-                    codec::add_ext_headers(&mut tb.rng, &mut small);
+                    let small = AnyPacket::random(&mut tb.rng, ACK);
                     let ctx = format!("round {round}: an ACK with {held} held");
                     if held == 256 {
                         send_bad(&mut tb, &small.emit(), false, "overflow", &ctx);
@@ -936,5 +1023,51 @@ fn overflow_when_buffer_or_descriptor_fifo_full() {
         // And once space is back, frames pass again.
         send_good(&mut tb, &r, 0, true, &format!("round {round}: after release"));
         tb.flush();
+    }
+}
+
+#[test]
+fn atomic_frames_become_descriptors() {
+    // The atomics' headers end in the second beat (byte 66 or 82): operands from the last beat
+    // itself, or (with Ethernet padding making a third beat) from a register.
+    let mut tb = Tb::new(0x2F1E_000C);
+    let seed = tb.rng.0;
+    let mut n = 0;
+    for i in 0..600 {
+        tb.p_idle = if i % 4 < 2 { 0 } else { 30 };
+        let op = *tb.rng.pick(&[ATOMIC_ACK, CMP_SWAP, FETCH_ADD]);
+        let mut r = good_repr_of(&mut tb.rng, op, 0);
+        if let AnyPacket::Atomic(a) = &mut r {
+            let corner = match i % 9 {
+                0 => Some(u64::MAX),
+                1 => Some(0),
+                2 => Some(0xA5u64 << (8 * (i / 9 % 8))),
+                _ => None,
+            };
+            if let Some(v) = corner {
+                if let Some(e) = a.atomic_eth.as_mut() {
+                    e.swap_add = v;
+                    e.compare = !v;
+                    e.virt_addr = v & !7;
+                }
+                if let Some(o) = a.atomic_ack_eth.as_mut() {
+                    o.orig_data = v;
+                }
+            }
+        }
+        let eth_pad = if i % 3 == 0 { tb.rng.range(1, 70) as usize } else { 0 };
+        let ctx = format!("atomic {i} opcode {op:#04x} with {eth_pad} bytes of padding (seed {seed:#x})");
+        send_good(&mut tb, &r, eth_pad, true, &ctx);
+        n += 1;
+        if i % 2 == 1 {
+            let g = good_repr(&mut tb.rng);
+            send_good(&mut tb, &g, 0, true, &format!("good frame after {ctx}"));
+            n += 1;
+        }
+    }
+    tb.flush();
+    assert_eq!(tb.accepted.len(), n);
+    for op in [ATOMIC_ACK, CMP_SWAP, FETCH_ADD] {
+        assert!(tb.accepted.iter().any(|d| d.opcode == u64::from(op) && d.hlen == 54 + ext_len_of(op) as u64));
     }
 }

@@ -3,32 +3,42 @@
 //!
 //! A job's extension headers come from its flags: `has_reth` puts the RETH fields after the BTH,
 //! `has_ext4` the 4 bytes of `ext4` (an ImmDt or an AETH, wire order) after the RETH if any,
-//! else right after the BTH. Jobs without a flag carry garbage in the fields it would select.
-//! Every frame is checked against the codec's frame for the same fields (minus the ICRC) field
-//! by field (length = header + plen + pad with a 54/58/70/74-byte header, IPv4 Total Length,
-//! UDP Length, PadCnt, RETH at bytes 54..70, ImmDt / AETH at 54..58 or, after a RETH, 70..74,
-//! payload right after), byte for byte, and parsed back once an ICRC is appended.
+//! else right after the BTH; `has_atomic_eth` an AtomicETH (`reth_va`, `reth_rkey`, `at_swap`,
+//! `at_cmp`, big-endian) and `has_atomic_ack` an AETH (`ext4`, with `has_ext4` set as the
+//! scheduler sets it) and an AtomicAckETH (`at_swap`). Jobs without a flag carry garbage in the
+//! fields it would select (an atomic job's `reth_len`, a non-atomic job's `at_swap`/`at_cmp`).
+//! Every frame is checked against the codec's frame for the same fields (minus the ICRC; the
+//! codec's `AtomicPacketRepr` for the atomics) field by field (length = header + plen + pad
+//! with a 54/58/66/70/74/82-byte header, IPv4 Total Length, UDP Length, PadCnt, RETH at bytes
+//! 54..70, ImmDt / AETH at 54..58 or, after a RETH, 70..74, AtomicETH at 54..82, AtomicAckETH
+//! at 58..66, payload right after), byte for byte, and parsed back once an ICRC is appended.
 //!
 //! - `jobs_become_codec_frames`: random jobs (RC RDMA WRITE FIRST/MIDDLE/LAST/ONLY and LAST/ONLY
 //!   WITH IMMEDIATE, READ REQUEST, SEND FIRST/LAST/ONLY and LAST/ONLY WITH IMMEDIATE, READ
-//!   RESPONSE FIRST/MIDDLE/LAST/ONLY, UC SEND/WRITE with and without immediate; payload
-//!   0..=4096 bytes; every host alignment `pay_skip` 0..63) with payload beats read from a host
+//!   RESPONSE FIRST/MIDDLE/LAST/ONLY, ATOMIC ACKNOWLEDGE, COMPARE SWAP, FETCH ADD (no payload),
+//!   UC SEND/WRITE with and without immediate; payload 0..=4096 bytes; every host alignment
+//!   `pay_skip` 0..63) with payload beats read from a host
 //!   buffer (garbage around the payload) arriving with random gaps, jobs arriving at random
 //!   times and random `out_ready` back-pressure: each output frame is right as above; each
 //!   job takes exactly `ceil((pay_skip + plen) / 64)` payload beats.
 //! - `extension_header_layouts`: each header layout (none; ImmDt alone; AETH alone; RETH; RETH
-//!   + ImmDt) with payloads 0..=72 and lengths around the beat boundaries, with and without
-//!   back-pressure.
+//!   + ImmDt) with payloads 0..=72 and lengths around the beat boundaries, and the atomic ones
+//!   (AtomicETH: 82 bytes; AETH + AtomicAckETH: 66 bytes; both a full first chunk and a second
+//!   one, no payload), with and without back-pressure.
+//! - `atomic_jobs_become_codec_frames`: COMPARE SWAP, FETCH ADD and ATOMIC ACKNOWLEDGE jobs
+//!   with random operands (all-ones and all-zeros too), back to back and among 0..=200-byte
+//!   WRITEs and SENDs, each frame the codec's 82- or 66-byte frame.
 //! - `back_to_back_jobs_keep_pace`: with everything ready, a packet of `n` payload beats costs
-//!   at most `n + 3` cycles (+1 with RETH, +1 with pad; an ImmDt or AETH alone costs nothing,
-//!   the header still fits one chunk): one chunk per cycle and one idle cycle
+//!   at most `n + 3` cycles (+1 when the header is longer than a beat: a RETH or an atomic's
+//!   headers, +1 with pad; an ImmDt or AETH alone costs nothing, the header still fits one
+//!   chunk): one chunk per cycle and one idle cycle
 //!   per packet, plus at most the gearbox's one-cycle wait when a frame's final bytes span two
 //!   beats; the first frame waits only for the pipeline (header builder 4 cycles, gearbox 4).
 mod harness;
 
-use harness::codec::{self, assert_frame_eq};
+use harness::codec::{self, assert_frame_eq, AnyPacket};
 use harness::{pack_fields, Dut, Port, Rng};
-use rnic_firmware_tests::wire::{RethRepr, RocePacketRepr};
+use rnic_firmware_tests::wire::{AtomicPacketRepr, RethRepr, RocePacketRepr};
 use rnic_hdl::gearbox::Gearbox;
 use rnic_hdl::records::TxJob;
 use rnic_hdl::tx_assembler::TxAssembler;
@@ -108,24 +118,30 @@ struct Case {
     skip: usize,
     want: Vec<u8>,
     beats: Vec<[u8; 64]>,
-    has_reth: bool,
+    /// The header is longer than one beat (a RETH or an atomic's extension headers).
+    two_chunks: bool,
     pad: bool,
     /// The reference frame's meaning (lengths filled in).
-    repr: RocePacketRepr,
+    repr: AnyPacket,
 }
 
 /// Opcodes the assembler is given: RDMA WRITE FIRST/MIDDLE/LAST/ONLY with and without
 /// immediate, READ REQUEST, SEND FIRST/LAST/ONLY with and without immediate, READ RESPONSE
-/// FIRST/MIDDLE/LAST/ONLY (RC), and UC SEND/WRITE with and without immediate.
-const OPCODES: [u8; 22] = [
-    0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x00, 0x02, 0x03, 0x04, 0x05, 0x0D, 0x0E, 0x0F, 0x10, 0x26, 0x28, 0x2A,
-    0x23, 0x29, 0x2B,
+/// FIRST/MIDDLE/LAST/ONLY, ATOMIC ACKNOWLEDGE, COMPARE SWAP, FETCH ADD (RC), and UC
+/// SEND/WRITE with and without immediate.
+const OPCODES: [u8; 25] = [
+    0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x00, 0x02, 0x03, 0x04, 0x05, 0x0D, 0x0E, 0x0F, 0x10, 0x12, 0x13, 0x14,
+    0x26, 0x28, 0x2A, 0x23, 0x29, 0x2B,
 ];
+
+fn is_atomic(op: u8) -> bool {
+    matches!(op, 0x12..=0x14)
+}
 
 /// A payload length for `op`: a whole MTU for FIRST/MIDDLE packets, none for a READ request.
 fn random_plen(rng: &mut Rng, op: u8) -> usize {
     match op {
-        0x0C => 0,
+        0x0C | 0x12 | 0x13 | 0x14 => 0,
         0x06 | 0x07 | 0x00 | 0x0D | 0x0E | 0x26 | 0x27 => *rng.pick(&[256usize, 512, 1024, 2048, 4096]),
         _ => match rng.range(0, 3) {
             0 => rng.range(0, 70) as usize,
@@ -146,6 +162,13 @@ fn make_case(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr) -> Cas
 /// the RETH fields, an ImmDt or AETH in `ext4`); fields the job's flags leave unused hold
 /// garbage, as a scheduler may leave them.
 fn make_case_of(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr, op: u8, plen: usize) -> Case {
+    if is_atomic(op) {
+        assert_eq!(plen, 0, "atomic frames carry no payload");
+        let mut a = codec::atomic_repr(rng, op);
+        a.eth.src_addr = src_mac;
+        a.ipv4.src_addr = src_ip;
+        return make_atomic_case(rng, a);
+    }
     let mut r = codec::nic_style_repr(rng, op);
     r.eth.src_addr = src_mac;
     r.ipv4.src_addr = src_ip;
@@ -184,6 +207,9 @@ fn make_case_of(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr, op:
         (l.get_my_offset_plen(), l.get_my_width_plen(), plen as u64),
         (l.get_my_offset_pay_skip(), l.get_my_width_pay_skip(), skip as u64),
         (l.get_my_offset_ext4(), l.get_my_width_ext4(), ext4),
+        // Not selected by a non-atomic job: garbage.
+        (l.get_my_offset_at_swap(), l.get_my_width_at_swap(), rng.next_u64()),
+        (l.get_my_offset_at_cmp(), l.get_my_width_at_cmp(), rng.next_u64()),
     ];
     let want = codec::strip_icrc(&r.emit());
     r.fill_lengths();
@@ -194,9 +220,63 @@ fn make_case_of(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr, op:
         skip,
         want,
         beats,
-        has_reth: r.reth.is_some(),
+        two_chunks: r.reth.is_some(),
         pad: r.pad_len() != 0,
-        repr: r,
+        repr: AnyPacket::Roce(r),
+    }
+}
+
+/// A job for the atomic frame `a` (no payload): COMPARE SWAP / FETCH ADD with `has_atomic_eth`
+/// (VA and R_Key in the RETH fields, `reth_len` garbage), ATOMIC ACKNOWLEDGE with
+/// `has_atomic_ack` and `has_ext4` (the AETH in `ext4`, the original value in `at_swap`, VA,
+/// R_Key, length and `at_cmp` garbage), as the scheduler builds them.
+fn make_atomic_case(rng: &mut Rng, mut a: AtomicPacketRepr) -> Case {
+    let op = a.bth.opcode.0;
+    let skip = rng.range(0, 63) as usize;
+    let ack = op == 0x12;
+    let (va, rkey, swap, cmp) = match &a.atomic_eth {
+        Some(e) => (e.virt_addr, u64::from(e.rkey), e.swap_add, e.compare),
+        None => (rng.next_u64(), u64::from(rng.u32()), a.atomic_ack_eth.unwrap().orig_data, rng.next_u64()),
+    };
+    let ext4 = match &a.aeth {
+        Some(x) => codec::aeth_bits(x),
+        None => u64::from(rng.u32()),
+    };
+    let l = TxJob::default();
+    let job = vec![
+        (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(op)),
+        (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(a.bth.ack_req)),
+        (l.get_my_offset_has_reth(), l.get_my_width_has_reth(), 0),
+        (l.get_my_offset_has_ext4(), l.get_my_width_has_ext4(), u64::from(ack)),
+        (l.get_my_offset_has_atomic_eth(), l.get_my_width_has_atomic_eth(), u64::from(!ack)),
+        (l.get_my_offset_has_atomic_ack(), l.get_my_width_has_atomic_ack(), u64::from(ack)),
+        (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(a.bth.psn)),
+        (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), u64::from(a.bth.dest_qp)),
+        (l.get_my_offset_pkey(), l.get_my_width_pkey(), u64::from(a.bth.pkey)),
+        (l.get_my_offset_udp_sport(), l.get_my_width_udp_sport(), u64::from(a.udp.src_port)),
+        (l.get_my_offset_dest_ip(), l.get_my_width_dest_ip(), codec::ip_bits(a.ipv4.dst_addr)),
+        (l.get_my_offset_dest_mac(), l.get_my_width_dest_mac(), codec::mac_bits(a.eth.dst_addr)),
+        (l.get_my_offset_reth_va(), l.get_my_width_reth_va(), va),
+        (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), rkey),
+        (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(rng.u32())),
+        (l.get_my_offset_plen(), l.get_my_width_plen(), 0),
+        (l.get_my_offset_pay_skip(), l.get_my_width_pay_skip(), skip as u64),
+        (l.get_my_offset_ext4(), l.get_my_width_ext4(), ext4),
+        (l.get_my_offset_at_swap(), l.get_my_width_at_swap(), swap),
+        (l.get_my_offset_at_cmp(), l.get_my_width_at_cmp(), cmp),
+    ];
+    let want = codec::strip_icrc(&a.emit());
+    a.fill_lengths();
+    Case {
+        job,
+        op,
+        plen: 0,
+        skip,
+        want,
+        beats: Vec::new(),
+        two_chunks: true,
+        pad: false,
+        repr: AnyPacket::Atomic(a),
     }
 }
 
@@ -204,17 +284,37 @@ fn make_case_of(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr, op:
 /// layout, then byte for byte against the codec's frame, then that it parses once the ICRC is
 /// appended.
 fn check_frame(got: &[u8], c: &Case, ctx: &str) {
-    let r = &c.repr;
-    let ext = codec::ext_wire_bytes(r);
+    let ext = c.repr.ext_bytes();
     let hlen = 54 + ext.len();
-    assert!(matches!(ext.len(), 0 | 4 | 16 | 20), "{ctx}: {} extension bytes", ext.len());
-    let pad = r.pad_len();
+    assert!(matches!(ext.len(), 0 | 4 | 12 | 16 | 20 | 28), "{ctx}: {} extension bytes", ext.len());
+    let pad = c.repr.pad_len();
     assert_eq!(got.len(), hlen + c.plen + pad, "{ctx}: frame length (header {hlen} bytes)");
     let total = usize::from(u16::from_be_bytes([got[16], got[17]]));
     assert_eq!(total, hlen - 14 + c.plen + pad + 4, "{ctx}: IPv4 Total Length");
     assert_eq!(usize::from(u16::from_be_bytes([got[38], got[39]])), total - 20, "{ctx}: UDP Length");
     assert_eq!(got[42], c.op, "{ctx}: BTH opcode");
     assert_eq!(usize::from((got[43] >> 4) & 3), pad, "{ctx}: BTH PadCnt");
+    if let AnyPacket::Atomic(a) = &c.repr {
+        if let Some(e) = &a.atomic_eth {
+            assert_eq!(&got[54..62], &e.virt_addr.to_be_bytes(), "{ctx}: AtomicETH VA");
+            assert_eq!(&got[62..66], &e.rkey.to_be_bytes(), "{ctx}: AtomicETH R_Key");
+            assert_eq!(&got[66..74], &e.swap_add.to_be_bytes(), "{ctx}: AtomicETH Swap/Add Data");
+            assert_eq!(&got[74..82], &e.compare.to_be_bytes(), "{ctx}: AtomicETH Compare Data");
+        }
+        if let (Some(x), Some(o)) = (&a.aeth, &a.atomic_ack_eth) {
+            assert_eq!(got[54], x.syndrome, "{ctx}: AETH syndrome");
+            assert_eq!(&got[55..58], &x.msn.to_be_bytes()[1..], "{ctx}: AETH MSN");
+            assert_eq!(&got[58..66], &o.orig_data.to_be_bytes(), "{ctx}: AtomicAckETH");
+        }
+        assert_frame_eq(got, &c.want, ctx);
+        let mut f = got.to_vec();
+        f.extend_from_slice(&[0; 4]);
+        rnic_firmware_tests::wire::icrc::fill(&mut f[14..]).unwrap();
+        let parsed = AtomicPacketRepr::parse(&f).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        assert_eq!(&parsed, a, "{ctx}: parsed fields");
+        return;
+    }
+    let r = c.repr.roce().unwrap();
     if let Some(reth) = &r.reth {
         assert_eq!(&got[54..62], &reth.virt_addr.to_be_bytes(), "{ctx}: RETH VA");
         assert_eq!(&got[62..66], &reth.rkey.to_be_bytes(), "{ctx}: RETH R_Key");
@@ -363,20 +463,24 @@ fn extension_header_layouts() {
     // IMMEDIATE) or AETH (READ RESPONSE FIRST / LAST / ONLY) alone (58), RETH (RDMA WRITE ONLY,
     // READ REQUEST: 70), RETH + ImmDt (RDMA WRITE ONLY WITH IMMEDIATE: 74, a 10-byte second
     // header chunk).
-    let layouts: [(u8, usize); 8] =
-        [(0x04, 54), (0x05, 58), (0x09, 58), (0x0D, 58), (0x10, 58), (0x0A, 70), (0x0C, 70), (0x0B, 74)];
+    // The atomics: AETH + AtomicAckETH (ATOMIC ACKNOWLEDGE: 66) and AtomicETH (COMPARE SWAP,
+    // FETCH ADD: 82), no payload.
+    let layouts: [(u8, usize); 11] = [
+        (0x04, 54), (0x05, 58), (0x09, 58), (0x0D, 58), (0x10, 58), (0x0A, 70), (0x0C, 70), (0x0B, 74), (0x12, 66),
+        (0x13, 82), (0x14, 82),
+    ];
     for (round, (pj, pp, po)) in [(100, 100, 100), (50, 70, 60)].into_iter().enumerate() {
         let (mut dut, p, mut rng, mac, ip, seed) = setup(0x7A55_2000 + round as u64);
         let mut cases = Vec::new();
         for (op, hlen) in layouts {
-            let plens: Vec<usize> = if op == 0x0C {
-                vec![0; 4]
+            let plens: Vec<usize> = if op == 0x0C || is_atomic(op) {
+                vec![0; 6]
             } else {
                 (0..=72).chain([120, 127, 128, 129, 180, 192, 1000, 4093, 4096]).collect()
             };
             for plen in plens {
                 let c = make_case_of(&mut rng, mac, ip, op, plen);
-                assert_eq!(54 + c.repr.present_ext_headers().len(), hlen, "opcode {op:#04x}");
+                assert_eq!(54 + c.repr.ext_len(), hlen, "opcode {op:#04x}");
                 cases.push(c);
             }
         }
@@ -395,7 +499,7 @@ fn back_to_back_jobs_keep_pace() {
     let cases: Vec<Case> = (0..200).map(|_| make_case(&mut rng, mac, ip)).collect();
     let budget: u64 = cases
         .iter()
-        .map(|c| c.beats.len() as u64 + 3 + u64::from(c.has_reth) + u64::from(c.pad))
+        .map(|c| c.beats.len() as u64 + 3 + u64::from(c.two_chunks) + u64::from(c.pad))
         .sum();
     let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, 100, 100, 100);
     assert_eq!(frames.len(), cases.len());
@@ -403,4 +507,47 @@ fn back_to_back_jobs_keep_pace() {
     // Pipeline fill: job -> header (4) -> gearbox (4) -> first beat out, plus the tick count's
     // first and last cycle.
     assert!(cycles <= budget + 10, "{cycles} cycles, budget {budget}");
+}
+
+#[test]
+fn atomic_jobs_become_codec_frames() {
+    for (round, (pj, pp, po)) in [(100, 100, 100), (40, 70, 50)].into_iter().enumerate() {
+        let (mut dut, p, mut rng, mac, ip, seed) = setup(0x7A55_3000 + round as u64);
+        let mut cases = Vec::new();
+        for i in 0..200 {
+            let op = if i % 3 == 2 { *rng.pick(&[0x04u8, 0x0A, 0x0B, 0x05]) } else { *rng.pick(&[0x12u8, 0x13, 0x14]) };
+            if is_atomic(op) {
+                let mut a = codec::atomic_repr(&mut rng, op);
+                a.eth.src_addr = mac;
+                a.ipv4.src_addr = ip;
+                // Operand corners: all ones, all zeros, one byte set.
+                let corner = match i % 7 {
+                    0 => Some(u64::MAX),
+                    1 => Some(0),
+                    2 => Some(0x80u64 << (8 * (i % 8))),
+                    _ => None,
+                };
+                if let Some(v) = corner {
+                    if let Some(e) = a.atomic_eth.as_mut() {
+                        e.swap_add = v;
+                        e.compare = !v;
+                        e.virt_addr = v;
+                    }
+                    if let Some(o) = a.atomic_ack_eth.as_mut() {
+                        o.orig_data = v;
+                    }
+                }
+                cases.push(make_atomic_case(&mut rng, a));
+            } else {
+                let plen = rng.range(0, 200) as usize;
+                cases.push(make_case_of(&mut rng, mac, ip, op, plen));
+            }
+        }
+        let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, pj, pp, po);
+        for (i, (got, c)) in frames.iter().zip(&cases).enumerate() {
+            let ctx = format!("round {round} frame {i}: opcode {:#04x} plen {} (seed {seed:#x})", c.op, c.plen);
+            check_frame(got, c, &ctx);
+        }
+        eprintln!("tx_assembler: {} atomic-mix frames in {cycles} cycles", cases.len());
+    }
 }

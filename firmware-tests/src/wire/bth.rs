@@ -149,11 +149,14 @@ impl Opcode {
     pub const RC_RDMA_READ_RESPONSE_ONLY: Opcode = Opcode(0x10);
     /// RC ACKNOWLEDGE (0x11): AETH follows.
     pub const RC_ACKNOWLEDGE: Opcode = Opcode(0x11);
-    /// RC ATOMIC_ACKNOWLEDGE (0x12): AETH and AtomicAckETH follow (not modelled).
+    /// RC ATOMIC_ACKNOWLEDGE (0x12): AETH and AtomicAckETH follow
+    /// ([`AtomicPacketRepr`](super::AtomicPacketRepr), not `ext_headers`).
     pub const RC_ATOMIC_ACKNOWLEDGE: Opcode = Opcode(0x12);
-    /// RC COMPARE_SWAP (0x13): AtomicETH follows (not modelled).
+    /// RC COMPARE_SWAP (0x13): AtomicETH follows
+    /// ([`AtomicPacketRepr`](super::AtomicPacketRepr), not `ext_headers`).
     pub const RC_COMPARE_SWAP: Opcode = Opcode(0x13);
-    /// RC FETCH_ADD (0x14): AtomicETH follows (not modelled).
+    /// RC FETCH_ADD (0x14): AtomicETH follows
+    /// ([`AtomicPacketRepr`](super::AtomicPacketRepr), not `ext_headers`).
     pub const RC_FETCH_ADD: Opcode = Opcode(0x14);
     /// Congestion Notification Packet (0x81, IBTA Annex A17.9.3; not modelled).
     pub const CNP: Opcode = Opcode(0x81);
@@ -174,7 +177,8 @@ impl Opcode {
     /// 0x00..=0x0B) are supported.
     ///
     /// # Errors
-    /// [`Error::UnsupportedOpcode`] for atomics, IETH, RD, UD, CNP and reserved codes.
+    /// [`Error::UnsupportedOpcode`] for atomics (see
+    /// [`AtomicPacketRepr`](super::AtomicPacketRepr)), IETH, RD, UD, CNP and reserved codes.
     pub fn ext_headers(self) -> Result<ExtHeaders> {
         let supported = match self.transport() {
             0x00 => self.operation() <= 0x11,

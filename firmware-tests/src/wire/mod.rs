@@ -15,12 +15,16 @@
 //! | [`reth`] | RDMA Extended Transport Header | 16 | IBTA Vol 1 §9.3.3 |
 //! | [`aeth`] | ACK Extended Transport Header | 4 | IBTA Vol 1 §9.3.5 |
 //! | [`immdt`] | Immediate Data | 4 | IBTA Vol 1 §9.3.4 |
+//! | [`atomiceth`] | Atomic Extended Transport Header | 28 | IBTA Vol 1 §9.3.4 |
+//! | [`atomicacketh`] | Atomic Acknowledge Extended Transport Header | 8 | IBTA Vol 1 §9.3.5 |
 //! | [`icrc`] | Invariant CRC | 4 | IBTA Vol 1 Annex A17.4 (RoCEv2) |
-//! | [`roce`] | a whole RoCEv2 frame | - | IBTA Vol 1 Annex A17 |
+//! | [`roce`] | a whole RoCEv2 frame ([`RocePacketRepr`]; an atomic one: [`AtomicPacketRepr`]) | - | IBTA Vol 1 Annex A17 |
 //!
 //! See `/work/shared/PROTOCOL.md` (in the project's shared folder) for the tables this follows.
 
 pub mod aeth;
+pub mod atomicacketh;
+pub mod atomiceth;
 pub mod bth;
 pub mod ethernet;
 pub mod icrc;
@@ -31,12 +35,14 @@ pub mod roce;
 pub mod udp;
 
 pub use aeth::{AckKind, Packet as AethPacket, Repr as AethRepr};
+pub use atomicacketh::{Packet as AtomicAckEthPacket, Repr as AtomicAckEthRepr};
+pub use atomiceth::{Packet as AtomicEthPacket, Repr as AtomicEthRepr};
 pub use bth::{ExtHeaders, Opcode, Packet as BthPacket, Repr as BthRepr};
 pub use ethernet::{EtherType, Packet as EthernetPacket, Repr as EthernetRepr};
 pub use immdt::{Packet as ImmDtPacket, Repr as ImmDtRepr};
 pub use ipv4::{Packet as Ipv4Packet, Repr as Ipv4Repr};
 pub use reth::{Packet as RethPacket, Repr as RethRepr};
-pub use roce::RocePacketRepr;
+pub use roce::{AtomicPacketRepr, RocePacketRepr};
 pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 
 /// Why a buffer could not be read as the header or frame that was asked for.
@@ -109,8 +115,10 @@ pub enum Error {
     /// The BTH TVer (transport header version) is not 0 (IBTA Vol 1 §9.2).
     #[error("BTH transport version {0} is not 0")]
     BthVersion(u8),
-    /// The BTH opcode needs an extension header this codec does not model (atomics, IETH,
-    /// UD/DETH, RD, CNP) or is reserved (IBTA Vol 1 §9.2, table 38).
+    /// The BTH opcode needs an extension header this codec does not model (IETH, UD/DETH,
+    /// RD, CNP), is reserved (IBTA Vol 1 §9.2, table 38), or is an atomic one given to
+    /// [`RocePacketRepr`] (atomics are [`AtomicPacketRepr`]'s), or the extension headers
+    /// present do not match the opcode.
     #[error("BTH opcode {0:#04x} is not supported by this codec")]
     UnsupportedOpcode(u8),
     /// The BTH PadCnt does not fit or does not align the payload: payload plus pad must be a

@@ -2,10 +2,13 @@
 //! `Ethernet / IPv4 / UDP(4791) / BTH / [RETH] [AETH] [ImmDt] / payload / pad / ICRC`.
 //!
 //! Which extension headers follow the BTH is decided by the opcode
-//! ([`Opcode::ext_headers`](super::Opcode::ext_headers)).
+//! ([`Opcode::ext_headers`](super::Opcode::ext_headers)). The RC atomics (COMPARE_SWAP,
+//! FETCH_ADD: `BTH / AtomicETH`; ATOMIC_ACKNOWLEDGE: `BTH / AETH / AtomicAckETH`, no payload)
+//! are frames of their own, [`AtomicPacketRepr`].
 
-use super::{aeth, immdt, reth};
+use super::{aeth, atomicacketh, atomiceth, immdt, reth};
 use super::{
+    AtomicAckEthPacket, AtomicAckEthRepr, AtomicEthPacket, AtomicEthRepr, Opcode,
     bth, ethernet, icrc, ipv4, udp, AethPacket, AethRepr, BthPacket, BthRepr, Error, EtherType,
     EthernetPacket, EthernetRepr, ExtHeaders, ImmDtPacket, ImmDtRepr, Ipv4Packet, Ipv4Repr, Result,
     RethPacket, RethRepr, UdpPacket, UdpRepr,
@@ -36,6 +39,46 @@ pub struct RocePacketRepr {
     pub payload: Vec<u8>,
 }
 
+/// The checks of [`RocePacketRepr::parse`] up to and including the BTH: Ethernet length and
+/// EtherType; IPv4 header, Total Length, checksum, fragmentation; protocol UDP; UDP Length;
+/// port 4791; the ICRC; BTH TVer. Returns the headers and the bytes from the BTH to the ICRC
+/// (excluded).
+fn parse_to_bth(frame: &[u8]) -> Result<(EthernetRepr, Ipv4Repr, UdpRepr, BthRepr, &[u8])> {
+    let eth_packet = EthernetPacket::new_checked(frame)?;
+    let eth = EthernetRepr::parse(&eth_packet)?;
+    if eth.ethertype != EtherType::IPV4 {
+        return Err(Error::NotIpv4(eth.ethertype.0));
+    }
+
+    let ip_packet = Ipv4Packet::new_checked(eth_packet.payload())?;
+    let ipv4 = Ipv4Repr::parse(&ip_packet)?;
+    if ipv4.protocol != ipv4::PROTOCOL_UDP {
+        return Err(Error::NotUdp(ipv4.protocol));
+    }
+
+    let udp_packet = UdpPacket::new_checked(ip_packet.payload())?;
+    if usize::from(udp_packet.len()) != ip_packet.payload().len() {
+        return Err(Error::UdpLen {
+            udp_len: udp_packet.len(),
+            available: ip_packet.payload().len(),
+        });
+    }
+    let udp = UdpRepr::parse(&udp_packet)?;
+    if udp.dst_port != udp::ROCEV2_PORT {
+        return Err(Error::NotRoceV2Port(udp.dst_port));
+    }
+
+    // The UDP payload as a slice of `frame` (the packet views borrow it).
+    let start = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
+    let transport = &frame[start..start + udp_packet.payload().len()];
+    super::check_len("BTH and ICRC", transport, bth::HEADER_LEN + icrc::ICRC_LEN)?;
+    icrc::check(ip_packet.packet())?;
+
+    let headers = &transport[..transport.len() - icrc::ICRC_LEN];
+    let bth = BthRepr::parse(&BthPacket::new_unchecked(headers))?;
+    Ok((eth, ipv4, udp, bth, headers))
+}
+
 impl RocePacketRepr {
     /// Parses and fully validates one Ethernet frame. Bytes after the IPv4 Total Length (e.g.
     /// padding to the 60-byte Ethernet minimum) are ignored; pad byte values are not checked;
@@ -49,36 +92,8 @@ impl RocePacketRepr {
     /// # Errors
     /// A distinct [`Error`] variant for each check; never panics.
     pub fn parse(frame: &[u8]) -> Result<RocePacketRepr> {
-        let eth_packet = EthernetPacket::new_checked(frame)?;
-        let eth = EthernetRepr::parse(&eth_packet)?;
-        if eth.ethertype != EtherType::IPV4 {
-            return Err(Error::NotIpv4(eth.ethertype.0));
-        }
-
-        let ip_packet = Ipv4Packet::new_checked(eth_packet.payload())?;
-        let ipv4 = Ipv4Repr::parse(&ip_packet)?;
-        if ipv4.protocol != ipv4::PROTOCOL_UDP {
-            return Err(Error::NotUdp(ipv4.protocol));
-        }
-
-        let udp_packet = UdpPacket::new_checked(ip_packet.payload())?;
-        if usize::from(udp_packet.len()) != ip_packet.payload().len() {
-            return Err(Error::UdpLen {
-                udp_len: udp_packet.len(),
-                available: ip_packet.payload().len(),
-            });
-        }
-        let udp = UdpRepr::parse(&udp_packet)?;
-        if udp.dst_port != udp::ROCEV2_PORT {
-            return Err(Error::NotRoceV2Port(udp.dst_port));
-        }
-
-        let transport = udp_packet.payload();
-        super::check_len("BTH and ICRC", transport, bth::HEADER_LEN + icrc::ICRC_LEN)?;
-        icrc::check(ip_packet.packet())?;
-
-        let bth_packet = BthPacket::new_unchecked(&transport[..transport.len() - icrc::ICRC_LEN]);
-        let bth = BthRepr::parse(&bth_packet)?;
+        let (eth, ipv4, udp, bth, transport_headers) = parse_to_bth(frame)?;
+        let bth_packet = BthPacket::new_unchecked(transport_headers);
         let ext = bth.opcode.ext_headers()?;
 
         let mut rest = bth_packet.payload();
@@ -222,6 +237,166 @@ impl RocePacketRepr {
     }
 }
 
+/// An RC atomic frame, which [`RocePacketRepr`] does not carry (IBTA Vol 1 §9.3.4, §9.3.5,
+/// §9.4.5): COMPARE_SWAP or FETCH_ADD (`Ethernet / IPv4 / UDP / BTH / AtomicETH / ICRC`) or
+/// ATOMIC_ACKNOWLEDGE (`... / BTH / AETH / AtomicAckETH / ICRC`). Atomic packets carry no
+/// payload, so PadCnt is 0.
+///
+/// Like [`RocePacketRepr`], [`AtomicPacketRepr::emit`] computes the lengths, the IPv4
+/// checksum and the ICRC; [`AtomicPacketRepr::fill_lengths`] sets them to what `emit`
+/// writes, which is what [`AtomicPacketRepr::parse`] returns.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AtomicPacketRepr {
+    /// Ethernet II header (EtherType 0x0800).
+    pub eth: EthernetRepr,
+    /// IPv4 header (protocol 17); `payload_len` counts UDP header to ICRC.
+    pub ipv4: Ipv4Repr,
+    /// UDP header (destination port 4791); `payload_len` counts BTH to ICRC.
+    pub udp: UdpRepr,
+    /// Base Transport Header (opcode 0x12, 0x13 or 0x14; `pad_count` 0).
+    pub bth: BthRepr,
+    /// AtomicETH, present for COMPARE_SWAP and FETCH_ADD.
+    pub atomic_eth: Option<AtomicEthRepr>,
+    /// AETH, present for ATOMIC_ACKNOWLEDGE.
+    pub aeth: Option<AethRepr>,
+    /// AtomicAckETH, present for ATOMIC_ACKNOWLEDGE (after the AETH).
+    pub atomic_ack_eth: Option<AtomicAckEthRepr>,
+}
+
+impl AtomicPacketRepr {
+    /// Whether `opcode` is one of the RC atomic opcodes this type carries (0x12..=0x14).
+    pub const fn is_atomic_opcode(opcode: Opcode) -> bool {
+        matches!(opcode.0, 0x12..=0x14)
+    }
+
+    /// Parses and fully validates one Ethernet frame holding an RC atomic packet. The checks
+    /// up to the BTH are those of [`RocePacketRepr::parse`]; then the opcode must be 0x12,
+    /// 0x13 or 0x14, its extension headers complete, PadCnt 0 and nothing else before the
+    /// ICRC.
+    ///
+    /// # Errors
+    /// As [`RocePacketRepr::parse`]; [`Error::UnsupportedOpcode`] for any other opcode,
+    /// [`Error::Truncated`] for a short AtomicETH, AETH or AtomicAckETH, [`Error::PadCount`]
+    /// for a non-zero PadCnt or bytes after the extension headers. Never panics.
+    pub fn parse(frame: &[u8]) -> Result<AtomicPacketRepr> {
+        let (eth, ipv4, udp, bth, headers) = parse_to_bth(frame)?;
+        if !Self::is_atomic_opcode(bth.opcode) {
+            return Err(Error::UnsupportedOpcode(bth.opcode.0));
+        }
+        let mut rest = &headers[bth::HEADER_LEN..];
+        let (mut atomic_eth, mut aeth, mut atomic_ack_eth) = (None, None, None);
+        if bth.opcode == Opcode::RC_ATOMIC_ACKNOWLEDGE {
+            let p = AethPacket::new_checked(rest)?;
+            aeth = Some(AethRepr::parse(&p)?);
+            rest = &rest[aeth::HEADER_LEN..];
+            let p = AtomicAckEthPacket::new_checked(rest)?;
+            atomic_ack_eth = Some(AtomicAckEthRepr::parse(&p)?);
+            rest = &rest[atomicacketh::HEADER_LEN..];
+        } else {
+            let p = AtomicEthPacket::new_checked(rest)?;
+            atomic_eth = Some(AtomicEthRepr::parse(&p)?);
+            rest = &rest[atomiceth::HEADER_LEN..];
+        }
+        if bth.pad_count != 0 || !rest.is_empty() {
+            return Err(Error::PadCount {
+                pad_count: bth.pad_count,
+                data_len: rest.len(),
+            });
+        }
+        Ok(AtomicPacketRepr {
+            eth,
+            ipv4,
+            udp,
+            bth,
+            atomic_eth,
+            aeth,
+            atomic_ack_eth,
+        })
+    }
+
+    /// Whether the extension headers present match the opcode: an AtomicETH alone for
+    /// COMPARE_SWAP and FETCH_ADD, an AETH and an AtomicAckETH for ATOMIC_ACKNOWLEDGE.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedOpcode`] otherwise.
+    pub fn check_ext_headers(&self) -> Result<()> {
+        let ok = match self.bth.opcode {
+            Opcode::RC_COMPARE_SWAP | Opcode::RC_FETCH_ADD => {
+                self.atomic_eth.is_some() && self.aeth.is_none() && self.atomic_ack_eth.is_none()
+            }
+            Opcode::RC_ATOMIC_ACKNOWLEDGE => {
+                self.atomic_eth.is_none() && self.aeth.is_some() && self.atomic_ack_eth.is_some()
+            }
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::UnsupportedOpcode(self.bth.opcode.0))
+        }
+    }
+
+    /// The extension headers present, in wire order (AtomicETH, AETH, AtomicAckETH): 28
+    /// bytes for a request, 12 for an ATOMIC_ACKNOWLEDGE.
+    pub fn ext_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(a) = &self.atomic_eth {
+            let mut b = [0u8; atomiceth::HEADER_LEN];
+            a.emit(&mut AtomicEthPacket::new_unchecked(&mut b[..]));
+            out.extend_from_slice(&b);
+        }
+        if let Some(a) = &self.aeth {
+            let mut b = [0u8; aeth::HEADER_LEN];
+            a.emit(&mut AethPacket::new_unchecked(&mut b[..]));
+            out.extend_from_slice(&b);
+        }
+        if let Some(a) = &self.atomic_ack_eth {
+            let mut b = [0u8; atomicacketh::HEADER_LEN];
+            a.emit(&mut AtomicAckEthPacket::new_unchecked(&mut b[..]));
+            out.extend_from_slice(&b);
+        }
+        out
+    }
+
+    /// The same headers as a [`RocePacketRepr`] whose payload is the extension headers'
+    /// bytes: both emit the same frame (the extension headers are whole words, so no pad).
+    fn as_roce(&self) -> RocePacketRepr {
+        RocePacketRepr {
+            eth: self.eth,
+            ipv4: self.ipv4,
+            udp: self.udp,
+            bth: self.bth,
+            reth: None,
+            aeth: None,
+            immdt: None,
+            payload: self.ext_bytes(),
+        }
+    }
+
+    /// Length of the emitted frame, in bytes (Ethernet header to ICRC).
+    pub fn buffer_len(&self) -> usize {
+        self.as_roce().buffer_len()
+    }
+
+    /// Sets `ipv4.payload_len`, `udp.payload_len` and `bth.pad_count` (0) to the values
+    /// [`AtomicPacketRepr::emit`] writes.
+    pub fn fill_lengths(&mut self) {
+        let mut r = self.as_roce();
+        r.fill_lengths();
+        self.ipv4.payload_len = r.ipv4.payload_len;
+        self.udp.payload_len = r.udp.payload_len;
+        self.bth.pad_count = r.bth.pad_count;
+    }
+
+    /// Builds the frame: headers as given, except IPv4 Total Length and checksum, UDP Length,
+    /// UDP checksum 0, BTH PadCnt (0) and the ICRC, which are computed. The extension
+    /// headers present are written whether or not the opcode calls for them (see
+    /// [`AtomicPacketRepr::check_ext_headers`]).
+    pub fn emit(&self) -> Vec<u8> {
+        self.as_roce().emit()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +519,153 @@ mod tests {
         stale.udp.payload_len = 3;
         stale.bth.pad_count = 0;
         assert_eq!(stale.emit(), WRITE_FRAME);
+    }
+
+    // A FETCH_ADD (ack_req) and an ATOMIC_ACKNOWLEDGE on the same addresses as ACK_FRAME,
+    // written field by field from IBTA Vol 1 §9.3.4-9.3.5; the ICRC was computed by a
+    // separate script (zlib CRC-32 over the masked pseudo-header) that reproduces
+    // ACK_FRAME's scapy ICRC.
+    static FETCH_ADD_FRAME: [u8; 86] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08,
+        0x00, // eth
+        0x45, 0x02, 0x00, 0x48, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x6d, 0x0a, 0x00, 0x00,
+        0x01, 0x0a, 0x00, 0x00, 0x02, // ipv4
+        0xc0, 0x01, 0x12, 0xb7, 0x00, 0x34, 0x00, 0x00, // udp
+        0x14, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x80, 0x00, 0x0a, 0xbc, // bth
+        0x00, 0x00, 0x7f, 0x12, 0x34, 0x56, 0x78, 0x08, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // AtomicETH
+        0xb1, 0x0e, 0x5e, 0xca, // icrc
+    ];
+
+    static ATOMIC_ACK_FRAME: [u8; 70] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08,
+        0x00, // eth
+        0x45, 0x02, 0x00, 0x38, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x7d, 0x0a, 0x00, 0x00,
+        0x01, 0x0a, 0x00, 0x00, 0x02, // ipv4
+        0xc0, 0x01, 0x12, 0xb7, 0x00, 0x24, 0x00, 0x00, // udp
+        0x12, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x0a, 0xbc, // bth
+        0x1f, 0x00, 0x00, 0x05, // aeth
+        0x80, 0x00, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78, // AtomicAckETH
+        0xf8, 0xe3, 0x99, 0x15, // icrc
+    ];
+
+    fn atomic_base(opcode: Opcode) -> AtomicPacketRepr {
+        let b = base(opcode);
+        let mut r = AtomicPacketRepr {
+            eth: b.eth,
+            ipv4: b.ipv4,
+            udp: b.udp,
+            bth: b.bth,
+            atomic_eth: None,
+            aeth: None,
+            atomic_ack_eth: None,
+        };
+        r.fill_lengths();
+        r
+    }
+
+    fn fetch_add() -> AtomicPacketRepr {
+        let mut r = atomic_base(Opcode::RC_FETCH_ADD);
+        r.bth.ack_req = true;
+        r.atomic_eth = Some(AtomicEthRepr {
+            virt_addr: 0x7f12_3456_7808,
+            rkey: 0xdead_beef,
+            swap_add: 1,
+            compare: 0,
+        });
+        r.fill_lengths();
+        r
+    }
+
+    fn atomic_ack() -> AtomicPacketRepr {
+        let mut r = atomic_base(Opcode::RC_ATOMIC_ACKNOWLEDGE);
+        r.aeth = Some(AethRepr {
+            syndrome: 0x1f,
+            msn: 5,
+        });
+        r.atomic_ack_eth = Some(AtomicAckEthRepr {
+            orig_data: 0x8000_0000_1234_5678,
+        });
+        r.fill_lengths();
+        r
+    }
+
+    #[test]
+    fn atomic_frames_parse_and_emit() {
+        assert_eq!(fetch_add().emit(), FETCH_ADD_FRAME);
+        assert_eq!(fetch_add().buffer_len(), 86);
+        assert_eq!(fetch_add().ext_bytes().len(), 28);
+        assert_eq!(AtomicPacketRepr::parse(&FETCH_ADD_FRAME), Ok(fetch_add()));
+        assert_eq!(atomic_ack().emit(), ATOMIC_ACK_FRAME);
+        assert_eq!(atomic_ack().ext_bytes().len(), 12);
+        assert_eq!(AtomicPacketRepr::parse(&ATOMIC_ACK_FRAME), Ok(atomic_ack()));
+        assert_eq!(fetch_add().ipv4.payload_len, 52);
+        assert_eq!(atomic_ack().udp.payload_len, 28);
+        assert_eq!(fetch_add().check_ext_headers(), Ok(()));
+        assert_eq!(atomic_ack().check_ext_headers(), Ok(()));
+
+        // A COMPARE_SWAP is the same frame with another opcode.
+        let mut cs = fetch_add();
+        cs.bth.opcode = Opcode::RC_COMPARE_SWAP;
+        cs.atomic_eth.as_mut().unwrap().compare = 0x0123_4567_89ab_cdef;
+        assert_eq!(AtomicPacketRepr::parse(&cs.emit()), Ok(cs));
+    }
+
+    #[test]
+    fn atomic_frame_errors() {
+        let parse = AtomicPacketRepr::parse;
+        // RocePacketRepr does not carry atomics; AtomicPacketRepr carries nothing else.
+        assert_eq!(
+            RocePacketRepr::parse(&FETCH_ADD_FRAME),
+            Err(Error::UnsupportedOpcode(0x14))
+        );
+        assert_eq!(parse(&ACK_FRAME), Err(Error::UnsupportedOpcode(0x11)));
+
+        // An AtomicETH 4 bytes short (Total Length and ICRC consistent).
+        let mut short = fetch_add();
+        short.bth.opcode = Opcode::RC_FETCH_ADD;
+        let mut f = short.as_roce();
+        f.payload.truncate(24);
+        assert_eq!(
+            parse(&f.emit()),
+            Err(Error::Truncated {
+                header: "AtomicETH",
+                need: 28,
+                have: 24
+            })
+        );
+        // ... or 4 bytes too long.
+        let mut f = fetch_add().as_roce();
+        f.payload.extend_from_slice(&[0; 4]);
+        assert_eq!(
+            parse(&f.emit()),
+            Err(Error::PadCount {
+                pad_count: 0,
+                data_len: 4
+            })
+        );
+        // An ATOMIC_ACKNOWLEDGE without its AtomicAckETH.
+        let mut f = atomic_ack().as_roce();
+        f.payload.truncate(4);
+        assert_eq!(
+            parse(&f.emit()),
+            Err(Error::Truncated {
+                header: "AtomicAckETH",
+                need: 8,
+                have: 0
+            })
+        );
+        // A flipped bit in the operands fails the ICRC.
+        let mut f = FETCH_ADD_FRAME;
+        f[70] ^= 0x40;
+        assert!(matches!(parse(&f), Err(Error::Icrc { .. })));
+
+        let mut r = fetch_add();
+        r.aeth = Some(AethRepr { syndrome: 0, msn: 0 });
+        assert_eq!(r.check_ext_headers(), Err(Error::UnsupportedOpcode(0x14)));
+        let mut r = atomic_ack();
+        r.atomic_ack_eth = None;
+        assert_eq!(r.check_ext_headers(), Err(Error::UnsupportedOpcode(0x12)));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 use super::Rng;
 use rnic_firmware_tests::wire::{
-    udp, AethRepr, BthRepr, EtherType, EthernetRepr, ImmDtRepr, Ipv4Repr, Opcode, RethRepr,
-    RocePacketRepr, UdpRepr,
+    udp, AethRepr, AtomicAckEthRepr, AtomicEthRepr, AtomicPacketRepr, BthRepr, EtherType,
+    EthernetRepr, ImmDtRepr, Ipv4Repr, Opcode, RethRepr, RocePacketRepr, UdpRepr,
 };
 use std::net::Ipv4Addr;
 
@@ -174,5 +174,186 @@ pub fn assert_frame_eq(got: &[u8], want: &[u8], ctx: &str) {
             got.len(),
             want.len()
         );
+    }
+}
+
+/// An atomic frame with the NIC-style fields of [`nic_style_repr`] and random operands:
+/// COMPARE SWAP / FETCH ADD (0x13 / 0x14) get an AtomicETH, ATOMIC ACKNOWLEDGE (0x12) an
+/// AETH and an AtomicAckETH.
+pub fn atomic_repr(rng: &mut Rng, opcode: u8) -> AtomicPacketRepr {
+    assert!(matches!(opcode, 0x12..=0x14), "{opcode:#04x} is not an atomic opcode");
+    let b = nic_style_repr(rng, opcode);
+    let ack = opcode == 0x12;
+    let mut r = AtomicPacketRepr {
+        eth: b.eth,
+        ipv4: b.ipv4,
+        udp: b.udp,
+        bth: b.bth,
+        atomic_eth: (!ack).then(|| AtomicEthRepr {
+            virt_addr: rng.next_u64(),
+            rkey: rng.u32(),
+            swap_add: rng.next_u64(),
+            compare: rng.next_u64(),
+        }),
+        aeth: ack.then(|| AethRepr { syndrome: rng.u32() as u8, msn: rng.u32() & 0xFF_FFFF }),
+        atomic_ack_eth: ack.then(|| AtomicAckEthRepr { orig_data: rng.next_u64() }),
+    };
+    r.fill_lengths();
+    r
+}
+
+/// Any frame a block test sends or expects: one the codec's [`RocePacketRepr`] carries, or
+/// an atomic one ([`AtomicPacketRepr`]: no payload).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnyPacket {
+    Roce(RocePacketRepr),
+    Atomic(AtomicPacketRepr),
+}
+
+impl From<RocePacketRepr> for AnyPacket {
+    fn from(r: RocePacketRepr) -> Self {
+        AnyPacket::Roce(r)
+    }
+}
+
+impl From<AtomicPacketRepr> for AnyPacket {
+    fn from(r: AtomicPacketRepr) -> Self {
+        AnyPacket::Atomic(r)
+    }
+}
+
+impl AnyPacket {
+    /// A NIC-style frame of `opcode` with random extension headers and no payload.
+    pub fn random(rng: &mut Rng, opcode: u8) -> AnyPacket {
+        if matches!(opcode, 0x12..=0x14) {
+            AnyPacket::Atomic(atomic_repr(rng, opcode))
+        } else {
+            let mut r = nic_style_repr(rng, opcode);
+            add_ext_headers(rng, &mut r);
+            AnyPacket::Roce(r)
+        }
+    }
+
+    /// Parses `frame` with the codec: as an atomic frame for opcodes 0x12..=0x14, else as a
+    /// [`RocePacketRepr`].
+    pub fn parse(frame: &[u8]) -> rnic_firmware_tests::wire::Result<AnyPacket> {
+        if frame.len() > 42 && matches!(frame[42], 0x12..=0x14) {
+            AtomicPacketRepr::parse(frame).map(AnyPacket::Atomic)
+        } else {
+            RocePacketRepr::parse(frame).map(AnyPacket::Roce)
+        }
+    }
+
+    pub fn eth(&self) -> &EthernetRepr {
+        match self {
+            AnyPacket::Roce(r) => &r.eth,
+            AnyPacket::Atomic(r) => &r.eth,
+        }
+    }
+    pub fn eth_mut(&mut self) -> &mut EthernetRepr {
+        match self {
+            AnyPacket::Roce(r) => &mut r.eth,
+            AnyPacket::Atomic(r) => &mut r.eth,
+        }
+    }
+    pub fn ipv4(&self) -> &Ipv4Repr {
+        match self {
+            AnyPacket::Roce(r) => &r.ipv4,
+            AnyPacket::Atomic(r) => &r.ipv4,
+        }
+    }
+    pub fn ipv4_mut(&mut self) -> &mut Ipv4Repr {
+        match self {
+            AnyPacket::Roce(r) => &mut r.ipv4,
+            AnyPacket::Atomic(r) => &mut r.ipv4,
+        }
+    }
+    pub fn udp(&self) -> &UdpRepr {
+        match self {
+            AnyPacket::Roce(r) => &r.udp,
+            AnyPacket::Atomic(r) => &r.udp,
+        }
+    }
+    pub fn bth(&self) -> &BthRepr {
+        match self {
+            AnyPacket::Roce(r) => &r.bth,
+            AnyPacket::Atomic(r) => &r.bth,
+        }
+    }
+    pub fn bth_mut(&mut self) -> &mut BthRepr {
+        match self {
+            AnyPacket::Roce(r) => &mut r.bth,
+            AnyPacket::Atomic(r) => &mut r.bth,
+        }
+    }
+    pub fn opcode(&self) -> u8 {
+        self.bth().opcode.0
+    }
+    /// The extension headers in wire order (0, 4, 12, 16, 20 or 28 bytes).
+    pub fn ext_bytes(&self) -> Vec<u8> {
+        match self {
+            AnyPacket::Roce(r) => ext_wire_bytes(r),
+            AnyPacket::Atomic(r) => r.ext_bytes(),
+        }
+    }
+    pub fn ext_len(&self) -> usize {
+        self.ext_bytes().len()
+    }
+    /// The payload (none for an atomic frame).
+    pub fn payload(&self) -> &[u8] {
+        match self {
+            AnyPacket::Roce(r) => &r.payload,
+            AnyPacket::Atomic(_) => &[],
+        }
+    }
+    /// Sets the payload (an atomic frame takes only an empty one).
+    pub fn set_payload(&mut self, p: Vec<u8>) {
+        match self {
+            AnyPacket::Roce(r) => r.payload = p,
+            AnyPacket::Atomic(_) => assert!(p.is_empty(), "atomic frames carry no payload"),
+        }
+    }
+    pub fn pad_len(&self) -> usize {
+        match self {
+            AnyPacket::Roce(r) => r.pad_len(),
+            AnyPacket::Atomic(_) => 0,
+        }
+    }
+    pub fn emit(&self) -> Vec<u8> {
+        match self {
+            AnyPacket::Roce(r) => r.emit(),
+            AnyPacket::Atomic(r) => r.emit(),
+        }
+    }
+    pub fn buffer_len(&self) -> usize {
+        match self {
+            AnyPacket::Roce(r) => r.buffer_len(),
+            AnyPacket::Atomic(r) => r.buffer_len(),
+        }
+    }
+    pub fn fill_lengths(&mut self) {
+        match self {
+            AnyPacket::Roce(r) => r.fill_lengths(),
+            AnyPacket::Atomic(r) => r.fill_lengths(),
+        }
+    }
+    /// The same packet with its lengths filled in (what [`AnyPacket::parse`] of its frame
+    /// returns).
+    pub fn filled(&self) -> AnyPacket {
+        let mut x = self.clone();
+        x.fill_lengths();
+        x
+    }
+    pub fn roce(&self) -> Option<&RocePacketRepr> {
+        match self {
+            AnyPacket::Roce(r) => Some(r),
+            AnyPacket::Atomic(_) => None,
+        }
+    }
+    pub fn atomic(&self) -> Option<&AtomicPacketRepr> {
+        match self {
+            AnyPacket::Roce(_) => None,
+            AnyPacket::Atomic(r) => Some(r),
+        }
     }
 }
