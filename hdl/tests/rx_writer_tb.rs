@@ -2,16 +2,22 @@
 //! memory, and the jobs' own description of what must land where.
 //!
 //! - `jobs_land_exactly_and_acks_wait_for_b`: a stream of jobs as the RX engine makes them —
-//!   payloads (any host alignment, 1..=4096 bytes, header 54..=80 bytes into the packet's first
-//!   beat: 54, 58, 70 and 74 as RoCE's extension headers make them, and others), 32-byte CQEs
-//!   and no-write jobs, about half carrying an ACK/NAK — with the packet buffer filled the way
+//!   payloads (any host alignment, 1..=4096 bytes, header 54..=82 bytes into the packet's first
+//!   beat: 54, 58, 66, 70, 74 and 82 as RoCE's extension headers make them, and others), 32-byte
+//!   CQEs, 8-byte values (kind 3, an atomic's result: `cqe` bits 63..0 little-endian, at every
+//!   8-byte-aligned address, all eight positions in a beat) and no-write jobs, about half
+//!   carrying an ACK/NAK — with the packet buffer filled the way
 //!   the ingress fills it (each packet after the previous one, released beats overwritten by
-//!   newer packets at once), random `awready`/`wready`, B responses after
-//!   random delays and random `ack_full`. Checks: host memory holds exactly the payload and CQE
-//!   bytes at their addresses and nothing else was written (strobes); every AW is 64-byte
+//!   newer packets at once; after every 25 jobs none until the writer is idle), random `awready`/`wready`, B responses after
+//!   random delays and random `ack_full`. Checks: host memory holds exactly the payload, CQE
+//!   and 8-byte value bytes at their addresses and nothing else was written (strobes: a kind-3
+//!   beat has exactly its 8 strobes set); every AW is 64-byte
 //!   aligned; `rd_ptr` advances by each job's `release`, in order; ACKs leave in job order, each
 //!   once, never before the B responses of every write up to its job have arrived; the
-//!   ACK/NAK counters follow the syndrome.
+//!   ACK/NAK counters follow the syndrome; `idle` in cycle `t` is exactly "in cycle `t - 1` no
+//!   job was offered and every write of the jobs taken so far had its B response" (so it is
+//!   low from the cycle after a job is offered until that job's B responses are in), and
+//!   it is seen both high and low.
 mod harness;
 
 use harness::{pack_fields, Dut, Port, Rng};
@@ -36,12 +42,13 @@ struct Job {
 
 fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
     let w = WriteJob::default();
-    let kind = match rng.range(0, 9) {
+    let kind = match rng.range(0, 11) {
         0 | 1 => 1, // CQE
         2 => 2,     // nothing to write
+        3 | 4 => 3, // an atomic's 8-byte result
         _ => 0,     // payload
     };
-    let hlen = *rng.pick(&[54usize, 58, 70, 74, 80, 62, 64, 66]);
+    let hlen = *rng.pick(&[54usize, 58, 66, 70, 74, 82, 80, 62, 64]);
     let plen = match rng.range(0, 3) {
         0 => rng.range(1, 64) as usize,
         1 => *rng.pick(&[256usize, 1024, 4096, 4095, 63, 65]),
@@ -49,10 +56,11 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
     };
     let plen = if kind == 0 { plen } else { 0 };
     let frame = hlen + plen + 4;
-    let release = if kind == 1 { 0 } else { frame.div_ceil(64) as u64 };
+    let release = if kind == 1 || kind == 3 { 0 } else { frame.div_ceil(64) as u64 };
     let addr = match kind {
         0 => region + rng.range(0, 4096),
         1 => region + 32 * rng.range(0, 100),
+        3 => region + 8 * rng.range(0, 511),
         _ => rng.next_u64(),
     };
     let cqe = rng.bytes(32);
@@ -71,6 +79,7 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
     let beats = match kind {
         0 => (lead + plen).div_ceil(64) as u64,
         1 => (lead + 32).div_ceil(64) as u64,
+        3 => (lead + 8).div_ceil(64) as u64,
         _ => 0,
     };
     let mut fields = vec![
@@ -96,10 +105,10 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
     let mut dut = Dut::build::<RxWriter>("rx_writer").expect("build the RX writer model");
     let names = [
         "job_empty", "job", "job_read", "buf_raddr", "buf_rdata", "rd_ptr", "awvalid", "awready", "awaddr", "wvalid",
-        "wready", "wdata", "wstrb", "bvalid", "ack_full", "ack_write", "ack", "cnt_tx_ack", "cnt_tx_nak",
+        "wready", "wdata", "wstrb", "bvalid", "ack_full", "ack_write", "ack", "cnt_tx_ack", "cnt_tx_nak", "idle",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
-    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak]: [Port; 19] =
+    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak, idle_p]: [Port; 20] =
         q.try_into().unwrap();
     dut.set(job_empty, 1);
     dut.reset(2);
@@ -130,12 +139,27 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
     let mut ack_jobs: VecDeque<usize> = VecDeque::new();
     let mut last_raddr = 0u64;
     let mut cycle = 0u64;
+    // `idle` model: the condition in the previous cycle; beats of the jobs taken so far.
+    let mut planned_taken = 0u64;
+    let mut prev_idle_cond: Option<bool> = None;
+    let (mut idle_hi, mut idle_lo) = (0u64, 0u64);
+    let (mut paused, mut paused_at, mut idle_run) = (false, 0usize, 0u64);
+    // (AW address, strobes) of every W beat written.
+    let mut beat_strobes: Vec<(u64, u64)> = Vec::new();
 
     loop {
         cycle += 1;
         assert!(cycle < 400_000, "no progress: {taken} jobs taken, {acks_seen} ACKs");
         // The RX engine queues the next job when its packet fits in the buffer.
-        if jobs.len() < n_jobs && rng.chance(1, 2) {
+        // (After every 25 jobs a quiet spell until the writer has been idle for 10 cycles.)
+        if jobs.len() % 25 == 0 && jobs.len() > paused_at && jobs.len() < n_jobs {
+            paused_at = jobs.len();
+            paused = true;
+        }
+        if paused && idle_run >= 10 {
+            paused = false;
+        }
+        if jobs.len() < n_jobs && rng.chance(1, 2) && !paused {
             let region = 0x1000_0000 + 0x2000 * jobs.len() as u64;
             let j = make_job(&mut rng, next_start, region);
             if used_beats + j.release <= 256 {
@@ -179,8 +203,24 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         let af = rng.chance(1, 4);
         dut.set_bit(ack_full, af);
         dut.eval();
+        // `idle` now reflects the previous cycle: no job offered, every B of the jobs taken
+        // before it in.
+        let idle_cond = !have_job && b_delivered == planned_taken;
+        let idle_now = dut.get_bit(idle_p);
+        if let Some(want) = prev_idle_cond {
+            assert_eq!(idle_now, want, "cycle {cycle}: idle ({taken} jobs taken, {b_delivered} B of {planned_taken}) (seed {seed:#x})");
+        }
+        if idle_now {
+            idle_hi += 1;
+            idle_run += 1;
+        } else {
+            idle_lo += 1;
+            idle_run = 0;
+        }
+        prev_idle_cond = Some(idle_cond);
 
         if have_job && dut.get_bit(job_read) {
+            planned_taken += jobs[taken].beats;
             taken += 1;
         }
         if b_now {
@@ -198,6 +238,7 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         while let (Some(a), Some((d, s))) = (aws.front().copied(), ws.front().cloned()) {
             aws.pop_front();
             ws.pop_front();
+            beat_strobes.push((a, s));
             for k in 0..64 {
                 if s >> k & 1 == 1 {
                     mem.insert(a + k, d[k as usize]);
@@ -245,6 +286,17 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         }
     }
     assert!(releases_expected.is_empty(), "{} releases missing", releases_expected.len());
+    assert!(idle_hi > 200 && idle_lo > 1000, "idle high {idle_hi} cycles, low {idle_lo}");
+    // Each kind-3 job's beat: exactly its 8 strobes (jobs have regions of their own).
+    let mut leads = [0usize; 8];
+    for job in jobs.iter().filter(|x| x.kind == 3) {
+        let base = job.addr & !63;
+        let lead = job.addr % 64;
+        leads[(lead / 8) as usize] += 1;
+        let strobes: Vec<u64> = beat_strobes.iter().filter(|(a, _)| *a == base).map(|(_, s)| *s).collect();
+        assert_eq!(strobes, vec![0xFFu64 << lead], "kind-3 job at {:#x}: strobes (seed {seed:#x})", job.addr);
+    }
+    assert!(leads.iter().all(|n| *n > 0), "8-byte values at each position in a beat: {leads:?}");
     // Host memory: exactly the payloads and CQEs.
     let mut want: HashMap<u64, u8> = HashMap::new();
     for (j, job) in jobs.iter().enumerate() {
@@ -259,6 +311,12 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
                     want.insert(job.addr + i as u64, *b);
                 }
             }
+            3 => {
+                // `cqe` bits 63..0, little-endian.
+                for (i, b) in job.cqe[..8].iter().enumerate() {
+                    want.insert(job.addr + i as u64, *b);
+                }
+            }
             _ => {}
         }
     }
@@ -269,8 +327,12 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         want.iter().filter(|(a, v)| mem.get(a) != Some(v)).map(|(a, v)| (*a, *v, mem.get(a).copied())).collect();
     wrong.sort();
     if let Some((a, v, g)) = wrong.first() {
-        let len = |x: &Job| if x.kind == 1 { 32 } else { x.plen as u64 };
-        let j = jobs.iter().position(|x| x.kind < 2 && x.addr <= *a && *a < x.addr + len(x)).unwrap();
+        let len = |x: &Job| match x.kind {
+            1 => 32,
+            3 => 8,
+            _ => x.plen as u64,
+        };
+        let j = jobs.iter().position(|x| x.kind != 2 && x.addr <= *a && *a < x.addr + len(x)).unwrap();
         let job = &jobs[j];
         panic!(
             "{} bytes wrong, first at {a:#x}: want {v:#04x} got {g:x?}; job {j}: kind {} addr {:#x} plen {} hlen {} start {} (seed {seed:#x})",
