@@ -4,8 +4,9 @@
 //! QP contexts and key-table entries are written through the context-command port exactly as
 //! BAR0 commits them (records built with `rnic_contract` fields); descriptors are handed in as
 //! the ingress would. Every other source FIFO stays empty and the READ-response queue is never
-//! full (`rr_full` = 0); no packet here is an RDMA READ, so none may write a READ-response job
-//! (`rr_write`).
+//! full (`rr_full` = 0); no packet here is an RDMA READ or an atomic, so none may write a
+//! READ-response job (`rr_write`). The RX writer's `wr_idle` is tied high (it only gates
+//! atomics, which wait for every earlier write to reach host memory).
 //!
 //! - `write_only_key_and_bounds`: random WRITE ONLY packets against a table of regions
 //!   (valid/invalid, other PD, no REMOTE_WRITE, stale tag, index past the table) and QPs (RTR,
@@ -152,6 +153,8 @@ impl Tb {
         dut.set(p.desc_empty, 1);
         // The READ-response queue always has room (no READ requests are sent here).
         dut.set("rr_full", 0);
+        // The RX writer is idle whenever the engine looks (no atomic here waits for it).
+        dut.set("wr_idle", 1);
         dut.reset(2);
         Tb { dut, p, rng: Rng::from_env(seed) }
     }
