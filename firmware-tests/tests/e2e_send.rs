@@ -1371,3 +1371,141 @@ fn send_capture_is_clean_in_tshark_and_scapy() {
     let verdict = oracle::check_capture(&pcap).unwrap();
     assert!(verdict.all_clean(frames.len()), "{} frames captured; {}", frames.len(), verdict.summary());
 }
+
+// ---- Flush on ERR, receive side (IBTA Vol 1 10.3.1; ibv_modify_qp(3), ibv_poll_cq(3)) ----
+
+fn to_err(qp: &mut QueuePair<'_>) {
+    qp.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
+}
+
+/// `(wr_id, status, opcode)` of each completion, for compact comparisons.
+fn summary(wcs: &[WorkCompletion]) -> Vec<(u64, WcStatus, WcOpcode)> {
+    wcs.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect()
+}
+
+/// Moving a QP to ERR completes every posted receive with IBV_WC_WR_FLUSH_ERR, in RQ order; a
+/// receive posted while in ERR is flushed as well. Nothing is written to the buffers.
+#[test]
+fn moving_to_err_flushes_every_posted_receive() {
+    let h = hosts();
+    let mut buf = vec![GUARD; 256];
+    {
+        let mr = h.pb.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+        let (_qa, mut qb) = h.qps(&opts(Mtu::Mtu1024));
+        for id in 1..=3u64 {
+            qb.post_recv_one(RecvWr::new(id, mr.sge(0..64).unwrap())).unwrap();
+        }
+        assert!(h.drain(&h.cb, 20_000).is_empty(), "nothing completes before the QP leaves RTS");
+        to_err(&mut qb);
+        let got = h.wait(&h.cb, 3, 100_000);
+        let flush = |id| (id, WcStatus::WrFlushErr, WcOpcode::Recv);
+        assert_eq!(summary(&got), [flush(1), flush(2), flush(3)], "{}", h.diag());
+        assert!(got.iter().all(|w| w.qp_num == qb.qp_num() && w.byte_len == 0));
+        qb.post_recv_one(RecvWr::new(4, mr.sge(64..128).unwrap())).unwrap();
+        assert_eq!(summary(&h.wait(&h.cb, 1, 100_000)), [flush(4)], "a receive posted in ERR");
+        assert_eq!(qb.recv_outstanding(), 0);
+        assert!(h.drain(&h.cb, 5_000).is_empty(), "one completion per receive");
+    }
+    assert!(buf.iter().all(|&b| b == GUARD), "a flushed receive wrote its buffer");
+}
+
+/// A receive error (a message longer than the receive buffer) moves the responder's QP to ERR:
+/// the receives behind it and a SEND it posts afterwards complete with IBV_WC_WR_FLUSH_ERR,
+/// and a later message to it is not accepted.
+#[test]
+fn a_receive_error_flushes_the_rest_of_the_rq_and_the_sq() {
+    let h = hosts();
+    let mut src = pattern(5, 300);
+    let mut buf = vec![GUARD; 512];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let mr = h.pb.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+        let (mut qa, mut qb) = h.qps(&opts(Mtu::Mtu1024));
+        qb.post_recv_one(RecvWr::new(1, mr.sge(0..100).unwrap())).unwrap();
+        qb.post_recv_one(RecvWr::new(2, mr.sge(128..256).unwrap())).unwrap();
+        qb.post_recv_one(RecvWr::new(3, mr.sge(256..384).unwrap())).unwrap();
+        qa.post_send_one(SendWr::send(0x5E, src_mr.sge(0..200).unwrap()).signaled(true)).unwrap();
+        let got = h.wait(&h.cb, 3, 200_000);
+        let flush = |id| (id, WcStatus::WrFlushErr, WcOpcode::Recv);
+        assert_eq!(summary(&got), [(1, WcStatus::LocLenErr, WcOpcode::Recv), flush(2), flush(3)], "{}", h.diag());
+        assert_eq!(h.wait(&h.ca, 1, 200_000)[0].status, WcStatus::RemInvReqErr);
+        // B's send queue is flushed too (B's CQ takes its send and receive completions).
+        qb.post_send_one(SendWr::send(0xB0, mr.sge(384..400).unwrap()).signaled(true)).unwrap();
+        let got = h.wait(&h.cb, 1, 100_000);
+        assert_eq!(summary(&got), [(0xB0, WcStatus::WrFlushErr, WcOpcode::Send)], "{}", h.diag());
+        assert_eq!(h.counters().1.get("tx_requests"), Some(0), "B sent nothing");
+    }
+    assert!(buf.iter().all(|&b| b == GUARD), "nothing was written");
+}
+
+/// A requester error (a WRITE with a bad rkey, answered NAK remote access error) moves the QP
+/// to ERR: its own posted receive completes with IBV_WC_WR_FLUSH_ERR.
+#[test]
+fn a_requester_error_flushes_its_receive_queue() {
+    let h = hosts();
+    let mut src = pattern(6, 64);
+    let mut mine = vec![GUARD; 64];
+    let mut dst = vec![GUARD; 64];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let mine_mr = h.pa.register(&mut mine, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(8).set_max_recv_wr(4).build().unwrap();
+        let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(4).build().unwrap();
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        let o = ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu1024) };
+        qa.connect_with(&eb, &o).unwrap();
+        qb.connect_with(&ea, &o).unwrap();
+        qa.post_recv_one(RecvWr::new(7, mine_mr.sge(0..64).unwrap())).unwrap();
+        let mut bad = dst_mr.remote_addr(0).unwrap();
+        bad.rkey ^= 0x40;
+        qa.post_send_one(SendWr::rdma_write(8, src_mr.sge(0..64).unwrap(), bad).signaled(true)).unwrap();
+        let got = h.wait(&h.ca, 2, 200_000);
+        assert_eq!(
+            summary(&got),
+            [(8, WcStatus::RemAccessErr, WcOpcode::RdmaWrite), (7, WcStatus::WrFlushErr, WcOpcode::Recv)],
+            "{}",
+            h.diag()
+        );
+    }
+    assert!(mine.iter().all(|&b| b == GUARD) && dst.iter().all(|&b| b == GUARD));
+}
+
+/// Moving a QP to ERR while WRITEs are in flight: every posted WR completes (the ones already
+/// acknowledged successfully, the rest with IBV_WC_WR_FLUSH_ERR, in order), and the NIC keeps
+/// serving other QPs.
+#[test]
+fn moving_to_err_with_writes_in_flight_flushes_them_and_other_qps_go_on() {
+    const N: usize = 6;
+    const LEN: usize = 256 * 1024;
+    let h = hosts();
+    let mut src = pattern(8, LEN);
+    let mut dst = vec![0u8; LEN];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let o = ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu4096) };
+        let (mut qa, _qb) = h.qps(&o);
+        let wrs: Vec<_> = (0..N)
+            .map(|i| SendWr::rdma_write(i as u64, src_mr.sge(0..LEN).unwrap(), dst_mr.remote_addr(0).unwrap()).signaled(true))
+            .collect();
+        qa.post_send(&wrs).unwrap();
+        h.settle(3_000);
+        to_err(&mut qa);
+        let got = h.wait(&h.ca, N, 2_000_000);
+        assert_eq!(got.iter().map(|w| w.wr_id).collect::<Vec<_>>(), (0..N as u64).collect::<Vec<_>>(), "{}", h.diag());
+        let first_flush = got.iter().position(|w| w.status == WcStatus::WrFlushErr).expect("some WRITE was flushed");
+        assert!(got[..first_flush].iter().all(|w| w.status == WcStatus::Success), "{:?}", summary(&got));
+        assert!(got[first_flush..].iter().all(|w| w.status == WcStatus::WrFlushErr), "{:?}", summary(&got));
+        assert_eq!(qa.outstanding(), 0);
+        h.settle(50_000);
+        assert!(h.drain(&h.ca, 0).is_empty(), "one completion per WR");
+        // Another QP pair on the same NICs works.
+        let (mut qa2, _qb2) = h.qps(&o);
+        qa2.post_send_one(SendWr::rdma_write(99, src_mr.sge(0..4096).unwrap(), dst_mr.remote_addr(0).unwrap()).signaled(true))
+            .unwrap();
+        let got = h.wait(&h.ca, 1, 500_000);
+        assert_eq!((got[0].wr_id, got[0].status), (99, WcStatus::Success), "{}", h.diag());
+    }
+    assert_eq!(dst[..4096], src[..4096]);
+}

@@ -138,6 +138,16 @@ pub struct RxEngine {
     /// slot), registered. Safe for one job per cycle: a flag taken a cycle late still leaves
     /// room for the job written in that cycle.
     job_room: DFF<Bit>,
+    /// QPs to look at for flushing (IBTA Vol 1 10.3.1: a QP in ERR completes every WQE with
+    /// IBV_WC_WR_FLUSH_ERR, on the RQ too): set by an RQ doorbell, by a context command that
+    /// writes state ERR, by an error that moves a QP to ERR, and by any packet or timeout for a
+    /// QP in ERR; served in state 0 (`src_fl`) one WQE at a time, lowest priority after local
+    /// completions and timeouts. `fp_idx` scans the bits and stops at a set one (`fp_sel`).
+    flush_pend: DFF<Bits<64>>,
+    fp_idx: DFF<Bits<6>>,
+    fp_sel: DFF<Bit>,
+    fp_sel_idx: DFF<Bits<6>>,
+    src_fl: DFF<Bit>,
     /// The covering PSN precedes the head in-flight WQE's last PSN (24-bit serial compare),
     /// registered in state 32 so state 11 acts on a flag, not on a subtraction.
     psn_before_r: DFF<Bit>,
@@ -357,6 +367,13 @@ pub struct RxEngine {
     at_beat: Signal<Local, Bits<512>>,
     at_entry: Signal<Local, Bits<96>>,
     at_sum: Signal<Local, Bits<64>>,
+    /// Flush bookkeeping: bits set and cleared this cycle; this engine asks for the current QP.
+    fl_set: Signal<Local, Bits<64>>,
+    fl_eng: Signal<Local, Bit>,
+    fl_clr: Signal<Local, Bits<64>>,
+    fp_word: Signal<Local, Bits<64>>,
+    va_low: Signal<Local, Bits<3>>,
+    va_req: Signal<Local, Bits<64>>,
 }
 
 impl Default for RxEngine {
@@ -424,6 +441,17 @@ impl Default for RxEngine {
             inflight_ram: Default::default(),
             state: Default::default(),
             job_room: Default::default(),
+            flush_pend: Default::default(),
+            fp_idx: Default::default(),
+            fp_sel: Default::default(),
+            fp_sel_idx: Default::default(),
+            src_fl: Default::default(),
+            fl_set: Default::default(),
+            fl_eng: Default::default(),
+            fl_clr: Default::default(),
+            fp_word: Default::default(),
+            va_low: Default::default(),
+            va_req: Default::default(),
             psn_before_r: Default::default(),
             src_lc: Default::default(),
             src_to: Default::default(),
@@ -647,8 +675,17 @@ impl Logic for RxEngine {
             r_off, r_boff, r_len_ok, r_ahead, r_past, r_addr, rd_npkts, reads_done, rr_full_r,
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
-            at_write, scan_i, scan_n, job_room, psn_before_r
+            at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
+            src_fl
         );
+        self.fl_eng.next = false;
+        self.fl_clr.next = 0.into();
+        self.fp_word.next = self.flush_pend.q.val() >> bit_cast::<64, 6>(self.fp_idx.q.val());
+        self.fp_sel.d.next = self.fp_word.val().get_bit(0);
+        self.fp_sel_idx.d.next = self.fp_idx.q.val();
+        if !self.fp_sel.q.val() {
+            self.fp_idx.d.next = self.fp_idx.q.val() + 1;
+        }
         self.job_room.d.next = !self.job_full.val();
         self.atom_ram.read_clock.next = self.clock.val();
         self.atom_ram.write_clock.next = self.clock.val();
@@ -669,9 +706,18 @@ impl Logic for RxEngine {
         self.cq_settled.d.next = self.state.q.val() == 12;
         self.rqpi_ram.read_clock.next = self.clock.val();
         self.rqpi_ram.write_clock.next = self.clock.val();
+        // RQ producer index: from the RQ doorbell, or 0 when a context command puts the QP in
+        // RESET (created, reset or destroyed): its ring starts empty, and INIT -> RTR
+        // (INIT_RQ_PSN) starts the consumer index at 0 too. (BAR0 takes one MMIO write per
+        // cycle, so the two writes never coincide.)
         self.rqpi_ram.write_enable.next = self.rq_db_write.val();
         self.rqpi_ram.write_address.next = self.rq_db_data.val().get_bits::<6>(16);
         self.rqpi_ram.write_data.next = self.rq_db_data.val().get_bits::<16>(0);
+        if self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 0) {
+            self.rqpi_ram.write_enable.next = true;
+            self.rqpi_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+            self.rqpi_ram.write_data.next = 0.into();
+        }
         self.rqpi_ram.read_address.next = self.qpn.q.val();
         self.rdyn_ram.read_clock.next = self.clock.val();
         self.rdyn_ram.write_clock.next = self.clock.val();
@@ -720,8 +766,10 @@ impl Logic for RxEngine {
         self.inflight_ram.write_address.next = self.if_waddr.val();
         self.inflight_ram.write_data.next = self.if_wdata.val().into();
 
-        // ---- Context commands (tables written in any cycle but write-back) ----
-        self.cmd_ready.next = self.state.q.val() != 9;
+        // ---- Context commands (tables written while the engine is idle) ----
+        // Commands only while idle: between a QP's load (state 2) and its write-back (state
+        // 9) a command for it would be overwritten by the write-back.
+        self.cmd_ready.next = self.state.q.val() == 0;
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         self.tables.cmd_fire.next = self.cmd_fire.val();
         self.tables.cmd_op.next = self.cmd_op.val();
@@ -914,12 +962,15 @@ impl Logic for RxEngine {
             self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & (self.plen32.val() == 0);
         }
         // An atomic carries no payload and names a naturally aligned 8-byte word (9.4.5; a
-        // misaligned one is an invalid request).
+        // misaligned one is an invalid request). (A Local: yosys takes no bit select of a
+        // struct field's slice.)
+        self.va_req.next = self.pkt.q.val().reth_va;
+        self.va_low.next = self.va_req.val().get_bits::<3>(0);
         if (self.op.val() == 0x13) | (self.op.val() == 0x14) {
             self.seq_ok.next = !self.in_write.q.val()
                 & !self.in_send.q.val()
                 & (self.plen32.val() == 0)
-                & (self.pkt.q.val().reth_va.get_bits::<3>(0) == 0);
+                & (self.va_low.val() == 0);
         }
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
         self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
@@ -1075,11 +1126,21 @@ impl Logic for RxEngine {
                 self.rsp_retired.d.next = false;
                 self.rsp_final.d.next = false;
                 self.at_mode.d.next = false;
+                self.src_fl.d.next = false;
                 if !self.lc_empty.val() {
                     self.lc_read.next = true;
                     self.src_lc.d.next = true;
                     self.lcr.d.next = self.lc.val();
                     self.qpn.d.next = self.lc_qpn.val().get_bits::<6>(0);
+                    self.qpn_ok.d.next = true;
+                    self.state.d.next = 1.into();
+                } else if self.fp_sel.q.val() {
+                    // A QP to flush (or to check): served before new packets, so traffic on
+                    // other QPs cannot starve it.
+                    self.src_lc.d.next = false;
+                    self.src_fl.d.next = true;
+                    self.fl_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fp_sel_idx.q.val());
+                    self.qpn.d.next = self.fp_sel_idx.q.val();
                     self.qpn_ok.d.next = true;
                     self.state.d.next = 1.into();
                 } else if !self.to_empty.val() {
@@ -1136,11 +1197,15 @@ impl Logic for RxEngine {
                 self.sent.d.next = self.sent_data.val();
                 if self.src_lc.q.val() {
                     self.state.d.next = 3.into();
+                } else if self.src_fl.q.val() {
+                    self.state.d.next = 33.into();
                 } else if self.src_to.q.val() {
                     self.state.d.next = 9.into();
                     if self.qp_now.val().state == 3 {
                         self.state.d.next = 3.into();
                     }
+                    // A timeout of a QP the driver moved to ERR: flush what it waits for.
+                    self.fl_eng.next = self.qp_now.val().state == 6;
                 } else {
                     // A request or an ACK: register the checks on what the tables answered.
                     self.off_r.d.next = self.off.val();
@@ -1167,8 +1232,11 @@ impl Logic for RxEngine {
                         <= (self.mr_now.val().length - self.off_r.q.val()));
                 self.send_fits_r.d.next = self.plen32.val() <= self.wr_rem.q.val();
                 self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
+                // A QP in ERR (the driver's state, or this NIC's after an error completion)
+                // takes no packets; they make it flush instead.
                 self.c_unknown.d.next = !self.qpn_ok.q.val()
-                    | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3));
+                    | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3))
+                    | self.qp_err.q.val();
                 self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23);
                 self.c_gap.d.next = self.psn_delta_r.q.val() != 0;
                 self.seq_ok_r.d.next = self.seq_ok.val();
@@ -1184,6 +1252,7 @@ impl Logic for RxEngine {
                     self.state.d.next = 9.into();
                     if self.c_unknown.q.val() {
                         self.cnt_unknown_qp.next = true;
+                        self.fl_eng.next = self.qpn_ok.q.val() & ((self.ctx.q.val().state == 6) | self.qp_err.q.val());
                     } else if self.op.val() == 0x11 {
                         if self.ctx.q.val().state == 3 {
                             self.cnt_rx_ack.next = true;
@@ -1418,6 +1487,9 @@ impl Logic for RxEngine {
                 if self.rq_r_valid.val() {
                     self.rwqe.d.next = self.rq_r_data.val().into();
                     self.state.d.next = 13.into();
+                    if self.src_fl.q.val() {
+                        self.state.d.next = 34.into();
+                    }
                 }
             }
             13 => {
@@ -1626,11 +1698,19 @@ impl Logic for RxEngine {
                     self.job.next.addr = self.cqe_addr.val();
                     self.job.next.need_ack = bit_cast::<1, 1>(self.recv_need_ack.q.val().into());
                     self.reply.next.syndrome = self.recv_syn.q.val();
-                    if self.job_room.q.val() & self.cq_settled2.q.val() {
+                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    if self.job_room.q.val() & self.cq_settled2.q.val() & !(self.fatal.val() & self.rw_full.val()) {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
                         self.cq_pi.d.next = self.cq_pi.q.val() + 1;
                         self.state.d.next = 9.into();
+                        if self.fatal.val() {
+                            // A receive error moves the QP to ERR (IBTA Vol 1 10.8.3.3): its
+                            // send queue and remaining receives are flushed.
+                            self.qp_err.d.next = true;
+                            self.rw_write.next = true;
+                            self.fl_eng.next = true;
+                        }
                     }
                 } else {
                     self.job.next.kind = 1.into();
@@ -1658,6 +1738,8 @@ impl Logic for RxEngine {
                             self.qp_err.d.next = true;
                             // A local error's scheduler knows already.
                             self.rw_write.next = !self.src_lc.q.val();
+                            // The receive queue is flushed too.
+                            self.fl_eng.next = true;
                         }
                         if self.src_lc.q.val() {
                             self.state.d.next = 9.into();
@@ -1765,6 +1847,45 @@ impl Logic for RxEngine {
                     self.at_mode.d.next = true;
                     self.state.d.next = 24.into();
                 }
+            }
+            33 => {
+                // Flush, one step per visit (the QP's bit is set again until nothing is left):
+                // a QP in ERR (moved there by the driver, or by an error completion) first
+                // completes its outstanding send WQEs, then each posted receive WQE, with
+                // IBV_WC_WR_FLUSH_ERR (ibv_modify_qp(3), ibv_poll_cq(3); IBTA Vol 1 10.3.1).
+                // Nothing to do (not in ERR, or nothing left): no write-back.
+                self.state.d.next = 0.into();
+                if (self.ctx.q.val().state == 6) & !self.qp_err.q.val() {
+                    // Just moved to ERR by the driver: the scheduler flushes what it has not
+                    // sent, this engine what is in flight.
+                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    self.state.d.next = 33.into();
+                    if !self.rw_full.val() {
+                        self.rw_write.next = true;
+                        self.qp_err.d.next = true;
+                        self.fl_eng.next = true;
+                        self.state.d.next = 3.into();
+                    }
+                } else if self.qp_err.q.val() {
+                    if (self.outstanding_wqes.val() != 0) & !self.outstanding_wqes.val().get_bit(15) {
+                        self.fl_eng.next = true;
+                        self.state.d.next = 3.into();
+                    } else if self.rq_ci.q.val() != self.rq_pi.q.val() {
+                        self.state.d.next = 7.into();
+                    }
+                }
+            }
+            34 => {
+                // A receive WQE flushed: its completion on the receive CQ, no ACK.
+                self.src_recv.d.next = true;
+                self.recv_need_ack.d.next = false;
+                self.status.d.next = 5.into();
+                self.cqe_opcode.d.next = 128.into();
+                self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
+                self.cqe_len.d.next = 0.into();
+                self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                self.fl_eng.next = true;
+                self.state.d.next = 3.into();
             }
             17 => {
                 // READ response checks, 1: the head WQE, the response's place in it, and the
@@ -1878,6 +1999,19 @@ impl Logic for RxEngine {
             }
         }
         self.job.next.ack = self.reply.val().into();
+        // Flush requests: cleared when taken, set by doorbells, commands and this engine.
+        self.fl_set.next = 0.into();
+        if self.rq_db_write.val() {
+            self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rq_db_data.val().get_bits::<6>(16));
+        }
+        if self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 6) {
+            self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cmd_index.val().get_bits::<6>(0));
+        }
+        if self.fl_eng.val() {
+            self.fl_set.next = self.fl_set.val()
+                | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.qpn.q.val()));
+        }
+        self.flush_pend.d.next = (self.flush_pend.q.val() & !self.fl_clr.val()) | self.fl_set.val();
         self.acked_tx_ram.write_enable.next = self.acked_ram.write_enable.val();
         self.acked_tx_ram.write_address.next = self.acked_ram.write_address.val();
         self.acked_wdata.next = bit_cast::<24, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))

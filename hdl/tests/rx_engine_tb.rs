@@ -231,8 +231,11 @@ impl Tb {
         let mut job = None;
         let mut pulses = Vec::new();
         let mut read = false;
+        let mut prev_full = false;
         for c in 0..40 {
-            // The job FIFO is full now and then: the engine must wait, not drop or repeat.
+            // The job FIFO is almost full now and then (`job_full` is its almost-full flag,
+            // one slot left): the engine must wait, not drop or repeat. It samples the flag a
+            // cycle late, so it may still write in the cycle the flag rises, never after.
             let full = self.rng.chance(1, 4);
             self.dut.set_bit(self.p.job_full, full);
             self.dut.eval();
@@ -247,11 +250,12 @@ impl Tb {
             }
             assert!(!self.dut.get_bit(self.p.rr_write), "a READ-response job for opcode {:#04x}", d.opcode);
             if self.dut.get_bit(self.p.job_write) {
-                assert!(!full, "job_write while job_full");
+                assert!(!prev_full, "job_write the cycle after job_full (almost full)");
                 assert!(job.is_none(), "two jobs for one packet");
                 job = Some(self.dut.get_wide(self.p.job));
             }
             self.dut.tick();
+            prev_full = full;
             if read {
                 self.dut.set_bit(self.p.desc_empty, true);
             }

@@ -876,8 +876,8 @@ impl QpBuilder {
             rq_base: rq_ring.as_ref().map_or(0, |r| r.iova().0),
             ..QpContext::default()
         };
-        let committed = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, qpn as u8, &base.pack())
-            .and_then(|()| ctx.dev.mmio_write32(regs::RQ_DOORBELL, qpn << 16));
+        // (The NIC empties its RQ indices itself on a context write in RESET.)
+        let committed = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, qpn as u8, &base.pack());
         if let Err(e) = committed {
             undo(qpn);
             return Err(e);
@@ -1025,13 +1025,13 @@ impl<'mr> QueuePair<'mr> {
     /// reloads its expected PSN), `SQ_PSN` sets INIT_SQ_PSN (it reloads its next PSN and resets
     /// the SQ indices and, on the responder side, its RQ consumer index). A transition to RESET
     /// forgets every outstanding send and receive work request without a completion, as in
-    /// ibverbs, and rings the RQ doorbell with producer index 0 so the NIC's RQ indices agree
-    /// with the empty ring when INIT→RTR resets its consumer index.
+    /// ibverbs (the NIC empties its RQ producer index on the RESET context write, and INIT→RTR
+    /// starts its consumer index at 0). A transition to ERR makes the NIC complete every
+    /// outstanding send and receive work request with `IBV_WC_WR_FLUSH_ERR`.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] as [`validate_modify`] — then nothing changed and no MMIO
-    /// happened; backend errors of the context write (the QP keeps its old state) or of the RQ
-    /// doorbell after a RESET (the QP is in RESET; reset it again to retry).
+    /// happened; backend errors of the context write (the QP keeps its old state).
     pub fn modify(&mut self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
         let cur = self.state();
         let next = validate_modify(cur, attr, mask)?;
@@ -1073,9 +1073,6 @@ impl<'mr> QueuePair<'mr> {
                 self.pi.set(0);
                 self.rq_pi.set(0);
             }
-        }
-        if next == QpState::Reset {
-            self.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, self.qpn << 16)?;
         }
         Ok(())
     }
@@ -1176,14 +1173,15 @@ impl<'mr> QueuePair<'mr> {
     /// posted (ibverbs would post the ones before the bad one).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the QP is not in RTS or a request is malformed (no remote
+    /// [`Error::InvalidArgument`] if the QP is not in RTS or ERR (in ERR the NIC completes the
+    /// requests with `IBV_WC_WR_FLUSH_ERR`, as ibv_post_send(3) allows) or a request is malformed (no remote
     /// address for an RDMA opcode, INLINE, SGE over 2^31 bytes); [`Error::NoMemory`] when the SQ
     /// has fewer free entries than requests (poll the CQ to retire some); backend errors (then
     /// nothing was posted).
     pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> Result<()> {
         let state = self.state();
-        if state != QpState::Rts {
-            return Err(Error::inval(format!("post_send needs RTS, QP {} is in {state:?}", self.qpn)));
+        if !matches!(state, QpState::Rts | QpState::Err) {
+            return Err(Error::inval(format!("post_send needs RTS (or ERR), QP {} is in {state:?}", self.qpn)));
         }
         for (i, wr) in wrs.iter().enumerate() {
             self.check_wr(i, wr)?;
@@ -1261,19 +1259,15 @@ impl<'mr> QueuePair<'mr> {
     /// posted.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the QP is in RESET (or in ERR: the NIC does not flush
-    /// receive WRs yet, so they would never complete), has no receive queue, or a request has
+    /// [`Error::InvalidArgument`] if the QP is in RESET (in ERR the NIC completes the requests
+    /// with `IBV_WC_WR_FLUSH_ERR`), has no receive queue, or a request has
     /// more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry over 2^31 bytes;
     /// [`Error::NoMemory`] when the RQ has fewer free entries than requests (poll the receive
     /// CQ to retire some); backend errors (then nothing was posted).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> Result<()> {
         let state = self.state();
-        if matches!(state, QpState::Reset | QpState::Err) {
-            return Err(Error::inval(format!(
-                "post_recv needs INIT, RTR or RTS, QP {} is in {state:?}{}",
-                self.qpn,
-                if state == QpState::Err { " (the NIC does not flush receive WRs)" } else { "" }
-            )));
+        if state == QpState::Reset {
+            return Err(Error::inval(format!("post_recv needs INIT, RTR, RTS or ERR, QP {} is in RESET", self.qpn)));
         }
         let Some(ring) = &self.rq_ring else {
             return Err(Error::inval(format!("QP {} has no receive queue (built with max_recv_wr 0)", self.qpn)));
