@@ -465,3 +465,48 @@ fn read_capture_is_clean_in_tshark_and_scapy() {
     let verdict = oracle::check_capture(&pcap).unwrap();
     assert!(verdict.all_clean(frames.len()), "{} frames captured; {}", frames.len(), verdict.summary());
 }
+
+/// IBV_SEND_FENCE (ibv_post_send(3)): a fenced WQE waits until every earlier READ has
+/// completed. On the wire the fenced WRITE's first packet follows the READ's last response;
+/// without the fence it leaves while the responses are still coming.
+#[test]
+fn a_fenced_write_waits_for_the_earlier_read() {
+    use rnic::SendFlags;
+    use rnic_firmware_tests::{oracle, wire::roce::RocePacketRepr};
+    for fence in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let pcap = dir.path().join("fence.pcap");
+        let h = hosts();
+        h.world.borrow_mut().capture_pcap(&pcap).unwrap();
+        let mut remote_buf = pattern(4, 64 * 1024 + 1024);
+        let mut local = vec![GUARD; 64 * 1024 + 1024];
+        let expect = remote_buf[..64 * 1024].to_vec();
+        {
+            let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
+            let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE).unwrap();
+            let o = ConnectOptions { access: AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu1024) };
+            let (mut qa, qb) = qps(&h, &o);
+            let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
+            let mut flags = SendFlags::SIGNALED;
+            flags.set(SendFlags::FENCE, fence);
+            qa.post_send(&[
+                SendWr::rdma_read(1, local_mr.sge(0..64 * 1024).unwrap(), remote.at(0)).signaled(true),
+                SendWr::rdma_write(2, local_mr.sge(64 * 1024..65 * 1024).unwrap(), remote.at(64 * 1024)).with_flags(flags),
+            ])
+            .unwrap();
+            let wcs = h.wait(&h.ca, 2, 1_000_000);
+            assert_eq!(wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), [(1, WcStatus::Success), (2, WcStatus::Success)]);
+            h.settle(2_000);
+        }
+        h.world.borrow_mut().finish().unwrap();
+        let ops: Vec<u8> = oracle::read_pcap(&pcap).unwrap().iter().map(|(_, f)| RocePacketRepr::parse(f).unwrap().bth.opcode.0).collect();
+        let last_response = ops.iter().rposition(|&o| o == 0x0F).expect("READ RESPONSE LAST");
+        let write = ops.iter().position(|&o| o == 0x0A).expect("RDMA WRITE ONLY");
+        if fence {
+            assert!(write > last_response, "fenced WRITE at frame {write}, READ's last response at {last_response}");
+        } else {
+            assert!(write < last_response, "unfenced WRITE at frame {write} waited for the READ ({last_response})");
+        }
+        assert_same(&local[..64 * 1024], &expect, "bytes read");
+    }
+}

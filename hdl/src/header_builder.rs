@@ -9,8 +9,8 @@ use rust_hdl::prelude::*;
 /// and `ext_len` says how many of its bytes are present (0, 4, 12, 16, 20 or 28). Outputs: the header
 /// ([`RoceHeader`], wire order), its length in bytes (`hlen`) and BTH.PadCnt (`pad`) for a
 /// payload of `plen` bytes. IPv4: no options, DF set, TTL 64, ID 0, header checksum per
-/// RFC 791; UDP destination port 4791, checksum 0 (Annex A17.4.5.2); BTH: SE = M = 0,
-/// TVer 0, FECN = BECN = 0. `tag_in` rides along unchanged to `tag_out` (the caller's own
+/// RFC 791; UDP destination port 4791, checksum 0 (Annex A17.4.5.2); BTH: SE from `se`,
+/// M = 0, TVer 0, FECN = BECN = 0. `tag_in` rides along unchanged to `tag_out` (the caller's own
 /// per-header data).
 ///
 /// A pipeline with a valid/ready handshake on both sides (a request is taken when `in_valid`
@@ -41,6 +41,8 @@ pub struct HeaderBuilder {
     pub opcode: Signal<In, Bits<8>>,
     pub dest_qpn: Signal<In, Bits<24>>,
     pub ackreq: Signal<In, Bits<1>>,
+    /// BTH.SE, the Solicited Event bit (IBTA Vol 1 9.2.3).
+    pub se: Signal<In, Bits<1>>,
     pub psn: Signal<In, Bits<24>>,
     pub ext: Signal<In, Bits<224>>,
     pub ext_len: Signal<In, Bits<5>>,
@@ -97,6 +99,8 @@ pub struct HeaderBuilder {
     fold_lo: Signal<Local, Bits<17>>,
     fold_hi: Signal<Local, Bits<17>>,
     csum: Signal<Local, Bits<16>>,
+    x1_flags: Signal<Local, Bits<8>>,
+    h1_hdr: Signal<Local, RoceHeader>,
     zero_hdr: Constant<RoceHeader>,
 }
 
@@ -116,6 +120,7 @@ impl Default for HeaderBuilder {
             opcode: Default::default(),
             dest_qpn: Default::default(),
             ackreq: Default::default(),
+            se: Default::default(),
             psn: Default::default(),
             ext: Default::default(),
             ext_len: Default::default(),
@@ -168,6 +173,8 @@ impl Default for HeaderBuilder {
             fold_lo: Default::default(),
             fold_hi: Default::default(),
             csum: Default::default(),
+            x1_flags: Default::default(),
+            h1_hdr: Default::default(),
             zero_hdr: Constant::new(RoceHeader::default()),
         }
     }
@@ -214,6 +221,7 @@ impl Logic for HeaderBuilder {
             | (bit_cast::<24, 8>(self.dest_qpn.val().get_bits::<8>(8)) << 8)
             | (bit_cast::<24, 8>(self.dest_qpn.val().get_bits::<8>(0)) << 16);
         self.x1.next.bth_ackreq = bit_cast::<8, 1>(self.ackreq.val()) << 7;
+        self.x1.next.bth_flags = bit_cast::<8, 1>(self.se.val()) << 7;
         self.x1.next.bth_psn = (bit_cast::<24, 8>(self.psn.val().get_bits::<8>(16)))
             | (bit_cast::<24, 8>(self.psn.val().get_bits::<8>(8)) << 8)
             | (bit_cast::<24, 8>(self.psn.val().get_bits::<8>(0)) << 16);
@@ -233,8 +241,10 @@ impl Logic for HeaderBuilder {
         // IP(20) + UDP(8) + BTH(12) + ICRC(4) = 44, plus the extension headers, payload, pad.
         self.ip_len.next = ((bit_cast::<16, 13>(self.plen1.q.val()) + 3) & 0xFFFC)
             + (bit_cast::<16, 5>(self.ext_len1.q.val()) + 44);
+        self.h1_hdr.next = bit_cast::<704, 704>(self.h1.q.val()).into();
+        self.x1_flags.next = self.h1_hdr.val().bth_flags;
         self.x2.next = bit_cast::<704, 704>(self.h1.q.val()).into();
-        self.x2.next.bth_flags = bit_cast::<8, 16>(self.pad16.val()) << 4;
+        self.x2.next.bth_flags = (self.x1_flags.val() & 0x80) | (bit_cast::<8, 16>(self.pad16.val()) << 4);
         if self.ld2.val() {
             self.v2.d.next = self.v1.q.val();
             self.h2.d.next = self.x2.val().into();

@@ -104,10 +104,11 @@ record!(
     /// READ response's or ATOMIC ACKNOWLEDGE's AETH. `has_atomic_eth`: the extension header is
     /// an AtomicETH (`reth_va`, `reth_rkey`, `at_swap`, `at_cmp`; IBTA Vol 1 9.3.4);
     /// `has_atomic_ack`: an AETH (`ext4`) and an AtomicAckETH (`at_swap`, 9.3.5). `at_*` are
-    /// numbers, byte-swapped onto the wire by the assembler.
+    /// numbers, byte-swapped onto the wire by the assembler. `se`: BTH.SE, the Solicited Event
+    /// bit (9.2.3).
     TxJob, 488, {
         opcode: 8, ackreq: 1, has_reth: 1, has_ext4: 1, has_atomic_eth: 1, has_atomic_ack: 1,
-        rsvd0: 3, psn: 24, dest_qpn: 24, pkey: 16,
+        se: 1, rsvd0: 2, psn: 24, dest_qpn: 24, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, reth_va: 64, reth_rkey: 32, reth_len: 32,
         plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32, at_swap: 64, at_cmp: 64,
     }

@@ -60,6 +60,7 @@ impl Logic for TxArbiter {
         self.hb.opcode.next = 0x11.into();
         self.hb.dest_qpn.next = self.ack.val().dest_qpn;
         self.hb.ackreq.next = 0.into();
+        self.hb.se.next = 0.into();
         self.hb.psn.next = self.ack.val().psn;
         self.hb.plen.next = 0.into();
         self.hb.ext_len.next = 4.into();

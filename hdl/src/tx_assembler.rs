@@ -150,6 +150,7 @@ impl Logic for TxAssembler {
         self.hb.opcode.next = self.job.val().opcode;
         self.hb.dest_qpn.next = self.job.val().dest_qpn;
         self.hb.ackreq.next = self.job.val().ackreq;
+        self.hb.se.next = self.job.val().se;
         self.hb.psn.next = self.job.val().psn;
         self.hb.plen.next = self.job.val().plen;
         self.hb.ext_len.next = 0.into();

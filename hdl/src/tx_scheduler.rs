@@ -22,7 +22,9 @@ pub const RR_MIN_CYCLES: u64 = 12;
 /// 5. emits one [`TxJob`] per packet (WRITE or SEND FIRST/MIDDLE/LAST/ONLY by path MTU, RETH
 ///    on a WRITE's first, ImmDt on the last of a message with immediate, AckReq on the last and
 ///    on every 16th; for a READ one READ REQUEST with a RETH) and a payload read job for the DMA
-///    read issuer.
+///    read issuer. `IBV_SEND_SOLICITED` sets BTH.SE on the last packet of a SEND or a WRITE
+///    with immediate; `IBV_SEND_FENCE` makes the WQE wait (like a READ beyond `max_rd_atomic`)
+///    until every earlier READ and atomic of the QP has completed.
 ///
 /// It also answers the RDMA READs the RX engine accepted ([`ReadRespJob`]): READ RESPONSE
 /// FIRST/MIDDLE/LAST/ONLY packets by path MTU with the AETH on the first and last (IBTA Vol 1
@@ -211,6 +213,7 @@ pub struct TxScheduler {
     has_imm: Signal<Local, Bit>,
     wop_now: Signal<Local, Bits<6>>,
     is_atomic: Signal<Local, Bit>,
+    se_now: Signal<Local, Bit>,
     is_fadd: Signal<Local, Bit>,
     op_now: Signal<Local, Bits<8>>,
     rr_now: Signal<Local, ReadRespJob>,
@@ -438,6 +441,14 @@ impl Logic for TxScheduler {
             bit_cast::<1, 1>((self.has_imm.val() & self.is_last.val() & !self.is_read.val()).into());
         self.job.next.ext4 = self.wqe.q.val().imm_data;
         self.job.next.rsvd0 = 0.into();
+        // IBV_SEND_SOLICITED: BTH.SE on the last packet of a SEND or a WRITE with immediate
+        // (the packets that complete a receive, 9.2.3, ibv_post_send(3)).
+        self.send_flags.next = self.wqe.q.val().send_flags;
+        self.se_now.next = ((self.send_flags.val() & 4) != 0)
+            & self.is_last.val()
+            & (self.is_send.val() | self.has_imm.val())
+            & !self.is_read.val();
+        self.job.next.se = bit_cast::<1, 1>(self.se_now.val().into());
         self.job.next.psn = self.next_psn.q.val();
         self.job.next.dest_qpn = self.ctx.q.val().dest_qpn;
         self.job.next.pkey = self.ctx.q.val().pkey;
@@ -460,7 +471,6 @@ impl Logic for TxScheduler {
         self.if_data.next.wr_id = self.wqe.q.val().wr_id;
         self.if_data.next.byte_len = self.total.q.val();
         self.if_data.next.last_psn = self.wqe_psn.q.val() + self.npkts.q.val() - 1;
-        self.send_flags.next = self.wqe.q.val().send_flags;
         self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
         self.if_data.next.rsvd = 0.into();
         self.if_data.next.first_psn = self.wqe_psn.q.val();
@@ -505,6 +515,7 @@ impl Logic for TxScheduler {
         if self.state.q.val() == 18 {
             self.job.next.opcode = self.rr_op.val();
             self.job.next.ackreq = 0.into();
+            self.job.next.se = 0.into();
             self.job.next.has_reth = 0.into();
             self.job.next.has_ext4 = bit_cast::<1, 1>((self.rr_first.q.val() | self.rr_last.q.val()).into());
             self.job.next.ext4 = (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(16)) << 8)
@@ -674,7 +685,10 @@ impl Logic for TxScheduler {
                 if self.len_r.q.val() == 0 {
                     self.npkts.d.next = 1.into();
                 }
-                self.rd_full.d.next = self.is_read.val() & (self.reads_out.val() >= self.rd_limit.val());
+                // A READ or atomic waits for a slot (max_rd_atomic); a fenced WQE
+                // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed.
+                self.rd_full.d.next = (self.is_read.val() & (self.reads_out.val() >= self.rd_limit.val()))
+                    | (((self.send_flags.val() & 1) != 0) & (self.reads_out.val() != 0));
                 self.behind.d.next = self.in_flight.val().get_bit(15);
                 self.skip_ok.d.next = self.skip_pending.q.val()
                     & self.skip_nz.q.val()

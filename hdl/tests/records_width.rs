@@ -8,7 +8,7 @@
 //!   declared total with the sum of the field widths, and with rust-hdl's own width (`Synth::BITS`)
 //!   for the records the block tests drive.
 //! - `extension_fields_layout`: `TxJob` is 488 bits with `has_ext4`, `has_atomic_eth`,
-//!   `has_atomic_ack` right after `has_reth` (bits 10..12; `rsvd0` 3 bits, `psn` still at bit
+//!   `has_atomic_ack`, `se` right after `has_reth` (bits 10..13; `rsvd0` 2 bits, `psn` still at bit
 //!   16), `ext4` in bits 359..328 and the atomic operands after it; `RxDesc` is 416 bits with
 //!   `imm` in bits 287..256 and the atomic operands after it; `RoceHeader.ext` covers frame
 //!   bytes 54..82 (an AtomicETH) and `spare` the last 6 bytes; `InflightRec` is 224 bits with
@@ -84,7 +84,8 @@ fn extension_fields_layout() {
     assert_eq!((t.get_my_offset_has_reth(), t.get_my_width_has_reth()), (9, 1));
     assert_eq!((t.get_my_offset_has_ext4(), t.get_my_width_has_ext4()), (10, 1));
     assert_eq!((t.get_my_offset_has_atomic_eth(), t.get_my_offset_has_atomic_ack()), (11, 12));
-    assert_eq!((t.get_my_offset_rsvd0(), t.get_my_width_rsvd0()), (13, 3));
+    assert_eq!((t.get_my_offset_se(), t.get_my_width_se()), (13, 1));
+    assert_eq!((t.get_my_offset_rsvd0(), t.get_my_width_rsvd0()), (14, 2));
     assert_eq!(t.get_my_offset_psn(), 16, "TxJob fields after rsvd0 did not move");
     assert_eq!((t.get_my_offset_ext4(), t.get_my_width_ext4()), (328, 32));
     assert_eq!((t.get_my_offset_at_swap(), t.get_my_offset_at_cmp()), (360, 424));
