@@ -510,3 +510,34 @@ fn a_fenced_write_waits_for_the_earlier_read() {
         assert_same(&local[..64 * 1024], &expect, "bytes read");
     }
 }
+
+/// A READ right behind a long WRITE of the same bytes returns what the WRITE stored (IBTA Vol 1
+/// 9.5: the responder executes requests in order), even though the WRITE's last packets may
+/// still be on their way to host memory when the READ arrives. Every path MTU, reading back
+/// the WRITE's last bytes (the ones written last).
+#[test]
+fn a_read_behind_a_write_of_the_same_bytes_sees_them() {
+    const LEN: usize = 64 * 1024;
+    for (k, mtu) in ALL_MTUS.into_iter().enumerate() {
+        let h = hosts();
+        let mut src = pattern(30 + k as u64, LEN);
+        let mut back = vec![GUARD; 8192];
+        let mut remote_buf = vec![0u8; LEN];
+        let expect = src[LEN - 8192..].to_vec();
+        {
+            let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+            let back_mr = h.pa.register(&mut back, AccessFlags::LOCAL_WRITE).unwrap();
+            let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE).unwrap();
+            let (mut qa, qb) = qps(&h, &opts(mtu));
+            let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
+            qa.post_send(&[
+                SendWr::rdma_write(1, src_mr.sge(0..LEN).unwrap(), remote.at(0)),
+                SendWr::rdma_read(2, back_mr.sge(0..8192).unwrap(), remote.at((LEN - 8192) as u64)).signaled(true),
+            ])
+            .unwrap();
+            let wc = h.wait(&h.ca, 1, 2_000_000)[0];
+            assert_eq!((wc.wr_id, wc.status), (2, WcStatus::Success), "{}", h.diag());
+        }
+        assert_same(&back, &expect, &format!("READ behind WRITE at {mtu:?}"));
+    }
+}

@@ -1752,7 +1752,10 @@ impl Logic for RxEngine {
             24 => {
                 // The READ accepted or replayed in state 6 goes to the scheduler (a state of
                 // its own, so the FIFO's full flag does not meet the job FIFO's).
-                if !self.rr_full_r.q.val() {
+                // A READ's responses are read from host memory by the scheduler: it goes only
+                // once every earlier write of this NIC is in host memory, so it returns what an
+                // earlier WRITE stored (IBTA Vol 1 9.5; an atomic waited already).
+                if !self.rr_full_r.q.val() & self.wr_idle.val() {
                     self.rr_write.next = true;
                     self.state.d.next = 9.into();
                 }
