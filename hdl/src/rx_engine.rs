@@ -148,6 +148,10 @@ pub struct RxEngine {
     fp_sel: DFF<Bit>,
     fp_sel_idx: DFF<Bits<6>>,
     src_fl: DFF<Bit>,
+    fl_db_r: DFF<Bit>,
+    fl_qpn_r: DFF<Bits<6>>,
+    fl_cmd_r: DFF<Bit>,
+    fl_cqpn_r: DFF<Bits<6>>,
     /// The covering PSN precedes the head in-flight WQE's last PSN (24-bit serial compare),
     /// registered in state 32 so state 11 acts on a flag, not on a subtraction.
     psn_before_r: DFF<Bit>,
@@ -446,6 +450,10 @@ impl Default for RxEngine {
             fp_sel: Default::default(),
             fp_sel_idx: Default::default(),
             src_fl: Default::default(),
+            fl_db_r: Default::default(),
+            fl_qpn_r: Default::default(),
+            fl_cmd_r: Default::default(),
+            fl_cqpn_r: Default::default(),
             fl_set: Default::default(),
             fl_eng: Default::default(),
             fl_clr: Default::default(),
@@ -676,8 +684,11 @@ impl Logic for RxEngine {
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl
+            src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r
         );
+        self.fl_db_r.d.next = self.rq_db_write.val();
+        self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
+        self.fl_cqpn_r.d.next = self.cmd_index.val().get_bits::<6>(0);
         self.fl_eng.next = false;
         self.fl_clr.next = 0.into();
         self.fp_word.next = self.flush_pend.q.val() >> bit_cast::<64, 6>(self.fp_idx.q.val());
@@ -2004,11 +2015,14 @@ impl Logic for RxEngine {
         self.job.next.ack = self.reply.val().into();
         // Flush requests: cleared when taken, set by doorbells, commands and this engine.
         self.fl_set.next = 0.into();
-        if self.rq_db_write.val() {
-            self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rq_db_data.val().get_bits::<6>(16));
+        self.fl_cmd_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 6);
+        // (Doorbells and commands are registered first: their decode does not meet BAR0's
+        // write-accept logic in one cycle.)
+        if self.fl_db_r.q.val() {
+            self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fl_qpn_r.q.val());
         }
-        if self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 6) {
-            self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cmd_index.val().get_bits::<6>(0));
+        if self.fl_cmd_r.q.val() {
+            self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fl_cqpn_r.q.val());
         }
         if self.fl_eng.val() {
             self.fl_set.next = self.fl_set.val()

@@ -203,11 +203,11 @@ impl Logic for NicTop {
         self.txs.wqe_r_data.next = self.m_axi_rdata.val();
         self.job_fifo.write.next = self.txs.job_write.val();
         self.job_fifo.data_in.next = self.txs.job.val();
-        self.txs.job_full.next = self.job_fifo.full.val();
+        self.txs.job_full.next = self.job_fifo.almost_full.val();
         self.rj_fifo.write.next = self.txs.rj_write.val();
         self.rj_fifo.data_in.next = bit_cast::<80, 64>(self.txs.rj_addr.val())
             | (bit_cast::<80, 13>(self.txs.rj_len.val()) << 64);
-        self.txs.rj_full.next = self.rj_fifo.full.val();
+        self.txs.rj_full.next = self.rj_fifo.almost_full.val();
         self.rxe.if_we.next = self.txs.if_we.val();
         self.rxe.if_waddr.next = self.txs.if_addr.val();
         self.rxe.if_wdata.next = self.txs.if_data.val();

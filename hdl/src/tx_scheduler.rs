@@ -84,7 +84,7 @@ pub struct TxScheduler {
     pub wqe_ar_addr: Signal<Out, Bits<64>>,
     pub wqe_r_valid: Signal<In, Bit>,
     pub wqe_r_data: Signal<In, Bits<512>>,
-    // Packet jobs.
+    // Packet jobs. `job_full` / `rj_full` are the FIFOs' almost-full flags (see `job_room`).
     pub job_full: Signal<In, Bit>,
     pub job_write: Signal<Out, Bit>,
     pub job: Signal<Out, TxJob>,
@@ -144,6 +144,19 @@ pub struct TxScheduler {
     behind: DFF<Bit>,
     /// A WQE fetch is requested (state 4).
     ar_pend: DFF<Bit>,
+    /// The packet-job and payload-job FIFOs have room: their almost-full flags (at most one
+    /// free slot), registered; safe for one job per cycle.
+    job_room: DFF<Bit>,
+    /// The rewind and READ FIFOs' empty flags, a cycle late: a FIFO is read only in a state
+    /// that is not re-entered within two cycles, so the late flag never offers a read twice;
+    /// the FIFO's head decides nothing in the cycle it is read.
+    rw_empty_r: DFF<Bit>,
+    rr_empty_r: DFF<Bit>,
+    /// The WQE's packet count in two halves (state 7): whole MTUs, and a partial one.
+    nq_r: DFF<Bits<24>>,
+    npart_r: DFF<Bit>,
+    /// The local SGE lies inside its region (state 20, from the registers of state 12).
+    bounds_r: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
     pi: DFF<Bits<16>>,
     ctx: DFF<QpContextRec>,
@@ -204,7 +217,6 @@ pub struct TxScheduler {
     skip_pkts: Signal<Local, Bits<24>>,
     skip_bytes: Signal<Local, Bits<64>>,
     rw_behind: Signal<Local, Bits<16>>,
-    npkts_wide: Signal<Local, Bits<40>>,
     psn_lo: Signal<Local, Bits<4>>,
     is_send: Signal<Local, Bit>,
     wqe_psn_lo: Signal<Local, Bits<4>>,
@@ -234,11 +246,14 @@ pub struct TxScheduler {
     in_flight: Signal<Local, Bits<16>>,
     reads_next: Signal<Local, Bits<7>>,
     reads_out: Signal<Local, Bits<7>>,
+    mtu_mask: Signal<Local, Bits<32>>,
+    mtu_mask12: Signal<Local, Bits<12>>,
+    len_lo12: Signal<Local, Bits<12>>,
 }
 
 // States.
 // 0 idle, 1 load (address), 2 load (data), 3 queue checks, 15 act on them, 4 WQE address,
-// 5 WQE data, 6 key lookup, 7 offset, 12 room, 13 validate, 9 record, 14 size a packet,
+// 5 WQE data, 6 key lookup, 7 offset, 12 room, 20 bounds verdict, 13 validate, 9 record, 14 size a packet,
 // 8 emit it (back to 14, or 3 after the last), 10 local error, 11 save and yield to a rewind;
 // 19 wait for a READ slot (max_rd_atomic), 23 skip WQEs retired behind a rewind; READ responses: 16 load, 17 size a packet, 18 emit
 // it (back to 17, or to the state they interrupted: 0, 3, 10 or 19).
@@ -252,8 +267,12 @@ impl Logic for TxScheduler {
             off_r, len_r, va_ok, key_ok_r, off_ok, room, base_iova, skip_bytes_r, skip_nz,
             skip_ok, mtu_r, plen_r, last_r, sq_empty, window_ok, rw_mine, wqe_addr,
             npkts, rw_pending, wop, rd_va, rr, rr_ret, rr_psn, rr_rem, rr_iova, rr_first,
-            rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind, ar_pend
+            rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind, ar_pend, job_room,
+            rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r
         );
+        self.job_room.d.next = !self.job_full.val() & !self.rj_full.val();
+        self.rw_empty_r.d.next = self.rw_empty.val();
+        self.rr_empty_r.d.next = self.rr_empty.val();
         if self.rr_gap.q.val() != 0 {
             self.rr_gap.d.next = self.rr_gap.q.val() - 1;
         }
@@ -325,11 +344,13 @@ impl Logic for TxScheduler {
         self.skip_bytes.next = bit_cast::<64, 24>(self.skip_pkts.val())
             << (bit_cast::<64, 3>(self.ctx.q.val().path_mtu) + 7);
         self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
-        self.npkts_wide.next = (bit_cast::<40, 32>(self.len_r.q.val())
-            + bit_cast::<40, 32>(self.mtu_r.q.val())
-            - 1)
-            >> (bit_cast::<40, 3>(self.ctx.q.val().path_mtu) + 7);
         // max_rd_atomic, taken as 1..=16.
+        // Packets of a message, ceil(len / MTU), in two registered halves: len >> log2(MTU)
+        // and whether bits below the MTU remain (a shifted-constant mask, 12 bits).
+        self.mtu_mask.next =
+            !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
+        self.mtu_mask12.next = self.mtu_mask.val().get_bits::<12>(0);
+        self.len_lo12.next = self.len.val().get_bits::<12>(0);
         self.mra.next = self.ctx.q.val().max_rd_atomic;
         self.rd_limit.next = bit_cast::<7, 5>(self.mra.val().get_bits::<5>(0));
         if self.mra.val() > 16 {
@@ -501,7 +522,7 @@ impl Logic for TxScheduler {
         // READ RESPONSE FIRST/MIDDLE/LAST/ONLY = 0x0D/0E/0F/10; FIRST, LAST and ONLY carry an
         // AETH (ACK syndrome 0x1F, the MSN big-endian), 9.7.4.1.4.
         self.rr_now.next = self.rr_data.val();
-        self.rr_pend.next = !self.rr_empty.val();
+        self.rr_pend.next = !self.rr_empty_r.q.val();
         self.rr_op.next = 0x0E.into();
         if self.rr_first.q.val() & self.rr_last.q.val() {
             self.rr_op.next = 0x10.into();
@@ -547,7 +568,7 @@ impl Logic for TxScheduler {
             0 => {
                 self.rewind.d.next = false;
                 self.flush_req.d.next = false;
-                if !self.rw_empty.val() {
+                if !self.rw_empty_r.q.val() {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
                     self.rw_read.next = true;
                     self.rewind.d.next = true;
@@ -673,6 +694,8 @@ impl Logic for TxScheduler {
                     self.key_ok.val() & (!self.is_read.val() | ((self.mr.val().access & 1) != 0));
                 self.skip_bytes_r.d.next = self.skip_bytes.val();
                 self.skip_nz.d.next = self.skip_pkts.val() != 0;
+                self.nq_r.d.next = bit_cast::<24, 32>(self.len.val() >> (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
+                self.npart_r.d.next = (self.len_lo12.val() & self.mtu_mask12.val()) != 0;
                 self.state.d.next = 12.into();
             }
             12 => {
@@ -681,7 +704,7 @@ impl Logic for TxScheduler {
                 self.room.d.next = self.mr.val().length - self.off_r.q.val();
                 self.base_iova.d.next = self.mr.val().iova + self.off_r.q.val();
                 // Packets in the message: ceil(len / MTU), and one for a zero-length message.
-                self.npkts.d.next = self.npkts_wide.val().get_bits::<24>(0);
+                self.npkts.d.next = self.nq_r.q.val() + bit_cast::<24, 1>(self.npart_r.q.val().into());
                 if self.len_r.q.val() == 0 {
                     self.npkts.d.next = 1.into();
                 }
@@ -693,6 +716,11 @@ impl Logic for TxScheduler {
                 self.skip_ok.d.next = self.skip_pending.q.val()
                     & self.skip_nz.q.val()
                     & (self.skip_bytes_r.q.val() < bit_cast::<64, 32>(self.len_r.q.val()));
+                self.state.d.next = 20.into();
+            }
+            20 => {
+                // The bounds verdict, registered: state 13 only combines flags.
+                self.bounds_r.d.next = self.bounds_ok.val();
                 self.state.d.next = 13.into();
             }
             13 => {
@@ -729,7 +757,7 @@ impl Logic for TxScheduler {
                         // An atomic's local buffer is one 8-byte word (ibv_post_send(3)).
                         self.status.d.next = 1.into();
                         self.state.d.next = 10.into();
-                    } else if (self.len_r.q.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()) {
+                    } else if (self.len_r.q.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_r.q.val()) {
                         self.status.d.next = 4.into();
                         self.state.d.next = 10.into();
                     }
@@ -755,7 +783,7 @@ impl Logic for TxScheduler {
                     // is resent by the rewind (or, if the rewind is stale, recovered like a
                     // loss).
                     self.state.d.next = 0.into();
-                } else if !self.job_full.val() & !self.rj_full.val() {
+                } else if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.rj_write.next = self.plen.val() != 0;
                     self.cnt_tx_req.next = true;
@@ -865,7 +893,7 @@ impl Logic for TxScheduler {
                 self.state.d.next = 18.into();
             }
             18 => {
-                if !self.job_full.val() & !self.rj_full.val() & (self.rr_gap.q.val() == 0) {
+                if self.job_room.q.val() & (self.rr_gap.q.val() == 0) {
                     self.job_write.next = true;
                     // RR_MIN_CYCLES - 1 cycles of wait (hdl_gen takes no Rust constants).
                     self.rr_gap.d.next = 11.into();
