@@ -24,7 +24,10 @@
 //!   the remote address and consumes a receive WQE without touching its buffer
 //!   (IBV_WC_RECV_RDMA_WITH_IMM, `byte_len` = the WRITE's length); with no receive posted it
 //!   draws an RNR NAK and completes once one is;
-//! - the atomics, not implemented yet, complete with LOC_QP_OP_ERR;
+//! - an atomic whose local buffer is not 8 bytes completes with LOC_LEN_ERR, nothing sent;
+//! - a QP in ERR (modify_qp, a receive error, a requester error) flushes every posted receive
+//!   and its send queue with WR_FLUSH_ERR, in order, and the NIC keeps serving other QPs;
+//! - IBV_SEND_SOLICITED sets BTH.SE on the last packet of a SEND only;
 //! - captures of SEND traffic and of immediate-data traffic (SEND and RDMA WRITE, ONLY and
 //!   LAST WITH IMMEDIATE) are clean in tshark and their ICRCs verify in scapy; each ImmDt on
 //!   the wire carries the `imm_data` bytes as posted.

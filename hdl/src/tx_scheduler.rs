@@ -13,22 +13,24 @@ pub const RR_MIN_CYCLES: u64 = 12;
 /// consumer index `ci`), then for each WQE from `ci` up to `pi`:
 /// 1. waits until fewer than `2^LOG_MAX_INFLIGHT_WQES` WQEs of the QP are unacknowledged;
 /// 2. fetches the 64-byte WQE by DMA (AXI ID 1) from `sq_base + (ci mod size) * 64`;
-/// 3. checks the opcode (RDMA WRITE, SEND, either with immediate, or RDMA READ) and the local SGE
-///    against the key table: valid entry, tag, PD, bounds, and LOCAL_WRITE for a READ's
-///    destination (IBTA Vol 1 10.6.3); a failure becomes an error completion
-///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`) written in SQ order by the completer;
+/// 3. checks the opcode (RDMA WRITE, SEND, either with immediate, RDMA READ, or an atomic) and
+///    the local SGE against the key table: valid entry, tag, PD, bounds, and LOCAL_WRITE for a
+///    READ's or atomic's destination (IBTA Vol 1 10.6.3), 8 bytes for an atomic; a failure
+///    becomes an error completion (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`,
+///    `IBV_WC_LOC_LEN_ERR`) written in SQ order by the completer;
 /// 4. records the WQE in the in-flight table for the completer (first and last PSN) and stores
 ///    `{PSN after it, ci + 1}`, before any of its packets leaves;
 /// 5. emits one [`TxJob`] per packet (WRITE or SEND FIRST/MIDDLE/LAST/ONLY by path MTU, RETH
 ///    on a WRITE's first, ImmDt on the last of a message with immediate, AckReq on the last and
-///    on every 16th; for a READ one READ REQUEST with a RETH) and a payload read job for the DMA
-///    read issuer. `IBV_SEND_SOLICITED` sets BTH.SE on the last packet of a SEND or a WRITE
+///    on every 16th; for a READ one READ REQUEST with a RETH; for an atomic one COMPARE SWAP
+///    or FETCH ADD with an AtomicETH) and a payload read job for the DMA read issuer. `IBV_SEND_SOLICITED` sets BTH.SE on the last packet of a SEND or a WRITE
 ///    with immediate; `IBV_SEND_FENCE` makes the WQE wait (like a READ beyond `max_rd_atomic`)
 ///    until every earlier READ and atomic of the QP has completed.
 ///
 /// It also answers the RDMA READs the RX engine accepted ([`ReadRespJob`]): READ RESPONSE
 /// FIRST/MIDDLE/LAST/ONLY packets by path MTU with the AETH on the first and last (IBTA Vol 1
-/// 9.7.4.1.4), the payload read from host memory like a request's. A READ response is served
+/// 9.7.4.1.4), the payload read from host memory like a request's; and the ATOMIC
+/// ACKNOWLEDGEs of the atomics it executed (one packet, AETH + AtomicAckETH, 9.5.3). A READ response is served
 /// when the engine is idle, between WQEs, or while an error completion waits, never in the
 /// middle of a message. READ response packets leave at most one per [`RR_MIN_CYCLES`] cycles:
 /// the requester's RX engine takes 10 cycles to check a response against its READ (11 to drop
@@ -42,7 +44,7 @@ pub const RR_MIN_CYCLES: u64 = 12;
 ///
 /// A doorbell for a QP that is not in RTS is ignored (the WQEs stay posted).
 ///
-/// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + 5 cycles, and one
+/// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + 6 cycles, and one
 /// packet job every 2 cycles while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued
 /// in 32 cycles; the shortest packet, 256 bytes, is 5 beats on the wire). Every stage is at most
 /// 6 LUT levels: the queue checks are registered before they are acted on, the key and bounds
