@@ -112,13 +112,19 @@ struct WriteArgs {
 /// The options every `rnic perf` operation takes.
 #[derive(Args, Debug)]
 struct CommonArgs {
-    /// Number of messages.
+    /// Number of messages, over all QPs.
     #[arg(long, short = 'n', default_value_t = 100)]
     iters: u64,
+    /// Connected RC QP pairs (perftest's -q), 1 ..= 16: the messages are spread over them
+    /// round-robin, each QP with its own buffers and its own --tx-depth (and --outs /
+    /// --rx-depth) window, all posting concurrently; at most --iters.
+    #[arg(long, short = 'q', default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(perf::MAX_QPS)))]
+    qps: u32,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
     #[arg(long, short = 'm', default_value = "4096", value_parser = parse_mtu)]
     mtu: Mtu,
-    /// Work requests kept outstanding. The default, 64, is 4× the NIC's window of 16
+    /// Work requests kept outstanding per QP. The default, 64, is 4× the NIC's window of 16
     /// unacknowledged WQEs per QP, so the SQ still holds WQEs for the NIC while the host polls
     /// and refills (perftest uses 128).
     #[arg(long, short = 't', default_value_t = 64)]
@@ -209,6 +215,7 @@ fn perf_bw(o: Op, a: CommonArgs) -> ExitCode {
         min_rnr_timer: o.min_rnr_timer,
         size: o.size,
         iters: a.iters,
+        qps: a.qps,
         mtu: a.mtu,
         tx_depth: a.tx_depth,
         cq_mod: a.cq_mod,
@@ -280,11 +287,12 @@ fn perf_bw(o: Op, a: CommonArgs) -> ExitCode {
         eprintln!("rnic perf {name}: {e}");
     }
     if let Some(m) = report.first_mismatch {
+        let whose = if report.qps > 1 { format!(" of QP {}'s buffer", m.qp) } else { String::new() };
         eprintln!(
-            "rnic perf {name}: data mismatch: first wrong byte at offset {} (message {}, byte {}): expected {:#04x}, found {:#04x}; {} bytes wrong",
+            "rnic perf {name}: data mismatch: first wrong byte at offset {}{whose} (message {}, byte {}): expected {:#04x}, found {:#04x}; {} bytes wrong",
             m.offset,
             m.iteration,
-            m.offset - m.iteration * report.size,
+            m.offset % report.size,
             m.expected,
             m.found,
             m.count
@@ -308,7 +316,7 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
         _ => "RDMA_Write",
     };
     println!("                    {title} BW Test (rnic, simulated in Verilator)");
-    println!(" Number of qps   : 1\t\tTransport type : IB");
+    println!(" Number of qps   : {}\t\tTransport type : IB", r.qps);
     println!(" Connection type : RC\t\tUsing SRQ      : OFF");
     println!(" TX depth        : {}", r.tx_depth);
     if let Some(rx) = r.rx_depth {
@@ -326,9 +334,14 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     println!(" Max inline data : 0[B]");
     println!(" Data ex. method : in-process (two simulated hosts)");
     println!("{RULE}");
-    for (side, ep) in [("local", &r.client), ("remote", &r.server)] {
-        let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
-        println!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va);
+    // One line per QP and side, as perftest prints them.
+    for (side, pick) in [("local", true), ("remote", false)] {
+        for q in &r.per_qp {
+            let ep = if pick { &q.client } else { &q.server };
+            let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
+            println!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va);
+        }
+        let ep = if pick { &r.client } else { &r.server };
         println!(" GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac);
     }
     println!("{RULE}");
@@ -357,15 +370,25 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     if let Some(p) = &a.waveform {
         println!(" waveform (NIC 0): {}", p.display());
     }
-    if r.verified && r.op == "atomic" {
+    if r.verified && r.op == "atomic" && r.qps == 1 {
         println!(
             " verification: all {} originals returned once and the target holds {:#018x}",
             r.iters,
             atomic_type_of(r).original(r.iters)
         );
+    } else if r.verified && r.op == "atomic" {
+        println!(
+            " verification: all {} originals returned once and each of the {} QPs' targets holds its final value",
+            r.iters, r.qps
+        );
+    } else if r.verified && r.qps > 1 {
+        println!(" verification: all {} bytes match, each QP's in its own buffer", r.bytes);
     } else if r.verified {
         println!(" verification: all {} bytes match", r.bytes);
     } else {
+        for q in r.per_qp.iter().filter(|q| !q.verified && r.qps > 1) {
+            println!(" QP {}: FAILED ({} of {} messages completed)", q.qp, q.completed, q.iters);
+        }
         match r.received {
             Some(rx) => println!(" verification: FAILED ({} of {} messages completed, {rx} received)", r.completed, r.iters),
             None => println!(" verification: FAILED ({} of {} messages completed)", r.completed, r.iters),

@@ -78,11 +78,17 @@ impl AtomicType {
         }
     }
 
-    /// The original value operation `i` must return (the target's value before it).
+    /// The original value operation `i` must return (the target's value before it), for a
+    /// target that starts at [`ATOMIC_INIT`].
     pub fn original(self, i: u64) -> u64 {
+        self.original_from(ATOMIC_INIT, i)
+    }
+
+    /// The original value operation `i` must return on a target that starts at `init`.
+    pub fn original_from(self, init: u64, i: u64) -> u64 {
         match self {
-            Self::FetchAndAdd => ATOMIC_INIT.wrapping_add(i.wrapping_mul(ATOMIC_ADD)),
-            Self::CmpAndSwap => ATOMIC_INIT.wrapping_add(i),
+            Self::FetchAndAdd => init.wrapping_add(i.wrapping_mul(ATOMIC_ADD)),
+            Self::CmpAndSwap => init.wrapping_add(i),
         }
     }
 }
@@ -98,6 +104,27 @@ pub const ATOMIC_BYTES: u64 = 8;
 /// Largest `rx_depth` accepted (the RQ size limit).
 pub const MAX_RX_DEPTH: u32 = crate::qp::MAX_RECV_WR;
 
+/// Most QP pairs a run connects ([`WriteBwOptions::qps`], perftest's `-q`).
+pub const MAX_QPS: u32 = 16;
+
+/// The initial value of QP `qp`'s target word in an atomic run: [`ATOMIC_INIT`] − qp × 2^28
+/// (mod 2^64), so QP 0 starts at [`ATOMIC_INIT`] and the compare-and-swap chains of different
+/// QPs (at most 2^27 operations each) never share a value.
+pub fn atomic_init(qp: u32) -> u64 {
+    ATOMIC_INIT.wrapping_sub(u64::from(qp) << 28)
+}
+
+/// Messages QP `qp` of `qps` carries when `iters` are spread round-robin (iteration `j` goes
+/// to QP `j mod qps`, as its message `j / qps`).
+pub fn qp_iters(iters: u64, qps: u32, qp: u32) -> u64 {
+    let (qps, qp) = (u64::from(qps.max(1)), u64::from(qp));
+    if iters > qp {
+        (iters - qp).div_ceil(qps)
+    } else {
+        0
+    }
+}
+
 /// Parameters of [`run_write_bw`] (despite the name, of either operation: see `op`).
 #[derive(Clone, Debug)]
 pub struct WriteBwOptions {
@@ -105,15 +132,20 @@ pub struct WriteBwOptions {
     pub op: BwOp,
     /// Message size in bytes (1 ..= 2^31).
     pub size: u64,
-    /// Number of messages.
+    /// Number of messages, over all QPs.
     pub iters: u64,
+    /// Connected RC QP pairs (1 ..= [`MAX_QPS`], at most `iters`; perftest's `-q`). Iteration
+    /// `j` goes to QP `j mod qps`; each QP has its own buffers at both ends, its own
+    /// `tx_depth` / `outs` / `rx_depth` window, and all post concurrently.
+    pub qps: u32,
     /// Path MTU.
     pub mtu: Mtu,
-    /// Work requests kept outstanding (the SQ and client CQ size).
+    /// Work requests kept outstanding per QP (its SQ size; the client's CQ, shared by all QPs,
+    /// holds `qps × tx_depth`).
     pub tx_depth: u32,
-    /// Signal one work request in `cq_mod` (and the last); 1 ..= `tx_depth`.
+    /// Signal one work request in `cq_mod` (and the last) of each QP; 1 ..= `tx_depth`.
     pub cq_mod: u32,
-    /// SEND only: receive work requests the server keeps posted (its RQ size, perftest's
+    /// SEND only: receive work requests the server keeps posted per QP (its RQ size, perftest's
     /// `--rx-depth`, default 512), 1 ..= [`MAX_RX_DEPTH`]. When they run out, the client's
     /// SENDs are answered with RNR NAKs and retried.
     pub rx_depth: u32,
@@ -146,6 +178,7 @@ impl Default for WriteBwOptions {
             op: BwOp::Write,
             size: 65536,
             iters: 100,
+            qps: 1,
             mtu: Mtu::Mtu4096,
             tx_depth: 64,
             cq_mod: 16,
@@ -162,12 +195,15 @@ impl Default for WriteBwOptions {
     }
 }
 
-/// The first byte of the server's buffer that differs from what was sent.
+/// The first byte of a checked buffer (the server's for WRITE and SEND, the client's for READ
+/// and atomics) that differs from what was expected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Mismatch {
-    /// Offset in the server's buffer.
+    /// The QP whose buffer holds it (0 ..= qps − 1; 0 with one QP).
+    pub qp: u32,
+    /// Offset in that QP's buffer, bytes (message `offset / size` of that QP).
     pub offset: u64,
-    /// Iteration whose message covers it.
+    /// Iteration (over all QPs) whose message covers it.
     pub iteration: u64,
     /// The byte sent.
     pub expected: u8,
@@ -193,15 +229,17 @@ pub struct WriteBwReport {
     pub op: &'static str,
     /// Message size in bytes.
     pub size: u64,
-    /// Messages.
+    /// Messages, over all QPs.
     pub iters: u64,
+    /// Connected QP pairs the messages were spread over, round-robin.
+    pub qps: u32,
     /// Path MTU in bytes.
     pub mtu: u32,
-    /// Outstanding work requests.
+    /// Outstanding work requests per QP.
     pub tx_depth: u32,
-    /// One signaled work request in `cq_mod`.
+    /// One signaled work request in `cq_mod` (per QP).
     pub cq_mod: u32,
-    /// SEND: receive work requests the server kept posted (null for WRITE).
+    /// SEND: receive work requests the server kept posted per QP (null otherwise).
     pub rx_depth: Option<u32>,
     /// READ and atomic: READs / atomics kept outstanding (`max_rd_atomic`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -221,7 +259,8 @@ pub struct WriteBwReport {
     pub gbps: f64,
     /// Message rate, millions per second.
     pub mpps: f64,
-    /// Every byte of the server's buffer matched, and every work request completed successfully
+    /// Every QP verified (see [`QpReport::verified`]): every byte of the server's buffers
+    /// matched, and every work request completed successfully
     /// (for SEND: every receive too, in order, with `byte_len` = `size`; for atomics: every
     /// original returned was right and the target holds the final value, see
     /// [`check_atomics`]).
@@ -229,9 +268,10 @@ pub struct WriteBwReport {
     /// The first wrong byte, if any (atomics: of the originals in the client's buffer, 8 bytes
     /// per operation).
     pub first_mismatch: Option<Mismatch>,
-    /// Work requests completed (retired by a successful completion).
+    /// Work requests completed (retired by a successful completion), over all QPs.
     pub completed: u64,
-    /// SEND: receive work requests completed successfully at the server (null for WRITE).
+    /// SEND: receive work requests completed successfully at the server, over all QPs (null
+    /// otherwise).
     pub received: Option<u64>,
     /// The run hit its cycle budget.
     pub timed_out: bool,
@@ -250,10 +290,12 @@ pub struct WriteBwReport {
     pub verilator_build_seconds: f64,
     /// Frames written to the pcap file.
     pub pcap_frames: u64,
-    /// The client's endpoint.
+    /// The client's endpoint of QP 0 (with its buffer).
     pub client: Endpoint,
-    /// The server's endpoint (with its buffer).
+    /// The server's endpoint of QP 0 (with its buffer).
     pub server: Endpoint,
+    /// Each QP pair's outcome, in QP order (`qps` entries).
+    pub per_qp: Vec<QpReport>,
     /// Go-back-N restarts of the requester (NIC 0's `retransmits` counter).
     pub retransmits: u32,
     /// NAKs the responder sent (NIC 1's `tx_naks`).
@@ -264,6 +306,31 @@ pub struct WriteBwReport {
     pub rnr_naks: u32,
     /// NIC counters after the run.
     pub counters: BothCounters,
+}
+
+/// The outcome of one QP pair of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct QpReport {
+    /// Index of the pair, 0 ..= qps − 1: it carried iterations `qp`, `qp + qps`, …
+    pub qp: u32,
+    /// Messages this QP carried ([`qp_iters`]).
+    pub iters: u64,
+    /// Its work requests completed successfully.
+    pub completed: u64,
+    /// SEND: its receives completed successfully at the server (null otherwise).
+    pub received: Option<u64>,
+    /// Atomic only: the final value of this QP's target word (it started at [`atomic_init`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<u64>,
+    /// Every one of its work requests (and receives) completed successfully, and its own
+    /// buffer (atomics: its originals and its target word) holds exactly what it should.
+    pub verified: bool,
+    /// The first wrong byte of this QP's buffer, if any.
+    pub first_mismatch: Option<Mismatch>,
+    /// The client QP's endpoint (with its buffer).
+    pub client: Endpoint,
+    /// The server QP's endpoint (with its buffer).
+    pub server: Endpoint,
 }
 
 /// The byte pattern of message `iter`: 8-byte chunks of a hash of `(iter, chunk index)`, so
@@ -307,6 +374,15 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
     if o.iters == 0 {
         return Err(Error::inval("--iters must be at least 1"));
     }
+    if o.qps == 0 || o.qps > MAX_QPS {
+        return Err(Error::inval(format!("--qps {} must be 1..={MAX_QPS}", o.qps)));
+    }
+    if o.iters < u64::from(o.qps) {
+        return Err(Error::inval(format!(
+            "--iters {} is fewer than --qps {}: every QP needs at least one message",
+            o.iters, o.qps
+        )));
+    }
     let total = o.size.saturating_mul(o.iters);
     if total > MAX_TOTAL_BYTES {
         return Err(Error::inval(format!(
@@ -322,6 +398,15 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
             o.cq_mod, o.tx_depth
         )));
     }
+    let cq_c = u64::from(o.qps) * u64::from(o.tx_depth);
+    if cq_c > crate::cq::MAX_CQE as u64 {
+        return Err(Error::inval(format!(
+            "--qps {} × --tx-depth {} = {cq_c} exceeds the {} entries of the client's CQ, which all QPs share; lower one of them",
+            o.qps,
+            o.tx_depth,
+            crate::cq::MAX_CQE
+        )));
+    }
     if o.min_rnr_timer > 31 {
         return Err(Error::inval(format!("min_rnr_timer must be 0 ..= 31, not {}", o.min_rnr_timer)));
     }
@@ -334,28 +419,63 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
     if o.op == BwOp::Send && (o.rx_depth == 0 || o.rx_depth > MAX_RX_DEPTH) {
         return Err(Error::inval(format!("--rx-depth {} must be 1..={MAX_RX_DEPTH}", o.rx_depth)));
     }
+    if o.op == BwOp::Send {
+        let cq_s = u64::from(o.qps) * server_cq_share(o);
+        if cq_s > crate::cq::MAX_CQE as u64 {
+            return Err(Error::inval(format!(
+                "--qps {} × (1 + --rx-depth {} rounded up to a power of two) = {cq_s} exceeds the {} entries of the server's CQ, which all QPs share; lower one of them",
+                o.qps,
+                o.rx_depth,
+                crate::cq::MAX_CQE
+            )));
+        }
+    }
     Ok(())
 }
 
-/// Runs the test: two simulated hosts cabled back to back; the client (NIC 0) sends `iters`
-/// messages of `size` bytes, message `i` to offset `i × size` of the server's (NIC 1)
-/// registered buffer, each with its own byte pattern ([`pattern_byte`]), keeping up to
-/// `tx_depth` work requests outstanding and signaling one in `cq_mod` and the last (perftest's
-/// `cq_mod`). The source buffer is a ring of `min(tx_depth, iters)` message slots, each
-/// refilled only after the completion that retires its previous message. After the last
-/// completion (or the budget) the server's buffer is checked byte by byte.
+/// Receives the server keeps posted per QP: `rx_depth`, but no more than QP 0's messages.
+fn effective_rx_depth(o: &WriteBwOptions) -> u32 {
+    o.rx_depth.min(u32::try_from(qp_iters(o.iters, o.qps, 0)).unwrap_or(u32::MAX))
+}
+
+/// CQ entries one server QP may need: its SQ of 1 and its RQ (rounded up to a power of two)
+/// for SEND, its SQ of 1 otherwise.
+fn server_cq_share(o: &WriteBwOptions) -> u64 {
+    if o.op == BwOp::Send {
+        1 + u64::from(effective_rx_depth(o).next_power_of_two())
+    } else {
+        1
+    }
+}
+
+/// Runs the test: two simulated hosts cabled back to back, connected by `qps` RC QP pairs; the
+/// client (NIC 0) sends `iters` messages of `size` bytes, iteration `j` on QP `q = j mod qps` as
+/// that QP's message `k = j / qps`, to offset `k × size` of the server's (NIC 1) buffer of QP
+/// `q` (each QP has its own registered buffer, with its own rkey, at both ends), each message
+/// with its own byte pattern ([`pattern_byte`] of `j`). Each QP keeps up to `tx_depth` work
+/// requests outstanding and signals one in `cq_mod` of its own and its last (perftest's
+/// `cq_mod`); every pass of the loop posts to every QP that has room (one doorbell each), then
+/// polls the client's CQ, which all QPs share. A QP's source buffer is a ring of
+/// `min(tx_depth, its messages)` message slots, each refilled only after the completion that
+/// retires its previous message. After the last completion (or the budget) every QP's buffer
+/// is checked byte by byte against the iterations that QP carried ([`check_qp_buffer`]), so a
+/// message that landed in another QP's buffer is found.
 ///
-/// With [`BwOp::Write`] message `i` is an RDMA WRITE to that offset. With [`BwOp::Send`] it is
-/// a SEND: the server posts receive `i` (wr_id `i`, SGE = bytes `i × size ..` of its buffer)
-/// before the run, up to `rx_depth` of them, and posts the next one each time it polls a
-/// receive completion, which must come in order, successful, with `byte_len` = `size`. With
-/// [`BwOp::Read`] message `i` is an RDMA READ of the server's bytes `i × size ..`, which hold
-/// pattern `i` from the start, into the client's bytes `i × size ..` (a client buffer as large
-/// as the transfer), and the client's buffer is the one checked. With [`BwOp::Atomic`] (`size`
-/// 8) operation `i` is an atomic of `atomic_type` on one 8-byte-aligned u64 of the server's
-/// memory ([`ATOMIC_INIT`] at the start; the server's region and QP grant REMOTE_ATOMIC), whose
-/// original lands in the client's bytes `8 i ..`; afterwards [`check_atomics`] checks the
-/// originals and the final value.
+/// With [`BwOp::Write`] message `k` of QP `q` is an RDMA WRITE to that offset. With
+/// [`BwOp::Send`] it is a SEND: the server posts receive `k` of each QP (wr_id `j`, SGE = bytes
+/// `k × size ..` of the QP's buffer) before the run, up to `rx_depth` per QP, and posts the
+/// next ones each time it polls receive completions (its CQ is shared too), which must come in
+/// order per QP, successful, with `byte_len` = `size`. With [`BwOp::Read`] it is an RDMA READ of
+/// the server's bytes `k × size ..` of the QP's buffer, which hold pattern `j` from the start,
+/// into the client's bytes `k × size ..` of its buffer of that QP (as large as the QP's
+/// transfer), and the client's buffers are the ones checked. With [`BwOp::Atomic`] (`size` 8)
+/// operation `k` of QP `q` is an atomic of `atomic_type` on QP `q`'s own 8-byte-aligned u64 of
+/// the server's memory ([`atomic_init`]`(q)` at the start, registered on its own with
+/// REMOTE_ATOMIC), whose original lands in the client's bytes `8 k ..` of that QP's buffer;
+/// afterwards [`check_atomics_from`] checks each QP's originals and final value.
+///
+/// Every completion must carry the QP number of the QP that posted its wr_id (otherwise the
+/// run fails with an error naming both).
 ///
 /// `progress(done, total)` is called as completions arrive.
 ///
@@ -365,7 +485,8 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
 pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<WriteBwReport> {
     check_options(o)?;
     let size = o.size as usize;
-    let total = (o.size * o.iters) as usize;
+    let nq = o.qps as usize;
+    let qps64 = u64::from(o.qps);
     let budget = o.budget_cycles.unwrap_or_else(|| default_budget(o.size, o.iters));
     let (world, dev_c, dev_s) = sim_pair(o.sim.clone())?;
     if let Some(p) = &o.pcap {
@@ -384,23 +505,34 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let send = o.op == BwOp::Send;
     let read = o.op == BwOp::Read;
     let atomic = o.op == BwOp::Atomic;
-    // WRITE and SEND fill a ring of message slots at the client and are checked in the
-    // server's buffer; a READ copies the server's patterns into a client buffer as large as
-    // the transfer, checked there; atomics return one original each into a client buffer of
-    // 8 bytes per operation, and work on one u64 of the server's.
-    let slots = if read || atomic { o.iters as usize } else { o.iters.min(u64::from(o.tx_depth)) as usize };
-    // An atomic's target must be 8-byte aligned: the server's region starts at the first
-    // aligned byte of a 16-byte buffer.
-    let mut server_buf = vec![0u8; if atomic { 2 * ATOMIC_BYTES as usize } else { total }];
-    let (server_off, server_len) = if atomic { (server_buf.as_ptr().align_offset(8), ATOMIC_BYTES as usize) } else { (0, total) };
-    let mut client_buf = vec![0u8; size * slots];
-    if read {
-        for (i, chunk) in server_buf.chunks_mut(size).enumerate() {
-            fill_pattern(i as u64, chunk);
+    // Messages per QP (iteration j is QP j % qps's message j / qps).
+    let n: Vec<u64> = (0..o.qps).map(|q| qp_iters(o.iters, o.qps, q)).collect();
+    // WRITE and SEND fill a ring of message slots per QP at the client and are checked in the
+    // server's buffers; a READ copies the server's patterns into client buffers as large as
+    // each QP's transfer, checked there; atomics return one original each into a client buffer
+    // of 8 bytes per operation per QP, and each QP works on its own u64 of the server's.
+    let client_lens: Vec<usize> =
+        n.iter().map(|&nq| size * if read || atomic { nq as usize } else { nq.min(u64::from(o.tx_depth)) as usize }).collect();
+    let server_lens: Vec<usize> =
+        n.iter().map(|&nq| if atomic { ATOMIC_BYTES as usize } else { size * nq as usize }).collect();
+    let server_total: usize = server_lens.iter().sum();
+    // An atomic's target must be 8-byte aligned: the server's words start at the first
+    // aligned byte of a buffer 8 bytes longer than they need.
+    let mut server_buf = vec![0u8; server_total + if atomic { ATOMIC_BYTES as usize } else { 0 }];
+    let server_off = if atomic { server_buf.as_ptr().align_offset(8) } else { 0 };
+    let mut client_buf = vec![0u8; client_lens.iter().sum()];
+    let starts = |lens: &[usize]| -> Vec<usize> { lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect() };
+    let (client_starts, server_starts) = (starts(&client_lens), starts(&server_lens));
+    for q in 0..nq {
+        let part = &mut server_buf[server_off + server_starts[q]..][..server_lens[q]];
+        if read {
+            for (k, chunk) in part.chunks_mut(size).enumerate() {
+                fill_pattern(q as u64 + k as u64 * qps64, chunk);
+            }
         }
-    }
-    if atomic {
-        server_buf[server_off..server_off + server_len].copy_from_slice(&ATOMIC_INIT.to_le_bytes());
+        if atomic {
+            part.copy_from_slice(&atomic_init(q as u32).to_le_bytes());
+        }
     }
 
     let (pd_c, pd_s) = (client.alloc_pd()?, server.alloc_pd()?);
@@ -411,16 +543,25 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             BwOp::Read => AccessFlags::REMOTE_READ,
             BwOp::Atomic => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
         };
-        let server_mr = pd_s.register(&mut server_buf[server_off..server_off + server_len], server_access)?;
-        let client_mr = pd_c.register(&mut client_buf, AccessFlags::LOCAL_WRITE)?;
-        let rx_depth = if send { o.rx_depth.min(u32::try_from(o.iters).unwrap_or(u32::MAX)) } else { 0 };
-        let cq_c = client.create_cq(o.tx_depth as usize)?;
-        // The server's CQ covers its SQ of 1 and its RQ (rounded up to a power of two).
-        let cq_s = server.create_cq(1 + rx_depth.next_power_of_two() as usize)?;
-        let mut qp_c = pd_c.create_qp(&cq_c).set_max_send_wr(o.tx_depth).build()?;
-        let mut qp_s = pd_s.create_qp(&cq_s).set_max_send_wr(1).set_max_recv_wr(rx_depth).build()?;
-        let ep_c = qp_c.endpoint()?.with_buffer(&client_mr);
-        let ep_s = qp_s.endpoint()?.with_buffer(&server_mr);
+        let server_mrs = split_parts(&mut server_buf[server_off..server_off + server_total], &server_lens)
+            .into_iter()
+            .map(|part| pd_s.register(part, server_access))
+            .collect::<Result<Vec<_>>>()?;
+        let client_mrs = split_parts(&mut client_buf, &client_lens)
+            .into_iter()
+            .map(|part| pd_c.register(part, AccessFlags::LOCAL_WRITE))
+            .collect::<Result<Vec<_>>>()?;
+        let rx_depth = if send { effective_rx_depth(o) } else { 0 };
+        // One CQ per side, shared by all its QPs (as perftest): the client's covers every SQ,
+        // the server's every SQ of 1 and RQ.
+        let cq_c = client.create_cq(nq * o.tx_depth as usize)?;
+        let cq_s = server.create_cq(nq * server_cq_share(o) as usize)?;
+        let mut qps_c = Vec::with_capacity(nq);
+        let mut qps_s = Vec::with_capacity(nq);
+        for _ in 0..nq {
+            qps_c.push(pd_c.create_qp(&cq_c).set_max_send_wr(o.tx_depth).build()?);
+            qps_s.push(pd_s.create_qp(&cq_s).set_max_send_wr(1).set_max_recv_wr(rx_depth).build()?);
+        }
         let opts = ConnectOptions {
             path_mtu: o.mtu,
             access: match o.op {
@@ -435,94 +576,137 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             min_rnr_timer: o.min_rnr_timer,
             ..ConnectOptions::default()
         };
-        qp_c.connect_with(&ep_s, &opts)?;
-        qp_s.connect_with(&ep_c, &opts)?;
-        let remote = ep_s.buffer.ok_or_else(|| Error::inval("server endpoint without buffer"))?;
+        let mut eps = Vec::with_capacity(nq);
+        let mut remotes = Vec::with_capacity(nq);
+        for q in 0..nq {
+            let ep_c = qps_c[q].endpoint()?.with_buffer(&client_mrs[q]);
+            let ep_s = qps_s[q].endpoint()?.with_buffer(&server_mrs[q]);
+            qps_c[q].connect_with(&ep_s, &opts)?;
+            qps_s[q].connect_with(&ep_c, &opts)?;
+            remotes.push(ep_s.buffer.ok_or_else(|| Error::inval("server endpoint without buffer"))?);
+            eps.push((ep_c, ep_s));
+        }
+        let qpn_c: Vec<u32> = eps.iter().map(|(c, _)| c.qpn).collect();
+        let qpn_s: Vec<u32> = eps.iter().map(|(_, s)| s.qpn).collect();
 
         let dev = client.device().clone();
         let mut msg = vec![0u8; size];
         let mut wcs = [WorkCompletion::default(); 64];
-        let (mut posted, mut completed) = (0u64, 0u64);
-        // SEND: receives posted and completed by the server.
-        let (mut recv_posted, mut received) = (0u64, 0u64);
-        let recv_wr = |i: u64| -> Result<RecvWr<'_>> {
-            let at = (i * o.size) as usize;
-            Ok(RecvWr::new(i, server_mr.sge(at..at + size)?))
+        // Per QP: WRs posted and completed; SEND: receives posted and completed by the server.
+        let (mut posted, mut completed) = (vec![0u64; nq], vec![0u64; nq]);
+        let (mut recv_posted, mut received) = (vec![0u64; nq], vec![0u64; nq]);
+        let recv_wr = |q: usize, k: u64| -> Result<RecvWr<'_>> {
+            let at = (k * o.size) as usize;
+            Ok(RecvWr::new(q as u64 + k * qps64, server_mrs[q].sge(at..at + size)?))
         };
         if send {
-            let first: Vec<RecvWr<'_>> = (0..u64::from(rx_depth)).map(recv_wr).collect::<Result<_>>()?;
-            qp_s.post_recv(&first)?;
-            recv_posted = u64::from(rx_depth);
+            for q in 0..nq {
+                let upto = n[q].min(u64::from(rx_depth));
+                let first: Vec<RecvWr<'_>> = (0..upto).map(|k| recv_wr(q, k)).collect::<Result<_>>()?;
+                qps_s[q].post_recv(&first)?;
+                recv_posted[q] = upto;
+            }
         }
+        let done = |completed: &[u64], received: &[u64]| -> u64 {
+            (0..nq).map(|q| if send { completed[q].min(received[q]) } else { completed[q] }).sum()
+        };
         let mut error = None;
         let mut timed_out = false;
         let start = dev.now_cycles();
         let mut end = start;
         let mut batch = Vec::with_capacity(o.tx_depth as usize);
-        while completed < o.iters || (send && received < o.iters) {
-            let room = u64::from(o.tx_depth) - (posted - completed);
-            let upto = o.iters.min(posted + room);
-            if upto > posted {
+        let mut new_rx = vec![0u64; nq];
+        while (0..nq).any(|q| completed[q] < n[q] || (send && received[q] < n[q])) {
+            for q in 0..nq {
+                let room = u64::from(o.tx_depth) - (posted[q] - completed[q]);
+                let upto = n[q].min(posted[q] + room);
+                if upto <= posted[q] {
+                    continue;
+                }
                 batch.clear();
-                for j in posted..upto {
-                    let slot = (j % slots as u64) as usize * size;
+                let slots = (client_lens[q] / size) as u64;
+                let (mr, remote) = (&client_mrs[q], &remotes[q]);
+                for k in posted[q]..upto {
+                    let j = q as u64 + k * qps64;
+                    let slot = (k % slots) as usize * size;
                     if !read && !atomic {
                         fill_pattern(j, &mut msg);
-                        client_mr.write_at(slot, &msg)?;
+                        mr.write_at(slot, &msg)?;
                     }
-                    let signaled = (j + 1) % u64::from(o.cq_mod) == 0 || j + 1 == o.iters;
-                    let sge = client_mr.sge(slot..slot + size)?;
+                    let signaled = (k + 1) % u64::from(o.cq_mod) == 0 || k + 1 == n[q];
+                    let sge = mr.sge(slot..slot + size)?;
+                    let init = atomic_init(q as u32);
                     let wr = match o.op {
                         BwOp::Send => SendWr::send(j, sge),
-                        BwOp::Write => SendWr::rdma_write(j, sge, remote.at(j * o.size)),
-                        BwOp::Read => SendWr::rdma_read(j, sge, remote.at(j * o.size)),
+                        BwOp::Write => SendWr::rdma_write(j, sge, remote.at(k * o.size)),
+                        BwOp::Read => SendWr::rdma_read(j, sge, remote.at(k * o.size)),
                         BwOp::Atomic => match o.atomic_type {
                             AtomicType::FetchAndAdd => SendWr::atomic_fetch_and_add(j, sge, remote.at(0), ATOMIC_ADD),
-                            AtomicType::CmpAndSwap => {
-                                SendWr::atomic_cmp_and_swp(j, sge, remote.at(0), o.atomic_type.original(j), o.atomic_type.original(j + 1))
-                            }
+                            AtomicType::CmpAndSwap => SendWr::atomic_cmp_and_swp(
+                                j,
+                                sge,
+                                remote.at(0),
+                                o.atomic_type.original_from(init, k),
+                                o.atomic_type.original_from(init, k + 1),
+                            ),
                         },
                     };
                     batch.push(wr.signaled(signaled));
                 }
-                qp_c.post_send(&batch)?;
-                posted = upto;
+                qps_c[q].post_send(&batch)?;
+                posted[q] = upto;
             }
-            let n = cq_c.poll(&mut wcs)?;
-            for wc in &wcs[..n] {
-                if !wc.status.is_success() {
-                    error.get_or_insert_with(|| format!("work request {} completed with {:?}", wc.wr_id, wc.status));
+            let got = cq_c.poll(&mut wcs)?;
+            for wc in &wcs[..got] {
+                let q = (wc.wr_id % qps64) as usize;
+                if wc.wr_id >= o.iters || wc.qp_num != qpn_c[q] {
+                    error.get_or_insert_with(|| {
+                        format!(
+                            "completion of wr_id {} on QP {:#x}, but that wr_id was posted on QP {:#x} (QP numbers {:x?})",
+                            wc.wr_id, wc.qp_num, qpn_c[q], qpn_c
+                        )
+                    });
+                } else if !wc.status.is_success() {
+                    error.get_or_insert_with(|| format!("work request {} (QP {q}) completed with {:?}", wc.wr_id, wc.status));
                 } else {
-                    completed = completed.max(wc.wr_id + 1);
+                    completed[q] = completed[q].max(wc.wr_id / qps64 + 1);
                 }
             }
-            if n > 0 {
+            if got > 0 {
                 end = dev.now_cycles();
-                progress(if send { completed.min(received) } else { completed }, o.iters);
+                progress(done(&completed, &received), o.iters);
             }
             if send {
-                let n = cq_s.poll(&mut wcs)?;
-                for wc in &wcs[..n] {
+                let got = cq_s.poll(&mut wcs)?;
+                new_rx.iter_mut().for_each(|x| *x = 0);
+                for wc in &wcs[..got] {
+                    let q = (wc.wr_id % qps64) as usize;
+                    let want = q as u64 + received[q] * qps64;
                     if !wc.status.is_success() {
-                        error.get_or_insert_with(|| format!("receive {} completed with {:?}", wc.wr_id, wc.status));
-                    } else if wc.wr_id != received || u64::from(wc.byte_len) != o.size {
+                        error.get_or_insert_with(|| format!("receive {} (QP {q}) completed with {:?}", wc.wr_id, wc.status));
+                    } else if wc.wr_id != want || wc.qp_num != qpn_s[q] || u64::from(wc.byte_len) != o.size {
                         error.get_or_insert_with(|| {
                             format!(
-                                "receive completion {received}: wr_id {} with byte_len {}, expected wr_id {received} with {} bytes",
-                                wc.wr_id, wc.byte_len, o.size
+                                "receive completion {} of QP {q}: wr_id {} on QP {:#x} with byte_len {}, expected wr_id {want} on QP {:#x} with {} bytes",
+                                received[q], wc.wr_id, wc.qp_num, wc.byte_len, qpn_s[q], o.size
                             )
                         });
                     } else {
-                        received += 1;
+                        received[q] += 1;
+                        new_rx[q] += 1;
                     }
                 }
-                if n > 0 {
-                    let more: Vec<RecvWr<'_>> =
-                        (recv_posted..o.iters.min(recv_posted + n as u64)).map(recv_wr).collect::<Result<_>>()?;
-                    qp_s.post_recv(&more)?;
-                    recv_posted += more.len() as u64;
+                if got > 0 {
+                    for q in 0..nq {
+                        let upto = n[q].min(recv_posted[q] + new_rx[q]);
+                        if upto > recv_posted[q] {
+                            let more: Vec<RecvWr<'_>> = (recv_posted[q]..upto).map(|k| recv_wr(q, k)).collect::<Result<_>>()?;
+                            qps_s[q].post_recv(&more)?;
+                            recv_posted[q] = upto;
+                        }
+                    }
                     end = dev.now_cycles();
-                    progress(completed.min(received), o.iters);
+                    progress(done(&completed, &received), o.iters);
                 }
             }
             if error.is_some() {
@@ -538,34 +722,73 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         // Let the last ACKs and frames settle so the counters are final.
         world.borrow_mut().step_n(2_000);
         let counters = BothCounters { client: client.counters()?, server: server.counters()? };
-        let mut target = [0u8; 8];
+        let mut targets = vec![0u64; nq];
         if atomic {
-            server_mr.read_at(0, &mut target)?;
+            for (t, mr) in targets.iter_mut().zip(&server_mrs) {
+                let mut word = [0u8; 8];
+                mr.read_at(0, &mut word)?;
+                *t = u64::from_le_bytes(word);
+            }
         }
-        (start, end, completed, received, error, timed_out, counters, ep_c, ep_s, u64::from_le_bytes(target))
+        RunOutcome { start, end, completed, received, error, timed_out, counters, eps, targets }
         // QPs, CQs and MRs are dropped here, QPs first: the buffers are unmapped before use.
     };
-    let (start, end, completed, received, mut error, timed_out, counters, ep_c, ep_s, target) = run;
+    let RunOutcome { start, end, completed, received, mut error, timed_out, counters, eps, targets } = run;
     let pcap_frames = world.borrow().captured_frames();
     world.borrow_mut().finish().map_err(|e| Error::io("finishing the pcap capture / waveform", e))?;
 
-    let first_mismatch = if atomic {
-        let (mismatch, wrong_final) = check_atomics(o.atomic_type, &client_buf, target, o.iters);
-        if error.is_none() && !timed_out {
-            error = wrong_final;
-        }
-        mismatch
-    } else {
-        check_buffer(if read { &client_buf } else { &server_buf }, o.size)
-    };
+    // Each QP's check, on its own buffer.
+    let mut per_qp = Vec::with_capacity(nq);
+    for q in 0..nq {
+        let qu = q as u32;
+        let client_part = &client_buf[client_starts[q]..][..client_lens[q]];
+        let server_part = &server_buf[server_off + server_starts[q]..][..server_lens[q]];
+        let mismatch = if atomic {
+            let (m, wrong_final) = check_atomics_from(o.atomic_type, atomic_init(qu), client_part, targets[q], n[q]);
+            if error.is_none() && !timed_out {
+                if let Some(w) = wrong_final {
+                    error = Some(if nq > 1 { format!("QP {q}: {w}") } else { w });
+                }
+            }
+            m.map(|m| Mismatch { qp: qu, iteration: q as u64 + m.iteration * qps64, ..m })
+        } else {
+            check_qp_buffer(if read { client_part } else { server_part }, o.size, qu, o.qps)
+        };
+        let done_q = if send { completed[q].min(received[q]) } else { completed[q] };
+        let wrong_final = atomic && targets[q] != o.atomic_type.original_from(atomic_init(qu), n[q]);
+        per_qp.push(QpReport {
+            qp: qu,
+            iters: n[q],
+            completed: completed[q],
+            received: send.then_some(received[q]),
+            target: atomic.then_some(targets[q]),
+            verified: mismatch.is_none() && !wrong_final && done_q == n[q],
+            first_mismatch: mismatch,
+            client: eps[q].0,
+            server: eps[q].1,
+        });
+    }
+    let first_mismatch = per_qp.iter().find_map(|r| r.first_mismatch).map(|m| Mismatch {
+        count: per_qp.iter().filter_map(|r| r.first_mismatch).map(|m| m.count).sum(),
+        ..m
+    });
     let cycles = end.saturating_sub(start).max(1);
     let seconds = cycles as f64 / (CORE_CLOCK_MHZ as f64 * 1e6);
     let stats = world.borrow().stats();
-    let done = if send { completed.min(received) } else { completed };
+    let completed: u64 = completed.iter().sum();
+    let received: u64 = received.iter().sum();
+    let done: u64 = per_qp.iter().map(|r| r.received.map_or(r.completed, |rx| r.completed.min(rx))).sum();
+    let clean = error.is_none() && !timed_out;
+    if !clean {
+        for r in &mut per_qp {
+            r.verified = false;
+        }
+    }
     Ok(WriteBwReport {
         op: o.op.name(),
         size: o.size,
         iters: o.iters,
+        qps: o.qps,
         mtu: o.mtu.bytes(),
         tx_depth: o.tx_depth,
         cq_mod: o.cq_mod,
@@ -577,7 +800,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         clock_mhz: CORE_CLOCK_MHZ,
         gbps: (o.size * done) as f64 * 8.0 / seconds / 1e9,
         mpps: done as f64 / seconds / 1e6,
-        verified: first_mismatch.is_none() && error.is_none() && !timed_out && done == o.iters,
+        verified: clean && done == o.iters && per_qp.iter().all(|r| r.verified),
         first_mismatch,
         completed,
         received: send.then_some(received),
@@ -589,14 +812,48 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         sim_total_cycles: stats.cycles,
         verilator_build_seconds: rnic_sim::verilator_build_seconds(),
         pcap_frames,
-        client: ep_c,
-        server: ep_s,
+        client: eps[0].0,
+        server: eps[0].1,
+        per_qp,
         retransmits: counters.client.get("retransmits").unwrap_or(0),
         naks: counters.server.get("tx_naks").unwrap_or(0),
         timeouts: counters.client.get("timeouts").unwrap_or(0),
         rnr_naks: counters.server.get("tx_rnr_naks").unwrap_or(0),
         counters,
     })
+}
+
+/// What the measured part of [`run_write_bw`] hands back once its QPs, CQs and MRs are gone.
+struct RunOutcome {
+    /// NIC cycle just before the first post.
+    start: u64,
+    /// NIC cycle of the poll that found the last completion (or of the give-up).
+    end: u64,
+    /// Per QP: WRs completed successfully.
+    completed: Vec<u64>,
+    /// Per QP: receives completed successfully (SEND).
+    received: Vec<u64>,
+    /// The first error.
+    error: Option<String>,
+    /// The budget ran out.
+    timed_out: bool,
+    /// Both NICs' counters after the run.
+    counters: BothCounters,
+    /// Per QP: (client, server) endpoints.
+    eps: Vec<(Endpoint, Endpoint)>,
+    /// Atomic: per QP, the final value of its target word.
+    targets: Vec<u64>,
+}
+
+/// Splits `buf` into consecutive disjoint parts of `lens` bytes (which must not exceed it).
+fn split_parts<'a>(mut buf: &'a mut [u8], lens: &[usize]) -> Vec<&'a mut [u8]> {
+    let mut parts = Vec::with_capacity(lens.len());
+    for &l in lens {
+        let (head, tail) = std::mem::take(&mut buf).split_at_mut(l);
+        parts.push(head);
+        buf = tail;
+    }
+    parts
 }
 
 /// Checks an atomic run of `iters` operations of type `t`: `client` holds the original each
@@ -608,9 +865,15 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
 /// [`ATOMIC_INIT`] + iters. Returns the first wrong byte of the originals against the in-order
 /// expectation (`None` if they are right) and a message if the target is wrong.
 pub fn check_atomics(t: AtomicType, client: &[u8], target: u64, iters: u64) -> (Option<Mismatch>, Option<String>) {
+    check_atomics_from(t, ATOMIC_INIT, client, target, iters)
+}
+
+/// [`check_atomics`] for a target that started at `init` (QP `q`'s word starts at
+/// [`atomic_init`]`(q)`). The mismatch's `iteration` is the operation's index in `client`.
+pub fn check_atomics_from(t: AtomicType, init: u64, client: &[u8], target: u64, iters: u64) -> (Option<Mismatch>, Option<String>) {
     let got: Vec<u64> =
         client.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
-    let want: Vec<u64> = (0..iters).map(|i| t.original(i)).collect();
+    let want: Vec<u64> = (0..iters).map(|i| t.original_from(init, i)).collect();
     let originals_ok = match t {
         AtomicType::FetchAndAdd => {
             let (mut g, mut w) = (got.clone(), want.clone());
@@ -629,12 +892,12 @@ pub fn check_atomics(t: AtomicType, client: &[u8], target: u64, iters: u64) -> (
         for (k, (&g, &e)) in client.iter().zip(&image).enumerate() {
             if g != e {
                 count += 1;
-                first.get_or_insert(Mismatch { offset: k as u64, iteration: k as u64 / ATOMIC_BYTES, expected: e, found: g, count: 0 });
+                first.get_or_insert(Mismatch { qp: 0, offset: k as u64, iteration: k as u64 / ATOMIC_BYTES, expected: e, found: g, count: 0 });
             }
         }
         first.map(|m| Mismatch { count, ..m })
     };
-    let final_want = t.original(iters);
+    let final_want = t.original_from(init, iters);
     let wrong = (target != final_want).then(|| {
         format!(
             "the target holds {target:#018x} after {iters} {} operations, expected {final_want:#018x} (an operation was lost or executed twice)",
@@ -644,22 +907,33 @@ pub fn check_atomics(t: AtomicType, client: &[u8], target: u64, iters: u64) -> (
     (mismatch, wrong)
 }
 
-/// Compares the server's buffer with the patterns sent; the first difference and the count.
+/// Compares the buffer of a one-QP run (message `i` at `i × size`) with the patterns sent; the
+/// first difference and the count.
 pub fn check_buffer(buf: &[u8], size: u64) -> Option<Mismatch> {
+    check_qp_buffer(buf, size, 0, 1)
+}
+
+/// Compares QP `qp`'s buffer of a run over `qps` QPs with the patterns sent: its message `k`,
+/// at `k × size`, is iteration `qp + k × qps` and must hold that iteration's pattern. A message
+/// of another QP (another iteration) found there is a mismatch. Returns the first difference
+/// (offset in this buffer) and the count.
+pub fn check_qp_buffer(buf: &[u8], size: u64, qp: u32, qps: u32) -> Option<Mismatch> {
     let mut first: Option<Mismatch> = None;
     let mut count = 0u64;
     let mut expect = vec![0u8; size as usize];
-    for (iter, got) in buf.chunks(size as usize).enumerate() {
-        fill_pattern(iter as u64, &mut expect);
+    for (k, got) in buf.chunks(size as usize).enumerate() {
+        let iter = u64::from(qp) + k as u64 * u64::from(qps);
+        fill_pattern(iter, &mut expect);
         if got == &expect[..got.len()] {
             continue;
         }
-        for (k, (&g, &e)) in got.iter().zip(&expect).enumerate() {
+        for (b, (&g, &e)) in got.iter().zip(&expect).enumerate() {
             if g != e {
                 count += 1;
                 first.get_or_insert(Mismatch {
-                    offset: iter as u64 * size + k as u64,
-                    iteration: iter as u64,
+                    qp,
+                    offset: k as u64 * size + b as u64,
+                    iteration: iter,
                     expected: e,
                     found: g,
                     count: 0,
@@ -745,5 +1019,53 @@ mod tests {
         assert!(check_options(&WriteBwOptions { size: 16, ..atomic.clone() }).unwrap_err().to_string().contains("size must be 8"));
         assert!(check_options(&WriteBwOptions { outs: 0, ..atomic.clone() }).is_err());
         assert!(check_options(&WriteBwOptions { outs: 17, ..atomic }).is_err());
+    }
+
+    #[test]
+    fn qps_are_checked() {
+        let ok = WriteBwOptions::default();
+        check_options(&WriteBwOptions { qps: MAX_QPS, ..ok.clone() }).unwrap();
+        for qps in [0, MAX_QPS + 1] {
+            assert!(check_options(&WriteBwOptions { qps, ..ok.clone() }).unwrap_err().to_string().contains("--qps"), "{qps}");
+        }
+        let few = check_options(&WriteBwOptions { qps: 4, iters: 3, ..ok.clone() }).unwrap_err().to_string();
+        assert!(few.contains("every QP needs at least one message"), "{few}");
+        // The shared CQs: 16 × 4096 fits the client's 65 536 entries, 16 × 4097 does not.
+        check_options(&WriteBwOptions { qps: 16, tx_depth: 4096, ..ok.clone() }).unwrap();
+        assert!(check_options(&WriteBwOptions { qps: 16, tx_depth: 4097, ..ok.clone() }).unwrap_err().to_string().contains("client's CQ"));
+        let send = WriteBwOptions { op: BwOp::Send, iters: 1 << 20, size: 64, ..ok };
+        check_options(&WriteBwOptions { qps: 2, rx_depth: 16384, ..send.clone() }).unwrap();
+        assert!(check_options(&WriteBwOptions { qps: 2, rx_depth: 16385, ..send }).unwrap_err().to_string().contains("server's CQ"));
+    }
+
+    #[test]
+    fn iterations_spread_round_robin() {
+        assert_eq!((0..4).map(|q| qp_iters(10, 4, q)).collect::<Vec<_>>(), [3, 3, 2, 2]);
+        assert_eq!(qp_iters(100, 1, 0), 100);
+        assert_eq!(qp_iters(3, 4, 3), 0);
+        for (iters, qps) in [(1u64, 1u32), (17, 16), (1000, 7)] {
+            assert_eq!((0..qps).map(|q| qp_iters(iters, qps, q)).sum::<u64>(), iters);
+        }
+        // Distinct starting words whose compare-and-swap chains never meet.
+        assert_eq!(atomic_init(0), ATOMIC_INIT);
+        let inits: std::collections::BTreeSet<u64> = (0..MAX_QPS).map(atomic_init).collect();
+        assert_eq!(inits.len(), MAX_QPS as usize);
+        assert!((1..MAX_QPS).all(|q| atomic_init(q - 1).wrapping_sub(atomic_init(q)) > MAX_TOTAL_BYTES / ATOMIC_BYTES));
+    }
+
+    #[test]
+    fn check_qp_buffer_catches_a_message_of_another_qp() {
+        // QP 1 of 3 carries iterations 1, 4, 7.
+        let size = 16u64;
+        let mut buf = vec![0u8; 48];
+        for (k, j) in [1u64, 4, 7].into_iter().enumerate() {
+            fill_pattern(j, &mut buf[k * 16..][..16]);
+        }
+        assert_eq!(check_qp_buffer(&buf, size, 1, 3), None);
+        assert!(check_qp_buffer(&buf, size, 0, 3).is_some(), "QP 0's iterations are 0, 3, 6");
+        // QP 2's iteration 5 where QP 1's iteration 4 belongs.
+        fill_pattern(5, &mut buf[16..32]);
+        let m = check_qp_buffer(&buf, size, 1, 3).unwrap();
+        assert_eq!((m.qp, m.iteration, m.offset / size), (1, 4, 1));
     }
 }

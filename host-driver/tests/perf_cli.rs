@@ -306,3 +306,129 @@ fn atomic_loss_soak_of_10k_fetch_and_adds() {
     assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
     assert!(v["counters"]["server"]["rx_duplicates"].as_u64().unwrap() > 0, "{v}");
 }
+
+/// Checks a `--qps N` report: "qps": N, N per-QP entries, each verified with its round-robin
+/// share of the iterations completed, on distinct QPs at each end.
+fn assert_qps_verified(v: &Value, qps: u64, iters: u64) {
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!((v["qps"].as_u64(), v["completed"].as_u64()), (Some(qps), Some(iters)), "{v}");
+    let per_qp = v["per_qp"].as_array().unwrap_or_else(|| panic!("no per_qp: {v}"));
+    assert_eq!(per_qp.len() as u64, qps, "{v}");
+    let (mut client_qpns, mut server_qpns) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    for (q, r) in per_qp.iter().enumerate() {
+        let share = rnic::perf::qp_iters(iters, qps as u32, q as u32);
+        assert_eq!((r["qp"].as_u64(), r["verified"].as_bool()), (Some(q as u64), Some(true)), "{r}");
+        assert_eq!((r["iters"].as_u64(), r["completed"].as_u64()), (Some(share), Some(share)), "{r}");
+        assert!(client_qpns.insert(r["client"]["qpn"].as_u64().unwrap()), "client QPNs distinct: {v}");
+        assert!(server_qpns.insert(r["server"]["qpn"].as_u64().unwrap()), "server QPNs distinct: {v}");
+    }
+}
+
+/// `--qps 4` with each operation: the iterations are spread over four QP pairs, each with its
+/// own buffers (its own rkeys), and every QP's data verifies on its own.
+#[test]
+fn perf_with_four_qps_verifies_every_qp_for_each_op() {
+    for op in ["write", "send", "read"] {
+        let (ok, v) = perf_op(op, &["--size", "4096", "--iters", "202", "--qps", "4"]);
+        assert!(ok, "{op}: {v}");
+        assert_qps_verified(&v, 4, 202);
+        assert_eq!(v["op"], op, "{v}");
+        let rkeys: std::collections::BTreeSet<u64> =
+            v["per_qp"].as_array().unwrap().iter().map(|r| r["server"]["buffer"]["rkey"].as_u64().unwrap()).collect();
+        assert_eq!(rkeys.len(), 4, "a buffer (rkey) per QP: {v}");
+        if op == "send" {
+            assert_eq!(v["received"].as_u64(), Some(202), "{v}");
+            assert_eq!(v["counters"]["server"]["cqes"].as_u64(), Some(202), "one receive completion per message: {v}");
+        }
+        if op == "read" {
+            assert_eq!(v["counters"]["client"]["tx_requests"].as_u64(), Some(202), "one READ REQUEST per message: {v}");
+        }
+    }
+    for t in ["fetch_and_add", "cmp_and_swap"] {
+        let (ok, v) = perf_op("atomic", &["--iters", "402", "--qps", "4", "--atomic-type", t]);
+        assert!(ok, "{t}: {v}");
+        assert_qps_verified(&v, 4, 402);
+        // Each QP's own word went from its own start through exactly its own operations.
+        let ty = if t == "cmp_and_swap" { rnic::perf::AtomicType::CmpAndSwap } else { rnic::perf::AtomicType::FetchAndAdd };
+        for (q, r) in v["per_qp"].as_array().unwrap().iter().enumerate() {
+            let n = rnic::perf::qp_iters(402, 4, q as u32);
+            assert_eq!(r["target"].as_u64(), Some(ty.original_from(rnic::perf::atomic_init(q as u32), n)), "{t} QP {q}: {r}");
+        }
+    }
+}
+
+/// A `--qps 2` capture: the RDMA WRITEs go to two distinct destination QPs (the server's two
+/// QPNs) and the ACKs come back to two (the client's), as tshark decodes the BTH; every frame
+/// is clean InfiniBand with an ICRC scapy verifies.
+#[test]
+fn perf_with_two_qps_puts_two_destination_qps_on_the_wire_each_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("qps2.pcap");
+    let (ok, v) = perf(&["--size", "8192", "--iters", "40", "--qps", "2", "--pcap", pcap.to_str().unwrap()]);
+    assert!(ok, "{v}");
+    assert_qps_verified(&v, 2, 40);
+    let out = Command::new("tshark")
+        .args(["-n", "-r", pcap.to_str().unwrap(), "-d", "udp.port==4791,infiniband", "-T", "fields"])
+        .args(["-e", "ip.src", "-e", "infiniband.bth.destqp"])
+        .output()
+        .expect("run tshark");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut dest: std::collections::BTreeMap<String, std::collections::BTreeSet<u64>> = Default::default();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut f = line.split('\t');
+        let (src, qp) = (f.next().unwrap_or_default(), f.next().unwrap_or_default());
+        let parsed = match qp.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => qp.parse(),
+        };
+        let qp = parsed.unwrap_or_else(|e| panic!("destqp {qp:?} of a frame from {src}: {e}"));
+        dest.entry(src.to_owned()).or_default().insert(qp);
+    }
+    let side = |s: &str| -> (String, std::collections::BTreeSet<u64>) {
+        let qpns = v["per_qp"].as_array().unwrap().iter().map(|r| r[s]["qpn"].as_u64().unwrap()).collect();
+        (v[s]["ip"].as_str().unwrap().to_owned(), qpns)
+    };
+    let ((client_ip, client_qpns), (server_ip, server_qpns)) = (side("client"), side("server"));
+    assert_eq!(dest.len(), 2, "two senders: {dest:?}");
+    assert_eq!(dest[&client_ip], server_qpns, "client → server frames go to both server QPs: {dest:?}");
+    assert_eq!(dest[&server_ip], client_qpns, "server → client ACKs go to both client QPs: {dest:?}");
+    assert_eq!(server_qpns.len(), 2, "{v}");
+    let frames = oracle::read_pcap(&pcap).unwrap();
+    let verdict = oracle::check_capture(&pcap).unwrap();
+    assert!(verdict.all_clean(frames.len()), "{} frames captured; {}", frames.len(), verdict.summary());
+}
+
+/// `--qps` outside 1 ..= 16 is refused by the argument parser (exit 2, naming the option), and
+/// so is more QPs than messages; the table says how many QPs ran.
+#[test]
+fn perf_qps_is_checked_and_shown_in_the_table() {
+    for op in ["write", "send", "read", "atomic"] {
+        for (qps, iters) in [("0", "100"), ("17", "100"), ("4", "3")] {
+            let out = Command::new(env!("CARGO_BIN_EXE_rnic"))
+                .args(["perf", op, "--qps", qps, "--iters", iters])
+                .output()
+                .expect("run rnic");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{op} --qps {qps}: {err}");
+            assert!(err.contains("qps"), "{op} --qps {qps}: {err}");
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_rnic"))
+        .args(["perf", "write", "--size", "1024", "--iters", "8", "--qps", "2"])
+        .output()
+        .expect("run rnic");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(" Number of qps   : 2"), "{text}");
+    assert_eq!(text.matches(" local address: QPN").count(), 2, "one line per QP: {text}");
+}
+
+/// Four QPs over a lossy wire: each QP's go-back-N recovers its own losses and every QP's
+/// buffer still verifies.
+#[test]
+fn perf_write_with_four_qps_recovers_from_loss() {
+    let (ok, v) = perf(&["--size", "16384", "--iters", "300", "--mtu", "1024", "--qps", "4", "--loss", "0.01", "--seed", "3"]);
+    assert!(ok, "{v}");
+    assert_qps_verified(&v, 4, 300);
+    assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
+}
