@@ -1,8 +1,9 @@
 //! BAR0: the AXI4-Lite register slave ([`rnic_contract::regs`]).
 use rust_hdl::prelude::*;
 
-/// Number of counter registers ([`rnic_contract::regs::counter::COUNT`]).
-pub const NUM_COUNTERS: usize = rnic_contract::regs::counter::COUNT as usize;
+/// Number of event counters ([`rnic_contract::regs::counter::EVENTS`]); the byte counts
+/// after them come in on `bytes`.
+pub const NUM_COUNTERS: usize = rnic_contract::regs::counter::EVENTS as usize;
 
 /// The BAR0 register block.
 ///
@@ -35,6 +36,9 @@ pub struct BarRegs {
     pub rready: Signal<In, Bit>,
     /// Counter increments, one bit per counter.
     pub count_inc: Signal<In, Bits<32>>,
+    /// The 64-bit byte counts (TX in bits 63:0, RX in 127:64), read as counters
+    /// `TX_BYTES_LO..=RX_BYTES_HI` ([`crate::byte_counters::ByteCounters`]).
+    pub bytes: Signal<In, Bits<128>>,
     /// Port MAC address (byte 0 in bits 7:0).
     pub mac: Signal<Out, Bits<48>>,
     /// Port IPv4 address (first octet in bits 31:24).
@@ -65,6 +69,7 @@ pub struct BarRegs {
     rdata_r: DFF<Bits<32>>,
     wr_accept: Signal<Local, Bit>,
     rd_value: Signal<Local, Bits<32>>,
+    cidx: Signal<Local, Bits<5>>,
     a_id: Constant<Bits<16>>,
     a_version: Constant<Bits<16>>,
     a_caps: Constant<Bits<16>>,
@@ -112,6 +117,7 @@ impl Default for BarRegs {
             rvalid: Default::default(),
             rready: Default::default(),
             count_inc: Default::default(),
+            bytes: Default::default(),
             mac: Default::default(),
             ip: Default::default(),
             db_write: Default::default(),
@@ -136,6 +142,7 @@ impl Default for BarRegs {
             rdata_r: Default::default(),
             wr_accept: Default::default(),
             rd_value: Default::default(),
+            cidx: Default::default(),
             a_id: a(regs::ID),
             a_version: a(regs::VERSION),
             a_caps: a(regs::CAPS),
@@ -260,6 +267,22 @@ impl Logic for BarRegs {
                 if self.araddr.val().get_bits::<5>(2).index() == i {
                     self.rd_value.next = self.counters[i].q.val();
                 }
+            }
+        }
+        // Byte counts: counters 26..=29 (TX low, high, RX low, high).
+        self.cidx.next = self.araddr.val().get_bits::<5>(2);
+        if (self.araddr.val() & 0xFF80) == self.a_counters.val() {
+            if self.cidx.val() == 26 {
+                self.rd_value.next = self.bytes.val().get_bits::<32>(0);
+            }
+            if self.cidx.val() == 27 {
+                self.rd_value.next = self.bytes.val().get_bits::<32>(32);
+            }
+            if self.cidx.val() == 28 {
+                self.rd_value.next = self.bytes.val().get_bits::<32>(64);
+            }
+            if self.cidx.val() == 29 {
+                self.rd_value.next = self.bytes.val().get_bits::<32>(96);
             }
         }
         self.arready.next = self.arvalid.val() & !self.rvalid_r.q.val();

@@ -1,5 +1,6 @@
 //! The NIC top level: standard AXI edges around the RoCEv2 engines.
 use crate::ack_timer::AckTimer;
+use crate::byte_counters::ByteCounters;
 use crate::dma_read::DmaReadIssuer;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
@@ -97,6 +98,7 @@ pub struct NicTop {
     pub s_axis_rx_tvalid: Signal<In, Bit>,
     pub s_axis_rx_tuser: Signal<In, Bit>,
     regs: BarRegs,
+    byte_cnt: ByteCounters,
     db_fifo: SynchronousFIFO<Bits<32>, 4, 5, 1>,
     txs: TxScheduler,
     job_fifo: SynchronousFIFO<TxJob, 3, 4, 1>,
@@ -129,9 +131,11 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, rd_issuer, asm, tx_gb, arb,
-            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, rxw
+            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, rxw,
+            byte_cnt
         );
         self.regs.reset.next = self.reset.val();
+        self.byte_cnt.reset.next = self.reset.val();
         self.txs.reset.next = self.reset.val();
         self.rd_issuer.reset.next = self.reset.val();
         self.asm.reset.next = self.reset.val();
@@ -375,5 +379,10 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_op.val().into()) << 23)
             | (bit_cast::<32, 1>(self.rxe.cnt_tx_rnr.val().into()) << 24)
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_rnr.val().into()) << 25);
+        self.byte_cnt.tx_fire.next = self.icrc.out_valid.val() & self.m_axis_tx_tready.val();
+        self.byte_cnt.tx_count.next = self.icrc.out_count.val();
+        self.byte_cnt.rx_valid.next = self.s_axis_rx_tvalid.val();
+        self.byte_cnt.rx_keep.next = self.s_axis_rx_tkeep.val();
+        self.regs.bytes.next = self.byte_cnt.bytes.val();
     }
 }

@@ -144,15 +144,32 @@ impl Counters {
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u32)> + '_ {
         counter::NAMES.iter().copied().zip(self.values.iter().copied())
     }
+
+    /// Bytes of the frames the NIC sent (Ethernet header through ICRC), a 64-bit count.
+    pub fn tx_bytes(&self) -> u64 {
+        self.wide(counter::TX_BYTES_LO)
+    }
+
+    /// Bytes of the frames the NIC received (every frame, good or dropped), a 64-bit count.
+    pub fn rx_bytes(&self) -> u64 {
+        self.wide(counter::RX_BYTES_LO)
+    }
+
+    fn wide(&self, lo: u16) -> u64 {
+        u64::from(self.values[usize::from(lo)]) | u64::from(self.values[usize::from(lo) + 1]) << 32
+    }
 }
 
 impl serde::Serialize for Counters {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.values.len()))?;
-        for (k, v) in self.iter() {
+        // The event counters by name, then the byte counts as 64-bit numbers.
+        let mut m = s.serialize_map(Some(usize::from(counter::EVENTS) + 2))?;
+        for (k, v) in self.iter().take(usize::from(counter::EVENTS)) {
             m.serialize_entry(k, &v)?;
         }
+        m.serialize_entry("tx_bytes", &self.tx_bytes())?;
+        m.serialize_entry("rx_bytes", &self.rx_bytes())?;
         m.end()
     }
 }
@@ -368,14 +385,28 @@ impl Context {
         self.inner.dev.mmio_read32(regs::COUNTERS + 4 * index)
     }
 
-    /// Reads every statistics counter (one MMIO read each; not for the fast path).
+    /// Reads every statistics counter (one MMIO read each; not for the fast path). A 64-bit
+    /// byte count is read high, low, high, again while the high half moved, so its halves
+    /// belong together.
     ///
     /// # Errors
     /// Backend MMIO errors.
     pub fn counters(&self) -> Result<Counters> {
         let mut c = Counters::default();
-        for i in 0..counter::COUNT {
-            c.values[usize::from(i)] = self.inner.dev.mmio_read32(regs::COUNTERS + 4 * i)?;
+        let read = |i: u16| self.inner.dev.mmio_read32(regs::COUNTERS + 4 * i);
+        for i in 0..counter::EVENTS {
+            c.values[usize::from(i)] = read(i)?;
+        }
+        for lo in [counter::TX_BYTES_LO, counter::RX_BYTES_LO] {
+            let (l, h) = loop {
+                let h = read(lo + 1)?;
+                let l = read(lo)?;
+                if read(lo + 1)? == h {
+                    break (l, h);
+                }
+            };
+            c.values[usize::from(lo)] = l;
+            c.values[usize::from(lo) + 1] = h;
         }
         Ok(c)
     }

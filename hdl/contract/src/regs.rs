@@ -131,8 +131,21 @@ pub mod counter {
     pub const TX_RNR_NAKS: u16 = 24;
     /// RNR NAKs received by the requester.
     pub const RX_RNR_NAKS: u16 = 25;
-    /// Number of counters.
-    pub const COUNT: u16 = 26;
+    /// Counters `0..EVENTS` count events (32-bit, wrapping); the ones after them are the
+    /// halves of 64-bit byte counts.
+    pub const EVENTS: u16 = 26;
+    /// Bytes of the frames sent, Ethernet header through ICRC (no preamble, FCS or gap): bits
+    /// 31:0 of a 64-bit count. Read HI, LO, HI and again if HI moved.
+    pub const TX_BYTES_LO: u16 = 26;
+    /// Bits 63:32 of the sent-bytes count.
+    pub const TX_BYTES_HI: u16 = 27;
+    /// Bytes of the frames received from the MAC (every frame, good or dropped), counted as
+    /// [`TX_BYTES_LO`]: bits 31:0.
+    pub const RX_BYTES_LO: u16 = 28;
+    /// Bits 63:32 of the received-bytes count.
+    pub const RX_BYTES_HI: u16 = 29;
+    /// Number of counter registers.
+    pub const COUNT: u16 = 30;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -162,5 +175,9 @@ pub mod counter {
         "rx_nak_rem_op",
         "tx_rnr_naks",
         "rx_rnr_naks",
+        "tx_bytes_lo",
+        "tx_bytes_hi",
+        "rx_bytes_lo",
+        "rx_bytes_hi",
     ];
 }
