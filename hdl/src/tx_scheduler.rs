@@ -117,6 +117,11 @@ pub struct TxScheduler {
     pub tx_active: Signal<Out, Bit>,
     pub tx_qpn: Signal<Out, Bits<6>>,
     tables: ContextTables,
+    /// QPs that stepped aside for another QP's rewind while they waited (for in-flight room, a
+    /// READ slot, or their error's turn), to be served again like a doorbell with their saved
+    /// producer index: without it, a QP waiting for room whose own rewind queues behind
+    /// another QP's would wait forever (64 entries, one per QP at most in practice).
+    resume: SynchronousFIFO<Bits<8>, 6, 7, 1>,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
     state: DFF<Bits<5>>,
@@ -159,6 +164,14 @@ pub struct TxScheduler {
     npart_r: DFF<Bit>,
     /// The local SGE lies inside its region (state 20, from the registers of state 12).
     bounds_r: DFF<Bit>,
+    /// Serving a QP taken from `resume` (state 0 to 2).
+    resumed: DFF<Bit>,
+    /// A rewind for another QP waits at the head of the rewind FIFO (state 3, and every cycle),
+    /// and the resume FIFO has room (registered almost-full) and is not empty (registered).
+    rw_other: DFF<Bit>,
+    rw_waiting: DFF<Bit>,
+    rs_room: DFF<Bit>,
+    rs_empty_r: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
     pi: DFF<Bits<16>>,
     ctx: DFF<QpContextRec>,
@@ -270,8 +283,17 @@ impl Logic for TxScheduler {
             skip_ok, mtu_r, plen_r, last_r, sq_empty, window_ok, rw_mine, wqe_addr,
             npkts, rw_pending, wop, rd_va, rr, rr_ret, rr_psn, rr_rem, rr_iova, rr_first,
             rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind, ar_pend, job_room,
-            rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r
+            rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r, resumed, rw_other, rw_waiting, rs_room,
+            rs_empty_r
         );
+        clock!(self, clock, resume);
+        self.rs_room.d.next = !self.resume.almost_full.val();
+        self.rs_empty_r.d.next = self.resume.empty.val();
+        self.rw_waiting.d.next =
+            !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
+        self.resume.write.next = false;
+        self.resume.data_in.next = bit_cast::<8, 6>(self.cur_qpn.q.val());
+        self.resume.read.next = false;
         self.job_room.d.next = !self.job_full.val() & !self.rj_full.val();
         self.rw_empty_r.d.next = self.rw_empty.val();
         self.rr_empty_r.d.next = self.rr_empty.val();
@@ -570,6 +592,7 @@ impl Logic for TxScheduler {
             0 => {
                 self.rewind.d.next = false;
                 self.flush_req.d.next = false;
+                self.resumed.d.next = false;
                 if !self.rw_empty_r.q.val() {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
                     self.rw_read.next = true;
@@ -586,6 +609,12 @@ impl Logic for TxScheduler {
                     self.rr.d.next = self.rr_now.val();
                     self.rr_ret.d.next = 0.into();
                     self.state.d.next = 16.into();
+                } else if !self.rs_empty_r.q.val() {
+                    // A QP that stepped aside: served again up to its saved producer index.
+                    self.resume.read.next = true;
+                    self.resumed.d.next = true;
+                    self.cur_qpn.d.next = self.resume.data_out.val().get_bits::<6>(0);
+                    self.state.d.next = 1.into();
                 } else if !self.db_empty.val() {
                     self.db_read.next = true;
                     self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
@@ -607,8 +636,9 @@ impl Logic for TxScheduler {
                 // asked for) is stale: resume from the saved state instead.
                 self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
                 self.skip_pending.d.next = self.rewind.q.val();
-                if self.rewind.q.val() {
-                    // A rewind serves the QP's posted WQEs up to its saved producer index.
+                if self.rewind.q.val() | self.resumed.q.val() {
+                    // A rewind or a resumption serves the QP's posted WQEs up to its saved
+                    // producer index.
                     self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
                 }
                 if self.rewind.q.val()
@@ -642,6 +672,8 @@ impl Logic for TxScheduler {
                 self.behind.d.next = self.in_flight.val().get_bit(15);
                 self.rw_mine.d.next =
                     !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
+                self.rw_other.d.next =
+                    !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
                 self.state.d.next = 15.into();
                 if self.rr_pend.val() {
                     // Between WQEs, READ responses go first (the peer may be waiting for them
@@ -665,6 +697,11 @@ impl Logic for TxScheduler {
                 } else if self.rw_mine.q.val() {
                     // The window is full because packets were lost: save the state (with the
                     // doorbell's producer index) and let the rewind take over.
+                    self.state.d.next = 11.into();
+                } else if self.rw_other.q.val() & self.rs_room.q.val() {
+                    // Another QP's rewind waits (and this QP's own may queue behind it): save,
+                    // step aside, and come back through the resume FIFO.
+                    self.resume.write.next = true;
                     self.state.d.next = 11.into();
                 } else {
                     self.state.d.next = 3.into();
@@ -828,6 +865,10 @@ impl Logic for TxScheduler {
                     self.rr.d.next = self.rr_now.val();
                     self.rr_ret.d.next = 10.into();
                     self.state.d.next = 16.into();
+                } else if self.rw_waiting.q.val() & self.rs_room.q.val() & (self.acked_data.val() != self.ci.q.val()) {
+                    // Still waiting, and another QP's rewind is queued: step aside.
+                    self.resume.write.next = true;
+                    self.state.d.next = 11.into();
                 } else if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
                     self.lc_write.next = true;
                     self.cnt_local_err.next = self.status.q.val() != 5;
@@ -865,6 +906,9 @@ impl Logic for TxScheduler {
                 // Wait for a READ slot (max_rd_atomic), answering the peer's READs meanwhile
                 // and yielding to a rewind; the checks are redone from state 12.
                 if self.rw_pending.q.val() {
+                    self.state.d.next = 11.into();
+                } else if self.rw_waiting.q.val() & self.rs_room.q.val() {
+                    self.resume.write.next = true;
                     self.state.d.next = 11.into();
                 } else if self.rr_pend.val() {
                     self.rr_read.next = true;

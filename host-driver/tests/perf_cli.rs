@@ -432,3 +432,23 @@ fn perf_write_with_four_qps_recovers_from_loss() {
     assert_qps_verified(&v, 4, 300);
     assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
 }
+
+/// Two QPs where one waits for room or for its RNR timer while the other's rewind is queued:
+/// the waiting QP steps aside and comes back (the scheduler's resume FIFO), so local ACK
+/// timeouts and RNR NAKs on several QPs are recovered instead of stalling both (found with
+/// `--qps`: these three runs used to stop for good after their first timeout or RNR NAK).
+#[test]
+fn two_qps_recover_from_timeouts_and_rnr_naks() {
+    let (ok, v) = perf_op("send", &["--size", "64", "--iters", "400", "--qps", "2", "--tx-depth", "32", "--cq-mod", "8", "--rx-depth", "1", "--min-rnr-timer", "1", "--timeout-cycles", "4000000"]);
+    assert!(ok, "{v}");
+    assert_qps_verified(&v, 2, 400);
+    assert!(v["rnr_naks"].as_u64().unwrap() > 0, "{v}");
+    let (ok, v) = perf_op("read", &["--size", "4096", "--iters", "400", "--mtu", "1024", "--qps", "2", "--loss", "0.01", "--seed", "2", "--timeout-cycles", "4000000"]);
+    assert!(ok, "{v}");
+    assert_qps_verified(&v, 2, 400);
+    assert!(v["timeouts"].as_u64().unwrap() > 0, "{v}");
+    let (ok, v) = perf_op("send", &["--size", "16384", "--iters", "100", "--mtu", "1024", "--qps", "2", "--loss", "0.01", "--seed", "5", "--timeout-cycles", "4000000"]);
+    assert!(ok, "{v}");
+    assert_qps_verified(&v, 2, 100);
+    assert!(v["timeouts"].as_u64().unwrap() > 0, "{v}");
+}
