@@ -8,6 +8,7 @@
 
 pub mod ack_timer;
 pub mod board;
+pub mod bswap;
 pub mod byte_counters;
 pub mod context_tables;
 pub mod crc;

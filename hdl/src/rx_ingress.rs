@@ -1,6 +1,7 @@
 //! RX ingress: parse, ICRC check and store-and-forward packet buffer.
 use crate::crc::blocks::{init_skipping, Crc32D512, Crc32ResidueZeros};
 use crate::icrc::{first_beat_and, first_beat_or, SKIPPED_BYTES};
+use crate::bswap::Bswap64;
 use crate::records::{RoceHeader, RxDesc};
 use rust_hdl::prelude::*;
 
@@ -197,6 +198,9 @@ pub struct RxIngress {
     imm_hi: Signal<Local, Bit>,
     at_a: Signal<Local, Bits<64>>,
     at_b: Signal<Local, Bits<64>>,
+    va_bswap: Bswap64,
+    swap_bswap: Bswap64,
+    cmp_bswap: Bswap64,
     c_init: Constant<Bits<32>>,
     c_and: Constant<Bits<512>>,
     c_or: Constant<Bits<512>>,
@@ -338,6 +342,9 @@ impl Default for RxIngress {
             imm_hi: Default::default(),
             at_a: Default::default(),
             at_b: Default::default(),
+            va_bswap: Default::default(),
+            swap_bswap: Default::default(),
+            cmp_bswap: Default::default(),
             c_init: Constant::new((init_skipping(SKIPPED_BYTES) as u64).to_bits()),
             c_and: Constant::new(first_beat_and()),
             c_or: Constant::new(first_beat_or()),
@@ -650,14 +657,8 @@ impl Logic for RxIngress {
                 | (bit_cast::<24, 8>(self.c_psn_w.val().get_bits::<8>(0)) << 16);
         }
         // RETH (VA, R_Key, DMA Length) and AETH (syndrome, MSN) from wire order.
-        self.desc.next.reth_va = (bit_cast::<64, 8>(self.ext.val().get_bits::<8>(0)) << 56)
-            | (bit_cast::<64, 8>(self.ext.val().get_bits::<8>(8)) << 48)
-            | (bit_cast::<64, 8>(self.ext.val().get_bits::<8>(16)) << 40)
-            | (bit_cast::<64, 8>(self.ext.val().get_bits::<8>(24)) << 32)
-            | (bit_cast::<64, 8>(self.ext.val().get_bits::<8>(32)) << 24)
-            | (bit_cast::<64, 8>(self.ext.val().get_bits::<8>(40)) << 16)
-            | (bit_cast::<64, 8>(self.ext.val().get_bits::<8>(48)) << 8)
-            | bit_cast::<64, 8>(self.ext.val().get_bits::<8>(56));
+        self.va_bswap.x.next = self.ext.val().get_bits::<64>(0);
+        self.desc.next.reth_va = self.va_bswap.y.val();
         self.desc.next.reth_rkey = (bit_cast::<32, 8>(self.ext.val().get_bits::<8>(64)) << 24)
             | (bit_cast::<32, 8>(self.ext.val().get_bits::<8>(72)) << 16)
             | (bit_cast::<32, 8>(self.ext.val().get_bits::<8>(80)) << 8)
@@ -683,22 +684,10 @@ impl Logic for RxIngress {
             self.at_a.next = self.ext.val().get_bits::<64>(32);
         }
         self.at_b.next = self.ext.val().get_bits::<64>(160);
-        self.desc.next.at_swap = (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(0)) << 56)
-            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(8)) << 48)
-            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(16)) << 40)
-            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(24)) << 32)
-            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(32)) << 24)
-            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(40)) << 16)
-            | (bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(48)) << 8)
-            | bit_cast::<64, 8>(self.at_a.val().get_bits::<8>(56));
-        self.desc.next.at_cmp = (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(0)) << 56)
-            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(8)) << 48)
-            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(16)) << 40)
-            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(24)) << 32)
-            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(32)) << 24)
-            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(40)) << 16)
-            | (bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(48)) << 8)
-            | bit_cast::<64, 8>(self.at_b.val().get_bits::<8>(56));
+        self.swap_bswap.x.next = self.at_a.val();
+        self.desc.next.at_swap = self.swap_bswap.y.val();
+        self.cmp_bswap.x.next = self.at_b.val();
+        self.desc.next.at_cmp = self.cmp_bswap.y.val();
 
         // Verdict on the frame's last beat: malformed, then overflow, then ICRC.
         self.cnt_rx_frame.next = self.c_end.q.val();

@@ -1,4 +1,5 @@
 //! TX request assembly: Ethernet/IPv4/UDP/BTH/RETH headers in front of DMA-read payload.
+use crate::bswap::Bswap64;
 use crate::header_builder::HeaderBuilder;
 use crate::records::TxJob;
 use rust_hdl::prelude::*;
@@ -63,6 +64,9 @@ pub struct TxAssembler {
     j_cmp: Signal<Local, Bits<64>>,
     swap_be: Signal<Local, Bits<64>>,
     cmp_be: Signal<Local, Bits<64>>,
+    va_bswap: Bswap64,
+    swap_bswap: Bswap64,
+    cmp_bswap: Bswap64,
     j_skip: Signal<Local, Bits<6>>,
     hdr_bits: Signal<Local, Bits<704>>,
     t_tag: Signal<Local, Bits<48>>,
@@ -113,6 +117,9 @@ impl Default for TxAssembler {
             j_cmp: Default::default(),
             swap_be: Default::default(),
             cmp_be: Default::default(),
+            va_bswap: Default::default(),
+            swap_bswap: Default::default(),
+            cmp_bswap: Default::default(),
             j_skip: Default::default(),
             hdr_bits: Default::default(),
             t_tag: Default::default(),
@@ -165,14 +172,8 @@ impl Logic for TxAssembler {
         self.j_rkey.next = self.job.val().reth_rkey;
         self.j_len.next = self.job.val().reth_len;
         // RETH: VA (8 bytes), R_Key (4), DMA Length (4), all big-endian.
-        self.reth.next = (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(56)))
-            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(48)) << 8)
-            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(40)) << 16)
-            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(32)) << 24)
-            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(24)) << 32)
-            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(16)) << 40)
-            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(8)) << 48)
-            | (bit_cast::<128, 8>(self.j_va.val().get_bits::<8>(0)) << 56)
+        self.va_bswap.x.next = self.j_va.val();
+        self.reth.next = bit_cast::<128, 64>(self.va_bswap.y.val())
             | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(24)) << 64)
             | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(16)) << 72)
             | (bit_cast::<128, 8>(self.j_rkey.val().get_bits::<8>(8)) << 80)
@@ -194,22 +195,10 @@ impl Logic for TxAssembler {
         // Atomic operands, big-endian on the wire.
         self.j_swap.next = self.job.val().at_swap;
         self.j_cmp.next = self.job.val().at_cmp;
-        self.swap_be.next = (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(56)))
-            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(48)) << 8)
-            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(40)) << 16)
-            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(32)) << 24)
-            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(24)) << 32)
-            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(16)) << 40)
-            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(8)) << 48)
-            | (bit_cast::<64, 8>(self.j_swap.val().get_bits::<8>(0)) << 56);
-        self.cmp_be.next = (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(56)))
-            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(48)) << 8)
-            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(40)) << 16)
-            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(32)) << 24)
-            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(24)) << 32)
-            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(16)) << 40)
-            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(8)) << 48)
-            | (bit_cast::<64, 8>(self.j_cmp.val().get_bits::<8>(0)) << 56);
+        self.swap_bswap.x.next = self.j_swap.val();
+        self.swap_be.next = self.swap_bswap.y.val();
+        self.cmp_bswap.x.next = self.j_cmp.val();
+        self.cmp_be.next = self.cmp_bswap.y.val();
         if self.job.val().has_atomic_eth.any() {
             // AtomicETH: VA, R_Key (the RETH's first 12 bytes), Swap/Add Data, Compare Data.
             self.hb.ext_len.next = 28.into();
