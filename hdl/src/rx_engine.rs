@@ -777,10 +777,12 @@ impl Logic for RxEngine {
         self.inflight_ram.write_address.next = self.if_waddr.val();
         self.inflight_ram.write_data.next = self.if_wdata.val().into();
 
-        // ---- Context commands (tables written while the engine is idle) ----
-        // Commands only while idle: between a QP's load (state 2) and its write-back (state
-        // 9) a command for it would be overwritten by the write-back.
-        self.cmd_ready.next = self.state.q.val() == 0;
+        // ---- Context commands (tables written in any cycle but write-back) ----
+        // Commands in any cycle but the write-back (state 9). A command that lands between a
+        // QP's load and its write-back is overwritten by it: commands that write the transport
+        // state (INIT_SQ_PSN, INIT_RQ_PSN) come while a QP is being set up and takes no
+        // traffic, and the flush handler writes back only a QP it changed (one in ERR).
+        self.cmd_ready.next = self.state.q.val() != 9;
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         self.tables.cmd_fire.next = self.cmd_fire.val();
         self.tables.cmd_op.next = self.cmd_op.val();

@@ -172,6 +172,8 @@ pub struct TxScheduler {
     rw_waiting: DFF<Bit>,
     rs_room: DFF<Bit>,
     rs_empty_r: DFF<Bit>,
+    /// Context commands may be taken this cycle (see `cmd_ready`).
+    cmd_ok: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
     pi: DFF<Bits<16>>,
     ctx: DFF<QpContextRec>,
@@ -227,7 +229,6 @@ pub struct TxScheduler {
     plen: Signal<Local, Bits<32>>,
     is_last: Signal<Local, Bit>,
     sq_mask: Signal<Local, Bits<16>>,
-    writing_dyn: Signal<Local, Bit>,
     send_flags: Signal<Local, Bits<8>>,
     skip_pkts: Signal<Local, Bits<24>>,
     skip_bytes: Signal<Local, Bits<64>>,
@@ -284,7 +285,7 @@ impl Logic for TxScheduler {
             npkts, rw_pending, wop, rd_va, rr, rr_ret, rr_psn, rr_rem, rr_iova, rr_first,
             rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind, ar_pend, job_room,
             rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r, resumed, rw_other, rw_waiting, rs_room,
-            rs_empty_r
+            rs_empty_r, cmd_ok
         );
         clock!(self, clock, resume);
         self.rs_room.d.next = !self.resume.almost_full.val();
@@ -326,11 +327,19 @@ impl Logic for TxScheduler {
         self.tables.cmd_op.next = self.cmd_op.val();
         self.tables.cmd_index.next = self.cmd_index.val();
         self.tables.cmd_record.next = self.cmd_record.val();
-        self.writing_dyn.next = (self.state.q.val() == 9)
+        // Commands are taken when this engine cannot write its transport state in the same
+        // cycle (states 9, 10, 11, 23 do): the flag is registered from the states that cannot
+        // lead to one of those next cycle, so the handshake starts at a flop.
+        self.cmd_ok.d.next = !((self.state.q.val() == 2)
+            | (self.state.q.val() == 9)
             | (self.state.q.val() == 10)
             | (self.state.q.val() == 11)
-            | (self.state.q.val() == 23);
-        self.cmd_ready.next = !self.writing_dyn.val();
+            | (self.state.q.val() == 13)
+            | (self.state.q.val() == 15)
+            | (self.state.q.val() == 18)
+            | (self.state.q.val() == 19)
+            | (self.state.q.val() == 23));
+        self.cmd_ready.next = self.cmd_ok.q.val();
         // The transport state is written by a context command (INIT_SQ_PSN) or by this engine
         // (`own_we`, in states that refuse commands); the two enables are ORed after the state
         // machine, so a command's write enable does not pass through its multiplexers.
