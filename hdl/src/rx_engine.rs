@@ -155,6 +155,10 @@ pub struct RxEngine {
     /// The covering PSN precedes the head in-flight WQE's last PSN (24-bit serial compare),
     /// registered in state 32 so state 11 acts on a flag, not on a subtraction.
     psn_before_r: DFF<Bit>,
+    /// An atomic request's form (no payload, aligned VA) and the CQ write-back flag, a
+    /// cycle ahead of their use.
+    at_form_r: DFF<Bit>,
+    cq_wb: DFF<Bit>,
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
     retries: DFF<Bits<3>>,
@@ -461,6 +465,8 @@ impl Default for RxEngine {
             va_low: Default::default(),
             va_req: Default::default(),
             psn_before_r: Default::default(),
+            at_form_r: Default::default(),
+            cq_wb: Default::default(),
             src_lc: Default::default(),
             src_to: Default::default(),
             retries: Default::default(),
@@ -684,7 +690,7 @@ impl Logic for RxEngine {
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r
+            src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -980,11 +986,17 @@ impl Logic for RxEngine {
         self.va_req.next = self.pkt.q.val().reth_va;
         self.va_low.next = self.va_req.val().get_bits::<3>(0);
         if (self.op.val() == 0x13) | (self.op.val() == 0x14) {
-            self.seq_ok.next = !self.in_write.q.val()
-                & !self.in_send.q.val()
-                & (self.plen32.val() == 0)
-                & (self.va_low.val() == 0);
+            self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.at_form_r.q.val();
         }
+        // (No payload and an aligned VA, registered a state ahead: `pkt` holds from state 1.)
+        self.at_form_r.d.next = (self.plen32.val() == 0) & (self.va_low.val() == 0);
+        // The completion-queue producer index is written back (state 9) for a completer
+        // event or a receive completion; registered ahead (its inputs hold until then).
+        self.cq_wb.d.next = self.qpn_ok.q.val()
+            & (self.src_lc.q.val()
+                | self.src_recv.q.val()
+                | (self.op.val() == 0x11)
+                | self.is_read_resp.val());
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
         self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
         // Where an accepted request's payload goes.
@@ -1571,11 +1583,7 @@ impl Logic for RxEngine {
                     | (bit_cast::<96, 3>(self.rnr_cnt.q.val()) << 88)
                     | (bit_cast::<96, 1>(self.rnr_wait.q.val().into()) << 91);
                 // Only the completer moves the CQ producer index.
-                self.cqpi_ram.write_enable.next = self.qpn_ok.q.val()
-                    & (self.src_lc.q.val()
-                        | self.src_recv.q.val()
-                        | (self.op.val() == 0x11)
-                        | self.is_read_resp.val());
+                self.cqpi_ram.write_enable.next = self.cq_wb.q.val();
                 self.cqpi_ram.write_address.next = self.cqn.val().get_bits::<6>(0);
                 self.cqpi_ram.write_data.next = self.cq_pi.q.val();
                 self.state.d.next = 0.into();
