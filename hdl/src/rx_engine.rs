@@ -158,6 +158,11 @@ pub struct RxEngine {
     /// An atomic request's form (no payload, aligned VA) and the CQ write-back flag, a
     /// cycle ahead of their use.
     at_form_r: DFF<Bit>,
+    pz_r: DFF<Bit>,
+    /// The CQ producer-index table's write, registered.
+    cqw_en: DFF<Bit>,
+    cqw_addr: DFF<Bits<6>>,
+    cqw_data: DFF<Bits<32>>,
     cq_wb: DFF<Bit>,
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
@@ -466,6 +471,10 @@ impl Default for RxEngine {
             va_req: Default::default(),
             psn_before_r: Default::default(),
             at_form_r: Default::default(),
+            pz_r: Default::default(),
+            cqw_en: Default::default(),
+            cqw_addr: Default::default(),
+            cqw_data: Default::default(),
             cq_wb: Default::default(),
             src_lc: Default::default(),
             src_to: Default::default(),
@@ -690,7 +699,7 @@ impl Logic for RxEngine {
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb
+            src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -797,9 +806,14 @@ impl Logic for RxEngine {
         self.cq_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
         self.cq_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.cq_ram.write_data.next = bit_cast::<128, 512>(self.cmd_record.val());
-        self.cqpi_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
-        self.cqpi_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.cqpi_ram.write_data.next = 0.into();
+        // The CQ producer-index table is written a cycle late, from registers (a command's
+        // reset to 0, or the write-back of state 9): it is next read several states later.
+        self.cqw_en.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
+        self.cqw_addr.d.next = self.cmd_index.val().get_bits::<6>(0);
+        self.cqw_data.d.next = 0.into();
+        self.cqpi_ram.write_enable.next = self.cqw_en.q.val();
+        self.cqpi_ram.write_address.next = self.cqw_addr.q.val();
+        self.cqpi_ram.write_data.next = self.cqw_data.q.val();
         self.rdyn_ram.write_enable.next = self.cmd_fire.val()
             & (self.cmd_op.val() == 1)
             & self.cmd_qp.val().init_rq_psn.any();
@@ -937,58 +951,83 @@ impl Logic for RxEngine {
             & (self.mr_now.val().pd == self.qp_now.val().pd)
             & self.access_ok.val();
         self.bounds_ok.next = self.bounds_ok_r.q.val();
+        // Per opcode (a parallel case, not a chain of ifs: its depth does not grow with the
+        // opcodes): the segment rules of IBTA Vol 1 9.8.3.
         self.seq_ok.next = false;
-        if (self.op.val() == 0x0A) | (self.op.val() == 0x0B) {
-            self.seq_ok.next = !self.in_write.q.val()
-                & !self.in_send.q.val()
-                & (self.plen32.val() == self.pkt.q.val().reth_len);
-        }
-        if self.op.val() == 0x00 {
-            self.seq_ok.next = !self.in_write.q.val()
-                & !self.in_send.q.val()
-                & (self.plen32.val() == self.mtu.val());
-        }
-        if (self.op.val() == 0x04) | (self.op.val() == 0x05) {
-            self.seq_ok.next = !self.in_write.q.val()
-                & !self.in_send.q.val()
-                & (self.plen32.val() <= self.mtu.val());
-        }
-        if self.op.val() == 0x01 {
-            self.seq_ok.next = self.in_send.q.val() & (self.plen32.val() == self.mtu.val());
-        }
-        if (self.op.val() == 0x02) | (self.op.val() == 0x03) {
-            self.seq_ok.next = self.in_send.q.val()
-                & (self.plen32.val() != 0)
-                & (self.plen32.val() <= self.mtu.val());
-        }
-        if self.op.val() == 0x06 {
-            self.seq_ok.next = !self.in_write.q.val()
-                & !self.in_send.q.val()
-                & (self.plen32.val() == self.mtu.val())
-                & (self.pkt.q.val().reth_len > self.mtu.val());
-        }
-        if self.op.val() == 0x07 {
-            self.seq_ok.next = self.in_write.q.val()
-                & (self.plen32.val() == self.mtu.val())
-                & (self.plen32.val() < self.wr_rem.q.val());
-        }
-        if (self.op.val() == 0x08) | (self.op.val() == 0x09) {
-            self.seq_ok.next = self.in_write.q.val()
-                & (self.plen32.val() == self.wr_rem.q.val());
-        }
-        // An RDMA READ REQUEST starts no message of its own and carries no payload.
-        if self.op.val() == 0x0C {
-            self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & (self.plen32.val() == 0);
+        match self.op.val().index() {
+            0 => { // SEND FIRST
+                self.seq_ok.next = !self.in_write.q.val()
+                    & !self.in_send.q.val()
+                    & (self.plen32.val() == self.mtu.val());
+            }
+            1 => { // SEND MIDDLE
+                self.seq_ok.next = self.in_send.q.val() & (self.plen32.val() == self.mtu.val());
+            }
+            2 => { // SEND LAST
+                self.seq_ok.next = self.in_send.q.val()
+                    & (self.plen32.val() != 0)
+                    & (self.plen32.val() <= self.mtu.val());
+            }
+            3 => { // SEND LAST WITH IMMEDIATE
+                self.seq_ok.next = self.in_send.q.val()
+                    & (self.plen32.val() != 0)
+                    & (self.plen32.val() <= self.mtu.val());
+            }
+            4 => { // SEND ONLY
+                self.seq_ok.next = !self.in_write.q.val()
+                    & !self.in_send.q.val()
+                    & (self.plen32.val() <= self.mtu.val());
+            }
+            5 => { // SEND ONLY WITH IMMEDIATE
+                self.seq_ok.next = !self.in_write.q.val()
+                    & !self.in_send.q.val()
+                    & (self.plen32.val() <= self.mtu.val());
+            }
+            6 => { // RDMA WRITE FIRST
+                self.seq_ok.next = !self.in_write.q.val()
+                    & !self.in_send.q.val()
+                    & (self.plen32.val() == self.mtu.val())
+                    & (self.pkt.q.val().reth_len > self.mtu.val());
+            }
+            7 => { // RDMA WRITE MIDDLE
+                self.seq_ok.next = self.in_write.q.val()
+                    & (self.plen32.val() == self.mtu.val())
+                    & (self.plen32.val() < self.wr_rem.q.val());
+            }
+            8 => { // RDMA WRITE LAST
+                self.seq_ok.next = self.in_write.q.val() & (self.plen32.val() == self.wr_rem.q.val());
+            }
+            9 => { // RDMA WRITE LAST WITH IMMEDIATE
+                self.seq_ok.next = self.in_write.q.val() & (self.plen32.val() == self.wr_rem.q.val());
+            }
+            10 => { // RDMA WRITE ONLY
+                self.seq_ok.next = !self.in_write.q.val()
+                    & !self.in_send.q.val()
+                    & (self.plen32.val() == self.pkt.q.val().reth_len);
+            }
+            11 => { // RDMA WRITE ONLY WITH IMMEDIATE
+                self.seq_ok.next = !self.in_write.q.val()
+                    & !self.in_send.q.val()
+                    & (self.plen32.val() == self.pkt.q.val().reth_len);
+            }
+            12 => { // RDMA READ REQUEST: starts no message of its own, no payload
+                self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.pz_r.q.val();
+            }
+            19 => { // COMPARE SWAP
+                self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.at_form_r.q.val();
+            }
+            20 => { // FETCH ADD
+                self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.at_form_r.q.val();
+            }
+            _ => {}
         }
         // An atomic carries no payload and names a naturally aligned 8-byte word (9.4.5; a
         // misaligned one is an invalid request). (A Local: yosys takes no bit select of a
         // struct field's slice.)
         self.va_req.next = self.pkt.q.val().reth_va;
         self.va_low.next = self.va_req.val().get_bits::<3>(0);
-        if (self.op.val() == 0x13) | (self.op.val() == 0x14) {
-            self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.at_form_r.q.val();
-        }
-        // (No payload and an aligned VA, registered a state ahead: `pkt` holds from state 1.)
+        // (No payload, and an aligned VA, registered a state ahead: `pkt` holds from state 1.)
+        self.pz_r.d.next = self.plen32.val() == 0;
         self.at_form_r.d.next = (self.plen32.val() == 0) & (self.va_low.val() == 0);
         // The completion-queue producer index is written back (state 9) for a completer
         // event or a receive completion; registered ahead (its inputs hold until then).
@@ -1583,9 +1622,9 @@ impl Logic for RxEngine {
                     | (bit_cast::<96, 3>(self.rnr_cnt.q.val()) << 88)
                     | (bit_cast::<96, 1>(self.rnr_wait.q.val().into()) << 91);
                 // Only the completer moves the CQ producer index.
-                self.cqpi_ram.write_enable.next = self.cq_wb.q.val();
-                self.cqpi_ram.write_address.next = self.cqn.val().get_bits::<6>(0);
-                self.cqpi_ram.write_data.next = self.cq_pi.q.val();
+                self.cqw_en.d.next = self.cq_wb.q.val();
+                self.cqw_addr.d.next = self.cqn.val().get_bits::<6>(0);
+                self.cqw_data.d.next = self.cq_pi.q.val();
                 self.state.d.next = 0.into();
                 if self.rsp_pending.q.val() {
                     // The WQEs before the READ have retired: check the response again.
