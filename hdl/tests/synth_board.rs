@@ -5,6 +5,20 @@ use rnic_hdl::board;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Generates the board's Verilog on a thread with a 64 MiB stack: rust-hdl's generator
+/// recurses through every block level, and the board (shell → core → engines → sub-blocks)
+/// outgrew a test thread's default 2 MiB once the core gained its atomics and counter blocks
+/// (stack overflow in a fresh-clone CI run; `rnic-hdl-gen` runs on the 8 MiB main thread).
+fn generate_board(dir: &Path) -> Vec<PathBuf> {
+    let dir = dir.to_path_buf();
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || board::generate(&dir).expect("generate the board"))
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
 fn work_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&d);
@@ -15,7 +29,7 @@ fn work_dir(name: &str) -> PathBuf {
 #[test]
 fn board_passes_the_synthesis_check() {
     let dir = work_dir("synth_board");
-    board::generate(&dir.join("verilog")).expect("generate the board");
+    generate_board(&dir.join("verilog"));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/synth.sh");
     let out = Command::new("bash")
         .arg(&script)
@@ -32,7 +46,7 @@ fn board_passes_the_synthesis_check() {
 #[test]
 fn board_lints_clean_in_verilator() {
     let dir = work_dir("synth_board_lint");
-    let files = board::generate(&dir).expect("generate the board");
+    let files = generate_board(&dir);
     // The same waivers as scripts/lint-verilog.sh, for the same rust-hdl reasons.
     let out = Command::new("verilator")
         .args(["--lint-only", "-Wall", "-Wno-WIDTH", "-Wno-DECLFILENAME", "-Wno-UNUSED"])
