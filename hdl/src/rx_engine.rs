@@ -387,6 +387,7 @@ pub struct RxEngine {
     fp_word: Signal<Local, Bits<64>>,
     va_low: Signal<Local, Bits<3>>,
     va_req: Signal<Local, Bits<64>>,
+    wb_now: Signal<Local, Bit>,
 }
 
 impl Default for RxEngine {
@@ -469,6 +470,7 @@ impl Default for RxEngine {
             fp_word: Default::default(),
             va_low: Default::default(),
             va_req: Default::default(),
+            wb_now: Default::default(),
             psn_before_r: Default::default(),
             at_form_r: Default::default(),
             pz_r: Default::default(),
@@ -808,9 +810,15 @@ impl Logic for RxEngine {
         self.cq_ram.write_data.next = bit_cast::<128, 512>(self.cmd_record.val());
         // The CQ producer-index table is written a cycle late, from registers (a command's
         // reset to 0, or the write-back of state 9): it is next read several states later.
-        self.cqw_en.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
+        // (A command never fires in state 9, so the two writers are ORed, not prioritised.)
+        self.wb_now.next = self.state.q.val() == 9;
+        self.cqw_en.d.next = (self.cmd_fire.val() & (self.cmd_op.val() == 3)) | (self.wb_now.val() & self.cq_wb.q.val());
         self.cqw_addr.d.next = self.cmd_index.val().get_bits::<6>(0);
         self.cqw_data.d.next = 0.into();
+        if self.wb_now.val() {
+            self.cqw_addr.d.next = self.cqn.val().get_bits::<6>(0);
+            self.cqw_data.d.next = self.cq_pi.q.val();
+        }
         self.cqpi_ram.write_enable.next = self.cqw_en.q.val();
         self.cqpi_ram.write_address.next = self.cqw_addr.q.val();
         self.cqpi_ram.write_data.next = self.cqw_data.q.val();
@@ -1622,9 +1630,6 @@ impl Logic for RxEngine {
                     | (bit_cast::<96, 3>(self.rnr_cnt.q.val()) << 88)
                     | (bit_cast::<96, 1>(self.rnr_wait.q.val().into()) << 91);
                 // Only the completer moves the CQ producer index.
-                self.cqw_en.d.next = self.cq_wb.q.val();
-                self.cqw_addr.d.next = self.cqn.val().get_bits::<6>(0);
-                self.cqw_data.d.next = self.cq_pi.q.val();
                 self.state.d.next = 0.into();
                 if self.rsp_pending.q.val() {
                     // The WQEs before the READ have retired: check the response again.
