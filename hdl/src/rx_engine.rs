@@ -163,6 +163,8 @@ pub struct RxEngine {
     cqw_en: DFF<Bit>,
     cqw_addr: DFF<Bits<6>>,
     cqw_data: DFF<Bits<32>>,
+    /// Context commands may be taken this cycle (see `cmd_ready`).
+    cmd_ok_r: DFF<Bit>,
     cq_wb: DFF<Bit>,
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
@@ -477,6 +479,7 @@ impl Default for RxEngine {
             cqw_en: Default::default(),
             cqw_addr: Default::default(),
             cqw_data: Default::default(),
+            cmd_ok_r: Default::default(),
             cq_wb: Default::default(),
             src_lc: Default::default(),
             src_to: Default::default(),
@@ -701,7 +704,7 @@ impl Logic for RxEngine {
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data
+            src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -799,7 +802,19 @@ impl Logic for RxEngine {
         // QP's load and its write-back is overwritten by it: commands that write the transport
         // state (INIT_SQ_PSN, INIT_RQ_PSN) come while a QP is being set up and takes no
         // traffic, and the flush handler writes back only a QP it changed (one in ERR).
-        self.cmd_ready.next = self.state.q.val() != 9;
+        // (A flop: set in the states that cannot reach state 9 next cycle, so the command
+        // handshake, and every table write enable behind it, starts at a register.)
+        self.cmd_ok_r.d.next = !((self.state.q.val() == 2)
+            | (self.state.q.val() == 6)
+            | (self.state.q.val() == 9)
+            | (self.state.q.val() == 10)
+            | (self.state.q.val() == 11)
+            | (self.state.q.val() == 12)
+            | (self.state.q.val() == 21)
+            | (self.state.q.val() == 22)
+            | (self.state.q.val() == 23)
+            | (self.state.q.val() == 24));
+        self.cmd_ready.next = self.cmd_ok_r.q.val();
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         self.tables.cmd_fire.next = self.cmd_fire.val();
         self.tables.cmd_op.next = self.cmd_op.val();
