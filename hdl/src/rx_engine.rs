@@ -74,7 +74,7 @@ pub struct RxEngine {
     pub if_waddr: Signal<In, Bits<10>>,
     pub if_wdata: Signal<In, InflightRec>,
     /// The write-job FIFO's almost-full flag (at most one free slot); see `job_room`.
-    pub job_full: Signal<In, Bit>,
+    pub job_afull: Signal<In, Bit>,
     pub job_write: Signal<Out, Bit>,
     pub job: Signal<Out, WriteJob>,
     pub cnt_roce_ok: Signal<Out, Bit>,
@@ -422,7 +422,7 @@ impl Default for RxEngine {
             if_we: Default::default(),
             if_waddr: Default::default(),
             if_wdata: Default::default(),
-            job_full: Default::default(),
+            job_afull: Default::default(),
             job_write: Default::default(),
             job: Default::default(),
             cnt_roce_ok: Default::default(),
@@ -717,7 +717,7 @@ impl Logic for RxEngine {
         if !self.fp_sel.q.val() {
             self.fp_idx.d.next = self.fp_idx.q.val() + 1;
         }
-        self.job_room.d.next = !self.job_full.val();
+        self.job_room.d.next = !self.job_afull.val();
         self.atom_ram.read_clock.next = self.clock.val();
         self.atom_ram.write_clock.next = self.clock.val();
         self.atom_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4

@@ -207,11 +207,11 @@ impl Logic for NicTop {
         self.txs.wqe_r_data.next = self.m_axi_rdata.val();
         self.job_fifo.write.next = self.txs.job_write.val();
         self.job_fifo.data_in.next = self.txs.job.val();
-        self.txs.job_full.next = self.job_fifo.almost_full.val();
+        self.txs.job_afull.next = self.job_fifo.almost_full.val();
         self.rj_fifo.write.next = self.txs.rj_write.val();
         self.rj_fifo.data_in.next = bit_cast::<80, 64>(self.txs.rj_addr.val())
             | (bit_cast::<80, 13>(self.txs.rj_len.val()) << 64);
-        self.txs.rj_full.next = self.rj_fifo.almost_full.val();
+        self.txs.rj_afull.next = self.rj_fifo.almost_full.val();
         self.rxe.if_we.next = self.txs.if_we.val();
         self.rxe.if_waddr.next = self.txs.if_addr.val();
         self.rxe.if_wdata.next = self.txs.if_data.val();
@@ -327,7 +327,7 @@ impl Logic for NicTop {
         self.lc_fifo.read.next = self.rxe.lc_read.val();
         self.wj_fifo.write.next = self.rxe.job_write.val();
         self.wj_fifo.data_in.next = self.rxe.job.val();
-        self.rxe.job_full.next = self.wj_fifo.almost_full.val();
+        self.rxe.job_afull.next = self.wj_fifo.almost_full.val();
         self.rxw.job_empty.next = self.wj_fifo.empty.val();
         self.rxe.wr_idle.next = self.rxw.idle.val();
         self.rxw.job.next = self.wj_fifo.data_out.val();

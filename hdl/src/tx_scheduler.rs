@@ -86,11 +86,11 @@ pub struct TxScheduler {
     pub wqe_ar_addr: Signal<Out, Bits<64>>,
     pub wqe_r_valid: Signal<In, Bit>,
     pub wqe_r_data: Signal<In, Bits<512>>,
-    // Packet jobs. `job_full` / `rj_full` are the FIFOs' almost-full flags (see `job_room`).
-    pub job_full: Signal<In, Bit>,
+    // Packet jobs: `job_afull` / `rj_afull` are the job FIFOs' almost-full flags (see `job_room`).
+    pub job_afull: Signal<In, Bit>,
     pub job_write: Signal<Out, Bit>,
     pub job: Signal<Out, TxJob>,
-    pub rj_full: Signal<In, Bit>,
+    pub rj_afull: Signal<In, Bit>,
     pub rj_write: Signal<Out, Bit>,
     pub rj_addr: Signal<Out, Bits<64>>,
     pub rj_len: Signal<Out, Bits<13>>,
@@ -295,7 +295,7 @@ impl Logic for TxScheduler {
         self.resume.write.next = false;
         self.resume.data_in.next = bit_cast::<8, 6>(self.cur_qpn.q.val());
         self.resume.read.next = false;
-        self.job_room.d.next = !self.job_full.val() & !self.rj_full.val();
+        self.job_room.d.next = !self.job_afull.val() & !self.rj_afull.val();
         self.rw_empty_r.d.next = self.rw_empty.val();
         self.rr_empty_r.d.next = self.rr_empty.val();
         if self.rr_gap.q.val() != 0 {

@@ -107,7 +107,7 @@ struct Pins {
     cmd_index: Port,
     cmd_record: Port,
     cmd_ready: Port,
-    job_full: Port,
+    job_afull: Port,
     job_write: Port,
     job: Port,
     rr_write: Port,
@@ -134,7 +134,7 @@ impl Tb {
             cmd_index: dut.port("cmd_index"),
             cmd_record: dut.port("cmd_record"),
             cmd_ready: dut.port("cmd_ready"),
-            job_full: dut.port("job_full"),
+            job_afull: dut.port("job_afull"),
             job_write: dut.port("job_write"),
             job: dut.port("job"),
             rr_write: dut.port("rr_write"),
@@ -233,11 +233,11 @@ impl Tb {
         let mut read = false;
         let mut prev_full = false;
         for c in 0..40 {
-            // The job FIFO is almost full now and then (`job_full` is its almost-full flag,
+            // The job FIFO is almost full now and then (`job_afull` is its almost-full flag,
             // one slot left): the engine must wait, not drop or repeat. It samples the flag a
             // cycle late, so it may still write in the cycle the flag rises, never after.
             let full = self.rng.chance(1, 4);
-            self.dut.set_bit(self.p.job_full, full);
+            self.dut.set_bit(self.p.job_afull, full);
             self.dut.eval();
             if self.dut.get_bit(self.p.desc_read) {
                 assert!(!read, "descriptor read twice");
@@ -250,7 +250,7 @@ impl Tb {
             }
             assert!(!self.dut.get_bit(self.p.rr_write), "a READ-response job for opcode {:#04x}", d.opcode);
             if self.dut.get_bit(self.p.job_write) {
-                assert!(!prev_full, "job_write the cycle after job_full (almost full)");
+                assert!(!prev_full, "job_write the cycle after job_afull (almost full)");
                 assert!(job.is_none(), "two jobs for one packet");
                 job = Some(self.dut.get_wide(self.p.job));
             }
