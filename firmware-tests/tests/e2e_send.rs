@@ -1185,7 +1185,7 @@ fn write_with_imm_and_check(mtu: Mtu, len: usize, dst_off: usize) {
         let sge = if len == 0 { Sge::raw(0, 0, 0) } else { src_mr.sge(0..len).unwrap() };
         let mut wr = SendWr::rdma_write(0x44, sge, remote).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(IMM).signaled(true);
         if len == 0 {
-            wr.sge = None;
+            wr.num_sge = 0;
         }
         qa.post_send_one(wr).unwrap();
         let s = h.wait(&h.ca, 1, budget(len))[0];

@@ -298,7 +298,7 @@ fn zero_length_write_completes_without_touching_memory() {
         let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
         let (mut qa, qb) = h.qps(Mtu::Mtu1024, false);
         let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
-        let wr = SendWr { sge: None, ..SendWr::rdma_write(3, Sge::raw(0, 0, 0), remote.at(0)) }.signaled(true);
+        let wr = SendWr { num_sge: 0, ..SendWr::rdma_write(3, Sge::raw(0, 0, 0), remote.at(0)) }.signaled(true);
         qa.post_send_one(wr).unwrap();
         let wc = h.wait_completions(1, 200_000)[0];
         assert_eq!((wc.wr_id, wc.status, wc.byte_len), (3, WcStatus::Success, 0), "{wc:?}");

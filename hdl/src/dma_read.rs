@@ -3,8 +3,10 @@ use rust_hdl::prelude::*;
 
 /// Issues AXI4 read bursts for the TX side.
 ///
-/// Three sources: send-WQE fetches (one 64-byte beat, AXI ID 1, from the scheduler),
-/// receive-WQE fetches (one beat, AXI ID 2, from the RX engine) and payload read jobs
+/// Three sources: send-WQE fetches (`wqe_len + 1` 64-byte beats, at most 8, AXI ID 1, from the
+/// scheduler), receive-WQE fetches (`rq_len + 1` beats, AXI ID 2, from the RX engine; the
+/// callers keep a fetch inside one 4 KiB page: WQEs are at most 512 bytes and aligned to their
+/// size) and payload read jobs
 /// `(addr, len)` (AXI ID 0, from the job FIFO). A payload job reads the beats
 /// `[addr & !63, addr + len)` as INCR bursts of 64-byte beats (`arsize` 6) that never cross a
 /// 4 KiB boundary (AXI4 A3.4.1), at most 64 beats each. Data returns on the R channel in
@@ -26,9 +28,13 @@ pub struct DmaReadIssuer {
     pub reset: Signal<In, Bit>,
     pub wqe_valid: Signal<In, Bit>,
     pub wqe_addr: Signal<In, Bits<64>>,
+    /// Beats of the send-WQE fetch minus one (AXI `arlen`).
+    pub wqe_len: Signal<In, Bits<3>>,
     pub wqe_ready: Signal<Out, Bit>,
     pub rq_valid: Signal<In, Bit>,
     pub rq_addr: Signal<In, Bits<64>>,
+    /// Beats of the receive-WQE fetch minus one (AXI `arlen`), taken with `rq_addr`.
+    pub rq_len: Signal<In, Bits<3>>,
     pub rq_ready: Signal<Out, Bit>,
     pub rj_empty: Signal<In, Bit>,
     pub rj_addr: Signal<In, Bits<64>>,
@@ -48,6 +54,7 @@ pub struct DmaReadIssuer {
     /// arbitration).
     rq_pend: DFF<Bit>,
     rq_addr_q: DFF<Bits<64>>,
+    rq_len_q: DFF<Bits<3>>,
     cur: DFF<Bits<64>>,
     beats: DFF<Bits<8>>,
     /// The next burst's length in beats (1..=64), valid while `sized`.
@@ -62,7 +69,7 @@ pub struct DmaReadIssuer {
 impl Logic for DmaReadIssuer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy, holding, hold_rq, rq_pend, rq_addr_q, cur, beats, burst, sized);
+        dff_setup!(self, clock, busy, holding, hold_rq, rq_pend, rq_addr_q, rq_len_q, cur, beats, burst, sized);
         self.job_beats.next = (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0))
             + bit_cast::<16, 13>(self.rj_len.val())
             + 63)
@@ -75,6 +82,7 @@ impl Logic for DmaReadIssuer {
         if self.rq_valid.val() & !self.rq_pend.q.val() {
             self.rq_pend.d.next = true;
             self.rq_addr_q.d.next = self.rq_addr.val();
+            self.rq_len_q.d.next = self.rq_len.val();
         }
         self.rj_read.next = false;
         self.arvalid.next = false;
@@ -84,12 +92,14 @@ impl Logic for DmaReadIssuer {
         if self.hold_rq.q.val() | (self.rq_pend.q.val() & !self.wqe_valid.val() & !self.holding.q.val()) {
             self.arvalid.next = true;
             self.araddr.next = self.rq_addr_q.q.val();
+            self.arlen.next = bit_cast::<8, 3>(self.rq_len_q.q.val());
             self.arid.next = 2.into();
             if self.arready.val() {
                 self.rq_pend.d.next = false;
             }
         } else if self.wqe_valid.val() & !self.holding.q.val() {
             self.arvalid.next = true;
+            self.arlen.next = bit_cast::<8, 3>(self.wqe_len.val());
             self.wqe_ready.next = self.arready.val();
         } else if self.busy.q.val() & !self.sized.q.val() {
             self.sized.d.next = true;

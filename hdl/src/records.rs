@@ -33,8 +33,8 @@ record!(
         state: 3, init_sq_psn: 1, init_rq_psn: 1, rsvd0: 3, path_mtu: 3, rsvd1: 1, access: 4,
         pd: 24, dest_qpn: 24, sq_psn: 24, timeout: 5, retry_cnt: 3, rq_psn: 24, rnr_retry: 3,
         min_rnr_timer: 5, pkey: 16,
-        udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, rsvd4: 4,
-        sq_base: 64, recv_cq: 8, rq_log_size: 4, rsvd5: 4, max_rd_atomic: 8, rsvd6: 40, rq_base: 64,
+        udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, sq_log_stride: 3, rsvd4: 1,
+        sq_base: 64, recv_cq: 8, rq_log_size: 4, rq_log_stride: 3, rsvd5: 1, max_rd_atomic: 8, rsvd6: 40, rq_base: 64,
     }
 );
 
@@ -212,9 +212,11 @@ mod tests {
         check("dest_mac", q.get_my_offset_dest_mac(), q.get_my_width_dest_mac(), qp::DEST_MAC);
         check("send_cq", q.get_my_offset_send_cq(), q.get_my_width_send_cq(), qp::SEND_CQ);
         check("sq_log_size", q.get_my_offset_sq_log_size(), q.get_my_width_sq_log_size(), qp::SQ_LOG_SIZE);
+        check("sq_log_stride", q.get_my_offset_sq_log_stride(), q.get_my_width_sq_log_stride(), qp::SQ_LOG_STRIDE);
         check("sq_base", q.get_my_offset_sq_base(), q.get_my_width_sq_base(), qp::SQ_BASE);
         check("recv_cq", q.get_my_offset_recv_cq(), q.get_my_width_recv_cq(), qp::RECV_CQ);
         check("rq_log_size", q.get_my_offset_rq_log_size(), q.get_my_width_rq_log_size(), qp::RQ_LOG_SIZE);
+        check("rq_log_stride", q.get_my_offset_rq_log_stride(), q.get_my_width_rq_log_stride(), qp::RQ_LOG_STRIDE);
         check("rq_base", q.get_my_offset_rq_base(), q.get_my_width_rq_base(), qp::RQ_BASE);
         check("max_rd_atomic", q.get_my_offset_max_rd_atomic(), q.get_my_width_max_rd_atomic(), qp::MAX_RD_ATOMIC);
         let r = RecvWqeRec::default();

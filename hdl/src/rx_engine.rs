@@ -111,6 +111,8 @@ pub struct RxEngine {
     /// Receive-WQE fetch on the DMA read channel (AXI ID 2).
     pub rq_ar_valid: Signal<Out, Bit>,
     pub rq_ar_addr: Signal<Out, Bits<64>>,
+    /// Beats of the receive-WQE fetch minus one.
+    pub rq_ar_len: Signal<Out, Bits<3>>,
     pub rq_ar_ready: Signal<In, Bit>,
     pub rq_r_valid: Signal<In, Bit>,
     pub rq_r_data: Signal<In, Bits<512>>,
@@ -561,6 +563,7 @@ impl Default for RxEngine {
             rq_db_data: Default::default(),
             rq_ar_valid: Default::default(),
             rq_ar_addr: Default::default(),
+            rq_ar_len: Default::default(),
             rq_ar_ready: Default::default(),
             rq_r_valid: Default::default(),
             rq_r_data: Default::default(),
@@ -939,9 +942,13 @@ impl Logic for RxEngine {
         self.needs_rwqe.next = self.is_send_start.val() | self.is_write_imm.val();
         self.rq_mask.next =
             (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size)) - 1;
+        // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE).
         self.rq_addr_r.d.next = self.ctx.q.val().rq_base
-            + (bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val()) << 6);
+            + (bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val())
+                << (bit_cast::<64, 3>(self.ctx.q.val().rq_log_stride) + 6));
         self.rq_ar_valid.next = (self.state.q.val() == 7) | (self.state.q.val() == 26);
+        // One beat: scatter entries 0..2 (entries past 2 are not used yet).
+        self.rq_ar_len.next = 0.into();
         self.rq_ar_addr.next = self.rq_addr_r.q.val();
         if self.state.q.val() == 26 {
             // An atomic reads the 64-byte beat holding its 8-byte word.

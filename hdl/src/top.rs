@@ -192,6 +192,7 @@ impl Logic for NicTop {
         self.rxe.sent_data.next = self.txs.sent_data.val();
         self.rd_issuer.wqe_valid.next = self.txs.wqe_ar_valid.val();
         self.rd_issuer.wqe_addr.next = self.txs.wqe_ar_addr.val();
+        self.rd_issuer.wqe_len.next = self.txs.wqe_ar_len.val();
         self.txs.wqe_ar_ready.next = self.rd_issuer.wqe_ready.val();
         self.r_is_wqe.next = self.m_axi_rid.val() == 1;
         self.txs.wqe_r_valid.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();
@@ -199,6 +200,7 @@ impl Logic for NicTop {
         self.r_is_rwqe.next = self.m_axi_rid.val() == 2;
         self.rd_issuer.rq_valid.next = self.rxe.rq_ar_valid.val();
         self.rd_issuer.rq_addr.next = self.rxe.rq_ar_addr.val();
+        self.rd_issuer.rq_len.next = self.rxe.rq_ar_len.val();
         self.rxe.rq_ar_ready.next = self.rd_issuer.rq_ready.val();
         self.rxe.rq_r_valid.next = self.m_axi_rvalid.val() & self.r_is_rwqe.val();
         self.rxe.rq_r_data.next = self.m_axi_rdata.val();

@@ -84,6 +84,8 @@ pub struct TxScheduler {
     pub wqe_ar_valid: Signal<Out, Bit>,
     pub wqe_ar_ready: Signal<In, Bit>,
     pub wqe_ar_addr: Signal<Out, Bits<64>>,
+    /// Beats of the WQE fetch minus one.
+    pub wqe_ar_len: Signal<Out, Bits<3>>,
     pub wqe_r_valid: Signal<In, Bit>,
     pub wqe_r_data: Signal<In, Bits<512>>,
     // Packet jobs: `job_afull` / `rj_afull` are the job FIFOs' almost-full flags (see `job_room`).
@@ -416,6 +418,7 @@ impl Logic for TxScheduler {
         self.wqe_addr.d.next = self.ctx.q.val().sq_base
             + (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val()) << 6);
         self.wqe_ar_addr.next = self.wqe_addr.q.val();
+        self.wqe_ar_len.next = 0.into();
         self.job_write.next = false;
         self.rj_write.next = false;
         self.rj_addr.next = self.cur_iova.q.val();

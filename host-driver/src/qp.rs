@@ -16,7 +16,7 @@ use crate::device::DmaBuffer;
 use crate::error::{Error, Result};
 use crate::mr::{AccessFlags, MemoryRegion};
 use crate::pd::ProtectionDomain;
-use crate::records::{write_context, QpContext, RecvWqe, Wqe};
+use crate::records::{put_sge, write_context, QpContext, RecvWqe, Wqe};
 
 /// Largest SQ, in WQEs (the context's SQ_LOG_SIZE is 4 bits).
 pub const MAX_SEND_WR: u32 = 1 << 15;
@@ -27,6 +27,12 @@ pub const MAX_RECV_WR: u32 = 1 << 15;
 /// [`rnic_contract::recv_wqe::MAX_SGE`], but the NIC scatters a message into entry 0 only
 /// (a longer message completes with [`WcStatus::LocLenErr`]), so the driver offers one.
 pub const MAX_RECV_SGE: u32 = 1;
+/// Gather entries per send WR (`max_send_sge`): what the NIC's per-WQE gather list holds
+/// ([`rnic_contract::wqe::MAX_SGE`]).
+pub const MAX_SEND_SGE: u32 = wqe::MAX_SGE as u32;
+/// Inline bytes per send WR (`max_inline_data`): what a 512-byte WQE holds after its first
+/// slot ([`rnic_contract::wqe::MAX_INLINE`]).
+pub const MAX_INLINE_DATA: u32 = wqe::MAX_INLINE as u32;
 /// Largest `max_rd_atomic` / `max_dest_rd_atomic` accepted.
 pub const MAX_RD_ATOMIC: u8 = 16;
 /// The only P_Key of the port's table (index 0): the default partition, full membership.
@@ -397,7 +403,7 @@ bitflags::bitflags! {
         const SIGNALED = 2;
         /// `IBV_SEND_SOLICITED`.
         const SOLICITED = 4;
-        /// `IBV_SEND_INLINE` (not supported: max_inline_data is 0).
+        /// `IBV_SEND_INLINE`: the data travels in the WQE (see [`SendWr::with_inline`]).
         const INLINE = 8;
     }
 }
@@ -442,9 +448,31 @@ pub struct RemoteAddr {
     pub rkey: u32,
 }
 
-/// A send work request (`struct ibv_send_wr`, one SGE). Build with [`SendWr::rdma_write`],
+/// Inline data of a send WR: up to [`MAX_INLINE_DATA`] bytes copied into the WR, then into the
+/// WQE by `post_send` (`IBV_SEND_INLINE`, ibv_post_send(3)).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct InlineData {
+    len: usize,
+    bytes: [u8; MAX_INLINE_DATA as usize],
+}
+
+impl InlineData {
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl std::fmt::Debug for InlineData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InlineData({} bytes)", self.len)
+    }
+}
+
+/// A send work request (`struct ibv_send_wr`). Build with [`SendWr::rdma_write`],
 /// [`SendWr::rdma_read`], [`SendWr::send`], [`SendWr::atomic_cmp_and_swp`] or
-/// [`SendWr::atomic_fetch_and_add`] and the `with_*` methods.
+/// [`SendWr::atomic_fetch_and_add`] and the `with_*` methods ([`SendWr::with_sg_list`] for a
+/// gather list, [`SendWr::with_inline`] for inline data).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendWr<'mr> {
     /// Returned in the work completion.
@@ -453,8 +481,14 @@ pub struct SendWr<'mr> {
     pub opcode: WrOpcode,
     /// Flags (SIGNALED...).
     pub flags: SendFlags,
-    /// Local data (`None`: zero-length, no SGE).
-    pub sge: Option<Sge<'mr>>,
+    /// Gather list: `sg_list[..num_sge]` are the local data, in order (`num_sge` 0:
+    /// zero-length). An RDMA READ scatters its response into them, an atomic needs one of 8
+    /// bytes.
+    pub sg_list: [Sge<'mr>; MAX_SEND_SGE as usize],
+    /// Number of valid entries in `sg_list` (at most the QP's `max_send_sge`).
+    pub num_sge: usize,
+    /// Inline data, sent instead of `sg_list` when [`SendFlags::INLINE`] is set.
+    pub inline: Option<InlineData>,
     /// Remote address for RDMA operations.
     pub remote: Option<RemoteAddr>,
     /// Immediate data (for the `*WithImm` opcodes).
@@ -475,7 +509,65 @@ impl<'mr> SendWr<'mr> {
     }
 
     fn new(wr_id: u64, opcode: WrOpcode, sge: Option<Sge<'mr>>, remote: Option<RemoteAddr>) -> Self {
-        Self { wr_id, opcode, flags: SendFlags::empty(), sge, remote, imm_data: 0, compare_add: 0, swap: 0 }
+        let mut sg_list = [Sge::from_parts(0, 0, 0); MAX_SEND_SGE as usize];
+        if let Some(s) = sge {
+            sg_list[0] = s;
+        }
+        Self {
+            wr_id,
+            opcode,
+            flags: SendFlags::empty(),
+            sg_list,
+            num_sge: usize::from(sge.is_some()),
+            inline: None,
+            remote,
+            imm_data: 0,
+            compare_add: 0,
+            swap: 0,
+        }
+    }
+
+    /// The first SGE, if any.
+    pub fn sge(&self) -> Option<Sge<'mr>> {
+        (self.num_sge > 0).then(|| self.sg_list[0])
+    }
+
+    /// Replaces the gather list with `sges` (`ibv_send_wr.sg_list`): the message is their
+    /// bytes in order; the NIC checks each entry's key, PD and bounds before anything is sent
+    /// ([`WcStatus::LocProtErr`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for more than [`MAX_SEND_SGE`] entries
+    /// ([`QueuePair::post_send`] accepts at most the QP's `max_send_sge`).
+    pub fn with_sg_list(mut self, sges: &[Sge<'mr>]) -> Result<Self> {
+        if sges.len() > MAX_SEND_SGE as usize {
+            return Err(Error::inval(format!("a send WR holds at most {MAX_SEND_SGE} SGEs, not {}", sges.len())));
+        }
+        self.sg_list = [Sge::from_parts(0, 0, 0); MAX_SEND_SGE as usize];
+        self.sg_list[..sges.len()].copy_from_slice(sges);
+        self.num_sge = sges.len();
+        Ok(self)
+    }
+
+    /// Sends `data` inline (`IBV_SEND_INLINE`): the bytes are copied into the WR now and into
+    /// the WQE by `post_send`, so no memory region is involved and the caller's buffer is free
+    /// at once; the NIC reads them from the SQ ring. For SEND and RDMA WRITE (with or without
+    /// immediate); the QP must be built with `max_inline_data ≥ data.len()`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for more than [`MAX_INLINE_DATA`] bytes.
+    pub fn with_inline(mut self, data: &[u8]) -> Result<Self> {
+        if data.len() > MAX_INLINE_DATA as usize {
+            return Err(Error::inval(format!(
+                "inline data of {} bytes: a WQE holds at most {MAX_INLINE_DATA}",
+                data.len()
+            )));
+        }
+        let mut bytes = [0u8; MAX_INLINE_DATA as usize];
+        bytes[..data.len()].copy_from_slice(data);
+        self.inline = Some(InlineData { len: data.len(), bytes });
+        self.flags.insert(SendFlags::INLINE);
+        Ok(self)
     }
 
     /// An unsignaled RDMA READ (`IBV_WR_RDMA_READ`) of `sge.length` bytes at `remote` into
@@ -767,7 +859,8 @@ impl QpBuilder {
         self
     }
 
-    /// SGEs per send WR (only 1 is supported).
+    /// SGEs per send WR (default 1, at most [`MAX_SEND_SGE`]). More SGEs make larger WQEs
+    /// (see [`rnic_contract::wqe::log_stride_for`]); `query_qp` reports what they hold.
     pub fn set_max_send_sge(mut self, n: u32) -> Self {
         self.max_send_sge = n;
         self
@@ -787,7 +880,7 @@ impl QpBuilder {
         self
     }
 
-    /// Inline bytes (only 0).
+    /// Inline bytes per send WR (default 0, at most [`MAX_INLINE_DATA`]).
     pub fn set_max_inline_data(mut self, n: u32) -> Self {
         self.max_inline_data = n;
         self
@@ -800,14 +893,16 @@ impl QpBuilder {
     }
 
     /// Creates the QP in RESET: allocates a QP number, the SQ ring and, with
-    /// `max_recv_wr > 0`, the RQ ring (zeroed DMA memory, 64 bytes per WQE, power-of-two
-    /// entries), reserves room on the send and receive CQs, writes its context (state RESET,
+    /// `max_recv_wr > 0`, the RQ ring (zeroed DMA memory, power-of-two entries of the smallest
+    /// WQE size that holds `max_send_sge` SGEs and `max_inline_data` bytes, or `max_recv_sge`
+    /// scatter entries), reserves room on the send and receive CQs, writes its context (state RESET,
     /// SEND_CQ / SQ ring, RECV_CQ / RQ ring) and rings the RQ doorbell with producer index 0
     /// (the NIC keeps the last RQ producer index of a QP number across QPs).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for sizes out of range, a CQ of another context, or a CQ too
-    /// small for its QPs; [`Error::NotSupported`] for several SGEs or inline data;
+    /// small for its QPs; [`Error::NotSupported`] for more SGEs or inline bytes than the NIC
+    /// takes ([`MAX_SEND_SGE`], [`MAX_INLINE_DATA`], [`MAX_RECV_SGE`]);
     /// [`Error::NoMemory`] when no QP context or DMA memory is free; backend errors.
     pub fn build<'mr>(self) -> Result<QueuePair<'mr>> {
         let ctx = Rc::clone(&self.pd.inner.ctx);
@@ -823,8 +918,11 @@ impl QpBuilder {
         if self.max_recv_wr > MAX_RECV_WR {
             return Err(Error::inval(format!("max_recv_wr must be 0..={MAX_RECV_WR}, not {}", self.max_recv_wr)));
         }
-        if self.max_send_sge > 1 {
-            return Err(Error::NotSupported(format!("max_send_sge {}: the NIC takes one SGE per WQE", self.max_send_sge)));
+        if self.max_send_sge > MAX_SEND_SGE {
+            return Err(Error::NotSupported(format!(
+                "max_send_sge {}: the NIC gathers at most {MAX_SEND_SGE} SGEs per WQE",
+                self.max_send_sge
+            )));
         }
         if self.max_recv_sge > MAX_RECV_SGE {
             return Err(Error::NotSupported(format!(
@@ -832,19 +930,27 @@ impl QpBuilder {
                 self.max_recv_sge
             )));
         }
-        if self.max_inline_data > 0 {
-            return Err(Error::NotSupported("inline data is not supported (max_inline_data is 0)".into()));
+        if self.max_inline_data > MAX_INLINE_DATA {
+            return Err(Error::NotSupported(format!(
+                "max_inline_data {}: a WQE holds at most {MAX_INLINE_DATA} inline bytes",
+                self.max_inline_data
+            )));
         }
         let size = self.max_send_wr.next_power_of_two();
         let sq_log = size.trailing_zeros() as u8;
-        let ring = DmaBuffer::new(&ctx.dev, size as usize * wqe::BYTES, 4096)?;
-        ring.write(0, &vec![0u8; size as usize * wqe::BYTES])?;
+        let sq_log_stride = wqe::log_stride_for(self.max_send_sge as usize, self.max_inline_data as usize);
+        let sq_stride = wqe::stride(sq_log_stride);
+        // The ring is page-aligned, so no WQE (at most 512 bytes) crosses a 4 KiB boundary.
+        let ring = DmaBuffer::new(&ctx.dev, size as usize * sq_stride, 4096)?;
+        ring.write(0, &vec![0u8; size as usize * sq_stride])?;
         let rq_size = if self.max_recv_wr == 0 { 0 } else { self.max_recv_wr.next_power_of_two() };
+        let rq_log_stride = recv_wqe::log_stride_for(self.max_recv_sge as usize);
+        let rq_stride = recv_wqe::stride(rq_log_stride);
         let rq_ring = if rq_size == 0 {
             None
         } else {
-            let r = DmaBuffer::new(&ctx.dev, rq_size as usize * recv_wqe::BYTES, 4096)?;
-            r.write(0, &vec![0u8; rq_size as usize * recv_wqe::BYTES])?;
+            let r = DmaBuffer::new(&ctx.dev, rq_size as usize * rq_stride, 4096)?;
+            r.write(0, &vec![0u8; rq_size as usize * rq_stride])?;
             Some(r)
         };
         let qpn = ctx.tables.borrow_mut().alloc_qpn()?;
@@ -870,9 +976,11 @@ impl QpBuilder {
             udp_sport: udp_sport(qpn),
             send_cq: self.cq.cqn as u8,
             sq_log_size: sq_log,
+            sq_log_stride: sq_log_stride as u8,
             sq_base: ring.iova().0,
             recv_cq: self.recv_cq.cqn as u8,
             rq_log_size: if rq_size == 0 { 0 } else { rq_size.trailing_zeros() as u8 },
+            rq_log_stride: rq_log_stride as u8,
             rq_base: rq_ring.as_ref().map_or(0, |r| r.iova().0),
             ..QpContext::default()
         };
@@ -885,9 +993,14 @@ impl QpBuilder {
         let cap = QpCap {
             max_send_wr: size,
             max_recv_wr: rq_size,
-            max_send_sge: 1,
-            max_recv_sge: if rq_size == 0 { 0 } else { MAX_RECV_SGE },
-            max_inline_data: 0,
+            // What the WQE size holds (ibv_create_qp(3) may report more than asked for).
+            max_send_sge: if sq_stride == wqe::BYTES {
+                1
+            } else {
+                (((sq_stride - wqe::INLINE_DATA) / 16 + 1) as u32).min(MAX_SEND_SGE)
+            },
+            max_recv_sge: if rq_size == 0 { 0 } else { (recv_wqe::max_sge(rq_log_stride) as u32).min(MAX_RECV_SGE) },
+            max_inline_data: (sq_stride - wqe::INLINE_DATA) as u32,
         };
         let port_ip = ctx.port.get().map_or(0, |p| u32::from(p.ip));
         Ok(QueuePair {
@@ -900,6 +1013,8 @@ impl QpBuilder {
             qpn,
             sq_size: size,
             rq_size,
+            sq_stride,
+            rq_stride,
             sq_sig_all: self.sq_sig_all,
             pi: Cell::new(0),
             rq_pi: Cell::new(0),
@@ -949,6 +1064,9 @@ pub struct QueuePair<'mr> {
     sq_size: u32,
     /// RQ entries (0: no receive queue).
     rq_size: u32,
+    /// Bytes per WQE in the SQ ring and per receive WQE in the RQ ring.
+    sq_stride: usize,
+    rq_stride: usize,
     sq_sig_all: bool,
     /// WQEs posted since the last RESET (the doorbell carries it mod 2^16).
     pi: Cell<u64>,
@@ -1150,15 +1268,44 @@ impl<'mr> QueuePair<'mr> {
 
     /// Checks one work request; `i` is its index in the list.
     fn check_wr(&self, i: usize, wr: &SendWr<'mr>) -> Result<()> {
+        let cap = &self.attr.cap;
         if wr.flags.contains(SendFlags::INLINE) {
-            return Err(Error::inval(format!("WR {i}: IBV_SEND_INLINE is not supported (max_inline_data is 0)")));
+            let Some(data) = &wr.inline else {
+                return Err(Error::inval(format!("WR {i}: IBV_SEND_INLINE without data (use SendWr::with_inline)")));
+            };
+            if !matches!(wr.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm) {
+                return Err(Error::inval(format!("WR {i}: IBV_SEND_INLINE is for SEND and RDMA WRITE, not {:?}", wr.opcode)));
+            }
+            if data.len > cap.max_inline_data as usize {
+                return Err(Error::inval(format!(
+                    "WR {i}: {} inline bytes, the QP takes at most max_inline_data = {}",
+                    data.len, cap.max_inline_data
+                )));
+            }
         }
         if wr.opcode.needs_remote() && wr.remote.is_none() {
             return Err(Error::inval(format!("WR {i}: {:?} needs a remote address and rkey", wr.opcode)));
         }
-        if let Some(s) = &wr.sge {
-            if s.length > 1 << 31 {
+        if !wr.flags.contains(SendFlags::INLINE) {
+            if wr.num_sge > cap.max_send_sge as usize {
+                return Err(Error::inval(format!(
+                    "WR {i}: {} SGEs, the QP takes at most max_send_sge = {}",
+                    wr.num_sge, cap.max_send_sge
+                )));
+            }
+            if wr.num_sge > 1 && (wr.opcode == WrOpcode::RdmaRead || wr.opcode.is_atomic()) {
+                return Err(Error::inval(format!(
+                    "WR {i}: {:?} with {} SGEs: the NIC writes a READ response or an atomic's result into one SGE",
+                    wr.opcode, wr.num_sge
+                )));
+            }
+            let sges = &wr.sg_list[..wr.num_sge];
+            if let Some(s) = sges.iter().find(|s| s.length > 1 << 31) {
                 return Err(Error::inval(format!("WR {i}: SGE length {} exceeds 2^31", s.length)));
+            }
+            let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+            if total > 1 << 31 {
+                return Err(Error::inval(format!("WR {i}: the SGEs add up to {total} bytes, over 2^31")));
             }
         }
         Ok(())
@@ -1205,23 +1352,35 @@ impl<'mr> QueuePair<'mr> {
             let mut flags = wr.flags;
             flags.set(SendFlags::SIGNALED, signaled);
             let remote = wr.remote.unwrap_or(RemoteAddr { addr: 0, rkey: 0 });
-            let sge = wr.sge.unwrap_or(Sge::from_parts(0, 0, 0));
+            let inline = wr.inline.filter(|_| wr.flags.contains(SendFlags::INLINE));
+            let sges = if inline.is_some() { &[][..] } else { &wr.sg_list[..wr.num_sge] };
+            let sge = sges.first().copied().unwrap_or(Sge::from_parts(0, 0, 0));
             let w = Wqe {
                 wr_id: wr.wr_id,
                 opcode: wr.opcode as u8,
                 send_flags: flags.bits(),
-                num_sge: u8::from(wr.sge.is_some()),
+                num_sge: sges.len() as u8,
                 imm_data: wr.imm_data,
                 remote_addr: remote.addr,
                 rkey: remote.rkey,
                 sge_addr: sge.addr,
-                sge_length: sge.length,
+                // With IBV_SEND_INLINE this is the inline length (wqe::INLINE_LENGTH).
+                sge_length: inline.map_or(sge.length, |d| d.len as u32),
                 sge_lkey: sge.lkey,
                 compare_add: wr.compare_add,
                 swap: wr.swap,
             };
+            // The whole WQE, so no stale SGE or inline byte of an earlier lap survives.
+            let mut buf = vec![0u8; self.sq_stride];
+            buf[..wqe::BYTES].copy_from_slice(&w.pack());
+            for (j, g) in sges.iter().enumerate().skip(1) {
+                put_sge(&mut buf, wqe::sge_offset(j), g.addr, g.length, g.lkey);
+            }
+            if let Some(d) = inline {
+                buf[wqe::INLINE_DATA..wqe::INLINE_DATA + d.len].copy_from_slice(d.as_slice());
+            }
             let slot = ((start + k as u64) & mask) as usize;
-            self.ring.write(slot * wqe::BYTES, &w.pack())?;
+            self.ring.write(slot * self.sq_stride, &buf)?;
         }
         let pi = start + wrs.len() as u64;
         // The WQEs must be in memory before the NIC hears of them.
@@ -1307,8 +1466,13 @@ impl<'mr> QueuePair<'mr> {
                 sge_length: sge.length,
                 sge_lkey: sge.lkey,
             };
+            let mut buf = vec![0u8; self.rq_stride];
+            buf[..recv_wqe::BYTES].copy_from_slice(&w.pack());
+            for (j, g) in wr.sg_list[..wr.num_sge].iter().enumerate().skip(1) {
+                put_sge(&mut buf, recv_wqe::sge_offset(j), g.addr, g.length, g.lkey);
+            }
             let slot = ((start + k as u64) & mask) as usize;
-            ring.write(slot * recv_wqe::BYTES, &w.pack())?;
+            ring.write(slot * self.rq_stride, &buf)?;
         }
         let pi = start + wrs.len() as u64;
         // The receive WQEs must be in memory before the NIC hears of them.

@@ -69,12 +69,16 @@ pub struct QpContext {
     pub send_cq: u8,
     /// log2 of the SQ ring size in WQEs.
     pub sq_log_size: u8,
+    /// log2 of the WQE size in 64-byte slots ([`qp_context::SQ_LOG_STRIDE`]).
+    pub sq_log_stride: u8,
     /// IOVA of the SQ ring.
     pub sq_base: u64,
     /// CQ index for receive completions.
     pub recv_cq: u8,
     /// log2 of the RQ ring size in receive WQEs.
     pub rq_log_size: u8,
+    /// log2 of the receive WQE size in 64-byte slots ([`qp_context::RQ_LOG_STRIDE`]).
+    pub rq_log_stride: u8,
     /// IOVA of the RQ ring (0 when the QP has no receive queue).
     pub rq_base: u64,
     /// RDMA READs outstanding as requester ([`qp_context::MAX_RD_ATOMIC`]).
@@ -103,9 +107,11 @@ impl Default for QpContext {
             min_rnr_timer: 0,
             send_cq: 0,
             sq_log_size: 0,
+            sq_log_stride: 0,
             sq_base: 0,
             recv_cq: 0,
             rq_log_size: 0,
+            rq_log_stride: 0,
             rq_base: 0,
             max_rd_atomic: 0,
         }
@@ -135,9 +141,11 @@ impl QpContext {
         qp_context::DEST_MAC.put(&mut r, mac_to_u64(self.dest_mac));
         qp_context::SEND_CQ.put(&mut r, self.send_cq.into());
         qp_context::SQ_LOG_SIZE.put(&mut r, self.sq_log_size.into());
+        qp_context::SQ_LOG_STRIDE.put(&mut r, self.sq_log_stride.into());
         qp_context::SQ_BASE.put(&mut r, self.sq_base);
         qp_context::RECV_CQ.put(&mut r, self.recv_cq.into());
         qp_context::RQ_LOG_SIZE.put(&mut r, self.rq_log_size.into());
+        qp_context::RQ_LOG_STRIDE.put(&mut r, self.rq_log_stride.into());
         qp_context::RQ_BASE.put(&mut r, self.rq_base);
         qp_context::MAX_RD_ATOMIC.put(&mut r, self.max_rd_atomic.into());
         r
@@ -209,7 +217,7 @@ pub struct Wqe {
     pub opcode: u8,
     /// ibv_send_flags.
     pub send_flags: u8,
-    /// Number of SGEs (0 or 1).
+    /// Number of SGEs (the ones past SGE 0 are written by [`put_sge`]).
     pub num_sge: u8,
     /// Immediate data.
     pub imm_data: u32,
@@ -219,7 +227,7 @@ pub struct Wqe {
     pub rkey: u32,
     /// SGE 0 virtual address.
     pub sge_addr: u64,
-    /// SGE 0 length.
+    /// SGE 0 length (with `IBV_SEND_INLINE`: the inline data's length).
     pub sge_length: u32,
     /// SGE 0 lkey.
     pub sge_lkey: u32,
@@ -231,7 +239,7 @@ pub struct Wqe {
 }
 
 impl Wqe {
-    /// Packs the 64-byte WQE.
+    /// Packs the first 64-byte slot of the WQE.
     pub fn pack(&self) -> [u8; wqe::BYTES] {
         let mut r = [0u8; wqe::BYTES];
         wqe::WR_ID.put(&mut r, self.wr_id);
@@ -250,13 +258,25 @@ impl Wqe {
     }
 }
 
-/// A receive WQE ([`rnic_contract::recv_wqe`]), built from an `ibv_recv_wr`. The NIC uses
-/// scatter entry 0 only, so the driver writes at most one.
+/// Writes a 16-byte scatter/gather entry (address, length, lkey; little-endian) at byte
+/// `offset` of a WQE: [`rnic_contract::wqe::sge_offset`] or
+/// [`rnic_contract::recv_wqe::sge_offset`].
+///
+/// # Panics
+/// If `buf` is shorter than `offset + 16` (the caller sizes the WQE for its SGEs).
+pub fn put_sge(buf: &mut [u8], offset: usize, addr: u64, length: u32, lkey: u32) {
+    buf[offset..offset + 8].copy_from_slice(&addr.to_le_bytes());
+    buf[offset + 8..offset + 12].copy_from_slice(&length.to_le_bytes());
+    buf[offset + 12..offset + 16].copy_from_slice(&lkey.to_le_bytes());
+}
+
+/// A receive WQE ([`rnic_contract::recv_wqe`]), built from an `ibv_recv_wr`: the first 64
+/// bytes with scatter entry 0; the others are written by [`put_sge`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecvWqe {
     /// Caller's work-request ID.
     pub wr_id: u64,
-    /// Number of scatter entries (0: only zero-length messages fit; 1).
+    /// Number of scatter entries (0: only zero-length messages fit).
     pub num_sge: u8,
     /// Scatter entry 0: virtual address.
     pub sge_addr: u64,
@@ -267,7 +287,7 @@ pub struct RecvWqe {
 }
 
 impl RecvWqe {
-    /// Packs the 64-byte receive WQE (bytes past scatter entry 0 are zero).
+    /// Packs the first 64 bytes of the receive WQE (bytes past scatter entry 0 are zero).
     pub fn pack(&self) -> [u8; recv_wqe::BYTES] {
         let mut r = [0u8; recv_wqe::BYTES];
         recv_wqe::WR_ID.put(&mut r, self.wr_id);
@@ -385,9 +405,11 @@ mod tests {
             dest_mac: [0x02, 0x11, 0x22, 0x33, 0x44, 0x55],
             send_cq: 9,
             sq_log_size: 6,
+            sq_log_stride: 3,
             sq_base: 0x1_2345_6780,
             recv_cq: 11,
             rq_log_size: 15,
+            rq_log_stride: 2,
             rq_base: 0x2_0000_1240,
             max_rd_atomic: 16,
         };
@@ -418,6 +440,9 @@ mod tests {
         assert_eq!(bits(&r, qp_context::RECV_CQ), 11);
         assert_eq!(bits(&r, qp_context::MAX_RD_ATOMIC), 16);
         assert_eq!(bits(&r, qp_context::RQ_LOG_SIZE), 15);
+        assert_eq!(bits(&r, qp_context::SQ_LOG_STRIDE), 3);
+        assert_eq!(bits(&r, qp_context::RQ_LOG_STRIDE), 2);
+        assert_eq!(r[31], 6 | 3 << 4, "SQ_LOG_SIZE and SQ_LOG_STRIDE share byte 31");
         assert_eq!(bits(&r, qp_context::RQ_BASE), 0x2_0000_1240);
         assert_eq!(r[40], 11, "RECV_CQ at byte 40");
         assert_eq!(u64::from_le_bytes(r[48..56].try_into().unwrap()), 0x2_0000_1240, "RQ_BASE at byte 48");
@@ -501,6 +526,20 @@ mod tests {
         assert!(r[9..16].iter().all(|&b| b == 0));
         assert!(r[32..].iter().all(|&b| b == 0), "scatter entries 1 and 2 stay empty");
         assert_eq!(bits(&r, recv_wqe::SGE0_LKEY), 0x0305);
+    }
+
+    #[test]
+    fn extra_sges_land_on_contract_bytes() {
+        // Send WQE: SGE 1 opens the second slot; receive WQE: entry 3 opens the second slot.
+        let mut w = [0u8; 128];
+        put_sge(&mut w, wqe::sge_offset(1), 0x1122_3344_5566_7788, 0x99AA_BBCC, 0xDDEE_FF00);
+        assert_eq!(wqe::sge_offset(1), 64);
+        assert_eq!(u64::from_le_bytes(w[64..72].try_into().unwrap()), 0x1122_3344_5566_7788);
+        assert_eq!(u32::from_le_bytes(w[72..76].try_into().unwrap()), 0x99AA_BBCC);
+        assert_eq!(u32::from_le_bytes(w[76..80].try_into().unwrap()), 0xDDEE_FF00);
+        assert!(w[..64].iter().chain(&w[80..]).all(|&b| b == 0));
+        assert_eq!((wqe::sge_offset(2), wqe::sge_offset(15)), (80, 288));
+        assert_eq!((recv_wqe::sge_offset(3), recv_wqe::sge_offset(14)), (64, 240));
     }
 
     #[test]

@@ -591,13 +591,13 @@ fn post_recv_builds_receive_wqes_and_rings_the_rq_doorbell() {
     ctx.device().dma_read(Iova(rq_base + 64), &mut w).unwrap();
     assert_eq!((recv_wqe::WR_ID.get(&w), recv_wqe::NUM_SGE.get(&w), recv_wqe::SGE0_LENGTH.get(&w)), (22, 0, 0));
     assert_eq!(qp.recv_outstanding(), 2);
-    // More scatter entries than max_recv_sge: EINVAL; a WR cannot even hold more than 3.
+    // More scatter entries than max_recv_sge: EINVAL; a WR cannot even hold more than 15.
     let two = RecvWr::with_sg_list(23, &[mr.sge(0..10).unwrap(), mr.sge(10..20).unwrap()]).unwrap();
     let writes = dev.writes.borrow().len();
     assert_eq!(qp.post_recv(&[wr, two]).unwrap_err().errno(), Errno::EINVAL, "all or nothing");
     assert_eq!(qp.post_recv_one(RecvWr { num_sge: 7, ..wr }).unwrap_err().errno(), Errno::EINVAL);
-    let four = [mr.sge(0..1).unwrap(); 4];
-    assert_eq!(RecvWr::with_sg_list(24, &four).unwrap_err().errno(), Errno::EINVAL);
+    let sixteen = [mr.sge(0..1).unwrap(); 16];
+    assert_eq!(RecvWr::with_sg_list(24, &sixteen).unwrap_err().errno(), Errno::EINVAL);
     // Full RQ: 2 of 4 free, 3 requested is ENOMEM and posts nothing.
     assert_eq!(qp.post_recv(&[wr, wr, wr]).unwrap_err().errno(), Errno::ENOMEM);
     assert_eq!(dev.writes.borrow().len(), writes);
@@ -643,9 +643,9 @@ fn send_wr_constructor() {
     let pd = ctx.alloc_pd().unwrap();
     let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
     let s = SendWr::send(3, mr.sge(0..10).unwrap());
-    assert_eq!((s.opcode, s.sge.map(|g| g.length), s.remote), (WrOpcode::Send, Some(10), None));
+    assert_eq!((s.opcode, s.sge().map(|g| g.length), s.remote), (WrOpcode::Send, Some(10), None));
     assert!(!s.flags.contains(SendFlags::SIGNALED));
-    assert_eq!(SendWr::send(4, None).sge, None);
+    assert_eq!(SendWr::send(4, None).sge(), None);
     assert_eq!(WrOpcode::Send as u8, 2);
 }
 

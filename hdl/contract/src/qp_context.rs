@@ -47,14 +47,21 @@ pub const DEST_MAC: Field = Field::at_bit(192, 48);
 pub const SEND_CQ: Field = Field::at_bit(240, 8);
 /// log2 of the SQ ring size in WQEs.
 pub const SQ_LOG_SIZE: Field = Field::at_bit(248, 4);
-/// IOVA of the SQ ring (64-byte aligned; one WQE per 64 bytes).
+/// log2 of the send WQE size in 64-byte slots (0..=3: 64, 128, 256 or 512 bytes; see
+/// [`crate::wqe::stride`]). WQE `i` is at `SQ_BASE + (i mod 2^SQ_LOG_SIZE) << (6 + SQ_LOG_STRIDE)`.
+pub const SQ_LOG_STRIDE: Field = Field::at_bit(252, 3);
+/// IOVA of the SQ ring (aligned to the WQE size; one WQE per `64 << SQ_LOG_STRIDE` bytes).
 pub const SQ_BASE: Field = Field::at_bit(256, 64);
 /// Index of the CQ that receives this QP's receive completions (SEND, RDMA WRITE with
 /// immediate).
 pub const RECV_CQ: Field = Field::at_bit(320, 8);
 /// log2 of the RQ ring size in receive WQEs ([`crate::recv_wqe`]).
 pub const RQ_LOG_SIZE: Field = Field::at_bit(328, 4);
-/// IOVA of the RQ ring (64-byte aligned; one receive WQE per 64 bytes). With
+/// log2 of the receive WQE size in 64-byte slots (0..=2: 64, 128 or 256 bytes; see
+/// [`crate::recv_wqe::stride`]).
+pub const RQ_LOG_STRIDE: Field = Field::at_bit(332, 3);
+/// IOVA of the RQ ring (aligned to the receive WQE size; one receive WQE per
+/// `64 << RQ_LOG_STRIDE` bytes). With
 /// [`INIT_RQ_PSN`] the NIC also resets its RQ consumer index to 0.
 pub const RQ_BASE: Field = Field::at_bit(384, 64);
 /// RDMA READs this QP may have outstanding as requester (ibv_modify_qp(3) `max_rd_atomic`,
@@ -66,7 +73,8 @@ const _: () = assert!(check_disjoint(
     &[
         STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, TIMEOUT, RETRY_CNT,
         RQ_PSN, RNR_RETRY, MIN_RNR_TIMER, PKEY,
-        UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_BASE, RECV_CQ, RQ_LOG_SIZE, RQ_BASE, MAX_RD_ATOMIC
+        UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_LOG_STRIDE, SQ_BASE, RECV_CQ, RQ_LOG_SIZE, RQ_LOG_STRIDE, RQ_BASE,
+        MAX_RD_ATOMIC
     ],
     512
 ));
