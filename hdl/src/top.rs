@@ -103,6 +103,8 @@ pub struct NicTop {
     txs: TxScheduler,
     job_fifo: SynchronousFIFO<TxJob, 3, 4, 1>,
     rj_fifo: SynchronousFIFO<Bits<80>, 3, 4, 1>,
+    /// Payload pieces for the assembler, one per payload read job (16 entries).
+    pg_fifo: SynchronousFIFO<Bits<20>, 4, 5, 1>,
     rd_issuer: DmaReadIssuer,
     asm: TxAssembler,
     tx_gb: Gearbox,
@@ -130,7 +132,7 @@ impl Logic for NicTop {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(
-            self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, rd_issuer, asm, tx_gb, arb,
+            self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb,
             ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, rxw,
             byte_cnt
         );
@@ -214,6 +216,9 @@ impl Logic for NicTop {
         self.rj_fifo.data_in.next = bit_cast::<80, 64>(self.txs.rj_addr.val())
             | (bit_cast::<80, 13>(self.txs.rj_len.val()) << 64);
         self.txs.rj_afull.next = self.rj_fifo.almost_full.val();
+        self.pg_fifo.write.next = self.txs.pg_write.val();
+        self.pg_fifo.data_in.next = self.txs.pg_data.val();
+        self.txs.pg_afull.next = self.pg_fifo.almost_full.val();
         self.rxe.if_we.next = self.txs.if_we.val();
         self.rxe.if_waddr.next = self.txs.if_addr.val();
         self.rxe.if_wdata.next = self.txs.if_data.val();
@@ -276,6 +281,9 @@ impl Logic for NicTop {
         self.asm.job_valid.next = !self.job_fifo.empty.val();
         self.asm.job.next = self.job_fifo.data_out.val();
         self.job_fifo.read.next = self.asm.job_read.val();
+        self.asm.pg_empty.next = self.pg_fifo.empty.val();
+        self.asm.pg_data.next = self.pg_fifo.data_out.val();
+        self.pg_fifo.read.next = self.asm.pg_read.val();
         self.asm.pay_valid.next =
             self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val();
         self.asm.pay_data.next = self.m_axi_rdata.val();

@@ -11,14 +11,17 @@ use rust_hdl::prelude::*;
 /// (`job_read`), ahead of their turn, so the next packet's header is ready when the current
 /// packet ends. Per job: the header (54 bytes, +16 with a RETH, +4 with an ImmDt or AETH, +28
 /// with an AtomicETH, +12 with an AETH and AtomicAckETH) as one or two chunks, then the
-/// payload beats (in the order the DMA read returns them, `ceil((pay_skip + plen) / 64)`
-/// beats), then the pad bytes (0-3 zeros, BTH.PadCnt) that make the payload a multiple of 4
-/// bytes. IPv4 Total Length, the IPv4 header checksum and UDP Length are computed by the
+/// payload: the job's pieces from the piece FIFO (`skip | len << 6 | last << 19`, one per
+/// payload read job, the last flagged; a packet gathered from several SGEs has several), each
+/// `ceil((skip + len) / 64)` beats in the order the DMA read returns them, then the pad bytes
+/// (0-3 zeros, BTH.PadCnt) that make the payload a multiple of 4 bytes. A job with `plen` 0
+/// has no piece. IPv4 Total Length, the IPv4 header checksum and UDP Length are computed by the
 /// header builder; UDP checksum is 0 (Annex A17.4.5.2 allows it for RoCEv2).
 ///
-/// The payload geometry (beats, first and last beat lengths) is computed when the header
-/// leaves the builder and kept in registers, so every chunk's skip, length and last flag come
-/// from registers.
+/// Each piece's geometry (beats, first and last beat lengths) is computed ahead, in two
+/// registered stages behind the piece FIFO, so every chunk's skip, length and last flag come
+/// from registers; the next piece is ready while the current one streams, so a piece starts
+/// in the cycle after the previous one's last beat (or the header's last chunk).
 ///
 /// Timing: a job read from the FIFO has its header ready 4 cycles later (header builder
 /// latency); then one chunk per cycle while the gearbox is ready, and one idle cycle after each
@@ -39,6 +42,10 @@ pub struct TxAssembler {
     pub pay_valid: Signal<In, Bit>,
     pub pay_data: Signal<In, Bits<512>>,
     pub pay_ready: Signal<Out, Bit>,
+    /// Payload pieces (first-word fall-through FIFO): `skip | len << 6 | last << 19`.
+    pub pg_empty: Signal<In, Bit>,
+    pub pg_data: Signal<In, Bits<20>>,
+    pub pg_read: Signal<Out, Bit>,
     pub g_valid: Signal<Out, Bit>,
     pub g_ready: Signal<In, Bit>,
     pub g_data: Signal<Out, Bits<512>>,
@@ -53,6 +60,22 @@ pub struct TxAssembler {
     left: DFF<Bits<8>>,
     last_len: DFF<Bits<7>>,
     pad: DFF<Bits<2>>,
+    /// The payload piece being sent ends the packet's payload.
+    p_last: DFF<Bit>,
+    // Piece geometry, stage A (as read: skip, length, last, end = skip + length) and stage B
+    // (first beat's length, beats, single beat, last beat's length).
+    qa_v: DFF<Bit>,
+    qa_skip: DFF<Bits<6>>,
+    qa_len: DFF<Bits<13>>,
+    qa_last: DFF<Bit>,
+    qa_end: DFF<Bits<14>>,
+    qb_v: DFF<Bit>,
+    qb_skip: DFF<Bits<6>>,
+    qb_first: DFF<Bits<7>>,
+    qb_beats: DFF<Bits<8>>,
+    qb_single: DFF<Bit>,
+    qb_last_len: DFF<Bits<7>>,
+    qb_last: DFF<Bit>,
     hb: HeaderBuilder,
     j_va: Signal<Local, Bits<64>>,
     j_rkey: Signal<Local, Bits<32>>,
@@ -67,13 +90,13 @@ pub struct TxAssembler {
     va_bswap: Bswap64,
     swap_bswap: Bswap64,
     cmp_bswap: Bswap64,
-    j_skip: Signal<Local, Bits<6>>,
     hdr_bits: Signal<Local, Bits<704>>,
     t_tag: Signal<Local, Bits<48>>,
     t_plen: Signal<Local, Bits<13>>,
-    t_skip: Signal<Local, Bits<6>>,
-    t_end: Signal<Local, Bits<14>>,
-    t_beats: Signal<Local, Bits<14>>,
+    pg_skip: Signal<Local, Bits<6>>,
+    pg_len: Signal<Local, Bits<13>>,
+    qa_beats: Signal<Local, Bits<14>>,
+    take: Signal<Local, Bit>,
     t_empty: Signal<Local, Bit>,
     h_len: Signal<Local, Bits<7>>,
     h_two: Signal<Local, Bit>,
@@ -93,6 +116,9 @@ impl Default for TxAssembler {
             pay_valid: Default::default(),
             pay_data: Default::default(),
             pay_ready: Default::default(),
+            pg_empty: Default::default(),
+            pg_data: Default::default(),
+            pg_read: Default::default(),
             g_valid: Default::default(),
             g_ready: Default::default(),
             g_data: Default::default(),
@@ -106,6 +132,19 @@ impl Default for TxAssembler {
             left: Default::default(),
             last_len: Default::default(),
             pad: Default::default(),
+            p_last: Default::default(),
+            qa_v: Default::default(),
+            qa_skip: Default::default(),
+            qa_len: Default::default(),
+            qa_last: Default::default(),
+            qa_end: Default::default(),
+            qb_v: Default::default(),
+            qb_skip: Default::default(),
+            qb_first: Default::default(),
+            qb_beats: Default::default(),
+            qb_single: Default::default(),
+            qb_last_len: Default::default(),
+            qb_last: Default::default(),
             hb: Default::default(),
             j_va: Default::default(),
             j_rkey: Default::default(),
@@ -120,13 +159,13 @@ impl Default for TxAssembler {
             va_bswap: Default::default(),
             swap_bswap: Default::default(),
             cmp_bswap: Default::default(),
-            j_skip: Default::default(),
             hdr_bits: Default::default(),
             t_tag: Default::default(),
             t_plen: Default::default(),
-            t_skip: Default::default(),
-            t_end: Default::default(),
-            t_beats: Default::default(),
+            pg_skip: Default::default(),
+            pg_len: Default::default(),
+            qa_beats: Default::default(),
+            take: Default::default(),
             t_empty: Default::default(),
             h_len: Default::default(),
             h_two: Default::default(),
@@ -137,12 +176,15 @@ impl Default for TxAssembler {
 
 // States.
 // 0 first header chunk (or waiting for a header), 1 second header chunk, 2 payload, 3 pad,
-// 4 the idle cycle after a packet.
+// 4 the idle cycle after a packet, 5 waiting for the next payload piece.
 
 impl Logic for TxAssembler {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, bs, bl, blast, left, last_len, pad);
+        dff_setup!(
+            self, clock, state, bs, bl, blast, left, last_len, pad, p_last, qa_v, qa_skip, qa_len, qa_last,
+            qa_end, qb_v, qb_skip, qb_first, qb_beats, qb_single, qb_last_len, qb_last
+        );
         clock!(self, clock, hb);
         self.hb.reset.next = self.reset.val();
         // ---- Jobs into the header builder, ahead of their turn ----
@@ -212,20 +254,45 @@ impl Logic for TxAssembler {
             self.hb.ext.next = bit_cast::<224, 32>(self.j_ext4.val())
                 | (bit_cast::<224, 64>(self.swap_be.val()) << 32);
         }
-        // Tag: plen, pay_skip and where the payload ends in its beats (pay_skip + plen).
+        // Tag: plen (a packet without payload has no piece).
         self.j_plen.next = self.job.val().plen;
-        self.j_skip.next = self.job.val().pay_skip;
-        self.hb.tag_in.next = bit_cast::<48, 13>(self.j_plen.val())
-            | (bit_cast::<48, 6>(self.j_skip.val()) << 13)
-            | ((bit_cast::<48, 13>(self.j_plen.val()) + bit_cast::<48, 6>(self.j_skip.val())) << 19);
+        self.hb.tag_in.next = bit_cast::<48, 13>(self.j_plen.val());
 
         // ---- The header at the builder's output ----
         self.hdr_bits.next = self.hb.hdr.val().into();
         self.t_tag.next = self.hb.tag_out.val();
         self.t_plen.next = self.t_tag.val().get_bits::<13>(0);
-        self.t_skip.next = self.t_tag.val().get_bits::<6>(13);
-        self.t_end.next = self.t_tag.val().get_bits::<14>(19);
-        self.t_beats.next = (self.t_end.val() + 63) >> 6;
+
+        // ---- Payload pieces, sized ahead in two stages ----
+        self.pg_read.next = !self.qa_v.q.val() & !self.pg_empty.val();
+        self.pg_skip.next = self.pg_data.val().get_bits::<6>(0);
+        self.pg_len.next = self.pg_data.val().get_bits::<13>(6);
+        if self.pg_read.val() {
+            self.qa_v.d.next = true;
+            self.qa_skip.d.next = self.pg_skip.val();
+            self.qa_len.d.next = self.pg_len.val();
+            self.qa_last.d.next = self.pg_data.val().get_bit(19);
+            self.qa_end.d.next = bit_cast::<14, 6>(self.pg_skip.val()) + bit_cast::<14, 13>(self.pg_len.val());
+        }
+        self.qa_beats.next = (self.qa_end.q.val() + 63) >> 6;
+        if self.qa_v.q.val() & !self.qb_v.q.val() {
+            self.qa_v.d.next = false;
+            self.qb_v.d.next = true;
+            self.qb_skip.d.next = self.qa_skip.q.val();
+            self.qb_beats.d.next = self.qa_beats.val().get_bits::<8>(0);
+            self.qb_single.d.next = self.qa_end.q.val() <= 64;
+            // A single beat carries the whole piece; otherwise the first carries 64 - skip.
+            self.qb_first.d.next = 64_u64 - bit_cast::<7, 6>(self.qa_skip.q.val());
+            if self.qa_end.q.val() <= 64 {
+                self.qb_first.d.next = self.qa_len.q.val().get_bits::<7>(0);
+            }
+            self.qb_last_len.d.next = bit_cast::<7, 6>(self.qa_end.q.val().get_bits::<6>(0));
+            if self.qa_end.q.val().get_bits::<6>(0) == 0 {
+                self.qb_last_len.d.next = 64.into();
+            }
+            self.qb_last.d.next = self.qa_last.q.val();
+        }
+        self.take.next = false;
         self.t_empty.next = self.t_plen.val() == 0;
         self.h_len.next = self.hb.hlen.val();
         self.h_two.next = self.h_len.val() > 64;
@@ -269,7 +336,7 @@ impl Logic for TxAssembler {
                 self.g_data.next = self.pay_data.val();
                 self.g_skip.next = bit_cast::<7, 6>(self.bs.q.val());
                 self.g_len.next = self.bl.q.val();
-                self.g_last.next = self.blast.q.val() & (self.pad.q.val() == 0);
+                self.g_last.next = self.blast.q.val() & self.p_last.q.val() & (self.pad.q.val() == 0);
                 if self.pay_valid.val() & self.g_ready.val() {
                     self.bs.d.next = 0.into();
                     self.left.d.next = self.left.q.val() - 1;
@@ -279,12 +346,24 @@ impl Logic for TxAssembler {
                         self.bl.d.next = self.last_len.q.val();
                     }
                     if self.blast.q.val() {
-                        if self.pad.q.val() != 0 {
+                        if !self.p_last.q.val() {
+                            // The packet's next piece (from another SGE).
+                            self.take.next = self.qb_v.q.val();
+                            if !self.qb_v.q.val() {
+                                self.state.d.next = 5.into();
+                            }
+                        } else if self.pad.q.val() != 0 {
                             self.state.d.next = 3.into();
                         } else {
                             self.state.d.next = 4.into();
                         }
                     }
+                }
+            }
+            5 => {
+                if self.qb_v.q.val() {
+                    self.take.next = true;
+                    self.state.d.next = 2.into();
                 }
             }
             3 => {
@@ -300,30 +379,33 @@ impl Logic for TxAssembler {
                 self.state.d.next = 0.into();
             }
         }
-        // The header has gone: take the payload geometry from its tag.
+        // The header has gone: its payload's first piece follows.
         if self.pop.val() {
             self.hb.out_ready.next = true;
             self.pad.d.next = self.hb.pad.val();
-            self.bs.d.next = self.t_skip.val();
-            self.left.d.next = self.t_beats.val().get_bits::<8>(0);
-            self.blast.d.next = self.t_end.val() <= 64;
-            // A single beat carries the whole payload; otherwise the first carries 64 - skip.
-            self.bl.d.next = 64_u64 - bit_cast::<7, 6>(self.t_skip.val());
-            if self.t_end.val() <= 64 {
-                self.bl.d.next = self.t_plen.val().get_bits::<7>(0);
-            }
-            self.last_len.d.next = bit_cast::<7, 6>(self.t_end.val().get_bits::<6>(0));
-            if self.t_end.val().get_bits::<6>(0) == 0 {
-                self.last_len.d.next = 64.into();
-            }
             if self.t_empty.val() {
                 self.state.d.next = 4.into();
-            } else {
+            } else if self.qb_v.q.val() {
+                self.take.next = true;
                 self.state.d.next = 2.into();
+            } else {
+                self.state.d.next = 5.into();
             }
+        }
+        // A piece starts: its geometry from stage B.
+        if self.take.val() {
+            self.qb_v.d.next = false;
+            self.bs.d.next = self.qb_skip.q.val();
+            self.left.d.next = self.qb_beats.q.val();
+            self.blast.d.next = self.qb_single.q.val();
+            self.bl.d.next = self.qb_first.q.val();
+            self.last_len.d.next = self.qb_last_len.q.val();
+            self.p_last.d.next = self.qb_last.q.val();
         }
         if self.reset.val() {
             self.state.d.next = 0.into();
+            self.qa_v.d.next = false;
+            self.qb_v.d.next = false;
         }
     }
 }

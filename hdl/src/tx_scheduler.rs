@@ -96,6 +96,12 @@ pub struct TxScheduler {
     pub rj_write: Signal<Out, Bit>,
     pub rj_addr: Signal<Out, Bits<64>>,
     pub rj_len: Signal<Out, Bits<13>>,
+    /// Payload pieces for the assembler, written with each payload read job:
+    /// `skip | len << 6 | last << 19` (the piece's first byte in its beat, its length in bytes,
+    /// and whether it ends the packet's payload). `pg_afull`: that FIFO's almost-full flag.
+    pub pg_afull: Signal<In, Bit>,
+    pub pg_write: Signal<Out, Bit>,
+    pub pg_data: Signal<Out, Bits<20>>,
     // In-flight table write port.
     pub if_we: Signal<Out, Bit>,
     pub if_addr: Signal<Out, Bits<10>>,
@@ -126,6 +132,47 @@ pub struct TxScheduler {
     resume: SynchronousFIFO<Bits<8>, 6, 7, 1>,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
+    /// The WQE's slots 1..4 as fetched (SGEs 1..15, four per slot).
+    ext_ram: RAM<Bits<512>, 2>,
+    /// The WQE's gather list after the key checks: `{iova 63..0, length 95..64}` of each
+    /// non-empty SGE, in order (16 entries).
+    sge_ram: RAM<Bits<96>, 4>,
+    /// Beats of the WQE fetch received (state 5).
+    wb: DFF<Bits<3>>,
+    /// The SGE being checked (states 5-30): index, address, length, lkey.
+    g_idx: DFF<Bits<5>>,
+    g_addr: DFF<Bits<64>>,
+    g_len: DFF<Bits<32>>,
+    g_lkey: DFF<Bits<32>>,
+    /// The WQE carries inline data (IBV_SEND_INLINE) / more than one SGE (and no inline data).
+    inline_r: DFF<Bit>,
+    multi_r: DFF<Bit>,
+    /// Gather list: every non-empty SGE passed its checks so far, their summed length, and
+    /// how many were stored in `sge_ram`.
+    all_ok: DFF<Bit>,
+    sum_len: DFF<Bits<37>>,
+    n_valid: DFF<Bits<5>>,
+    /// WQE-shape errors found in states 6/12: more SGEs than the WQE size holds, a sum over
+    /// 2^31 bytes, inline data longer than the WQE holds (LOC_LEN_ERR); inline data or several
+    /// SGEs for a READ or atomic (LOC_QP_OP_ERR).
+    nsge_bad: DFF<Bit>,
+    len_bad: DFF<Bit>,
+    shape_bad: DFF<Bit>,
+    /// Sending: the gather-list entry at `cur_iova` (`e_idx`) and its bytes left.
+    e_idx: DFF<Bits<4>>,
+    sge_rem: DFF<Bits<32>>,
+    /// The sized packet fits in the current entry / ends exactly at its end (state 14).
+    fits_r: DFF<Bit>,
+    exh_r: DFF<Bit>,
+    /// A packet spanning entries: its bytes not yet given a piece, and the next piece
+    /// (states 21-22).
+    pkt_left: DFF<Bits<13>>,
+    pc_len: DFF<Bits<13>>,
+    pc_last: DFF<Bit>,
+    pc_exh: DFF<Bit>,
+    /// Resuming mid-message with a gather list: bytes still to skip (states 28-29).
+    walk: DFF<Bits<32>>,
+    walk_pend: DFF<Bit>,
     state: DFF<Bits<5>>,
     /// WQE opcode classes, registered when the WQE arrives: bit 0 SEND (with or without
     /// immediate), 1 with immediate, 2 RDMA READ or atomic (answered by response packets,
@@ -267,12 +314,31 @@ pub struct TxScheduler {
     mtu_mask: Signal<Local, Bits<32>>,
     mtu_mask12: Signal<Local, Bits<12>>,
     len_lo12: Signal<Local, Bits<12>>,
+    fetch_m1: Signal<Local, Bits<3>>,
+    sge_limit: Signal<Local, Bits<8>>,
+    inline_max: Signal<Local, Bits<32>>,
+    ext_lane: Signal<Local, Bits<128>>,
+    ext_beat: Signal<Local, Bits<512>>,
+    ext_sel: Signal<Local, Bits<4>>,
+    nxt_iova: Signal<Local, Bits<64>>,
+    nxt_len: Signal<Local, Bits<32>>,
+    e_next: Signal<Local, Bits<4>>,
+    advance: Signal<Local, Bit>,
+    pg_len: Signal<Local, Bits<13>>,
+    pg_last: Signal<Local, Bit>,
+    pg_skip: Signal<Local, Bits<6>>,
+    wb_m1: Signal<Local, Bits<3>>,
+    g_m1: Signal<Local, Bits<5>>,
+    g_p1: Signal<Local, Bits<8>>,
 }
 
 // States.
 // 0 idle, 1 load (address), 2 load (data), 3 queue checks, 15 act on them, 4 WQE address,
-// 5 WQE data, 6 key lookup, 7 offset, 12 room, 20 bounds verdict, 13 validate, 9 record, 14 size a packet,
+// 5 WQE data (every beat), 6 key lookup, 7 offset, 12 room, 20 bounds verdict, 13 validate, 9 record, 14 size a packet,
 // 8 emit it (back to 14, or 3 after the last), 10 local error, 11 save and yield to a rewind;
+// a gather list: 24 take the checked SGE, 25 and 30 load the next (back to 6), 26 and 27 size
+// the message (then 13); 28-29 skip into the list when resuming mid-message; 21-22 the pieces
+// of a packet that spans entries;
 // 19 wait for a READ slot (max_rd_atomic), 23 skip WQEs retired behind a rewind; READ responses: 16 load, 17 size a packet, 18 emit
 // it (back to 17, or to the state they interrupted: 0, 3, 10 or 19).
 
@@ -287,7 +353,9 @@ impl Logic for TxScheduler {
             npkts, rw_pending, wop, rd_va, rr, rr_ret, rr_psn, rr_rem, rr_iova, rr_first,
             rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind, ar_pend, job_room,
             rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r, resumed, rw_other, rw_waiting, rs_room,
-            rs_empty_r, cmd_ok
+            rs_empty_r, cmd_ok, wb, g_idx, g_addr, g_len, g_lkey, inline_r, multi_r, all_ok, sum_len,
+            n_valid, nsge_bad, len_bad, shape_bad, e_idx, sge_rem, fits_r, exh_r, pkt_left, pc_len,
+            pc_last, pc_exh, walk, walk_pend
         );
         clock!(self, clock, resume);
         self.rs_room.d.next = !self.resume.almost_full.val();
@@ -297,7 +365,7 @@ impl Logic for TxScheduler {
         self.resume.write.next = false;
         self.resume.data_in.next = bit_cast::<8, 6>(self.cur_qpn.q.val());
         self.resume.read.next = false;
-        self.job_room.d.next = !self.job_afull.val() & !self.rj_afull.val();
+        self.job_room.d.next = !self.job_afull.val() & !self.rj_afull.val() & !self.pg_afull.val();
         self.rw_empty_r.d.next = self.rw_empty.val();
         self.rr_empty_r.d.next = self.rr_empty.val();
         if self.rr_gap.q.val() != 0 {
@@ -309,12 +377,16 @@ impl Logic for TxScheduler {
         self.dyn_ram.write_clock.next = self.clock.val();
         self.sent_ram.read_clock.next = self.clock.val();
         self.sent_ram.write_clock.next = self.clock.val();
+        self.ext_ram.read_clock.next = self.clock.val();
+        self.ext_ram.write_clock.next = self.clock.val();
+        self.sge_ram.read_clock.next = self.clock.val();
+        self.sge_ram.write_clock.next = self.clock.val();
 
         // Table reads: addresses follow the current QP and WQE.
         clock!(self, clock, tables);
         self.tables.qp_addr.next = self.cur_qpn.q.val();
         self.dyn_ram.read_address.next = self.cur_qpn.q.val();
-        self.lkey.next = self.wqe.q.val().sge0_lkey;
+        self.lkey.next = self.g_lkey.q.val();
         self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
         self.acked_addr.next = self.cur_qpn.q.val();
         self.sent_ram.read_address.next = self.sent_addr.val();
@@ -357,11 +429,8 @@ impl Logic for TxScheduler {
         self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.cmd_qp.val().sq_psn);
 
         // Derived values.
-        self.len.next = 0.into();
-        if self.wqe.q.val().num_sge != 0 {
-            self.len.next = self.wqe.q.val().sge0_length;
-        }
-        self.off.next = self.wqe.q.val().sge0_addr - self.mr.val().va;
+        self.len.next = self.g_len.q.val();
+        self.off.next = self.g_addr.q.val() - self.mr.val().va;
         self.key_ok.next = self.mr.val().valid.any()
             & (self.mr.val().tag == self.lkey.val().get_bits::<8>(0))
             & (self.lkey.val().get_bits::<18>(14) == 0)
@@ -409,16 +478,76 @@ impl Logic for TxScheduler {
         }
         self.sq_mask.next = (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size)) - 1;
 
+        // WQE geometry by SQ_LOG_STRIDE: beats fetched (slots 0..4 at most: SGE 15 ends in slot
+        // 4, later slots hold only inline data, which is read again as payload), SGEs and
+        // inline bytes the WQE holds (rnic_contract::wqe).
+        self.fetch_m1.next = 0.into();
+        self.sge_limit.next = 1.into();
+        self.inline_max.next = 0.into();
+        if self.ctx.q.val().sq_log_stride == 1 {
+            self.fetch_m1.next = 1.into();
+            self.sge_limit.next = 5.into();
+            self.inline_max.next = 64.into();
+        }
+        if self.ctx.q.val().sq_log_stride == 2 {
+            self.fetch_m1.next = 3.into();
+            self.sge_limit.next = 13.into();
+            self.inline_max.next = 192.into();
+        }
+        if self.ctx.q.val().sq_log_stride == 3 {
+            self.fetch_m1.next = 4.into();
+            self.sge_limit.next = 16.into();
+            self.inline_max.next = 448.into();
+        }
+        // Slots 1..4 of the WQE as they arrive; SGE k >= 1 is lane (k-1) mod 4 of slot
+        // 1 + (k-1) / 4.
+        self.wb_m1.next = self.wb.q.val() - 1;
+        self.ext_ram.write_enable.next =
+            (self.state.q.val() == 5) & self.wqe_r_valid.val() & (self.wb.q.val() != 0);
+        self.ext_ram.write_address.next = self.wb_m1.val().get_bits::<2>(0);
+        self.ext_ram.write_data.next = self.wqe_r_data.val();
+        self.g_m1.next = self.g_idx.q.val() - 1;
+        self.g_p1.next = bit_cast::<8, 5>(self.g_idx.q.val()) + 1;
+        self.ext_ram.read_address.next = self.g_m1.val().get_bits::<2>(2);
+        self.ext_beat.next = self.ext_ram.read_data.val();
+        self.ext_sel.next = bit_cast::<4, 2>(self.g_m1.val().get_bits::<2>(0));
+        self.ext_lane.next = self.ext_beat.val().get_bits::<128>(0);
+        if self.ext_sel.val() == 1 {
+            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(128);
+        }
+        if self.ext_sel.val() == 2 {
+            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(256);
+        }
+        if self.ext_sel.val() == 3 {
+            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(384);
+        }
+        // The checked gather list: entry `n_valid` written in state 24; the entry after the
+        // current one is always being read, so moving on costs no cycle.
+        self.sge_ram.write_enable.next = (self.state.q.val() == 24) & (self.g_len.q.val() != 0);
+        self.sge_ram.write_address.next = self.n_valid.q.val().get_bits::<4>(0);
+        self.sge_ram.write_data.next =
+            bit_cast::<96, 64>(self.base_iova.q.val()) | (bit_cast::<96, 32>(self.g_len.q.val()) << 64);
+        self.e_next.next = self.e_idx.q.val() + 1;
+        self.sge_ram.read_address.next = self.e_next.val();
+        self.nxt_iova.next = self.sge_ram.read_data.val().get_bits::<64>(0);
+        self.nxt_len.next = self.sge_ram.read_data.val().get_bits::<32>(64);
+        self.advance.next = false;
+        self.pg_skip.next = self.cur_iova.q.val().get_bits::<6>(0);
+        self.pg_len.next = self.plen.val().get_bits::<13>(0);
+        self.pg_last.next = true;
+
         // Outputs, default idle.
         self.db_read.next = false;
         self.rw_read.next = false;
         // The WQE fetch request is a register (set on the way into state 4), so the DMA
         // issuer's ready answers a flop, not the state decoder.
         self.wqe_ar_valid.next = self.ar_pend.q.val();
+        // WQE `ci` at sq_base + (ci mod size) * (64 << SQ_LOG_STRIDE).
         self.wqe_addr.d.next = self.ctx.q.val().sq_base
-            + (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val()) << 6);
+            + (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val())
+                << (bit_cast::<64, 3>(self.ctx.q.val().sq_log_stride) + 6));
         self.wqe_ar_addr.next = self.wqe_addr.q.val();
-        self.wqe_ar_len.next = 0.into();
+        self.wqe_ar_len.next = self.fetch_m1.val();
         self.job_write.next = false;
         self.rj_write.next = false;
         self.rj_addr.next = self.cur_iova.q.val();
@@ -596,9 +725,40 @@ impl Logic for TxScheduler {
             self.job.next.pay_skip = self.rr_iova.q.val().get_bits::<6>(0);
             self.rj_addr.next = self.rr_iova.q.val();
             self.rj_len.next = self.rr_plen.q.val().get_bits::<13>(0);
+            self.pg_skip.next = self.rr_iova.q.val().get_bits::<6>(0);
+            self.pg_len.next = self.rr_plen.q.val().get_bits::<13>(0);
         }
-        self.tx_active.next = (self.state.q.val() == 8) | (self.state.q.val() == 14);
+        self.tx_active.next = (self.state.q.val() == 8)
+            | (self.state.q.val() == 14)
+            | (self.state.q.val() == 21)
+            | (self.state.q.val() == 22);
         self.tx_qpn.next = self.cur_qpn.q.val();
+
+        // Message sizing, from the SGE's length (one SGE or inline data, state 7) or the gather
+        // list's sum (state 26): packets in the message, ceil(len / MTU), in two registered
+        // halves: len >> log2(MTU) and whether bits below the MTU remain.
+        if (self.state.q.val() == 7) | (self.state.q.val() == 26) {
+            self.len_r.d.next = self.len.val();
+            self.nq_r.d.next = bit_cast::<24, 32>(self.len.val() >> (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
+            self.npart_r.d.next = (self.len_lo12.val() & self.mtu_mask12.val()) != 0;
+        }
+        if (self.state.q.val() == 12) | (self.state.q.val() == 27) {
+            // Packets in the message: ceil(len / MTU), and one for a zero-length message.
+            self.npkts.d.next = self.nq_r.q.val() + bit_cast::<24, 1>(self.npart_r.q.val().into());
+            if self.len_r.q.val() == 0 {
+                self.npkts.d.next = 1.into();
+            }
+            // A READ or atomic waits for a slot (max_rd_atomic); a fenced WQE
+            // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed.
+            self.rd_full.d.next = (self.is_read.val() & (self.reads_out.val() >= self.rd_limit.val()))
+                | (((self.send_flags.val() & 1) != 0) & (self.reads_out.val() != 0));
+            self.behind.d.next = self.in_flight.val().get_bit(15);
+            self.skip_ok.d.next = self.skip_pending.q.val()
+                & self.skip_nz.q.val()
+                & (self.skip_bytes_r.q.val() < bit_cast::<64, 32>(self.len_r.q.val()));
+            // A READ or atomic writes its result into one SGE, and carries no inline data.
+            self.shape_bad.d.next = self.is_read.val() & (self.inline_r.q.val() | self.multi_r.q.val());
+        }
 
         match self.state.q.val().index() {
             0 => {
@@ -720,33 +880,56 @@ impl Logic for TxScheduler {
                 }
             }
             4 => {
+                self.wb.d.next = 0.into();
                 if self.wqe_ar_ready.val() {
                     self.ar_pend.d.next = false;
                     self.state.d.next = 5.into();
                 }
             }
             5 => {
+                // The WQE's beats: slot 0 into `wqe` (and SGE 0, or the inline length, to
+                // check first), slots 1.. into `ext_ram`.
                 if self.wqe_r_valid.val() {
-                    self.wqe.d.next = self.wqe_r_data.val().into();
-                    self.wop.d.next = self.wop_now.val();
-                    self.state.d.next = 6.into();
+                    self.wb.d.next = self.wb.q.val() + 1;
+                    if self.wb.q.val() == 0 {
+                        self.wqe.d.next = self.wqe_r_data.val().into();
+                        self.wop.d.next = self.wop_now.val();
+                        self.g_idx.d.next = 0.into();
+                        self.g_addr.d.next = self.wqe_r_data.val().get_bits::<64>(256);
+                        self.g_lkey.d.next = self.wqe_r_data.val().get_bits::<32>(352);
+                        self.g_len.d.next = 0.into();
+                        // NUM_SGE (byte 10) > 0, or IBV_SEND_INLINE (byte 9, bit 3): SGE 0's
+                        // length field is the length.
+                        if (self.wqe_r_data.val().get_bits::<8>(80) != 0) | self.wqe_r_data.val().get_bit(75) {
+                            self.g_len.d.next = self.wqe_r_data.val().get_bits::<32>(320);
+                        }
+                        self.inline_r.d.next = self.wqe_r_data.val().get_bit(75);
+                        self.multi_r.d.next =
+                            (self.wqe_r_data.val().get_bits::<8>(80) > 1) & !self.wqe_r_data.val().get_bit(75);
+                        self.all_ok.d.next = true;
+                        self.sum_len.d.next = 0.into();
+                        self.n_valid.d.next = 0.into();
+                        // Entry 0 of the gather list is read while the list is built.
+                        self.e_idx.d.next = 15.into();
+                    }
+                    if self.wb.q.val() == self.fetch_m1.val() {
+                        self.state.d.next = 6.into();
+                    }
                 }
             }
             6 => {
+                self.nsge_bad.d.next = !self.inline_r.q.val() & (self.wqe.q.val().num_sge > self.sge_limit.val());
                 self.state.d.next = 7.into();
             }
             7 => {
                 // The MR entry is readable: the offset into the region, first.
                 self.off_r.d.next = self.off.val();
-                self.len_r.d.next = self.len.val();
-                self.va_ok.d.next = self.wqe.q.val().sge0_addr >= self.mr.val().va;
+                self.va_ok.d.next = self.g_addr.q.val() >= self.mr.val().va;
                 // A READ's local buffer is written by the NIC: its region must grant LOCAL_WRITE.
                 self.key_ok_r.d.next =
                     self.key_ok.val() & (!self.is_read.val() | ((self.mr.val().access & 1) != 0));
                 self.skip_bytes_r.d.next = self.skip_bytes.val();
                 self.skip_nz.d.next = self.skip_pkts.val() != 0;
-                self.nq_r.d.next = bit_cast::<24, 32>(self.len.val() >> (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
-                self.npart_r.d.next = (self.len_lo12.val() & self.mtu_mask12.val()) != 0;
                 self.state.d.next = 12.into();
             }
             12 => {
@@ -754,24 +937,59 @@ impl Logic for TxScheduler {
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr.val().length;
                 self.room.d.next = self.mr.val().length - self.off_r.q.val();
                 self.base_iova.d.next = self.mr.val().iova + self.off_r.q.val();
-                // Packets in the message: ceil(len / MTU), and one for a zero-length message.
-                self.npkts.d.next = self.nq_r.q.val() + bit_cast::<24, 1>(self.npart_r.q.val().into());
-                if self.len_r.q.val() == 0 {
-                    self.npkts.d.next = 1.into();
+                // Inline data is read from the WQE's second slot in the SQ ring.
+                self.len_bad.d.next = false;
+                if self.inline_r.q.val() {
+                    self.base_iova.d.next = self.wqe_addr.q.val() + 64;
+                    self.len_bad.d.next = self.len_r.q.val() > self.inline_max.val();
                 }
-                // A READ or atomic waits for a slot (max_rd_atomic); a fenced WQE
-                // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed.
-                self.rd_full.d.next = (self.is_read.val() & (self.reads_out.val() >= self.rd_limit.val()))
-                    | (((self.send_flags.val() & 1) != 0) & (self.reads_out.val() != 0));
-                self.behind.d.next = self.in_flight.val().get_bit(15);
-                self.skip_ok.d.next = self.skip_pending.q.val()
-                    & self.skip_nz.q.val()
-                    & (self.skip_bytes_r.q.val() < bit_cast::<64, 32>(self.len_r.q.val()));
                 self.state.d.next = 20.into();
             }
             20 => {
                 // The bounds verdict, registered: state 13 only combines flags.
                 self.bounds_r.d.next = self.bounds_ok.val();
+                self.state.d.next = 13.into();
+                if self.multi_r.q.val() & !self.nsge_bad.q.val() {
+                    self.state.d.next = 24.into();
+                }
+            }
+            24 => {
+                // A gather-list entry checked: keep it (if not empty) and go on to the next.
+                self.sum_len.d.next = self.sum_len.q.val() + bit_cast::<37, 32>(self.g_len.q.val());
+                if self.g_len.q.val() != 0 {
+                    if !(self.key_ok_r.q.val() & self.bounds_r.q.val()) {
+                        self.all_ok.d.next = false;
+                    }
+                    self.n_valid.d.next = self.n_valid.q.val() + 1;
+                }
+                self.g_idx.d.next = self.g_idx.q.val() + 1;
+                self.state.d.next = 25.into();
+                if self.g_p1.val() == self.wqe.q.val().num_sge {
+                    self.state.d.next = 31.into();
+                }
+            }
+            25 => {
+                // The slot holding the next SGE is being read.
+                self.state.d.next = 30.into();
+            }
+            30 => {
+                self.g_addr.d.next = self.ext_lane.val().get_bits::<64>(0);
+                self.g_len.d.next = self.ext_lane.val().get_bits::<32>(64);
+                self.g_lkey.d.next = self.ext_lane.val().get_bits::<32>(96);
+                self.state.d.next = 6.into();
+            }
+            31 => {
+                // The whole list: its length is the message's; its verdict replaces SGE 0's.
+                self.g_len.d.next = self.sum_len.q.val().get_bits::<32>(0);
+                self.len_bad.d.next = self.sum_len.q.val() > 0x8000_0000_u64;
+                self.key_ok_r.d.next = self.all_ok.q.val();
+                self.bounds_r.d.next = true;
+                self.state.d.next = 26.into();
+            }
+            26 => {
+                self.state.d.next = 27.into();
+            }
+            27 => {
                 self.state.d.next = 13.into();
             }
             13 => {
@@ -787,28 +1005,54 @@ impl Logic for TxScheduler {
                     self.total.d.next = self.len_r.q.val();
                     self.wqe_psn.d.next = self.next_psn.q.val();
                     self.cur_iova.d.next = self.base_iova.q.val();
+                    self.sge_rem.d.next = self.len_r.q.val();
+                    self.e_idx.d.next = 0.into();
+                    self.walk_pend.d.next = false;
+                    if self.multi_r.q.val() {
+                        // Gather list: start at its entry 0.
+                        self.cur_iova.d.next = self.nxt_iova.val();
+                        self.sge_rem.d.next = self.nxt_len.val();
+                    }
                     self.first.d.next = true;
                     self.skip_pending.d.next = false;
                     self.rd_va.d.next = self.wqe.q.val().remote_addr;
                     if self.skip_ok.q.val() {
                         self.rem.d.next = self.len_r.q.val() - self.skip_bytes_r.q.val().get_bits::<32>(0);
                         self.cur_iova.d.next = self.base_iova.q.val() + self.skip_bytes_r.q.val();
+                        self.sge_rem.d.next = self.len_r.q.val() - self.skip_bytes_r.q.val().get_bits::<32>(0);
                         self.rd_va.d.next = self.wqe.q.val().remote_addr + self.skip_bytes_r.q.val();
                         self.first.d.next = false;
                         self.next_psn.d.next = self.rw_restart.q.val();
+                        if self.multi_r.q.val() {
+                            // Walk the list to the restart point (states 28-29).
+                            self.cur_iova.d.next = self.nxt_iova.val();
+                            self.sge_rem.d.next = self.nxt_len.val();
+                            self.walk.d.next = self.skip_bytes_r.q.val().get_bits::<32>(0);
+                            self.walk_pend.d.next = true;
+                        }
                     }
                     self.state.d.next = 9.into();
                     if self.err.q.val() {
                         self.status.d.next = 5.into();
                         self.state.d.next = 10.into();
-                    } else if !self.wop.q.val().get_bit(3) {
+                    } else if !self.wop.q.val().get_bit(3) | self.shape_bad.q.val() {
+                        // An opcode this NIC does not implement, or a READ / atomic with inline
+                        // data or several SGEs: IBV_WC_LOC_QP_OP_ERR.
                         self.status.d.next = 2.into();
+                        self.state.d.next = 10.into();
+                    } else if self.nsge_bad.q.val() | self.len_bad.q.val() {
+                        // More SGEs than the WQE holds, over 2^31 bytes, or more inline data
+                        // than the WQE holds: IBV_WC_LOC_LEN_ERR.
+                        self.status.d.next = 1.into();
                         self.state.d.next = 10.into();
                     } else if self.is_atomic.val() & (self.len_r.q.val() != 8) {
                         // An atomic's local buffer is one 8-byte word (ibv_post_send(3)).
                         self.status.d.next = 1.into();
                         self.state.d.next = 10.into();
-                    } else if (self.len_r.q.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_r.q.val()) {
+                    } else if (self.len_r.q.val() != 0)
+                        & !self.inline_r.q.val()
+                        & !(self.key_ok_r.q.val() & self.bounds_r.q.val())
+                    {
                         self.status.d.next = 4.into();
                         self.state.d.next = 10.into();
                     }
@@ -818,8 +1062,13 @@ impl Logic for TxScheduler {
                 // Size the next packet: the path MTU, or what is left of the message.
                 self.last_r.d.next = self.rem.q.val() <= self.mtu_r.q.val();
                 self.plen_r.d.next = self.mtu_r.q.val();
+                // Whether the packet lies inside the current gather entry, and ends at its end.
+                self.fits_r.d.next = self.mtu_r.q.val() <= self.sge_rem.q.val();
+                self.exh_r.d.next = self.mtu_r.q.val() == self.sge_rem.q.val();
                 if self.rem.q.val() <= self.mtu_r.q.val() {
                     self.plen_r.d.next = self.rem.q.val();
+                    self.fits_r.d.next = self.rem.q.val() <= self.sge_rem.q.val();
+                    self.exh_r.d.next = self.rem.q.val() == self.sge_rem.q.val();
                 }
                 if self.is_read.val() {
                     // One request packet, no payload.
@@ -836,12 +1085,15 @@ impl Logic for TxScheduler {
                     self.state.d.next = 0.into();
                 } else if self.job_room.q.val() {
                     self.job_write.next = true;
-                    self.rj_write.next = self.plen.val() != 0;
+                    self.rj_write.next = (self.plen.val() != 0) & self.fits_r.q.val();
                     self.cnt_tx_req.next = true;
                     self.next_psn.d.next = self.next_psn.q.val() + 1;
                     self.rem.d.next = self.rem.q.val() - self.plen.val();
                     self.cur_iova.d.next = self.cur_iova.q.val() + bit_cast::<64, 32>(self.plen.val());
+                    self.sge_rem.d.next = self.sge_rem.q.val() - self.plen.val();
                     self.first.d.next = false;
+                    // The packet used up its gather entry: the next one follows.
+                    self.advance.next = self.fits_r.q.val() & self.exh_r.q.val() & !self.is_last.val();
                     if self.is_read.val() {
                         // The responses take the READ's remaining PSNs.
                         self.next_psn.d.next = self.wqe_psn.q.val() + self.npkts.q.val();
@@ -849,6 +1101,43 @@ impl Logic for TxScheduler {
                     self.state.d.next = 14.into();
                     if self.is_last.val() {
                         self.state.d.next = 3.into();
+                    }
+                    if !self.fits_r.q.val() & (self.plen.val() != 0) {
+                        // The packet spans entries: its payload goes as pieces (21-22).
+                        self.pkt_left.d.next = self.plen.val().get_bits::<13>(0);
+                        self.cur_iova.d.next = self.cur_iova.q.val();
+                        self.sge_rem.d.next = self.sge_rem.q.val();
+                        self.state.d.next = 21.into();
+                    }
+                }
+            }
+            21 => {
+                // The next piece: what is left of the packet, or of the entry.
+                self.pc_len.d.next = self.pkt_left.q.val();
+                self.pc_last.d.next = true;
+                if bit_cast::<32, 13>(self.pkt_left.q.val()) > self.sge_rem.q.val() {
+                    self.pc_len.d.next = self.sge_rem.q.val().get_bits::<13>(0);
+                    self.pc_last.d.next = false;
+                }
+                self.pc_exh.d.next = bit_cast::<32, 13>(self.pkt_left.q.val()) >= self.sge_rem.q.val();
+                self.state.d.next = 22.into();
+            }
+            22 => {
+                if self.job_room.q.val() {
+                    self.rj_write.next = true;
+                    self.rj_len.next = self.pc_len.q.val();
+                    self.pg_len.next = self.pc_len.q.val();
+                    self.pg_last.next = self.pc_last.q.val();
+                    self.pkt_left.d.next = self.pkt_left.q.val() - self.pc_len.q.val();
+                    self.cur_iova.d.next = self.cur_iova.q.val() + bit_cast::<64, 13>(self.pc_len.q.val());
+                    self.sge_rem.d.next = self.sge_rem.q.val() - bit_cast::<32, 13>(self.pc_len.q.val());
+                    self.advance.next = self.pc_exh.q.val() & !(self.pc_last.q.val() & self.is_last.val());
+                    self.state.d.next = 21.into();
+                    if self.pc_last.q.val() {
+                        self.state.d.next = 14.into();
+                        if self.is_last.val() {
+                            self.state.d.next = 3.into();
+                        }
                     }
                 }
             }
@@ -865,6 +1154,26 @@ impl Logic for TxScheduler {
                 }
                 self.ci.d.next = self.ci.q.val() + 1;
                 self.state.d.next = 14.into();
+                if self.walk_pend.q.val() {
+                    self.state.d.next = 28.into();
+                }
+            }
+            28 => {
+                // Resuming mid-message with a gather list: skip whole entries, then into one.
+                if self.walk.q.val() >= self.sge_rem.q.val() {
+                    self.walk.d.next = self.walk.q.val() - self.sge_rem.q.val();
+                    self.advance.next = true;
+                    self.state.d.next = 29.into();
+                } else {
+                    self.cur_iova.d.next = self.cur_iova.q.val() + bit_cast::<64, 32>(self.walk.q.val());
+                    self.sge_rem.d.next = self.sge_rem.q.val() - self.walk.q.val();
+                    self.walk_pend.d.next = false;
+                    self.state.d.next = 14.into();
+                }
+            }
+            29 => {
+                // The entry after the new one is being read.
+                self.state.d.next = 28.into();
             }
             10 => {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
@@ -927,6 +1236,9 @@ impl Logic for TxScheduler {
                     self.rr.d.next = self.rr_now.val();
                     self.rr_ret.d.next = 19.into();
                     self.state.d.next = 16.into();
+                } else if self.multi_r.q.val() {
+                    // A gather list's checks are done: only the slot check is redone.
+                    self.state.d.next = 27.into();
                 } else {
                     self.state.d.next = 12.into();
                 }
@@ -970,6 +1282,15 @@ impl Logic for TxScheduler {
                 self.state.d.next = 0.into();
             }
         }
+        if self.advance.val() {
+            self.cur_iova.d.next = self.nxt_iova.val();
+            self.sge_rem.d.next = self.nxt_len.val();
+            self.e_idx.d.next = self.e_next.val();
+        }
+        self.pg_write.next = self.rj_write.val();
+        self.pg_data.next = bit_cast::<20, 6>(self.pg_skip.val())
+            | (bit_cast::<20, 13>(self.pg_len.val()) << 6)
+            | (bit_cast::<20, 1>(self.pg_last.val().into()) << 19);
         if self.own_we.val() {
             // {next PSN 23:0, error 24, READs sent 31:25, ci 47:32, pi 63:48}
             self.dyn_ram.write_address.next = self.cur_qpn.q.val();
