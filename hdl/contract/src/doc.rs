@@ -57,8 +57,10 @@ pub fn markdown() -> String {
         ("PKEY", qp_context::PKEY),
         ("UDP_SPORT", qp_context::UDP_SPORT), ("DEST_IP", qp_context::DEST_IP),
         ("DEST_MAC", qp_context::DEST_MAC), ("SEND_CQ", qp_context::SEND_CQ),
-        ("SQ_LOG_SIZE", qp_context::SQ_LOG_SIZE), ("SQ_BASE", qp_context::SQ_BASE),
+        ("SQ_LOG_SIZE", qp_context::SQ_LOG_SIZE), ("SQ_LOG_STRIDE", qp_context::SQ_LOG_STRIDE),
+        ("SQ_BASE", qp_context::SQ_BASE),
         ("RECV_CQ", qp_context::RECV_CQ), ("RQ_LOG_SIZE", qp_context::RQ_LOG_SIZE),
+        ("RQ_LOG_STRIDE", qp_context::RQ_LOG_STRIDE),
         ("MAX_RD_ATOMIC", qp_context::MAX_RD_ATOMIC), ("RQ_BASE", qp_context::RQ_BASE),
     ]);
     table(&mut o, "Memory-region key-table entry (CMD op 2, index = key >> 8)", "A key is `index << 8 | tag`; VA..VA+LENGTH maps to IOVA..IOVA+LENGTH.", &[
@@ -68,13 +70,29 @@ pub fn markdown() -> String {
     table(&mut o, "CQ context (CMD op 3, index = CQ number)", "Resets the CQ's producer index to 0.", &[
         ("VALID", cq_context::VALID), ("LOG_SIZE", cq_context::LOG_SIZE), ("BASE", cq_context::BASE),
     ]);
-    table(&mut o, "Send WQE (64 bytes in the SQ ring)", "Fetched by DMA after a doorbell.", &[
+    let send_intro = format!(
+        "Fetched by DMA after a doorbell. A WQE takes `64 << SQ_LOG_STRIDE` bytes (64..={}); the first \
+         64 are laid out below. SGE `i` >= 1 (up to {} SGEs) is at byte `48 + 16 i` (address 8, length 4, \
+         lkey 4, like SGE 0); with `IBV_SEND_INLINE` (SEND_FLAGS bit 3) the data is at byte {} and \
+         its length in SGE0_LENGTH (at most {} bytes).",
+        wqe::stride(wqe::MAX_LOG_STRIDE),
+        wqe::MAX_SGE,
+        wqe::INLINE_DATA,
+        wqe::MAX_INLINE
+    );
+    table(&mut o, "Send WQE (the first 64 bytes in the SQ ring)", &send_intro, &[
         ("WR_ID", wqe::WR_ID), ("OPCODE", wqe::OPCODE), ("SEND_FLAGS", wqe::SEND_FLAGS),
         ("NUM_SGE", wqe::NUM_SGE), ("IMM_DATA", wqe::IMM_DATA), ("REMOTE_ADDR", wqe::REMOTE_ADDR),
         ("RKEY", wqe::RKEY), ("SGE0_ADDR", wqe::SGE0_ADDR), ("SGE0_LENGTH", wqe::SGE0_LENGTH),
         ("SGE0_LKEY", wqe::SGE0_LKEY), ("COMPARE_ADD", wqe::COMPARE_ADD), ("SWAP", wqe::SWAP),
     ]);
-    table(&mut o, "Receive WQE (64 bytes in the RQ ring)", "Fetched by DMA when a SEND arrives; scatter entry i at byte 16 + 16 i.", &[
+    let recv_intro = format!(
+        "Fetched by DMA when a SEND arrives. A receive WQE takes `64 << RQ_LOG_STRIDE` bytes (64..={}); \
+         scatter entry `i` is at byte `16 + 16 i` (up to {} entries).",
+        recv_wqe::stride(recv_wqe::MAX_LOG_STRIDE),
+        recv_wqe::MAX_SGE
+    );
+    table(&mut o, "Receive WQE (the first 64 bytes in the RQ ring)", &recv_intro, &[
         ("WR_ID", recv_wqe::WR_ID), ("NUM_SGE", recv_wqe::NUM_SGE), ("SGE0_ADDR", recv_wqe::SGE0_ADDR),
         ("SGE0_LENGTH", recv_wqe::SGE0_LENGTH), ("SGE0_LKEY", recv_wqe::SGE0_LKEY),
     ]);
