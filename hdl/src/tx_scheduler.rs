@@ -12,18 +12,23 @@ pub const RR_MIN_CYCLES: u64 = 12;
 /// For a doorbell `(qpn, pi)` it loads the QP's context and transport state (next PSN, SQ
 /// consumer index `ci`), then for each WQE from `ci` up to `pi`:
 /// 1. waits until fewer than `2^LOG_MAX_INFLIGHT_WQES` WQEs of the QP are unacknowledged;
-/// 2. fetches the 64-byte WQE by DMA (AXI ID 1) from `sq_base + (ci mod size) * 64`;
+/// 2. fetches the WQE by DMA (AXI ID 1) from `sq_base + (ci mod size) << (6 + SQ_LOG_STRIDE)`:
+///    `min(2^SQ_LOG_STRIDE, 5)` beats, the first slot and the slots holding SGEs 1..15;
 /// 3. checks the opcode (RDMA WRITE, SEND, either with immediate, RDMA READ, or an atomic) and
-///    the local SGE against the key table: valid entry, tag, PD, bounds, and LOCAL_WRITE for a
-///    READ's or atomic's destination (IBTA Vol 1 10.6.3), 8 bytes for an atomic; a failure
-///    becomes an error completion (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`,
-///    `IBV_WC_LOC_LEN_ERR`) written in SQ order by the completer;
+///    every local SGE against the key table: valid entry, tag, PD, bounds, and LOCAL_WRITE for a
+///    READ's or atomic's destination (IBTA Vol 1 10.6.3), 8 bytes for an atomic, keeping the
+///    translated non-empty SGEs in a 16-entry gather list; inline data (`IBV_SEND_INLINE`) is
+///    not checked: it is read from the WQE's second slot; a failure becomes an error completion
+///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`, `IBV_WC_LOC_LEN_ERR`) written in SQ order
+///    by the completer, before any packet of the WQE is sent;
 /// 4. records the WQE in the in-flight table for the completer (first and last PSN) and stores
 ///    `{PSN after it, ci + 1}`, before any of its packets leaves;
 /// 5. emits one [`TxJob`] per packet (WRITE or SEND FIRST/MIDDLE/LAST/ONLY by path MTU, RETH
 ///    on a WRITE's first, ImmDt on the last of a message with immediate, AckReq on the last and
 ///    on every 16th; for a READ one READ REQUEST with a RETH; for an atomic one COMPARE SWAP
-///    or FETCH ADD with an AtomicETH) and a payload read job for the DMA read issuer. `IBV_SEND_SOLICITED` sets BTH.SE on the last packet of a SEND or a WRITE
+///    or FETCH ADD with an AtomicETH), and for each gather-list entry the packet's payload
+///    touches, a payload read job for the DMA read issuer and a piece record for the assembler
+///    (one of each for a packet inside one entry). `IBV_SEND_SOLICITED` sets BTH.SE on the last packet of a SEND or a WRITE
 ///    with immediate; `IBV_SEND_FENCE` makes the WQE wait (like a READ beyond `max_rd_atomic`)
 ///    until every earlier READ and atomic of the QP has completed.
 ///
@@ -44,8 +49,9 @@ pub const RR_MIN_CYCLES: u64 = 12;
 ///
 /// A doorbell for a QP that is not in RTS is ignored (the WQEs stay posted).
 ///
-/// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + 6 cycles, and one
-/// packet job every 2 cycles while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued
+/// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + (beats − 1) + 6
+/// cycles (+7 per SGE after the first, +4 once for a list), and one packet job every 2 cycles
+/// (+2 per extra piece of a packet spanning entries) while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued
 /// in 32 cycles; the shortest packet, 256 bytes, is 5 beats on the wire). Every stage is at most
 /// 6 LUT levels: the queue checks are registered before they are acted on, the key and bounds
 /// checks are spread over three cycles (offset, then room in the region, then the verdict) and
