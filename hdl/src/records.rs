@@ -34,7 +34,7 @@ record!(
         pd: 24, dest_qpn: 24, sq_psn: 24, timeout: 5, retry_cnt: 3, rq_psn: 24, rnr_retry: 3,
         min_rnr_timer: 5, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, sq_log_stride: 3, rsvd4: 1,
-        sq_base: 64, recv_cq: 8, rq_log_size: 4, rq_log_stride: 3, rsvd5: 1, max_rd_atomic: 8, rsvd6: 40, rq_base: 64,
+        sq_base: 64, recv_cq: 8, rq_log_size: 4, rq_log_stride: 3, rsvd5: 1, max_rd_atomic: 8, srqn: 8, use_srq: 1, rsvd6: 31, rq_base: 64,
     }
 );
 
@@ -219,6 +219,8 @@ mod tests {
         check("rq_log_stride", q.get_my_offset_rq_log_stride(), q.get_my_width_rq_log_stride(), qp::RQ_LOG_STRIDE);
         check("rq_base", q.get_my_offset_rq_base(), q.get_my_width_rq_base(), qp::RQ_BASE);
         check("max_rd_atomic", q.get_my_offset_max_rd_atomic(), q.get_my_width_max_rd_atomic(), qp::MAX_RD_ATOMIC);
+        check("srqn", q.get_my_offset_srqn(), q.get_my_width_srqn(), qp::SRQN);
+        check("use_srq", q.get_my_offset_use_srq(), q.get_my_width_use_srq(), qp::USE_SRQ);
         let r = RecvWqeRec::default();
         check("wr_id", r.get_my_offset_wr_id(), r.get_my_width_wr_id(), recv_wqe::WR_ID);
         check("num_sge", r.get_my_offset_num_sge(), r.get_my_width_num_sge(), recv_wqe::NUM_SGE);

@@ -130,6 +130,21 @@ pub struct RxEngine {
     atom_ram: RAM<Bits<96>, 10>,
     rdyn_ram: RAM<Bits<328>, 6>,
     rqpi_ram: RAM<Bits<16>, 6>,
+    /// Shared receive queues, by SRQ number: consumer index, and {limit 15..0, event CQ 23..16}
+    /// (rnic_contract::srq_context).
+    srqci_ram: RAM<Bits<16>, 6>,
+    srq_ram: RAM<Bits<24>, 6>,
+    /// SRQ limit events to write: {SRQ 5..0, event CQ 15..8, WQEs left 31..16}.
+    ev_fifo: SynchronousFIFO<Bits<32>, 3, 4, 1>,
+    /// The packet's QP takes receive WQEs from an SRQ: its indices were loaded from the SRQ's
+    /// (state 5) and go back there (state 9); then the limit is checked (state 0).
+    srq_took: DFF<Bit>,
+    srq_lim: DFF<Bits<24>>,
+    ev_chk: DFF<Bit>,
+    ev_fire_r: DFF<Bit>,
+    /// Serving an SRQ limit event (states 1, 2, 3, 4, 12, 9) to this CQ.
+    src_ev: DFF<Bit>,
+    ev_cq: DFF<Bits<8>>,
     acked_ram: RAM<Bits<96>, 6>,
     acked_tx_ram: RAM<Bits<48>, 6>,
     cq_ram: RAM<Bits<128>, 6>,
@@ -324,6 +339,8 @@ pub struct RxEngine {
     send_fits: Signal<Local, Bit>,
     rq_mask: Signal<Local, Bits<16>>,
     cmd_qp: Signal<Local, QpContextRec>,
+    srq_left: Signal<Local, Bits<16>>,
+    srq_addr: Signal<Local, Bits<8>>,
     entry: Signal<Local, InflightRec>,
     rkey: Signal<Local, Bits<32>>,
     op: Signal<Local, Bits<8>>,
@@ -568,6 +585,17 @@ impl Default for RxEngine {
             rq_r_valid: Default::default(),
             rq_r_data: Default::default(),
             rqpi_ram: Default::default(),
+            srqci_ram: Default::default(),
+            srq_ram: Default::default(),
+            ev_fifo: Default::default(),
+            srq_took: Default::default(),
+            srq_lim: Default::default(),
+            ev_chk: Default::default(),
+            ev_fire_r: Default::default(),
+            src_ev: Default::default(),
+            ev_cq: Default::default(),
+            srq_left: Default::default(),
+            srq_addr: Default::default(),
             in_send: Default::default(),
             rq_ci: Default::default(),
             rq_pi: Default::default(),
@@ -707,7 +735,7 @@ impl Logic for RxEngine {
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r
+            src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -782,6 +810,9 @@ impl Logic for RxEngine {
         if self.src_recv.q.val() {
             self.cqn.next = self.ctx.q.val().recv_cq;
         }
+        if self.src_ev.q.val() {
+            self.cqn.next = self.ev_cq.q.val();
+        }
         self.cq_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
         self.cqpi_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
         self.inflight_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
@@ -794,6 +825,48 @@ impl Logic for RxEngine {
         self.mr_now.next = self.tables.mr.val();
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
         self.entry.next = self.inflight_ram.read_data.val().into();
+        // An SRQ's index comes from the QP's context: read at the SRQ number in state 2 (when
+        // the context is the table's output), for state 5.
+        self.srq_addr.next = self.ctx.q.val().srqn;
+        if self.state.q.val() == 2 {
+            self.srq_addr.next = self.qp_now.val().srqn;
+        }
+        if (self.state.q.val() == 2) & self.qp_now.val().use_srq.any() {
+            self.rqpi_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
+        }
+        if self.cmd_fire.val() & (self.cmd_op.val() == 4) & self.cmd_record.val().get_bit(24) {
+            // A new SRQ: its ring starts empty.
+            self.rqpi_ram.write_enable.next = true;
+            self.rqpi_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+            self.rqpi_ram.write_data.next = 0.into();
+        }
+        clock!(self, clock, ev_fifo);
+        self.srqci_ram.read_clock.next = self.clock.val();
+        self.srqci_ram.write_clock.next = self.clock.val();
+        self.srq_ram.read_clock.next = self.clock.val();
+        self.srq_ram.write_clock.next = self.clock.val();
+        self.srqci_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
+        self.srq_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
+        // Written by a command (a new SRQ's consumer index, its limit and event CQ) or by this
+        // engine (state 9: the consumer index; state 0: disarm), never in the same cycle (no
+        // command is taken in state 9 or the cycle after it).
+        self.srqci_ram.write_enable.next =
+            self.cmd_fire.val() & (self.cmd_op.val() == 4) & self.cmd_record.val().get_bit(24);
+        self.srqci_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.srqci_ram.write_data.next = 0.into();
+        self.srq_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 4);
+        self.srq_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.srq_ram.write_data.next = self.cmd_record.val().get_bits::<24>(0);
+        // The limit check, from registers: fewer than `limit` WQEs left after this packet.
+        self.srq_left.next = self.rq_pi.q.val() - self.rq_ci.q.val();
+        self.ev_fire_r.d.next = self.srq_took.q.val()
+            & (self.srq_lim.q.val().get_bits::<16>(0) != 0)
+            & (self.srq_left.val() < self.srq_lim.q.val().get_bits::<16>(0));
+        self.ev_fifo.write.next = false;
+        self.ev_fifo.data_in.next = bit_cast::<32, 6>(self.srq_addr.val().get_bits::<6>(0))
+            | (bit_cast::<32, 8>(self.srq_lim.q.val().get_bits::<8>(16)) << 8)
+            | (bit_cast::<32, 16>(self.srq_left.val()) << 16);
+        self.ev_fifo.read.next = false;
 
         // In-flight table: written by the scheduler.
         self.inflight_ram.write_enable.next = self.if_we.val();
@@ -1064,6 +1137,7 @@ impl Logic for RxEngine {
         self.cq_wb.d.next = self.qpn_ok.q.val()
             & (self.src_lc.q.val()
                 | self.src_recv.q.val()
+                | self.src_ev.q.val()
                 | (self.op.val() == 0x11)
                 | self.is_read_resp.val());
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
@@ -1221,6 +1295,17 @@ impl Logic for RxEngine {
                 self.rsp_final.d.next = false;
                 self.at_mode.d.next = false;
                 self.src_fl.d.next = false;
+                self.src_ev.d.next = false;
+                self.srq_took.d.next = false;
+                self.ev_chk.d.next = false;
+                if self.ev_chk.q.val() & self.ev_fire_r.q.val() & !self.ev_fifo.almost_full.val() {
+                    // The SRQ the last packet took from fell below its limit: disarm it and
+                    // queue the event (with no room it stays armed and fires on a later WQE).
+                    self.ev_fifo.write.next = true;
+                    self.srq_ram.write_enable.next = true;
+                    self.srq_ram.write_address.next = self.srq_addr.val().get_bits::<6>(0);
+                    self.srq_ram.write_data.next = bit_cast::<24, 8>(self.srq_lim.q.val().get_bits::<8>(16)) << 16;
+                }
                 if !self.lc_empty.val() {
                     self.lc_read.next = true;
                     self.src_lc.d.next = true;
@@ -1244,6 +1329,21 @@ impl Logic for RxEngine {
                     self.src_rnr.d.next = self.to_qpn.val().get_bit(7);
                     self.qpn.d.next = self.to_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
+                    self.state.d.next = 1.into();
+                } else if !self.ev_fifo.empty.val() {
+                    // An SRQ limit event: an event CQE on the SRQ's event CQ (states 1-4, 12,
+                    // 9), QP_NUM the SRQ number, BYTE_LEN the WQEs left.
+                    self.ev_fifo.read.next = true;
+                    self.src_lc.d.next = false;
+                    self.src_ev.d.next = true;
+                    self.ev_cq.d.next = self.ev_fifo.data_out.val().get_bits::<8>(8);
+                    self.qpn.d.next = self.ev_fifo.data_out.val().get_bits::<6>(0);
+                    self.qpn_ok.d.next = true;
+                    self.cqe_wr_id.d.next = 0.into();
+                    self.cqe_len.d.next = bit_cast::<32, 16>(self.ev_fifo.data_out.val().get_bits::<16>(16));
+                    self.cqe_opcode.d.next = 255.into();
+                    self.status.d.next = 15.into();
+                    self.recv_need_ack.d.next = false;
                     self.state.d.next = 1.into();
                 } else if !self.desc_empty.val() {
                     self.desc_read.next = true;
@@ -1293,6 +1393,8 @@ impl Logic for RxEngine {
                     self.state.d.next = 3.into();
                 } else if self.src_fl.q.val() {
                     self.state.d.next = 33.into();
+                } else if self.src_ev.q.val() {
+                    self.state.d.next = 3.into();
                 } else if self.src_to.q.val() {
                     self.state.d.next = 9.into();
                     if self.qp_now.val().state == 3 {
@@ -1326,6 +1428,14 @@ impl Logic for RxEngine {
                         <= (self.mr_now.val().length - self.off_r.q.val()));
                 self.send_fits_r.d.next = self.plen32.val() <= self.wr_rem.q.val();
                 self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
+                if self.ctx.q.val().use_srq.any() {
+                    // Receive WQEs come from the SRQ: its indices (read at the SRQ number).
+                    self.srq_took.d.next = true;
+                    self.rq_ci.d.next = self.srqci_ram.read_data.val();
+                    self.rq_pi.d.next = self.rqpi_ram.read_data.val();
+                    self.rq_empty_r.d.next = self.srqci_ram.read_data.val() == self.rqpi_ram.read_data.val();
+                    self.srq_lim.d.next = self.srq_ram.read_data.val();
+                }
                 // A QP in ERR (the driver's state, or this NIC's after an error completion)
                 // takes no packets; they make it flush instead.
                 self.c_unknown.d.next = !self.qpn_ok.q.val()
@@ -1565,7 +1675,7 @@ impl Logic for RxEngine {
                     self.cqe_len.d.next = 0.into();
                     self.status.d.next = self.lcr.q.val().status;
                     self.state.d.next = 12.into();
-                } else if self.src_recv.q.val() {
+                } else if self.src_recv.q.val() | self.src_ev.q.val() {
                     self.state.d.next = 12.into();
                 } else {
                     self.state.d.next = 10.into();
@@ -1624,7 +1734,13 @@ impl Logic for RxEngine {
                 self.state.d.next = 6.into();
             }
             9 => {
-                // Write back the transport state.
+                // Write back the transport state (and an SRQ's consumer index).
+                if self.srq_took.q.val() {
+                    self.srqci_ram.write_enable.next = true;
+                    self.srqci_ram.write_address.next = self.srq_addr.val().get_bits::<6>(0);
+                    self.srqci_ram.write_data.next = self.rq_ci.q.val();
+                    self.ev_chk.d.next = true;
+                }
                 self.rdyn_ram.write_enable.next = self.qpn_ok.q.val();
                 self.rdyn_ram.write_address.next = self.qpn.q.val();
                 self.rdyn_ram.write_data.next = bit_cast::<328, 24>(self.epsn.q.val())
@@ -1777,7 +1893,18 @@ impl Logic for RxEngine {
                 }
             }
             12 => {
-                if self.src_recv.q.val() {
+                if self.src_ev.q.val() {
+                    // An SRQ limit event's CQE (no ACK, no error).
+                    self.job.next.kind = 1.into();
+                    self.job.next.release = 0.into();
+                    self.job.next.addr = self.cqe_addr.val();
+                    self.job.next.need_ack = 0.into();
+                    if self.job_room.q.val() & self.cq_settled2.q.val() {
+                        self.job_write.next = true;
+                        self.cq_pi.d.next = self.cq_pi.q.val() + 1;
+                        self.state.d.next = 9.into();
+                    }
+                } else if self.src_recv.q.val() {
                     // A receive completion (IBV_WC_RECV), carrying the message's ACK or NAK: the
                     // host sees the CQE only after the payload before it is written.
                     self.job.next.kind = 1.into();
@@ -1960,7 +2087,8 @@ impl Logic for RxEngine {
                     if (self.outstanding_wqes.val() != 0) & !self.outstanding_wqes.val().get_bit(15) {
                         self.fl_eng.next = true;
                         self.state.d.next = 3.into();
-                    } else if self.rq_ci.q.val() != self.rq_pi.q.val() {
+                    } else if (self.rq_ci.q.val() != self.rq_pi.q.val()) & !self.ctx.q.val().use_srq.any() {
+                        // (An SRQ's WQEs belong to the SRQ: a QP in ERR flushes none.)
                         self.state.d.next = 7.into();
                     }
                 }

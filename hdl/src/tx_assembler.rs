@@ -166,6 +166,7 @@ impl Default for TxAssembler {
             pg_len: Default::default(),
             qa_beats: Default::default(),
             take: Default::default(),
+            a_to_b: Default::default(),
             t_empty: Default::default(),
             h_len: Default::default(),
             h_two: Default::default(),
@@ -263,35 +264,6 @@ impl Logic for TxAssembler {
         self.t_tag.next = self.hb.tag_out.val();
         self.t_plen.next = self.t_tag.val().get_bits::<13>(0);
 
-        // ---- Payload pieces, sized ahead in two stages ----
-        self.pg_read.next = !self.qa_v.q.val() & !self.pg_empty.val();
-        self.pg_skip.next = self.pg_data.val().get_bits::<6>(0);
-        self.pg_len.next = self.pg_data.val().get_bits::<13>(6);
-        if self.pg_read.val() {
-            self.qa_v.d.next = true;
-            self.qa_skip.d.next = self.pg_skip.val();
-            self.qa_len.d.next = self.pg_len.val();
-            self.qa_last.d.next = self.pg_data.val().get_bit(19);
-            self.qa_end.d.next = bit_cast::<14, 6>(self.pg_skip.val()) + bit_cast::<14, 13>(self.pg_len.val());
-        }
-        self.qa_beats.next = (self.qa_end.q.val() + 63) >> 6;
-        if self.qa_v.q.val() & !self.qb_v.q.val() {
-            self.qa_v.d.next = false;
-            self.qb_v.d.next = true;
-            self.qb_skip.d.next = self.qa_skip.q.val();
-            self.qb_beats.d.next = self.qa_beats.val().get_bits::<8>(0);
-            self.qb_single.d.next = self.qa_end.q.val() <= 64;
-            // A single beat carries the whole piece; otherwise the first carries 64 - skip.
-            self.qb_first.d.next = 64_u64 - bit_cast::<7, 6>(self.qa_skip.q.val());
-            if self.qa_end.q.val() <= 64 {
-                self.qb_first.d.next = self.qa_len.q.val().get_bits::<7>(0);
-            }
-            self.qb_last_len.d.next = bit_cast::<7, 6>(self.qa_end.q.val().get_bits::<6>(0));
-            if self.qa_end.q.val().get_bits::<6>(0) == 0 {
-                self.qb_last_len.d.next = 64.into();
-            }
-            self.qb_last.d.next = self.qa_last.q.val();
-        }
         self.take.next = false;
         self.t_empty.next = self.t_plen.val() == 0;
         self.h_len.next = self.hb.hlen.val();
@@ -401,6 +373,39 @@ impl Logic for TxAssembler {
             self.bl.d.next = self.qb_first.q.val();
             self.last_len.d.next = self.qb_last_len.q.val();
             self.p_last.d.next = self.qb_last.q.val();
+        }
+        // ---- Payload pieces, sized ahead in two stages ----
+        // Stage B takes stage A's piece when empty or in the cycle its own piece starts, and
+        // stage A reads the FIFO when empty or in the cycle it hands over, so pieces of one
+        // beat follow each other without a gap.
+        self.a_to_b.next = self.qa_v.q.val() & (!self.qb_v.q.val() | self.take.val());
+        self.pg_read.next = !self.pg_empty.val() & (!self.qa_v.q.val() | self.a_to_b.val());
+        self.pg_skip.next = self.pg_data.val().get_bits::<6>(0);
+        self.pg_len.next = self.pg_data.val().get_bits::<13>(6);
+        if self.pg_read.val() {
+            self.qa_v.d.next = true;
+            self.qa_skip.d.next = self.pg_skip.val();
+            self.qa_len.d.next = self.pg_len.val();
+            self.qa_last.d.next = self.pg_data.val().get_bit(19);
+            self.qa_end.d.next = bit_cast::<14, 6>(self.pg_skip.val()) + bit_cast::<14, 13>(self.pg_len.val());
+        }
+        self.qa_beats.next = (self.qa_end.q.val() + 63) >> 6;
+        if self.a_to_b.val() {
+            self.qa_v.d.next = self.pg_read.val();
+            self.qb_v.d.next = true;
+            self.qb_skip.d.next = self.qa_skip.q.val();
+            self.qb_beats.d.next = self.qa_beats.val().get_bits::<8>(0);
+            self.qb_single.d.next = self.qa_end.q.val() <= 64;
+            // A single beat carries the whole piece; otherwise the first carries 64 - skip.
+            self.qb_first.d.next = 64_u64 - bit_cast::<7, 6>(self.qa_skip.q.val());
+            if self.qa_end.q.val() <= 64 {
+                self.qb_first.d.next = self.qa_len.q.val().get_bits::<7>(0);
+            }
+            self.qb_last_len.d.next = bit_cast::<7, 6>(self.qa_end.q.val().get_bits::<6>(0));
+            if self.qa_end.q.val().get_bits::<6>(0) == 0 {
+                self.qb_last_len.d.next = 64.into();
+            }
+            self.qb_last.d.next = self.qa_last.q.val();
         }
         if self.reset.val() {
             self.state.d.next = 0.into();

@@ -1,7 +1,7 @@
 //! Renders the contract as Markdown (`docs/contract.md`), so the documentation is produced from
 //! the same definitions the RTL and the driver use. A test fails when the committed file is
 //! stale; `RNIC_BLESS=1 cargo test -p rnic-contract` rewrites it.
-use crate::{cq_context, cqe, mr_entry, qp_context, recv_wqe, regs, wqe, Field};
+use crate::{cq_context, cqe, mr_entry, qp_context, recv_wqe, regs, srq_context, wqe, Field};
 use std::fmt::Write;
 
 fn table(out: &mut String, title: &str, intro: &str, fields: &[(&str, Field)]) {
@@ -38,7 +38,7 @@ pub fn markdown() -> String {
         (regs::SQ_DOORBELL, "SQ_DOORBELL (qpn << 16 | SQ producer index)", "WO"),
         (regs::RQ_DOORBELL, "RQ_DOORBELL (qpn << 16 | RQ producer index)", "WO"),
         (regs::CMD_DATA, "CMD_DATA[0..16] (512-bit staging record, word i = bits 32i+31..32i)", "WO"),
-        (regs::CMD, "CMD (op << 24 | index; op 1 WRITE_QP, 2 WRITE_MR, 3 WRITE_CQ)", "WO"),
+        (regs::CMD, "CMD (op << 24 | index; op 1 WRITE_QP, 2 WRITE_MR, 3 WRITE_CQ, 4 WRITE_SRQ)", "WO"),
     ] {
         let name = name.replace('|', "\\|");
         let _ = writeln!(o, "| 0x{off:04X} | {name} | {acc} |");
@@ -61,7 +61,8 @@ pub fn markdown() -> String {
         ("SQ_BASE", qp_context::SQ_BASE),
         ("RECV_CQ", qp_context::RECV_CQ), ("RQ_LOG_SIZE", qp_context::RQ_LOG_SIZE),
         ("RQ_LOG_STRIDE", qp_context::RQ_LOG_STRIDE),
-        ("MAX_RD_ATOMIC", qp_context::MAX_RD_ATOMIC), ("RQ_BASE", qp_context::RQ_BASE),
+        ("MAX_RD_ATOMIC", qp_context::MAX_RD_ATOMIC), ("SRQN", qp_context::SRQN),
+        ("USE_SRQ", qp_context::USE_SRQ), ("RQ_BASE", qp_context::RQ_BASE),
     ]);
     table(&mut o, "Memory-region key-table entry (CMD op 2, index = key >> 8)", "A key is `index << 8 | tag`; VA..VA+LENGTH maps to IOVA..IOVA+LENGTH.", &[
         ("VALID", mr_entry::VALID), ("ACCESS", mr_entry::ACCESS), ("TAG", mr_entry::TAG),
@@ -80,6 +81,9 @@ pub fn markdown() -> String {
         wqe::INLINE_DATA,
         wqe::MAX_INLINE
     );
+    table(&mut o, "SRQ context (CMD op 4, index = SRQ number)", "LIMIT 0 disarms; when a WQE taken leaves fewer than LIMIT posted, the NIC disarms the SRQ and writes an event CQE (OPCODE 255, STATUS 15 = IBV_EVENT_SRQ_LIMIT_REACHED, QP_NUM = SRQ number, BYTE_LEN = WQEs left) to EVENT_CQ. INIT zeroes the SRQ's indices.", &[
+        ("LIMIT", srq_context::LIMIT), ("EVENT_CQ", srq_context::EVENT_CQ), ("INIT", srq_context::INIT),
+    ]);
     table(&mut o, "Send WQE (the first 64 bytes in the SQ ring)", &send_intro, &[
         ("WR_ID", wqe::WR_ID), ("OPCODE", wqe::OPCODE), ("SEND_FLAGS", wqe::SEND_FLAGS),
         ("NUM_SGE", wqe::NUM_SGE), ("IMM_DATA", wqe::IMM_DATA), ("REMOTE_ADDR", wqe::REMOTE_ADDR),

@@ -3,7 +3,7 @@
 //! Everything the NIC RTL (`rnic-hdl`) and the host driver (`rnic`) must agree on lives here:
 //! the BAR0 register map ([`regs`]), the layouts of the records exchanged through host memory
 //! ([`wqe`], [`cqe`]) and through the context-command registers ([`qp_context`], [`mr_entry`],
-//! [`cq_context`]), and the numeric opcode/status tables ([`verbs`], [`bth`]).
+//! [`cq_context`], [`srq_context`]), and the numeric opcode/status tables ([`verbs`], [`bth`]).
 //!
 //! A record is a little-endian bit vector: bit `8*k + i` is bit `i` of byte `k` in host memory,
 //! which is also how a 512-bit AXI beat carries bytes (byte 0 in `tdata[7:0]`). A [`Field`] names
@@ -20,6 +20,7 @@ pub mod mr_entry;
 pub mod qp_context;
 pub mod recv_wqe;
 pub mod regs;
+pub mod srq_context;
 pub mod verbs;
 pub mod wqe;
 

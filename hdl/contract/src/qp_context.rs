@@ -69,12 +69,20 @@ pub const RQ_BASE: Field = Field::at_bit(384, 64);
 /// their responses. Capped at 16 (the in-flight window); 0 is taken as 1.
 pub const MAX_RD_ATOMIC: Field = Field::at_bit(336, 8);
 
+/// SRQ number (an index of the NIC's tables, see [`crate::srq_context`]) whose ring this QP
+/// receives into when [`USE_SRQ`] is set.
+pub const SRQN: Field = Field::at_bit(344, 8);
+/// 1: incoming SENDs and RDMA WRITEs with immediate take their receive WQE from the SRQ
+/// [`SRQN`] (whose ring RQ_BASE, RQ_LOG_SIZE and RQ_LOG_STRIDE then describe) instead of the
+/// QP's own RQ; moving the QP to ERR flushes no SRQ WQE (ibv_create_qp(3) `srq`).
+pub const USE_SRQ: Field = Field::at_bit(352, 1);
+
 const _: () = assert!(check_disjoint(
     &[
         STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, TIMEOUT, RETRY_CNT,
         RQ_PSN, RNR_RETRY, MIN_RNR_TIMER, PKEY,
         UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_LOG_STRIDE, SQ_BASE, RECV_CQ, RQ_LOG_SIZE, RQ_LOG_STRIDE, RQ_BASE,
-        MAX_RD_ATOMIC
+        MAX_RD_ATOMIC, SRQN, USE_SRQ
     ],
     512
 ));

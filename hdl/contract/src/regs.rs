@@ -67,6 +67,8 @@ pub mod cmd_op {
     pub const WRITE_MR: u32 = 2;
     /// Write a CQ context ([`crate::cq_context`]); resets the CQ's producer index to 0.
     pub const WRITE_CQ: u32 = 3;
+    /// Write an SRQ context ([`crate::srq_context`]); index = SRQ number.
+    pub const WRITE_SRQ: u32 = 4;
 }
 
 /// Statistics and drop counters: 32-bit, wrap around, read-only, one register each at

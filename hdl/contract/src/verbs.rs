@@ -47,6 +47,14 @@ pub mod wc_opcode {
     pub const FETCH_ADD: u8 = 4;
     pub const RECV: u8 = 128;
     pub const RECV_RDMA_WITH_IMM: u8 = 129;
+    /// Not an ibverbs opcode: an asynchronous event written by the NIC to an event CQ
+    /// ([`crate::srq_context`]); the CQE's STATUS holds the [`super::event_type`].
+    pub const ASYNC_EVENT: u8 = 255;
+}
+
+/// `enum ibv_event_type` (ibv_get_async_event(3)), the events the NIC reports.
+pub mod event_type {
+    pub const SRQ_LIMIT_REACHED: u8 = 15;
 }
 
 /// `enum ibv_wc_flags`.
