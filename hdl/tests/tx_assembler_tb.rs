@@ -1,5 +1,5 @@
-//! `TxAssembler` feeding a `Gearbox` (wired as in the NIC's top level, in a test top defined
-//! here) in Verilator, against the reference codec.
+//! `TxAssembler` fed by a piece FIFO and feeding a `Gearbox` (wired as in the NIC's top level,
+//! in a test top defined here) in Verilator, against the reference codec.
 //!
 //! A job's extension headers come from its flags: `has_reth` puts the RETH fields after the BTH,
 //! `has_ext4` the 4 bytes of `ext4` (an ImmDt or an AETH, wire order) after the RETH if any,
@@ -13,27 +13,57 @@
 //! 54..70, ImmDt / AETH at 54..58 or, after a RETH, 70..74, AtomicETH at 54..82, AtomicAckETH
 //! at 58..66, payload right after), byte for byte, and parsed back once an ICRC is appended.
 //!
+//! The payload's geometry comes from the piece FIFO (`SynchronousFIFO<Bits<20>, 4, 5, 1>`, 16
+//! entries, first-word fall-through, as `top.rs`'s `pg_fifo`): the test writes one word
+//! `skip | len << 6 | last << 19` per payload piece (`pg_write`/`pg_data`, never while `pg_full`),
+//! the assembler reads them (`pg_read`). A job with `plen` 0 has no piece; a job with payload
+//! has one or more pieces whose lengths sum to `plen`, the last one flagged. Each piece is read
+//! from its own random place of a host buffer (garbage around it): `ceil((skip + len) / 64)`
+//! beats, appended to the payload stream when the piece is written (the scheduler writes a
+//! piece with its DMA read job, so the data never comes before its piece). Pieces are written
+//! in order at random times, independently of the jobs (ahead of them, or behind: a "late"
+//! job's piece `l` is held until its header has gone (`l` = 0) or its piece `l - 1` has been
+//! consumed, so the assembler waits for it in its state 5). Every cycle the test also checks
+//! that the FIFO neither overflows nor underflows (sticky flags) and no piece is read before it
+//! was written, that a job's payload beats are taken only after its header chunks and before
+//! its final chunk, and that every other chunk is a header or the pad chunk; at each frame's
+//! end, that the job took exactly its pieces' beats; at the end, that every piece was read
+//! once. `RNIC_TB_SEED` (decimal or `0x` hex) replaces every test's seed.
+//!
 //! - `jobs_become_codec_frames`: random jobs (RC RDMA WRITE FIRST/MIDDLE/LAST/ONLY and LAST/ONLY
 //!   WITH IMMEDIATE, READ REQUEST, SEND FIRST/LAST/ONLY and LAST/ONLY WITH IMMEDIATE, READ
 //!   RESPONSE FIRST/MIDDLE/LAST/ONLY, ATOMIC ACKNOWLEDGE, COMPARE SWAP, FETCH ADD (no payload),
-//!   UC SEND/WRITE with and without immediate; payload 0..=4096 bytes; every host alignment
-//!   `pay_skip` 0..63) with payload beats read from a host
-//!   buffer (garbage around the payload) arriving with random gaps, jobs arriving at random
-//!   times and random `out_ready` back-pressure: each output frame is right as above; each
-//!   job takes exactly `ceil((pay_skip + plen) / 64)` payload beats.
-//! - `extension_header_layouts`: each header layout (none; ImmDt alone; AETH alone; RETH; RETH
-//!   + ImmDt) with payloads 0..=72 and lengths around the beat boundaries, and the atomic ones
-//!   (AtomicETH: 82 bytes; AETH + AtomicAckETH: 66 bytes; both a full first chunk and a second
-//!   one, no payload), with and without back-pressure.
+//!   UC SEND/WRITE with and without immediate; payload 0..=4096 bytes in one piece; every host
+//!   alignment `pay_skip` 0..63, the piece's skip) with payload beats arriving with random gaps,
+//!   jobs and pieces arriving at random times and random `out_ready` back-pressure: each output
+//!   frame is right as above.
+//! - `extension_header_layouts`: each header layout (none; ImmDt alone; AETH alone; RETH;
+//!   RETH and ImmDt) with payloads 0..=72 and lengths around the beat boundaries, and the
+//!   atomic ones (AtomicETH: 82 bytes; AETH and AtomicAckETH: 66 bytes; both a full first chunk
+//!   and a second one, no payload), with and without back-pressure.
 //! - `atomic_jobs_become_codec_frames`: COMPARE SWAP, FETCH ADD and ATOMIC ACKNOWLEDGE jobs
 //!   with random operands (all-ones and all-zeros too), back to back and among 0..=200-byte
 //!   WRITEs and SENDs, each frame the codec's 82- or 66-byte frame.
+//! - `gathered_payloads_become_codec_frames`: payloads gathered from 1..=6 pieces (random
+//!   lengths: 1 byte, ending exactly at a beat boundary, exactly whole beats, short, 64+ bytes;
+//!   random skips; and a sweep of every skip 0..63 with a 1-byte piece, one ending at the beat
+//!   boundary, a 64-byte one and two of 64+ bytes), among jobs without payload, with late
+//!   pieces, random gaps, pieces and jobs at random times and back-pressure; `pay_skip` holds
+//!   garbage (the geometry comes from the pieces only); each frame is the codec's frame whose
+//!   payload is the pieces' bytes concatenated.
 //! - `back_to_back_jobs_keep_pace`: with everything ready, a packet of `n` payload beats costs
 //!   at most `n + 3` cycles (+1 when the header is longer than a beat: a RETH or an atomic's
 //!   headers, +1 with pad; an ImmDt or AETH alone costs nothing, the header still fits one
 //!   chunk): one chunk per cycle and one idle cycle
 //!   per packet, plus at most the gearbox's one-cycle wait when a frame's final bytes span two
 //!   beats; the first frame waits only for the pipeline (header builder 4 cycles, gearbox 4).
+//! - `gathered_jobs_keep_pace`: the same for gathered packets, packet by packet (cycles between
+//!   the final chunks of consecutive frames at the gearbox's input): `n + 3` (+1 RETH/atomic,
+//!   +1 pad) plus one cycle per piece other than the last that fits one beat; measured exactly
+//!   `n + 2 + that` (see its doc comment).
+//! - `short_pieces_start_back_to_back` (ignored: fails on the assembler as it is): the
+//!   assembler docstring's claim that a piece starts in the cycle after the previous one's last
+//!   beat, i.e. `n + 3` (+1, +1) however the payload is cut.
 mod harness;
 
 use harness::codec::{self, assert_frame_eq, AnyPacket};
@@ -45,7 +75,9 @@ use rnic_hdl::tx_assembler::TxAssembler;
 use rust_hdl::prelude::*;
 use std::collections::VecDeque;
 
-/// The assembler and its gearbox, as `top.rs` wires them.
+/// The piece FIFO, the assembler and its gearbox, as `top.rs` wires them (`pg_fifo`, `asm`,
+/// `tx_gb`); the test drives the FIFO's write side. `pg_read`, `g_fire` (a chunk enters the
+/// gearbox) and `g_last` (that chunk ends its frame) are monitors of internal signals.
 #[derive(LogicBlock, Default)]
 struct AsmTop {
     pub clock: Signal<In, Clock>,
@@ -58,11 +90,21 @@ struct AsmTop {
     pub pay_valid: Signal<In, Bit>,
     pub pay_data: Signal<In, Bits<512>>,
     pub pay_ready: Signal<Out, Bit>,
+    pub pg_write: Signal<In, Bit>,
+    pub pg_data: Signal<In, Bits<20>>,
+    pub pg_full: Signal<Out, Bit>,
+    pub pg_almost_full: Signal<Out, Bit>,
+    pub pg_overflow: Signal<Out, Bit>,
+    pub pg_underflow: Signal<Out, Bit>,
+    pub pg_read: Signal<Out, Bit>,
+    pub g_fire: Signal<Out, Bit>,
+    pub g_last: Signal<Out, Bit>,
     pub out_valid: Signal<Out, Bit>,
     pub out_ready: Signal<In, Bit>,
     pub out_data: Signal<Out, Bits<512>>,
     pub out_count: Signal<Out, Bits<7>>,
     pub out_last: Signal<Out, Bit>,
+    pg_fifo: SynchronousFIFO<Bits<20>, 4, 5, 1>,
     assembler: TxAssembler,
     packer: Gearbox,
 }
@@ -70,7 +112,7 @@ struct AsmTop {
 impl Logic for AsmTop {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(self, clock, assembler, packer);
+        clock!(self, clock, pg_fifo, assembler, packer);
         self.assembler.reset.next = self.reset.val();
         self.packer.reset.next = self.reset.val();
         self.assembler.src_mac.next = self.src_mac.val();
@@ -81,8 +123,20 @@ impl Logic for AsmTop {
         self.assembler.pay_valid.next = self.pay_valid.val();
         self.assembler.pay_data.next = self.pay_data.val();
         self.pay_ready.next = self.assembler.pay_ready.val();
+        self.pg_fifo.write.next = self.pg_write.val();
+        self.pg_fifo.data_in.next = self.pg_data.val();
+        self.pg_full.next = self.pg_fifo.full.val();
+        self.pg_almost_full.next = self.pg_fifo.almost_full.val();
+        self.pg_overflow.next = self.pg_fifo.overflow.val();
+        self.pg_underflow.next = self.pg_fifo.underflow.val();
+        self.assembler.pg_empty.next = self.pg_fifo.empty.val();
+        self.assembler.pg_data.next = self.pg_fifo.data_out.val();
+        self.pg_fifo.read.next = self.assembler.pg_read.val();
+        self.pg_read.next = self.assembler.pg_read.val();
         self.packer.in_valid.next = self.assembler.g_valid.val();
         self.assembler.g_ready.next = self.packer.in_ready.val();
+        self.g_fire.next = self.assembler.g_valid.val() & self.packer.in_ready.val();
+        self.g_last.next = self.assembler.g_last.val();
         self.packer.in_data.next = self.assembler.g_data.val();
         self.packer.in_skip.next = self.assembler.g_skip.val();
         self.packer.in_len.next = self.assembler.g_len.val();
@@ -102,6 +156,15 @@ struct Pins {
     pay_valid: Port,
     pay_data: Port,
     pay_ready: Port,
+    pg_write: Port,
+    pg_data: Port,
+    pg_full: Port,
+    pg_almost_full: Port,
+    pg_overflow: Port,
+    pg_underflow: Port,
+    pg_read: Port,
+    g_fire: Port,
+    g_last: Port,
     out_valid: Port,
     out_ready: Port,
     out_data: Port,
@@ -109,20 +172,85 @@ struct Pins {
     out_last: Port,
 }
 
-/// One job: its record, the frame the codec emits for it, and its payload beats.
+/// One payload piece: where its first byte sits in its first beat, its length, whether it ends
+/// the packet's payload, and its beats as the DMA read returns them (garbage around the piece).
+struct Piece {
+    skip: usize,
+    len: usize,
+    last: bool,
+    beats: Vec<[u8; 64]>,
+}
+
+impl Piece {
+    /// The piece FIFO word: `skip | len << 6 | last << 19`.
+    fn word(&self) -> u64 {
+        assert!(self.skip < 64 && (1..=4096).contains(&self.len));
+        self.skip as u64 | (self.len as u64) << 6 | u64::from(self.last) << 19
+    }
+}
+
+/// Host memory the payload pieces are read from: random bytes, each piece written at a random
+/// place with the given alignment, its beats read back with whatever lies around it.
+struct Host(Vec<u8>);
+
+impl Host {
+    const BEATS: usize = 4096;
+
+    fn new(rng: &mut Rng) -> Host {
+        Host(rng.bytes(64 * Self::BEATS))
+    }
+
+    /// Writes `data` at a random address `≡ skip (mod 64)`; returns the piece with its beats.
+    fn place(&mut self, rng: &mut Rng, skip: usize, data: &[u8], last: bool) -> Piece {
+        let n = (skip + data.len()).div_ceil(64);
+        let base = 64 * rng.range(0, (Self::BEATS - n) as u64) as usize;
+        self.0[base + skip..base + skip + data.len()].copy_from_slice(data);
+        let beats = self.0[base..base + 64 * n].chunks(64).map(|c| c.try_into().unwrap()).collect();
+        Piece { skip, len: data.len(), last, beats }
+    }
+}
+
+/// One job: its record, the frame the codec emits for it, and its payload pieces.
 struct Case {
     /// The TxJob fields: (offset, width, value).
     job: Vec<(usize, usize, u64)>,
     op: u8,
     plen: usize,
+    /// The job's `pay_skip` (the single piece's skip, or garbage for a gathered payload).
     skip: usize,
     want: Vec<u8>,
-    beats: Vec<[u8; 64]>,
+    pieces: Vec<Piece>,
+    /// Piece `l` (and so every later piece) is written only once the assembler waits for it:
+    /// after the job's header has gone (`l` = 0) or its piece `l - 1` has been consumed.
+    late: Option<usize>,
     /// The header is longer than one beat (a RETH or an atomic's extension headers).
     two_chunks: bool,
     pad: bool,
     /// The reference frame's meaning (lengths filled in).
     repr: AnyPacket,
+}
+
+impl Case {
+    /// Payload beats of the whole job.
+    fn beats(&self) -> usize {
+        self.pieces.iter().map(|p| p.beats.len()).sum()
+    }
+
+    /// Payload beats of the pieces before piece `k`.
+    fn beats_before(&self, k: usize) -> usize {
+        self.pieces[..k].iter().map(|p| p.beats.len()).sum()
+    }
+
+    /// Pieces other than the last that fit one beat.
+    fn short_pieces(&self) -> usize {
+        self.pieces.iter().filter(|p| !p.last && p.beats.len() == 1).count()
+    }
+
+    /// The pieces as `skip+len` pairs, for failure messages.
+    fn geometry(&self) -> String {
+        let g: Vec<String> = self.pieces.iter().map(|p| format!("{}+{}", p.skip, p.len)).collect();
+        format!("[{}]", g.join(" "))
+    }
 }
 
 /// Opcodes the assembler is given: RDMA WRITE FIRST/MIDDLE/LAST/ONLY with and without
@@ -152,36 +280,57 @@ fn random_plen(rng: &mut Rng, op: u8) -> usize {
     }
 }
 
-fn make_case(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr) -> Case {
-    let op = *rng.pick(&OPCODES);
-    let plen = random_plen(rng, op);
-    make_case_of(rng, src_mac, src_ip, op, plen)
+/// The NIC's own addresses, the host memory and the random generator cases are drawn from.
+struct Gen {
+    rng: Rng,
+    host: Host,
+    mac: [u8; 6],
+    ip: std::net::Ipv4Addr,
+    /// The seed, to print in failures.
+    seed: u64,
 }
 
-/// A job for `op` with `plen` payload bytes: its extension headers from the codec (a RETH in
-/// the RETH fields, an ImmDt or AETH in `ext4`); fields the job's flags leave unused hold
-/// garbage, as a scheduler may leave them.
-fn make_case_of(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr, op: u8, plen: usize) -> Case {
+fn make_case(g: &mut Gen) -> Case {
+    let op = *g.rng.pick(&OPCODES);
+    let plen = random_plen(&mut g.rng, op);
+    make_case_of(g, op, plen)
+}
+
+/// A job for `op` with `plen` payload bytes in one piece at a random host alignment (the job's
+/// `pay_skip`).
+fn make_case_of(g: &mut Gen, op: u8, plen: usize) -> Case {
+    let skip = g.rng.range(0, 63) as usize;
+    let geometry: Vec<(usize, usize)> = if plen == 0 { Vec::new() } else { vec![(skip, plen)] };
+    make_case_pieces(g, op, &geometry, skip)
+}
+
+/// A job for `op` whose payload is the pieces `geometry` (skip, length) concatenated, with
+/// `pay_skip` in its record: its extension headers from the codec (a RETH in the RETH fields,
+/// an ImmDt or AETH in `ext4`); fields the job's flags leave unused hold garbage, as a
+/// scheduler may leave them.
+fn make_case_pieces(g: &mut Gen, op: u8, geometry: &[(usize, usize)], pay_skip: usize) -> Case {
+    let plen: usize = geometry.iter().map(|&(_, len)| len).sum();
+    assert!(plen <= 4096, "opcode {op:#04x}: {plen} payload bytes");
+    let rng = &mut g.rng;
     if is_atomic(op) {
         assert_eq!(plen, 0, "atomic frames carry no payload");
         let mut a = codec::atomic_repr(rng, op);
-        a.eth.src_addr = src_mac;
-        a.ipv4.src_addr = src_ip;
+        a.eth.src_addr = g.mac;
+        a.ipv4.src_addr = g.ip;
         return make_atomic_case(rng, a);
     }
     let mut r = codec::nic_style_repr(rng, op);
-    r.eth.src_addr = src_mac;
-    r.ipv4.src_addr = src_ip;
+    r.eth.src_addr = g.mac;
+    r.ipv4.src_addr = g.ip;
     codec::add_ext_headers(rng, &mut r);
     r.payload = rng.bytes(plen);
-    let skip = rng.range(0, 63) as usize;
-    let nbeats = if plen == 0 { 0 } else { (skip + plen).div_ceil(64) };
-    let mut host = rng.bytes(64 * nbeats);
-    if plen > 0 {
-        host[skip..skip + plen].copy_from_slice(&r.payload);
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    for (k, &(skip, len)) in geometry.iter().enumerate() {
+        pieces.push(g.host.place(rng, skip, &r.payload[at..at + len], k + 1 == geometry.len()));
+        at += len;
     }
-    let beats = host.chunks(64).map(|c| c.try_into().unwrap()).collect();
-    let reth = r.reth.clone().unwrap_or(RethRepr { virt_addr: rng.next_u64(), rkey: rng.u32(), dma_len: rng.u32() });
+    let reth = r.reth.unwrap_or(RethRepr { virt_addr: rng.next_u64(), rkey: rng.u32(), dma_len: rng.u32() });
     assert!(r.aeth.is_none() || r.immdt.is_none(), "opcode {op:#04x}: AETH and ImmDt");
     let ext4 = match (&r.immdt, &r.aeth) {
         (Some(i), _) => codec::imm_bits(i),
@@ -205,7 +354,7 @@ fn make_case_of(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr, op:
         (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), u64::from(reth.rkey)),
         (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(reth.dma_len)),
         (l.get_my_offset_plen(), l.get_my_width_plen(), plen as u64),
-        (l.get_my_offset_pay_skip(), l.get_my_width_pay_skip(), skip as u64),
+        (l.get_my_offset_pay_skip(), l.get_my_width_pay_skip(), pay_skip as u64),
         (l.get_my_offset_ext4(), l.get_my_width_ext4(), ext4),
         // Not selected by a non-atomic job: garbage.
         (l.get_my_offset_at_swap(), l.get_my_width_at_swap(), rng.next_u64()),
@@ -217,9 +366,10 @@ fn make_case_of(rng: &mut Rng, src_mac: [u8; 6], src_ip: std::net::Ipv4Addr, op:
         job,
         op,
         plen,
-        skip,
+        skip: pay_skip,
         want,
-        beats,
+        pieces,
+        late: None,
         two_chunks: r.reth.is_some(),
         pad: r.pad_len() != 0,
         repr: AnyPacket::Roce(r),
@@ -273,7 +423,8 @@ fn make_atomic_case(rng: &mut Rng, mut a: AtomicPacketRepr) -> Case {
         plen: 0,
         skip,
         want,
-        beats: Vec::new(),
+        pieces: Vec::new(),
+        late: None,
         two_chunks: true,
         pad: false,
         repr: AnyPacket::Atomic(a),
@@ -337,13 +488,31 @@ fn check_frame(got: &[u8], c: &Case, ctx: &str) {
     assert_eq!(&parsed, r, "{ctx}: parsed fields");
 }
 
-/// The assembler model, its pins, the test's random generator (after drawing the NIC's own
-/// addresses), those addresses and the seed to print in failures.
-fn setup(seed: u64) -> (Dut, Pins, Rng, [u8; 6], std::net::Ipv4Addr, u64) {
-    let mut dut = Dut::build::<AsmTop>("tx_assembler").expect("build the assembler + gearbox model");
+/// The assembler model, its pins and the case generator (the NIC's own addresses, drawn first,
+/// are set on the model).
+fn setup(seed: u64) -> (Dut, Pins, Gen) {
+    let mut dut = Dut::build::<AsmTop>("tx_assembler").expect("build the piece FIFO + assembler + gearbox model");
     let names = [
-        "job_valid", "job", "job_read", "pay_valid", "pay_data", "pay_ready", "out_valid", "out_ready", "out_data",
-        "out_count", "out_last",
+        "job_valid",
+        "job",
+        "job_read",
+        "pay_valid",
+        "pay_data",
+        "pay_ready",
+        "pg_write",
+        "pg_data",
+        "pg_full",
+        "pg_almost_full",
+        "pg_overflow",
+        "pg_underflow",
+        "pg_read",
+        "g_fire",
+        "g_last",
+        "out_valid",
+        "out_ready",
+        "out_data",
+        "out_count",
+        "out_last",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
     let p = Pins {
@@ -353,40 +522,92 @@ fn setup(seed: u64) -> (Dut, Pins, Rng, [u8; 6], std::net::Ipv4Addr, u64) {
         pay_valid: q[3],
         pay_data: q[4],
         pay_ready: q[5],
-        out_valid: q[6],
-        out_ready: q[7],
-        out_data: q[8],
-        out_count: q[9],
-        out_last: q[10],
+        pg_write: q[6],
+        pg_data: q[7],
+        pg_full: q[8],
+        pg_almost_full: q[9],
+        pg_overflow: q[10],
+        pg_underflow: q[11],
+        pg_read: q[12],
+        g_fire: q[13],
+        g_last: q[14],
+        out_valid: q[15],
+        out_ready: q[16],
+        out_data: q[17],
+        out_count: q[18],
+        out_last: q[19],
     };
     let mut rng = Rng::from_env(seed);
     let seed = rng.0;
     let mac = codec::random_mac(&mut rng);
     let ip = codec::random_ip(&mut rng);
+    let host = Host::new(&mut rng);
     dut.set("src_mac", codec::mac_bits(mac));
     dut.set("src_ip", codec::ip_bits(ip));
     dut.reset(2);
-    (dut, p, rng, mac, ip, seed)
+    (dut, p, Gen { rng, host, mac, ip, seed })
 }
 
-/// Runs the cases; returns the output frames and the cycle count. Percent chances per cycle:
-/// a queued job becomes visible (`p_job`), a payload beat is offered (`p_pay`), `out_ready`.
-fn run(dut: &mut Dut, p: &Pins, rng: &mut Rng, cases: &[Case], p_job: u64, p_pay: u64, p_out: u64) -> (Vec<Vec<u8>>, u64) {
+/// Percent chances per cycle: a queued job becomes visible (`job`), a payload beat is offered
+/// (`pay`), `out_ready` (`out`), the next piece is written (`piece`; only while the FIFO is not
+/// full and the piece is not held back as late).
+#[derive(Clone, Copy, Debug)]
+struct Rates {
+    job: u64,
+    pay: u64,
+    out: u64,
+    piece: u64,
+}
+
+const READY: Rates = Rates { job: 100, pay: 100, out: 100, piece: 100 };
+
+/// What [`run`] saw.
+struct Outcome {
+    frames: Vec<Vec<u8>>,
+    cycles: u64,
+    /// For each frame, the cycle its final chunk entered the gearbox.
+    ends: Vec<u64>,
+    /// Late pieces written (each once the assembler was waiting for it).
+    late_writes: usize,
+    /// Cycles with the piece FIFO full, almost full.
+    full_cycles: u64,
+    afull_cycles: u64,
+}
+
+/// Runs the cases and checks the handshakes on the way (see the file's doc comment).
+fn run(dut: &mut Dut, p: &Pins, rng: &mut Rng, cases: &[Case], r: Rates) -> Outcome {
+    let n = cases.len();
     let mut jobs: VecDeque<&Case> = VecDeque::new();
     let mut pending = cases.iter().collect::<VecDeque<_>>();
-    // The payload stream of every job taken so far, in order (as the DMA returns it: beats of
-    // a job may come before the assembler needs them, never before the job was read).
+    // Every piece, in order: (job, piece).
+    let mut pieces: VecDeque<(usize, usize)> =
+        cases.iter().enumerate().flat_map(|(i, c)| (0..c.pieces.len()).map(move |k| (i, k))).collect();
+    let total_pieces = pieces.len();
+    let mut pieces_read = 0usize;
+    // The payload stream of every piece written so far, in order (as the DMA returns it: beats
+    // of a piece may come long before the assembler needs them, never before the piece).
     let mut stream: VecDeque<[u8; 64]> = VecDeque::new();
-    let mut beats_taken = vec![0usize; cases.len()];
     let mut job_of_beat: VecDeque<usize> = VecDeque::new();
-    let mut taken_jobs = 0usize;
-    let mut frames = Vec::new();
+    let mut beats_taken = vec![0usize; n];
+    // The job whose chunks enter the gearbox, its header chunks so far, and whose headers have
+    // gone whole.
+    let mut asm_job = 0usize;
+    let mut hdr_chunks = 0usize;
+    let mut hdr_done = vec![false; n];
+    let mut out =
+        Outcome { frames: Vec::new(), cycles: 0, ends: Vec::new(), late_writes: 0, full_cycles: 0, afull_cycles: 0 };
+    let limit = 100_000 + 30 * cases.iter().map(|c| c.beats() as u64 + 6).sum::<u64>();
     let mut cur = Vec::new();
-    let mut cycles = 0u64;
-    while frames.len() < cases.len() {
-        cycles += 1;
-        assert!(cycles < 100_000 + 200 * cases.len() as u64, "no progress: {} frames", frames.len());
-        if !pending.is_empty() && rng.chance(p_job, 100) {
+    while out.frames.len() < n {
+        out.cycles += 1;
+        let cycles = out.cycles;
+        assert!(
+            cycles < limit,
+            "no progress: {} frames, {} of {total_pieces} pieces written",
+            out.frames.len(),
+            total_pieces - pieces.len()
+        );
+        if !pending.is_empty() && rng.chance(r.job, 100) {
             jobs.push_back(pending.pop_front().unwrap());
         }
         dut.set_bit(p.job_valid, !jobs.is_empty());
@@ -396,63 +617,151 @@ fn run(dut: &mut Dut, p: &Pins, rng: &mut Rng, cases: &[Case], p_job: u64, p_pay
         } else {
             let w = dut.width(p.job);
             let mut junk = rng.bytes(w.div_ceil(8));
-            if w % 8 != 0 {
+            if !w.is_multiple_of(8) {
                 *junk.last_mut().unwrap() &= (1u8 << (w % 8)) - 1;
             }
             dut.set_wide(p.job, &junk);
         }
-        let pv = !stream.is_empty() && rng.chance(p_pay, 100);
+        // The next piece, unless the FIFO is full (a registered flag: this cycle's) or it is
+        // held back until the assembler waits for it.
+        let mut write = None;
+        if let Some(&(i, k)) = pieces.front() {
+            let c = &cases[i];
+            let held = match c.late {
+                Some(0) if k == 0 => !hdr_done[i],
+                Some(l) if l == k => beats_taken[i] < c.beats_before(k),
+                _ => false,
+            };
+            if !held && !dut.get_bit(p.pg_full) && rng.chance(r.piece, 100) {
+                write = Some((i, k));
+            }
+        }
+        dut.set_bit(p.pg_write, write.is_some());
+        match write {
+            Some((i, k)) => dut.set(p.pg_data, cases[i].pieces[k].word()),
+            None => dut.set(p.pg_data, rng.next_u64() & 0xF_FFFF),
+        }
+        let pv = !stream.is_empty() && rng.chance(r.pay, 100);
         dut.set_bit(p.pay_valid, pv);
         match stream.front() {
             Some(beat) if pv => dut.set_wide(p.pay_data, beat),
             _ => dut.set_wide(p.pay_data, &rng.bytes(64)),
         }
-        let or = rng.chance(p_out, 100);
+        let or = rng.chance(r.out, 100);
         dut.set_bit(p.out_ready, or);
         dut.eval();
-        if dut.get_bit(p.job_read) {
-            let c = jobs.pop_front().expect("job_read with no job");
-            for beat in &c.beats {
-                stream.push_back(*beat);
-                job_of_beat.push_back(taken_jobs);
+        if let Some((i, k)) = write {
+            pieces.pop_front();
+            let c = &cases[i];
+            if c.late == Some(k) {
+                out.late_writes += 1;
             }
-            taken_jobs += 1;
+            for beat in &c.pieces[k].beats {
+                stream.push_back(*beat);
+                job_of_beat.push_back(i);
+            }
         }
-        if pv && dut.get_bit(p.pay_ready) {
+        if dut.get_bit(p.job_read) {
+            jobs.pop_front().expect("job_read with no job");
+        }
+        if dut.get_bit(p.pg_read) {
+            pieces_read += 1;
+            assert!(
+                pieces_read <= total_pieces - pieces.len(),
+                "cycle {cycles}: piece {pieces_read} read before it was written"
+            );
+        }
+        assert!(
+            !dut.get_bit(p.pg_overflow) && !dut.get_bit(p.pg_underflow),
+            "cycle {cycles}: piece FIFO over/underflow"
+        );
+        out.full_cycles += u64::from(dut.get_bit(p.pg_full));
+        out.afull_cycles += u64::from(dut.get_bit(p.pg_almost_full));
+        let pay_fire = pv && dut.get_bit(p.pay_ready);
+        let g_fire = dut.get_bit(p.g_fire);
+        assert!(!pay_fire || g_fire, "cycle {cycles}: a payload beat taken but no chunk into the gearbox");
+        if pay_fire {
             stream.pop_front();
             let j = job_of_beat.pop_front().unwrap();
             beats_taken[j] += 1;
-            // A job's beats are consumed only while its own frame is being built.
-            assert!(j >= frames.len(), "cycle {cycles}: beat of job {j} taken after its frame ended");
+            // A job's beats are consumed only while its own frame's payload is being built.
+            assert_eq!(j, asm_job, "cycle {cycles}: a beat of job {j} taken while job {asm_job}'s chunks go out");
+            assert!(hdr_done[j], "cycle {cycles}: a beat of job {j} taken before its header went");
+        }
+        if g_fire {
+            assert!(asm_job < n, "cycle {cycles}: a chunk after the last frame");
+            let c = &cases[asm_job];
+            if !pay_fire {
+                if !hdr_done[asm_job] {
+                    hdr_chunks += 1;
+                    hdr_done[asm_job] = hdr_chunks == 1 + usize::from(c.two_chunks);
+                } else {
+                    assert!(
+                        c.pad && beats_taken[asm_job] == c.beats(),
+                        "cycle {cycles}: job {asm_job}: a chunk that is neither header, payload nor pad"
+                    );
+                }
+            }
+            if dut.get_bit(p.g_last) {
+                assert!(hdr_done[asm_job], "cycle {cycles}: job {asm_job} ended within its header");
+                assert_eq!(
+                    beats_taken[asm_job],
+                    c.beats(),
+                    "cycle {cycles}: job {asm_job} {}: payload beats taken at its end",
+                    c.geometry()
+                );
+                out.ends.push(cycles);
+                asm_job += 1;
+                hdr_chunks = 0;
+            }
         }
         if or && dut.get_bit(p.out_valid) {
-            let n = dut.get(p.out_count) as usize;
+            let cnt = dut.get(p.out_count) as usize;
             let last = dut.get_bit(p.out_last);
-            assert!(last || n == 64, "a non-last beat with {n} bytes");
-            cur.extend_from_slice(&dut.get_wide(p.out_data)[..n]);
+            assert!(last || cnt == 64, "a non-last beat with {cnt} bytes");
+            cur.extend_from_slice(&dut.get_wide(p.out_data)[..cnt]);
             if last {
-                let i = frames.len();
-                assert_eq!(beats_taken[i], cases[i].beats.len(), "frame {i}: payload beats taken");
-                frames.push(std::mem::take(&mut cur));
+                let i = out.frames.len();
+                assert_eq!(beats_taken[i], cases[i].beats(), "frame {i}: payload beats taken");
+                out.frames.push(std::mem::take(&mut cur));
             }
         }
         dut.tick();
     }
     assert!(stream.is_empty(), "{} payload beats left over", stream.len());
-    (frames, cycles)
+    assert!(pieces.is_empty() && pieces_read == total_pieces, "{pieces_read} of {total_pieces} pieces read");
+    out
+}
+
+/// Checks every frame of `out` against its case.
+fn check_frames(out: &Outcome, cases: &[Case], what: &str, seed: u64) {
+    assert_eq!(out.frames.len(), cases.len());
+    for (i, (got, c)) in out.frames.iter().zip(cases).enumerate() {
+        let ctx = format!(
+            "{what} frame {i}: opcode {:#04x} plen {} pay_skip {} pieces {} late {:?} (seed {seed:#x})",
+            c.op,
+            c.plen,
+            c.skip,
+            c.geometry(),
+            c.late
+        );
+        check_frame(got, c, &ctx);
+    }
 }
 
 #[test]
 fn jobs_become_codec_frames() {
-    for (round, (pj, pp, po)) in [(100, 100, 100), (30, 60, 70), (80, 90, 25)].into_iter().enumerate() {
-        let (mut dut, p, mut rng, mac, ip, seed) = setup(0x7A55_0000 + round as u64);
-        let cases: Vec<Case> = (0..250).map(|_| make_case(&mut rng, mac, ip)).collect();
-        let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, pj, pp, po);
-        for (i, (got, c)) in frames.iter().zip(&cases).enumerate() {
-            let ctx = format!("round {round} frame {i}: opcode {:#04x} plen {} skip {} (seed {seed:#x})", c.op, c.plen, c.skip);
-            check_frame(got, c, &ctx);
-        }
-        eprintln!("tx_assembler: {} frames in {cycles} cycles (job {pj}%, payload {pp}%, out {po}%)", cases.len());
+    let rounds = [
+        Rates { job: 100, pay: 100, out: 100, piece: 100 },
+        Rates { job: 30, pay: 60, out: 70, piece: 50 },
+        Rates { job: 80, pay: 90, out: 25, piece: 90 },
+    ];
+    for (round, r) in rounds.into_iter().enumerate() {
+        let (mut dut, p, mut g) = setup(0x7A55_0000 + round as u64);
+        let cases: Vec<Case> = (0..250).map(|_| make_case(&mut g)).collect();
+        let out = run(&mut dut, &p, &mut g.rng, &cases, r);
+        check_frames(&out, &cases, &format!("round {round}"), g.seed);
+        eprintln!("tx_assembler: {} frames in {} cycles ({r:?})", cases.len(), out.cycles);
     }
 }
 
@@ -466,11 +775,21 @@ fn extension_header_layouts() {
     // The atomics: AETH + AtomicAckETH (ATOMIC ACKNOWLEDGE: 66) and AtomicETH (COMPARE SWAP,
     // FETCH ADD: 82), no payload.
     let layouts: [(u8, usize); 11] = [
-        (0x04, 54), (0x05, 58), (0x09, 58), (0x0D, 58), (0x10, 58), (0x0A, 70), (0x0C, 70), (0x0B, 74), (0x12, 66),
-        (0x13, 82), (0x14, 82),
+        (0x04, 54),
+        (0x05, 58),
+        (0x09, 58),
+        (0x0D, 58),
+        (0x10, 58),
+        (0x0A, 70),
+        (0x0C, 70),
+        (0x0B, 74),
+        (0x12, 66),
+        (0x13, 82),
+        (0x14, 82),
     ];
-    for (round, (pj, pp, po)) in [(100, 100, 100), (50, 70, 60)].into_iter().enumerate() {
-        let (mut dut, p, mut rng, mac, ip, seed) = setup(0x7A55_2000 + round as u64);
+    let rounds = [READY, Rates { job: 50, pay: 70, out: 60, piece: 60 }];
+    for (round, r) in rounds.into_iter().enumerate() {
+        let (mut dut, p, mut g) = setup(0x7A55_2000 + round as u64);
         let mut cases = Vec::new();
         for (op, hlen) in layouts {
             let plens: Vec<usize> = if op == 0x0C || is_atomic(op) {
@@ -479,30 +798,25 @@ fn extension_header_layouts() {
                 (0..=72).chain([120, 127, 128, 129, 180, 192, 1000, 4093, 4096]).collect()
             };
             for plen in plens {
-                let c = make_case_of(&mut rng, mac, ip, op, plen);
+                let c = make_case_of(&mut g, op, plen);
                 assert_eq!(54 + c.repr.ext_len(), hlen, "opcode {op:#04x}");
                 cases.push(c);
             }
         }
-        let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, pj, pp, po);
-        for (i, (got, c)) in frames.iter().zip(&cases).enumerate() {
-            let ctx = format!("round {round} frame {i}: opcode {:#04x} plen {} skip {} (seed {seed:#x})", c.op, c.plen, c.skip);
-            check_frame(got, c, &ctx);
-        }
-        eprintln!("tx_assembler: {} layout frames in {cycles} cycles", cases.len());
+        let out = run(&mut dut, &p, &mut g.rng, &cases, r);
+        check_frames(&out, &cases, &format!("round {round}"), g.seed);
+        eprintln!("tx_assembler: {} layout frames in {} cycles", cases.len(), out.cycles);
     }
 }
 
 #[test]
 fn back_to_back_jobs_keep_pace() {
-    let (mut dut, p, mut rng, mac, ip, _) = setup(0x7A55_1000);
-    let cases: Vec<Case> = (0..200).map(|_| make_case(&mut rng, mac, ip)).collect();
-    let budget: u64 = cases
-        .iter()
-        .map(|c| c.beats.len() as u64 + 3 + u64::from(c.two_chunks) + u64::from(c.pad))
-        .sum();
-    let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, 100, 100, 100);
-    assert_eq!(frames.len(), cases.len());
+    let (mut dut, p, mut g) = setup(0x7A55_1000);
+    let cases: Vec<Case> = (0..200).map(|_| make_case(&mut g)).collect();
+    let budget: u64 = cases.iter().map(|c| c.beats() as u64 + 3 + u64::from(c.two_chunks) + u64::from(c.pad)).sum();
+    let out = run(&mut dut, &p, &mut g.rng, &cases, READY);
+    let cycles = out.cycles;
+    assert_eq!(out.frames.len(), cases.len());
     eprintln!("tx_assembler: {} frames in {cycles} cycles, budget {budget}", cases.len());
     // Pipeline fill: job -> header (4) -> gearbox (4) -> first beat out, plus the tick count's
     // first and last cycle.
@@ -511,15 +825,16 @@ fn back_to_back_jobs_keep_pace() {
 
 #[test]
 fn atomic_jobs_become_codec_frames() {
-    for (round, (pj, pp, po)) in [(100, 100, 100), (40, 70, 50)].into_iter().enumerate() {
-        let (mut dut, p, mut rng, mac, ip, seed) = setup(0x7A55_3000 + round as u64);
+    for (round, r) in [READY, Rates { job: 40, pay: 70, out: 50, piece: 60 }].into_iter().enumerate() {
+        let (mut dut, p, mut g) = setup(0x7A55_3000 + round as u64);
         let mut cases = Vec::new();
         for i in 0..200 {
+            let rng = &mut g.rng;
             let op = if i % 3 == 2 { *rng.pick(&[0x04u8, 0x0A, 0x0B, 0x05]) } else { *rng.pick(&[0x12u8, 0x13, 0x14]) };
             if is_atomic(op) {
-                let mut a = codec::atomic_repr(&mut rng, op);
-                a.eth.src_addr = mac;
-                a.ipv4.src_addr = ip;
+                let mut a = codec::atomic_repr(rng, op);
+                a.eth.src_addr = g.mac;
+                a.ipv4.src_addr = g.ip;
                 // Operand corners: all ones, all zeros, one byte set.
                 let corner = match i % 7 {
                     0 => Some(u64::MAX),
@@ -537,17 +852,236 @@ fn atomic_jobs_become_codec_frames() {
                         o.orig_data = v;
                     }
                 }
-                cases.push(make_atomic_case(&mut rng, a));
+                cases.push(make_atomic_case(rng, a));
             } else {
                 let plen = rng.range(0, 200) as usize;
-                cases.push(make_case_of(&mut rng, mac, ip, op, plen));
+                cases.push(make_case_of(&mut g, op, plen));
             }
         }
-        let (frames, cycles) = run(&mut dut, &p, &mut rng, &cases, pj, pp, po);
-        for (i, (got, c)) in frames.iter().zip(&cases).enumerate() {
-            let ctx = format!("round {round} frame {i}: opcode {:#04x} plen {} (seed {seed:#x})", c.op, c.plen);
-            check_frame(got, c, &ctx);
+        let out = run(&mut dut, &p, &mut g.rng, &cases, r);
+        check_frames(&out, &cases, &format!("round {round}"), g.seed);
+        eprintln!("tx_assembler: {} atomic-mix frames in {} cycles", cases.len(), out.cycles);
+    }
+}
+
+/// Opcodes with payload for gathered packets: RC RDMA WRITE and SEND of every kind, READ
+/// RESPONSE (one piece in the NIC, but the assembler does not care), UC SEND/WRITE.
+const PAYLOAD_OPCODES: [u8; 20] = [
+    0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x0D, 0x0E, 0x0F, 0x10, 0x26, 0x28, 0x2A,
+    0x2B,
+];
+
+/// FIRST/MIDDLE opcodes: their payload is a whole MTU.
+fn is_first_or_middle(op: u8) -> bool {
+    matches!(op, 0x06 | 0x07 | 0x00 | 0x01 | 0x0D | 0x0E | 0x26 | 0x27)
+}
+
+/// A piece length at `skip`, at most `max`: 1 byte, ending exactly at a beat boundary, whole
+/// beats, short, 64+ bytes or anything.
+fn piece_len(rng: &mut Rng, skip: usize, max: usize) -> usize {
+    let len = match rng.range(0, 5) {
+        0 => 1,
+        1 => 64 * rng.range(1, 4) as usize - skip,
+        2 => 64 * rng.range(1, 4) as usize,
+        3 => rng.range(1, 63) as usize,
+        4 => rng.range(64, 1500) as usize,
+        _ => rng.range(1, 4096) as usize,
+    };
+    len.clamp(1, max)
+}
+
+/// The pieces (skip, length) of a payload of `plen` bytes (0 for any length up to 4096) in
+/// 1..=6 pieces.
+fn random_geometry(rng: &mut Rng, plen: usize) -> Vec<(usize, usize)> {
+    let k = rng.range(1, if plen == 0 { 6 } else { plen.min(6) as u64 }) as usize;
+    let total = if plen == 0 { 4096 } else { plen };
+    let mut left = total;
+    let mut out = Vec::new();
+    for i in 0..k {
+        let skip = rng.range(0, 63) as usize;
+        let rest = k - 1 - i;
+        let len = if rest == 0 && plen != 0 { left } else { piece_len(rng, skip, left - rest) };
+        out.push((skip, len));
+        left -= len;
+    }
+    out
+}
+
+/// A random job for the gathered tests: mostly a payload of 1..=6 pieces (`pay_skip` garbage),
+/// some jobs without payload; a quarter of those with pieces late when `late`.
+fn gathered_case(g: &mut Gen, late: bool) -> Case {
+    if g.rng.chance(15, 100) {
+        let op = *g.rng.pick(&[0x0Cu8, 0x12, 0x13, 0x14, 0x04, 0x0A, 0x10]);
+        return make_case_of(g, op, 0);
+    }
+    let op = *g.rng.pick(&PAYLOAD_OPCODES);
+    let plen = if is_first_or_middle(op) { *g.rng.pick(&[256usize, 512, 1024, 2048, 4096]) } else { 0 };
+    let geometry = random_geometry(&mut g.rng, plen);
+    let pay_skip = g.rng.range(0, 63) as usize;
+    let mut c = make_case_pieces(g, op, &geometry, pay_skip);
+    if late && g.rng.chance(1, 4) {
+        c.late = Some(g.rng.range(0, c.pieces.len() as u64 - 1) as usize);
+    }
+    c
+}
+
+/// For every skip 0..63, a packet of five pieces at that skip: 1 byte, up to the beat boundary
+/// (`64 - skip`), 64 bytes, 64..=264 bytes and `128 - skip` bytes (two beats, ending at a
+/// boundary); every other one after a job without payload.
+fn skip_sweep(g: &mut Gen) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for s in 0..64usize {
+        if s % 2 == 1 {
+            cases.push(make_case_of(g, 0x0C, 0));
         }
-        eprintln!("tx_assembler: {} atomic-mix frames in {cycles} cycles", cases.len());
+        let op = *g.rng.pick(&[0x04u8, 0x05, 0x0A, 0x0B, 0x08, 0x10]);
+        let big = g.rng.range(64, 264) as usize;
+        let geometry = [(s, 1), (s, 64 - s), (s, 64), (s, big), (s, 128 - s)];
+        let pay_skip = g.rng.range(0, 63) as usize;
+        let mut c = make_case_pieces(g, op, &geometry, pay_skip);
+        c.late = if s % 4 == 0 { Some(s / 4 % 5) } else { None };
+        cases.push(c);
+    }
+    cases
+}
+
+#[test]
+fn gathered_payloads_become_codec_frames() {
+    let rounds = [
+        READY,
+        Rates { job: 30, pay: 60, out: 70, piece: 40 },
+        Rates { job: 80, pay: 90, out: 25, piece: 90 },
+        Rates { job: 60, pay: 50, out: 80, piece: 15 },
+    ];
+    let mut late = 0;
+    for (round, r) in rounds.into_iter().enumerate() {
+        let (mut dut, p, mut g) = setup(0x7A55_4000 + round as u64);
+        let mut cases = skip_sweep(&mut g);
+        cases.extend((0..600).map(|_| gathered_case(&mut g, true)));
+        let out = run(&mut dut, &p, &mut g.rng, &cases, r);
+        check_frames(&out, &cases, &format!("round {round}"), g.seed);
+        let pieces: usize = cases.iter().map(|c| c.pieces.len()).sum();
+        eprintln!(
+            "tx_assembler: {} gathered frames ({pieces} pieces, {} late) in {} cycles ({r:?}); piece FIFO full {} cycles, almost full {}",
+            cases.len(),
+            out.late_writes,
+            out.cycles,
+            out.full_cycles,
+            out.afull_cycles
+        );
+        late += out.late_writes;
+    }
+    assert!(late > 0, "no piece was written late");
+}
+
+/// Packets of `k` = 1..=6 pieces that each fit one beat (`skip + len <= 64`) and of `k` pieces
+/// of 65..=600 bytes, ten of each, SEND ONLY.
+fn short_and_long_piece_cases(g: &mut Gen) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for k in 1..=6usize {
+        for _ in 0..10 {
+            let mut short = Vec::new();
+            let mut long = Vec::new();
+            for _ in 0..k {
+                let s = g.rng.range(0, 63) as usize;
+                short.push((s, g.rng.range(1, 64 - s as u64) as usize));
+                long.push((s, g.rng.range(65, 600) as usize));
+            }
+            cases.push(make_case_pieces(g, 0x04, &short, 0));
+            cases.push(make_case_pieces(g, 0x04, &long, 0));
+        }
+    }
+    cases
+}
+
+/// Each packet's cost with everything ready: the cycles between its final chunk's entry into
+/// the gearbox and the previous packet's (so the first packet, which waits for the pipeline,
+/// has none), and its cost in the assembler docstring's model, `n + 2` (+1 with a header
+/// longer than a beat, +1 with pad), `n` its payload beats.
+fn packet_costs(cases: &[Case], out: &Outcome) -> Vec<(u64, u64)> {
+    (1..cases.len())
+        .map(|i| {
+            let c = &cases[i];
+            let model = c.beats() as u64 + 2 + u64::from(c.two_chunks) + u64::from(c.pad);
+            (out.ends[i] - out.ends[i - 1], model)
+        })
+        .collect()
+}
+
+/// With everything ready (jobs, pieces written ahead, payload beats, `out_ready`), a gathered
+/// packet of `n` payload beats costs at most `n + 3 + s` cycles (+1 with a header longer than a
+/// beat, +1 with pad), where `s` is the number of its pieces other than the last that fit one
+/// beat (`skip + len <= 64`): the single-piece allowance of `back_to_back_jobs_keep_pace`, plus
+/// one idle cycle after each such short piece. Any other piece boundary costs nothing.
+///
+/// Measured (random gathered jobs, 1..=6 pieces, and packets of only short or only long
+/// pieces): every packet costs exactly `n + 2 + s` (+1 RETH/atomic, +1 pad); the gearbox's
+/// one-cycle wait never showed. The idle cycle is the assembler's: when a piece is taken,
+/// stage B is emptied and refilled from stage A only in the next cycle, so when that piece's
+/// first beat is also its last the next piece is not in stage B yet; the assembler goes to
+/// state 5 and takes it one cycle later. This is worse than the docstring's "a piece starts in
+/// the cycle after the previous one's last beat" for one-beat pieces (reported; see
+/// `short_pieces_start_back_to_back`, which asserts the docstring's claim), and within the
+/// `n + pieces - 1 + allowance` the design was asked to meet.
+#[test]
+fn gathered_jobs_keep_pace() {
+    let (mut dut, p, mut g) = setup(0x7A55_5000);
+    let mut cases: Vec<Case> = (0..400).map(|_| gathered_case(&mut g, false)).collect();
+    cases.extend(short_and_long_piece_cases(&mut g));
+    let out = run(&mut dut, &p, &mut g.rng, &cases, READY);
+    let costs = packet_costs(&cases, &out);
+    // Excess over the docstring's model, by short pieces: (short, excess) -> packets.
+    let mut hist = std::collections::BTreeMap::<(usize, u64), usize>::new();
+    for (i, &(cost, model)) in costs.iter().enumerate() {
+        let c = &cases[i + 1];
+        let s = c.short_pieces() as u64;
+        assert!(
+            cost >= model && cost <= model + 1 + s,
+            "packet {}: pieces {} ({} beats, {s} short, header {} chunks, pad {}): {cost} cycles, model {model} (+{s} short) (seed {:#x})",
+            i + 1,
+            c.geometry(),
+            c.beats(),
+            1 + usize::from(c.two_chunks),
+            c.pad,
+            g.seed
+        );
+        *hist.entry((c.short_pieces(), cost - model)).or_default() += 1;
+    }
+    let budget: u64 = cases
+        .iter()
+        .map(|c| c.beats() as u64 + 3 + u64::from(c.two_chunks) + u64::from(c.pad) + c.short_pieces() as u64)
+        .sum();
+    eprintln!(
+        "tx_assembler: {} gathered frames in {} cycles, budget {budget}; (short pieces, cycles over n + 2 (+RETH +pad)) -> packets: {hist:?}",
+        cases.len(),
+        out.cycles
+    );
+    assert!(out.cycles <= budget + 10, "{} cycles, budget {budget}", out.cycles);
+}
+
+/// The assembler docstring's claim, "a piece starts in the cycle after the previous one's last
+/// beat": with everything ready a packet costs at most `n + 3` cycles (+1 RETH/atomic, +1 pad)
+/// however its payload is cut into pieces. Fails today: each piece other than the last that
+/// fits one beat costs one more cycle (see `gathered_jobs_keep_pace`). Ignored until the
+/// assembler keeps the next piece ready behind a one-beat piece, or its docstring is amended.
+#[test]
+#[ignore = "the assembler idles one cycle after each non-last piece that fits one beat (reported)"]
+fn short_pieces_start_back_to_back() {
+    let (mut dut, p, mut g) = setup(0x7A55_6000);
+    let cases = short_and_long_piece_cases(&mut g);
+    let out = run(&mut dut, &p, &mut g.rng, &cases, READY);
+    for (i, &(cost, model)) in packet_costs(&cases, &out).iter().enumerate() {
+        let c = &cases[i + 1];
+        assert!(
+            cost <= model + 1,
+            "packet {} (its final chunk into the gearbox at cycle {}): pieces {} ({} beats, {} short): {cost} cycles, want at most {} (seed {:#x})",
+            i + 1,
+            out.ends[i + 1],
+            c.geometry(),
+            c.beats(),
+            c.short_pieces(),
+            model + 1,
+            g.seed
+        );
     }
 }

@@ -670,7 +670,7 @@ impl Dut {
             info.name,
             info.width
         );
-        if info.width % 8 != 0 && bytes.len() >= nb {
+        if !info.width.is_multiple_of(8) && bytes.len() >= nb {
             assert!(
                 bytes[nb - 1] >> (info.width % 8) == 0,
                 "{}: value does not fit `{}` ({} bits)",
