@@ -97,6 +97,7 @@ pub struct TxAssembler {
     pg_len: Signal<Local, Bits<13>>,
     qa_beats: Signal<Local, Bits<14>>,
     take: Signal<Local, Bit>,
+    a_to_b: Signal<Local, Bit>,
     t_empty: Signal<Local, Bit>,
     h_len: Signal<Local, Bits<7>>,
     h_two: Signal<Local, Bit>,
