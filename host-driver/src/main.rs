@@ -121,6 +121,21 @@ struct CommonArgs {
     #[arg(long, short = 'q', default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(perf::MAX_QPS)))]
     qps: u32,
+    /// write and send: post each message as a gather list of N SGEs, 1 ..= 16: the message is
+    /// split in order into N pieces of unequal lengths (the last takes the remainder), stored
+    /// in the source buffer with a few odd bytes between them, so the check proves the NIC
+    /// gathered them in order. A message shorter than N bytes is N − size zero-length pieces
+    /// among one-byte ones. read and atomic take 1 only.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(perf::MAX_SGES)))]
+    sges: u32,
+    /// write and send (perftest's -I): the client QPs take up to B bytes of inline data
+    /// (max_inline_data), 0 ..= 448, and messages of at most B bytes are posted with
+    /// IBV_SEND_INLINE (copied into the WQE at post time; the NIC reads them from the SQ).
+    /// read and atomic take 0 only.
+    #[arg(long, short = 'I', alias = "inline_size", value_name = "B", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(perf::MAX_INLINE_SIZE)))]
+    inline_size: u32,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
     #[arg(long, short = 'm', default_value = "4096", value_parser = parse_mtu)]
     mtu: Mtu,
@@ -212,6 +227,8 @@ fn perf_bw(o: Op, a: CommonArgs) -> ExitCode {
         rx_depth: o.rx_depth,
         outs: o.outs,
         atomic_type: o.atomic_type,
+        sges: a.sges,
+        inline_size: a.inline_size,
         min_rnr_timer: o.min_rnr_timer,
         size: o.size,
         iters: a.iters,
@@ -331,7 +348,8 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     println!(" CQ Moderation   : {}", r.cq_mod);
     println!(" Mtu             : {}[B]", r.mtu);
     println!(" Link type       : Ethernet (RoCEv2, 100 Gb/s simulated wire)");
-    println!(" Max inline data : 0[B]");
+    println!(" Max inline data : {}[B]{}", r.inline_size, if r.size <= u64::from(r.inline_size) { "\t\tmessages sent inline" } else { "" });
+    println!(" SGEs per WR     : {}", r.sges);
     println!(" Data ex. method : in-process (two simulated hosts)");
     println!("{RULE}");
     // One line per QP and side, as perftest prints them.
@@ -381,10 +399,16 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
             " verification: all {} originals returned once and each of the {} QPs' targets holds its final value",
             r.iters, r.qps
         );
-    } else if r.verified && r.qps > 1 {
-        println!(" verification: all {} bytes match, each QP's in its own buffer", r.bytes);
     } else if r.verified {
-        println!(" verification: all {} bytes match", r.bytes);
+        let whose = if r.qps > 1 { ", each QP's in its own buffer" } else { "" };
+        let how = if r.size <= u64::from(r.inline_size) {
+            ", every message sent inline".to_owned()
+        } else if r.sges > 1 {
+            format!(", every message gathered from {} SGEs", r.sges)
+        } else {
+            String::new()
+        };
+        println!(" verification: all {} bytes match{whose}{how}", r.bytes);
     } else {
         for q in r.per_qp.iter().filter(|q| !q.verified && r.qps > 1) {
             println!(" QP {}: FAILED ({} of {} messages completed)", q.qp, q.completed, q.iters);

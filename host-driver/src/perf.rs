@@ -11,7 +11,7 @@ use crate::context::{Context, Counters, PortAddr};
 use crate::cq::WorkCompletion;
 use crate::error::{Error, Result};
 use crate::mr::AccessFlags;
-use crate::qp::{ConnectOptions, Endpoint, Mtu, RecvWr, SendWr};
+use crate::qp::{ConnectOptions, Endpoint, Mtu, RecvWr, SendWr, Sge};
 use crate::sim::sim_pair;
 
 /// Largest `size × iters` the test accepts (the server's buffer), in bytes.
@@ -107,6 +107,79 @@ pub const MAX_RX_DEPTH: u32 = crate::qp::MAX_RECV_WR;
 /// Most QP pairs a run connects ([`WriteBwOptions::qps`], perftest's `-q`).
 pub const MAX_QPS: u32 = 16;
 
+/// Most SGEs a message is posted as ([`WriteBwOptions::sges`]): what the NIC gathers per WQE.
+pub const MAX_SGES: u32 = crate::qp::MAX_SEND_SGE;
+
+/// Largest [`WriteBwOptions::inline_size`]: the inline bytes a WQE holds.
+pub const MAX_INLINE_SIZE: u32 = crate::qp::MAX_INLINE_DATA;
+
+/// What the client's source buffer holds in the gaps between the pieces of a gathered message
+/// ([`gather_pieces`]): bytes no message is supposed to carry, so a NIC that sent them would
+/// fail the check.
+pub const GAP_BYTE: u8 = 0xEE;
+
+/// One SGE of a message posted as a gather list ([`gather_pieces`]): message bytes
+/// `msg_offset .. msg_offset + len`, stored at bytes `offset .. offset + len` of the message's
+/// slot in the client's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// Offset of the piece in the message's slot of the source buffer.
+    pub offset: u64,
+    /// Offset of the piece's first byte in the message.
+    pub msg_offset: u64,
+    /// Length in bytes (0 only when the message is shorter than the number of SGEs).
+    pub len: u64,
+}
+
+/// Odd gaps between consecutive pieces, cycled: pieces are never adjacent and start at every
+/// alignment.
+const GAPS: [u64; 4] = [1, 3, 5, 7];
+
+/// Relative weights of the pieces, cycled, so consecutive pieces have unequal lengths.
+fn piece_weight(i: u64) -> u64 {
+    1 + i % 3
+}
+
+/// How a message of `size` bytes is split into `sges` SGEs (`--sges`), in message order, piece
+/// `i` followed by a gap of 1, 3, 5, 7, 1, … bytes in the source slot, so the pieces are in
+/// order but never adjacent and start at every alignment. When `size ≥ sges` each piece has
+/// one byte plus a share of the other `size − sges` proportional to 1, 2, 3, 1, 2, 3, …
+/// (rounded down; the last piece takes the remainder), so consecutive pieces have unequal
+/// lengths. A message shorter than `sges` has `size` pieces of one byte spread evenly among
+/// zero-length ones (which the NIC skips); the last piece is never empty. With `sges` = 1 it is
+/// the whole message at offset 0, as without a gather list. `sges` must be 1 ..= [`MAX_SGES`]
+/// (0 is taken as 1).
+pub fn gather_pieces(size: u64, sges: u32) -> Vec<Piece> {
+    let n = u64::from(sges.max(1));
+    let long = size >= n;
+    let weight = |i: u64| if long { piece_weight(i) } else { 1 };
+    let base = u64::from(long);
+    let extra = size - base * n;
+    let total: u64 = (0..n).map(weight).sum();
+    let mut cum = 0u64;
+    let (mut offset, mut msg_offset) = (0u64, 0u64);
+    let mut pieces = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let before = extra * cum / total;
+        cum += weight(i);
+        let len = base + extra * cum / total - before;
+        pieces.push(Piece { offset, msg_offset, len });
+        offset += len + GAPS[i as usize % GAPS.len()];
+        msg_offset += len;
+    }
+    pieces
+}
+
+/// Bytes one message slot of the client's source buffer takes with `sges` SGEs: `size` with
+/// one SGE, otherwise the pieces of [`gather_pieces`] and the gap after each.
+pub fn slot_stride(size: u64, sges: u32) -> u64 {
+    if sges <= 1 {
+        return size;
+    }
+    let n = u64::from(sges);
+    size + (0..n).map(|i| GAPS[i as usize % GAPS.len()]).sum::<u64>()
+}
+
 /// The initial value of QP `qp`'s target word in an atomic run: [`ATOMIC_INIT`] − qp × 2^28
 /// (mod 2^64), so QP 0 starts at [`ATOMIC_INIT`] and the compare-and-swap chains of different
 /// QPs (at most 2^27 operations each) never share a value.
@@ -154,6 +227,17 @@ pub struct WriteBwOptions {
     pub outs: u8,
     /// Atomic only: the operation (default fetch-and-add).
     pub atomic_type: AtomicType,
+    /// WRITE and SEND: SGEs each message is posted as (1 ..= [`MAX_SGES`], default 1), split
+    /// as [`gather_pieces`] describes from a source slot of [`slot_stride`] bytes; the client
+    /// QPs are built with `max_send_sge` = `sges`. READ and atomics take 1 only.
+    pub sges: u32,
+    /// WRITE and SEND (perftest's `-I, --inline_size`): the client QPs are built with
+    /// `max_inline_data` = `inline_size` (0 ..= [`MAX_INLINE_SIZE`], default 0), and when
+    /// `size ≤ inline_size` every message is posted with `IBV_SEND_INLINE`: its bytes are
+    /// copied into the WQE at post time from a scratch buffer that the next message reuses at
+    /// once, and the NIC reads them from the SQ ring (not from the client's registered buffer,
+    /// which stays untouched). READ and atomics take 0 only.
+    pub inline_size: u32,
     /// The server's RNR timer code (`min_rnr_timer`, default 12 = 0.64 ms; 1 ..= 31, or 0 =
     /// 655.36 ms): the wait before a SEND that found no receive is resent.
     pub min_rnr_timer: u8,
@@ -185,6 +269,8 @@ impl Default for WriteBwOptions {
             rx_depth: 512,
             outs: 16,
             atomic_type: AtomicType::FetchAndAdd,
+            sges: 1,
+            inline_size: 0,
             min_rnr_timer: 12,
             budget_cycles: None,
             pcap: None,
@@ -247,6 +333,11 @@ pub struct WriteBwReport {
     /// Atomic only: "fetch_and_add" or "cmp_and_swap".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub atomic_type: Option<&'static str>,
+    /// SGEs each message was posted as ([`WriteBwOptions::sges`]; 1 for READ and atomics).
+    pub sges: u32,
+    /// The client QPs' `max_inline_data` ([`WriteBwOptions::inline_size`]): messages of at
+    /// most this many bytes were posted inline (0: none).
+    pub inline_size: u32,
     /// Payload bytes: `size × iters`.
     pub bytes: u64,
     /// NIC cycles from just before the first post to the poll that found the last completion
@@ -416,6 +507,26 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
     if matches!(o.op, BwOp::Read | BwOp::Atomic) && (o.outs == 0 || o.outs > crate::qp::MAX_RD_ATOMIC) {
         return Err(Error::inval(format!("outs must be 1 ..= {}, not {}", crate::qp::MAX_RD_ATOMIC, o.outs)));
     }
+    if o.sges == 0 || o.sges > MAX_SGES {
+        return Err(Error::inval(format!("--sges {} must be 1..={MAX_SGES}", o.sges)));
+    }
+    if o.inline_size > MAX_INLINE_SIZE {
+        return Err(Error::inval(format!("--inline-size {} must be 0..={MAX_INLINE_SIZE} (the inline bytes a WQE holds)", o.inline_size)));
+    }
+    if matches!(o.op, BwOp::Read | BwOp::Atomic) && o.sges != 1 {
+        return Err(Error::inval(format!(
+            "--sges {}: {} takes exactly one SGE (gather lists are for write and send), so --sges must be 1",
+            o.sges,
+            one_sge_op(o.op)
+        )));
+    }
+    if matches!(o.op, BwOp::Read | BwOp::Atomic) && o.inline_size != 0 {
+        return Err(Error::inval(format!(
+            "--inline-size {}: {} carries no inline data (inline is for write and send), so --inline-size must be 0",
+            o.inline_size,
+            one_sge_op(o.op)
+        )));
+    }
     if o.op == BwOp::Send && (o.rx_depth == 0 || o.rx_depth > MAX_RX_DEPTH) {
         return Err(Error::inval(format!("--rx-depth {} must be 1..={MAX_RX_DEPTH}", o.rx_depth)));
     }
@@ -431,6 +542,15 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// "an RDMA READ" or "an atomic", for the messages of [`check_options`].
+fn one_sge_op(op: BwOp) -> &'static str {
+    if op == BwOp::Read {
+        "an RDMA READ"
+    } else {
+        "an atomic"
+    }
 }
 
 /// Receives the server keeps posted per QP: `rx_depth`, but no more than QP 0's messages.
@@ -474,6 +594,13 @@ fn server_cq_share(o: &WriteBwOptions) -> u64 {
 /// REMOTE_ATOMIC), whose original lands in the client's bytes `8 k ..` of that QP's buffer;
 /// afterwards [`check_atomics_from`] checks each QP's originals and final value.
 ///
+/// WRITE and SEND with `sges` > 1: each slot of the client's ring is [`slot_stride`] bytes and
+/// holds the message's pieces ([`gather_pieces`]: in order, of unequal lengths, separated by
+/// odd gaps of [`GAP_BYTE`]), and the message is posted as one SGE per piece, so the server's
+/// buffer verifies only if the NIC gathered exactly the pieces, in order. With `size ≤
+/// inline_size` the messages are posted inline instead (the gather list is not used: the bytes
+/// are copied into the WQE at post time from one scratch buffer refilled for every message).
+///
 /// Every completion must carry the QP number of the QP that posted its wr_id (otherwise the
 /// run fails with an error naming both).
 ///
@@ -511,8 +638,14 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     // server's buffers; a READ copies the server's patterns into client buffers as large as
     // each QP's transfer, checked there; atomics return one original each into a client buffer
     // of 8 bytes per operation per QP, and each QP works on its own u64 of the server's.
-    let client_lens: Vec<usize> =
-        n.iter().map(|&nq| size * if read || atomic { nq as usize } else { nq.min(u64::from(o.tx_depth)) as usize }).collect();
+    // A WRITE or SEND slot holds the message's pieces and the gaps between them (`--sges`).
+    let stride = slot_stride(o.size, o.sges) as usize;
+    let pieces = gather_pieces(o.size, o.sges);
+    let inline = !read && !atomic && o.size <= u64::from(o.inline_size);
+    let client_lens: Vec<usize> = n
+        .iter()
+        .map(|&nq| if read || atomic { size * nq as usize } else { stride * nq.min(u64::from(o.tx_depth)) as usize })
+        .collect();
     let server_lens: Vec<usize> =
         n.iter().map(|&nq| if atomic { ATOMIC_BYTES as usize } else { size * nq as usize }).collect();
     let server_total: usize = server_lens.iter().sum();
@@ -520,7 +653,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     // aligned byte of a buffer 8 bytes longer than they need.
     let mut server_buf = vec![0u8; server_total + if atomic { ATOMIC_BYTES as usize } else { 0 }];
     let server_off = if atomic { server_buf.as_ptr().align_offset(8) } else { 0 };
-    let mut client_buf = vec![0u8; client_lens.iter().sum()];
+    // The gaps between pieces hold GAP_BYTE for good (only the pieces are rewritten).
+    let mut client_buf = vec![if o.sges > 1 { GAP_BYTE } else { 0 }; client_lens.iter().sum()];
     let starts = |lens: &[usize]| -> Vec<usize> { lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect() };
     let (client_starts, server_starts) = (starts(&client_lens), starts(&server_lens));
     for q in 0..nq {
@@ -559,7 +693,13 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let mut qps_c = Vec::with_capacity(nq);
         let mut qps_s = Vec::with_capacity(nq);
         for _ in 0..nq {
-            qps_c.push(pd_c.create_qp(&cq_c).set_max_send_wr(o.tx_depth).build()?);
+            qps_c.push(
+                pd_c.create_qp(&cq_c)
+                    .set_max_send_wr(o.tx_depth)
+                    .set_max_send_sge(o.sges)
+                    .set_max_inline_data(o.inline_size)
+                    .build()?,
+            );
             qps_s.push(pd_s.create_qp(&cq_s).set_max_send_wr(1).set_max_recv_wr(rx_depth).build()?);
         }
         let opts = ConnectOptions {
@@ -615,6 +755,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let start = dev.now_cycles();
         let mut end = start;
         let mut batch = Vec::with_capacity(o.tx_depth as usize);
+        let mut sgl: Vec<Sge<'_>> = Vec::with_capacity(pieces.len());
         let mut new_rx = vec![0u64; nq];
         while (0..nq).any(|q| completed[q] < n[q] || (send && received[q] < n[q])) {
             for q in 0..nq {
@@ -624,21 +765,40 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     continue;
                 }
                 batch.clear();
-                let slots = (client_lens[q] / size) as u64;
+                let slot_len = if read || atomic { size } else { stride };
+                let slots = (client_lens[q] / slot_len) as u64;
                 let (mr, remote) = (&client_mrs[q], &remotes[q]);
                 for k in posted[q]..upto {
                     let j = q as u64 + k * qps64;
-                    let slot = (k % slots) as usize * size;
+                    let slot = (k % slots) as usize * slot_len;
                     if !read && !atomic {
                         fill_pattern(j, &mut msg);
-                        mr.write_at(slot, &msg)?;
+                        if !inline {
+                            for p in &pieces {
+                                mr.write_at(slot + p.offset as usize, &msg[p.msg_offset as usize..][..p.len as usize])?;
+                            }
+                        }
                     }
                     let signaled = (k + 1) % u64::from(o.cq_mod) == 0 || k + 1 == n[q];
                     let sge = mr.sge(slot..slot + size)?;
                     let init = atomic_init(q as u32);
                     let wr = match o.op {
-                        BwOp::Send => SendWr::send(j, sge),
-                        BwOp::Write => SendWr::rdma_write(j, sge, remote.at(k * o.size)),
+                        BwOp::Send | BwOp::Write => {
+                            let wr = if send { SendWr::send(j, sge) } else { SendWr::rdma_write(j, sge, remote.at(k * o.size)) };
+                            if inline {
+                                // Copied into the WR now; `msg` is refilled for the next one.
+                                wr.with_inline(&msg)?
+                            } else if o.sges > 1 {
+                                sgl.clear();
+                                for p in &pieces {
+                                    let at = slot + p.offset as usize;
+                                    sgl.push(mr.sge(at..at + p.len as usize)?);
+                                }
+                                wr.with_sg_list(&sgl)?
+                            } else {
+                                wr
+                            }
+                        }
                         BwOp::Read => SendWr::rdma_read(j, sge, remote.at(k * o.size)),
                         BwOp::Atomic => match o.atomic_type {
                             AtomicType::FetchAndAdd => SendWr::atomic_fetch_and_add(j, sge, remote.at(0), ATOMIC_ADD),
@@ -795,6 +955,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         rx_depth: send.then_some(o.rx_depth),
         outs: (read || atomic).then_some(o.outs),
         atomic_type: atomic.then(|| o.atomic_type.name()),
+        sges: o.sges,
+        inline_size: o.inline_size,
         bytes: o.size * o.iters,
         cycles,
         clock_mhz: CORE_CLOCK_MHZ,
@@ -1019,6 +1181,60 @@ mod tests {
         assert!(check_options(&WriteBwOptions { size: 16, ..atomic.clone() }).unwrap_err().to_string().contains("size must be 8"));
         assert!(check_options(&WriteBwOptions { outs: 0, ..atomic.clone() }).is_err());
         assert!(check_options(&WriteBwOptions { outs: 17, ..atomic }).is_err());
+    }
+
+    #[test]
+    fn gather_pieces_are_in_order_unequal_and_never_adjacent() {
+        for size in [1u64, 2, 7, 15, 16, 17, 64, 999, 5001, 65536, 1 << 31] {
+            for sges in 1..=MAX_SGES {
+                let p = gather_pieces(size, sges);
+                assert_eq!(p.len(), sges as usize);
+                assert_eq!(p.iter().map(|x| x.len).sum::<u64>(), size, "{size} {sges}");
+                assert!(p.last().unwrap().len > 0, "the last piece is never empty");
+                let stride = slot_stride(size, sges);
+                let end = p.last().map(|x| x.offset + x.len).unwrap();
+                assert!(end <= stride, "{size} {sges}");
+                if sges == 1 {
+                    assert_eq!((p[0], stride), (Piece { offset: 0, msg_offset: 0, len: size }, size));
+                    continue;
+                }
+                assert!(end < stride, "a gap before the next slot");
+                for w in p.windows(2) {
+                    assert_eq!(w[1].msg_offset, w[0].msg_offset + w[0].len, "in message order");
+                    let gap = w[1].offset - (w[0].offset + w[0].len);
+                    assert!(gap % 2 == 1, "odd gap {gap}");
+                    if size >= u64::from(sges) * 8 {
+                        assert_ne!(w[0].len, w[1].len, "{size} {sges}: {p:?}");
+                    }
+                }
+                if size >= u64::from(sges) {
+                    assert!(p.iter().all(|x| x.len > 0), "{size} {sges}: {p:?}");
+                } else {
+                    assert_eq!(p.iter().filter(|x| x.len > 0).count() as u64, size, "{size} {sges}: {p:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sges_and_inline_size_are_checked() {
+        let ok = WriteBwOptions::default();
+        for op in [BwOp::Write, BwOp::Send] {
+            check_options(&WriteBwOptions { op, sges: MAX_SGES, inline_size: MAX_INLINE_SIZE, ..ok.clone() }).unwrap();
+            for bad in [WriteBwOptions { op, sges: 0, ..ok.clone() }, WriteBwOptions { op, sges: MAX_SGES + 1, ..ok.clone() }] {
+                assert!(check_options(&bad).unwrap_err().to_string().contains("--sges"));
+            }
+            let big = WriteBwOptions { op, inline_size: MAX_INLINE_SIZE + 1, ..ok.clone() };
+            assert!(check_options(&big).unwrap_err().to_string().contains("--inline-size"));
+        }
+        for (op, size) in [(BwOp::Read, 64), (BwOp::Atomic, ATOMIC_BYTES)] {
+            let one = WriteBwOptions { op, size, ..ok.clone() };
+            check_options(&one).unwrap();
+            let e = check_options(&WriteBwOptions { sges: 2, ..one.clone() }).unwrap_err().to_string();
+            assert!(e.contains("--sges 2") && e.contains("one SGE"), "{e}");
+            let e = check_options(&WriteBwOptions { inline_size: 8, ..one }).unwrap_err().to_string();
+            assert!(e.contains("--inline-size 8") && e.contains("no inline data"), "{e}");
+        }
     }
 
     #[test]
