@@ -59,11 +59,11 @@
 //!   beats; the first frame waits only for the pipeline (header builder 4 cycles, gearbox 4).
 //! - `gathered_jobs_keep_pace`: the same for gathered packets, packet by packet (cycles between
 //!   the final chunks of consecutive frames at the gearbox's input): `n + 3` (+1 RETH/atomic,
-//!   +1 pad) plus one cycle per piece other than the last that fits one beat; measured exactly
-//!   `n + 2 + that` (see its doc comment).
-//! - `short_pieces_start_back_to_back` (ignored: fails on the assembler as it is): the
-//!   assembler docstring's claim that a piece starts in the cycle after the previous one's last
-//!   beat, i.e. `n + 3` (+1, +1) however the payload is cut.
+//!   +1 pad) plus at most one cycle per piece other than the last that fits one beat (a looser
+//!   bound, kept from before the fix below).
+//! - `short_pieces_start_back_to_back`: the assembler docstring's claim that a piece starts in
+//!   the cycle after the previous one's last beat, i.e. `n + 3` (+1, +1) however the payload is
+//!   cut. (It failed until the piece stages refilled in the cycle a piece starts.)
 mod harness;
 
 use harness::codec::{self, assert_frame_eq, AnyPacket};
@@ -1014,15 +1014,12 @@ fn packet_costs(cases: &[Case], out: &Outcome) -> Vec<(u64, u64)> {
 /// beat (`skip + len <= 64`): the single-piece allowance of `back_to_back_jobs_keep_pace`, plus
 /// one idle cycle after each such short piece. Any other piece boundary costs nothing.
 ///
-/// Measured (random gathered jobs, 1..=6 pieces, and packets of only short or only long
-/// pieces): every packet costs exactly `n + 2 + s` (+1 RETH/atomic, +1 pad); the gearbox's
-/// one-cycle wait never showed. The idle cycle is the assembler's: when a piece is taken,
-/// stage B is emptied and refilled from stage A only in the next cycle, so when that piece's
-/// first beat is also its last the next piece is not in stage B yet; the assembler goes to
-/// state 5 and takes it one cycle later. This is worse than the docstring's "a piece starts in
-/// the cycle after the previous one's last beat" for one-beat pieces (reported; see
-/// `short_pieces_start_back_to_back`, which asserts the docstring's claim), and within the
-/// `n + pieces - 1 + allowance` the design was asked to meet.
+/// Measured before the fix (random gathered jobs, 1..=6 pieces, and packets of only short or
+/// only long pieces): every packet cost exactly `n + 2 + s` (+1 RETH/atomic, +1 pad): when a
+/// piece was taken, stage B was emptied and refilled from stage A only in the next cycle, so
+/// behind a one-beat piece the next piece was not ready. The stages now refill in the cycle a
+/// piece starts (`short_pieces_start_back_to_back` holds the tighter bound); this test keeps
+/// the looser one.
 #[test]
 fn gathered_jobs_keep_pace() {
     let (mut dut, p, mut g) = setup(0x7A55_5000);
@@ -1061,11 +1058,9 @@ fn gathered_jobs_keep_pace() {
 
 /// The assembler docstring's claim, "a piece starts in the cycle after the previous one's last
 /// beat": with everything ready a packet costs at most `n + 3` cycles (+1 RETH/atomic, +1 pad)
-/// however its payload is cut into pieces. Fails today: each piece other than the last that
-/// fits one beat costs one more cycle (see `gathered_jobs_keep_pace`). Ignored until the
-/// assembler keeps the next piece ready behind a one-beat piece, or its docstring is amended.
+/// however its payload is cut into pieces (before the fix, each piece other than the last that
+/// fitted one beat cost one more cycle, see `gathered_jobs_keep_pace`).
 #[test]
-#[ignore = "the assembler idles one cycle after each non-last piece that fits one beat (reported)"]
 fn short_pieces_start_back_to_back() {
     let (mut dut, p, mut g) = setup(0x7A55_6000);
     let cases = short_and_long_piece_cases(&mut g);
