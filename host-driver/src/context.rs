@@ -3,7 +3,7 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::net::Ipv4Addr;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use rnic_contract::regs::{self, caps, counter};
 
@@ -11,6 +11,7 @@ use crate::cq::CompletionQueue;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::pd::ProtectionDomain;
+use crate::srq::{self, AsyncEvent, SrqInner};
 
 /// An Ethernet MAC address, byte 0 first on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
@@ -267,6 +268,8 @@ pub(crate) struct CtxInner {
     pub(crate) info: DeviceInfo,
     pub(crate) port: Cell<Option<PortAddr>>,
     pub(crate) tables: RefCell<Tables>,
+    /// The SRQs created on this context, for [`Context::poll_async_event`].
+    pub(crate) srqs: RefCell<Vec<Weak<SrqInner>>>,
 }
 
 /// An opened rnic device: the root of every verbs object (`struct ibv_context`).
@@ -303,7 +306,7 @@ impl Context {
         let info = DeviceInfo::read(&*dev)?;
         info.check_compatible()?;
         let tables = RefCell::new(Tables::new(&info));
-        Ok(Self { inner: Rc::new(CtxInner { dev, info, port: Cell::new(None), tables }) })
+        Ok(Self { inner: Rc::new(CtxInner { dev, info, port: Cell::new(None), tables, srqs: RefCell::new(Vec::new()) }) })
     }
 
     /// Opens `device` and sets its port address (see [`set_port_addr`](Self::set_port_addr)).
@@ -360,6 +363,34 @@ impl Context {
     pub fn alloc_pd(&self) -> Result<ProtectionDomain> {
         let pdn = self.inner.tables.borrow_mut().alloc_pd()?;
         Ok(ProtectionDomain::new(Rc::clone(&self.inner), pdn))
+    }
+
+    /// Polls one asynchronous event, if any (`ibv_get_async_event(3)` without blocking): the
+    /// NIC writes each SRQ's limit event to a CQ of that SRQ; this reads them, in SRQ creation
+    /// order. Events need no acknowledgement (`ibv_ack_async_event`).
+    ///
+    /// # Errors
+    /// Backend errors reading the event rings.
+    pub fn poll_async_event(&self) -> Result<Option<AsyncEvent>> {
+        srq::poll_async_event(&self.inner.srqs)
+    }
+
+    /// Polls for an asynchronous event until one arrives or `budget_cycles` NIC cycles pass
+    /// (a bounded `ibv_get_async_event(3)`).
+    ///
+    /// # Errors
+    /// [`Error::TimedOut`] when the budget runs out; backend errors.
+    pub fn wait_async_event(&self, budget_cycles: u64) -> Result<AsyncEvent> {
+        let start = self.inner.dev.now_cycles();
+        loop {
+            if let Some(e) = self.poll_async_event()? {
+                return Ok(e);
+            }
+            self.inner.dev.poll_progress();
+            if self.inner.dev.now_cycles().saturating_sub(start) >= budget_cycles {
+                return Err(Error::TimedOut(format!("no asynchronous event within {budget_cycles} cycles")));
+            }
+        }
     }
 
     /// Creates a completion queue of at least `min_cqe` entries, rounded up to a power of two

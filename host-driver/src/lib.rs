@@ -48,6 +48,7 @@ pub mod perf;
 pub mod qp;
 pub mod records;
 pub mod sim;
+pub mod srq;
 
 #[cfg(test)]
 mod mock;
@@ -65,3 +66,4 @@ pub use qp::{
     RecvWr, RemoteAddr, RemoteBuffer, SendFlags, SendWr, Sge, WrOpcode,
 };
 pub use sim::SimDevice;
+pub use srq::{AsyncEvent, SharedReceiveQueue, SrqAttr};

@@ -6,6 +6,7 @@ use crate::cq::CompletionQueue;
 use crate::error::Result;
 use crate::mr::{AccessFlags, MemoryRegion};
 use crate::qp::QpBuilder;
+use crate::srq::SharedReceiveQueue;
 
 pub(crate) struct PdInner {
     pub(crate) ctx: Rc<CtxInner>,
@@ -50,5 +51,15 @@ impl ProtectionDomain {
     /// (`ibv_create_qp(3)`); see [`QpBuilder`].
     pub fn create_qp(&self, send_cq: &CompletionQueue) -> QpBuilder {
         QpBuilder::new(self.clone(), send_cq)
+    }
+
+    /// Creates a shared receive queue (`ibv_create_srq(3)`) of at least `max_wr` receive WRs
+    /// of up to `max_sge` scatter entries; see [`SharedReceiveQueue`].
+    ///
+    /// # Errors
+    /// As [`SharedReceiveQueue`]'s creation: sizes out of range (`EINVAL`, `EOPNOTSUPP`), no QP
+    /// number, CQ or DMA memory (`ENOMEM`), backend errors.
+    pub fn create_srq<'mr>(&self, max_wr: u32, max_sge: u32) -> Result<SharedReceiveQueue<'mr>> {
+        SharedReceiveQueue::new(self, max_wr, max_sge)
     }
 }

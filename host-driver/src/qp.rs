@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::mr::{AccessFlags, MemoryRegion};
 use crate::pd::ProtectionDomain;
 use crate::records::{put_sge, write_context, QpContext, RecvWqe, Wqe};
+use crate::srq::{SharedReceiveQueue, SrqInner, SrqShared};
 
 /// Largest SQ, in WQEs (the context's SQ_LOG_SIZE is 4 bits).
 pub const MAX_SEND_WR: u32 = 1 << 15;
@@ -680,6 +681,42 @@ impl<'mr> RecvWr<'mr> {
     }
 }
 
+/// Checks receive WRs against a queue's `max_sge` (entries, each ≤ 2^31 bytes).
+fn check_recv_wrs(wrs: &[RecvWr<'_>], max_sge: u32) -> Result<()> {
+    for (i, wr) in wrs.iter().enumerate() {
+        if wr.num_sge > max_sge as usize {
+            return Err(Error::inval(format!(
+                "receive WR {i}: {} scatter entries, the queue takes at most max_recv_sge = {max_sge}",
+                wr.num_sge
+            )));
+        }
+        if let Some(s) = wr.sg_list[..wr.num_sge].iter().find(|s| s.length > 1 << 31) {
+            return Err(Error::inval(format!("receive WR {i}: SGE length {} exceeds 2^31", s.length)));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `wrs` (see [`check_recv_wrs`]) and writes them as receive WQEs of `stride` bytes
+/// into the ring of `size` entries at producer index `start` onwards (whole WQEs: nothing of an
+/// earlier lap survives). The caller checked for room and rings the doorbell.
+pub(crate) fn write_recv_wqes(ring: &DmaBuffer, stride: usize, size: u32, max_sge: u32, start: u64, wrs: &[RecvWr<'_>]) -> Result<()> {
+    check_recv_wrs(wrs, max_sge)?;
+    let mask = u64::from(size) - 1;
+    for (k, wr) in wrs.iter().enumerate() {
+        let sge = if wr.num_sge > 0 { wr.sg_list[0] } else { Sge::from_parts(0, 0, 0) };
+        let w = RecvWqe { wr_id: wr.wr_id, num_sge: wr.num_sge as u8, sge_addr: sge.addr, sge_length: sge.length, sge_lkey: sge.lkey };
+        let mut buf = vec![0u8; stride];
+        buf[..recv_wqe::BYTES].copy_from_slice(&w.pack());
+        for (j, g) in wr.sg_list[..wr.num_sge].iter().enumerate().skip(1) {
+            put_sge(&mut buf, recv_wqe::sge_offset(j), g.addr, g.length, g.lkey);
+        }
+        let slot = ((start + k as u64) & mask) as usize;
+        ring.write(slot * stride, &buf)?;
+    }
+    Ok(())
+}
+
 /// A work request on the SQ that has not been retired by a completion.
 #[derive(Clone, Copy, Debug)]
 struct Outstanding {
@@ -697,6 +734,8 @@ pub(crate) struct QpShared {
     recv: VecDeque<u64>,
     /// Completions that matched no outstanding work request.
     stray: u64,
+    /// The SRQ the QP receives from: its receive completions retire the SRQ's WRs.
+    srq: Option<Rc<RefCell<SrqShared>>>,
 }
 
 impl QpShared {
@@ -721,6 +760,18 @@ impl QpShared {
     /// outstanding receive with that id (older ones, which should not exist, are retired too).
     /// An error moves the QP to ERR (IBTA 10.8.3.3: a responder error is fatal to the QP).
     pub(crate) fn complete_recv(&mut self, wr_id: u64, status: WcStatus) {
+        if let Some(srq) = &self.srq {
+            // Taken from the SRQ: any QP's receive completion frees one of its slots.
+            let mut s = srq.borrow_mut();
+            match s.outstanding.checked_sub(1) {
+                Some(n) => s.outstanding = n,
+                None => self.stray += 1,
+            }
+            if !status.is_success() {
+                self.state = QpState::Err;
+            }
+            return;
+        }
         match self.recv.iter().position(|&w| w == wr_id) {
             Some(p) => {
                 self.recv.drain(..=p);
@@ -828,6 +879,7 @@ pub struct QpBuilder {
     max_recv_sge: u32,
     max_inline_data: u32,
     sq_sig_all: bool,
+    srq: Option<Rc<SrqInner>>,
 }
 
 impl QpBuilder {
@@ -842,7 +894,16 @@ impl QpBuilder {
             max_recv_sge: 1,
             max_inline_data: 0,
             sq_sig_all: false,
+            srq: None,
         }
+    }
+
+    /// Receive from `srq` (`ibv_qp_init_attr.srq`) instead of an RQ of the QP's own:
+    /// `max_recv_wr` must stay 0, `post_recv` on the QP fails, and the receive CQ must have
+    /// room for the SRQ's size. The QP keeps the SRQ alive.
+    pub fn set_srq(mut self, srq: &SharedReceiveQueue<'_>) -> Self {
+        self.srq = Some(Rc::clone(&srq.inner));
+        self
     }
 
     /// The CQ of receive completions (`ibv_qp_init_attr.recv_cq`; default: the send CQ). It
@@ -943,6 +1004,14 @@ impl QpBuilder {
         // The ring is page-aligned, so no WQE (at most 512 bytes) crosses a 4 KiB boundary.
         let ring = DmaBuffer::new(&ctx.dev, size as usize * sq_stride, 4096)?;
         ring.write(0, &vec![0u8; size as usize * sq_stride])?;
+        if let Some(srq) = &self.srq {
+            if self.max_recv_wr != 0 {
+                return Err(Error::inval("a QP on an SRQ has no receive queue of its own: leave max_recv_wr at 0"));
+            }
+            if !Rc::ptr_eq(&srq.pd.inner, &self.pd.inner) {
+                return Err(Error::inval("the SRQ belongs to another protection domain"));
+            }
+        }
         let rq_size = if self.max_recv_wr == 0 { 0 } else { self.max_recv_wr.next_power_of_two() };
         let rq_log_stride = recv_wqe::log_stride_for(self.max_recv_sge as usize);
         let rq_stride = recv_wqe::stride(rq_log_stride);
@@ -954,16 +1023,18 @@ impl QpBuilder {
             Some(r)
         };
         let qpn = ctx.tables.borrow_mut().alloc_qpn()?;
-        let shared = Rc::new(RefCell::new(QpShared::default()));
+        let shared = Rc::new(RefCell::new(QpShared { srq: self.srq.as_ref().map(|s| Rc::clone(&s.shared)), ..QpShared::default() }));
+        // Receive completions of a QP on an SRQ: as many as the SRQ holds.
+        let recv_entries = self.srq.as_ref().map_or(rq_size, |s| s.size);
         let undo = |qpn: u32| {
             self.cq.detach(qpn);
             self.recv_cq.detach(qpn);
             ctx.tables.borrow_mut().free_qpn(qpn);
         };
         let attached = if Rc::ptr_eq(&self.cq, &self.recv_cq) {
-            self.cq.attach(qpn, &shared, (size + rq_size) as usize)
+            self.cq.attach(qpn, &shared, (size + recv_entries) as usize)
         } else {
-            self.cq.attach(qpn, &shared, size as usize).and_then(|()| self.recv_cq.attach(qpn, &shared, rq_size as usize))
+            self.cq.attach(qpn, &shared, size as usize).and_then(|()| self.recv_cq.attach(qpn, &shared, recv_entries as usize))
         };
         if let Err(e) = attached {
             undo(qpn);
@@ -983,6 +1054,18 @@ impl QpBuilder {
             rq_log_stride: rq_log_stride as u8,
             rq_base: rq_ring.as_ref().map_or(0, |r| r.iova().0),
             ..QpContext::default()
+        };
+        // On an SRQ the context names it and describes its ring.
+        let base = match &self.srq {
+            Some(s) => QpContext {
+                use_srq: true,
+                srqn: s.srqn as u8,
+                rq_log_size: s.size.trailing_zeros() as u8,
+                rq_log_stride: s.log_stride,
+                rq_base: s.ring.iova().0,
+                ..base
+            },
+            None => base,
         };
         // (The NIC empties its RQ indices itself on a context write in RESET.)
         let committed = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, qpn as u8, &base.pack());
@@ -1015,6 +1098,7 @@ impl QpBuilder {
             rq_size,
             sq_stride,
             rq_stride,
+            _srq: self.srq,
             sq_sig_all: self.sq_sig_all,
             pi: Cell::new(0),
             rq_pi: Cell::new(0),
@@ -1067,6 +1151,8 @@ pub struct QueuePair<'mr> {
     /// Bytes per WQE in the SQ ring and per receive WQE in the RQ ring.
     sq_stride: usize,
     rq_stride: usize,
+    /// The SRQ it receives from, kept alive while the NIC may use it.
+    _srq: Option<Rc<SrqInner>>,
     sq_sig_all: bool,
     /// WQEs posted since the last RESET (the doorbell carries it mod 2^16).
     pi: Cell<u64>,
@@ -1431,18 +1517,7 @@ impl<'mr> QueuePair<'mr> {
         let Some(ring) = &self.rq_ring else {
             return Err(Error::inval(format!("QP {} has no receive queue (built with max_recv_wr 0)", self.qpn)));
         };
-        let max_sge = self.attr.cap.max_recv_sge as usize;
-        for (i, wr) in wrs.iter().enumerate() {
-            if wr.num_sge > max_sge {
-                return Err(Error::inval(format!(
-                    "receive WR {i}: {} scatter entries, the QP takes at most max_recv_sge = {max_sge}",
-                    wr.num_sge
-                )));
-            }
-            if let Some(s) = wr.sg_list[..wr.num_sge].iter().find(|s| s.length > 1 << 31) {
-                return Err(Error::inval(format!("receive WR {i}: SGE length {} exceeds 2^31", s.length)));
-            }
-        }
+        check_recv_wrs(wrs, self.attr.cap.max_recv_sge)?;
         let free = self.rq_size as usize - self.recv_outstanding();
         if wrs.len() > free {
             return Err(Error::NoMemory(format!(
@@ -1456,24 +1531,7 @@ impl<'mr> QueuePair<'mr> {
             return Ok(());
         }
         let start = self.rq_pi.get();
-        let mask = u64::from(self.rq_size) - 1;
-        for (k, wr) in wrs.iter().enumerate() {
-            let sge = if wr.num_sge > 0 { wr.sg_list[0] } else { Sge::from_parts(0, 0, 0) };
-            let w = RecvWqe {
-                wr_id: wr.wr_id,
-                num_sge: wr.num_sge as u8,
-                sge_addr: sge.addr,
-                sge_length: sge.length,
-                sge_lkey: sge.lkey,
-            };
-            let mut buf = vec![0u8; self.rq_stride];
-            buf[..recv_wqe::BYTES].copy_from_slice(&w.pack());
-            for (j, g) in wr.sg_list[..wr.num_sge].iter().enumerate().skip(1) {
-                put_sge(&mut buf, recv_wqe::sge_offset(j), g.addr, g.length, g.lkey);
-            }
-            let slot = ((start + k as u64) & mask) as usize;
-            ring.write(slot * self.rq_stride, &buf)?;
-        }
+        write_recv_wqes(ring, self.rq_stride, self.rq_size, self.attr.cap.max_recv_sge, start, wrs)?;
         let pi = start + wrs.len() as u64;
         // The receive WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);

@@ -83,6 +83,10 @@ pub struct QpContext {
     pub rq_base: u64,
     /// RDMA READs outstanding as requester ([`qp_context::MAX_RD_ATOMIC`]).
     pub max_rd_atomic: u8,
+    /// Receive from the SRQ [`Self::srqn`] ([`qp_context::USE_SRQ`]).
+    pub use_srq: bool,
+    /// SRQ number ([`qp_context::SRQN`]).
+    pub srqn: u8,
 }
 
 impl Default for QpContext {
@@ -114,6 +118,8 @@ impl Default for QpContext {
             rq_log_stride: 0,
             rq_base: 0,
             max_rd_atomic: 0,
+            use_srq: false,
+            srqn: 0,
         }
     }
 }
@@ -148,6 +154,8 @@ impl QpContext {
         qp_context::RQ_LOG_STRIDE.put(&mut r, self.rq_log_stride.into());
         qp_context::RQ_BASE.put(&mut r, self.rq_base);
         qp_context::MAX_RD_ATOMIC.put(&mut r, self.max_rd_atomic.into());
+        qp_context::USE_SRQ.put(&mut r, self.use_srq.into());
+        qp_context::SRQN.put(&mut r, self.srqn.into());
         r
     }
 }

@@ -1,0 +1,247 @@
+//! Shared receive queues (`ibv_create_srq(3)`, `ibv_post_srq_recv(3)`, `ibv_modify_srq(3)`;
+//! IBTA Vol 1 10.2.9) and their limit event (`IBV_EVENT_SRQ_LIMIT_REACHED`,
+//! ibv_get_async_event(3)).
+//!
+//! An SRQ is a ring of receive WQEs in host memory, like a QP's RQ, that any number of QPs
+//! built with [`crate::QpBuilder::set_srq`] take their receive WQEs from: the NIC keeps the
+//! SRQ's consumer index and hands each incoming SEND (or RDMA WRITE with immediate) the next
+//! WQE, whichever QP it arrived on; the completion goes to that QP's receive CQ with that QP's
+//! number. See `rnic_contract::srq_context` for what the NIC does.
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
+use std::rc::{Rc, Weak};
+use std::sync::atomic::{fence, Ordering};
+
+use rnic_contract::{recv_wqe, regs, srq_context, verbs};
+
+use crate::cq::{CompletionQueue, WorkCompletion};
+use crate::device::DmaBuffer;
+use crate::error::{Error, Result};
+use crate::pd::ProtectionDomain;
+use crate::qp::{write_recv_wqes, RecvWr, MAX_RECV_SGE, MAX_RECV_WR};
+use crate::records::write_context;
+
+/// Entries of an SRQ's event CQ: one event per arming, so a few are plenty.
+const EVENT_CQ_ENTRIES: usize = 16;
+
+/// Attributes of an SRQ (`struct ibv_srq_attr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqAttr {
+    /// Receive WQEs the ring holds.
+    pub max_wr: u32,
+    /// Scatter entries per receive WR.
+    pub max_sge: u32,
+    /// The limit as this driver last set it; 0 when disarmed (by the NIC when its event
+    /// fires, seen here once the event was polled).
+    pub srq_limit: u32,
+}
+
+/// An asynchronous event (`struct ibv_async_event`), from [`crate::Context::poll_async_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncEvent {
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`: a receive WQE taken from SRQ `srq_num` left fewer than
+    /// its limit posted (`wqes_left`); the SRQ is disarmed until
+    /// [`SharedReceiveQueue::arm_limit`] is called again.
+    SrqLimitReached {
+        /// The SRQ's number.
+        srq_num: u32,
+        /// Receive WQEs still posted when the NIC fired the event.
+        wqes_left: u32,
+    },
+}
+
+/// The part of an SRQ its QPs' CQs update: receive WRs posted and not yet completed.
+#[derive(Debug, Default)]
+pub(crate) struct SrqShared {
+    pub(crate) outstanding: usize,
+}
+
+pub(crate) struct SrqInner {
+    pub(crate) pd: ProtectionDomain,
+    pub(crate) srqn: u32,
+    pub(crate) ring: DmaBuffer,
+    pub(crate) size: u32,
+    pub(crate) log_stride: u8,
+    pub(crate) max_sge: u32,
+    pi: Cell<u64>,
+    limit: Cell<u32>,
+    pub(crate) shared: Rc<RefCell<SrqShared>>,
+    events: CompletionQueue,
+}
+
+impl SrqInner {
+    /// Writes the SRQ context: `init` zeroes the NIC's indices (creation).
+    fn write(&self, limit: u32, init: bool) -> Result<()> {
+        let mut r = [0u8; 64];
+        srq_context::LIMIT.put(&mut r, limit.into());
+        srq_context::EVENT_CQ.put(&mut r, self.events.cqn().into());
+        srq_context::INIT.put(&mut r, init.into());
+        write_context(&*self.pd.inner.ctx.dev, regs::cmd_op::WRITE_SRQ, self.srqn as u8, &r)
+    }
+
+    /// Polls one limit event of this SRQ, if any.
+    pub(crate) fn poll_event(&self) -> Result<Option<AsyncEvent>> {
+        let mut wc = [WorkCompletion::default()];
+        while self.events.poll(&mut wc)? == 1 {
+            let w = wc[0];
+            if w.opcode.as_raw() == verbs::wc_opcode::ASYNC_EVENT
+                && w.status.as_raw() == verbs::event_type::SRQ_LIMIT_REACHED
+            {
+                self.limit.set(0);
+                return Ok(Some(AsyncEvent::SrqLimitReached { srq_num: w.qp_num, wqes_left: w.byte_len }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Drop for SrqInner {
+    fn drop(&mut self) {
+        // Disarm (the QPs that used the SRQ are gone: they kept it alive).
+        let _ = self.write(0, true);
+        self.pd.inner.ctx.tables.borrow_mut().free_qpn(self.srqn);
+    }
+}
+
+/// A shared receive queue (`struct ibv_srq`). `'mr` is the lifetime of the memory regions its
+/// receive WRs use, as for [`crate::QueuePair`]. QPs built on it keep it alive.
+pub struct SharedReceiveQueue<'mr> {
+    pub(crate) inner: Rc<SrqInner>,
+    _mr: PhantomData<Cell<&'mr ()>>,
+}
+
+impl std::fmt::Debug for SharedReceiveQueue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedReceiveQueue").field("srqn", &self.inner.srqn).field("attr", &self.query()).finish()
+    }
+}
+
+impl<'mr> SharedReceiveQueue<'mr> {
+    /// Creates an SRQ of at least `max_wr` receive WQEs (rounded up to a power of two, at most
+    /// [`MAX_RECV_WR`]) of up to `max_sge` scatter entries (at most [`MAX_RECV_SGE`]), disarmed
+    /// (ibv_create_srq(3)). It takes a number from the NIC's QP numbers and a CQ for its limit
+    /// event; its ring is zeroed, page-aligned DMA memory.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for sizes out of range; [`Error::NoMemory`] when no QP number,
+    /// CQ or DMA memory is free; backend errors.
+    pub(crate) fn new(pd: &ProtectionDomain, max_wr: u32, max_sge: u32) -> Result<Self> {
+        if max_wr == 0 || max_wr > MAX_RECV_WR {
+            return Err(Error::inval(format!("an SRQ needs 1..={MAX_RECV_WR} WRs, not {max_wr}")));
+        }
+        if max_sge > MAX_RECV_SGE {
+            return Err(Error::NotSupported(format!("max_sge {max_sge}: the NIC scatters into at most {MAX_RECV_SGE}")));
+        }
+        let ctx = Rc::clone(&pd.inner.ctx);
+        let size = max_wr.next_power_of_two();
+        let log_stride = recv_wqe::log_stride_for(max_sge.max(1) as usize);
+        let bytes = size as usize * recv_wqe::stride(log_stride);
+        let ring = DmaBuffer::new(&ctx.dev, bytes, 4096)?;
+        ring.write(0, &vec![0u8; bytes])?;
+        let events = CompletionQueue::new(Rc::clone(&ctx), EVENT_CQ_ENTRIES)?;
+        let srqn = ctx.tables.borrow_mut().alloc_qpn()?;
+        let inner = SrqInner {
+            pd: pd.clone(),
+            srqn,
+            ring,
+            size,
+            log_stride: log_stride as u8,
+            max_sge: (recv_wqe::max_sge(log_stride) as u32).min(MAX_RECV_SGE),
+            pi: Cell::new(0),
+            limit: Cell::new(0),
+            shared: Rc::new(RefCell::new(SrqShared::default())),
+            events,
+        };
+        // (From here on, dropping `inner` disarms the SRQ and frees its number.)
+        inner.write(0, true)?;
+        let inner = Rc::new(inner);
+        ctx.srqs.borrow_mut().push(Rc::downgrade(&inner));
+        Ok(Self { inner, _mr: PhantomData })
+    }
+
+    /// The SRQ number (in the NIC's QP-number space).
+    pub fn srq_num(&self) -> u32 {
+        self.inner.srqn
+    }
+
+    /// Receive WRs posted and not yet completed on any of its QPs.
+    pub fn outstanding(&self) -> usize {
+        self.inner.shared.borrow().outstanding
+    }
+
+    /// `ibv_query_srq(3)`.
+    pub fn query(&self) -> SrqAttr {
+        SrqAttr { max_wr: self.inner.size, max_sge: self.inner.max_sge, srq_limit: self.inner.limit.get() }
+    }
+
+    /// Arms the limit (`ibv_modify_srq(3)` with `IBV_SRQ_LIMIT`): once a receive WQE taken
+    /// from the SRQ leaves fewer than `limit` posted, the NIC reports
+    /// [`AsyncEvent::SrqLimitReached`] once and disarms; 0 disarms.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `limit` exceeds the SRQ's size; backend errors.
+    pub fn arm_limit(&self, limit: u32) -> Result<()> {
+        if limit > self.inner.size {
+            return Err(Error::inval(format!("SRQ limit {limit} exceeds its {} WRs", self.inner.size)));
+        }
+        self.inner.write(limit, false)?;
+        self.inner.limit.set(limit);
+        Ok(())
+    }
+
+    /// Posts receive WRs (`ibv_post_srq_recv(3)`): writes them into the ring, then rings
+    /// `RQ_DOORBELL = srq_num << 16 | pi mod 2^16`. A slot is reused only after the receive it
+    /// held completed (on whichever QP took it). All or nothing, as
+    /// [`crate::QueuePair::post_recv`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a WR with more than `max_sge` entries or an entry over
+    /// 2^31 bytes; [`Error::NoMemory`] when the ring lacks room for all of them; backend errors.
+    pub fn post_recv(&self, wrs: &[RecvWr<'mr>]) -> Result<()> {
+        let inner = &self.inner;
+        let free = inner.size as usize - self.outstanding();
+        if wrs.len() > free {
+            return Err(Error::NoMemory(format!(
+                "SRQ {} is full: {} receive WRs posted, {free} of {} entries free",
+                inner.srqn,
+                wrs.len(),
+                inner.size
+            )));
+        }
+        let start = inner.pi.get();
+        write_recv_wqes(&inner.ring, recv_wqe::stride(inner.log_stride.into()), inner.size, inner.max_sge, start, wrs)?;
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        let pi = start + wrs.len() as u64;
+        // The receive WQEs must be in memory before the NIC hears of them.
+        fence(Ordering::SeqCst);
+        inner.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, inner.srqn << 16 | (pi & 0xFFFF) as u32)?;
+        inner.pi.set(pi);
+        inner.shared.borrow_mut().outstanding += wrs.len();
+        Ok(())
+    }
+
+    /// Posts one receive WR; see [`post_recv`](Self::post_recv).
+    ///
+    /// # Errors
+    /// As [`post_recv`](Self::post_recv).
+    pub fn post_recv_one(&self, wr: RecvWr<'mr>) -> Result<()> {
+        self.post_recv(std::slice::from_ref(&wr))
+    }
+}
+
+/// Polls the limit events of the SRQs still alive in `srqs` (dropping the dead ones).
+pub(crate) fn poll_async_event(srqs: &RefCell<Vec<Weak<SrqInner>>>) -> Result<Option<AsyncEvent>> {
+    let live: Vec<Rc<SrqInner>> = {
+        let mut v = srqs.borrow_mut();
+        v.retain(|w| w.strong_count() > 0);
+        v.iter().filter_map(Weak::upgrade).collect()
+    };
+    for s in live {
+        if let Some(e) = s.poll_event()? {
+            return Ok(Some(e));
+        }
+    }
+    Ok(None)
+}
