@@ -1013,12 +1013,14 @@ impl Logic for RxEngine {
         }
         // A SEND's first packet and a WRITE with immediate's last consume a receive WQE.
         self.needs_rwqe.next = self.is_send_start.val() | self.is_write_imm.val();
-        self.rq_mask.next =
-            (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size)) - 1;
-        // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE).
+        // (A shifted constant, not `(1 << n) - 1`: no carry chain before the address adder.)
+        self.rq_mask.next = !(bit_cast::<16, 16>(0xFFFF.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size));
+        // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE): a 4-way shift of
+        // the masked index, then a constant one (the stride is 0..=2).
         self.rq_addr_r.d.next = self.ctx.q.val().rq_base
-            + (bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val())
-                << (bit_cast::<64, 3>(self.ctx.q.val().rq_log_stride) + 6));
+            + ((bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val())
+                << bit_cast::<64, 3>(self.ctx.q.val().rq_log_stride))
+                << 6);
         self.rq_ar_valid.next = (self.state.q.val() == 7) | (self.state.q.val() == 26);
         // One beat: scatter entries 0..2 (entries past 2 are not used yet).
         self.rq_ar_len.next = 0.into();

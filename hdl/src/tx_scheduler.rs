@@ -138,8 +138,6 @@ pub struct TxScheduler {
     resume: SynchronousFIFO<Bits<8>, 6, 7, 1>,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
-    /// The WQE's slots 1..4 as fetched (SGEs 1..15, four per slot).
-    ext_ram: RAM<Bits<512>, 2>,
     /// The WQE's gather list after the key checks: `{iova 63..0, length 95..64}` of each
     /// non-empty SGE, in order (16 entries).
     sge_ram: RAM<Bits<96>, 4>,
@@ -179,6 +177,16 @@ pub struct TxScheduler {
     /// Resuming mid-message with a gather list: bytes still to skip (states 28-29).
     walk: DFF<Bits<32>>,
     walk_pend: DFF<Bit>,
+    /// `walk >= sge_rem`, registered (state 28 acts on it; both move only in 13 and 28).
+    walk_ge: DFF<Bit>,
+    /// The WQE's byte offset in the ring (see `wqe_addr`).
+    wqe_off: DFF<Bits<64>>,
+    /// The WQE's slots 1..4 as fetched (SGEs 1..15, four per slot): registers, not a RAM (four
+    /// 512-bit words would take 15 block RAMs).
+    ext0: DFF<Bits<512>>,
+    ext1: DFF<Bits<512>>,
+    ext2: DFF<Bits<512>>,
+    ext3: DFF<Bits<512>>,
     state: DFF<Bits<5>>,
     /// WQE opcode classes, registered when the WQE arrives: bit 0 SEND (with or without
     /// immediate), 1 with immediate, 2 RDMA READ or atomic (answered by response packets,
@@ -333,7 +341,7 @@ pub struct TxScheduler {
     pg_len: Signal<Local, Bits<13>>,
     pg_last: Signal<Local, Bit>,
     pg_skip: Signal<Local, Bits<6>>,
-    wb_m1: Signal<Local, Bits<3>>,
+    ext_slot: Signal<Local, Bits<2>>,
     g_m1: Signal<Local, Bits<5>>,
     g_p1: Signal<Local, Bits<8>>,
 }
@@ -361,7 +369,7 @@ impl Logic for TxScheduler {
             rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r, resumed, rw_other, rw_waiting, rs_room,
             rs_empty_r, cmd_ok, wb, g_idx, g_addr, g_len, g_lkey, inline_r, multi_r, all_ok, sum_len,
             n_valid, nsge_bad, len_bad, shape_bad, e_idx, sge_rem, fits_r, exh_r, pkt_left, pc_len,
-            pc_last, pc_exh, walk, walk_pend
+            pc_last, pc_exh, walk, walk_pend, walk_ge, wqe_off, ext0, ext1, ext2, ext3
         );
         clock!(self, clock, resume);
         self.rs_room.d.next = !self.resume.almost_full.val();
@@ -383,8 +391,6 @@ impl Logic for TxScheduler {
         self.dyn_ram.write_clock.next = self.clock.val();
         self.sent_ram.read_clock.next = self.clock.val();
         self.sent_ram.write_clock.next = self.clock.val();
-        self.ext_ram.read_clock.next = self.clock.val();
-        self.ext_ram.write_clock.next = self.clock.val();
         self.sge_ram.read_clock.next = self.clock.val();
         self.sge_ram.write_clock.next = self.clock.val();
 
@@ -482,7 +488,8 @@ impl Logic for TxScheduler {
         if self.is_read.val() {
             self.reads_next.next = self.reads_sent.q.val() + 1;
         }
-        self.sq_mask.next = (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size)) - 1;
+        // (A shifted constant, not `(1 << n) - 1`: no carry chain before the address adder.)
+        self.sq_mask.next = !(bit_cast::<16, 16>(0xFFFF.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size));
 
         // WQE geometry by SQ_LOG_STRIDE: beats fetched (slots 0..4 at most: SGE 15 ends in slot
         // 4, later slots hold only inline data, which is read again as payload), SGEs and
@@ -507,15 +514,34 @@ impl Logic for TxScheduler {
         }
         // Slots 1..4 of the WQE as they arrive; SGE k >= 1 is lane (k-1) mod 4 of slot
         // 1 + (k-1) / 4.
-        self.wb_m1.next = self.wb.q.val() - 1;
-        self.ext_ram.write_enable.next =
-            (self.state.q.val() == 5) & self.wqe_r_valid.val() & (self.wb.q.val() != 0);
-        self.ext_ram.write_address.next = self.wb_m1.val().get_bits::<2>(0);
-        self.ext_ram.write_data.next = self.wqe_r_data.val();
+        if (self.state.q.val() == 5) & self.wqe_r_valid.val() {
+            if self.wb.q.val() == 1 {
+                self.ext0.d.next = self.wqe_r_data.val();
+            }
+            if self.wb.q.val() == 2 {
+                self.ext1.d.next = self.wqe_r_data.val();
+            }
+            if self.wb.q.val() == 3 {
+                self.ext2.d.next = self.wqe_r_data.val();
+            }
+            if self.wb.q.val() == 4 {
+                self.ext3.d.next = self.wqe_r_data.val();
+            }
+        }
         self.g_m1.next = self.g_idx.q.val() - 1;
         self.g_p1.next = bit_cast::<8, 5>(self.g_idx.q.val()) + 1;
-        self.ext_ram.read_address.next = self.g_m1.val().get_bits::<2>(2);
-        self.ext_beat.next = self.ext_ram.read_data.val();
+        self.ext_slot.next = self.g_m1.val().get_bits::<2>(2);
+        self.ext_beat.next = self.ext0.q.val();
+        if self.ext_slot.val() == 1 {
+            self.ext_beat.next = self.ext1.q.val();
+        }
+        if self.ext_slot.val() == 2 {
+            self.ext_beat.next = self.ext2.q.val();
+        }
+        if self.ext_slot.val() == 3 {
+            self.ext_beat.next = self.ext3.q.val();
+        }
+        self.walk_ge.d.next = self.walk.q.val() >= self.sge_rem.q.val();
         self.ext_sel.next = bit_cast::<4, 2>(self.g_m1.val().get_bits::<2>(0));
         self.ext_lane.next = self.ext_beat.val().get_bits::<128>(0);
         if self.ext_sel.val() == 1 {
@@ -548,10 +574,13 @@ impl Logic for TxScheduler {
         // The WQE fetch request is a register (set on the way into state 4), so the DMA
         // issuer's ready answers a flop, not the state decoder.
         self.wqe_ar_valid.next = self.ar_pend.q.val();
-        // WQE `ci` at sq_base + (ci mod size) * (64 << SQ_LOG_STRIDE).
-        self.wqe_addr.d.next = self.ctx.q.val().sq_base
-            + (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val())
-                << (bit_cast::<64, 3>(self.ctx.q.val().sq_log_stride) + 6));
+        // WQE `ci` at sq_base + (ci mod size) * (64 << SQ_LOG_STRIDE): the slot offset is
+        // registered first (ci moves at least two cycles before a fetch: states 2, 9, 10, 23
+        // are followed by 3 and 15 before 4).
+        self.wqe_off.d.next = (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val())
+            << bit_cast::<64, 3>(self.ctx.q.val().sq_log_stride))
+            << 6;
+        self.wqe_addr.d.next = self.ctx.q.val().sq_base + self.wqe_off.q.val();
         self.wqe_ar_addr.next = self.wqe_addr.q.val();
         self.wqe_ar_len.next = self.fetch_m1.val();
         self.job_write.next = false;
@@ -894,7 +923,7 @@ impl Logic for TxScheduler {
             }
             5 => {
                 // The WQE's beats: slot 0 into `wqe` (and SGE 0, or the inline length, to
-                // check first), slots 1.. into `ext_ram`.
+                // check first), slots 1..4 into `ext0`..`ext3`.
                 if self.wqe_r_valid.val() {
                     self.wb.d.next = self.wb.q.val() + 1;
                     if self.wb.q.val() == 0 {
@@ -975,7 +1004,7 @@ impl Logic for TxScheduler {
                 }
             }
             25 => {
-                // The slot holding the next SGE is being read.
+                // (The next SGE's index settles: its slot and lane are chosen in 30.)
                 self.state.d.next = 30.into();
             }
             30 => {
@@ -1166,7 +1195,7 @@ impl Logic for TxScheduler {
             }
             28 => {
                 // Resuming mid-message with a gather list: skip whole entries, then into one.
-                if self.walk.q.val() >= self.sge_rem.q.val() {
+                if self.walk_ge.q.val() {
                     self.walk.d.next = self.walk.q.val() - self.sge_rem.q.val();
                     self.advance.next = true;
                     self.state.d.next = 29.into();
