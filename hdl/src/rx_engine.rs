@@ -718,6 +718,8 @@ impl Default for RxEngine {
 // wait for earlier writes, 26 read its beat, 27 take the word, 28 new value, 29 result job,
 // 30-31 wait for that write, save the result, then 24; a duplicate atomic: 19, 23 scan the
 // replay table, then 24.
+// A QP on an SRQ takes the SRQ's indices in state 5 and writes its consumer index back in 9;
+// state 0 then checks the SRQ's limit; an SRQ limit event is a CQE through 1, 2, 3, 4, 12, 9.
 
 impl Logic for RxEngine {
     #[hdl_gen]
