@@ -141,6 +141,8 @@ pub struct RxEngine {
     srq_took: DFF<Bit>,
     srq_lim: DFF<Bits<24>>,
     ev_chk: DFF<Bit>,
+    /// This packet took a WQE from the SRQ (only then is its limit checked).
+    srq_inc: DFF<Bit>,
     ev_fire_r: DFF<Bit>,
     /// Serving an SRQ limit event (states 1, 2, 3, 4, 12, 9) to this CQ.
     src_ev: DFF<Bit>,
@@ -591,6 +593,7 @@ impl Default for RxEngine {
             srq_took: Default::default(),
             srq_lim: Default::default(),
             ev_chk: Default::default(),
+            srq_inc: Default::default(),
             ev_fire_r: Default::default(),
             src_ev: Default::default(),
             ev_cq: Default::default(),
@@ -737,7 +740,7 @@ impl Logic for RxEngine {
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r
+            src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, srq_inc, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -1301,6 +1304,7 @@ impl Logic for RxEngine {
                 self.src_fl.d.next = false;
                 self.src_ev.d.next = false;
                 self.srq_took.d.next = false;
+                self.srq_inc.d.next = false;
                 self.ev_chk.d.next = false;
                 if self.ev_chk.q.val() & self.ev_fire_r.q.val() & !self.ev_fifo.almost_full.val() {
                     // The SRQ the last packet took from fell below its limit: disarm it and
@@ -1587,7 +1591,11 @@ impl Logic for RxEngine {
                         }
                         self.cqe_len.d.next = 0.into();
                         self.cqe_opcode.d.next = 128.into();
-                        self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                        // (An SRQ's WQE was taken at the message's first packet.)
+                        if !self.ctx.q.val().use_srq.any() | self.is_send_start.val() {
+                            self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                            self.srq_inc.d.next = self.ctx.q.val().use_srq.any();
+                        }
                         self.in_send.d.next = false;
                         self.state.d.next = 3.into();
                     } else {
@@ -1632,6 +1640,7 @@ impl Logic for RxEngine {
                             self.cqe_imm.d.next = self.pkt.q.val().imm;
                             self.cqe_flags.d.next = 2.into();
                             self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                            self.srq_inc.d.next = self.ctx.q.val().use_srq.any();
                             self.state.d.next = 3.into();
                         }
                         if self.is_send_start.val() | self.is_send_cont.val() {
@@ -1640,6 +1649,12 @@ impl Logic for RxEngine {
                             self.recv_len.d.next = self.recv_len.q.val() + self.plen32.val();
                             self.cqe_wr_id.d.next = self.recv_wr_id.q.val();
                             self.cqe_len.d.next = self.recv_len.q.val() + self.plen32.val();
+                            if self.is_send_start.val() & self.ctx.q.val().use_srq.any() {
+                                // An SRQ's WQE is taken when the message starts: a message
+                                // starting on another QP meanwhile takes the next one.
+                                self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                                self.srq_inc.d.next = true;
+                            }
                             if self.is_send_start.val() {
                                 self.wr_rem.d.next = self.sge_len.q.val() - self.plen32.val();
                                 self.recv_wr_id.d.next = self.rwqe.q.val().wr_id;
@@ -1659,7 +1674,10 @@ impl Logic for RxEngine {
                                     self.cqe_imm.d.next = self.pkt.q.val().imm;
                                     self.cqe_flags.d.next = 2.into();
                                 }
-                                self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                                if !self.ctx.q.val().use_srq.any() {
+                                    // A QP's own RQ: its WQE is retired with the message.
+                                    self.rq_ci.d.next = self.rq_ci.q.val() + 1;
+                                }
                                 self.state.d.next = 3.into();
                             }
                         }
@@ -1743,7 +1761,7 @@ impl Logic for RxEngine {
                     self.srqci_ram.write_enable.next = true;
                     self.srqci_ram.write_address.next = self.srq_addr.val().get_bits::<6>(0);
                     self.srqci_ram.write_data.next = self.rq_ci.q.val();
-                    self.ev_chk.d.next = true;
+                    self.ev_chk.d.next = self.srq_inc.q.val();
                 }
                 self.rdyn_ram.write_enable.next = self.qpn_ok.q.val();
                 self.rdyn_ram.write_address.next = self.qpn.q.val();
