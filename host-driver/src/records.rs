@@ -420,8 +420,12 @@ mod tests {
             rq_log_stride: 2,
             rq_base: 0x2_0000_1240,
             max_rd_atomic: 16,
+            srqn: 0x2A,
+            use_srq: true,
         };
         let r = c.pack();
+        assert_eq!(bits(&r, qp_context::SRQN), 0x2A);
+        assert_eq!(bits(&r, qp_context::USE_SRQ), 1);
         assert_eq!(bits(&r, qp_context::STATE), 3);
         assert_eq!(bits(&r, qp_context::INIT_SQ_PSN), 1);
         assert_eq!(bits(&r, qp_context::INIT_RQ_PSN), 0);

@@ -2,10 +2,10 @@
 //! checks, record packing as written by the verbs, SQ and CQ ring handling.
 use std::rc::Rc;
 
-use rnic_contract::{cq_context, cqe, mr_entry, qp_context, recv_wqe, regs, verbs, wqe};
+use rnic_contract::{cq_context, cqe, mr_entry, qp_context, recv_wqe, regs, srq_context, verbs, wqe};
 
 use crate::mock::MockDevice;
-use crate::qp::transition_masks;
+use crate::qp::{transition_masks, MAX_RECV_SGE, MAX_RECV_WR};
 use crate::records::{owner_for, Cqe};
 use crate::*;
 
@@ -727,4 +727,170 @@ fn atomic_wrs_carry_their_operands_in_the_wqe() {
     assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
     assert_eq!((wcs[0].wr_id, wcs[0].opcode, wcs[0].byte_len, wcs[0].status), (11, WcOpcode::CompSwap, 8, WcStatus::Success));
     assert_eq!(qp.outstanding(), 2, "the signaled CMP_AND_SWP retired itself only");
+}
+
+// ---- Shared receive queues (ibv_create_srq(3), ibv_post_srq_recv(3), ibv_modify_srq(3)) ----
+
+/// Creation writes the SRQ context (INIT, disarmed, its own event CQ); sizes round up and out
+/// of range ones are refused; arm_limit writes LIMIT without INIT and refuses more than max_wr.
+#[test]
+fn create_srq_writes_its_context_and_arm_limit_modifies_it() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16).unwrap();
+    assert_eq!(pd.create_srq(0, 1).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(pd.create_srq(MAX_RECV_WR + 1, 1).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(pd.create_srq(4, MAX_RECV_SGE + 1).unwrap_err().errno(), Errno::EOPNOTSUPP);
+    let srq = pd.create_srq(3, 1).unwrap();
+    let (op, idx, rec) = last_cmd(&dev);
+    assert_eq!((op, u32::from(idx)), (regs::cmd_op::WRITE_SRQ, srq.srq_num()));
+    assert_eq!((srq_context::INIT.get(&rec), srq_context::LIMIT.get(&rec)), (1, 0), "new and disarmed");
+    let event_cq = srq_context::EVENT_CQ.get(&rec);
+    assert_ne!(event_cq, u64::from(cq.cqn()), "the SRQ has an event CQ of its own");
+    assert_eq!(srq.query(), SrqAttr { max_wr: 4, max_sge: 1, srq_limit: 0 }, "3 WRs round up to 4");
+    assert_eq!(srq.outstanding(), 0);
+    // arm_limit: above max_wr is EINVAL and writes nothing; max_wr itself is fine.
+    let writes = dev.writes.borrow().len();
+    assert_eq!(srq.arm_limit(5).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(dev.writes.borrow().len(), writes);
+    assert_eq!(srq.query().srq_limit, 0);
+    srq.arm_limit(4).unwrap();
+    let (op, idx, rec) = last_cmd(&dev);
+    assert_eq!((op, u32::from(idx)), (regs::cmd_op::WRITE_SRQ, srq.srq_num()));
+    assert_eq!((srq_context::INIT.get(&rec), srq_context::LIMIT.get(&rec), srq_context::EVENT_CQ.get(&rec)), (0, 4, event_cq), "a modify keeps the indices");
+    assert_eq!(srq.query().srq_limit, 4);
+    srq.arm_limit(0).unwrap();
+    assert_eq!(srq_context::LIMIT.get(&last_cmd(&dev).2), 0);
+    assert_eq!(ctx.poll_async_event().unwrap(), None);
+    // Two SRQs take different numbers, also different from QPs'.
+    let s2 = pd.create_srq(1, 0).unwrap();
+    let qp = pd.create_qp(&cq).set_max_send_wr(4).build().unwrap();
+    assert_ne!(s2.srq_num(), srq.srq_num());
+    assert_ne!(qp.qp_num(), srq.srq_num());
+    assert_ne!(qp.qp_num(), s2.srq_num());
+    assert_eq!(s2.query().max_sge, 1, "max_sge 0 still holds one entry");
+    // Dropping disarms the SRQ on the NIC.
+    let n2 = s2.srq_num();
+    drop(s2);
+    let log = dev.writes.borrow();
+    let pos = log.iter().rposition(|(a, v)| *a == regs::CMD && *v >> 24 == regs::cmd_op::WRITE_SRQ).unwrap();
+    assert_eq!(log[pos].1 & 0xFF, n2, "the last SRQ command is the dropped SRQ's");
+    let mut rec = [0u8; 64];
+    for (a, v) in &log[pos - 16..pos] {
+        let i = usize::from(a - regs::CMD_DATA);
+        rec[i..i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    assert_eq!(srq_context::LIMIT.get(&rec), 0, "dropping disarms");
+}
+
+/// A QP on an SRQ: its context names the SRQ and describes the SRQ's ring; it refuses an RQ of
+/// its own, an SRQ of another PD, and post_recv (EINVAL, nothing written).
+#[test]
+fn a_qp_on_an_srq_names_it_and_refuses_receives_of_its_own() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let pd2 = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    let mut buf = vec![0u8; 256];
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let srq = pd.create_srq(8, 1).unwrap();
+    let e = pd.create_qp(&cq).set_max_send_wr(4).set_max_recv_wr(1).set_srq(&srq).build().unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
+    let e = pd2.create_qp(&cq).set_max_send_wr(4).set_srq(&srq).build().unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
+    let mut qp = pd.create_qp(&cq).set_max_send_wr(4).set_srq(&srq).build().unwrap();
+    let rec = last_qp_context(&dev, qp.qp_num());
+    assert_eq!(qp_context::USE_SRQ.get(&rec), 1);
+    assert_eq!(qp_context::SRQN.get(&rec), u64::from(srq.srq_num()));
+    assert_eq!(qp_context::RQ_BASE.get(&rec), srq.inner.ring.iova().0);
+    assert_eq!(qp_context::RQ_LOG_SIZE.get(&rec), 3);
+    assert_eq!(qp_context::RQ_LOG_STRIDE.get(&rec), u64::from(srq.inner.log_stride));
+    assert_eq!(qp.query_qp().cap.max_recv_wr, 0);
+    // A QP without an SRQ has USE_SRQ 0.
+    let plain = pd.create_qp(&cq).set_max_send_wr(4).set_max_recv_wr(2).build().unwrap();
+    assert_eq!(qp_context::USE_SRQ.get(&last_qp_context(&dev, plain.qp_num())), 0);
+    let (req, _) = transition_masks(QpState::Reset, QpState::Init).unwrap();
+    qp.modify(&full_attr(QpState::Init), req | QpAttrMask::STATE).unwrap();
+    let writes = dev.writes.borrow().len();
+    let e = qp.post_recv_one(RecvWr::new(1, mr.sge(0..64).unwrap())).unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
+    assert_eq!(dev.writes.borrow().len(), writes, "nothing written");
+    assert_eq!(srq.outstanding(), 0);
+}
+
+/// post_recv on an SRQ writes receive WQEs into its ring and rings RQ_DOORBELL with the SRQ
+/// number; all or nothing (EINVAL for too many SGEs, ENOMEM when full); a receive completion
+/// on any of its QPs frees a slot, and the next WR goes into the next lap.
+#[test]
+fn srq_post_recv_fills_its_ring_and_completions_free_slots() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let srq = pd.create_srq(4, 1).unwrap();
+    let q1 = qp_on_srq(&pd, &cq, &srq);
+    let q2 = qp_on_srq(&pd, &cq, &srq);
+    let base = srq.inner.ring.iova().0;
+    let stride = recv_wqe::stride(srq.inner.log_stride.into()) as u64;
+    let srqn = srq.srq_num();
+    let wr = |id: u64, off: usize| RecvWr::new(id, mr.sge(off..off + 100).unwrap());
+    let writes = dev.writes.borrow().len();
+    srq.post_recv(&[wr(1, 0), wr(2, 100)]).unwrap();
+    assert_eq!(dev.writes.borrow()[writes..], [(regs::RQ_DOORBELL, srqn << 16 | 2)], "one doorbell with the SRQ number");
+    let mut w = [0u8; 64];
+    for (k, (id, off)) in [(1u64, 0u64), (2, 100)].into_iter().enumerate() {
+        ctx.device().dma_read(Iova(base + k as u64 * stride), &mut w).unwrap();
+        assert_eq!(recv_wqe::WR_ID.get(&w), id);
+        assert_eq!(recv_wqe::NUM_SGE.get(&w), 1);
+        assert_eq!((recv_wqe::SGE0_ADDR.get(&w), recv_wqe::SGE0_LENGTH.get(&w)), (mr.addr() + off, 100));
+        assert_eq!(recv_wqe::SGE0_LKEY.get(&w), u64::from(mr.lkey()));
+    }
+    assert_eq!(srq.outstanding(), 2);
+    // All or nothing.
+    let writes = dev.writes.borrow().len();
+    let two = RecvWr::with_sg_list(3, &[mr.sge(0..10).unwrap(), mr.sge(10..20).unwrap()]).unwrap();
+    assert_eq!(srq.post_recv(&[wr(3, 200), two]).unwrap_err().errno(), Errno::EINVAL, "more SGEs than max_sge");
+    assert_eq!(srq.post_recv(&[wr(3, 200), wr(4, 300), wr(5, 400)]).unwrap_err().errno(), Errno::ENOMEM, "2 free");
+    assert_eq!(dev.writes.borrow().len(), writes, "nothing written");
+    ctx.device().dma_read(Iova(base + 2 * stride), &mut w).unwrap();
+    assert!(w.iter().all(|&b| b == 0), "no WQE written for a refused post");
+    assert_eq!(srq.outstanding(), 2);
+    srq.post_recv(&[wr(3, 200), wr(4, 300)]).unwrap();
+    assert_eq!(srq.post_recv_one(wr(5, 400)).unwrap_err().errno(), Errno::ENOMEM, "full");
+    assert_eq!(dev.writes.borrow().last(), Some(&(regs::RQ_DOORBELL, srqn << 16 | 4)));
+    // Completions on two different QPs each free a slot.
+    let cqb = cq_base(&dev, cq.cqn());
+    for (k, (id, qpn)) in [(1u64, q2.qp_num()), (2, q1.qp_num())].into_iter().enumerate() {
+        let c = Cqe { wr_id: id, byte_len: 9, qp_num: qpn, opcode: verbs::wc_opcode::RECV, owner: true, ..Cqe::default() };
+        ctx.device().dma_write(Iova(cqb + 32 * k as u64), &c.pack()).unwrap();
+    }
+    let mut wcs = [WorkCompletion::default(); 4];
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 2);
+    assert_eq!((wcs[0].wr_id, wcs[0].qp_num, wcs[1].wr_id, wcs[1].qp_num), (1, q2.qp_num(), 2, q1.qp_num()));
+    assert_eq!(srq.outstanding(), 2);
+    srq.post_recv(&[wr(5, 400), wr(6, 500)]).unwrap();
+    assert_eq!(dev.writes.borrow().last(), Some(&(regs::RQ_DOORBELL, srqn << 16 | 6)));
+    ctx.device().dma_read(Iova(base), &mut w).unwrap();
+    assert_eq!(recv_wqe::WR_ID.get(&w), 5, "slot 0 of the second lap");
+    ctx.device().dma_read(Iova(base + stride), &mut w).unwrap();
+    assert_eq!(recv_wqe::WR_ID.get(&w), 6);
+    assert_eq!((q1.stray_completions(), q2.stray_completions()), (0, 0));
+    // A receive completion with nothing outstanding on the SRQ is stray.
+    let c = Cqe { wr_id: 77, qp_num: q1.qp_num(), opcode: verbs::wc_opcode::RECV, owner: true, ..Cqe::default() };
+    for k in 2..6u64 {
+        ctx.device().dma_write(Iova(cqb + 32 * k), &Cqe { wr_id: k + 1, ..c }.pack()).unwrap();
+    }
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 4);
+    assert_eq!(srq.outstanding(), 0);
+    assert_eq!(q1.stray_completions(), 0);
+    ctx.device().dma_write(Iova(cqb + 32 * 6), &c.pack()).unwrap();
+    assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
+    assert_eq!(q1.stray_completions(), 1);
+    assert_eq!(srq.outstanding(), 0);
+}
+
+/// A QP on `srq`, in RESET.
+fn qp_on_srq<'a>(pd: &ProtectionDomain, cq: &CompletionQueue, srq: &SharedReceiveQueue<'a>) -> QueuePair<'a> {
+    pd.create_qp(cq).set_max_send_wr(4).set_srq(srq).build().unwrap()
 }
