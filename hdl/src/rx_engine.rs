@@ -1127,7 +1127,7 @@ impl Logic for RxEngine {
         self.job.next.rsvd0 = 0.into();
         self.job.next.start = self.pkt.q.val().start;
         self.job.next.release = self.pkt.q.val().nbeats;
-        self.job.next.hlen = self.pkt.q.val().hlen;
+        self.job.next.off = bit_cast::<13, 7>(self.pkt.q.val().hlen);
         self.job.next.rsvd1 = 0.into();
         self.job.next.plen = self.pkt.q.val().plen;
         self.job.next.rsvd2 = 0.into();

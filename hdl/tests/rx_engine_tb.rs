@@ -293,7 +293,7 @@ fn check_common(job: &[u8], d: &Desc, q: &Qp, ctx: &str) {
     assert_eq!(get(job, w.get_my_offset_start(), 8), d.start, "{ctx}: job.start");
     assert_eq!(get(job, w.get_my_offset_release(), 8), d.nbeats, "{ctx}: job.release");
     if get(job, w.get_my_offset_kind(), 2) == 0 {
-        assert_eq!(get(job, w.get_my_offset_hlen(), 7), d.hlen, "{ctx}: job.hlen");
+        assert_eq!(get(job, w.get_my_offset_off(), 13), d.hlen, "{ctx}: job.off (the header length)");
         assert_eq!(get(job, w.get_my_offset_plen(), 13), d.plen, "{ctx}: job.plen");
     }
     if get(job, w.get_my_offset_need_ack(), 1) == 1 {
