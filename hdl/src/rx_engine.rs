@@ -20,6 +20,20 @@ use rust_hdl::prelude::*;
 ///   with the translated address, and, with AckReq or on a message's last packet, an ACK
 ///   carrying the new MSN.
 ///
+/// **Receive scatter** (IBTA Vol 1 9.7.4.1.3, 10.8.3; ibv_post_recv(3)): a SEND's first packet
+/// (and a WRITE with immediate's last) fetches the receive WQE at the RQ consumer index, all
+/// `64 << RQ_LOG_STRIDE` bytes of it (1, 2 or 4 beats). For a SEND every scatter entry among the
+/// first `min(num_sge, 3 / 7 / 15)` with a nonzero length must name a valid key of the QP's PD
+/// granting LOCAL_WRITE and lie inside its region, else the receive completes with
+/// IBV_WC_LOC_PROT_ERR and nothing is written; the nonzero entries are kept translated in
+/// `sg_ram` ({IOVA, length} at `qpn << 4 | k`). The message fills them in order: the responder
+/// state holds the address and room left in the current entry, its slot, and the bytes left in
+/// all of them; a packet longer than the latter completes the receive with IBV_WC_LOC_LEN_ERR.
+/// A packet that fits the current entry is one payload job, as with one entry; one that passes
+/// an entry's end becomes one job per piece (`min(entry left, payload left)` bytes at byte
+/// offset `hlen + bytes placed` of the packet), the last of them freeing the packet's beats and
+/// carrying its ACK request.
+///
 /// **Completer**: for an ACK/NAK on a QP in RTS, retires in-flight WQEs in SQ order while
 /// their last PSN is covered (24-bit serial comparison, 9.7.5.1.3): successful ones produce a
 /// CQE if signaled; a NAK with an error code completes the WQE holding the NAKed PSN with
@@ -27,13 +41,20 @@ use rust_hdl::prelude::*;
 /// scheduler become CQEs the same way. Each CQE is a 32-byte [`WriteJob`] with the owner bit
 /// of [`rnic_contract::cqe::OWNER`].
 ///
-/// Every packet produces exactly one job, so the writer frees packet-buffer space in order.
+/// Every packet produces exactly one job that frees its buffer beats, after any others of the
+/// same packet (a scattered packet's earlier pieces free nothing), so the writer frees
+/// packet-buffer space in order.
 ///
 /// Timing: 6 cycles per request packet (issue, table read, first checks, region room, decide,
 /// write back), fewer than the writer's 1 + payload beats from MTU 512 up (a 256-byte packet
 /// takes 5 beats, so at MTU 256 this engine sets the pace: 256 bytes per 6 cycles, 85 Gb/s);
-/// an ACK costs 6 cycles plus 4 per WQE retired. The checks are registered in stages so no
-/// decision path is deeper than 6 LUT levels.
+/// an ACK costs 6 cycles plus 4 per WQE retired. A receive WQE costs its DMA fetch plus 4
+/// cycles for entry 0 and 5 for each further entry checked (entry select, key read, offset,
+/// room, verdict) plus 2 to pick the first nonzero entry; a packet that crosses scatter entries
+/// costs 2 cycles per piece (piece length compare, job) plus 2 per entry change (`sg_ram`
+/// read) on top of the 6. The checks are registered in stages so no decision path is deeper
+/// than 6 LUT levels: a piece's length is a mux of registers chosen by a comparison registered
+/// the cycle before.
 #[derive(LogicBlock)]
 pub struct RxEngine {
     pub clock: Signal<In, Clock>,
@@ -771,8 +792,11 @@ impl Default for RxEngine {
 // 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait
 // (in-flight entry address), 32 entry read (coverage registered), 11 completer check, 12 CQE
 // job; for a SEND that starts a message: 7 receive-WQE address,
-// 8 receive-WQE data, 13 key-table read at its lkey, 14 offset, 15 region room, 16 fit,
-// back to 6; for a READ response: 17, 18, 20 checks, 21 act; 22 resume a READ an ACK
+// 8 receive-WQE data (1, 2 or 4 beats), 13 key-table read at the entry's lkey, 14 offset,
+// 15 region room, 16 fit, then for each further entry 35 (select it) and 13..16 again, with
+// several entries 36 (the first nonzero one) and 37 (fits), back to 6; a packet passing the
+// end of a scatter entry: 40 piece length compare, 41 piece job, 42-43 next entry from sg_ram,
+// then 3 (last packet: receive CQE) or 9; for a READ response: 17, 18, 20 checks, 21 act; 22 resume a READ an ACK
 // covered before its responses arrived (or one whose responses are missing); 24 hand an
 // accepted or replayed READ (or an ATOMIC ACKNOWLEDGE) to the scheduler; for an atomic: 25
 // wait for earlier writes, 26 read its beat, 27 take the word, 28 new value, 29 result job,
