@@ -50,11 +50,11 @@ fn make_jobs(rng: &mut Rng, start: u64, region: u64) -> Vec<Job> {
     if job.kind != 0 || job.plen < 2 || !rng.chance(1, 3) {
         return vec![job];
     }
-    let n = (rng.range(2, 6) as usize).min(job.plen);
+    let n = (rng.range(2, 5) as usize).min(job.plen);
     // Cut points inside the payload, distinct and sorted.
     let mut cuts: Vec<usize> = Vec::new();
     while cuts.len() < n - 1 {
-        let c = rng.range(1, job.plen as u64) as usize;
+        let c = rng.range(1, job.plen as u64 - 1) as usize;
         if !cuts.contains(&c) {
             cuts.push(c);
         }
