@@ -905,6 +905,12 @@ impl Logic for RxEngine {
         self.sg_ram.write_data.next = bit_cast::<96, 64>(self.w_addr_r.q.val())
             | (bit_cast::<96, 32>(self.sge_len.q.val()) << 64);
         self.sg_rd.next = self.sg_ram.read_data.val();
+        // The scatter entry checked in states 13..16 lies inside its region, or is empty.
+        self.entry_ok.next = (self.sge_len.q.val() == 0)
+            | (self.key_ok_r.q.val()
+                & self.va_ok.q.val()
+                & self.off_ok.q.val()
+                & (bit_cast::<64, 32>(self.sge_len.q.val()) <= self.room.q.val()));
         // The next piece of a scattered packet: up to the end of the entry or of the payload.
         self.sg_piece.next = bit_cast::<32, 13>(self.sc_rem.q.val());
         if self.pc_lt.q.val() {
@@ -1830,11 +1836,6 @@ impl Logic for RxEngine {
             16 => {
                 // The scatter entry lies inside its region (or is empty), as every entry before
                 // it; the packet fits it.
-                self.entry_ok.next = (self.sge_len.q.val() == 0)
-                    | (self.key_ok_r.q.val()
-                        & self.va_ok.q.val()
-                        & self.off_ok.q.val()
-                        & (bit_cast::<64, 32>(self.sge_len.q.val()) <= self.room.q.val()));
                 self.sge_ok_r.d.next = self.entry_ok.val() & (self.sg_first.val() | self.sge_ok_r.q.val());
                 self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
                 self.tot_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
