@@ -376,7 +376,16 @@ pub struct RxEngine {
     pc_zero: DFF<Bit>,
     sc_ack: DFF<Bit>,
     sc_next: DFF<Bits<6>>,
+    /// State 2: the packet's payload is shorter than / as long as what is left of the open
+    /// WRITE; the RQ ring's index mask and RQ_LOG_STRIDE, from the context as it is loaded.
+    wr_lt_r: DFF<Bit>,
+    wr_eq_r: DFF<Bit>,
+    rq_mask_r: DFF<Bits<16>>,
+    rq_sh_r: DFF<Bits<3>>,
     // Combinational views.
+    rd_wr_rem: Signal<Local, Bits<32>>,
+    rq_idx: Signal<Local, Bits<64>>,
+    rq_off: Signal<Local, Bits<64>>,
     cur_addr: Signal<Local, Bits<64>>,
     sg_inext: Signal<Local, Bits<5>>,
     sg_first: Signal<Local, Bit>,
@@ -776,6 +785,13 @@ impl Default for RxEngine {
             sc_ack: Default::default(),
             sc_next: Default::default(),
             cur_addr: Default::default(),
+            wr_lt_r: Default::default(),
+            wr_eq_r: Default::default(),
+            rq_mask_r: Default::default(),
+            rq_sh_r: Default::default(),
+            rd_wr_rem: Default::default(),
+            rq_idx: Default::default(),
+            rq_off: Default::default(),
             sg_inext: Default::default(),
             sg_first: Default::default(),
             entry_ok: Default::default(),
@@ -822,7 +838,7 @@ impl Logic for RxEngine {
             src_fl, fl_db_r, fl_qpn_r, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r,
             sgb0, sgb1, sgb2, sgb3, rq_beat, rq_nb, sg_cap, sg_i, sg_cnt, sg_more, sg_n, cur_sge, sg_tot,
             first_addr, first_len, sg_cur, tot_rem, tot_fits_r, sc_off, sc_rem, sc_hoff, pc_lt, pc_zero,
-            sc_ack, sc_next
+            sc_ack, sc_next, wr_lt_r, wr_eq_r, rq_mask_r, rq_sh_r
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -951,6 +967,7 @@ impl Logic for RxEngine {
         self.qp_now.next = self.tables.qp.val();
         self.mr_now.next = self.tables.mr.val();
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
+        self.rd_wr_rem.next = self.rdyn_now.val().get_bits::<32>(128);
         self.entry.next = self.inflight_ram.read_data.val().into();
 
         // In-flight table: written by the scheduler.
@@ -1099,12 +1116,23 @@ impl Logic for RxEngine {
         }
         // A SEND's first packet and a WRITE with immediate's last consume a receive WQE.
         self.needs_rwqe.next = self.is_send_start.val() | self.is_write_imm.val();
-        self.rq_mask.next =
-            (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size)) - 1;
-        // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE).
-        self.rq_addr_r.d.next = self.ctx.q.val().rq_base
-            + (bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val())
-                << (bit_cast::<64, 3>(self.ctx.q.val().rq_log_stride) + 6));
+        // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE): the ring mask
+        // and the stride are registered with the context (state 2), the shift is a 3-way
+        // choice of constants, so the address is one AND-mux and an adder from registers.
+        self.rq_mask.next = self.rq_mask_r.q.val();
+        self.rq_idx.next = bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val());
+        match self.rq_sh_r.q.val().index() {
+            0 => {
+                self.rq_off.next = self.rq_idx.val() << 6;
+            }
+            1 => {
+                self.rq_off.next = self.rq_idx.val() << 7;
+            }
+            _ => {
+                self.rq_off.next = self.rq_idx.val() << 8;
+            }
+        }
+        self.rq_addr_r.d.next = self.ctx.q.val().rq_base + self.rq_off.val();
         self.rq_ar_valid.next = (self.state.q.val() == 7) | (self.state.q.val() == 26);
         // The whole receive WQE (64 << RQ_LOG_STRIDE bytes: 1, 2 or 4 beats); an atomic's
         // read is one beat.
@@ -1185,13 +1213,13 @@ impl Logic for RxEngine {
             7 => { // RDMA WRITE MIDDLE
                 self.seq_ok.next = self.in_write.q.val()
                     & (self.plen32.val() == self.mtu.val())
-                    & (self.plen32.val() < self.wr_rem.q.val());
+                    & self.wr_lt_r.q.val();
             }
             8 => { // RDMA WRITE LAST
-                self.seq_ok.next = self.in_write.q.val() & (self.plen32.val() == self.wr_rem.q.val());
+                self.seq_ok.next = self.in_write.q.val() & self.wr_eq_r.q.val();
             }
             9 => { // RDMA WRITE LAST WITH IMMEDIATE
-                self.seq_ok.next = self.in_write.q.val() & (self.plen32.val() == self.wr_rem.q.val());
+                self.seq_ok.next = self.in_write.q.val() & self.wr_eq_r.q.val();
             }
             10 => { // RDMA WRITE ONLY
                 self.seq_ok.next = !self.in_write.q.val()
@@ -1430,6 +1458,13 @@ impl Logic for RxEngine {
                 self.msn.d.next = self.rdyn_now.val().get_bits::<24>(32);
                 self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
                 self.wr_rem.d.next = self.rdyn_now.val().get_bits::<32>(128);
+                // The segment-length checks against what is left of an open WRITE, as flags
+                // (state 5 combines them per opcode); the RQ ring's mask and stride.
+                self.wr_lt_r.d.next = self.plen32.val() < self.rd_wr_rem.val();
+                self.wr_eq_r.d.next = self.plen32.val() == self.rd_wr_rem.val();
+                self.rq_mask_r.d.next =
+                    !(bit_cast::<16, 16>(0xFFFF.into()) << bit_cast::<16, 4>(self.qp_now.val().rq_log_size));
+                self.rq_sh_r.d.next = self.qp_now.val().rq_log_stride;
                 self.in_write.d.next = self.rdyn_now.val().get_bit(160);
                 self.nak_sent.d.next = self.rdyn_now.val().get_bit(161);
                 self.last_nak.d.next = self.rdyn_now.val().get_bits::<24>(164);
