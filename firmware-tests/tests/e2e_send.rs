@@ -1011,11 +1011,13 @@ fn post_recv_errors_on_the_nic() {
     qb.post_recv(&vec![wr; RQ as usize]).unwrap();
     let e = qb.post_recv_one(wr).unwrap_err();
     assert_eq!(e.errno(), Errno::ENOMEM, "full RQ: {e}");
-    let two = RecvWr::with_sg_list(2, &[dst_mr.sge(0..8).unwrap(), dst_mr.sge(8..16).unwrap()]).unwrap();
-    assert_eq!(qb.query_qp().cap.max_recv_sge, 1);
+    // The default max_recv_sge (1) gets a 64-byte receive WQE, which holds 3 entries.
+    let four: Vec<_> = (0..4).map(|i| dst_mr.sge(8 * i..8 * i + 8).unwrap()).collect();
+    let four = RecvWr::with_sg_list(2, &four).unwrap();
+    assert_eq!(qb.query_qp().cap.max_recv_sge, 3);
     let mut qc = h.pb.create_qp(&h.cb).set_max_send_wr(4).set_max_recv_wr(4).build().unwrap();
     qc.connect_with(&qa.endpoint().unwrap(), &opts(Mtu::Mtu1024)).unwrap();
-    assert_eq!(qc.post_recv_one(two).unwrap_err().errno(), Errno::EINVAL, "more SGEs than max_recv_sge");
+    assert_eq!(qc.post_recv_one(four).unwrap_err().errno(), Errno::EINVAL, "more SGEs than max_recv_sge");
     assert_eq!(qc.recv_outstanding(), 0);
     let mut qn = h.pb.create_qp(&h.cb).set_max_send_wr(4).build().unwrap();
     qn.connect_with(&qa.endpoint().unwrap(), &opts(Mtu::Mtu1024)).unwrap();

@@ -701,8 +701,9 @@ fn driver_refusals_on_srq_qps_post_nothing() {
         let (qa, qb) = &mut qps[0];
         let wr = RecvWr::new(9, dmr.sge(0..64).unwrap());
         assert_eq!(qb.post_recv_one(wr).unwrap_err().errno(), Errno::EINVAL, "post_recv on an SRQ QP");
-        let two = RecvWr::with_sg_list(8, &[dmr.sge(0..32).unwrap(), dmr.sge(32..64).unwrap()]).unwrap();
-        assert_eq!(srq.post_recv(&[wr, two]).unwrap_err().errno(), Errno::EINVAL, "two SGEs, max_sge 1");
+        // A 64-byte receive WQE holds 3 scatter entries (the SRQ's max_sge): 4 are refused.
+        let four = RecvWr::with_sg_list(8, &[dmr.sge(0..16).unwrap(); 4]).unwrap();
+        assert_eq!(srq.post_recv(&[wr, four]).unwrap_err().errno(), Errno::EINVAL, "four SGEs, max_sge 3");
         assert_eq!(srq.post_recv(&[wr, wr, wr]).unwrap_err().errno(), Errno::ENOMEM, "3 WRs, 2 slots");
         assert_eq!(srq.outstanding(), 0);
         srq.post_recv(&[RecvWr::new(1, dmr.sge(64..128).unwrap()), RecvWr::new(2, dmr.sge(128..192).unwrap())]).unwrap();

@@ -171,13 +171,17 @@ record!(
 
 record!(
     /// One unit of work for the RX writer (640 bits), produced in packet order by the RX
-    /// engine: `kind` 0 a payload to move from the packet buffer to host memory, 1 a CQE to
-    /// write (`cqe`, 32 bytes), 2 nothing, 3 an 8-byte value to write (`cqe` bits 63..0,
-    /// little-endian: an atomic's result); then `release` packet-buffer beats to free and, with `need_ack`, the ACK/NAK
-    /// to send once every write before it has been acknowledged by the host.
+    /// engine: `kind` 0 a payload to move from the packet buffer to host memory (`plen` bytes
+    /// starting `off` bytes into the packet whose first beat is buffer beat `start`: its
+    /// header length, plus the payload bytes earlier jobs of the same packet took when a
+    /// receive scatters it over several entries; 0..8191), 1 a CQE to write (`cqe`, 32
+    /// bytes), 2 nothing, 3 an 8-byte value to write (`cqe` bits 63..0, little-endian: an
+    /// atomic's result); then `release` packet-buffer beats to free (0 on every job of a
+    /// packet but its last) and, with `need_ack`, the ACK/NAK to send once every write
+    /// before it has been acknowledged by the host.
     WriteJob, 640, {
-        kind: 2, need_ack: 1, rsvd0: 5, start: 8, release: 8, hlen: 7, rsvd1: 1, plen: 13,
-        rsvd2: 3, addr: 64, cqe: 256, ack: 256, rsvd3: 16,
+        kind: 2, need_ack: 1, rsvd0: 5, start: 8, release: 8, off: 13, rsvd1: 3, plen: 13,
+        rsvd2: 3, addr: 64, cqe: 256, ack: 256, rsvd3: 8,
     }
 );
 

@@ -20,6 +20,20 @@ use rust_hdl::prelude::*;
 ///   with the translated address, and, with AckReq or on a message's last packet, an ACK
 ///   carrying the new MSN.
 ///
+/// **Receive scatter** (IBTA Vol 1 9.7.4.1.3, 10.8.3; ibv_post_recv(3)): a SEND's first packet
+/// (and a WRITE with immediate's last) fetches the receive WQE at the RQ consumer index, all
+/// `64 << RQ_LOG_STRIDE` bytes of it (1, 2 or 4 beats). For a SEND every scatter entry among the
+/// first `min(num_sge, 3 / 7 / 15)` with a nonzero length must name a valid key of the QP's PD
+/// granting LOCAL_WRITE and lie inside its region, else the receive completes with
+/// IBV_WC_LOC_PROT_ERR and nothing is written; the nonzero entries are kept translated in
+/// `sg_ram` ({IOVA, length} at `qpn << 4 | k`). The message fills them in order: the responder
+/// state holds the address and room left in the current entry, its slot, and the bytes left in
+/// all of them; a packet longer than the latter completes the receive with IBV_WC_LOC_LEN_ERR.
+/// A packet that fits the current entry is one payload job, as with one entry; one that passes
+/// an entry's end becomes one job per piece (`min(entry left, payload left)` bytes at byte
+/// offset `hlen + bytes placed` of the packet), the last of them freeing the packet's beats and
+/// carrying its ACK request.
+///
 /// **Completer**: for an ACK/NAK on a QP in RTS, retires in-flight WQEs in SQ order while
 /// their last PSN is covered (24-bit serial comparison, 9.7.5.1.3): successful ones produce a
 /// CQE if signaled; a NAK with an error code completes the WQE holding the NAKed PSN with
@@ -27,13 +41,20 @@ use rust_hdl::prelude::*;
 /// scheduler become CQEs the same way. Each CQE is a 32-byte [`WriteJob`] with the owner bit
 /// of [`rnic_contract::cqe::OWNER`].
 ///
-/// Every packet produces exactly one job, so the writer frees packet-buffer space in order.
+/// Every packet produces exactly one job that frees its buffer beats, after any others of the
+/// same packet (a scattered packet's earlier pieces free nothing), so the writer frees
+/// packet-buffer space in order.
 ///
 /// Timing: 6 cycles per request packet (issue, table read, first checks, region room, decide,
 /// write back), fewer than the writer's 1 + payload beats from MTU 512 up (a 256-byte packet
 /// takes 5 beats, so at MTU 256 this engine sets the pace: 256 bytes per 6 cycles, 85 Gb/s);
-/// an ACK costs 6 cycles plus 4 per WQE retired. The checks are registered in stages so no
-/// decision path is deeper than 6 LUT levels.
+/// an ACK costs 6 cycles plus 4 per WQE retired. A receive WQE costs its DMA fetch plus 4
+/// cycles for entry 0 and 5 for each further entry checked (entry select, key read, offset,
+/// room, verdict) plus 2 to pick the first nonzero entry; a packet that crosses scatter entries
+/// costs 2 cycles per piece (piece length compare, job) plus 2 per entry change (`sg_ram`
+/// read) on top of the 6. The checks are registered in stages so no decision path is deeper
+/// than 6 LUT levels: a piece's length is a mux of registers chosen by a comparison registered
+/// the cycle before.
 #[derive(LogicBlock)]
 pub struct RxEngine {
     pub clock: Signal<In, Clock>,
@@ -128,7 +149,7 @@ pub struct RxEngine {
     /// Results of the atomics the responder executed, 16 per QP at `qpn << 4 | slot`:
     /// {valid 0, PSN 31..8, original value 95..32}, for answering duplicates (9.7.5.1.1).
     atom_ram: RAM<Bits<96>, 10>,
-    rdyn_ram: RAM<Bits<328>, 6>,
+    rdyn_ram: RAM<Bits<368>, 6>,
     rqpi_ram: RAM<Bits<16>, 6>,
     /// Shared receive queues, by SRQ number: consumer index, and {limit 15..0, event CQ 23..16}
     /// (rnic_contract::srq_context).
@@ -326,10 +347,73 @@ pub struct RxEngine {
     rd_rw_dup: DFF<Bit>,
     pi_masked: DFF<Bits<32>>,
     cq_settled2: DFF<Bit>,
+    // Receive scatter (IBTA Vol 1 9.7.4.1.3, 10.8.3; ibv_post_recv(3)).
+    /// The fetched receive WQE's scatter entries: 0..2 (beat 0, bytes 16..63), 3..6, 7..10,
+    /// 11..14 (beats 1..3), 16 bytes each {addr 63..0, length 95..64, lkey 127..96}.
+    sgb0: DFF<Bits<384>>,
+    sgb1: DFF<Bits<512>>,
+    sgb2: DFF<Bits<512>>,
+    sgb3: DFF<Bits<512>>,
+    /// Beat of the receive-WQE fetch expected next; beats of the fetch minus one (1, 2 or 4
+    /// beats: the QP's RQ stride) and the entries that stride holds (3, 7, 15).
+    rq_beat: DFF<Bits<2>>,
+    rq_nb: DFF<Bits<2>>,
+    sg_cap: DFF<Bits<5>>,
+    /// Entry being checked (`sg_i`, its 16 bytes in `cur_sge`), entries to check
+    /// (`min(num_sge, sg_cap)`), whether another follows, and how many nonzero ones passed so
+    /// far (`sg_n`: their slot in `sg_ram`).
+    sg_i: DFF<Bits<5>>,
+    sg_cnt: DFF<Bits<5>>,
+    sg_more: DFF<Bit>,
+    sg_n: DFF<Bits<5>>,
+    cur_sge: DFF<Bits<128>>,
+    /// Sum of the entries' lengths (36 bits: 15 entries of up to 2^32 - 1 bytes), and the
+    /// first nonzero entry (translated address, length): where the message starts.
+    sg_tot: DFF<Bits<36>>,
+    first_addr: DFF<Bits<64>>,
+    first_len: DFF<Bits<32>>,
+    /// The nonzero scatter entries of each QP's open receive, translated and checked, in
+    /// order at `qpn << 4 | k`: {IOVA 63..0, length 95..64}. Written when a SEND's first packet
+    /// checks its receive WQE; read when a packet's payload passes the end of an entry.
+    sg_ram: RAM<Bits<96>, 10>,
+    /// Per QP (responder state bits 208..211 and 328..363): the slot in `sg_ram` of the entry
+    /// `wr_addr`/`wr_rem` point into, and the bytes left in the whole receive buffer.
+    sg_cur: DFF<Bits<4>>,
+    tot_rem: DFF<Bits<36>>,
+    /// The packet fits what is left of the receive buffer (its entries together).
+    tot_fits_r: DFF<Bit>,
+    /// Scatter loop (states 40..43) for a packet that passes an entry's end: payload bytes of
+    /// the packet already placed and left, the next piece's byte offset into the packet, the
+    /// current entry ends before the payload does (`pc_lt`) or is used up (`pc_zero`), the
+    /// packet's ACK request, and the state to go to after its last piece.
+    sc_off: DFF<Bits<13>>,
+    sc_rem: DFF<Bits<13>>,
+    sc_hoff: DFF<Bits<13>>,
+    pc_lt: DFF<Bit>,
+    pc_zero: DFF<Bit>,
+    sc_ack: DFF<Bit>,
+    sc_next: DFF<Bits<6>>,
+    /// State 2: the packet's payload is shorter than / as long as what is left of the open
+    /// WRITE; the RQ ring's index mask and RQ_LOG_STRIDE, from the context as it is loaded.
+    wr_lt_r: DFF<Bit>,
+    wr_eq_r: DFF<Bit>,
+    rq_mask_r: DFF<Bits<16>>,
+    rq_sh_r: DFF<Bits<3>>,
     // Combinational views.
+    rd_wr_rem: Signal<Local, Bits<32>>,
+    rq_idx: Signal<Local, Bits<64>>,
+    rq_off: Signal<Local, Bits<64>>,
+    cur_addr: Signal<Local, Bits<64>>,
+    sg_inext: Signal<Local, Bits<5>>,
+    sg_first: Signal<Local, Bit>,
+    entry_ok: Signal<Local, Bit>,
+    plen36: Signal<Local, Bits<36>>,
+    sge_len36: Signal<Local, Bits<36>>,
+    sg_piece: Signal<Local, Bits<32>>,
+    sg_rd: Signal<Local, Bits<96>>,
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
-    rdyn_now: Signal<Local, Bits<328>>,
+    rdyn_now: Signal<Local, Bits<368>>,
     is_send_start: Signal<Local, Bit>,
     is_send_cont: Signal<Local, Bit>,
     is_send_end: Signal<Local, Bit>,
@@ -705,6 +789,47 @@ impl Default for RxEngine {
             at_beat: Default::default(),
             at_entry: Default::default(),
             at_sum: Default::default(),
+            sgb0: Default::default(),
+            sgb1: Default::default(),
+            sgb2: Default::default(),
+            sgb3: Default::default(),
+            rq_beat: Default::default(),
+            rq_nb: Default::default(),
+            sg_cap: Default::default(),
+            sg_i: Default::default(),
+            sg_cnt: Default::default(),
+            sg_more: Default::default(),
+            sg_n: Default::default(),
+            cur_sge: Default::default(),
+            sg_tot: Default::default(),
+            first_addr: Default::default(),
+            first_len: Default::default(),
+            sg_ram: Default::default(),
+            sg_cur: Default::default(),
+            tot_rem: Default::default(),
+            tot_fits_r: Default::default(),
+            sc_off: Default::default(),
+            sc_rem: Default::default(),
+            sc_hoff: Default::default(),
+            pc_lt: Default::default(),
+            pc_zero: Default::default(),
+            sc_ack: Default::default(),
+            sc_next: Default::default(),
+            cur_addr: Default::default(),
+            wr_lt_r: Default::default(),
+            wr_eq_r: Default::default(),
+            rq_mask_r: Default::default(),
+            rq_sh_r: Default::default(),
+            rd_wr_rem: Default::default(),
+            rq_idx: Default::default(),
+            rq_off: Default::default(),
+            sg_inext: Default::default(),
+            sg_first: Default::default(),
+            entry_ok: Default::default(),
+            plen36: Default::default(),
+            sge_len36: Default::default(),
+            sg_piece: Default::default(),
+            sg_rd: Default::default(),
         }
     }
 }
@@ -714,8 +839,11 @@ impl Default for RxEngine {
 // 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait
 // (in-flight entry address), 32 entry read (coverage registered), 11 completer check, 12 CQE
 // job; for a SEND that starts a message: 7 receive-WQE address,
-// 8 receive-WQE data, 13 key-table read at its lkey, 14 offset, 15 region room, 16 fit,
-// back to 6; for a READ response: 17, 18, 20 checks, 21 act; 22 resume a READ an ACK
+// 8 receive-WQE data (1, 2 or 4 beats), 13 key-table read at the entry's lkey, 14 offset,
+// 15 region room, 16 fit, then for each further entry 35 (select it) and 13..16 again, with
+// several entries 36 (the first nonzero one) and 37 (fits), back to 6; a packet passing the
+// end of a scatter entry: 40 piece length compare, 41 piece job, 42-43 next entry from sg_ram,
+// then 3 (last packet: receive CQE) or 9; for a READ response: 17, 18, 20 checks, 21 act; 22 resume a READ an ACK
 // covered before its responses arrived (or one whose responses are missing); 24 hand an
 // accepted or replayed READ (or an ATOMIC ACKNOWLEDGE) to the scheduler; for an atomic: 25
 // wait for earlier writes, 26 read its beat, 27 take the word, 28 new value, 29 result job,
@@ -740,7 +868,10 @@ impl Logic for RxEngine {
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, srq_inc, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r
+            src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, srq_inc, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r,
+            sgb0, sgb1, sgb2, sgb3, rq_beat, rq_nb, sg_cap, sg_i, sg_cnt, sg_more, sg_n, cur_sge, sg_tot,
+            first_addr, first_len, sg_cur, tot_rem, tot_fits_r, sc_off, sc_rem, sc_hoff, pc_lt, pc_zero,
+            sc_ack, sc_next, wr_lt_r, wr_eq_r, rq_mask_r, rq_sh_r
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -805,7 +936,50 @@ impl Logic for RxEngine {
         self.tables.qp_addr.next = self.qpn.q.val();
         self.rdyn_ram.read_address.next = self.qpn.q.val();
         self.acked_ram.read_address.next = self.qpn.q.val();
-        self.lkey.next = self.rwqe.q.val().sge0_lkey;
+        // The scatter entry being checked (`cur_sge`): its address and lkey.
+        self.lkey.next = self.cur_sge.q.val().get_bits::<32>(96);
+        self.cur_addr.next = self.cur_sge.q.val().get_bits::<64>(0);
+        self.sg_inext.next = self.sg_i.q.val() + 1;
+        self.sg_first.next = self.sg_i.q.val() == 0;
+        self.plen36.next = bit_cast::<36, 13>(self.pkt.q.val().plen);
+        self.sge_len36.next = bit_cast::<36, 32>(self.sge_len.q.val());
+        // Scatter-entry table: written in state 16, read at the QP's current entry.
+        self.sg_ram.read_clock.next = self.clock.val();
+        self.sg_ram.write_clock.next = self.clock.val();
+        self.sg_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
+            | bit_cast::<10, 4>(self.sg_cur.q.val());
+        self.sg_ram.write_enable.next = false;
+        self.sg_ram.write_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
+            | bit_cast::<10, 4>(self.sg_n.q.val().get_bits::<4>(0));
+        self.sg_ram.write_data.next = bit_cast::<96, 64>(self.w_addr_r.q.val())
+            | (bit_cast::<96, 32>(self.sge_len.q.val()) << 64);
+        self.sg_rd.next = self.sg_ram.read_data.val();
+        // The scatter entry checked in states 13..16 lies inside its region, or is empty.
+        self.entry_ok.next = (self.sge_len.q.val() == 0)
+            | (self.key_ok_r.q.val()
+                & self.va_ok.q.val()
+                & self.off_ok.q.val()
+                & (bit_cast::<64, 32>(self.sge_len.q.val()) <= self.room.q.val()));
+        // The next piece of a scattered packet: up to the end of the entry or of the payload.
+        self.sg_piece.next = bit_cast::<32, 13>(self.sc_rem.q.val());
+        if self.pc_lt.q.val() {
+            self.sg_piece.next = self.wr_rem.q.val();
+        }
+        // The QP's RQ stride: beats of a receive-WQE fetch (minus one) and entries it holds.
+        match self.ctx.q.val().rq_log_stride.index() {
+            0 => {
+                self.rq_nb.d.next = 0.into();
+                self.sg_cap.d.next = 3.into();
+            }
+            1 => {
+                self.rq_nb.d.next = 1.into();
+                self.sg_cap.d.next = 7.into();
+            }
+            _ => {
+                self.rq_nb.d.next = 3.into();
+                self.sg_cap.d.next = 15.into();
+            }
+        }
         self.tables.mr_addr.next = self.rkey.val().get_bits::<6>(8);
         if (self.state.q.val() == 13) | (self.state.q.val() == 14) | (self.state.q.val() == 15) {
             self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
@@ -829,6 +1003,7 @@ impl Logic for RxEngine {
         self.qp_now.next = self.tables.qp.val();
         self.mr_now.next = self.tables.mr.val();
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
+        self.rd_wr_rem.next = self.rdyn_now.val().get_bits::<32>(128);
         self.entry.next = self.inflight_ram.read_data.val().into();
         // An SRQ's index comes from the QP's context: read at the SRQ number in state 2 (when
         // the context is the table's output), for state 5.
@@ -894,7 +1069,8 @@ impl Logic for RxEngine {
             | (self.state.q.val() == 21)
             | (self.state.q.val() == 22)
             | (self.state.q.val() == 23)
-            | (self.state.q.val() == 24));
+            | (self.state.q.val() == 24)
+            | (self.state.q.val() == 41));
         self.cmd_ready.next = self.cmd_ok_r.q.val();
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         self.tables.cmd_fire.next = self.cmd_fire.val();
@@ -922,7 +1098,7 @@ impl Logic for RxEngine {
             & (self.cmd_op.val() == 1)
             & self.cmd_qp.val().init_rq_psn.any();
         self.rdyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.rdyn_ram.write_data.next = bit_cast::<328, 24>(self.cmd_qp.val().rq_psn);
+        self.rdyn_ram.write_data.next = bit_cast::<368, 24>(self.cmd_qp.val().rq_psn);
         self.acked_ram.write_enable.next = self.cmd_fire.val()
             & (self.cmd_op.val() == 1)
             & self.cmd_qp.val().init_sq_psn.any();
@@ -1018,17 +1194,30 @@ impl Logic for RxEngine {
         }
         // A SEND's first packet and a WRITE with immediate's last consume a receive WQE.
         self.needs_rwqe.next = self.is_send_start.val() | self.is_write_imm.val();
-        // (A shifted constant, not `(1 << n) - 1`: no carry chain before the address adder.)
-        self.rq_mask.next = !(bit_cast::<16, 16>(0xFFFF.into()) << bit_cast::<16, 4>(self.ctx.q.val().rq_log_size));
-        // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE): a 4-way shift of
-        // the masked index, then a constant one (the stride is 0..=2).
-        self.rq_addr_r.d.next = self.ctx.q.val().rq_base
-            + ((bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val())
-                << bit_cast::<64, 3>(self.ctx.q.val().rq_log_stride))
-                << 6);
+        // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE): the ring mask
+        // and the stride are registered with the context (state 2), the shift is a 3-way
+        // choice of constants, so the address is one AND-mux and an adder from registers.
+        self.rq_mask.next = self.rq_mask_r.q.val();
+        self.rq_idx.next = bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val());
+        match self.rq_sh_r.q.val().index() {
+            0 => {
+                self.rq_off.next = self.rq_idx.val() << 6;
+            }
+            1 => {
+                self.rq_off.next = self.rq_idx.val() << 7;
+            }
+            _ => {
+                self.rq_off.next = self.rq_idx.val() << 8;
+            }
+        }
+        self.rq_addr_r.d.next = self.ctx.q.val().rq_base + self.rq_off.val();
         self.rq_ar_valid.next = (self.state.q.val() == 7) | (self.state.q.val() == 26);
-        // One beat: scatter entries 0..2 (entries past 2 are not used yet).
+        // The whole receive WQE (64 << RQ_LOG_STRIDE bytes: 1, 2 or 4 beats); an atomic's
+        // read is one beat.
         self.rq_ar_len.next = 0.into();
+        if self.state.q.val() == 7 {
+            self.rq_ar_len.next = bit_cast::<3, 2>(self.rq_nb.q.val());
+        }
         self.rq_ar_addr.next = self.rq_addr_r.q.val();
         if self.state.q.val() == 26 {
             // An atomic reads the 64-byte beat holding its 8-byte word.
@@ -1102,13 +1291,13 @@ impl Logic for RxEngine {
             7 => { // RDMA WRITE MIDDLE
                 self.seq_ok.next = self.in_write.q.val()
                     & (self.plen32.val() == self.mtu.val())
-                    & (self.plen32.val() < self.wr_rem.q.val());
+                    & self.wr_lt_r.q.val();
             }
             8 => { // RDMA WRITE LAST
-                self.seq_ok.next = self.in_write.q.val() & (self.plen32.val() == self.wr_rem.q.val());
+                self.seq_ok.next = self.in_write.q.val() & self.wr_eq_r.q.val();
             }
             9 => { // RDMA WRITE LAST WITH IMMEDIATE
-                self.seq_ok.next = self.in_write.q.val() & (self.plen32.val() == self.wr_rem.q.val());
+                self.seq_ok.next = self.in_write.q.val() & self.wr_eq_r.q.val();
             }
             10 => { // RDMA WRITE ONLY
                 self.seq_ok.next = !self.in_write.q.val()
@@ -1208,7 +1397,7 @@ impl Logic for RxEngine {
         self.job.next.rsvd0 = 0.into();
         self.job.next.start = self.pkt.q.val().start;
         self.job.next.release = self.pkt.q.val().nbeats;
-        self.job.next.hlen = self.pkt.q.val().hlen;
+        self.job.next.off = bit_cast::<13, 7>(self.pkt.q.val().hlen);
         self.job.next.rsvd1 = 0.into();
         self.job.next.plen = self.pkt.q.val().plen;
         self.job.next.rsvd2 = 0.into();
@@ -1375,6 +1564,13 @@ impl Logic for RxEngine {
                 self.msn.d.next = self.rdyn_now.val().get_bits::<24>(32);
                 self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
                 self.wr_rem.d.next = self.rdyn_now.val().get_bits::<32>(128);
+                // The segment-length checks against what is left of an open WRITE, as flags
+                // (state 5 combines them per opcode); the RQ ring's mask and stride.
+                self.wr_lt_r.d.next = self.plen32.val() < self.rd_wr_rem.val();
+                self.wr_eq_r.d.next = self.plen32.val() == self.rd_wr_rem.val();
+                self.rq_mask_r.d.next =
+                    !(bit_cast::<16, 16>(0xFFFF.into()) << bit_cast::<16, 4>(self.qp_now.val().rq_log_size));
+                self.rq_sh_r.d.next = self.qp_now.val().rq_log_stride;
                 self.in_write.d.next = self.rdyn_now.val().get_bit(160);
                 self.nak_sent.d.next = self.rdyn_now.val().get_bit(161);
                 self.last_nak.d.next = self.rdyn_now.val().get_bits::<24>(164);
@@ -1384,6 +1580,8 @@ impl Logic for RxEngine {
                 self.recv_len.d.next = self.rdyn_now.val().get_bits::<32>(224);
                 self.recv_wr_id.d.next = self.rdyn_now.val().get_bits::<64>(256);
                 self.at_slot.d.next = self.rdyn_now.val().get_bits::<4>(320);
+                self.sg_cur.d.next = self.rdyn_now.val().get_bits::<4>(208);
+                self.tot_rem.d.next = self.rdyn_now.val().get_bits::<36>(328);
                 self.rq_pi.d.next = self.rqpi_ram.read_data.val();
                 self.nak_moved.d.next =
                     self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(164);
@@ -1435,6 +1633,7 @@ impl Logic for RxEngine {
                     & (bit_cast::<64, 32>(self.req_len.val())
                         <= (self.mr_now.val().length - self.off_r.q.val()));
                 self.send_fits_r.d.next = self.plen32.val() <= self.wr_rem.q.val();
+                self.tot_fits_r.d.next = self.plen36.val() <= self.tot_rem.q.val();
                 self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
                 if self.ctx.q.val().use_srq.any() {
                     // Receive WQEs come from the SRQ: its indices (read at the SRQ number).
@@ -1569,11 +1768,12 @@ impl Logic for RxEngine {
                         self.job_write.next = false;
                         self.state.d.next = 7.into();
                     } else if (self.is_send_start.val() & !self.sge_ok.val())
-                        | ((self.is_send_start.val() | self.is_send_cont.val()) & !self.send_fits.val())
+                        | ((self.is_send_start.val() | self.is_send_cont.val()) & !self.tot_fits_r.q.val())
                     {
                         // The receive WQE cannot take the message: it completes in error
                         // (IBV_WC_LOC_PROT_ERR for a bad scatter entry, IBV_WC_LOC_LEN_ERR for a
-                        // message too long) and the requester gets NAK remote operational error
+                        // message longer than its entries together) and the requester gets NAK
+                        // remote operational error
                         // or invalid request (9.7.5.2.4, 10.8.3.3). Nothing is written.
                         self.cnt_drop_inv_req.next = true;
                         self.nak_sent.d.next = true;
@@ -1680,6 +1880,31 @@ impl Logic for RxEngine {
                                 }
                                 self.state.d.next = 3.into();
                             }
+                            // What is left of the receive buffer after this packet.
+                            self.tot_rem.d.next = self.tot_rem.q.val() - self.plen36.val();
+                            if self.is_send_start.val() {
+                                self.tot_rem.d.next = self.sg_tot.q.val() - self.plen36.val();
+                                self.sg_cur.d.next = 0.into();
+                            }
+                            if !self.send_fits.val() {
+                                // The payload passes the end of the current entry: it goes out
+                                // in pieces, one job per entry (states 40..43), then on to the
+                                // state chosen above.
+                                self.job_write.next = false;
+                                self.wr_addr.d.next = self.w_addr_r.q.val();
+                                self.wr_rem.d.next = self.wr_rem.q.val();
+                                if self.is_send_start.val() {
+                                    self.wr_rem.d.next = self.sge_len.q.val();
+                                }
+                                self.sc_off.d.next = 0.into();
+                                self.sc_rem.d.next = self.pkt.q.val().plen;
+                                self.sc_ack.d.next = self.pkt.q.val().ackreq.any() & !self.is_send_end.val();
+                                self.sc_next.d.next = 9.into();
+                                if self.is_send_end.val() {
+                                    self.sc_next.d.next = 3.into();
+                                }
+                                self.state.d.next = 40.into();
+                            }
                         }
                         self.nak_sent.d.next = false;
                     }
@@ -1704,36 +1929,65 @@ impl Logic for RxEngine {
                 }
             }
             7 => {
-                // Fetch the receive WQE at the RQ consumer index (AXI ID 2).
+                // Fetch the receive WQE at the RQ consumer index (AXI ID 2), all its beats.
+                self.rq_beat.d.next = 0.into();
+                self.sg_i.d.next = 0.into();
+                self.sg_n.d.next = 0.into();
                 if self.rq_ar_ready.val() {
                     self.state.d.next = 8.into();
                 }
             }
             8 => {
+                // Its beats in order: beat 0 holds wr_id, num_sge and entries 0..2 (entry 0 is
+                // checked first), beat k >= 1 entries 4k-1..4k+2.
                 if self.rq_r_valid.val() {
-                    self.rwqe.d.next = self.rq_r_data.val().into();
-                    self.state.d.next = 13.into();
-                    if self.src_fl.q.val() {
-                        self.state.d.next = 34.into();
+                    self.rq_beat.d.next = self.rq_beat.q.val() + 1;
+                    match self.rq_beat.q.val().index() {
+                        0 => {
+                            self.rwqe.d.next = self.rq_r_data.val().into();
+                            self.sgb0.d.next = self.rq_r_data.val().get_bits::<384>(128);
+                            self.cur_sge.d.next = self.rq_r_data.val().get_bits::<128>(128);
+                        }
+                        1 => {
+                            self.sgb1.d.next = self.rq_r_data.val();
+                        }
+                        2 => {
+                            self.sgb2.d.next = self.rq_r_data.val();
+                        }
+                        _ => {
+                            self.sgb3.d.next = self.rq_r_data.val();
+                        }
+                    }
+                    if self.rq_beat.q.val() == self.rq_nb.q.val() {
+                        self.state.d.next = 13.into();
+                        if self.src_fl.q.val() {
+                            self.state.d.next = 34.into();
+                        }
                     }
                 }
             }
             13 => {
-                // The key table is read at the scatter entry's lkey.
+                // The key table is read at the scatter entry's lkey; the entries to check are
+                // the WQE's num_sge, at most what its stride holds.
+                self.sg_cnt.d.next = self.sg_cap.q.val();
+                if self.rwqe.q.val().num_sge <= bit_cast::<8, 5>(self.sg_cap.q.val()) {
+                    self.sg_cnt.d.next = bit_cast::<5, 8>(self.rwqe.q.val().num_sge);
+                }
                 self.state.d.next = 14.into();
             }
             14 => {
                 // A WRITE with immediate keeps its RETH checks and address: its receive WQE
                 // gives only the wr_id.
                 if self.is_send_start.val() {
-                    self.off_r.d.next = self.rwqe.q.val().sge0_addr - self.mr_now.val().va;
-                    self.va_ok.d.next = self.rwqe.q.val().sge0_addr >= self.mr_now.val().va;
+                    self.off_r.d.next = self.cur_addr.val() - self.mr_now.val().va;
+                    self.va_ok.d.next = self.cur_addr.val() >= self.mr_now.val().va;
                     self.key_ok_r.d.next = self.lkey_ok.val();
                 }
                 self.sge_len.d.next = 0.into();
                 if self.rwqe.q.val().num_sge != 0 {
-                    self.sge_len.d.next = self.rwqe.q.val().sge0_length;
+                    self.sge_len.d.next = self.cur_sge.q.val().get_bits::<32>(64);
                 }
+                self.sg_more.d.next = self.sg_inext.val() < self.sg_cnt.q.val();
                 self.state.d.next = 15.into();
             }
             15 => {
@@ -1745,15 +1999,145 @@ impl Logic for RxEngine {
                 self.state.d.next = 16.into();
             }
             16 => {
-                // The scatter entry lies inside its region, and the packet fits it.
-                self.sge_ok_r.d.next = (self.sge_len.q.val() == 0)
-                    | (self.key_ok_r.q.val()
-                        & self.va_ok.q.val()
-                        & self.off_ok.q.val()
-                        & (bit_cast::<64, 32>(self.sge_len.q.val()) <= self.room.q.val()));
+                // The scatter entry lies inside its region (or is empty), as every entry before
+                // it; the packet fits it.
+                self.sge_ok_r.d.next = self.entry_ok.val() & (self.sg_first.val() | self.sge_ok_r.q.val());
                 self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
+                self.tot_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
+                self.sg_tot.d.next = self.sg_tot.q.val() + self.sge_len36.val();
+                if self.sg_first.val() {
+                    self.sg_tot.d.next = self.sge_len36.val();
+                }
+                if self.is_send_start.val() & (self.sge_len.q.val() != 0) {
+                    // A nonzero entry: kept, translated, for the packets of the message.
+                    self.sg_ram.write_enable.next = true;
+                    self.sg_n.d.next = self.sg_n.q.val() + 1;
+                    if self.sg_n.q.val() == 0 {
+                        self.first_addr.d.next = self.w_addr_r.q.val();
+                        self.first_len.d.next = self.sge_len.q.val();
+                    }
+                }
                 self.rwqe_ready.d.next = true;
                 self.state.d.next = 6.into();
+                if self.is_send_start.val() & self.sg_more.q.val() {
+                    // The next entry.
+                    self.sg_i.d.next = self.sg_inext.val();
+                    self.state.d.next = 35.into();
+                } else if !self.sg_first.val() {
+                    self.state.d.next = 36.into();
+                }
+            }
+            35 => {
+                // Entry `sg_i` from the WQE's beats, then its checks (13..16).
+                match self.sg_i.q.val().index() {
+                    1 => {
+                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(128);
+                    }
+                    2 => {
+                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(256);
+                    }
+                    3 => {
+                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(0);
+                    }
+                    4 => {
+                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(128);
+                    }
+                    5 => {
+                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(256);
+                    }
+                    6 => {
+                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(384);
+                    }
+                    7 => {
+                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(0);
+                    }
+                    8 => {
+                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(128);
+                    }
+                    9 => {
+                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(256);
+                    }
+                    10 => {
+                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(384);
+                    }
+                    11 => {
+                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(0);
+                    }
+                    12 => {
+                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(128);
+                    }
+                    13 => {
+                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(256);
+                    }
+                    14 => {
+                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(384);
+                    }
+                    _ => {
+                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(0);
+                    }
+                }
+                self.state.d.next = 13.into();
+            }
+            36 => {
+                // Several entries: the message starts in the first nonzero one.
+                self.w_addr_r.d.next = self.first_addr.q.val();
+                self.sge_len.d.next = self.first_len.q.val();
+                self.state.d.next = 37.into();
+            }
+            37 => {
+                // The packet fits that entry, or the entries together.
+                self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
+                self.tot_fits_r.d.next = self.plen36.val() <= self.sg_tot.q.val();
+                self.state.d.next = 6.into();
+            }
+            40 => {
+                // Scatter, 1: does the current entry end before the payload does (or is it used
+                // up); the piece's offset into the packet.
+                self.pc_lt.d.next = self.wr_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
+                self.pc_zero.d.next = self.wr_rem.q.val() == 0;
+                self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
+                self.state.d.next = 41.into();
+            }
+            41 => {
+                // 2: one payload job per piece, `min(entry left, payload left)` bytes; the
+                // packet's last piece frees its beats and carries its ACK request.
+                self.job.next.kind = 0.into();
+                self.job.next.off = self.sc_hoff.q.val();
+                self.job.next.plen = self.sg_piece.val().get_bits::<13>(0);
+                self.job.next.addr = self.wr_addr.q.val();
+                self.job.next.release = 0.into();
+                self.job.next.need_ack = 0.into();
+                if !self.pc_lt.q.val() {
+                    self.job.next.release = self.pkt.q.val().nbeats;
+                    self.job.next.need_ack = bit_cast::<1, 1>(self.sc_ack.q.val().into());
+                }
+                if self.pc_zero.q.val() {
+                    // The entry is used up (an earlier packet ended at its end): the next one.
+                    self.sg_cur.d.next = self.sg_cur.q.val() + 1;
+                    self.state.d.next = 42.into();
+                } else if self.job_room.q.val() {
+                    self.job_write.next = true;
+                    self.wr_addr.d.next = self.wr_addr.q.val() + bit_cast::<64, 32>(self.sg_piece.val());
+                    self.wr_rem.d.next = self.wr_rem.q.val() - self.sg_piece.val();
+                    self.sc_off.d.next = self.sc_off.q.val() + self.sg_piece.val().get_bits::<13>(0);
+                    self.sc_rem.d.next = self.sc_rem.q.val() - self.sg_piece.val().get_bits::<13>(0);
+                    if self.pc_lt.q.val() {
+                        self.sg_cur.d.next = self.sg_cur.q.val() + 1;
+                        self.state.d.next = 42.into();
+                    } else {
+                        self.state.d.next = self.sc_next.q.val();
+                    }
+                }
+            }
+            42 => {
+                // 3: the entry table is read at the next entry...
+                self.state.d.next = 43.into();
+            }
+            43 => {
+                // 4: ...which becomes the current one.
+                self.wr_addr.d.next = self.sg_rd.val().get_bits::<64>(0);
+                self.wr_rem.d.next = self.sg_rd.val().get_bits::<32>(64);
+                self.state.d.next = 40.into();
             }
             9 => {
                 // Write back the transport state (and an SRQ's consumer index).
@@ -1765,19 +2149,21 @@ impl Logic for RxEngine {
                 }
                 self.rdyn_ram.write_enable.next = self.qpn_ok.q.val();
                 self.rdyn_ram.write_address.next = self.qpn.q.val();
-                self.rdyn_ram.write_data.next = bit_cast::<328, 24>(self.epsn.q.val())
-                    | (bit_cast::<328, 24>(self.msn.q.val()) << 32)
-                    | (bit_cast::<328, 64>(self.wr_addr.q.val()) << 64)
-                    | (bit_cast::<328, 32>(self.wr_rem.q.val()) << 128)
-                    | (bit_cast::<328, 1>(self.in_write.q.val().into()) << 160)
-                    | (bit_cast::<328, 1>(self.nak_sent.q.val().into()) << 161)
-                    | (bit_cast::<328, 1>(self.in_send.q.val().into()) << 162)
-                    | (bit_cast::<328, 1>(self.last_nak_ok.q.val().into()) << 163)
-                    | (bit_cast::<328, 24>(self.last_nak.q.val()) << 164)
-                    | (bit_cast::<328, 16>(self.rq_ci.q.val()) << 192)
-                    | (bit_cast::<328, 32>(self.recv_len.q.val()) << 224)
-                    | (bit_cast::<328, 64>(self.recv_wr_id.q.val()) << 256)
-                    | (bit_cast::<328, 4>(self.at_slot.q.val()) << 320);
+                self.rdyn_ram.write_data.next = bit_cast::<368, 24>(self.epsn.q.val())
+                    | (bit_cast::<368, 24>(self.msn.q.val()) << 32)
+                    | (bit_cast::<368, 64>(self.wr_addr.q.val()) << 64)
+                    | (bit_cast::<368, 32>(self.wr_rem.q.val()) << 128)
+                    | (bit_cast::<368, 1>(self.in_write.q.val().into()) << 160)
+                    | (bit_cast::<368, 1>(self.nak_sent.q.val().into()) << 161)
+                    | (bit_cast::<368, 1>(self.in_send.q.val().into()) << 162)
+                    | (bit_cast::<368, 1>(self.last_nak_ok.q.val().into()) << 163)
+                    | (bit_cast::<368, 24>(self.last_nak.q.val()) << 164)
+                    | (bit_cast::<368, 16>(self.rq_ci.q.val()) << 192)
+                    | (bit_cast::<368, 32>(self.recv_len.q.val()) << 224)
+                    | (bit_cast::<368, 64>(self.recv_wr_id.q.val()) << 256)
+                    | (bit_cast::<368, 4>(self.at_slot.q.val()) << 320)
+                    | (bit_cast::<368, 4>(self.sg_cur.q.val()) << 208)
+                    | (bit_cast::<368, 36>(self.tot_rem.q.val()) << 328);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
                 self.acked_ram.write_data.next = bit_cast::<96, 16>(self.acked.q.val())

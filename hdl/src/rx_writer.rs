@@ -5,7 +5,9 @@ use rust_hdl::prelude::*;
 
 /// Executes [`WriteJob`]s from the RX engine, in order, at one AXI beat per cycle.
 ///
-/// A payload job streams the packet's payload from the packet buffer through a [`Gearbox`]
+/// A payload job streams `plen` bytes from `off` bytes into its packet (buffer beat
+/// `start + off / 64`, byte `off mod 64`; `off` up to 8191, so a receive scattered over several
+/// entries takes one job per entry piece, IBTA Vol 1 9.7.4.1.3) through a [`Gearbox`]
 /// (a lead chunk of `addr mod 64` empty bytes first, so beats land 64-byte aligned) and issues
 /// one 64-byte AXI write per beat with byte strobes covering exactly `[addr, addr + plen)`. A
 /// CQE job writes 32 bytes the same way, an atomic's result job 8 bytes. Packet-buffer space is released as soon as the
@@ -50,11 +52,12 @@ pub struct RxWriter {
     pa: SynchronousFIFO<Bits<272>, 3, 4, 1>,
     state: DFF<Bits<2>>,
     start_r: DFF<Bits<8>>,
-    hlen_r: DFF<Bits<7>>,
+    /// The job's byte offset into its packet (`off`).
+    off_r: DFF<Bits<13>>,
     release_r: DFF<Bits<8>>,
     w_rem: DFF<Bits<13>>,
     w_first: DFF<Bit>,
-    // Longest chunk the next payload beat may carry: 64 - (hlen mod 64) for the first, then 64.
+    // Longest chunk the next payload beat may carry: 64 - (off mod 64) for the first, then 64.
     w_lim: DFF<Bits<7>>,
     j_cur: DFF<Bits<8>>,
     cqe_r: DFF<Bits<256>>,
@@ -70,7 +73,9 @@ pub struct RxWriter {
     j_kind: Signal<Local, Bits<2>>,
     j_addr: Signal<Local, Bits<64>>,
     j_plen: Signal<Local, Bits<13>>,
-    j_hlen: Signal<Local, Bits<7>>,
+    j_off: Signal<Local, Bits<13>>,
+    /// Beat of the packet holding byte `off` (`off / 64`).
+    j_obeat: Signal<Local, Bits<8>>,
     j_start: Signal<Local, Bits<8>>,
     j_len: Signal<Local, Bits<16>>,
     j_lead: Signal<Local, Bits<7>>,
@@ -99,7 +104,7 @@ impl Logic for RxWriter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, start_r, hlen_r, release_r, w_rem, w_first, w_lim, j_cur, cqe_r, rdp,
+            self, clock, state, start_r, off_r, release_r, w_rem, w_first, w_lim, j_cur, cqe_r, rdp,
             beats_planned, b_count, out_k, aw_done, w_done, val_len, idle_r
         );
         clock!(self, clock, gb, aq, pa);
@@ -110,7 +115,8 @@ impl Logic for RxWriter {
         self.j_kind.next = self.job.val().kind;
         self.j_addr.next = self.job.val().addr;
         self.j_plen.next = self.job.val().plen;
-        self.j_hlen.next = self.job.val().hlen;
+        self.j_off.next = self.job.val().off;
+        self.j_obeat.next = bit_cast::<8, 7>(self.j_off.val().get_bits::<7>(6));
         self.j_start.next = self.job.val().start;
         self.j_lead.next = bit_cast::<7, 6>(self.j_addr.val().get_bits::<6>(0));
         self.j_len.next = bit_cast::<16, 13>(self.j_plen.val());
@@ -134,7 +140,7 @@ impl Logic for RxWriter {
         // ---- Gearbox input ----
         self.beat_skip.next = 0.into();
         if self.w_first.q.val() {
-            self.beat_skip.next = bit_cast::<7, 6>(self.hlen_r.q.val().get_bits::<6>(0));
+            self.beat_skip.next = bit_cast::<7, 6>(self.off_r.q.val().get_bits::<6>(0));
         }
         self.beat_lim.next = bit_cast::<13, 7>(self.w_lim.q.val());
         self.beat_last.next = self.w_rem.q.val() <= self.beat_lim.val();
@@ -179,16 +185,15 @@ impl Logic for RxWriter {
                         self.pa.data_in.next = bit_cast::<272, 256>(self.job.val().ack.into())
                             | (bit_cast::<272, 16>(self.beats_planned.q.val() + self.j_beats.val()) << 256);
                         self.start_r.d.next = self.j_start.val();
-                        self.hlen_r.d.next = self.j_hlen.val();
+                        self.off_r.d.next = self.j_off.val();
                         self.release_r.d.next = self.job.val().release;
                         self.w_rem.d.next = self.j_plen.val();
                         self.w_first.d.next = true;
                         self.w_lim.d.next =
-                            64_u64 - bit_cast::<7, 6>(self.j_hlen.val().get_bits::<6>(0));
-                        self.j_cur.d.next = bit_cast::<8, 1>(self.j_hlen.val().get_bits::<1>(6));
+                            64_u64 - bit_cast::<7, 6>(self.j_off.val().get_bits::<6>(0));
+                        self.j_cur.d.next = self.j_obeat.val();
                         // Present the first payload beat's address now: data next cycle.
-                        self.buf_raddr.next = self.j_start.val()
-                            + bit_cast::<8, 1>(self.j_hlen.val().get_bits::<1>(6));
+                        self.buf_raddr.next = self.j_start.val() + self.j_obeat.val();
                         self.cqe_r.d.next = self.job.val().cqe;
                         self.val_len.d.next = 32.into();
                         if self.j_kind.val() == 3 {

@@ -12,10 +12,13 @@
 //!   16), `ext4` in bits 359..328 and the atomic operands after it; `RxDesc` is 416 bits with
 //!   `imm` in bits 287..256 and the atomic operands after it; `RoceHeader.ext` covers frame
 //!   bytes 54..82 (an AtomicETH) and `spare` the last 6 bytes; `InflightRec` is 224 bits with
-//!   `local_iova` last; `ReadRespJob` is 360 bits with `len` still ending at bit 288.
+//!   `local_iova` last; `ReadRespJob` is 360 bits with `len` still ending at bit 288;
+//!   `WriteJob` is 640 bits with the 13-bit byte offset `off` at bit 24 (a scattered receive's
+//!   piece may start past byte 127 of its packet) and `plen`, `addr`, `cqe`, `ack` where the RX
+//!   writer reads them (the top level carries the record whole).
 //! - `from_bits_reads_each_field_in_place`: `From<Bits<TOTAL>>` of a word with one field's bits
 //!   set yields that field (all ones) and nothing else, for `TxJob` and `RxDesc`.
-use rnic_hdl::records::{InflightRec, ReadRespJob, RoceHeader, RxDesc, TxJob};
+use rnic_hdl::records::{InflightRec, ReadRespJob, RoceHeader, RxDesc, TxJob, WriteJob};
 use rust_hdl::prelude::*;
 
 /// `(name, declared bits, sum of field widths)` of each `record!` in records.rs.
@@ -66,6 +69,7 @@ fn declared_widths_match_the_fields() {
         ("RoceHeader", <RoceHeader as Synth>::BITS),
         ("InflightRec", <InflightRec as Synth>::BITS),
         ("ReadRespJob", <ReadRespJob as Synth>::BITS),
+        ("WriteJob", <WriteJob as Synth>::BITS),
     ] {
         assert_eq!(declared(&all, name), bits, "{name}: declared width vs rust-hdl's");
     }
@@ -105,6 +109,12 @@ fn extension_fields_layout() {
 
     let r = ReadRespJob::default();
     assert_eq!(r.get_my_offset_len() + r.get_my_width_len(), 288);
+
+    assert_eq!(declared(&all, "WriteJob"), 640);
+    let w = WriteJob::default();
+    assert_eq!((w.get_my_offset_off(), w.get_my_width_off()), (24, 13));
+    assert_eq!((w.get_my_offset_plen(), w.get_my_width_plen()), (40, 13));
+    assert_eq!((w.get_my_offset_addr(), w.get_my_offset_cqe(), w.get_my_offset_ack()), (56, 120, 376));
 }
 
 /// A word of `N` bits with bits `off..off + w` set.

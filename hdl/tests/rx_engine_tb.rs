@@ -23,6 +23,14 @@
 //!   consecutive addresses and ACK with AckReq or on LAST; MIDDLE/LAST without FIRST, FIRST
 //!   inside an open message, wrong segment lengths and a LAST short or long are invalid
 //!   requests (NAK 0x61) that leave the open message as it was.
+//! - `send_scatters_over_the_receive_entries`: SENDs at MTU 256 into 256-byte receive WQEs of
+//!   1..=15 random entries (zero-length ones with junk lkeys, odd addresses), served through the
+//!   RQ doorbell and the receive-WQE fetch port (`rq_ar_*`, `rq_r_*`, 4 beats); every payload
+//!   piece maps message bytes to the IOVA of the entry holding them, at packet offset
+//!   `hlen + bytes placed`, only a packet's last job frees its beats or asks for an ACK; the
+//!   receive CQE follows the payload; a bad entry (stale tag, no LOCAL_WRITE, past its region)
+//!   completes with LOC_PROT_ERR (NAK 0x63) and a message one byte too long with LOC_LEN_ERR
+//!   (NAK 0x61), the refused packet writing nothing. (Here `job_afull` also stalls the pieces.)
 mod harness;
 
 use harness::{pack_fields, Dut, Port, Rng};
@@ -293,7 +301,7 @@ fn check_common(job: &[u8], d: &Desc, q: &Qp, ctx: &str) {
     assert_eq!(get(job, w.get_my_offset_start(), 8), d.start, "{ctx}: job.start");
     assert_eq!(get(job, w.get_my_offset_release(), 8), d.nbeats, "{ctx}: job.release");
     if get(job, w.get_my_offset_kind(), 2) == 0 {
-        assert_eq!(get(job, w.get_my_offset_hlen(), 7), d.hlen, "{ctx}: job.hlen");
+        assert_eq!(get(job, w.get_my_offset_off(), 13), d.hlen, "{ctx}: job.off (the header length)");
         assert_eq!(get(job, w.get_my_offset_plen(), 13), d.plen, "{ctx}: job.plen");
     }
     if get(job, w.get_my_offset_need_ack(), 1) == 1 {
@@ -654,4 +662,317 @@ fn multi_packet_writes_follow_the_reth() {
         }
     }
     assert!(bad > 30, "only {bad} broken packets");
+}
+
+// ---- Receive scatter (SEND into a receive WQE of up to 15 entries) ----
+
+const SEND_FIRST: u8 = 0x00;
+const SEND_MIDDLE: u8 = 0x01;
+const SEND_LAST: u8 = 0x02;
+const SEND_ONLY: u8 = 0x04;
+
+/// One job as the engine wrote it: kind, start, release, off, plen, addr, need_ack, and for a
+/// CQE (kind 1) its status, byte_len, wr_id and opcode.
+#[derive(Clone, Debug)]
+struct JobSeen {
+    kind: u64,
+    start: u64,
+    release: u64,
+    off: u64,
+    plen: u64,
+    addr: u64,
+    need_ack: bool,
+    syndrome: u64,
+    cqe: Option<(u64, u64, u64, u64)>,
+}
+
+fn job_seen(job: &[u8]) -> JobSeen {
+    let w = WriteJob::default();
+    let a = AckJob::default();
+    let kind = get(job, w.get_my_offset_kind(), 2);
+    let c = w.get_my_offset_cqe();
+    JobSeen {
+        kind,
+        start: get(job, w.get_my_offset_start(), 8),
+        release: get(job, w.get_my_offset_release(), 8),
+        off: get(job, w.get_my_offset_off(), 13),
+        plen: get(job, w.get_my_offset_plen(), 13),
+        addr: get(job, w.get_my_offset_addr(), 64),
+        need_ack: get(job, w.get_my_offset_need_ack(), 1) == 1,
+        syndrome: get(job, w.get_my_offset_ack() + a.get_my_offset_syndrome(), 8),
+        cqe: (kind == 1).then(|| {
+            use rnic_contract::cqe;
+            (
+                get(job, c + cqe::STATUS.lsb, 8),
+                get(job, c + cqe::BYTE_LEN.lsb, 32),
+                get(job, c + cqe::WR_ID.lsb, 64),
+                get(job, c + cqe::OPCODE.lsb, 8),
+            )
+        }),
+    }
+}
+
+impl Tb {
+    /// Hands `d` in, serves the engine's receive-WQE fetches from `mem` (64-byte beats by
+    /// address, `rq_ar_len + 1` of them, a few cycles later) and returns every job it writes
+    /// until it has been quiet for 100 cycles, and the fetches (address, beats) it made.
+    fn packet_rq(&mut self, d: &Desc, mem: &std::collections::HashMap<u64, Vec<u8>>) -> (Vec<JobSeen>, Vec<(u64, u64)>) {
+        let l = RxDesc::default();
+        let fields = [
+            (l.get_my_offset_start(), l.get_my_width_start(), d.start),
+            (l.get_my_offset_nbeats(), l.get_my_width_nbeats(), d.nbeats),
+            (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(d.opcode)),
+            (l.get_my_offset_hlen(), l.get_my_width_hlen(), d.hlen),
+            (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(d.ackreq)),
+            (l.get_my_offset_plen(), l.get_my_width_plen(), d.plen),
+            (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), d.dest_qpn),
+            (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(d.psn)),
+            (l.get_my_offset_reth_va(), 64, self.rng.next_u64()),
+        ];
+        let w = self.dut.width(self.p.desc);
+        self.dut.set_wide(self.p.desc, &pack_fields(w, &fields));
+        self.dut.set_bit(self.p.desc_empty, false);
+        self.dut.set("rq_ar_ready", 1);
+        let mut jobs = Vec::new();
+        let mut fetches = Vec::new();
+        let mut beats: std::collections::VecDeque<(u64, Vec<u8>)> = Default::default();
+        let (mut read, mut prev_full, mut quiet) = (false, false, 0);
+        for c in 0..20_000u64 {
+            let full = self.rng.chance(1, 4);
+            self.dut.set_bit(self.p.job_afull, full);
+            let beat = beats.front().filter(|b| b.0 <= c).cloned();
+            self.dut.set_bit("rq_r_valid", beat.is_some());
+            self.dut.set_wide("rq_r_data", &beat.as_ref().map(|b| b.1.clone()).unwrap_or_else(|| self.rng.bytes(64)));
+            self.dut.eval();
+            if beat.is_some() {
+                beats.pop_front();
+            }
+            if self.dut.get_bit("rq_ar_valid") {
+                let (addr, n) = (self.dut.get("rq_ar_addr"), self.dut.get("rq_ar_len") + 1);
+                fetches.push((addr, n));
+                for k in 0..n {
+                    let b = mem.get(&(addr + 64 * k)).cloned().unwrap_or_else(|| vec![0; 64]);
+                    beats.push_back((c + 3 + k, b));
+                }
+            }
+            if self.dut.get_bit(self.p.desc_read) {
+                assert!(!read, "descriptor read twice");
+                read = true;
+            }
+            quiet += 1;
+            if self.dut.get_bit(self.p.job_write) {
+                assert!(!prev_full, "job_write the cycle after job_afull (almost full)");
+                jobs.push(job_seen(&self.dut.get_wide(self.p.job)));
+                quiet = 0;
+            }
+            self.dut.tick();
+            prev_full = full;
+            if read {
+                self.dut.set_bit(self.p.desc_empty, true);
+            }
+            if read && quiet > 100 && beats.is_empty() {
+                break;
+            }
+        }
+        assert!(read && quiet > 100, "the engine never settled");
+        (jobs, fetches)
+    }
+
+    fn rq_doorbell(&mut self, qpn: u64, pi: u64) {
+        self.dut.set("rq_db_data", qpn << 16 | pi);
+        self.dut.set("rq_db_write", 1);
+        self.dut.eval();
+        self.dut.tick();
+        self.dut.set("rq_db_write", 0);
+    }
+}
+
+/// Random SENDs at path MTU 256 into receive WQEs (256 bytes: up to 15 entries) of random
+/// entries — lengths 0 (junk lkey), 1 and up, odd addresses — with now and then a bad entry
+/// (stale tag, no LOCAL_WRITE, past its region) or a message one byte too long. Checks every
+/// job: a whole-WQE fetch (4 beats) per message; the payload pieces map message byte `m` to
+/// the IOVA of the entry holding it and cover each packet's payload once, in order, at packet
+/// offset `hlen + m`, only the packet's last job freeing its beats and carrying its ACK
+/// request; the receive CQE (status, byte_len, wr_id, opcode) after the payload; a bad entry
+/// gives IBV_WC_LOC_PROT_ERR (4) and a too-long message IBV_WC_LOC_LEN_ERR (1), with no payload
+/// job for the refused packet.
+#[test]
+fn send_scatters_over_the_receive_entries() {
+    use rnic_contract::cq_context as cqc;
+    use std::collections::HashMap;
+    let mut tb = Tb::new(0x2E61_0003);
+    let seed = tb.rng.0;
+    let qpn = 3u64;
+    let (rq_base, cqn) = (0x4000_0000u64, 2u64);
+    let mut q = random_qp(&mut tb.rng, 3, 0x1, 7);
+    q.mtu_code = 1;
+    let good = Mr { valid: true, access: 0x1, tag: 0x11, pd: 7, va: 0x10_0000, length: 1 << 16, iova: 0x9_0000_0040 };
+    let ro = Mr { access: 0x4, tag: 0x22, iova: 0xA_0000_0000, ..good.clone() };
+    tb.write_mr(1, &good);
+    tb.write_mr(2, &ro);
+    let mut r = [0u8; 64];
+    cqc::VALID.put(&mut r, 1);
+    cqc::LOG_SIZE.put(&mut r, 6);
+    cqc::BASE.put(&mut r, 0x5000_0000);
+    tb.command(3, cqn, &r);
+    let make_qp = |tb: &mut Tb, q: &Qp| {
+        let mut r = [0u8; 64];
+        qp::STATE.put(&mut r, 0);
+        tb.command(1, qpn, &r);
+        let mut r = [0u8; 64];
+        qp::STATE.put(&mut r, q.state);
+        qp::INIT_RQ_PSN.put(&mut r, 1);
+        qp::INIT_SQ_PSN.put(&mut r, 1);
+        qp::RQ_PSN.put(&mut r, u64::from(q.epsn));
+        qp::PATH_MTU.put(&mut r, q.mtu_code);
+        qp::ACCESS.put(&mut r, q.access);
+        qp::PD.put(&mut r, q.pd);
+        qp::DEST_QPN.put(&mut r, q.dest_qpn);
+        qp::RECV_CQ.put(&mut r, cqn);
+        qp::SEND_CQ.put(&mut r, cqn);
+        qp::RQ_LOG_SIZE.put(&mut r, 3);
+        qp::RQ_LOG_STRIDE.put(&mut r, 2);
+        qp::RQ_BASE.put(&mut r, rq_base);
+        tb.command(1, qpn, &r);
+    };
+    make_qp(&mut tb, &q);
+    let mut ci = 0u64;
+    let (mut pieces_total, mut multi_piece_pkts, mut errors) = (0, 0, 0);
+    for msg in 0..60u64 {
+        let rng = &mut tb.rng;
+        let n = rng.range(1, 15) as usize;
+        // Entries: (addr, len, lkey); lengths 0 now and then.
+        let mut entries: Vec<(u64, u64, u64)> = Vec::new();
+        for _ in 0..n {
+            let len = match rng.range(0, 6) {
+                0 => 0,
+                1 => rng.range(1, 8),
+                2 => 256,
+                _ => rng.range(8, 700),
+            };
+            let addr = good.va + rng.range(0, (1 << 16) - 700);
+            entries.push((addr, len, if len == 0 { u64::from(rng.u32()) } else { 1 << 8 | 0x11 }));
+        }
+        let total: u64 = entries.iter().map(|e| e.1).sum();
+        // Now and then one nonzero entry is bad, or the message is one byte too long.
+        let mut bad = None;
+        let nz: Vec<usize> = (0..n).filter(|&k| entries[k].1 > 0).collect();
+        if !nz.is_empty() && rng.chance(1, 6) {
+            let k = *rng.pick(&nz);
+            match rng.range(0, 3) {
+                0 => entries[k].2 = 1 << 8 | 0x12,                        // stale tag
+                1 => entries[k].2 = 2 << 8 | 0x22,                        // no LOCAL_WRITE
+                _ => entries[k].0 = good.va + good.length - entries[k].1 + 1, // past the region
+            }
+            bad = Some(k);
+        }
+        let too_long = bad.is_none() && rng.chance(1, 6);
+        let len = if too_long { total + 1 } else if rng.chance(1, 3) { total } else { rng.range(0, total) };
+        // The WQE (256 bytes) at its ring slot; the doorbell.
+        let mut wqe = vec![0u8; 256];
+        rnic_contract::recv_wqe::WR_ID.put(&mut wqe, 0xC0DE_0000 + msg);
+        rnic_contract::recv_wqe::NUM_SGE.put(&mut wqe, n as u64);
+        for (k, e) in entries.iter().enumerate() {
+            let o = rnic_contract::recv_wqe::sge_offset(k);
+            wqe[o..o + 8].copy_from_slice(&e.0.to_le_bytes());
+            wqe[o + 8..o + 12].copy_from_slice(&(e.1 as u32).to_le_bytes());
+            wqe[o + 12..o + 16].copy_from_slice(&(e.2 as u32).to_le_bytes());
+        }
+        let slot = rq_base + (ci % 8) * 256;
+        let mut mem = HashMap::new();
+        for b in 0..4 {
+            mem.insert(slot + 64 * b, wqe[64 * b as usize..64 * (b as usize + 1)].to_vec());
+        }
+        tb.rq_doorbell(qpn, ci + 1);
+        // Message byte m -> IOVA, for a good receive.
+        let mut iova_of = Vec::new();
+        for e in &entries {
+            for i in 0..e.1 {
+                iova_of.push(good.iova + (e.0 - good.va) + i);
+            }
+        }
+        // Packets at MTU 256.
+        let npk = len.max(1).div_ceil(256);
+        let mut sent = 0u64;
+        let ctx = format!("message {msg}: {len} B into {:?} (bad {bad:?}) (seed {seed:#x})", entries.iter().map(|e| e.1).collect::<Vec<_>>());
+        let mut refused = false;
+        for p in 0..npk {
+            let plen = if p + 1 == npk { len - sent } else { 256 };
+            let op = match (npk, p) {
+                (1, _) => SEND_ONLY,
+                (_, 0) => SEND_FIRST,
+                (_, p) if p + 1 == npk => SEND_LAST,
+                _ => SEND_MIDDLE,
+            };
+            let hlen = 54 + 4 * tb.rng.range(0, 8);
+            let d = Desc {
+                start: tb.rng.range(0, 255),
+                nbeats: (hlen + plen + 4).div_ceil(64),
+                opcode: op,
+                hlen,
+                ackreq: tb.rng.chance(1, 3),
+                plen,
+                dest_qpn: qpn,
+                psn: q.epsn,
+                ..Desc::default()
+            };
+            let (jobs, fetches) = tb.packet_rq(&d, &mem);
+            let pctx = format!("{ctx}, packet {p} ({op:#x}, {plen} B)");
+            if p == 0 {
+                assert_eq!(fetches, vec![(slot, 4)], "{pctx}: one fetch of the whole 256-byte WQE");
+            } else {
+                assert!(fetches.is_empty(), "{pctx}: fetches {fetches:x?}");
+            }
+            let pay: Vec<&JobSeen> = jobs.iter().filter(|j| j.kind == 0).collect();
+            let releasing: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].release != 0).collect();
+            assert_eq!(releasing.len(), 1, "{pctx}: jobs releasing beats: {jobs:x?}");
+            assert_eq!(jobs[releasing[0]].release, d.nbeats, "{pctx}");
+            assert!(jobs.iter().all(|j| j.start == d.start || j.kind == 1), "{pctx}: job.start");
+            let fails_here = bad.is_some() && p == 0 || too_long && sent + plen > total;
+            if fails_here {
+                assert!(pay.is_empty(), "{pctx}: a refused packet wrote {pay:x?}");
+                let cqe = jobs.iter().find(|j| j.kind == 1).expect("a receive CQE");
+                let status = if bad.is_some() { 4 } else { 1 };
+                assert_eq!(cqe.cqe.unwrap(), (status, 0, 0xC0DE_0000 + msg, 128), "{pctx}: CQE");
+                assert!(cqe.need_ack, "{pctx}: the CQE carries the NAK");
+                assert_eq!(cqe.syndrome, if bad.is_some() { 0x63 } else { 0x61 }, "{pctx}: NAK");
+                refused = true;
+                errors += 1;
+                break;
+            }
+            // The payload pieces cover [sent, sent + plen) in order, each in one entry.
+            let mut at = sent;
+            for (i, j) in pay.iter().enumerate() {
+                assert!(j.plen > 0, "{pctx}: empty piece");
+                assert_eq!(j.off, hlen + (at - sent), "{pctx}: piece {i} offset into the packet");
+                for b in 0..j.plen {
+                    assert_eq!(j.addr + b, iova_of[(at + b) as usize], "{pctx}: piece {i} byte {b} (message byte {})", at + b);
+                }
+                let last = i + 1 == pay.len();
+                assert_eq!(j.release != 0, last, "{pctx}: piece {i} release");
+                assert!(!j.need_ack || last, "{pctx}: ACK request on piece {i} of {}", pay.len());
+                at += j.plen;
+            }
+            assert_eq!(at, sent + plen, "{pctx}: pieces {pay:x?}");
+            pieces_total += pay.len();
+            if pay.len() > 1 {
+                multi_piece_pkts += 1;
+            }
+            sent += plen;
+            q.epsn = (q.epsn + 1) & 0xFF_FFFF;
+            if p + 1 == npk {
+                let cqe = jobs.last().unwrap();
+                assert_eq!(cqe.kind, 1, "{pctx}: the receive CQE comes last");
+                assert_eq!(cqe.cqe.unwrap(), (0, len, 0xC0DE_0000 + msg, 128), "{pctx}: CQE");
+            }
+        }
+        ci += 1;
+        if refused {
+            // The QP went to ERR: start it again (RESET, then RTS with fresh RQ indices).
+            q.epsn = tb.rng.u32() & 0xFF_FFFF;
+            make_qp(&mut tb, &q);
+            ci = 0;
+        }
+    }
+    assert!(multi_piece_pkts > 20 && errors > 5, "{multi_piece_pkts} packets over several entries ({pieces_total} pieces), {errors} refused");
 }

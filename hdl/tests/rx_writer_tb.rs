@@ -6,7 +6,11 @@
 //!   beat: 54, 58, 66, 70, 74 and 82 as RoCE's extension headers make them, and others), 32-byte
 //!   CQEs, 8-byte values (kind 3, an atomic's result: `cqe` bits 63..0 little-endian, at every
 //!   8-byte-aligned address, all eight positions in a beat) and no-write jobs, about half
-//!   carrying an ACK/NAK — with the packet buffer filled the way
+//!   carrying an ACK/NAK; a payload packet is split, about a third of the time, into 2..=5
+//!   jobs as a receive scattered over several entries makes them (each piece at its own host
+//!   address, `off` = header length + the bytes earlier pieces took, so pieces start at any
+//!   byte of any beat up to `off` ≈ 4170; only the last piece releases the packet's beats and
+//!   may carry the ACK) — with the packet buffer filled the way
 //!   the ingress fills it (each packet after the previous one, released beats overwritten by
 //!   newer packets at once; after every 25 jobs none until the writer is idle), random `awready`/`wready`, B responses after
 //!   random delays and random `ack_full`. Checks: host memory holds exactly the payload, CQE
@@ -30,7 +34,7 @@ struct Job {
     kind: u64,
     start: u64,
     release: u64,
-    hlen: usize,
+    off: usize,
     plen: usize,
     addr: u64,
     cqe: Vec<u8>,
@@ -38,6 +42,75 @@ struct Job {
     syndrome: u64,
     /// AXI beats this job writes.
     beats: u64,
+}
+
+/// One packet's jobs: one job, or (a payload packet, 1 in 3) 2..=5 pieces of its payload.
+fn make_jobs(rng: &mut Rng, start: u64, region: u64) -> Vec<Job> {
+    let job = make_job(rng, start, region);
+    if job.kind != 0 || job.plen < 2 || !rng.chance(1, 3) {
+        return vec![job];
+    }
+    let n = (rng.range(2, 5) as usize).min(job.plen);
+    // Cut points inside the payload, distinct and sorted.
+    let mut cuts: Vec<usize> = Vec::new();
+    while cuts.len() < n - 1 {
+        let c = rng.range(1, job.plen as u64 - 1) as usize;
+        if !cuts.contains(&c) {
+            cuts.push(c);
+        }
+    }
+    cuts.sort();
+    cuts.insert(0, 0);
+    cuts.push(job.plen);
+    let hlen = job.off;
+    let mut out = Vec::new();
+    for k in 0..n {
+        let (a, b) = (cuts[k], cuts[k + 1]);
+        let last = k == n - 1;
+        // Each piece at its own place in the region, any alignment, never overlapping.
+        let addr = region + a as u64 + 64 * k as u64 + rng.range(0, 64);
+        out.push(piece(&job, hlen + a, b - a, addr, last, rng));
+    }
+    out
+}
+
+/// A payload job for `plen` bytes at packet offset `off`; only the last piece releases the
+/// packet and may carry the ACK.
+fn piece(whole: &Job, off: usize, plen: usize, addr: u64, last: bool, rng: &mut Rng) -> Job {
+    let w = WriteJob::default();
+    let release = if last { whole.release } else { 0 };
+    let ack = if last { whole.ack.clone() } else { None };
+    let lead = (addr % 64) as usize;
+    let mut fields = vec![
+        (w.get_my_offset_kind(), 2, 0),
+        (w.get_my_offset_need_ack(), 1, u64::from(ack.is_some())),
+        (w.get_my_offset_start(), 8, whole.start),
+        (w.get_my_offset_release(), 8, release),
+        (w.get_my_offset_off(), 13, off as u64),
+        (w.get_my_offset_plen(), 13, plen as u64),
+        (w.get_my_offset_addr(), 64, addr),
+    ];
+    if let Some(a) = &ack {
+        for (k, c) in a.chunks(8).enumerate() {
+            fields.push((w.get_my_offset_ack() + 64 * k, 64, u64::from_le_bytes(c.try_into().unwrap())));
+        }
+    } else {
+        // Junk in the ACK field of a job without one.
+        fields.push((w.get_my_offset_ack(), 64, rng.next_u64()));
+    }
+    Job {
+        fields,
+        kind: 0,
+        start: whole.start,
+        release,
+        off,
+        plen,
+        addr,
+        cqe: whole.cqe.clone(),
+        ack,
+        syndrome: whole.syndrome,
+        beats: (lead + plen).div_ceil(64) as u64,
+    }
 }
 
 fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
@@ -87,7 +160,7 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
         (w.get_my_offset_need_ack(), 1, u64::from(need_ack)),
         (w.get_my_offset_start(), 8, start),
         (w.get_my_offset_release(), 8, release),
-        (w.get_my_offset_hlen(), 7, hlen as u64),
+        (w.get_my_offset_off(), 13, hlen as u64),
         (w.get_my_offset_plen(), 13, plen as u64),
         (w.get_my_offset_addr(), 64, addr),
     ];
@@ -97,7 +170,7 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
     for (k, c) in ack.chunks(8).enumerate() {
         fields.push((w.get_my_offset_ack() + 64 * k, 64, u64::from_le_bytes(c.try_into().unwrap())));
     }
-    Job { fields, kind, start, release, hlen, plen, addr, cqe, ack: need_ack.then_some(ack), syndrome, beats }
+    Job { fields, kind, start, release, off: hlen, plen, addr, cqe, ack: need_ack.then_some(ack), syndrome, beats }
 }
 
 #[test]
@@ -152,7 +225,7 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         assert!(cycle < 400_000, "no progress: {taken} jobs taken, {acks_seen} ACKs");
         // The RX engine queues the next job when its packet fits in the buffer.
         // (After every 25 jobs a quiet spell until the writer has been idle for 10 cycles.)
-        if jobs.len() % 25 == 0 && jobs.len() > paused_at && jobs.len() < n_jobs {
+        if jobs.len() >= paused_at + 25 && jobs.len() < n_jobs {
             paused_at = jobs.len();
             paused = true;
         }
@@ -161,27 +234,30 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         }
         if jobs.len() < n_jobs && rng.chance(1, 2) && !paused {
             let region = 0x1000_0000 + 0x2000 * jobs.len() as u64;
-            let j = make_job(&mut rng, next_start, region);
-            if used_beats + j.release <= 256 {
+            let group = make_jobs(&mut rng, next_start, region);
+            let release: u64 = group.iter().map(|j| j.release).sum();
+            if used_beats + release <= 256 {
                 // The ingress writes the packet's beats now.
-                for k in 0..j.release {
-                    buffer[((j.start + k) % 256) as usize] = rng.bytes(64).try_into().unwrap();
+                for k in 0..release {
+                    buffer[((next_start + k) % 256) as usize] = rng.bytes(64).try_into().unwrap();
                 }
-                let mut pay = Vec::new();
-                for i in 0..j.plen {
-                    let off = j.hlen + i;
-                    pay.push(buffer[((j.start + (off / 64) as u64) % 256) as usize][off % 64]);
+                for j in group {
+                    let mut pay = Vec::new();
+                    for i in 0..j.plen {
+                        let off = j.off + i;
+                        pay.push(buffer[((j.start + (off / 64) as u64) % 256) as usize][off % 64]);
+                    }
+                    payloads.push(pay);
+                    if j.release > 0 {
+                        releases_expected.push_back(j.release);
+                    }
+                    if j.ack.is_some() {
+                        ack_jobs.push_back(jobs.len());
+                    }
+                    jobs.push(j);
                 }
-                payloads.push(pay);
-                used_beats += j.release;
-                next_start = (next_start + j.release) % 256;
-                if j.release > 0 {
-                    releases_expected.push_back(j.release);
-                }
-                if j.ack.is_some() {
-                    ack_jobs.push_back(jobs.len());
-                }
-                jobs.push(j);
+                used_beats += release;
+                next_start = (next_start + release) % 256;
             }
         }
         if queued < jobs.len() && rng.chance(3, 4) {
@@ -278,7 +354,7 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
             used_beats -= step;
             rd_seen = rd;
         }
-        if jobs.len() == n_jobs && taken == n_jobs && ack_jobs.is_empty() && b_pending.is_empty() && aws.is_empty() {
+        if jobs.len() >= n_jobs && taken == jobs.len() && ack_jobs.is_empty() && b_pending.is_empty() && aws.is_empty() {
             let planned: u64 = jobs.iter().map(|x| x.beats).sum();
             if beats_written == planned {
                 break;
@@ -335,12 +411,12 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         let j = jobs.iter().position(|x| x.kind != 2 && x.addr <= *a && *a < x.addr + len(x)).unwrap();
         let job = &jobs[j];
         panic!(
-            "{} bytes wrong, first at {a:#x}: want {v:#04x} got {g:x?}; job {j}: kind {} addr {:#x} plen {} hlen {} start {} (seed {seed:#x})",
+            "{} bytes wrong, first at {a:#x}: want {v:#04x} got {g:x?}; job {j}: kind {} addr {:#x} plen {} off {} start {} (seed {seed:#x})",
             wrong.len(),
             job.kind,
             job.addr,
             job.plen,
-            job.hlen,
+            job.off,
             job.start
         );
     }

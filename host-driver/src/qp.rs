@@ -24,10 +24,11 @@ pub const MAX_SEND_WR: u32 = 1 << 15;
 /// Largest RQ, in receive WQEs (the context's RQ_LOG_SIZE is 4 bits; the RQ doorbell's 16-bit
 /// producer index must tell a full ring from an empty one).
 pub const MAX_RECV_WR: u32 = 1 << 15;
-/// Scatter entries per receive WR. A receive WQE has room for
-/// [`rnic_contract::recv_wqe::MAX_SGE`], but the NIC scatters a message into entry 0 only
-/// (a longer message completes with [`WcStatus::LocLenErr`]), so the driver offers one.
-pub const MAX_RECV_SGE: u32 = 1;
+/// Scatter entries per receive WR (`max_recv_sge`): what the largest receive WQE (256 bytes)
+/// holds ([`rnic_contract::recv_wqe::MAX_SGE`], 15). The NIC scatters an incoming message over
+/// the entries in order, skipping zero-length ones; a message longer than their sum completes
+/// with [`WcStatus::LocLenErr`] (IBTA Vol 1 9.7.4.1.3, 10.8.3).
+pub const MAX_RECV_SGE: u32 = recv_wqe::MAX_SGE as u32;
 /// Gather entries per send WR (`max_send_sge`): what the NIC's per-WQE gather list holds
 /// ([`rnic_contract::wqe::MAX_SGE`]).
 pub const MAX_SEND_SGE: u32 = wqe::MAX_SGE as u32;
@@ -172,7 +173,8 @@ pub struct QpCap {
     pub max_recv_wr: u32,
     /// SGEs per send WR (1).
     pub max_send_sge: u32,
-    /// SGEs per receive WR ([`MAX_RECV_SGE`] with a receive queue, else 0).
+    /// Scatter entries per receive WR: what the QP's receive WQE holds (3, 7 or 15, at least
+    /// the `max_recv_sge` asked for) with a receive queue, else 0.
     pub max_recv_sge: u32,
     /// Inline data bytes (0: not supported).
     pub max_inline_data: u32,
@@ -634,8 +636,11 @@ impl<'mr> SendWr<'mr> {
 }
 
 /// A receive work request (`struct ibv_recv_wr`): where the NIC scatters the next incoming
-/// SEND. `sg_list[..num_sge]` are the scatter entries; the NIC uses one
-/// ([`MAX_RECV_SGE`]), and with `num_sge` 0 only a zero-length message fits. Build with
+/// SEND. `sg_list[..num_sge]` are the scatter entries (at most the QP's `max_recv_sge`, up to
+/// [`MAX_RECV_SGE`]): the NIC fills entry 0 first, then entry 1, and so on (zero-length entries
+/// are skipped; a packet's bytes may straddle two entries), and checks every entry of nonzero
+/// length (a valid lkey of the QP's PD granting LOCAL_WRITE, inside its region) before writing
+/// any byte; with `num_sge` 0 only a zero-length message fits. Build with
 /// [`RecvWr::new`], [`RecvWr::zero_length`] or [`RecvWr::with_sg_list`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecvWr<'mr> {
@@ -664,8 +669,8 @@ impl<'mr> RecvWr<'mr> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for more than [`rnic_contract::recv_wqe::MAX_SGE`] entries
-    /// (what a receive WQE can hold; [`QueuePair::post_recv`] accepts at most
-    /// [`MAX_RECV_SGE`]).
+    /// (what a receive WQE can hold; [`QueuePair::post_recv`] accepts at most the QP's
+    /// `max_recv_sge`).
     pub fn with_sg_list(wr_id: u64, sges: &[Sge<'mr>]) -> Result<Self> {
         if sges.len() > recv_wqe::MAX_SGE {
             return Err(Error::inval(format!(
@@ -935,7 +940,9 @@ impl QpBuilder {
         self
     }
 
-    /// Scatter entries per receive WR (default 1; at most [`MAX_RECV_SGE`]).
+    /// Scatter entries per receive WR (default 1; at most [`MAX_RECV_SGE`], 15). It sizes the
+    /// receive WQE: 64 bytes for up to 3 entries, 128 for up to 7, 256 for up to 15
+    /// ([`rnic_contract::recv_wqe::log_stride_for`]); `query_qp` reports what that size holds.
     pub fn set_max_recv_sge(mut self, n: u32) -> Self {
         self.max_recv_sge = n;
         self
@@ -987,7 +994,7 @@ impl QpBuilder {
         }
         if self.max_recv_sge > MAX_RECV_SGE {
             return Err(Error::NotSupported(format!(
-                "max_recv_sge {}: the NIC scatters a message into one SGE per receive WQE",
+                "max_recv_sge {}: a receive WQE holds at most {MAX_RECV_SGE} scatter entries",
                 self.max_recv_sge
             )));
         }
@@ -1493,12 +1500,16 @@ impl<'mr> QueuePair<'mr> {
     /// Posts receive work requests (`ibv_post_recv(3)`): writes one receive WQE per request
     /// into the RQ ring in host memory (WR_ID, NUM_SGE, scatter entry 0), then rings the RQ
     /// doorbell once (`RQ_DOORBELL = qpn << 16 | rq_pi mod 2^16`, `rq_pi` = receive WRs
-    /// posted since RESET). The NIC consumes them in order, one per incoming SEND message, and
-    /// writes a receive completion (opcode [`crate::WcOpcode::Recv`], `byte_len` = message
+    /// posted since RESET). The NIC consumes them in order, one per incoming SEND message,
+    /// scatters the message over the request's entries in order (a zero-length entry is
+    /// skipped; a message longer than the entries together completes with
+    /// [`WcStatus::LocLenErr`]), and writes a receive completion (opcode [`crate::WcOpcode::Recv`], `byte_len` = message
     /// length) to the QP's receive CQ; a slot is reused only after that completion was polled.
     /// Receives may be posted from INIT on, before the QP is connected. The SGEs borrow their
     /// MRs for the QP's lifetime `'mr`; the region needs [`AccessFlags::LOCAL_WRITE`] (the NIC
-    /// checks it, and the key, PD and bounds, when a message arrives).
+    /// checks it, and the key, PD and bounds of every entry of nonzero length, when a message
+    /// arrives: a failing entry completes the receive with [`WcStatus::LocProtErr`] and nothing
+    /// is written).
     ///
     /// All or nothing: if any request is invalid, or the RQ lacks room for all of them, none is
     /// posted.

@@ -423,9 +423,49 @@ fn cq_must_cover_its_qps() {
     assert_eq!(pd.create_qp(&rcq).set_max_send_wr(1).build().unwrap_err().errno(), Errno::EINVAL);
     drop(a);
     pd.create_qp(&rcq).set_max_send_wr(4).build().unwrap();
-    assert_eq!(pd.create_qp(&cq).set_max_recv_wr(1).set_max_recv_sge(2).build().unwrap_err().errno(), Errno::EOPNOTSUPP);
+    // A receive WQE holds at most 15 scatter entries.
+    assert_eq!(pd.create_qp(&cq).set_max_recv_wr(1).set_max_recv_sge(16).build().unwrap_err().errno(), Errno::EOPNOTSUPP);
     assert_eq!(pd.create_qp(&cq).set_max_recv_wr(qp::MAX_RECV_WR + 1).build().unwrap_err().errno(), Errno::EINVAL);
     assert_eq!(ctx.create_cq(0).unwrap_err().errno(), Errno::EINVAL);
+}
+
+/// `max_recv_sge` up to [`qp::MAX_RECV_SGE`] (15) sizes the receive WQE (64, 128 or 256 bytes:
+/// RQ_LOG_STRIDE in the context) and `query_qp` reports what that WQE holds; post_recv takes
+/// that many entries and writes each at its contract offset.
+#[test]
+fn max_recv_sge_sizes_the_receive_wqe() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    assert_eq!(qp::MAX_RECV_SGE, 15);
+    for (sges, log, cap) in [(1u32, 0u64, 3u32), (2, 0, 3), (4, 1, 7), (7, 1, 7), (8, 2, 15), (15, 2, 15)] {
+        let mut q = pd.create_qp(&cq).set_max_send_wr(1).set_max_recv_wr(2).set_max_recv_sge(sges).build().unwrap();
+        let rec = last_qp_context(&dev, q.qp_num());
+        assert_eq!(qp_context::RQ_LOG_STRIDE.get(&rec), log, "max_recv_sge {sges}: RQ_LOG_STRIDE");
+        assert_eq!(q.query_qp().cap.max_recv_sge, cap, "max_recv_sge {sges}: what the WQE holds");
+        let (req, _) = transition_masks(QpState::Reset, QpState::Init).unwrap();
+        q.modify(&full_attr(QpState::Init), req | QpAttrMask::STATE).unwrap();
+        let list: Vec<Sge> = (0..cap as usize).map(|i| mr.sge(100 * i..100 * i + 10 + i).unwrap()).collect();
+        q.post_recv_one(RecvWr::with_sg_list(7, &list).unwrap()).unwrap();
+        let too_many: Vec<Sge> = (0..=cap as usize).map(|_| mr.sge(0..1).unwrap()).collect();
+        if cap < 15 {
+            assert_eq!(q.post_recv_one(RecvWr::with_sg_list(8, &too_many).unwrap()).unwrap_err().errno(), Errno::EINVAL);
+        }
+        let stride = 64usize << log;
+        let mut w = vec![0u8; stride];
+        let rq_base = qp_context::RQ_BASE.get(&rec);
+        ctx.device().dma_read(Iova(rq_base), &mut w).unwrap();
+        assert_eq!((recv_wqe::WR_ID.get(&w), recv_wqe::NUM_SGE.get(&w)), (7, u64::from(cap)));
+        for (i, s) in list.iter().enumerate() {
+            let o = recv_wqe::sge_offset(i);
+            let e = &w[o..o + 16];
+            assert_eq!(u64::from_le_bytes(e[0..8].try_into().unwrap()), s.addr, "entry {i} addr");
+            assert_eq!(u32::from_le_bytes(e[8..12].try_into().unwrap()), s.length, "entry {i} length");
+            assert_eq!(u32::from_le_bytes(e[12..16].try_into().unwrap()), s.lkey, "entry {i} lkey");
+        }
+    }
 }
 
 #[test]
@@ -551,7 +591,9 @@ fn create_qp_with_a_receive_queue_writes_the_rq_context_and_resets_the_rq_produc
     assert!(ring.iter().all(|&b| b == 0));
     assert!(dev.writes.borrow().iter().all(|&(r, _)| r != regs::RQ_DOORBELL), "no RQ doorbell before a receive");
     let cap = qp.query_qp().cap;
-    assert_eq!((cap.max_recv_wr, cap.max_recv_sge, cap.max_send_wr), (8, 1, 4));
+    // max_recv_sge 1 asked for: the 64-byte receive WQE holds 3 (ibv_create_qp(3) may report
+    // more than asked for).
+    assert_eq!((cap.max_recv_wr, cap.max_recv_sge, cap.max_send_wr), (8, 3, 4));
     // Without a receive queue: no ring, RQ fields 0, receive CQ = send CQ, no receive SGEs.
     let q2 = pd.create_qp(&scq).set_max_send_wr(4).build().unwrap();
     let rec = last_qp_context(&dev, q2.qp_num());
@@ -591,10 +633,11 @@ fn post_recv_builds_receive_wqes_and_rings_the_rq_doorbell() {
     ctx.device().dma_read(Iova(rq_base + 64), &mut w).unwrap();
     assert_eq!((recv_wqe::WR_ID.get(&w), recv_wqe::NUM_SGE.get(&w), recv_wqe::SGE0_LENGTH.get(&w)), (22, 0, 0));
     assert_eq!(qp.recv_outstanding(), 2);
-    // More scatter entries than max_recv_sge: EINVAL; a WR cannot even hold more than 15.
-    let two = RecvWr::with_sg_list(23, &[mr.sge(0..10).unwrap(), mr.sge(10..20).unwrap()]).unwrap();
+    // More scatter entries than max_recv_sge (3: what the 64-byte WQE holds): EINVAL; a WR
+    // cannot even hold more than 15.
+    let four = RecvWr::with_sg_list(23, &[mr.sge(0..10).unwrap(), mr.sge(10..20).unwrap(), mr.sge(20..30).unwrap(), mr.sge(30..40).unwrap()]).unwrap();
     let writes = dev.writes.borrow().len();
-    assert_eq!(qp.post_recv(&[wr, two]).unwrap_err().errno(), Errno::EINVAL, "all or nothing");
+    assert_eq!(qp.post_recv(&[wr, four]).unwrap_err().errno(), Errno::EINVAL, "all or nothing");
     assert_eq!(qp.post_recv_one(RecvWr { num_sge: 7, ..wr }).unwrap_err().errno(), Errno::EINVAL);
     let sixteen = [mr.sge(0..1).unwrap(); 16];
     assert_eq!(RecvWr::with_sg_list(24, &sixteen).unwrap_err().errno(), Errno::EINVAL);
@@ -747,7 +790,8 @@ fn create_srq_writes_its_context_and_arm_limit_modifies_it() {
     assert_eq!((srq_context::INIT.get(&rec), srq_context::LIMIT.get(&rec)), (1, 0), "new and disarmed");
     let event_cq = srq_context::EVENT_CQ.get(&rec);
     assert_ne!(event_cq, u64::from(cq.cqn()), "the SRQ has an event CQ of its own");
-    assert_eq!(srq.query(), SrqAttr { max_wr: 4, max_sge: 1, srq_limit: 0 }, "3 WRs round up to 4");
+    // 3 WRs round up to 4; a 64-byte receive WQE holds 3 scatter entries, reported as max_sge.
+    assert_eq!(srq.query(), SrqAttr { max_wr: 4, max_sge: 3, srq_limit: 0 }, "3 WRs round up to 4");
     assert_eq!(srq.outstanding(), 0);
     // arm_limit: above max_wr is EINVAL and writes nothing; max_wr itself is fine.
     let writes = dev.writes.borrow().len();
@@ -768,7 +812,7 @@ fn create_srq_writes_its_context_and_arm_limit_modifies_it() {
     assert_ne!(s2.srq_num(), srq.srq_num());
     assert_ne!(qp.qp_num(), srq.srq_num());
     assert_ne!(qp.qp_num(), s2.srq_num());
-    assert_eq!(s2.query().max_sge, 1, "max_sge 0 still holds one entry");
+    assert_eq!(s2.query().max_sge, 3, "max_sge 0 still gets a 64-byte WQE of 3 entries");
     // Dropping disarms the SRQ on the NIC.
     let n2 = s2.srq_num();
     drop(s2);
@@ -849,8 +893,8 @@ fn srq_post_recv_fills_its_ring_and_completions_free_slots() {
     assert_eq!(srq.outstanding(), 2);
     // All or nothing.
     let writes = dev.writes.borrow().len();
-    let two = RecvWr::with_sg_list(3, &[mr.sge(0..10).unwrap(), mr.sge(10..20).unwrap()]).unwrap();
-    assert_eq!(srq.post_recv(&[wr(3, 200), two]).unwrap_err().errno(), Errno::EINVAL, "more SGEs than max_sge");
+    let four = RecvWr::with_sg_list(3, &[mr.sge(0..10).unwrap(); 4]).unwrap();
+    assert_eq!(srq.post_recv(&[wr(3, 200), four]).unwrap_err().errno(), Errno::EINVAL, "more SGEs than max_sge (3)");
     assert_eq!(srq.post_recv(&[wr(3, 200), wr(4, 300), wr(5, 400)]).unwrap_err().errno(), Errno::ENOMEM, "2 free");
     assert_eq!(dev.writes.borrow().len(), writes, "nothing written");
     ctx.device().dma_read(Iova(base + 2 * stride), &mut w).unwrap();
