@@ -541,3 +541,54 @@ fn a_read_behind_a_write_of_the_same_bytes_sees_them() {
         assert_same(&back, &expect, &format!("READ behind WRITE at {mtu:?}"));
     }
 }
+
+/// The responder takes at most `max_dest_rd_atomic` READs with responses still to send (IBTA
+/// Vol 1 9.4.4, 9.7.5.2.2; ibv_modify_qp(3)): a requester allowed 8 (`max_rd_atomic` 8, more
+/// than its peer takes) that posts 8 READs of 32 KiB to a responder that takes 2 gets NAK
+/// invalid request for the first READ that arrives while 2 still have responses to queue: the
+/// ones before complete with their bytes, that one with `IBV_WC_REM_INV_REQ_ERR` (the NAK
+/// follows their responses on the wire), the rest are flushed; the responder counts one NAK.
+/// With `max_dest_rd_atomic` 8 on the responder the same READs all complete.
+#[test]
+fn max_dest_rd_atomic_bounds_the_reads_the_responder_takes() {
+    for dest in [2u8, 8] {
+        let h = hosts();
+        let mut taken = 8;
+        let mut remote_buf = pattern(9, 8 * 32768);
+        let mut local = vec![GUARD; 8 * 32768];
+        {
+            let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
+            let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::REMOTE_READ).unwrap();
+            let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(32).build().unwrap();
+            let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(32).build().unwrap();
+            let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+            qa.connect_with(&eb, &ConnectOptions { max_rd_atomic: 8, ..opts(Mtu::Mtu4096) }).unwrap();
+            qb.connect_with(&ea, &ConnectOptions { max_dest_rd_atomic: dest, ..opts(Mtu::Mtu4096) }).unwrap();
+            let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
+            let wrs: Vec<SendWr<'_>> = (0..8u64)
+                .map(|i| SendWr::rdma_read(i, local_mr.sge(i as usize * 32768..(i as usize + 1) * 32768).unwrap(), remote.at(i * 32768)).signaled(true))
+                .collect();
+            let (_, c0b) = h.counters();
+            qa.post_send(&wrs).unwrap();
+            let wcs = h.wait(&h.ca, 8, 2_000_000);
+            let st: Vec<WcStatus> = wcs.iter().map(|w| w.status).collect();
+            let (_, c1b) = h.counters();
+            let naks = c1b.values[counter::DROP_INV_REQ as usize] - c0b.values[counter::DROP_INV_REQ as usize];
+            if dest == 8 {
+                assert!(st.iter().all(|&s| s == WcStatus::Success), "{wcs:?}");
+                assert_eq!(naks, 0);
+            } else {
+                // READs are taken while fewer than 2 have responses still to queue (a READ's
+                // 8 response packets are queued within a few hundred cycles, so a third may
+                // fit before the next request arrives); the first refused one is NAKed.
+                let p = st.iter().position(|&s| s != WcStatus::Success).expect("a READ refused");
+                assert!((2..8).contains(&p), "{p} READs taken: {wcs:?}\n{}", h.diag());
+                assert_eq!(st[p], WcStatus::RemInvReqErr, "{wcs:?}");
+                assert!(st[p + 1..].iter().all(|&s| s == WcStatus::WrFlushErr), "{wcs:?}");
+                assert_eq!(naks, 1, "one NAK invalid request");
+                taken = p;
+            }
+        }
+        assert_same(&local[..taken * 32768], &remote_buf[..taken * 32768], "the READs taken");
+    }
+}

@@ -34,7 +34,8 @@ record!(
         pd: 24, dest_qpn: 24, sq_psn: 24, timeout: 5, retry_cnt: 3, rq_psn: 24, rnr_retry: 3,
         min_rnr_timer: 5, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, sq_log_stride: 3, rsvd4: 1,
-        sq_base: 64, recv_cq: 8, rq_log_size: 4, rq_log_stride: 3, rsvd5: 1, max_rd_atomic: 8, srqn: 8, use_srq: 1, rsvd6: 31, rq_base: 64,
+        sq_base: 64, recv_cq: 8, rq_log_size: 4, rq_log_stride: 3, rsvd5: 1, max_rd_atomic: 8, srqn: 8, use_srq: 1, rsvd6: 7, max_dest_rd_atomic: 8, rsvd7: 16,
+        rq_base: 64,
     }
 );
 
@@ -148,9 +149,13 @@ record!(
     /// response PSN, the MSN for the AETH, the translated local address and length (IBTA Vol 1
     /// 9.7.4.1.4, 9.5). With `atomic` set it is instead an ATOMIC ACKNOWLEDGE to send (one
     /// packet, AETH + AtomicAckETH carrying `orig`, the original remote value; 9.5.3, 9.7.4.1.5).
+    /// With `nak` set it is a NAK invalid request for the request at `psn` (an ACKNOWLEDGE,
+    /// sent behind the responses queued before it, so it never overtakes them). `fresh`: a new
+    /// request, not a replay, counted against `max_dest_rd_atomic` of the local
+    /// QP `qpn` until its last packet is sent.
     ReadRespJob, 360, {
         dest_mac: 48, dest_ip: 32, udp_sport: 16, pkey: 16, dest_qpn: 24, psn: 24, msn: 24,
-        path_mtu: 3, atomic: 1, rsvd0: 4, iova: 64, len: 32, orig: 64, rsvd1: 8,
+        path_mtu: 3, atomic: 1, nak: 1, rsvd0: 3, iova: 64, len: 32, orig: 64, fresh: 1, qpn: 6, rsvd1: 1,
     }
 );
 
@@ -225,6 +230,7 @@ mod tests {
         check("max_rd_atomic", q.get_my_offset_max_rd_atomic(), q.get_my_width_max_rd_atomic(), qp::MAX_RD_ATOMIC);
         check("srqn", q.get_my_offset_srqn(), q.get_my_width_srqn(), qp::SRQN);
         check("use_srq", q.get_my_offset_use_srq(), q.get_my_width_use_srq(), qp::USE_SRQ);
+        check("max_dest_rd_atomic", q.get_my_offset_max_dest_rd_atomic(), q.get_my_width_max_dest_rd_atomic(), qp::MAX_DEST_RD_ATOMIC);
         let r = RecvWqeRec::default();
         check("wr_id", r.get_my_offset_wr_id(), r.get_my_width_wr_id(), recv_wqe::WR_ID);
         check("num_sge", r.get_my_offset_num_sge(), r.get_my_width_num_sge(), recv_wqe::NUM_SGE);

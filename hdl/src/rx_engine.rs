@@ -145,6 +145,11 @@ pub struct RxEngine {
     /// registered `idle`): an atomic reads host memory only then, and answers only after its
     /// own write is done.
     pub wr_idle: Signal<In, Bit>,
+    /// The scheduler's count of fresh READ / atomic responses fully sent for QP `rd_done_addr`
+    /// (mod 256), against this engine's count of those accepted: what is outstanding as
+    /// responder (`max_dest_rd_atomic`).
+    pub rd_done_addr: Signal<Out, Bits<6>>,
+    pub rd_done_data: Signal<In, Bits<8>>,
     tables: ContextTables,
     /// Results of the atomics the responder executed, 16 per QP at `qpn << 4 | slot`:
     /// {valid 0, PSN 31..8, original value 95..32}, for answering duplicates (9.7.5.1.1).
@@ -154,6 +159,15 @@ pub struct RxEngine {
     /// Shared receive queues, by SRQ number: consumer index, and {limit 15..0, event CQ 23..16}
     /// (rnic_contract::srq_context).
     srqci_ram: RAM<Bits<16>, 6>,
+    /// Fresh READs and atomics accepted as responder, by QP (mod 256).
+    racc_ram: RAM<Bits<8>, 6>,
+    rd_acc: DFF<Bits<8>>,
+    /// The READ / atomic handed to the scheduler is a new request (not a replay).
+    rr_fresh: DFF<Bit>,
+    /// The job handed to the scheduler is a NAK invalid request (too many READs / atomics).
+    rr_nak: DFF<Bit>,
+    /// `max_dest_rd_atomic` of them are outstanding (state 5, acted on in 6).
+    rd_over_r: DFF<Bit>,
     srq_ram: RAM<Bits<24>, 6>,
     /// SRQ limit events to write: {SRQ 5..0, event CQ 15..8, WQEs left 31..16}.
     ev_fifo: SynchronousFIFO<Bits<32>, 3, 4, 1>,
@@ -426,6 +440,8 @@ pub struct RxEngine {
     rq_mask: Signal<Local, Bits<16>>,
     cmd_qp: Signal<Local, QpContextRec>,
     srq_left: Signal<Local, Bits<16>>,
+    rd_lim: Signal<Local, Bits<8>>,
+    mdra: Signal<Local, Bits<8>>,
     srq_addr: Signal<Local, Bits<8>>,
     entry: Signal<Local, InflightRec>,
     rkey: Signal<Local, Bits<32>>,
@@ -773,6 +789,15 @@ impl Default for RxEngine {
             rd_restart: Default::default(),
             access_ok: Default::default(),
             wr_idle: Default::default(),
+            rd_done_addr: Default::default(),
+            rd_done_data: Default::default(),
+            racc_ram: Default::default(),
+            rd_acc: Default::default(),
+            rr_fresh: Default::default(),
+            rr_nak: Default::default(),
+            rd_over_r: Default::default(),
+            rd_lim: Default::default(),
+            mdra: Default::default(),
             atom_ram: Default::default(),
             at_mode: Default::default(),
             at_slot: Default::default(),
@@ -868,7 +893,7 @@ impl Logic for RxEngine {
             rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, srq_inc, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r,
+            src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, srq_inc, rd_acc, rr_fresh, rr_nak, rd_over_r, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r,
             sgb0, sgb1, sgb2, sgb3, rq_beat, rq_nb, sg_cap, sg_i, sg_cnt, sg_more, sg_n, cur_sge, sg_tot,
             first_addr, first_len, sg_cur, tot_rem, tot_fits_r, sc_off, sc_rem, sc_hoff, pc_lt, pc_zero,
             sc_ack, sc_next, wr_lt_r, wr_eq_r, rq_mask_r, rq_sh_r
@@ -1047,6 +1072,24 @@ impl Logic for RxEngine {
             | (bit_cast::<32, 8>(self.srq_lim.q.val().get_bits::<8>(16)) << 8)
             | (bit_cast::<32, 16>(self.srq_left.val()) << 16);
         self.ev_fifo.read.next = false;
+        // Responder READ/atomic slots: accepted (here) minus fully answered (the scheduler).
+        self.racc_ram.read_clock.next = self.clock.val();
+        self.racc_ram.write_clock.next = self.clock.val();
+        self.racc_ram.read_address.next = self.qpn.q.val();
+        self.racc_ram.write_enable.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == 1)
+            & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
+        self.racc_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.racc_ram.write_data.next = 0.into();
+        self.rd_done_addr.next = self.qpn.q.val();
+        self.mdra.next = self.ctx.q.val().max_dest_rd_atomic;
+        self.rd_lim.next = self.mdra.val();
+        if self.mdra.val() > 16 {
+            self.rd_lim.next = 16.into();
+        }
+        if self.mdra.val() == 0 {
+            self.rd_lim.next = 1.into();
+        }
 
         // In-flight table: written by the scheduler.
         self.inflight_ram.write_enable.next = self.if_we.val();
@@ -1464,6 +1507,12 @@ impl Logic for RxEngine {
         self.rr_data.next.atomic = bit_cast::<1, 1>(self.at_mode.q.val().into());
         self.rr_data.next.orig = self.at_orig.q.val();
         self.rr_data.next.rsvd1 = 0.into();
+        self.rr_data.next.fresh = bit_cast::<1, 1>(self.rr_fresh.q.val().into());
+        self.rr_data.next.nak = bit_cast::<1, 1>(self.rr_nak.q.val().into());
+        if self.rr_nak.q.val() {
+            self.rr_data.next.len = 0.into();
+        }
+        self.rr_data.next.qpn = self.qpn.q.val();
         if self.at_mode.q.val() {
             self.rr_data.next.len = 0.into();
         }
@@ -1495,6 +1544,8 @@ impl Logic for RxEngine {
                 self.srq_took.d.next = false;
                 self.srq_inc.d.next = false;
                 self.ev_chk.d.next = false;
+                self.rr_fresh.d.next = false;
+                self.rr_nak.d.next = false;
                 if self.ev_chk.q.val() & self.ev_fire_r.q.val() & !self.ev_fifo.almost_full.val() {
                     // The SRQ the last packet took from fell below its limit: disarm it and
                     // queue the event (with no room it stays armed and fires on a later WQE).
@@ -1583,6 +1634,7 @@ impl Logic for RxEngine {
                 self.sg_cur.d.next = self.rdyn_now.val().get_bits::<4>(208);
                 self.tot_rem.d.next = self.rdyn_now.val().get_bits::<36>(328);
                 self.rq_pi.d.next = self.rqpi_ram.read_data.val();
+                self.rd_acc.d.next = self.racc_ram.read_data.val();
                 self.nak_moved.d.next =
                     self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(164);
                 self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
@@ -1635,6 +1687,7 @@ impl Logic for RxEngine {
                 self.send_fits_r.d.next = self.plen32.val() <= self.wr_rem.q.val();
                 self.tot_fits_r.d.next = self.plen36.val() <= self.tot_rem.q.val();
                 self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
+                self.rd_over_r.d.next = (self.rd_acc.q.val() - self.rd_done_data.val()) >= self.rd_lim.val();
                 if self.ctx.q.val().use_srq.any() {
                     // Receive WQEs come from the SRQ: its indices (read at the SRQ number).
                     self.srq_took.d.next = true;
@@ -1736,9 +1789,20 @@ impl Logic for RxEngine {
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x61.into();
                         self.nak_sent.d.next = true;
+                    } else if (self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val() {
+                        // max_dest_rd_atomic READs / atomics still have responses to send: too
+                        // many outstanding, NAK invalid request (9.7.5.2.2; ibv_modify_qp(3)),
+                        // sent by the scheduler after those responses (state 24), so it does
+                        // not overtake them.
+                        self.cnt_drop_inv_req.next = true;
+                        self.nak_sent.d.next = true;
+                        self.rr_nak.d.next = true;
+                        self.state.d.next = 24.into();
                     } else if self.is_read_req.val() {
                         // Accepted RDMA READ: the scheduler answers it with READ RESPONSE
                         // packets; the request's PSN range is used up and the MSN counts it.
+                        self.rd_acc.d.next = self.rd_acc.q.val() + 1;
+                        self.rr_fresh.d.next = true;
                         self.cnt_roce_ok.next = true;
                         self.state.d.next = 24.into();
                         self.epsn.d.next = self.epsn.q.val() + self.rd_npkts.q.val();
@@ -1747,6 +1811,8 @@ impl Logic for RxEngine {
                     } else if self.is_atomic_req.val() {
                         // Accepted atomic: executed in states 25..31 once every earlier write
                         // is in host memory; its one job (the result write) follows there.
+                        self.rd_acc.d.next = self.rd_acc.q.val() + 1;
+                        self.rr_fresh.d.next = true;
                         self.cnt_roce_ok.next = true;
                         self.job_write.next = false;
                         self.epsn.d.next = self.epsn.q.val() + 1;
@@ -2141,6 +2207,9 @@ impl Logic for RxEngine {
             }
             9 => {
                 // Write back the transport state (and an SRQ's consumer index).
+                self.racc_ram.write_enable.next = self.qpn_ok.q.val();
+                self.racc_ram.write_address.next = self.qpn.q.val();
+                self.racc_ram.write_data.next = self.rd_acc.q.val();
                 if self.srq_took.q.val() {
                     self.srqci_ram.write_enable.next = true;
                     self.srqci_ram.write_address.next = self.srq_addr.val().get_bits::<6>(0);

@@ -195,6 +195,8 @@ impl Logic for NicTop {
         self.rd_issuer.wqe_valid.next = self.txs.wqe_ar_valid.val();
         self.rd_issuer.wqe_addr.next = self.txs.wqe_ar_addr.val();
         self.rd_issuer.wqe_len.next = self.txs.wqe_ar_len.val();
+        self.txs.rd_done_addr.next = self.rxe.rd_done_addr.val();
+        self.rxe.rd_done_data.next = self.txs.rd_done_data.val();
         self.txs.wqe_ar_ready.next = self.rd_issuer.wqe_ready.val();
         self.r_is_wqe.next = self.m_axi_rid.val() == 1;
         self.txs.wqe_r_valid.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();

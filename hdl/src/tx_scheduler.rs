@@ -130,6 +130,10 @@ pub struct TxScheduler {
     /// Packets of QP `cur_qpn` are being emitted (for the ACK timer).
     pub tx_active: Signal<Out, Bit>,
     pub tx_qpn: Signal<Out, Bits<6>>,
+    /// Fresh READ / atomic responses fully sent for QP `rd_done_addr` (mod 256), for the RX
+    /// engine's `max_dest_rd_atomic` check.
+    pub rd_done_addr: Signal<In, Bits<6>>,
+    pub rd_done_data: Signal<Out, Bits<8>>,
     tables: ContextTables,
     /// QPs that stepped aside for another QP's rewind while they waited (for in-flight room, a
     /// READ slot, or their error's turn), to be served again like a doorbell with their saved
@@ -138,6 +142,11 @@ pub struct TxScheduler {
     resume: SynchronousFIFO<Bits<8>, 6, 7, 1>,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
+    /// Fresh READ / atomic responses sent, by local QP: this engine's copy (read-modify-write
+    /// in states 16-18) and the RX engine's read port.
+    rrdone_ram: RAM<Bits<8>, 6>,
+    rrdone_x: RAM<Bits<8>, 6>,
+    rr_done_v: DFF<Bits<8>>,
     /// The WQE's gather list after the key checks: `{iova 63..0, length 95..64}` of each
     /// non-empty SGE, in order (16 entries).
     sge_ram: RAM<Bits<96>, 4>,
@@ -309,6 +318,7 @@ pub struct TxScheduler {
     op_now: Signal<Local, Bits<8>>,
     rr_now: Signal<Local, ReadRespJob>,
     rr_msn: Signal<Local, Bits<24>>,
+    rr_syn: Signal<Local, Bits<8>>,
     rr_op: Signal<Local, Bits<8>>,
     rr_pend: Signal<Local, Bit>,
     req_op: Signal<Local, Bits<8>>,
@@ -369,7 +379,7 @@ impl Logic for TxScheduler {
             rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r, resumed, rw_other, rw_waiting, rs_room,
             rs_empty_r, cmd_ok, wb, g_idx, g_addr, g_len, g_lkey, inline_r, multi_r, all_ok, sum_len,
             n_valid, nsge_bad, len_bad, shape_bad, e_idx, sge_rem, fits_r, exh_r, pkt_left, pc_len,
-            pc_last, pc_exh, walk, walk_pend, walk_ge, wqe_off, ext0, ext1, ext2, ext3
+            pc_last, pc_exh, walk, walk_pend, walk_ge, rr_done_v, wqe_off, ext0, ext1, ext2, ext3
         );
         clock!(self, clock, resume);
         self.rs_room.d.next = !self.resume.almost_full.val();
@@ -392,6 +402,19 @@ impl Logic for TxScheduler {
         self.sent_ram.read_clock.next = self.clock.val();
         self.sent_ram.write_clock.next = self.clock.val();
         self.sge_ram.read_clock.next = self.clock.val();
+        self.rrdone_ram.read_clock.next = self.clock.val();
+        self.rrdone_ram.write_clock.next = self.clock.val();
+        self.rrdone_x.read_clock.next = self.clock.val();
+        self.rrdone_x.write_clock.next = self.clock.val();
+        self.rrdone_ram.read_address.next = self.rr.q.val().qpn;
+        self.rrdone_x.read_address.next = self.rd_done_addr.val();
+        self.rd_done_data.next = self.rrdone_x.read_data.val();
+        // Zeroed with the responder's count (a context command with INIT_RQ_PSN), or one more
+        // when a fresh response's last packet goes (state 18; no command is taken there).
+        self.rrdone_ram.write_enable.next =
+            self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
+        self.rrdone_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.rrdone_ram.write_data.next = 0.into();
         self.sge_ram.write_clock.next = self.clock.val();
 
         // Table reads: addresses follow the current QP and WQE.
@@ -732,6 +755,11 @@ impl Logic for TxScheduler {
             self.rr_op.next = 0x0F.into();
         }
         self.rr_msn.next = self.rr.q.val().msn;
+        // AETH syndrome: ACK (0x1F), or NAK invalid request (0x61, IBTA Vol 1 9.7.5.2.2).
+        self.rr_syn.next = 0x1F.into();
+        if self.rr.q.val().nak.any() {
+            self.rr_syn.next = 0x61.into();
+        }
         self.rr_read.next = false;
         if self.state.q.val() == 18 {
             self.job.next.opcode = self.rr_op.val();
@@ -742,8 +770,14 @@ impl Logic for TxScheduler {
             self.job.next.ext4 = (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(16)) << 8)
                 | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(8)) << 16)
                 | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(0)) << 24)
-                | 0x1F;
+                | bit_cast::<32, 8>(self.rr_syn.val());
             self.job.next.has_atomic_eth = 0.into();
+            if self.rr.q.val().nak.any() {
+                // NAK invalid request (ACKNOWLEDGE 0x11, AETH only), queued behind the
+                // responses the QP owed before it.
+                self.job.next.opcode = 0x11.into();
+                self.job.next.has_ext4 = 1.into();
+            }
             if self.rr.q.val().atomic.any() {
                 // ATOMIC ACKNOWLEDGE (0x12): AETH and AtomicAckETH with the original value.
                 self.job.next.opcode = 0x12.into();
@@ -1280,6 +1314,7 @@ impl Logic for TxScheduler {
             }
             16 => {
                 // A READ response: its first PSN, length and address, in its own registers.
+                // (Its QP's count of responses sent is read meanwhile, taken in 17.)
                 self.rr_psn.d.next = self.rr.q.val().psn;
                 self.rr_rem.d.next = self.rr.q.val().len;
                 self.rr_iova.d.next = self.rr.q.val().iova;
@@ -1289,6 +1324,7 @@ impl Logic for TxScheduler {
                 self.state.d.next = 17.into();
             }
             17 => {
+                self.rr_done_v.d.next = self.rrdone_ram.read_data.val();
                 // Size the next response packet (a zero-length READ is one empty ONLY).
                 self.rr_last.d.next = self.rr_rem.q.val() <= self.rr_mtu.q.val();
                 self.rr_plen.d.next = self.rr_mtu.q.val();
@@ -1310,6 +1346,11 @@ impl Logic for TxScheduler {
                     self.state.d.next = 17.into();
                     if self.rr_last.q.val() {
                         self.state.d.next = self.rr_ret.q.val();
+                        if self.rr.q.val().fresh.any() {
+                            self.rrdone_ram.write_enable.next = true;
+                            self.rrdone_ram.write_address.next = self.rr.q.val().qpn;
+                            self.rrdone_ram.write_data.next = self.rr_done_v.q.val() + 1;
+                        }
                     }
                 }
             }
@@ -1339,6 +1380,9 @@ impl Logic for TxScheduler {
         self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
         self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
         self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
+        self.rrdone_x.write_enable.next = self.rrdone_ram.write_enable.val();
+        self.rrdone_x.write_address.next = self.rrdone_ram.write_address.val();
+        self.rrdone_x.write_data.next = self.rrdone_ram.write_data.val();
         self.sent_we.next = self.dyn_ram.write_enable.val();
         self.sent_waddr.next = self.dyn_ram.write_address.val();
         self.sent_wdata.next = self.dyn_ram.write_data.val().get_bits::<16>(32);

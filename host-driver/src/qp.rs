@@ -1270,6 +1270,7 @@ impl<'mr> QueuePair<'mr> {
             rnr_retry: a.rnr_retry,
             min_rnr_timer: a.min_rnr_timer,
             max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
             ..self.hw
         };
         write_context(&*self.pd.inner.ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &hw.pack())?;

@@ -87,6 +87,8 @@ pub struct QpContext {
     pub use_srq: bool,
     /// SRQ number ([`qp_context::SRQN`]).
     pub srqn: u8,
+    /// READs/atomics outstanding as responder ([`qp_context::MAX_DEST_RD_ATOMIC`]).
+    pub max_dest_rd_atomic: u8,
 }
 
 impl Default for QpContext {
@@ -120,6 +122,7 @@ impl Default for QpContext {
             max_rd_atomic: 0,
             use_srq: false,
             srqn: 0,
+            max_dest_rd_atomic: 0,
         }
     }
 }
@@ -156,6 +159,7 @@ impl QpContext {
         qp_context::MAX_RD_ATOMIC.put(&mut r, self.max_rd_atomic.into());
         qp_context::USE_SRQ.put(&mut r, self.use_srq.into());
         qp_context::SRQN.put(&mut r, self.srqn.into());
+        qp_context::MAX_DEST_RD_ATOMIC.put(&mut r, self.max_dest_rd_atomic.into());
         r
     }
 }
@@ -422,10 +426,13 @@ mod tests {
             max_rd_atomic: 16,
             srqn: 0x2A,
             use_srq: true,
+            max_dest_rd_atomic: 9,
         };
         let r = c.pack();
         assert_eq!(bits(&r, qp_context::SRQN), 0x2A);
         assert_eq!(bits(&r, qp_context::USE_SRQ), 1);
+        assert_eq!(bits(&r, qp_context::MAX_DEST_RD_ATOMIC), 9);
+        assert_eq!(r[45], 9, "MAX_DEST_RD_ATOMIC at byte 45");
         assert_eq!(bits(&r, qp_context::STATE), 3);
         assert_eq!(bits(&r, qp_context::INIT_SQ_PSN), 1);
         assert_eq!(bits(&r, qp_context::INIT_RQ_PSN), 0);

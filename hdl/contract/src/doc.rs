@@ -62,7 +62,8 @@ pub fn markdown() -> String {
         ("RECV_CQ", qp_context::RECV_CQ), ("RQ_LOG_SIZE", qp_context::RQ_LOG_SIZE),
         ("RQ_LOG_STRIDE", qp_context::RQ_LOG_STRIDE),
         ("MAX_RD_ATOMIC", qp_context::MAX_RD_ATOMIC), ("SRQN", qp_context::SRQN),
-        ("USE_SRQ", qp_context::USE_SRQ), ("RQ_BASE", qp_context::RQ_BASE),
+        ("USE_SRQ", qp_context::USE_SRQ), ("MAX_DEST_RD_ATOMIC", qp_context::MAX_DEST_RD_ATOMIC),
+        ("RQ_BASE", qp_context::RQ_BASE),
     ]);
     table(&mut o, "Memory-region key-table entry (CMD op 2, index = key >> 8)", "A key is `index << 8 | tag`; VA..VA+LENGTH maps to IOVA..IOVA+LENGTH.", &[
         ("VALID", mr_entry::VALID), ("ACCESS", mr_entry::ACCESS), ("TAG", mr_entry::TAG),

@@ -77,12 +77,19 @@ pub const SRQN: Field = Field::at_bit(344, 8);
 /// QP's own RQ; moving the QP to ERR flushes no SRQ WQE (ibv_create_qp(3) `srq`).
 pub const USE_SRQ: Field = Field::at_bit(352, 1);
 
+/// RDMA READs and atomics this QP takes outstanding as responder (ibv_modify_qp(3)
+/// `max_dest_rd_atomic`, IBTA Vol 1 9.4.4, 11.2.4.2): a new READ or atomic that arrives while
+/// that many earlier ones still have responses to send is answered with NAK invalid request
+/// (a conforming requester, whose `max_rd_atomic` is at most this, never sees it). Taken as
+/// 1..=16 (0 as 1).
+pub const MAX_DEST_RD_ATOMIC: Field = Field::at_bit(360, 8);
+
 const _: () = assert!(check_disjoint(
     &[
         STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, TIMEOUT, RETRY_CNT,
         RQ_PSN, RNR_RETRY, MIN_RNR_TIMER, PKEY,
         UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_LOG_STRIDE, SQ_BASE, RECV_CQ, RQ_LOG_SIZE, RQ_LOG_STRIDE, RQ_BASE,
-        MAX_RD_ATOMIC, SRQN, USE_SRQ
+        MAX_RD_ATOMIC, SRQN, USE_SRQ, MAX_DEST_RD_ATOMIC
     ],
     512
 ));
