@@ -222,8 +222,11 @@ pub(crate) struct CqInner {
     /// with the entries each one committed.
     qps: RefCell<Vec<AttachedQp>>,
     /// Sum of the SQ sizes of the QPs using this CQ as send CQ and the RQ sizes of those using
-    /// it as receive CQ (see [`CompletionQueue`] on overflow).
+    /// it as receive CQ, plus the size of each SRQ whose QPs receive here, once per SRQ (see
+    /// [`CompletionQueue`] on overflow).
     committed: Cell<usize>,
+    /// QPs receiving here from an SRQ: (QP number, SRQ number, SRQ size).
+    srq_qps: RefCell<Vec<(u32, u32, usize)>>,
 }
 
 impl CqInner {
@@ -247,12 +250,40 @@ impl CqInner {
         Ok(())
     }
 
-    /// Releases what [`attach`](Self::attach) reserved for `qpn`.
+    /// Reserves room for the receive completions of QP `qpn` on SRQ `srqn` of `entries` WQEs:
+    /// the SRQ's WQEs complete once each, whichever of its QPs takes them, so the SRQ's size is
+    /// reserved once, by its first QP here.
+    pub(crate) fn attach_srq(&self, qpn: u32, srqn: u32, entries: usize) -> Result<()> {
+        let mut v = self.srq_qps.borrow_mut();
+        if !v.iter().any(|&(_, s, _)| s == srqn) {
+            let need = self.committed.get() + entries;
+            if need > self.capacity() {
+                return Err(Error::inval(format!(
+                    "CQ {} has {} entries but its QPs and SRQs could have {need} completions outstanding; create a larger CQ",
+                    self.cqn,
+                    self.capacity()
+                )));
+            }
+            self.committed.set(need);
+        }
+        v.push((qpn, srqn, entries));
+        Ok(())
+    }
+
+    /// Releases what [`attach`](Self::attach) and [`attach_srq`](Self::attach_srq) reserved
+    /// for `qpn` (an SRQ's room goes with its last QP here).
     pub(crate) fn detach(&self, qpn: u32) {
         let mut qps = self.qps.borrow_mut();
         let freed: usize = qps.iter().filter(|(n, _, _)| *n == qpn).map(|(_, _, e)| e).sum();
         self.committed.set(self.committed.get().saturating_sub(freed));
         qps.retain(|(n, _, _)| *n != qpn);
+        let mut v = self.srq_qps.borrow_mut();
+        if let Some(p) = v.iter().position(|&(n, _, _)| n == qpn) {
+            let (_, srqn, entries) = v.remove(p);
+            if !v.iter().any(|&(_, s, _)| s == srqn) {
+                self.committed.set(self.committed.get().saturating_sub(entries));
+            }
+        }
     }
 
     fn poll(&self, wcs: &mut [WorkCompletion]) -> Result<usize> {
@@ -358,6 +389,7 @@ impl CompletionQueue {
             ci: Cell::new(0),
             qps: RefCell::new(Vec::new()),
             committed: Cell::new(0),
+            srq_qps: RefCell::new(Vec::new()),
         };
         Ok(Self { inner: Rc::new(inner) })
     }

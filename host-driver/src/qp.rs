@@ -905,7 +905,8 @@ impl QpBuilder {
 
     /// Receive from `srq` (`ibv_qp_init_attr.srq`) instead of an RQ of the QP's own:
     /// `max_recv_wr` must stay 0, `post_recv` on the QP fails, and the receive CQ must have
-    /// room for the SRQ's size. The QP keeps the SRQ alive.
+    /// room for the SRQ's size, counted once however many of the SRQ's QPs use that CQ (each
+    /// SRQ WQE completes once). The QP keeps the SRQ alive.
     pub fn set_srq(mut self, srq: &SharedReceiveQueue<'_>) -> Self {
         self.srq = Some(Rc::clone(&srq.inner));
         self
@@ -1031,8 +1032,8 @@ impl QpBuilder {
         };
         let qpn = ctx.tables.borrow_mut().alloc_qpn()?;
         let shared = Rc::new(RefCell::new(QpShared { srq: self.srq.as_ref().map(|s| Rc::clone(&s.shared)), ..QpShared::default() }));
-        // Receive completions of a QP on an SRQ: as many as the SRQ holds.
-        let recv_entries = self.srq.as_ref().map_or(rq_size, |s| s.size);
+        // Receive completions of a QP on an SRQ are reserved per SRQ (attach_srq), not per QP.
+        let recv_entries = if self.srq.is_some() { 0 } else { rq_size };
         let undo = |qpn: u32| {
             self.cq.detach(qpn);
             self.recv_cq.detach(qpn);
@@ -1042,6 +1043,10 @@ impl QpBuilder {
             self.cq.attach(qpn, &shared, (size + recv_entries) as usize)
         } else {
             self.cq.attach(qpn, &shared, size as usize).and_then(|()| self.recv_cq.attach(qpn, &shared, recv_entries as usize))
+        };
+        let attached = match (&self.srq, attached) {
+            (Some(s), Ok(())) => self.recv_cq.attach_srq(qpn, s.srqn, s.size as usize),
+            (_, r) => r,
         };
         if let Err(e) = attached {
             undo(qpn);

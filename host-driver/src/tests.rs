@@ -776,6 +776,23 @@ fn atomic_wrs_carry_their_operands_in_the_wqe() {
 
 /// Creation writes the SRQ context (INIT, disarmed, its own event CQ); sizes round up and out
 /// of range ones are refused; arm_limit writes LIMIT without INIT and refuses more than max_wr.
+/// A CQ reserves an SRQ's size once for all the SRQ's QPs that receive on it (each SRQ WQE
+/// completes once), plus each QP's SQ; the room goes back with the SRQ's last QP.
+#[test]
+fn a_cq_reserves_an_srq_once_for_all_its_qps() {
+    let (_dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16).unwrap();
+    let srq = pd.create_srq(8, 1).unwrap();
+    let qp = || pd.create_qp(&cq).set_max_send_wr(2).set_srq(&srq).build();
+    // 8 for the SRQ + 2 per SQ: four QPs fill the 16 entries, a fifth does not fit.
+    let qps: Vec<_> = (0..4).map(|_| qp().unwrap()).collect();
+    assert_eq!(qp().unwrap_err().errno(), Errno::EINVAL);
+    drop(qps);
+    // All gone: the SRQ's 8 are free again, so a QP with its own 8-entry RQ and an 8-entry SQ fits.
+    pd.create_qp(&cq).set_max_send_wr(8).set_max_recv_wr(8).build().unwrap();
+}
+
 #[test]
 fn create_srq_writes_its_context_and_arm_limit_modifies_it() {
     let (dev, ctx) = open();
