@@ -1504,7 +1504,7 @@ impl<'mr> QueuePair<'mr> {
     }
 
     /// Posts receive work requests (`ibv_post_recv(3)`): writes one receive WQE per request
-    /// into the RQ ring in host memory (WR_ID, NUM_SGE, scatter entry 0), then rings the RQ
+    /// into the RQ ring in host memory (WR_ID, NUM_SGE, its scatter entries), then rings the RQ
     /// doorbell once (`RQ_DOORBELL = qpn << 16 | rq_pi mod 2^16`, `rq_pi` = receive WRs
     /// posted since RESET). The NIC consumes them in order, one per incoming SEND message,
     /// scatters the message over the request's entries in order (a zero-length entry is
