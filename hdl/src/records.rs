@@ -129,9 +129,10 @@ record!(
     /// A WQE the requester has sent and the completer must retire, kept per QP in
     /// the in-flight table at slot `sq_index mod 2^LOG_MAX_INFLIGHT_WQES` (224 bits). For an RDMA
     /// READ, `local_iova` is where its response payload goes (the local SGE, translated and
-    /// checked for LOCAL_WRITE when the WQE was sent).
+    /// checked for LOCAL_WRITE when the WQE was sent); with `rd_list` set the READ has several
+    /// local SGEs instead, kept translated in the RX engine's READ list table for its QP.
     InflightRec, 224, {
-        wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rsvd: 7, first_psn: 24,
+        wr_id: 64, byte_len: 32, last_psn: 24, signaled: 1, rd_list: 1, rsvd: 6, first_psn: 24,
         wc_opcode: 8, local_iova: 64,
     }
 );

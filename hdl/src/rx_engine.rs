@@ -34,6 +34,15 @@ use rust_hdl::prelude::*;
 /// offset `hlen + bytes placed` of the packet), the last of them freeing the packet's beats and
 /// carrying its ACK request.
 ///
+/// **READ responses into an SGE list** (IBTA Vol 1 9.7.4.1.4; ibv_post_send(3) `sg_list` of
+/// an IBV_WR_RDMA_READ): a READ whose in-flight record has `rd_list` set has its local SGEs,
+/// checked and translated by the scheduler, in `rdl_ram` (`qpn << 4 | k`; the scheduler sends
+/// such a READ only when no earlier READ of the QP is outstanding, so the list is its own).
+/// Responses are written only in PSN order, so a per-QP cursor (entry, bytes of it filled,
+/// in the completer state) always points at the response's first byte: each in-order response
+/// becomes one payload job per entry it touches, like a scattered SEND packet, and a response
+/// replayed after a loss lands where the lost one would have.
+///
 /// **Completer**: for an ACK/NAK on a QP in RTS, retires in-flight WQEs in SQ order while
 /// their last PSN is covered (24-bit serial comparison, 9.7.5.1.3): successful ones produce a
 /// CQE if signaled; a NAK with an error code completes the WQE holding the NAKed PSN with
@@ -52,8 +61,9 @@ use rust_hdl::prelude::*;
 /// cycles for entry 0 and 5 for each further entry checked (entry select, key read, offset,
 /// room, verdict) plus 2 to pick the first nonzero entry; a packet that crosses scatter entries
 /// costs 2 cycles per piece (piece length compare, job) plus 2 per entry change (`sg_ram`
-/// read) on top of the 6. The checks are registered in stages so no decision path is deeper
-/// than 6 LUT levels: a piece's length is a mux of registers chosen by a comparison registered
+/// read) on top of the 6; a READ response into an SGE list costs 1 cycle plus 2 per piece plus
+/// 2 per entry change (`rdl_ram` read) on top of its checks. The checks are registered in
+/// stages so no decision path is deeper than 6 LUT levels: a piece's length is a mux of registers chosen by a comparison registered
 /// the cycle before.
 #[derive(LogicBlock)]
 pub struct RxEngine {
@@ -94,6 +104,11 @@ pub struct RxEngine {
     pub if_we: Signal<In, Bit>,
     pub if_waddr: Signal<In, Bits<10>>,
     pub if_wdata: Signal<In, InflightRec>,
+    /// Write port of the READ list table (from the scheduler): `{iova 63..0, length 95..64}`
+    /// of entry `k` of QP `qpn`'s READ with several SGEs, at `qpn << 4 | k`.
+    pub rl_we: Signal<In, Bit>,
+    pub rl_waddr: Signal<In, Bits<10>>,
+    pub rl_wdata: Signal<In, Bits<96>>,
     /// The write-job FIFO's almost-full flag (at most one free slot); see `job_room`.
     pub job_afull: Signal<In, Bit>,
     pub job_write: Signal<Out, Bit>,
@@ -182,7 +197,11 @@ pub struct RxEngine {
     /// Serving an SRQ limit event (states 1, 2, 3, 4, 12, 9) to this CQ.
     src_ev: DFF<Bit>,
     ev_cq: DFF<Bits<8>>,
-    acked_ram: RAM<Bits<96>, 6>,
+    /// Completer state by QP: {retired WQEs 15..0, retries 18..16, ERR 20, `rd_valid` 21,
+    /// READs retired 30..24, next READ response PSN 55..32, PSN after the last retired
+    /// 87..64, RNR count 90..88, RNR wait 91, READ list entry 99..96, bytes of it filled
+    /// 131..100}.
+    acked_ram: RAM<Bits<132>, 6>,
     acked_tx_ram: RAM<Bits<48>, 6>,
     cq_ram: RAM<Bits<128>, 6>,
     cqpi_ram: RAM<Bits<32>, 6>,
@@ -425,6 +444,22 @@ pub struct RxEngine {
     sge_len36: Signal<Local, Bits<36>>,
     sg_piece: Signal<Local, Bits<32>>,
     sg_rd: Signal<Local, Bits<96>>,
+    // READ response scatter (IBTA Vol 1 9.7.4.1.4, ibv_post_send(3) sg_list of an RDMA READ).
+    /// The checked, translated SGE list of each QP's READ with several local SGEs, written by
+    /// the scheduler as it sends the READ (it sends one only when no earlier READ of the QP is
+    /// outstanding): {IOVA 63..0, length 95..64} at `qpn << 4 | k`.
+    rdl_ram: RAM<Bits<96>, 10>,
+    /// Per QP (completer state): the list entry the next response byte goes to and the bytes
+    /// of it already filled (reset while the READ has no response yet, `rd_valid` clear);
+    /// during a packet, that entry's next address and bytes left.
+    rl_k: DFF<Bits<4>>,
+    rl_used: DFF<Bits<32>>,
+    rl_addr: DFF<Bits<64>>,
+    rl_rem: DFF<Bits<32>>,
+    /// The response's payload goes through the READ list (states 44-47).
+    r_list: DFF<Bit>,
+    rl_rd: Signal<Local, Bits<96>>,
+    rl_piece: Signal<Local, Bits<32>>,
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
     rdyn_now: Signal<Local, Bits<368>>,
@@ -855,6 +890,17 @@ impl Default for RxEngine {
             sge_len36: Default::default(),
             sg_piece: Default::default(),
             sg_rd: Default::default(),
+            rl_we: Default::default(),
+            rl_waddr: Default::default(),
+            rl_wdata: Default::default(),
+            rdl_ram: Default::default(),
+            rl_k: Default::default(),
+            rl_used: Default::default(),
+            rl_addr: Default::default(),
+            rl_rem: Default::default(),
+            r_list: Default::default(),
+            rl_rd: Default::default(),
+            rl_piece: Default::default(),
         }
     }
 }
@@ -868,7 +914,9 @@ impl Default for RxEngine {
 // 15 region room, 16 fit, then for each further entry 35 (select it) and 13..16 again, with
 // several entries 36 (the first nonzero one) and 37 (fits), back to 6; a packet passing the
 // end of a scatter entry: 40 piece length compare, 41 piece job, 42-43 next entry from sg_ram,
-// then 3 (last packet: receive CQE) or 9; for a READ response: 17, 18, 20 checks, 21 act; 22 resume a READ an ACK
+// then 3 (last packet: receive CQE) or 9; for a READ response: 17, 18, 20 checks, 21 act (a READ
+// with an SGE list: 44 entry, 45 piece length compare, 46 piece job, 47 next entry, then 3 or
+// 9); 22 resume a READ an ACK
 // covered before its responses arrived (or one whose responses are missing); 24 hand an
 // accepted or replayed READ (or an ATOMIC ACKNOWLEDGE) to the scheduler; for an atomic: 25
 // wait for earlier writes, 26 read its beat, 27 take the word, 28 new value, 29 result job,
@@ -896,7 +944,7 @@ impl Logic for RxEngine {
             src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, srq_inc, rd_acc, rr_fresh, rr_nak, rd_over_r, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r,
             sgb0, sgb1, sgb2, sgb3, rq_beat, rq_nb, sg_cap, sg_i, sg_cnt, sg_more, sg_n, cur_sge, sg_tot,
             first_addr, first_len, sg_cur, tot_rem, tot_fits_r, sc_off, sc_rem, sc_hoff, pc_lt, pc_zero,
-            sc_ack, sc_next, wr_lt_r, wr_eq_r, rq_mask_r, rq_sh_r
+            sc_ack, sc_next, wr_lt_r, wr_eq_r, rq_mask_r, rq_sh_r, rl_k, rl_used, rl_addr, rl_rem, r_list
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -979,6 +1027,20 @@ impl Logic for RxEngine {
         self.sg_ram.write_data.next = bit_cast::<96, 64>(self.w_addr_r.q.val())
             | (bit_cast::<96, 32>(self.sge_len.q.val()) << 64);
         self.sg_rd.next = self.sg_ram.read_data.val();
+        // READ list table: written by the scheduler, read at the QP's current entry.
+        self.rdl_ram.read_clock.next = self.clock.val();
+        self.rdl_ram.write_clock.next = self.clock.val();
+        self.rdl_ram.write_enable.next = self.rl_we.val();
+        self.rdl_ram.write_address.next = self.rl_waddr.val();
+        self.rdl_ram.write_data.next = self.rl_wdata.val();
+        self.rdl_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
+            | bit_cast::<10, 4>(self.rl_k.q.val());
+        self.rl_rd.next = self.rdl_ram.read_data.val();
+        // The next piece of a response: up to the end of the entry or of the payload.
+        self.rl_piece.next = bit_cast::<32, 13>(self.sc_rem.q.val());
+        if self.pc_lt.q.val() {
+            self.rl_piece.next = self.rl_rem.q.val();
+        }
         // The scatter entry checked in states 13..16 lies inside its region, or is empty.
         self.entry_ok.next = (self.sge_len.q.val() == 0)
             | (self.key_ok_r.q.val()
@@ -1646,6 +1708,8 @@ impl Logic for RxEngine {
                 self.acked_psn.d.next = self.acked_ram.read_data.val().get_bits::<24>(64);
                 self.rnr_cnt.d.next = self.acked_ram.read_data.val().get_bits::<3>(88);
                 self.rnr_wait.d.next = self.acked_ram.read_data.val().get_bit(91) & !self.src_rnr.q.val();
+                self.rl_k.d.next = self.acked_ram.read_data.val().get_bits::<4>(96);
+                self.rl_used.d.next = self.acked_ram.read_data.val().get_bits::<32>(100);
                 self.sent.d.next = self.sent_data.val();
                 if self.src_lc.q.val() {
                     self.state.d.next = 3.into();
@@ -2205,6 +2269,56 @@ impl Logic for RxEngine {
                 self.wr_rem.d.next = self.sg_rd.val().get_bits::<32>(64);
                 self.state.d.next = 40.into();
             }
+            44 => {
+                // READ scatter, 1: the current list entry, past what earlier responses filled.
+                self.rl_addr.d.next = self.rl_rd.val().get_bits::<64>(0) + bit_cast::<64, 32>(self.rl_used.q.val());
+                self.rl_rem.d.next = self.rl_rd.val().get_bits::<32>(64) - self.rl_used.q.val();
+                self.state.d.next = 45.into();
+            }
+            45 => {
+                // 2: does the entry end before the payload does (or is it used up); the
+                // piece's offset into the packet.
+                self.pc_lt.d.next = self.rl_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
+                self.pc_zero.d.next = self.rl_rem.q.val() == 0;
+                self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
+                self.state.d.next = 46.into();
+            }
+            46 => {
+                // 3: one payload job per piece; the packet's last piece frees its beats.
+                self.job.next.kind = 0.into();
+                self.job.next.off = self.sc_hoff.q.val();
+                self.job.next.plen = self.rl_piece.val().get_bits::<13>(0);
+                self.job.next.addr = self.rl_addr.q.val();
+                self.job.next.release = 0.into();
+                self.job.next.need_ack = 0.into();
+                if !self.pc_lt.q.val() {
+                    self.job.next.release = self.pkt.q.val().nbeats;
+                }
+                if self.pc_zero.q.val() {
+                    // The entry is used up (an earlier response ended at its end): the next.
+                    self.rl_k.d.next = self.rl_k.q.val() + 1;
+                    self.rl_used.d.next = 0.into();
+                    self.state.d.next = 47.into();
+                } else if self.job_room.q.val() {
+                    self.job_write.next = true;
+                    self.rl_addr.d.next = self.rl_addr.q.val() + bit_cast::<64, 32>(self.rl_piece.val());
+                    self.rl_rem.d.next = self.rl_rem.q.val() - self.rl_piece.val();
+                    self.rl_used.d.next = self.rl_used.q.val() + self.rl_piece.val();
+                    self.sc_off.d.next = self.sc_off.q.val() + self.rl_piece.val().get_bits::<13>(0);
+                    self.sc_rem.d.next = self.sc_rem.q.val() - self.rl_piece.val().get_bits::<13>(0);
+                    if self.pc_lt.q.val() {
+                        self.rl_k.d.next = self.rl_k.q.val() + 1;
+                        self.rl_used.d.next = 0.into();
+                        self.state.d.next = 47.into();
+                    } else {
+                        self.state.d.next = self.sc_next.q.val();
+                    }
+                }
+            }
+            47 => {
+                // 4: the list is read at the next entry (then 44 takes it).
+                self.state.d.next = 44.into();
+            }
             9 => {
                 // Write back the transport state (and an SRQ's consumer index).
                 self.racc_ram.write_enable.next = self.qpn_ok.q.val();
@@ -2235,15 +2349,17 @@ impl Logic for RxEngine {
                     | (bit_cast::<368, 36>(self.tot_rem.q.val()) << 328);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
-                self.acked_ram.write_data.next = bit_cast::<96, 16>(self.acked.q.val())
-                    | (bit_cast::<96, 3>(self.retries.q.val()) << 16)
-                    | (bit_cast::<96, 1>(self.qp_err.q.val().into()) << 20)
-                    | (bit_cast::<96, 1>(self.rd_valid.q.val().into()) << 21)
-                    | (bit_cast::<96, 7>(self.reads_done.q.val()) << 24)
-                    | (bit_cast::<96, 24>(self.rd_next.q.val()) << 32)
-                    | (bit_cast::<96, 24>(self.acked_psn.q.val()) << 64)
-                    | (bit_cast::<96, 3>(self.rnr_cnt.q.val()) << 88)
-                    | (bit_cast::<96, 1>(self.rnr_wait.q.val().into()) << 91);
+                self.acked_ram.write_data.next = bit_cast::<132, 16>(self.acked.q.val())
+                    | (bit_cast::<132, 3>(self.retries.q.val()) << 16)
+                    | (bit_cast::<132, 1>(self.qp_err.q.val().into()) << 20)
+                    | (bit_cast::<132, 1>(self.rd_valid.q.val().into()) << 21)
+                    | (bit_cast::<132, 7>(self.reads_done.q.val()) << 24)
+                    | (bit_cast::<132, 24>(self.rd_next.q.val()) << 32)
+                    | (bit_cast::<132, 24>(self.acked_psn.q.val()) << 64)
+                    | (bit_cast::<132, 3>(self.rnr_cnt.q.val()) << 88)
+                    | (bit_cast::<132, 1>(self.rnr_wait.q.val().into()) << 91)
+                    | (bit_cast::<132, 4>(self.rl_k.q.val()) << 96)
+                    | (bit_cast::<132, 32>(self.rl_used.q.val()) << 100);
                 // Only the completer moves the CQ producer index.
                 self.state.d.next = 0.into();
                 if self.rsp_pending.q.val() {
@@ -2624,6 +2740,13 @@ impl Logic for RxEngine {
                 }
                 self.r_addr.d.next = self.entry.val().local_iova + bit_cast::<64, 32>(self.r_off.q.val());
                 self.r_exp_dup.d.next = self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.r_exp.q.val());
+                // A READ with several SGEs: its first response starts at entry 0 (the cursor
+                // is read at entry `rl_k` from here on).
+                self.r_list.d.next = self.entry.val().rd_list.any() & (self.pkt.q.val().plen != 0);
+                if !self.rd_valid.q.val() {
+                    self.rl_k.d.next = 0.into();
+                    self.rl_used.d.next = 0.into();
+                }
                 self.state.d.next = 21.into();
             }
             21 => {
@@ -2685,6 +2808,18 @@ impl Logic for RxEngine {
                             self.rsp_final.d.next = true;
                             self.cover_r.d.next = self.pkt.q.val().psn;
                             self.state.d.next = 3.into();
+                        }
+                        if self.r_list.q.val() {
+                            // The payload scatters over the READ's SGE list (44-47), one job
+                            // per piece, then on to 3 or 9.
+                            self.job_write.next = false;
+                            self.sc_off.d.next = 0.into();
+                            self.sc_rem.d.next = self.pkt.q.val().plen;
+                            self.sc_next.d.next = 9.into();
+                            if self.is_rsp_last.val() {
+                                self.sc_next.d.next = 3.into();
+                            }
+                            self.state.d.next = 44.into();
                         }
                     }
                 }

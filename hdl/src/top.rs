@@ -224,6 +224,9 @@ impl Logic for NicTop {
         self.rxe.if_we.next = self.txs.if_we.val();
         self.rxe.if_waddr.next = self.txs.if_addr.val();
         self.rxe.if_wdata.next = self.txs.if_data.val();
+        self.rxe.rl_we.next = self.txs.rl_we.val();
+        self.rxe.rl_waddr.next = self.txs.rl_waddr.val();
+        self.rxe.rl_wdata.next = self.txs.rl_wdata.val();
         self.lc_fifo.write.next = self.txs.lc_write.val();
         self.lc_fifo.data_in.next = self.txs.lc_data.val();
         self.txs.lc_full.next = self.lc_fifo.full.val();

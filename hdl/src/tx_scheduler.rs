@@ -21,9 +21,13 @@ pub const RR_MIN_CYCLES: u64 = 12;
 ///    not checked: it is read from the WQE's second slot; a failure becomes an error completion
 ///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`, `IBV_WC_LOC_LEN_ERR`) written in SQ order
 ///    by the completer, before any packet of the WQE is sent;
-/// 4. records the WQE in the in-flight table for the completer (first and last PSN) and stores
+/// 4. for an RDMA READ with several local SGEs, waits until every earlier READ and atomic of
+///    the QP has completed (the RX engine keeps one READ list per QP), then copies the checked
+///    list into the RX engine's READ list table (2 cycles per entry), where the responses are
+///    scattered over it;
+/// 5. records the WQE in the in-flight table for the completer (first and last PSN) and stores
 ///    `{PSN after it, ci + 1}`, before any of its packets leaves;
-/// 5. emits one [`TxJob`] per packet (WRITE or SEND FIRST/MIDDLE/LAST/ONLY by path MTU, RETH
+/// 6. emits one [`TxJob`] per packet (WRITE or SEND FIRST/MIDDLE/LAST/ONLY by path MTU, RETH
 ///    on a WRITE's first, ImmDt on the last of a message with immediate, AckReq on the last and
 ///    on every 16th; for a READ one READ REQUEST with a RETH; for an atomic one COMPARE SWAP
 ///    or FETCH ADD with an AtomicETH), and for each gather-list entry the packet's payload
@@ -112,6 +116,11 @@ pub struct TxScheduler {
     pub if_we: Signal<Out, Bit>,
     pub if_addr: Signal<Out, Bits<10>>,
     pub if_data: Signal<Out, InflightRec>,
+    /// Write port of the RX engine's READ list table: the checked, translated SGE list of a
+    /// READ with several local SGEs, `{iova 63..0, length 95..64}` at `qpn << 4 | k`.
+    pub rl_we: Signal<Out, Bit>,
+    pub rl_waddr: Signal<Out, Bits<10>>,
+    pub rl_wdata: Signal<Out, Bits<96>>,
     // Local error completions.
     pub lc_full: Signal<In, Bit>,
     pub lc_write: Signal<Out, Bit>,
@@ -188,6 +197,8 @@ pub struct TxScheduler {
     walk_pend: DFF<Bit>,
     /// `walk >= sge_rem`, registered (state 28 acts on it; both move only in 13 and 28).
     walk_ge: DFF<Bit>,
+    /// The gather-list entry being copied to the RX engine's READ list table (states 32-33).
+    cp_i: DFF<Bits<5>>,
     /// The WQE's byte offset in the ring (see `wqe_addr`).
     wqe_off: DFF<Bits<64>>,
     /// The WQE's slots 1..4 as fetched (SGEs 1..15, four per slot): registers, not a RAM (four
@@ -196,7 +207,7 @@ pub struct TxScheduler {
     ext1: DFF<Bits<512>>,
     ext2: DFF<Bits<512>>,
     ext3: DFF<Bits<512>>,
-    state: DFF<Bits<5>>,
+    state: DFF<Bits<6>>,
     /// WQE opcode classes, registered when the WQE arrives: bit 0 SEND (with or without
     /// immediate), 1 with immediate, 2 RDMA READ or atomic (answered by response packets,
     /// counted against max_rd_atomic), 3 an opcode this NIC implements, 4 atomic, 5 FETCH_AND_ADD.
@@ -205,7 +216,7 @@ pub struct TxScheduler {
     rd_va: DFF<Bits<64>>,
     // The READ response being sent (states 16-18) and the state to return to.
     rr: DFF<ReadRespJob>,
-    rr_ret: DFF<Bits<5>>,
+    rr_ret: DFF<Bits<6>>,
     rr_psn: DFF<Bits<24>>,
     rr_rem: DFF<Bits<32>>,
     rr_iova: DFF<Bits<64>>,
@@ -363,6 +374,7 @@ pub struct TxScheduler {
 // a gather list: 24 take the checked SGE, 25 and 30 load the next (back to 6), 26 and 27 size
 // the message (then 13); 28-29 skip into the list when resuming mid-message; 21-22 the pieces
 // of a packet that spans entries;
+// 32-33 copy a READ's SGE list to the RX engine (then 9);
 // 19 wait for a READ slot (max_rd_atomic), 23 skip WQEs retired behind a rewind; READ responses: 16 load, 17 size a packet, 18 emit
 // it (back to 17, or to the state they interrupted: 0, 3, 10 or 19).
 
@@ -379,7 +391,7 @@ impl Logic for TxScheduler {
             rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r, resumed, rw_other, rw_waiting, rs_room,
             rs_empty_r, cmd_ok, wb, g_idx, g_addr, g_len, g_lkey, inline_r, multi_r, all_ok, sum_len,
             n_valid, nsge_bad, len_bad, shape_bad, e_idx, sge_rem, fits_r, exh_r, pkt_left, pc_len,
-            pc_last, pc_exh, walk, walk_pend, walk_ge, rr_done_v, wqe_off, ext0, ext1, ext2, ext3
+            pc_last, pc_exh, walk, walk_pend, walk_ge, rr_done_v, wqe_off, ext0, ext1, ext2, ext3, cp_i
         );
         clock!(self, clock, resume);
         self.rs_room.d.next = !self.resume.almost_full.val();
@@ -447,7 +459,8 @@ impl Logic for TxScheduler {
             | (self.state.q.val() == 15)
             | (self.state.q.val() == 18)
             | (self.state.q.val() == 19)
-            | (self.state.q.val() == 23));
+            | (self.state.q.val() == 23)
+            | (self.state.q.val() == 33));
         self.cmd_ready.next = self.cmd_ok.q.val();
         // The transport state is written by a context command (INIT_SQ_PSN) or by this engine
         // (`own_we`, in states that refuse commands); the two enables are ORed after the state
@@ -584,6 +597,15 @@ impl Logic for TxScheduler {
             bit_cast::<96, 64>(self.base_iova.q.val()) | (bit_cast::<96, 32>(self.g_len.q.val()) << 64);
         self.e_next.next = self.e_idx.q.val() + 1;
         self.sge_ram.read_address.next = self.e_next.val();
+        // States 32-33 copy a READ's list to the RX engine, entry `cp_i` (read in 32, written
+        // in 33).
+        self.rl_we.next = false;
+        self.rl_waddr.next = bit_cast::<10, 6>(self.cur_qpn.q.val()) << 4
+            | bit_cast::<10, 4>(self.cp_i.q.val().get_bits::<4>(0));
+        self.rl_wdata.next = self.sge_ram.read_data.val();
+        if (self.state.q.val() == 32) | (self.state.q.val() == 33) {
+            self.sge_ram.read_address.next = self.cp_i.q.val().get_bits::<4>(0);
+        }
         self.nxt_iova.next = self.sge_ram.read_data.val().get_bits::<64>(0);
         self.nxt_len.next = self.sge_ram.read_data.val().get_bits::<32>(64);
         self.advance.next = false;
@@ -716,6 +738,8 @@ impl Logic for TxScheduler {
         self.if_data.next.byte_len = self.total.q.val();
         self.if_data.next.last_psn = self.wqe_psn.q.val() + self.npkts.q.val() - 1;
         self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
+        self.if_data.next.rd_list =
+            bit_cast::<1, 1>((self.is_read.val() & !self.is_atomic.val() & self.multi_r.q.val()).into());
         self.if_data.next.rsvd = 0.into();
         self.if_data.next.first_psn = self.wqe_psn.q.val();
         // The completion's opcode: IBV_WC_SEND (0), IBV_WC_RDMA_WRITE (1), IBV_WC_RDMA_READ (2),
@@ -818,15 +842,20 @@ impl Logic for TxScheduler {
                 self.npkts.d.next = 1.into();
             }
             // A READ or atomic waits for a slot (max_rd_atomic); a fenced WQE
-            // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed.
+            // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed, and so
+            // does a READ with several SGEs: the RX engine keeps one READ list per QP, which
+            // an earlier one may still be filling.
             self.rd_full.d.next = (self.is_read.val() & (self.reads_out.val() >= self.rd_limit.val()))
-                | (((self.send_flags.val() & 1) != 0) & (self.reads_out.val() != 0));
+                | ((((self.send_flags.val() & 1) != 0) | (self.is_read.val() & self.multi_r.q.val()))
+                    & (self.reads_out.val() != 0));
             self.behind.d.next = self.in_flight.val().get_bit(15);
             self.skip_ok.d.next = self.skip_pending.q.val()
                 & self.skip_nz.q.val()
                 & (self.skip_bytes_r.q.val() < bit_cast::<64, 32>(self.len_r.q.val()));
-            // A READ or atomic writes its result into one SGE, and carries no inline data.
-            self.shape_bad.d.next = self.is_read.val() & (self.inline_r.q.val() | self.multi_r.q.val());
+            // An atomic writes its result into one SGE; neither it nor a READ carries inline
+            // data.
+            self.shape_bad.d.next = self.is_read.val()
+                & (self.inline_r.q.val() | (self.is_atomic.val() & self.multi_r.q.val()));
         }
 
         match self.state.q.val().index() {
@@ -1101,12 +1130,17 @@ impl Logic for TxScheduler {
                         }
                     }
                     self.state.d.next = 9.into();
+                    self.cp_i.d.next = 0.into();
+                    if self.is_read.val() & self.multi_r.q.val() & (self.n_valid.q.val() != 0) {
+                        // A READ with several SGEs: its list goes to the RX engine first.
+                        self.state.d.next = 32.into();
+                    }
                     if self.err.q.val() {
                         self.status.d.next = 5.into();
                         self.state.d.next = 10.into();
                     } else if !self.wop.q.val().get_bit(3) | self.shape_bad.q.val() {
-                        // An opcode this NIC does not implement, or a READ / atomic with inline
-                        // data or several SGEs: IBV_WC_LOC_QP_OP_ERR.
+                        // An opcode this NIC does not implement, a READ or atomic with inline
+                        // data, or an atomic with several SGEs: IBV_WC_LOC_QP_OP_ERR.
                         self.status.d.next = 2.into();
                         self.state.d.next = 10.into();
                     } else if self.nsge_bad.q.val() | self.len_bad.q.val() {
@@ -1225,6 +1259,20 @@ impl Logic for TxScheduler {
                 self.state.d.next = 14.into();
                 if self.walk_pend.q.val() {
                     self.state.d.next = 28.into();
+                }
+            }
+            32 => {
+                // Copy the READ's checked list to the RX engine's READ list table: entry
+                // `cp_i` is read here...
+                self.state.d.next = 33.into();
+            }
+            33 => {
+                // ...and written here, two cycles per entry.
+                self.rl_we.next = true;
+                self.cp_i.d.next = self.cp_i.q.val() + 1;
+                self.state.d.next = 32.into();
+                if (self.cp_i.q.val() + 1) == self.n_valid.q.val() {
+                    self.state.d.next = 9.into();
                 }
             }
             28 => {
