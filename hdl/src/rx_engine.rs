@@ -36,8 +36,9 @@ use rust_hdl::prelude::*;
 ///
 /// **READ responses into an SGE list** (IBTA Vol 1 9.7.4.1.4; ibv_post_send(3) `sg_list` of
 /// an IBV_WR_RDMA_READ): a READ whose in-flight record has `rd_list` set has its local SGEs,
-/// checked and translated by the scheduler, in `rdl_ram` (`qpn << 4 | k`; the scheduler sends
-/// such a READ only when no earlier READ of the QP is outstanding, so the list is its own).
+/// checked and translated by the scheduler, in `rdl_ram` (4 lists per QP, used in turn by READ
+/// number; the scheduler sends such a READ only while fewer than 4 READs or atomics of the QP
+/// are outstanding, so the list is its own).
 /// Responses are written only in PSN order, so a per-QP cursor (entry, bytes of it filled,
 /// in the completer state) always points at the response's first byte: each in-order response
 /// becomes one payload job per entry it touches, like a scattered SEND packet, and a response
@@ -105,9 +106,10 @@ pub struct RxEngine {
     pub if_waddr: Signal<In, Bits<10>>,
     pub if_wdata: Signal<In, InflightRec>,
     /// Write port of the READ list table (from the scheduler): `{iova 63..0, length 95..64}`
-    /// of entry `k` of QP `qpn`'s READ with several SGEs, at `qpn << 4 | k`.
+    /// of entry `k` of QP `qpn`'s READ number `s` (counting its READs and atomics) with several
+    /// SGEs, at `qpn << 6 | (s mod 4) << 4 | k`.
     pub rl_we: Signal<In, Bit>,
-    pub rl_waddr: Signal<In, Bits<10>>,
+    pub rl_waddr: Signal<In, Bits<12>>,
     pub rl_wdata: Signal<In, Bits<96>>,
     /// The write-job FIFO's almost-full flag (at most one free slot); see `job_room`.
     pub job_afull: Signal<In, Bit>,
@@ -445,10 +447,12 @@ pub struct RxEngine {
     sg_piece: Signal<Local, Bits<32>>,
     sg_rd: Signal<Local, Bits<96>>,
     // READ response scatter (IBTA Vol 1 9.7.4.1.4, ibv_post_send(3) sg_list of an RDMA READ).
-    /// The checked, translated SGE list of each QP's READ with several local SGEs, written by
-    /// the scheduler as it sends the READ (it sends one only when no earlier READ of the QP is
-    /// outstanding): {IOVA 63..0, length 95..64} at `qpn << 4 | k`.
-    rdl_ram: RAM<Bits<96>, 10>,
+    /// The checked, translated SGE lists of each QP's READs with several local SGEs, written
+    /// by the scheduler as it sends a READ: {IOVA 63..0, length 95..64} at
+    /// `qpn << 6 | (s mod 4) << 4 | k` for READ number `s` (the scheduler sends one only while
+    /// fewer than 4 READs or atomics of the QP are outstanding, so READ `s - 4` has retired and
+    /// its list is free). The head READ's number is `reads_done`.
+    rdl_ram: RAM<Bits<96>, 12>,
     /// Per QP (completer state): the list entry the next response byte goes to and the bytes
     /// of it already filled (reset while the READ has no response yet, `rd_valid` clear);
     /// during a packet, that entry's next address and bytes left.
@@ -1033,8 +1037,9 @@ impl Logic for RxEngine {
         self.rdl_ram.write_enable.next = self.rl_we.val();
         self.rdl_ram.write_address.next = self.rl_waddr.val();
         self.rdl_ram.write_data.next = self.rl_wdata.val();
-        self.rdl_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
-            | bit_cast::<10, 4>(self.rl_k.q.val());
+        self.rdl_ram.read_address.next = bit_cast::<12, 6>(self.qpn.q.val()) << 6
+            | bit_cast::<12, 2>(self.reads_done.q.val().get_bits::<2>(0)) << 4
+            | bit_cast::<12, 4>(self.rl_k.q.val());
         self.rl_rd.next = self.rdl_ram.read_data.val();
         // The next piece of a response: up to the end of the entry or of the payload.
         self.rl_piece.next = bit_cast::<32, 13>(self.sc_rem.q.val());

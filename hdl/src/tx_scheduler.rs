@@ -21,10 +21,10 @@ pub const RR_MIN_CYCLES: u64 = 12;
 ///    not checked: it is read from the WQE's second slot; a failure becomes an error completion
 ///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`, `IBV_WC_LOC_LEN_ERR`) written in SQ order
 ///    by the completer, before any packet of the WQE is sent;
-/// 4. for an RDMA READ with several local SGEs, waits until every earlier READ and atomic of
-///    the QP has completed (the RX engine keeps one READ list per QP), then copies the checked
-///    list into the RX engine's READ list table (2 cycles per entry), where the responses are
-///    scattered over it;
+/// 4. for an RDMA READ with several local SGEs, waits while 4 READs or atomics of the QP are
+///    outstanding (the RX engine keeps 4 READ lists per QP, used in turn by READ number), then
+///    copies the checked list into the RX engine's READ list table (2 cycles per entry), where
+///    the responses are scattered over it;
 /// 5. records the WQE in the in-flight table for the completer (first and last PSN) and stores
 ///    `{PSN after it, ci + 1}`, before any of its packets leaves;
 /// 6. emits one [`TxJob`] per packet (WRITE or SEND FIRST/MIDDLE/LAST/ONLY by path MTU, RETH
@@ -117,9 +117,10 @@ pub struct TxScheduler {
     pub if_addr: Signal<Out, Bits<10>>,
     pub if_data: Signal<Out, InflightRec>,
     /// Write port of the RX engine's READ list table: the checked, translated SGE list of a
-    /// READ with several local SGEs, `{iova 63..0, length 95..64}` at `qpn << 4 | k`.
+    /// READ with several local SGEs, `{iova 63..0, length 95..64}` at
+    /// `qpn << 6 | (s mod 4) << 4 | k`, `s` the READ's number among the QP's READs and atomics.
     pub rl_we: Signal<Out, Bit>,
-    pub rl_waddr: Signal<Out, Bits<10>>,
+    pub rl_waddr: Signal<Out, Bits<12>>,
     pub rl_wdata: Signal<Out, Bits<96>>,
     // Local error completions.
     pub lc_full: Signal<In, Bit>,
@@ -600,8 +601,9 @@ impl Logic for TxScheduler {
         // States 32-33 copy a READ's list to the RX engine, entry `cp_i` (read in 32, written
         // in 33).
         self.rl_we.next = false;
-        self.rl_waddr.next = bit_cast::<10, 6>(self.cur_qpn.q.val()) << 4
-            | bit_cast::<10, 4>(self.cp_i.q.val().get_bits::<4>(0));
+        self.rl_waddr.next = bit_cast::<12, 6>(self.cur_qpn.q.val()) << 6
+            | bit_cast::<12, 2>(self.reads_sent.q.val().get_bits::<2>(0)) << 4
+            | bit_cast::<12, 4>(self.cp_i.q.val().get_bits::<4>(0));
         self.rl_wdata.next = self.sge_ram.read_data.val();
         if (self.state.q.val() == 32) | (self.state.q.val() == 33) {
             self.sge_ram.read_address.next = self.cp_i.q.val().get_bits::<4>(0);
@@ -842,12 +844,13 @@ impl Logic for TxScheduler {
                 self.npkts.d.next = 1.into();
             }
             // A READ or atomic waits for a slot (max_rd_atomic); a fenced WQE
-            // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed, and so
-            // does a READ with several SGEs: the RX engine keeps one READ list per QP, which
-            // an earlier one may still be filling.
+            // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed. A READ
+            // with several SGEs also waits while 4 are outstanding: the RX engine keeps 4 READ
+            // lists per QP, used in turn by READ number, and the 4th before it may still be
+            // filling its list.
             self.rd_full.d.next = (self.is_read.val() & (self.reads_out.val() >= self.rd_limit.val()))
-                | ((((self.send_flags.val() & 1) != 0) | (self.is_read.val() & self.multi_r.q.val()))
-                    & (self.reads_out.val() != 0));
+                | (((self.send_flags.val() & 1) != 0) & (self.reads_out.val() != 0))
+                | (self.is_read.val() & self.multi_r.q.val() & (self.reads_out.val() >= 4));
             self.behind.d.next = self.in_flight.val().get_bit(15);
             self.skip_ok.d.next = self.skip_pending.q.val()
                 & self.skip_nz.q.val()
