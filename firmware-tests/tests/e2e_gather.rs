@@ -7,7 +7,8 @@
 //! entries of odd lengths and alignments and packets that straddle entries; zero-length entries
 //! are skipped; a bad entry anywhere fails the WR with LOC_PROT_ERR and nothing is sent; inline
 //! data of 1..=448 bytes arrives and its source buffer is free at once; the QP's capabilities
-//! follow from its WQE size; shape errors are refused by the driver.
+//! follow from its WQE size; shape errors are refused by the driver. (READs scattered into
+//! several SGEs are in `e2e_read_sges.rs`.)
 mod common;
 
 use common::{budget, pattern, Hosts};
@@ -196,8 +197,10 @@ fn capabilities_follow_the_wqe_size_and_shape_errors_are_refused() {
     let six = [mr.sge(0..1).unwrap(); 6];
     let too_many = SendWr::rdma_write(1, mr.sge(0..1).unwrap(), remote).with_sg_list(&six).unwrap();
     assert_eq!(qa.post_send_one(too_many).unwrap_err().errno(), rnic::Errno::EINVAL);
-    let read2 = SendWr::rdma_read(2, mr.sge(0..1).unwrap(), remote).with_sg_list(&six[..2]).unwrap();
-    assert_eq!(qa.post_send_one(read2).unwrap_err().errno(), rnic::Errno::EINVAL, "a READ scatters into one SGE");
+    let read6 = SendWr::rdma_read(2, None, remote).with_sg_list(&six).unwrap();
+    assert_eq!(qa.post_send_one(read6).unwrap_err().errno(), rnic::Errno::EINVAL, "a READ scatters into at most max_send_sge SGEs");
+    let atomic2 = SendWr::atomic_fetch_and_add(2, mr.sge(0..8).unwrap(), remote, 1).with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()]).unwrap();
+    assert_eq!(qa.post_send_one(atomic2).unwrap_err().errno(), rnic::Errno::EINVAL, "an atomic's result goes into one SGE");
     let long = SendWr::send(3, None).with_inline(&[0u8; 65]).unwrap();
     assert_eq!(qa.post_send_one(long).unwrap_err().errno(), rnic::Errno::EINVAL);
     let inline_read = SendWr::rdma_read(4, None, remote).with_inline(&[1]).unwrap();

@@ -370,8 +370,10 @@ pub enum WrOpcode {
     Send = verbs::wr_opcode::SEND,
     /// `IBV_WR_SEND_WITH_IMM`.
     SendWithImm = verbs::wr_opcode::SEND_WITH_IMM,
-    /// `IBV_WR_RDMA_READ`: the remote buffer is copied into the local SGE, whose region must
-    /// grant [`AccessFlags::LOCAL_WRITE`](crate::AccessFlags::LOCAL_WRITE).
+    /// `IBV_WR_RDMA_READ`: the remote buffer (as many bytes as the local SGEs add up to) is
+    /// copied into the local SGEs in order, up to the QP's `max_send_sge` of them (IBTA Vol 1
+    /// 9.4.3, 10.7.2.2); each region must grant
+    /// [`AccessFlags::LOCAL_WRITE`](crate::AccessFlags::LOCAL_WRITE).
     RdmaRead = verbs::wr_opcode::RDMA_READ,
     /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the responder compares the 8-byte little-endian u64 at the
     /// remote address with [`SendWr::compare_add`] and, if equal, replaces it with
@@ -485,8 +487,8 @@ pub struct SendWr<'mr> {
     /// Flags (SIGNALED...).
     pub flags: SendFlags,
     /// Gather list: `sg_list[..num_sge]` are the local data, in order (`num_sge` 0:
-    /// zero-length). An RDMA READ scatters its response into them, an atomic needs one of 8
-    /// bytes.
+    /// zero-length). An RDMA READ scatters its response into them (zero-length entries
+    /// skipped); an atomic takes exactly one, of 8 bytes.
     pub sg_list: [Sge<'mr>; MAX_SEND_SGE as usize],
     /// Number of valid entries in `sg_list` (at most the QP's `max_send_sge`).
     pub num_sge: usize,
@@ -535,13 +537,16 @@ impl<'mr> SendWr<'mr> {
         (self.num_sge > 0).then(|| self.sg_list[0])
     }
 
-    /// Replaces the gather list with `sges` (`ibv_send_wr.sg_list`): the message is their
-    /// bytes in order; the NIC checks each entry's key, PD and bounds before anything is sent
-    /// ([`WcStatus::LocProtErr`]).
+    /// Replaces the gather list with `sges` (`ibv_send_wr.sg_list`): for SEND and RDMA WRITE
+    /// the message is their bytes in order; an RDMA READ's response fills them in order (the
+    /// READ's length is their sum). Zero-length entries are skipped. The NIC checks each
+    /// entry's key, PD and bounds (and LOCAL_WRITE for a READ) before anything is sent, and
+    /// completes the WR with [`WcStatus::LocProtErr`] if one fails.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for more than [`MAX_SEND_SGE`] entries
-    /// ([`QueuePair::post_send`] accepts at most the QP's `max_send_sge`).
+    /// ([`QueuePair::post_send`] accepts at most the QP's `max_send_sge`, and only one SGE
+    /// for an atomic).
     pub fn with_sg_list(mut self, sges: &[Sge<'mr>]) -> Result<Self> {
         if sges.len() > MAX_SEND_SGE as usize {
             return Err(Error::inval(format!("a send WR holds at most {MAX_SEND_SGE} SGEs, not {}", sges.len())));
@@ -573,9 +578,16 @@ impl<'mr> SendWr<'mr> {
         Ok(self)
     }
 
-    /// An unsignaled RDMA READ (`IBV_WR_RDMA_READ`) of `sge.length` bytes at `remote` into
-    /// `sge` (or a zero-length READ with `None`). The remote region needs REMOTE_READ, the
-    /// local one LOCAL_WRITE; the local bytes are the NIC's to write until the completion.
+    /// An unsignaled RDMA READ (`IBV_WR_RDMA_READ`, ibv_post_send(3)) of `sge.length` bytes at
+    /// `remote` into `sge` (or a zero-length READ with `None`). For a READ into several local
+    /// buffers, replace the list with [`with_sg_list`](Self::with_sg_list): the READ's length
+    /// (the RETH DMA length) is then the sum of the SGE lengths, and the response bytes fill
+    /// the non-empty SGEs in order, up to the QP's `max_send_sge` entries. The remote region
+    /// needs REMOTE_READ, every local one LOCAL_WRITE (else the NIC completes the WR with
+    /// [`WcStatus::LocProtErr`] and sends nothing); the local bytes are the NIC's to write
+    /// until the completion ([`crate::WcOpcode::RdmaRead`], `byte_len` = the sum). A READ with
+    /// several SGEs waits in the NIC until the QP's earlier READs and atomics have completed
+    /// (results are unchanged; only throughput may drop).
     pub fn rdma_read(wr_id: u64, sge: impl Into<Option<Sge<'mr>>>, remote: RemoteAddr) -> Self {
         Self::new(wr_id, WrOpcode::RdmaRead, sge.into(), Some(remote))
     }
@@ -1392,9 +1404,9 @@ impl<'mr> QueuePair<'mr> {
                     wr.num_sge, cap.max_send_sge
                 )));
             }
-            if wr.num_sge > 1 && (wr.opcode == WrOpcode::RdmaRead || wr.opcode.is_atomic()) {
+            if wr.num_sge > 1 && wr.opcode.is_atomic() {
                 return Err(Error::inval(format!(
-                    "WR {i}: {:?} with {} SGEs: the NIC writes a READ response or an atomic's result into one SGE",
+                    "WR {i}: {:?} with {} SGEs: the NIC writes an atomic's result into one SGE",
                     wr.opcode, wr.num_sge
                 )));
             }
@@ -1421,7 +1433,9 @@ impl<'mr> QueuePair<'mr> {
     /// # Errors
     /// [`Error::InvalidArgument`] if the QP is not in RTS or ERR (in ERR the NIC completes the
     /// requests with `IBV_WC_WR_FLUSH_ERR`, as ibv_post_send(3) allows) or a request is malformed (no remote
-    /// address for an RDMA opcode, INLINE, SGE over 2^31 bytes); [`Error::NoMemory`] when the SQ
+    /// address for an RDMA opcode; INLINE without data, over `max_inline_data` or on a READ or
+    /// atomic; more SGEs than `max_send_sge`, or more than one on an atomic; an SGE or their sum
+    /// over 2^31 bytes); [`Error::NoMemory`] when the SQ
     /// has fewer free entries than requests (poll the CQ to retire some); backend errors (then
     /// nothing was posted).
     pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> Result<()> {

@@ -772,6 +772,77 @@ fn atomic_wrs_carry_their_operands_in_the_wqe() {
     assert_eq!(qp.outstanding(), 2, "the signaled CMP_AND_SWP retired itself only");
 }
 
+/// An RDMA READ takes a scatter list like a WRITE's gather list (ibv_post_send(3) `sg_list`):
+/// up to the QP's `max_send_sge` entries, written into the WQE in order (SGE 0 in the first 64
+/// bytes, SGE 1.. from byte 64); one more is EINVAL. Atomics still take exactly one SGE (2 is
+/// EINVAL), and a READ or atomic with IBV_SEND_INLINE is EINVAL. A refused request in a batch
+/// posts nothing: no WQE slot is taken and no doorbell rung.
+#[test]
+fn reads_take_up_to_max_send_sge_and_atomics_one() {
+    let (dev, ctx) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16).unwrap();
+    let mut buf = vec![0u8; 256];
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    // Built for 4 SGEs: a 128-byte WQE, which holds 5.
+    let mut qp = pd.create_qp(&cq).set_max_send_wr(8).set_max_send_sge(4).build().unwrap();
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        let (req, _) = transition_masks(qp.state(), s).unwrap();
+        let attr = QpAttr { qp_access_flags: AccessFlags::REMOTE_ATOMIC | AccessFlags::REMOTE_READ, ..full_attr(s) };
+        qp.modify(&attr, req | QpAttrMask::STATE).unwrap();
+    }
+    let max = qp.query_qp().cap.max_send_sge as usize;
+    assert_eq!(max, 5);
+    let sq_base = qp_context::SQ_BASE.get(&last_qp_context(&dev, qp.qp_num()));
+    let remote = RemoteAddr { addr: 0x9000, rkey: 0x0502 };
+    let list: Vec<Sge> = (0..=max).map(|i| mr.sge(40 * i + i..40 * i + 2 * i + 3).unwrap()).collect();
+    let read = |wr_id, n: usize| SendWr::rdma_read(wr_id, None, remote).with_sg_list(&list[..n]).unwrap().signaled(true);
+    let atomic2 = SendWr::atomic_fetch_and_add(3, mr.sge(0..8).unwrap(), remote, 1).with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()]).unwrap();
+    let cas2 = SendWr::atomic_cmp_and_swp(4, mr.sge(0..8).unwrap(), remote, 1, 2).with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()]).unwrap();
+    let inline_read = SendWr::rdma_read(5, None, remote).with_inline(&[1, 2, 3]).unwrap();
+    let inline_atomic = SendWr::atomic_fetch_and_add(6, mr.sge(0..8).unwrap(), remote, 1).with_inline(&[0; 8]).unwrap();
+
+    // The refusals: nothing written, no slot taken.
+    let writes = dev.writes.borrow().len();
+    for (wr, what) in [
+        (read(1, max + 1), "READ with max_send_sge + 1 SGEs"),
+        (atomic2, "FETCH_AND_ADD with 2 SGEs"),
+        (cas2, "CMP_AND_SWP with 2 SGEs"),
+        (inline_read, "inline READ"),
+        (inline_atomic, "inline atomic"),
+    ] {
+        assert_eq!(qp.post_send_one(wr).unwrap_err().errno(), Errno::EINVAL, "{what}");
+        assert_eq!(qp.post_send(&[read(1, 2), wr]).unwrap_err().errno(), Errno::EINVAL, "{what} behind a good READ");
+    }
+    assert_eq!(dev.writes.borrow().len(), writes, "no doorbell");
+    assert_eq!(qp.outstanding(), 0);
+
+    // READs with 2 and max_send_sge SGEs are posted, with every entry in the WQE.
+    qp.post_send(&[read(1, 2), read(2, max)]).unwrap();
+    assert_eq!(dev.writes.borrow()[writes..], [(regs::SQ_DOORBELL, qp.qp_num() << 16 | 2)], "one doorbell");
+    for (slot, n) in [(0u64, 2usize), (1, max)] {
+        let mut w = [0u8; 128];
+        ctx.device().dma_read(Iova(sq_base + 128 * slot), &mut w).unwrap();
+        assert_eq!(wqe::WR_ID.get(&w), slot + 1);
+        assert_eq!(wqe::OPCODE.get(&w), u64::from(verbs::wr_opcode::RDMA_READ));
+        assert_eq!(wqe::NUM_SGE.get(&w), n as u64);
+        assert_eq!((wqe::REMOTE_ADDR.get(&w), wqe::RKEY.get(&w)), (0x9000, 0x0502));
+        let s0 = list[0];
+        assert_eq!((wqe::SGE0_ADDR.get(&w), wqe::SGE0_LENGTH.get(&w), wqe::SGE0_LKEY.get(&w)), (s0.addr, u64::from(s0.length), u64::from(s0.lkey)));
+        for (i, s) in list[..n].iter().enumerate().skip(1) {
+            let e = &w[wqe::sge_offset(i)..wqe::sge_offset(i) + 16];
+            assert_eq!(u64::from_le_bytes(e[0..8].try_into().unwrap()), s.addr, "WR {} SGE {i} addr", slot + 1);
+            assert_eq!(u32::from_le_bytes(e[8..12].try_into().unwrap()), s.length, "WR {} SGE {i} length", slot + 1);
+            assert_eq!(u32::from_le_bytes(e[12..16].try_into().unwrap()), s.lkey, "WR {} SGE {i} lkey", slot + 1);
+        }
+        // Entries past NUM_SGE are zero (no stale entry of an earlier lap).
+        assert!(w[wqe::sge_offset(n).min(128)..].iter().all(|&b| b == 0), "WR {}: bytes past its SGEs", slot + 1);
+    }
+    // An atomic with its one SGE still goes.
+    qp.post_send_one(SendWr::atomic_fetch_and_add(7, mr.sge(0..8).unwrap(), remote, 1)).unwrap();
+    assert_eq!(qp.outstanding(), 3);
+}
+
 // ---- Shared receive queues (ibv_create_srq(3), ibv_post_srq_recv(3), ibv_modify_srq(3)) ----
 
 /// Creation writes the SRQ context (INIT, disarmed, its own event CQ); sizes round up and out
