@@ -121,11 +121,13 @@ struct CommonArgs {
     #[arg(long, short = 'q', default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(perf::MAX_QPS)))]
     qps: u32,
-    /// write and send: post each message as a gather list of N SGEs, 1 ..= 16: the message is
-    /// split in order into N pieces of unequal lengths (the last takes the remainder), stored
-    /// in the source buffer with a few odd bytes between them, so the check proves the NIC
-    /// gathered them in order. A message shorter than N bytes is N − size zero-length pieces
-    /// among one-byte ones. read and atomic take 1 only.
+    /// write, send and read: post each message as a list of N SGEs, 1 ..= 16: the message is
+    /// split in order into N pieces of unequal lengths (the last takes the remainder) with a
+    /// few odd bytes between them, in the source buffer for write and send (the check proves
+    /// the NIC gathered them in order) and in the destination buffer for read (the check
+    /// proves the NIC scattered the response into them in order and left the bytes between
+    /// them alone). A message shorter than N bytes is N − size zero-length pieces among
+    /// one-byte ones. atomic takes 1 only.
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(perf::MAX_SGES)))]
     sges: u32,
@@ -403,6 +405,8 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
         let whose = if r.qps > 1 { ", each QP's in its own buffer" } else { "" };
         let how = if r.size <= u64::from(r.inline_size) {
             ", every message sent inline".to_owned()
+        } else if r.sges > 1 && r.op == "read" {
+            format!(", every message scattered into {} SGEs", r.sges)
         } else if r.sges > 1 {
             format!(", every message gathered from {} SGEs", r.sges)
         } else {

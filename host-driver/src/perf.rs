@@ -107,20 +107,22 @@ pub const MAX_RX_DEPTH: u32 = crate::qp::MAX_RECV_WR;
 /// Most QP pairs a run connects ([`WriteBwOptions::qps`], perftest's `-q`).
 pub const MAX_QPS: u32 = 16;
 
-/// Most SGEs a message is posted as ([`WriteBwOptions::sges`]): what the NIC gathers per WQE.
+/// Most SGEs a message is posted as ([`WriteBwOptions::sges`]): what the NIC gathers (or a
+/// READ scatters into) per WQE.
 pub const MAX_SGES: u32 = crate::qp::MAX_SEND_SGE;
 
 /// Largest [`WriteBwOptions::inline_size`]: the inline bytes a WQE holds.
 pub const MAX_INLINE_SIZE: u32 = crate::qp::MAX_INLINE_DATA;
 
-/// What the client's source buffer holds in the gaps between the pieces of a gathered message
-/// ([`gather_pieces`]): bytes no message is supposed to carry, so a NIC that sent them would
-/// fail the check.
+/// What the client's buffer holds in the gaps between the pieces of a message posted as a
+/// gather or scatter list ([`gather_pieces`]): bytes no message is supposed to carry, so a NIC
+/// that sent them (WRITE, SEND) or wrote over them (READ) would fail the check.
 pub const GAP_BYTE: u8 = 0xEE;
 
-/// One SGE of a message posted as a gather list ([`gather_pieces`]): message bytes
-/// `msg_offset .. msg_offset + len`, stored at bytes `offset .. offset + len` of the message's
-/// slot in the client's buffer.
+/// One SGE of a message posted as a gather list, or of a READ's scatter list
+/// ([`gather_pieces`]): message bytes `msg_offset .. msg_offset + len`, stored (or, for a
+/// READ, landing) at bytes `offset .. offset + len` of the message's slot in the client's
+/// buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Piece {
     /// Offset of the piece in the message's slot of the source buffer.
@@ -227,9 +229,10 @@ pub struct WriteBwOptions {
     pub outs: u8,
     /// Atomic only: the operation (default fetch-and-add).
     pub atomic_type: AtomicType,
-    /// WRITE and SEND: SGEs each message is posted as (1 ..= [`MAX_SGES`], default 1), split
-    /// as [`gather_pieces`] describes from a source slot of [`slot_stride`] bytes; the client
-    /// QPs are built with `max_send_sge` = `sges`. READ and atomics take 1 only.
+    /// WRITE, SEND and READ: SGEs each message is posted as (1 ..= [`MAX_SGES`], default 1),
+    /// split as [`gather_pieces`] describes over a slot of [`slot_stride`] bytes of the
+    /// client's buffer (the WRITE or SEND source, the READ destination); the client QPs are
+    /// built with `max_send_sge` = `sges`. Atomics take 1 only.
     pub sges: u32,
     /// WRITE and SEND (perftest's `-I, --inline_size`): the client QPs are built with
     /// `max_inline_data` = `inline_size` (0 ..= [`MAX_INLINE_SIZE`], default 0), and when
@@ -287,11 +290,13 @@ impl Default for WriteBwOptions {
 pub struct Mismatch {
     /// The QP whose buffer holds it (0 ..= qps − 1; 0 with one QP).
     pub qp: u32,
-    /// Offset in that QP's buffer, bytes (message `offset / size` of that QP).
+    /// Offset in that QP's buffer, bytes (message `offset / size` of that QP; for READ with
+    /// `sges` > 1, message `offset / slot_stride(size, sges)`, see [`check_qp_slots`]).
     pub offset: u64,
-    /// Iteration (over all QPs) whose message covers it.
+    /// Iteration (over all QPs) whose message (or message slot) covers it.
     pub iteration: u64,
-    /// The byte sent.
+    /// The byte sent ([`GAP_BYTE`] for a byte between a READ's pieces, which no message
+    /// carries).
     pub expected: u8,
     /// The byte found.
     pub found: u8,
@@ -333,7 +338,7 @@ pub struct WriteBwReport {
     /// Atomic only: "fetch_and_add" or "cmp_and_swap".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub atomic_type: Option<&'static str>,
-    /// SGEs each message was posted as ([`WriteBwOptions::sges`]; 1 for READ and atomics).
+    /// SGEs each message was posted as ([`WriteBwOptions::sges`]; 1 for atomics).
     pub sges: u32,
     /// The client QPs' `max_inline_data` ([`WriteBwOptions::inline_size`]): messages of at
     /// most this many bytes were posted inline (0: none).
@@ -513,18 +518,17 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
     if o.inline_size > MAX_INLINE_SIZE {
         return Err(Error::inval(format!("--inline-size {} must be 0..={MAX_INLINE_SIZE} (the inline bytes a WQE holds)", o.inline_size)));
     }
-    if matches!(o.op, BwOp::Read | BwOp::Atomic) && o.sges != 1 {
+    if o.op == BwOp::Atomic && o.sges != 1 {
         return Err(Error::inval(format!(
-            "--sges {}: {} takes exactly one SGE (gather lists are for write and send), so --sges must be 1",
-            o.sges,
-            one_sge_op(o.op)
+            "--sges {}: an atomic takes exactly one SGE (its 8-byte result lands in one; lists are for write, send and read), so --sges must be 1",
+            o.sges
         )));
     }
     if matches!(o.op, BwOp::Read | BwOp::Atomic) && o.inline_size != 0 {
         return Err(Error::inval(format!(
             "--inline-size {}: {} carries no inline data (inline is for write and send), so --inline-size must be 0",
             o.inline_size,
-            one_sge_op(o.op)
+            read_or_atomic(o.op)
         )));
     }
     if o.op == BwOp::Send && (o.rx_depth == 0 || o.rx_depth > MAX_RX_DEPTH) {
@@ -545,7 +549,7 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
 }
 
 /// "an RDMA READ" or "an atomic", for the messages of [`check_options`].
-fn one_sge_op(op: BwOp) -> &'static str {
+fn read_or_atomic(op: BwOp) -> &'static str {
     if op == BwOp::Read {
         "an RDMA READ"
     } else {
@@ -587,8 +591,9 @@ fn server_cq_share(o: &WriteBwOptions) -> u64 {
 /// next ones each time it polls receive completions (its CQ is shared too), which must come in
 /// order per QP, successful, with `byte_len` = `size`. With [`BwOp::Read`] it is an RDMA READ of
 /// the server's bytes `k × size ..` of the QP's buffer, which hold pattern `j` from the start,
-/// into the client's bytes `k × size ..` of its buffer of that QP (as large as the QP's
-/// transfer), and the client's buffers are the ones checked. With [`BwOp::Atomic`] (`size` 8)
+/// into slot `k` of the client's buffer of that QP (one slot per message, so the buffer is as
+/// large as the QP's transfer), and the client's buffers are the ones checked. With
+/// [`BwOp::Atomic`] (`size` 8)
 /// operation `k` of QP `q` is an atomic of `atomic_type` on QP `q`'s own 8-byte-aligned u64 of
 /// the server's memory ([`atomic_init`]`(q)` at the start, registered on its own with
 /// REMOTE_ATOMIC), whose original lands in the client's bytes `8 k ..` of that QP's buffer;
@@ -597,7 +602,11 @@ fn server_cq_share(o: &WriteBwOptions) -> u64 {
 /// WRITE and SEND with `sges` > 1: each slot of the client's ring is [`slot_stride`] bytes and
 /// holds the message's pieces ([`gather_pieces`]: in order, of unequal lengths, separated by
 /// odd gaps of [`GAP_BYTE`]), and the message is posted as one SGE per piece, so the server's
-/// buffer verifies only if the NIC gathered exactly the pieces, in order. With `size ≤
+/// buffer verifies only if the NIC gathered exactly the pieces, in order. READ with `sges` > 1:
+/// each slot of the client's buffer is [`slot_stride`] bytes, initially all [`GAP_BYTE`], and
+/// the READ is posted with one SGE per piece, so the client's buffer verifies
+/// ([`check_qp_slots`]) only if the NIC scattered the response into exactly the pieces, in
+/// order, and wrote no gap byte. With `size ≤
 /// inline_size` the messages are posted inline instead (the gather list is not used: the bytes
 /// are copied into the WQE at post time from one scratch buffer refilled for every message).
 ///
@@ -638,13 +647,17 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     // server's buffers; a READ copies the server's patterns into client buffers as large as
     // each QP's transfer, checked there; atomics return one original each into a client buffer
     // of 8 bytes per operation per QP, and each QP works on its own u64 of the server's.
-    // A WRITE or SEND slot holds the message's pieces and the gaps between them (`--sges`).
+    // A WRITE, SEND or READ slot holds the message's pieces and the gaps between them (`--sges`).
     let stride = slot_stride(o.size, o.sges) as usize;
     let pieces = gather_pieces(o.size, o.sges);
     let inline = !read && !atomic && o.size <= u64::from(o.inline_size);
     let client_lens: Vec<usize> = n
         .iter()
-        .map(|&nq| if read || atomic { size * nq as usize } else { stride * nq.min(u64::from(o.tx_depth)) as usize })
+        .map(|&nq| match o.op {
+            BwOp::Atomic => size * nq as usize,
+            BwOp::Read => stride * nq as usize,
+            BwOp::Write | BwOp::Send => stride * nq.min(u64::from(o.tx_depth)) as usize,
+        })
         .collect();
     let server_lens: Vec<usize> =
         n.iter().map(|&nq| if atomic { ATOMIC_BYTES as usize } else { size * nq as usize }).collect();
@@ -765,7 +778,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     continue;
                 }
                 batch.clear();
-                let slot_len = if read || atomic { size } else { stride };
+                let slot_len = if atomic { size } else { stride };
                 let slots = (client_lens[q] / slot_len) as u64;
                 let (mr, remote) = (&client_mrs[q], &remotes[q]);
                 for k in posted[q]..upto {
@@ -782,24 +795,36 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     let signaled = (k + 1) % u64::from(o.cq_mod) == 0 || k + 1 == n[q];
                     let sge = mr.sge(slot..slot + size)?;
                     let init = atomic_init(q as u32);
+                    // With `--sges` > 1 a WRITE or SEND gathers from the slot's pieces and a
+                    // READ scatters into them.
+                    let listed = o.sges > 1 && !inline && !atomic;
+                    if listed {
+                        sgl.clear();
+                        for p in &pieces {
+                            let at = slot + p.offset as usize;
+                            sgl.push(mr.sge(at..at + p.len as usize)?);
+                        }
+                    }
                     let wr = match o.op {
                         BwOp::Send | BwOp::Write => {
                             let wr = if send { SendWr::send(j, sge) } else { SendWr::rdma_write(j, sge, remote.at(k * o.size)) };
                             if inline {
                                 // Copied into the WR now; `msg` is refilled for the next one.
                                 wr.with_inline(&msg)?
-                            } else if o.sges > 1 {
-                                sgl.clear();
-                                for p in &pieces {
-                                    let at = slot + p.offset as usize;
-                                    sgl.push(mr.sge(at..at + p.len as usize)?);
-                                }
+                            } else if listed {
                                 wr.with_sg_list(&sgl)?
                             } else {
                                 wr
                             }
                         }
-                        BwOp::Read => SendWr::rdma_read(j, sge, remote.at(k * o.size)),
+                        BwOp::Read => {
+                            let wr = SendWr::rdma_read(j, sge, remote.at(k * o.size));
+                            if listed {
+                                wr.with_sg_list(&sgl)?
+                            } else {
+                                wr
+                            }
+                        }
                         BwOp::Atomic => match o.atomic_type {
                             AtomicType::FetchAndAdd => SendWr::atomic_fetch_and_add(j, sge, remote.at(0), ATOMIC_ADD),
                             AtomicType::CmpAndSwap => SendWr::atomic_cmp_and_swp(
@@ -911,8 +936,10 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 }
             }
             m.map(|m| Mismatch { qp: qu, iteration: q as u64 + m.iteration * qps64, ..m })
+        } else if read {
+            check_qp_slots(client_part, o.size, o.sges, qu, o.qps)
         } else {
-            check_qp_buffer(if read { client_part } else { server_part }, o.size, qu, o.qps)
+            check_qp_buffer(server_part, o.size, qu, o.qps)
         };
         let done_q = if send { completed[q].min(received[q]) } else { completed[q] };
         let wrong_final = atomic && targets[q] != o.atomic_type.original_from(atomic_init(qu), n[q]);
@@ -1106,6 +1133,51 @@ pub fn check_qp_buffer(buf: &[u8], size: u64, qp: u32, qps: u32) -> Option<Misma
     first.map(|m| Mismatch { count, ..m })
 }
 
+/// Compares QP `qp`'s client buffer of a READ run over `qps` QPs, posted with `sges` SGEs per
+/// READ, with the patterns read: its message `k` is iteration `qp + k × qps` and occupies slot
+/// `k`, bytes `k × s ..` with `s` = [`slot_stride`]`(size, sges)`; each piece of
+/// [`gather_pieces`]`(size, sges)` of that slot must hold its part of the iteration's pattern
+/// and every other byte of the slot (the gaps between and after the pieces) must still be
+/// [`GAP_BYTE`]. So a byte that landed in the wrong piece, a piece written out of order, a gap
+/// written over or a message of another QP is a mismatch. With `sges` = 1 the slots are the
+/// messages and this is [`check_qp_buffer`]. Returns the first difference (offset in this
+/// buffer) and the count.
+pub fn check_qp_slots(buf: &[u8], size: u64, sges: u32, qp: u32, qps: u32) -> Option<Mismatch> {
+    if sges <= 1 {
+        return check_qp_buffer(buf, size, qp, qps);
+    }
+    let stride = slot_stride(size, sges) as usize;
+    let pieces = gather_pieces(size, sges);
+    let mut msg = vec![0u8; size as usize];
+    let mut expect = vec![GAP_BYTE; stride];
+    let mut first: Option<Mismatch> = None;
+    let mut count = 0u64;
+    for (k, got) in buf.chunks(stride).enumerate() {
+        let iter = u64::from(qp) + k as u64 * u64::from(qps);
+        fill_pattern(iter, &mut msg);
+        for p in &pieces {
+            expect[p.offset as usize..][..p.len as usize].copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
+        }
+        if got == &expect[..got.len()] {
+            continue;
+        }
+        for (b, (&g, &e)) in got.iter().zip(&expect).enumerate() {
+            if g != e {
+                count += 1;
+                first.get_or_insert(Mismatch {
+                    qp,
+                    offset: (k * stride + b) as u64,
+                    iteration: iter,
+                    expected: e,
+                    found: g,
+                    count: 0,
+                });
+            }
+        }
+    }
+    first.map(|m| Mismatch { count, ..m })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1227,14 +1299,82 @@ mod tests {
             let big = WriteBwOptions { op, inline_size: MAX_INLINE_SIZE + 1, ..ok.clone() };
             assert!(check_options(&big).unwrap_err().to_string().contains("--inline-size"));
         }
-        for (op, size) in [(BwOp::Read, 64), (BwOp::Atomic, ATOMIC_BYTES)] {
-            let one = WriteBwOptions { op, size, ..ok.clone() };
-            check_options(&one).unwrap();
-            let e = check_options(&WriteBwOptions { sges: 2, ..one.clone() }).unwrap_err().to_string();
-            assert!(e.contains("--sges 2") && e.contains("one SGE"), "{e}");
-            let e = check_options(&WriteBwOptions { inline_size: 8, ..one }).unwrap_err().to_string();
-            assert!(e.contains("--inline-size 8") && e.contains("no inline data"), "{e}");
+        // READ scatters into up to MAX_SGES pieces; an atomic's result takes one SGE.
+        let read = WriteBwOptions { op: BwOp::Read, size: 64, ..ok.clone() };
+        for sges in [2, MAX_SGES] {
+            check_options(&WriteBwOptions { sges, ..read.clone() }).unwrap();
         }
+        for bad in [0, MAX_SGES + 1] {
+            assert!(check_options(&WriteBwOptions { sges: bad, ..read.clone() }).unwrap_err().to_string().contains("--sges"));
+        }
+        let atomic = WriteBwOptions { op: BwOp::Atomic, size: ATOMIC_BYTES, ..ok.clone() };
+        check_options(&atomic).unwrap();
+        let e = check_options(&WriteBwOptions { sges: 2, ..atomic.clone() }).unwrap_err().to_string();
+        assert!(e.contains("--sges 2: an atomic takes exactly one SGE"), "{e}");
+        for (op, one) in [("an RDMA READ", read), ("an atomic", atomic)] {
+            let e = check_options(&WriteBwOptions { inline_size: 8, ..one }).unwrap_err().to_string();
+            assert!(e.contains(&format!("--inline-size 8: {op} carries no inline data")), "{e}");
+        }
+    }
+
+    /// The image a correct READ run with `sges` leaves in QP `qp`'s buffer.
+    fn read_image(size: u64, sges: u32, qp: u32, qps: u32, msgs: u64) -> Vec<u8> {
+        let stride = slot_stride(size, sges) as usize;
+        let mut buf = vec![GAP_BYTE; stride * msgs as usize];
+        let mut msg = vec![0u8; size as usize];
+        for k in 0..msgs as usize {
+            fill_pattern(u64::from(qp) + k as u64 * u64::from(qps), &mut msg);
+            for p in gather_pieces(size, sges) {
+                buf[k * stride + p.offset as usize..][..p.len as usize].copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
+            }
+        }
+        buf
+    }
+
+    #[test]
+    fn check_qp_slots_wants_each_piece_in_place_and_the_gaps_untouched() {
+        // 100 bytes in 4 SGEs: pieces of 14, 29, 42 and 15 bytes (1 + a share of 96 by
+        // 1:2:3:1), gaps of 1, 3, 5, 7; slots of 116 bytes. QP 1 of 2 carries iterations 1, 3, 5.
+        let (size, sges) = (100u64, 4u32);
+        let p = gather_pieces(size, sges);
+        assert_eq!(p.iter().map(|x| x.len).collect::<Vec<_>>(), [14, 29, 42, 15]);
+        let stride = slot_stride(size, sges) as usize;
+        assert_eq!(stride, 116);
+        let good = read_image(size, sges, 1, 2, 3);
+        assert_eq!(check_qp_slots(&good, size, sges, 1, 2), None);
+        assert!(check_qp_slots(&good, size, sges, 0, 2).is_some(), "QP 0's iterations are 0, 2, 4");
+        // A byte of piece 2 of message 1 wrong.
+        let mut b = good.clone();
+        let at = stride + p[2].offset as usize + 3;
+        b[at] ^= 0x10;
+        let m = check_qp_slots(&b, size, sges, 1, 2).unwrap();
+        assert_eq!((m.offset, m.iteration, m.count, m.found), (at as u64, 3, 1, good[at] ^ 0x10));
+        // The gap after piece 1 of message 2 written over: expected GAP_BYTE.
+        let mut b = good.clone();
+        let gap = 2 * stride + (p[1].offset + p[1].len) as usize;
+        b[gap] = 0;
+        let m = check_qp_slots(&b, size, sges, 1, 2).unwrap();
+        assert_eq!((m.offset, m.iteration, m.expected, m.found), (gap as u64, 5, GAP_BYTE, 0));
+        // The trailing gap of the last slot counts too.
+        let mut b = good.clone();
+        *b.last_mut().unwrap() = 1;
+        assert_eq!(check_qp_slots(&b, size, sges, 1, 2).unwrap().offset, b.len() as u64 - 1);
+        // The response written contiguously from piece 0 (no scatter): caught.
+        let mut b = good.clone();
+        let mut msg = vec![0u8; size as usize];
+        fill_pattern(1, &mut msg);
+        b[..size as usize].copy_from_slice(&msg);
+        assert!(check_qp_slots(&b, size, sges, 1, 2).unwrap().count > 0);
+        // With one SGE it is check_qp_buffer.
+        let one = read_image(64, 1, 0, 1, 3);
+        assert_eq!(one.len(), 192);
+        assert_eq!(check_qp_slots(&one, 64, 1, 0, 1), None);
+        let mut b = one.clone();
+        b[70] ^= 1;
+        assert_eq!(check_qp_slots(&b, 64, 1, 0, 1), check_buffer(&b, 64));
+        // A message shorter than its SGEs: 16 SGEs over 7 bytes, zero-length pieces among them.
+        let tiny = read_image(7, 16, 0, 1, 2);
+        assert_eq!(check_qp_slots(&tiny, 7, 16, 0, 1), None);
     }
 
     #[test]
