@@ -23,6 +23,7 @@
 //! - a capture of scattered traffic decodes cleanly in tshark and verifies in scapy.
 mod common;
 
+use common::sgl::{check_buffer, expected, sges, spread, Layout, GUARD};
 use common::{budget, delta, first_difference, nonzero, pattern, Hosts};
 use rnic::{
     AccessFlags, ConnectOptions, MemoryRegion, Mtu, QpState, QueuePair, RecvWr, SendWr, Sge, WcFlags, WcOpcode,
@@ -30,9 +31,6 @@ use rnic::{
 };
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
-
-/// The receive buffer's initial content; `pattern` bytes are odd, so never equal to it.
-const GUARD: u8 = 0xEE;
 const IMM: u32 = u32::from_ne_bytes([0xA1, 0xB2, 0xC3, 0xD4]);
 
 fn opts(mtu: Mtu) -> ConnectOptions {
@@ -48,56 +46,6 @@ fn qps<'mr>(h: &Hosts, o: &ConnectOptions, rq: u32, max_recv_sge: u32) -> (Queue
     qa.connect_with(&eb, o).unwrap();
     qb.connect_with(&ea, o).unwrap();
     (qa, qb)
-}
-
-/// Scatter entries as (offset in B's buffer, length); length 0 entries get a junk address and
-/// lkey (they must be skipped, not checked).
-type Layout = Vec<(usize, usize)>;
-
-fn sges<'a>(mr: &'a MemoryRegion<'_>, layout: &Layout) -> Vec<Sge<'a>> {
-    layout
-        .iter()
-        .map(|&(off, len)| if len == 0 { Sge::raw(0xDEAD_0000 + off as u64, 0, 0x00FF_FF77) } else { mr.sge(off..off + len).unwrap() })
-        .collect()
-}
-
-/// `layout` with entries of the given lengths, each after a gap of 1..=70 bytes from the
-/// previous one, starting at an odd offset.
-fn spread(lens: &[usize], seed: usize) -> Layout {
-    let mut off = 1 + seed % 13;
-    lens.iter()
-        .enumerate()
-        .map(|(i, &len)| {
-            let e = (off, len);
-            off += len + 1 + (i * 37 + seed) % 70;
-            e
-        })
-        .collect()
-}
-
-/// The buffer as it must look after `msg` was scattered into `layout`: the message bytes in
-/// the entries in order, everything else [`GUARD`].
-fn expected(buf_len: usize, layout: &Layout, msg: &[u8]) -> Vec<u8> {
-    let mut want = vec![GUARD; buf_len];
-    let mut at = 0;
-    for &(off, len) in layout {
-        let n = len.min(msg.len() - at);
-        want[off..off + n].copy_from_slice(&msg[at..at + n]);
-        at += n;
-    }
-    assert_eq!(at, msg.len(), "the layout holds the message");
-    want
-}
-
-/// Compares the whole buffer with what it must hold, naming the first wrong byte's entry.
-fn check_buffer(what: &str, got: &[u8], want: &[u8], layout: &Layout) {
-    if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
-        let place = match layout.iter().position(|&(o, l)| o <= i && i < o + l) {
-            Some(k) => format!("entry {k} (at +{}, byte {} of {})", layout[k].0, i - layout[k].0, layout[k].1),
-            None => "outside every entry".to_string(),
-        };
-        panic!("{what}: buffer byte {i} ({place}) is {:#04x}, expected {:#04x}", got[i], want[i]);
-    }
 }
 
 /// One signaled SEND (`opcode` SEND or SEND_WITH_IMM) of `len` bytes from offset `src_off` into

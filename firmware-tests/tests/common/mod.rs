@@ -1,10 +1,11 @@
 //! The two-host harness shared by the end-to-end tests (`e2e_write.rs`, `e2e_send.rs`,
-//! `e2e_read.rs`): two
+//! `e2e_read.rs`, ...; scatter-list layouts in [`sgl`]): two
 //! simulated hosts cabled back to back, each with the Verilated NIC, opened through the `rnic`
 //! driver with one PD and one 64-entry CQ, plus the waits and diagnostics the tests use.
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod frames;
+pub mod sgl;
 
 use std::cell::RefCell;
 use std::rc::Rc;
