@@ -196,9 +196,13 @@ struct Refused {
     cb: rnic::Counters,
 }
 
+/// Makes a bad scatter entry `(addr, length, lkey)` from (buffer MR, second MR without
+/// LOCAL_WRITE, the entry's (offset, length)).
+type BadSge = fn(&MemoryRegion<'_>, &MemoryRegion<'_>, (usize, usize)) -> (u64, u32, u32);
+
 /// A SEND of `len` bytes at `mtu` into a receive of `layout` in B's buffer; entry `bad` (if
 /// any) gets `bad_sge(buffer MR, second MR without LOCAL_WRITE, entry)` instead.
-fn refused(mtu: Mtu, layout: &Layout, len: usize, bad: Option<(usize, fn(&MemoryRegion<'_>, &MemoryRegion<'_>, (usize, usize)) -> (u64, u32, u32))>) -> Refused {
+fn refused(mtu: Mtu, layout: &Layout, len: usize, bad: Option<(usize, BadSge)>) -> Refused {
     let h = Hosts::new(SimConfig::default());
     let buf_len = layout.iter().map(|&(o, l)| o + l).max().unwrap() + 64;
     let mut src = pattern(9, len);
