@@ -585,9 +585,9 @@ impl<'mr> SendWr<'mr> {
     /// the non-empty SGEs in order, up to the QP's `max_send_sge` entries. The remote region
     /// needs REMOTE_READ, every local one LOCAL_WRITE (else the NIC completes the WR with
     /// [`WcStatus::LocProtErr`] and sends nothing); the local bytes are the NIC's to write
-    /// until the completion ([`crate::WcOpcode::RdmaRead`], `byte_len` = the sum). A READ with
-    /// several SGEs waits in the NIC until the QP's earlier READs and atomics have completed
-    /// (results are unchanged; only throughput may drop).
+    /// until the completion ([`crate::WcOpcode::RdmaRead`], `byte_len` = the sum). The NIC
+    /// keeps 4 READ lists per QP, so a READ with several SGEs waits there while 4 READs or
+    /// atomics of the QP are outstanding (results are unchanged).
     pub fn rdma_read(wr_id: u64, sge: impl Into<Option<Sge<'mr>>>, remote: RemoteAddr) -> Self {
         Self::new(wr_id, WrOpcode::RdmaRead, sge.into(), Some(remote))
     }
