@@ -21,8 +21,9 @@
 //! - a lost response (the first, one that starts an entry, one that starts mid-entry, one that
 //!   straddles five entries, the last) makes the requester resume the READ from the first
 //!   missing response (the resumed READ REQUEST asks for exactly the rest), and those bytes land
-//!   mid-list where they belong; a lost READ REQUEST is resent; 1 % random loss over 300 READs
-//!   of 4 SGEs: every byte right, every completion successful and in order;
+//!   mid-list where they belong, also with six READs with lists in flight (more than the NIC's
+//!   4 READ lists per QP); a lost READ REQUEST is resent; 1 % random loss over 300 READs of 4
+//!   SGEs: every byte right, every completion successful and in order;
 //! - an atomic with 2 SGEs, a READ with `max_send_sge` + 1 SGEs and an inline READ or atomic are
 //!   EINVAL from post_send, and nothing of them reaches the NIC;
 //! - a capture of READs with lists decodes cleanly in tshark (its DMA lengths are the sums),
@@ -61,14 +62,14 @@ fn hosts(drops: &[(usize, u64)]) -> Hosts {
     Hosts::new(SimConfig { faults: FaultConfig { drop_frames: drops.to_vec(), ..Default::default() }, ..SimConfig::default() })
 }
 
-/// Path MTU `mtu`, READ / WRITE / atomic access, 4 READs or atomics in flight each way (so
-/// single-SGE READs overlap and the NIC's hold on a READ with a list matters).
+/// Path MTU `mtu`, READ / WRITE / atomic access, 8 READs or atomics in flight each way: more
+/// than the NIC's 4 READ lists per QP, so READs with lists reuse lists and wait for them.
 fn opts(mtu: Mtu) -> ConnectOptions {
     ConnectOptions {
         path_mtu: mtu,
         access: AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC,
-        max_rd_atomic: 4,
-        max_dest_rd_atomic: 4,
+        max_rd_atomic: 8,
+        max_dest_rd_atomic: 8,
         ..ConnectOptions::default()
     }
 }
@@ -456,6 +457,50 @@ fn a_lost_response_resumes_the_read_into_the_right_sge() {
         assert_eq!((first.virt_addr, first.dma_len), (t.remote_va, len as u32), "{what}: the READ asks for the sum");
         assert_eq!((again.virt_addr, again.dma_len), (t.remote_va + skip, len as u32 - skip as u32), "{what}: the rest");
         assert_eq!(reqs[1].bth.psn, (reqs[0].bth.psn + d) & 0xFF_FFFF, "{what}: at the lost response's PSN");
+    }
+}
+
+/// Six READs with 5-entry lists (3 responses each at MTU 1024) posted at once, more than the
+/// NIC's 4 READ lists per QP: losing one response of the first, third or last READ (B's frames
+/// 1, 7, 16) makes the requester resume that READ mid-list, and the responses already sent for
+/// the READs behind it are asked for again; every READ completes in order, successfully, with
+/// every byte in its own entries.
+#[test]
+fn a_lost_response_among_several_reads_with_lists() {
+    const N: usize = 6;
+    const SLOT: usize = 4096;
+    let mtu = Mtu::Mtu1024;
+    let layouts: Vec<Layout> = (0..N).map(|i| spread(&[1000, 7, 1500, 3, 500], i)).collect();
+    assert!(layouts.iter().all(|l| packets(sum(l), mtu) == 3));
+    for drop in [1u64, 7, 16] {
+        let h = hosts(&[(1, drop)]);
+        let mut remote_buf = pattern(40 + drop, N * SLOT);
+        let mut local = vec![GUARD; N * SLOT];
+        let (c0a, _) = h.counters();
+        {
+            let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
+            let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::REMOTE_READ).unwrap();
+            let (mut qa, qb) = qps(&h, &ConnectOptions { timeout: 8, ..opts(mtu) }, 5);
+            let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
+            let wrs: Vec<SendWr<'_>> = (0..N)
+                .map(|i| {
+                    let shifted: Layout = layouts[i].iter().map(|&(o, l)| (i * SLOT + o, l)).collect();
+                    SendWr::rdma_read(i as u64, None, remote.at((i * SLOT) as u64)).with_sg_list(&sges(&local_mr, &shifted)).unwrap().signaled(true)
+                })
+                .collect();
+            qa.post_send(&wrs).unwrap();
+            let wcs = h.wait(&h.ca, N, 3_000_000);
+            let got: Vec<(u64, WcStatus, u32)> = wcs.iter().map(|w| (w.wr_id, w.status, w.byte_len)).collect();
+            let want: Vec<(u64, WcStatus, u32)> = (0..N).map(|i| (i as u64, WcStatus::Success, sum(&layouts[i]) as u32)).collect();
+            assert_eq!(got, want, "response frame {drop} lost\n{}", h.diag());
+            h.settle(5_000);
+        }
+        let (c1a, _) = h.counters();
+        assert!(delta(&c1a, &c0a, counter::RETRANSMITS) >= 1, "response frame {drop} lost: {}", h.diag());
+        for i in 0..N {
+            let want = expected(SLOT, &layouts[i], &remote_buf[i * SLOT..i * SLOT + sum(&layouts[i])]);
+            check_buffer(&format!("READ {i}, response frame {drop} lost"), &local[i * SLOT..(i + 1) * SLOT], &want, &layouts[i]);
+        }
     }
 }
 
