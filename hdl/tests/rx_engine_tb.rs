@@ -1,12 +1,17 @@
-//! `RxEngine` (the responder's admission checks) in Verilator with hand-driven descriptors,
-//! against a model of IBTA's RDMA WRITE rules and `rnic_contract`'s key and context layouts.
+//! `RxEngine` (the responder's admission checks and receive scatter, and the completer's
+//! scatter of READ responses over a READ's SGE list) in Verilator with hand-driven descriptors,
+//! against a model of IBTA's rules and `rnic_contract`'s key and context layouts.
 //!
 //! QP contexts and key-table entries are written through the context-command port exactly as
 //! BAR0 commits them (records built with `rnic_contract` fields); descriptors are handed in as
 //! the ingress would. Every other source FIFO stays empty and the READ-response queue is never
-//! full (`rr_full` = 0); no packet here is an RDMA READ or an atomic, so none may write a
-//! READ-response job (`rr_write`). The RX writer's `wr_idle` is tied high (it only gates
-//! atomics, which wait for every earlier write to reach host memory).
+//! full (`rr_full` = 0); no packet here is an RDMA READ request or an atomic (the last test
+//! hands in READ *responses*, for the requester's completer), so none may write a READ-response
+//! job (`rr_write`). The RX writer's `wr_idle` is tied high (it only gates atomics, which wait
+//! for every earlier write to reach host memory). Where the completer is involved, the test
+//! plays the scheduler: it records WQEs through the in-flight table's write port
+//! (`if_we/if_waddr/if_wdata`), writes READ lists through `rl_we/rl_waddr/rl_wdata`, and serves
+//! its count of WQEs recorded per QP on `sent_data` at the engine's `sent_addr`.
 //!
 //! - `write_only_key_and_bounds`: random WRITE ONLY packets against a table of regions
 //!   (valid/invalid, other PD, no REMOTE_WRITE, stale tag, index past the table) and QPs (RTR,
@@ -31,6 +36,18 @@
 //!   receive CQE follows the payload; a bad entry (stale tag, no LOCAL_WRITE, past its region)
 //!   completes with LOC_PROT_ERR (NAK 0x63) and a message one byte too long with LOC_LEN_ERR
 //!   (NAK 0x61), the refused packet writing nothing. (Here `job_afull` also stalls the pieces.)
+//! - `read_responses_scatter_over_the_read_list`: RDMA READs recorded with `rd_list` set (a
+//!   READ with several local SGEs, whose checked list the scheduler copies to `rl_*`), one QP
+//!   per path MTU, 1..=16 random list entries (1 byte to 3 MTUs, any IOVA alignment), READs of
+//!   five QPs outstanding together and their READ RESPONSE FIRST/MIDDLE/LAST/ONLY packets
+//!   interleaved across QPs: every payload byte goes to the IOVA of the list entry holding it,
+//!   at packet offset `hlen + bytes placed`, one job per piece, only a packet's last piece
+//!   freeing its beats; the READ's CQE (byte_len = the list's sum, IBV_WC_RDMA_READ) follows
+//!   its last payload (none for an unsignaled READ); a signaled WRITE recorded before the READ completes first, on the READ's
+//!   first response. Duplicate responses (`cnt_dup`) and responses ahead of a missing one
+//!   (`cnt_drop_psn`, one go-back-N request from the missing PSN) write nothing, and the next
+//!   in-order response still lands in the right entry; so do late duplicates of READs
+//!   already complete.
 mod harness;
 
 use harness::{pack_fields, Dut, Port, Rng};
@@ -104,6 +121,9 @@ struct Tb {
     dut: Dut,
     p: Pins,
     rng: Rng,
+    /// The scheduler's count of WQEs recorded in the in-flight table, by QP: served on
+    /// `sent_data` at the engine's `sent_addr` (all zero unless a test records WQEs).
+    sent: Vec<u64>,
 }
 
 struct Pins {
@@ -164,7 +184,7 @@ impl Tb {
         // The RX writer is idle whenever the engine looks (no atomic here waits for it).
         dut.set("wr_idle", 1);
         dut.reset(2);
-        Tb { dut, p, rng: Rng::from_env(seed) }
+        Tb { dut, p, rng: Rng::from_env(seed), sent: vec![0; 64] }
     }
 
     fn command(&mut self, op: u64, index: u64, record: &[u8]) {
@@ -686,6 +706,16 @@ struct JobSeen {
     cqe: Option<(u64, u64, u64, u64)>,
 }
 
+/// What one packet caused: its jobs, receive-WQE fetches (address, beats), counter pulses and
+/// go-back-N requests (QPN, restart PSN, flush).
+#[derive(Clone, Debug, Default)]
+struct Run {
+    jobs: Vec<JobSeen>,
+    fetches: Vec<(u64, u64)>,
+    pulses: Vec<&'static str>,
+    rewinds: Vec<(u64, u64, bool)>,
+}
+
 fn job_seen(job: &[u8]) -> JobSeen {
     let w = WriteJob::default();
     let a = AckJob::default();
@@ -717,6 +747,13 @@ impl Tb {
     /// address, `rq_ar_len + 1` of them, a few cycles later) and returns every job it writes
     /// until it has been quiet for 100 cycles, and the fetches (address, beats) it made.
     fn packet_rq(&mut self, d: &Desc, mem: &std::collections::HashMap<u64, Vec<u8>>) -> (Vec<JobSeen>, Vec<(u64, u64)>) {
+        let r = self.packet_run(d, mem);
+        (r.jobs, r.fetches)
+    }
+
+    /// [`Tb::packet_rq`], also returning the counter pulses and the go-back-N requests
+    /// (`rw_data`) the packet caused. A READ response's AETH is an ACK (syndrome 0x1F).
+    fn packet_run(&mut self, d: &Desc, mem: &std::collections::HashMap<u64, Vec<u8>>) -> Run {
         let l = RxDesc::default();
         let fields = [
             (l.get_my_offset_start(), l.get_my_width_start(), d.start),
@@ -728,18 +765,21 @@ impl Tb {
             (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), d.dest_qpn),
             (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(d.psn)),
             (l.get_my_offset_reth_va(), 64, self.rng.next_u64()),
+            (l.get_my_offset_aeth_syndrome(), 8, 0x1F),
+            (l.get_my_offset_aeth_msn(), 24, self.rng.next_u64() & 0xFF_FFFF),
         ];
         let w = self.dut.width(self.p.desc);
         self.dut.set_wide(self.p.desc, &pack_fields(w, &fields));
         self.dut.set_bit(self.p.desc_empty, false);
         self.dut.set("rq_ar_ready", 1);
-        let mut jobs = Vec::new();
-        let mut fetches = Vec::new();
+        let mut run = Run::default();
         let mut beats: std::collections::VecDeque<(u64, Vec<u8>)> = Default::default();
         let (mut read, mut prev_full, mut quiet) = (false, false, 0);
         for c in 0..20_000u64 {
             let full = self.rng.chance(1, 4);
             self.dut.set_bit(self.p.job_afull, full);
+            let sa = self.dut.get("sent_addr") as usize;
+            self.dut.set("sent_data", self.sent[sa]);
             let beat = beats.front().filter(|b| b.0 <= c).cloned();
             self.dut.set_bit("rq_r_valid", beat.is_some());
             self.dut.set_wide("rq_r_data", &beat.as_ref().map(|b| b.1.clone()).unwrap_or_else(|| self.rng.bytes(64)));
@@ -749,7 +789,7 @@ impl Tb {
             }
             if self.dut.get_bit("rq_ar_valid") {
                 let (addr, n) = (self.dut.get("rq_ar_addr"), self.dut.get("rq_ar_len") + 1);
-                fetches.push((addr, n));
+                run.fetches.push((addr, n));
                 for k in 0..n {
                     let b = mem.get(&(addr + 64 * k)).cloned().unwrap_or_else(|| vec![0; 64]);
                     beats.push_back((c + 3 + k, b));
@@ -759,10 +799,20 @@ impl Tb {
                 assert!(!read, "descriptor read twice");
                 read = true;
             }
+            for (n, port) in &self.p.counters {
+                if self.dut.get_bit(*port) {
+                    run.pulses.push(*n);
+                }
+            }
+            if self.dut.get_bit("rw_write") {
+                let rw = self.dut.get_wide("rw_data");
+                run.rewinds.push((get(&rw, 0, 6), get(&rw, 48, 24), get(&rw, 72, 1) == 1));
+            }
+            assert!(!self.dut.get_bit(self.p.rr_write), "a READ-response job for opcode {:#04x}", d.opcode);
             quiet += 1;
             if self.dut.get_bit(self.p.job_write) {
                 assert!(!prev_full, "job_write the cycle after job_afull (almost full)");
-                jobs.push(job_seen(&self.dut.get_wide(self.p.job)));
+                run.jobs.push(job_seen(&self.dut.get_wide(self.p.job)));
                 quiet = 0;
             }
             self.dut.tick();
@@ -775,7 +825,7 @@ impl Tb {
             }
         }
         assert!(read && quiet > 100, "the engine never settled");
-        (jobs, fetches)
+        run
     }
 
     fn rq_doorbell(&mut self, qpn: u64, pi: u64) {
@@ -975,4 +1025,381 @@ fn send_scatters_over_the_receive_entries() {
         }
     }
     assert!(multi_piece_pkts > 20 && errors > 5, "{multi_piece_pkts} packets over several entries ({pieces_total} pieces), {errors} refused");
+}
+
+// ---- READ responses scattered over a READ's SGE list ----
+
+const READ_RESPONSE_FIRST: u8 = 0x0D;
+const READ_RESPONSE_MIDDLE: u8 = 0x0E;
+const READ_RESPONSE_LAST: u8 = 0x0F;
+const READ_RESPONSE_ONLY: u8 = 0x10;
+
+/// An in-flight record as the scheduler writes it (`InflightRec`).
+#[derive(Clone, Debug)]
+struct Inflight {
+    wr_id: u64,
+    byte_len: u64,
+    first_psn: u32,
+    last_psn: u32,
+    signaled: bool,
+    rd_list: bool,
+    wc_opcode: u64,
+    local_iova: u64,
+}
+
+impl Tb {
+    /// Writes entry `k` of QP `qpn`'s READ list as the scheduler does (`rl_*`, one cycle).
+    fn write_read_list(&mut self, qpn: u64, k: u64, iova: u64, len: u32) {
+        let mut data = [0u8; 12];
+        data[..8].copy_from_slice(&iova.to_le_bytes());
+        data[8..].copy_from_slice(&len.to_le_bytes());
+        self.dut.set("rl_waddr", qpn << 4 | k);
+        self.dut.set_wide("rl_wdata", &data);
+        self.dut.set("rl_we", 1);
+        self.dut.eval();
+        self.dut.tick();
+        self.dut.set("rl_we", 0);
+        self.dut.set_wide("rl_wdata", &self.rng.bytes(12));
+    }
+
+    /// Records WQE `sent[qpn]` of QP `qpn` in the in-flight table (`if_*`, slot `sent mod 16`)
+    /// and counts it as sent.
+    fn record_inflight(&mut self, qpn: u64, r: &Inflight) {
+        let l = rnic_hdl::records::InflightRec::default();
+        let fields = [
+            (l.get_my_offset_wr_id(), 64, r.wr_id),
+            (l.get_my_offset_byte_len(), 32, r.byte_len),
+            (l.get_my_offset_last_psn(), 24, u64::from(r.last_psn)),
+            (l.get_my_offset_signaled(), 1, u64::from(r.signaled)),
+            (l.get_my_offset_rd_list(), 1, u64::from(r.rd_list)),
+            (l.get_my_offset_first_psn(), 24, u64::from(r.first_psn)),
+            (l.get_my_offset_wc_opcode(), 8, r.wc_opcode),
+            (l.get_my_offset_local_iova(), 64, r.local_iova),
+        ];
+        let slot = self.sent[qpn as usize] % 16;
+        let w = self.dut.width("if_wdata");
+        self.dut.set("if_waddr", qpn << 4 | slot);
+        self.dut.set_wide("if_wdata", &pack_fields(w, &fields));
+        self.dut.set("if_we", 1);
+        self.dut.eval();
+        self.dut.tick();
+        self.dut.set("if_we", 0);
+        self.sent[qpn as usize] += 1;
+    }
+}
+
+/// One RDMA READ with an SGE list, as the requester's completer sees its responses.
+struct ReadRun {
+    qpn: u64,
+    mtu: u64,
+    wr_id: u64,
+    first_psn: u32,
+    npkts: u64,
+    total: u64,
+    /// Message byte `m` goes to IOVA `iova_of[m]`.
+    iova_of: Vec<u64>,
+    entries: Vec<(u64, u64)>,
+    /// The next response in order (0..npkts).
+    next: u64,
+    /// A signaled WRITE recorded just before the READ, not yet acknowledged: the READ's first
+    /// response acknowledges it implicitly (IBTA Vol 1 9.7.5.1.3), so its CQE comes first.
+    write_before: Option<(u64, u64)>,
+    /// The READ asks for a completion (else it retires silently).
+    signaled: bool,
+    /// Responses `next` for which a response ahead of it was already handed in.
+    gaps: std::collections::HashSet<u64>,
+}
+
+impl ReadRun {
+    fn plen(&self, i: u64) -> u64 {
+        if i + 1 == self.npkts { self.total - i * self.mtu } else { self.mtu }
+    }
+    fn opcode(&self, i: u64) -> u8 {
+        match (self.npkts, i) {
+            (1, _) => READ_RESPONSE_ONLY,
+            (_, 0) => READ_RESPONSE_FIRST,
+            (n, i) if i + 1 == n => READ_RESPONSE_LAST,
+            _ => READ_RESPONSE_MIDDLE,
+        }
+    }
+    fn psn(&self, i: u64) -> u32 {
+        (self.first_psn + i as u32) & 0xFF_FFFF
+    }
+    /// The descriptor of response `i` (FIRST, LAST and ONLY carry an AETH: 58-byte header).
+    fn desc(&self, i: u64, rng: &mut Rng) -> Desc {
+        let op = self.opcode(i);
+        let hlen = if op == READ_RESPONSE_MIDDLE { 54 } else { 58 };
+        let plen = self.plen(i);
+        Desc {
+            start: rng.range(0, 255),
+            nbeats: (hlen + plen + 4).div_ceil(64),
+            opcode: op,
+            hlen,
+            ackreq: false,
+            plen,
+            dest_qpn: self.qpn,
+            psn: self.psn(i),
+            ..Desc::default()
+        }
+    }
+}
+
+/// CQEs (status, byte_len, wr_id, opcode) among `jobs`, checked to free nothing and ask no ACK.
+fn cqes_of(jobs: &[JobSeen], ctx: &str) -> Vec<(u64, u64, u64, u64)> {
+    jobs.iter()
+        .filter(|j| j.kind == 1)
+        .map(|j| {
+            assert_eq!(j.release, 0, "{ctx}: a CQE frees packet beats");
+            assert!(!j.need_ack, "{ctx}: a CQE asks for an ACK");
+            j.cqe.unwrap()
+        })
+        .collect()
+}
+
+/// READs whose in-flight record has `rd_list` set (as the scheduler records a READ with several
+/// local SGEs), on five QPs, one per path MTU (256..4096), with lists of 1..=16 random entries
+/// (lengths 1..=3 MTUs, one byte and exactly one MTU among them, any IOVA alignment) written
+/// through the `rl_*` port, the QPs' READs outstanding together and their responses
+/// (FIRST/MIDDLE/LAST, or ONLY) interleaved across QPs in PSN order per QP. Junk is written
+/// past each list's end and into the lists of QPs not being read. For every in-order response:
+/// its payload jobs map message byte `m` to the IOVA of the list entry holding it, at packet
+/// offset `hlen + bytes placed`, cover the payload once in order, none empty; only the last
+/// frees the packet's beats (none asks for an ACK); the READ's CQE (status 0, byte_len = the
+/// list's sum, IBV_WC_RDMA_READ) comes after its last payload unless the READ is unsignaled
+/// (the next READ's list still starts at its entry 0), and a signaled WRITE recorded
+/// before the READ completes (its CQE first) on the READ's first response. Now and then a
+/// duplicate response (PSN behind, also of a READ already complete) is dropped (`cnt_dup`) and
+/// a response ahead of the expected PSN is dropped (`cnt_drop_psn`) with one go-back-N request
+/// from the expected PSN: each writes nothing (one job, freeing its beats) and the next
+/// in-order response still lands where it belongs.
+#[test]
+fn read_responses_scatter_over_the_read_list() {
+    use rnic_contract::cq_context as cqc;
+    use rnic_contract::verbs::wc_opcode;
+    use std::collections::HashMap;
+    let mut tb = Tb::new(0x2E61_0004);
+    let seed = tb.rng.0;
+    let cqn = 4u64;
+    let mut r = [0u8; 64];
+    cqc::VALID.put(&mut r, 1);
+    cqc::LOG_SIZE.put(&mut r, 10);
+    cqc::BASE.put(&mut r, 0x7000_0000);
+    tb.command(3, cqn, &r);
+    // One QP per path MTU; their QPNs differ in the bits the list table is indexed by.
+    let qpns = [9u64, 22, 35, 48, 63];
+    let mut psn = HashMap::new();
+    for (i, &qpn) in qpns.iter().enumerate() {
+        let mut q = random_qp(&mut tb.rng, 3, 0x7, 3);
+        q.mtu_code = i as u64 + 1;
+        let mut r = [0u8; 64];
+        qp::STATE.put(&mut r, 3);
+        qp::INIT_RQ_PSN.put(&mut r, 1);
+        qp::INIT_SQ_PSN.put(&mut r, 1);
+        qp::RQ_PSN.put(&mut r, u64::from(q.epsn));
+        qp::PATH_MTU.put(&mut r, q.mtu_code);
+        qp::ACCESS.put(&mut r, q.access);
+        qp::PD.put(&mut r, q.pd);
+        qp::DEST_QPN.put(&mut r, q.dest_qpn);
+        qp::SEND_CQ.put(&mut r, cqn);
+        qp::RECV_CQ.put(&mut r, cqn);
+        tb.command(1, qpn, &r);
+        // Some QPs start near the end of the PSN space, so their READs wrap.
+        let p0 = if i % 2 == 0 { 0xFF_FFFF - tb.rng.range(0, 40) as u32 } else { tb.rng.u32() & 0xFF_FFFF };
+        psn.insert(qpn, p0);
+    }
+    let empty = HashMap::new();
+    let (mut responses, mut multi_piece, mut strays, mut wrote_before) = (0u64, 0u64, 0u64, 0u64);
+    for round in 0..20u64 {
+        // A READ per QP: its list, junk past it and in the other QPs' lists, its record.
+        let mut runs: Vec<ReadRun> = Vec::new();
+        for (i, &qpn) in qpns.iter().enumerate() {
+            let mtu = 256u64 << i;
+            let rng = &mut tb.rng;
+            let n = if round == 0 { 16 } else { rng.range(1, 16) };
+            let entries: Vec<(u64, u64)> = (0..n)
+                .map(|_| {
+                    let len = match rng.range(0, 5) {
+                        0 => 1,
+                        1 => mtu,
+                        _ => rng.range(1, 3 * mtu),
+                    };
+                    (rng.next_u64() & 0x0000_FFFF_FFFF_FFFF, len)
+                })
+                .collect();
+            let total: u64 = entries.iter().map(|e| e.1).sum();
+            let npkts = total.div_ceil(mtu);
+            let mut iova_of = Vec::with_capacity(total as usize);
+            for e in &entries {
+                iova_of.extend((0..e.1).map(|b| e.0 + b));
+            }
+            for (k, e) in entries.iter().enumerate() {
+                tb.write_read_list(qpn, k as u64, e.0, e.1 as u32);
+            }
+            for k in n..16 {
+                if tb.rng.chance(1, 2) {
+                    let (a, l) = (tb.rng.next_u64(), tb.rng.u32());
+                    tb.write_read_list(qpn, k, a, l);
+                }
+            }
+            let mut run = ReadRun {
+                qpn,
+                mtu,
+                wr_id: 0xBEAD_0000 + (round << 8) + i as u64,
+                first_psn: 0,
+                npkts,
+                total,
+                iova_of,
+                entries,
+                next: 0,
+                write_before: None,
+                signaled: round == 0 || tb.rng.chance(3, 4),
+                gaps: Default::default(),
+            };
+            let p = psn[&qpn];
+            if tb.rng.chance(1, 3) {
+                let w = (0xA11C_E000 + (round << 8) + i as u64, tb.rng.range(0, 1 << 20));
+                let junk = tb.rng.next_u64();
+                tb.record_inflight(qpn, &Inflight {
+                    wr_id: w.0,
+                    byte_len: w.1,
+                    first_psn: p,
+                    last_psn: p,
+                    signaled: true,
+                    rd_list: false,
+                    wc_opcode: u64::from(wc_opcode::RDMA_WRITE),
+                    local_iova: junk,
+                });
+                run.write_before = Some(w);
+                wrote_before += 1;
+            }
+            run.first_psn = (p + u32::from(run.write_before.is_some())) & 0xFF_FFFF;
+            psn.insert(qpn, (run.first_psn + npkts as u32) & 0xFF_FFFF);
+            let junk = tb.rng.next_u64();
+            tb.record_inflight(qpn, &Inflight {
+                wr_id: run.wr_id,
+                byte_len: total,
+                first_psn: run.first_psn,
+                last_psn: (run.first_psn + npkts as u32 - 1) & 0xFF_FFFF,
+                signaled: run.signaled,
+                rd_list: true,
+                wc_opcode: u64::from(wc_opcode::RDMA_READ),
+                local_iova: junk,
+            });
+            runs.push(run);
+        }
+        // Responses, interleaved across QPs, in order per QP, with strays now and then.
+        while runs.iter().any(|r| r.next < r.npkts) {
+            let live: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].next < runs[i].npkts).collect();
+            let ri = *tb.rng.pick(&live);
+            let run = &mut runs[ri];
+            let ctx = format!(
+                "round {round}, QP {} (MTU {}), READ of {} B over {:?}, response {} of {} (seed {seed:#x})",
+                run.qpn,
+                run.mtu,
+                run.total,
+                run.entries.iter().map(|e| e.1).collect::<Vec<_>>(),
+                run.next,
+                run.npkts
+            );
+            let i = run.next;
+            let behind = i > 0 && tb.rng.chance(1, 6);
+            let ahead = !behind && i + 1 < run.npkts && !run.gaps.contains(&i) && tb.rng.chance(1, 6);
+            if behind || ahead {
+                // A duplicate (PSN behind) or a response past a missing one (PSN ahead).
+                let j = if behind { tb.rng.range(0, i - 1) } else { tb.rng.range(i + 1, run.npkts - 1) };
+                let d = run.desc(j, &mut tb.rng);
+                let got = tb.packet_run(&d, &empty);
+                let ctx = format!("{ctx}: stray response {j}");
+                let mut want_pulses = vec![if behind { "cnt_dup" } else { "cnt_drop_psn" }];
+                let mut want_cqes = vec![];
+                if let Some(w) = run.write_before.take() {
+                    // Its PSN covers the WRITE before the READ: retired first.
+                    want_cqes.push((0, w.1, w.0, u64::from(wc_opcode::RDMA_WRITE)));
+                    want_pulses.insert(0, "cnt_cqe");
+                }
+                assert_eq!(cqes_of(&got.jobs, &ctx), want_cqes, "{ctx}: CQEs {:x?}", got.jobs);
+                let rest: Vec<&JobSeen> = got.jobs.iter().filter(|j| j.kind != 1).collect();
+                assert_eq!(rest.len(), 1, "{ctx}: jobs {:x?}", got.jobs);
+                assert_eq!((rest[0].kind, rest[0].release, rest[0].start), (NONE, d.nbeats, d.start), "{ctx}: the stray writes nothing and frees its beats");
+                assert!(!rest[0].need_ack, "{ctx}");
+                assert_eq!(got.pulses, want_pulses, "{ctx}: counters");
+                if ahead {
+                    run.gaps.insert(i);
+                    assert_eq!(got.rewinds, vec![(run.qpn, u64::from(run.psn(i)), false)], "{ctx}: one go-back-N request from the first missing response");
+                } else {
+                    assert!(got.rewinds.is_empty(), "{ctx}: rewinds {:x?}", got.rewinds);
+                }
+                strays += 1;
+                continue;
+            }
+            let d = run.desc(i, &mut tb.rng);
+            let got = tb.packet_run(&d, &empty);
+            let ctx = format!("{ctx} ({:#04x}, {} B)", d.opcode, d.plen);
+            assert!(got.fetches.is_empty() && got.rewinds.is_empty(), "{ctx}: {got:x?}");
+            let last = i + 1 == run.npkts;
+            let mut want_cqes = vec![];
+            let mut want_pulses = vec![];
+            let wb = run.write_before.take();
+            if let Some(w) = wb {
+                want_cqes.push((0, w.1, w.0, u64::from(wc_opcode::RDMA_WRITE)));
+                want_pulses.push("cnt_cqe");
+            }
+            want_pulses.push("cnt_roce_ok");
+            if last && run.signaled {
+                want_cqes.push((0, run.total, run.wr_id, u64::from(wc_opcode::RDMA_READ)));
+                want_pulses.push("cnt_cqe");
+            }
+            assert_eq!(cqes_of(&got.jobs, &ctx), want_cqes, "{ctx}: CQEs; jobs {:x?}", got.jobs);
+            assert_eq!(got.pulses, want_pulses, "{ctx}: counters");
+            // The CQEs: a WRITE's before the payload, the READ's after it.
+            let kinds: Vec<u64> = got.jobs.iter().map(|j| j.kind).collect();
+            let first_pay = kinds.iter().position(|&k| k == 0).expect("no payload job");
+            let last_pay = kinds.iter().rposition(|&k| k == 0).unwrap();
+            assert!(kinds[first_pay..=last_pay].iter().all(|&k| k == 0), "{ctx}: job kinds {kinds:?}");
+            assert_eq!(first_pay, usize::from(wb.is_some()), "{ctx}: job kinds {kinds:?}");
+            assert_eq!(kinds.len() - 1 - last_pay, usize::from(last && run.signaled), "{ctx}: job kinds {kinds:?}");
+            let pay = &got.jobs[first_pay..=last_pay];
+            let base = i * run.mtu;
+            let mut at = base;
+            for (k, j) in pay.iter().enumerate() {
+                assert!(j.plen > 0, "{ctx}: empty piece {k}: {pay:x?}");
+                assert_eq!(j.start, d.start, "{ctx}: piece {k} start");
+                assert_eq!(j.off, d.hlen + (at - base), "{ctx}: piece {k} offset into the packet");
+                assert!(at + j.plen <= base + d.plen, "{ctx}: pieces past the payload: {pay:x?}");
+                for b in 0..j.plen {
+                    assert_eq!(
+                        j.addr + b,
+                        run.iova_of[(at + b) as usize],
+                        "{ctx}: piece {k} byte {b} (message byte {}); pieces {pay:x?}",
+                        at + b
+                    );
+                }
+                let lastp = k + 1 == pay.len();
+                assert_eq!(j.release, if lastp { d.nbeats } else { 0 }, "{ctx}: piece {k} of {} release", pay.len());
+                assert!(!j.need_ack, "{ctx}: piece {k} asks for an ACK");
+                at += j.plen;
+            }
+            assert_eq!(at, base + d.plen, "{ctx}: pieces {pay:x?}");
+            responses += 1;
+            if pay.len() > 1 {
+                multi_piece += 1;
+            }
+            run.next += 1;
+        }
+        // Late duplicates of READs already complete: for no outstanding READ, dropped.
+        for _ in 0..3 {
+            let ri = tb.rng.range(0, runs.len() as u64 - 1) as usize;
+            let j = tb.rng.range(0, runs[ri].npkts - 1);
+            let d = runs[ri].desc(j, &mut tb.rng);
+            let got = tb.packet_run(&d, &empty);
+            let ctx = format!("round {round}: late duplicate {j} of QP {}'s READ (seed {seed:#x})", runs[ri].qpn);
+            assert_eq!(got.jobs.len(), 1, "{ctx}: jobs {:x?}", got.jobs);
+            assert_eq!((got.jobs[0].kind, got.jobs[0].release), (NONE, d.nbeats), "{ctx}");
+            assert_eq!(got.pulses, vec!["cnt_dup"], "{ctx}");
+            assert!(got.rewinds.is_empty(), "{ctx}");
+            strays += 1;
+        }
+    }
+    eprintln!("rx_engine: {responses} READ responses in order ({multi_piece} over several entries), {strays} strays, {wrote_before} WRITEs retired by a response");
+    assert!(multi_piece > 50 && strays > 30 && wrote_before > 5, "{multi_piece} responses over several entries, {strays} strays, {wrote_before} WRITEs before");
 }

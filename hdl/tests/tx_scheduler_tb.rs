@@ -1,0 +1,1209 @@
+//! `TxScheduler` (the requester's work-queue engine) in Verilator, driven through its ports
+//! against a reference model of what it must emit for each WQE.
+//!
+//! The test plays everything around the block: QP contexts and key-table entries are written
+//! through the context-command port exactly as BAR0 commits them (records built with
+//! `rnic_contract::qp_context` / `mr_entry` fields, `cmd_ready` handshake); SQ doorbells
+//! (`qpn << 16 | pi`) wait in a model first-word fall-through FIFO (`db_empty/db_data/db_read`);
+//! a model of host memory holds the SQ rings, WQEs laid out with `rnic_contract::wqe` (SGE 0 in
+//! slot 0, SGEs 1.. from the second slot) and answers the WQE fetches (`wqe_ar_*`, then
+//! `wqe_ar_len + 1` beats on `wqe_r_*` a few cycles later, with random gaps); the completer's
+//! per-QP counts (`acked_data`, `acked_reads`, `acked_psn`) are served at `acked_addr` with a
+//! block RAM's one-cycle latency and moved only by the test (a local completion is retired by
+//! the model completer a few cycles after `lc_write`, as the RX engine does). The rewind and
+//! READ-response FIFOs stay empty. The job FIFOs' almost-full flags (`job_afull`, `rj_afull`,
+//! `pg_afull`) and `lc_full` rise at random: the block must not write a packet or payload job
+//! in the cycle after any almost-full flag was high, nor a local completion while `lc_full`.
+//!
+//! Every output is recorded as an event, in order: a WQE fetch (address, beats), a READ list
+//! write (`rl_*`), an in-flight record (`if_*`), a packet job (`job`), a payload read job with
+//! its piece record (`rj_addr/rj_len` and `pg_data` = `skip | len << 6 | last << 19`, always in
+//! the same cycle) and a local completion (`lc_*`). The model turns each posted WQE into the
+//! events it must cause: the fetch of its ring slot (`sq_base + (i mod size) << (6 + stride)`,
+//! `min(2^stride, 5)` beats); for a WQE that fails, one local completion (status per
+//! `rnic_contract::verbs::wc_status`, in SQ order once every earlier WQE has retired, and
+//! WR_FLUSH_ERR for every WQE after it); else, for a READ with several SGEs, one list write per
+//! non-empty SGE (`{iova, length}` translated as `mr.iova + (addr - mr.va)`, at `qpn << 4 | k`),
+//! then the in-flight record (first and last PSN, byte length, SIGNALED, `rd_list`,
+//! IBV_WC opcode), then per packet its job (WRITE/SEND FIRST/MIDDLE/LAST/ONLY by path MTU, WITH
+//! IMMEDIATE on the last with the ImmDt, AckReq on the last and every 16th, RETH on a WRITE's
+//! first with the message length, BTH.SE for SOLICITED, the QP's peer addresses, `pay_skip` =
+//! the payload's address mod 64; a READ: one READ REQUEST whose RETH asks for the whole list,
+//! its responses taking the next ceil(len / MTU) PSNs) followed by one payload read job per
+//! gather-list entry the packet touches. The recorded events must equal the model's exactly.
+//!
+//! - `write_one_sge_every_path_mtu`: at each path MTU 256..4096 and a random WQE stride,
+//!   RDMA WRITEs (and WRITE WITH IMMEDIATE, SEND, SEND WITH IMMEDIATE) of one SGE, lengths at
+//!   the MTU edges, 0, 1 and past 16 packets, odd addresses, random SIGNALED/SOLICITED, posted
+//!   in batches across the ring's wrap, under back-pressure.
+//! - `gather_lists_tile_the_message`: WRITEs and SENDs of 2..=16 SGEs (empty ones with junk
+//!   lkeys, 1-byte ones, ones ending on beat boundaries, several regions) at odd alignments:
+//!   besides the model, the payload read jobs laid end to end are the message, byte for byte
+//!   mapped to the IOVA of the SGE holding it, each piece's record matching its read job and
+//!   the last piece of each packet (only) flagged.
+//! - `read_list_goes_to_the_rx_engine_first`: READs of 2..=16 SGEs (empty ones among them)
+//!   followed by WRITEs: the list writes carry exactly the translated non-empty SGEs in order at
+//!   `qpn << 4 | k`, all before the READ's in-flight record (`rd_list` = 1, byte_len = the sum),
+//!   then one READ REQUEST for the sum; the next WQE's PSN follows the READ's responses. A
+//!   READ of one SGE writes no list (`rd_list` = 0, `local_iova` its translated SGE); a READ
+//!   whose SGEs are all empty writes none either (`rd_list` = 1, 0 bytes, one response PSN).
+//! - `multi_sge_read_waits_for_earlier_reads`: with max_rd_atomic = 2, a second one-SGE READ
+//!   goes while the first is outstanding, a third waits for max_rd_atomic only (until the test
+//!   retires the first), and a READ with several SGEs waits, its list not copied and nothing
+//!   recorded or sent, while any earlier READ is outstanding (until `acked_reads` catches up);
+//!   a WRITE behind it then goes at once.
+//! - `bad_lkey_in_a_read_list_completes_locally`: a READ of 4 SGEs whose SGE 2 has a bad lkey
+//!   (stale tag, invalid entry, other PD, no LOCAL_WRITE, past its region, key bits above the
+//!   table), behind a WRITE: no list write, no record, no job; a LocalCompletion with
+//!   IBV_WC_LOC_PROT_ERR for the READ (opcode IBV_WC_RDMA_READ) only once the WRITE retired;
+//!   the WQE after it completes with IBV_WC_WR_FLUSH_ERR.
+//!
+//! `RNIC_TB_SEED` (decimal or `0x` hex) replaces every test's seed.
+mod harness;
+
+use harness::{Dut, Rng};
+use rnic_contract::verbs::{send_flags, wc_status, wr_opcode};
+use rnic_contract::{mr_entry as mr, qp_context as qp, wqe, Field};
+use rnic_hdl::records::{InflightRec, LocalCompletion, TxJob};
+use rnic_hdl::tx_scheduler::TxScheduler;
+use std::collections::{HashMap, VecDeque};
+
+fn get(bytes: &[u8], off: usize, width: usize) -> u64 {
+    Field::at_bit(off, width).get(bytes)
+}
+
+const PSN_MASK: u32 = 0xFF_FFFF;
+
+#[derive(Clone, Debug)]
+struct QpCfg {
+    mtu_code: u64,
+    pd: u64,
+    dest_qpn: u64,
+    pkey: u64,
+    udp_sport: u64,
+    dest_ip: u64,
+    dest_mac: u64,
+    sq_psn: u32,
+    log_size: u64,
+    log_stride: u64,
+    sq_base: u64,
+    max_rd_atomic: u64,
+}
+
+impl QpCfg {
+    fn random(rng: &mut Rng, mtu_code: u64, pd: u64, log_stride: u64) -> QpCfg {
+        QpCfg {
+            mtu_code,
+            pd,
+            dest_qpn: u64::from(rng.u32() & PSN_MASK),
+            pkey: u64::from(rng.u32() as u16),
+            udp_sport: u64::from(rng.u32() as u16),
+            dest_ip: u64::from(rng.u32()),
+            dest_mac: rng.next_u64() & 0xFFFF_FFFF_FFFF,
+            // Some QPs start near the end of the PSN space.
+            sq_psn: if rng.chance(1, 3) { PSN_MASK - rng.range(0, 20) as u32 } else { rng.u32() & PSN_MASK },
+            log_size: 3,
+            log_stride,
+            sq_base: (rng.next_u64() & 0x0000_7FFF_FFFF_F000) | 0x1000,
+            max_rd_atomic: 16,
+        }
+    }
+    fn mtu(&self) -> u64 {
+        128 << self.mtu_code
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Mr {
+    valid: bool,
+    access: u64,
+    tag: u64,
+    pd: u64,
+    va: u64,
+    length: u64,
+    iova: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Sge {
+    addr: u64,
+    len: u32,
+    lkey: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Wqe {
+    wr_id: u64,
+    opcode: u8,
+    flags: u8,
+    imm: u32,
+    remote_addr: u64,
+    rkey: u32,
+    sges: Vec<Sge>,
+}
+
+impl Wqe {
+    /// The WQE as `post_send` lays it out in a ring of stride `64 << log_stride`.
+    fn bytes(&self, log_stride: u64) -> Vec<u8> {
+        let mut b = vec![0u8; wqe::stride(log_stride as usize)];
+        wqe::WR_ID.put(&mut b, self.wr_id);
+        wqe::OPCODE.put(&mut b, u64::from(self.opcode));
+        wqe::SEND_FLAGS.put(&mut b, u64::from(self.flags));
+        wqe::NUM_SGE.put(&mut b, self.sges.len() as u64);
+        wqe::IMM_DATA.put(&mut b, u64::from(self.imm));
+        wqe::REMOTE_ADDR.put(&mut b, self.remote_addr);
+        wqe::RKEY.put(&mut b, u64::from(self.rkey));
+        for (i, s) in self.sges.iter().enumerate() {
+            let o = wqe::sge_offset(i);
+            b[o..o + 8].copy_from_slice(&s.addr.to_le_bytes());
+            b[o + 8..o + 12].copy_from_slice(&s.len.to_le_bytes());
+            b[o + 12..o + 16].copy_from_slice(&s.lkey.to_le_bytes());
+        }
+        b
+    }
+    fn is_read(&self) -> bool {
+        self.opcode == wr_opcode::RDMA_READ
+    }
+    fn is_send(&self) -> bool {
+        self.opcode == wr_opcode::SEND || self.opcode == wr_opcode::SEND_WITH_IMM
+    }
+    fn has_imm(&self) -> bool {
+        self.opcode == wr_opcode::SEND_WITH_IMM || self.opcode == wr_opcode::RDMA_WRITE_WITH_IMM
+    }
+    fn wc_opcode(&self) -> u64 {
+        use rnic_contract::verbs::wc_opcode as w;
+        u64::from(if self.is_read() {
+            w::RDMA_READ
+        } else if self.is_send() {
+            w::SEND
+        } else {
+            w::RDMA_WRITE
+        })
+    }
+}
+
+/// A packet job's fields that mean something for it (the others are don't-care).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Job {
+    opcode: u64,
+    ackreq: bool,
+    se: bool,
+    psn: u64,
+    dest_qpn: u64,
+    pkey: u64,
+    udp_sport: u64,
+    dest_ip: u64,
+    dest_mac: u64,
+    plen: u64,
+    atomic_eth: bool,
+    /// The payload's first byte in its beat (when there is a payload).
+    pay_skip: Option<u64>,
+    /// RETH (va, rkey, len), when `has_reth`.
+    reth: Option<(u64, u64, u64)>,
+    /// ImmDt, when `has_ext4`.
+    ext4: Option<u64>,
+}
+
+/// One thing the scheduler did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Ev {
+    Fetch { addr: u64, beats: u64 },
+    List { waddr: u64, iova: u64, len: u64 },
+    Record {
+        addr: u64,
+        wr_id: u64,
+        byte_len: u64,
+        first_psn: u64,
+        last_psn: u64,
+        signaled: bool,
+        rd_list: bool,
+        wc_opcode: u64,
+        /// Checked only where it means something (a READ of one SGE: its destination).
+        local_iova: Option<u64>,
+    },
+    Job(Job),
+    /// A payload read job and its piece record.
+    Read { addr: u64, len: u64, pg_skip: u64, pg_len: u64, pg_last: bool },
+    Local { wr_id: u64, qpn: u64, status: u64, wc_opcode: u64 },
+}
+
+/// `want` with its don't-care fields taken from `got`.
+fn masked(want: &Ev, got: &Ev) -> Ev {
+    match (want, got) {
+        (Ev::Record { local_iova: None, .. }, Ev::Record { .. }) => {
+            let mut g = got.clone();
+            if let Ev::Record { local_iova, .. } = &mut g {
+                *local_iova = None;
+            }
+            g
+        }
+        _ => got.clone(),
+    }
+}
+
+fn assert_events(want: &[Ev], got: &[Ev], ctx: &str) {
+    for (i, w) in want.iter().enumerate() {
+        let Some(g) = got.get(i) else {
+            panic!("{ctx}: event {i} missing: want {w:x?}\nwant all {want:#x?}\ngot all {got:#x?}");
+        };
+        let g = masked(w, g);
+        assert_eq!(&g, w, "{ctx}: event {i}\nwant all {want:#x?}\ngot all {got:#x?}");
+    }
+    assert_eq!(got.len(), want.len(), "{ctx}: extra events {:#x?}", &got[want.len()..]);
+}
+
+/// The reference model: the key table and each QP's requester state.
+#[derive(Default)]
+struct Model {
+    mrs: HashMap<u64, Mr>,
+    qps: HashMap<u64, QpModel>,
+}
+
+struct QpModel {
+    cfg: QpCfg,
+    next_psn: u32,
+    ci: u64,
+    err: bool,
+}
+
+impl Model {
+    /// The translated address of `s`, if its lkey names a valid entry of the QP's PD with the
+    /// key's tag (and LOCAL_WRITE when `write`), and `[addr, addr + len)` lies inside it.
+    fn check(&self, pd: u64, s: &Sge, write: bool) -> Option<u64> {
+        if s.lkey >> 14 != 0 {
+            return None;
+        }
+        let m = self.mrs.get(&u64::from((s.lkey >> 8) & 0x3F))?;
+        if !m.valid || m.tag != u64::from(s.lkey & 0xFF) || m.pd != pd || (write && m.access & 1 == 0) {
+            return None;
+        }
+        let off = s.addr.wrapping_sub(m.va);
+        (s.addr >= m.va && off <= m.length && u64::from(s.len) <= m.length - off).then(|| m.iova.wrapping_add(off))
+    }
+
+    /// The events WQE `w`, the next of QP `qpn`, must cause, in order.
+    fn expect(&mut self, qpn: u64, w: &Wqe) -> Vec<Ev> {
+        let q = &self.qps[&qpn];
+        let cfg = q.cfg.clone();
+        let (ci, err, psn0) = (q.ci, q.err, q.next_psn);
+        let stride = cfg.log_stride;
+        let slot = cfg.sq_base + ((ci & ((1 << cfg.log_size) - 1)) << (6 + stride));
+        let mut ev = vec![Ev::Fetch { addr: slot, beats: (1u64 << stride).min(5) }];
+        let sge_limit = [1usize, 5, 13, 16][stride as usize];
+        let multi = w.sges.len() > 1;
+        // The gather list: translated non-empty SGEs; whether all passed.
+        let mut list = Vec::new();
+        let mut all_ok = true;
+        for s in &w.sges {
+            if s.len == 0 {
+                continue;
+            }
+            match self.check(cfg.pd, s, w.is_read()) {
+                Some(iova) => list.push((iova, u64::from(s.len))),
+                None => all_ok = false,
+            }
+        }
+        let len: u64 = list.iter().map(|e| e.1).sum::<u64>();
+        let status = if err {
+            wc_status::WR_FLUSH_ERR
+        } else if w.sges.len() > sge_limit {
+            wc_status::LOC_LEN_ERR
+        } else if !all_ok {
+            wc_status::LOC_PROT_ERR
+        } else {
+            wc_status::SUCCESS
+        };
+        let q = self.qps.get_mut(&qpn).unwrap();
+        q.ci += 1;
+        if status != wc_status::SUCCESS {
+            q.err = true;
+            ev.push(Ev::Local { wr_id: w.wr_id, qpn, status: u64::from(status), wc_opcode: w.wc_opcode() });
+            return ev;
+        }
+        let mtu = cfg.mtu();
+        let npkts = len.div_ceil(mtu).max(1);
+        q.next_psn = (psn0 + npkts as u32) & PSN_MASK;
+        if w.is_read() && multi {
+            for (k, e) in list.iter().enumerate() {
+                ev.push(Ev::List { waddr: qpn << 4 | k as u64, iova: e.0, len: e.1 });
+            }
+        }
+        ev.push(Ev::Record {
+            addr: qpn << 4 | (ci & 15),
+            wr_id: w.wr_id,
+            byte_len: len,
+            first_psn: u64::from(psn0),
+            last_psn: u64::from((psn0 + npkts as u32 - 1) & PSN_MASK),
+            signaled: w.flags & send_flags::SIGNALED != 0,
+            rd_list: w.is_read() && multi,
+            wc_opcode: w.wc_opcode(),
+            local_iova: (w.is_read() && !multi && len != 0).then(|| list[0].0),
+        });
+        let job = |psn: u32| Job {
+            opcode: 0,
+            ackreq: false,
+            se: false,
+            psn: u64::from(psn & PSN_MASK),
+            dest_qpn: cfg.dest_qpn,
+            pkey: cfg.pkey,
+            udp_sport: cfg.udp_sport,
+            dest_ip: cfg.dest_ip,
+            dest_mac: cfg.dest_mac,
+            plen: 0,
+            atomic_eth: false,
+            pay_skip: None,
+            reth: None,
+            ext4: None,
+        };
+        if w.is_read() {
+            ev.push(Ev::Job(Job {
+                opcode: 0x0C,
+                ackreq: true,
+                reth: Some((w.remote_addr, u64::from(w.rkey), len)),
+                ..job(psn0)
+            }));
+            return ev;
+        }
+        // WRITE / SEND: packets of the path MTU, each followed by its pieces.
+        let (mut e, mut used) = (0usize, 0u64);
+        for i in 0..npkts {
+            let (first, last) = (i == 0, i + 1 == npkts);
+            let plen = if last { len - i * mtu } else { mtu };
+            let base = match (w.is_send(), first, last) {
+                (false, true, true) => 0x0A,
+                (false, true, false) => 0x06,
+                (false, false, true) => 0x08,
+                (false, false, false) => 0x07,
+                (true, true, true) => 0x04,
+                (true, true, false) => 0x00,
+                (true, false, true) => 0x02,
+                (true, false, false) => 0x01,
+            };
+            let imm = w.has_imm() && last;
+            ev.push(Ev::Job(Job {
+                opcode: base | u64::from(imm),
+                ackreq: last || i % 16 == 15,
+                se: w.flags & send_flags::SOLICITED != 0 && last && (w.is_send() || w.has_imm()),
+                plen,
+                pay_skip: (plen != 0).then(|| (list[e].0 + used) & 63),
+                reth: (first && !w.is_send()).then_some((w.remote_addr, u64::from(w.rkey), len)),
+                ext4: imm.then_some(u64::from(w.imm)),
+                ..job(psn0 + i as u32)
+            }));
+            let mut left = plen;
+            while left > 0 {
+                let (iova, elen) = list[e];
+                let n = left.min(elen - used);
+                let a = iova + used;
+                left -= n;
+                ev.push(Ev::Read { addr: a, len: n, pg_skip: a & 63, pg_len: n, pg_last: left == 0 });
+                used += n;
+                if used == elen {
+                    e += 1;
+                    used = 0;
+                }
+            }
+        }
+        ev
+    }
+}
+
+/// The model completer's counts for one QP, as served on `acked_*`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Acked {
+    wqes: u64,
+    reads: u64,
+    psn: u32,
+}
+
+struct Tb {
+    dut: Dut,
+    rng: Rng,
+    model: Model,
+    /// Host memory, by 64-byte beat address.
+    mem: HashMap<u64, Vec<u8>>,
+    /// The doorbell FIFO.
+    db: VecDeque<u64>,
+    /// WQE beats to deliver: (earliest cycle, data).
+    beats: VecDeque<(u64, Vec<u8>)>,
+    acked: Vec<Acked>,
+    /// The QP the completer's table was addressed at in the previous cycle.
+    acked_sel: usize,
+    /// Local completions the model completer retires: (cycle, QP).
+    lc_retire: VecDeque<(u64, usize)>,
+    /// WQEs posted per QP.
+    posted: Vec<u64>,
+    /// Local completions retired per QP.
+    locals_retired: Vec<u64>,
+    events: Vec<(u64, Ev)>,
+    backpressure: bool,
+    prev_afull: bool,
+    cycle: u64,
+    pulses_tx_req: u64,
+    pulses_local_err: u64,
+}
+
+impl Tb {
+    fn new(seed: u64) -> Tb {
+        let mut dut = Dut::build::<TxScheduler>("tx_scheduler").expect("build the TX scheduler model");
+        dut.set("db_empty", 1);
+        dut.set("rw_empty", 1);
+        dut.set("rr_empty", 1);
+        dut.reset(2);
+        Tb {
+            dut,
+            rng: Rng::from_env(seed),
+            model: Model::default(),
+            mem: HashMap::new(),
+            db: VecDeque::new(),
+            beats: VecDeque::new(),
+            acked: vec![Acked::default(); 64],
+            acked_sel: 0,
+            lc_retire: VecDeque::new(),
+            posted: vec![0; 64],
+            locals_retired: vec![0; 64],
+            events: Vec::new(),
+            backpressure: false,
+            prev_afull: false,
+            cycle: 0,
+            pulses_tx_req: 0,
+            pulses_local_err: 0,
+        }
+    }
+
+    fn command(&mut self, op: u64, index: u64, record: &[u8]) {
+        let mut t = 0;
+        loop {
+            self.dut.eval();
+            if self.dut.get_bit("cmd_ready") {
+                break;
+            }
+            self.step();
+            t += 1;
+            assert!(t < 1000, "cmd_ready never high");
+        }
+        self.dut.set("cmd_op", op);
+        self.dut.set("cmd_index", index);
+        self.dut.set_wide("cmd_record", record);
+        self.dut.set("cmd_fire", 1);
+        self.step();
+        self.dut.set("cmd_fire", 0);
+        let junk = self.rng.bytes(64);
+        self.dut.set_wide("cmd_record", &junk);
+    }
+
+    /// Creates QP `qpn` in RTS with its SQ PSN loaded (INIT_SQ_PSN), as `modify_qp` to RTS does.
+    fn create_qp(&mut self, qpn: u64, c: &QpCfg) {
+        let mut r = [0u8; 64];
+        qp::STATE.put(&mut r, 3);
+        qp::INIT_SQ_PSN.put(&mut r, 1);
+        qp::SQ_PSN.put(&mut r, u64::from(c.sq_psn));
+        qp::PATH_MTU.put(&mut r, c.mtu_code);
+        qp::PD.put(&mut r, c.pd);
+        qp::DEST_QPN.put(&mut r, c.dest_qpn);
+        qp::PKEY.put(&mut r, c.pkey);
+        qp::UDP_SPORT.put(&mut r, c.udp_sport);
+        qp::DEST_IP.put(&mut r, c.dest_ip);
+        qp::DEST_MAC.put(&mut r, c.dest_mac);
+        qp::SQ_LOG_SIZE.put(&mut r, c.log_size);
+        qp::SQ_LOG_STRIDE.put(&mut r, c.log_stride);
+        qp::SQ_BASE.put(&mut r, c.sq_base);
+        qp::MAX_RD_ATOMIC.put(&mut r, c.max_rd_atomic);
+        qp::SEND_CQ.put(&mut r, 1);
+        self.command(1, qpn, &r);
+        self.model.qps.insert(qpn, QpModel { cfg: c.clone(), next_psn: c.sq_psn, ci: 0, err: false });
+        self.acked[qpn as usize] = Acked { wqes: 0, reads: 0, psn: c.sq_psn };
+        self.posted[qpn as usize] = 0;
+        self.locals_retired[qpn as usize] = 0;
+    }
+
+    fn write_mr(&mut self, index: u64, m: &Mr) {
+        let mut r = [0u8; 64];
+        mr::VALID.put(&mut r, u64::from(m.valid));
+        mr::ACCESS.put(&mut r, m.access);
+        mr::TAG.put(&mut r, m.tag);
+        mr::PD.put(&mut r, m.pd);
+        mr::VA.put(&mut r, m.va);
+        mr::LENGTH.put(&mut r, m.length);
+        mr::IOVA.put(&mut r, m.iova);
+        self.command(2, index, &r);
+        self.model.mrs.insert(index, m.clone());
+    }
+
+    /// Writes `wqes` into QP `qpn`'s ring, rings its doorbell, and returns the events the model
+    /// expects of them.
+    fn post(&mut self, qpn: u64, wqes: &[Wqe]) -> Vec<Ev> {
+        let cfg = self.model.qps[&qpn].cfg.clone();
+        let mut want = Vec::new();
+        for w in wqes {
+            let i = self.posted[qpn as usize];
+            let slot = cfg.sq_base + ((i & ((1 << cfg.log_size) - 1)) << (6 + cfg.log_stride));
+            let b = w.bytes(cfg.log_stride);
+            for (k, chunk) in b.chunks(64).enumerate() {
+                self.mem.insert(slot + 64 * k as u64, chunk.to_vec());
+            }
+            self.posted[qpn as usize] += 1;
+            want.extend(self.model.expect(qpn, w));
+        }
+        self.db.push_back(qpn << 16 | (self.posted[qpn as usize] & 0xFFFF));
+        want
+    }
+
+    /// The completer retires every WQE of QP `qpn` recorded so far (as its ACKs and responses
+    /// would): `acked_data` = the WQEs recorded, `acked_reads` = the READs among them.
+    fn retire_all(&mut self, qpn: u64) {
+        let recs: Vec<&Ev> = self.events.iter().map(|e| &e.1).filter(|e| matches!(e, Ev::Record { addr, .. } if addr >> 4 == qpn)).collect();
+        let reads = recs.iter().filter(|e| matches!(e, Ev::Record { wc_opcode: 2, .. })).count() as u64;
+        let a = &mut self.acked[qpn as usize];
+        if let Some(Ev::Record { last_psn, .. }) = recs.last() {
+            a.psn = (*last_psn as u32 + 1) & PSN_MASK;
+        }
+        a.wqes = recs.len() as u64 + self.locals_retired[qpn as usize];
+        a.reads = reads;
+    }
+
+    /// One clock cycle: drive the inputs, record what the block did, tick.
+    fn step(&mut self) {
+        let c = self.cycle;
+        let bp = self.backpressure;
+        let (ja, ra, pa) = (bp && self.rng.chance(1, 8), bp && self.rng.chance(1, 10), bp && self.rng.chance(1, 10));
+        self.dut.set_bit("job_afull", ja);
+        self.dut.set_bit("rj_afull", ra);
+        self.dut.set_bit("pg_afull", pa);
+        let lc_full = bp && self.rng.chance(1, 3);
+        self.dut.set_bit("lc_full", lc_full);
+        let ar_ready = !bp || self.rng.chance(2, 3);
+        self.dut.set_bit("wqe_ar_ready", ar_ready);
+        self.dut.set_bit("db_empty", self.db.is_empty());
+        self.dut.set("db_data", self.db.front().copied().unwrap_or(u64::from(self.rng.u32()) & 0x3F_FFFF));
+        let beat = self.beats.front().filter(|b| b.0 <= c).map(|b| b.1.clone());
+        self.dut.set_bit("wqe_r_valid", beat.is_some());
+        let data = beat.clone().unwrap_or_else(|| self.rng.bytes(64));
+        self.dut.set_wide("wqe_r_data", &data);
+        let a = self.acked[self.acked_sel];
+        self.dut.set("acked_data", a.wqes & 0xFFFF);
+        self.dut.set("acked_reads", a.reads & 0x7F);
+        self.dut.set("acked_psn", u64::from(a.psn));
+        self.dut.eval();
+
+        if self.dut.get_bit("db_read") {
+            assert!(self.db.pop_front().is_some(), "cycle {c}: doorbell read from an empty FIFO");
+        }
+        if beat.is_some() {
+            self.beats.pop_front();
+        }
+        if self.dut.get_bit("wqe_ar_valid") && ar_ready {
+            assert!(self.beats.is_empty(), "cycle {c}: a WQE fetch while the last one's beats are due");
+            let (addr, beats) = (self.dut.get("wqe_ar_addr"), self.dut.get("wqe_ar_len") + 1);
+            self.events.push((c, Ev::Fetch { addr, beats }));
+            let mut t = c + 2;
+            for k in 0..beats {
+                t += if bp { self.rng.range(1, 3) } else { 1 };
+                let b = self.mem.get(&(addr + 64 * k)).cloned().unwrap_or_else(|| vec![0; 64]);
+                self.beats.push_back((t, b));
+            }
+        }
+        if self.dut.get_bit("rl_we") {
+            let waddr = self.dut.get("rl_waddr");
+            let d = self.dut.get_wide("rl_wdata");
+            self.events.push((c, Ev::List { waddr, iova: get(&d, 0, 64), len: get(&d, 64, 32) }));
+        }
+        if self.dut.get_bit("if_we") {
+            let addr = self.dut.get("if_addr");
+            let d = self.dut.get_wide("if_data");
+            let l = InflightRec::default();
+            self.events.push((
+                c,
+                Ev::Record {
+                    addr,
+                    wr_id: get(&d, l.get_my_offset_wr_id(), 64),
+                    byte_len: get(&d, l.get_my_offset_byte_len(), 32),
+                    first_psn: get(&d, l.get_my_offset_first_psn(), 24),
+                    last_psn: get(&d, l.get_my_offset_last_psn(), 24),
+                    signaled: get(&d, l.get_my_offset_signaled(), 1) == 1,
+                    rd_list: get(&d, l.get_my_offset_rd_list(), 1) == 1,
+                    wc_opcode: get(&d, l.get_my_offset_wc_opcode(), 8),
+                    local_iova: Some(get(&d, l.get_my_offset_local_iova(), 64)),
+                },
+            ));
+        }
+        let job_write = self.dut.get_bit("job_write");
+        let rj_write = self.dut.get_bit("rj_write");
+        assert_eq!(self.dut.get_bit("pg_write"), rj_write, "cycle {c}: a piece record without its read job, or the reverse");
+        if job_write || rj_write {
+            assert!(!self.prev_afull, "cycle {c}: a job written the cycle after an almost-full flag");
+        }
+        if job_write {
+            let d = self.dut.get_wide("job");
+            let l = TxJob::default();
+            let plen = get(&d, l.get_my_offset_plen(), 13);
+            let has_reth = get(&d, l.get_my_offset_has_reth(), 1) == 1;
+            let has_ext4 = get(&d, l.get_my_offset_has_ext4(), 1) == 1;
+            self.events.push((
+                c,
+                Ev::Job(Job {
+                    opcode: get(&d, l.get_my_offset_opcode(), 8),
+                    ackreq: get(&d, l.get_my_offset_ackreq(), 1) == 1,
+                    se: get(&d, l.get_my_offset_se(), 1) == 1,
+                    psn: get(&d, l.get_my_offset_psn(), 24),
+                    dest_qpn: get(&d, l.get_my_offset_dest_qpn(), 24),
+                    pkey: get(&d, l.get_my_offset_pkey(), 16),
+                    udp_sport: get(&d, l.get_my_offset_udp_sport(), 16),
+                    dest_ip: get(&d, l.get_my_offset_dest_ip(), 32),
+                    dest_mac: get(&d, l.get_my_offset_dest_mac(), 48),
+                    plen,
+                    atomic_eth: get(&d, l.get_my_offset_has_atomic_eth(), 1) == 1
+                        || get(&d, l.get_my_offset_has_atomic_ack(), 1) == 1,
+                    pay_skip: (plen != 0).then(|| get(&d, l.get_my_offset_pay_skip(), 6)),
+                    reth: has_reth.then(|| {
+                        (
+                            get(&d, l.get_my_offset_reth_va(), 64),
+                            get(&d, l.get_my_offset_reth_rkey(), 32),
+                            get(&d, l.get_my_offset_reth_len(), 32),
+                        )
+                    }),
+                    ext4: has_ext4.then(|| get(&d, l.get_my_offset_ext4(), 32)),
+                }),
+            ));
+        }
+        if rj_write {
+            let pg = self.dut.get("pg_data");
+            self.events.push((
+                c,
+                Ev::Read {
+                    addr: self.dut.get("rj_addr"),
+                    len: self.dut.get("rj_len"),
+                    pg_skip: pg & 0x3F,
+                    pg_len: (pg >> 6) & 0x1FFF,
+                    pg_last: pg >> 19 & 1 == 1,
+                },
+            ));
+        }
+        if self.dut.get_bit("lc_write") {
+            assert!(!lc_full, "cycle {c}: a local completion written while lc_full");
+            let d = self.dut.get_wide("lc_data");
+            let l = LocalCompletion::default();
+            let qpn = get(&d, l.get_my_offset_qpn(), 8);
+            self.events.push((
+                c,
+                Ev::Local {
+                    wr_id: get(&d, l.get_my_offset_wr_id(), 64),
+                    qpn,
+                    status: get(&d, l.get_my_offset_status(), 8),
+                    wc_opcode: get(&d, l.get_my_offset_wc_opcode(), 8),
+                },
+            ));
+            // The RX engine takes it from its FIFO and retires the WQE a few cycles later.
+            self.lc_retire.push_back((c + self.rng.range(3, 12), qpn as usize));
+        }
+        self.pulses_tx_req += u64::from(self.dut.get_bit("cnt_tx_req"));
+        self.pulses_local_err += u64::from(self.dut.get_bit("cnt_local_err"));
+        while let Some(&(t, q)) = self.lc_retire.front() {
+            if t > c {
+                break;
+            }
+            self.acked[q].wqes += 1;
+            self.locals_retired[q] += 1;
+            self.lc_retire.pop_front();
+        }
+        // The completer's table is a block RAM: the address of this cycle answers in the next.
+        self.acked_sel = self.dut.get("acked_addr") as usize;
+        self.prev_afull = ja || ra || pa;
+        self.dut.tick();
+        self.cycle += 1;
+    }
+
+    /// Runs until the block has done nothing for `quiet` cycles (and no doorbell, WQE beat or
+    /// retirement is pending); returns the events since `from`.
+    fn run_quiet(&mut self, quiet: u64) -> Vec<Ev> {
+        let from = self.events.len();
+        let mut idle = 0;
+        let mut n = self.events.len();
+        for _ in 0..2_000_000 {
+            self.step();
+            if self.events.len() != n {
+                n = self.events.len();
+                idle = 0;
+            } else {
+                idle += 1;
+            }
+            if idle >= quiet && self.db.is_empty() && self.beats.is_empty() && self.lc_retire.is_empty() {
+                return self.events[from..].iter().map(|e| e.1.clone()).collect();
+            }
+        }
+        panic!("the scheduler never settled");
+    }
+}
+
+/// Good regions of PD `pd` (LOCAL_WRITE granted) at table indices `first..first + n`.
+fn good_mrs(tb: &mut Tb, first: u64, n: u64, pd: u64) -> Vec<(u64, Mr)> {
+    let mut v = Vec::new();
+    for i in first..first + n {
+        let rng = &mut tb.rng;
+        let m = Mr {
+            valid: true,
+            access: *rng.pick(&[0x1u64, 0x3, 0x7, 0xF]),
+            tag: u64::from(rng.u32() as u8),
+            pd,
+            va: rng.next_u64() & 0x0000_7FFF_FFFF_FFFF,
+            length: 1 << 20,
+            iova: rng.next_u64() & 0x0000_FFFF_FFFF_FFFF,
+        };
+        tb.write_mr(i, &m);
+        v.push((i, m));
+    }
+    v
+}
+
+fn lkey_of(index: u64, m: &Mr) -> u32 {
+    (index << 8 | m.tag) as u32
+}
+
+/// An SGE of `len` bytes at a random (odd or not) place of region `(index, m)`.
+fn sge_in(rng: &mut Rng, (index, m): &(u64, Mr), len: u64) -> Sge {
+    Sge { addr: m.va + rng.range(0, m.length - len), len: len as u32, lkey: lkey_of(*index, m) }
+}
+
+fn random_flags(rng: &mut Rng) -> u8 {
+    let mut f = 0;
+    if rng.chance(2, 3) {
+        f |= send_flags::SIGNALED;
+    }
+    if rng.chance(1, 3) {
+        f |= send_flags::SOLICITED;
+    }
+    f
+}
+
+/// Every request packet job pulsed `cnt_tx_req` once.
+fn check_tx_req(tb: &Tb, ctx: &str) {
+    let jobs = tb.events.iter().filter(|e| matches!(e.1, Ev::Job(_))).count() as u64;
+    assert_eq!(tb.pulses_tx_req, jobs, "{ctx}: cnt_tx_req pulses vs packet jobs");
+}
+
+#[test]
+fn write_one_sge_every_path_mtu() {
+    let mut tb = Tb::new(0x75C4_0001);
+    let seed = tb.rng.0;
+    let pd = 0x12345;
+    let mrs = good_mrs(&mut tb, 4, 3, pd);
+    let qpns = [3u64, 17, 30, 44, 61];
+    let mut wqes_seen = 0;
+    for (mi, &qpn) in qpns.iter().enumerate() {
+        let mtu_code = mi as u64 + 1;
+        let stride = tb.rng.range(0, 3);
+        let cfg = QpCfg::random(&mut tb.rng, mtu_code, pd, stride);
+        tb.create_qp(qpn, &cfg);
+        let mtu = cfg.mtu();
+        let edges = [0, 1, mtu - 1, mtu, mtu + 1, 2 * mtu, 15 * mtu, 16 * mtu, 16 * mtu + 1, 17 * mtu - 1, 33 * mtu + 7];
+        for batch in 0..5 {
+            tb.backpressure = batch % 2 == 1;
+            let n = tb.rng.range(1, 6);
+            let mut wqes = Vec::new();
+            for k in 0..n {
+                let rng = &mut tb.rng;
+                let len = if rng.chance(1, 2) { *rng.pick(&edges) } else { rng.range(1, 20 * mtu) };
+                let m = rng.pick(&mrs).clone();
+                let opcode = *rng.pick(&[
+                    wr_opcode::RDMA_WRITE,
+                    wr_opcode::RDMA_WRITE,
+                    wr_opcode::RDMA_WRITE_WITH_IMM,
+                    wr_opcode::SEND,
+                    wr_opcode::SEND_WITH_IMM,
+                ]);
+                let sges = if len == 0 && rng.chance(1, 2) { vec![] } else { vec![sge_in(rng, &m, len)] };
+                wqes.push(Wqe {
+                    wr_id: 0x5A5A_0000_0000 | (mtu_code << 16) | (batch << 8) | k,
+                    opcode,
+                    flags: random_flags(rng),
+                    imm: rng.u32(),
+                    remote_addr: rng.next_u64(),
+                    rkey: rng.u32(),
+                    sges,
+                });
+            }
+            let want = tb.post(qpn, &wqes);
+            let got = tb.run_quiet(200);
+            let lens: Vec<u64> = wqes.iter().map(|w| w.sges.first().map_or(0, |s| u64::from(s.len))).collect();
+            let ctx = format!("QP {qpn} MTU {mtu} stride {stride} batch {batch}: lengths {lens:?} (seed {seed:#x})");
+            assert_events(&want, &got, &ctx);
+            wqes_seen += wqes.len();
+            tb.retire_all(qpn);
+        }
+        check_tx_req(&tb, &format!("QP {qpn}"));
+    }
+    assert!(wqes_seen > 40, "{wqes_seen} WQEs");
+}
+
+#[test]
+fn gather_lists_tile_the_message() {
+    let mut tb = Tb::new(0x75C4_0002);
+    let seed = tb.rng.0;
+    let pd = 0x777;
+    let mrs = good_mrs(&mut tb, 10, 4, pd);
+    let (mut multi_piece_pkts, mut pieces) = (0usize, 0usize);
+    for (mi, &qpn) in [5u64, 21, 38, 52, 62].iter().enumerate() {
+        let mtu_code = mi as u64 + 1;
+        let cfg = QpCfg::random(&mut tb.rng, mtu_code, pd, 3);
+        tb.create_qp(qpn, &cfg);
+        let mtu = cfg.mtu();
+        for batch in 0..6u64 {
+            tb.backpressure = tb.rng.chance(1, 2);
+            let mut wqes = Vec::new();
+            for k in 0..tb.rng.range(1, 3) {
+                let rng = &mut tb.rng;
+                let n = rng.range(2, 16);
+                let sges: Vec<Sge> = (0..n)
+                    .map(|_| {
+                        let m = rng.pick(&mrs).clone();
+                        let len = match rng.range(0, 7) {
+                            0 => 0,
+                            1 => 1,
+                            2 => rng.range(2, 8),
+                            3 => rng.range(60, 70),
+                            4 => mtu,
+                            _ => rng.range(1, 2 * mtu),
+                        };
+                        let mut s = sge_in(rng, &m, len);
+                        if len == 0 {
+                            s.lkey = rng.u32(); // never checked
+                        }
+                        let end = (s.addr + len) & !63;
+                        if len > 0 && rng.chance(1, 4) && end >= m.1.va + len {
+                            // Ends on a beat boundary.
+                            s.addr = end - len;
+                        }
+                        s
+                    })
+                    .collect();
+                wqes.push(Wqe {
+                    wr_id: 0x6A7E_0000 + (mtu_code << 12) + (batch << 4) + k,
+                    opcode: *rng.pick(&[wr_opcode::RDMA_WRITE, wr_opcode::RDMA_WRITE_WITH_IMM, wr_opcode::SEND]),
+                    flags: random_flags(rng),
+                    imm: rng.u32(),
+                    remote_addr: rng.next_u64(),
+                    rkey: rng.u32(),
+                    sges,
+                });
+            }
+            let want = tb.post(qpn, &wqes);
+            let got = tb.run_quiet(200);
+            let ctx = format!(
+                "QP {qpn} MTU {mtu} batch {batch}: SGE lengths {:?} (seed {seed:#x})",
+                wqes.iter().map(|w| w.sges.iter().map(|s| s.len).collect::<Vec<_>>()).collect::<Vec<_>>()
+            );
+            assert_events(&want, &got, &ctx);
+            // Independently of the model's walk: per WQE, the read jobs laid end to end are
+            // the message, each byte at the IOVA of the SGE holding it.
+            let mut wi = 0;
+            let mut i = 0;
+            while i < got.len() {
+                if let Ev::Record { .. } = got[i] {
+                    let w = &wqes[wi];
+                    let mut iova_of = Vec::new();
+                    for s in &w.sges {
+                        if s.len > 0 {
+                            let t = tb.model.check(pd, s, false).unwrap();
+                            iova_of.extend((0..u64::from(s.len)).map(|b| t + b));
+                        }
+                    }
+                    let (mut at, mut pkt_len, mut pkt_placed, mut npieces) = (0u64, 0u64, 0u64, 0usize);
+                    i += 1;
+                    while i < got.len() && !matches!(got[i], Ev::Fetch { .. }) {
+                        match &got[i] {
+                            Ev::Job(j) => {
+                                assert_eq!(pkt_placed, pkt_len, "{ctx}: WQE {wi}: a packet's pieces fall short");
+                                (pkt_len, pkt_placed) = (j.plen, 0);
+                                if npieces > 1 {
+                                    multi_piece_pkts += 1;
+                                }
+                                npieces = 0;
+                            }
+                            Ev::Read { addr, len, pg_skip, pg_len, pg_last } => {
+                                assert!(*len > 0, "{ctx}: empty piece");
+                                for b in 0..*len {
+                                    assert_eq!(addr + b, iova_of[(at + b) as usize], "{ctx}: WQE {wi} message byte {}", at + b);
+                                }
+                                assert_eq!((*pg_skip, *pg_len), (addr & 63, *len), "{ctx}: piece record vs read job");
+                                at += len;
+                                pkt_placed += len;
+                                assert_eq!(*pg_last, pkt_placed == pkt_len, "{ctx}: WQE {wi}: last-piece flag");
+                                npieces += 1;
+                                pieces += 1;
+                            }
+                            e => panic!("{ctx}: unexpected {e:x?}"),
+                        }
+                        i += 1;
+                    }
+                    if npieces > 1 {
+                        multi_piece_pkts += 1;
+                    }
+                    assert_eq!(pkt_placed, pkt_len, "{ctx}: WQE {wi}: the last packet's pieces fall short");
+                    assert_eq!(at, iova_of.len() as u64, "{ctx}: WQE {wi}: the pieces cover the message");
+                    wi += 1;
+                } else {
+                    i += 1;
+                }
+            }
+            assert_eq!(wi, wqes.len(), "{ctx}: records");
+            tb.retire_all(qpn);
+        }
+    }
+    check_tx_req(&tb, "all");
+    assert!(multi_piece_pkts > 30, "{multi_piece_pkts} packets over several SGEs ({pieces} pieces)");
+}
+
+#[test]
+fn read_list_goes_to_the_rx_engine_first() {
+    let mut tb = Tb::new(0x75C4_0003);
+    let seed = tb.rng.0;
+    let pd = 0x4242;
+    let mrs = good_mrs(&mut tb, 20, 3, pd);
+    let mut lists = 0;
+    for (mi, &qpn) in [7u64, 26, 41, 55, 60].iter().enumerate() {
+        let mtu_code = mi as u64 + 1;
+        let stride = if mi % 2 == 0 { 3 } else { 2 };
+        let cfg = QpCfg::random(&mut tb.rng, mtu_code, pd, stride);
+        tb.create_qp(qpn, &cfg);
+        let mtu = cfg.mtu();
+        let max_sge = [1u64, 5, 13, 16][stride as usize];
+        for batch in 0..6u64 {
+            tb.backpressure = tb.rng.chance(1, 2);
+            let rng = &mut tb.rng;
+            let n = if batch == 0 { max_sge } else if batch == 1 { 1 } else { rng.range(2, max_sge) };
+            let sges: Vec<Sge> = (0..n)
+                .map(|k| {
+                    let m = rng.pick(&mrs).clone();
+                    // (Batch 2: every SGE empty, a READ of 0 bytes.)
+                    let len = if batch == 2 || k > 0 && rng.chance(1, 6) { 0 } else { rng.range(1, 3 * mtu) };
+                    let mut s = sge_in(rng, &m, len);
+                    if len == 0 {
+                        s.lkey = rng.u32();
+                    }
+                    s
+                })
+                .collect();
+            let read = Wqe {
+                wr_id: 0x2EAD_0000 + (mtu_code << 8) + batch,
+                opcode: wr_opcode::RDMA_READ,
+                flags: random_flags(rng),
+                imm: rng.u32(),
+                remote_addr: rng.next_u64(),
+                rkey: rng.u32(),
+                sges: sges.clone(),
+            };
+            let m = rng.pick(&mrs).clone();
+            let len = rng.range(0, 2 * mtu);
+            let write = Wqe {
+                wr_id: 0x3717_0000 + batch,
+                opcode: wr_opcode::RDMA_WRITE,
+                flags: random_flags(rng),
+                imm: 0,
+                remote_addr: rng.next_u64(),
+                rkey: rng.u32(),
+                sges: vec![sge_in(rng, &m, len)],
+            };
+            let psn0 = tb.model.qps[&qpn].next_psn;
+            let want = tb.post(qpn, &[read, write]);
+            let got = tb.run_quiet(200);
+            let ctx = format!("QP {qpn} MTU {mtu} batch {batch}: READ into {:?} (seed {seed:#x})", sges.iter().map(|s| s.len).collect::<Vec<_>>());
+            assert_events(&want, &got, &ctx);
+            // Spelled out: the list is the translated non-empty SGEs, written before the record.
+            let nonempty: Vec<(u64, u64)> = sges
+                .iter()
+                .filter(|s| s.len > 0)
+                .map(|s| (tb.model.check(pd, s, true).unwrap(), u64::from(s.len)))
+                .collect();
+            let sum: u64 = nonempty.iter().map(|e| e.1).sum();
+            let list: Vec<(u64, u64, u64)> = got
+                .iter()
+                .filter_map(|e| if let Ev::List { waddr, iova, len } = e { Some((*waddr, *iova, *len)) } else { None })
+                .collect();
+            let rec = got.iter().position(|e| matches!(e, Ev::Record { .. })).expect("no record");
+            if n > 1 {
+                let want_list: Vec<(u64, u64, u64)> =
+                    nonempty.iter().enumerate().map(|(k, e)| (qpn << 4 | k as u64, e.0, e.1)).collect();
+                assert_eq!(list, want_list, "{ctx}: READ list writes");
+                assert!(got[1..rec].iter().all(|e| matches!(e, Ev::List { .. })) && rec == 1 + list.len(), "{ctx}: the list goes before the record");
+                lists += 1;
+            } else {
+                assert!(list.is_empty(), "{ctx}: a one-SGE READ wrote a list");
+            }
+            let Ev::Record { rd_list, byte_len, .. } = &got[rec] else { unreachable!() };
+            assert_eq!((*rd_list, *byte_len), (n > 1, sum), "{ctx}: in-flight record");
+            let Ev::Job(j) = &got[rec + 1] else { panic!("{ctx}: no READ REQUEST after the record") };
+            assert_eq!((j.opcode, j.reth.map(|r| r.2)), (0x0C, Some(sum)), "{ctx}: READ REQUEST");
+            let wj = got.iter().filter_map(|e| if let Ev::Job(j) = e { Some(j) } else { None }).nth(1).unwrap();
+            assert_eq!(wj.psn, u64::from((psn0 + sum.div_ceil(mtu).max(1) as u32) & PSN_MASK), "{ctx}: the WRITE's PSN");
+            tb.retire_all(qpn);
+        }
+    }
+    check_tx_req(&tb, "all");
+    assert!(lists >= 20, "{lists} READ lists");
+}
+
+#[test]
+fn multi_sge_read_waits_for_earlier_reads() {
+    let mut tb = Tb::new(0x75C4_0004);
+    let seed = tb.rng.0;
+    let pd = 0x99;
+    let mrs = good_mrs(&mut tb, 30, 2, pd);
+    for (round, &qpn) in [11u64, 45, 58].iter().enumerate() {
+        let mtu_code = tb.rng.range(1, 5);
+        let mut cfg = QpCfg::random(&mut tb.rng, mtu_code, pd, 2);
+        cfg.max_rd_atomic = 2;
+        tb.create_qp(qpn, &cfg);
+        tb.backpressure = round == 1;
+        let mtu = cfg.mtu();
+        let rng = &mut tb.rng;
+        let read = |rng: &mut Rng, id: u64, n: u64| Wqe {
+            wr_id: 0xFE0C_0000 + (round as u64) * 16 + id,
+            opcode: wr_opcode::RDMA_READ,
+            flags: send_flags::SIGNALED,
+            imm: 0,
+            remote_addr: rng.next_u64(),
+            rkey: rng.u32(),
+            sges: (0..n)
+                .map(|_| {
+                    let m = rng.pick(&mrs).clone();
+                    let len = rng.range(1, 3 * mtu);
+                    sge_in(rng, &m, len)
+                })
+                .collect(),
+        };
+        let r0 = read(rng, 0, 1);
+        let r1 = read(rng, 1, 1);
+        let r2 = read(rng, 2, 1);
+        let n3 = rng.range(2, 13);
+        let r3 = read(rng, 3, n3);
+        let m = rng.pick(&mrs).clone();
+        let len4 = rng.range(0, 3 * mtu);
+        let w4 = Wqe {
+            wr_id: 0xFE0C_1000 + round as u64,
+            opcode: wr_opcode::RDMA_WRITE,
+            flags: send_flags::SIGNALED,
+            imm: 0,
+            remote_addr: rng.next_u64(),
+            rkey: rng.u32(),
+            sges: vec![sge_in(rng, &m, len4)],
+        };
+        let want = tb.post(qpn, &[r0, r1, r2, r3, w4]);
+        // Split the expected events at each WQE's fetch.
+        let starts: Vec<usize> = (0..want.len()).filter(|&i| matches!(want[i], Ev::Fetch { .. })).collect();
+        let part = |k: usize| -> Vec<Ev> { want[starts[k]..*starts.get(k + 1).unwrap_or(&want.len())].to_vec() };
+        let ctx = format!("QP {qpn} MTU {mtu} (seed {seed:#x})");
+        // READs 0 and 1 go (1 outstanding < max_rd_atomic = 2); READ 2 is fetched and waits.
+        let got = tb.run_quiet(400);
+        let mut w = [part(0), part(1)].concat();
+        w.push(want[starts[2]].clone());
+        assert_events(&w, &got, &format!("{ctx}: two READs outstanding"));
+        // The completer retires READ 0: READ 2 goes; READ 3 (a list) is fetched and waits for
+        // READs 1 and 2.
+        let last = |ev: &[Ev]| ev.iter().find_map(|e| if let Ev::Record { last_psn, .. } = e { Some(*last_psn as u32) } else { None }).unwrap();
+        tb.acked[qpn as usize] = Acked { wqes: 1, reads: 1, psn: (last(&part(0)) + 1) & PSN_MASK };
+        let got = tb.run_quiet(400);
+        let mut w = part(2)[1..].to_vec();
+        w.push(want[starts[3]].clone());
+        assert_events(&w, &got, &format!("{ctx}: READ 0 retired"));
+        // READ 1 retired: READ 2 still outstanding, the list READ still waits (a one-SGE READ
+        // would go now).
+        tb.acked[qpn as usize] = Acked { wqes: 2, reads: 2, psn: (last(&part(1)) + 1) & PSN_MASK };
+        let got = tb.run_quiet(400);
+        assert_events(&[], &got, &format!("{ctx}: READ 1 retired, READ 2 outstanding"));
+        // READ 2 retired: nothing outstanding; the list goes to the RX engine, then the record
+        // and the request; the WRITE behind it goes at once (READ 3 outstanding).
+        tb.acked[qpn as usize] = Acked { wqes: 3, reads: 3, psn: (last(&part(2)) + 1) & PSN_MASK };
+        let got = tb.run_quiet(400);
+        let w = [part(3)[1..].to_vec(), part(4)].concat();
+        assert_events(&w, &got, &format!("{ctx}: READ 2 retired"));
+        assert!(matches!(got[0], Ev::List { .. }), "{ctx}: the list is copied first");
+        tb.retire_all(qpn);
+    }
+}
+
+#[test]
+fn bad_lkey_in_a_read_list_completes_locally() {
+    let mut tb = Tb::new(0x75C4_0005);
+    let seed = tb.rng.0;
+    let pd = 0x31;
+    let mrs = good_mrs(&mut tb, 40, 2, pd);
+    // Entries for the bad keys: an invalid one, one of another PD, one without LOCAL_WRITE.
+    let base = Mr { valid: true, access: 0x1, tag: 0x5C, pd, va: 0x1000_0000, length: 1 << 16, iova: 0x8_0000_0000 };
+    tb.write_mr(50, &Mr { valid: false, ..base.clone() });
+    tb.write_mr(51, &Mr { pd: pd + 1, ..base.clone() });
+    tb.write_mr(52, &Mr { access: 0x6, ..base.clone() });
+    let kinds = ["stale tag", "invalid entry", "other PD", "no LOCAL_WRITE", "past the region", "key bits above the table"];
+    let mut local_errs = 0;
+    for (vi, kind) in kinds.iter().enumerate() {
+        let qpn = 20 + vi as u64 * 7;
+        let mtu_code = tb.rng.range(1, 5);
+        let cfg = QpCfg::random(&mut tb.rng, mtu_code, pd, 1);
+        tb.create_qp(qpn, &cfg);
+        tb.backpressure = vi % 2 == 1;
+        let mtu = cfg.mtu();
+        let rng = &mut tb.rng;
+        let sge = |rng: &mut Rng| {
+            let m = rng.pick(&mrs).clone();
+            let len = rng.range(1, 2 * mtu);
+            sge_in(rng, &m, len)
+        };
+        let write = |rng: &mut Rng, id: u64, s: Sge| Wqe {
+            wr_id: 0xE770_0000 + (vi as u64) * 16 + id,
+            opcode: wr_opcode::RDMA_WRITE,
+            flags: send_flags::SIGNALED,
+            imm: 0,
+            remote_addr: rng.next_u64(),
+            rkey: rng.u32(),
+            sges: vec![s],
+        };
+        let s0 = sge(rng);
+        let w0 = write(rng, 0, s0);
+        let mut sges: Vec<Sge> = (0..4).map(|_| sge(rng)).collect();
+        let bad = &mut sges[2];
+        match vi {
+            0 => bad.lkey ^= 1 << rng.range(0, 7),
+            1 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (50 << 8) | 0x5C },
+            2 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (51 << 8) | 0x5C },
+            3 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (52 << 8) | 0x5C },
+            4 => {
+                let (i, m) = &mrs[0];
+                *bad = Sge { addr: m.va + m.length - 63, len: 64, lkey: lkey_of(*i, m) };
+            }
+            _ => bad.lkey |= 1 << rng.range(14, 31),
+        }
+        let r1 = Wqe {
+            wr_id: 0xE770_0000 + (vi as u64) * 16 + 1,
+            opcode: wr_opcode::RDMA_READ,
+            flags: send_flags::SIGNALED,
+            imm: 0,
+            remote_addr: rng.next_u64(),
+            rkey: rng.u32(),
+            sges,
+        };
+        let s2 = sge(rng);
+        let w2 = write(rng, 2, s2);
+        let want = tb.post(qpn, &[w0, r1, w2]);
+        let ctx = format!("QP {qpn}: SGE 2 {kind} (seed {seed:#x})");
+        // The model's verdict, spelled out.
+        let locals: Vec<&Ev> = want.iter().filter(|e| matches!(e, Ev::Local { .. })).collect();
+        assert_eq!(
+            locals,
+            vec![
+                &Ev::Local { wr_id: 0xE770_0000 + (vi as u64) * 16 + 1, qpn, status: u64::from(wc_status::LOC_PROT_ERR), wc_opcode: 2 },
+                &Ev::Local { wr_id: 0xE770_0000 + (vi as u64) * 16 + 2, qpn, status: u64::from(wc_status::WR_FLUSH_ERR), wc_opcode: 1 },
+            ],
+            "{ctx}: the model"
+        );
+        // The WRITE goes; the READ is fetched, and its error waits for the WRITE to retire.
+        let starts: Vec<usize> = (0..want.len()).filter(|&i| matches!(want[i], Ev::Fetch { .. })).collect();
+        let got = tb.run_quiet(400);
+        assert_events(&want[..starts[1] + 1], &got, &format!("{ctx}: before the WRITE retired"));
+        tb.retire_all(qpn);
+        let got = tb.run_quiet(400);
+        assert_events(&want[starts[1] + 1..], &got, &format!("{ctx}: after"));
+        assert!(!got.iter().any(|e| matches!(e, Ev::List { .. } | Ev::Record { .. } | Ev::Job(_) | Ev::Read { .. })), "{ctx}: {got:x?}");
+        local_errs += 1;
+        assert_eq!(tb.pulses_local_err, local_errs, "{ctx}: cnt_local_err counts the LOC_PROT_ERR, not the flush");
+    }
+    check_tx_req(&tb, "all");
+}
