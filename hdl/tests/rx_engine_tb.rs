@@ -37,8 +37,9 @@
 //!   completes with LOC_PROT_ERR (NAK 0x63) and a message one byte too long with LOC_LEN_ERR
 //!   (NAK 0x61), the refused packet writing nothing. (Here `job_afull` also stalls the pieces.)
 //! - `read_responses_scatter_over_the_read_list`: RDMA READs recorded with `rd_list` set (a
-//!   READ with several local SGEs, whose checked list the scheduler copies to `rl_*`), one QP
-//!   per path MTU, 1..=16 random list entries (1 byte to 3 MTUs, any IOVA alignment), READs of
+//!   READ with several local SGEs, whose checked list the scheduler copies to `rl_*`, list
+//!   `s mod 4` of the QP for its READ number `s`; the other three hold junk), one QP per path
+//!   MTU, 1..=16 random list entries (1 byte to 3 MTUs, any IOVA alignment), READs of
 //!   five QPs outstanding together and their READ RESPONSE FIRST/MIDDLE/LAST/ONLY packets
 //!   interleaved across QPs: every payload byte goes to the IOVA of the list entry holding it,
 //!   at packet offset `hlen + bytes placed`, one job per piece, only a packet's last piece
@@ -1048,12 +1049,13 @@ struct Inflight {
 }
 
 impl Tb {
-    /// Writes entry `k` of QP `qpn`'s READ list as the scheduler does (`rl_*`, one cycle).
-    fn write_read_list(&mut self, qpn: u64, k: u64, iova: u64, len: u32) {
+    /// Writes entry `k` of the list of QP `qpn`'s READ number `s` (its READs and atomics
+    /// counted from 0; 4 lists per QP, used in turn) as the scheduler does (`rl_*`, one cycle).
+    fn write_read_list(&mut self, qpn: u64, s: u64, k: u64, iova: u64, len: u32) {
         let mut data = [0u8; 12];
         data[..8].copy_from_slice(&iova.to_le_bytes());
         data[8..].copy_from_slice(&len.to_le_bytes());
-        self.dut.set("rl_waddr", qpn << 4 | k);
+        self.dut.set("rl_waddr", qpn << 6 | (s % 4) << 4 | k);
         self.dut.set_wide("rl_wdata", &data);
         self.dut.set("rl_we", 1);
         self.dut.eval();
@@ -1232,13 +1234,23 @@ fn read_responses_scatter_over_the_read_list() {
             for e in &entries {
                 iova_of.extend((0..e.1).map(|b| e.0 + b));
             }
+            // This is the QP's READ number `round`: its list is `round mod 4`; the other three
+            // hold junk (lists of READs before and after it).
             for (k, e) in entries.iter().enumerate() {
-                tb.write_read_list(qpn, k as u64, e.0, e.1 as u32);
+                tb.write_read_list(qpn, round, k as u64, e.0, e.1 as u32);
             }
             for k in n..16 {
                 if tb.rng.chance(1, 2) {
                     let (a, l) = (tb.rng.next_u64(), tb.rng.u32());
-                    tb.write_read_list(qpn, k, a, l);
+                    tb.write_read_list(qpn, round, k, a, l);
+                }
+            }
+            for other in round + 1..round + 4 {
+                for k in 0..16 {
+                    if tb.rng.chance(1, 4) {
+                        let (a, l) = (tb.rng.next_u64(), tb.rng.u32());
+                        tb.write_read_list(qpn, other, k, a, l);
+                    }
                 }
             }
             let mut run = ReadRun {

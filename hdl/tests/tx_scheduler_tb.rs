@@ -23,7 +23,8 @@
 //! `min(2^stride, 5)` beats); for a WQE that fails, one local completion (status per
 //! `rnic_contract::verbs::wc_status`, in SQ order once every earlier WQE has retired, and
 //! WR_FLUSH_ERR for every WQE after it); else, for a READ with several SGEs, one list write per
-//! non-empty SGE (`{iova, length}` translated as `mr.iova + (addr - mr.va)`, at `qpn << 4 | k`),
+//! non-empty SGE (`{iova, length}` translated as `mr.iova + (addr - mr.va)`, at
+//! `qpn << 6 | (s mod 4) << 4 | k` for the QP's READ number `s`),
 //! then the in-flight record (first and last PSN, byte length, SIGNALED, `rd_list`,
 //! IBV_WC opcode), then per packet its job (WRITE/SEND FIRST/MIDDLE/LAST/ONLY by path MTU, WITH
 //! IMMEDIATE on the last with the ImmDt, AckReq on the last and every 16th, RETH on a WRITE's
@@ -43,15 +44,15 @@
 //!   the last piece of each packet (only) flagged.
 //! - `read_list_goes_to_the_rx_engine_first`: READs of 2..=16 SGEs (empty ones among them)
 //!   followed by WRITEs: the list writes carry exactly the translated non-empty SGEs in order at
-//!   `qpn << 4 | k`, all before the READ's in-flight record (`rd_list` = 1, byte_len = the sum),
+//!   `qpn << 6 | (s mod 4) << 4 | k`, all before the READ's in-flight record (`rd_list` = 1, byte_len = the sum),
 //!   then one READ REQUEST for the sum; the next WQE's PSN follows the READ's responses. A
 //!   READ of one SGE writes no list (`rd_list` = 0, `local_iova` its translated SGE); a READ
 //!   whose SGEs are all empty writes none either (`rd_list` = 1, 0 bytes, one response PSN).
-//! - `multi_sge_read_waits_for_earlier_reads`: with max_rd_atomic = 2, a second one-SGE READ
-//!   goes while the first is outstanding, a third waits for max_rd_atomic only (until the test
-//!   retires the first), and a READ with several SGEs waits, its list not copied and nothing
-//!   recorded or sent, while any earlier READ is outstanding (until `acked_reads` catches up);
-//!   a WRITE behind it then goes at once.
+//! - `multi_sge_read_waits_for_earlier_reads`: with max_rd_atomic = 8, five one-SGE READs go
+//!   at once (a one-SGE READ is not held back by 4 outstanding), and a READ with several SGEs
+//!   waits, its list not copied and nothing recorded or sent, while 4 or more READs are
+//!   outstanding (the RX engine keeps 4 lists per QP); when `acked_reads` leaves 3, its list
+//!   goes to list 5 mod 4 = 1 and a WRITE behind it goes at once.
 //! - `bad_lkey_in_a_read_list_completes_locally`: a READ of 4 SGEs whose SGE 2 has a bad lkey
 //!   (stale tag, invalid entry, other PD, no LOCAL_WRITE, past its region, key bits above the
 //!   table), behind a WRITE: no list write, no record, no job; a LocalCompletion with
@@ -252,6 +253,12 @@ fn assert_events(want: &[Ev], got: &[Ev], ctx: &str) {
     assert_eq!(got.len(), want.len(), "{ctx}: extra events {:#x?}", &got[want.len()..]);
 }
 
+/// Where entry `k` of READ number `s` of QP `qpn` goes in the RX engine's READ list table
+/// (4 lists per QP, used in turn).
+fn list_addr(qpn: u64, s: u64, k: usize) -> u64 {
+    qpn << 6 | (s % 4) << 4 | k as u64
+}
+
 /// The reference model: the key table and each QP's requester state.
 #[derive(Default)]
 struct Model {
@@ -264,6 +271,8 @@ struct QpModel {
     next_psn: u32,
     ci: u64,
     err: bool,
+    /// READs and atomics sent so far: READ number `s` keeps its list at `s mod 4`.
+    reads: u64,
 }
 
 impl Model {
@@ -325,8 +334,11 @@ impl Model {
         q.next_psn = (psn0 + npkts as u32) & PSN_MASK;
         if w.is_read() && multi {
             for (k, e) in list.iter().enumerate() {
-                ev.push(Ev::List { waddr: qpn << 4 | k as u64, iova: e.0, len: e.1 });
+                ev.push(Ev::List { waddr: list_addr(qpn, q.reads, k), iova: e.0, len: e.1 });
             }
+        }
+        if w.is_read() {
+            q.reads += 1;
         }
         ev.push(Ev::Record {
             addr: qpn << 4 | (ci & 15),
@@ -511,7 +523,7 @@ impl Tb {
         qp::MAX_RD_ATOMIC.put(&mut r, c.max_rd_atomic);
         qp::SEND_CQ.put(&mut r, 1);
         self.command(1, qpn, &r);
-        self.model.qps.insert(qpn, QpModel { cfg: c.clone(), next_psn: c.sq_psn, ci: 0, err: false });
+        self.model.qps.insert(qpn, QpModel { cfg: c.clone(), next_psn: c.sq_psn, ci: 0, err: false, reads: 0 });
         self.acked[qpn as usize] = Acked { wqes: 0, reads: 0, psn: c.sq_psn };
         self.posted[qpn as usize] = 0;
         self.locals_retired[qpn as usize] = 0;
@@ -1004,6 +1016,7 @@ fn read_list_goes_to_the_rx_engine_first() {
                 sges: vec![sge_in(rng, &m, len)],
             };
             let psn0 = tb.model.qps[&qpn].next_psn;
+            let read_no = tb.model.qps[&qpn].reads;
             let want = tb.post(qpn, &[read, write]);
             let got = tb.run_quiet(200);
             let ctx = format!("QP {qpn} MTU {mtu} batch {batch}: READ into {:?} (seed {seed:#x})", sges.iter().map(|s| s.len).collect::<Vec<_>>());
@@ -1022,7 +1035,7 @@ fn read_list_goes_to_the_rx_engine_first() {
             let rec = got.iter().position(|e| matches!(e, Ev::Record { .. })).expect("no record");
             if n > 1 {
                 let want_list: Vec<(u64, u64, u64)> =
-                    nonempty.iter().enumerate().map(|(k, e)| (qpn << 4 | k as u64, e.0, e.1)).collect();
+                    nonempty.iter().enumerate().map(|(k, e)| (list_addr(qpn, read_no, k), e.0, e.1)).collect();
                 assert_eq!(list, want_list, "{ctx}: READ list writes");
                 assert!(got[1..rec].iter().all(|e| matches!(e, Ev::List { .. })) && rec == 1 + list.len(), "{ctx}: the list goes before the record");
                 lists += 1;
@@ -1051,7 +1064,7 @@ fn multi_sge_read_waits_for_earlier_reads() {
     for (round, &qpn) in [11u64, 45, 58].iter().enumerate() {
         let mtu_code = tb.rng.range(1, 5);
         let mut cfg = QpCfg::random(&mut tb.rng, mtu_code, pd, 2);
-        cfg.max_rd_atomic = 2;
+        cfg.max_rd_atomic = 8;
         tb.create_qp(qpn, &cfg);
         tb.backpressure = round == 1;
         let mtu = cfg.mtu();
@@ -1071,52 +1084,45 @@ fn multi_sge_read_waits_for_earlier_reads() {
                 })
                 .collect(),
         };
-        let r0 = read(rng, 0, 1);
-        let r1 = read(rng, 1, 1);
-        let r2 = read(rng, 2, 1);
-        let n3 = rng.range(2, 13);
-        let r3 = read(rng, 3, n3);
+        // Five one-SGE READs, a READ with a list, a WRITE.
+        let mut wqes: Vec<Wqe> = (0..5).map(|i| read(rng, i, 1)).collect();
+        let n5 = rng.range(2, 13);
+        wqes.push(read(rng, 5, n5));
         let m = rng.pick(&mrs).clone();
-        let len4 = rng.range(0, 3 * mtu);
-        let w4 = Wqe {
+        let len6 = rng.range(0, 3 * mtu);
+        wqes.push(Wqe {
             wr_id: 0xFE0C_1000 + round as u64,
             opcode: wr_opcode::RDMA_WRITE,
             flags: send_flags::SIGNALED,
             imm: 0,
             remote_addr: rng.next_u64(),
             rkey: rng.u32(),
-            sges: vec![sge_in(rng, &m, len4)],
-        };
-        let want = tb.post(qpn, &[r0, r1, r2, r3, w4]);
+            sges: vec![sge_in(rng, &m, len6)],
+        });
+        let want = tb.post(qpn, &wqes);
         // Split the expected events at each WQE's fetch.
         let starts: Vec<usize> = (0..want.len()).filter(|&i| matches!(want[i], Ev::Fetch { .. })).collect();
         let part = |k: usize| -> Vec<Ev> { want[starts[k]..*starts.get(k + 1).unwrap_or(&want.len())].to_vec() };
         let ctx = format!("QP {qpn} MTU {mtu} (seed {seed:#x})");
-        // READs 0 and 1 go (1 outstanding < max_rd_atomic = 2); READ 2 is fetched and waits.
-        let got = tb.run_quiet(400);
-        let mut w = [part(0), part(1)].concat();
-        w.push(want[starts[2]].clone());
-        assert_events(&w, &got, &format!("{ctx}: two READs outstanding"));
-        // The completer retires READ 0: READ 2 goes; READ 3 (a list) is fetched and waits for
-        // READs 1 and 2.
+        // READs 0..4 go (max_rd_atomic = 8: a one-SGE READ is not held back by 4 outstanding);
+        // the list READ is fetched and waits (5 outstanding, the RX engine keeps 4 lists).
+        let got = tb.run_quiet(600);
+        let mut w: Vec<Ev> = (0..5).flat_map(part).collect();
+        w.push(want[starts[5]].clone());
+        assert_events(&w, &got, &format!("{ctx}: five READs outstanding"));
         let last = |ev: &[Ev]| ev.iter().find_map(|e| if let Ev::Record { last_psn, .. } = e { Some(*last_psn as u32) } else { None }).unwrap();
+        // READ 0 retired: 4 outstanding, the list READ still waits.
         tb.acked[qpn as usize] = Acked { wqes: 1, reads: 1, psn: (last(&part(0)) + 1) & PSN_MASK };
         let got = tb.run_quiet(400);
-        let mut w = part(2)[1..].to_vec();
-        w.push(want[starts[3]].clone());
-        assert_events(&w, &got, &format!("{ctx}: READ 0 retired"));
-        // READ 1 retired: READ 2 still outstanding, the list READ still waits (a one-SGE READ
-        // would go now).
+        assert_events(&[], &got, &format!("{ctx}: READ 0 retired, 4 outstanding"));
+        // READ 1 retired: 3 outstanding; the list goes to the RX engine (list 5 mod 4 = 1, the
+        // one READ 1 used), then the record and the request; the WRITE behind it goes at once.
         tb.acked[qpn as usize] = Acked { wqes: 2, reads: 2, psn: (last(&part(1)) + 1) & PSN_MASK };
         let got = tb.run_quiet(400);
-        assert_events(&[], &got, &format!("{ctx}: READ 1 retired, READ 2 outstanding"));
-        // READ 2 retired: nothing outstanding; the list goes to the RX engine, then the record
-        // and the request; the WRITE behind it goes at once (READ 3 outstanding).
-        tb.acked[qpn as usize] = Acked { wqes: 3, reads: 3, psn: (last(&part(2)) + 1) & PSN_MASK };
-        let got = tb.run_quiet(400);
-        let w = [part(3)[1..].to_vec(), part(4)].concat();
-        assert_events(&w, &got, &format!("{ctx}: READ 2 retired"));
-        assert!(matches!(got[0], Ev::List { .. }), "{ctx}: the list is copied first");
+        let w = [part(5)[1..].to_vec(), part(6)].concat();
+        assert_events(&w, &got, &format!("{ctx}: READ 1 retired"));
+        let Ev::List { waddr, .. } = got[0] else { panic!("{ctx}: the list is copied first: {:x?}", got[0]) };
+        assert_eq!(waddr, qpn << 6 | 1 << 4, "{ctx}: READ 5's list slot");
         tb.retire_all(qpn);
     }
 }
