@@ -592,3 +592,52 @@ fn max_dest_rd_atomic_bounds_the_reads_the_responder_takes() {
         assert_same(&local[..taken * 32768], &remote_buf[..taken * 32768], "the READs taken");
     }
 }
+
+/// The flush after a local error completes exactly the WQEs posted, each once, however the
+/// completer's flush visit and the scheduler's local completions interleave. A QP number
+/// reused (destroyed in ERR, created again) arrives with a flush visit pending, which once
+/// took a WQE whose local completion was still queued for one in flight and completed its
+/// stale in-flight slot (`wr_id` 0, IBV_WC_SEND) instead of the flushed READ.
+#[test]
+fn a_local_error_flushes_exactly_the_posted_wqes_on_a_reused_qp_number() {
+    let h = hosts();
+    let mut remote_buf = pattern(5, 4096);
+    let mut local = vec![GUARD; 256];
+    let mut ro = vec![GUARD; 256];
+    let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
+    // No LOCAL_WRITE: a READ into it fails its local check (IBV_WC_LOC_PROT_ERR).
+    let ro_mr = h.pa.register(&mut ro, AccessFlags::REMOTE_READ).unwrap();
+    let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::REMOTE_READ).unwrap();
+    let mut qpns = Vec::new();
+    for round in 0..10u64 {
+        let rd = [1, 4][round as usize % 2];
+        let o = ConnectOptions { path_mtu: Mtu::Mtu1024, max_rd_atomic: rd, max_dest_rd_atomic: rd, ..ConnectOptions::default() };
+        let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(4).build().unwrap();
+        let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(4).build().unwrap();
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        qa.connect_with(&eb, &o).unwrap();
+        qb.connect_with(&ea, &o).unwrap();
+        qpns.push(qa.qp_num());
+        let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
+        let id = round << 8;
+        let bad = SendWr::rdma_read(id | 1, ro_mr.sge(0..100).unwrap(), remote.at(0)).signaled(true);
+        let behind = SendWr::rdma_read(id | 2, local_mr.sge(0..64).unwrap(), remote.at(0)).signaled(true);
+        qa.post_send(&[bad, behind]).unwrap();
+        let wcs = h.wait(&h.ca, 2, 300_000);
+        assert_eq!(
+            wcs.iter().map(|w| (w.wr_id, w.status, w.opcode, w.qp_num)).collect::<Vec<_>>(),
+            vec![
+                (id | 1, WcStatus::LocProtErr, WcOpcode::RdmaRead, qa.qp_num()),
+                (id | 2, WcStatus::WrFlushErr, WcOpcode::RdmaRead, qa.qp_num())
+            ],
+            "round {round}"
+        );
+        h.settle(3_000);
+        let mut extra = [rnic::WorkCompletion::default(); 4];
+        let k = h.ca.poll(&mut extra).unwrap();
+        assert_eq!(k, 0, "round {round}: completions beyond the posted WQEs: {:?}", &extra[..k]);
+    }
+    assert!(qpns.windows(2).any(|w| w[0] == w[1]), "the QP numbers were never reused: {qpns:?}");
+    drop((local_mr, ro_mr, remote_mr));
+    assert!(local.iter().chain(&ro).all(|&b| b == GUARD), "a failed or flushed READ wrote a local buffer");
+}

@@ -87,7 +87,8 @@ pub struct TxScheduler {
     pub acked_reads: Signal<In, Bits<7>>,
     /// The PSN after the last WQE the completer retired for `cur_qpn`.
     pub acked_psn: Signal<In, Bits<24>>,
-    // Our count of WQEs handed to the wire, for the completer (second read port).
+    /// Our count of WQEs handed to the wire (recorded in the in-flight table), for the
+    /// completer (second read port); WQEs completed in the error state are not counted.
     pub sent_addr: Signal<In, Bits<6>>,
     pub sent_data: Signal<Out, Bits<16>>,
     // WQE fetch on the DMA read channel.
@@ -1432,7 +1433,11 @@ impl Logic for TxScheduler {
                 | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
         }
         self.dyn_ram.write_enable.next = self.own_we.val() | self.cmd_we.val();
-        self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val();
+        // The RX engine's copy counts the WQEs recorded in the in-flight table: none while in
+        // the error state, whose WQEs complete through the local-completion FIFO (the completer
+        // would otherwise take a WQE whose completion is still queued there for one in flight,
+        // and flush its stale in-flight slot). The ACK timer's copy counts them all.
+        self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val() & !(self.own_we.val() & self.st_err.val());
         self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
         self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
         self.rrdone_x.write_enable.next = self.rrdone_ram.write_enable.val();
