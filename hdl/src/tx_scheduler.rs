@@ -202,6 +202,10 @@ pub struct TxScheduler {
     /// max_rd_atomic as a READ limit (1..=16), registered from the loaded context (it changes
     /// in state 2, long before state 12 compares against it).
     rd_limit_r: DFF<Bits<7>>,
+    /// READs and atomics outstanding (`reads_sent - acked_reads`), registered: a cycle late,
+    /// it can only overstate them (the completer's count only grows, and `reads_sent` moves
+    /// in states 2, 9 and 23, never in the cycle before the verdict of 12 or 27).
+    reads_out_r: DFF<Bits<7>>,
     /// The gather-list entry being copied to the RX engine's READ list table (states 32-33).
     cp_i: DFF<Bits<5>>,
     /// The WQE's byte offset in the ring (see `wqe_addr`).
@@ -396,7 +400,7 @@ impl Logic for TxScheduler {
             rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r, resumed, rw_other, rw_waiting, rs_room,
             rs_empty_r, cmd_ok, wb, g_idx, g_addr, g_len, g_lkey, inline_r, multi_r, all_ok, sum_len,
             n_valid, nsge_bad, len_bad, shape_bad, e_idx, sge_rem, fits_r, exh_r, pkt_left, pc_len,
-            pc_last, pc_exh, walk, walk_pend, walk_ge, rr_done_v, wqe_off, ext0, ext1, ext2, ext3, cp_i, rd_limit_r
+            pc_last, pc_exh, walk, walk_pend, walk_ge, rr_done_v, wqe_off, ext0, ext1, ext2, ext3, cp_i, rd_limit_r, reads_out_r
         );
         clock!(self, clock, resume);
         self.rs_room.d.next = !self.resume.almost_full.val();
@@ -518,6 +522,7 @@ impl Logic for TxScheduler {
         }
         self.rd_limit_r.d.next = self.rd_limit.val();
         self.reads_out.next = self.reads_sent.q.val() - self.acked_reads.val();
+        self.reads_out_r.d.next = self.reads_out.val();
         // Sums packed into the transport-state word are formed at their own width first:
         // `bit_cast` to a wider type masks at the wider width, so a carry would spill into the
         // next field (TOOLCHAIN-NOTES).
@@ -853,9 +858,9 @@ impl Logic for TxScheduler {
             // with several SGEs also waits while 4 are outstanding: the RX engine keeps 4 READ
             // lists per QP, used in turn by READ number, and the 4th before it may still be
             // filling its list.
-            self.rd_full.d.next = (self.is_read.val() & (self.reads_out.val() >= self.rd_limit_r.q.val()))
-                | (((self.send_flags.val() & 1) != 0) & (self.reads_out.val() != 0))
-                | (self.is_read.val() & self.multi_r.q.val() & (self.reads_out.val() >= 4));
+            self.rd_full.d.next = (self.is_read.val() & (self.reads_out_r.q.val() >= self.rd_limit_r.q.val()))
+                | (((self.send_flags.val() & 1) != 0) & (self.reads_out_r.q.val() != 0))
+                | (self.is_read.val() & self.multi_r.q.val() & (self.reads_out_r.q.val() >= 4));
             self.behind.d.next = self.in_flight.val().get_bit(15);
             self.skip_ok.d.next = self.skip_pending.q.val()
                 & self.skip_nz.q.val()
