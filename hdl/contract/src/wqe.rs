@@ -16,7 +16,8 @@ pub const LOG_BYTES: usize = 6;
 
 /// Largest SQ_LOG_STRIDE: WQEs of up to 512 bytes.
 pub const MAX_LOG_STRIDE: usize = 3;
-/// SGEs a WQE can carry (the NIC's per-WQE gather list holds this many).
+/// SGEs a WQE can carry: the NIC's per-WQE gather list holds this many, and so does each of
+/// its READ lists, over which an RDMA READ's responses are scattered.
 pub const MAX_SGE: usize = 16;
 /// Byte offset of inline data (the second slot).
 pub const INLINE_DATA: usize = 64;
