@@ -1102,6 +1102,20 @@ pub fn check_buffer(buf: &[u8], size: u64) -> Option<Mismatch> {
     check_qp_buffer(buf, size, 0, 1)
 }
 
+/// Counts the bytes of `got` (at `offset` in the buffer checked) that differ from `expect`,
+/// keeping the first as a [`Mismatch`] of QP `qp`'s iteration `iter`.
+fn tally(got: &[u8], expect: &[u8], qp: u32, offset: u64, iter: u64, first: &mut Option<Mismatch>, count: &mut u64) {
+    if got == &expect[..got.len()] {
+        return;
+    }
+    for (b, (&g, &e)) in got.iter().zip(expect).enumerate() {
+        if g != e {
+            *count += 1;
+            first.get_or_insert(Mismatch { qp, offset: offset + b as u64, iteration: iter, expected: e, found: g, count: 0 });
+        }
+    }
+}
+
 /// Compares QP `qp`'s buffer of a run over `qps` QPs with the patterns sent: its message `k`,
 /// at `k × size`, is iteration `qp + k × qps` and must hold that iteration's pattern. A message
 /// of another QP (another iteration) found there is a mismatch. Returns the first difference
@@ -1113,22 +1127,7 @@ pub fn check_qp_buffer(buf: &[u8], size: u64, qp: u32, qps: u32) -> Option<Misma
     for (k, got) in buf.chunks(size as usize).enumerate() {
         let iter = u64::from(qp) + k as u64 * u64::from(qps);
         fill_pattern(iter, &mut expect);
-        if got == &expect[..got.len()] {
-            continue;
-        }
-        for (b, (&g, &e)) in got.iter().zip(&expect).enumerate() {
-            if g != e {
-                count += 1;
-                first.get_or_insert(Mismatch {
-                    qp,
-                    offset: k as u64 * size + b as u64,
-                    iteration: iter,
-                    expected: e,
-                    found: g,
-                    count: 0,
-                });
-            }
-        }
+        tally(got, &expect, qp, k as u64 * size, iter, &mut first, &mut count);
     }
     first.map(|m| Mismatch { count, ..m })
 }
@@ -1158,22 +1157,7 @@ pub fn check_qp_slots(buf: &[u8], size: u64, sges: u32, qp: u32, qps: u32) -> Op
         for p in &pieces {
             expect[p.offset as usize..][..p.len as usize].copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
         }
-        if got == &expect[..got.len()] {
-            continue;
-        }
-        for (b, (&g, &e)) in got.iter().zip(&expect).enumerate() {
-            if g != e {
-                count += 1;
-                first.get_or_insert(Mismatch {
-                    qp,
-                    offset: (k * stride + b) as u64,
-                    iteration: iter,
-                    expected: e,
-                    found: g,
-                    count: 0,
-                });
-            }
-        }
+        tally(got, &expect, qp, (k * stride) as u64, iter, &mut first, &mut count);
     }
     first.map(|m| Mismatch { count, ..m })
 }
