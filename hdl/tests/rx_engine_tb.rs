@@ -51,8 +51,9 @@
 //!   already complete.
 mod harness;
 
+use harness::tables::{Mr, Peer};
 use harness::{pack_fields, Dut, Port, Rng};
-use rnic_contract::{mr_entry as mr, qp_context as qp, Field};
+use rnic_contract::{cq_context as cqc, qp_context as qp, Field};
 use rnic_hdl::records::{AckJob, RxDesc, WriteJob};
 use rnic_hdl::rx_engine::RxEngine;
 
@@ -67,28 +68,13 @@ struct Qp {
     mtu_code: u64,
     access: u64,
     pd: u64,
-    dest_qpn: u64,
-    pkey: u64,
-    udp_sport: u64,
-    dest_ip: u64,
-    dest_mac: u64,
+    peer: Peer,
     // Responder state (model).
     epsn: u32,
     msn: u32,
     open: Option<(u64, u64)>, // (next address, bytes remaining) of an open multi-packet message
     /// A sequence-error NAK was sent for the current gap (cleared when a packet is accepted).
     nak_sent: bool,
-}
-
-#[derive(Clone, Debug)]
-struct Mr {
-    valid: bool,
-    access: u64,
-    tag: u64,
-    pd: u64,
-    va: u64,
-    length: u64,
-    iova: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -145,6 +131,21 @@ struct Pins {
 
 fn get(bytes: &[u8], off: usize, width: usize) -> u64 {
     Field::at_bit(off, width).get(bytes)
+}
+
+/// The responder's part of `q`'s QP-context record: its state, with both PSNs (re)loaded (the
+/// expected one from `epsn`), path MTU, remote access, PD and the peer's QPN.
+fn qp_record(q: &Qp) -> [u8; 64] {
+    let mut r = [0u8; 64];
+    qp::STATE.put(&mut r, q.state);
+    qp::INIT_RQ_PSN.put(&mut r, 1);
+    qp::INIT_SQ_PSN.put(&mut r, 1);
+    qp::RQ_PSN.put(&mut r, u64::from(q.epsn));
+    qp::PATH_MTU.put(&mut r, q.mtu_code);
+    qp::ACCESS.put(&mut r, q.access);
+    qp::PD.put(&mut r, q.pd);
+    qp::DEST_QPN.put(&mut r, q.peer.dest_qpn);
+    r
 }
 
 impl Tb {
@@ -209,33 +210,24 @@ impl Tb {
         self.dut.set_wide(self.p.cmd_record, &self.rng.bytes(64));
     }
 
+    /// Writes `q`'s context with its peer (the ACKs' addresses) and no queues.
     fn write_qp(&mut self, index: u64, q: &Qp) {
-        let mut r = [0u8; 64];
-        qp::STATE.put(&mut r, q.state);
-        qp::INIT_RQ_PSN.put(&mut r, 1);
-        qp::INIT_SQ_PSN.put(&mut r, 1);
-        qp::RQ_PSN.put(&mut r, u64::from(q.epsn));
-        qp::PATH_MTU.put(&mut r, q.mtu_code);
-        qp::ACCESS.put(&mut r, q.access);
-        qp::PD.put(&mut r, q.pd);
-        qp::DEST_QPN.put(&mut r, q.dest_qpn);
-        qp::PKEY.put(&mut r, q.pkey);
-        qp::UDP_SPORT.put(&mut r, q.udp_sport);
-        qp::DEST_IP.put(&mut r, q.dest_ip);
-        qp::DEST_MAC.put(&mut r, q.dest_mac);
+        let mut r = qp_record(q);
+        q.peer.put(&mut r);
         self.command(1, index, &r);
     }
 
     fn write_mr(&mut self, index: u64, m: &Mr) {
+        self.command(2, index, &m.record());
+    }
+
+    /// Writes CQ `cqn` (valid, `2^log_size` entries at `base`).
+    fn write_cq(&mut self, cqn: u64, log_size: u64, base: u64) {
         let mut r = [0u8; 64];
-        mr::VALID.put(&mut r, u64::from(m.valid));
-        mr::ACCESS.put(&mut r, m.access);
-        mr::TAG.put(&mut r, m.tag);
-        mr::PD.put(&mut r, m.pd);
-        mr::VA.put(&mut r, m.va);
-        mr::LENGTH.put(&mut r, m.length);
-        mr::IOVA.put(&mut r, m.iova);
-        self.command(2, index, &r);
+        cqc::VALID.put(&mut r, 1);
+        cqc::LOG_SIZE.put(&mut r, log_size);
+        cqc::BASE.put(&mut r, base);
+        self.command(3, cqn, &r);
     }
 
     /// Hands `d` in and returns the job and the counter pulses it caused.
@@ -326,11 +318,11 @@ fn check_common(job: &[u8], d: &Desc, q: &Qp, ctx: &str) {
         assert_eq!(get(job, w.get_my_offset_plen(), 13), d.plen, "{ctx}: job.plen");
     }
     if get(job, w.get_my_offset_need_ack(), 1) == 1 {
-        assert_eq!(get(job, ack + a.get_my_offset_dest_qpn(), 24), q.dest_qpn, "{ctx}: ack.dest_qpn");
-        assert_eq!(get(job, ack + a.get_my_offset_dest_mac(), 48), q.dest_mac, "{ctx}: ack.dest_mac");
-        assert_eq!(get(job, ack + a.get_my_offset_dest_ip(), 32), q.dest_ip, "{ctx}: ack.dest_ip");
-        assert_eq!(get(job, ack + a.get_my_offset_udp_sport(), 16), q.udp_sport, "{ctx}: ack.udp_sport");
-        assert_eq!(get(job, ack + a.get_my_offset_pkey(), 16), q.pkey, "{ctx}: ack.pkey");
+        assert_eq!(get(job, ack + a.get_my_offset_dest_qpn(), 24), q.peer.dest_qpn, "{ctx}: ack.dest_qpn");
+        assert_eq!(get(job, ack + a.get_my_offset_dest_mac(), 48), q.peer.dest_mac, "{ctx}: ack.dest_mac");
+        assert_eq!(get(job, ack + a.get_my_offset_dest_ip(), 32), q.peer.dest_ip, "{ctx}: ack.dest_ip");
+        assert_eq!(get(job, ack + a.get_my_offset_udp_sport(), 16), q.peer.udp_sport, "{ctx}: ack.udp_sport");
+        assert_eq!(get(job, ack + a.get_my_offset_pkey(), 16), q.peer.pkey, "{ctx}: ack.pkey");
     }
 }
 
@@ -438,11 +430,7 @@ fn random_qp(rng: &mut Rng, state: u64, access: u64, pd: u64) -> Qp {
         mtu_code: rng.range(1, 5),
         access,
         pd,
-        dest_qpn: u64::from(rng.u32() & 0xFF_FFFF),
-        pkey: u64::from(rng.u32() as u16),
-        udp_sport: u64::from(rng.u32() as u16),
-        dest_ip: u64::from(rng.u32()),
-        dest_mac: rng.next_u64() & 0xFFFF_FFFF_FFFF,
+        peer: Peer::random(rng),
         epsn: rng.u32() & 0xFF_FFFF,
         msn: 0,
         open: None,
@@ -849,7 +837,6 @@ impl Tb {
 /// job for the refused packet.
 #[test]
 fn send_scatters_over_the_receive_entries() {
-    use rnic_contract::cq_context as cqc;
     use std::collections::HashMap;
     let mut tb = Tb::new(0x2E61_0003);
     let seed = tb.rng.0;
@@ -861,24 +848,12 @@ fn send_scatters_over_the_receive_entries() {
     let ro = Mr { access: 0x4, tag: 0x22, iova: 0xA_0000_0000, ..good.clone() };
     tb.write_mr(1, &good);
     tb.write_mr(2, &ro);
-    let mut r = [0u8; 64];
-    cqc::VALID.put(&mut r, 1);
-    cqc::LOG_SIZE.put(&mut r, 6);
-    cqc::BASE.put(&mut r, 0x5000_0000);
-    tb.command(3, cqn, &r);
+    tb.write_cq(cqn, 6, 0x5000_0000);
     let make_qp = |tb: &mut Tb, q: &Qp| {
         let mut r = [0u8; 64];
         qp::STATE.put(&mut r, 0);
         tb.command(1, qpn, &r);
-        let mut r = [0u8; 64];
-        qp::STATE.put(&mut r, q.state);
-        qp::INIT_RQ_PSN.put(&mut r, 1);
-        qp::INIT_SQ_PSN.put(&mut r, 1);
-        qp::RQ_PSN.put(&mut r, u64::from(q.epsn));
-        qp::PATH_MTU.put(&mut r, q.mtu_code);
-        qp::ACCESS.put(&mut r, q.access);
-        qp::PD.put(&mut r, q.pd);
-        qp::DEST_QPN.put(&mut r, q.dest_qpn);
+        let mut r = qp_record(q);
         qp::RECV_CQ.put(&mut r, cqn);
         qp::SEND_CQ.put(&mut r, cqn);
         qp::RQ_LOG_SIZE.put(&mut r, 3);
@@ -1176,32 +1151,19 @@ fn cqes_of(jobs: &[JobSeen], ctx: &str) -> Vec<(u64, u64, u64, u64)> {
 /// in-order response still lands where it belongs.
 #[test]
 fn read_responses_scatter_over_the_read_list() {
-    use rnic_contract::cq_context as cqc;
     use rnic_contract::verbs::wc_opcode;
     use std::collections::HashMap;
     let mut tb = Tb::new(0x2E61_0004);
     let seed = tb.rng.0;
     let cqn = 4u64;
-    let mut r = [0u8; 64];
-    cqc::VALID.put(&mut r, 1);
-    cqc::LOG_SIZE.put(&mut r, 10);
-    cqc::BASE.put(&mut r, 0x7000_0000);
-    tb.command(3, cqn, &r);
+    tb.write_cq(cqn, 10, 0x7000_0000);
     // One QP per path MTU; their QPNs differ in the bits the list table is indexed by.
     let qpns = [9u64, 22, 35, 48, 63];
     let mut psn = HashMap::new();
     for (i, &qpn) in qpns.iter().enumerate() {
         let mut q = random_qp(&mut tb.rng, 3, 0x7, 3);
         q.mtu_code = i as u64 + 1;
-        let mut r = [0u8; 64];
-        qp::STATE.put(&mut r, 3);
-        qp::INIT_RQ_PSN.put(&mut r, 1);
-        qp::INIT_SQ_PSN.put(&mut r, 1);
-        qp::RQ_PSN.put(&mut r, u64::from(q.epsn));
-        qp::PATH_MTU.put(&mut r, q.mtu_code);
-        qp::ACCESS.put(&mut r, q.access);
-        qp::PD.put(&mut r, q.pd);
-        qp::DEST_QPN.put(&mut r, q.dest_qpn);
+        let mut r = qp_record(&q);
         qp::SEND_CQ.put(&mut r, cqn);
         qp::RECV_CQ.put(&mut r, cqn);
         tb.command(1, qpn, &r);

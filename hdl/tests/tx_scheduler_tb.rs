@@ -62,9 +62,10 @@
 //! `RNIC_TB_SEED` (decimal or `0x` hex) replaces every test's seed.
 mod harness;
 
+use harness::tables::{Mr, Peer};
 use harness::{Dut, Rng};
 use rnic_contract::verbs::{send_flags, wc_status, wr_opcode};
-use rnic_contract::{mr_entry as mr, qp_context as qp, wqe, Field};
+use rnic_contract::{qp_context as qp, wqe, Field};
 use rnic_hdl::records::{InflightRec, LocalCompletion, TxJob};
 use rnic_hdl::tx_scheduler::TxScheduler;
 use std::collections::{HashMap, VecDeque};
@@ -79,11 +80,7 @@ const PSN_MASK: u32 = 0xFF_FFFF;
 struct QpCfg {
     mtu_code: u64,
     pd: u64,
-    dest_qpn: u64,
-    pkey: u64,
-    udp_sport: u64,
-    dest_ip: u64,
-    dest_mac: u64,
+    peer: Peer,
     sq_psn: u32,
     log_size: u64,
     log_stride: u64,
@@ -96,11 +93,7 @@ impl QpCfg {
         QpCfg {
             mtu_code,
             pd,
-            dest_qpn: u64::from(rng.u32() & PSN_MASK),
-            pkey: u64::from(rng.u32() as u16),
-            udp_sport: u64::from(rng.u32() as u16),
-            dest_ip: u64::from(rng.u32()),
-            dest_mac: rng.next_u64() & 0xFFFF_FFFF_FFFF,
+            peer: Peer::random(rng),
             // Some QPs start near the end of the PSN space.
             sq_psn: if rng.chance(1, 3) { PSN_MASK - rng.range(0, 20) as u32 } else { rng.u32() & PSN_MASK },
             log_size: 3,
@@ -112,17 +105,6 @@ impl QpCfg {
     fn mtu(&self) -> u64 {
         128 << self.mtu_code
     }
-}
-
-#[derive(Clone, Debug)]
-struct Mr {
-    valid: bool,
-    access: u64,
-    tag: u64,
-    pd: u64,
-    va: u64,
-    length: u64,
-    iova: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -190,11 +172,7 @@ struct Job {
     ackreq: bool,
     se: bool,
     psn: u64,
-    dest_qpn: u64,
-    pkey: u64,
-    udp_sport: u64,
-    dest_ip: u64,
-    dest_mac: u64,
+    peer: Peer,
     plen: u64,
     atomic_eth: bool,
     /// The payload's first byte in its beat (when there is a payload).
@@ -356,11 +334,7 @@ impl Model {
             ackreq: false,
             se: false,
             psn: u64::from(psn & PSN_MASK),
-            dest_qpn: cfg.dest_qpn,
-            pkey: cfg.pkey,
-            udp_sport: cfg.udp_sport,
-            dest_ip: cfg.dest_ip,
-            dest_mac: cfg.dest_mac,
+            peer: cfg.peer.clone(),
             plen: 0,
             atomic_eth: false,
             pay_skip: None,
@@ -512,11 +486,7 @@ impl Tb {
         qp::SQ_PSN.put(&mut r, u64::from(c.sq_psn));
         qp::PATH_MTU.put(&mut r, c.mtu_code);
         qp::PD.put(&mut r, c.pd);
-        qp::DEST_QPN.put(&mut r, c.dest_qpn);
-        qp::PKEY.put(&mut r, c.pkey);
-        qp::UDP_SPORT.put(&mut r, c.udp_sport);
-        qp::DEST_IP.put(&mut r, c.dest_ip);
-        qp::DEST_MAC.put(&mut r, c.dest_mac);
+        c.peer.put(&mut r);
         qp::SQ_LOG_SIZE.put(&mut r, c.log_size);
         qp::SQ_LOG_STRIDE.put(&mut r, c.log_stride);
         qp::SQ_BASE.put(&mut r, c.sq_base);
@@ -530,15 +500,7 @@ impl Tb {
     }
 
     fn write_mr(&mut self, index: u64, m: &Mr) {
-        let mut r = [0u8; 64];
-        mr::VALID.put(&mut r, u64::from(m.valid));
-        mr::ACCESS.put(&mut r, m.access);
-        mr::TAG.put(&mut r, m.tag);
-        mr::PD.put(&mut r, m.pd);
-        mr::VA.put(&mut r, m.va);
-        mr::LENGTH.put(&mut r, m.length);
-        mr::IOVA.put(&mut r, m.iova);
-        self.command(2, index, &r);
+        self.command(2, index, &m.record());
         self.model.mrs.insert(index, m.clone());
     }
 
@@ -658,11 +620,13 @@ impl Tb {
                     ackreq: get(&d, l.get_my_offset_ackreq(), 1) == 1,
                     se: get(&d, l.get_my_offset_se(), 1) == 1,
                     psn: get(&d, l.get_my_offset_psn(), 24),
-                    dest_qpn: get(&d, l.get_my_offset_dest_qpn(), 24),
-                    pkey: get(&d, l.get_my_offset_pkey(), 16),
-                    udp_sport: get(&d, l.get_my_offset_udp_sport(), 16),
-                    dest_ip: get(&d, l.get_my_offset_dest_ip(), 32),
-                    dest_mac: get(&d, l.get_my_offset_dest_mac(), 48),
+                    peer: Peer {
+                        dest_qpn: get(&d, l.get_my_offset_dest_qpn(), 24),
+                        pkey: get(&d, l.get_my_offset_pkey(), 16),
+                        udp_sport: get(&d, l.get_my_offset_udp_sport(), 16),
+                        dest_ip: get(&d, l.get_my_offset_dest_ip(), 32),
+                        dest_mac: get(&d, l.get_my_offset_dest_mac(), 48),
+                    },
                     plen,
                     atomic_eth: get(&d, l.get_my_offset_has_atomic_eth(), 1) == 1
                         || get(&d, l.get_my_offset_has_atomic_ack(), 1) == 1,
@@ -744,6 +708,15 @@ impl Tb {
             }
         }
         panic!("the scheduler never settled");
+    }
+
+    /// Posts `wqes` to QP `qpn`, runs until the block is quiet, checks that it did exactly what
+    /// the model expects of them, and returns what it did.
+    fn post_and_check(&mut self, qpn: u64, wqes: &[Wqe], ctx: &str) -> Vec<Ev> {
+        let want = self.post(qpn, wqes);
+        let got = self.run_quiet(200);
+        assert_events(&want, &got, ctx);
+        got
     }
 }
 
@@ -834,11 +807,9 @@ fn write_one_sge_every_path_mtu() {
                     sges,
                 });
             }
-            let want = tb.post(qpn, &wqes);
-            let got = tb.run_quiet(200);
             let lens: Vec<u64> = wqes.iter().map(|w| w.sges.first().map_or(0, |s| u64::from(s.len))).collect();
             let ctx = format!("QP {qpn} MTU {mtu} stride {stride} batch {batch}: lengths {lens:?} (seed {seed:#x})");
-            assert_events(&want, &got, &ctx);
+            tb.post_and_check(qpn, &wqes, &ctx);
             wqes_seen += wqes.len();
             tb.retire_all(qpn);
         }
@@ -898,13 +869,11 @@ fn gather_lists_tile_the_message() {
                     sges,
                 });
             }
-            let want = tb.post(qpn, &wqes);
-            let got = tb.run_quiet(200);
             let ctx = format!(
                 "QP {qpn} MTU {mtu} batch {batch}: SGE lengths {:?} (seed {seed:#x})",
                 wqes.iter().map(|w| w.sges.iter().map(|s| s.len).collect::<Vec<_>>()).collect::<Vec<_>>()
             );
-            assert_events(&want, &got, &ctx);
+            let got = tb.post_and_check(qpn, &wqes, &ctx);
             // Independently of the model's walk: per WQE, the read jobs laid end to end are
             // the message, each byte at the IOVA of the SGE holding it.
             let mut wi = 0;
@@ -1017,10 +986,8 @@ fn read_list_goes_to_the_rx_engine_first() {
             };
             let psn0 = tb.model.qps[&qpn].next_psn;
             let read_no = tb.model.qps[&qpn].reads;
-            let want = tb.post(qpn, &[read, write]);
-            let got = tb.run_quiet(200);
             let ctx = format!("QP {qpn} MTU {mtu} batch {batch}: READ into {:?} (seed {seed:#x})", sges.iter().map(|s| s.len).collect::<Vec<_>>());
-            assert_events(&want, &got, &ctx);
+            let got = tb.post_and_check(qpn, &[read, write], &ctx);
             // Spelled out: the list is the translated non-empty SGEs, written before the record.
             let nonempty: Vec<(u64, u64)> = sges
                 .iter()

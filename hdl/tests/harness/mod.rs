@@ -38,6 +38,7 @@
 #![allow(dead_code)]
 
 pub mod codec;
+pub mod tables;
 
 use rust_hdl::prelude::*;
 use std::collections::HashMap;
