@@ -269,6 +269,14 @@ pub struct RxEngine {
     va_ok: DFF<Bit>,
     key_ok_r: DFF<Bit>,
     seq_ok_r: DFF<Bit>,
+    /// Segment-length flags for `seq_ok`, registered in state 2 from the table's path MTU:
+    /// payload = MTU, payload ≤ MTU (and not 0), RETH length > MTU, payload = RETH length.
+    len_eq_mtu_r: DFF<Bit>,
+    len_le_mtu_r: DFF<Bit>,
+    len_nz_r: DFF<Bit>,
+    reth_gt_mtu_r: DFF<Bit>,
+    len_eq_reth_r: DFF<Bit>,
+    mtu_now: Signal<Local, Bits<32>>,
     psn_delta_r: DFF<Bits<24>>,
     off_ok: DFF<Bit>,
     room: DFF<Bits<64>>,
@@ -667,6 +675,12 @@ impl Default for RxEngine {
             va_ok: Default::default(),
             key_ok_r: Default::default(),
             seq_ok_r: Default::default(),
+            len_eq_mtu_r: Default::default(),
+            len_le_mtu_r: Default::default(),
+            len_nz_r: Default::default(),
+            reth_gt_mtu_r: Default::default(),
+            len_eq_reth_r: Default::default(),
+            mtu_now: Default::default(),
             psn_delta_r: Default::default(),
             off_ok: Default::default(),
             room: Default::default(),
@@ -935,7 +949,7 @@ impl Logic for RxEngine {
         dff_setup!(
             self, clock, state, src_lc, src_to, retries, qp_err, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
             in_write, nak_sent, acked, sent, cq, cq_pi, status, cqe_wr_id, cqe_len, off_r, va_ok,
-            key_ok_r, seq_ok_r, psn_delta_r, off_ok, room, w_addr_r, cover_r, last_nak, nak_moved,
+            key_ok_r, seq_ok_r, len_eq_mtu_r, len_le_mtu_r, len_nz_r, reth_gt_mtu_r, len_eq_reth_r, psn_delta_r, off_ok, room, w_addr_r, cover_r, last_nak, nak_moved,
             last_nak_ok, in_send, rq_ci, rq_pi, recv_len, recv_wr_id, rwqe, rwqe_ready, sge_len,
             rq_addr_r, src_recv, cqe_opcode, recv_need_ack, recv_syn, bounds_ok_r, sge_ok_r,
             send_fits_r, rq_empty_r, c_unknown, c_dup, c_gap, cqe_addr_r, cq_settled,
@@ -1342,6 +1356,7 @@ impl Logic for RxEngine {
         self.sge_ok.next = self.sge_ok_r.q.val();
         self.mtu.next = self.mtu_r.q.val();
         self.plen32.next = bit_cast::<32, 13>(self.pkt.q.val().plen);
+        self.mtu_now.next = bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu);
         self.send_fits.next = self.send_fits_r.q.val();
         self.off.next = self.pkt.q.val().reth_va - self.mr_now.val().va;
         self.mr_access.next = self.mr_now.val().access;
@@ -1367,40 +1382,40 @@ impl Logic for RxEngine {
             0 => { // SEND FIRST
                 self.seq_ok.next = !self.in_write.q.val()
                     & !self.in_send.q.val()
-                    & (self.plen32.val() == self.mtu.val());
+                    & self.len_eq_mtu_r.q.val();
             }
             1 => { // SEND MIDDLE
-                self.seq_ok.next = self.in_send.q.val() & (self.plen32.val() == self.mtu.val());
+                self.seq_ok.next = self.in_send.q.val() & self.len_eq_mtu_r.q.val();
             }
             2 => { // SEND LAST
                 self.seq_ok.next = self.in_send.q.val()
-                    & (self.plen32.val() != 0)
-                    & (self.plen32.val() <= self.mtu.val());
+                    & self.len_nz_r.q.val()
+                    & self.len_le_mtu_r.q.val();
             }
             3 => { // SEND LAST WITH IMMEDIATE
                 self.seq_ok.next = self.in_send.q.val()
-                    & (self.plen32.val() != 0)
-                    & (self.plen32.val() <= self.mtu.val());
+                    & self.len_nz_r.q.val()
+                    & self.len_le_mtu_r.q.val();
             }
             4 => { // SEND ONLY
                 self.seq_ok.next = !self.in_write.q.val()
                     & !self.in_send.q.val()
-                    & (self.plen32.val() <= self.mtu.val());
+                    & self.len_le_mtu_r.q.val();
             }
             5 => { // SEND ONLY WITH IMMEDIATE
                 self.seq_ok.next = !self.in_write.q.val()
                     & !self.in_send.q.val()
-                    & (self.plen32.val() <= self.mtu.val());
+                    & self.len_le_mtu_r.q.val();
             }
             6 => { // RDMA WRITE FIRST
                 self.seq_ok.next = !self.in_write.q.val()
                     & !self.in_send.q.val()
-                    & (self.plen32.val() == self.mtu.val())
-                    & (self.pkt.q.val().reth_len > self.mtu.val());
+                    & self.len_eq_mtu_r.q.val()
+                    & self.reth_gt_mtu_r.q.val();
             }
             7 => { // RDMA WRITE MIDDLE
                 self.seq_ok.next = self.in_write.q.val()
-                    & (self.plen32.val() == self.mtu.val())
+                    & self.len_eq_mtu_r.q.val()
                     & self.wr_lt_r.q.val();
             }
             8 => { // RDMA WRITE LAST
@@ -1412,12 +1427,12 @@ impl Logic for RxEngine {
             10 => { // RDMA WRITE ONLY
                 self.seq_ok.next = !self.in_write.q.val()
                     & !self.in_send.q.val()
-                    & (self.plen32.val() == self.pkt.q.val().reth_len);
+                    & self.len_eq_reth_r.q.val();
             }
             11 => { // RDMA WRITE ONLY WITH IMMEDIATE
                 self.seq_ok.next = !self.in_write.q.val()
                     & !self.in_send.q.val()
-                    & (self.plen32.val() == self.pkt.q.val().reth_len);
+                    & self.len_eq_reth_r.q.val();
             }
             12 => { // RDMA READ REQUEST: starts no message of its own, no payload
                 self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.pz_r.q.val();
@@ -1676,8 +1691,13 @@ impl Logic for RxEngine {
                 // Every packet leaves exactly one job (which frees its buffer space in order);
                 // the tables keep answering while the job FIFO is full.
                 self.ctx.d.next = self.qp_now.val();
-                self.mtu_r.d.next =
-                    bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu);
+                self.mtu_r.d.next = self.mtu_now.val();
+                // The segment-length flags `seq_ok` combines in state 5.
+                self.len_eq_mtu_r.d.next = self.plen32.val() == self.mtu_now.val();
+                self.len_le_mtu_r.d.next = self.plen32.val() <= self.mtu_now.val();
+                self.len_nz_r.d.next = self.plen32.val() != 0;
+                self.reth_gt_mtu_r.d.next = self.pkt.q.val().reth_len > self.mtu_now.val();
+                self.len_eq_reth_r.d.next = self.plen32.val() == self.pkt.q.val().reth_len;
                 self.epsn.d.next = self.rdyn_now.val().get_bits::<24>(0);
                 self.msn.d.next = self.rdyn_now.val().get_bits::<24>(32);
                 self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
