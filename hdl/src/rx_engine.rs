@@ -28,7 +28,9 @@ use rust_hdl::prelude::*;
 /// IBV_WC_LOC_PROT_ERR and nothing is written; the nonzero entries are kept translated in
 /// `sg_ram` ({IOVA, length} at `qpn << 4 | k`). The message fills them in order: the responder
 /// state holds the address and room left in the current entry, its slot, and the bytes left in
-/// all of them; a packet longer than the latter completes the receive with IBV_WC_LOC_LEN_ERR.
+/// all of them; a packet longer than the latter completes the receive with IBV_WC_LOC_LEN_ERR,
+/// and so does a SEND into a WQE whose num_sge is more than its stride holds (a malformed WQE:
+/// the driver never writes one).
 /// A packet that fits the current entry is one payload job, as with one entry; one that passes
 /// an entry's end becomes one job per piece (`min(entry left, payload left)` bytes at byte
 /// offset `hlen + bytes placed` of the packet), the last of them freeing the packet's beats and
@@ -407,6 +409,9 @@ pub struct RxEngine {
     /// far (`sg_n`: their slot in `sg_ram`).
     sg_i: DFF<Bits<5>>,
     sg_cnt: DFF<Bits<5>>,
+    /// The WQE's num_sge is more than its stride holds (state 13): a SEND into it completes
+    /// with IBV_WC_LOC_LEN_ERR, like a message longer than its entries.
+    sg_over: DFF<Bit>,
     sg_more: DFF<Bit>,
     sg_n: DFF<Bits<5>>,
     cur_sge: DFF<Bits<128>>,
@@ -876,6 +881,7 @@ impl Default for RxEngine {
             sg_cap: Default::default(),
             sg_i: Default::default(),
             sg_cnt: Default::default(),
+            sg_over: Default::default(),
             sg_more: Default::default(),
             sg_n: Default::default(),
             cur_sge: Default::default(),
@@ -960,7 +966,7 @@ impl Logic for RxEngine {
             rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
             at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
             src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, srq_inc, rd_acc, rr_fresh, rr_nak, rd_over_r, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r,
-            sgb0, sgb1, sgb2, sgb3, rq_beat, rq_nb, sg_cap, sg_i, sg_cnt, sg_more, sg_n, cur_sge, sg_tot,
+            sgb0, sgb1, sgb2, sgb3, rq_beat, rq_nb, sg_cap, sg_i, sg_cnt, sg_over, sg_more, sg_n, cur_sge, sg_tot,
             first_addr, first_len, sg_cur, tot_rem, tot_fits_r, sc_off, sc_rem, sc_hoff, pc_lt, pc_zero,
             sc_ack, sc_next, wr_lt_r, wr_eq_r, rq_mask_r, rq_sh_r, rl_k, rl_used, rl_addr, rl_rem, r_list
         );
@@ -2125,8 +2131,10 @@ impl Logic for RxEngine {
                 // The key table is read at the scatter entry's lkey; the entries to check are
                 // the WQE's num_sge, at most what its stride holds.
                 self.sg_cnt.d.next = self.sg_cap.q.val();
+                self.sg_over.d.next = true;
                 if self.rwqe.q.val().num_sge <= bit_cast::<8, 5>(self.sg_cap.q.val()) {
                     self.sg_cnt.d.next = bit_cast::<5, 8>(self.rwqe.q.val().num_sge);
+                    self.sg_over.d.next = false;
                 }
                 self.state.d.next = 14.into();
             }
@@ -2158,7 +2166,7 @@ impl Logic for RxEngine {
                 // it; the packet fits it.
                 self.sge_ok_r.d.next = self.entry_ok.val() & (self.sg_first.val() | self.sge_ok_r.q.val());
                 self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
-                self.tot_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
+                self.tot_fits_r.d.next = (self.plen32.val() <= self.sge_len.q.val()) & !self.sg_over.q.val();
                 self.sg_tot.d.next = self.sg_tot.q.val() + self.sge_len36.val();
                 if self.sg_first.val() {
                     self.sg_tot.d.next = self.sge_len36.val();
@@ -2242,7 +2250,7 @@ impl Logic for RxEngine {
             37 => {
                 // The packet fits that entry, or the entries together.
                 self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
-                self.tot_fits_r.d.next = self.plen36.val() <= self.sg_tot.q.val();
+                self.tot_fits_r.d.next = (self.plen36.val() <= self.sg_tot.q.val()) & !self.sg_over.q.val();
                 self.state.d.next = 6.into();
             }
             40 => {

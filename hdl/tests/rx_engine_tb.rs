@@ -34,8 +34,8 @@
 //!   piece maps message bytes to the IOVA of the entry holding them, at packet offset
 //!   `hlen + bytes placed`, only a packet's last job frees its beats or asks for an ACK; the
 //!   receive CQE follows the payload; a bad entry (stale tag, no LOCAL_WRITE, past its region)
-//!   completes with LOC_PROT_ERR (NAK 0x63) and a message one byte too long with LOC_LEN_ERR
-//!   (NAK 0x61), the refused packet writing nothing. (Here `job_afull` also stalls the pieces.)
+//!   completes with LOC_PROT_ERR (NAK 0x63), a message one byte too long and a WQE claiming
+//!   more entries than it holds with LOC_LEN_ERR (NAK 0x61), the refused packet writing nothing. (Here `job_afull` also stalls the pieces.)
 //! - `read_responses_scatter_over_the_read_list`: RDMA READs recorded with `rd_list` set (a
 //!   READ with several local SGEs, whose checked list the scheduler copies to `rl_*`, list
 //!   `s mod 4` of the QP for its READ number `s`; the other three hold junk), one QP per path
@@ -828,13 +828,14 @@ impl Tb {
 
 /// Random SENDs at path MTU 256 into receive WQEs (256 bytes: up to 15 entries) of random
 /// entries — lengths 0 (junk lkey), 1 and up, odd addresses — with now and then a bad entry
-/// (stale tag, no LOCAL_WRITE, past its region) or a message one byte too long. Checks every
+/// (stale tag, no LOCAL_WRITE, past its region), a message one byte too long or a WQE whose
+/// num_sge is more than its 256 bytes hold (16..=255). Checks every
 /// job: a whole-WQE fetch (4 beats) per message; the payload pieces map message byte `m` to
 /// the IOVA of the entry holding it and cover each packet's payload once, in order, at packet
 /// offset `hlen + m`, only the packet's last job freeing its beats and carrying its ACK
 /// request; the receive CQE (status, byte_len, wr_id, opcode) after the payload; a bad entry
-/// gives IBV_WC_LOC_PROT_ERR (4) and a too-long message IBV_WC_LOC_LEN_ERR (1), with no payload
-/// job for the refused packet.
+/// gives IBV_WC_LOC_PROT_ERR (4), a too-long message or an overfull num_sge IBV_WC_LOC_LEN_ERR
+/// (1), with no payload job for the refused packet.
 #[test]
 fn send_scatters_over_the_receive_entries() {
     use std::collections::HashMap;
@@ -863,7 +864,7 @@ fn send_scatters_over_the_receive_entries() {
     };
     make_qp(&mut tb, &q);
     let mut ci = 0u64;
-    let (mut pieces_total, mut multi_piece_pkts, mut errors) = (0, 0, 0);
+    let (mut pieces_total, mut multi_piece_pkts, mut errors, mut overs) = (0, 0, 0, 0);
     for msg in 0..60u64 {
         let rng = &mut tb.rng;
         let n = rng.range(1, 15) as usize;
@@ -893,11 +894,15 @@ fn send_scatters_over_the_receive_entries() {
             bad = Some(k);
         }
         let too_long = bad.is_none() && rng.chance(1, 6);
+        // Now and then the WQE claims more entries than its 256 bytes hold (a malformed WQE):
+        // LOC_LEN_ERR at the first packet, whatever the message's length.
+        let over = bad.is_none() && !too_long && rng.chance(1, 8);
+        let num_sge = if over { rng.range(16, 256) } else { n as u64 };
         let len = if too_long { total + 1 } else if rng.chance(1, 3) { total } else { rng.range(0, total) };
         // The WQE (256 bytes) at its ring slot; the doorbell.
         let mut wqe = vec![0u8; 256];
         rnic_contract::recv_wqe::WR_ID.put(&mut wqe, 0xC0DE_0000 + msg);
-        rnic_contract::recv_wqe::NUM_SGE.put(&mut wqe, n as u64);
+        rnic_contract::recv_wqe::NUM_SGE.put(&mut wqe, num_sge);
         for (k, e) in entries.iter().enumerate() {
             let o = rnic_contract::recv_wqe::sge_offset(k);
             wqe[o..o + 8].copy_from_slice(&e.0.to_le_bytes());
@@ -920,7 +925,10 @@ fn send_scatters_over_the_receive_entries() {
         // Packets at MTU 256.
         let npk = len.max(1).div_ceil(256);
         let mut sent = 0u64;
-        let ctx = format!("message {msg}: {len} B into {:?} (bad {bad:?}) (seed {seed:#x})", entries.iter().map(|e| e.1).collect::<Vec<_>>());
+        let ctx = format!(
+            "message {msg}: {len} B into {:?} (bad {bad:?}, num_sge {num_sge}) (seed {seed:#x})",
+            entries.iter().map(|e| e.1).collect::<Vec<_>>()
+        );
         let mut refused = false;
         for p in 0..npk {
             let plen = if p + 1 == npk { len - sent } else { 256 };
@@ -954,7 +962,7 @@ fn send_scatters_over_the_receive_entries() {
             assert_eq!(releasing.len(), 1, "{pctx}: jobs releasing beats: {jobs:x?}");
             assert_eq!(jobs[releasing[0]].release, d.nbeats, "{pctx}");
             assert!(jobs.iter().all(|j| j.start == d.start || j.kind == 1), "{pctx}: job.start");
-            let fails_here = bad.is_some() && p == 0 || too_long && sent + plen > total;
+            let fails_here = (bad.is_some() || over) && p == 0 || too_long && sent + plen > total;
             if fails_here {
                 assert!(pay.is_empty(), "{pctx}: a refused packet wrote {pay:x?}");
                 let cqe = jobs.iter().find(|j| j.kind == 1).expect("a receive CQE");
@@ -964,6 +972,7 @@ fn send_scatters_over_the_receive_entries() {
                 assert_eq!(cqe.syndrome, if bad.is_some() { 0x63 } else { 0x61 }, "{pctx}: NAK");
                 refused = true;
                 errors += 1;
+                overs += usize::from(over);
                 break;
             }
             // The payload pieces cover [sent, sent + plen) in order, each in one entry.
@@ -1000,7 +1009,10 @@ fn send_scatters_over_the_receive_entries() {
             ci = 0;
         }
     }
-    assert!(multi_piece_pkts > 20 && errors > 5, "{multi_piece_pkts} packets over several entries ({pieces_total} pieces), {errors} refused");
+    assert!(
+        multi_piece_pkts > 20 && errors > 5 && overs >= 2,
+        "{multi_piece_pkts} packets over several entries ({pieces_total} pieces), {errors} refused, {overs} for num_sge"
+    );
 }
 
 // ---- READ responses scattered over a READ's SGE list ----
