@@ -2,8 +2,8 @@
 //! alone (module `top`, plus the CRC cores) into DIR, so `scripts/synth.sh --verilog DIR`
 //! reports that block's resources and logic depth. The block's ports start and end paths
 //! there, so cross-block paths need the full core (`scripts/synth.sh`).
-use rust_hdl::prelude::*;
 use rnic_hdl::*;
+use rust_hdl::prelude::*;
 
 fn write<B: Block>(mut block: B, dir: &std::path::Path) -> std::io::Result<()> {
     block.connect_all();

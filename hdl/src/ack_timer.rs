@@ -87,38 +87,102 @@ impl Logic for AckTimer {
         // …, 31 = 491.52 ms).
         self.rnr_cycles.next = 0.into();
         match self.rnr_code.val().index() {
-            0 => { self.rnr_cycles.next = 163_840_000.into(); }
-            1 => { self.rnr_cycles.next = 2_500.into(); }
-            2 => { self.rnr_cycles.next = 5_000.into(); }
-            3 => { self.rnr_cycles.next = 7_500.into(); }
-            4 => { self.rnr_cycles.next = 10_000.into(); }
-            5 => { self.rnr_cycles.next = 15_000.into(); }
-            6 => { self.rnr_cycles.next = 20_000.into(); }
-            7 => { self.rnr_cycles.next = 30_000.into(); }
-            8 => { self.rnr_cycles.next = 40_000.into(); }
-            9 => { self.rnr_cycles.next = 60_000.into(); }
-            10 => { self.rnr_cycles.next = 80_000.into(); }
-            11 => { self.rnr_cycles.next = 120_000.into(); }
-            12 => { self.rnr_cycles.next = 160_000.into(); }
-            13 => { self.rnr_cycles.next = 240_000.into(); }
-            14 => { self.rnr_cycles.next = 320_000.into(); }
-            15 => { self.rnr_cycles.next = 480_000.into(); }
-            16 => { self.rnr_cycles.next = 640_000.into(); }
-            17 => { self.rnr_cycles.next = 960_000.into(); }
-            18 => { self.rnr_cycles.next = 1_280_000.into(); }
-            19 => { self.rnr_cycles.next = 1_920_000.into(); }
-            20 => { self.rnr_cycles.next = 2_560_000.into(); }
-            21 => { self.rnr_cycles.next = 3_840_000.into(); }
-            22 => { self.rnr_cycles.next = 5_120_000.into(); }
-            23 => { self.rnr_cycles.next = 7_680_000.into(); }
-            24 => { self.rnr_cycles.next = 10_240_000.into(); }
-            25 => { self.rnr_cycles.next = 15_360_000.into(); }
-            26 => { self.rnr_cycles.next = 20_480_000.into(); }
-            27 => { self.rnr_cycles.next = 30_720_000.into(); }
-            28 => { self.rnr_cycles.next = 40_960_000.into(); }
-            29 => { self.rnr_cycles.next = 61_440_000.into(); }
-            30 => { self.rnr_cycles.next = 81_920_000.into(); }
-            31 => { self.rnr_cycles.next = 122_880_000.into(); }
+            0 => {
+                self.rnr_cycles.next = 163_840_000.into();
+            }
+            1 => {
+                self.rnr_cycles.next = 2_500.into();
+            }
+            2 => {
+                self.rnr_cycles.next = 5_000.into();
+            }
+            3 => {
+                self.rnr_cycles.next = 7_500.into();
+            }
+            4 => {
+                self.rnr_cycles.next = 10_000.into();
+            }
+            5 => {
+                self.rnr_cycles.next = 15_000.into();
+            }
+            6 => {
+                self.rnr_cycles.next = 20_000.into();
+            }
+            7 => {
+                self.rnr_cycles.next = 30_000.into();
+            }
+            8 => {
+                self.rnr_cycles.next = 40_000.into();
+            }
+            9 => {
+                self.rnr_cycles.next = 60_000.into();
+            }
+            10 => {
+                self.rnr_cycles.next = 80_000.into();
+            }
+            11 => {
+                self.rnr_cycles.next = 120_000.into();
+            }
+            12 => {
+                self.rnr_cycles.next = 160_000.into();
+            }
+            13 => {
+                self.rnr_cycles.next = 240_000.into();
+            }
+            14 => {
+                self.rnr_cycles.next = 320_000.into();
+            }
+            15 => {
+                self.rnr_cycles.next = 480_000.into();
+            }
+            16 => {
+                self.rnr_cycles.next = 640_000.into();
+            }
+            17 => {
+                self.rnr_cycles.next = 960_000.into();
+            }
+            18 => {
+                self.rnr_cycles.next = 1_280_000.into();
+            }
+            19 => {
+                self.rnr_cycles.next = 1_920_000.into();
+            }
+            20 => {
+                self.rnr_cycles.next = 2_560_000.into();
+            }
+            21 => {
+                self.rnr_cycles.next = 3_840_000.into();
+            }
+            22 => {
+                self.rnr_cycles.next = 5_120_000.into();
+            }
+            23 => {
+                self.rnr_cycles.next = 7_680_000.into();
+            }
+            24 => {
+                self.rnr_cycles.next = 10_240_000.into();
+            }
+            25 => {
+                self.rnr_cycles.next = 15_360_000.into();
+            }
+            26 => {
+                self.rnr_cycles.next = 20_480_000.into();
+            }
+            27 => {
+                self.rnr_cycles.next = 30_720_000.into();
+            }
+            28 => {
+                self.rnr_cycles.next = 40_960_000.into();
+            }
+            29 => {
+                self.rnr_cycles.next = 61_440_000.into();
+            }
+            30 => {
+                self.rnr_cycles.next = 81_920_000.into();
+            }
+            31 => {
+                self.rnr_cycles.next = 122_880_000.into();
+            }
             _ => {}
         }
         self.tx_active_r.d.next = self.tx_active.val();
@@ -173,8 +237,8 @@ impl Logic for AckTimer {
         self.rnr_fresh.next = self.rnr_arm_r.q.val() & (self.rnr_qpn_r.q.val() == self.visit.q.val());
         self.rnr_ram.write_enable.next = self.rnr_arm.val();
         self.rnr_ram.write_address.next = self.rnr_qpn.val();
-        self.rnr_ram.write_data.next = (bit_cast::<49, 48>(self.now.q.val() + self.rnr_cycles.val()))
-            | (bit_cast::<49, 1>(1.into()) << 48);
+        self.rnr_ram.write_data.next =
+            (bit_cast::<49, 48>(self.now.q.val() + self.rnr_cycles.val())) | (bit_cast::<49, 1>(1.into()) << 48);
 
         self.snap_ram.write_enable.next = false;
         self.snap_ram.write_address.next = self.visit.q.val();

@@ -70,10 +70,8 @@ impl Logic for DmaReadIssuer {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, busy, holding, hold_rq, rq_pend, rq_addr_q, rq_len_q, cur, beats, burst, sized);
-        self.job_beats.next = (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0))
-            + bit_cast::<16, 13>(self.rj_len.val())
-            + 63)
-            >> 6;
+        self.job_beats.next =
+            (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0)) + bit_cast::<16, 13>(self.rj_len.val()) + 63) >> 6;
         // Sizing the first burst of a job: the beats up to the 4 KiB boundary.
         self.to_4k.next = 64_u64 - bit_cast::<8, 6>(self.cur.q.val().get_bits::<6>(6));
         self.beats_left.next = self.beats.q.val() - self.burst.q.val();

@@ -188,9 +188,8 @@ impl Logic for Gearbox {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, s_v, s_data, s_skip, s_len, s_last, a_v, a_data, a_skip, a_len, a_last,
-            pos, b_v, b_data, b_len, b_last, b_rot, acc, cnt, draining, h_v, h_data, h_count,
-            h_last, x_v, x_data, x_count, x_last
+            self, clock, s_v, s_data, s_skip, s_len, s_last, a_v, a_data, a_skip, a_len, a_last, pos, b_v, b_data,
+            b_len, b_last, b_rot, acc, cnt, draining, h_v, h_data, h_count, h_last, x_v, x_data, x_count, x_last
         );
         // ---- Stage 4: output registers ----
         self.out_valid.next = self.h_v.q.val();
@@ -205,8 +204,7 @@ impl Logic for Gearbox {
         self.has_beat.next = self.cnt_hi.val() | (self.draining.q.val() & !self.cnt_zero.val());
         // A beat leaves when the output buffer has room (registers only, not `out_ready`).
         self.emit.next = self.has_beat.val() & !(self.h_v.q.val() & self.x_v.q.val());
-        self.beat_last.next =
-            self.draining.q.val() & (!self.cnt_hi.val() | (self.cnt_lo.val() == 0));
+        self.beat_last.next = self.draining.q.val() & (!self.cnt_hi.val() | (self.cnt_lo.val() == 0));
         self.beat_count.next = self.cnt.q.val();
         if self.cnt_hi.val() {
             self.beat_count.next = 64.into();
@@ -231,16 +229,14 @@ impl Logic for Gearbox {
             self.keep_mask.next = 0.into();
         }
         // The chunk rotated to its position, in both halves (it may straddle them).
-        self.doubled.next = bit_cast::<1024, 512>(self.b_data.q.val())
-            | (bit_cast::<1024, 512>(self.b_data.q.val()) << 512);
+        self.doubled.next =
+            bit_cast::<1024, 512>(self.b_data.q.val()) | (bit_cast::<1024, 512>(self.b_data.q.val()) << 512);
         self.rotated.next = self.doubled.val() << (bit_cast::<16, 6>(self.b_rot.q.val()) << 3);
         self.rot.next = self.rotated.val().get_bits::<512>(512);
-        self.rot2.next =
-            bit_cast::<1024, 512>(self.rot.val()) | (bit_cast::<1024, 512>(self.rot.val()) << 512);
+        self.rot2.next = bit_cast::<1024, 512>(self.rot.val()) | (bit_cast::<1024, 512>(self.rot.val()) << 512);
         self.ins_mask.next = 0.into();
         if self.accept.val() {
-            self.ins_mask.next =
-                bit_cast::<1024, 512>(self.ones512.val()) | (self.keep_mask.val() << 512);
+            self.ins_mask.next = bit_cast::<1024, 512>(self.ones512.val()) | (self.keep_mask.val() << 512);
         }
         self.acc.d.next = (self.kept_acc.val() & self.keep_mask.val())
             | (self.rot2.val() & self.ins_mask.val() & !self.keep_mask.val());

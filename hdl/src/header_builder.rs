@@ -184,9 +184,8 @@ impl Logic for HeaderBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, v1, h1, plen1, ext_len1, src_ip1, dest_ip1, tag1, v2, h2, ip_len2,
-            src_sum2, dst_sum2, hlen2, pad2, tag2, v3, h3, sum3, hlen3, pad3, tag3, v4, h4, hlen4,
-            pad4, tag4
+            self, clock, v1, h1, plen1, ext_len1, src_ip1, dest_ip1, tag1, v2, h2, ip_len2, src_sum2, dst_sum2, hlen2,
+            pad2, tag2, v3, h3, sum3, hlen3, pad3, tag3, v4, h4, hlen4, pad4, tag4
         );
         // A stage loads when it is empty or its content moves on (bubbles close up).
         self.ld4.next = !self.v4.q.val() | self.out_ready.val();
@@ -194,8 +193,7 @@ impl Logic for HeaderBuilder {
         self.ld2.next = !self.v2.q.val() | self.ld3.val();
         self.ld1.next = !self.v1.q.val() | self.ld2.val();
         // Taken only into a free stage: `in_ready` never waits for `out_ready`.
-        self.in_ready.next =
-            !(self.v1.q.val() & self.v2.q.val() & self.v3.q.val() & self.v4.q.val());
+        self.in_ready.next = !(self.v1.q.val() & self.v2.q.val() & self.v3.q.val() & self.v4.q.val());
         self.out_valid.next = self.v4.q.val();
         self.hdr.next = bit_cast::<704, 704>(self.h4.q.val()).into();
         self.hlen.next = self.hlen4.q.val();
@@ -239,8 +237,8 @@ impl Logic for HeaderBuilder {
         // ---- Stage 2: lengths, PadCnt, the address halves summed ----
         self.pad16.next = (0_u64 - bit_cast::<16, 13>(self.plen1.q.val())) & 3;
         // IP(20) + UDP(8) + BTH(12) + ICRC(4) = 44, plus the extension headers, payload, pad.
-        self.ip_len.next = ((bit_cast::<16, 13>(self.plen1.q.val()) + 3) & 0xFFFC)
-            + (bit_cast::<16, 5>(self.ext_len1.q.val()) + 44);
+        self.ip_len.next =
+            ((bit_cast::<16, 13>(self.plen1.q.val()) + 3) & 0xFFFC) + (bit_cast::<16, 5>(self.ext_len1.q.val()) + 44);
         self.h1_hdr.next = bit_cast::<704, 704>(self.h1.q.val()).into();
         self.x1_flags.next = self.h1_hdr.val().bth_flags;
         self.x2.next = bit_cast::<704, 704>(self.h1.q.val()).into();
@@ -269,8 +267,7 @@ impl Logic for HeaderBuilder {
         if self.ld3.val() {
             self.v3.d.next = self.v2.q.val();
             self.h3.d.next = self.x3.val().into();
-            self.sum3.d.next = (bit_cast::<19, 17>(self.src_sum2.q.val())
-                + bit_cast::<19, 17>(self.dst_sum2.q.val()))
+            self.sum3.d.next = (bit_cast::<19, 17>(self.src_sum2.q.val()) + bit_cast::<19, 17>(self.dst_sum2.q.val()))
                 + (bit_cast::<19, 16>(self.ip_len_q.val()) + 0xC511);
             self.hlen3.d.next = self.hlen2.q.val();
             self.pad3.d.next = self.pad2.q.val();

@@ -173,8 +173,8 @@ impl Logic for IcrcInsert {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, in_frame, v1, d1, c1, l1, f1, z1, state, v2, d2, c2, l2, z2, v3, d3, c3,
-            l3, icrc3, ov, od, oc, ol, xv, xd, xc
+            self, clock, in_frame, v1, d1, c1, l1, f1, z1, state, v2, d2, c2, l2, z2, v3, d3, c3, l3, icrc3, ov, od,
+            oc, ol, xv, xd, xc
         );
         // The pipeline moves when the output register can take a beat.
         self.adv.next = !self.xv.q.val() & (!self.ov.q.val() | self.out_ready.val());
@@ -211,8 +211,8 @@ impl Logic for IcrcInsert {
         if self.adv.val() {
             // Stage 1 <- input.
             self.v1.d.next = self.accept.val();
-            self.d1.d.next = self.in_data.val()
-                & !(self.c_ones512.val() << (bit_cast::<512, 7>(self.in_count.val()) << 3));
+            self.d1.d.next =
+                self.in_data.val() & !(self.c_ones512.val() << (bit_cast::<512, 7>(self.in_count.val()) << 3));
             self.c1.d.next = self.in_count.val();
             self.l1.d.next = self.in_last.val();
             self.f1.d.next = !self.in_frame.q.val();
@@ -243,13 +243,11 @@ impl Logic for IcrcInsert {
                 self.ol.d.next = false;
                 if self.l3.q.val() {
                     self.od.d.next = self.d3.q.val()
-                        | (bit_cast::<512, 32>(self.icrc3.q.val())
-                            << (bit_cast::<512, 7>(self.c3.q.val()) << 3));
+                        | (bit_cast::<512, 32>(self.icrc3.q.val()) << (bit_cast::<512, 7>(self.c3.q.val()) << 3));
                     if self.c3.q.val() > 60 {
                         self.oc.d.next = 64.into();
                         self.xv.d.next = true;
-                        self.xd.d.next = self.icrc3.q.val()
-                            >> (bit_cast::<32, 7>(self.tail_zeros.val()) << 3);
+                        self.xd.d.next = self.icrc3.q.val() >> (bit_cast::<32, 7>(self.tail_zeros.val()) << 3);
                         self.xc.d.next = self.c3.q.val() - 60;
                     } else {
                         self.oc.d.next = self.c3.q.val() + 4;

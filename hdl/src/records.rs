@@ -76,7 +76,6 @@ record!(
     }
 );
 
-
 record!(
     /// The first 88 bytes of a RoCEv2 frame as stored on the wire (byte `k` in bits
     /// `8k+7..8k`): Ethernet (14), IPv4 (20), UDP (8), BTH (12) and 28 bytes of extension
@@ -96,7 +95,6 @@ record!(
     }
 );
 
-
 record!(
     /// One packet for the TX assembler, produced by the scheduler (488 bits): a request, a
     /// READ response or an ATOMIC ACKNOWLEDGE. `pay_skip` is the payload's host address modulo
@@ -114,7 +112,6 @@ record!(
         plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32, at_swap: 64, at_cmp: 64,
     }
 );
-
 
 record!(
     /// An ACK or NAK the responder asks the TX side to send (256 bits): the peer's addresses
@@ -142,7 +139,6 @@ record!(
     /// order (128 bits).
     LocalCompletion, 128, { wr_id: 64, qpn: 8, status: 8, wc_opcode: 8, rsvd: 40 }
 );
-
 
 record!(
     /// An RDMA READ the responder accepted (or replays), for the scheduler to answer with READ
@@ -173,7 +169,6 @@ record!(
         imm: 32, at_swap: 64, at_cmp: 64,
     }
 );
-
 
 record!(
     /// One unit of work for the RX writer (640 bits), produced in packet order by the RX
@@ -231,7 +226,12 @@ mod tests {
         check("max_rd_atomic", q.get_my_offset_max_rd_atomic(), q.get_my_width_max_rd_atomic(), qp::MAX_RD_ATOMIC);
         check("srqn", q.get_my_offset_srqn(), q.get_my_width_srqn(), qp::SRQN);
         check("use_srq", q.get_my_offset_use_srq(), q.get_my_width_use_srq(), qp::USE_SRQ);
-        check("max_dest_rd_atomic", q.get_my_offset_max_dest_rd_atomic(), q.get_my_width_max_dest_rd_atomic(), qp::MAX_DEST_RD_ATOMIC);
+        check(
+            "max_dest_rd_atomic",
+            q.get_my_offset_max_dest_rd_atomic(),
+            q.get_my_width_max_dest_rd_atomic(),
+            qp::MAX_DEST_RD_ATOMIC,
+        );
         let r = RecvWqeRec::default();
         check("wr_id", r.get_my_offset_wr_id(), r.get_my_width_wr_id(), recv_wqe::WR_ID);
         check("num_sge", r.get_my_offset_num_sge(), r.get_my_width_num_sge(), recv_wqe::NUM_SGE);

@@ -168,8 +168,18 @@ impl Logic for BarRegs {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, mac_r, ip_r, staging, cmd_pending, cmd_op_r, cmd_index_r, bvalid_r,
-            rvalid_r, rdata_r, inc_r
+            self,
+            clock,
+            mac_r,
+            ip_r,
+            staging,
+            cmd_pending,
+            cmd_op_r,
+            cmd_index_r,
+            bvalid_r,
+            rvalid_r,
+            rdata_r,
+            inc_r
         );
         self.inc_r.d.next = self.count_inc.val();
         for i in 0..NUM_COUNTERS {
@@ -193,8 +203,7 @@ impl Logic for BarRegs {
         if self.wr_accept.val() {
             self.bvalid_r.d.next = true;
             if self.awaddr.val() == self.a_mac_lo.val() {
-                self.mac_r.d.next = (self.mac_r.q.val() & 0xFFFF_0000_0000_u64)
-                    | bit_cast::<48, 32>(self.wdata.val());
+                self.mac_r.d.next = (self.mac_r.q.val() & 0xFFFF_0000_0000_u64) | bit_cast::<48, 32>(self.wdata.val());
             }
             if self.awaddr.val() == self.a_mac_hi.val() {
                 self.mac_r.d.next = (self.mac_r.q.val() & 0xFFFF_FFFF_u64)
@@ -211,8 +220,7 @@ impl Logic for BarRegs {
             }
             if (self.awaddr.val() & 0xFFC0) == self.a_cmd_data.val() {
                 self.staging.d.next = (self.staging.q.val()
-                    & !(self.c_word_mask.val()
-                        << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5)))
+                    & !(self.c_word_mask.val() << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5)))
                     | (bit_cast::<512, 32>(self.wdata.val())
                         << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5));
             }

@@ -1,9 +1,9 @@
 //! The RX engine: RC responder (RDMA WRITE) and requester completer (ACK/NAK → CQE).
-use crate::records::{
-    AckJob, CqContextRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob,
-    RecvWqeRec, RxDesc, WriteJob,
-};
 use crate::context_tables::ContextTables;
+use crate::records::{
+    AckJob, CqContextRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec,
+    RxDesc, WriteJob,
+};
 use rust_hdl::prelude::*;
 
 /// Decides what each received packet does, in order, and keeps the transport state.
@@ -727,7 +727,7 @@ impl Default for RxEngine {
             fatal: Default::default(),
             psn_delta: Default::default(),
             reply: Default::default(),
-    cqn: Default::default(),
+            cqn: Default::default(),
             mr_access: Default::default(),
             qp_access: Default::default(),
             cq_lap: Default::default(),
@@ -953,22 +953,182 @@ impl Logic for RxEngine {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, src_lc, src_to, retries, qp_err, pkt, lcr, qpn, qpn_ok, ctx, epsn, msn, wr_addr, wr_rem,
-            in_write, nak_sent, acked, sent, cq, cq_pi, status, cqe_wr_id, cqe_len, off_r, va_ok,
-            key_ok_r, seq_ok_r, len_eq_mtu_r, len_le_mtu_r, len_nz_r, reth_gt_mtu_r, len_eq_reth_r, psn_delta_r, off_ok, room, w_addr_r, cover_r, last_nak, nak_moved,
-            last_nak_ok, in_send, rq_ci, rq_pi, recv_len, recv_wr_id, rwqe, rwqe_ready, sge_len,
-            rq_addr_r, src_recv, cqe_opcode, recv_need_ack, recv_syn, bounds_ok_r, sge_ok_r,
-            send_fits_r, rq_empty_r, c_unknown, c_dup, c_gap, cqe_addr_r, cq_settled,
-            mtu_r, opc, pi_masked, cq_settled2, cqe_imm, cqe_flags, rd_next, rd_valid,
-            rsp_pending, rsp_retired, rsp_final, r_head_read, r_a, r_b, r_exp, r_in, r_eq, r_d,
-            r_off, r_boff, r_len_ok, r_ahead, r_past, r_addr, rd_npkts, reads_done, rr_full_r,
-            rd_q, rd_part, rd_zero, rd_rw_psn, rd_rw_dup, r_exp_dup, acked_psn, src_rnr, rnr_cnt,
-            rnr_wait, arm_r, arm_code_r, seq_nak_r, retry_ok_r, at_mode, at_slot, at_orig, at_new,
-            at_write, scan_i, scan_n, job_room, psn_before_r, flush_pend, fp_idx, fp_sel, fp_sel_idx,
-            src_fl, fl_db_r, fl_qpn_r, srq_took, srq_lim, ev_chk, srq_inc, rd_acc, rr_fresh, rr_nak, rd_over_r, ev_fire_r, src_ev, ev_cq, fl_cmd_r, fl_cqpn_r, at_form_r, cq_wb, pz_r, cqw_en, cqw_addr, cqw_data, cmd_ok_r,
-            sgb0, sgb1, sgb2, sgb3, rq_beat, rq_nb, sg_cap, sg_i, sg_cnt, sg_over, sg_more, sg_n, cur_sge, sg_tot,
-            first_addr, first_len, sg_cur, tot_rem, tot_fits_r, sc_off, sc_rem, sc_hoff, pc_lt, pc_zero,
-            sc_ack, sc_next, wr_lt_r, wr_eq_r, rq_mask_r, rq_sh_r, rl_k, rl_used, rl_addr, rl_rem, r_list
+            self,
+            clock,
+            state,
+            src_lc,
+            src_to,
+            retries,
+            qp_err,
+            pkt,
+            lcr,
+            qpn,
+            qpn_ok,
+            ctx,
+            epsn,
+            msn,
+            wr_addr,
+            wr_rem,
+            in_write,
+            nak_sent,
+            acked,
+            sent,
+            cq,
+            cq_pi,
+            status,
+            cqe_wr_id,
+            cqe_len,
+            off_r,
+            va_ok,
+            key_ok_r,
+            seq_ok_r,
+            len_eq_mtu_r,
+            len_le_mtu_r,
+            len_nz_r,
+            reth_gt_mtu_r,
+            len_eq_reth_r,
+            psn_delta_r,
+            off_ok,
+            room,
+            w_addr_r,
+            cover_r,
+            last_nak,
+            nak_moved,
+            last_nak_ok,
+            in_send,
+            rq_ci,
+            rq_pi,
+            recv_len,
+            recv_wr_id,
+            rwqe,
+            rwqe_ready,
+            sge_len,
+            rq_addr_r,
+            src_recv,
+            cqe_opcode,
+            recv_need_ack,
+            recv_syn,
+            bounds_ok_r,
+            sge_ok_r,
+            send_fits_r,
+            rq_empty_r,
+            c_unknown,
+            c_dup,
+            c_gap,
+            cqe_addr_r,
+            cq_settled,
+            mtu_r,
+            opc,
+            pi_masked,
+            cq_settled2,
+            cqe_imm,
+            cqe_flags,
+            rd_next,
+            rd_valid,
+            rsp_pending,
+            rsp_retired,
+            rsp_final,
+            r_head_read,
+            r_a,
+            r_b,
+            r_exp,
+            r_in,
+            r_eq,
+            r_d,
+            r_off,
+            r_boff,
+            r_len_ok,
+            r_ahead,
+            r_past,
+            r_addr,
+            rd_npkts,
+            reads_done,
+            rr_full_r,
+            rd_q,
+            rd_part,
+            rd_zero,
+            rd_rw_psn,
+            rd_rw_dup,
+            r_exp_dup,
+            acked_psn,
+            src_rnr,
+            rnr_cnt,
+            rnr_wait,
+            arm_r,
+            arm_code_r,
+            seq_nak_r,
+            retry_ok_r,
+            at_mode,
+            at_slot,
+            at_orig,
+            at_new,
+            at_write,
+            scan_i,
+            scan_n,
+            job_room,
+            psn_before_r,
+            flush_pend,
+            fp_idx,
+            fp_sel,
+            fp_sel_idx,
+            src_fl,
+            fl_db_r,
+            fl_qpn_r,
+            srq_took,
+            srq_lim,
+            ev_chk,
+            srq_inc,
+            rd_acc,
+            rr_fresh,
+            rr_nak,
+            rd_over_r,
+            ev_fire_r,
+            src_ev,
+            ev_cq,
+            fl_cmd_r,
+            fl_cqpn_r,
+            at_form_r,
+            cq_wb,
+            pz_r,
+            cqw_en,
+            cqw_addr,
+            cqw_data,
+            cmd_ok_r,
+            sgb0,
+            sgb1,
+            sgb2,
+            sgb3,
+            rq_beat,
+            rq_nb,
+            sg_cap,
+            sg_i,
+            sg_cnt,
+            sg_over,
+            sg_more,
+            sg_n,
+            cur_sge,
+            sg_tot,
+            first_addr,
+            first_len,
+            sg_cur,
+            tot_rem,
+            tot_fits_r,
+            sc_off,
+            sc_rem,
+            sc_hoff,
+            pc_lt,
+            pc_zero,
+            sc_ack,
+            sc_next,
+            wr_lt_r,
+            wr_eq_r,
+            rq_mask_r,
+            rq_sh_r,
+            rl_k,
+            rl_used,
+            rl_addr,
+            rl_rem,
+            r_list
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -984,11 +1144,11 @@ impl Logic for RxEngine {
         self.job_room.d.next = !self.job_afull.val();
         self.atom_ram.read_clock.next = self.clock.val();
         self.atom_ram.write_clock.next = self.clock.val();
-        self.atom_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
-            | bit_cast::<10, 4>(self.scan_i.q.val());
+        self.atom_ram.read_address.next =
+            bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.scan_i.q.val());
         self.atom_ram.write_enable.next = false;
-        self.atom_ram.write_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
-            | bit_cast::<10, 4>(self.at_slot.q.val());
+        self.atom_ram.write_address.next =
+            bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.at_slot.q.val());
         self.atom_ram.write_data.next = 1_u64.to_bits::<96>()
             | (bit_cast::<96, 24>(self.pkt.q.val().psn) << 8)
             | (bit_cast::<96, 64>(self.at_orig.q.val()) << 32);
@@ -1043,13 +1203,13 @@ impl Logic for RxEngine {
         // Scatter-entry table: written in state 16, read at the QP's current entry.
         self.sg_ram.read_clock.next = self.clock.val();
         self.sg_ram.write_clock.next = self.clock.val();
-        self.sg_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
-            | bit_cast::<10, 4>(self.sg_cur.q.val());
+        self.sg_ram.read_address.next =
+            bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.sg_cur.q.val());
         self.sg_ram.write_enable.next = false;
-        self.sg_ram.write_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
-            | bit_cast::<10, 4>(self.sg_n.q.val().get_bits::<4>(0));
-        self.sg_ram.write_data.next = bit_cast::<96, 64>(self.w_addr_r.q.val())
-            | (bit_cast::<96, 32>(self.sge_len.q.val()) << 64);
+        self.sg_ram.write_address.next =
+            bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.sg_n.q.val().get_bits::<4>(0));
+        self.sg_ram.write_data.next =
+            bit_cast::<96, 64>(self.w_addr_r.q.val()) | (bit_cast::<96, 32>(self.sge_len.q.val()) << 64);
         self.sg_rd.next = self.sg_ram.read_data.val();
         // READ list table: written by the scheduler, read at the QP's current entry.
         self.rdl_ram.read_clock.next = self.clock.val();
@@ -1106,8 +1266,8 @@ impl Logic for RxEngine {
         }
         self.cq_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
         self.cqpi_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
-        self.inflight_ram.read_address.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4
-            | bit_cast::<10, 4>(self.acked.q.val().get_bits::<4>(0));
+        self.inflight_ram.read_address.next =
+            bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.acked.q.val().get_bits::<4>(0));
         self.acked_tx_ram.read_address.next = self.acked_raddr.val();
         self.acked_rdata.next = self.acked_tx_ram.read_data.val().get_bits::<16>(0);
         self.acked_rreads.next = self.acked_tx_ram.read_data.val().get_bits::<7>(16);
@@ -1163,9 +1323,8 @@ impl Logic for RxEngine {
         self.racc_ram.read_clock.next = self.clock.val();
         self.racc_ram.write_clock.next = self.clock.val();
         self.racc_ram.read_address.next = self.qpn.q.val();
-        self.racc_ram.write_enable.next = self.cmd_fire.val()
-            & (self.cmd_op.val() == 1)
-            & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
+        self.racc_ram.write_enable.next =
+            self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
         self.racc_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.racc_ram.write_data.next = 0.into();
         self.rd_done_addr.next = self.qpn.q.val();
@@ -1214,7 +1373,8 @@ impl Logic for RxEngine {
         // reset to 0, or the write-back of state 9): it is next read several states later.
         // (A command never fires in state 9, so the two writers are ORed, not prioritised.)
         self.wb_now.next = self.state.q.val() == 9;
-        self.cqw_en.d.next = (self.cmd_fire.val() & (self.cmd_op.val() == 3)) | (self.wb_now.val() & self.cq_wb.q.val());
+        self.cqw_en.d.next =
+            (self.cmd_fire.val() & (self.cmd_op.val() == 3)) | (self.wb_now.val() & self.cq_wb.q.val());
         self.cqw_addr.d.next = self.cmd_index.val().get_bits::<6>(0);
         self.cqw_data.d.next = 0.into();
         if self.wb_now.val() {
@@ -1224,14 +1384,12 @@ impl Logic for RxEngine {
         self.cqpi_ram.write_enable.next = self.cqw_en.q.val();
         self.cqpi_ram.write_address.next = self.cqw_addr.q.val();
         self.cqpi_ram.write_data.next = self.cqw_data.q.val();
-        self.rdyn_ram.write_enable.next = self.cmd_fire.val()
-            & (self.cmd_op.val() == 1)
-            & self.cmd_qp.val().init_rq_psn.any();
+        self.rdyn_ram.write_enable.next =
+            self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_rq_psn.any();
         self.rdyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.rdyn_ram.write_data.next = bit_cast::<368, 24>(self.cmd_qp.val().rq_psn);
-        self.acked_ram.write_enable.next = self.cmd_fire.val()
-            & (self.cmd_op.val() == 1)
-            & self.cmd_qp.val().init_sq_psn.any();
+        self.acked_ram.write_enable.next =
+            self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any();
         self.acked_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.acked_ram.write_data.next = 0.into();
 
@@ -1241,64 +1399,84 @@ impl Logic for RxEngine {
         // so they hold from state 2 on (IBTA Vol 1 Table 38).
         self.opc.d.next = 0.into();
         match self.op.val().index() {
-            0 => { // 0x00
+            0 => {
+                // 0x00
                 self.opc.d.next = 0x008.into();
             }
-            1 => { // 0x01
+            1 => {
+                // 0x01
                 self.opc.d.next = 0x010.into();
             }
-            2 => { // 0x02
+            2 => {
+                // 0x02
                 self.opc.d.next = 0x030.into();
             }
-            3 => { // 0x03
+            3 => {
+                // 0x03
                 self.opc.d.next = 0x0B0.into();
             }
-            4 => { // 0x04
+            4 => {
+                // 0x04
                 self.opc.d.next = 0x028.into();
             }
-            5 => { // 0x05
+            5 => {
+                // 0x05
                 self.opc.d.next = 0x0A8.into();
             }
-            6 => { // 0x06
+            6 => {
+                // 0x06
                 self.opc.d.next = 0x805.into();
             }
-            7 => { // 0x07
+            7 => {
+                // 0x07
                 self.opc.d.next = 0x004.into();
             }
-            8 => { // 0x08
+            8 => {
+                // 0x08
                 self.opc.d.next = 0x006.into();
             }
-            9 => { // 0x09
+            9 => {
+                // 0x09
                 self.opc.d.next = 0x0C6.into();
             }
-            10 => { // 0x0A
+            10 => {
+                // 0x0A
                 self.opc.d.next = 0x807.into();
             }
-            11 => { // 0x0B
+            11 => {
+                // 0x0B
                 self.opc.d.next = 0x8C7.into();
             }
-            12 => { // 0x0C
+            12 => {
+                // 0x0C
                 self.opc.d.next = 0x900.into();
             }
-            13 => { // 0x0D
+            13 => {
+                // 0x0D
                 self.opc.d.next = 0x200.into();
             }
-            14 => { // 0x0E
+            14 => {
+                // 0x0E
                 self.opc.d.next = 0x200.into();
             }
-            15 => { // 0x0F
+            15 => {
+                // 0x0F
                 self.opc.d.next = 0x600.into();
             }
-            16 => { // 0x10
+            16 => {
+                // 0x10
                 self.opc.d.next = 0x600.into();
             }
-            18 => { // 0x12 ATOMIC ACKNOWLEDGE: a response (like READ RESPONSE ONLY)
+            18 => {
+                // 0x12 ATOMIC ACKNOWLEDGE: a response (like READ RESPONSE ONLY)
                 self.opc.d.next = 0x4600.into();
             }
-            19 => { // 0x13 COMPARE SWAP
+            19 => {
+                // 0x13 COMPARE SWAP
                 self.opc.d.next = 0x1800.into();
             }
-            20 => { // 0x14 FETCH ADD
+            20 => {
+                // 0x14 FETCH ADD
                 self.opc.d.next = 0x3800.into();
             }
             _ => {}
@@ -1385,68 +1563,67 @@ impl Logic for RxEngine {
         // opcodes): the segment rules of IBTA Vol 1 9.8.3.
         self.seq_ok.next = false;
         match self.op.val().index() {
-            0 => { // SEND FIRST
-                self.seq_ok.next = !self.in_write.q.val()
-                    & !self.in_send.q.val()
-                    & self.len_eq_mtu_r.q.val();
+            0 => {
+                // SEND FIRST
+                self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.len_eq_mtu_r.q.val();
             }
-            1 => { // SEND MIDDLE
+            1 => {
+                // SEND MIDDLE
                 self.seq_ok.next = self.in_send.q.val() & self.len_eq_mtu_r.q.val();
             }
-            2 => { // SEND LAST
-                self.seq_ok.next = self.in_send.q.val()
-                    & self.len_nz_r.q.val()
-                    & self.len_le_mtu_r.q.val();
+            2 => {
+                // SEND LAST
+                self.seq_ok.next = self.in_send.q.val() & self.len_nz_r.q.val() & self.len_le_mtu_r.q.val();
             }
-            3 => { // SEND LAST WITH IMMEDIATE
-                self.seq_ok.next = self.in_send.q.val()
-                    & self.len_nz_r.q.val()
-                    & self.len_le_mtu_r.q.val();
+            3 => {
+                // SEND LAST WITH IMMEDIATE
+                self.seq_ok.next = self.in_send.q.val() & self.len_nz_r.q.val() & self.len_le_mtu_r.q.val();
             }
-            4 => { // SEND ONLY
-                self.seq_ok.next = !self.in_write.q.val()
-                    & !self.in_send.q.val()
-                    & self.len_le_mtu_r.q.val();
+            4 => {
+                // SEND ONLY
+                self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.len_le_mtu_r.q.val();
             }
-            5 => { // SEND ONLY WITH IMMEDIATE
-                self.seq_ok.next = !self.in_write.q.val()
-                    & !self.in_send.q.val()
-                    & self.len_le_mtu_r.q.val();
+            5 => {
+                // SEND ONLY WITH IMMEDIATE
+                self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.len_le_mtu_r.q.val();
             }
-            6 => { // RDMA WRITE FIRST
+            6 => {
+                // RDMA WRITE FIRST
                 self.seq_ok.next = !self.in_write.q.val()
                     & !self.in_send.q.val()
                     & self.len_eq_mtu_r.q.val()
                     & self.reth_gt_mtu_r.q.val();
             }
-            7 => { // RDMA WRITE MIDDLE
-                self.seq_ok.next = self.in_write.q.val()
-                    & self.len_eq_mtu_r.q.val()
-                    & self.wr_lt_r.q.val();
+            7 => {
+                // RDMA WRITE MIDDLE
+                self.seq_ok.next = self.in_write.q.val() & self.len_eq_mtu_r.q.val() & self.wr_lt_r.q.val();
             }
-            8 => { // RDMA WRITE LAST
+            8 => {
+                // RDMA WRITE LAST
                 self.seq_ok.next = self.in_write.q.val() & self.wr_eq_r.q.val();
             }
-            9 => { // RDMA WRITE LAST WITH IMMEDIATE
+            9 => {
+                // RDMA WRITE LAST WITH IMMEDIATE
                 self.seq_ok.next = self.in_write.q.val() & self.wr_eq_r.q.val();
             }
-            10 => { // RDMA WRITE ONLY
-                self.seq_ok.next = !self.in_write.q.val()
-                    & !self.in_send.q.val()
-                    & self.len_eq_reth_r.q.val();
+            10 => {
+                // RDMA WRITE ONLY
+                self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.len_eq_reth_r.q.val();
             }
-            11 => { // RDMA WRITE ONLY WITH IMMEDIATE
-                self.seq_ok.next = !self.in_write.q.val()
-                    & !self.in_send.q.val()
-                    & self.len_eq_reth_r.q.val();
+            11 => {
+                // RDMA WRITE ONLY WITH IMMEDIATE
+                self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.len_eq_reth_r.q.val();
             }
-            12 => { // RDMA READ REQUEST: starts no message of its own, no payload
+            12 => {
+                // RDMA READ REQUEST: starts no message of its own, no payload
                 self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.pz_r.q.val();
             }
-            19 => { // COMPARE SWAP
+            19 => {
+                // COMPARE SWAP
                 self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.at_form_r.q.val();
             }
-            20 => { // FETCH ADD
+            20 => {
+                // FETCH ADD
                 self.seq_ok.next = !self.in_write.q.val() & !self.in_send.q.val() & self.at_form_r.q.val();
             }
             _ => {}
@@ -1496,8 +1673,7 @@ impl Logic for RxEngine {
         self.nak_stale.next = self.nak_age.val().get_bit(23);
         self.nak_repeat.next = (self.nak_code.val() == 0) & self.last_nak_ok.q.val() & !self.nak_moved.q.val();
         self.fatal.next = (self.status.q.val() != 0) & (self.status.q.val() != 5);
-        self.cq_mask.next =
-            (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.cq.q.val().log_size)) - 1;
+        self.cq_mask.next = (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.cq.q.val().log_size)) - 1;
         // The CQE slot address, two registered steps from the CQ context and producer index.
         self.pi_masked.d.next = self.cq_pi.q.val() & self.cq_mask.val();
         self.cqe_addr_r.d.next = self.cq.q.val().base + (bit_cast::<64, 32>(self.pi_masked.q.val()) << 5);
@@ -1728,8 +1904,7 @@ impl Logic for RxEngine {
                 self.tot_rem.d.next = self.rdyn_now.val().get_bits::<36>(328);
                 self.rq_pi.d.next = self.rqpi_ram.read_data.val();
                 self.rd_acc.d.next = self.racc_ram.read_data.val();
-                self.nak_moved.d.next =
-                    self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(164);
+                self.nak_moved.d.next = self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(164);
                 self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
                 self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
                 self.qp_err.d.next = self.acked_ram.read_data.val().get_bit(20);
@@ -1777,8 +1952,7 @@ impl Logic for RxEngine {
                 self.w_addr_r.d.next = self.w_addr.val();
                 self.bounds_ok_r.d.next = self.va_ok.q.val()
                     & (self.off_r.q.val() <= self.mr_now.val().length)
-                    & (bit_cast::<64, 32>(self.req_len.val())
-                        <= (self.mr_now.val().length - self.off_r.q.val()));
+                    & (bit_cast::<64, 32>(self.req_len.val()) <= (self.mr_now.val().length - self.off_r.q.val()));
                 self.send_fits_r.d.next = self.plen32.val() <= self.wr_rem.q.val();
                 self.tot_fits_r.d.next = self.plen36.val() <= self.tot_rem.q.val();
                 self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
@@ -1854,9 +2028,8 @@ impl Logic for RxEngine {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
                         // message is answered with an ACK of everything received so far.
                         self.cnt_dup.next = true;
-                        self.job.next.need_ack = bit_cast::<1, 1>(
-                            (self.pkt.q.val().ackreq.any() | self.is_last_or_only.val()).into(),
-                        );
+                        self.job.next.need_ack =
+                            bit_cast::<1, 1>((self.pkt.q.val().ackreq.any() | self.is_last_or_only.val()).into());
                         self.reply.next.psn = self.epsn.q.val() - 1;
                     } else if self.c_gap.q.val() {
                         // Ahead of the expected PSN: one sequence-error NAK per gap, carrying
@@ -1914,16 +2087,12 @@ impl Logic for RxEngine {
                         self.msn.d.next = self.msn.q.val() + 1;
                         self.nak_sent.d.next = false;
                         self.state.d.next = 25.into();
-                    } else if self.needs_rwqe.val()
-                        & !self.rwqe_ready.q.val()
-                        & self.rq_empty_r.q.val()
-                    {
+                    } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() & self.rq_empty_r.q.val() {
                         // No receive WQE posted: RNR NAK with the QP's minimal RNR timer
                         // (9.7.5.2.8); the packet is not executed and the PSN stays expected.
                         self.cnt_tx_rnr.next = true;
                         self.job.next.need_ack = 1.into();
-                        self.reply.next.syndrome =
-                            bit_cast::<8, 5>(self.ctx.q.val().min_rnr_timer) | 0x20;
+                        self.reply.next.syndrome = bit_cast::<8, 5>(self.ctx.q.val().min_rnr_timer) | 0x20;
                     } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() {
                         // Fetch and check the receive WQE, then decide again.
                         self.job_write.next = false;
@@ -1965,9 +2134,8 @@ impl Logic for RxEngine {
                         if self.pkt.q.val().plen != 0 {
                             self.job.next.kind = 0.into();
                         }
-                        self.job.next.need_ack = bit_cast::<1, 1>(
-                            (self.pkt.q.val().ackreq.any() | self.is_last_or_only.val()).into(),
-                        );
+                        self.job.next.need_ack =
+                            bit_cast::<1, 1>((self.pkt.q.val().ackreq.any() | self.is_last_or_only.val()).into());
                         self.epsn.d.next = self.epsn.q.val() + 1;
                         if self.is_last_or_only.val() | self.is_send_end.val() {
                             self.msn.d.next = self.msn.q.val() + 1;
@@ -2404,8 +2572,7 @@ impl Logic for RxEngine {
             10 => {
                 // The in-flight entry at `acked` is being read. Only WQEs the scheduler has
                 // recorded (serially between acked and sent) are retired.
-                self.seq_nak_r.d.next =
-                    !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
+                self.seq_nak_r.d.next = !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
                 self.retry_ok_r.d.next = (self.retries.q.val() < self.ctx.q.val().retry_cnt)
                     | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
                     | self.src_rnr.q.val();
@@ -2491,8 +2658,7 @@ impl Logic for RxEngine {
                     // READ to be resumed from the first missing response (9.7.5.1.3); a
                     // timeout covers a lost resumption.
                     self.rd_rw_psn.d.next = self.rd_restart.val();
-                    self.rd_rw_dup.d.next =
-                        self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.rd_restart.val());
+                    self.rd_rw_dup.d.next = self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.rd_restart.val());
                     self.state.d.next = 22.into();
                 } else if !self.psn_before_r.q.val() {
                     self.retries.d.next = 0.into();
@@ -2619,9 +2785,7 @@ impl Logic for RxEngine {
                 self.state.d.next = 23.into();
             }
             23 => {
-                if self.at_entry.val().get_bit(0)
-                    & (self.at_entry.val().get_bits::<24>(8) == self.pkt.q.val().psn)
-                {
+                if self.at_entry.val().get_bit(0) & (self.at_entry.val().get_bits::<24>(8) == self.pkt.q.val().psn) {
                     // Found: the ATOMIC ACKNOWLEDGE is sent again with the saved value.
                     self.at_mode.d.next = true;
                     self.at_orig.d.next = self.at_entry.val().get_bits::<64>(32);
@@ -2751,10 +2915,10 @@ impl Logic for RxEngine {
                 // 2: inside the READ's PSN range; distance from the expected PSN; byte offsets.
                 self.r_in.d.next = self.r_a.q.val() <= self.r_b.q.val();
                 self.r_d.d.next = self.pkt.q.val().psn - self.r_exp.q.val();
-                self.r_off.d.next = bit_cast::<32, 24>(self.r_a.q.val())
-                    << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
-                self.r_boff.d.next = bit_cast::<32, 24>(self.r_b.q.val())
-                    << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
+                self.r_off.d.next =
+                    bit_cast::<32, 24>(self.r_a.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
+                self.r_boff.d.next =
+                    bit_cast::<32, 24>(self.r_b.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
                 self.state.d.next = 20.into();
             }
             20 => {
@@ -2874,8 +3038,7 @@ impl Logic for RxEngine {
             self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fl_cqpn_r.q.val());
         }
         if self.fl_eng.val() {
-            self.fl_set.next = self.fl_set.val()
-                | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.qpn.q.val()));
+            self.fl_set.next = self.fl_set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.qpn.q.val()));
         }
         self.flush_pend.d.next = (self.flush_pend.q.val() & !self.fl_clr.val()) | self.fl_set.val();
         self.acked_tx_ram.write_enable.next = self.acked_ram.write_enable.val();

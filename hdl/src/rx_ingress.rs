@@ -1,7 +1,7 @@
 //! RX ingress: parse, ICRC check and store-and-forward packet buffer.
+use crate::bswap::Bswap64;
 use crate::crc::blocks::{init_skipping, Crc32D512, Crc32ResidueZeros};
 use crate::icrc::{first_beat_and, first_beat_or, SKIPPED_BYTES};
-use crate::bswap::Bswap64;
 use crate::records::{RoceHeader, RxDesc};
 use rust_hdl::prelude::*;
 
@@ -362,12 +362,69 @@ impl Logic for RxIngress {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, fi_in_frame, fi_rem, a_valid, a_last, a_user, a_first, a_crc_end,
-            a_zeros, a_lk, a_data, a_ok1, a_ok2, a_ipl, a_ipl_hi, a_iplm20, a_udpl, a_hdr, a_hlen, a_s0, a_s1,
-            crc_state, b_valid, b_last, b_user, b_first, b_crc_end, b_complete, b_target, b_data,
-            b_ok, b_nb, b_plen, b_hlen, fb_ok, fb_complete, fb_crc, c_valid, c_last, c_first,
-            c_data, c_nb, c_nbm1, c_plen, c_hlen, c_end, c_malf, c_pass, c_badcrc, wr_ptr, k, wa,
-            fits_r, nb_r, opcode_r, hlen_r, ackreq_r, plen_r, dqpn_r, psn_r, ext_lo_r, ext_hi_r
+            self,
+            clock,
+            fi_in_frame,
+            fi_rem,
+            a_valid,
+            a_last,
+            a_user,
+            a_first,
+            a_crc_end,
+            a_zeros,
+            a_lk,
+            a_data,
+            a_ok1,
+            a_ok2,
+            a_ipl,
+            a_ipl_hi,
+            a_iplm20,
+            a_udpl,
+            a_hdr,
+            a_hlen,
+            a_s0,
+            a_s1,
+            crc_state,
+            b_valid,
+            b_last,
+            b_user,
+            b_first,
+            b_crc_end,
+            b_complete,
+            b_target,
+            b_data,
+            b_ok,
+            b_nb,
+            b_plen,
+            b_hlen,
+            fb_ok,
+            fb_complete,
+            fb_crc,
+            c_valid,
+            c_last,
+            c_first,
+            c_data,
+            c_nb,
+            c_nbm1,
+            c_plen,
+            c_hlen,
+            c_end,
+            c_malf,
+            c_pass,
+            c_badcrc,
+            wr_ptr,
+            k,
+            wa,
+            fits_r,
+            nb_r,
+            opcode_r,
+            hlen_r,
+            ackreq_r,
+            plen_r,
+            dqpn_r,
+            psn_r,
+            ext_lo_r,
+            ext_hi_r
         );
         self.buffer.read_clock.next = self.clock.val();
         self.buffer.write_clock.next = self.clock.val();
@@ -389,18 +446,15 @@ impl Logic for RxIngress {
         if self.first0.val() {
             if !self.ipl_hi.val() {
                 self.m64.next = !(self.c_hdr64.val() << bit_cast::<64, 6>(self.ipl6.val()));
-                self.m512.next = !(self.c_hdr512.val()
-                    << (bit_cast::<512, 6>(self.ipl6.val()) << 3));
+                self.m512.next = !(self.c_hdr512.val() << (bit_cast::<512, 6>(self.ipl6.val()) << 3));
             }
         } else if !self.rem_hi.val() {
             self.m64.next = !(self.c_ones64.val() << bit_cast::<64, 6>(self.rem6.val()));
-            self.m512.next =
-                !(self.c_ones512.val() << (bit_cast::<512, 6>(self.rem6.val()) << 3));
+            self.m512.next = !(self.c_ones512.val() << (bit_cast::<512, 6>(self.rem6.val()) << 3));
         }
         self.a_data.d.next = self.tdata.val() & self.m512.val();
         // The last byte of the frame in this beat must be kept (the MAC delivered it).
-        self.a_lk.d.next =
-            (self.m64.val() & !(self.m64.val() >> 1)) & self.tkeep.val();
+        self.a_lk.d.next = (self.m64.val() & !(self.m64.val() >> 1)) & self.tkeep.val();
         self.a_valid.d.next = self.tvalid.val();
         self.a_last.d.next = self.tlast.val();
         self.a_user.d.next = self.tuser.val();
@@ -410,8 +464,7 @@ impl Logic for RxIngress {
             self.a_crc_end.d.next = !self.ipl_hi.val() & (self.ipl6.val() <= 50);
             self.a_zeros.d.next = self.c_fifty.val() - self.ipl6.val();
         } else {
-            self.a_crc_end.d.next = (!self.rem_hi.val() & self.rem6.val().any())
-                | (self.fi_rem.q.val() == 64);
+            self.a_crc_end.d.next = (!self.rem_hi.val() & self.rem6.val().any()) | (self.fi_rem.q.val() == 64);
             self.a_zeros.d.next = (!self.rem6.val()) + 1;
         }
         if self.tvalid.val() {
@@ -437,59 +490,73 @@ impl Logic for RxIngress {
         self.c_supported.next = true;
         match self.h0.val().bth_opcode.index() {
             // SEND FIRST/MIDDLE/LAST/ONLY, RDMA WRITE MIDDLE/LAST, READ RESPONSE MIDDLE.
-            0 => {} // 0x00
-            1 => {} // 0x01
-            2 => {} // 0x02
-            4 => {} // 0x04
-            7 => {} // 0x07
-            8 => {} // 0x08
+            0 => {}  // 0x00
+            1 => {}  // 0x01
+            2 => {}  // 0x02
+            4 => {}  // 0x04
+            7 => {}  // 0x07
+            8 => {}  // 0x08
             14 => {} // 0x0E
             // ImmDt: SEND LAST/ONLY and RDMA WRITE LAST with immediate.
-            3 => { // 0x03
+            3 => {
+                // 0x03
                 self.c_ext_len.next = 4.into();
             }
-            5 => { // 0x05
+            5 => {
+                // 0x05
                 self.c_ext_len.next = 4.into();
             }
-            9 => { // 0x09
+            9 => {
+                // 0x09
                 self.c_ext_len.next = 4.into();
             }
             // RETH: RDMA WRITE FIRST/ONLY, RDMA READ REQUEST.
-            6 => { // 0x06
+            6 => {
+                // 0x06
                 self.c_ext_len.next = 16.into();
             }
-            10 => { // 0x0A
+            10 => {
+                // 0x0A
                 self.c_ext_len.next = 16.into();
             }
-            12 => { // 0x0C
+            12 => {
+                // 0x0C
                 self.c_ext_len.next = 16.into();
             }
             // RETH + ImmDt: RDMA WRITE ONLY with immediate.
-            11 => { // 0x0B
+            11 => {
+                // 0x0B
                 self.c_ext_len.next = 20.into();
             }
             // AETH: READ RESPONSE FIRST/LAST/ONLY, ACKNOWLEDGE.
-            13 => { // 0x0D
+            13 => {
+                // 0x0D
                 self.c_ext_len.next = 4.into();
             }
-            15 => { // 0x0F
+            15 => {
+                // 0x0F
                 self.c_ext_len.next = 4.into();
             }
-            16 => { // 0x10
+            16 => {
+                // 0x10
                 self.c_ext_len.next = 4.into();
             }
-            17 => { // 0x11
+            17 => {
+                // 0x11
                 self.c_ext_len.next = 4.into();
             }
             // AETH + AtomicAckETH: ATOMIC ACKNOWLEDGE.
-            18 => { // 0x12
+            18 => {
+                // 0x12
                 self.c_ext_len.next = 12.into();
             }
             // AtomicETH: COMPARE SWAP, FETCH ADD.
-            19 => { // 0x13
+            19 => {
+                // 0x13
                 self.c_ext_len.next = 28.into();
             }
-            20 => { // 0x14
+            20 => {
+                // 0x14
                 self.c_ext_len.next = 28.into();
             }
             _ => {
@@ -542,9 +609,8 @@ impl Logic for RxIngress {
         // The sum of the ten words is X = H * 65536 + L (H <= 9); its one's-complement fold is
         // 0xFFFF iff L + H == 0xFFFF, i.e. iff L ^ H == 0xFFFF.
         self.csum_x.next = self.a_s0.q.val() + self.a_s1.q.val();
-        self.csum_ok.next = (self.csum_x.val().get_bits::<16>(0)
-            ^ bit_cast::<16, 4>(self.csum_x.val().get_bits::<4>(16)))
-            == 0xFFFF;
+        self.csum_ok.next =
+            (self.csum_x.val().get_bits::<16>(0) ^ bit_cast::<16, 4>(self.csum_x.val().get_bits::<4>(16))) == 0xFFFF;
         // Total Length >= the headers (44..63 bytes): a 6-bit compare below 64.
         self.a_ipl6.next = self.a_ipl.q.val().get_bits::<7>(0);
         self.a_hdr6.next = self.a_hdr.q.val().get_bits::<7>(0);
@@ -582,8 +648,7 @@ impl Logic for RxIngress {
             self.fb_complete.d.next = self.complete_cur.val();
             self.fb_crc.d.next = self.crc_cur.val();
         }
-        self.malformed.next =
-            !self.ok_cur.val() | self.b_user.q.val() | !self.complete_cur.val();
+        self.malformed.next = !self.ok_cur.val() | self.b_user.q.val() | !self.complete_cur.val();
         self.b_endv.next = self.b_valid.q.val() & self.b_last.q.val();
         self.c_end.d.next = self.b_endv.val();
         self.c_malf.d.next = self.b_endv.val() & self.malformed.val();
@@ -626,8 +691,8 @@ impl Logic for RxIngress {
         self.c_dqpn_w.next = self.hc.val().bth_dqpn;
         self.c_ackreq_w.next = self.hc.val().bth_ackreq;
         self.c_psn_w.next = self.hc.val().bth_psn;
-        self.ext.next = bit_cast::<224, 80>(self.ext_lo_r.q.val())
-            | (bit_cast::<224, 144>(self.ext_hi_r.q.val()) << 80);
+        self.ext.next =
+            bit_cast::<224, 80>(self.ext_lo_r.q.val()) | (bit_cast::<224, 144>(self.ext_hi_r.q.val()) << 80);
         if self.kk.val() == 1 {
             self.ext.next = bit_cast::<224, 80>(self.ext_lo_r.q.val())
                 | (bit_cast::<224, 144>(self.c_data.q.val().get_bits::<144>(0)) << 80);
@@ -692,10 +757,9 @@ impl Logic for RxIngress {
         // Verdict on the frame's last beat: malformed, then overflow, then ICRC.
         self.cnt_rx_frame.next = self.c_end.q.val();
         self.cnt_malformed.next = self.c_malf.q.val();
-        self.cnt_overflow.next = (self.c_pass.q.val() | self.c_badcrc.q.val())
-            & (!self.fits_cur.val() | self.desc_full.val());
-        self.cnt_icrc.next =
-            self.c_badcrc.q.val() & self.fits_cur.val() & !self.desc_full.val();
+        self.cnt_overflow.next =
+            (self.c_pass.q.val() | self.c_badcrc.q.val()) & (!self.fits_cur.val() | self.desc_full.val());
+        self.cnt_icrc.next = self.c_badcrc.q.val() & self.fits_cur.val() & !self.desc_full.val();
         self.desc_write.next = self.c_pass.q.val() & self.fits_cur.val() & !self.desc_full.val();
         if self.desc_write.val() {
             self.wr_ptr.d.next = self.wr_ptr.q.val() + bit_cast::<9, 8>(self.nb_cur.val());

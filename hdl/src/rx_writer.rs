@@ -104,8 +104,25 @@ impl Logic for RxWriter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, start_r, off_r, release_r, w_rem, w_first, w_lim, j_cur, cqe_r, rdp,
-            beats_planned, b_count, out_k, aw_done, w_done, val_len, idle_r
+            self,
+            clock,
+            state,
+            start_r,
+            off_r,
+            release_r,
+            w_rem,
+            w_first,
+            w_lim,
+            j_cur,
+            cqe_r,
+            rdp,
+            beats_planned,
+            b_count,
+            out_k,
+            aw_done,
+            w_done,
+            val_len,
+            idle_r
         );
         clock!(self, clock, gb, aq, pa);
         self.gb.reset.next = self.reset.val();
@@ -161,8 +178,8 @@ impl Logic for RxWriter {
             | (bit_cast::<80, 7>(self.j_lead.val()) << 58)
             | (bit_cast::<80, 16>(self.j_beats.val()) << 65);
         self.pa.write.next = false;
-        self.pa.data_in.next = bit_cast::<272, 256>(self.job.val().ack.into())
-            | (bit_cast::<272, 16>(self.beats_planned.q.val()) << 256);
+        self.pa.data_in.next =
+            bit_cast::<272, 256>(self.job.val().ack.into()) | (bit_cast::<272, 16>(self.beats_planned.q.val()) << 256);
 
         match self.state.q.val().index() {
             0 => {
@@ -189,8 +206,7 @@ impl Logic for RxWriter {
                         self.release_r.d.next = self.job.val().release;
                         self.w_rem.d.next = self.j_plen.val();
                         self.w_first.d.next = true;
-                        self.w_lim.d.next =
-                            64_u64 - bit_cast::<7, 6>(self.j_off.val().get_bits::<6>(0));
+                        self.w_lim.d.next = 64_u64 - bit_cast::<7, 6>(self.j_off.val().get_bits::<6>(0));
                         self.j_cur.d.next = self.j_obeat.val();
                         // Present the first payload beat's address now: data next cycle.
                         self.buf_raddr.next = self.j_start.val() + self.j_obeat.val();
@@ -246,15 +262,12 @@ impl Logic for RxWriter {
         self.q_beats.next = self.aq.data_out.val().get_bits::<8>(65);
         self.strb_lo.next = 0.into();
         if self.out_k.q.val() == 0 {
-            self.strb_lo.next =
-                (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.q_lead.val())) - 1;
+            self.strb_lo.next = (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.q_lead.val())) - 1;
         }
         self.awaddr.next = self.q_base.val() + (bit_cast::<64, 8>(self.out_k.q.val()) << 6);
         self.wdata.next = self.gb.out_data.val();
-        self.wstrb.next = ((bit_cast::<64, 1>(1.into())
-            << bit_cast::<64, 7>(self.gb.out_count.val()))
-            - 1)
-            & !self.strb_lo.val();
+        self.wstrb.next =
+            ((bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.gb.out_count.val())) - 1) & !self.strb_lo.val();
         self.awvalid.next = self.gb.out_valid.val() & !self.aq.empty.val() & !self.aw_done.q.val();
         self.wvalid.next = self.gb.out_valid.val() & !self.aq.empty.val() & !self.w_done.q.val();
         self.aw_fire.next = self.awvalid.val() & self.awready.val();

@@ -127,14 +127,12 @@ pub struct NicTop {
     tx_frame_done: Signal<Local, Bit>,
 }
 
-
 impl Logic for NicTop {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(
-            self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb,
-            ack_fifo, icrc, rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, rxw,
-            byte_cnt
+            self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
+            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, rxw, byte_cnt
         );
         self.regs.reset.next = self.reset.val();
         self.byte_cnt.reset.next = self.reset.val();
@@ -170,8 +168,7 @@ impl Logic for NicTop {
         self.db_fifo.data_in.next = self.regs.db_data.val();
         self.regs.db_full.next = self.db_fifo.full.val();
         // A context command goes to both engines' tables in the same cycle.
-        self.cmd_fire.next =
-            self.regs.cmd_valid.val() & self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
+        self.cmd_fire.next = self.regs.cmd_valid.val() & self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
         self.regs.cmd_ready.next = self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
         self.txs.cmd_fire.next = self.cmd_fire.val();
         self.txs.cmd_op.next = self.regs.cmd_op.val();
@@ -215,8 +212,8 @@ impl Logic for NicTop {
         self.job_fifo.data_in.next = self.txs.job.val();
         self.txs.job_afull.next = self.job_fifo.almost_full.val();
         self.rj_fifo.write.next = self.txs.rj_write.val();
-        self.rj_fifo.data_in.next = bit_cast::<80, 64>(self.txs.rj_addr.val())
-            | (bit_cast::<80, 13>(self.txs.rj_len.val()) << 64);
+        self.rj_fifo.data_in.next =
+            bit_cast::<80, 64>(self.txs.rj_addr.val()) | (bit_cast::<80, 13>(self.txs.rj_len.val()) << 64);
         self.txs.rj_afull.next = self.rj_fifo.almost_full.val();
         self.pg_fifo.write.next = self.txs.pg_write.val();
         self.pg_fifo.data_in.next = self.txs.pg_data.val();
@@ -277,8 +274,7 @@ impl Logic for NicTop {
         self.m_axi_arsize.next = 6.into();
         self.m_axi_arburst.next = 1.into();
         self.rd_issuer.arready.next = self.m_axi_arready.val();
-        self.m_axi_rready.next =
-            self.r_is_wqe.val() | self.r_is_rwqe.val() | self.asm.pay_ready.val();
+        self.m_axi_rready.next = self.r_is_wqe.val() | self.r_is_rwqe.val() | self.asm.pay_ready.val();
 
         // ---- TX: assembly, arbitration, ICRC ----
         self.asm.src_mac.next = self.regs.mac.val();
@@ -289,8 +285,7 @@ impl Logic for NicTop {
         self.asm.pg_empty.next = self.pg_fifo.empty.val();
         self.asm.pg_data.next = self.pg_fifo.data_out.val();
         self.pg_fifo.read.next = self.asm.pg_read.val();
-        self.asm.pay_valid.next =
-            self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val();
+        self.asm.pay_valid.next = self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val();
         self.asm.pay_data.next = self.m_axi_rdata.val();
         self.tx_gb.in_valid.next = self.asm.g_valid.val();
         self.asm.g_ready.next = self.tx_gb.in_ready.val();
@@ -315,12 +310,10 @@ impl Logic for NicTop {
         self.icrc.in_last.next = self.arb.out_last.val();
         self.m_axis_tx_tvalid.next = self.icrc.out_valid.val();
         self.m_axis_tx_tdata.next = self.icrc.out_data.val();
-        self.m_axis_tx_tkeep.next =
-            (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.icrc.out_count.val())) - 1;
+        self.m_axis_tx_tkeep.next = (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.icrc.out_count.val())) - 1;
         self.m_axis_tx_tlast.next = self.icrc.out_last.val();
         self.icrc.out_ready.next = self.m_axis_tx_tready.val();
-        self.tx_frame_done.next =
-            self.icrc.out_valid.val() & self.m_axis_tx_tready.val() & self.icrc.out_last.val();
+        self.tx_frame_done.next = self.icrc.out_valid.val() & self.m_axis_tx_tready.val() & self.icrc.out_last.val();
 
         // ---- RX ----
         self.rxi.tdata.next = self.s_axis_rx_tdata.val();

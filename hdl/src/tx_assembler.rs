@@ -184,8 +184,28 @@ impl Logic for TxAssembler {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, bs, bl, blast, left, last_len, pad, p_last, qa_v, qa_skip, qa_len, qa_last,
-            qa_end, qb_v, qb_skip, qb_first, qb_beats, qb_single, qb_last_len, qb_last
+            self,
+            clock,
+            state,
+            bs,
+            bl,
+            blast,
+            left,
+            last_len,
+            pad,
+            p_last,
+            qa_v,
+            qa_skip,
+            qa_len,
+            qa_last,
+            qa_end,
+            qb_v,
+            qb_skip,
+            qb_first,
+            qb_beats,
+            qb_single,
+            qb_last_len,
+            qb_last
         );
         clock!(self, clock, hb);
         self.hb.reset.next = self.reset.val();
@@ -232,8 +252,8 @@ impl Logic for TxAssembler {
             if self.job.val().has_ext4.any() {
                 // RDMA WRITE ONLY with immediate: the ImmDt follows the RETH.
                 self.hb.ext_len.next = 20.into();
-                self.hb.ext.next = bit_cast::<224, 128>(self.reth.val())
-                    | (bit_cast::<224, 32>(self.j_ext4.val()) << 128);
+                self.hb.ext.next =
+                    bit_cast::<224, 128>(self.reth.val()) | (bit_cast::<224, 32>(self.j_ext4.val()) << 128);
             }
         }
         // Atomic operands, big-endian on the wire.
@@ -253,8 +273,7 @@ impl Logic for TxAssembler {
         if self.job.val().has_atomic_ack.any() {
             // AETH, then AtomicAckETH: the original remote data.
             self.hb.ext_len.next = 12.into();
-            self.hb.ext.next = bit_cast::<224, 32>(self.j_ext4.val())
-                | (bit_cast::<224, 64>(self.swap_be.val()) << 32);
+            self.hb.ext.next = bit_cast::<224, 32>(self.j_ext4.val()) | (bit_cast::<224, 64>(self.swap_be.val()) << 32);
         }
         // Tag: plen (a packet without payload has no piece).
         self.j_plen.next = self.job.val().plen;

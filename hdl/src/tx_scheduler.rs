@@ -1,7 +1,7 @@
 //! The requester's work-queue engine: doorbell → QP context → WQE fetch → lkey check →
 //! segmentation into request packets.
-use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, TxJob, WqeRec};
 use crate::context_tables::ContextTables;
+use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, TxJob, WqeRec};
 use rust_hdl::prelude::*;
 
 /// Minimum cycles between two READ response packets (see [`TxScheduler`]).
@@ -391,22 +391,113 @@ impl Logic for TxScheduler {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, cur_qpn, pi, ctx, next_psn, ci, wqe, rem, total, cur_iova, first,
-            status, wqe_psn, rewind, rw_ci, rw_psn, rw_restart, skip_pending, flush_req, err,
-            off_r, len_r, va_ok, key_ok_r, off_ok, room, base_iova, skip_bytes_r, skip_nz,
-            skip_ok, mtu_r, plen_r, last_r, sq_empty, window_ok, rw_mine, wqe_addr,
-            npkts, rw_pending, wop, rd_va, rr, rr_ret, rr_psn, rr_rem, rr_iova, rr_first,
-            rr_last, rr_plen, rr_mtu, rr_gap, reads_sent, rd_full, behind, ar_pend, job_room,
-            rw_empty_r, rr_empty_r, nq_r, npart_r, bounds_r, resumed, rw_other, rw_waiting, rs_room,
-            rs_empty_r, cmd_ok, wb, g_idx, g_addr, g_len, g_lkey, inline_r, multi_r, all_ok, sum_len,
-            n_valid, nsge_bad, len_bad, shape_bad, e_idx, sge_rem, fits_r, exh_r, pkt_left, pc_len,
-            pc_last, pc_exh, walk, walk_pend, walk_ge, rr_done_v, wqe_off, ext0, ext1, ext2, ext3, cp_i, rd_limit_r, reads_out_r
+            self,
+            clock,
+            state,
+            cur_qpn,
+            pi,
+            ctx,
+            next_psn,
+            ci,
+            wqe,
+            rem,
+            total,
+            cur_iova,
+            first,
+            status,
+            wqe_psn,
+            rewind,
+            rw_ci,
+            rw_psn,
+            rw_restart,
+            skip_pending,
+            flush_req,
+            err,
+            off_r,
+            len_r,
+            va_ok,
+            key_ok_r,
+            off_ok,
+            room,
+            base_iova,
+            skip_bytes_r,
+            skip_nz,
+            skip_ok,
+            mtu_r,
+            plen_r,
+            last_r,
+            sq_empty,
+            window_ok,
+            rw_mine,
+            wqe_addr,
+            npkts,
+            rw_pending,
+            wop,
+            rd_va,
+            rr,
+            rr_ret,
+            rr_psn,
+            rr_rem,
+            rr_iova,
+            rr_first,
+            rr_last,
+            rr_plen,
+            rr_mtu,
+            rr_gap,
+            reads_sent,
+            rd_full,
+            behind,
+            ar_pend,
+            job_room,
+            rw_empty_r,
+            rr_empty_r,
+            nq_r,
+            npart_r,
+            bounds_r,
+            resumed,
+            rw_other,
+            rw_waiting,
+            rs_room,
+            rs_empty_r,
+            cmd_ok,
+            wb,
+            g_idx,
+            g_addr,
+            g_len,
+            g_lkey,
+            inline_r,
+            multi_r,
+            all_ok,
+            sum_len,
+            n_valid,
+            nsge_bad,
+            len_bad,
+            shape_bad,
+            e_idx,
+            sge_rem,
+            fits_r,
+            exh_r,
+            pkt_left,
+            pc_len,
+            pc_last,
+            pc_exh,
+            walk,
+            walk_pend,
+            walk_ge,
+            rr_done_v,
+            wqe_off,
+            ext0,
+            ext1,
+            ext2,
+            ext3,
+            cp_i,
+            rd_limit_r,
+            reads_out_r
         );
         clock!(self, clock, resume);
         self.rs_room.d.next = !self.resume.almost_full.val();
         self.rs_empty_r.d.next = self.resume.empty.val();
-        self.rw_waiting.d.next =
-            !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
+        self.rw_waiting.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
         self.resume.write.next = false;
         self.resume.data_in.next = bit_cast::<8, 6>(self.cur_qpn.q.val());
         self.resume.read.next = false;
@@ -416,8 +507,7 @@ impl Logic for TxScheduler {
         if self.rr_gap.q.val() != 0 {
             self.rr_gap.d.next = self.rr_gap.q.val() - 1;
         }
-        self.rw_pending.d.next =
-            !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
+        self.rw_pending.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
         self.sent_ram.read_clock.next = self.clock.val();
@@ -492,9 +582,8 @@ impl Logic for TxScheduler {
             & (self.mr.val().tag == self.lkey.val().get_bits::<8>(0))
             & (self.lkey.val().get_bits::<18>(14) == 0)
             & (self.mr.val().pd == self.ctx.q.val().pd);
-        self.bounds_ok.next = self.va_ok.q.val()
-            & self.off_ok.q.val()
-            & (bit_cast::<64, 32>(self.len_r.q.val()) <= self.room.q.val());
+        self.bounds_ok.next =
+            self.va_ok.q.val() & self.off_ok.q.val() & (bit_cast::<64, 32>(self.len_r.q.val()) <= self.room.q.val());
         self.mtu.next = bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.ctx.q.val().path_mtu);
         self.mtu_r.d.next = self.mtu.val();
         self.is_last.next = self.last_r.q.val();
@@ -502,14 +591,13 @@ impl Logic for TxScheduler {
         // Resuming a WQE mid-message after a sequence NAK: the packets before the restart PSN
         // already arrived.
         self.skip_pkts.next = self.rw_restart.q.val() - self.next_psn.q.val();
-        self.skip_bytes.next = bit_cast::<64, 24>(self.skip_pkts.val())
-            << (bit_cast::<64, 3>(self.ctx.q.val().path_mtu) + 7);
+        self.skip_bytes.next =
+            bit_cast::<64, 24>(self.skip_pkts.val()) << (bit_cast::<64, 3>(self.ctx.q.val().path_mtu) + 7);
         self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
         // max_rd_atomic, taken as 1..=16.
         // Packets of a message, ceil(len / MTU), in two registered halves: len >> log2(MTU)
         // and whether bits below the MTU remain (a shifted-constant mask, 12 bits).
-        self.mtu_mask.next =
-            !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
+        self.mtu_mask.next = !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
         self.mtu_mask12.next = self.mtu_mask.val().get_bits::<12>(0);
         self.len_lo12.next = self.len.val().get_bits::<12>(0);
         self.mra.next = self.ctx.q.val().max_rd_atomic;
@@ -744,8 +832,8 @@ impl Logic for TxScheduler {
         self.job.next.pay_skip = self.cur_iova.q.val().get_bits::<6>(0);
         self.job.next.rsvd1 = 0.into();
         self.if_we.next = false;
-        self.if_addr.next = bit_cast::<10, 6>(self.cur_qpn.q.val()) << 4
-            | bit_cast::<10, 4>(self.ci.q.val().get_bits::<4>(0));
+        self.if_addr.next =
+            bit_cast::<10, 6>(self.cur_qpn.q.val()) << 4 | bit_cast::<10, 4>(self.ci.q.val().get_bits::<4>(0));
         self.if_data.next.wr_id = self.wqe.q.val().wr_id;
         self.if_data.next.byte_len = self.total.q.val();
         self.if_data.next.last_psn = self.wqe_psn.q.val() + self.npkts.q.val() - 1;
@@ -867,8 +955,8 @@ impl Logic for TxScheduler {
                 & (self.skip_bytes_r.q.val() < bit_cast::<64, 32>(self.len_r.q.val()));
             // An atomic writes its result into one SGE; neither it nor a READ carries inline
             // data.
-            self.shape_bad.d.next = self.is_read.val()
-                & (self.inline_r.q.val() | (self.is_atomic.val() & self.multi_r.q.val()));
+            self.shape_bad.d.next =
+                self.is_read.val() & (self.inline_r.q.val() | (self.is_atomic.val() & self.multi_r.q.val()));
         }
 
         match self.state.q.val().index() {
@@ -936,9 +1024,8 @@ impl Logic for TxScheduler {
                 }
                 // In the error state (set by the NIC after an error completion, or by the driver
                 // with modify_qp to ERR) every WQE completes with IBV_WC_WR_FLUSH_ERR.
-                self.err.d.next = self.dyn_now.val().get_bit(24)
-                    | self.flush_req.q.val()
-                    | (self.qp_now.val().state == 6);
+                self.err.d.next =
+                    self.dyn_now.val().get_bit(24) | self.flush_req.q.val() | (self.qp_now.val().state == 6);
                 if self.flush_req.q.val() {
                     // Remember the error state before anything else.
                     self.rewind.d.next = false;
@@ -1037,8 +1124,7 @@ impl Logic for TxScheduler {
                 self.off_r.d.next = self.off.val();
                 self.va_ok.d.next = self.g_addr.q.val() >= self.mr.val().va;
                 // A READ's local buffer is written by the NIC: its region must grant LOCAL_WRITE.
-                self.key_ok_r.d.next =
-                    self.key_ok.val() & (!self.is_read.val() | ((self.mr.val().access & 1) != 0));
+                self.key_ok_r.d.next = self.key_ok.val() & (!self.is_read.val() | ((self.mr.val().access & 1) != 0));
                 self.skip_bytes_r.d.next = self.skip_bytes.val();
                 self.skip_nz.d.next = self.skip_pkts.val() != 0;
                 self.state.d.next = 12.into();
@@ -1380,8 +1466,7 @@ impl Logic for TxScheduler {
                 self.rr_rem.d.next = self.rr.q.val().len;
                 self.rr_iova.d.next = self.rr.q.val().iova;
                 self.rr_first.d.next = true;
-                self.rr_mtu.d.next =
-                    bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.rr.q.val().path_mtu);
+                self.rr_mtu.d.next = bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.rr.q.val().path_mtu);
                 self.state.d.next = 17.into();
             }
             17 => {

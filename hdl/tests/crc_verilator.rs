@@ -12,9 +12,7 @@
 //!   `verilator --lint-only -Wall` (MODDUP and SELRANGE stay on).
 //! - `cores_lint_clean_alone`: each core module is clean under `-Wall -Wno-DECLFILENAME`.
 //! - `blocks_simulate_in_rust_hdl`: the blocks' simulation models agree with crc32fast.
-use rnic_hdl::crc::blocks::{
-    init_skipping, Crc32D512, Crc32ResidueZeros, Crc32Unzero, Crc32UnzeroTable,
-};
+use rnic_hdl::crc::blocks::{init_skipping, Crc32D512, Crc32ResidueZeros, Crc32Unzero, Crc32UnzeroTable};
 use rnic_hdl::crc::reference::unzero;
 use rnic_hdl::crc::verilog;
 use rust_hdl::prelude::*;
@@ -58,10 +56,7 @@ fn beat_hex(b: &[u8; 64]) -> String {
 }
 
 fn tool(name: &str) -> String {
-    let ok = Command::new(name)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success());
+    let ok = Command::new(name).arg("--version").output().map(|o| o.status.success());
     assert!(
         matches!(ok, Ok(true)),
         "{name} is not installed: run scripts/setup.sh (Verilator >= 5.006 and yosys are required)"
@@ -139,16 +134,9 @@ fn residue_crc32fast() -> u32 {
 
 fn mutants() -> String {
     let mut v = verilog::d512_module_named(MUTANT_D512, Some((17, 300)));
-    v.push_str(&verilog::unzero_stage_module_named(
-        MUTANT_K3,
-        3,
-        Some((5, 9)),
-    ));
+    v.push_str(&verilog::unzero_stage_module_named(MUTANT_K3, 3, Some((5, 9))));
     // A table built from a residue with one bit wrong.
-    v.push_str(&verilog::zeros_table_module_named(
-        MUTANT_RZ,
-        residue_crc32fast() ^ (1 << 11),
-    ));
+    v.push_str(&verilog::zeros_table_module_named(MUTANT_RZ, residue_crc32fast() ^ (1 << 11)));
     v
 }
 
@@ -404,23 +392,14 @@ endmodule
 }
 
 fn run(cmd: &mut Command) -> (bool, String) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
 }
 
 /// The number after `key ` in the testbench's summary line.
 fn summary_field(log: &str, key: &str) -> u64 {
-    let line = log
-        .lines()
-        .find(|l| l.starts_with("CHECKS "))
-        .expect("no summary line");
+    let line = log.lines().find(|l| l.starts_with("CHECKS ")).expect("no summary line");
     let mut it = line.split_whitespace();
     while let Some(w) = it.next() {
         if w == key {
@@ -448,56 +427,27 @@ fn cores_and_wrappers_match_crc32fast_in_verilator() {
     let t0 = Instant::now();
     let (ok, log) = run(Command::new(&verilator)
         .current_dir(&dir)
-        .args([
-            "--binary",
-            "--top-module",
-            "tb",
-            "-Wall",
-            "-Wno-DECLFILENAME",
-            "-Wno-UNUSED",
-        ])
+        .args(["--binary", "--top-module", "tb", "-Wall", "-Wno-DECLFILENAME", "-Wno-UNUSED"])
         .args(["-Wno-WIDTH", "--Mdir", "obj", "-o", "Vtb", "-j", "2"])
         .args(["tb.v", "top.v", "rnic_crc_cores.v", "mutants.v"]));
     let build = t0.elapsed();
     assert!(ok, "verilator --binary failed:\n{log}");
-    eprintln!(
-        "crc_verilator: verilator --binary build took {:.1} s",
-        build.as_secs_f64()
-    );
+    eprintln!("crc_verilator: verilator --binary build took {:.1} s", build.as_secs_f64());
 
     let t1 = Instant::now();
     let (ok, out) = run(Command::new(dir.join("obj/Vtb")).current_dir(&dir));
-    eprintln!(
-        "crc_verilator: simulation took {:.2} s",
-        t1.elapsed().as_secs_f64()
-    );
+    eprintln!("crc_verilator: simulation took {:.2} s", t1.elapsed().as_secs_f64());
     let mismatches: Vec<&str> = out.lines().filter(|l| l.contains("MISMATCH")).collect();
-    assert!(
-        mismatches.is_empty(),
-        "{} mismatches:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
     assert!(ok, "testbench exited with an error:\n{out}");
     assert!(out.lines().any(|l| l.trim() == "PASS"), "no PASS:\n{out}");
     let expected_checks =
-        2 * v.d.len() + 2 * v.e.len() + 2 * v.u.len() + verilog::UNZERO_STAGES * v.s.len()
-            + v.r.len();
-    assert_eq!(
-        summary_field(&out, "CHECKS"),
-        expected_checks as u64,
-        "{out}"
-    );
+        2 * v.d.len() + 2 * v.e.len() + 2 * v.u.len() + verilog::UNZERO_STAGES * v.s.len() + v.r.len();
+    assert_eq!(summary_field(&out, "CHECKS"), expected_checks as u64, "{out}");
     assert_eq!(summary_field(&out, "ERRORS"), 0);
     // The corrupted cores must be caught, or the vectors are too weak to notice a wrong mask.
-    assert!(
-        summary_field(&out, "MUTANT_D512_CAUGHT") > 0,
-        "wrong d512 mask not caught:\n{out}"
-    );
-    assert!(
-        summary_field(&out, "MUTANT_K3_CAUGHT") > 0,
-        "wrong unzero mask not caught:\n{out}"
-    );
+    assert!(summary_field(&out, "MUTANT_D512_CAUGHT") > 0, "wrong d512 mask not caught:\n{out}");
+    assert!(summary_field(&out, "MUTANT_K3_CAUGHT") > 0, "wrong unzero mask not caught:\n{out}");
     assert_eq!(
         summary_field(&out, "MUTANT_RZ_CAUGHT"),
         v.r.len() as u64,
@@ -511,22 +461,13 @@ fn wrapped_top_lints_clean_with_cores_once() {
     let dir = work_dir("crc_lint_top");
     let top = test_top_verilog();
     // The wrappers carry no module text: the cores come once, from their own file.
-    assert!(
-        !top.contains("module rnic_crc32"),
-        "a wrapper emitted core text"
-    );
+    assert!(!top.contains("module rnic_crc32"), "a wrapper emitted core text");
     assert_eq!(top.matches("rnic_crc32_d512 core(").count(), 2);
     std::fs::write(dir.join("top.v"), &top).unwrap();
     std::fs::write(dir.join("rnic_crc_cores.v"), verilog::cores()).unwrap();
     let (ok, log) = run(Command::new(&verilator)
         .current_dir(&dir)
-        .args([
-            "--lint-only",
-            "-Wall",
-            "-Wno-DECLFILENAME",
-            "-Wno-UNUSED",
-            "-Wno-WIDTH",
-        ])
+        .args(["--lint-only", "-Wall", "-Wno-DECLFILENAME", "-Wno-UNUSED", "-Wno-WIDTH"])
         .args(["--top-module", "top", "top.v", "rnic_crc_cores.v"]));
     assert!(ok, "lint of rust-hdl top + cores failed:\n{log}");
     assert!(!log.contains("%Warning"), "{log}");
@@ -547,18 +488,9 @@ fn cores_lint_clean_alone() {
     for top in tops {
         let (ok, log) = run(Command::new(&verilator)
             .current_dir(&dir)
-            .args([
-                "--lint-only",
-                "-Wall",
-                "-Wno-DECLFILENAME",
-                "--top-module",
-                &top,
-            ])
+            .args(["--lint-only", "-Wall", "-Wno-DECLFILENAME", "--top-module", &top])
             .arg("rnic_crc_cores.v"));
-        assert!(
-            ok && !log.contains("%Warning"),
-            "lint of {top} failed:\n{log}"
-        );
+        assert!(ok && !log.contains("%Warning"), "lint of {top} failed:\n{log}");
     }
 }
 

@@ -22,14 +22,9 @@ fn yosys(dir: &Path, script: &str) -> String {
         .args(["-p", script])
         .output()
         .unwrap_or_else(|e| panic!("cannot run yosys (run scripts/setup.sh): {e}"));
-    let log =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let log = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     std::fs::write(dir.join("yosys.log"), &log).unwrap();
-    assert!(
-        out.status.success(),
-        "yosys failed:\n{}",
-        &log[log.len().saturating_sub(4000)..]
-    );
+    assert!(out.status.success(), "yosys failed:\n{}", &log[log.len().saturating_sub(4000)..]);
     log
 }
 
@@ -37,10 +32,7 @@ fn yosys(dir: &Path, script: &str) -> String {
 fn luts_and_depth(dir: &Path, files: &[&str], top: &str) -> (u64, u64) {
     let log = yosys(
         dir,
-        &format!(
-            "read_verilog {}; synth -top {top} -flatten; abc -lut 6; opt_clean; stat; ltp -noff",
-            files.join(" ")
-        ),
+        &format!("read_verilog {}; synth -top {top} -flatten; abc -lut 6; opt_clean; stat; ltp -noff", files.join(" ")),
     );
     let luts = log
         .lines()
@@ -50,10 +42,7 @@ fn luts_and_depth(dir: &Path, files: &[&str], top: &str) -> (u64, u64) {
         .expect("no $lut count in stat");
     let depth = log
         .lines()
-        .filter_map(|l| {
-            l.split_once("(length=")
-                .map(|(_, r)| r.trim_end_matches("):"))
-        })
+        .filter_map(|l| l.split_once("(length=").map(|(_, r)| r.trim_end_matches("):")))
         .filter_map(|n| n.parse::<u64>().ok())
         .next_back()
         .expect("no ltp result");
@@ -65,19 +54,9 @@ fn d512_synthesizes_in_few_lut_levels() {
     let dir = work_dir("crc_yosys_d512");
     std::fs::write(dir.join("cores.v"), verilog::cores()).unwrap();
     let (luts, depth) = luts_and_depth(&dir, &["cores.v"], verilog::D512_MODULE);
-    eprintln!(
-        "crc_yosys: {}: {luts} LUT6, {depth} levels",
-        verilog::D512_MODULE
-    );
-    assert!(
-        depth <= 5,
-        "{} is {depth} LUT levels deep",
-        verilog::D512_MODULE
-    );
-    assert!(
-        (1000..=3000).contains(&luts),
-        "{luts} LUT6: the core changed shape"
-    );
+    eprintln!("crc_yosys: {}: {luts} LUT6, {depth} levels", verilog::D512_MODULE);
+    assert!(depth <= 5, "{} is {depth} LUT levels deep", verilog::D512_MODULE);
+    assert!((1000..=3000).contains(&luts), "{luts} LUT6: the core changed shape");
 }
 
 #[test]
@@ -85,15 +64,8 @@ fn unzero_table_synthesizes_in_few_lut_levels() {
     let dir = work_dir("crc_yosys_unzero_table");
     std::fs::write(dir.join("cores.v"), verilog::cores()).unwrap();
     let (luts, depth) = luts_and_depth(&dir, &["cores.v"], verilog::UNZERO_TABLE_MODULE);
-    eprintln!(
-        "crc_yosys: {}: {luts} LUT6, {depth} levels",
-        verilog::UNZERO_TABLE_MODULE
-    );
-    assert!(
-        depth <= 5,
-        "{} is {depth} LUT levels deep",
-        verilog::UNZERO_TABLE_MODULE
-    );
+    eprintln!("crc_yosys: {}: {luts} LUT6, {depth} levels", verilog::UNZERO_TABLE_MODULE);
+    assert!(depth <= 5, "{} is {depth} LUT levels deep", verilog::UNZERO_TABLE_MODULE);
 }
 
 #[test]
@@ -101,10 +73,7 @@ fn residue_zeros_table_is_one_lut_level() {
     let dir = work_dir("crc_yosys_residue_zeros");
     std::fs::write(dir.join("cores.v"), verilog::cores()).unwrap();
     let (luts, depth) = luts_and_depth(&dir, &["cores.v"], verilog::RESIDUE_ZEROS_MODULE);
-    eprintln!(
-        "crc_yosys: {}: {luts} LUT6, {depth} levels",
-        verilog::RESIDUE_ZEROS_MODULE
-    );
+    eprintln!("crc_yosys: {}: {luts} LUT6, {depth} levels", verilog::RESIDUE_ZEROS_MODULE);
     // Each output bit is a function of the six `zeros` bits: one LUT6.
     assert_eq!(depth, 1, "{} is {depth} LUT levels deep", verilog::RESIDUE_ZEROS_MODULE);
     assert!(luts <= 32, "{luts} LUT6 for a 32-bit table of 64 entries");
@@ -152,9 +121,6 @@ fn two_instances_elaborate_in_yosys() {
     t.connect_all();
     std::fs::write(dir.join("top.v"), generate_verilog(&t)).unwrap();
     std::fs::write(dir.join("cores.v"), verilog::cores()).unwrap();
-    let log = yosys(
-        &dir,
-        "read_verilog top.v cores.v; hierarchy -check -top top",
-    );
+    let log = yosys(&dir, "read_verilog top.v cores.v; hierarchy -check -top top");
     assert!(!log.contains("Re-definition"), "{log}");
 }

@@ -74,7 +74,15 @@ struct Trace {
 
 /// Runs `jobs` and `wqes` (address, earliest cycle) through the block with `arready` true with
 /// `p_ready` percent.
-fn run(dut: &mut Dut, p: &Pins, jobs: &[(u64, u64)], wqes: &[(u64, u64)], rng: &mut Rng, p_ready: u64, p_job: u64) -> Trace {
+fn run(
+    dut: &mut Dut,
+    p: &Pins,
+    jobs: &[(u64, u64)],
+    wqes: &[(u64, u64)],
+    rng: &mut Rng,
+    p_ready: u64,
+    p_job: u64,
+) -> Trace {
     let mut t = Trace::default();
     let mut fifo: VecDeque<(u64, u64)> = VecDeque::new();
     let mut to_push = jobs.iter().copied().collect::<VecDeque<_>>();
@@ -100,11 +108,8 @@ fn run(dut: &mut Dut, p: &Pins, jobs: &[(u64, u64)], wqes: &[(u64, u64)], rng: &
         dut.set_bit(p.arready, ready);
         dut.eval();
 
-        let ar = dut.get_bit(p.arvalid).then(|| Ar {
-            addr: dut.get(p.araddr),
-            len: dut.get(p.arlen),
-            id: dut.get(p.arid),
-        });
+        let ar =
+            dut.get_bit(p.arvalid).then(|| Ar { addr: dut.get(p.araddr), len: dut.get(p.arlen), id: dut.get(p.arid) });
         if let Some(h) = held {
             if ar != Some(h) {
                 t.unstable.push((cycle, h, ar));
@@ -145,7 +150,12 @@ fn run(dut: &mut Dut, p: &Pins, jobs: &[(u64, u64)], wqes: &[(u64, u64)], rng: &
     dut.set_bit(p.arready, true);
     for _ in 0..5 {
         dut.eval();
-        assert!(!dut.get_bit(p.arvalid), "an AR after all jobs were covered: {:#x} len {}", dut.get(p.araddr), dut.get(p.arlen));
+        assert!(
+            !dut.get_bit(p.arvalid),
+            "an AR after all jobs were covered: {:#x} len {}",
+            dut.get(p.araddr),
+            dut.get(p.arlen)
+        );
         dut.tick();
     }
     t
@@ -248,7 +258,11 @@ fn wqe_fetches_win_between_bursts() {
     let wqe_ars: Vec<u64> = t.ars.iter().filter(|a| a.id == 1).map(|a| a.addr).collect();
     assert_eq!(wqe_ars, want);
     assert!(t.ars.iter().filter(|a| a.id == 1).all(|a| a.len == 0));
-    assert!(t.wqe_passed_over.is_empty(), "a waiting WQE lost to a payload burst: {:x?}", &t.wqe_passed_over[..t.wqe_passed_over.len().min(5)]);
+    assert!(
+        t.wqe_passed_over.is_empty(),
+        "a waiting WQE lost to a payload burst: {:x?}",
+        &t.wqe_passed_over[..t.wqe_passed_over.len().min(5)]
+    );
 }
 
 #[test]
@@ -272,5 +286,9 @@ fn ar_stays_stable_until_accepted() {
     check_coverage(&t, &jobs);
     let want: Vec<u64> = wqes.iter().map(|w| w.0).collect();
     assert_eq!(t.wqe_done, want, "WQE fetches issued");
-    assert!(t.wqe_passed_over.is_empty(), "a waiting WQE lost to a payload burst: {:x?}", &t.wqe_passed_over[..t.wqe_passed_over.len().min(5)]);
+    assert!(
+        t.wqe_passed_over.is_empty(),
+        "a waiting WQE lost to a payload burst: {:x?}",
+        &t.wqe_passed_over[..t.wqe_passed_over.len().min(5)]
+    );
 }

@@ -28,9 +28,7 @@ struct Chunk {
 impl Chunk {
     /// The bytes this chunk appends: `len` bytes from `skip`, zeros past byte 63.
     fn bytes(&self) -> Vec<u8> {
-        (self.skip..self.skip + self.len)
-            .map(|i| if i < 64 { self.data[i] } else { 0 })
-            .collect()
+        (self.skip..self.skip + self.len).map(|i| if i < 64 { self.data[i] } else { 0 }).collect()
     }
 }
 

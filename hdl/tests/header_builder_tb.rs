@@ -80,8 +80,19 @@ fn drive(dut: &mut Dut, r: &AnyPacket, garbage: &[u8], tag: u64) {
 /// Random junk on every input (what an idle bus may carry).
 fn drive_junk(dut: &mut Dut, rng: &mut Rng) {
     for (name, w) in [
-        ("src_mac", 48), ("dest_mac", 48), ("src_ip", 32), ("dest_ip", 32), ("udp_sport", 16), ("pkey", 16),
-        ("opcode", 8), ("dest_qpn", 24), ("ackreq", 1), ("psn", 24), ("ext_len", 5), ("plen", 13), ("tag_in", 48),
+        ("src_mac", 48),
+        ("dest_mac", 48),
+        ("src_ip", 32),
+        ("dest_ip", 32),
+        ("udp_sport", 16),
+        ("pkey", 16),
+        ("opcode", 8),
+        ("dest_qpn", 24),
+        ("ackreq", 1),
+        ("psn", 24),
+        ("ext_len", 5),
+        ("plen", 13),
+        ("tag_in", 48),
     ] {
         dut.set(name, rng.next_u64() & ((1u64 << w) - 1));
     }
@@ -207,10 +218,13 @@ fn random_headers_match_the_codec() {
 /// out of 16 bits twice (the fold of the fold), for a frame of `total_len` bytes.
 fn double_carry_dst_lo(src: u32, dst_hi: u16, total_len: usize) -> Option<u16> {
     let s0 = 0x4500 + total_len as u32 + 0x4000 + 0x4011 + (src >> 16) + (src & 0xFFFF) + u32::from(dst_hi);
-    (0..=0xFFFFu32).rev().find(|x| {
-        let s = s0 + x;
-        (s & 0xFFFF) + (s >> 16) > 0xFFFF
-    }).map(|x| x as u16)
+    (0..=0xFFFFu32)
+        .rev()
+        .find(|x| {
+            let s = s0 + x;
+            (s & 0xFFFF) + (s >> 16) > 0xFFFF
+        })
+        .map(|x| x as u16)
 }
 
 #[test]

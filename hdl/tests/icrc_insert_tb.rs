@@ -71,7 +71,12 @@ fn run(dut: &mut Dut, p: &Pins, frames: &[Vec<u8>], rng: &mut Rng, p_valid: u64,
     let mut cycles = 0u64;
     while out.len() < frames.len() {
         cycles += 1;
-        assert!(cycles < 50 * beats.len() as u64 + 1000, "no progress: {next}/{} beats in, {} frames out", beats.len(), out.len());
+        assert!(
+            cycles < 50 * beats.len() as u64 + 1000,
+            "no progress: {next}/{} beats in, {} frames out",
+            beats.len(),
+            out.len()
+        );
         let valid = next < beats.len() && rng.chance(p_valid, 100);
         let ready = rng.chance(p_ready, 100);
         dut.set_bit(p.in_valid, valid);
@@ -197,7 +202,15 @@ fn every_last_beat_count_1_to_64() {
     let (out, _) = run(&mut dut, &p, &inputs, &mut rng, 85, 60);
     assert_eq!(out.len(), wants.len());
     for (i, (got, want)) in out.iter().zip(&wants).enumerate() {
-        assert_frame_eq(got, want, &format!("frame {i}: {} bytes, last beat {} (seed {seed:#x})", inputs[i].len(), (inputs[i].len() - 1) % 64 + 1));
+        assert_frame_eq(
+            got,
+            want,
+            &format!(
+                "frame {i}: {} bytes, last beat {} (seed {seed:#x})",
+                inputs[i].len(),
+                (inputs[i].len() - 1) % 64 + 1
+            ),
+        );
     }
 }
 
@@ -221,10 +234,7 @@ fn full_rate_one_bubble_per_spill() {
     assert_eq!(out.len(), inputs.len());
     assert!(spills > 5);
     // The last frame's beats leave LATENCY cycles after they enter.
-    assert!(
-        cycles <= beats + spills + LATENCY as u64 + 1,
-        "{cycles} cycles for {beats} beats and {spills} spills"
-    );
+    assert!(cycles <= beats + spills + LATENCY as u64 + 1, "{cycles} cycles for {beats} beats and {spills} spills");
 }
 
 #[test]

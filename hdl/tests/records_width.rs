@@ -27,11 +27,7 @@ fn records() -> Vec<(String, usize, usize)> {
     let mut out = Vec::new();
     for block in src.split("record!(").skip(1) {
         // Skip doc comments; the header is `Name, TOTAL, {`.
-        let body: String = block
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("///"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let body: String = block.lines().filter(|l| !l.trim_start().starts_with("///")).collect::<Vec<_>>().join("\n");
         let open = body.find('{').expect("record without fields");
         let close = body.find('}').expect("record without closing brace");
         let head: Vec<&str> = body[..open].split(',').map(str::trim).filter(|s| !s.is_empty()).collect();

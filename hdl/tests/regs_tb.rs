@@ -88,9 +88,31 @@ impl Tb {
     fn new(seed: u64) -> Tb {
         let mut dut = Dut::build::<BarRegs>("regs").expect("build the BAR0 register model");
         let names = [
-            "awaddr", "awvalid", "awready", "wdata", "wvalid", "wready", "bvalid", "bready", "araddr", "arvalid",
-            "arready", "rdata", "rvalid", "rready", "count_inc", "mac", "ip", "db_write", "db_data", "db_full",
-            "cmd_valid", "cmd_ready", "cmd_op", "cmd_index", "cmd_record",
+            "awaddr",
+            "awvalid",
+            "awready",
+            "wdata",
+            "wvalid",
+            "wready",
+            "bvalid",
+            "bready",
+            "araddr",
+            "arvalid",
+            "arready",
+            "rdata",
+            "rvalid",
+            "rready",
+            "count_inc",
+            "mac",
+            "ip",
+            "db_write",
+            "db_data",
+            "db_full",
+            "cmd_valid",
+            "cmd_ready",
+            "cmd_op",
+            "cmd_index",
+            "cmd_record",
         ];
         let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
         let p = Pins {
@@ -411,7 +433,7 @@ fn no_write_accepted_while_a_command_is_pending() {
     let mut tb = Tb::new(0x2E65_0004);
     for _ in 0..20 {
         tb.cmd_wait = 1_000_000; // hold cmd_ready low
-        // CMD: AW/W taken, then hold bready high and present the next write at once.
+                                 // CMD: AW/W taken, then hold bready high and present the next write at once.
         tb.dut.set(tb.p.awaddr, u64::from(regs::CMD));
         tb.dut.set(tb.p.wdata, 1 << 24 | 7);
         tb.dut.set_bit(tb.p.awvalid, true);

@@ -151,10 +151,19 @@ fn qp_record(q: &Qp) -> [u8; 64] {
 impl Tb {
     fn new(seed: u64) -> Tb {
         let mut dut = Dut::build::<RxEngine>("rx_engine").expect("build the RX engine model");
-        let counters = ["cnt_roce_ok", "cnt_unknown_qp", "cnt_drop_key", "cnt_drop_psn", "cnt_drop_inv_req", "cnt_dup", "cnt_rx_ack", "cnt_cqe"]
-            .into_iter()
-            .map(|n| (n, dut.port(n)))
-            .collect();
+        let counters = [
+            "cnt_roce_ok",
+            "cnt_unknown_qp",
+            "cnt_drop_key",
+            "cnt_drop_psn",
+            "cnt_drop_inv_req",
+            "cnt_dup",
+            "cnt_rx_ack",
+            "cnt_cqe",
+        ]
+        .into_iter()
+        .map(|n| (n, dut.port(n)))
+        .collect();
         let p = Pins {
             desc_empty: dut.port("desc_empty"),
             desc: dut.port("desc"),
@@ -526,9 +535,9 @@ fn write_only_key_and_bounds() {
             }
         }
         match rng.range(0, 19) {
-            0 => rkey ^= 1 << rng.range(0, 7),  // stale tag
+            0 => rkey ^= 1 << rng.range(0, 7),   // stale tag
             1 => rkey |= 1 << rng.range(14, 31), // index beyond the table
-            2 => len = 0,                         // zero length: no key check
+            2 => len = 0,                        // zero length: no key check
             _ => {}
         }
         let mut plen = u64::from(len);
@@ -579,11 +588,13 @@ fn write_only_key_and_bounds() {
 fn multi_packet_writes_follow_the_reth() {
     let mut tb = Tb::new(0x2E61_0002);
     let seed = tb.rng.0;
-    let mut qps: Vec<Qp> = (0..5).map(|i| {
-        let mut q = random_qp(&mut tb.rng, 3, 0x2, 9);
-        q.mtu_code = i + 1;
-        q
-    }).collect();
+    let mut qps: Vec<Qp> = (0..5)
+        .map(|i| {
+            let mut q = random_qp(&mut tb.rng, 3, 0x2, 9);
+            q.mtu_code = i + 1;
+            q
+        })
+        .collect();
     let m = Mr { valid: true, access: 0x2, tag: 0x5A, pd: 9, va: 0x10_0000_0000, length: 1 << 24, iova: 0x7_0000_1000 };
     let mrs = vec![m.clone()];
     for (i, q) in qps.clone().iter().enumerate() {
@@ -664,7 +675,15 @@ fn multi_packet_writes_follow_the_reth() {
         // Close any message a broken packet left open, so the next one starts clean.
         let q = &mut qps[qi];
         if let Some((_, rem)) = q.open {
-            let d = Desc { opcode: WRITE_LAST, plen: rem, dest_qpn: qi as u64, psn: q.epsn, nbeats: 1, hlen: 54, ..Desc::default() };
+            let d = Desc {
+                opcode: WRITE_LAST,
+                plen: rem,
+                dest_qpn: qi as u64,
+                psn: q.epsn,
+                nbeats: 1,
+                hlen: 54,
+                ..Desc::default()
+            };
             let want = model(q, true, &mrs, &d);
             let (job, pulses) = tb.packet(&d);
             assert_eq!(outcome_of(&job, &pulses), want, "closing LAST (seed {seed:#x})");
@@ -735,7 +754,11 @@ impl Tb {
     /// Hands `d` in, serves the engine's receive-WQE fetches from `mem` (64-byte beats by
     /// address, `rq_ar_len + 1` of them, a few cycles later) and returns every job it writes
     /// until it has been quiet for 100 cycles, and the fetches (address, beats) it made.
-    fn packet_rq(&mut self, d: &Desc, mem: &std::collections::HashMap<u64, Vec<u8>>) -> (Vec<JobSeen>, Vec<(u64, u64)>) {
+    fn packet_rq(
+        &mut self,
+        d: &Desc,
+        mem: &std::collections::HashMap<u64, Vec<u8>>,
+    ) -> (Vec<JobSeen>, Vec<(u64, u64)>) {
         let r = self.packet_run(d, mem);
         (r.jobs, r.fetches)
     }
@@ -887,8 +910,8 @@ fn send_scatters_over_the_receive_entries() {
         if !nz.is_empty() && rng.chance(1, 6) {
             let k = *rng.pick(&nz);
             match rng.range(0, 3) {
-                0 => entries[k].2 = 1 << 8 | 0x12,                        // stale tag
-                1 => entries[k].2 = 2 << 8 | 0x22,                        // no LOCAL_WRITE
+                0 => entries[k].2 = 1 << 8 | 0x12,                            // stale tag
+                1 => entries[k].2 = 2 << 8 | 0x22,                            // no LOCAL_WRITE
                 _ => entries[k].0 = good.va + good.length - entries[k].1 + 1, // past the region
             }
             bad = Some(k);
@@ -898,7 +921,13 @@ fn send_scatters_over_the_receive_entries() {
         // LOC_LEN_ERR at the first packet, whatever the message's length.
         let over = bad.is_none() && !too_long && rng.chance(1, 8);
         let num_sge = if over { rng.range(16, 256) } else { n as u64 };
-        let len = if too_long { total + 1 } else if rng.chance(1, 3) { total } else { rng.range(0, total) };
+        let len = if too_long {
+            total + 1
+        } else if rng.chance(1, 3) {
+            total
+        } else {
+            rng.range(0, total)
+        };
         // The WQE (256 bytes) at its ring slot; the doorbell.
         let mut wqe = vec![0u8; 256];
         rnic_contract::recv_wqe::WR_ID.put(&mut wqe, 0xC0DE_0000 + msg);
@@ -981,7 +1010,12 @@ fn send_scatters_over_the_receive_entries() {
                 assert!(j.plen > 0, "{pctx}: empty piece");
                 assert_eq!(j.off, hlen + (at - sent), "{pctx}: piece {i} offset into the packet");
                 for b in 0..j.plen {
-                    assert_eq!(j.addr + b, iova_of[(at + b) as usize], "{pctx}: piece {i} byte {b} (message byte {})", at + b);
+                    assert_eq!(
+                        j.addr + b,
+                        iova_of[(at + b) as usize],
+                        "{pctx}: piece {i} byte {b} (message byte {})",
+                        at + b
+                    );
                 }
                 let last = i + 1 == pay.len();
                 assert_eq!(j.release != 0, last, "{pctx}: piece {i} release");
@@ -1101,7 +1135,11 @@ struct ReadRun {
 
 impl ReadRun {
     fn plen(&self, i: u64) -> u64 {
-        if i + 1 == self.npkts { self.total - i * self.mtu } else { self.mtu }
+        if i + 1 == self.npkts {
+            self.total - i * self.mtu
+        } else {
+            self.mtu
+        }
     }
     fn opcode(&self, i: u64) -> u8 {
         match (self.npkts, i) {
@@ -1245,32 +1283,38 @@ fn read_responses_scatter_over_the_read_list() {
             if tb.rng.chance(1, 3) {
                 let w = (0xA11C_E000 + (round << 8) + i as u64, tb.rng.range(0, 1 << 20));
                 let junk = tb.rng.next_u64();
-                tb.record_inflight(qpn, &Inflight {
-                    wr_id: w.0,
-                    byte_len: w.1,
-                    first_psn: p,
-                    last_psn: p,
-                    signaled: true,
-                    rd_list: false,
-                    wc_opcode: u64::from(wc_opcode::RDMA_WRITE),
-                    local_iova: junk,
-                });
+                tb.record_inflight(
+                    qpn,
+                    &Inflight {
+                        wr_id: w.0,
+                        byte_len: w.1,
+                        first_psn: p,
+                        last_psn: p,
+                        signaled: true,
+                        rd_list: false,
+                        wc_opcode: u64::from(wc_opcode::RDMA_WRITE),
+                        local_iova: junk,
+                    },
+                );
                 run.write_before = Some(w);
                 wrote_before += 1;
             }
             run.first_psn = (p + u32::from(run.write_before.is_some())) & 0xFF_FFFF;
             psn.insert(qpn, (run.first_psn + npkts as u32) & 0xFF_FFFF);
             let junk = tb.rng.next_u64();
-            tb.record_inflight(qpn, &Inflight {
-                wr_id: run.wr_id,
-                byte_len: total,
-                first_psn: run.first_psn,
-                last_psn: (run.first_psn + npkts as u32 - 1) & 0xFF_FFFF,
-                signaled: run.signaled,
-                rd_list: true,
-                wc_opcode: u64::from(wc_opcode::RDMA_READ),
-                local_iova: junk,
-            });
+            tb.record_inflight(
+                qpn,
+                &Inflight {
+                    wr_id: run.wr_id,
+                    byte_len: total,
+                    first_psn: run.first_psn,
+                    last_psn: (run.first_psn + npkts as u32 - 1) & 0xFF_FFFF,
+                    signaled: run.signaled,
+                    rd_list: true,
+                    wc_opcode: u64::from(wc_opcode::RDMA_READ),
+                    local_iova: junk,
+                },
+            );
             runs.push(run);
         }
         // Responses, interleaved across QPs, in order per QP, with strays now and then.
@@ -1306,12 +1350,20 @@ fn read_responses_scatter_over_the_read_list() {
                 assert_eq!(cqes_of(&got.jobs, &ctx), want_cqes, "{ctx}: CQEs {:x?}", got.jobs);
                 let rest: Vec<&JobSeen> = got.jobs.iter().filter(|j| j.kind != 1).collect();
                 assert_eq!(rest.len(), 1, "{ctx}: jobs {:x?}", got.jobs);
-                assert_eq!((rest[0].kind, rest[0].release, rest[0].start), (NONE, d.nbeats, d.start), "{ctx}: the stray writes nothing and frees its beats");
+                assert_eq!(
+                    (rest[0].kind, rest[0].release, rest[0].start),
+                    (NONE, d.nbeats, d.start),
+                    "{ctx}: the stray writes nothing and frees its beats"
+                );
                 assert!(!rest[0].need_ack, "{ctx}");
                 assert_eq!(got.pulses, want_pulses, "{ctx}: counters");
                 if ahead {
                     run.gaps.insert(i);
-                    assert_eq!(got.rewinds, vec![(run.qpn, u64::from(run.psn(i)), false)], "{ctx}: one go-back-N request from the first missing response");
+                    assert_eq!(
+                        got.rewinds,
+                        vec![(run.qpn, u64::from(run.psn(i)), false)],
+                        "{ctx}: one go-back-N request from the first missing response"
+                    );
                 } else {
                     assert!(got.rewinds.is_empty(), "{ctx}: rewinds {:x?}", got.rewinds);
                 }
@@ -1387,5 +1439,8 @@ fn read_responses_scatter_over_the_read_list() {
         }
     }
     eprintln!("rx_engine: {responses} READ responses in order ({multi_piece} over several entries), {strays} strays, {wrote_before} WRITEs retired by a response");
-    assert!(multi_piece > 50 && strays > 30 && wrote_before > 5, "{multi_piece} responses over several entries, {strays} strays, {wrote_before} WRITEs before");
+    assert!(
+        multi_piece > 50 && strays > 30 && wrote_before > 5,
+        "{multi_piece} responses over several entries, {strays} strays, {wrote_before} WRITEs before"
+    );
 }

@@ -327,7 +327,11 @@ impl Tb {
             job.next += 1;
             if job.next == job.nbeats {
                 let job = self.reads.pop_front().unwrap();
-                codec::assert_frame_eq(&job.data[..job.frame.len()], &job.frame, &format!("{}: buffer contents", job.ctx));
+                codec::assert_frame_eq(
+                    &job.data[..job.frame.len()],
+                    &job.frame,
+                    &format!("{}: buffer contents", job.ctx),
+                );
                 if job.release {
                     self.release(job.nbeats);
                 }
@@ -368,7 +372,11 @@ impl Tb {
             self.dut.set_bit(self.p.tlast, last);
             self.dut.set_bit(self.p.tuser, last && tuser);
             if last {
-                self.pending.push_back(Pending { due: self.cycle + LATENCY as u64, expect: expect.clone(), ctx: ctx.to_string() });
+                self.pending.push_back(Pending {
+                    due: self.cycle + LATENCY as u64,
+                    expect: expect.clone(),
+                    ctx: ctx.to_string(),
+                });
             }
             self.step();
         }
@@ -414,9 +422,27 @@ const FETCH_ADD: u8 = 0x14;
 
 /// Every opcode the ingress accepts: all RC opcodes 0x00..=0x14.
 const ACCEPTED: [u8; 21] = [
-    SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_LAST_IMM, SEND_ONLY, SEND_ONLY_IMM, WRITE_FIRST, WRITE_MIDDLE,
-    WRITE_LAST, WRITE_LAST_IMM, WRITE_ONLY, WRITE_ONLY_IMM, READ_REQUEST, READ_RESP_FIRST, READ_RESP_MIDDLE,
-    READ_RESP_LAST, READ_RESP_ONLY, ACK, ATOMIC_ACK, CMP_SWAP, FETCH_ADD,
+    SEND_FIRST,
+    SEND_MIDDLE,
+    SEND_LAST,
+    SEND_LAST_IMM,
+    SEND_ONLY,
+    SEND_ONLY_IMM,
+    WRITE_FIRST,
+    WRITE_MIDDLE,
+    WRITE_LAST,
+    WRITE_LAST_IMM,
+    WRITE_ONLY,
+    WRITE_ONLY_IMM,
+    READ_REQUEST,
+    READ_RESP_FIRST,
+    READ_RESP_MIDDLE,
+    READ_RESP_LAST,
+    READ_RESP_ONLY,
+    ACK,
+    ATOMIC_ACK,
+    CMP_SWAP,
+    FETCH_ADD,
 ];
 
 /// Opcodes whose descriptor carries a RETH, an AETH, an ImmDt (IBTA Vol 1 Table 38), an
@@ -646,11 +672,15 @@ fn codec_places_extension_headers() {
             if let Some(a) = &r.aeth {
                 assert_eq!(f[54], a.syndrome, "{ctx}: AETH syndrome");
             }
-            assert_eq!(RocePacketRepr::parse(&f).as_ref(), Ok(&{
-                let mut x = r.clone();
-                x.fill_lengths();
-                x
-            }), "{ctx}: round trip");
+            assert_eq!(
+                RocePacketRepr::parse(&f).as_ref(),
+                Ok(&{
+                    let mut x = r.clone();
+                    x.fill_lengths();
+                    x
+                }),
+                "{ctx}: round trip"
+            );
         }
     }
 }
@@ -777,7 +807,9 @@ fn icrc_errors_are_counted_and_dropped() {
         // BTH P_Key / dest QP / PSN / AckReq byte, IPv4 addresses.
         let region = tb.rng.range(0, 5);
         let pos = match region {
-            0 if f.len() > 58 + 16 && !r.payload().is_empty() => tb.rng.range(54 + r.ext_len() as u64, f.len() as u64 - 5) as usize,
+            0 if f.len() > 58 + 16 && !r.payload().is_empty() => {
+                tb.rng.range(54 + r.ext_len() as u64, f.len() as u64 - 5) as usize
+            }
             1 => f.len() - 1 - tb.rng.range(0, 3) as usize,
             2 => *tb.rng.pick(&[44usize, 45, 47, 48, 49, 50, 51, 52, 53]),
             3 if r.ext_len() > 0 => 54 + tb.rng.range(0, r.ext_len() as u64 - 1) as usize,

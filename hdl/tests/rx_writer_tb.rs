@@ -177,8 +177,26 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
 fn jobs_land_exactly_and_acks_wait_for_b() {
     let mut dut = Dut::build::<RxWriter>("rx_writer").expect("build the RX writer model");
     let names = [
-        "job_empty", "job", "job_read", "buf_raddr", "buf_rdata", "rd_ptr", "awvalid", "awready", "awaddr", "wvalid",
-        "wready", "wdata", "wstrb", "bvalid", "ack_full", "ack_write", "ack", "cnt_tx_ack", "cnt_tx_nak", "idle",
+        "job_empty",
+        "job",
+        "job_read",
+        "buf_raddr",
+        "buf_rdata",
+        "rd_ptr",
+        "awvalid",
+        "awready",
+        "awaddr",
+        "wvalid",
+        "wready",
+        "wdata",
+        "wstrb",
+        "bvalid",
+        "ack_full",
+        "ack_write",
+        "ack",
+        "cnt_tx_ack",
+        "cnt_tx_nak",
+        "idle",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
     let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak, idle_p]: [Port; 20] =
@@ -284,7 +302,10 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         let idle_cond = !have_job && b_delivered == planned_taken;
         let idle_now = dut.get_bit(idle_p);
         if let Some(want) = prev_idle_cond {
-            assert_eq!(idle_now, want, "cycle {cycle}: idle ({taken} jobs taken, {b_delivered} B of {planned_taken}) (seed {seed:#x})");
+            assert_eq!(
+                idle_now, want,
+                "cycle {cycle}: idle ({taken} jobs taken, {b_delivered} B of {planned_taken}) (seed {seed:#x})"
+            );
         }
         if idle_now {
             idle_hi += 1;
@@ -331,7 +352,10 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
             assert_eq!(&got, jobs[j].ack.as_ref().unwrap(), "ACK {acks_seen} (job {j}) content (seed {seed:#x})");
             // Every write of jobs 0..=j has been answered.
             let needed: u64 = jobs[..=j].iter().map(|x| x.beats).sum();
-            assert!(b_delivered >= needed, "ACK of job {j} with {b_delivered} B responses, {needed} needed (seed {seed:#x})");
+            assert!(
+                b_delivered >= needed,
+                "ACK of job {j} with {b_delivered} B responses, {needed} needed (seed {seed:#x})"
+            );
             let is_ack = jobs[j].syndrome == 0x1F;
             assert_eq!((ca, cn), (is_ack, !is_ack), "ACK/NAK counter");
             acks_seen += 1;
@@ -354,7 +378,8 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
             used_beats -= step;
             rd_seen = rd;
         }
-        if jobs.len() >= n_jobs && taken == jobs.len() && ack_jobs.is_empty() && b_pending.is_empty() && aws.is_empty() {
+        if jobs.len() >= n_jobs && taken == jobs.len() && ack_jobs.is_empty() && b_pending.is_empty() && aws.is_empty()
+        {
             let planned: u64 = jobs.iter().map(|x| x.beats).sum();
             if beats_written == planned {
                 break;
@@ -398,7 +423,12 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
     }
     let mut extra: Vec<u64> = mem.keys().filter(|a| !want.contains_key(a)).copied().collect();
     extra.sort();
-    assert!(extra.is_empty(), "{} bytes written outside any job, first at {:#x} (seed {seed:#x})", extra.len(), extra[0]);
+    assert!(
+        extra.is_empty(),
+        "{} bytes written outside any job, first at {:#x} (seed {seed:#x})",
+        extra.len(),
+        extra[0]
+    );
     let mut wrong: Vec<(u64, u8, Option<u8>)> =
         want.iter().filter(|(a, v)| mem.get(a) != Some(v)).map(|(a, v)| (*a, *v, mem.get(a).copied())).collect();
     wrong.sort();

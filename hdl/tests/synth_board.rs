@@ -281,8 +281,7 @@ fn rx_cdc_delivers_every_frame_whole_at_core_speed() {
     let mut r = Rng(5);
     let lens: Vec<usize> = (0..30).map(|_| 1 + (r.next() % 66) as usize).collect();
     let seen = rx_run(lens.clone(), CORE_HALF);
-    let expect: Vec<(usize, usize, bool)> =
-        lens.iter().enumerate().map(|(f, &l)| (f, l, f % 5 == 0)).collect();
+    let expect: Vec<(usize, usize, bool)> = lens.iter().enumerate().map(|(f, &l)| (f, l, f % 5 == 0)).collect();
     assert_eq!(seen, expect);
 }
 
@@ -321,9 +320,17 @@ impl Logic for Bar0Bench {
 fn bar0_bridge_splits_and_assembles_lanes() {
     let mut uut = Bar0Bench::default();
     for s in [
-        &mut uut.dut.awvalid, &mut uut.dut.wvalid, &mut uut.dut.bready, &mut uut.dut.arvalid,
-        &mut uut.dut.rready, &mut uut.dut.reset, &mut uut.dut.l_awready, &mut uut.dut.l_wready,
-        &mut uut.dut.l_bvalid, &mut uut.dut.l_arready, &mut uut.dut.l_rvalid,
+        &mut uut.dut.awvalid,
+        &mut uut.dut.wvalid,
+        &mut uut.dut.bready,
+        &mut uut.dut.arvalid,
+        &mut uut.dut.rready,
+        &mut uut.dut.reset,
+        &mut uut.dut.l_awready,
+        &mut uut.dut.l_wready,
+        &mut uut.dut.l_bvalid,
+        &mut uut.dut.l_arready,
+        &mut uut.dut.l_rvalid,
     ] {
         s.connect();
     }

@@ -85,8 +85,19 @@ enum Out {
 fn acks_between_request_frames() {
     let mut dut = Dut::build::<TxArbiter>("tx_arbiter").expect("build the TX arbiter model");
     let names = [
-        "req_valid", "req_ready", "req_data", "req_count", "req_last", "ack_valid", "ack", "ack_read", "out_valid",
-        "out_ready", "out_data", "out_count", "out_last",
+        "req_valid",
+        "req_ready",
+        "req_data",
+        "req_count",
+        "req_last",
+        "ack_valid",
+        "ack",
+        "ack_read",
+        "out_valid",
+        "out_ready",
+        "out_data",
+        "out_count",
+        "out_last",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
     let p = Pins {
@@ -113,7 +124,8 @@ fn acks_between_request_frames() {
     dut.reset(2);
     let ack_width = dut.width(p.ack);
 
-    for (round, (p_req, p_ack, p_out)) in [(100u64, 10u64, 100u64), (60, 30, 50), (90, 60, 20)].into_iter().enumerate() {
+    for (round, (p_req, p_ack, p_out)) in [(100u64, 10u64, 100u64), (60, 30, 50), (90, 60, 20)].into_iter().enumerate()
+    {
         let reqs: Vec<Vec<u8>> = (0..150).map(|_| make_request(&mut rng)).collect();
         let acks: Vec<Ack> = (0..150).map(|_| make_ack(&mut rng, mac, ip)).collect();
         // Request beats (data, count, last, frame).
@@ -184,7 +196,10 @@ fn acks_between_request_frames() {
                 // Which source is this beat from? A request beat is taken with req_ready.
                 let is_ack = !took_req;
                 if is_ack {
-                    assert!(ack_done < read_at.len(), "round {round} cycle {cycles}: an ACK beat before its job was read");
+                    assert!(
+                        ack_done < read_at.len(),
+                        "round {round} cycle {cycles}: an ACK beat before its job was read"
+                    );
                 }
                 if ack_built && boundary {
                     assert!(is_ack, "round {round} cycle {cycles}: a request frame went before a waiting ACK");
@@ -198,11 +213,19 @@ fn acks_between_request_frames() {
                 if last {
                     let f = std::mem::take(&mut cur);
                     if is_ack {
-                        assert_frame_eq(&f, &acks[ack_done].want, &format!("round {round}: ACK {ack_done} (seed {seed:#x})"));
+                        assert_frame_eq(
+                            &f,
+                            &acks[ack_done].want,
+                            &format!("round {round}: ACK {ack_done} (seed {seed:#x})"),
+                        );
                         outs.push(Out::Ack(ack_done));
                         ack_done += 1;
                     } else {
-                        assert_frame_eq(&f, &reqs[req_done], &format!("round {round}: request {req_done} (seed {seed:#x})"));
+                        assert_frame_eq(
+                            &f,
+                            &reqs[req_done],
+                            &format!("round {round}: request {req_done} (seed {seed:#x})"),
+                        );
                         outs.push(Out::Req(req_done));
                         req_done += 1;
                     }

@@ -186,8 +186,15 @@ struct Job {
 /// One thing the scheduler did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Ev {
-    Fetch { addr: u64, beats: u64 },
-    List { waddr: u64, iova: u64, len: u64 },
+    Fetch {
+        addr: u64,
+        beats: u64,
+    },
+    List {
+        waddr: u64,
+        iova: u64,
+        len: u64,
+    },
     Record {
         addr: u64,
         wr_id: u64,
@@ -202,8 +209,19 @@ enum Ev {
     },
     Job(Job),
     /// A payload read job and its piece record.
-    Read { addr: u64, len: u64, pg_skip: u64, pg_len: u64, pg_last: bool },
-    Local { wr_id: u64, qpn: u64, status: u64, wc_opcode: u64 },
+    Read {
+        addr: u64,
+        len: u64,
+        pg_skip: u64,
+        pg_len: u64,
+        pg_last: bool,
+    },
+    Local {
+        wr_id: u64,
+        qpn: u64,
+        status: u64,
+        wc_opcode: u64,
+    },
 }
 
 /// `want` with its don't-care fields taken from `got`.
@@ -526,7 +544,12 @@ impl Tb {
     /// The completer retires every WQE of QP `qpn` recorded so far (as its ACKs and responses
     /// would): `acked_data` = the WQEs recorded, `acked_reads` = the READs among them.
     fn retire_all(&mut self, qpn: u64) {
-        let recs: Vec<&Ev> = self.events.iter().map(|e| &e.1).filter(|e| matches!(e, Ev::Record { addr, .. } if addr >> 4 == qpn)).collect();
+        let recs: Vec<&Ev> = self
+            .events
+            .iter()
+            .map(|e| &e.1)
+            .filter(|e| matches!(e, Ev::Record { addr, .. } if addr >> 4 == qpn))
+            .collect();
         let reads = recs.iter().filter(|e| matches!(e, Ev::Record { wc_opcode: 2, .. })).count() as u64;
         let a = &mut self.acked[qpn as usize];
         if let Some(Ev::Record { last_psn, .. }) = recs.last() {
@@ -603,7 +626,11 @@ impl Tb {
         }
         let job_write = self.dut.get_bit("job_write");
         let rj_write = self.dut.get_bit("rj_write");
-        assert_eq!(self.dut.get_bit("pg_write"), rj_write, "cycle {c}: a piece record without its read job, or the reverse");
+        assert_eq!(
+            self.dut.get_bit("pg_write"),
+            rj_write,
+            "cycle {c}: a piece record without its read job, or the reverse"
+        );
         if job_write || rj_write {
             assert!(!self.prev_afull, "cycle {c}: a job written the cycle after an almost-full flag");
         }
@@ -780,7 +807,8 @@ fn write_one_sge_every_path_mtu() {
         let cfg = QpCfg::random(&mut tb.rng, mtu_code, pd, stride);
         tb.create_qp(qpn, &cfg);
         let mtu = cfg.mtu();
-        let edges = [0, 1, mtu - 1, mtu, mtu + 1, 2 * mtu, 15 * mtu, 16 * mtu, 16 * mtu + 1, 17 * mtu - 1, 33 * mtu + 7];
+        let edges =
+            [0, 1, mtu - 1, mtu, mtu + 1, 2 * mtu, 15 * mtu, 16 * mtu, 16 * mtu + 1, 17 * mtu - 1, 33 * mtu + 7];
         for batch in 0..5 {
             tb.backpressure = batch % 2 == 1;
             let n = tb.rng.range(1, 6);
@@ -903,7 +931,12 @@ fn gather_lists_tile_the_message() {
                             Ev::Read { addr, len, pg_skip, pg_len, pg_last } => {
                                 assert!(*len > 0, "{ctx}: empty piece");
                                 for b in 0..*len {
-                                    assert_eq!(addr + b, iova_of[(at + b) as usize], "{ctx}: WQE {wi} message byte {}", at + b);
+                                    assert_eq!(
+                                        addr + b,
+                                        iova_of[(at + b) as usize],
+                                        "{ctx}: WQE {wi} message byte {}",
+                                        at + b
+                                    );
                                 }
                                 assert_eq!((*pg_skip, *pg_len), (addr & 63, *len), "{ctx}: piece record vs read job");
                                 at += len;
@@ -951,7 +984,13 @@ fn read_list_goes_to_the_rx_engine_first() {
         for batch in 0..6u64 {
             tb.backpressure = tb.rng.chance(1, 2);
             let rng = &mut tb.rng;
-            let n = if batch == 0 { max_sge } else if batch == 1 { 1 } else { rng.range(2, max_sge) };
+            let n = if batch == 0 {
+                max_sge
+            } else if batch == 1 {
+                1
+            } else {
+                rng.range(2, max_sge)
+            };
             let sges: Vec<Sge> = (0..n)
                 .map(|k| {
                     let m = rng.pick(&mrs).clone();
@@ -986,7 +1025,10 @@ fn read_list_goes_to_the_rx_engine_first() {
             };
             let psn0 = tb.model.qps[&qpn].next_psn;
             let read_no = tb.model.qps[&qpn].reads;
-            let ctx = format!("QP {qpn} MTU {mtu} batch {batch}: READ into {:?} (seed {seed:#x})", sges.iter().map(|s| s.len).collect::<Vec<_>>());
+            let ctx = format!(
+                "QP {qpn} MTU {mtu} batch {batch}: READ into {:?} (seed {seed:#x})",
+                sges.iter().map(|s| s.len).collect::<Vec<_>>()
+            );
             let got = tb.post_and_check(qpn, &[read, write], &ctx);
             // Spelled out: the list is the translated non-empty SGEs, written before the record.
             let nonempty: Vec<(u64, u64)> = sges
@@ -1004,7 +1046,10 @@ fn read_list_goes_to_the_rx_engine_first() {
                 let want_list: Vec<(u64, u64, u64)> =
                     nonempty.iter().enumerate().map(|(k, e)| (list_addr(qpn, read_no, k), e.0, e.1)).collect();
                 assert_eq!(list, want_list, "{ctx}: READ list writes");
-                assert!(got[1..rec].iter().all(|e| matches!(e, Ev::List { .. })) && rec == 1 + list.len(), "{ctx}: the list goes before the record");
+                assert!(
+                    got[1..rec].iter().all(|e| matches!(e, Ev::List { .. })) && rec == 1 + list.len(),
+                    "{ctx}: the list goes before the record"
+                );
                 lists += 1;
             } else {
                 assert!(list.is_empty(), "{ctx}: a one-SGE READ wrote a list");
@@ -1014,7 +1059,11 @@ fn read_list_goes_to_the_rx_engine_first() {
             let Ev::Job(j) = &got[rec + 1] else { panic!("{ctx}: no READ REQUEST after the record") };
             assert_eq!((j.opcode, j.reth.map(|r| r.2)), (0x0C, Some(sum)), "{ctx}: READ REQUEST");
             let wj = got.iter().filter_map(|e| if let Ev::Job(j) = e { Some(j) } else { None }).nth(1).unwrap();
-            assert_eq!(wj.psn, u64::from((psn0 + sum.div_ceil(mtu).max(1) as u32) & PSN_MASK), "{ctx}: the WRITE's PSN");
+            assert_eq!(
+                wj.psn,
+                u64::from((psn0 + sum.div_ceil(mtu).max(1) as u32) & PSN_MASK),
+                "{ctx}: the WRITE's PSN"
+            );
             tb.retire_all(qpn);
         }
     }
@@ -1077,7 +1126,11 @@ fn multi_sge_read_waits_for_earlier_reads() {
         let mut w: Vec<Ev> = (0..5).flat_map(part).collect();
         w.push(want[starts[5]].clone());
         assert_events(&w, &got, &format!("{ctx}: five READs outstanding"));
-        let last = |ev: &[Ev]| ev.iter().find_map(|e| if let Ev::Record { last_psn, .. } = e { Some(*last_psn as u32) } else { None }).unwrap();
+        let last = |ev: &[Ev]| {
+            ev.iter()
+                .find_map(|e| if let Ev::Record { last_psn, .. } = e { Some(*last_psn as u32) } else { None })
+                .unwrap()
+        };
         // READ 0 retired: 4 outstanding, the list READ still waits.
         tb.acked[qpn as usize] = Acked { wqes: 1, reads: 1, psn: (last(&part(0)) + 1) & PSN_MASK };
         let got = tb.run_quiet(400);
@@ -1105,7 +1158,8 @@ fn bad_lkey_in_a_read_list_completes_locally() {
     tb.write_mr(50, &Mr { valid: false, ..base.clone() });
     tb.write_mr(51, &Mr { pd: pd + 1, ..base.clone() });
     tb.write_mr(52, &Mr { access: 0x6, ..base.clone() });
-    let kinds = ["stale tag", "invalid entry", "other PD", "no LOCAL_WRITE", "past the region", "key bits above the table"];
+    let kinds =
+        ["stale tag", "invalid entry", "other PD", "no LOCAL_WRITE", "past the region", "key bits above the table"];
     let mut local_errs = 0;
     for (vi, kind) in kinds.iter().enumerate() {
         let qpn = 20 + vi as u64 * 7;
@@ -1162,8 +1216,18 @@ fn bad_lkey_in_a_read_list_completes_locally() {
         assert_eq!(
             locals,
             vec![
-                &Ev::Local { wr_id: 0xE770_0000 + (vi as u64) * 16 + 1, qpn, status: u64::from(wc_status::LOC_PROT_ERR), wc_opcode: 2 },
-                &Ev::Local { wr_id: 0xE770_0000 + (vi as u64) * 16 + 2, qpn, status: u64::from(wc_status::WR_FLUSH_ERR), wc_opcode: 1 },
+                &Ev::Local {
+                    wr_id: 0xE770_0000 + (vi as u64) * 16 + 1,
+                    qpn,
+                    status: u64::from(wc_status::LOC_PROT_ERR),
+                    wc_opcode: 2
+                },
+                &Ev::Local {
+                    wr_id: 0xE770_0000 + (vi as u64) * 16 + 2,
+                    qpn,
+                    status: u64::from(wc_status::WR_FLUSH_ERR),
+                    wc_opcode: 1
+                },
             ],
             "{ctx}: the model"
         );
@@ -1174,7 +1238,10 @@ fn bad_lkey_in_a_read_list_completes_locally() {
         tb.retire_all(qpn);
         let got = tb.run_quiet(400);
         assert_events(&want[starts[1] + 1..], &got, &format!("{ctx}: after"));
-        assert!(!got.iter().any(|e| matches!(e, Ev::List { .. } | Ev::Record { .. } | Ev::Job(_) | Ev::Read { .. })), "{ctx}: {got:x?}");
+        assert!(
+            !got.iter().any(|e| matches!(e, Ev::List { .. } | Ev::Record { .. } | Ev::Job(_) | Ev::Read { .. })),
+            "{ctx}: {got:x?}"
+        );
         local_errs += 1;
         assert_eq!(tb.pulses_local_err, local_errs, "{ctx}: cnt_local_err counts the LOC_PROT_ERR, not the flush");
     }

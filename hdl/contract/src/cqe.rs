@@ -27,7 +27,4 @@ pub const WC_FLAGS: Field = Field::at_byte(21, 8);
 /// reads as empty and each lap flips the meaning.
 pub const OWNER: Field = Field::at_byte(31, 1);
 
-const _: () = assert!(check_disjoint(
-    &[WR_ID, BYTE_LEN, IMM_DATA, QP_NUM, OPCODE, STATUS, WC_FLAGS, OWNER],
-    BYTES * 8
-));
+const _: () = assert!(check_disjoint(&[WR_ID, BYTE_LEN, IMM_DATA, QP_NUM, OPCODE, STATUS, WC_FLAGS, OWNER], BYTES * 8));

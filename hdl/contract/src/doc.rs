@@ -8,14 +8,7 @@ fn table(out: &mut String, title: &str, intro: &str, fields: &[(&str, Field)]) {
     let _ = writeln!(out, "## {title}\n\n{intro}\n");
     let _ = writeln!(out, "| field | byte | bits | width |\n|---|---|---|---|");
     for (name, f) in fields {
-        let _ = writeln!(
-            out,
-            "| `{name}` | {} | {}..{} | {} |",
-            f.lsb / 8,
-            f.lsb,
-            f.end() - 1,
-            f.width
-        );
+        let _ = writeln!(out, "| `{name}` | {} | {}..{} | {} |", f.lsb / 8, f.lsb, f.end() - 1, f.width);
     }
     out.push('\n');
 }
@@ -30,7 +23,11 @@ pub fn markdown() -> String {
     for (off, name, acc) in [
         (regs::ID, "ID (reads 0x524E4943, \"RNIC\")", "RO"),
         (regs::VERSION, "VERSION (major << 16 | minor)", "RO"),
-        (regs::CAPS, "CAPS (log2 QPs 3:0, log2 MRs 7:4, log2 CQs 11:8, log2 in-flight WQEs 15:12, datapath bytes 23:16)", "RO"),
+        (
+            regs::CAPS,
+            "CAPS (log2 QPs 3:0, log2 MRs 7:4, log2 CQs 11:8, log2 in-flight WQEs 15:12, datapath bytes 23:16)",
+            "RO",
+        ),
         (regs::CLOCK_MHZ, "CLOCK_MHZ", "RO"),
         (regs::MAC_LO, "MAC_LO (MAC bytes 0..4, byte 0 in bits 7:0)", "RW"),
         (regs::MAC_HI, "MAC_HI (MAC bytes 4..6 in bits 15:0)", "RW"),
@@ -47,31 +44,62 @@ pub fn markdown() -> String {
         let _ = writeln!(o, "| 0x{:04X} | counter `{name}` | RO |", regs::COUNTERS as usize + 4 * i);
     }
     o.push('\n');
-    table(&mut o, "QP context (CMD op 1, index = QPN)", "Written whole on every modify_qp; INIT_* flags reload the NIC's transport state.", &[
-        ("STATE", qp_context::STATE), ("INIT_SQ_PSN", qp_context::INIT_SQ_PSN),
-        ("INIT_RQ_PSN", qp_context::INIT_RQ_PSN), ("PATH_MTU", qp_context::PATH_MTU),
-        ("ACCESS", qp_context::ACCESS), ("PD", qp_context::PD), ("DEST_QPN", qp_context::DEST_QPN),
-        ("SQ_PSN", qp_context::SQ_PSN), ("TIMEOUT", qp_context::TIMEOUT),
-        ("RETRY_CNT", qp_context::RETRY_CNT), ("RQ_PSN", qp_context::RQ_PSN),
-        ("RNR_RETRY", qp_context::RNR_RETRY), ("MIN_RNR_TIMER", qp_context::MIN_RNR_TIMER),
-        ("PKEY", qp_context::PKEY),
-        ("UDP_SPORT", qp_context::UDP_SPORT), ("DEST_IP", qp_context::DEST_IP),
-        ("DEST_MAC", qp_context::DEST_MAC), ("SEND_CQ", qp_context::SEND_CQ),
-        ("SQ_LOG_SIZE", qp_context::SQ_LOG_SIZE), ("SQ_LOG_STRIDE", qp_context::SQ_LOG_STRIDE),
-        ("SQ_BASE", qp_context::SQ_BASE),
-        ("RECV_CQ", qp_context::RECV_CQ), ("RQ_LOG_SIZE", qp_context::RQ_LOG_SIZE),
-        ("RQ_LOG_STRIDE", qp_context::RQ_LOG_STRIDE),
-        ("MAX_RD_ATOMIC", qp_context::MAX_RD_ATOMIC), ("SRQN", qp_context::SRQN),
-        ("USE_SRQ", qp_context::USE_SRQ), ("MAX_DEST_RD_ATOMIC", qp_context::MAX_DEST_RD_ATOMIC),
-        ("RQ_BASE", qp_context::RQ_BASE),
-    ]);
-    table(&mut o, "Memory-region key-table entry (CMD op 2, index = key >> 8)", "A key is `index << 8 | tag`; VA..VA+LENGTH maps to IOVA..IOVA+LENGTH.", &[
-        ("VALID", mr_entry::VALID), ("ACCESS", mr_entry::ACCESS), ("TAG", mr_entry::TAG),
-        ("PD", mr_entry::PD), ("VA", mr_entry::VA), ("LENGTH", mr_entry::LENGTH), ("IOVA", mr_entry::IOVA),
-    ]);
-    table(&mut o, "CQ context (CMD op 3, index = CQ number)", "Resets the CQ's producer index to 0.", &[
-        ("VALID", cq_context::VALID), ("LOG_SIZE", cq_context::LOG_SIZE), ("BASE", cq_context::BASE),
-    ]);
+    table(
+        &mut o,
+        "QP context (CMD op 1, index = QPN)",
+        "Written whole on every modify_qp; INIT_* flags reload the NIC's transport state.",
+        &[
+            ("STATE", qp_context::STATE),
+            ("INIT_SQ_PSN", qp_context::INIT_SQ_PSN),
+            ("INIT_RQ_PSN", qp_context::INIT_RQ_PSN),
+            ("PATH_MTU", qp_context::PATH_MTU),
+            ("ACCESS", qp_context::ACCESS),
+            ("PD", qp_context::PD),
+            ("DEST_QPN", qp_context::DEST_QPN),
+            ("SQ_PSN", qp_context::SQ_PSN),
+            ("TIMEOUT", qp_context::TIMEOUT),
+            ("RETRY_CNT", qp_context::RETRY_CNT),
+            ("RQ_PSN", qp_context::RQ_PSN),
+            ("RNR_RETRY", qp_context::RNR_RETRY),
+            ("MIN_RNR_TIMER", qp_context::MIN_RNR_TIMER),
+            ("PKEY", qp_context::PKEY),
+            ("UDP_SPORT", qp_context::UDP_SPORT),
+            ("DEST_IP", qp_context::DEST_IP),
+            ("DEST_MAC", qp_context::DEST_MAC),
+            ("SEND_CQ", qp_context::SEND_CQ),
+            ("SQ_LOG_SIZE", qp_context::SQ_LOG_SIZE),
+            ("SQ_LOG_STRIDE", qp_context::SQ_LOG_STRIDE),
+            ("SQ_BASE", qp_context::SQ_BASE),
+            ("RECV_CQ", qp_context::RECV_CQ),
+            ("RQ_LOG_SIZE", qp_context::RQ_LOG_SIZE),
+            ("RQ_LOG_STRIDE", qp_context::RQ_LOG_STRIDE),
+            ("MAX_RD_ATOMIC", qp_context::MAX_RD_ATOMIC),
+            ("SRQN", qp_context::SRQN),
+            ("USE_SRQ", qp_context::USE_SRQ),
+            ("MAX_DEST_RD_ATOMIC", qp_context::MAX_DEST_RD_ATOMIC),
+            ("RQ_BASE", qp_context::RQ_BASE),
+        ],
+    );
+    table(
+        &mut o,
+        "Memory-region key-table entry (CMD op 2, index = key >> 8)",
+        "A key is `index << 8 | tag`; VA..VA+LENGTH maps to IOVA..IOVA+LENGTH.",
+        &[
+            ("VALID", mr_entry::VALID),
+            ("ACCESS", mr_entry::ACCESS),
+            ("TAG", mr_entry::TAG),
+            ("PD", mr_entry::PD),
+            ("VA", mr_entry::VA),
+            ("LENGTH", mr_entry::LENGTH),
+            ("IOVA", mr_entry::IOVA),
+        ],
+    );
+    table(
+        &mut o,
+        "CQ context (CMD op 3, index = CQ number)",
+        "Resets the CQ's producer index to 0.",
+        &[("VALID", cq_context::VALID), ("LOG_SIZE", cq_context::LOG_SIZE), ("BASE", cq_context::BASE)],
+    );
     let send_intro = format!(
         "Fetched by DMA after a doorbell. A WQE takes `64 << SQ_LOG_STRIDE` bytes (64..={}); the first \
          64 are laid out below. SGE `i` >= 1 (up to {} SGEs) is at byte `48 + 16 i` (address 8, length 4, \
@@ -85,27 +113,58 @@ pub fn markdown() -> String {
     table(&mut o, "SRQ context (CMD op 4, index = SRQ number)", "LIMIT 0 disarms; when a WQE taken leaves fewer than LIMIT posted, the NIC disarms the SRQ and writes an event CQE (OPCODE 255, STATUS 15 = IBV_EVENT_SRQ_LIMIT_REACHED, QP_NUM = SRQ number, BYTE_LEN = WQEs left) to EVENT_CQ. INIT zeroes the SRQ's indices.", &[
         ("LIMIT", srq_context::LIMIT), ("EVENT_CQ", srq_context::EVENT_CQ), ("INIT", srq_context::INIT),
     ]);
-    table(&mut o, "Send WQE (the first 64 bytes in the SQ ring)", &send_intro, &[
-        ("WR_ID", wqe::WR_ID), ("OPCODE", wqe::OPCODE), ("SEND_FLAGS", wqe::SEND_FLAGS),
-        ("NUM_SGE", wqe::NUM_SGE), ("IMM_DATA", wqe::IMM_DATA), ("REMOTE_ADDR", wqe::REMOTE_ADDR),
-        ("RKEY", wqe::RKEY), ("SGE0_ADDR", wqe::SGE0_ADDR), ("SGE0_LENGTH", wqe::SGE0_LENGTH),
-        ("SGE0_LKEY", wqe::SGE0_LKEY), ("COMPARE_ADD", wqe::COMPARE_ADD), ("SWAP", wqe::SWAP),
-    ]);
+    table(
+        &mut o,
+        "Send WQE (the first 64 bytes in the SQ ring)",
+        &send_intro,
+        &[
+            ("WR_ID", wqe::WR_ID),
+            ("OPCODE", wqe::OPCODE),
+            ("SEND_FLAGS", wqe::SEND_FLAGS),
+            ("NUM_SGE", wqe::NUM_SGE),
+            ("IMM_DATA", wqe::IMM_DATA),
+            ("REMOTE_ADDR", wqe::REMOTE_ADDR),
+            ("RKEY", wqe::RKEY),
+            ("SGE0_ADDR", wqe::SGE0_ADDR),
+            ("SGE0_LENGTH", wqe::SGE0_LENGTH),
+            ("SGE0_LKEY", wqe::SGE0_LKEY),
+            ("COMPARE_ADD", wqe::COMPARE_ADD),
+            ("SWAP", wqe::SWAP),
+        ],
+    );
     let recv_intro = format!(
         "Fetched by DMA when a SEND arrives. A receive WQE takes `64 << RQ_LOG_STRIDE` bytes (64..={}); \
          scatter entry `i` is at byte `16 + 16 i` (up to {} entries).",
         recv_wqe::stride(recv_wqe::MAX_LOG_STRIDE),
         recv_wqe::MAX_SGE
     );
-    table(&mut o, "Receive WQE (the first 64 bytes in the RQ ring)", &recv_intro, &[
-        ("WR_ID", recv_wqe::WR_ID), ("NUM_SGE", recv_wqe::NUM_SGE), ("SGE0_ADDR", recv_wqe::SGE0_ADDR),
-        ("SGE0_LENGTH", recv_wqe::SGE0_LENGTH), ("SGE0_LKEY", recv_wqe::SGE0_LKEY),
-    ]);
-    table(&mut o, "CQE (32 bytes in the CQ ring)", "Written by DMA; OWNER of the n-th CQE is `!(n >> LOG_SIZE) & 1`.", &[
-        ("WR_ID", cqe::WR_ID), ("BYTE_LEN", cqe::BYTE_LEN), ("IMM_DATA", cqe::IMM_DATA),
-        ("QP_NUM", cqe::QP_NUM), ("OPCODE", cqe::OPCODE), ("STATUS", cqe::STATUS),
-        ("WC_FLAGS", cqe::WC_FLAGS), ("OWNER", cqe::OWNER),
-    ]);
+    table(
+        &mut o,
+        "Receive WQE (the first 64 bytes in the RQ ring)",
+        &recv_intro,
+        &[
+            ("WR_ID", recv_wqe::WR_ID),
+            ("NUM_SGE", recv_wqe::NUM_SGE),
+            ("SGE0_ADDR", recv_wqe::SGE0_ADDR),
+            ("SGE0_LENGTH", recv_wqe::SGE0_LENGTH),
+            ("SGE0_LKEY", recv_wqe::SGE0_LKEY),
+        ],
+    );
+    table(
+        &mut o,
+        "CQE (32 bytes in the CQ ring)",
+        "Written by DMA; OWNER of the n-th CQE is `!(n >> LOG_SIZE) & 1`.",
+        &[
+            ("WR_ID", cqe::WR_ID),
+            ("BYTE_LEN", cqe::BYTE_LEN),
+            ("IMM_DATA", cqe::IMM_DATA),
+            ("QP_NUM", cqe::QP_NUM),
+            ("OPCODE", cqe::OPCODE),
+            ("STATUS", cqe::STATUS),
+            ("WC_FLAGS", cqe::WC_FLAGS),
+            ("OWNER", cqe::OWNER),
+        ],
+    );
     o
 }
 

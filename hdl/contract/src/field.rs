@@ -24,7 +24,11 @@ impl Field {
 
     /// The largest value the field holds.
     pub const fn max(self) -> u64 {
-        if self.width == 64 { u64::MAX } else { (1u64 << self.width) - 1 }
+        if self.width == 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.width) - 1
+        }
     }
 
     /// One past the field's most-significant bit.

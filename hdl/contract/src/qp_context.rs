@@ -86,10 +86,35 @@ pub const MAX_DEST_RD_ATOMIC: Field = Field::at_bit(360, 8);
 
 const _: () = assert!(check_disjoint(
     &[
-        STATE, INIT_SQ_PSN, INIT_RQ_PSN, PATH_MTU, ACCESS, PD, DEST_QPN, SQ_PSN, TIMEOUT, RETRY_CNT,
-        RQ_PSN, RNR_RETRY, MIN_RNR_TIMER, PKEY,
-        UDP_SPORT, DEST_IP, DEST_MAC, SEND_CQ, SQ_LOG_SIZE, SQ_LOG_STRIDE, SQ_BASE, RECV_CQ, RQ_LOG_SIZE, RQ_LOG_STRIDE, RQ_BASE,
-        MAX_RD_ATOMIC, SRQN, USE_SRQ, MAX_DEST_RD_ATOMIC
+        STATE,
+        INIT_SQ_PSN,
+        INIT_RQ_PSN,
+        PATH_MTU,
+        ACCESS,
+        PD,
+        DEST_QPN,
+        SQ_PSN,
+        TIMEOUT,
+        RETRY_CNT,
+        RQ_PSN,
+        RNR_RETRY,
+        MIN_RNR_TIMER,
+        PKEY,
+        UDP_SPORT,
+        DEST_IP,
+        DEST_MAC,
+        SEND_CQ,
+        SQ_LOG_SIZE,
+        SQ_LOG_STRIDE,
+        SQ_BASE,
+        RECV_CQ,
+        RQ_LOG_SIZE,
+        RQ_LOG_STRIDE,
+        RQ_BASE,
+        MAX_RD_ATOMIC,
+        SRQN,
+        USE_SRQ,
+        MAX_DEST_RD_ATOMIC
     ],
     512
 ));

@@ -32,7 +32,11 @@ pub const fn stride(log: usize) -> usize {
 /// Byte offset of SGE `i` (0 ≤ i < [`MAX_SGE`]): SGE 0 in the first slot, the others from the
 /// second slot on, 16 bytes each (address 8, length 4, lkey 4).
 pub const fn sge_offset(i: usize) -> usize {
-    if i == 0 { 32 } else { 48 + 16 * i }
+    if i == 0 {
+        32
+    } else {
+        48 + 16 * i
+    }
 }
 
 /// Smallest SQ_LOG_STRIDE whose WQE holds `sges` SGEs and `inline` bytes of inline data.
@@ -79,8 +83,20 @@ pub const COMPARE_ADD: Field = Field::at_byte(48, 64);
 pub const SWAP: Field = Field::at_byte(56, 64);
 
 const _: () = assert!(check_disjoint(
-    &[WR_ID, OPCODE, SEND_FLAGS, NUM_SGE, IMM_DATA, REMOTE_ADDR, RKEY, SGE0_ADDR, SGE0_LENGTH, SGE0_LKEY,
-      COMPARE_ADD, SWAP],
+    &[
+        WR_ID,
+        OPCODE,
+        SEND_FLAGS,
+        NUM_SGE,
+        IMM_DATA,
+        REMOTE_ADDR,
+        RKEY,
+        SGE0_ADDR,
+        SGE0_LENGTH,
+        SGE0_LKEY,
+        COMPARE_ADD,
+        SWAP
+    ],
     BYTES * 8
 ));
 

@@ -87,8 +87,7 @@ impl Logic for Bar0Bridge {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, id, addr, beats_left, size, lane, lanes_left, data, strb, last,
-            err, aw_done, w_done
+            self, clock, state, id, addr, beats_left, size, lane, lanes_left, data, strb, last, err, aw_done, w_done
         );
         self.awready.next = false;
         self.wready.next = false;
@@ -120,10 +119,8 @@ impl Logic for Bar0Bridge {
                 self.lane_strb.next = self.strb.q.val().get_bits::<4>(i * 4);
             }
         }
-        self.l_awaddr.next =
-            (self.addr.q.val() & 0xFFC0) | (bit_cast::<16, 4>(self.lane.q.val()) << 2);
-        self.l_araddr.next =
-            (self.addr.q.val() & 0xFFC0) | (bit_cast::<16, 4>(self.lane.q.val()) << 2);
+        self.l_awaddr.next = (self.addr.q.val() & 0xFFC0) | (bit_cast::<16, 4>(self.lane.q.val()) << 2);
+        self.l_araddr.next = (self.addr.q.val() & 0xFFC0) | (bit_cast::<16, 4>(self.lane.q.val()) << 2);
         self.l_wdata.next = self.lane_data.val();
         self.l_wstrb.next = self.lane_strb.val();
 
@@ -190,9 +187,7 @@ impl Logic for Bar0Bridge {
                     if self.l_wready.val() {
                         self.w_done.d.next = true;
                     }
-                    if (self.aw_done.q.val() | self.l_awready.val())
-                        & (self.w_done.q.val() | self.l_wready.val())
-                    {
+                    if (self.aw_done.q.val() | self.l_awready.val()) & (self.w_done.q.val() | self.l_wready.val()) {
                         self.state.d.next = 3.into();
                     }
                 } else {
@@ -252,8 +247,7 @@ impl Logic for Bar0Bridge {
                     // `data` was cleared at the beat's start and lanes are distinct: OR in
                     // at bit 32 × lane.
                     self.data.d.next = self.data.q.val()
-                        | (bit_cast::<512, 32>(self.l_rdata.val())
-                            << (bit_cast::<9, 4>(self.lane.q.val()) << 5));
+                        | (bit_cast::<512, 32>(self.l_rdata.val()) << (bit_cast::<9, 4>(self.lane.q.val()) << 5));
                     self.lane.d.next = self.lane.q.val() + 1;
                     self.lanes_left.d.next = self.lanes_left.q.val() - 1;
                     self.state.d.next = 5.into();
@@ -269,8 +263,8 @@ impl Logic for Bar0Bridge {
                     self.lanes_left.d.next = 0.into();
                     if self.beats_left.q.val() != 0 {
                         self.beats_left.d.next = self.beats_left.q.val() - 1;
-                        self.addr.d.next = self.addr.q.val()
-                            + (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 3>(self.size.q.val()));
+                        self.addr.d.next =
+                            self.addr.q.val() + (bit_cast::<16, 1>(1.into()) << bit_cast::<16, 3>(self.size.q.val()));
                         self.state.d.next = 5.into();
                     } else {
                         self.state.d.next = 0.into();

@@ -216,8 +216,7 @@ impl Logic for MacTxCdc {
                     self.sending.d.next = false;
                 }
             }
-        } else if !self.lens.empty.val() & (self.data.read_fill.val() >= self.lens.data_out.val())
-        {
+        } else if !self.lens.empty.val() & (self.data.read_fill.val() >= self.lens.data_out.val()) {
             self.sending.d.next = true;
         }
         if self.mac_reset.val() {

@@ -215,6 +215,5 @@ impl Logic for U250Top {
         self.mac.tx_tlast.next = self.tx_cdc.m_tlast.val();
         self.mac.tx_tvalid.next = self.tx_cdc.m_tvalid.val();
         self.tx_cdc.m_tready.next = self.mac.tx_tready.val();
-
     }
 }

@@ -232,27 +232,18 @@ mod tests {
     fn step_matches_crc32fast() {
         let mut seed = 0x0123_4567_89AB_CDEFu64;
         let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             seed >> 32
         };
         for len in [0usize, 1, 3, 14, 63, 64, 65, 200, 1500] {
             let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            assert_eq!(
-                crc32fast::hash(&data),
-                !step(0xFFFF_FFFF, &data),
-                "len={len}"
-            );
+            assert_eq!(crc32fast::hash(&data), !step(0xFFFF_FFFF, &data), "len={len}");
             let s = next() as u32;
             assert_eq!(crc32fast_step(s, &data), step(s, &data), "len={len}");
             // Undoing trailing zeros of a zero-padded message gives the unpadded CRC.
             let mut padded = data.clone();
             padded.resize(len + 37, 0);
-            assert_eq!(
-                unzero(crc32fast_step(s, &padded), 37),
-                crc32fast_step(s, &data)
-            );
+            assert_eq!(unzero(crc32fast_step(s, &padded), 37), crc32fast_step(s, &data));
         }
     }
 
@@ -287,22 +278,14 @@ mod tests {
         for _ in 0..20 {
             let mut d = [0u8; 64];
             for b in d.iter_mut() {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 *b = (seed >> 56) as u8;
             }
             let s = (seed >> 13) as u32;
-            let words: Vec<u64> = (0..8)
-                .map(|w| u64::from_le_bytes(d[8 * w..8 * w + 8].try_into().unwrap()))
-                .collect();
+            let words: Vec<u64> = (0..8).map(|w| u64::from_le_bytes(d[8 * w..8 * w + 8].try_into().unwrap())).collect();
             let mut out = 0u32;
             for i in 0..32 {
-                let p: u32 = dm[i]
-                    .iter()
-                    .zip(&words)
-                    .map(|(m, x)| (m & x).count_ones())
-                    .sum();
+                let p: u32 = dm[i].iter().zip(&words).map(|(m, x)| (m & x).count_ones()).sum();
                 out |= ((p ^ (sm[i] & s).count_ones()) & 1) << i;
             }
             assert_eq!(out, step(s, &d));

@@ -70,10 +70,7 @@ pub fn d512_module_named(name: &str, flip: Option<(usize, usize)>) -> String {
         data_masks[i][j / 64] ^= 1 << (j % 64);
     }
     let mut v = String::new();
-    header(
-        &mut v,
-        "CRC-32 (reflected 0xEDB88320, no init/final inversion) over one 64-byte beat.",
-    );
+    header(&mut v, "CRC-32 (reflected 0xEDB88320, no init/final inversion) over one 64-byte beat.");
     let _ = writeln!(v, "module {name} (");
     let _ = writeln!(v, "    input  wire [31:0]  state_in,");
     let _ = writeln!(v, "    input  wire [511:0] data,");
@@ -108,13 +105,7 @@ pub fn unzero_stage_module_named(name: &str, k: usize, flip: Option<(usize, usiz
         m[i] ^= 1 << j;
     }
     let mut v = String::new();
-    header(
-        &mut v,
-        &format!(
-            "Undoes {} trailing zero bytes of a CRC-32 register when enabled.",
-            1 << k
-        ),
-    );
+    header(&mut v, &format!("Undoes {} trailing zero bytes of a CRC-32 register when enabled.", 1 << k));
     let _ = writeln!(v, "module {name} (");
     let _ = writeln!(v, "    input  wire [31:0] state_in,");
     let _ = writeln!(v, "    input  wire        enable,");
@@ -139,10 +130,7 @@ pub fn unzero_stage_module_named(name: &str, k: usize, flip: Option<(usize, usiz
 #[must_use]
 pub fn unzero_table_module() -> String {
     let mut v = String::new();
-    header(
-        &mut v,
-        "Undoes 0..63 trailing zero bytes of a CRC-32 register (table of 64 matrices).",
-    );
+    header(&mut v, "Undoes 0..63 trailing zero bytes of a CRC-32 register (table of 64 matrices).");
     let _ = writeln!(v, "module {UNZERO_TABLE_MODULE} (");
     let _ = writeln!(v, "    input  wire [31:0] state_in,");
     let _ = writeln!(v, "    input  wire [5:0]  zeros,");
@@ -153,21 +141,14 @@ pub fn unzero_table_module() -> String {
     let _ = writeln!(v, "        case (zeros)");
     for z in 0..64 {
         let mat = unzero_matrix(z);
-        let words: Vec<u64> = (0..16)
-            .map(|w| u64::from(mat[2 * w]) | (u64::from(mat[2 * w + 1]) << 32))
-            .collect();
+        let words: Vec<u64> = (0..16).map(|w| u64::from(mat[2 * w]) | (u64::from(mat[2 * w + 1]) << 32)).collect();
         let _ = writeln!(v, "            6'd{z}: m = {};", hex_literal(1024, &words));
     }
     let _ = writeln!(v, "            default: m = 1024'h0;");
     let _ = writeln!(v, "        endcase");
     let _ = writeln!(v, "    end");
     for i in 0..32 {
-        let _ = writeln!(
-            v,
-            "    assign state_out[{i}] = ^(state_in & m[{}:{}]);",
-            32 * i + 31,
-            32 * i
-        );
+        let _ = writeln!(v, "    assign state_out[{i}] = ^(state_in & m[{}:{}]);", 32 * i + 31, 32 * i);
     }
     let _ = writeln!(v, "endmodule");
     v
@@ -192,10 +173,7 @@ pub fn residue_zeros_module() -> String {
 #[must_use]
 pub fn zeros_table_module_named(name: &str, state: u32) -> String {
     let mut v = String::new();
-    header(
-        &mut v,
-        &format!("The CRC-32 register {state:#010x} after 0..63 zero bytes (a table)."),
-    );
+    header(&mut v, &format!("The CRC-32 register {state:#010x} after 0..63 zero bytes (a table)."));
     let _ = writeln!(v, "module {name} (");
     let _ = writeln!(v, "    input  wire [5:0]  zeros,");
     let _ = writeln!(v, "    output reg  [31:0] state_out");
@@ -203,11 +181,7 @@ pub fn zeros_table_module_named(name: &str, state: u32) -> String {
     let _ = writeln!(v, "    always @(*) begin");
     let _ = writeln!(v, "        case (zeros)");
     for z in 0..64 {
-        let _ = writeln!(
-            v,
-            "            6'd{z}: state_out = {};",
-            hex_literal(32, &[u64::from(zeros(state, z))])
-        );
+        let _ = writeln!(v, "            6'd{z}: state_out = {};", hex_literal(32, &[u64::from(zeros(state, z))]));
     }
     let _ = writeln!(v, "            default: state_out = 32'h0;");
     let _ = writeln!(v, "        endcase");
@@ -248,20 +222,13 @@ fn parse_assigns(v: &str) -> Vec<ParsedAssign> {
         };
         let (idx, rhs) = rest.split_once("] = ").unwrap();
         let rhs = rhs.trim_end_matches(';');
-        let rhs = rhs
-            .split(" ? ")
-            .nth(1)
-            .map_or(rhs, |x| x.split(" : ").next().unwrap());
+        let rhs = rhs.split(" ? ").nth(1).map_or(rhs, |x| x.split(" : ").next().unwrap());
         let mut terms = Vec::new();
         for t in rhs.split(" ^ ") {
             let t = t.trim_start_matches("^(").trim_end_matches(')');
             let (sig, lit) = t.split_once(" & ").unwrap();
             let (_, hex) = lit.split_once("'h").unwrap();
-            let digits: Vec<u64> = hex
-                .chars()
-                .rev()
-                .map(|c| u64::from(c.to_digit(16).unwrap()))
-                .collect();
+            let digits: Vec<u64> = hex.chars().rev().map(|c| u64::from(c.to_digit(16).unwrap())).collect();
             let mut words = vec![0u64; digits.len().div_ceil(16)];
             for (n, d) in digits.iter().enumerate() {
                 words[n / 16] |= d << (4 * (n % 16));
@@ -279,12 +246,7 @@ mod tests {
     use super::*;
 
     fn parity(words: &[u64], mask: &[u64]) -> u32 {
-        words
-            .iter()
-            .zip(mask)
-            .map(|(a, b)| (a & b).count_ones())
-            .sum::<u32>()
-            & 1
+        words.iter().zip(mask).map(|(a, b)| (a & b).count_ones()).sum::<u32>() & 1
     }
 
     #[test]
@@ -301,9 +263,7 @@ mod tests {
                 *b = seed as u8;
             }
             let s = (seed >> 20) as u32;
-            let words: Vec<u64> = (0..8)
-                .map(|w| u64::from_le_bytes(d[8 * w..8 * w + 8].try_into().unwrap()))
-                .collect();
+            let words: Vec<u64> = (0..8).map(|w| u64::from_le_bytes(d[8 * w..8 * w + 8].try_into().unwrap())).collect();
             let mut out = 0u32;
             for (i, terms) in &assigns {
                 let mut p = 0;
@@ -339,15 +299,8 @@ mod tests {
     #[test]
     fn cores_declare_each_module_once() {
         let c = cores();
-        let names = [
-            D512_MODULE.to_string(),
-            UNZERO_TABLE_MODULE.to_string(),
-            RESIDUE_ZEROS_MODULE.to_string(),
-        ];
-        for name in names
-            .into_iter()
-            .chain((0..UNZERO_STAGES).map(unzero_module))
-        {
+        let names = [D512_MODULE.to_string(), UNZERO_TABLE_MODULE.to_string(), RESIDUE_ZEROS_MODULE.to_string()];
+        for name in names.into_iter().chain((0..UNZERO_STAGES).map(unzero_module)) {
             assert_eq!(c.matches(&format!("module {name} (")).count(), 1, "{name}");
         }
         assert!(!c.contains("initial"));

@@ -3,8 +3,8 @@
 
 use super::Rng;
 use rnic_firmware_tests::wire::{
-    udp, AethRepr, AtomicAckEthRepr, AtomicEthRepr, AtomicPacketRepr, BthRepr, EtherType,
-    EthernetRepr, ImmDtRepr, Ipv4Repr, Opcode, RethRepr, RocePacketRepr, UdpRepr,
+    udp, AethRepr, AtomicAckEthRepr, AtomicEthRepr, AtomicPacketRepr, BthRepr, EtherType, EthernetRepr, ImmDtRepr,
+    Ipv4Repr, Opcode, RethRepr, RocePacketRepr, UdpRepr,
 };
 use std::net::Ipv4Addr;
 
@@ -37,11 +37,7 @@ pub fn random_ip(rng: &mut Rng) -> Ipv4Addr {
 /// destination 4791, BTH SE = M = 0, FECN = BECN = 0; everything else from `rng`.
 pub fn nic_style_repr(rng: &mut Rng, opcode: u8) -> RocePacketRepr {
     RocePacketRepr {
-        eth: EthernetRepr {
-            src_addr: random_mac(rng),
-            dst_addr: random_mac(rng),
-            ethertype: EtherType::IPV4,
-        },
+        eth: EthernetRepr { src_addr: random_mac(rng), dst_addr: random_mac(rng), ethertype: EtherType::IPV4 },
         ipv4: Ipv4Repr {
             src_addr: random_ip(rng),
             dst_addr: random_ip(rng),
@@ -53,11 +49,7 @@ pub fn nic_style_repr(rng: &mut Rng, opcode: u8) -> RocePacketRepr {
             protocol: 17,
             payload_len: 0,
         },
-        udp: UdpRepr {
-            src_port: rng.u32() as u16,
-            dst_port: udp::ROCEV2_PORT,
-            payload_len: 0,
-        },
+        udp: UdpRepr { src_port: rng.u32() as u16, dst_port: udp::ROCEV2_PORT, payload_len: 0 },
         bth: BthRepr {
             opcode: Opcode(opcode),
             solicited: false,
@@ -80,15 +72,8 @@ pub fn nic_style_repr(rng: &mut Rng, opcode: u8) -> RocePacketRepr {
 /// Fills the extension headers the opcode calls for with random values.
 pub fn add_ext_headers(rng: &mut Rng, r: &mut RocePacketRepr) {
     let ext = r.bth.opcode.ext_headers().expect("supported opcode");
-    r.reth = ext.reth.then(|| RethRepr {
-        virt_addr: rng.next_u64(),
-        rkey: rng.u32(),
-        dma_len: rng.u32(),
-    });
-    r.aeth = ext.aeth.then(|| AethRepr {
-        syndrome: rng.u32() as u8,
-        msn: rng.u32() & 0xFF_FFFF,
-    });
+    r.reth = ext.reth.then(|| RethRepr { virt_addr: rng.next_u64(), rkey: rng.u32(), dma_len: rng.u32() });
+    r.aeth = ext.aeth.then(|| AethRepr { syndrome: rng.u32() as u8, msn: rng.u32() & 0xFF_FFFF });
     r.immdt = ext.immdt.then(|| ImmDtRepr { data: rng.u32() });
 }
 
@@ -131,9 +116,8 @@ pub fn strip_icrc(frame: &[u8]) -> Vec<u8> {
 
 /// Index of the first differing byte, with a name for where it is in a RoCEv2 frame.
 pub fn first_difference(a: &[u8], b: &[u8]) -> Option<(usize, &'static str)> {
-    let i = a.iter().zip(b).position(|(x, y)| x != y).or_else(|| {
-        (a.len() != b.len()).then_some(a.len().min(b.len()))
-    })?;
+    let i =
+        a.iter().zip(b).position(|(x, y)| x != y).or_else(|| (a.len() != b.len()).then_some(a.len().min(b.len())))?;
     let what = match i {
         0..=5 => "eth dst",
         6..=11 => "eth src",

@@ -140,11 +140,8 @@ pub fn parse_top_ports(verilog: &str) -> Result<Vec<PortInfo>, HarnessError> {
         Some(c) => c,
         None => return err("cannot find the end of `module top(...)`"),
     };
-    let args: Vec<&str> = body["module top(".len()..close]
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let args: Vec<&str> =
+        body["module top(".len()..close].split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     let mut decls: HashMap<String, PortInfo> = HashMap::new();
     for line in body[close + 2..].lines() {
         let line = line.trim();
@@ -163,12 +160,9 @@ pub fn parse_top_ports(verilog: &str) -> Result<Vec<PortInfo>, HarnessError> {
                 "wire" | "reg" | "signed" => {}
                 t if t.starts_with('[') => {
                     let inner = t.trim_start_matches('[').trim_end_matches(']');
-                    let (hi, lo) = inner
-                        .split_once(':')
-                        .ok_or_else(|| HarnessError(format!("cannot parse range in `{line}`")))?;
-                    let hi: usize = hi
-                        .parse()
-                        .map_err(|_| HarnessError(format!("cannot parse range in `{line}`")))?;
+                    let (hi, lo) =
+                        inner.split_once(':').ok_or_else(|| HarnessError(format!("cannot parse range in `{line}`")))?;
+                    let hi: usize = hi.parse().map_err(|_| HarnessError(format!("cannot parse range in `{line}`")))?;
                     if lo != "0" {
                         return err(format!("range not ending at 0 in `{line}`"));
                     }
@@ -181,11 +175,7 @@ pub fn parse_top_ports(verilog: &str) -> Result<Vec<PortInfo>, HarnessError> {
         decls.insert(name.clone(), PortInfo { name, width, input: dir });
     }
     args.iter()
-        .map(|a| {
-            decls
-                .remove(*a)
-                .ok_or_else(|| HarnessError(format!("no declaration for port `{a}` of top")))
-        })
+        .map(|a| decls.remove(*a).ok_or_else(|| HarnessError(format!("no declaration for port `{a}` of top"))))
         .collect()
 }
 
@@ -232,11 +222,8 @@ fn shim_source(class: &str, ports: &[PortInfo]) -> String {
                     last = n - 1
                 );
             }
-            let _ = writeln!(
-                get,
-                "    case {i}: for (int k = 0; k < {n}; ++k) w[k] = m->{nm}[k]; return 0;",
-                nm = p.name
-            );
+            let _ =
+                writeln!(get, "    case {i}: for (int k = 0; k < {n}; ++k) w[k] = m->{nm}[k]; return 0;", nm = p.name);
         } else if p.width > 32 {
             if p.input {
                 let _ = writeln!(
@@ -262,10 +249,8 @@ fn shim_source(class: &str, ports: &[PortInfo]) -> String {
             let _ = writeln!(get, "    case {i}: w[0] = (uint32_t)m->{nm}; return 0;", nm = p.name);
         }
     }
-    let sig: String = ports
-        .iter()
-        .map(|p| format!("{}:{}:{};", if p.input { "i" } else { "o" }, p.width, p.name))
-        .collect();
+    let sig: String =
+        ports.iter().map(|p| format!("{}:{}:{};", if p.input { "i" } else { "o" }, p.width, p.name)).collect();
     let tick = if ports.iter().any(|p| p.name == "clock" && p.input && p.width == 1) {
         "t->m->clock = 0; t->m->eval(); t->ctx->timeInc(1); t->m->clock = 1; t->m->eval(); t->ctx->timeInc(1); return 0;"
     } else {
@@ -344,23 +329,15 @@ fn verilator_root() -> Result<PathBuf, HarnessError> {
         .map_err(|e| HarnessError(format!("cannot run verilator ({e}): run scripts/setup.sh")))?;
     let root = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     if !root.join("include/verilated.h").exists() {
-        return err(format!(
-            "Verilator root {} has no include/verilated.h: run scripts/setup.sh",
-            root.display()
-        ));
+        return err(format!("Verilator root {} has no include/verilated.h: run scripts/setup.sh", root.display()));
     }
     Ok(root)
 }
 
 fn run(cmd: &mut Command, what: &str, log: &Path) -> Result<(), HarnessError> {
-    let out = cmd
-        .output()
-        .map_err(|e| HarnessError(format!("cannot run {what} ({cmd:?}): {e}: run scripts/setup.sh")))?;
-    let text = format!(
-        "$ {cmd:?}\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        cmd.output().map_err(|e| HarnessError(format!("cannot run {what} ({cmd:?}): {e}: run scripts/setup.sh")))?;
+    let text = format!("$ {cmd:?}\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let _ = fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -422,8 +399,8 @@ pub fn build_library(name: &str, verilog: &str) -> Result<(PathBuf, Vec<PortInfo
 
     // One builder per name at a time, across threads and processes.
     let lock_path = root.join(format!("{name}.lock"));
-    let lock = fs::File::create(&lock_path)
-        .map_err(|e| HarnessError(format!("create {}: {e}", lock_path.display())))?;
+    let lock =
+        fs::File::create(&lock_path).map_err(|e| HarnessError(format!("create {}: {e}", lock_path.display())))?;
     lock.lock().map_err(|e| HarnessError(format!("lock {}: {e}", lock_path.display())))?;
     if lib.exists() {
         return Ok((lib, ports));
@@ -490,11 +467,7 @@ pub fn build_library(name: &str, verilog: &str) -> Result<(PathBuf, Vec<PortInfo
         &log,
     )?;
     fs::rename(&tmp_lib, &lib).map_err(|e| HarnessError(format!("rename {}: {e}", lib.display())))?;
-    eprintln!(
-        "block-tb: built {name} in {:.1} s ({})",
-        t0.elapsed().as_secs_f64(),
-        dir.display()
-    );
+    eprintln!("block-tb: built {name} in {:.1} s ({})", t0.elapsed().as_secs_f64(), dir.display());
     // Older builds of the same name are stale: drop them.
     if let Ok(rd) = fs::read_dir(&root) {
         for e in rd.flatten() {
@@ -558,9 +531,7 @@ impl Dut {
         // SAFETY: the symbol types match the shim's declarations.
         unsafe {
             let sym = |n: &[u8]| -> Result<*const c_void, HarnessError> {
-                lib.get::<*const c_void>(n)
-                    .map(|s| *s)
-                    .map_err(|e| HarnessError(format!("{}: {e}", path.display())))
+                lib.get::<*const c_void>(n).map(|s| *s).map_err(|e| HarnessError(format!("{}: {e}", path.display())))
             };
             let f_ports: FnPorts = std::mem::transmute(sym(b"tb_ports\0")?);
             let f_new: FnNew = std::mem::transmute(sym(b"tb_new\0")?);
@@ -570,10 +541,8 @@ impl Dut {
             let f_set: FnSet = std::mem::transmute(sym(b"tb_set\0")?);
             let f_get: FnGet = std::mem::transmute(sym(b"tb_get\0")?);
             let sig = CStr::from_ptr(f_ports()).to_string_lossy().to_string();
-            let expect: String = ports
-                .iter()
-                .map(|p| format!("{}:{}:{};", if p.input { "i" } else { "o" }, p.width, p.name))
-                .collect();
+            let expect: String =
+                ports.iter().map(|p| format!("{}:{}:{};", if p.input { "i" } else { "o" }, p.width, p.name)).collect();
             if sig != expect {
                 return err(format!(
                     "{}: library ports do not match the Verilog (stale cache?): {sig} vs {expect}",
@@ -866,9 +835,7 @@ impl Rng {
             .ok()
             .and_then(|s| {
                 let s = s.trim();
-                s.strip_prefix("0x")
-                    .map(|h| u64::from_str_radix(h, 16).ok())
-                    .unwrap_or_else(|| s.parse().ok())
+                s.strip_prefix("0x").map(|h| u64::from_str_radix(h, 16).ok()).unwrap_or_else(|| s.parse().ok())
             })
             .unwrap_or(default_seed);
         Rng(seed)
