@@ -61,27 +61,34 @@ kernel_extract() {
     rm -rf "$root/tmp/rnic-kernel"
     touch "$dest/.rnic-complete"
   fi
-  ver=$(ls "$dest/lib/modules")
+  # Trixie's packages ship /usr/lib/modules (usrmerge); bookworm's ship /lib/modules.
+  [ -e "$dest/lib" ] || ln -s usr/lib "$dest/lib"
+  ver=$(ls "$dest/lib/modules" 2>/dev/null | head -n1)
+  [ -n "$ver" ] || die "no /lib/modules in $pkg"
   [ -f "$dest/lib/modules/$ver/modules.dep" ] || depmod -b "$dest" "$ver"
   echo "$ver"
 }
 
-# extract_vmlinux VMLINUZ OUT: the uncompressed ELF kernel inside a bzImage (xz or gzip payload).
-# QEMU boots that ELF through its PVH entry point, which skips the firmware's real-mode setup and
-# the in-guest decompression: under TCG that saves about 8 s per boot here.
+# extract_vmlinux VMLINUZ OUT: the uncompressed ELF kernel inside a bzImage (xz, gzip or zstd
+# payload). QEMU boots that ELF through its PVH entry point, which skips the firmware's real-mode
+# setup and the in-guest decompression: under TCG that saves about 8 s per boot here.
 extract_vmlinux() {
   python3 - "$1" "$2.tmp" <<'PY'
-import gzip, lzma, sys, zlib
+import lzma, subprocess, sys, zlib
 data = open(sys.argv[1], "rb").read()
-for magic, make in ((b"\xfd7zXZ\x00", lambda: lzma.LZMADecompressor()),
-                    (b"\x1f\x8b\x08", lambda: zlib.decompressobj(16 + zlib.MAX_WBITS))):
+def zstd(payload):
+    # zstd decodes the frame, then complains about the bytes after it (exit 1): keep the output.
+    return subprocess.run(["zstd", "-dcq"], input=payload, capture_output=True).stdout
+for magic, unpack in ((b"\xfd7zXZ\x00", lambda p: lzma.LZMADecompressor().decompress(p)),
+                      (b"\x28\xb5\x2f\xfd", zstd),
+                      (b"\x1f\x8b\x08", lambda p: zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(p))):
     at = data.find(magic)
     if at >= 0:
-        out = make().decompress(data[at:])
+        out = unpack(data[at:])
         if out[:4] == b"\x7fELF":
             open(sys.argv[2], "wb").write(out)
             sys.exit(0)
-sys.exit("no xz or gzip ELF payload in " + sys.argv[1])
+sys.exit("no xz, zstd or gzip ELF payload in " + sys.argv[1])
 PY
   mv "$2.tmp" "$2"
 }

@@ -85,7 +85,7 @@ build() {
   kpkg=$(kernel_pkg_of "$CACHE/chroot" linux-image-amd64)
   [ -n "$kpkg" ] || die "no linux-image-amd64 in the chroot's apt lists"
   kver=$(kernel_extract "$CACHE/chroot" "$kpkg" "$CACHE/kernel")
-  local stamp="$kver $(sha256sum "$0" "$(dirname "$0")/common.sh" | sha256sum | cut -c1-16)"
+  local stamp="$kver $(cat "$0" "$(dirname "$0")/common.sh" | sha256sum | cut -c1-16)"
   if [ -f "$CACHE/initrd.gz" ] && [ "$(cat "$CACHE/initrd.stamp" 2>/dev/null)" = "$stamp" ]; then
     log "cached: $CACHE/{vmlinux,initrd.gz} (kernel $kver)"
     return 0
@@ -100,8 +100,10 @@ build() {
     usr/bin/udaddy usr/bin/mckey usr/bin/riostream usr/bin/rstream usr/bin/udpong usr/bin/cmtime \
     usr/bin/ib_acme usr/bin/rcopy usr/bin/ip usr/bin/bridge usr/bin/ss usr/bin/rdma \
     usr/sbin/rdma 2>/dev/null || true) | sed 's|^|/|')
+  # glibc loads libgcc_s.so.1 at run time to unwind in pthread_exit (rping's threads).
   # shellcheck disable=SC2086
-  copy_with_libs "$root" "$tree" $bins /usr/bin/dash /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+  copy_with_libs "$root" "$tree" $bins /usr/bin/dash /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so \
+    /usr/lib/x86_64-linux-gnu/libgcc_s.so.1
   # busybox-static's ash runs its own applets before $PATH (so `ip` would be busybox's): make
   # /bin/sh the chroot's dash, which honours $PATH; busybox stays for the other tools.
   ln -sf ../usr/bin/dash "$tree/bin/sh"
