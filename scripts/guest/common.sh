@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by the guest scripts (sourced, not run). Debian hosts, run as root.
 # Everything large lives under $RNIC_CACHE (default /var/cache/rnic), never in the repository.
 

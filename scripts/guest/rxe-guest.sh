@@ -85,7 +85,8 @@ build() {
   kpkg=$(kernel_pkg_of "$CACHE/chroot" linux-image-amd64)
   [ -n "$kpkg" ] || die "no linux-image-amd64 in the chroot's apt lists"
   kver=$(kernel_extract "$CACHE/chroot" "$kpkg" "$CACHE/kernel")
-  local stamp="$kver $(cat "$0" "$(dirname "$0")/common.sh" | sha256sum | cut -c1-16)"
+  local stamp
+  stamp="$kver $(cat "$0" "$(dirname "$0")/common.sh" | sha256sum | cut -c1-16)"
   if [ -f "$CACHE/initrd.gz" ] && [ "$(cat "$CACHE/initrd.stamp" 2>/dev/null)" = "$stamp" ]; then
     log "cached: $CACHE/{vmlinux,initrd.gz} (kernel $kver)"
     return 0
@@ -122,8 +123,8 @@ build() {
 }
 
 run() {
-  local wire=none ip=192.168.77.1/24 mac=52:54:00:77:00:01 peer= mtu=1500 workdir= timeout=600
-  local mem=512 cmd= wire_pcap= oob_pcap= hostfwd=()
+  local wire=none ip=192.168.77.1/24 mac=52:54:00:77:00:01 peer='' mtu=1500 workdir='' timeout=600
+  local mem=512 cmd='' wire_pcap='' oob_pcap='' hostfwd=()
   while [ $# -gt 0 ]; do
     case $1 in
     --wire) wire=$2 ;;
@@ -158,6 +159,7 @@ GUEST_MTU=$mtu
 GUEST_PEER_IP=${peer%%,*}
 GUEST_PEER_MAC=${peer#*,}
 EOF
+  # shellcheck disable=SC2054 # commas inside QEMU option values
   local args=(-accel tcg -m "$mem" -smp 1 -nodefaults -no-user-config -display none -no-reboot
     -kernel "$CACHE/vmlinux" -initrd "$CACHE/initrd.gz"
     -append "console=ttyS0 ${RNIC_GUEST_APPEND:-quiet} panic=-1 rdinit=/init"
@@ -181,7 +183,7 @@ EOF
   for f in "${hostfwd[@]}"; do
     user+=",hostfwd=tcp:127.0.0.1:${f%%:*}-10.0.2.15:$([ "${f#*:}" != "$f" ] && echo "${f#*:}" || echo 18515)"
   done
-  args+=(-netdev "$user" -device virtio-net-pci,netdev=oob,addr=0x4)
+  args+=(-netdev "$user" -device "virtio-net-pci,netdev=oob,addr=0x4")
   [ -n "$oob_pcap" ] && args+=(-object "filter-dump,id=oobdump,netdev=oob,file=$oob_pcap")
 
   local t0 t1 qrc=0

@@ -27,6 +27,7 @@ MAC_A=52:54:00:77:00:01 MAC_B=52:54:00:77:00:02
 ready_when() { echo "i=0; until $1; do sleep 0.2; i=\$((i+1)); [ \$i -lt 600 ] || exit 99; done; touch /mnt/host/ready"; }
 TCP_LISTENING=$(ready_when "ss -ltn | grep -q ':18515 '")
 CM_LISTENING=$(ready_when "rdma res show cm_id | grep -q LISTEN")
+# shellcheck disable=SC2016 # expanded by the guest's shell
 WAIT_GO='i=0; until [ -e /mnt/host/go ]; do sleep 0.2; i=$((i+1)); [ $i -lt 900 ] || exit 98; done'
 
 # test_cmds TEST HOSTPORT ITERS: sets SERVER and CLIENT, the two guests' command lines.

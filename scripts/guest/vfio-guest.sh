@@ -77,7 +77,8 @@ build() {
   local kpkg kver
   kpkg=$(kernel_pkg_of "$CHROOT" linux-image-amd64)
   kver=$(kernel_extract "$CHROOT" "$kpkg" "$CACHE/kernel")
-  local stamp="$kver $(cat "$0" "$(dirname "$0")/common.sh" | sha256sum | cut -c1-16)"
+  local stamp
+  stamp="$kver $(cat "$0" "$(dirname "$0")/common.sh" | sha256sum | cut -c1-16)"
   if [ -f "$CACHE/initrd.gz" ] && [ "$(cat "$CACHE/initrd.stamp" 2>/dev/null)" = "$stamp" ]; then
     log "cached: $CACHE (kernel $kver, $(chroot "$CHROOT" qemu-system-x86_64 --version | head -1))"
     return 0
@@ -110,7 +111,7 @@ unmount_all() {
 }
 
 run() {
-  local socket= cmd='ls -l /dev/vfio; ls /sys/bus/pci/devices' mem=512 timeout=300 console= bins=()
+  local socket='' cmd='ls -l /dev/vfio; ls /sys/bus/pci/devices' mem=512 timeout=300 console='' bins=()
   while [ $# -gt 0 ]; do
     case $1 in
     --socket) socket=$2 ;;
@@ -143,7 +144,9 @@ run() {
   mount_in_chroot /dev /dev --bind
   mount_in_chroot proc /proc -t proc
   mount_in_chroot "$(cd "$(dirname "$socket")" && pwd)" /run/rnic-sock --bind
-  local w=${work#"$CHROOT"} sock=/run/rnic-sock/$(basename "$socket")
+  local w=${work#"$CHROOT"} sock
+  sock=/run/rnic-sock/$(basename "$socket")
+  # shellcheck disable=SC2054 # commas inside QEMU option values
   local args=(-accel tcg -machine q35 -m "$mem" -smp 1 -nodefaults -no-user-config -display none
     -no-reboot
     -object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -machine memory-backend=mem
