@@ -20,6 +20,11 @@ use rust_hdl::prelude::*;
 /// PROTOCOL.md has passed (resolution: the 64-cycle sweep) the QPN goes into the same FIFO with
 /// bit 7 set, and the completer resends.
 ///
+/// A QP whose go-back-N request waits for the scheduler is held too, and progress is any
+/// forward move of the acknowledged PSN (the completer's `acked_data` bits 23:16), not only a
+/// retired WQE (IBTA Vol 1 9.7.6.1.3). A context write for a QP ends any RNR wait of its
+/// number, so nothing of a previous connection holds the next one's timer.
+///
 /// Tables: deadlines (48-bit cycle counts), last retired counts, timeout exponents and RNR
 /// waits, 64 entries each, plus the two snooped copies.
 #[derive(LogicBlock, Default)]
@@ -46,6 +51,13 @@ pub struct AckTimer {
     pub rnr_arm: Signal<In, Bit>,
     pub rnr_qpn: Signal<In, Bits<6>>,
     pub rnr_code: Signal<In, Bits<5>>,
+    /// The completer asked the scheduler to go back N (or flush) for QP `rw_set_qpn`, and the
+    /// scheduler took such a request for QP `rw_clr_qpn`: while a QP's request waits, its
+    /// ACK timer is held (the requester owes the resend; the responder owes nothing yet).
+    pub rw_set: Signal<In, Bit>,
+    pub rw_set_qpn: Signal<In, Bits<6>>,
+    pub rw_clr: Signal<In, Bit>,
+    pub rw_clr_qpn: Signal<In, Bits<6>>,
     /// A local ACK timeout (bit 7 clear) or the end of an RNR wait (bit 7 set) for QP bits 5:0.
     pub to_write: Signal<Out, Bit>,
     pub to_qpn: Signal<Out, Bits<8>>,
@@ -56,6 +68,14 @@ pub struct AckTimer {
     exp_ram: RAM<Bits<8>, 6>,
     /// Per QP: an RNR wait pending (bit 48) and when it ends (bits 47:0, cycles).
     rnr_ram: RAM<Bits<49>, 6>,
+    /// QPs with a go-back-N request waiting for the scheduler.
+    rw_pend: DFF<Bits<64>>,
+    rw_mask_set: Signal<Local, Bits<64>>,
+    rw_mask_clr: Signal<Local, Bits<64>>,
+    /// A context command writing the QP context of `cmd_index` (registered), to end an RNR
+    /// wait armed by a previous connection on that QP number.
+    cmd_qp_r: DFF<Bit>,
+    cmd_idx_r: DFF<Bits<6>>,
     rnr_arm_r: DFF<Bit>,
     rnr_qpn_r: DFF<Bits<6>>,
     now: DFF<Bits<48>>,
@@ -73,12 +93,39 @@ pub struct AckTimer {
     rnr_pend: Signal<Local, Bit>,
     rnr_late: Signal<Local, Bits<48>>,
     rnr_fresh: Signal<Local, Bit>,
+    rw_pend_now: Signal<Local, Bit>,
+    rw_pend_sh: Signal<Local, Bits<64>>,
 }
 
 impl Logic for AckTimer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, now, scan, visit, valid, tx_active_r, tx_qpn_r, rnr_arm_r, rnr_qpn_r);
+        dff_setup!(
+            self,
+            clock,
+            now,
+            scan,
+            visit,
+            valid,
+            tx_active_r,
+            tx_qpn_r,
+            rnr_arm_r,
+            rnr_qpn_r,
+            rw_pend,
+            cmd_qp_r,
+            cmd_idx_r
+        );
+        self.rw_mask_set.next = 0.into();
+        if self.rw_set.val() {
+            self.rw_mask_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_set_qpn.val());
+        }
+        self.rw_mask_clr.next = 0.into();
+        if self.rw_clr.val() {
+            self.rw_mask_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_clr_qpn.val());
+        }
+        self.rw_pend.d.next = (self.rw_pend.q.val() & !self.rw_mask_clr.val()) | self.rw_mask_set.val();
+        self.cmd_qp_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
+        self.cmd_idx_r.d.next = self.cmd_index.val().get_bits::<6>(0);
         self.rnr_arm_r.d.next = self.rnr_arm.val();
         self.rnr_qpn_r.d.next = self.rnr_qpn.val();
         self.rnr_ram.read_clock.next = self.clock.val();
@@ -228,6 +275,8 @@ impl Logic for AckTimer {
         self.exp.next = self.exp_ram.read_data.val();
         self.period.next = bit_cast::<48, 11>(1024.into()) << bit_cast::<48, 8>(self.exp.val());
         self.late.next = self.now.q.val() - self.deadline_ram.read_data.val();
+        self.rw_pend_sh.next = self.rw_pend.q.val() >> bit_cast::<64, 6>(self.visit.q.val());
+        self.rw_pend_now.next = self.rw_pend_sh.val().get_bit(0);
 
         // RNR waits: armed by the completer (that write has the port), ended by the sweep.
         self.rnr_ram.read_address.next = self.scan.q.val();
@@ -239,6 +288,14 @@ impl Logic for AckTimer {
         self.rnr_ram.write_address.next = self.rnr_qpn.val();
         self.rnr_ram.write_data.next =
             (bit_cast::<49, 48>(self.now.q.val() + self.rnr_cycles.val())) | (bit_cast::<49, 1>(1.into()) << 48);
+        if self.cmd_qp_r.q.val() {
+            // A QP context written (reset, new connection): no RNR wait of the old connection
+            // survives it (a command and an RNR arm for one QP never meet: a QP being written
+            // takes no packets).
+            self.rnr_ram.write_enable.next = true;
+            self.rnr_ram.write_address.next = self.cmd_idx_r.q.val();
+            self.rnr_ram.write_data.next = 0.into();
+        }
 
         self.snap_ram.write_enable.next = false;
         self.snap_ram.write_address.next = self.visit.q.val();
@@ -252,7 +309,12 @@ impl Logic for AckTimer {
             // Waiting out an RNR NAK: the ACK timer is held; at the end the completer resends.
             self.snap_ram.write_enable.next = true;
             self.deadline_ram.write_enable.next = true;
-            if !self.rnr_late.val().get_bit(47) & !self.to_full.val() & !self.rnr_arm.val() & !self.rnr_fresh.val() {
+            if !self.rnr_late.val().get_bit(47)
+                & !self.to_full.val()
+                & !self.rnr_arm.val()
+                & !self.rnr_fresh.val()
+                & !self.cmd_qp_r.q.val()
+            {
                 self.to_write.next = true;
                 self.to_qpn.next = bit_cast::<8, 6>(self.visit.q.val()) | 0x80;
                 self.rnr_ram.write_enable.next = true;
@@ -264,8 +326,9 @@ impl Logic for AckTimer {
                 | (self.sent_ram.read_data.val() == self.acked_ram.read_data.val().get_bits::<16>(0))
                 | (self.acked_ram.read_data.val() != self.snap_ram.read_data.val())
                 | (self.tx_active_r.q.val() & (self.tx_qpn_r.q.val() == self.visit.q.val()))
+                | self.rw_pend_now.val()
             {
-                // Idle, disabled, progressing or still sending: re-arm.
+                // Idle, disabled, progressing, still sending or owing a resend: re-arm.
                 self.snap_ram.write_enable.next = true;
                 self.deadline_ram.write_enable.next = true;
             } else if !self.late.val().get_bit(47) & !self.to_full.val() {

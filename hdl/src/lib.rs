@@ -13,6 +13,7 @@ pub mod byte_counters;
 pub mod context_tables;
 pub mod crc;
 pub mod dma_read;
+pub mod doorbell;
 pub mod gearbox;
 pub mod header_builder;
 pub mod icrc;

@@ -46,7 +46,6 @@ pub struct BarRegs {
     /// SQ doorbell push: one cycle pulse with `db_data` = `qpn << 16 | producer index`.
     pub db_write: Signal<Out, Bit>,
     pub db_data: Signal<Out, Bits<32>>,
-    pub db_full: Signal<In, Bit>,
     /// RQ doorbell: one cycle pulse with `db_data` = `qpn << 16 | RQ producer index`; the RX
     /// engine stores it in its table at once (no FIFO, never waits).
     pub rq_db_write: Signal<Out, Bit>,
@@ -122,7 +121,6 @@ impl Default for BarRegs {
             ip: Default::default(),
             db_write: Default::default(),
             db_data: Default::default(),
-            db_full: Default::default(),
             rq_db_write: Default::default(),
             cmd_valid: Default::default(),
             cmd_ready: Default::default(),
@@ -189,12 +187,10 @@ impl Logic for BarRegs {
                 self.counters[i].d.next = self.counters[i].q.val() + 1;
             }
         }
-        // Write channel: AW and W together; doorbells wait while the doorbell FIFO is full.
-        self.wr_accept.next = self.awvalid.val()
-            & self.wvalid.val()
-            & !self.bvalid_r.q.val()
-            & !self.cmd_pending.q.val()
-            & !((self.awaddr.val() == self.a_doorbell.val()) & self.db_full.val());
+        // Write channel: AW and W together. Doorbells never wait (the doorbell table takes one
+        // every cycle).
+        self.wr_accept.next =
+            self.awvalid.val() & self.wvalid.val() & !self.bvalid_r.q.val() & !self.cmd_pending.q.val();
         self.awready.next = self.wr_accept.val();
         self.wready.next = self.wr_accept.val();
         self.db_write.next = false;

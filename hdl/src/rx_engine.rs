@@ -85,8 +85,9 @@ pub struct RxEngine {
     /// Write bus of the retired-WQE counts, for the timer's copy.
     pub acked_we: Signal<Out, Bit>,
     pub acked_waddr: Signal<Out, Bits<6>>,
-    /// Retired-WQE count (bits 15:0) and the low byte of the next READ response PSN expected
-    /// (bits 23:16): either moving is progress for the timer.
+    /// Retired-WQE count (bits 15:0) and the low byte of the newest PSN acknowledged (bits
+    /// 23:16: an ACK, NAK or in-order READ response moved it): either moving is progress for
+    /// the timer.
     pub acked_wdata: Signal<Out, Bits<24>>,
     pub cnt_timeout: Signal<Out, Bit>,
     pub cmd_fire: Signal<In, Bit>,
@@ -169,6 +170,41 @@ pub struct RxEngine {
     /// responder (`max_dest_rd_atomic`).
     pub rd_done_addr: Signal<Out, Bits<6>>,
     pub rd_done_data: Signal<In, Bits<8>>,
+    /// The scheduler's emission report: a request packet of QP `emit_qpn` left, `emit_psn` is
+    /// the PSN after it (see [`crate::tx_scheduler::TxScheduler`]).
+    pub emit_we: Signal<In, Bit>,
+    pub emit_qpn: Signal<In, Bits<6>>,
+    pub emit_psn: Signal<In, Bits<24>>,
+    /// The PSN after the last request packet sent, per QP (INIT_SQ_PSN writes the first PSN):
+    /// an ACK, NAK or response for a PSN at or past it answers nothing we sent (a ghost) and
+    /// is dropped (`cnt_drop_psn`). An emission that meets a command write waits one cycle in
+    /// `em_hold` (emissions come at most one per 2 cycles).
+    emit_ram: RAM<Bits<24>, 6>,
+    em_hold_v: DFF<Bit>,
+    em_hold_q: DFF<Bits<6>>,
+    em_hold_p: DFF<Bits<24>>,
+    /// The packet's QP's emission PSN (state 2) and the packet's PSN is at or past it (state 5).
+    emit_now_r: DFF<Bits<24>>,
+    ghost_r: DFF<Bit>,
+    /// READ responses: the PSN where the head READ's response stream may (re)start with FIRST
+    /// or ONLY besides its first PSN: where the completer last asked for it to be resumed
+    /// (completer state bits 132..155, valid bit 156; cleared when a WQE retires). The opcode
+    /// and AETH of a response fit its place (state 20); one that does not completes the READ
+    /// with IBV_WC_BAD_RESP_ERR (`rsp_bad`, IBTA Vol 1 9.9.2, as rxe's completer does).
+    rd_rs: DFF<Bits<24>>,
+    rd_rs_ok: DFF<Bit>,
+    /// The newest PSN acknowledged (by an ACK's or NAK's cover PSN, or an in-order READ
+    /// response; completer state bits 157..180, INIT_SQ_PSN sets it to the first PSN - 1): its
+    /// low byte goes to the ACK timer, for which any forward move is progress (IBTA Vol 1
+    /// 9.7.6.1.3: the timer restarts on forward progress, not only when a WQE retires).
+    ack_hi: DFF<Bits<24>>,
+    ack_fwd_r: DFF<Bit>,
+    ack_d: Signal<Local, Bits<24>>,
+    r_opc_ok: DFF<Bit>,
+    rsp_bad: DFF<Bit>,
+    r_start: Signal<Local, Bit>,
+    r_end: Signal<Local, Bit>,
+    ghost_d: Signal<Local, Bits<24>>,
     tables: ContextTables,
     /// Results of the atomics the responder executed, 16 per QP at `qpn << 4 | slot`:
     /// {valid 0, PSN 31..8, original value 95..32}, for answering duplicates (9.7.5.1.1).
@@ -205,7 +241,7 @@ pub struct RxEngine {
     /// READs retired 30..24, next READ response PSN 55..32, PSN after the last retired
     /// 87..64, RNR count 90..88, RNR wait 91, READ list entry 99..96, bytes of it filled
     /// 131..100}.
-    acked_ram: RAM<Bits<132>, 6>,
+    acked_ram: RAM<Bits<181>, 6>,
     acked_tx_ram: RAM<Bits<48>, 6>,
     cq_ram: RAM<Bits<128>, 6>,
     cqpi_ram: RAM<Bits<32>, 6>,
@@ -849,6 +885,25 @@ impl Default for RxEngine {
             wr_idle: Default::default(),
             rd_done_addr: Default::default(),
             rd_done_data: Default::default(),
+            emit_we: Default::default(),
+            emit_qpn: Default::default(),
+            emit_psn: Default::default(),
+            emit_ram: Default::default(),
+            em_hold_v: Default::default(),
+            em_hold_q: Default::default(),
+            em_hold_p: Default::default(),
+            emit_now_r: Default::default(),
+            ghost_r: Default::default(),
+            rd_rs: Default::default(),
+            ack_hi: Default::default(),
+            ack_fwd_r: Default::default(),
+            ack_d: Default::default(),
+            rd_rs_ok: Default::default(),
+            r_opc_ok: Default::default(),
+            rsp_bad: Default::default(),
+            r_start: Default::default(),
+            r_end: Default::default(),
+            ghost_d: Default::default(),
             racc_ram: Default::default(),
             rd_acc: Default::default(),
             rr_fresh: Default::default(),
@@ -1128,7 +1183,18 @@ impl Logic for RxEngine {
             rl_used,
             rl_addr,
             rl_rem,
-            r_list
+            r_list,
+            em_hold_v,
+            em_hold_q,
+            em_hold_p,
+            emit_now_r,
+            ghost_r,
+            rd_rs,
+            rd_rs_ok,
+            r_opc_ok,
+            rsp_bad,
+            ack_hi,
+            ack_fwd_r
         );
         self.fl_db_r.d.next = self.rq_db_write.val();
         self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
@@ -1391,7 +1457,34 @@ impl Logic for RxEngine {
         self.acked_ram.write_enable.next =
             self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any();
         self.acked_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.acked_ram.write_data.next = 0.into();
+        self.acked_ram.write_data.next = bit_cast::<181, 24>(self.cmd_qp.val().sq_psn - 1) << 157;
+        // Emission PSNs: a command (INIT_SQ_PSN: the first PSN) wins the write port; an
+        // emission meeting it waits a cycle in `em_hold`.
+        self.emit_ram.read_clock.next = self.clock.val();
+        self.emit_ram.write_clock.next = self.clock.val();
+        self.emit_ram.read_address.next = self.qpn.q.val();
+        self.emit_ram.write_enable.next = false;
+        self.emit_ram.write_address.next = self.emit_qpn.val();
+        self.emit_ram.write_data.next = self.emit_psn.val();
+        if self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any() {
+            self.emit_ram.write_enable.next = true;
+            self.emit_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+            self.emit_ram.write_data.next = self.cmd_qp.val().sq_psn;
+            if self.emit_we.val() {
+                self.em_hold_v.d.next = true;
+                self.em_hold_q.d.next = self.emit_qpn.val();
+                self.em_hold_p.d.next = self.emit_psn.val();
+            }
+        } else if self.em_hold_v.q.val() {
+            self.emit_ram.write_enable.next = true;
+            self.emit_ram.write_address.next = self.em_hold_q.q.val();
+            self.emit_ram.write_data.next = self.em_hold_p.q.val();
+            self.em_hold_v.d.next = self.emit_we.val();
+            self.em_hold_q.d.next = self.emit_qpn.val();
+            self.em_hold_p.d.next = self.emit_psn.val();
+        } else {
+            self.emit_ram.write_enable.next = self.emit_we.val();
+        }
 
         // ---- Request checks (valid in state 2, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
@@ -1636,14 +1729,10 @@ impl Logic for RxEngine {
         // (No payload, and an aligned VA, registered a state ahead: `pkt` holds from state 1.)
         self.pz_r.d.next = self.plen32.val() == 0;
         self.at_form_r.d.next = (self.plen32.val() == 0) & (self.va_low.val() == 0);
-        // The completion-queue producer index is written back (state 9) for a completer
-        // event or a receive completion; registered ahead (its inputs hold until then).
-        self.cq_wb.d.next = self.qpn_ok.q.val()
-            & (self.src_lc.q.val()
-                | self.src_recv.q.val()
-                | self.src_ev.q.val()
-                | (self.op.val() == 0x11)
-                | self.is_read_resp.val());
+        // The completion-queue producer index is written back (state 9) exactly when it was
+        // loaded for this packet or event (state 4): a READ RESPONSE FIRST/MIDDLE never loads
+        // it, and writing back a stale `cq_pi` would move another CQ's index (`cq_wb` is set
+        // in state 4 and cleared in state 0).
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
         self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
         // Where an accepted request's payload goes.
@@ -1738,6 +1827,11 @@ impl Logic for RxEngine {
         self.entry_is_read.next = (self.entry.val().wc_opcode >= 2) & (self.entry.val().wc_opcode <= 4);
         self.entry_is_atomic.next = (self.entry.val().wc_opcode == 3) | (self.entry.val().wc_opcode == 4);
         self.last_plus1.next = self.entry.val().last_psn + 1;
+        self.r_start.next =
+            (self.r_a.q.val() == 0) | (self.rd_rs_ok.q.val() & (self.rd_rs.q.val() == self.pkt.q.val().psn));
+        self.r_end.next = self.r_a.q.val() == self.r_b.q.val();
+        self.ghost_d.next = self.pkt.q.val().psn - self.emit_now_r.q.val();
+        self.ack_d.next = self.cover_r.q.val() - self.ack_hi.q.val();
         self.rd_restart.next = self.entry.val().first_psn;
         if self.rd_valid.q.val() {
             self.rd_restart.next = self.rd_next.q.val();
@@ -1792,6 +1886,7 @@ impl Logic for RxEngine {
 
         match self.state.q.val().index() {
             0 => {
+                self.cq_wb.d.next = false;
                 self.src_to.d.next = false;
                 self.src_rnr.d.next = false;
                 self.src_recv.d.next = false;
@@ -1802,6 +1897,7 @@ impl Logic for RxEngine {
                 self.rsp_pending.d.next = false;
                 self.rsp_retired.d.next = false;
                 self.rsp_final.d.next = false;
+                self.rsp_bad.d.next = false;
                 self.at_mode.d.next = false;
                 self.src_fl.d.next = false;
                 self.src_ev.d.next = false;
@@ -1916,6 +2012,10 @@ impl Logic for RxEngine {
                 self.rnr_wait.d.next = self.acked_ram.read_data.val().get_bit(91) & !self.src_rnr.q.val();
                 self.rl_k.d.next = self.acked_ram.read_data.val().get_bits::<4>(96);
                 self.rl_used.d.next = self.acked_ram.read_data.val().get_bits::<32>(100);
+                self.rd_rs.d.next = self.acked_ram.read_data.val().get_bits::<24>(132);
+                self.rd_rs_ok.d.next = self.acked_ram.read_data.val().get_bit(156);
+                self.ack_hi.d.next = self.acked_ram.read_data.val().get_bits::<24>(157);
+                self.emit_now_r.d.next = self.emit_ram.read_data.val();
                 self.sent.d.next = self.sent_data.val();
                 if self.src_lc.q.val() {
                     self.state.d.next = 3.into();
@@ -1971,6 +2071,10 @@ impl Logic for RxEngine {
                     | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3))
                     | self.qp_err.q.val();
                 self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23);
+                // An ACK, NAK or response must answer a PSN already sent: at or past the PSN
+                // after the last request packet sent it is a ghost.
+                self.ghost_r.d.next = !self.ghost_d.val().get_bit(23);
+                self.ack_fwd_r.d.next = !self.ack_d.val().get_bit(23) & (self.ack_d.val() != 0);
                 self.c_gap.d.next = self.psn_delta_r.q.val() != 0;
                 self.seq_ok_r.d.next = self.seq_ok.val();
                 self.rd_npkts.d.next = self.rd_q.q.val() + bit_cast::<24, 1>(self.rd_part.q.val().into());
@@ -1986,8 +2090,14 @@ impl Logic for RxEngine {
                     if self.c_unknown.q.val() {
                         self.cnt_unknown_qp.next = true;
                         self.fl_eng.next = self.qpn_ok.q.val() & ((self.ctx.q.val().state == 6) | self.qp_err.q.val());
+                    } else if ((self.op.val() == 0x11) | self.is_read_resp.val()) & self.ghost_r.q.val() {
+                        // A ghost: an ACK, NAK or response for a PSN this QP never sent.
+                        self.cnt_drop_psn.next = true;
                     } else if self.op.val() == 0x11 {
                         if self.ctx.q.val().state == 3 {
+                            if self.ack_fwd_r.q.val() {
+                                self.ack_hi.d.next = self.cover_r.q.val();
+                            }
                             self.cnt_rx_ack.next = true;
                             self.cnt_rx_rnr.next = self.is_rnr.val();
                             self.cnt_rx_nak_seq.next = self.is_nak.val() & (self.nak_code.val() == 0);
@@ -2245,6 +2355,7 @@ impl Logic for RxEngine {
             4 => {
                 self.cq.d.next = self.cq_ram.read_data.val().into();
                 self.cq_pi.d.next = self.cqpi_ram.read_data.val();
+                self.cq_wb.d.next = self.qpn_ok.q.val();
                 if self.src_lc.q.val() {
                     self.cqe_opcode.d.next = self.lcr.q.val().wc_opcode;
                     self.cqe_wr_id.d.next = self.lcr.q.val().wr_id;
@@ -2550,17 +2661,20 @@ impl Logic for RxEngine {
                     | (bit_cast::<368, 36>(self.tot_rem.q.val()) << 328);
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
-                self.acked_ram.write_data.next = bit_cast::<132, 16>(self.acked.q.val())
-                    | (bit_cast::<132, 3>(self.retries.q.val()) << 16)
-                    | (bit_cast::<132, 1>(self.qp_err.q.val().into()) << 20)
-                    | (bit_cast::<132, 1>(self.rd_valid.q.val().into()) << 21)
-                    | (bit_cast::<132, 7>(self.reads_done.q.val()) << 24)
-                    | (bit_cast::<132, 24>(self.rd_next.q.val()) << 32)
-                    | (bit_cast::<132, 24>(self.acked_psn.q.val()) << 64)
-                    | (bit_cast::<132, 3>(self.rnr_cnt.q.val()) << 88)
-                    | (bit_cast::<132, 1>(self.rnr_wait.q.val().into()) << 91)
-                    | (bit_cast::<132, 4>(self.rl_k.q.val()) << 96)
-                    | (bit_cast::<132, 32>(self.rl_used.q.val()) << 100);
+                self.acked_ram.write_data.next = bit_cast::<181, 16>(self.acked.q.val())
+                    | (bit_cast::<181, 3>(self.retries.q.val()) << 16)
+                    | (bit_cast::<181, 1>(self.qp_err.q.val().into()) << 20)
+                    | (bit_cast::<181, 1>(self.rd_valid.q.val().into()) << 21)
+                    | (bit_cast::<181, 7>(self.reads_done.q.val()) << 24)
+                    | (bit_cast::<181, 24>(self.rd_next.q.val()) << 32)
+                    | (bit_cast::<181, 24>(self.acked_psn.q.val()) << 64)
+                    | (bit_cast::<181, 3>(self.rnr_cnt.q.val()) << 88)
+                    | (bit_cast::<181, 1>(self.rnr_wait.q.val().into()) << 91)
+                    | (bit_cast::<181, 4>(self.rl_k.q.val()) << 96)
+                    | (bit_cast::<181, 32>(self.rl_used.q.val()) << 100)
+                    | (bit_cast::<181, 24>(self.rd_rs.q.val()) << 132)
+                    | (bit_cast::<181, 1>(self.rd_rs_ok.q.val().into()) << 156)
+                    | (bit_cast::<181, 24>(self.ack_hi.q.val()) << 157);
                 // Only the completer moves the CQ producer index.
                 self.state.d.next = 0.into();
                 if self.rsp_pending.q.val() {
@@ -2596,6 +2710,12 @@ impl Logic for RxEngine {
                     // The QP is in the error state: every outstanding WQE completes with
                     // IBV_WC_WR_FLUSH_ERR, signaled or not (ibv_poll_cq(3)).
                     self.status.d.next = 5.into();
+                    self.cqe_len.d.next = 0.into();
+                    self.state.d.next = 12.into();
+                } else if self.rsp_bad.q.val() {
+                    // A response whose opcode or AETH does not fit its place in the READ:
+                    // IBV_WC_BAD_RESP_ERR, and the QP goes to the error state (9.9.2).
+                    self.status.d.next = 7.into();
                     self.cqe_len.d.next = 0.into();
                     self.state.d.next = 12.into();
                 } else if !self.src_to.q.val() & self.is_rnr.val() & self.psn_before_r.q.val() {
@@ -2644,6 +2764,11 @@ impl Logic for RxEngine {
                             }
                             self.last_nak.d.next = self.pkt.q.val().psn;
                             self.last_nak_ok.d.next = !self.src_to.q.val();
+                            if self.entry_is_read.val() {
+                                // The READ's responses may start again here.
+                                self.rd_rs.d.next = self.restart_psn.val();
+                                self.rd_rs_ok.d.next = true;
+                            }
                             self.state.d.next = 9.into();
                         }
                     } else {
@@ -2670,6 +2795,7 @@ impl Logic for RxEngine {
                         self.acked.d.next = self.acked.q.val() + 1;
                         self.acked_psn.d.next = self.last_plus1.val();
                         self.rd_valid.d.next = false;
+                        self.rd_rs_ok.d.next = false;
                         if self.entry_is_read.val() {
                             self.reads_done.d.next = self.reads_done.q.val() + 1;
                         }
@@ -2734,6 +2860,7 @@ impl Logic for RxEngine {
                         self.cq_pi.d.next = self.cq_pi.q.val() + 1;
                         self.acked.d.next = self.acked.q.val() + 1;
                         self.rd_valid.d.next = false;
+                        self.rd_rs_ok.d.next = false;
                         if !self.src_lc.q.val() {
                             self.acked_psn.d.next = self.last_plus1.val();
                         }
@@ -2777,6 +2904,8 @@ impl Logic for RxEngine {
                     self.cnt_retransmit.next = true;
                     self.last_nak.d.next = self.rd_rw_psn.q.val();
                     self.last_nak_ok.d.next = true;
+                    self.rd_rs.d.next = self.rd_rw_psn.q.val();
+                    self.rd_rs_ok.d.next = true;
                 }
                 self.state.d.next = 9.into();
             }
@@ -2935,6 +3064,32 @@ impl Logic for RxEngine {
                     // One packet; the original value rides in the AtomicAckETH, not as payload.
                     self.r_len_ok.d.next = (self.r_a.q.val() == self.r_b.q.val()) & (self.plen32.val() == 0);
                 }
+                // The opcode fits the response's place (IBTA Vol 1 9.7.5.1.4: FIRST/ONLY start a
+                // response stream, at the READ's first PSN or where it was resumed; MIDDLE/LAST
+                // continue one; LAST/ONLY end the READ); FIRST/LAST/ONLY and ATOMIC
+                // ACKNOWLEDGE carry an AETH of type ACK.
+                self.r_opc_ok.d.next = false;
+                match self.op.val().index() {
+                    13 => {
+                        self.r_opc_ok.d.next = self.r_start.val() & !self.r_end.val();
+                    }
+                    14 => {
+                        self.r_opc_ok.d.next = (self.r_a.q.val() != 0) & !self.r_end.val();
+                    }
+                    15 => {
+                        self.r_opc_ok.d.next = (self.r_a.q.val() != 0) & self.r_end.val();
+                    }
+                    16 => {
+                        self.r_opc_ok.d.next = self.r_start.val() & self.r_end.val();
+                    }
+                    18 => {
+                        self.r_opc_ok.d.next = self.r_end.val();
+                    }
+                    _ => {}
+                }
+                if (self.op.val() != 14) & (self.aeth_syn.val().get_bits::<3>(5) != 0) {
+                    self.r_opc_ok.d.next = false;
+                }
                 self.r_addr.d.next = self.entry.val().local_iova + bit_cast::<64, 32>(self.r_off.q.val());
                 self.r_exp_dup.d.next = self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.r_exp.q.val());
                 // A READ with several SGEs: its first response starts at entry 0 (the cursor
@@ -2982,6 +3137,12 @@ impl Logic for RxEngine {
                         } else {
                             self.cnt_dup.next = true;
                         }
+                    } else if !self.r_opc_ok.q.val() {
+                        // The peer broke the response sequence: nothing is written; the retire
+                        // loop completes the READ with IBV_WC_BAD_RESP_ERR.
+                        self.cnt_drop_inv_req.next = true;
+                        self.rsp_bad.d.next = true;
+                        self.state.d.next = 3.into();
                     } else if !self.r_len_ok.q.val() {
                         // A response of the wrong length is never written (it could reach
                         // past the READ's buffer).
@@ -2999,6 +3160,7 @@ impl Logic for RxEngine {
                         self.job.next.addr = self.r_addr.q.val();
                         self.rd_next.d.next = self.pkt.q.val().psn + 1;
                         self.rd_valid.d.next = true;
+                        self.ack_hi.d.next = self.pkt.q.val().psn;
                         if self.is_rsp_last.val() {
                             // The READ is complete: the retire loop writes its completion
                             // after the payload.
@@ -3044,7 +3206,7 @@ impl Logic for RxEngine {
         self.acked_tx_ram.write_enable.next = self.acked_ram.write_enable.val();
         self.acked_tx_ram.write_address.next = self.acked_ram.write_address.val();
         self.acked_wdata.next = bit_cast::<24, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))
-            | (bit_cast::<24, 8>(self.acked_ram.write_data.val().get_bits::<8>(32)) << 16);
+            | (bit_cast::<24, 8>(self.acked_ram.write_data.val().get_bits::<8>(157)) << 16);
         self.acked_tx_ram.write_data.next = bit_cast::<48, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))
             | (bit_cast::<48, 7>(self.acked_ram.write_data.val().get_bits::<7>(24)) << 16)
             | (bit_cast::<48, 24>(self.acked_ram.write_data.val().get_bits::<24>(64)) << 24);

@@ -2,6 +2,7 @@
 use crate::ack_timer::AckTimer;
 use crate::byte_counters::ByteCounters;
 use crate::dma_read::DmaReadIssuer;
+use crate::doorbell::SqDoorbells;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
 use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJob};
@@ -25,7 +26,7 @@ use rust_hdl::prelude::*;
 /// - `s_axis_rx_*`: AXI4-Stream slave from the MAC, no back-pressure (a 100G MAC cannot stall);
 ///   `tuser` on the last beat flags a frame the MAC found bad (FCS error).
 ///
-/// Inside: the BAR0 registers; the TX path doorbell FIFO → [`TxScheduler`] → job FIFOs →
+/// Inside: the BAR0 registers; the TX path [`SqDoorbells`] (ready set) → [`TxScheduler`] → job FIFOs →
 /// [`DmaReadIssuer`] / [`TxAssembler`] → [`Gearbox`] → [`TxArbiter`] (with ACKs) →
 /// [`IcrcInsert`] → MAC; the RX path MAC → [`RxIngress`] (parse, ICRC, packet buffer) →
 /// descriptor FIFO → [`RxEngine`] (responder and completer decisions, contexts) → write-job
@@ -99,7 +100,7 @@ pub struct NicTop {
     pub s_axis_rx_tuser: Signal<In, Bit>,
     regs: BarRegs,
     byte_cnt: ByteCounters,
-    db_fifo: SynchronousFIFO<Bits<32>, 4, 5, 1>,
+    doorbells: SqDoorbells,
     txs: TxScheduler,
     job_fifo: SynchronousFIFO<TxJob, 3, 4, 1>,
     rj_fifo: SynchronousFIFO<Bits<80>, 3, 4, 1>,
@@ -122,6 +123,8 @@ pub struct NicTop {
     wj_fifo: SynchronousFIFO<WriteJob, 3, 4, 1>,
     rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
+    db_clear_r: DFF<Bit>,
+    db_clear_qpn_r: DFF<Bits<6>>,
     r_is_wqe: Signal<Local, Bit>,
     r_is_rwqe: Signal<Local, Bit>,
     tx_frame_done: Signal<Local, Bit>,
@@ -131,10 +134,12 @@ impl Logic for NicTop {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(
-            self, clock, regs, db_fifo, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
+            self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
             rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, rxw, byte_cnt
         );
+        dff_setup!(self, clock, db_clear_r, db_clear_qpn_r);
         self.regs.reset.next = self.reset.val();
+        self.doorbells.reset.next = self.reset.val();
         self.byte_cnt.reset.next = self.reset.val();
         self.txs.reset.next = self.reset.val();
         self.rd_issuer.reset.next = self.reset.val();
@@ -164,9 +169,11 @@ impl Logic for NicTop {
         self.s_axil_rresp.next = 0.into();
         self.s_axil_rvalid.next = self.regs.rvalid.val();
         self.regs.rready.next = self.s_axil_rready.val();
-        self.db_fifo.write.next = self.regs.db_write.val();
-        self.db_fifo.data_in.next = self.regs.db_data.val();
-        self.regs.db_full.next = self.db_fifo.full.val();
+        // SQ doorbells are taken at once (a posted write on PCIe never waits on the transport).
+        self.doorbells.db_write.next = self.regs.db_write.val();
+        self.doorbells.db_data.next = self.regs.db_data.val();
+        self.doorbells.rearm.next = self.txs.rearm.val();
+        self.doorbells.rearm_qpn.next = self.txs.rearm_qpn.val();
         // A context command goes to both engines' tables in the same cycle.
         self.cmd_fire.next = self.regs.cmd_valid.val() & self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
         self.regs.cmd_ready.next = self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
@@ -178,11 +185,18 @@ impl Logic for NicTop {
         self.rxe.cmd_op.next = self.regs.cmd_op.val();
         self.rxe.cmd_index.next = self.regs.cmd_index.val();
         self.rxe.cmd_record.next = self.regs.cmd_record.val();
+        // A QP context written in RESET (created, reset, destroyed) forgets its doorbells, a
+        // cycle later (registered: the command handshake depends on the scheduler).
+        self.db_clear_r.d.next =
+            self.cmd_fire.val() & (self.regs.cmd_op.val() == 1) & (self.regs.cmd_record.val().get_bits::<3>(0) == 0);
+        self.db_clear_qpn_r.d.next = self.regs.cmd_index.val().get_bits::<6>(0);
+        self.doorbells.clear.next = self.db_clear_r.q.val();
+        self.doorbells.clear_qpn.next = self.db_clear_qpn_r.q.val();
 
         // ---- TX: scheduler ----
-        self.txs.db_empty.next = self.db_fifo.empty.val();
-        self.txs.db_data.next = self.db_fifo.data_out.val();
-        self.db_fifo.read.next = self.txs.db_read.val();
+        self.txs.db_empty.next = self.doorbells.empty.val();
+        self.txs.db_data.next = self.doorbells.data.val();
+        self.doorbells.read.next = self.txs.db_read.val();
         self.rxe.acked_raddr.next = self.txs.acked_addr.val();
         self.txs.acked_data.next = self.rxe.acked_rdata.val();
         self.txs.acked_reads.next = self.rxe.acked_rreads.val();
@@ -194,6 +208,9 @@ impl Logic for NicTop {
         self.rd_issuer.wqe_len.next = self.txs.wqe_ar_len.val();
         self.txs.rd_done_addr.next = self.rxe.rd_done_addr.val();
         self.rxe.rd_done_data.next = self.txs.rd_done_data.val();
+        self.rxe.emit_we.next = self.txs.emit_we.val();
+        self.rxe.emit_qpn.next = self.txs.emit_qpn.val();
+        self.rxe.emit_psn.next = self.txs.emit_psn.val();
         self.txs.wqe_ar_ready.next = self.rd_issuer.wqe_ready.val();
         self.r_is_wqe.next = self.m_axi_rid.val() == 1;
         self.txs.wqe_r_valid.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();
@@ -258,6 +275,10 @@ impl Logic for NicTop {
         self.timer.rnr_qpn.next = self.rxe.rnr_qpn.val();
         self.timer.rnr_code.next = self.rxe.rnr_code.val();
         self.timer.tx_qpn.next = self.txs.tx_qpn.val();
+        self.timer.rw_set.next = self.rxe.rw_write.val();
+        self.timer.rw_set_qpn.next = self.rxe.rw_data.val().get_bits::<6>(0);
+        self.timer.rw_clr.next = self.txs.rw_read.val();
+        self.timer.rw_clr_qpn.next = self.rw_fifo.data_out.val().get_bits::<6>(0);
         self.rxe.to_empty.next = self.to_fifo.empty.val();
         self.rxe.to_qpn.next = self.to_fifo.data_out.val();
         self.to_fifo.read.next = self.rxe.to_read.val();

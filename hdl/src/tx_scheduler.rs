@@ -66,10 +66,15 @@ pub const RR_MIN_CYCLES: u64 = 12;
 pub struct TxScheduler {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
-    // Doorbell FIFO (first-word fall-through).
+    /// Ready QPs from [`crate::doorbell::SqDoorbells`] (first-word fall-through view:
+    /// `qpn << 16 | newest producer index`).
     pub db_empty: Signal<In, Bit>,
     pub db_data: Signal<In, Bits<32>>,
     pub db_read: Signal<Out, Bit>,
+    /// Puts QP `rearm_qpn` back into the ready set: it stepped aside while it waited (for
+    /// in-flight room, a READ slot or its error's turn) so other QPs can be served.
+    pub rearm: Signal<Out, Bit>,
+    pub rearm_qpn: Signal<Out, Bits<6>>,
     // Go-back-N requests from the completer (first-word fall-through FIFO).
     pub rw_empty: Signal<In, Bit>,
     pub rw_data: Signal<In, Bits<73>>,
@@ -141,16 +146,17 @@ pub struct TxScheduler {
     /// Packets of QP `cur_qpn` are being emitted (for the ACK timer).
     pub tx_active: Signal<Out, Bit>,
     pub tx_qpn: Signal<Out, Bits<6>>,
+    /// A request packet of QP `emit_qpn` was handed to the assembler: `emit_psn` is the PSN
+    /// after it (after a READ request, after its responses). Registered; the RX engine keeps
+    /// the newest per QP and ignores an ACK, NAK or response for a PSN not yet sent (a ghost).
+    pub emit_we: Signal<Out, Bit>,
+    pub emit_qpn: Signal<Out, Bits<6>>,
+    pub emit_psn: Signal<Out, Bits<24>>,
     /// Fresh READ / atomic responses fully sent for QP `rd_done_addr` (mod 256), for the RX
     /// engine's `max_dest_rd_atomic` check.
     pub rd_done_addr: Signal<In, Bits<6>>,
     pub rd_done_data: Signal<Out, Bits<8>>,
     tables: ContextTables,
-    /// QPs that stepped aside for another QP's rewind while they waited (for in-flight room, a
-    /// READ slot, or their error's turn), to be served again like a doorbell with their saved
-    /// producer index: without it, a QP waiting for room whose own rewind queues behind
-    /// another QP's would wait forever (64 entries, one per QP at most in practice).
-    resume: SynchronousFIFO<Bits<8>, 6, 7, 1>,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
     /// Fresh READ / atomic responses sent, by local QP: this engine's copy (read-modify-write
@@ -233,6 +239,10 @@ pub struct TxScheduler {
     rr_last: DFF<Bit>,
     rr_plen: DFF<Bits<32>>,
     rr_mtu: DFF<Bits<32>>,
+    /// The emission report, registered (see `emit_we`).
+    emit_we_r: DFF<Bit>,
+    emit_qpn_r: DFF<Bits<6>>,
+    emit_psn_r: DFF<Bits<24>>,
     /// Cycles before the next READ response packet may leave (see the pacing note above).
     rr_gap: DFF<Bits<4>>,
     /// READ WQEs handed to the wire (mod 128, transport-state bits 25..31), and whether the
@@ -256,14 +266,13 @@ pub struct TxScheduler {
     npart_r: DFF<Bit>,
     /// The local SGE lies inside its region (state 20, from the registers of state 12).
     bounds_r: DFF<Bit>,
-    /// Serving a QP taken from `resume` (state 0 to 2).
-    resumed: DFF<Bit>,
     /// A rewind for another QP waits at the head of the rewind FIFO (state 3, and every cycle),
-    /// and the resume FIFO has room (registered almost-full) and is not empty (registered).
+    /// and another QP's doorbell is offered (registered): a waiting QP steps aside for either
+    /// (saving its state and re-arming its ready bit), so neither a rewind nor another QP's
+    /// work waits behind it.
     rw_other: DFF<Bit>,
     rw_waiting: DFF<Bit>,
-    rs_room: DFF<Bit>,
-    rs_empty_r: DFF<Bit>,
+    db_other: DFF<Bit>,
     /// Context commands may be taken this cycle (see `cmd_ready`).
     cmd_ok: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
@@ -454,11 +463,9 @@ impl Logic for TxScheduler {
             nq_r,
             npart_r,
             bounds_r,
-            resumed,
             rw_other,
             rw_waiting,
-            rs_room,
-            rs_empty_r,
+            db_other,
             cmd_ok,
             wb,
             g_idx,
@@ -492,15 +499,15 @@ impl Logic for TxScheduler {
             ext3,
             cp_i,
             rd_limit_r,
-            reads_out_r
+            reads_out_r,
+            emit_we_r,
+            emit_qpn_r,
+            emit_psn_r
         );
-        clock!(self, clock, resume);
-        self.rs_room.d.next = !self.resume.almost_full.val();
-        self.rs_empty_r.d.next = self.resume.empty.val();
+        self.db_other.d.next = !self.db_empty.val() & (self.db_data.val().get_bits::<6>(16) != self.cur_qpn.q.val());
         self.rw_waiting.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
-        self.resume.write.next = false;
-        self.resume.data_in.next = bit_cast::<8, 6>(self.cur_qpn.q.val());
-        self.resume.read.next = false;
+        self.rearm.next = false;
+        self.rearm_qpn.next = self.cur_qpn.q.val();
         self.job_room.d.next = !self.job_afull.val() & !self.rj_afull.val() & !self.pg_afull.val();
         self.rw_empty_r.d.next = self.rw_empty.val();
         self.rr_empty_r.d.next = self.rr_empty.val();
@@ -745,6 +752,15 @@ impl Logic for TxScheduler {
         self.is_send.next = self.wop.q.val().get_bit(0);
         self.has_imm.next = self.wop.q.val().get_bit(1);
         self.is_read.next = self.wop.q.val().get_bit(2);
+        self.emit_we_r.d.next = false;
+        self.emit_qpn_r.d.next = self.cur_qpn.q.val();
+        self.emit_psn_r.d.next = self.next_psn.q.val() + 1;
+        if self.is_read.val() {
+            self.emit_psn_r.d.next = self.wqe_psn.q.val() + self.npkts.q.val();
+        }
+        self.emit_we.next = self.emit_we_r.q.val();
+        self.emit_qpn.next = self.emit_qpn_r.q.val();
+        self.emit_psn.next = self.emit_psn_r.q.val();
         self.is_atomic.next = self.wop.q.val().get_bit(4);
         self.is_fadd.next = self.wop.q.val().get_bit(5);
         // Request opcodes (IBTA Vol 1 Table 38): RDMA WRITE FIRST/MIDDLE/LAST/ONLY =
@@ -963,7 +979,6 @@ impl Logic for TxScheduler {
             0 => {
                 self.rewind.d.next = false;
                 self.flush_req.d.next = false;
-                self.resumed.d.next = false;
                 if !self.rw_empty_r.q.val() {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
                     self.rw_read.next = true;
@@ -980,12 +995,6 @@ impl Logic for TxScheduler {
                     self.rr.d.next = self.rr_now.val();
                     self.rr_ret.d.next = 0.into();
                     self.state.d.next = 16.into();
-                } else if !self.rs_empty_r.q.val() {
-                    // A QP that stepped aside: served again up to its saved producer index.
-                    self.resume.read.next = true;
-                    self.resumed.d.next = true;
-                    self.cur_qpn.d.next = self.resume.data_out.val().get_bits::<6>(0);
-                    self.state.d.next = 1.into();
                 } else if !self.db_empty.val() {
                     self.db_read.next = true;
                     self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
@@ -1007,9 +1016,8 @@ impl Logic for TxScheduler {
                 // asked for) is stale: resume from the saved state instead.
                 self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
                 self.skip_pending.d.next = self.rewind.q.val();
-                if self.rewind.q.val() | self.resumed.q.val() {
-                    // A rewind or a resumption serves the QP's posted WQEs up to its saved
-                    // producer index.
+                if self.rewind.q.val() {
+                    // A rewind serves the QP's posted WQEs up to its saved producer index.
                     self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
                 }
                 if self.rewind.q.val()
@@ -1068,10 +1076,11 @@ impl Logic for TxScheduler {
                     // The window is full because packets were lost: save the state (with the
                     // doorbell's producer index) and let the rewind take over.
                     self.state.d.next = 11.into();
-                } else if self.rw_other.q.val() & self.rs_room.q.val() {
-                    // Another QP's rewind waits (and this QP's own may queue behind it): save,
-                    // step aside, and come back through the resume FIFO.
-                    self.resume.write.next = true;
+                } else if self.rw_other.q.val() | self.db_other.q.val() {
+                    // Another QP's rewind waits (and this QP's own may queue behind it), or
+                    // another QP has work: save, step aside, and come back through the ready
+                    // set.
+                    self.rearm.next = true;
                     self.state.d.next = 11.into();
                 } else {
                     self.state.d.next = 3.into();
@@ -1287,6 +1296,7 @@ impl Logic for TxScheduler {
                     self.state.d.next = 0.into();
                 } else if self.job_room.q.val() {
                     self.job_write.next = true;
+                    self.emit_we_r.d.next = true;
                     self.rj_write.next = (self.plen.val() != 0) & self.fits_r.q.val();
                     self.cnt_tx_req.next = true;
                     self.next_psn.d.next = self.next_psn.q.val() + 1;
@@ -1402,9 +1412,10 @@ impl Logic for TxScheduler {
                     self.rr.d.next = self.rr_now.val();
                     self.rr_ret.d.next = 10.into();
                     self.state.d.next = 16.into();
-                } else if self.rw_waiting.q.val() & self.rs_room.q.val() & (self.acked_data.val() != self.ci.q.val()) {
-                    // Still waiting, and another QP's rewind is queued: step aside.
-                    self.resume.write.next = true;
+                } else if (self.rw_waiting.q.val() | self.db_other.q.val()) & (self.acked_data.val() != self.ci.q.val())
+                {
+                    // Still waiting, and another QP's rewind or doorbell is queued: step aside.
+                    self.rearm.next = true;
                     self.state.d.next = 11.into();
                 } else if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
                     self.lc_write.next = true;
@@ -1444,8 +1455,8 @@ impl Logic for TxScheduler {
                 // and yielding to a rewind; the checks are redone from state 12.
                 if self.rw_pending.q.val() {
                     self.state.d.next = 11.into();
-                } else if self.rw_waiting.q.val() & self.rs_room.q.val() {
-                    self.resume.write.next = true;
+                } else if self.rw_waiting.q.val() | self.db_other.q.val() {
+                    self.rearm.next = true;
                     self.state.d.next = 11.into();
                 } else if self.rr_pend.val() {
                     self.rr_read.next = true;

@@ -13,9 +13,10 @@
 //!   accepted while it is pending.
 //! - `counters_count_inc_bits`: random `count_inc` every cycle; every counter read (at random
 //!   times, during counting) equals the number of set bits so far.
-//! - `doorbell_waits_while_db_full`: a doorbell write is not accepted (no `awready`, no
-//!   `db_write`) while `db_full`, other writes pass meanwhile, and once `db_full` drops the
-//!   doorbell is accepted with exactly one `db_write` pulse carrying the data.
+//! - `doorbells_are_never_refused`: doorbell writes back to back (AW and W at random relative
+//!   times, `bready` delays) are each accepted within 2 cycles of both being valid, with exactly
+//!   one `db_write` pulse carrying the data, in order (a posted PCIe write must not wait on the
+//!   transport: the doorbell table behind BAR0 takes one per cycle).
 mod harness;
 
 use harness::{Dut, Port, Rng};
@@ -42,7 +43,6 @@ struct Pins {
     ip: Port,
     db_write: Port,
     db_data: Port,
-    db_full: Port,
     cmd_valid: Port,
     cmd_ready: Port,
     cmd_op: Port,
@@ -79,7 +79,6 @@ struct Tb {
     cmd_seen: u64,
     /// The pending command as first seen (checked stable until taken).
     cmd_pending: Option<(u64, u64, Vec<u8>)>,
-    db_full: bool,
     doorbells: Vec<u32>,
     cycle: u64,
 }
@@ -107,7 +106,6 @@ impl Tb {
             "ip",
             "db_write",
             "db_data",
-            "db_full",
             "cmd_valid",
             "cmd_ready",
             "cmd_op",
@@ -135,12 +133,11 @@ impl Tb {
             ip: q[16],
             db_write: q[17],
             db_data: q[18],
-            db_full: q[19],
-            cmd_valid: q[20],
-            cmd_ready: q[21],
-            cmd_op: q[22],
-            cmd_index: q[23],
-            cmd_record: q[24],
+            cmd_valid: q[19],
+            cmd_ready: q[20],
+            cmd_op: q[21],
+            cmd_index: q[22],
+            cmd_record: q[23],
         };
         assert!(dut.width(p.count_inc) >= NUM_COUNTERS);
         dut.reset(2);
@@ -156,7 +153,6 @@ impl Tb {
             cmd_wait: 0,
             cmd_seen: 0,
             cmd_pending: None,
-            db_full: false,
             doorbells: Vec::new(),
             cycle: 0,
         }
@@ -176,7 +172,6 @@ impl Tb {
             }
         }
         self.dut.set(p.count_inc, self.inc);
-        self.dut.set_bit(p.db_full, self.db_full);
         let cmd_valid_now = {
             self.dut.eval();
             self.dut.get_bit(p.cmd_valid)
@@ -496,51 +491,47 @@ fn counters_count_inc_bits() {
 }
 
 #[test]
-fn doorbell_waits_while_db_full() {
+fn doorbells_are_never_refused() {
     let mut tb = Tb::new(0x2E65_0006);
-    for round in 0..30 {
+    let mut sent = Vec::new();
+    for round in 0..200 {
         let data = tb.rng.u32();
-        tb.db_full = true;
-        tb.doorbells.clear();
         tb.dut.set(tb.p.awaddr, u64::from(regs::SQ_DOORBELL));
         tb.dut.set(tb.p.wdata, u64::from(data));
-        tb.dut.set_bit(tb.p.awvalid, true);
-        tb.dut.set_bit(tb.p.wvalid, true);
-        tb.dut.set_bit(tb.p.bready, true);
-        let hold = tb.rng.range(1, 30);
-        for c in 0..hold {
-            let o = tb.cycle();
-            assert!(!o.awready, "round {round} cycle {c}: doorbell accepted while db_full");
-            assert!(o.db_write.is_none(), "round {round}: db_write while db_full");
-        }
-        tb.db_full = false;
-        let mut t = 0;
+        // AW and W become valid at random relative times.
+        let (aw_at, w_at) = (tb.rng.range(0, 3), tb.rng.range(0, 3));
+        let mut waited = 0;
+        let mut c = 0;
         loop {
+            tb.dut.set_bit(tb.p.awvalid, c >= aw_at);
+            tb.dut.set_bit(tb.p.wvalid, c >= w_at);
+            tb.dut.set_bit(tb.p.bready, true);
+            let both = c >= aw_at && c >= w_at;
             let o = tb.cycle();
+            c += 1;
             if o.awready {
+                assert!(both, "round {round}: accepted before AW and W were both valid");
                 break;
             }
-            t += 1;
-            assert!(t < 5, "round {round}: doorbell not accepted after db_full dropped");
+            if both {
+                waited += 1;
+                assert!(waited < 2, "round {round}: doorbell not accepted within 2 cycles");
+            }
         }
+        sent.push(data);
         tb.dut.set_bit(tb.p.awvalid, false);
         tb.dut.set_bit(tb.p.wvalid, false);
-        while !tb.cycle().bvalid {}
+        // A slow master: the response may be taken late; the next doorbell follows at once.
         tb.dut.set_bit(tb.p.bready, false);
-        for _ in 0..3 {
+        for _ in 0..tb.rng.range(0, 3) {
             tb.cycle();
         }
-        assert_eq!(tb.doorbells, vec![data], "round {round}: db_write pulses");
-        // Other registers are writable while the doorbell FIFO is full.
-        tb.db_full = true;
-        let ip = tb.rng.u32();
-        tb.write(regs::IPV4_ADDR, ip);
-        assert_eq!(tb.read(regs::IPV4_ADDR).0, ip);
-        assert!(tb.doorbells.len() == 1, "a non-doorbell write pulsed db_write");
-        tb.db_full = false;
-        // An ordinary doorbell goes through at once.
-        let d2 = tb.rng.u32();
-        tb.write(regs::SQ_DOORBELL, d2);
-        assert_eq!(tb.doorbells, vec![data, d2]);
+        tb.dut.set_bit(tb.p.bready, true);
+        while !tb.cycle().bvalid {}
+        tb.cycle();
     }
+    for _ in 0..3 {
+        tb.cycle();
+    }
+    assert_eq!(tb.doorbells, sent, "exactly one db_write pulse per doorbell, in order");
 }

@@ -10,7 +10,7 @@
 //! job (`rr_write`). The RX writer's `wr_idle` is tied high (it only gates atomics, which wait
 //! for every earlier write to reach host memory). Where the completer is involved, the test
 //! plays the scheduler: it records WQEs through the in-flight table's write port
-//! (`if_we/if_waddr/if_wdata`), writes READ lists through `rl_we/rl_waddr/rl_wdata`, and serves
+//! (`if_we/if_waddr/if_wdata`, reporting the request as emitted on `emit_*`), writes READ lists through `rl_we/rl_waddr/rl_wdata`, and serves
 //! its count of WQEs recorded per QP on `sent_data` at the engine's `sent_addr`.
 //!
 //! - `write_only_key_and_bounds`: random WRITE ONLY packets against a table of regions
@@ -1104,9 +1104,15 @@ impl Tb {
         self.dut.set("if_waddr", qpn << 4 | slot);
         self.dut.set_wide("if_wdata", &pack_fields(w, &fields));
         self.dut.set("if_we", 1);
+        // The scheduler reports the request packet it emits (the PSN after it, after a READ's
+        // responses): responses and ACKs for PSNs never sent are ghosts and dropped.
+        self.dut.set("emit_we", 1);
+        self.dut.set("emit_qpn", qpn);
+        self.dut.set("emit_psn", u64::from(r.last_psn.wrapping_add(1) & 0xFF_FFFF));
         self.dut.eval();
         self.dut.tick();
         self.dut.set("if_we", 0);
+        self.dut.set("emit_we", 0);
         self.sent[qpn as usize] += 1;
     }
 }

@@ -1,0 +1,150 @@
+//! SQ doorbells: a producer index per QP and a ready set the requester scheduler drains.
+use rust_hdl::prelude::*;
+
+/// Takes every SQ doorbell at once and offers the QPs that have work to the scheduler.
+///
+/// A doorbell (`qpn << 16 | producer index`, a posted MMIO write on PCIe) is never refused:
+/// it overwrites the QP's producer index in a 64-entry table and sets the QP's bit in a ready
+/// set. Later doorbells of the same QP coalesce into the table (the scheduler serves every WQE
+/// up to the newest index, so nothing is lost). The scheduler sees a first-word fall-through
+/// FIFO: `empty`, `data` = `qpn << 16 | newest producer index`, `read`. Reading clears the
+/// QP's bit; a doorbell or a `rearm` in the same cycle sets it again, so a QP whose doorbell
+/// raced with its service is served once more (its index may then equal its consumer index,
+/// which the scheduler treats as no work).
+///
+/// `rearm` puts a QP the scheduler stepped aside from (waiting for in-flight room, a READ
+/// slot, or its error's turn) back into the set, so other QPs' doorbells pass a waiting QP.
+/// `clear` (a context command that puts the QP in RESET) drops its bit and zeroes its index,
+/// so nothing of a QP's last connection survives a reset.
+///
+/// The search visits one group of 8 QPs per cycle, round-robin, and picks the lowest set bit
+/// of the group; after a pick it moves on to the next group, so a busy QP cannot starve the
+/// others. Latency: a doorbell into an idle set is offered 2-9 cycles later (search, index
+/// read); after a read the next QP is offered at least 3 cycles later. Initiation interval:
+/// one QP per 3 cycles. Logic: an 8-bit priority pick and a 64-bit set/clear, ≤ 4 LUT levels.
+#[derive(LogicBlock, Default)]
+pub struct SqDoorbells {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    /// A doorbell from BAR0: one cycle pulse with `db_data` = `qpn << 16 | producer index`.
+    pub db_write: Signal<In, Bit>,
+    pub db_data: Signal<In, Bits<32>>,
+    /// The scheduler stepped aside from QP `rearm_qpn`: offer it again later.
+    pub rearm: Signal<In, Bit>,
+    pub rearm_qpn: Signal<In, Bits<6>>,
+    /// A context command put QP `clear_qpn` in RESET: forget its doorbells.
+    pub clear: Signal<In, Bit>,
+    pub clear_qpn: Signal<In, Bits<6>>,
+    /// First-word fall-through view for the scheduler.
+    pub empty: Signal<Out, Bit>,
+    pub data: Signal<Out, Bits<32>>,
+    pub read: Signal<In, Bit>,
+    /// Newest producer index per QP.
+    pi_ram: RAM<Bits<16>, 6>,
+    ready: DFF<Bits<64>>,
+    /// The group of 8 QPs searched this cycle.
+    grp: DFF<Bits<3>>,
+    /// The QP picked for the scheduler, and whether its index has been read (`shown`).
+    cand: DFF<Bits<6>>,
+    cand_valid: DFF<Bit>,
+    shown: DFF<Bit>,
+    set_mask: Signal<Local, Bits<64>>,
+    clr_mask: Signal<Local, Bits<64>>,
+    shifted: Signal<Local, Bits<64>>,
+    group: Signal<Local, Bits<8>>,
+    pick: Signal<Local, Bits<3>>,
+    db_hit: Signal<Local, Bit>,
+    clr_hit: Signal<Local, Bit>,
+}
+
+impl Logic for SqDoorbells {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, ready, grp, cand, cand_valid, shown);
+        self.pi_ram.read_clock.next = self.clock.val();
+        self.pi_ram.write_clock.next = self.clock.val();
+        // The table: a doorbell writes its QP's index; a reset command zeroes it (BAR0 takes
+        // one write per cycle, so the two never coincide).
+        self.pi_ram.write_enable.next = self.db_write.val() | self.clear.val();
+        self.pi_ram.write_address.next = self.db_data.val().get_bits::<6>(16);
+        self.pi_ram.write_data.next = self.db_data.val().get_bits::<16>(0);
+        if self.clear.val() {
+            self.pi_ram.write_address.next = self.clear_qpn.val();
+            self.pi_ram.write_data.next = 0.into();
+        }
+        self.pi_ram.read_address.next = self.cand.q.val();
+
+        // The ready set: cleared by a read or a reset, set by a doorbell or a rearm (a set wins
+        // over a read in the same cycle).
+        self.set_mask.next = 0.into();
+        if self.db_write.val() {
+            self.set_mask.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.db_data.val().get_bits::<6>(16));
+        }
+        if self.rearm.val() {
+            self.set_mask.next =
+                self.set_mask.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rearm_qpn.val()));
+        }
+        self.clr_mask.next = 0.into();
+        if self.read.val() & self.shown.q.val() {
+            self.clr_mask.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cand.q.val());
+        }
+        if self.clear.val() {
+            self.clr_mask.next =
+                self.clr_mask.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.clear_qpn.val()));
+        }
+        self.ready.d.next = (self.ready.q.val() & !self.clr_mask.val()) | self.set_mask.val();
+
+        // The search: the lowest set bit of this cycle's group.
+        self.shifted.next = self.ready.q.val() >> (bit_cast::<64, 3>(self.grp.q.val()) << 3);
+        self.group.next = self.shifted.val().get_bits::<8>(0);
+        self.pick.next = 0.into();
+        if self.group.val().get_bit(7) {
+            self.pick.next = 7.into();
+        }
+        if self.group.val().get_bit(6) {
+            self.pick.next = 6.into();
+        }
+        if self.group.val().get_bit(5) {
+            self.pick.next = 5.into();
+        }
+        if self.group.val().get_bit(4) {
+            self.pick.next = 4.into();
+        }
+        if self.group.val().get_bit(3) {
+            self.pick.next = 3.into();
+        }
+        if self.group.val().get_bit(2) {
+            self.pick.next = 2.into();
+        }
+        if self.group.val().get_bit(1) {
+            self.pick.next = 1.into();
+        }
+        if !self.cand_valid.q.val() {
+            self.grp.d.next = self.grp.q.val() + 1;
+            if self.group.val().any() {
+                self.cand.d.next = (bit_cast::<6, 3>(self.grp.q.val()) << 3) | bit_cast::<6, 3>(self.pick.val());
+                self.cand_valid.d.next = true;
+            }
+        }
+        // The index is read the cycle after the pick; then the candidate is offered. A
+        // doorbell for the candidate hides it for a cycle, so the offer carries the index it
+        // wrote (the table's read port sees a write one cycle late); a reset drops it.
+        self.db_hit.next = self.db_write.val() & (self.db_data.val().get_bits::<6>(16) == self.cand.q.val());
+        self.clr_hit.next = self.clear.val() & (self.clear_qpn.val() == self.cand.q.val());
+        self.shown.d.next = self.cand_valid.q.val() & !self.db_hit.val() & !self.clr_hit.val();
+        if self.clr_hit.val() {
+            self.cand_valid.d.next = false;
+        }
+        if self.read.val() & self.shown.q.val() {
+            self.cand_valid.d.next = false;
+            self.shown.d.next = false;
+        }
+        self.empty.next = !self.shown.q.val();
+        self.data.next = (bit_cast::<32, 6>(self.cand.q.val()) << 16) | bit_cast::<32, 16>(self.pi_ram.read_data.val());
+        if self.reset.val() {
+            self.ready.d.next = 0.into();
+            self.cand_valid.d.next = false;
+            self.shown.d.next = false;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! `SqDoorbells` in Verilator against a reference model of what a scheduler may rely on.
+//!
+//! - `every_doorbell_is_served_with_the_newest_index`: random doorbells (up to one per cycle,
+//!   many QPs, bursts on one QP), rearms and RESET clears, and a consumer that reads at random
+//!   times. Properties: a doorbell is never lost (after the last doorbell of a QP, the QP is
+//!   offered at least once more with exactly that index, unless a clear came later); every
+//!   offer carries the QP's newest index at the time the offer was read, or one overtaken by a
+//!   doorbell in the same cycle as the read (which re-arms the QP); a cleared QP with no later
+//!   doorbell or rearm is never offered; no QP is offered twice for one arming.
+//! - `ready_qps_are_served_round_robin`: with all 64 QPs kept ready, no QP waits for more than
+//!   64 offers between two of its own.
+mod harness;
+
+use harness::{Dut, Rng};
+use rnic_hdl::doorbell::SqDoorbells;
+
+struct Tb {
+    dut: Dut,
+    rng: Rng,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Qp {
+    /// Newest index written by a doorbell (0 after a clear).
+    pi: u16,
+    /// Armed (a doorbell, rearm or clear happened after the last read of this QP, or never read).
+    armed: bool,
+    /// A clear came after the last doorbell/rearm: it must not be offered.
+    cleared: bool,
+}
+
+impl Tb {
+    fn new(seed: u64) -> Tb {
+        let mut dut = Dut::build::<SqDoorbells>("sq_doorbells").expect("build SqDoorbells");
+        dut.reset(2);
+        Tb { dut, rng: Rng::from_env(seed) }
+    }
+
+    /// One cycle with the given inputs; returns the offer (qpn, pi) if `read` consumed one.
+    fn cycle(&mut self, db: Option<(u8, u16)>, rearm: Option<u8>, clear: Option<u8>, read: bool) -> Option<(u8, u16)> {
+        let d = &mut self.dut;
+        d.set_bit("db_write", db.is_some());
+        let (q, pi) = db.unwrap_or((0, 0));
+        d.set("db_data", (u64::from(q) << 16) | u64::from(pi));
+        d.set_bit("rearm", rearm.is_some());
+        d.set("rearm_qpn", u64::from(rearm.unwrap_or(0)));
+        d.set_bit("clear", clear.is_some());
+        d.set("clear_qpn", u64::from(clear.unwrap_or(0)));
+        d.eval();
+        let offered = !d.get_bit("empty");
+        let data = d.get("data");
+        d.set_bit("read", read && offered);
+        d.eval();
+        d.tick();
+        if read && offered {
+            Some(((data >> 16) as u8, data as u16))
+        } else {
+            None
+        }
+    }
+}
+
+#[test]
+fn every_doorbell_is_served_with_the_newest_index() {
+    let mut tb = Tb::new(0xD00B_E110);
+    let mut model = [Qp::default(); 64];
+    let mut pi_next = [0u16; 64];
+    for cycle in 0..60_000u64 {
+        let draining = cycle >= 55_000;
+        let db = if !draining && tb.rng.chance(1, 3) {
+            // Bursts: half of the doorbells go to QPs 0..3.
+            let q = if tb.rng.chance(1, 2) { tb.rng.range(0, 3) } else { tb.rng.range(0, 63) } as usize;
+            pi_next[q] = pi_next[q].wrapping_add(tb.rng.range(1, 5) as u16);
+            Some((q as u8, pi_next[q]))
+        } else {
+            None
+        };
+        let rearm = (!draining && tb.rng.chance(1, 40)).then(|| tb.rng.range(0, 63) as u8);
+        // A clear comes alone (BAR0 takes one write per cycle: never with a doorbell).
+        let clear = (!draining && db.is_none() && tb.rng.chance(1, 200)).then(|| tb.rng.range(0, 63) as u8);
+        let read = draining || tb.rng.chance(1, 2);
+        let got = tb.cycle(db, rearm, clear, read);
+        if let Some((q, pi)) = got {
+            let m = &mut model[q as usize];
+            assert!(m.armed, "cycle {cycle}: QP {q} offered without a doorbell or rearm since its last offer");
+            assert!(!m.cleared, "cycle {cycle}: QP {q} offered after a clear");
+            assert_eq!(pi, m.pi, "cycle {cycle}: QP {q} offered with index {pi}, newest is {}", m.pi);
+            m.armed = false;
+            // A doorbell in the same cycle as the read re-arms the QP: its index was not seen.
+            if let Some((dq, dpi)) = db {
+                if dq == q {
+                    m.pi = dpi;
+                    m.armed = true;
+                }
+            }
+        }
+        // Inputs of this cycle take effect after the read (a set wins over the read).
+        if let Some(c) = clear {
+            model[c as usize] = Qp { pi: 0, armed: false, cleared: true };
+            pi_next[c as usize] = 0;
+        }
+        if let Some((q, pi)) = db {
+            if got.map(|g| g.0) != Some(q) {
+                model[q as usize] = Qp { pi, armed: true, cleared: false };
+            }
+        }
+        if let Some(q) = rearm {
+            model[q as usize].armed = true;
+            model[q as usize].cleared = false;
+        }
+    }
+    for (q, m) in model.iter().enumerate() {
+        assert!(!m.armed, "QP {q}: doorbell with index {} never offered", m.pi);
+    }
+}
+
+#[test]
+fn ready_qps_are_served_round_robin() {
+    let mut tb = Tb::new(0xD00B_E111);
+    for q in 0..64u8 {
+        tb.cycle(Some((q, 1)), None, None, false);
+    }
+    let mut last = [0u64; 64];
+    let mut offers = 0u64;
+    let mut rearm = None;
+    for _ in 0..20_000 {
+        if let Some((q, _)) = tb.cycle(None, rearm.take(), None, true) {
+            offers += 1;
+            if last[q as usize] != 0 {
+                let gap = offers - last[q as usize];
+                assert!(gap <= 64, "QP {q} waited {gap} offers");
+            }
+            last[q as usize] = offers;
+            rearm = Some(q);
+        }
+    }
+    assert!(offers > 5_000, "only {offers} offers in 20000 cycles");
+}
