@@ -58,7 +58,7 @@ mod tests;
 pub use context::{Context, Counters, DeviceInfo, MacAddr, PortAddr};
 pub use cq::{CompletionQueue, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use device::{Device, DmaBuffer, Iova};
-pub use error::{Errno, Error, Result};
+pub use error::{Errno, Error, IoKind, Result};
 pub use mr::{AccessFlags, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{

@@ -12,7 +12,7 @@ use crate::cq::WorkCompletion;
 use crate::error::{Error, Result};
 use crate::mr::AccessFlags;
 use crate::qp::{ConnectOptions, Endpoint, Mtu, RecvWr, SendWr, Sge};
-use crate::sim::sim_pair;
+use crate::sim::{sim_error, sim_pair};
 
 /// Largest `size × iters` the test accepts (the server's buffer), in bytes.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
@@ -626,15 +626,10 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let budget = o.budget_cycles.unwrap_or_else(|| default_budget(o.size, o.iters));
     let (world, dev_c, dev_s) = sim_pair(o.sim.clone())?;
     if let Some(p) = &o.pcap {
-        world.borrow_mut().capture_pcap(p).map_err(|e| Error::io(format!("pcap capture into {}", p.display()), e))?;
+        world.borrow_mut().capture_pcap(p).map_err(|e| sim_error(format!("pcap capture into {}", p.display()), e))?;
     }
     if let Some(p) = &o.waveform {
-        world.borrow_mut().dump_waveform(0, p).map_err(|e| match e {
-            rnic_sim::SimError::WaveformDisabled => Error::NotSupported(
-                "waveforms need the simulator built with waveform support (cargo build --features rnic/waveform)".into(),
-            ),
-            e => Error::io(format!("waveform dump into {}", p.display()), e),
-        })?;
+        world.borrow_mut().dump_waveform(0, p).map_err(|e| sim_error(format!("waveform dump into {}", p.display()), e))?;
     }
     let client = Context::open_with_port(dev_c, PortAddr::for_sim_nic(0))?;
     let server = Context::open_with_port(dev_s, PortAddr::for_sim_nic(1))?;
@@ -920,7 +915,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     };
     let RunOutcome { start, end, completed, received, mut error, timed_out, counters, eps, targets } = run;
     let pcap_frames = world.borrow().captured_frames();
-    world.borrow_mut().finish().map_err(|e| Error::io("finishing the pcap capture / waveform", e))?;
+    world.borrow_mut().finish().map_err(|e| sim_error("finishing the pcap capture / waveform", e))?;
 
     // Each QP's check, on its own buffer.
     let mut per_qp = Vec::with_capacity(nq);
