@@ -9,7 +9,7 @@
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
 
-use rnic_sim::{SimConfig, SimError, World};
+pub use rnic_sim::{FaultConfig, SimConfig, SimError, World};
 
 use crate::device::{Device, Iova};
 use crate::error::{Error, IoKind, Result};

@@ -316,7 +316,7 @@ fn assert_qps_verified(v: &Value, qps: u64, iters: u64) {
     assert_eq!(per_qp.len() as u64, qps, "{v}");
     let (mut client_qpns, mut server_qpns) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
     for (q, r) in per_qp.iter().enumerate() {
-        let share = rnic::perf::qp_iters(iters, qps as u32, q as u32);
+        let share = rnic_tools::perf::qp_iters(iters, qps as u32, q as u32);
         assert_eq!((r["qp"].as_u64(), r["verified"].as_bool()), (Some(q as u64), Some(true)), "{r}");
         assert_eq!((r["iters"].as_u64(), r["completed"].as_u64()), (Some(share), Some(share)), "{r}");
         assert!(client_qpns.insert(r["client"]["qpn"].as_u64().unwrap()), "client QPNs distinct: {v}");
@@ -349,10 +349,10 @@ fn perf_with_four_qps_verifies_every_qp_for_each_op() {
         assert!(ok, "{t}: {v}");
         assert_qps_verified(&v, 4, 402);
         // Each QP's own word went from its own start through exactly its own operations.
-        let ty = if t == "cmp_and_swap" { rnic::perf::AtomicType::CmpAndSwap } else { rnic::perf::AtomicType::FetchAndAdd };
+        let ty = if t == "cmp_and_swap" { rnic_tools::perf::AtomicType::CmpAndSwap } else { rnic_tools::perf::AtomicType::FetchAndAdd };
         for (q, r) in v["per_qp"].as_array().unwrap().iter().enumerate() {
-            let n = rnic::perf::qp_iters(402, 4, q as u32);
-            assert_eq!(r["target"].as_u64(), Some(ty.original_from(rnic::perf::atomic_init(q as u32), n)), "{t} QP {q}: {r}");
+            let n = rnic_tools::perf::qp_iters(402, 4, q as u32);
+            assert_eq!(r["target"].as_u64(), Some(ty.original_from(rnic_tools::perf::atomic_init(q as u32), n)), "{t} QP {q}: {r}");
         }
     }
 }
