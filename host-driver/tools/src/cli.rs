@@ -187,10 +187,11 @@ pub struct CommonArgs {
     #[arg(long, short = 't', default_value_t = 64, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(rnic::qp::MAX_SEND_WR)))]
     pub tx_depth: u32,
-    /// Signal one work request in N (perftest's --cq-mod); 1 ..= --tx-depth.
-    #[arg(long, short = 'Q', default_value_t = 16, allow_negative_numbers = true,
+    /// Signal one work request in N (perftest's --cq-mod), 1 ..= --tx-depth; default 16, or
+    /// --tx-depth if that is smaller.
+    #[arg(long, short = 'Q', allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(rnic::qp::MAX_SEND_WR)))]
-    pub cq_mod: u32,
+    pub cq_mod: Option<u32>,
     /// A hard cycle budget from the first post to the last completion: the run fails when it
     /// is exceeded. Without it the run fails only when no completion arrives for a window
     /// derived from the options (see docs/driver.md), so slow but progressing runs (RNR waits,
@@ -233,6 +234,9 @@ pub struct CommonArgs {
           value_parser = clap::value_parser!(u8).range(0..=31))]
     pub qp_timeout: u8,
 }
+
+/// `--cq-mod` when not given (and `--tx-depth` is at least as large).
+pub const DEFAULT_CQ_MOD: u32 = 16;
 
 /// The operation-specific settings of a `rnic perf` run.
 #[derive(Clone, Copy, Debug)]
@@ -293,7 +297,7 @@ pub fn bw_options(o: Op, a: &CommonArgs) -> WriteBwOptions {
         qps: a.qps,
         mtu: a.mtu,
         tx_depth: a.tx_depth,
-        cq_mod: a.cq_mod,
+        cq_mod: a.cq_mod.unwrap_or(DEFAULT_CQ_MOD.min(a.tx_depth)),
         budget_cycles: a.timeout_cycles,
         pcap: a.pcap.clone(),
         waveform: a.waveform.clone(),
@@ -385,6 +389,24 @@ mod tests {
             assert_eq!(e.exit_code(), 2, "{args:?}");
             assert!(e.to_string().contains(flag), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn cq_mod_defaults_to_16_or_the_tx_depth() {
+        for (args, want) in [
+            (&["perf", "write"][..], 16),
+            (&["perf", "write", "--tx-depth", "5"], 5),
+            (&["perf", "send", "--tx-depth", "4", "--cq-mod", "2"], 2),
+            (&["perf", "read", "--tx-depth", "100"], 16),
+        ] {
+            let Command::Perf { op } = parse(args).unwrap().command else { panic!("not perf") };
+            let (o, a) = op.split();
+            assert_eq!(bw_options(o, a).cq_mod, want, "{args:?}");
+        }
+        // Given explicitly, a --cq-mod above --tx-depth is refused (by check_options).
+        let Command::Perf { op } = parse(&["perf", "write", "--tx-depth", "5", "--cq-mod", "6"]).unwrap().command else { panic!() };
+        let (o, a) = op.split();
+        assert!(perf::check_options(&bw_options(o, a)).unwrap_err().to_string().contains("--cq-mod 6"));
     }
 
     #[test]

@@ -59,9 +59,13 @@ fn perf_bw(o: Op, a: &CommonArgs) -> ExitCode {
         print_table(&report, a);
     }
     if report.timed_out {
+        let why = match (report.budget_cycles, report.stall_cycles) {
+            (Some(b), _) => format!("timed out: the budget of {b} cycles (--timeout-cycles) is spent"),
+            (None, Some(w)) => format!("gave up after {} cycles: no completion for {w} cycles", report.cycles),
+            (None, None) => "timed out".to_owned(),
+        };
         eprintln!(
-            "rnic perf {name}: timed out after {} cycles with {}/{} messages completed (NIC counters: client {:?}, server {:?})",
-            report.budget_cycles,
+            "rnic perf {name}: {why}, with {}/{} messages completed (NIC counters: client {:?}, server {:?})",
             report.completed,
             report.iters,
             report.counters.client.iter().filter(|(_, v)| *v != 0).collect::<Vec<_>>(),

@@ -161,8 +161,10 @@ pub struct WriteBwOptions {
     /// The server's RNR timer code (`min_rnr_timer`, default 12 = 0.64 ms; 1 ..= 31, or 0 =
     /// 655.36 ms): the wait before a SEND that found no receive is resent.
     pub min_rnr_timer: u8,
-    /// Cycle budget from the first post to the last completion; `None` for a default derived
-    /// from the transfer size ([`default_budget`]).
+    /// A hard cycle budget from the first post to the last completion: the run gives up when
+    /// it is spent. `None` (the default) bounds the run by progress instead: it gives up only
+    /// when no completion arrives for [`default_stall_cycles`] cycles, so a run slowed by RNR
+    /// waits or retransmissions finishes however long it takes, and a stalled one ends soon.
     pub budget_cycles: Option<u64>,
     /// Capture both directions of the wire into this pcap file.
     pub pcap: Option<PathBuf>,
@@ -266,10 +268,15 @@ pub struct WriteBwReport {
     /// SEND: receive work requests completed successfully at the server, over all QPs (null
     /// otherwise).
     pub received: Option<u64>,
-    /// The run hit its cycle budget.
+    /// The run gave up: its hard budget was spent, or (without one) no completion arrived for
+    /// `stall_cycles`.
     pub timed_out: bool,
-    /// The budget, in cycles.
-    pub budget_cycles: u64,
+    /// The hard budget from the first post, in cycles ([`WriteBwOptions::budget_cycles`];
+    /// null without one).
+    pub budget_cycles: Option<u64>,
+    /// Without a hard budget: the longest wait for the next completion before the run gives up,
+    /// in cycles ([`default_stall_cycles`]; null with a hard budget).
+    pub stall_cycles: Option<u64>,
     /// The first error completion or driver error, if any (atomics: also a wrong final value
     /// of the target).
     pub error: Option<String>,
@@ -326,10 +333,49 @@ pub struct QpReport {
     pub server: Endpoint,
 }
 
-/// The default cycle budget: 2 M cycles of slack plus 20× the time the payload needs on a
-/// 100 Gb/s wire plus 20 000 cycles per message.
-pub fn default_budget(size: u64, iters: u64) -> u64 {
-    2_000_000 + 20 * size.saturating_mul(iters) / WIRE_BYTES_PER_CYCLE + 20_000 * iters
+/// The RNR timer of each `min_rnr_timer` code, in units of 10 µs (IBTA Vol 1 Table 45: 0 =
+/// 655.36 ms, 1 = 0.01 ms, 2 = 0.02 ms, … 12 = 0.64 ms, … 31 = 491.52 ms).
+const RNR_TIMER_10US: [u64; 32] = [
+    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+    16384, 24576, 32768, 49152,
+];
+
+/// How long a requester waits after an RNR NAK carrying timer `code` (0 ..= 31; higher bits
+/// ignored), in NIC cycles at [`CORE_CLOCK_MHZ`] (IBTA Vol 1 Table 45).
+pub fn rnr_wait_cycles(code: u8) -> u64 {
+    RNR_TIMER_10US[usize::from(code & 31)] * 10 * CORE_CLOCK_MHZ
+}
+
+/// The local ACK timeout of exponent `timeout` (4.096 µs × 2^timeout, IBTA Vol 1 9.7.6.1.3),
+/// in NIC cycles at [`CORE_CLOCK_MHZ`]; 0 ..= 31 (higher bits ignored).
+pub fn ack_timeout_cycles(timeout: u8) -> u64 {
+    (4096 * CORE_CLOCK_MHZ / 1000) << (timeout & 31)
+}
+
+/// Timeouts a request may take before it completes in error (`retry_cnt` 7 of the QPs, plus the
+/// first try): IBV_WC_RETRY_EXC_ERR after the last, which ends the run as an error.
+const TRIES: u64 = 8;
+
+/// Without a hard budget, the longest a run waits for its next completion before it gives up,
+/// in NIC cycles: 2 M cycles of slack, plus 20× the wire time (100 Gb/s) of the messages that
+/// may pass between two completions (`qps × cq_mod` of them, as every QP may signal its last
+/// message of a batch) plus 20 000 cycles for each, plus the 8 local ACK timeouts a request may
+/// wait out before it completes with IBV_WC_RETRY_EXC_ERR, plus for SEND 4 RNR waits of the
+/// server's `min_rnr_timer` ([`rnr_wait_cycles`]): a SEND that finds no receive waits that long
+/// before it is resent, and a receive completion (progress) follows each resend that lands.
+pub fn default_stall_cycles(o: &WriteBwOptions) -> u64 {
+    let batch = u64::from(o.qps).saturating_mul(u64::from(o.cq_mod));
+    let wire = 20 * o.size.saturating_mul(batch) / WIRE_BYTES_PER_CYCLE + 20_000 * batch;
+    let retries = TRIES * ack_timeout_cycles(o.qp_timeout);
+    let rnr = if o.op == BwOp::Send { 4 * rnr_wait_cycles(o.min_rnr_timer) } else { 0 };
+    2_000_000u64.saturating_add(wire).saturating_add(retries).saturating_add(rnr)
+}
+
+/// Entries the client's CQ needs: every client QP's SQ in full (the driver rounds an SQ of
+/// `tx_depth` up to a power of two, and reserves that many CQ entries per QP, since errors
+/// complete even unsignaled work requests).
+pub fn client_cq_entries(o: &WriteBwOptions) -> u64 {
+    u64::from(o.qps) * u64::from(o.tx_depth.next_power_of_two())
 }
 
 /// An [`Error::InvalidArgument`] (EINVAL) with `msg`.
@@ -369,10 +415,10 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
             o.cq_mod, o.tx_depth
         )));
     }
-    let cq_c = u64::from(o.qps) * u64::from(o.tx_depth);
+    let cq_c = client_cq_entries(o);
     if cq_c > rnic::cq::MAX_CQE as u64 {
         return Err(inval(format!(
-            "--qps {} × --tx-depth {} = {cq_c} exceeds the {} entries of the client's CQ, which all QPs share; lower one of them",
+            "--qps {} × (--tx-depth {} rounded up to a power of two) = {cq_c} exceeds the {} entries of the client's CQ, which all QPs share; lower one of them",
             o.qps,
             o.tx_depth,
             rnic::cq::MAX_CQE
@@ -498,7 +544,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let size = o.size as usize;
     let nq = o.qps as usize;
     let qps64 = u64::from(o.qps);
-    let budget = o.budget_cycles.unwrap_or_else(|| default_budget(o.size, o.iters));
+    let stall = o.budget_cycles.is_none().then(|| default_stall_cycles(o));
     let (world, dev_c, dev_s) = sim_pair(o.sim.clone())?;
     if let Some(p) = &o.pcap {
         world.borrow_mut().capture_pcap(p).map_err(|e| sim_error(format!("pcap capture into {}", p.display()), e))?;
@@ -570,7 +616,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let rx_depth = if send { effective_rx_depth(o) } else { 0 };
         // One CQ per side, shared by all its QPs (as perftest): the client's covers every SQ,
         // the server's every SQ of 1 and RQ.
-        let cq_c = client.create_cq(nq * o.tx_depth as usize)?;
+        let cq_c = client.create_cq(client_cq_entries(o) as usize)?;
         let cq_s = server.create_cq(nq * server_cq_share(o) as usize)?;
         let mut qps_c = Vec::with_capacity(nq);
         let mut qps_s = Vec::with_capacity(nq);
@@ -632,6 +678,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let mut timed_out = false;
         let start = dev.now_cycles();
         let mut end = start;
+        // The last completion (client or server), for the stall check.
+        let mut last_progress = start;
         let mut batch = Vec::with_capacity(o.tx_depth as usize);
         let mut sgl: Vec<Sge<'_>> = Vec::with_capacity(pieces.len());
         let mut new_rx = vec![0u64; nq];
@@ -724,6 +772,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             }
             if got > 0 {
                 end = dev.now_cycles();
+                last_progress = end;
                 progress(done(&completed, &received), o.iters);
             }
             if send {
@@ -756,6 +805,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                         }
                     }
                     end = dev.now_cycles();
+                    last_progress = end;
                     progress(done(&completed, &received), o.iters);
                 }
             }
@@ -763,7 +813,13 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 end = dev.now_cycles();
                 break;
             }
-            if dev.now_cycles() - start > budget {
+            let now = dev.now_cycles();
+            let gave_up = match (o.budget_cycles, stall) {
+                (Some(budget), _) => now - start > budget,
+                (None, Some(window)) => now - last_progress > window,
+                (None, None) => false,
+            };
+            if gave_up {
                 timed_out = true;
                 end = dev.now_cycles();
                 break;
@@ -859,7 +915,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         completed,
         received: send.then_some(received),
         timed_out,
-        budget_cycles: budget,
+        budget_cycles: o.budget_cycles,
+        stall_cycles: stall,
         error,
         sim_cycles_per_sec: stats.cycles_per_second,
         sim_wall_seconds: stats.wall_seconds,
@@ -963,6 +1020,50 @@ mod tests {
             let e = check_options(&WriteBwOptions { inline_size: 8, ..one }).unwrap_err().to_string();
             assert!(e.contains(&format!("--inline-size 8: {op} carries no inline data")), "{e}");
         }
+    }
+
+    #[test]
+    fn the_client_cq_covers_every_sq_as_the_driver_rounds_it() {
+        // 3 QPs of 5 WRs: SQs of 8, so 24 entries (not 3 × 5 = 15, rounded to 16).
+        let o = WriteBwOptions { qps: 3, tx_depth: 5, cq_mod: 5, iters: 3, size: 8, ..WriteBwOptions::default() };
+        assert_eq!(client_cq_entries(&o), 24);
+        check_options(&o).unwrap();
+        assert_eq!(client_cq_entries(&WriteBwOptions { qps: 16, tx_depth: 4096, ..o.clone() }), 1 << 16);
+        let e = check_options(&WriteBwOptions { qps: 9, iters: 9, tx_depth: 4097, ..o }).unwrap_err().to_string();
+        assert!(e.contains("client's CQ") && e.contains("rounded up"), "{e}");
+    }
+
+    #[test]
+    fn timers_in_cycles_follow_the_ibta_tables() {
+        // 250 MHz: 10 µs = 2 500 cycles; code 12 = 0.64 ms; code 0 = 655.36 ms; 31 = 491.52 ms.
+        assert_eq!(rnr_wait_cycles(1), 2_500);
+        assert_eq!(rnr_wait_cycles(12), 160_000);
+        assert_eq!(rnr_wait_cycles(31), 122_880_000);
+        assert_eq!(rnr_wait_cycles(0), 163_840_000);
+        // 4.096 µs × 2^n: 1 024 cycles × 2^n.
+        assert_eq!(ack_timeout_cycles(0), 1_024);
+        assert_eq!(ack_timeout_cycles(4), 16_384);
+        assert_eq!(ack_timeout_cycles(14), 16_777_216);
+    }
+
+    #[test]
+    fn the_stall_window_covers_rnr_waits_and_retries() {
+        let send = WriteBwOptions { op: BwOp::Send, size: 63, iters: 20, rx_depth: 1, tx_depth: 4, cq_mod: 2, ..WriteBwOptions::default() };
+        let write = WriteBwOptions { op: BwOp::Write, ..send.clone() };
+        // A SEND may wait out RNR timers between two completions; a WRITE never meets one.
+        assert_eq!(default_stall_cycles(&send) - default_stall_cycles(&write), 4 * rnr_wait_cycles(12));
+        let slow = WriteBwOptions { min_rnr_timer: 0, ..send.clone() };
+        assert!(default_stall_cycles(&slow) > 4 * rnr_wait_cycles(0));
+        // Every try of a request, up to retry exhaustion (an error completion ends the run).
+        assert!(default_stall_cycles(&write) > 8 * ack_timeout_cycles(write.qp_timeout));
+        let lazy = WriteBwOptions { qp_timeout: 14, ..write.clone() };
+        assert!(default_stall_cycles(&lazy) > 8 * ack_timeout_cycles(14));
+        // The messages between two signaled completions, over all QPs.
+        let big = WriteBwOptions { size: 1 << 20, qps: 4, cq_mod: 16, tx_depth: 16, ..write.clone() };
+        assert!(default_stall_cycles(&big) > 20 * (64 << 20) / WIRE_BYTES_PER_CYCLE);
+        // Never overflows.
+        let huge = WriteBwOptions { size: MAX_MESSAGE_BYTES, qps: 16, cq_mod: 32768, qp_timeout: 31, ..send };
+        assert!(default_stall_cycles(&huge) > 0);
     }
 
     #[test]
