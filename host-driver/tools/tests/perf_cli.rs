@@ -650,6 +650,7 @@ fn bad_arguments_exit_2_naming_the_flag_before_anything_is_built() {
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("never.pcap");
     let pcap = pcap.to_str().unwrap();
+    let check = |args: &[&str], flag: &str| check_refused(args, flag, pcap);
     for (args, flag) in [
         (&["write", "--loss", "1.5"][..], "--loss"),
         (&["write", "--loss", "-1"], "--loss"),
@@ -671,9 +672,18 @@ fn bad_arguments_exit_2_naming_the_flag_before_anything_is_built() {
         (&["write", "--seed", "-1"], "--seed"),
         (&["write", "--tx-depth", "5", "--cq-mod", "6"], "--cq-mod"),
     ] {
-        let (code, err) = perf_exit(&[args, &["--pcap", pcap]].concat());
-        assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(err.contains(flag), "{args:?} names {flag}: {err}");
-        assert!(!std::path::Path::new(pcap).exists(), "{args:?}: the world was built");
+        check(args, flag);
     }
+    // A waveform from a simulator built without waveform support is refused up front too.
+    if !rnic_sim::build_info().waveform {
+        check(&["write", "--waveform", dir.path().join("w.fst").to_str().unwrap()], "--waveform");
+    }
+}
+
+/// Runs `rnic perf <args> --pcap <pcap>`: exit 2, `flag` named on stderr, no pcap written.
+fn check_refused(args: &[&str], flag: &str, pcap: &str) {
+    let (code, err) = perf_exit(&[args, &["--pcap", pcap]].concat());
+    assert_eq!(code, Some(2), "{args:?}: {err}");
+    assert!(err.contains(flag), "{args:?} names {flag}: {err}");
+    assert!(!std::path::Path::new(pcap).exists(), "{args:?}: the world was built");
 }

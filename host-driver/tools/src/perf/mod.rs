@@ -133,7 +133,7 @@ pub struct WriteBwOptions {
     /// Path MTU.
     pub mtu: Mtu,
     /// Work requests kept outstanding per QP (its SQ size; the client's CQ, shared by all QPs,
-    /// holds `qps × tx_depth`).
+    /// holds `qps × tx_depth.next_power_of_two()`, [`client_cq_entries`]).
     pub tx_depth: u32,
     /// Signal one work request in `cq_mod` (and the last) of each QP; 1 ..= `tx_depth`.
     pub cq_mod: u32,
@@ -383,11 +383,17 @@ fn inval(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
 }
 
-/// Checks the options.
+/// Checks the options, before anything is built.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] with a message for the user.
+/// [`Error::InvalidArgument`] with a message for the user naming the option;
+/// [`Error::NotSupported`] for a waveform from a simulator built without waveform support.
 pub fn check_options(o: &WriteBwOptions) -> Result<()> {
+    if o.waveform.is_some() && !rnic_sim::build_info().waveform {
+        return Err(Error::NotSupported(
+            "--waveform needs the simulator built with waveform support: cargo build --release -p rnic-tools --features waveform".into(),
+        ));
+    }
     if o.size == 0 || o.size > MAX_MESSAGE_BYTES {
         return Err(inval(format!("--size {} must be 1..={MAX_MESSAGE_BYTES} bytes (a message carries at most 2^31)", o.size)));
     }
