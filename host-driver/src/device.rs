@@ -5,8 +5,12 @@
 //! an I/O virtual address ([`Iova`]), a way to map the application's own buffers for DMA, and a
 //! notion of time. The driver builds every queue entry and context record itself; the device does
 //! the NIC's work in its RTL. Backends:
-//! - [`crate::sim::SimDevice`]: one NIC of an in-process Verilator simulation ([`rnic_sim`]).
+//! - `rnic::sim::SimDevice` (cargo feature `sim`): one NIC of an in-process Verilator
+//!   simulation (`rnic-sim`).
 //! - (planned) a VFIO backend for a board or a device inside a VM.
+//!
+//! A backend reports its failures as [`Error::Io`] with an [`crate::IoKind`] (MMIO timeout,
+//! error response, device lost...), never as a message to be parsed.
 use std::rc::Rc;
 
 use crate::error::{Error, Result};
@@ -110,7 +114,7 @@ pub trait Device {
 
     /// Lets the device make progress while the caller spins on host memory (a CQE's owner bit).
     /// On hardware a CPU spin hint; in the simulator it advances the world by a few clock cycles
-    /// (see [`crate::sim::SimDevice::with_progress_cycles`]). Never fails.
+    /// (see `rnic::sim::SimDevice::with_progress_cycles`). Never fails.
     fn poll_progress(&self);
 
     /// The device's notion of time in NIC core clock cycles ([`rnic_contract::CORE_CLOCK_MHZ`]),

@@ -21,6 +21,28 @@ pub enum Errno {
     ETIMEDOUT = 110,
 }
 
+/// How a device backend failed ([`Error::Io`], EIO), so that a program can tell a device that
+/// stopped answering from one that refused an access without reading messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IoKind {
+    /// An MMIO read or write of BAR0 was not answered within the backend's limit (on PCIe: a
+    /// completion timeout; in the simulator: no AXI response within its cycle limit).
+    MmioTimeout,
+    /// An MMIO was answered with an error response (AXI SLVERR or DECERR; on PCIe an
+    /// Unsupported Request or Completer Abort).
+    MmioErrorResponse,
+    /// The device went away under an access: it was reset (or removed) while the MMIO was in
+    /// flight.
+    DeviceLost,
+    /// A file the backend writes for the user (a pcap capture, a waveform dump) could not be
+    /// created or written.
+    File,
+    /// The backend itself failed: the device model could not be built or started (simulator ABI
+    /// mismatch, model construction), or a bounded wait of the backend ran out.
+    Backend,
+}
+
 /// Everything a verb can fail with. Every variant carries a message saying what was wrong and
 /// what was expected; [`Error::errno`] gives the errno an ibverbs program would see.
 #[derive(Debug, thiserror::Error)]
@@ -44,9 +66,12 @@ pub enum Error {
     /// ETIMEDOUT: a bounded wait ended before the condition held.
     #[error("ETIMEDOUT: {0}")]
     TimedOut(String),
-    /// EIO: the device backend failed (MMIO not answered, DMA memory unmapped...).
+    /// EIO: the device backend failed; `kind` says how (MMIO not answered, answered with an
+    /// error, the device lost, a capture file not written...).
     #[error("EIO: {context}: {source}")]
     Io {
+        /// How the backend failed, for programs that react to it (retry, reopen, give up).
+        kind: IoKind,
         /// What the driver was doing.
         context: String,
         /// The backend's error.
@@ -69,9 +94,17 @@ impl Error {
         }
     }
 
-    /// An [`Error::Io`] wrapping a backend error.
-    pub fn io(context: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        Error::Io { context: context.into(), source: Box::new(source) }
+    /// The kind of an [`Error::Io`]; `None` for the other variants.
+    pub fn io_kind(&self) -> Option<IoKind> {
+        match self {
+            Error::Io { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// An [`Error::Io`] of `kind` wrapping a backend error, with what the driver was doing.
+    pub fn io(kind: IoKind, context: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Io { kind, context: context.into(), source: Box::new(source) }
     }
 
     pub(crate) fn inval(msg: impl Into<String>) -> Self {

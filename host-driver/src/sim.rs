@@ -9,10 +9,10 @@
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
 
-use rnic_sim::{SimConfig, SimError, World};
+pub use rnic_sim::{FaultConfig, SimConfig, SimError, World};
 
 use crate::device::{Device, Iova};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoKind, Result};
 
 /// One NIC of a simulated world, as a [`Device`].
 #[derive(Clone)]
@@ -30,18 +30,35 @@ impl std::fmt::Debug for SimDevice {
     }
 }
 
-/// Maps a simulator error to the driver's, with what the driver was doing.
-fn sim_err(context: impl Into<String>, e: SimError) -> Error {
-    match e {
-        SimError::InvalidArgument(m) if m.contains("exhausted") || m.contains("too large") => {
-            Error::NoMemory(format!("{}: {m}", context.into()))
+/// Maps a simulator error to the driver's, with `context` saying what the driver was doing.
+///
+/// | [`SimError`] | [`Error`] |
+/// |---|---|
+/// | `IovaExhausted` | `NoMemory` (ENOMEM) |
+/// | `InvalidArgument`, `Unmapped` | `InvalidArgument` (EINVAL) |
+/// | `NoSuchNic` | `NoDevice` (ENODEV) |
+/// | `WaveformDisabled` | `NotSupported` (EOPNOTSUPP) |
+/// | `MmioTimeout` | `Io` of [`IoKind::MmioTimeout`] (EIO) |
+/// | `MmioResponse` | `Io` of [`IoKind::MmioErrorResponse`] |
+/// | `MmioAborted` | `Io` of [`IoKind::DeviceLost`] |
+/// | `Pcap`, `Io` | `Io` of [`IoKind::File`] |
+/// | `Abi`, `ModelCreate`, `Timeout`, others | `Io` of [`IoKind::Backend`] |
+pub fn sim_error(context: impl Into<String>, e: SimError) -> Error {
+    let context = context.into();
+    let kind = match &e {
+        SimError::IovaExhausted { .. } => return Error::NoMemory(format!("{context}: {e}")),
+        SimError::InvalidArgument(_) | SimError::Unmapped { .. } => return Error::InvalidArgument(format!("{context}: {e}")),
+        SimError::NoSuchNic { .. } => return Error::NoDevice(format!("{context}: {e}")),
+        SimError::WaveformDisabled => {
+            return Error::NotSupported(format!("{context}: {e} (for the rnic tool: cargo build --release -p rnic-tools --features waveform)"))
         }
-        SimError::InvalidArgument(m) => Error::InvalidArgument(format!("{}: {m}", context.into())),
-        SimError::Unmapped { .. } => Error::InvalidArgument(format!("{}: {e}", context.into())),
-        SimError::NoSuchNic { .. } => Error::NoDevice(format!("{}: {e}", context.into())),
-        SimError::Timeout { .. } | SimError::MmioTimeout { .. } => Error::io(context, e),
-        other => Error::io(context, other),
-    }
+        SimError::MmioTimeout { .. } => IoKind::MmioTimeout,
+        SimError::MmioResponse { .. } => IoKind::MmioErrorResponse,
+        SimError::MmioAborted { .. } => IoKind::DeviceLost,
+        SimError::Pcap { .. } | SimError::Io(_) => IoKind::File,
+        _ => IoKind::Backend,
+    };
+    Error::io(kind, context, e)
 }
 
 impl SimDevice {
@@ -91,7 +108,7 @@ fn busy() -> Error {
 /// # Errors
 /// The simulator's errors (model creation, invalid configuration) as [`Error::Io`].
 pub fn sim_pair(config: SimConfig) -> Result<(Rc<RefCell<World>>, SimDevice, SimDevice)> {
-    let world = World::new(2, config).map_err(|e| sim_err("creating a two-NIC simulated world", e))?;
+    let world = World::new(2, config).map_err(|e| sim_error("creating a two-NIC simulated world", e))?;
     let world = Rc::new(RefCell::new(world));
     let a = SimDevice::new(Rc::clone(&world), 0)?;
     let b = SimDevice::new(Rc::clone(&world), 1)?;
@@ -105,13 +122,13 @@ impl Device for SimDevice {
     }
 
     fn mmio_read32(&self, offset: u16) -> Result<u32> {
-        self.w()?.mmio_read(self.nic, offset).map_err(|e| sim_err(format!("MMIO read of BAR0 {offset:#06x}"), e))
+        self.w()?.mmio_read(self.nic, offset).map_err(|e| sim_error(format!("MMIO read of BAR0 {offset:#06x}"), e))
     }
 
     fn mmio_write32(&self, offset: u16, value: u32) -> Result<()> {
         self.w()?
             .mmio_write(self.nic, offset, value)
-            .map_err(|e| sim_err(format!("MMIO write of {value:#010x} to BAR0 {offset:#06x}"), e))
+            .map_err(|e| sim_error(format!("MMIO write of {value:#010x} to BAR0 {offset:#06x}"), e))
     }
 
     fn alloc_dma(&self, len: usize, align: usize) -> Result<Iova> {
@@ -119,41 +136,41 @@ impl Device for SimDevice {
             return Err(Error::inval(format!("DMA allocation of {len} bytes aligned to {align}: need len > 0 and a power-of-two alignment")));
         }
         let mut w = self.w()?;
-        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("DMA allocation", e))?;
-        mem.alloc(len, align as u64).map(|i| Iova(i.0)).map_err(|e| sim_err(format!("DMA allocation of {len} bytes"), e))
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_error("DMA allocation", e))?;
+        mem.alloc(len, align as u64).map(|i| Iova(i.0)).map_err(|e| sim_error(format!("DMA allocation of {len} bytes"), e))
     }
 
     fn free_dma(&self, iova: Iova) -> Result<()> {
         let mut w = self.w()?;
-        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("DMA free", e))?;
-        mem.unmap(rnic_sim::Iova(iova.0)).map_err(|e| sim_err(format!("freeing DMA memory at {iova}"), e))
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_error("DMA free", e))?;
+        mem.unmap(rnic_sim::Iova(iova.0)).map_err(|e| sim_error(format!("freeing DMA memory at {iova}"), e))
     }
 
     fn dma_read(&self, iova: Iova, out: &mut [u8]) -> Result<()> {
         let w = self.world.try_borrow().map_err(|_| busy())?;
-        let mem = w.memory(self.nic).map_err(|e| sim_err("DMA read", e))?;
-        mem.read(rnic_sim::Iova(iova.0), out).map_err(|e| sim_err("host read of DMA memory", e))
+        let mem = w.memory(self.nic).map_err(|e| sim_error("DMA read", e))?;
+        mem.read(rnic_sim::Iova(iova.0), out).map_err(|e| sim_error("host read of DMA memory", e))
     }
 
     fn dma_write(&self, iova: Iova, data: &[u8]) -> Result<()> {
         let mut w = self.w()?;
-        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("DMA write", e))?;
-        mem.write(rnic_sim::Iova(iova.0), data).map_err(|e| sim_err("host write of DMA memory", e))
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_error("DMA write", e))?;
+        mem.write(rnic_sim::Iova(iova.0), data).map_err(|e| sim_error("host write of DMA memory", e))
     }
 
     unsafe fn map_user(&self, ptr: *mut u8, len: usize) -> Result<Iova> {
         let mut w = self.w()?;
-        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("mapping a user buffer", e))?;
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_error("mapping a user buffer", e))?;
         // SAFETY: our caller promises what `map_external` needs: `ptr[..len]` stays valid and
         // unreferenced until `unmap` of the returned IOVA (this trait's contract is the same).
         let iova = unsafe { mem.map_external(ptr, len) };
-        iova.map(|i| Iova(i.0)).map_err(|e| sim_err(format!("mapping a user buffer of {len} bytes"), e))
+        iova.map(|i| Iova(i.0)).map_err(|e| sim_error(format!("mapping a user buffer of {len} bytes"), e))
     }
 
     fn unmap(&self, iova: Iova) -> Result<()> {
         let mut w = self.w()?;
-        let mem = w.memory_mut(self.nic).map_err(|e| sim_err("unmapping a user buffer", e))?;
-        mem.unmap(rnic_sim::Iova(iova.0)).map_err(|e| sim_err(format!("unmapping the user buffer at {iova}"), e))
+        let mem = w.memory_mut(self.nic).map_err(|e| sim_error("unmapping a user buffer", e))?;
+        mem.unmap(rnic_sim::Iova(iova.0)).map_err(|e| sim_error(format!("unmapping the user buffer at {iova}"), e))
     }
 
     fn poll_progress(&self) {
@@ -167,5 +184,44 @@ impl Device for SimDevice {
             self.last_cycles.set(w.cycles());
         }
         self.last_cycles.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Errno;
+
+    #[test]
+    fn simulator_errors_map_by_variant() {
+        let cases = [
+            (SimError::IovaExhausted { len: 1 << 40 }, Errno::ENOMEM, None),
+            (SimError::InvalidArgument("zero length".into()), Errno::EINVAL, None),
+            (SimError::Unmapped { iova: 0x1000, len: 8 }, Errno::EINVAL, None),
+            (SimError::NoSuchNic { index: 3, count: 2 }, Errno::ENODEV, None),
+            (SimError::WaveformDisabled, Errno::EOPNOTSUPP, None),
+            (SimError::MmioTimeout { nic: 0, kind: "read", addr: 0x10, cycles: 9 }, Errno::EIO, Some(IoKind::MmioTimeout)),
+            (SimError::MmioResponse { nic: 0, kind: "write", addr: 0x10, resp: 3 }, Errno::EIO, Some(IoKind::MmioErrorResponse)),
+            (SimError::MmioAborted { nic: 1, addr: 0x10 }, Errno::EIO, Some(IoKind::DeviceLost)),
+            (SimError::Pcap { path: "x.pcap".into(), message: "disk full".into() }, Errno::EIO, Some(IoKind::File)),
+            (SimError::ModelCreate, Errno::EIO, Some(IoKind::Backend)),
+        ];
+        for (e, errno, kind) in cases {
+            let shown = e.to_string();
+            let d = sim_error("doing it", e);
+            assert_eq!((d.errno(), d.io_kind()), (errno, kind), "{d}");
+            assert!(d.to_string().contains("doing it") && d.to_string().contains(&shown), "{d}");
+        }
+    }
+
+    #[test]
+    fn an_exhausted_iova_space_is_enomem() {
+        let (_world, dev, _) = sim_pair(SimConfig::default()).unwrap();
+        let mut byte = 0u8;
+        // A mapping of usize::MAX bytes cannot fit in the IOVA space; it is refused before
+        // anything is mapped, so the one-byte buffer is never read past.
+        let e = unsafe { dev.map_user(&mut byte, usize::MAX) }.unwrap_err();
+        assert_eq!(e.errno(), Errno::ENOMEM, "{e}");
+        assert!(dev.alloc_dma(4096, 4096).is_ok(), "a failed mapping leaves the space usable");
     }
 }

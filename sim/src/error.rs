@@ -66,9 +66,16 @@ pub enum SimError {
         /// Length of the access in bytes.
         len: usize,
     },
-    /// An invalid argument (zero length, bad alignment, IOVA space exhausted, ...).
+    /// An invalid argument (zero length, bad alignment, a fault probability outside 0–1, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The IOVA space has no room left for a mapping of `len` bytes (IOVAs are never reused,
+    /// so a long run of maps and unmaps, or one huge mapping, can use it up).
+    #[error("IOVA space exhausted: no room for a mapping of {len} bytes")]
+    IovaExhausted {
+        /// Bytes asked for.
+        len: u64,
+    },
     /// Waveforms need the `waveform` cargo feature.
     #[error("waveform dumps need rnic-sim built with the `waveform` feature")]
     WaveformDisabled,

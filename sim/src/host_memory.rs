@@ -105,7 +105,7 @@ impl HostMemory {
             return Err(SimError::InvalidArgument(format!("alignment {align} is not a power of two")));
         }
         let align = align.max(PAGE_BYTES);
-        let exhausted = || SimError::InvalidArgument("IOVA space exhausted".into());
+        let exhausted = || SimError::IovaExhausted { len: len as u64 };
         let base = round_up(self.next, align).ok_or_else(exhausted)?;
         let span = round_up(len as u64, PAGE_BYTES).ok_or_else(exhausted)?;
         // One unmapped guard page after every mapping.
@@ -120,10 +120,11 @@ impl HostMemory {
     /// [`write`](Self::write).
     ///
     /// # Errors
-    /// [`SimError::InvalidArgument`] for `len == 0`, a bad alignment or an exhausted IOVA space.
+    /// [`SimError::InvalidArgument`] for `len == 0` or a bad alignment,
+    /// [`SimError::IovaExhausted`] when the IOVA space has no room for `len` bytes.
     pub fn alloc(&mut self, len: usize, align: u64) -> Result<Iova, SimError> {
         let (base, span) = self.reserve(len, align)?;
-        let bytes = usize::try_from(span).map_err(|_| SimError::InvalidArgument("allocation too large".into()))?;
+        let bytes = usize::try_from(span).map_err(|_| SimError::IovaExhausted { len: len as u64 })?;
         self.regions.insert(base, Region { len: bytes, span, backing: Backing::Owned(vec![0; bytes]) });
         Ok(Iova(base))
     }
@@ -132,7 +133,8 @@ impl HostMemory {
     /// and writes it in place (a registered `Vec<u8>` really changes when the NIC writes).
     ///
     /// # Errors
-    /// [`SimError::InvalidArgument`] for a null `ptr`, `len == 0` or an exhausted IOVA space.
+    /// [`SimError::InvalidArgument`] for a null `ptr` or `len == 0`, [`SimError::IovaExhausted`]
+    /// when the IOVA space has no room for `len` bytes.
     ///
     /// # Safety
     /// Until [`unmap`](Self::unmap) of the returned IOVA (or until this `HostMemory` is dropped),

@@ -3,16 +3,19 @@
 //! NIC RTL does the transfer), with an exact check of the result.
 use std::path::PathBuf;
 
+use rnic::sim::{sim_error, sim_pair, SimConfig};
+use rnic::{AccessFlags, ConnectOptions, Context, Counters, Endpoint, Error, Mtu, PortAddr, RecvWr, Result, SendWr, Sge, WorkCompletion};
 use rnic_contract::CORE_CLOCK_MHZ;
-use rnic_sim::SimConfig;
 use serde::Serialize;
 
-use crate::context::{Context, Counters, PortAddr};
-use crate::cq::WorkCompletion;
-use crate::error::{Error, Result};
-use crate::mr::AccessFlags;
-use crate::qp::{ConnectOptions, Endpoint, Mtu, RecvWr, SendWr, Sge};
-use crate::sim::sim_pair;
+mod layout;
+mod verify;
+
+pub use layout::{atomic_init, fill_pattern, gather_pieces, pattern_byte, qp_iters, slot_stride, Piece, GAP_BYTE};
+pub use verify::{check_atomics, check_atomics_from, check_buffer, check_qp_buffer, check_qp_slots, Mismatch};
+
+/// Largest message the test sends, in bytes (2^31, the most a message carries).
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 31;
 
 /// Largest `size × iters` the test accepts (the server's buffer), in bytes.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
@@ -102,103 +105,17 @@ pub const ATOMIC_ADD: u64 = 0x1_0000_0001;
 pub const ATOMIC_BYTES: u64 = 8;
 
 /// Largest `rx_depth` accepted (the RQ size limit).
-pub const MAX_RX_DEPTH: u32 = crate::qp::MAX_RECV_WR;
+pub const MAX_RX_DEPTH: u32 = rnic::qp::MAX_RECV_WR;
 
 /// Most QP pairs a run connects ([`WriteBwOptions::qps`], perftest's `-q`).
 pub const MAX_QPS: u32 = 16;
 
 /// Most SGEs a message is posted as ([`WriteBwOptions::sges`]): what the NIC gathers (or a
 /// READ scatters into) per WQE.
-pub const MAX_SGES: u32 = crate::qp::MAX_SEND_SGE;
+pub const MAX_SGES: u32 = rnic::qp::MAX_SEND_SGE;
 
 /// Largest [`WriteBwOptions::inline_size`]: the inline bytes a WQE holds.
-pub const MAX_INLINE_SIZE: u32 = crate::qp::MAX_INLINE_DATA;
-
-/// What the client's buffer holds in the gaps between the pieces of a message posted as a
-/// gather or scatter list ([`gather_pieces`]): bytes no message is supposed to carry, so a NIC
-/// that sent them (WRITE, SEND) or wrote over them (READ) would fail the check.
-pub const GAP_BYTE: u8 = 0xEE;
-
-/// One SGE of a message posted as a gather list, or of a READ's scatter list
-/// ([`gather_pieces`]): message bytes `msg_offset .. msg_offset + len`, stored (or, for a
-/// READ, landing) at bytes `offset .. offset + len` of the message's slot in the client's
-/// buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Piece {
-    /// Offset of the piece in the message's slot of the source buffer.
-    pub offset: u64,
-    /// Offset of the piece's first byte in the message.
-    pub msg_offset: u64,
-    /// Length in bytes (0 only when the message is shorter than the number of SGEs).
-    pub len: u64,
-}
-
-/// Odd gaps between consecutive pieces, cycled: pieces are never adjacent and start at every
-/// alignment.
-const GAPS: [u64; 4] = [1, 3, 5, 7];
-
-/// Relative weights of the pieces, cycled, so consecutive pieces have unequal lengths.
-fn piece_weight(i: u64) -> u64 {
-    1 + i % 3
-}
-
-/// How a message of `size` bytes is split into `sges` SGEs (`--sges`), in message order, piece
-/// `i` followed by a gap of 1, 3, 5, 7, 1, … bytes in the source slot, so the pieces are in
-/// order but never adjacent and start at every alignment. When `size ≥ sges` each piece has
-/// one byte plus a share of the other `size − sges` proportional to 1, 2, 3, 1, 2, 3, …
-/// (rounded down; the last piece takes the remainder), so consecutive pieces have unequal
-/// lengths. A message shorter than `sges` has `size` pieces of one byte spread evenly among
-/// zero-length ones (which the NIC skips); the last piece is never empty. With `sges` = 1 it is
-/// the whole message at offset 0, as without a gather list. `sges` must be 1 ..= [`MAX_SGES`]
-/// (0 is taken as 1).
-pub fn gather_pieces(size: u64, sges: u32) -> Vec<Piece> {
-    let n = u64::from(sges.max(1));
-    let long = size >= n;
-    let weight = |i: u64| if long { piece_weight(i) } else { 1 };
-    let base = u64::from(long);
-    let extra = size - base * n;
-    let total: u64 = (0..n).map(weight).sum();
-    let mut cum = 0u64;
-    let (mut offset, mut msg_offset) = (0u64, 0u64);
-    let mut pieces = Vec::with_capacity(n as usize);
-    for i in 0..n {
-        let before = extra * cum / total;
-        cum += weight(i);
-        let len = base + extra * cum / total - before;
-        pieces.push(Piece { offset, msg_offset, len });
-        offset += len + GAPS[i as usize % GAPS.len()];
-        msg_offset += len;
-    }
-    pieces
-}
-
-/// Bytes one message slot of the client's source buffer takes with `sges` SGEs: `size` with
-/// one SGE, otherwise the pieces of [`gather_pieces`] and the gap after each.
-pub fn slot_stride(size: u64, sges: u32) -> u64 {
-    if sges <= 1 {
-        return size;
-    }
-    let n = u64::from(sges);
-    size + (0..n).map(|i| GAPS[i as usize % GAPS.len()]).sum::<u64>()
-}
-
-/// The initial value of QP `qp`'s target word in an atomic run: [`ATOMIC_INIT`] − qp × 2^28
-/// (mod 2^64), so QP 0 starts at [`ATOMIC_INIT`] and the compare-and-swap chains of different
-/// QPs (at most 2^27 operations each) never share a value.
-pub fn atomic_init(qp: u32) -> u64 {
-    ATOMIC_INIT.wrapping_sub(u64::from(qp) << 28)
-}
-
-/// Messages QP `qp` of `qps` carries when `iters` are spread round-robin (iteration `j` goes
-/// to QP `j mod qps`, as its message `j / qps`).
-pub fn qp_iters(iters: u64, qps: u32, qp: u32) -> u64 {
-    let (qps, qp) = (u64::from(qps.max(1)), u64::from(qp));
-    if iters > qp {
-        (iters - qp).div_ceil(qps)
-    } else {
-        0
-    }
-}
+pub const MAX_INLINE_SIZE: u32 = rnic::qp::MAX_INLINE_DATA;
 
 /// Parameters of [`run_write_bw`] (despite the name, of either operation: see `op`).
 #[derive(Clone, Debug)]
@@ -216,7 +133,7 @@ pub struct WriteBwOptions {
     /// Path MTU.
     pub mtu: Mtu,
     /// Work requests kept outstanding per QP (its SQ size; the client's CQ, shared by all QPs,
-    /// holds `qps × tx_depth`).
+    /// holds `qps × tx_depth.next_power_of_two()`, [`client_cq_entries`]).
     pub tx_depth: u32,
     /// Signal one work request in `cq_mod` (and the last) of each QP; 1 ..= `tx_depth`.
     pub cq_mod: u32,
@@ -244,8 +161,10 @@ pub struct WriteBwOptions {
     /// The server's RNR timer code (`min_rnr_timer`, default 12 = 0.64 ms; 1 ..= 31, or 0 =
     /// 655.36 ms): the wait before a SEND that found no receive is resent.
     pub min_rnr_timer: u8,
-    /// Cycle budget from the first post to the last completion; `None` for a default derived
-    /// from the transfer size ([`default_budget`]).
+    /// A hard cycle budget from the first post to the last completion: the run gives up when
+    /// it is spent. `None` (the default) bounds the run by progress instead: it gives up only
+    /// when no completion arrives for [`default_stall_cycles`] cycles, so a run slowed by RNR
+    /// waits or retransmissions finishes however long it takes, and a stalled one ends soon.
     pub budget_cycles: Option<u64>,
     /// Capture both directions of the wire into this pcap file.
     pub pcap: Option<PathBuf>,
@@ -282,26 +201,6 @@ impl Default for WriteBwOptions {
             sim: SimConfig::default(),
         }
     }
-}
-
-/// The first byte of a checked buffer (the server's for WRITE and SEND, the client's for READ
-/// and atomics) that differs from what was expected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Mismatch {
-    /// The QP whose buffer holds it (0 ..= qps − 1; 0 with one QP).
-    pub qp: u32,
-    /// Offset in that QP's buffer, bytes (message `offset / size` of that QP; for READ with
-    /// `sges` > 1, message `offset / slot_stride(size, sges)`, see [`check_qp_slots`]).
-    pub offset: u64,
-    /// Iteration (over all QPs) whose message (or message slot) covers it.
-    pub iteration: u64,
-    /// The byte sent ([`GAP_BYTE`] for a byte between a READ's pieces, which no message
-    /// carries).
-    pub expected: u8,
-    /// The byte found.
-    pub found: u8,
-    /// Bytes that differ in total.
-    pub count: u64,
 }
 
 /// NIC counters of both hosts.
@@ -369,10 +268,15 @@ pub struct WriteBwReport {
     /// SEND: receive work requests completed successfully at the server, over all QPs (null
     /// otherwise).
     pub received: Option<u64>,
-    /// The run hit its cycle budget.
+    /// The run gave up: its hard budget was spent, or (without one) no completion arrived for
+    /// `stall_cycles`.
     pub timed_out: bool,
-    /// The budget, in cycles.
-    pub budget_cycles: u64,
+    /// The hard budget from the first post, in cycles ([`WriteBwOptions::budget_cycles`];
+    /// null without one).
+    pub budget_cycles: Option<u64>,
+    /// Without a hard budget: the longest wait for the next completion before the run gives up,
+    /// in cycles ([`default_stall_cycles`]; null with a hard budget).
+    pub stall_cycles: Option<u64>,
     /// The first error completion or driver error, if any (atomics: also a wrong final value
     /// of the target).
     pub error: Option<String>,
@@ -429,119 +333,142 @@ pub struct QpReport {
     pub server: Endpoint,
 }
 
-/// The byte pattern of message `iter`: 8-byte chunks of a hash of `(iter, chunk index)`, so
-/// every message and every offset differ.
-pub fn pattern_byte(iter: u64, offset: u64) -> u8 {
-    (mix((iter << 32) ^ (offset / 8)) >> (8 * (offset % 8))) as u8
+/// The RNR timer of each `min_rnr_timer` code, in units of 10 µs (IBTA Vol 1 Table 45: 0 =
+/// 655.36 ms, 1 = 0.01 ms, 2 = 0.02 ms, … 12 = 0.64 ms, … 31 = 491.52 ms).
+const RNR_TIMER_10US: [u64; 32] = [
+    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+    16384, 24576, 32768, 49152,
+];
+
+/// How long a requester waits after an RNR NAK carrying timer `code` (0 ..= 31; higher bits
+/// ignored), in NIC cycles at [`CORE_CLOCK_MHZ`] (IBTA Vol 1 Table 45).
+pub fn rnr_wait_cycles(code: u8) -> u64 {
+    RNR_TIMER_10US[usize::from(code & 31)] * 10 * CORE_CLOCK_MHZ
 }
 
-/// Fills `out` with message `iter`'s pattern.
-pub fn fill_pattern(iter: u64, out: &mut [u8]) {
-    for (c, chunk) in out.chunks_mut(8).enumerate() {
-        let v = mix((iter << 32) ^ c as u64).to_le_bytes();
-        chunk.copy_from_slice(&v[..chunk.len()]);
-    }
+/// The local ACK timeout of exponent `timeout` (4.096 µs × 2^timeout, IBTA Vol 1 9.7.6.1.3),
+/// in NIC cycles at [`CORE_CLOCK_MHZ`]; 0 ..= 31 (higher bits ignored).
+pub fn ack_timeout_cycles(timeout: u8) -> u64 {
+    (4096 * CORE_CLOCK_MHZ / 1000) << (timeout & 31)
 }
 
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// Timeouts a request may take before it completes in error (`retry_cnt` 7 of the QPs, plus the
+/// first try): IBV_WC_RETRY_EXC_ERR after the last, which ends the run as an error.
+const TRIES: u64 = 8;
+
+/// Without a hard budget, the longest a run waits for its next completion before it gives up,
+/// in NIC cycles: 2 M cycles of slack, plus 20× the wire time (100 Gb/s) of the messages that
+/// may pass between two completions (`qps × cq_mod` of them, as every QP may signal its last
+/// message of a batch) plus 20 000 cycles for each, plus the 8 local ACK timeouts a request may
+/// wait out before it completes with IBV_WC_RETRY_EXC_ERR, plus for SEND 4 RNR waits of the
+/// server's `min_rnr_timer` ([`rnr_wait_cycles`]): a SEND that finds no receive waits that long
+/// before it is resent, and a receive completion (progress) follows each resend that lands.
+pub fn default_stall_cycles(o: &WriteBwOptions) -> u64 {
+    let batch = u64::from(o.qps).saturating_mul(u64::from(o.cq_mod));
+    let wire = 20 * o.size.saturating_mul(batch) / WIRE_BYTES_PER_CYCLE + 20_000 * batch;
+    let retries = TRIES * ack_timeout_cycles(o.qp_timeout);
+    let rnr = if o.op == BwOp::Send { 4 * rnr_wait_cycles(o.min_rnr_timer) } else { 0 };
+    2_000_000u64.saturating_add(wire).saturating_add(retries).saturating_add(rnr)
 }
 
-/// The default cycle budget: 2 M cycles of slack plus 20× the time the payload needs on a
-/// 100 Gb/s wire plus 20 000 cycles per message.
-pub fn default_budget(size: u64, iters: u64) -> u64 {
-    2_000_000 + 20 * size.saturating_mul(iters) / WIRE_BYTES_PER_CYCLE + 20_000 * iters
+/// Entries the client's CQ needs: every client QP's SQ in full (the driver rounds an SQ of
+/// `tx_depth` up to a power of two, and reserves that many CQ entries per QP, since errors
+/// complete even unsignaled work requests).
+pub fn client_cq_entries(o: &WriteBwOptions) -> u64 {
+    u64::from(o.qps) * u64::from(o.tx_depth.next_power_of_two())
 }
 
-/// Checks the options.
+/// An [`Error::InvalidArgument`] (EINVAL) with `msg`.
+fn inval(msg: impl Into<String>) -> Error {
+    Error::InvalidArgument(msg.into())
+}
+
+/// Checks the options, before anything is built.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] with a message for the user.
+/// [`Error::InvalidArgument`] with a message for the user naming the option;
+/// [`Error::NotSupported`] for a waveform from a simulator built without waveform support.
 pub fn check_options(o: &WriteBwOptions) -> Result<()> {
-    if o.size == 0 || o.size > 1 << 31 {
-        return Err(Error::inval(format!(
-            "--size {} must be 1..=2147483648 bytes (a message carries at most 2^31)",
-            o.size
-        )));
+    if o.waveform.is_some() && !rnic_sim::build_info().waveform {
+        return Err(Error::NotSupported(
+            "--waveform needs the simulator built with waveform support: cargo build --release -p rnic-tools --features waveform".into(),
+        ));
+    }
+    if o.size == 0 || o.size > MAX_MESSAGE_BYTES {
+        return Err(inval(format!("--size {} must be 1..={MAX_MESSAGE_BYTES} bytes (a message carries at most 2^31)", o.size)));
     }
     if o.iters == 0 {
-        return Err(Error::inval("--iters must be at least 1"));
+        return Err(inval("--iters must be at least 1"));
     }
     if o.qps == 0 || o.qps > MAX_QPS {
-        return Err(Error::inval(format!("--qps {} must be 1..={MAX_QPS}", o.qps)));
+        return Err(inval(format!("--qps {} must be 1..={MAX_QPS}", o.qps)));
     }
     if o.iters < u64::from(o.qps) {
-        return Err(Error::inval(format!(
-            "--iters {} is fewer than --qps {}: every QP needs at least one message",
-            o.iters, o.qps
-        )));
+        return Err(inval(format!("--iters {} is fewer than --qps {}: every QP needs at least one message", o.iters, o.qps)));
     }
     let total = o.size.saturating_mul(o.iters);
     if total > MAX_TOTAL_BYTES {
-        return Err(Error::inval(format!(
+        return Err(inval(format!(
             "size × iters = {total} bytes exceeds the 1 GiB limit of the server's buffer ({MAX_TOTAL_BYTES} bytes); lower --size or --iters"
         )));
     }
-    if o.tx_depth == 0 || o.tx_depth > crate::qp::MAX_SEND_WR {
-        return Err(Error::inval(format!("--tx-depth {} must be 1..={}", o.tx_depth, crate::qp::MAX_SEND_WR)));
+    if o.tx_depth == 0 || o.tx_depth > rnic::qp::MAX_SEND_WR {
+        return Err(inval(format!("--tx-depth {} must be 1..={}", o.tx_depth, rnic::qp::MAX_SEND_WR)));
     }
     if o.cq_mod == 0 || o.cq_mod > o.tx_depth {
-        return Err(Error::inval(format!(
+        return Err(inval(format!(
             "--cq-mod {} must be 1..=tx-depth ({}): with fewer signaled WRs than that the SQ would fill before any completion",
             o.cq_mod, o.tx_depth
         )));
     }
-    let cq_c = u64::from(o.qps) * u64::from(o.tx_depth);
-    if cq_c > crate::cq::MAX_CQE as u64 {
-        return Err(Error::inval(format!(
-            "--qps {} × --tx-depth {} = {cq_c} exceeds the {} entries of the client's CQ, which all QPs share; lower one of them",
+    let cq_c = client_cq_entries(o);
+    if cq_c > rnic::cq::MAX_CQE as u64 {
+        return Err(inval(format!(
+            "--qps {} × (--tx-depth {} rounded up to a power of two) = {cq_c} exceeds the {} entries of the client's CQ, which all QPs share; lower one of them",
             o.qps,
             o.tx_depth,
-            crate::cq::MAX_CQE
+            rnic::cq::MAX_CQE
         )));
     }
     if o.min_rnr_timer > 31 {
-        return Err(Error::inval(format!("min_rnr_timer must be 0 ..= 31, not {}", o.min_rnr_timer)));
+        return Err(inval(format!("min_rnr_timer must be 0 ..= 31, not {}", o.min_rnr_timer)));
     }
     if o.op == BwOp::Atomic && o.size != ATOMIC_BYTES {
-        return Err(Error::inval(format!("an atomic moves {ATOMIC_BYTES} bytes, so size must be {ATOMIC_BYTES}, not {}", o.size)));
+        return Err(inval(format!("an atomic moves {ATOMIC_BYTES} bytes, so size must be {ATOMIC_BYTES}, not {}", o.size)));
     }
-    if matches!(o.op, BwOp::Read | BwOp::Atomic) && (o.outs == 0 || o.outs > crate::qp::MAX_RD_ATOMIC) {
-        return Err(Error::inval(format!("outs must be 1 ..= {}, not {}", crate::qp::MAX_RD_ATOMIC, o.outs)));
+    if matches!(o.op, BwOp::Read | BwOp::Atomic) && (o.outs == 0 || o.outs > rnic::qp::MAX_RD_ATOMIC) {
+        return Err(inval(format!("outs must be 1 ..= {}, not {}", rnic::qp::MAX_RD_ATOMIC, o.outs)));
     }
     if o.sges == 0 || o.sges > MAX_SGES {
-        return Err(Error::inval(format!("--sges {} must be 1..={MAX_SGES}", o.sges)));
+        return Err(inval(format!("--sges {} must be 1..={MAX_SGES}", o.sges)));
     }
     if o.inline_size > MAX_INLINE_SIZE {
-        return Err(Error::inval(format!("--inline-size {} must be 0..={MAX_INLINE_SIZE} (the inline bytes a WQE holds)", o.inline_size)));
+        return Err(inval(format!("--inline-size {} must be 0..={MAX_INLINE_SIZE} (the inline bytes a WQE holds)", o.inline_size)));
     }
     if o.op == BwOp::Atomic && o.sges != 1 {
-        return Err(Error::inval(format!(
+        return Err(inval(format!(
             "--sges {}: an atomic takes exactly one SGE (its 8-byte result lands in one; lists are for write, send and read), so --sges must be 1",
             o.sges
         )));
     }
     if matches!(o.op, BwOp::Read | BwOp::Atomic) && o.inline_size != 0 {
-        return Err(Error::inval(format!(
+        return Err(inval(format!(
             "--inline-size {}: {} carries no inline data (inline is for write and send), so --inline-size must be 0",
             o.inline_size,
             read_or_atomic(o.op)
         )));
     }
     if o.op == BwOp::Send && (o.rx_depth == 0 || o.rx_depth > MAX_RX_DEPTH) {
-        return Err(Error::inval(format!("--rx-depth {} must be 1..={MAX_RX_DEPTH}", o.rx_depth)));
+        return Err(inval(format!("--rx-depth {} must be 1..={MAX_RX_DEPTH}", o.rx_depth)));
     }
     if o.op == BwOp::Send {
         let cq_s = u64::from(o.qps) * server_cq_share(o);
-        if cq_s > crate::cq::MAX_CQE as u64 {
-            return Err(Error::inval(format!(
+        if cq_s > rnic::cq::MAX_CQE as u64 {
+            return Err(inval(format!(
                 "--qps {} × (1 + --rx-depth {} rounded up to a power of two) = {cq_s} exceeds the {} entries of the server's CQ, which all QPs share; lower one of them",
                 o.qps,
                 o.rx_depth,
-                crate::cq::MAX_CQE
+                rnic::cq::MAX_CQE
             )));
         }
     }
@@ -623,18 +550,13 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let size = o.size as usize;
     let nq = o.qps as usize;
     let qps64 = u64::from(o.qps);
-    let budget = o.budget_cycles.unwrap_or_else(|| default_budget(o.size, o.iters));
+    let stall = o.budget_cycles.is_none().then(|| default_stall_cycles(o));
     let (world, dev_c, dev_s) = sim_pair(o.sim.clone())?;
     if let Some(p) = &o.pcap {
-        world.borrow_mut().capture_pcap(p).map_err(|e| Error::io(format!("pcap capture into {}", p.display()), e))?;
+        world.borrow_mut().capture_pcap(p).map_err(|e| sim_error(format!("pcap capture into {}", p.display()), e))?;
     }
     if let Some(p) = &o.waveform {
-        world.borrow_mut().dump_waveform(0, p).map_err(|e| match e {
-            rnic_sim::SimError::WaveformDisabled => Error::NotSupported(
-                "waveforms need the simulator built with waveform support (cargo build --features rnic/waveform)".into(),
-            ),
-            e => Error::io(format!("waveform dump into {}", p.display()), e),
-        })?;
+        world.borrow_mut().dump_waveform(0, p).map_err(|e| sim_error(format!("waveform dump into {}", p.display()), e))?;
     }
     let client = Context::open_with_port(dev_c, PortAddr::for_sim_nic(0))?;
     let server = Context::open_with_port(dev_s, PortAddr::for_sim_nic(1))?;
@@ -659,8 +581,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             BwOp::Write | BwOp::Send => stride * nq.min(u64::from(o.tx_depth)) as usize,
         })
         .collect();
-    let server_lens: Vec<usize> =
-        n.iter().map(|&nq| if atomic { ATOMIC_BYTES as usize } else { size * nq as usize }).collect();
+    let server_lens: Vec<usize> = n.iter().map(|&nq| if atomic { ATOMIC_BYTES as usize } else { size * nq as usize }).collect();
     let server_total: usize = server_lens.iter().sum();
     // An atomic's target must be 8-byte aligned: the server's words start at the first
     // aligned byte of a buffer 8 bytes longer than they need.
@@ -701,17 +622,13 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let rx_depth = if send { effective_rx_depth(o) } else { 0 };
         // One CQ per side, shared by all its QPs (as perftest): the client's covers every SQ,
         // the server's every SQ of 1 and RQ.
-        let cq_c = client.create_cq(nq * o.tx_depth as usize)?;
+        let cq_c = client.create_cq(client_cq_entries(o) as usize)?;
         let cq_s = server.create_cq(nq * server_cq_share(o) as usize)?;
         let mut qps_c = Vec::with_capacity(nq);
         let mut qps_s = Vec::with_capacity(nq);
         for _ in 0..nq {
             qps_c.push(
-                pd_c.create_qp(&cq_c)
-                    .set_max_send_wr(o.tx_depth)
-                    .set_max_send_sge(o.sges)
-                    .set_max_inline_data(o.inline_size)
-                    .build()?,
+                pd_c.create_qp(&cq_c).set_max_send_wr(o.tx_depth).set_max_send_sge(o.sges).set_max_inline_data(o.inline_size).build()?,
             );
             qps_s.push(pd_s.create_qp(&cq_s).set_max_send_wr(1).set_max_recv_wr(rx_depth).build()?);
         }
@@ -736,7 +653,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             let ep_s = qps_s[q].endpoint()?.with_buffer(&server_mrs[q]);
             qps_c[q].connect_with(&ep_s, &opts)?;
             qps_s[q].connect_with(&ep_c, &opts)?;
-            remotes.push(ep_s.buffer.ok_or_else(|| Error::inval("server endpoint without buffer"))?);
+            remotes.push(ep_s.buffer.ok_or_else(|| inval("server endpoint without buffer"))?);
             eps.push((ep_c, ep_s));
         }
         let qpn_c: Vec<u32> = eps.iter().map(|(c, _)| c.qpn).collect();
@@ -767,6 +684,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let mut timed_out = false;
         let start = dev.now_cycles();
         let mut end = start;
+        // The last completion (client or server), for the stall check.
+        let mut last_progress = start;
         let mut batch = Vec::with_capacity(o.tx_depth as usize);
         let mut sgl: Vec<Sge<'_>> = Vec::with_capacity(pieces.len());
         let mut new_rx = vec![0u64; nq];
@@ -859,6 +778,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             }
             if got > 0 {
                 end = dev.now_cycles();
+                last_progress = end;
                 progress(done(&completed, &received), o.iters);
             }
             if send {
@@ -891,6 +811,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                         }
                     }
                     end = dev.now_cycles();
+                    last_progress = end;
                     progress(done(&completed, &received), o.iters);
                 }
             }
@@ -898,7 +819,13 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 end = dev.now_cycles();
                 break;
             }
-            if dev.now_cycles() - start > budget {
+            let now = dev.now_cycles();
+            let gave_up = match (o.budget_cycles, stall) {
+                (Some(budget), _) => now - start > budget,
+                (None, Some(window)) => now - last_progress > window,
+                (None, None) => false,
+            };
+            if gave_up {
                 timed_out = true;
                 end = dev.now_cycles();
                 break;
@@ -920,7 +847,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     };
     let RunOutcome { start, end, completed, received, mut error, timed_out, counters, eps, targets } = run;
     let pcap_frames = world.borrow().captured_frames();
-    world.borrow_mut().finish().map_err(|e| Error::io("finishing the pcap capture / waveform", e))?;
+    world.borrow_mut().finish().map_err(|e| sim_error("finishing the pcap capture / waveform", e))?;
 
     // Each QP's check, on its own buffer.
     let mut per_qp = Vec::with_capacity(nq);
@@ -955,10 +882,10 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             server: eps[q].1,
         });
     }
-    let first_mismatch = per_qp.iter().find_map(|r| r.first_mismatch).map(|m| Mismatch {
-        count: per_qp.iter().filter_map(|r| r.first_mismatch).map(|m| m.count).sum(),
-        ..m
-    });
+    let first_mismatch = per_qp
+        .iter()
+        .find_map(|r| r.first_mismatch)
+        .map(|m| Mismatch { count: per_qp.iter().filter_map(|r| r.first_mismatch).map(|m| m.count).sum(), ..m });
     let cycles = end.saturating_sub(start).max(1);
     let seconds = cycles as f64 / (CORE_CLOCK_MHZ as f64 * 1e6);
     let stats = world.borrow().stats();
@@ -994,7 +921,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         completed,
         received: send.then_some(received),
         timed_out,
-        budget_cycles: budget,
+        budget_cycles: o.budget_cycles,
+        stall_cycles: stall,
         error,
         sim_cycles_per_sec: stats.cycles_per_second,
         sim_wall_seconds: stats.wall_seconds,
@@ -1045,177 +973,9 @@ fn split_parts<'a>(mut buf: &'a mut [u8], lens: &[usize]) -> Vec<&'a mut [u8]> {
     parts
 }
 
-/// Checks an atomic run of `iters` operations of type `t`: `client` holds the original each
-/// operation returned (8 bytes, little-endian, per operation) and `target` the server's u64
-/// afterwards. Fetch-and-add: the originals must be exactly the set {[`ATOMIC_INIT`] + k ×
-/// [`ATOMIC_ADD`] : k < iters} (each sum seen once: no operation lost or executed twice) and
-/// the target [`ATOMIC_INIT`] + iters × [`ATOMIC_ADD`], mod 2^64. Compare-and-swap (chained):
-/// operation `i` must have returned [`ATOMIC_INIT`] + i and the target must be
-/// [`ATOMIC_INIT`] + iters. Returns the first wrong byte of the originals against the in-order
-/// expectation (`None` if they are right) and a message if the target is wrong.
-pub fn check_atomics(t: AtomicType, client: &[u8], target: u64, iters: u64) -> (Option<Mismatch>, Option<String>) {
-    check_atomics_from(t, ATOMIC_INIT, client, target, iters)
-}
-
-/// [`check_atomics`] for a target that started at `init` (QP `q`'s word starts at
-/// [`atomic_init`]`(q)`). The mismatch's `iteration` is the operation's index in `client`.
-pub fn check_atomics_from(t: AtomicType, init: u64, client: &[u8], target: u64, iters: u64) -> (Option<Mismatch>, Option<String>) {
-    let got: Vec<u64> =
-        client.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
-    let want: Vec<u64> = (0..iters).map(|i| t.original_from(init, i)).collect();
-    let originals_ok = match t {
-        AtomicType::FetchAndAdd => {
-            let (mut g, mut w) = (got.clone(), want.clone());
-            g.sort_unstable();
-            w.sort_unstable();
-            g == w
-        }
-        AtomicType::CmpAndSwap => got == want,
-    };
-    let mismatch = if originals_ok {
-        None
-    } else {
-        let image: Vec<u8> = want.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let mut first: Option<Mismatch> = None;
-        let mut count = 0u64;
-        for (k, (&g, &e)) in client.iter().zip(&image).enumerate() {
-            if g != e {
-                count += 1;
-                first.get_or_insert(Mismatch { qp: 0, offset: k as u64, iteration: k as u64 / ATOMIC_BYTES, expected: e, found: g, count: 0 });
-            }
-        }
-        first.map(|m| Mismatch { count, ..m })
-    };
-    let final_want = t.original_from(init, iters);
-    let wrong = (target != final_want).then(|| {
-        format!(
-            "the target holds {target:#018x} after {iters} {} operations, expected {final_want:#018x} (an operation was lost or executed twice)",
-            t.name()
-        )
-    });
-    (mismatch, wrong)
-}
-
-/// Compares the buffer of a one-QP run (message `i` at `i × size`) with the patterns sent; the
-/// first difference and the count.
-pub fn check_buffer(buf: &[u8], size: u64) -> Option<Mismatch> {
-    check_qp_buffer(buf, size, 0, 1)
-}
-
-/// Counts the bytes of `got` (at `offset` in the buffer checked) that differ from `expect`,
-/// keeping the first as a [`Mismatch`] of QP `qp`'s iteration `iter`.
-fn tally(got: &[u8], expect: &[u8], qp: u32, offset: u64, iter: u64, first: &mut Option<Mismatch>, count: &mut u64) {
-    if got == &expect[..got.len()] {
-        return;
-    }
-    for (b, (&g, &e)) in got.iter().zip(expect).enumerate() {
-        if g != e {
-            *count += 1;
-            first.get_or_insert(Mismatch { qp, offset: offset + b as u64, iteration: iter, expected: e, found: g, count: 0 });
-        }
-    }
-}
-
-/// Compares QP `qp`'s buffer of a run over `qps` QPs with the patterns sent: its message `k`,
-/// at `k × size`, is iteration `qp + k × qps` and must hold that iteration's pattern. A message
-/// of another QP (another iteration) found there is a mismatch. Returns the first difference
-/// (offset in this buffer) and the count.
-pub fn check_qp_buffer(buf: &[u8], size: u64, qp: u32, qps: u32) -> Option<Mismatch> {
-    let mut first: Option<Mismatch> = None;
-    let mut count = 0u64;
-    let mut expect = vec![0u8; size as usize];
-    for (k, got) in buf.chunks(size as usize).enumerate() {
-        let iter = u64::from(qp) + k as u64 * u64::from(qps);
-        fill_pattern(iter, &mut expect);
-        tally(got, &expect, qp, k as u64 * size, iter, &mut first, &mut count);
-    }
-    first.map(|m| Mismatch { count, ..m })
-}
-
-/// Compares QP `qp`'s client buffer of a READ run over `qps` QPs, posted with `sges` SGEs per
-/// READ, with the patterns read: its message `k` is iteration `qp + k × qps` and occupies slot
-/// `k`, bytes `k × s ..` with `s` = [`slot_stride`]`(size, sges)`; each piece of
-/// [`gather_pieces`]`(size, sges)` of that slot must hold its part of the iteration's pattern
-/// and every other byte of the slot (the gaps between and after the pieces) must still be
-/// [`GAP_BYTE`]. So a byte that landed in the wrong piece, a piece written out of order, a gap
-/// written over or a message of another QP is a mismatch. With `sges` = 1 the slots are the
-/// messages and this is [`check_qp_buffer`]. Returns the first difference (offset in this
-/// buffer) and the count.
-pub fn check_qp_slots(buf: &[u8], size: u64, sges: u32, qp: u32, qps: u32) -> Option<Mismatch> {
-    if sges <= 1 {
-        return check_qp_buffer(buf, size, qp, qps);
-    }
-    let stride = slot_stride(size, sges) as usize;
-    let pieces = gather_pieces(size, sges);
-    let mut msg = vec![0u8; size as usize];
-    let mut expect = vec![GAP_BYTE; stride];
-    let mut first: Option<Mismatch> = None;
-    let mut count = 0u64;
-    for (k, got) in buf.chunks(stride).enumerate() {
-        let iter = u64::from(qp) + k as u64 * u64::from(qps);
-        fill_pattern(iter, &mut msg);
-        for p in &pieces {
-            expect[p.offset as usize..][..p.len as usize].copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
-        }
-        tally(got, &expect, qp, (k * stride) as u64, iter, &mut first, &mut count);
-    }
-    first.map(|m| Mismatch { count, ..m })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pattern_is_consistent_and_distinct() {
-        let mut a = vec![0u8; 37];
-        fill_pattern(5, &mut a);
-        for (k, &b) in a.iter().enumerate() {
-            assert_eq!(b, pattern_byte(5, k as u64));
-        }
-        let mut b = vec![0u8; 37];
-        fill_pattern(6, &mut b);
-        assert_ne!(a, b);
-    }
-
-    #[test]
-    fn check_buffer_finds_the_first_wrong_byte() {
-        let size = 10u64;
-        let mut buf = vec![0u8; 30];
-        for i in 0..3 {
-            fill_pattern(i, &mut buf[i as usize * 10..][..10]);
-        }
-        assert_eq!(check_buffer(&buf, size), None);
-        buf[17] ^= 1;
-        buf[25] ^= 2;
-        let m = check_buffer(&buf, size).unwrap();
-        assert_eq!((m.offset, m.iteration, m.count), (17, 1, 2));
-        assert_eq!(m.found, m.expected ^ 1);
-    }
-
-    #[test]
-    fn check_atomics_wants_every_original_once_and_the_final_value() {
-        let n = 20u64;
-        for t in [AtomicType::FetchAndAdd, AtomicType::CmpAndSwap] {
-            let mut buf: Vec<u8> = (0..n).flat_map(|i| t.original(i).to_le_bytes()).collect();
-            assert_eq!(check_atomics(t, &buf, t.original(n), n), (None, None), "{t:?}");
-            assert!(check_atomics(t, &buf, t.original(n + 1), n).1.unwrap().contains("lost or executed twice"));
-            // Operation 3 seeing operation 2's original: one executed twice.
-            let two = t.original(2).to_le_bytes();
-            buf[24..32].copy_from_slice(&two);
-            let m = check_atomics(t, &buf, t.original(n), n).0.unwrap();
-            assert_eq!(m.iteration, 3, "{t:?}");
-        }
-        // Fetch-and-add accepts the set in any order; compare-and-swap does not.
-        let mut swapped: Vec<u64> = (0..n).map(|i| AtomicType::FetchAndAdd.original(i)).collect();
-        swapped.swap(4, 5);
-        let b: Vec<u8> = swapped.iter().flat_map(|v| v.to_le_bytes()).collect();
-        assert_eq!(check_atomics(AtomicType::FetchAndAdd, &b, AtomicType::FetchAndAdd.original(n), n).0, None);
-        assert_eq!(AtomicType::FetchAndAdd.original(16), ATOMIC_INIT.wrapping_add(16 * ATOMIC_ADD), "wraps");
-        assert!(ATOMIC_INIT.checked_add(16 * ATOMIC_ADD).is_none(), "the sum passes 2^64 within 16 operations");
-        let c: Vec<u8> = (0..n).map(|i| AtomicType::CmpAndSwap.original(if i == 4 { 5 } else if i == 5 { 4 } else { i })).flat_map(u64::to_le_bytes).collect();
-        assert!(check_atomics(AtomicType::CmpAndSwap, &c, AtomicType::CmpAndSwap.original(n), n).0.is_some());
-    }
 
     #[test]
     fn options_are_checked() {
@@ -1237,39 +997,6 @@ mod tests {
         assert!(check_options(&WriteBwOptions { size: 16, ..atomic.clone() }).unwrap_err().to_string().contains("size must be 8"));
         assert!(check_options(&WriteBwOptions { outs: 0, ..atomic.clone() }).is_err());
         assert!(check_options(&WriteBwOptions { outs: 17, ..atomic }).is_err());
-    }
-
-    #[test]
-    fn gather_pieces_are_in_order_unequal_and_never_adjacent() {
-        for size in [1u64, 2, 7, 15, 16, 17, 64, 999, 5001, 65536, 1 << 31] {
-            for sges in 1..=MAX_SGES {
-                let p = gather_pieces(size, sges);
-                assert_eq!(p.len(), sges as usize);
-                assert_eq!(p.iter().map(|x| x.len).sum::<u64>(), size, "{size} {sges}");
-                assert!(p.last().unwrap().len > 0, "the last piece is never empty");
-                let stride = slot_stride(size, sges);
-                let end = p.last().map(|x| x.offset + x.len).unwrap();
-                assert!(end <= stride, "{size} {sges}");
-                if sges == 1 {
-                    assert_eq!((p[0], stride), (Piece { offset: 0, msg_offset: 0, len: size }, size));
-                    continue;
-                }
-                assert!(end < stride, "a gap before the next slot");
-                for w in p.windows(2) {
-                    assert_eq!(w[1].msg_offset, w[0].msg_offset + w[0].len, "in message order");
-                    let gap = w[1].offset - (w[0].offset + w[0].len);
-                    assert!(gap % 2 == 1, "odd gap {gap}");
-                    if size >= u64::from(sges) * 8 {
-                        assert_ne!(w[0].len, w[1].len, "{size} {sges}: {p:?}");
-                    }
-                }
-                if size >= u64::from(sges) {
-                    assert!(p.iter().all(|x| x.len > 0), "{size} {sges}: {p:?}");
-                } else {
-                    assert_eq!(p.iter().filter(|x| x.len > 0).count() as u64, size, "{size} {sges}: {p:?}");
-                }
-            }
-        }
     }
 
     #[test]
@@ -1301,64 +1028,48 @@ mod tests {
         }
     }
 
-    /// The image a correct READ run with `sges` leaves in QP `qp`'s buffer.
-    fn read_image(size: u64, sges: u32, qp: u32, qps: u32, msgs: u64) -> Vec<u8> {
-        let stride = slot_stride(size, sges) as usize;
-        let mut buf = vec![GAP_BYTE; stride * msgs as usize];
-        let mut msg = vec![0u8; size as usize];
-        for k in 0..msgs as usize {
-            fill_pattern(u64::from(qp) + k as u64 * u64::from(qps), &mut msg);
-            for p in gather_pieces(size, sges) {
-                buf[k * stride + p.offset as usize..][..p.len as usize].copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
-            }
-        }
-        buf
+    #[test]
+    fn the_client_cq_covers_every_sq_as_the_driver_rounds_it() {
+        // 3 QPs of 5 WRs: SQs of 8, so 24 entries (not 3 × 5 = 15, rounded to 16).
+        let o = WriteBwOptions { qps: 3, tx_depth: 5, cq_mod: 5, iters: 3, size: 8, ..WriteBwOptions::default() };
+        assert_eq!(client_cq_entries(&o), 24);
+        check_options(&o).unwrap();
+        assert_eq!(client_cq_entries(&WriteBwOptions { qps: 16, tx_depth: 4096, ..o.clone() }), 1 << 16);
+        let e = check_options(&WriteBwOptions { qps: 9, iters: 9, tx_depth: 4097, ..o }).unwrap_err().to_string();
+        assert!(e.contains("client's CQ") && e.contains("rounded up"), "{e}");
     }
 
     #[test]
-    fn check_qp_slots_wants_each_piece_in_place_and_the_gaps_untouched() {
-        // 100 bytes in 4 SGEs: pieces of 14, 29, 42 and 15 bytes (1 + a share of 96 by
-        // 1:2:3:1), gaps of 1, 3, 5, 7; slots of 116 bytes. QP 1 of 2 carries iterations 1, 3, 5.
-        let (size, sges) = (100u64, 4u32);
-        let p = gather_pieces(size, sges);
-        assert_eq!(p.iter().map(|x| x.len).collect::<Vec<_>>(), [14, 29, 42, 15]);
-        let stride = slot_stride(size, sges) as usize;
-        assert_eq!(stride, 116);
-        let good = read_image(size, sges, 1, 2, 3);
-        assert_eq!(check_qp_slots(&good, size, sges, 1, 2), None);
-        assert!(check_qp_slots(&good, size, sges, 0, 2).is_some(), "QP 0's iterations are 0, 2, 4");
-        // A byte of piece 2 of message 1 wrong.
-        let mut b = good.clone();
-        let at = stride + p[2].offset as usize + 3;
-        b[at] ^= 0x10;
-        let m = check_qp_slots(&b, size, sges, 1, 2).unwrap();
-        assert_eq!((m.offset, m.iteration, m.count, m.found), (at as u64, 3, 1, good[at] ^ 0x10));
-        // The gap after piece 1 of message 2 written over: expected GAP_BYTE.
-        let mut b = good.clone();
-        let gap = 2 * stride + (p[1].offset + p[1].len) as usize;
-        b[gap] = 0;
-        let m = check_qp_slots(&b, size, sges, 1, 2).unwrap();
-        assert_eq!((m.offset, m.iteration, m.expected, m.found), (gap as u64, 5, GAP_BYTE, 0));
-        // The trailing gap of the last slot counts too.
-        let mut b = good.clone();
-        *b.last_mut().unwrap() = 1;
-        assert_eq!(check_qp_slots(&b, size, sges, 1, 2).unwrap().offset, b.len() as u64 - 1);
-        // The response written contiguously from piece 0 (no scatter): caught.
-        let mut b = good.clone();
-        let mut msg = vec![0u8; size as usize];
-        fill_pattern(1, &mut msg);
-        b[..size as usize].copy_from_slice(&msg);
-        assert!(check_qp_slots(&b, size, sges, 1, 2).unwrap().count > 0);
-        // With one SGE it is check_qp_buffer.
-        let one = read_image(64, 1, 0, 1, 3);
-        assert_eq!(one.len(), 192);
-        assert_eq!(check_qp_slots(&one, 64, 1, 0, 1), None);
-        let mut b = one.clone();
-        b[70] ^= 1;
-        assert_eq!(check_qp_slots(&b, 64, 1, 0, 1), check_buffer(&b, 64));
-        // A message shorter than its SGEs: 16 SGEs over 7 bytes, zero-length pieces among them.
-        let tiny = read_image(7, 16, 0, 1, 2);
-        assert_eq!(check_qp_slots(&tiny, 7, 16, 0, 1), None);
+    fn timers_in_cycles_follow_the_ibta_tables() {
+        // 250 MHz: 10 µs = 2 500 cycles; code 12 = 0.64 ms; code 0 = 655.36 ms; 31 = 491.52 ms.
+        assert_eq!(rnr_wait_cycles(1), 2_500);
+        assert_eq!(rnr_wait_cycles(12), 160_000);
+        assert_eq!(rnr_wait_cycles(31), 122_880_000);
+        assert_eq!(rnr_wait_cycles(0), 163_840_000);
+        // 4.096 µs × 2^n: 1 024 cycles × 2^n.
+        assert_eq!(ack_timeout_cycles(0), 1_024);
+        assert_eq!(ack_timeout_cycles(4), 16_384);
+        assert_eq!(ack_timeout_cycles(14), 16_777_216);
+    }
+
+    #[test]
+    fn the_stall_window_covers_rnr_waits_and_retries() {
+        let send = WriteBwOptions { op: BwOp::Send, size: 63, iters: 20, rx_depth: 1, tx_depth: 4, cq_mod: 2, ..WriteBwOptions::default() };
+        let write = WriteBwOptions { op: BwOp::Write, ..send.clone() };
+        // A SEND may wait out RNR timers between two completions; a WRITE never meets one.
+        assert_eq!(default_stall_cycles(&send) - default_stall_cycles(&write), 4 * rnr_wait_cycles(12));
+        let slow = WriteBwOptions { min_rnr_timer: 0, ..send.clone() };
+        assert!(default_stall_cycles(&slow) > 4 * rnr_wait_cycles(0));
+        // Every try of a request, up to retry exhaustion (an error completion ends the run).
+        assert!(default_stall_cycles(&write) > 8 * ack_timeout_cycles(write.qp_timeout));
+        let lazy = WriteBwOptions { qp_timeout: 14, ..write.clone() };
+        assert!(default_stall_cycles(&lazy) > 8 * ack_timeout_cycles(14));
+        // The messages between two signaled completions, over all QPs.
+        let big = WriteBwOptions { size: 1 << 20, qps: 4, cq_mod: 16, tx_depth: 16, ..write.clone() };
+        assert!(default_stall_cycles(&big) > 20 * (64 << 20) / WIRE_BYTES_PER_CYCLE);
+        // Never overflows.
+        let huge = WriteBwOptions { size: MAX_MESSAGE_BYTES, qps: 16, cq_mod: 32768, qp_timeout: 31, ..send };
+        assert!(default_stall_cycles(&huge) > 0);
     }
 
     #[test]
@@ -1376,36 +1087,5 @@ mod tests {
         let send = WriteBwOptions { op: BwOp::Send, iters: 1 << 20, size: 64, ..ok };
         check_options(&WriteBwOptions { qps: 2, rx_depth: 16384, ..send.clone() }).unwrap();
         assert!(check_options(&WriteBwOptions { qps: 2, rx_depth: 16385, ..send }).unwrap_err().to_string().contains("server's CQ"));
-    }
-
-    #[test]
-    fn iterations_spread_round_robin() {
-        assert_eq!((0..4).map(|q| qp_iters(10, 4, q)).collect::<Vec<_>>(), [3, 3, 2, 2]);
-        assert_eq!(qp_iters(100, 1, 0), 100);
-        assert_eq!(qp_iters(3, 4, 3), 0);
-        for (iters, qps) in [(1u64, 1u32), (17, 16), (1000, 7)] {
-            assert_eq!((0..qps).map(|q| qp_iters(iters, qps, q)).sum::<u64>(), iters);
-        }
-        // Distinct starting words whose compare-and-swap chains never meet.
-        assert_eq!(atomic_init(0), ATOMIC_INIT);
-        let inits: std::collections::BTreeSet<u64> = (0..MAX_QPS).map(atomic_init).collect();
-        assert_eq!(inits.len(), MAX_QPS as usize);
-        assert!((1..MAX_QPS).all(|q| atomic_init(q - 1).wrapping_sub(atomic_init(q)) > MAX_TOTAL_BYTES / ATOMIC_BYTES));
-    }
-
-    #[test]
-    fn check_qp_buffer_catches_a_message_of_another_qp() {
-        // QP 1 of 3 carries iterations 1, 4, 7.
-        let size = 16u64;
-        let mut buf = vec![0u8; 48];
-        for (k, j) in [1u64, 4, 7].into_iter().enumerate() {
-            fill_pattern(j, &mut buf[k * 16..][..16]);
-        }
-        assert_eq!(check_qp_buffer(&buf, size, 1, 3), None);
-        assert!(check_qp_buffer(&buf, size, 0, 3).is_some(), "QP 0's iterations are 0, 3, 6");
-        // QP 2's iteration 5 where QP 1's iteration 4 belongs.
-        fill_pattern(5, &mut buf[16..32]);
-        let m = check_qp_buffer(&buf, size, 1, 3).unwrap();
-        assert_eq!((m.qp, m.iteration, m.offset / size), (1, 4, 1));
     }
 }

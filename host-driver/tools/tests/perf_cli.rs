@@ -58,7 +58,8 @@ fn perf_write_recovers_from_loss_duplication_and_corruption() {
 /// The loss soak: 10^5 WRITE packets (6 250 messages of 4 KiB at MTU 256) over a wire that
 /// loses, reorders and duplicates 1 % of the frames in each direction. Every byte arrives,
 /// the responder accepts each of the 10^5 packets exactly once (duplicates and packets behind
-/// a gap are counted apart), and the run finishes within its cycle budget (no stall).
+/// a gap are counted apart), and the run never stalls (the default budget gives up after a
+/// window with no completion).
 #[test]
 fn loss_soak_of_100k_packets_with_reordering_and_duplication() {
     let (ok, v) = perf(&[
@@ -316,7 +317,7 @@ fn assert_qps_verified(v: &Value, qps: u64, iters: u64) {
     assert_eq!(per_qp.len() as u64, qps, "{v}");
     let (mut client_qpns, mut server_qpns) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
     for (q, r) in per_qp.iter().enumerate() {
-        let share = rnic::perf::qp_iters(iters, qps as u32, q as u32);
+        let share = rnic_tools::perf::qp_iters(iters, qps as u32, q as u32);
         assert_eq!((r["qp"].as_u64(), r["verified"].as_bool()), (Some(q as u64), Some(true)), "{r}");
         assert_eq!((r["iters"].as_u64(), r["completed"].as_u64()), (Some(share), Some(share)), "{r}");
         assert!(client_qpns.insert(r["client"]["qpn"].as_u64().unwrap()), "client QPNs distinct: {v}");
@@ -349,10 +350,10 @@ fn perf_with_four_qps_verifies_every_qp_for_each_op() {
         assert!(ok, "{t}: {v}");
         assert_qps_verified(&v, 4, 402);
         // Each QP's own word went from its own start through exactly its own operations.
-        let ty = if t == "cmp_and_swap" { rnic::perf::AtomicType::CmpAndSwap } else { rnic::perf::AtomicType::FetchAndAdd };
+        let ty = if t == "cmp_and_swap" { rnic_tools::perf::AtomicType::CmpAndSwap } else { rnic_tools::perf::AtomicType::FetchAndAdd };
         for (q, r) in v["per_qp"].as_array().unwrap().iter().enumerate() {
-            let n = rnic::perf::qp_iters(402, 4, q as u32);
-            assert_eq!(r["target"].as_u64(), Some(ty.original_from(rnic::perf::atomic_init(q as u32), n)), "{t} QP {q}: {r}");
+            let n = rnic_tools::perf::qp_iters(402, 4, q as u32);
+            assert_eq!(r["target"].as_u64(), Some(ty.original_from(rnic_tools::perf::atomic_init(q as u32), n)), "{t} QP {q}: {r}");
         }
     }
 }
@@ -609,4 +610,80 @@ fn perf_sges_and_inline_size_are_checked() {
     }
     let (ok, v) = perf_op("read", &["--sges", "1", "--inline-size", "0", "--size", "64", "--iters", "4"]);
     assert!(ok && v["sges"] == 1 && v["inline_size"] == 0, "{v}");
+}
+
+/// Issue 12 item 7: with 3 QPs of tx-depth 5 each SQ is 8 WRs (the driver rounds it up to a
+/// power of two), so the client's shared CQ needs 24 entries, not 3 × 5 rounded to 16; the tool
+/// used to create it too small and fail with EINVAL before posting anything. The default
+/// --cq-mod, 16, becomes the tx-depth (5) here, as perftest does.
+#[test]
+fn perf_write_sizes_its_cq_for_every_sq_it_creates() {
+    let (ok, v) = perf(&["--qps", "3", "--tx-depth", "5", "--iters", "3", "--size", "8"]);
+    assert!(ok, "{v}");
+    assert_qps_verified(&v, 3, 3);
+    assert_eq!((v["tx_depth"].as_u64(), v["cq_mod"].as_u64()), (Some(5), Some(5)), "{v}");
+}
+
+/// Issue 12 item 7: one receive posted at a time, so nearly every SEND meets an RNR NAK and
+/// waits out the server's RNR timer (code 12, 0.64 ms = 160 000 cycles) before it is resent.
+/// The old default budget (from the transfer size alone) gave up after 15 RNR NAKs; without
+/// --timeout-cycles the run is now bounded by progress (no completion for a window that
+/// includes the RNR wait) and finishes, every byte verified.
+#[test]
+fn perf_send_waits_out_its_rnr_naks_within_the_default_budget() {
+    let (ok, v) = perf_op("send", &["--size", "63", "--iters", "20", "--rx-depth", "1", "--tx-depth", "4", "--cq-mod", "2"]);
+    assert!(ok, "{v}");
+    assert_eq!((v["verified"].as_bool(), v["timed_out"].as_bool()), (Some(true), Some(false)), "{v}");
+    let rnr = v["rnr_naks"].as_u64().unwrap();
+    assert!(rnr >= 16, "more RNR NAKs than the old budget allowed: {v}");
+    assert!(v["cycles"].as_u64().unwrap() >= rnr * 160_000, "each RNR NAK waited its timer: {v}");
+    assert!(v["budget_cycles"].is_null() && v["stall_cycles"].as_u64().unwrap() > 4 * 160_000, "{v}");
+}
+
+/// Issue 15, the CLI: a bad value is a usage error (exit 2) whose message names the flag,
+/// found while the arguments are parsed, before any simulated NIC is built (the pcap file
+/// asked for is never created). Negative numbers are values, so `--loss -1` is reported as an
+/// out-of-range --loss, not as an unknown flag `-1`. Checks between options (--cq-mod against
+/// --tx-depth) also exit 2 before anything is built.
+#[test]
+fn bad_arguments_exit_2_naming_the_flag_before_anything_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("never.pcap");
+    let pcap = pcap.to_str().unwrap();
+    let check = |args: &[&str], flag: &str| check_refused(args, flag, pcap);
+    for (args, flag) in [
+        (&["write", "--loss", "1.5"][..], "--loss"),
+        (&["write", "--loss", "-1"], "--loss"),
+        (&["send", "--dup", "-0.5"], "--dup"),
+        (&["read", "--corrupt", "1.01"], "--corrupt"),
+        (&["write", "--reorder", "nan"], "--reorder"),
+        (&["write", "--qps", "-1"], "--qps"),
+        (&["write", "--mtu", "1500"], "--mtu"),
+        (&["write", "--mtu", "-4096"], "--mtu"),
+        (&["send", "--inline-size", "-1"], "--inline-size"),
+        (&["write", "--sges", "-2"], "--sges"),
+        (&["read", "--outs", "-1"], "--outs"),
+        (&["write", "--size", "0"], "--size"),
+        (&["write", "--iters", "-5"], "--iters"),
+        (&["write", "--tx-depth", "0"], "--tx-depth"),
+        (&["send", "--rx-depth", "-1"], "--rx-depth"),
+        (&["send", "--min-rnr-timer", "32"], "--min-rnr-timer"),
+        (&["atomic", "--qp-timeout", "32"], "--qp-timeout"),
+        (&["write", "--seed", "-1"], "--seed"),
+        (&["write", "--tx-depth", "5", "--cq-mod", "6"], "--cq-mod"),
+    ] {
+        check(args, flag);
+    }
+    // A waveform from a simulator built without waveform support is refused up front too.
+    if !rnic_sim::build_info().waveform {
+        check(&["write", "--waveform", dir.path().join("w.fst").to_str().unwrap()], "--waveform");
+    }
+}
+
+/// Runs `rnic perf <args> --pcap <pcap>`: exit 2, `flag` named on stderr, no pcap written.
+fn check_refused(args: &[&str], flag: &str, pcap: &str) {
+    let (code, err) = perf_exit(&[args, &["--pcap", pcap]].concat());
+    assert_eq!(code, Some(2), "{args:?}: {err}");
+    assert!(err.contains(flag), "{args:?} names {flag}: {err}");
+    assert!(!std::path::Path::new(pcap).exists(), "{args:?}: the world was built");
 }

@@ -1,0 +1,453 @@
+//! The command line of `rnic` (clap): every option with its range, checked while the arguments
+//! are parsed, before anything is built. A value out of range (or not a number) is a usage
+//! error: clap prints `error: invalid value 'V' for '--flag <V>': …` and the tool exits with
+//! status 2. Negative numbers are read as values (`--loss -1` is a bad `--loss`, not an unknown
+//! flag `-1`). Checks that involve two options (`--cq-mod` against `--tx-depth`, the CQ sizes of
+//! `--qps` × depths, `--size` × `--iters`) are [`perf::check_options`]'s, also before the world
+//! is built, also with status 2.
+use std::ops::RangeInclusive;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use rnic::Mtu;
+
+use crate::perf::{self, AtomicType, BwOp, WriteBwOptions};
+
+/// rnic: tools for the rnic RoCEv2 NIC (simulated in Verilator).
+#[derive(Parser, Debug)]
+#[command(name = "rnic", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Bandwidth tests between two simulated hosts (perftest-style).
+    Perf {
+        /// The operation measured.
+        #[command(subcommand)]
+        op: PerfOp,
+    },
+    /// Read the identification registers (ID, VERSION, CAPS, CLOCK_MHZ) and counters of a
+    /// simulated NIC.
+    Info {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `rnic perf <op>`.
+#[derive(Subcommand, Debug)]
+pub enum PerfOp {
+    /// RDMA WRITE bandwidth, like ib_write_bw: client NIC 0 writes into server NIC 1's buffer.
+    Write(WriteArgs),
+    /// SEND bandwidth, like ib_send_bw: server NIC 1 posts receives into its buffer, client
+    /// NIC 0 sends.
+    Send(SendArgs),
+    /// RDMA READ bandwidth, like ib_read_bw: client NIC 0 reads server NIC 1's buffer into its
+    /// own.
+    Read(ReadArgs),
+    /// Atomic rate, like ib_atomic_bw: client NIC 0 performs 8-byte atomics
+    /// (IBV_WR_ATOMIC_FETCH_AND_ADD or IBV_WR_ATOMIC_CMP_AND_SWP) on one u64 of server NIC 1's
+    /// memory; every original returned and the final value are checked.
+    Atomic(AtomicArgs),
+}
+
+/// `--atomic-type` (perftest's `-A, --atomic_type`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum AtomicTypeArg {
+    /// IBV_WR_ATOMIC_FETCH_AND_ADD.
+    #[value(name = "fetch_and_add", alias = "FETCH_AND_ADD")]
+    FetchAndAdd,
+    /// IBV_WR_ATOMIC_CMP_AND_SWP, chained (operation i swaps init + i for init + i + 1).
+    #[value(name = "cmp_and_swap", alias = "CMP_AND_SWAP")]
+    CmpAndSwap,
+}
+
+/// `rnic perf atomic`.
+#[derive(Args, Debug)]
+pub struct AtomicArgs {
+    /// The options every operation takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The atomic operation.
+    #[arg(long, short = 'A', value_enum, default_value = "fetch_and_add")]
+    pub atomic_type: AtomicTypeArg,
+    /// Atomics the client keeps outstanding (its max_rd_atomic and the server's
+    /// max_dest_rd_atomic; perftest's --outs), 1 ..= 16.
+    #[arg(long, short = 'o', default_value_t = 16, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(1..=i64::from(rnic::qp::MAX_RD_ATOMIC)))]
+    pub outs: u8,
+}
+
+/// `rnic perf read`.
+#[derive(Args, Debug)]
+pub struct ReadArgs {
+    /// The options of write.
+    #[command(flatten)]
+    pub common: WriteArgs,
+    /// READs the client keeps outstanding (its max_rd_atomic and the server's
+    /// max_dest_rd_atomic; perftest's --outs), 1 ..= 16.
+    #[arg(long, short = 'o', default_value_t = 16, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(1..=i64::from(rnic::qp::MAX_RD_ATOMIC)))]
+    pub outs: u8,
+}
+
+/// `rnic perf send`.
+#[derive(Args, Debug)]
+pub struct SendArgs {
+    /// The options of write.
+    #[command(flatten)]
+    pub common: WriteArgs,
+    /// Receive work requests the server keeps posted per QP (its RQ size; perftest's
+    /// --rx-depth), 1 ..= 32768.
+    #[arg(long, short = 'r', default_value_t = 512, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(perf::MAX_RX_DEPTH)))]
+    pub rx_depth: u32,
+    /// The server's RNR timer code, 0 ..= 31 (its min_rnr_timer, IBTA Vol 1 Table 45: 1 = 0.01
+    /// ms … 12 = 0.64 ms … 31 = 491.52 ms, 0 = 655.36 ms): how long the client waits before
+    /// resending a SEND that found no receive.
+    #[arg(long, default_value_t = 12, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub min_rnr_timer: u8,
+}
+
+/// `--mtu`: 256, 512, 1024, 2048 or 4096.
+fn parse_mtu(s: &str) -> Result<Mtu, String> {
+    s.parse::<u32>().ok().and_then(Mtu::from_bytes).ok_or_else(|| format!("path MTU must be 256, 512, 1024, 2048 or 4096, not {s}"))
+}
+
+/// A probability: a number in 0 ..= 1.
+fn parse_probability(s: &str) -> Result<f64, String> {
+    parse_f64_in(s, 0.0..=1.0, "a probability")
+}
+
+/// A finite number in `range`.
+fn parse_f64_in(s: &str, range: RangeInclusive<f64>, what: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{what} must be a number in {}..={}, not {s}", range.start(), range.end()))?;
+    if range.contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{what} must be in {}..={}, not {s}", range.start(), range.end()))
+    }
+}
+
+/// `rnic perf write` (and the size option of send and read).
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// Message size in bytes, 1 ..= 2^31.
+    #[arg(long, short = 's', default_value_t = 65536, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(1..=perf::MAX_MESSAGE_BYTES))]
+    pub size: u64,
+    /// The options every operation takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The options every `rnic perf` operation takes.
+#[derive(Args, Debug)]
+pub struct CommonArgs {
+    /// Number of messages, over all QPs; at least 1.
+    #[arg(long, short = 'n', default_value_t = 100, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: u64,
+    /// Connected RC QP pairs (perftest's -q), 1 ..= 16: the messages are spread over them
+    /// round-robin, each QP with its own buffers and its own --tx-depth (and --outs /
+    /// --rx-depth) window, all posting concurrently; at most --iters.
+    #[arg(long, short = 'q', default_value_t = 1, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(perf::MAX_QPS)))]
+    pub qps: u32,
+    /// write, send and read: post each message as a list of N SGEs, 1 ..= 16: the message is
+    /// split in order into N pieces of unequal lengths (the last takes the remainder) with a
+    /// few odd bytes between them, in the source buffer for write and send (the check proves
+    /// the NIC gathered them in order) and in the destination buffer for read (the check
+    /// proves the NIC scattered the response into them in order and left the bytes between
+    /// them alone). A message shorter than N bytes is N − size zero-length pieces among
+    /// one-byte ones. atomic takes 1 only.
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(perf::MAX_SGES)))]
+    pub sges: u32,
+    /// write and send (perftest's -I): the client QPs take up to B bytes of inline data
+    /// (max_inline_data), 0 ..= 448, and messages of at most B bytes are posted with
+    /// IBV_SEND_INLINE (copied into the WQE at post time; the NIC reads them from the SQ).
+    /// read and atomic take 0 only.
+    #[arg(long, short = 'I', alias = "inline_size", value_name = "B", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(perf::MAX_INLINE_SIZE)))]
+    pub inline_size: u32,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
+    #[arg(long, short = 'm', default_value = "4096", allow_negative_numbers = true, value_parser = parse_mtu)]
+    pub mtu: Mtu,
+    /// Work requests kept outstanding per QP, 1 ..= 32768. The default, 64, is 4× the NIC's
+    /// window of 16 unacknowledged WQEs per QP, so the SQ still holds WQEs for the NIC while
+    /// the host polls and refills (perftest uses 128).
+    #[arg(long, short = 't', default_value_t = 64, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(rnic::qp::MAX_SEND_WR)))]
+    pub tx_depth: u32,
+    /// Signal one work request in N (perftest's --cq-mod), 1 ..= --tx-depth; default 16, or
+    /// --tx-depth if that is smaller.
+    #[arg(long, short = 'Q', allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(rnic::qp::MAX_SEND_WR)))]
+    pub cq_mod: Option<u32>,
+    /// A hard cycle budget from the first post to the last completion: the run fails when it
+    /// is exceeded. Without it the run fails only when no completion arrives for a window
+    /// derived from the options (see docs/driver.md), so slow but progressing runs (RNR waits,
+    /// retransmissions) finish.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_cycles: Option<u64>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Capture the wire (both directions) into this pcap file.
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+    /// Dump an FST waveform of the client NIC into this file (needs the `waveform` feature:
+    /// cargo build --release -p rnic-tools --features waveform).
+    #[arg(long)]
+    pub waveform: Option<PathBuf>,
+    /// Probability, 0 ..= 1, that the wire loses a frame (each direction).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub loss: f64,
+    /// Probability, 0 ..= 1, that the wire delivers a frame twice.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub dup: f64,
+    /// Probability, 0 ..= 1, that the wire flips one bit of a frame (the receiving MAC flags
+    /// its FCS).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub corrupt: f64,
+    /// Probability, 0 ..= 1, that the wire delays a frame by up to --reorder-delay-ns, so later
+    /// frames overtake it.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub reorder: f64,
+    /// Longest extra delay of a reordered frame, in ns, 1 ..= 10^9.
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub reorder_delay_ns: u64,
+    /// Seed of the wire's fault injection (runs are deterministic for a given seed).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub seed: u64,
+    /// Local ACK timeout exponent of the QPs, 0 ..= 31 (4.096 µs × 2^N; IBTA Vol 1 9.7.6.1.3).
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub qp_timeout: u8,
+}
+
+/// `--cq-mod` when not given (and `--tx-depth` is at least as large).
+pub const DEFAULT_CQ_MOD: u32 = 16;
+
+/// The operation-specific settings of a `rnic perf` run.
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    /// The operation.
+    pub op: BwOp,
+    /// Message size, bytes.
+    pub size: u64,
+    /// SEND: the server's receive depth per QP.
+    pub rx_depth: u32,
+    /// READ and atomic: outstanding operations.
+    pub outs: u8,
+    /// SEND: the server's RNR timer code.
+    pub min_rnr_timer: u8,
+    /// Atomic: the operation.
+    pub atomic_type: AtomicType,
+}
+
+impl Op {
+    /// `op` with messages of `size` bytes and the defaults of the other settings.
+    pub fn plain(op: BwOp, size: u64) -> Self {
+        Op { op, size, rx_depth: 512, outs: 16, min_rnr_timer: 12, atomic_type: AtomicType::FetchAndAdd }
+    }
+}
+
+impl PerfOp {
+    /// The operation's settings and the common options.
+    pub fn split(&self) -> (Op, &CommonArgs) {
+        match self {
+            PerfOp::Write(a) => (Op::plain(BwOp::Write, a.size), &a.common),
+            PerfOp::Send(a) => {
+                (Op { rx_depth: a.rx_depth, min_rnr_timer: a.min_rnr_timer, ..Op::plain(BwOp::Send, a.common.size) }, &a.common.common)
+            }
+            PerfOp::Read(a) => (Op { outs: a.outs, ..Op::plain(BwOp::Read, a.common.size) }, &a.common.common),
+            PerfOp::Atomic(a) => {
+                let atomic_type = match a.atomic_type {
+                    AtomicTypeArg::FetchAndAdd => AtomicType::FetchAndAdd,
+                    AtomicTypeArg::CmpAndSwap => AtomicType::CmpAndSwap,
+                };
+                (Op { outs: a.outs, atomic_type, ..Op::plain(BwOp::Atomic, perf::ATOMIC_BYTES) }, &a.common)
+            }
+        }
+    }
+}
+
+/// The run's options from the operation's settings and the common options.
+pub fn bw_options(o: Op, a: &CommonArgs) -> WriteBwOptions {
+    WriteBwOptions {
+        op: o.op,
+        rx_depth: o.rx_depth,
+        outs: o.outs,
+        atomic_type: o.atomic_type,
+        sges: a.sges,
+        inline_size: a.inline_size,
+        min_rnr_timer: o.min_rnr_timer,
+        size: o.size,
+        iters: a.iters,
+        qps: a.qps,
+        mtu: a.mtu,
+        tx_depth: a.tx_depth,
+        cq_mod: a.cq_mod.unwrap_or(DEFAULT_CQ_MOD.min(a.tx_depth)),
+        budget_cycles: a.timeout_cycles,
+        pcap: a.pcap.clone(),
+        waveform: a.waveform.clone(),
+        qp_timeout: a.qp_timeout,
+        sim: rnic_sim::SimConfig {
+            faults: rnic_sim::FaultConfig {
+                seed: a.seed,
+                drop_probability: a.loss,
+                corrupt_probability: a.corrupt,
+                duplicate_probability: a.dup,
+                reorder_probability: a.reorder,
+                reorder_delay_ns: a.reorder_delay_ns,
+                ..rnic_sim::FaultConfig::default()
+            },
+            ..rnic_sim::SimConfig::default()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("rnic").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Every numeric option of every `rnic perf` operation takes negative numbers as values
+    /// (so a range check, not "unexpected argument '-1'", reports them) and has a range.
+    #[test]
+    fn every_numeric_option_reads_negative_numbers_and_checks_its_range() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let perf = cmd.find_subcommand("perf").unwrap();
+        let mut seen = 0;
+        for op in perf.get_subcommands() {
+            for arg in op.get_arguments() {
+                let long = arg.get_long().unwrap_or_default();
+                let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+                if !takes_value || ["pcap", "waveform", "atomic-type"].contains(&long) {
+                    continue;
+                }
+                seen += 1;
+                assert!(arg.is_allow_negative_numbers_set(), "perf {} --{long}", op.get_name());
+                let e = parse(&["perf", op.get_name(), &format!("--{long}"), "-1"]).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::ValueValidation, "perf {} --{long} -1: {e}", op.get_name());
+                assert!(e.to_string().contains(&format!("--{long}")), "{e}");
+            }
+        }
+        assert!(seen >= 4 * 15, "{seen} numeric options");
+    }
+
+    #[test]
+    fn out_of_range_values_name_their_flag() {
+        for (args, flag) in [
+            (&["perf", "write", "--loss", "1.5"][..], "--loss"),
+            (&["perf", "write", "--loss", "-1"], "--loss"),
+            (&["perf", "write", "--dup", "nan"], "--dup"),
+            (&["perf", "send", "--corrupt", "2"], "--corrupt"),
+            (&["perf", "read", "--reorder", "1.01"], "--reorder"),
+            (&["perf", "write", "--qps", "17"], "--qps"),
+            (&["perf", "write", "--qps", "0"], "--qps"),
+            (&["perf", "write", "--mtu", "1500"], "--mtu"),
+            (&["perf", "write", "--sges", "17"], "--sges"),
+            (&["perf", "send", "--inline-size", "449"], "--inline-size"),
+            (&["perf", "read", "--outs", "17"], "--outs"),
+            (&["perf", "atomic", "--outs", "0"], "--outs"),
+            (&["perf", "write", "--size", "0"], "--size"),
+            (&["perf", "write", "--size", "2147483649"], "--size"),
+            (&["perf", "write", "--iters", "0"], "--iters"),
+            (&["perf", "write", "--tx-depth", "0"], "--tx-depth"),
+            (&["perf", "write", "--cq-mod", "0"], "--cq-mod"),
+            (&["perf", "send", "--rx-depth", "32769"], "--rx-depth"),
+            (&["perf", "send", "--min-rnr-timer", "32"], "--min-rnr-timer"),
+            (&["perf", "write", "--qp-timeout", "32"], "--qp-timeout"),
+            (&["perf", "write", "--timeout-cycles", "0"], "--timeout-cycles"),
+            (&["perf", "write", "--reorder-delay-ns", "0"], "--reorder-delay-ns"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ValueValidation, "{args:?}: {e}");
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+            assert!(e.to_string().contains(flag), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn cq_mod_defaults_to_16_or_the_tx_depth() {
+        for (args, want) in [
+            (&["perf", "write"][..], 16),
+            (&["perf", "write", "--tx-depth", "5"], 5),
+            (&["perf", "send", "--tx-depth", "4", "--cq-mod", "2"], 2),
+            (&["perf", "read", "--tx-depth", "100"], 16),
+        ] {
+            let Command::Perf { op } = parse(args).unwrap().command else { panic!("not perf") };
+            let (o, a) = op.split();
+            assert_eq!(bw_options(o, a).cq_mod, want, "{args:?}");
+        }
+        // Given explicitly, a --cq-mod above --tx-depth is refused (by check_options).
+        let Command::Perf { op } = parse(&["perf", "write", "--tx-depth", "5", "--cq-mod", "6"]).unwrap().command else { panic!() };
+        let (o, a) = op.split();
+        assert!(perf::check_options(&bw_options(o, a)).unwrap_err().to_string().contains("--cq-mod 6"));
+    }
+
+    #[test]
+    fn values_at_the_ends_of_their_ranges_are_accepted() {
+        let cli = parse(&[
+            "perf",
+            "write",
+            "--loss",
+            "1",
+            "--dup",
+            "0",
+            "--corrupt",
+            "0.5",
+            "--reorder",
+            "1e-3",
+            "--qps",
+            "16",
+            "--iters",
+            "16",
+            "--sges",
+            "16",
+            "--inline-size",
+            "448",
+            "--mtu",
+            "256",
+            "--size",
+            "2147483648",
+            "--tx-depth",
+            "32768",
+            "--qp-timeout",
+            "31",
+        ])
+        .unwrap();
+        let Command::Perf { op } = cli.command else { panic!("not perf") };
+        let (o, a) = op.split();
+        let opts = bw_options(o, a);
+        assert_eq!((opts.sim.faults.drop_probability, opts.sim.faults.corrupt_probability), (1.0, 0.5));
+        assert_eq!((opts.qps, opts.sges, opts.inline_size, opts.size, opts.tx_depth), (16, 16, 448, 1 << 31, 32768));
+        assert_eq!(opts.mtu, Mtu::Mtu256);
+        let cli = parse(&["perf", "send", "--rx-depth", "32768", "--min-rnr-timer", "0"]).unwrap();
+        let Command::Perf { op } = cli.command else { panic!("not perf") };
+        assert_eq!((op.split().0.rx_depth, op.split().0.min_rnr_timer), (32768, 0));
+    }
+}
