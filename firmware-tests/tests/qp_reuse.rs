@@ -987,3 +987,42 @@ fn after_reset_without_destroy() {
         "RESET (not destroyed) after an RNR wait",
     );
 }
+
+#[test]
+fn after_a_flush_that_finished() {
+    reuse(
+        "ERR with 24 WQEs outstanding, every flush completed",
+        |h, g, qa, _qb, mrs| {
+            g.set(|dir, _| if dir == 1 { Act::Hold } else { Act::Pass });
+            let wrs: Vec<_> = (0..24)
+                .map(|i| {
+                    SendWr::rdma_write(
+                        100 + i as u64,
+                        mrs.src.sge(0..64).unwrap(),
+                        at(remote(mrs), 4096),
+                    )
+                })
+                .collect();
+            qa.post_send(&wrs).unwrap();
+            until(h, g, 1, counter::RX_ROCE_OK, 8, "the first WRITEs");
+            qa.modify(
+                &QpAttr {
+                    qp_state: QpState::Err,
+                    ..QpAttr::default()
+                },
+                QpAttrMask::STATE,
+            )
+            .unwrap();
+            let w = h.wait(&h.ca, 24, 200_000, g, "the flush");
+            assert_eq!(
+                w.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+                (100..124)
+                    .map(|i| (i, WcStatus::WrFlushErr))
+                    .collect::<Vec<_>>(),
+                "the flush of 24 WQEs\n{}",
+                h.diag()
+            );
+            None
+        },
+    );
+}
