@@ -1317,7 +1317,6 @@ fn forged_read_response(len: usize, mtu: Mtu, which: usize, to: u8) {
         ))
         .unwrap();
         let w = h.wait(&h.ca, 1, 400_000, &mut c, &what)[0];
-        drop(c);
         let c1 = h.a.counters().unwrap();
         requests += common::delta(&c1, &c0, rnic_contract::regs::counter::TX_REQUESTS);
         let l = lmr.to_vec();
@@ -1520,7 +1519,6 @@ fn ghost_acks_with_nothing_outstanding_complete_nothing() {
             h.wait(&h.ca, 1, 100_000, &mut c, "the first WRITE")[0].status,
             WcStatus::Success
         );
-        drop(c);
         let t = template.expect("an ACK");
         for (psn, syn) in [
             (t.psn() + 1, 0x1F),
@@ -1708,7 +1706,6 @@ fn a_ghost_ack_for_a_message_still_being_sent_completes_nothing() {
             h.wait(&h.ca, 1, 100_000, &mut c, "the first WRITE")[0].status,
             WcStatus::Success
         );
-        drop(c);
         let mut ghost = template.expect("an ACK");
         let first = (ghost.psn() + 1) & PSN_MASK;
         let send_psn = (first + (LEN / 256) as u32) & PSN_MASK;

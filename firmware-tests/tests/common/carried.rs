@@ -22,6 +22,9 @@ pub const CARRY_EVERY: u64 = 16;
 /// The two directions: 0 = from NIC 0 (A) to NIC 1 (B), 1 = from B to A.
 pub type Dir = usize;
 
+/// Frames on their way in one direction: (first cycle they may be presented, bytes).
+type Transit = VecDeque<(u64, Vec<u8>)>;
+
 /// Decides what becomes of a frame `dir` carries: the frames to deliver instead (none: lost;
 /// the frame itself: passed on; several: duplicated or invented).
 pub trait Carrier {
@@ -54,7 +57,7 @@ pub struct Carried {
     pub ca: CompletionQueue,
     pub cb: CompletionQueue,
     /// Frames on their way, per direction: (first cycle they may be presented, bytes).
-    transit: RefCell<[VecDeque<(u64, Vec<u8>)>; 2]>,
+    transit: RefCell<[Transit; 2]>,
     /// Per direction, the cycle at which the modelled wire is free again.
     wire_free: [Cell<u64>; 2],
     /// Frames delivered per direction.
