@@ -1,6 +1,9 @@
 //! Issue 12, items 5, 6 and 7 as driver-level system tests (two simulated hosts, the Verilated
 //! NIC RTL on each, driven through the `rnic` verbs driver):
 //!
+//! - **3. Retransmissions without loss.** A WRITE behind a READ on one QP: the responder
+//!   answers requests in PSN order (IBTA Vol 1 9.5, 9.7.5.1), so the WRITE's ACK never leaves
+//!   before the READ's last response, and the requester resends nothing on a perfect wire.
 //! - **5. Completions on a second CQ.** Two CQs on one NIC: after CQEs on CQ A, a multi-packet
 //!   READ whose QP completes on CQ B must land in B's next slot with B's owner bit, so polling B
 //!   returns it and every later CQE of B (IBTA Vol 1 11.4.2.1, ibv_poll_cq(3)); also after CQ B
@@ -632,6 +635,86 @@ fn writes_outside_the_remote_region_complete_rem_access_err() {
                 dst_mr.to_vec().iter().all(|&x| x == GUARD),
                 "{what}: the target changed"
             );
+        }
+    }
+}
+
+/// Item 3 (found by `random_load`): a signaled READ (64 KiB at MTU 1024, or 4 KiB at MTU 256)
+/// and a WRITE behind it on one QP, on a perfect wire. The responder's ACK of the WRITE must
+/// follow the READ's last response on the wire (responses in PSN order); otherwise the
+/// requester takes the ACK as covering a READ whose responses are missing, resumes it, and
+/// the responses travel twice. No retransmission, no duplicate.
+#[test]
+fn a_write_behind_a_read_is_not_acknowledged_before_the_reads_responses() {
+    for (len, mtu) in [(65536usize, Mtu::Mtu1024), (4096, Mtu::Mtu256)] {
+        let dir = tempfile::tempdir().unwrap();
+        let pcap = dir.path().join("order.pcap");
+        let h = Hosts::new(SimConfig::default());
+        h.world.borrow_mut().capture_pcap(&pcap).unwrap();
+        let mut remote = pattern(1, 128 * 1024);
+        let mut local = vec![GUARD; 128 * 1024];
+        let mut src = pattern(2, 4096);
+        let what = format!("a {len}-byte READ then a WRITE at MTU {}", mtu.bytes());
+        {
+            let rmr =
+                h.pb.register(
+                    &mut remote,
+                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+                )
+                .unwrap();
+            let lmr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
+            let smr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+            let o = ConnectOptions {
+                max_rd_atomic: 4,
+                max_dest_rd_atomic: 4,
+                ..opts(mtu)
+            };
+            let (mut qa, qb) = pair_on(&h, &h.ca, &o);
+            let rb = qb.endpoint().unwrap().with_buffer(&rmr).buffer.unwrap();
+            qa.post_send(&[
+                SendWr::rdma_read(1, lmr.sge(0..len).unwrap(), rb.at(0)).signaled(true),
+                SendWr::rdma_write(2, smr.sge(0..64).unwrap(), rb.at(100_000)).signaled(true),
+            ])
+            .unwrap();
+            let w = take(&h, &h.ca, 2, 500_000, &what);
+            assert_eq!(
+                w.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+                vec![(1, WcStatus::Success), (2, WcStatus::Success)],
+                "{what}"
+            );
+            h.settle(2_000);
+            drop(qa);
+        }
+        h.world.borrow_mut().finish().unwrap();
+        // On the wire from B: the first ACK after the READ's first responses' last one.
+        let from_b: Vec<u8> = common::frames::read(&pcap)
+            .iter()
+            .filter(|f| matches!(f.opcode, 0x0D..=0x11))
+            .map(|f| f.opcode)
+            .collect();
+        let packets = len.div_ceil(mtu.bytes() as usize);
+        let ack = from_b.iter().position(|&o| o == 0x11).expect("an ACK");
+        assert!(
+            ack >= packets,
+            "{what}: B sent the WRITE's ACK as its frame {ack}, before the READ's {packets} responses: {:x?}",
+            &from_b[..from_b.len().min(packets + 4)]
+        );
+        let (ca, cb) = h.counters();
+        for (nic, c) in [(0, &ca), (1, &cb)] {
+            for k in [
+                counter::RETRANSMITS,
+                counter::RX_DUPLICATES,
+                counter::TIMEOUTS,
+            ] {
+                assert_eq!(
+                    c.values[k as usize],
+                    0,
+                    "{what}: NIC {nic} counted {} {}: {:?}",
+                    c.values[k as usize],
+                    counter::NAMES[k as usize],
+                    nonzero(c)
+                );
+            }
         }
     }
 }
