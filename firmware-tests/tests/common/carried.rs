@@ -307,3 +307,24 @@ pub fn has_reth(opcode: u8) -> bool {
 pub fn psn_le(a: u32, b: u32) -> bool {
     b.wrapping_sub(a) & 0xFF_FFFF < 0x80_0000
 }
+
+/// The later of `cur` and `p` in 24-bit serial order (`p` if there is no `cur`).
+pub fn serial_max(cur: Option<u32>, p: u32) -> Option<u32> {
+    Some(match cur {
+        Some(c) if psn_le(p, c) => c,
+        _ => p,
+    })
+}
+
+/// A carrier from a closure over the parsed frames of the responder (direction 1, B to A):
+/// the frames it returns are emitted again (ICRC recomputed); everything else passes.
+pub struct FnCarrier<F: FnMut(Frame) -> Vec<Frame>>(pub F);
+
+impl<F: FnMut(Frame) -> Vec<Frame>> Carrier for FnCarrier<F> {
+    fn carry(&mut self, dir: Dir, frame: Vec<u8>) -> Vec<Vec<u8>> {
+        match (dir, Frame::parse(&frame)) {
+            (1, Some(f)) => (self.0)(f).iter().map(Frame::emit).collect(),
+            _ => vec![frame],
+        }
+    }
+}
