@@ -4,7 +4,9 @@
 //! driver with one PD and one 64-entry CQ, plus the waits and diagnostics the tests use.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod carried;
 pub mod frames;
+pub mod seeds;
 pub mod sgl;
 
 use std::cell::RefCell;
