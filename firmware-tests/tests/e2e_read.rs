@@ -242,7 +242,7 @@ fn two_hundred_reads_in_a_row() {
     {
         let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
         let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::REMOTE_READ).unwrap();
-        let (mut qa, qb) = qps(&h, &ConnectOptions { max_rd_atomic: 4, ..opts(Mtu::Mtu1024) });
+        let (mut qa, qb) = qps(&h, &ConnectOptions { max_rd_atomic: 4, max_dest_rd_atomic: 4, ..opts(Mtu::Mtu1024) });
         let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
         for chunk in (0..n as u64).collect::<Vec<_>>().chunks(16) {
             let wrs: Vec<SendWr<'_>> = chunk
@@ -252,7 +252,7 @@ fn two_hundred_reads_in_a_row() {
             qa.post_send(&wrs).unwrap();
             let wcs = h.wait(&h.ca, wrs.len(), 400_000);
             assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), chunk.to_vec(), "{}", h.diag());
-            assert!(wcs.iter().all(|w| w.status == WcStatus::Success));
+            assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}\n{}", h.diag());
         }
         assert_eq!(h.a.counter(counter::TX_REQUESTS).unwrap(), n as u32);
         assert_eq!(h.a.counter(counter::CQES).unwrap(), n as u32);

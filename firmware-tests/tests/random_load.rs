@@ -482,6 +482,10 @@ fn load_case(seed: u64) -> String {
         ..SimConfig::default()
     })
     .expect("simulated world");
+    if let Ok(path) = std::env::var("RNIC_PCAP") {
+        // Replaying one seed: its wire, for Wireshark.
+        world.borrow_mut().capture_pcap(path.as_ref()).expect("pcap capture");
+    }
     let a = Context::open_with_port(da, PortAddr::for_sim_nic(0)).unwrap();
     let b = Context::open_with_port(db, PortAddr::for_sim_nic(1)).unwrap();
     let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());

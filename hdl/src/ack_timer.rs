@@ -70,6 +70,10 @@ pub struct AckTimer {
     rnr_ram: RAM<Bits<49>, 6>,
     /// QPs with a go-back-N request waiting for the scheduler.
     rw_pend: DFF<Bits<64>>,
+    rw_set_r: DFF<Bit>,
+    rw_set_qpn_r: DFF<Bits<6>>,
+    rw_clr_r: DFF<Bit>,
+    rw_clr_qpn_r: DFF<Bits<6>>,
     rw_mask_set: Signal<Local, Bits<64>>,
     rw_mask_clr: Signal<Local, Bits<64>>,
     /// A context command writing the QP context of `cmd_index` (registered), to end an RNR
@@ -113,15 +117,25 @@ impl Logic for AckTimer {
             rnr_qpn_r,
             rw_pend,
             cmd_qp_r,
-            cmd_idx_r
+            cmd_idx_r,
+            rw_set_r,
+            rw_set_qpn_r,
+            rw_clr_r,
+            rw_clr_qpn_r
         );
+        // (Taken a cycle late, from registers: both are decided deep in their engines; a set
+        // and a clear of one QP a cycle apart keep their order.)
+        self.rw_set_r.d.next = self.rw_set.val();
+        self.rw_set_qpn_r.d.next = self.rw_set_qpn.val();
+        self.rw_clr_r.d.next = self.rw_clr.val();
+        self.rw_clr_qpn_r.d.next = self.rw_clr_qpn.val();
         self.rw_mask_set.next = 0.into();
-        if self.rw_set.val() {
-            self.rw_mask_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_set_qpn.val());
+        if self.rw_set_r.q.val() {
+            self.rw_mask_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_set_qpn_r.q.val());
         }
         self.rw_mask_clr.next = 0.into();
-        if self.rw_clr.val() {
-            self.rw_mask_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_clr_qpn.val());
+        if self.rw_clr_r.q.val() {
+            self.rw_mask_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_clr_qpn_r.q.val());
         }
         self.rw_pend.d.next = (self.rw_pend.q.val() & !self.rw_mask_clr.val()) | self.rw_mask_set.val();
         self.cmd_qp_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);

@@ -48,6 +48,8 @@ pub struct SqDoorbells {
     cand: DFF<Bits<6>>,
     cand_valid: DFF<Bit>,
     shown: DFF<Bit>,
+    rearm_r: DFF<Bit>,
+    rearm_qpn_r: DFF<Bits<6>>,
     set_mask: Signal<Local, Bits<64>>,
     clr_mask: Signal<Local, Bits<64>>,
     shifted: Signal<Local, Bits<64>>,
@@ -60,7 +62,7 @@ pub struct SqDoorbells {
 impl Logic for SqDoorbells {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, ready, grp, cand, cand_valid, shown);
+        dff_setup!(self, clock, ready, grp, cand, cand_valid, shown, rearm_r, rearm_qpn_r);
         self.pi_ram.read_clock.next = self.clock.val();
         self.pi_ram.write_clock.next = self.clock.val();
         // The table: a doorbell writes its QP's index; a reset command zeroes it (BAR0 takes
@@ -80,9 +82,12 @@ impl Logic for SqDoorbells {
         if self.db_write.val() {
             self.set_mask.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.db_data.val().get_bits::<6>(16));
         }
-        if self.rearm.val() {
+        // (A rearm is taken a cycle late, from registers: it is decided deep in the scheduler.)
+        self.rearm_r.d.next = self.rearm.val();
+        self.rearm_qpn_r.d.next = self.rearm_qpn.val();
+        if self.rearm_r.q.val() {
             self.set_mask.next =
-                self.set_mask.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rearm_qpn.val()));
+                self.set_mask.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rearm_qpn_r.q.val()));
         }
         self.clr_mask.next = 0.into();
         if self.read.val() & self.shown.q.val() {

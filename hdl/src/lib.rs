@@ -11,6 +11,7 @@ pub mod board;
 pub mod bswap;
 pub mod byte_counters;
 pub mod context_tables;
+pub mod cq_writer;
 pub mod crc;
 pub mod dma_read;
 pub mod doorbell;

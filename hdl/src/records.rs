@@ -96,7 +96,7 @@ record!(
 );
 
 record!(
-    /// One packet for the TX assembler, produced by the scheduler (488 bits): a request, a
+    /// One packet for the TX assembler, produced by the scheduler (496 bits): a request, a
     /// READ response or an ATOMIC ACKNOWLEDGE. `pay_skip` is the payload's host address modulo
     /// 64: where the payload starts in its first DMA beat. `ext4` (wire order) is a 4-byte
     /// extension header after the RETH if any: the ImmDt of a `*_WITH_IMMEDIATE` request, or a
@@ -104,12 +104,14 @@ record!(
     /// an AtomicETH (`reth_va`, `reth_rkey`, `at_swap`, `at_cmp`; IBTA Vol 1 9.3.4);
     /// `has_atomic_ack`: an AETH (`ext4`) and an AtomicAckETH (`at_swap`, 9.3.5). `at_*` are
     /// numbers, byte-swapped onto the wire by the assembler. `se`: BTH.SE, the Solicited Event
-    /// bit (9.2.3).
-    TxJob, 488, {
+    /// bit (9.2.3). `rsp_last`: the last packet of a new READ's or atomic's response, of
+    /// local QP `rsp_qpn`: when the assembler has sent it, the QP owes one fewer (the
+    /// responder's `max_dest_rd_atomic` count and the order of its ACKs behind responses).
+    TxJob, 496, {
         opcode: 8, ackreq: 1, has_reth: 1, has_ext4: 1, has_atomic_eth: 1, has_atomic_ack: 1,
-        se: 1, rsvd0: 2, psn: 24, dest_qpn: 24, pkey: 16,
+        se: 1, rsp_last: 1, rsvd0: 1, psn: 24, dest_qpn: 24, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, reth_va: 64, reth_rkey: 32, reth_len: 32,
-        plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32, at_swap: 64, at_cmp: 64,
+        plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32, at_swap: 64, at_cmp: 64, rsp_qpn: 6, rsvd2: 2,
     }
 );
 
@@ -146,13 +148,15 @@ record!(
     /// response PSN, the MSN for the AETH, the translated local address and length (IBTA Vol 1
     /// 9.7.4.1.4, 9.5). With `atomic` set it is instead an ATOMIC ACKNOWLEDGE to send (one
     /// packet, AETH + AtomicAckETH carrying `orig`, the original remote value; 9.5.3, 9.7.4.1.5).
-    /// With `nak` set it is a NAK invalid request for the request at `psn` (an ACKNOWLEDGE,
-    /// sent behind the responses queued before it, so it never overtakes them). `fresh`: a new
+    /// With `ack` set it is instead an ACKNOWLEDGE (AETH only) for the request at `psn` with the
+    /// syndrome in `orig` bits 7:0: an ACK or NAK of a QP that still owes READ responses, sent
+    /// behind them so it never overtakes them (IBTA Vol 1 9.7.5.1: responses leave in PSN
+    /// order), or the NAK invalid request of a READ beyond `max_dest_rd_atomic`. `fresh`: a new
     /// request, not a replay, counted against `max_dest_rd_atomic` of the local
     /// QP `qpn` until its last packet is sent.
     ReadRespJob, 360, {
         dest_mac: 48, dest_ip: 32, udp_sport: 16, pkey: 16, dest_qpn: 24, psn: 24, msn: 24,
-        path_mtu: 3, atomic: 1, nak: 1, rsvd0: 3, iova: 64, len: 32, orig: 64, fresh: 1, qpn: 6, rsvd1: 1,
+        path_mtu: 3, atomic: 1, ack: 1, rsvd0: 3, iova: 64, len: 32, orig: 64, fresh: 1, qpn: 6, rsvd1: 1,
     }
 );
 
@@ -164,7 +168,7 @@ record!(
     /// (Compare Data); an ATOMIC ACKNOWLEDGE's AtomicAckETH gives `at_swap` (Original Remote
     /// Data).
     RxDesc, 416, {
-        start: 8, nbeats: 8, opcode: 8, hlen: 7, ackreq: 1, plen: 13, rsvd0: 3, dest_qpn: 24,
+        start: 10, nbeats: 8, opcode: 8, hlen: 7, ackreq: 1, plen: 13, rsvd0: 1, dest_qpn: 24,
         psn: 24, reth_va: 64, reth_rkey: 32, reth_len: 32, aeth_syndrome: 8, aeth_msn: 24,
         imm: 32, at_swap: 64, at_cmp: 64,
     }
@@ -181,7 +185,7 @@ record!(
     /// packet but its last) and, with `need_ack`, the ACK/NAK to send once every write
     /// before it has been acknowledged by the host.
     WriteJob, 640, {
-        kind: 2, need_ack: 1, rsvd0: 5, start: 8, release: 8, off: 13, rsvd1: 3, plen: 13,
+        kind: 2, need_ack: 1, rsvd0: 3, start: 10, release: 8, off: 13, rsvd1: 3, plen: 13,
         rsvd2: 3, addr: 64, cqe: 256, ack: 256, rsvd3: 8,
     }
 );

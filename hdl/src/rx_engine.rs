@@ -1,7 +1,7 @@
 //! The RX engine: RC responder (RDMA WRITE) and requester completer (ACK/NAK → CQE).
 use crate::context_tables::ContextTables;
 use crate::records::{
-    AckJob, CqContextRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec,
+    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec,
     RxDesc, WriteJob,
 };
 use rust_hdl::prelude::*;
@@ -91,6 +91,8 @@ pub struct RxEngine {
     pub acked_wdata: Signal<Out, Bits<24>>,
     pub cnt_timeout: Signal<Out, Bit>,
     pub cmd_fire: Signal<In, Bit>,
+    /// A context command is pending at BAR0 (it fires when both engines are ready).
+    pub cmd_valid: Signal<In, Bit>,
     pub cmd_op: Signal<In, Bits<8>>,
     pub cmd_index: Signal<In, Bits<8>>,
     pub cmd_record: Signal<In, Bits<512>>,
@@ -165,11 +167,23 @@ pub struct RxEngine {
     /// registered `idle`): an atomic reads host memory only then, and answers only after its
     /// own write is done.
     pub wr_idle: Signal<In, Bit>,
-    /// The scheduler's count of fresh READ / atomic responses fully sent for QP `rd_done_addr`
-    /// (mod 256), against this engine's count of those accepted: what is outstanding as
-    /// responder (`max_dest_rd_atomic`).
-    pub rd_done_addr: Signal<Out, Bits<6>>,
-    pub rd_done_data: Signal<In, Bits<8>>,
+    /// The assembler sent the last packet of a new READ's or atomic's response of local QP
+    /// `rsp_done_qpn` ([`crate::tx_assembler::TxAssembler`]): the QP owes one fewer.
+    pub rsp_done: Signal<In, Bit>,
+    pub rsp_done_qpn: Signal<In, Bits<6>>,
+    /// Fresh READ / atomic responses sent, by QP (mod 256), against `racc_ram` (accepted): the
+    /// difference is what the responder still owes (`max_dest_rd_atomic`, and whether an ACK
+    /// must wait behind responses). Two copies written together: `rdone_a` read at the
+    /// packet's QP, `rdone_b` for the increment (read-modify-write over 2 cycles from
+    /// `rdone_fifo`; INIT_RQ_PSN zeroes both and wins the write port).
+    rdone_a: RAM<Bits<8>, 6>,
+    rdone_b: RAM<Bits<8>, 6>,
+    rdone_fifo: SynchronousFIFO<Bits<6>, 2, 3, 1>,
+    /// 1: the count's address is being taken by `rdone_b`; 2: its value is readable.
+    rdone_busy: DFF<Bits<2>>,
+    rdone_q: DFF<Bits<6>>,
+    rd_done_data: Signal<Local, Bits<8>>,
+    rdone_init: Signal<Local, Bit>,
     /// The scheduler's emission report: a request packet of QP `emit_qpn` left, `emit_psn` is
     /// the PSN after it (see [`crate::tx_scheduler::TxScheduler`]).
     pub emit_we: Signal<In, Bit>,
@@ -219,8 +233,22 @@ pub struct RxEngine {
     rd_acc: DFF<Bits<8>>,
     /// The READ / atomic handed to the scheduler is a new request (not a replay).
     rr_fresh: DFF<Bit>,
-    /// The job handed to the scheduler is a NAK invalid request (too many READs / atomics).
+    /// The job handed to the scheduler is an ACKNOWLEDGE with syndrome `rr_syn_r`: the NAK
+    /// invalid request of a READ / atomic beyond `max_dest_rd_atomic`, or an ACK or NAK
+    /// diverted because the QP still owes READ responses (`ack_div`).
     rr_nak: DFF<Bit>,
+    rr_syn_r: DFF<Bits<8>>,
+    /// A pending command puts the QP this engine works on in RESET (registered): the command
+    /// is held until the engine is back in state 0 (see `cmd_ready`).
+    rst_here_r: DFF<Bit>,
+    cmd_seen_r: DFF<Bit>,
+    rst_cmd: Signal<Local, Bit>,
+    rst_mask: Signal<Local, Bits<64>>,
+    /// The packet's ACK or NAK was taken off its write job because the QP has READ / atomic
+    /// responses still to send (`pend_rd_r`, state 5): it goes through the READ FIFO behind
+    /// them instead (state 9 → 24), so responses leave in PSN order (IBTA Vol 1 9.7.5.1).
+    ack_div: DFF<Bit>,
+    pend_rd_r: DFF<Bit>,
     /// `max_dest_rd_atomic` of them are outstanding (state 5, acted on in 6).
     rd_over_r: DFF<Bit>,
     srq_ram: RAM<Bits<24>, 6>,
@@ -243,8 +271,6 @@ pub struct RxEngine {
     /// 131..100}.
     acked_ram: RAM<Bits<181>, 6>,
     acked_tx_ram: RAM<Bits<48>, 6>,
-    cq_ram: RAM<Bits<128>, 6>,
-    cqpi_ram: RAM<Bits<32>, 6>,
     inflight_ram: RAM<Bits<224>, 10>,
     state: DFF<Bits<6>>,
     /// The write-job FIFO has room for a job this cycle: its almost-full flag (at most one free
@@ -273,12 +299,8 @@ pub struct RxEngine {
     at_form_r: DFF<Bit>,
     pz_r: DFF<Bit>,
     /// The CQ producer-index table's write, registered.
-    cqw_en: DFF<Bit>,
-    cqw_addr: DFF<Bits<6>>,
-    cqw_data: DFF<Bits<32>>,
     /// Context commands may be taken this cycle (see `cmd_ready`).
     cmd_ok_r: DFF<Bit>,
-    cq_wb: DFF<Bit>,
     src_lc: DFF<Bit>,
     src_to: DFF<Bit>,
     retries: DFF<Bits<3>>,
@@ -296,8 +318,6 @@ pub struct RxEngine {
     nak_sent: DFF<Bit>,
     acked: DFF<Bits<16>>,
     sent: DFF<Bits<16>>,
-    cq: DFF<CqContextRec>,
-    cq_pi: DFF<Bits<32>>,
     // Completer.
     status: DFF<Bits<8>>,
     cqe_wr_id: DFF<Bits<64>>,
@@ -348,8 +368,6 @@ pub struct RxEngine {
     c_unknown: DFF<Bit>,
     c_dup: DFF<Bit>,
     c_gap: DFF<Bit>,
-    cqe_addr_r: DFF<Bits<64>>,
-    cq_settled: DFF<Bit>,
     /// Path MTU in bytes, taken from the QP context as it is loaded.
     mtu_r: DFF<Bits<32>>,
     /// Opcode classes of `pkt`: bit 0 WRITE FIRST/ONLY, 1 WRITE LAST/ONLY, 2 any WRITE,
@@ -426,8 +444,6 @@ pub struct RxEngine {
     /// whether that PSN was already asked for).
     rd_rw_psn: DFF<Bits<24>>,
     rd_rw_dup: DFF<Bit>,
-    pi_masked: DFF<Bits<32>>,
-    cq_settled2: DFF<Bit>,
     // Receive scatter (IBTA Vol 1 9.7.4.1.3, 10.8.3; ibv_post_recv(3)).
     /// The fetched receive WQE's scatter entries: 0..2 (beat 0, bytes 16..63), 3..6, 7..10,
     /// 11..14 (beats 1..3), 16 bytes each {addr 63..0, length 95..64, lkey 127..96}.
@@ -547,13 +563,11 @@ pub struct RxEngine {
     nak_code: Signal<Local, Bits<5>>,
     is_nak: Signal<Local, Bit>,
     cqe: Signal<Local, CqeRec>,
-    cq_mask: Signal<Local, Bits<32>>,
-    cqe_addr: Signal<Local, Bits<64>>,
     zero_cqe: Constant<CqeRec>,
     cqn: Signal<Local, Bits<8>>,
+    cqe_cq: Signal<Local, Bits<64>>,
     mr_access: Signal<Local, Bits<4>>,
     qp_access: Signal<Local, Bits<4>>,
-    cq_lap: Signal<Local, Bits<32>>,
     aeth_syn: Signal<Local, Bits<8>>,
     lc_qpn: Signal<Local, Bits<8>>,
     desc_qpn: Signal<Local, Bits<24>>,
@@ -598,7 +612,6 @@ pub struct RxEngine {
     fp_word: Signal<Local, Bits<64>>,
     va_low: Signal<Local, Bits<3>>,
     va_req: Signal<Local, Bits<64>>,
-    wb_now: Signal<Local, Bit>,
 }
 
 impl Default for RxEngine {
@@ -620,6 +633,7 @@ impl Default for RxEngine {
             acked_wdata: Default::default(),
             cnt_timeout: Default::default(),
             cmd_fire: Default::default(),
+            cmd_valid: Default::default(),
             cmd_op: Default::default(),
             cmd_index: Default::default(),
             cmd_record: Default::default(),
@@ -661,8 +675,6 @@ impl Default for RxEngine {
             rdyn_ram: Default::default(),
             acked_ram: Default::default(),
             acked_tx_ram: Default::default(),
-            cq_ram: Default::default(),
-            cqpi_ram: Default::default(),
             inflight_ram: Default::default(),
             state: Default::default(),
             job_room: Default::default(),
@@ -681,15 +693,10 @@ impl Default for RxEngine {
             fp_word: Default::default(),
             va_low: Default::default(),
             va_req: Default::default(),
-            wb_now: Default::default(),
             psn_before_r: Default::default(),
             at_form_r: Default::default(),
             pz_r: Default::default(),
-            cqw_en: Default::default(),
-            cqw_addr: Default::default(),
-            cqw_data: Default::default(),
             cmd_ok_r: Default::default(),
-            cq_wb: Default::default(),
             src_lc: Default::default(),
             src_to: Default::default(),
             retries: Default::default(),
@@ -707,8 +714,6 @@ impl Default for RxEngine {
             nak_sent: Default::default(),
             acked: Default::default(),
             sent: Default::default(),
-            cq: Default::default(),
-            cq_pi: Default::default(),
             status: Default::default(),
             cqe_wr_id: Default::default(),
             cqe_len: Default::default(),
@@ -750,8 +755,6 @@ impl Default for RxEngine {
             nak_code: Default::default(),
             is_nak: Default::default(),
             cqe: Default::default(),
-            cq_mask: Default::default(),
-            cqe_addr: Default::default(),
             zero_cqe: Constant::new(CqeRec::default()),
             w_addr: Default::default(),
             restart_psn: Default::default(),
@@ -764,9 +767,9 @@ impl Default for RxEngine {
             psn_delta: Default::default(),
             reply: Default::default(),
             cqn: Default::default(),
+            cqe_cq: Default::default(),
             mr_access: Default::default(),
             qp_access: Default::default(),
-            cq_lap: Default::default(),
             aeth_syn: Default::default(),
             lc_qpn: Default::default(),
             desc_qpn: Default::default(),
@@ -813,12 +816,8 @@ impl Default for RxEngine {
             c_unknown: Default::default(),
             c_dup: Default::default(),
             c_gap: Default::default(),
-            cqe_addr_r: Default::default(),
-            cq_settled: Default::default(),
             mtu_r: Default::default(),
             opc: Default::default(),
-            pi_masked: Default::default(),
-            cq_settled2: Default::default(),
             is_send_start: Default::default(),
             is_send_cont: Default::default(),
             is_send_end: Default::default(),
@@ -883,8 +882,15 @@ impl Default for RxEngine {
             rd_restart: Default::default(),
             access_ok: Default::default(),
             wr_idle: Default::default(),
-            rd_done_addr: Default::default(),
+            rsp_done: Default::default(),
+            rsp_done_qpn: Default::default(),
+            rdone_a: Default::default(),
+            rdone_b: Default::default(),
+            rdone_fifo: Default::default(),
+            rdone_busy: Default::default(),
+            rdone_q: Default::default(),
             rd_done_data: Default::default(),
+            rdone_init: Default::default(),
             emit_we: Default::default(),
             emit_qpn: Default::default(),
             emit_psn: Default::default(),
@@ -908,6 +914,13 @@ impl Default for RxEngine {
             rd_acc: Default::default(),
             rr_fresh: Default::default(),
             rr_nak: Default::default(),
+            rr_syn_r: Default::default(),
+            rst_here_r: Default::default(),
+            cmd_seen_r: Default::default(),
+            rst_cmd: Default::default(),
+            rst_mask: Default::default(),
+            ack_div: Default::default(),
+            pend_rd_r: Default::default(),
             rd_over_r: Default::default(),
             rd_lim: Default::default(),
             mdra: Default::default(),
@@ -1028,8 +1041,6 @@ impl Logic for RxEngine {
             nak_sent,
             acked,
             sent,
-            cq,
-            cq_pi,
             status,
             cqe_wr_id,
             cqe_len,
@@ -1070,12 +1081,8 @@ impl Logic for RxEngine {
             c_unknown,
             c_dup,
             c_gap,
-            cqe_addr_r,
-            cq_settled,
             mtu_r,
             opc,
-            pi_masked,
-            cq_settled2,
             cqe_imm,
             cqe_flags,
             rd_next,
@@ -1136,6 +1143,13 @@ impl Logic for RxEngine {
             rd_acc,
             rr_fresh,
             rr_nak,
+            rr_syn_r,
+            rdone_busy,
+            rdone_q,
+            rst_here_r,
+            cmd_seen_r,
+            ack_div,
+            pend_rd_r,
             rd_over_r,
             ev_fire_r,
             src_ev,
@@ -1143,11 +1157,7 @@ impl Logic for RxEngine {
             fl_cmd_r,
             fl_cqpn_r,
             at_form_r,
-            cq_wb,
             pz_r,
-            cqw_en,
-            cqw_addr,
-            cqw_data,
             cmd_ok_r,
             sgb0,
             sgb1,
@@ -1223,8 +1233,6 @@ impl Logic for RxEngine {
         self.rnr_arm.next = self.arm_r.q.val();
         self.rnr_qpn.next = self.qpn.q.val();
         self.rr_full_r.d.next = self.rr_full.val();
-        self.cq_settled2.d.next = self.cq_settled.q.val() & (self.state.q.val() == 12);
-        self.cq_settled.d.next = self.state.q.val() == 12;
         self.rqpi_ram.read_clock.next = self.clock.val();
         self.rqpi_ram.write_clock.next = self.clock.val();
         // RQ producer index: from the RQ doorbell, or 0 when a context command puts the QP in
@@ -1246,10 +1254,6 @@ impl Logic for RxEngine {
         self.acked_ram.write_clock.next = self.clock.val();
         self.acked_tx_ram.read_clock.next = self.clock.val();
         self.acked_tx_ram.write_clock.next = self.clock.val();
-        self.cq_ram.read_clock.next = self.clock.val();
-        self.cq_ram.write_clock.next = self.clock.val();
-        self.cqpi_ram.read_clock.next = self.clock.val();
-        self.cqpi_ram.write_clock.next = self.clock.val();
         self.inflight_ram.read_clock.next = self.clock.val();
         self.inflight_ram.write_clock.next = self.clock.val();
 
@@ -1330,8 +1334,6 @@ impl Logic for RxEngine {
         if self.src_ev.q.val() {
             self.cqn.next = self.ev_cq.q.val();
         }
-        self.cq_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
-        self.cqpi_ram.read_address.next = self.cqn.val().get_bits::<6>(0);
         self.inflight_ram.read_address.next =
             bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.acked.q.val().get_bits::<4>(0));
         self.acked_tx_ram.read_address.next = self.acked_raddr.val();
@@ -1393,7 +1395,40 @@ impl Logic for RxEngine {
             self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
         self.racc_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.racc_ram.write_data.next = 0.into();
-        self.rd_done_addr.next = self.qpn.q.val();
+        // Responses sent (see `rdone_a`): zeroed by INIT_RQ_PSN, one more per `rsp_done`.
+        clock!(self, clock, rdone_fifo);
+        self.rdone_a.read_clock.next = self.clock.val();
+        self.rdone_a.write_clock.next = self.clock.val();
+        self.rdone_b.read_clock.next = self.clock.val();
+        self.rdone_b.write_clock.next = self.clock.val();
+        self.rdone_fifo.write.next = self.rsp_done.val();
+        self.rdone_fifo.data_in.next = self.rsp_done_qpn.val();
+        self.rdone_fifo.read.next = false;
+        self.rdone_a.read_address.next = self.qpn.q.val();
+        self.rd_done_data.next = self.rdone_a.read_data.val();
+        self.rdone_b.read_address.next = self.rdone_q.q.val();
+        self.rdone_init.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4);
+        self.rdone_a.write_enable.next = false;
+        self.rdone_a.write_address.next = self.rdone_q.q.val();
+        self.rdone_a.write_data.next = self.rdone_b.read_data.val() + 1;
+        if self.rdone_init.val() {
+            self.rdone_a.write_enable.next = true;
+            self.rdone_a.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+            self.rdone_a.write_data.next = 0.into();
+        } else if self.rdone_busy.q.val() == 2 {
+            // The count is readable: write it back one more.
+            self.rdone_a.write_enable.next = true;
+            self.rdone_busy.d.next = 0.into();
+        } else if self.rdone_busy.q.val() == 1 {
+            self.rdone_busy.d.next = 2.into();
+        } else if !self.rdone_fifo.empty.val() {
+            self.rdone_fifo.read.next = true;
+            self.rdone_q.d.next = self.rdone_fifo.data_out.val();
+            self.rdone_busy.d.next = 1.into();
+        }
+        self.rdone_b.write_enable.next = self.rdone_a.write_enable.val();
+        self.rdone_b.write_address.next = self.rdone_a.write_address.val();
+        self.rdone_b.write_data.next = self.rdone_a.write_data.val();
         self.mdra.next = self.ctx.q.val().max_dest_rd_atomic;
         self.rd_lim.next = self.mdra.val();
         if self.mdra.val() > 16 {
@@ -1426,36 +1461,31 @@ impl Logic for RxEngine {
             | (self.state.q.val() == 23)
             | (self.state.q.val() == 24)
             | (self.state.q.val() == 41));
-        self.cmd_ready.next = self.cmd_ok_r.q.val();
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
+        // A command that puts the QP this engine is working on in RESET waits until the engine
+        // is back in state 0 (nothing more is fetched from the QP's rings, which the driver
+        // frees once the command is taken); registered, taken from its second cycle.
+        self.cmd_seen_r.d.next = self.cmd_valid.val() & !self.cmd_fire.val();
+        self.rst_here_r.d.next = self.cmd_valid.val()
+            & (self.cmd_op.val() == 1)
+            & (self.cmd_qp.val().state == 0)
+            & (self.cmd_index.val().get_bits::<6>(0) == self.qpn.q.val())
+            & (self.state.q.val() != 0);
+        self.cmd_ready.next = self.cmd_ok_r.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
         self.tables.cmd_fire.next = self.cmd_fire.val();
         self.tables.cmd_op.next = self.cmd_op.val();
         self.tables.cmd_index.next = self.cmd_index.val();
         self.tables.cmd_record.next = self.cmd_record.val();
-        self.cq_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
-        self.cq_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.cq_ram.write_data.next = bit_cast::<128, 512>(self.cmd_record.val());
-        // The CQ producer-index table is written a cycle late, from registers (a command's
-        // reset to 0, or the write-back of state 9): it is next read several states later.
-        // (A command never fires in state 9, so the two writers are ORed, not prioritised.)
-        self.wb_now.next = self.state.q.val() == 9;
-        self.cqw_en.d.next =
-            (self.cmd_fire.val() & (self.cmd_op.val() == 3)) | (self.wb_now.val() & self.cq_wb.q.val());
-        self.cqw_addr.d.next = self.cmd_index.val().get_bits::<6>(0);
-        self.cqw_data.d.next = 0.into();
-        if self.wb_now.val() {
-            self.cqw_addr.d.next = self.cqn.val().get_bits::<6>(0);
-            self.cqw_data.d.next = self.cq_pi.q.val();
-        }
-        self.cqpi_ram.write_enable.next = self.cqw_en.q.val();
-        self.cqpi_ram.write_address.next = self.cqw_addr.q.val();
-        self.cqpi_ram.write_data.next = self.cqw_data.q.val();
+        // A context written in RESET (created, reset, destroyed) starts the QP's responder and
+        // completer state afresh, as INIT_RQ_PSN / INIT_SQ_PSN do: no error flag, no open
+        // message, nothing to flush survives into the next connection on this number.
+        self.rst_cmd.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 0);
         self.rdyn_ram.write_enable.next =
-            self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_rq_psn.any();
+            (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_rq_psn.any()) | self.rst_cmd.val();
         self.rdyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.rdyn_ram.write_data.next = bit_cast::<368, 24>(self.cmd_qp.val().rq_psn);
         self.acked_ram.write_enable.next =
-            self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any();
+            (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any()) | self.rst_cmd.val();
         self.acked_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.acked_ram.write_data.next = bit_cast::<181, 24>(self.cmd_qp.val().sq_psn - 1) << 157;
         // Emission PSNs: a command (INIT_SQ_PSN: the first PSN) wins the write port; an
@@ -1729,10 +1759,6 @@ impl Logic for RxEngine {
         // (No payload, and an aligned VA, registered a state ahead: `pkt` holds from state 1.)
         self.pz_r.d.next = self.plen32.val() == 0;
         self.at_form_r.d.next = (self.plen32.val() == 0) & (self.va_low.val() == 0);
-        // The completion-queue producer index is written back (state 9) exactly when it was
-        // loaded for this packet or event (state 4): a READ RESPONSE FIRST/MIDDLE never loads
-        // it, and writing back a stale `cq_pi` would move another CQ's index (`cq_wb` is set
-        // in state 4 and cleared in state 0).
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
         self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
         // Where an accepted request's payload goes.
@@ -1762,12 +1788,9 @@ impl Logic for RxEngine {
         self.nak_stale.next = self.nak_age.val().get_bit(23);
         self.nak_repeat.next = (self.nak_code.val() == 0) & self.last_nak_ok.q.val() & !self.nak_moved.q.val();
         self.fatal.next = (self.status.q.val() != 0) & (self.status.q.val() != 5);
-        self.cq_mask.next = (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.cq.q.val().log_size)) - 1;
-        // The CQE slot address, two registered steps from the CQ context and producer index.
-        self.pi_masked.d.next = self.cq_pi.q.val() & self.cq_mask.val();
-        self.cqe_addr_r.d.next = self.cq.q.val().base + (bit_cast::<64, 32>(self.pi_masked.q.val()) << 5);
-        self.cqe_addr.next = self.cqe_addr_r.q.val();
-        self.cq_lap.next = self.cq_pi.q.val() >> bit_cast::<32, 5>(self.cq.q.val().log_size);
+        // A CQE job names its CQ in `addr`; the CQ writer places it and sets its owner bit
+        // ([`crate::cq_writer::CqWriter`]).
+        self.cqe_cq.next = bit_cast::<64, 8>(self.cqn.val());
         self.cqe.next = self.zero_cqe.val();
         self.cqe.next.wr_id = self.cqe_wr_id.q.val();
         self.cqe.next.byte_len = self.cqe_len.q.val();
@@ -1776,7 +1799,6 @@ impl Logic for RxEngine {
         self.cqe.next.status = self.status.q.val();
         self.cqe.next.imm_data = self.cqe_imm.q.val();
         self.cqe.next.wc_flags = self.cqe_flags.q.val();
-        self.cqe.next.owner = !self.cq_lap.val().get_bits::<1>(0);
 
         // ---- The job for the writer (fields per state below) ----
         self.reply.next.dest_mac = self.ctx.q.val().dest_mac;
@@ -1866,8 +1888,9 @@ impl Logic for RxEngine {
         self.rr_data.next.orig = self.at_orig.q.val();
         self.rr_data.next.rsvd1 = 0.into();
         self.rr_data.next.fresh = bit_cast::<1, 1>(self.rr_fresh.q.val().into());
-        self.rr_data.next.nak = bit_cast::<1, 1>(self.rr_nak.q.val().into());
+        self.rr_data.next.ack = bit_cast::<1, 1>(self.rr_nak.q.val().into());
         if self.rr_nak.q.val() {
+            self.rr_data.next.orig = bit_cast::<64, 8>(self.rr_syn_r.q.val());
             self.rr_data.next.len = 0.into();
         }
         self.rr_data.next.qpn = self.qpn.q.val();
@@ -1886,7 +1909,6 @@ impl Logic for RxEngine {
 
         match self.state.q.val().index() {
             0 => {
-                self.cq_wb.d.next = false;
                 self.src_to.d.next = false;
                 self.src_rnr.d.next = false;
                 self.src_recv.d.next = false;
@@ -2057,6 +2079,7 @@ impl Logic for RxEngine {
                 self.tot_fits_r.d.next = self.plen36.val() <= self.tot_rem.q.val();
                 self.rq_empty_r.d.next = self.rq_ci.q.val() == self.rq_pi.q.val();
                 self.rd_over_r.d.next = (self.rd_acc.q.val() - self.rd_done_data.val()) >= self.rd_lim.val();
+                self.pend_rd_r.d.next = self.rd_acc.q.val() != self.rd_done_data.val();
                 if self.ctx.q.val().use_srq.any() {
                     // Receive WQEs come from the SRQ: its indices (read at the SRQ number).
                     self.srq_took.d.next = true;
@@ -2175,6 +2198,7 @@ impl Logic for RxEngine {
                         self.cnt_drop_inv_req.next = true;
                         self.nak_sent.d.next = true;
                         self.rr_nak.d.next = true;
+                        self.rr_syn_r.d.next = 0x61.into();
                         self.state.d.next = 24.into();
                     } else if self.is_read_req.val() {
                         // Accepted RDMA READ: the scheduler answers it with READ RESPONSE
@@ -2353,9 +2377,6 @@ impl Logic for RxEngine {
                 self.state.d.next = 4.into();
             }
             4 => {
-                self.cq.d.next = self.cq_ram.read_data.val().into();
-                self.cq_pi.d.next = self.cqpi_ram.read_data.val();
-                self.cq_wb.d.next = self.qpn_ok.q.val();
                 if self.src_lc.q.val() {
                     self.cqe_opcode.d.next = self.lcr.q.val().wc_opcode;
                     self.cqe_wr_id.d.next = self.lcr.q.val().wr_id;
@@ -2677,7 +2698,11 @@ impl Logic for RxEngine {
                     | (bit_cast::<181, 24>(self.ack_hi.q.val()) << 157);
                 // Only the completer moves the CQ producer index.
                 self.state.d.next = 0.into();
-                if self.rsp_pending.q.val() {
+                if self.ack_div.q.val() {
+                    // The packet's ACK or NAK follows the READ responses owed before it.
+                    self.rr_nak.d.next = true;
+                    self.state.d.next = 24.into();
+                } else if self.rsp_pending.q.val() {
                     // The WQEs before the READ have retired: check the response again.
                     self.rsp_pending.d.next = false;
                     self.state.d.next = 17.into();
@@ -2815,11 +2840,10 @@ impl Logic for RxEngine {
                     // An SRQ limit event's CQE (no ACK, no error).
                     self.job.next.kind = 1.into();
                     self.job.next.release = 0.into();
-                    self.job.next.addr = self.cqe_addr.val();
+                    self.job.next.addr = self.cqe_cq.val();
                     self.job.next.need_ack = 0.into();
-                    if self.job_room.q.val() & self.cq_settled2.q.val() {
+                    if self.job_room.q.val() {
                         self.job_write.next = true;
-                        self.cq_pi.d.next = self.cq_pi.q.val() + 1;
                         self.state.d.next = 9.into();
                     }
                 } else if self.src_recv.q.val() {
@@ -2827,14 +2851,13 @@ impl Logic for RxEngine {
                     // host sees the CQE only after the payload before it is written.
                     self.job.next.kind = 1.into();
                     self.job.next.release = 0.into();
-                    self.job.next.addr = self.cqe_addr.val();
+                    self.job.next.addr = self.cqe_cq.val();
                     self.job.next.need_ack = bit_cast::<1, 1>(self.recv_need_ack.q.val().into());
                     self.reply.next.syndrome = self.recv_syn.q.val();
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
-                    if self.job_room.q.val() & self.cq_settled2.q.val() & !(self.fatal.val() & self.rw_full.val()) {
+                    if self.job_room.q.val() & !(self.fatal.val() & self.rw_full.val()) {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
-                        self.cq_pi.d.next = self.cq_pi.q.val() + 1;
                         self.state.d.next = 9.into();
                         if self.fatal.val() {
                             // A receive error moves the QP to ERR (IBTA Vol 1 10.8.3.3): its
@@ -2847,17 +2870,13 @@ impl Logic for RxEngine {
                 } else {
                     self.job.next.kind = 1.into();
                     self.job.next.release = 0.into();
-                    self.job.next.addr = self.cqe_addr.val();
+                    self.job.next.addr = self.cqe_cq.val();
                     // An error other than a flush puts the QP in the error state: the completer
                     // flushes what is in flight, the scheduler what is not yet sent.
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
-                    if self.job_room.q.val()
-                        & self.cq_settled2.q.val()
-                        & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val())
-                    {
+                    if self.job_room.q.val() & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val()) {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
-                        self.cq_pi.d.next = self.cq_pi.q.val() + 1;
                         self.acked.d.next = self.acked.q.val() + 1;
                         self.rd_valid.d.next = false;
                         self.rd_rs_ok.d.next = false;
@@ -2890,6 +2909,7 @@ impl Logic for RxEngine {
                 // earlier WRITE stored (IBTA Vol 1 9.5; an atomic waited already).
                 if !self.rr_full_r.q.val() & self.wr_idle.val() {
                     self.rr_write.next = true;
+                    self.ack_div.d.next = false;
                     self.state.d.next = 9.into();
                 }
             }
@@ -3188,6 +3208,12 @@ impl Logic for RxEngine {
             }
         }
         self.job.next.ack = self.reply.val().into();
+        if self.job_write.val() & self.job.val().need_ack.any() & self.pend_rd_r.q.val() & !self.src_fl.q.val() {
+            // Not from the writer: behind the READ responses this QP still owes.
+            self.job.next.need_ack = 0.into();
+            self.ack_div.d.next = true;
+            self.rr_syn_r.d.next = self.reply.val().syndrome;
+        }
         // Flush requests: cleared when taken, set by doorbells, commands and this engine.
         self.fl_set.next = 0.into();
         self.fl_cmd_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 6);
@@ -3202,7 +3228,13 @@ impl Logic for RxEngine {
         if self.fl_eng.val() {
             self.fl_set.next = self.fl_set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.qpn.q.val()));
         }
-        self.flush_pend.d.next = (self.flush_pend.q.val() & !self.fl_clr.val()) | self.fl_set.val();
+        self.rst_mask.next = 0.into();
+        if self.rst_cmd.val() {
+            self.rst_mask.next =
+                bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cmd_index.val().get_bits::<6>(0));
+        }
+        self.flush_pend.d.next =
+            ((self.flush_pend.q.val() & !self.fl_clr.val()) | self.fl_set.val()) & !self.rst_mask.val();
         self.acked_tx_ram.write_enable.next = self.acked_ram.write_enable.val();
         self.acked_tx_ram.write_address.next = self.acked_ram.write_address.val();
         self.acked_wdata.next = bit_cast::<24, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))

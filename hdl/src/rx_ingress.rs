@@ -5,9 +5,9 @@ use crate::icrc::{first_beat_and, first_beat_or, SKIPPED_BYTES};
 use crate::records::{RoceHeader, RxDesc};
 use rust_hdl::prelude::*;
 
-/// log2 of the packet buffer size in 64-byte beats (256 beats = 16 KiB, three 4 KiB-MTU
+/// log2 of the packet buffer size in 64-byte beats (1024 beats = 64 KiB, fifteen 4 KiB-MTU
 /// packets).
-pub const LOG_BUFFER_BEATS: usize = 8;
+pub const LOG_BUFFER_BEATS: usize = 10;
 
 /// Largest frame accepted, in bytes: 4096-byte MTU payload plus every header (80 beats).
 pub const MAX_FRAME_BYTES: u64 = 64 * 80;
@@ -62,7 +62,7 @@ pub fn icrc_residue() -> u32 {
 ///
 /// Buffer: 2^[`LOG_BUFFER_BEATS`] beats of 512 bits in block RAM, freed by the RX engine's
 /// read pointer `rd_ptr`. A frame is accepted only if all its beats fit at its first beat
-/// (`wr_ptr - rd_ptr + nbeats <= 256`); a beat is written only into a free slot.
+/// (`wr_ptr - rd_ptr + nbeats <= 1024`); a beat is written only into a free slot.
 #[derive(LogicBlock)]
 pub struct RxIngress {
     pub clock: Signal<In, Clock>,
@@ -73,10 +73,10 @@ pub struct RxIngress {
     pub tvalid: Signal<In, Bit>,
     pub tuser: Signal<In, Bit>,
     /// Packet buffer read port (synchronous: data one cycle after the address).
-    pub buf_raddr: Signal<In, Bits<8>>,
+    pub buf_raddr: Signal<In, Bits<10>>,
     pub buf_rdata: Signal<Out, Bits<512>>,
     /// The RX engine's release pointer (beats, modulo 512).
-    pub rd_ptr: Signal<In, Bits<9>>,
+    pub rd_ptr: Signal<In, Bits<11>>,
     pub desc_full: Signal<In, Bit>,
     pub desc_write: Signal<Out, Bit>,
     pub desc: Signal<Out, RxDesc>,
@@ -84,7 +84,7 @@ pub struct RxIngress {
     pub cnt_malformed: Signal<Out, Bit>,
     pub cnt_icrc: Signal<Out, Bit>,
     pub cnt_overflow: Signal<Out, Bit>,
-    buffer: RAM<Bits<512>, 8>,
+    buffer: RAM<Bits<512>, 10>,
     crc: Crc32D512,
     target: Crc32ResidueZeros,
     // ---- Input side: frame tracking on the raw stream ----
@@ -134,7 +134,7 @@ pub struct RxIngress {
     c_first: DFF<Bit>,
     c_data: DFF<Bits<512>>,
     c_nb: DFF<Bits<8>>,
-    c_nbm1: DFF<Bits<9>>,
+    c_nbm1: DFF<Bits<11>>,
     c_plen: DFF<Bits<13>>,
     c_hlen: DFF<Bits<7>>,
     /// The frame ends with this beat: counted, and malformed / passes / fails the ICRC only.
@@ -143,9 +143,9 @@ pub struct RxIngress {
     c_pass: DFF<Bit>,
     c_badcrc: DFF<Bit>,
     // ---- Buffer and descriptor side ----
-    wr_ptr: DFF<Bits<9>>,
+    wr_ptr: DFF<Bits<11>>,
     k: DFF<Bits<8>>,
-    wa: DFF<Bits<9>>,
+    wa: DFF<Bits<11>>,
     fits_r: DFF<Bit>,
     nb_r: DFF<Bits<8>>,
     opcode_r: DFF<Bits<8>>,
@@ -184,10 +184,10 @@ pub struct RxIngress {
     b_endv: Signal<Local, Bit>,
     // ---- Buffer and descriptor logic ----
     kk: Signal<Local, Bits<8>>,
-    addr: Signal<Local, Bits<9>>,
-    slot_used: Signal<Local, Bits<9>>,
-    used: Signal<Local, Bits<9>>,
-    fits_first: Signal<Local, Bits<9>>,
+    addr: Signal<Local, Bits<11>>,
+    slot_used: Signal<Local, Bits<11>>,
+    used: Signal<Local, Bits<11>>,
+    fits_first: Signal<Local, Bits<11>>,
     fits_cur: Signal<Local, Bit>,
     nb_cur: Signal<Local, Bits<8>>,
     hc: Signal<Local, RoceHeader>,
@@ -659,7 +659,7 @@ impl Logic for RxIngress {
         self.c_first.d.next = self.b_first.q.val();
         self.c_data.d.next = self.b_data.q.val();
         self.c_nb.d.next = self.b_nb.q.val();
-        self.c_nbm1.d.next = bit_cast::<9, 8>(self.b_nb.q.val()) - 1;
+        self.c_nbm1.d.next = bit_cast::<11, 8>(self.b_nb.q.val()) - 1;
         self.c_plen.d.next = self.b_plen.q.val();
         self.c_hlen.d.next = self.b_hlen.q.val();
 
@@ -672,10 +672,10 @@ impl Logic for RxIngress {
             self.addr.next = self.wr_ptr.q.val();
             self.nb_cur.next = self.c_nb.q.val();
         }
-        // A slot is free iff it is less than 256 beats ahead of the release pointer.
+        // A slot is free iff it is less than 1024 beats ahead of the release pointer.
         self.slot_used.next = self.addr.val() - self.rd_ptr.val();
-        self.buffer.write_enable.next = self.c_valid.q.val() & !self.slot_used.val().get_bit(8);
-        self.buffer.write_address.next = self.addr.val().get_bits::<8>(0);
+        self.buffer.write_enable.next = self.c_valid.q.val() & !self.slot_used.val().get_bit(10);
+        self.buffer.write_address.next = self.addr.val().get_bits::<10>(0);
         self.buffer.write_data.next = self.c_data.q.val();
         // Space: every beat of the frame fits (checked at its first beat). A one-beat frame
         // fits iff the slot at `wr_ptr` is free.
@@ -683,7 +683,7 @@ impl Logic for RxIngress {
         self.fits_first.next = (self.wr_ptr.q.val() + self.c_nbm1.q.val()) - self.rd_ptr.val();
         self.fits_cur.next = self.fits_r.q.val();
         if self.c_first.q.val() {
-            self.fits_cur.next = !self.used.val().get_bit(8);
+            self.fits_cur.next = !self.used.val().get_bit(10);
         }
 
         // Descriptor (used on the last beat).
@@ -700,7 +700,7 @@ impl Logic for RxIngress {
         if self.c_first.q.val() {
             self.ext.next = bit_cast::<224, 80>(self.c_data.q.val().get_bits::<80>(432));
         }
-        self.desc.next.start = self.wr_ptr.q.val().get_bits::<8>(0);
+        self.desc.next.start = self.wr_ptr.q.val().get_bits::<10>(0);
         self.desc.next.nbeats = self.nb_cur.val();
         self.desc.next.opcode = self.opcode_r.q.val();
         self.desc.next.hlen = self.hlen_r.q.val();
@@ -762,7 +762,7 @@ impl Logic for RxIngress {
         self.cnt_icrc.next = self.c_badcrc.q.val() & self.fits_cur.val() & !self.desc_full.val();
         self.desc_write.next = self.c_pass.q.val() & self.fits_cur.val() & !self.desc_full.val();
         if self.desc_write.val() {
-            self.wr_ptr.d.next = self.wr_ptr.q.val() + bit_cast::<9, 8>(self.nb_cur.val());
+            self.wr_ptr.d.next = self.wr_ptr.q.val() + bit_cast::<11, 8>(self.nb_cur.val());
         }
         if self.c_valid.q.val() {
             if self.kk.val() != 255 {
@@ -770,7 +770,7 @@ impl Logic for RxIngress {
                 self.wa.d.next = self.addr.val() + 1;
             }
             if self.c_first.q.val() {
-                self.fits_r.d.next = !self.fits_first.val().get_bit(8);
+                self.fits_r.d.next = !self.fits_first.val().get_bit(10);
                 self.nb_r.d.next = self.c_nb.q.val();
                 self.opcode_r.d.next = self.desc.val().opcode;
                 self.hlen_r.d.next = self.desc.val().hlen;

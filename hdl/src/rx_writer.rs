@@ -28,9 +28,9 @@ pub struct RxWriter {
     pub job_empty: Signal<In, Bit>,
     pub job: Signal<In, WriteJob>,
     pub job_read: Signal<Out, Bit>,
-    pub buf_raddr: Signal<Out, Bits<8>>,
+    pub buf_raddr: Signal<Out, Bits<10>>,
     pub buf_rdata: Signal<In, Bits<512>>,
-    pub rd_ptr: Signal<Out, Bits<9>>,
+    pub rd_ptr: Signal<Out, Bits<11>>,
     pub awvalid: Signal<Out, Bit>,
     pub awready: Signal<In, Bit>,
     pub awaddr: Signal<Out, Bits<64>>,
@@ -51,7 +51,7 @@ pub struct RxWriter {
     aq: SynchronousFIFO<Bits<80>, 2, 3, 1>,
     pa: SynchronousFIFO<Bits<272>, 3, 4, 1>,
     state: DFF<Bits<2>>,
-    start_r: DFF<Bits<8>>,
+    start_r: DFF<Bits<10>>,
     /// The job's byte offset into its packet (`off`).
     off_r: DFF<Bits<13>>,
     release_r: DFF<Bits<8>>,
@@ -64,7 +64,7 @@ pub struct RxWriter {
     /// Bytes of the CQE-path chunk: 32 for a CQE, 8 for an atomic's result.
     val_len: DFF<Bits<7>>,
     idle_r: DFF<Bit>,
-    rdp: DFF<Bits<9>>,
+    rdp: DFF<Bits<11>>,
     beats_planned: DFF<Bits<16>>,
     b_count: DFF<Bits<16>>,
     out_k: DFF<Bits<8>>,
@@ -76,7 +76,7 @@ pub struct RxWriter {
     j_off: Signal<Local, Bits<13>>,
     /// Beat of the packet holding byte `off` (`off / 64`).
     j_obeat: Signal<Local, Bits<8>>,
-    j_start: Signal<Local, Bits<8>>,
+    j_start: Signal<Local, Bits<10>>,
     j_len: Signal<Local, Bits<16>>,
     j_lead: Signal<Local, Bits<7>>,
     j_beats: Signal<Local, Bits<16>>,
@@ -171,7 +171,7 @@ impl Logic for RxWriter {
         self.gb.in_skip.next = self.beat_skip.val();
         self.gb.in_len.next = self.beat_len.val().get_bits::<7>(0);
         self.gb.in_last.next = self.beat_last.val();
-        self.buf_raddr.next = self.start_r.q.val() + self.j_cur.q.val();
+        self.buf_raddr.next = self.start_r.q.val() + bit_cast::<10, 8>(self.j_cur.q.val());
         self.job_read.next = false;
         self.aq.write.next = false;
         self.aq.data_in.next = bit_cast::<80, 64>(self.j_addr.val() >> 6)
@@ -189,7 +189,7 @@ impl Logic for RxWriter {
                         self.pa.write.next = true;
                     }
                     if self.j_kind.val() == 2 {
-                        self.rdp.d.next = self.rdp.q.val() + bit_cast::<9, 8>(self.job.val().release);
+                        self.rdp.d.next = self.rdp.q.val() + bit_cast::<11, 8>(self.job.val().release);
                     } else {
                         // Lead chunk, and the beats this job will write.
                         self.gb.in_valid.next = true;
@@ -209,7 +209,7 @@ impl Logic for RxWriter {
                         self.w_lim.d.next = 64_u64 - bit_cast::<7, 6>(self.j_off.val().get_bits::<6>(0));
                         self.j_cur.d.next = self.j_obeat.val();
                         // Present the first payload beat's address now: data next cycle.
-                        self.buf_raddr.next = self.j_start.val() + self.j_obeat.val();
+                        self.buf_raddr.next = self.j_start.val() + bit_cast::<10, 8>(self.j_obeat.val());
                         self.cqe_r.d.next = self.job.val().cqe;
                         self.val_len.d.next = 32.into();
                         if self.j_kind.val() == 3 {
@@ -218,7 +218,7 @@ impl Logic for RxWriter {
                         if self.j_kind.val().get_bit(0) {
                             // A CQE or value job reads nothing from the packet buffer: the beats
                             // of its packet (an atomic's header-only frame) are free at once.
-                            self.rdp.d.next = self.rdp.q.val() + bit_cast::<9, 8>(self.job.val().release);
+                            self.rdp.d.next = self.rdp.q.val() + bit_cast::<11, 8>(self.job.val().release);
                             self.state.d.next = 2.into();
                         } else {
                             self.state.d.next = 1.into();
@@ -229,13 +229,13 @@ impl Logic for RxWriter {
             1 => {
                 self.gb.in_valid.next = true;
                 if self.gb.in_ready.val() {
-                    self.buf_raddr.next = self.start_r.q.val() + self.j_cur.q.val() + 1;
+                    self.buf_raddr.next = self.start_r.q.val() + bit_cast::<10, 8>(self.j_cur.q.val()) + 1;
                     self.j_cur.d.next = self.j_cur.q.val() + 1;
                     self.w_first.d.next = false;
                     self.w_lim.d.next = 64.into();
                     self.w_rem.d.next = self.w_rem.q.val() - self.beat_len.val();
                     if self.beat_last.val() {
-                        self.rdp.d.next = self.rdp.q.val() + bit_cast::<9, 8>(self.release_r.q.val());
+                        self.rdp.d.next = self.rdp.q.val() + bit_cast::<11, 8>(self.release_r.q.val());
                         self.state.d.next = 0.into();
                     }
                 }

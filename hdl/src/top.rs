@@ -1,6 +1,7 @@
 //! The NIC top level: standard AXI edges around the RoCEv2 engines.
 use crate::ack_timer::AckTimer;
 use crate::byte_counters::ByteCounters;
+use crate::cq_writer::CqWriter;
 use crate::dma_read::DmaReadIssuer;
 use crate::doorbell::SqDoorbells;
 use crate::gearbox::Gearbox;
@@ -113,7 +114,9 @@ pub struct NicTop {
     ack_fifo: SynchronousFIFO<AckJob, 3, 4, 1>,
     icrc: IcrcInsert,
     rxi: RxIngress,
-    desc_fifo: SynchronousFIFO<RxDesc, 5, 6, 1>,
+    /// Packets accepted by the ingress, one descriptor each (256: as many as the 1024-beat
+    /// packet buffer can hold of the shortest packets, 4 beats).
+    desc_fifo: SynchronousFIFO<RxDesc, 8, 9, 1>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
     rw_fifo: SynchronousFIFO<Bits<73>, 2, 3, 1>,
     rr_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
@@ -121,9 +124,14 @@ pub struct NicTop {
     to_fifo: SynchronousFIFO<Bits<8>, 2, 3, 1>,
     rxe: RxEngine,
     wj_fifo: SynchronousFIFO<WriteJob, 3, 4, 1>,
+    cqw: CqWriter,
     rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
     db_clear_r: DFF<Bit>,
+    ack_cnt_pend: DFF<Bits<2>>,
+    nak_cnt_pend: DFF<Bits<2>>,
+    ack_cnt_out: Signal<Local, Bit>,
+    nak_cnt_out: Signal<Local, Bit>,
     db_clear_qpn_r: DFF<Bits<6>>,
     r_is_wqe: Signal<Local, Bit>,
     r_is_rwqe: Signal<Local, Bit>,
@@ -135,9 +143,9 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
-            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, rxw, byte_cnt
+            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt
         );
-        dff_setup!(self, clock, db_clear_r, db_clear_qpn_r);
+        dff_setup!(self, clock, db_clear_r, db_clear_qpn_r, ack_cnt_pend, nak_cnt_pend);
         self.regs.reset.next = self.reset.val();
         self.doorbells.reset.next = self.reset.val();
         self.byte_cnt.reset.next = self.reset.val();
@@ -150,6 +158,7 @@ impl Logic for NicTop {
         self.rxi.reset.next = self.reset.val();
         self.rxe.reset.next = self.reset.val();
         self.rxw.reset.next = self.reset.val();
+        self.cqw.reset.next = self.reset.val();
         self.timer.reset.next = self.reset.val();
 
         // ---- BAR0 ----
@@ -175,13 +184,20 @@ impl Logic for NicTop {
         self.doorbells.rearm.next = self.txs.rearm.val();
         self.doorbells.rearm_qpn.next = self.txs.rearm_qpn.val();
         // A context command goes to both engines' tables in the same cycle.
-        self.cmd_fire.next = self.regs.cmd_valid.val() & self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
-        self.regs.cmd_ready.next = self.txs.cmd_ready.val() & self.rxe.cmd_ready.val();
+        self.cmd_fire.next =
+            self.regs.cmd_valid.val() & self.txs.cmd_ready.val() & self.rxe.cmd_ready.val() & self.cqw.cmd_ready.val();
+        self.regs.cmd_ready.next = self.txs.cmd_ready.val() & self.rxe.cmd_ready.val() & self.cqw.cmd_ready.val();
+        self.cqw.cmd_fire.next = self.cmd_fire.val();
+        self.cqw.cmd_op.next = self.regs.cmd_op.val();
+        self.cqw.cmd_index.next = self.regs.cmd_index.val();
+        self.cqw.cmd_record.next = self.regs.cmd_record.val();
         self.txs.cmd_fire.next = self.cmd_fire.val();
+        self.txs.cmd_valid.next = self.regs.cmd_valid.val();
         self.txs.cmd_op.next = self.regs.cmd_op.val();
         self.txs.cmd_index.next = self.regs.cmd_index.val();
         self.txs.cmd_record.next = self.regs.cmd_record.val();
         self.rxe.cmd_fire.next = self.cmd_fire.val();
+        self.rxe.cmd_valid.next = self.regs.cmd_valid.val();
         self.rxe.cmd_op.next = self.regs.cmd_op.val();
         self.rxe.cmd_index.next = self.regs.cmd_index.val();
         self.rxe.cmd_record.next = self.regs.cmd_record.val();
@@ -206,8 +222,8 @@ impl Logic for NicTop {
         self.rd_issuer.wqe_valid.next = self.txs.wqe_ar_valid.val();
         self.rd_issuer.wqe_addr.next = self.txs.wqe_ar_addr.val();
         self.rd_issuer.wqe_len.next = self.txs.wqe_ar_len.val();
-        self.txs.rd_done_addr.next = self.rxe.rd_done_addr.val();
-        self.rxe.rd_done_data.next = self.txs.rd_done_data.val();
+        self.rxe.rsp_done.next = self.asm.rsp_done.val();
+        self.rxe.rsp_done_qpn.next = self.asm.rsp_done_qpn.val();
         self.rxe.emit_we.next = self.txs.emit_we.val();
         self.rxe.emit_qpn.next = self.txs.emit_qpn.val();
         self.rxe.emit_psn.next = self.txs.emit_psn.val();
@@ -357,10 +373,15 @@ impl Logic for NicTop {
         self.wj_fifo.write.next = self.rxe.job_write.val();
         self.wj_fifo.data_in.next = self.rxe.job.val();
         self.rxe.job_afull.next = self.wj_fifo.almost_full.val();
-        self.rxw.job_empty.next = self.wj_fifo.empty.val();
-        self.rxe.wr_idle.next = self.rxw.idle.val();
-        self.rxw.job.next = self.wj_fifo.data_out.val();
-        self.wj_fifo.read.next = self.rxw.job_read.val();
+        // CQEs are placed in their CQ's ring on the way (the CQ writer owns the CQs).
+        self.cqw.in_empty.next = self.wj_fifo.empty.val();
+        self.cqw.in_job.next = self.wj_fifo.data_out.val();
+        self.wj_fifo.read.next = self.cqw.in_read.val();
+        self.rxw.job_empty.next = self.cqw.out_empty.val();
+        // (A CQE being placed by the CQ writer, and the jobs behind it, are not written yet.)
+        self.rxe.wr_idle.next = self.rxw.idle.val() & self.wj_fifo.empty.val();
+        self.rxw.job.next = self.cqw.out_job.val();
+        self.cqw.out_read.next = self.rxw.job_read.val();
         self.ack_fifo.write.next = self.rxw.ack_write.val();
         self.ack_fifo.data_in.next = self.rxw.ack.val();
         self.rxw.ack_full.next = self.ack_fifo.full.val();
@@ -382,6 +403,14 @@ impl Logic for NicTop {
         self.rxw.bvalid.next = self.m_axi_bvalid.val();
 
         // ---- Counters ([`rnic_contract::regs::counter`]) ----
+        // ACKNOWLEDGEs leave from two places (the RX writer, and the scheduler for a QP that
+        // owes READ responses); a scheduler pulse meeting a writer pulse waits in a small count.
+        self.ack_cnt_out.next = (self.ack_cnt_pend.q.val() != 0) & !self.rxw.cnt_tx_ack.val();
+        self.ack_cnt_pend.d.next = self.ack_cnt_pend.q.val() + bit_cast::<2, 1>(self.txs.cnt_tx_ack.val().into())
+            - bit_cast::<2, 1>(self.ack_cnt_out.val().into());
+        self.nak_cnt_out.next = (self.nak_cnt_pend.q.val() != 0) & !self.rxw.cnt_tx_nak.val();
+        self.nak_cnt_pend.d.next = self.nak_cnt_pend.q.val() + bit_cast::<2, 1>(self.txs.cnt_tx_nak.val().into())
+            - bit_cast::<2, 1>(self.nak_cnt_out.val().into());
         self.regs.count_inc.next = bit_cast::<32, 1>(self.rxi.cnt_rx_frame.val().into())
             | (bit_cast::<32, 1>(self.tx_frame_done.val().into()) << 1)
             | (bit_cast::<32, 1>(self.rxe.cnt_roce_ok.val().into()) << 2)
@@ -391,8 +420,8 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.rxe.cnt_drop_key.val().into()) << 6)
             | (bit_cast::<32, 1>(self.rxe.cnt_drop_psn.val().into()) << 7)
             | (bit_cast::<32, 1>(self.rxi.cnt_overflow.val().into()) << 8)
-            | (bit_cast::<32, 1>(self.rxw.cnt_tx_ack.val().into()) << 9)
-            | (bit_cast::<32, 1>(self.rxw.cnt_tx_nak.val().into()) << 10)
+            | (bit_cast::<32, 1>((self.rxw.cnt_tx_ack.val() | self.ack_cnt_out.val()).into()) << 9)
+            | (bit_cast::<32, 1>((self.rxw.cnt_tx_nak.val() | self.nak_cnt_out.val()).into()) << 10)
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_ack.val().into()) << 11)
             | (bit_cast::<32, 1>(self.rxe.cnt_cqe.val().into()) << 12)
             | (bit_cast::<32, 1>(self.txs.cnt_tx_req.val().into()) << 13)

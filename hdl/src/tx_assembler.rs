@@ -52,6 +52,13 @@ pub struct TxAssembler {
     pub g_skip: Signal<Out, Bits<7>>,
     pub g_len: Signal<Out, Bits<7>>,
     pub g_last: Signal<Out, Bit>,
+    /// The last packet of a new READ's or atomic's response of local QP `rsp_done_qpn` went
+    /// into the gearbox (one-cycle pulse; [`TxJob`] `rsp_last`).
+    pub rsp_done: Signal<Out, Bit>,
+    pub rsp_done_qpn: Signal<Out, Bits<6>>,
+    /// Each job's `rsp_last | rsp_qpn << 1`, from when the header builder takes it until its
+    /// packet's last chunk leaves (jobs and packets keep their order).
+    tag_fifo: SynchronousFIFO<Bits<7>, 3, 4, 1>,
     state: DFF<Bits<3>>,
     // The payload beat being sent: skip, length, last; beats left; the last beat's length.
     bs: DFF<Bits<6>>,
@@ -126,6 +133,9 @@ impl Default for TxAssembler {
             g_skip: Default::default(),
             g_len: Default::default(),
             g_last: Default::default(),
+            rsp_done: Default::default(),
+            rsp_done_qpn: Default::default(),
+            tag_fifo: Default::default(),
             state: Default::default(),
             bs: Default::default(),
             bl: Default::default(),
@@ -207,11 +217,14 @@ impl Logic for TxAssembler {
             qb_last_len,
             qb_last
         );
-        clock!(self, clock, hb);
+        clock!(self, clock, hb, tag_fifo);
         self.hb.reset.next = self.reset.val();
         // ---- Jobs into the header builder, ahead of their turn ----
-        self.hb.in_valid.next = self.job_valid.val();
-        self.job_read.next = self.job_valid.val() & self.hb.in_ready.val();
+        self.hb.in_valid.next = self.job_valid.val() & !self.tag_fifo.full.val();
+        self.job_read.next = self.job_valid.val() & self.hb.in_ready.val() & !self.tag_fifo.full.val();
+        self.tag_fifo.write.next = self.job_read.val();
+        self.tag_fifo.data_in.next =
+            bit_cast::<7, 1>(self.job.val().rsp_last) | (bit_cast::<7, 6>(self.job.val().rsp_qpn) << 1);
         self.hb.src_mac.next = self.src_mac.val();
         self.hb.src_ip.next = self.src_ip.val();
         self.hb.dest_mac.next = self.job.val().dest_mac;
@@ -371,6 +384,10 @@ impl Logic for TxAssembler {
                 self.state.d.next = 0.into();
             }
         }
+        // A packet's last chunk went: its tag leaves too.
+        self.tag_fifo.read.next = self.g_valid.val() & self.g_ready.val() & self.g_last.val();
+        self.rsp_done.next = self.tag_fifo.read.val() & self.tag_fifo.data_out.val().get_bit(0);
+        self.rsp_done_qpn.next = self.tag_fifo.data_out.val().get_bits::<6>(1);
         // The header has gone: its payload's first piece follows.
         if self.pop.val() {
             self.hb.out_ready.next = true;

@@ -81,6 +81,8 @@ pub struct TxScheduler {
     pub rw_read: Signal<Out, Bit>,
     // Context commands.
     pub cmd_fire: Signal<In, Bit>,
+    /// A context command is pending at BAR0 (it fires when both engines are ready).
+    pub cmd_valid: Signal<In, Bit>,
     pub cmd_op: Signal<In, Bits<8>>,
     pub cmd_index: Signal<In, Bits<8>>,
     pub cmd_record: Signal<In, Bits<512>>,
@@ -139,6 +141,10 @@ pub struct TxScheduler {
     // Counter pulses.
     pub cnt_tx_req: Signal<Out, Bit>,
     pub cnt_local_err: Signal<Out, Bit>,
+    /// ACKNOWLEDGE jobs sent from the READ FIFO (see [`ReadRespJob`]): ACKs (syndrome 0x1F)
+    /// and NAKs, counted like the RX writer's.
+    pub cnt_tx_ack: Signal<Out, Bit>,
+    pub cnt_tx_nak: Signal<Out, Bit>,
     /// READ responses to send, from the RX engine (first-word fall-through FIFO).
     pub rr_empty: Signal<In, Bit>,
     pub rr_data: Signal<In, ReadRespJob>,
@@ -152,18 +158,9 @@ pub struct TxScheduler {
     pub emit_we: Signal<Out, Bit>,
     pub emit_qpn: Signal<Out, Bits<6>>,
     pub emit_psn: Signal<Out, Bits<24>>,
-    /// Fresh READ / atomic responses fully sent for QP `rd_done_addr` (mod 256), for the RX
-    /// engine's `max_dest_rd_atomic` check.
-    pub rd_done_addr: Signal<In, Bits<6>>,
-    pub rd_done_data: Signal<Out, Bits<8>>,
     tables: ContextTables,
     dyn_ram: RAM<Bits<64>, 6>,
     sent_ram: RAM<Bits<64>, 6>,
-    /// Fresh READ / atomic responses sent, by local QP: this engine's copy (read-modify-write
-    /// in states 16-18) and the RX engine's read port.
-    rrdone_ram: RAM<Bits<8>, 6>,
-    rrdone_x: RAM<Bits<8>, 6>,
-    rr_done_v: DFF<Bits<8>>,
     /// The WQE's gather list after the key checks: `{iova 63..0, length 95..64}` of each
     /// non-empty SGE, in order (16 entries).
     sge_ram: RAM<Bits<96>, 4>,
@@ -239,6 +236,13 @@ pub struct TxScheduler {
     rr_last: DFF<Bit>,
     rr_plen: DFF<Bits<32>>,
     rr_mtu: DFF<Bits<32>>,
+    /// A pending command puts the QP being served in RESET (registered): the engine leaves
+    /// the QP at its next wait or WQE boundary, and the command is held until it has.
+    rst_here_r: DFF<Bit>,
+    /// `cmd_valid` was high in the previous cycle without firing (commands are taken from
+    /// their second cycle, once `rst_here_r` has seen them).
+    cmd_seen_r: DFF<Bit>,
+    rst_cmd: Signal<Local, Bit>,
     /// The emission report, registered (see `emit_we`).
     emit_we_r: DFF<Bit>,
     emit_qpn_r: DFF<Bits<6>>,
@@ -348,6 +352,7 @@ pub struct TxScheduler {
     rr_now: Signal<Local, ReadRespJob>,
     rr_msn: Signal<Local, Bits<24>>,
     rr_syn: Signal<Local, Bits<8>>,
+    rr_orig: Signal<Local, Bits<64>>,
     rr_op: Signal<Local, Bits<8>>,
     rr_pend: Signal<Local, Bit>,
     req_op: Signal<Local, Bits<8>>,
@@ -491,7 +496,6 @@ impl Logic for TxScheduler {
             walk,
             walk_pend,
             walk_ge,
-            rr_done_v,
             wqe_off,
             ext0,
             ext1,
@@ -502,7 +506,9 @@ impl Logic for TxScheduler {
             reads_out_r,
             emit_we_r,
             emit_qpn_r,
-            emit_psn_r
+            emit_psn_r,
+            rst_here_r,
+            cmd_seen_r
         );
         self.db_other.d.next = !self.db_empty.val() & (self.db_data.val().get_bits::<6>(16) != self.cur_qpn.q.val());
         self.rw_waiting.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
@@ -520,19 +526,6 @@ impl Logic for TxScheduler {
         self.sent_ram.read_clock.next = self.clock.val();
         self.sent_ram.write_clock.next = self.clock.val();
         self.sge_ram.read_clock.next = self.clock.val();
-        self.rrdone_ram.read_clock.next = self.clock.val();
-        self.rrdone_ram.write_clock.next = self.clock.val();
-        self.rrdone_x.read_clock.next = self.clock.val();
-        self.rrdone_x.write_clock.next = self.clock.val();
-        self.rrdone_ram.read_address.next = self.rr.q.val().qpn;
-        self.rrdone_x.read_address.next = self.rd_done_addr.val();
-        self.rd_done_data.next = self.rrdone_x.read_data.val();
-        // Zeroed with the responder's count (a context command with INIT_RQ_PSN), or one more
-        // when a fresh response's last packet goes (state 18; no command is taken there).
-        self.rrdone_ram.write_enable.next =
-            self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
-        self.rrdone_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.rrdone_ram.write_data.next = 0.into();
         self.sge_ram.write_clock.next = self.clock.val();
 
         // Table reads: addresses follow the current QP and WQE.
@@ -567,11 +560,26 @@ impl Logic for TxScheduler {
             | (self.state.q.val() == 19)
             | (self.state.q.val() == 23)
             | (self.state.q.val() == 33));
-        self.cmd_ready.next = self.cmd_ok.q.val();
+        // A command that puts the QP being served in RESET waits until this engine has left
+        // the QP (the driver frees the QP's rings once the command is taken, so nothing may be
+        // fetched from them afterwards); waiting states give way to it (see `rst_here_r`). The
+        // checks are registered, and a command is taken only from its second cycle, so the
+        // handshake still starts at registers.
+        self.cmd_seen_r.d.next = self.cmd_valid.val() & !self.cmd_fire.val();
+        self.rst_here_r.d.next = self.cmd_valid.val()
+            & (self.cmd_op.val() == 1)
+            & (self.cmd_qp.val().state == 0)
+            & (self.cmd_index.val().get_bits::<6>(0) == self.cur_qpn.q.val())
+            & (self.state.q.val() != 0);
+        self.cmd_ready.next = self.cmd_ok.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
         // The transport state is written by a context command (INIT_SQ_PSN) or by this engine
         // (`own_we`, in states that refuse commands); the two enables are ORed after the state
         // machine, so a command's write enable does not pass through its multiplexers.
-        self.cmd_we.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any();
+        // INIT_SQ_PSN sets the first PSN; a context written in RESET starts the QP's transport
+        // state afresh too (no error flag, ci 0), so nothing of the last connection survives.
+        self.rst_cmd.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 0);
+        self.cmd_we.next =
+            (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any()) | self.rst_cmd.val();
         self.own_we.next = false;
         // The transport-state word this engine saves (states 9, 10, 11, 23): the current
         // registers unless a state names other values; packed once, after the state machine.
@@ -847,6 +855,11 @@ impl Logic for TxScheduler {
         self.job.next.plen = self.plen.val().get_bits::<13>(0);
         self.job.next.pay_skip = self.cur_iova.q.val().get_bits::<6>(0);
         self.job.next.rsvd1 = 0.into();
+        self.job.next.rsvd2 = 0.into();
+        // The last packet of a new READ's or atomic's response: counted when it is sent.
+        self.job.next.rsp_last =
+            bit_cast::<1, 1>(((self.state.q.val() == 18) & self.rr_last.q.val() & self.rr.q.val().fresh.any()).into());
+        self.job.next.rsp_qpn = self.rr.q.val().qpn;
         self.if_we.next = false;
         self.if_addr.next =
             bit_cast::<10, 6>(self.cur_qpn.q.val()) << 4 | bit_cast::<10, 4>(self.ci.q.val().get_bits::<4>(0));
@@ -881,6 +894,8 @@ impl Logic for TxScheduler {
         self.lc_data.next.wc_opcode = self.if_data.val().wc_opcode;
         self.lc_data.next.rsvd = 0.into();
         self.cnt_tx_req.next = false;
+        self.cnt_tx_ack.next = false;
+        self.cnt_tx_nak.next = false;
         self.cnt_local_err.next = false;
         // READ RESPONSE FIRST/MIDDLE/LAST/ONLY = 0x0D/0E/0F/10; FIRST, LAST and ONLY carry an
         // AETH (ACK syndrome 0x1F, the MSN big-endian), 9.7.4.1.4.
@@ -895,10 +910,12 @@ impl Logic for TxScheduler {
             self.rr_op.next = 0x0F.into();
         }
         self.rr_msn.next = self.rr.q.val().msn;
-        // AETH syndrome: ACK (0x1F), or NAK invalid request (0x61, IBTA Vol 1 9.7.5.2.2).
+        // AETH syndrome: ACK (0x1F) on READ responses; an ACKNOWLEDGE job carries its own.
         self.rr_syn.next = 0x1F.into();
-        if self.rr.q.val().nak.any() {
-            self.rr_syn.next = 0x61.into();
+        // (A Local first: yosys takes no bit select of a struct field's slice.)
+        self.rr_orig.next = self.rr.q.val().orig;
+        if self.rr.q.val().ack.any() {
+            self.rr_syn.next = self.rr_orig.val().get_bits::<8>(0);
         }
         self.rr_read.next = false;
         if self.state.q.val() == 18 {
@@ -912,9 +929,9 @@ impl Logic for TxScheduler {
                 | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(0)) << 24)
                 | bit_cast::<32, 8>(self.rr_syn.val());
             self.job.next.has_atomic_eth = 0.into();
-            if self.rr.q.val().nak.any() {
-                // NAK invalid request (ACKNOWLEDGE 0x11, AETH only), queued behind the
-                // responses the QP owed before it.
+            if self.rr.q.val().ack.any() {
+                // An ACKNOWLEDGE (0x11, AETH only), queued behind the responses the QP owed
+                // before it.
                 self.job.next.opcode = 0x11.into();
                 self.job.next.has_ext4 = 1.into();
             }
@@ -1481,7 +1498,6 @@ impl Logic for TxScheduler {
                 self.state.d.next = 17.into();
             }
             17 => {
-                self.rr_done_v.d.next = self.rrdone_ram.read_data.val();
                 // Size the next response packet (a zero-length READ is one empty ONLY).
                 self.rr_last.d.next = self.rr_rem.q.val() <= self.rr_mtu.q.val();
                 self.rr_plen.d.next = self.rr_mtu.q.val();
@@ -1503,17 +1519,29 @@ impl Logic for TxScheduler {
                     self.state.d.next = 17.into();
                     if self.rr_last.q.val() {
                         self.state.d.next = self.rr_ret.q.val();
-                        if self.rr.q.val().fresh.any() {
-                            self.rrdone_ram.write_enable.next = true;
-                            self.rrdone_ram.write_address.next = self.rr.q.val().qpn;
-                            self.rrdone_ram.write_data.next = self.rr_done_v.q.val() + 1;
-                        }
                     }
                 }
             }
             _ => {
                 self.state.d.next = 0.into();
             }
+        }
+        if self.rst_here_r.q.val() {
+            // The driver is resetting this QP: leave it at the next WQE boundary or wait (the
+            // command then writes its state afresh, whatever is saved here).
+            self.rearm.next = false;
+            if (self.state.q.val() == 3)
+                | (self.state.q.val() == 10)
+                | (self.state.q.val() == 13)
+                | (self.state.q.val() == 15)
+                | (self.state.q.val() == 19)
+            {
+                self.state.d.next = 0.into();
+            }
+        }
+        if self.job_write.val() & (self.state.q.val() == 18) & self.rr.q.val().ack.any() {
+            self.cnt_tx_ack.next = self.rr_syn.val() == 0x1F;
+            self.cnt_tx_nak.next = self.rr_syn.val() != 0x1F;
         }
         if self.advance.val() {
             self.cur_iova.d.next = self.nxt_iova.val();
@@ -1541,9 +1569,6 @@ impl Logic for TxScheduler {
         self.sent_ram.write_enable.next = self.dyn_ram.write_enable.val() & !(self.own_we.val() & self.st_err.val());
         self.sent_ram.write_address.next = self.dyn_ram.write_address.val();
         self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
-        self.rrdone_x.write_enable.next = self.rrdone_ram.write_enable.val();
-        self.rrdone_x.write_address.next = self.rrdone_ram.write_address.val();
-        self.rrdone_x.write_data.next = self.rrdone_ram.write_data.val();
         self.sent_we.next = self.dyn_ram.write_enable.val();
         self.sent_waddr.next = self.dyn_ram.write_address.val();
         self.sent_wdata.next = self.dyn_ram.write_data.val().get_bits::<16>(32);

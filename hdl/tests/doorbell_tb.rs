@@ -5,7 +5,8 @@
 //!   times. Properties: a doorbell is never lost (after the last doorbell of a QP, the QP is
 //!   offered at least once more with exactly that index, unless a clear came later); every
 //!   offer carries the QP's newest index at the time the offer was read, or one overtaken by a
-//!   doorbell in the same cycle as the read (which re-arms the QP); a cleared QP with no later
+//!   doorbell in the same cycle as the read (which re-arms the QP); a rearm counts from the
+//!   cycle after it (the block registers it); a cleared QP with no later
 //!   doorbell or rearm is never offered; no QP is offered twice for one arming.
 //! - `ready_qps_are_served_round_robin`: with all 64 QPs kept ready, no QP waits for more than
 //!   64 offers between two of its own.
@@ -65,6 +66,7 @@ fn every_doorbell_is_served_with_the_newest_index() {
     let mut tb = Tb::new(0xD00B_E110);
     let mut model = [Qp::default(); 64];
     let mut pi_next = [0u16; 64];
+    let mut prev_rearm: Option<u8> = None;
     for cycle in 0..60_000u64 {
         let draining = cycle >= 55_000;
         let db = if !draining && tb.rng.chance(1, 3) {
@@ -75,7 +77,7 @@ fn every_doorbell_is_served_with_the_newest_index() {
         } else {
             None
         };
-        let rearm = (!draining && tb.rng.chance(1, 40)).then(|| tb.rng.range(0, 63) as u8);
+        let rearm = (cycle < 54_000 && tb.rng.chance(1, 40)).then(|| tb.rng.range(0, 63) as u8);
         // A clear comes alone (BAR0 takes one write per cycle: never with a doorbell).
         let clear = (!draining && db.is_none() && tb.rng.chance(1, 200)).then(|| tb.rng.range(0, 63) as u8);
         let read = draining || tb.rng.chance(1, 2);
@@ -104,10 +106,12 @@ fn every_doorbell_is_served_with_the_newest_index() {
                 model[q as usize] = Qp { pi, armed: true, cleared: false };
             }
         }
-        if let Some(q) = rearm {
+        // A rearm is taken a cycle late (registered in the block).
+        if let Some(q) = prev_rearm {
             model[q as usize].armed = true;
             model[q as usize].cleared = false;
         }
+        prev_rearm = rearm;
     }
     for (q, m) in model.iter().enumerate() {
         assert!(!m.armed, "QP {q}: doorbell with index {} never offered", m.pi);

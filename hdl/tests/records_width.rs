@@ -7,9 +7,9 @@
 //! - `declared_widths_match_the_fields`: parses every `record!` of `records.rs` and compares the
 //!   declared total with the sum of the field widths, and with rust-hdl's own width (`Synth::BITS`)
 //!   for the records the block tests drive.
-//! - `extension_fields_layout`: `TxJob` is 488 bits with `has_ext4`, `has_atomic_eth`,
-//!   `has_atomic_ack`, `se` right after `has_reth` (bits 10..13; `rsvd0` 2 bits, `psn` still at bit
-//!   16), `ext4` in bits 359..328 and the atomic operands after it; `RxDesc` is 416 bits with
+//! - `extension_fields_layout`: `TxJob` is 496 bits with `has_ext4`, `has_atomic_eth`,
+//!   `has_atomic_ack`, `se` right after `has_reth` (bits 10..13; `rsp_last` at 14, `psn` still at
+//!   bit 16), `ext4` in bits 359..328, the atomic operands after it and `rsp_qpn` last; `RxDesc` is 416 bits with
 //!   `imm` in bits 287..256 and the atomic operands after it; `RoceHeader.ext` covers frame
 //!   bytes 54..82 (an AtomicETH) and `spare` the last 6 bytes; `InflightRec` is 224 bits with
 //!   `local_iova` last; `ReadRespJob` is 360 bits with `len` still ending at bit 288;
@@ -74,7 +74,7 @@ fn declared_widths_match_the_fields() {
 #[test]
 fn extension_fields_layout() {
     let all = records();
-    assert_eq!(declared(&all, "TxJob"), 488);
+    assert_eq!(declared(&all, "TxJob"), 496);
     assert_eq!(declared(&all, "RxDesc"), 416);
     assert_eq!(declared(&all, "RoceHeader"), 704);
     assert_eq!(declared(&all, "InflightRec"), 224);
@@ -85,7 +85,8 @@ fn extension_fields_layout() {
     assert_eq!((t.get_my_offset_has_ext4(), t.get_my_width_has_ext4()), (10, 1));
     assert_eq!((t.get_my_offset_has_atomic_eth(), t.get_my_offset_has_atomic_ack()), (11, 12));
     assert_eq!((t.get_my_offset_se(), t.get_my_width_se()), (13, 1));
-    assert_eq!((t.get_my_offset_rsvd0(), t.get_my_width_rsvd0()), (14, 2));
+    assert_eq!((t.get_my_offset_rsp_last(), t.get_my_offset_rsvd0()), (14, 15));
+    assert_eq!((t.get_my_offset_rsp_qpn(), t.get_my_width_rsp_qpn()), (488, 6));
     assert_eq!(t.get_my_offset_psn(), 16, "TxJob fields after rsvd0 did not move");
     assert_eq!((t.get_my_offset_ext4(), t.get_my_width_ext4()), (328, 32));
     assert_eq!((t.get_my_offset_at_swap(), t.get_my_offset_at_cmp()), (360, 424));
@@ -125,14 +126,14 @@ fn ones_at<const N: usize>(off: usize, w: usize) -> Bits<N> {
 #[test]
 fn from_bits_reads_each_field_in_place() {
     let t = TxJob::default();
-    let j = TxJob::from(ones_at::<488>(t.get_my_offset_ext4(), 32));
+    let j = TxJob::from(ones_at::<496>(t.get_my_offset_ext4(), 32));
     assert_eq!(j.ext4.to_u64(), 0xFFFF_FFFF);
     assert_eq!(j, TxJob { ext4: j.ext4, ..TxJob::default() }, "only ext4 set");
-    let j = TxJob::from(ones_at::<488>(t.get_my_offset_has_ext4(), 1));
+    let j = TxJob::from(ones_at::<496>(t.get_my_offset_has_ext4(), 1));
     assert!(j.has_ext4.any());
     assert_eq!(j, TxJob { has_ext4: j.has_ext4, ..TxJob::default() }, "only has_ext4 set");
     // And back: the record as a word has the field at the same place.
-    let word: Bits<488> = TxJob { ext4: 0xA1B2_C3D4u64.to_bits(), ..TxJob::default() }.into();
+    let word: Bits<496> = TxJob { ext4: 0xA1B2_C3D4u64.to_bits(), ..TxJob::default() }.into();
     assert_eq!(word.get_bits::<32>(328).to_u64(), 0xA1B2_C3D4);
 
     let d = RxDesc::default();

@@ -198,7 +198,13 @@ impl Tb {
         Tb { dut, p, rng: Rng::from_env(seed), sent: vec![0; 64] }
     }
 
+    /// A context command as BAR0 presents it: `cmd_valid` with the command held until the
+    /// engine is ready, then one `cmd_fire` cycle.
     fn command(&mut self, op: u64, index: u64, record: &[u8]) {
+        self.dut.set(self.p.cmd_op, op);
+        self.dut.set(self.p.cmd_index, index);
+        self.dut.set_wide(self.p.cmd_record, record);
+        self.dut.set("cmd_valid", 1);
         let mut t = 0;
         loop {
             self.dut.eval();
@@ -209,13 +215,11 @@ impl Tb {
             t += 1;
             assert!(t < 100, "cmd_ready never high");
         }
-        self.dut.set(self.p.cmd_op, op);
-        self.dut.set(self.p.cmd_index, index);
-        self.dut.set_wide(self.p.cmd_record, record);
         self.dut.set_bit(self.p.cmd_fire, true);
         self.dut.eval();
         self.dut.tick();
         self.dut.set_bit(self.p.cmd_fire, false);
+        self.dut.set("cmd_valid", 0);
         self.dut.set_wide(self.p.cmd_record, &self.rng.bytes(64));
     }
 
@@ -320,7 +324,7 @@ fn check_common(job: &[u8], d: &Desc, q: &Qp, ctx: &str) {
     let w = WriteJob::default();
     let a = AckJob::default();
     let ack = w.get_my_offset_ack();
-    assert_eq!(get(job, w.get_my_offset_start(), 8), d.start, "{ctx}: job.start");
+    assert_eq!(get(job, w.get_my_offset_start(), 10), d.start, "{ctx}: job.start");
     assert_eq!(get(job, w.get_my_offset_release(), 8), d.nbeats, "{ctx}: job.release");
     if get(job, w.get_my_offset_kind(), 2) == 0 {
         assert_eq!(get(job, w.get_my_offset_off(), 13), d.hlen, "{ctx}: job.off (the header length)");
@@ -731,7 +735,7 @@ fn job_seen(job: &[u8]) -> JobSeen {
     let c = w.get_my_offset_cqe();
     JobSeen {
         kind,
-        start: get(job, w.get_my_offset_start(), 8),
+        start: get(job, w.get_my_offset_start(), 10),
         release: get(job, w.get_my_offset_release(), 8),
         off: get(job, w.get_my_offset_off(), 13),
         plen: get(job, w.get_my_offset_plen(), 13),

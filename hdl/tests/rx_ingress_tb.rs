@@ -31,7 +31,7 @@
 //!   each produce exactly one descriptor whose fields match the codec's parse (opcode, `hlen` =
 //!   54 + 0/4/12/16/20/28, AckReq, plen, dest QP, PSN, RETH, AETH, `imm` = the ImmDt's wire
 //!   bytes with the first in bits 7:0, the atomic operands as numbers), whose `start`
-//!   continues where the previous frame ended (mod 256)
+//!   continues where the previous frame ended (mod the 1024-beat buffer)
 //!   and `nbeats` covers Total Length; reading `nbeats` beats back through
 //!   `buf_raddr`/`buf_rdata` gives the frame's bytes; `cnt_rx_frame` pulses once per frame and
 //!   no error counter pulses.
@@ -83,6 +83,9 @@ use rnic_hdl::records::RxDesc;
 use rnic_hdl::rx_ingress::{RxIngress, LATENCY};
 use rust_hdl::prelude::*;
 use std::collections::VecDeque;
+
+/// Packet-buffer beats.
+const BEATS: u64 = 1 << rnic_hdl::rx_ingress::LOG_BUFFER_BEATS;
 
 struct Pins {
     tdata: Port,
@@ -276,7 +279,7 @@ impl Tb {
                 if let Some(ns) = self.next_start {
                     assert_eq!(got.start, ns, "{ctx}: start (the previous frame ended at {ns})");
                 }
-                self.next_start = Some((got.start + got.nbeats) % 256);
+                self.next_start = Some((got.start + got.nbeats) % BEATS);
                 self.reads.push_back(ReadJob {
                     start: got.start,
                     nbeats: got.nbeats,
@@ -305,7 +308,7 @@ impl Tb {
 
     /// One clock cycle with the inputs as set: checks the outputs, reads the buffer.
     fn step(&mut self) {
-        let reading = self.reads.front().map(|r| (r.start + r.next) % 256);
+        let reading = self.reads.front().map(|r| (r.start + r.next) % BEATS);
         if let Some(a) = reading {
             self.dut.set(self.p.buf_raddr, a);
         }
@@ -393,7 +396,7 @@ impl Tb {
 
     /// Frees `n` beats, as the RX engine does after consuming a packet.
     fn release(&mut self, n: u64) {
-        self.rd_ptr = (self.rd_ptr + n) % 512;
+        self.rd_ptr = (self.rd_ptr + n) % (2 * BEATS);
         self.dut.set(self.p.rd_ptr, self.rd_ptr);
     }
 }
@@ -742,14 +745,14 @@ fn only_rc_opcodes_up_to_fetch_add_are_accepted() {
 #[test]
 fn back_to_back_frames_without_reading() {
     // Frames arrive on consecutive cycles while the engine releases nothing until they are
-    // all in: all fit (< 256 beats) and each descriptor is right.
+    // all in: all fit (< BEATS beats) and each descriptor is right.
     let mut tb = Tb::new(0x2F1E_0002);
     let mut frames = Vec::new();
     let mut total = 0;
     loop {
         let r = good_repr(&mut tb.rng);
         let nb = r.buffer_len().div_ceil(64);
-        if total + nb > 256 {
+        if total + nb > BEATS as usize {
             break;
         }
         total += nb;
@@ -1026,13 +1029,13 @@ fn overflow_when_buffer_or_descriptor_fifo_full() {
         loop {
             let r = good_repr(&mut tb.rng);
             let nb = r.buffer_len().div_ceil(64) as u64;
-            if held + nb > 256 {
+            if held + nb > BEATS {
                 send_bad(&mut tb, &r.emit(), false, "overflow", &format!("round {round}: {nb} beats with {held} held"));
                 // One-beat frames fill what is left, back to back; the next one overflows.
                 loop {
                     let small = AnyPacket::random(&mut tb.rng, ACK);
                     let ctx = format!("round {round}: an ACK with {held} held");
-                    if held == 256 {
+                    if held == BEATS {
                         send_bad(&mut tb, &small.emit(), false, "overflow", &ctx);
                         break;
                     }

@@ -29,6 +29,9 @@ use rnic_hdl::records::{AckJob, WriteJob};
 use rnic_hdl::rx_writer::RxWriter;
 use std::collections::{HashMap, VecDeque};
 
+/// Packet-buffer beats.
+const BEATS: u64 = 1 << rnic_hdl::rx_ingress::LOG_BUFFER_BEATS;
+
 struct Job {
     fields: Vec<(usize, usize, u64)>,
     kind: u64,
@@ -84,7 +87,7 @@ fn piece(whole: &Job, off: usize, plen: usize, addr: u64, last: bool, rng: &mut 
     let mut fields = vec![
         (w.get_my_offset_kind(), 2, 0),
         (w.get_my_offset_need_ack(), 1, u64::from(ack.is_some())),
-        (w.get_my_offset_start(), 8, whole.start),
+        (w.get_my_offset_start(), 10, whole.start),
         (w.get_my_offset_release(), 8, release),
         (w.get_my_offset_off(), 13, off as u64),
         (w.get_my_offset_plen(), 13, plen as u64),
@@ -158,7 +161,7 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
     let mut fields = vec![
         (w.get_my_offset_kind(), 2, kind),
         (w.get_my_offset_need_ack(), 1, u64::from(need_ack)),
-        (w.get_my_offset_start(), 8, start),
+        (w.get_my_offset_start(), 10, start),
         (w.get_my_offset_release(), 8, release),
         (w.get_my_offset_off(), 13, hlen as u64),
         (w.get_my_offset_plen(), 13, plen as u64),
@@ -208,15 +211,15 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
     let mut rng = Rng::from_env(0x2B17_0001);
     let seed = rng.0;
     let n_jobs = 600;
-    // Packet buffer: 256 beats; the ingress writes packet j at start_j.. when it is queued.
-    let mut buffer: Vec<[u8; 64]> = (0..256).map(|_| rng.bytes(64).try_into().unwrap()).collect();
+    // Packet buffer: 1024 beats (rnic_hdl::rx_ingress::LOG_BUFFER_BEATS); the ingress writes packet j at start_j.. when it is queued.
+    let mut buffer: Vec<[u8; 64]> = (0..BEATS).map(|_| rng.bytes(64).try_into().unwrap()).collect();
     let mut jobs: Vec<Job> = Vec::new();
     let mut payloads: Vec<Vec<u8>> = Vec::new();
     let mut next_start = 0u64;
     let mut queued = 0usize; // jobs in the job FIFO (visible to the writer) so far
     let mut taken = 0usize;
     let mut used_beats = 0u64; // queued - released
-    let mut rd_seen = 0u64; // rd_ptr as last seen (mod 512)
+    let mut rd_seen = 0u64; // rd_ptr as last seen (mod 2 * BEATS)
     let mut released_total = 0u64;
     let mut releases_expected: VecDeque<u64> = VecDeque::new();
     // Host memory and the AXI slave.
@@ -254,16 +257,16 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
             let region = 0x1000_0000 + 0x2000 * jobs.len() as u64;
             let group = make_jobs(&mut rng, next_start, region);
             let release: u64 = group.iter().map(|j| j.release).sum();
-            if used_beats + release <= 256 {
+            if used_beats + release <= BEATS {
                 // The ingress writes the packet's beats now.
                 for k in 0..release {
-                    buffer[((next_start + k) % 256) as usize] = rng.bytes(64).try_into().unwrap();
+                    buffer[((next_start + k) % BEATS) as usize] = rng.bytes(64).try_into().unwrap();
                 }
                 for j in group {
                     let mut pay = Vec::new();
                     for i in 0..j.plen {
                         let off = j.off + i;
-                        pay.push(buffer[((j.start + (off / 64) as u64) % 256) as usize][off % 64]);
+                        pay.push(buffer[((j.start + (off / 64) as u64) % BEATS) as usize][off % 64]);
                     }
                     payloads.push(pay);
                     if j.release > 0 {
@@ -275,7 +278,7 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
                     jobs.push(j);
                 }
                 used_beats += release;
-                next_start = (next_start + release) % 256;
+                next_start = (next_start + release) % BEATS;
             }
         }
         if queued < jobs.len() && rng.chance(3, 4) {
@@ -368,11 +371,11 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         dut.eval();
         let rd = dut.get(rd_ptr);
         if rd != rd_seen {
-            let step = (rd + 512 - rd_seen) % 512;
+            let step = (rd + 2 * BEATS - rd_seen) % (2 * BEATS);
             let want = releases_expected.pop_front().expect("rd_ptr moved with nothing to release");
             assert_eq!(step, want, "rd_ptr step (seed {seed:#x})");
             for k in 0..step {
-                buffer[((released_total + k) % 256) as usize] = rng.bytes(64).try_into().unwrap();
+                buffer[((released_total + k) % BEATS) as usize] = rng.bytes(64).try_into().unwrap();
             }
             released_total += step;
             used_beats -= step;

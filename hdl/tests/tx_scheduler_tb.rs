@@ -475,7 +475,13 @@ impl Tb {
         }
     }
 
+    /// A context command as BAR0 presents it: `cmd_valid` with the command held until the
+    /// engine is ready, then one `cmd_fire` cycle.
     fn command(&mut self, op: u64, index: u64, record: &[u8]) {
+        self.dut.set("cmd_op", op);
+        self.dut.set("cmd_index", index);
+        self.dut.set_wide("cmd_record", record);
+        self.dut.set("cmd_valid", 1);
         let mut t = 0;
         loop {
             self.dut.eval();
@@ -486,12 +492,10 @@ impl Tb {
             t += 1;
             assert!(t < 1000, "cmd_ready never high");
         }
-        self.dut.set("cmd_op", op);
-        self.dut.set("cmd_index", index);
-        self.dut.set_wide("cmd_record", record);
         self.dut.set("cmd_fire", 1);
         self.step();
         self.dut.set("cmd_fire", 0);
+        self.dut.set("cmd_valid", 0);
         let junk = self.rng.bytes(64);
         self.dut.set_wide("cmd_record", &junk);
     }
