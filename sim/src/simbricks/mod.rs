@@ -555,11 +555,12 @@ impl SimbricksPort {
     }
 }
 
-/// Waiting without burning a shared core: spin briefly, then yield, then sleep.
+/// Waiting without burning a shared core: spin briefly, then yield (the peer may need this
+/// core), then sleep.
 fn backoff(spins: u32) {
     if spins < 64 {
         std::hint::spin_loop();
-    } else if spins < 1024 {
+    } else if spins < 4096 {
         std::thread::yield_now();
     } else {
         std::thread::sleep(Duration::from_micros(20));
