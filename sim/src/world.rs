@@ -16,6 +16,7 @@
 //!
 //! The world owns everything and has no lifetime parameters: a driver can hold it as
 //! `Rc<RefCell<World>>` with one device handle (an index) per NIC.
+mod gang;
 mod lanes;
 
 use std::collections::VecDeque;
@@ -107,7 +108,7 @@ pub struct World {
     pcap: Option<PcapTap>,
     pcap_error: Option<SimError>,
     /// Worker threads beyond the caller's (`SimConfig::threads` - 1), if stepping in parallel.
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<gang::Gang>,
     /// Longest window of cycles the in-process wires allow without exchanging frames.
     window: u64,
     /// Frames that started on each in-process link during a window, handed to its receiving end
@@ -213,15 +214,8 @@ impl World {
             .unwrap_or(u64::MAX);
         let threads = config.threads.min(n);
         let pool = if threads > 1 && window > 0 {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads - 1)
-                .thread_name(|k| format!("rnic-sim-{}", k + 1))
-                .build()
-                .map_err(|e| {
-                    SimError::InvalidArgument(format!(
-                        "cannot start {threads} simulator threads: {e}"
-                    ))
-                })?;
+            let pool = gang::Gang::new(threads - 1)
+                .map_err(|e| SimError::InvalidArgument(format!("cannot start {threads} simulator threads: {e}")))?;
             Some(pool)
         } else {
             None
@@ -345,9 +339,7 @@ impl World {
     /// Threads stepping the NICs: `SimConfig::threads` (at most one per NIC), or 1 when the
     /// wires leave no lookahead.
     pub fn threads(&self) -> usize {
-        self.pool
-            .as_ref()
-            .map_or(1, |p| p.current_num_threads() + 1)
+        self.pool.as_ref().map_or(1, gang::Gang::threads)
     }
 
     /// Cycles the NICs may run in parallel between two exchanges of frames: the shortest time a

@@ -15,7 +15,9 @@
 //! External ports bound the window further: a synchronised port lets the world run only up to
 //! the instant before which it knows every arriving frame ([`crate::ExternalPort::horizon_ps`]).
 use std::collections::VecDeque;
+use std::sync::Mutex;
 
+use super::gang::Gang;
 use super::{World, OUTBOX_FRAMES};
 use crate::nic::Nic;
 use crate::port::{PortLane, CYCLE_PS};
@@ -159,12 +161,9 @@ impl World {
             lanes[from].tx = Some((&mut link.tx, transit));
             lanes[to].rx.push(&mut link.rx);
         }
-        let threads = self
-            .pool
-            .as_ref()
-            .map_or(1, |p| p.current_num_threads() + 1);
+        let threads = self.pool.as_ref().map_or(1, Gang::threads);
         let per = lanes.len().div_ceil(threads);
-        let run = &|group: &mut [Lane<'_>]| {
+        let run = |group: &mut [Lane<'_>]| {
             for now in t..t + w {
                 for lane in group.iter_mut() {
                     lane.cycle(now);
@@ -172,15 +171,12 @@ impl World {
             }
         };
         match &self.pool {
-            Some(pool) if lanes.len() > 1 => {
-                let mut groups = lanes.chunks_mut(per);
-                let first = groups.next();
-                pool.in_place_scope(|s| {
-                    for g in groups {
-                        s.spawn(move |_| run(g));
-                    }
-                    if let Some(g) = first {
-                        run(g);
+            Some(gang) if lanes.len() > 1 => {
+                let groups: Vec<Mutex<&mut [Lane<'_>]>> =
+                    lanes.chunks_mut(per).map(Mutex::new).collect();
+                gang.run(&|k| {
+                    if let Some(g) = groups.get(k) {
+                        run(&mut g.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
                     }
                 });
             }
