@@ -218,7 +218,6 @@ impl PortLane {
             )?),
             PortTiming::Synchronized => None,
         };
-        let _ = port.horizon_ps();
         Ok(Self {
             port,
             timing,

@@ -12,7 +12,7 @@
 //!
 //! With `SimConfig::threads` > 1 the NICs are stepped on several threads, in windows of cycles
 //! no longer than the wires' lookahead (the shortest time a frame needs from one NIC to
-//! another), with the same results as on one thread ([`lanes`]).
+//! another), with the same results as on one thread (module `lanes`).
 //!
 //! The world owns everything and has no lifetime parameters: a driver can hold it as
 //! `Rc<RefCell<World>>` with one device handle (an index) per NIC.

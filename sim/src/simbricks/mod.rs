@@ -11,7 +11,7 @@
 //! * the **connecter** ([`SimbricksPort::connect`]) connects, sends its intro, and maps the pool
 //!   it receives.
 //!
-//! Then each side produces into one ring and consumes the other ([`queue`]). Messages
+//! Then each side produces into one ring and consumes the other (module `queue`). Messages
 //! ([`proto`]): network packets (type 0x40, the frame without FCS), syncs (0x00) and terminate
 //! (0x01), each with a timestamp in ps: the instant it takes effect at the receiver, i.e. the
 //! sender's time plus the link latency. With synchronisation on (both sides ask for it), a side
