@@ -46,8 +46,9 @@ fn main() {
     let wall = start.elapsed().as_secs_f64();
     let per_world = (world.cycles() - c0) as f64 / wall;
     println!(
-        "{nics} NIC(s), {} thread(s), lookahead {} cycles, {step} per step: {cycles} cycles ({:.3} ms simulated) in {wall:.3} s = {:.3} M world cycles/s ({:.3} M NIC cycles/s)",
+        "{nics} NIC(s), {} thread(s) (in parallel at the end: {}), lookahead {} cycles, {step} per step: {cycles} cycles ({:.3} ms simulated) in {wall:.3} s = {:.3} M world cycles/s ({:.3} M NIC cycles/s)",
         world.threads(),
+        world.stepping_in_parallel(),
         world.lookahead_cycles(),
         cycles as f64 * 4e-6,
         per_world / 1e6,

@@ -195,7 +195,7 @@ pub(crate) struct PortLane {
 impl PortLane {
     pub(crate) fn new(
         nic: usize,
-        mut port: Box<dyn ExternalPort>,
+        port: Box<dyn ExternalPort>,
         opts: PortOptions,
         config: &SimConfig,
     ) -> Result<Self, SimError> {

@@ -109,6 +109,8 @@ pub struct World {
     pcap_error: Option<SimError>,
     /// Worker threads beyond the caller's (`SimConfig::threads` - 1), if stepping in parallel.
     pool: Option<gang::Gang>,
+    /// Whether the next windows run on the gang or on the caller (same results, faster one).
+    tuner: lanes::Tuner,
     /// Longest window of cycles the in-process wires allow without exchanging frames.
     window: u64,
     /// Frames that started on each in-process link during a window, handed to its receiving end
@@ -237,6 +239,7 @@ impl World {
             pcap: None,
             pcap_error: None,
             pool,
+            tuner: lanes::Tuner::default(),
             window,
             scratch_tx: Vec::new(),
             scratch_rx: Vec::new(),
@@ -340,6 +343,14 @@ impl World {
     /// wires leave no lookahead.
     pub fn threads(&self) -> usize {
         self.pool.as_ref().map_or(1, gang::Gang::threads)
+    }
+
+    /// True when a world with several threads currently hands its windows to them. It measures
+    /// both schedules as it runs and keeps the faster: on a machine whose other cores are busy,
+    /// stepping every NIC on the caller's thread can be faster than handing one-cycle windows
+    /// over. The results are identical either way.
+    pub fn stepping_in_parallel(&self) -> bool {
+        self.pool.is_some() && self.tuner.on_gang()
     }
 
     /// Cycles the NICs may run in parallel between two exchanges of frames: the shortest time a

@@ -16,6 +16,7 @@
 //! the instant before which it knows every arriving frame ([`crate::ExternalPort::horizon_ps`]).
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use super::gang::Gang;
 use super::{World, OUTBOX_FRAMES};
@@ -170,8 +171,10 @@ impl World {
                 }
             }
         };
+        let parallel = self.pool.is_some() && lanes.len() > 1 && self.tuner.mode() == 1;
+        let t0 = Instant::now();
         match &self.pool {
-            Some(gang) if lanes.len() > 1 => {
+            Some(gang) if parallel => {
                 let groups: Vec<Mutex<&mut [Lane<'_>]>> =
                     lanes.chunks_mut(per).map(Mutex::new).collect();
                 gang.run(&|k| {
@@ -182,6 +185,10 @@ impl World {
             }
             _ => run(&mut lanes),
         }
+        self.tuner.record(
+            usize::from(parallel),
+            t0.elapsed().as_nanos() as f64 / w as f64,
+        );
         let mut started = Vec::new();
         for lane in &mut lanes {
             self.outbox_dropped += lane.outbox_dropped;
@@ -197,5 +204,63 @@ impl World {
             self.scratch_started = started;
             self.write_capture();
         }
+    }
+}
+
+/// Chooses, window by window, between stepping the lanes on the gang and stepping them all on
+/// the caller's thread. Handing a one-cycle window to another thread pays off only when a second
+/// core is really free; on a machine whose other core is busy it can halve the speed. The
+/// results are the same either way (the lanes do not depend on which thread runs them); only
+/// the wall time differs, so the tuner keeps the faster schedule: it runs the current one,
+/// tries the other for `PROBE` windows out of every `PERIOD`, and keeps whichever costs fewer
+/// wall-clock ns per cycle (moving averages).
+#[derive(Debug)]
+pub(super) struct Tuner {
+    /// Moving average of wall ns per simulated cycle: [on the caller, on the gang]; 0 = none yet.
+    ns: [f64; 2],
+    /// The schedule in use: 0 on the caller, 1 on the gang.
+    current: usize,
+    windows: u32,
+}
+
+impl Default for Tuner {
+    fn default() -> Self {
+        Self {
+            ns: [0.0; 2],
+            current: 1,
+            windows: 0,
+        }
+    }
+}
+
+impl Tuner {
+    const PERIOD: u32 = 256;
+    const PROBE: u32 = 16;
+
+    /// The schedule for the next window (0 on the caller, 1 on the gang).
+    fn mode(&self) -> usize {
+        if self.windows % Self::PERIOD >= Self::PERIOD - Self::PROBE {
+            1 - self.current
+        } else {
+            self.current
+        }
+    }
+
+    fn record(&mut self, mode: usize, ns_per_cycle: f64) {
+        let e = &mut self.ns[mode];
+        *e = if *e == 0.0 {
+            ns_per_cycle
+        } else {
+            0.9 * *e + 0.1 * ns_per_cycle
+        };
+        self.windows = self.windows.wrapping_add(1);
+        if self.windows % Self::PERIOD == 0 && self.ns[0] > 0.0 && self.ns[1] > 0.0 {
+            self.current = usize::from(self.ns[1] < self.ns[0]);
+        }
+    }
+
+    /// True when the schedule in use is the gang.
+    pub(super) fn on_gang(&self) -> bool {
+        self.current == 1
     }
 }
