@@ -227,6 +227,10 @@ fn one_process(faults: &str, pcap: &Path) -> (Report, Vec<(u64, Vec<u8>)>) {
         out.insert(format!("write{i}.cqe"), format!("{cycle} {status}"));
     }
     out.insert("requester.cycles".into(), w.cycles().to_string());
+    println!(
+        "{faults}: one process ran at {:.0} cycles/s",
+        w.stats().cycles_per_second
+    );
     w.finish().unwrap();
     check_target(&mut w, 1, &resp, &mut out);
     counters(&mut w, 0, 0, &mut out);
