@@ -168,6 +168,10 @@ pub struct PortReport {
     pub port: PortStats,
 }
 
+/// Longest window a threaded world runs without taking the frames a real-time port received
+/// (125 cycles = 500 ns, the default wire latency).
+const REALTIME_WINDOW_CYCLES: u64 = 125;
+
 /// Fault-stream offset of a real-time port's inbound wire (distinct from every outbound wire).
 const INBOUND_STREAM: usize = 0x4000_0000;
 
@@ -290,8 +294,12 @@ impl PortLane {
     /// Cycles from cycle `t` the port lets the world run before it needs news from the peer
     /// (at least 1: the caller then blocks in [`receive`](Self::receive)).
     pub(crate) fn allowed_cycles(&mut self, t: u64) -> u64 {
-        if self.failed || self.timing == PortTiming::RealTime {
+        if self.failed {
             return u64::MAX;
+        }
+        if self.timing == PortTiming::RealTime {
+            // Frames from outside are taken at least every REALTIME_WINDOW_CYCLES.
+            return REALTIME_WINDOW_CYCLES;
         }
         let h = self.port.horizon_ps();
         // The largest w with (t + w) * CYCLE_PS < h.
