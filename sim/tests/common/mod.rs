@@ -1,5 +1,5 @@
 //! A scripted NIC core for tests of the world around the RTL: it transmits queued frames as
-//! fast as `tready` allows, records received frames with their first cycle, and runs scripted
+//! fast as `tready` allows (an empty frame in the list is one idle cycle), records received frames with their first cycle, and runs scripted
 //! DMA bursts, following the verilated model's cycle contract.
 #![allow(dead_code)]
 use std::collections::VecDeque;
@@ -84,7 +84,10 @@ impl NicCore for FakeNic {
             m_axi_rready: 1,
             ..NicOutputs::default()
         };
-        if let Some(f) = self.tx.front() {
+        // An empty entry in the transmit list is one idle cycle (a gap between frames).
+        if self.tx.front().is_some_and(Vec::is_empty) {
+            self.tx.pop_front();
+        } else if let Some(f) = self.tx.front() {
             let n = (f.len() - self.tx_off).min(64);
             let mut b = [0u8; 64];
             b[..n].copy_from_slice(&f[self.tx_off..self.tx_off + n]);
