@@ -64,12 +64,16 @@ pub(crate) struct Resolved {
 }
 
 /// Memory of one simulated host, addressed by IOVA.
-///
-/// Not `Send`: it may hold raw pointers to the driver's buffers.
 pub struct HostMemory {
     regions: BTreeMap<u64, Region>,
     next: u64,
 }
+
+// SAFETY: the raw pointers are the driver's buffers mapped with `map_external`, whose contract
+// gives the simulator exclusive use of them while the world steps; a world stepping its NICs on
+// several threads (`SimConfig::threads`) touches each NIC's memory from one thread at a time,
+// while the caller is blocked in the step.
+unsafe impl Send for HostMemory {}
 
 impl std::fmt::Debug for HostMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,23 +97,33 @@ fn round_up(x: u64, to: u64) -> Option<u64> {
 impl HostMemory {
     /// An empty IOVA space.
     pub fn new() -> Self {
-        Self { regions: BTreeMap::new(), next: IOVA_BASE }
+        Self {
+            regions: BTreeMap::new(),
+            next: IOVA_BASE,
+        }
     }
 
     /// Reserves IOVA space for `len` bytes aligned to `align` (a power of two; at least a page).
     fn reserve(&mut self, len: usize, align: u64) -> Result<(u64, u64), SimError> {
         if len == 0 {
-            return Err(SimError::InvalidArgument("a mapping needs at least one byte".into()));
+            return Err(SimError::InvalidArgument(
+                "a mapping needs at least one byte".into(),
+            ));
         }
         if !align.is_power_of_two() {
-            return Err(SimError::InvalidArgument(format!("alignment {align} is not a power of two")));
+            return Err(SimError::InvalidArgument(format!(
+                "alignment {align} is not a power of two"
+            )));
         }
         let align = align.max(PAGE_BYTES);
         let exhausted = || SimError::IovaExhausted { len: len as u64 };
         let base = round_up(self.next, align).ok_or_else(exhausted)?;
         let span = round_up(len as u64, PAGE_BYTES).ok_or_else(exhausted)?;
         // One unmapped guard page after every mapping.
-        let next = base.checked_add(span).and_then(|v| v.checked_add(PAGE_BYTES)).ok_or_else(exhausted)?;
+        let next = base
+            .checked_add(span)
+            .and_then(|v| v.checked_add(PAGE_BYTES))
+            .ok_or_else(exhausted)?;
         self.next = next;
         Ok((base, span))
     }
@@ -140,14 +154,21 @@ impl HostMemory {
     /// Until [`unmap`](Self::unmap) of the returned IOVA (or until this `HostMemory` is dropped),
     /// `ptr[..len]` must stay allocated, valid for reads and writes, and must not be accessed by
     /// anything else while the simulator runs (a `step` of the world or a `read`/`write` here):
-    /// like real DMA, the NIC writes it behind the borrow checker's back. Reading it between steps
-    /// is fine.
+    /// like real DMA, the NIC writes it behind the borrow checker's back, possibly from one of the
+    /// world's worker threads (`SimConfig::threads`). Reading it between steps is fine.
     pub unsafe fn map_external(&mut self, ptr: *mut u8, len: usize) -> Result<Iova, SimError> {
         if ptr.is_null() {
             return Err(SimError::InvalidArgument("null buffer".into()));
         }
         let (base, span) = self.reserve(len, PAGE_BYTES)?;
-        self.regions.insert(base, Region { len, span, backing: Backing::External { ptr } });
+        self.regions.insert(
+            base,
+            Region {
+                len,
+                span,
+                backing: Backing::External { ptr },
+            },
+        );
         Ok(Iova(base))
     }
 
@@ -157,7 +178,13 @@ impl HostMemory {
     /// # Errors
     /// [`SimError::Unmapped`] if no mapping starts at `iova`.
     pub fn unmap(&mut self, iova: Iova) -> Result<(), SimError> {
-        self.regions.remove(&iova.0).map(|_| ()).ok_or(SimError::Unmapped { iova: iova.0, len: 0 })
+        self.regions
+            .remove(&iova.0)
+            .map(|_| ())
+            .ok_or(SimError::Unmapped {
+                iova: iova.0,
+                len: 0,
+            })
     }
 
     /// Number of live mappings.
@@ -188,7 +215,10 @@ impl HostMemory {
     /// # Errors
     /// [`SimError::Unmapped`] unless the whole range lies in the real bytes of one mapping.
     pub fn read(&self, iova: Iova, out: &mut [u8]) -> Result<(), SimError> {
-        let err = || SimError::Unmapped { iova: iova.0, len: out.len() };
+        let err = || SimError::Unmapped {
+            iova: iova.0,
+            len: out.len(),
+        };
         let r = self.resolve(iova.0, out.len() as u64).ok_or_else(err)?;
         if r.offset as usize + out.len() > self.region_len(r.base) {
             return Err(err());
@@ -202,7 +232,10 @@ impl HostMemory {
     /// # Errors
     /// [`SimError::Unmapped`] unless the whole range lies in the real bytes of one mapping.
     pub fn write(&mut self, iova: Iova, data: &[u8]) -> Result<(), SimError> {
-        let err = || SimError::Unmapped { iova: iova.0, len: data.len() };
+        let err = || SimError::Unmapped {
+            iova: iova.0,
+            len: data.len(),
+        };
         let r = self.resolve(iova.0, data.len() as u64).ok_or_else(err)?;
         if r.offset as usize + data.len() > self.region_len(r.base) {
             return Err(err());
@@ -253,7 +286,13 @@ impl HostMemory {
         let real = self.region_len(r.base);
         let start = (r.offset as usize).min(real);
         let n = real.saturating_sub(start).min(out.len());
-        self.copy_out(Resolved { base: r.base, offset: start as u64 }, &mut out[..n]);
+        self.copy_out(
+            Resolved {
+                base: r.base,
+                offset: start as u64,
+            },
+            &mut out[..n],
+        );
         out[n..].fill(0);
     }
 
@@ -281,7 +320,13 @@ impl HostMemory {
                 ok = false;
             }
             if off < fit_end {
-                self.copy_in(Resolved { base: r.base, offset: off as u64 }, &data[start..start + (fit_end - off)]);
+                self.copy_in(
+                    Resolved {
+                        base: r.base,
+                        offset: off as u64,
+                    },
+                    &data[start..start + (fit_end - off)],
+                );
             }
         }
         ok
@@ -289,7 +334,9 @@ impl HostMemory {
 
     /// Copies real bytes out of a region. The caller checked the range is inside `len`.
     fn copy_out(&self, r: Resolved, out: &mut [u8]) {
-        let Some(region) = self.regions.get(&r.base) else { return out.fill(0) };
+        let Some(region) = self.regions.get(&r.base) else {
+            return out.fill(0);
+        };
         let off = r.offset as usize;
         debug_assert!(off + out.len() <= region.len);
         match &region.backing {
@@ -305,7 +352,9 @@ impl HostMemory {
 
     /// Copies bytes into a region's real memory. The caller checked the range is inside `len`.
     fn copy_in(&mut self, r: Resolved, data: &[u8]) {
-        let Some(region) = self.regions.get_mut(&r.base) else { return };
+        let Some(region) = self.regions.get_mut(&r.base) else {
+            return;
+        };
         let off = r.offset as usize;
         debug_assert!(off + data.len() <= region.len);
         match &mut region.backing {
@@ -332,7 +381,10 @@ mod tests {
         assert_eq!(a, Iova(IOVA_BASE));
         assert_eq!(b, Iova(IOVA_BASE + 2 * 4096));
         assert_eq!(c.0 % 65536, 0);
-        assert!(m.resolve(IOVA_BASE + 4096, 1).is_none(), "guard page must be unmapped");
+        assert!(
+            m.resolve(IOVA_BASE + 4096, 1).is_none(),
+            "guard page must be unmapped"
+        );
         assert!(m.alloc(0, 8).is_err());
         assert!(m.alloc(8, 3).is_err());
     }
@@ -363,7 +415,10 @@ mod tests {
         // Past the buffer's end (inside its page): rejected for the driver.
         assert!(m.write(iova.offset(98), &[0; 3]).is_err());
         let r = m.resolve(iova.0 + 96, 8).unwrap();
-        assert!(!m.dma_write_masked(r, &[7; 8], 0xFF), "bytes past the buffer must be reported");
+        assert!(
+            !m.dma_write_masked(r, &[7; 8], 0xFF),
+            "bytes past the buffer must be reported"
+        );
         let mut tail = [9u8; 8];
         m.dma_read(r, &mut tail);
         assert_eq!(tail, [7, 7, 7, 7, 0, 0, 0, 0]);

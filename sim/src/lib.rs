@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod axi_slave;
+pub mod bridge;
 pub mod config;
 mod error;
 pub mod ffi;
@@ -29,16 +30,21 @@ pub mod host_memory;
 pub mod mmio;
 pub mod nic;
 pub mod pcap;
+pub mod port;
+pub mod simbricks;
 pub mod stream;
 pub mod wire;
 pub mod world;
 
 pub use axi_slave::DmaStats;
+pub use bridge::{TapPort, TcpBridgeListener, TcpPort, UdpPort};
 pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
 pub use error::SimError;
 pub use host_memory::{HostMemory, Iova};
 pub use mmio::{MmioCompletion, MmioRequest, MmioStats, MmioTicket};
 pub use nic::{Nic, NicCore, NicStats};
+pub use port::{ExternalPort, PortFrame, PortOptions, PortReport, PortStats, PortTiming};
+pub use simbricks::{SimbricksListener, SimbricksParams, SimbricksPort, SyncMode};
 pub use stream::{RxFrame, RxStats, TxFrame, TxStats};
 pub use wire::{Link, LinkStats};
 pub use world::{LinkReport, Topology, World, WorldStats};

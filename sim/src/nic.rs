@@ -19,10 +19,12 @@ use crate::SimError;
 /// The clocked hardware inside a [`Nic`]: the verilated RTL ([`Model`]) or, for tests of the
 /// models around it, any Rust object with the same ports.
 ///
+/// Cores are `Send`, so a world can step its NICs on several threads (`SimConfig::threads`).
+///
 /// Contract of [`cycle`](NicCore::cycle), matching the verilated model: `outputs` must be the
 /// values driven during this cycle (before the rising edge; they may depend combinationally on
 /// `inputs`), and the core's registers then take their values at the edge.
-pub trait NicCore {
+pub trait NicCore: Send {
     /// Runs one clock cycle (see the trait documentation).
     fn cycle(&mut self, inputs: &NicInputs, outputs: &mut NicOutputs);
 
@@ -88,7 +90,10 @@ pub struct Nic {
 
 impl std::fmt::Debug for Nic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Nic").field("cycle", &self.cycle).field("in_reset", &self.in_reset()).finish_non_exhaustive()
+        f.debug_struct("Nic")
+            .field("cycle", &self.cycle)
+            .field("in_reset", &self.in_reset())
+            .finish_non_exhaustive()
     }
 }
 
@@ -113,7 +118,10 @@ impl Nic {
     pub fn with_core(core: Box<dyn NicCore>, config: &SimConfig) -> Self {
         Self {
             model: core,
-            inputs: NicInputs { m_axis_tx_tready: 1, ..NicInputs::default() },
+            inputs: NicInputs {
+                m_axis_tx_tready: 1,
+                ..NicInputs::default()
+            },
             outputs: NicOutputs::default(),
             cycle: 0,
             reset_remaining: 0,
@@ -174,7 +182,8 @@ impl Nic {
         self.model.cycle(&self.inputs, &mut self.outputs);
 
         if !in_reset {
-            self.dma.observe(now, &mut self.memory, &self.inputs, &self.outputs);
+            self.dma
+                .observe(now, &mut self.memory, &self.inputs, &self.outputs);
             self.mmio.observe(now, &self.inputs, &self.outputs);
             self.tx.observe(now, &self.inputs, &self.outputs);
         }
@@ -260,12 +269,21 @@ impl Nic {
 
     /// True when no DMA, MMIO or frame is in progress or waiting on this NIC's ports.
     pub fn is_quiet(&self) -> bool {
-        self.dma.is_idle() && self.mmio.is_idle() && self.rx.queued() == 0 && self.tx.partial_bytes() == 0
+        self.dma.is_idle()
+            && self.mmio.is_idle()
+            && self.rx.queued() == 0
+            && self.tx.partial_bytes() == 0
     }
 
     /// Statistics since creation.
     pub fn stats(&self) -> NicStats {
-        NicStats { cycles: self.cycle, dma: self.dma.stats(), mmio: self.mmio.stats(), tx: self.tx.stats(), rx: self.rx.stats() }
+        NicStats {
+            cycles: self.cycle,
+            dma: self.dma.stats(),
+            mmio: self.mmio.stats(),
+            tx: self.tx.stats(),
+            rx: self.rx.stats(),
+        }
     }
 
     /// The inputs driven into the NIC in the last cycle (for debugging).

@@ -5,8 +5,21 @@
 //! queued at the receiving NIC's RX port for the next cycle. Blocking operations (MMIO, reset)
 //! step the whole world while they wait, so one NIC's register access never freezes the others.
 //!
+//! A NIC's port can instead be attached to something outside the world ([`World::attach_port`],
+//! [`crate::port`]): a NIC in another process over SimBricks, a switch, a bridge to QEMU or a
+//! TAP device. The world then never runs past the instant up to which the port knows every
+//! frame that can reach the NIC (synchronised ports), or past wall-clock time (real-time ports).
+//!
+//! With `SimConfig::threads` > 1 the NICs are stepped on several threads, in windows of cycles
+//! no longer than the wires' lookahead (the shortest time a frame needs from one NIC to
+//! another), with the same results as on one thread (module `lanes`).
+//!
 //! The world owns everything and has no lifetime parameters: a driver can hold it as
 //! `Rc<RefCell<World>>` with one device handle (an index) per NIC.
+mod gang;
+mod lanes;
+
+use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,8 +28,9 @@ use crate::host_memory::HostMemory;
 use crate::mmio::{MmioCompletion, MmioRequest};
 use crate::nic::{Nic, NicCore, NicStats};
 use crate::pcap::PcapTap;
+use crate::port::{ExternalPort, PortLane, PortOptions, PortReport, PortTiming, CYCLE_PS};
 use crate::stream::{RxFrame, TxFrame};
-use crate::wire::{Link, LinkStats, StartedFrame};
+use crate::wire::{Flying, Link, LinkStats, StartedFrame};
 use crate::SimError;
 
 /// How the NICs' Ethernet ports are connected.
@@ -66,6 +80,10 @@ pub struct WorldStats {
     pub links: Vec<LinkReport>,
     /// Frames dropped from full outboxes of unconnected ports.
     pub outbox_dropped: u64,
+    /// Per attached external port.
+    pub ports: Vec<PortReport>,
+    /// Threads stepping the NICs (`SimConfig::threads`, 1 when the wires leave no lookahead).
+    pub threads: usize,
 }
 
 /// N simulated NICs with their hosts and wires, on one clock.
@@ -76,12 +94,28 @@ pub struct World {
     links: Vec<Link>,
     /// Index of the link each NIC transmits on.
     tx_link: Vec<Option<usize>>,
-    outboxes: Vec<std::collections::VecDeque<TxFrame>>,
+    outboxes: Vec<VecDeque<TxFrame>>,
     outbox_dropped: u64,
+    /// NIC i's external port, if attached.
+    ports: Vec<Option<PortLane>>,
+    /// The first port failure not yet reported.
+    port_error: Option<SimError>,
+    /// Real-time pacing: (wall instant, cycle) when it started, and the simulated ns since then
+    /// known not to be ahead of wall-clock time.
+    pace: Option<(Instant, u64, u64)>,
     cycle: u64,
     wall: Duration,
     pcap: Option<PcapTap>,
     pcap_error: Option<SimError>,
+    /// Worker threads beyond the caller's (`SimConfig::threads` - 1), if stepping in parallel.
+    pool: Option<gang::Gang>,
+    /// Whether the next windows run on the gang or on the caller (same results, faster one).
+    tuner: lanes::Tuner,
+    /// Longest window of cycles the in-process wires allow without exchanging frames.
+    window: u64,
+    /// Frames that started on each in-process link during a window, handed to its receiving end
+    /// at the window's end (parallel stepping).
+    transit: Vec<Vec<Flying>>,
     scratch_tx: Vec<TxFrame>,
     scratch_rx: Vec<RxFrame>,
     scratch_started: Vec<StartedFrame>,
@@ -111,11 +145,19 @@ impl World {
     ///
     /// # Errors
     /// `n == 0`, invalid link or fault parameters, or a model that cannot be created.
-    pub fn with_topology(n: usize, config: SimConfig, topology: Topology) -> Result<Self, SimError> {
+    pub fn with_topology(
+        n: usize,
+        config: SimConfig,
+        topology: Topology,
+    ) -> Result<Self, SimError> {
         if n == 0 {
-            return Err(SimError::InvalidArgument("a world needs at least one NIC".into()));
+            return Err(SimError::InvalidArgument(
+                "a world needs at least one NIC".into(),
+            ));
         }
-        let nics = (0..n).map(|_| Nic::with_config(&config)).collect::<Result<Vec<_>, _>>()?;
+        let nics = (0..n)
+            .map(|_| Nic::with_config(&config))
+            .collect::<Result<Vec<_>, _>>()?;
         Self::from_nics(nics, config, topology)
     }
 
@@ -124,15 +166,24 @@ impl World {
     ///
     /// # Errors
     /// No cores, or invalid link or fault parameters.
-    pub fn with_cores(cores: Vec<Box<dyn NicCore>>, config: SimConfig, topology: Topology) -> Result<Self, SimError> {
-        let nics = cores.into_iter().map(|c| Nic::with_core(c, &config)).collect();
+    pub fn with_cores(
+        cores: Vec<Box<dyn NicCore>>,
+        config: SimConfig,
+        topology: Topology,
+    ) -> Result<Self, SimError> {
+        let nics = cores
+            .into_iter()
+            .map(|c| Nic::with_core(c, &config))
+            .collect();
         Self::from_nics(nics, config, topology)
     }
 
     fn from_nics(nics: Vec<Nic>, config: SimConfig, topology: Topology) -> Result<Self, SimError> {
         let n = nics.len();
         if n == 0 {
-            return Err(SimError::InvalidArgument("a world needs at least one NIC".into()));
+            return Err(SimError::InvalidArgument(
+                "a world needs at least one NIC".into(),
+            ));
         }
         let mut pairs = Vec::new();
         match topology {
@@ -151,18 +202,45 @@ impl World {
             links.push(Link::new(from, to, idx, &config.link, &config.faults)?);
             tx_link[from] = Some(idx);
         }
+        if config.threads == 0 {
+            return Err(SimError::InvalidArgument(
+                "SimConfig::threads must be at least 1".into(),
+            ));
+        }
+        // A frame pushed during a window reaches its receiver after the window ends if the
+        // window is no longer than the shortest transit (minimum frame + latency).
+        let window = links
+            .iter()
+            .map(|l| l.tx.min_transit_bits() / l.tx.bits_per_cycle())
+            .min()
+            .unwrap_or(u64::MAX);
+        let threads = config.threads.min(n);
+        let pool = if threads > 1 && window > 0 {
+            let pool = gang::Gang::new(threads - 1)
+                .map_err(|e| SimError::InvalidArgument(format!("cannot start {threads} simulator threads: {e}")))?;
+            Some(pool)
+        } else {
+            None
+        };
         let mut w = Self {
             config,
             topology,
             nics,
+            transit: links.iter().map(|_| Vec::new()).collect(),
             links,
             tx_link,
             outboxes: (0..n).map(|_| Default::default()).collect(),
             outbox_dropped: 0,
+            ports: (0..n).map(|_| None).collect(),
+            port_error: None,
+            pace: None,
             cycle: 0,
             wall: Duration::ZERO,
             pcap: None,
             pcap_error: None,
+            pool,
+            tuner: lanes::Tuner::default(),
+            window,
             scratch_tx: Vec::new(),
             scratch_rx: Vec::new(),
             scratch_started: Vec::new(),
@@ -190,7 +268,10 @@ impl World {
         if i < self.nics.len() {
             Ok(())
         } else {
-            Err(SimError::NoSuchNic { index: i, count: self.nics.len() })
+            Err(SimError::NoSuchNic {
+                index: i,
+                count: self.nics.len(),
+            })
         }
     }
 
@@ -245,13 +326,37 @@ impl World {
         self.wall += t.elapsed();
     }
 
-    /// Advances `k` cycles.
+    /// Advances `k` cycles. With several threads, in windows of up to the wires' lookahead.
     pub fn step_n(&mut self, k: u64) {
         let t = Instant::now();
-        for _ in 0..k {
-            self.step_inner();
+        if self.pool.is_some() {
+            self.step_windows(k);
+        } else {
+            for _ in 0..k {
+                self.step_inner();
+            }
         }
         self.wall += t.elapsed();
+    }
+
+    /// Threads stepping the NICs: `SimConfig::threads` (at most one per NIC), or 1 when the
+    /// wires leave no lookahead.
+    pub fn threads(&self) -> usize {
+        self.pool.as_ref().map_or(1, gang::Gang::threads)
+    }
+
+    /// True when a world with several threads currently hands its windows to them. It measures
+    /// both schedules as it runs and keeps the faster: on a machine whose other cores are busy,
+    /// stepping every NIC on the caller's thread can be faster than handing one-cycle windows
+    /// over. The results are identical either way.
+    pub fn stepping_in_parallel(&self) -> bool {
+        self.pool.is_some() && self.tuner.on_gang()
+    }
+
+    /// Cycles the NICs may run in parallel between two exchanges of frames: the shortest time a
+    /// frame needs from one NIC to another, in cycles (`u64::MAX` without in-process wires).
+    pub fn lookahead_cycles(&self) -> u64 {
+        self.window
     }
 
     /// Steps until `done(self)` is true (checked before each cycle), at most `max_cycles` cycles.
@@ -259,7 +364,11 @@ impl World {
     ///
     /// # Errors
     /// [`SimError::Timeout`] if `done` stayed false.
-    pub fn run_until(&mut self, mut done: impl FnMut(&World) -> bool, max_cycles: u64) -> Result<u64, SimError> {
+    pub fn run_until(
+        &mut self,
+        mut done: impl FnMut(&World) -> bool,
+        max_cycles: u64,
+    ) -> Result<u64, SimError> {
         let t = Instant::now();
         let mut n = 0;
         let result = loop {
@@ -269,6 +378,9 @@ impl World {
             if n >= max_cycles {
                 break Err(SimError::Timeout { cycles: n });
             }
+            if let Some(e) = self.port_error.take() {
+                break Err(e);
+            }
             self.step_inner();
             n += 1;
         };
@@ -277,26 +389,38 @@ impl World {
     }
 
     fn step_inner(&mut self) {
+        if self.pool.is_some() {
+            self.step_windows(1);
+            return;
+        }
         let now = self.cycle;
+        self.pace_to(now + 1);
         for (i, nic) in self.nics.iter_mut().enumerate() {
             if let Some(l) = self.tx_link[i] {
                 nic.set_tx_ready(self.links[l].tx_ready(nic.tx_partial_bytes()));
+            } else if let Some(p) = &self.ports[i] {
+                nic.set_tx_ready(p.out.tx_ready(nic.tx_partial_bytes()));
             }
             nic.cycle();
         }
-        // Finished TX frames onto their links (or outboxes).
+        // Finished TX frames onto their links (or ports, or outboxes).
         for i in 0..self.nics.len() {
             self.nics[i].drain_tx_frames_into(&mut self.scratch_tx);
             if self.scratch_tx.is_empty() {
                 continue;
             }
-            match self.tx_link[i] {
-                Some(l) => {
+            match (self.tx_link[i], &mut self.ports[i]) {
+                (Some(l), _) => {
                     for f in self.scratch_tx.drain(..) {
                         self.links[l].push(f.data, f.end_cycle);
                     }
                 }
-                None => {
+                (None, Some(p)) => {
+                    for f in self.scratch_tx.drain(..) {
+                        p.out.push(f.data, f.end_cycle);
+                    }
+                }
+                (None, None) => {
                     let ob = &mut self.outboxes[i];
                     for f in self.scratch_tx.drain(..) {
                         if ob.len() >= OUTBOX_FRAMES {
@@ -312,17 +436,95 @@ impl World {
         let capturing = self.pcap.is_some();
         for l in 0..self.links.len() {
             let link = &mut self.links[l];
-            let started = if capturing { Some(&mut self.scratch_started) } else { None };
+            let started = if capturing {
+                Some(&mut self.scratch_started)
+            } else {
+                None
+            };
             link.advance(now, started, &mut self.scratch_rx);
             let to = link.to;
             for f in self.scratch_rx.drain(..) {
                 self.nics[to].push_rx(f);
             }
         }
+        if self.ports.iter().any(Option::is_some) {
+            for p in self.ports.iter_mut().flatten() {
+                p.end_cycle_out(
+                    now,
+                    if capturing {
+                        Some(&mut self.scratch_started)
+                    } else {
+                        None
+                    },
+                );
+            }
+            self.serve_ports(now + 1);
+            for (i, p) in self.ports.iter_mut().enumerate() {
+                if let Some(p) = p {
+                    let started = if capturing {
+                        Some(&mut self.scratch_started)
+                    } else {
+                        None
+                    };
+                    p.end_cycle_in(now, started, &mut self.nics[i]);
+                }
+            }
+        }
         if capturing && !self.scratch_started.is_empty() {
             self.write_capture();
         }
         self.cycle += 1;
+    }
+
+    /// At the instant simulated time reached cycle `end`: hands the ports the frames that left
+    /// the wires and tells them the time, then takes from them every frame due by that instant
+    /// (to present from cycle `end` on), blocking on synchronised ports until they know them.
+    fn serve_ports(&mut self, end: u64) {
+        let now_ps = end * CYCLE_PS;
+        for i in 0..self.ports.len() {
+            let Some(p) = &mut self.ports[i] else {
+                continue;
+            };
+            if let Err(e) = p.flush(now_ps) {
+                self.fail_port(i, e);
+            }
+        }
+        let until = end * CYCLE_PS;
+        for i in 0..self.ports.len() {
+            let Some(p) = &mut self.ports[i] else {
+                continue;
+            };
+            if let Err(e) = p.receive(until, end - 1) {
+                self.fail_port(i, e);
+            }
+        }
+    }
+
+    fn fail_port(&mut self, i: usize, e: SimError) {
+        if let Some(p) = &mut self.ports[i] {
+            if !p.failed {
+                p.failed = true;
+                let e = SimError::Port(format!("NIC {i}, {}: {e}", p.port.describe()));
+                self.port_error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Real time: waits until wall-clock time has reached simulated cycle `cycle` (counted from
+    /// the attachment of the first real-time port).
+    fn pace_to(&mut self, cycle: u64) {
+        let Some((origin, c0, ok_ns)) = &mut self.pace else {
+            return;
+        };
+        let sim_ns = cycle.saturating_sub(*c0) * CYCLE_NS;
+        if sim_ns <= *ok_ns {
+            return;
+        }
+        let wall = origin.elapsed().as_nanos() as u64;
+        if wall < sim_ns {
+            std::thread::sleep(Duration::from_nanos(sim_ns - wall));
+        }
+        *ok_ns = origin.elapsed().as_nanos() as u64;
     }
 
     fn write_capture(&mut self) {
@@ -355,7 +557,16 @@ impl World {
             }
             if waited >= limit {
                 self.nics[i].mmio_cancel(ticket);
-                break Err(SimError::MmioTimeout { nic: i, kind, addr: req.addr(), cycles: waited });
+                break Err(SimError::MmioTimeout {
+                    nic: i,
+                    kind,
+                    addr: req.addr(),
+                    cycles: waited,
+                });
+            }
+            if let Some(e) = self.port_error.take() {
+                self.nics[i].mmio_cancel(ticket);
+                break Err(e);
             }
             self.step_inner();
             waited += 1;
@@ -363,10 +574,18 @@ impl World {
         self.wall += t.elapsed();
         let c = result?;
         if c.aborted {
-            return Err(SimError::MmioAborted { nic: i, addr: req.addr() });
+            return Err(SimError::MmioAborted {
+                nic: i,
+                addr: req.addr(),
+            });
         }
         if c.resp != 0 {
-            return Err(SimError::MmioResponse { nic: i, kind, addr: req.addr(), resp: c.resp as u8 });
+            return Err(SimError::MmioResponse {
+                nic: i,
+                kind,
+                addr: req.addr(),
+                resp: c.resp as u8,
+            });
         }
         Ok(c)
     }
@@ -378,7 +597,15 @@ impl World {
     /// [`SimError::NoSuchNic`], [`SimError::MmioTimeout`], [`SimError::MmioResponse`] (non-OKAY
     /// response), [`SimError::MmioAborted`].
     pub fn mmio_write(&mut self, i: usize, addr: u16, value: u32) -> Result<(), SimError> {
-        self.mmio(i, MmioRequest::Write { addr, value, strb: 0xF }).map(|_| ())
+        self.mmio(
+            i,
+            MmioRequest::Write {
+                addr,
+                value,
+                strb: 0xF,
+            },
+        )
+        .map(|_| ())
     }
 
     /// Reads the BAR0 register at byte offset `addr` of NIC `i`, stepping the whole world until
@@ -430,14 +657,120 @@ impl World {
     ///
     /// # Errors
     /// [`SimError::NoSuchNic`].
-    pub fn inject_rx_frame(&mut self, i: usize, data: Vec<u8>, bad_fcs: bool) -> Result<(), SimError> {
+    pub fn inject_rx_frame(
+        &mut self,
+        i: usize,
+        data: Vec<u8>,
+        bad_fcs: bool,
+    ) -> Result<(), SimError> {
         self.nic_mut(i)?.push_rx_frame(data, bad_fcs);
         Ok(())
     }
 
     /// True when no frame is on a wire or waiting at an RX port, and no DMA or MMIO is in flight.
     pub fn is_quiet(&self) -> bool {
-        self.links.iter().all(|l| l.in_flight() == 0) && self.nics.iter().all(Nic::is_quiet)
+        self.links.iter().all(|l| l.in_flight() == 0)
+            && self.ports.iter().flatten().all(PortLane::is_quiet)
+            && self.nics.iter().all(Nic::is_quiet)
+    }
+
+    /// Attaches NIC `i`'s Ethernet port to `port` (see [`crate::port`]): from the next cycle on,
+    /// the frames it transmits are paced on the world's outbound wire (the link parameters and
+    /// fault injection of the world, latency 0) and handed to the port, and the frames the port
+    /// delivers reach its receiver. A real-time port also starts pacing the world to wall-clock
+    /// time.
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNic`]; [`SimError::InvalidArgument`] if NIC `i` is wired to a NIC of this
+    /// world or already has a port, or the wire parameters are invalid.
+    pub fn attach_port(
+        &mut self,
+        i: usize,
+        port: Box<dyn ExternalPort>,
+        opts: PortOptions,
+    ) -> Result<(), SimError> {
+        self.check(i)?;
+        if self.tx_link[i].is_some() || self.links.iter().any(|l| l.to == i) {
+            return Err(SimError::InvalidArgument(format!(
+                "NIC {i} is wired to a NIC of this world ({:?}); attach ports to unconnected NICs",
+                self.topology
+            )));
+        }
+        if self.ports[i].is_some() {
+            return Err(SimError::InvalidArgument(format!(
+                "NIC {i} already has a port"
+            )));
+        }
+        let lane = PortLane::new(i, port, opts, &self.config)?;
+        if lane.timing == PortTiming::RealTime && self.pace.is_none() {
+            self.pace = Some((Instant::now(), self.cycle, 0));
+        }
+        self.ports[i] = Some(lane);
+        // Tell the peer where this side starts, before anything waits for it.
+        if let Some(p) = &mut self.ports[i] {
+            if let Err(e) = p.flush(self.cycle * CYCLE_PS) {
+                self.ports[i] = None;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Detaches NIC `i`'s port (without closing it) and returns it; the NIC is unconnected
+    /// again. Frames still on the outbound wire are lost.
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNic`].
+    pub fn detach_port(&mut self, i: usize) -> Result<Option<Box<dyn ExternalPort>>, SimError> {
+        self.check(i)?;
+        let lane = self.ports[i].take();
+        if self
+            .ports
+            .iter()
+            .all(|p| p.as_ref().is_none_or(|p| p.timing != PortTiming::RealTime))
+        {
+            self.pace = None;
+        }
+        Ok(lane.map(|l| l.port))
+    }
+
+    /// Closes every attached port (a SimBricks peer gets its terminate message); the ports stay
+    /// attached but take and deliver nothing more.
+    ///
+    /// # Errors
+    /// The first close error, or a port failure not yet reported.
+    pub fn close_ports(&mut self) -> Result<(), SimError> {
+        let mut first = self.port_error.take();
+        for p in self.ports.iter_mut().flatten() {
+            if let Err(e) = p.port.close() {
+                first.get_or_insert(e);
+            }
+            p.failed = true;
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// The first port failure since the last call (a port that fails is no longer used: its
+    /// NIC is cut off). `mmio_read`/`mmio_write`/`run_until` also return it.
+    pub fn take_port_error(&mut self) -> Option<SimError> {
+        self.port_error.take()
+    }
+
+    /// NIC `i`'s port, if attached (for its counters and state).
+    pub fn port(&self, i: usize) -> Option<&dyn ExternalPort> {
+        self.ports
+            .get(i)
+            .and_then(Option::as_ref)
+            .map(|p| p.port.as_ref())
+    }
+
+    /// Statistics of the attached ports.
+    pub fn port_reports(&self) -> Vec<PortReport> {
+        self.ports
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.as_ref().map(|p| p.report(i)))
+            .collect()
     }
 
     /// Starts capturing every wire into the pcap file `path` (replacing a capture in progress,
@@ -475,7 +808,8 @@ impl World {
         for n in &mut self.nics {
             n.stop_waveform();
         }
-        self.finish_capture()
+        self.finish_capture()?;
+        self.port_error.take().map_or(Ok(()), Err)
     }
 
     /// Starts an FST waveform dump of NIC `i` (needs the `waveform` feature).
@@ -490,7 +824,12 @@ impl World {
     pub fn link_reports(&self) -> Vec<LinkReport> {
         self.links
             .iter()
-            .map(|l| LinkReport { from: l.from, to: l.to, stats: l.stats(), busy_ns: l.bits_to_ns(l.stats().busy_bits) })
+            .map(|l| LinkReport {
+                from: l.from,
+                to: l.to,
+                stats: l.stats(),
+                busy_ns: l.bits_to_ns(l.stats().busy_bits),
+            })
             .collect()
     }
 
@@ -501,10 +840,16 @@ impl World {
             cycles: self.cycle,
             sim_ns: self.now_ns(),
             wall_seconds: wall,
-            cycles_per_second: if wall > 0.0 { self.cycle as f64 / wall } else { 0.0 },
+            cycles_per_second: if wall > 0.0 {
+                self.cycle as f64 / wall
+            } else {
+                0.0
+            },
             nics: self.nics.iter().map(Nic::stats).collect(),
             links: self.link_reports(),
             outbox_dropped: self.outbox_dropped,
+            ports: self.port_reports(),
+            threads: self.threads(),
         }
     }
 }
