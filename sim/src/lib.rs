@@ -23,6 +23,7 @@
 
 pub mod axi_slave;
 pub mod config;
+pub mod dma;
 mod error;
 pub mod ffi;
 pub mod host_memory;
@@ -34,6 +35,7 @@ pub mod wire;
 pub mod world;
 
 pub use axi_slave::DmaStats;
+pub use dma::{DmaMemory, InterruptSink};
 pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
 pub use error::SimError;
 pub use host_memory::{HostMemory, Iova};
