@@ -56,6 +56,7 @@ pub mod cq;
 pub mod device;
 pub mod error;
 pub mod mr;
+pub mod pci;
 pub mod pd;
 pub mod qp;
 pub mod records;
