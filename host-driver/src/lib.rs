@@ -51,6 +51,7 @@ assert!(wc[0].status.is_success());
 )]
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod context;
 pub mod cq;
 pub mod device;
@@ -69,6 +70,7 @@ mod mock;
 #[cfg(test)]
 mod tests;
 
+pub use backend::{open_device, DeviceSpec, OpenError};
 pub use context::{Context, Counters, DeviceInfo, MacAddr, PortAddr};
 pub use cq::{CompletionQueue, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use device::{Device, DmaBuffer, Iova};
