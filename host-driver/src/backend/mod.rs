@@ -149,7 +149,9 @@ pub enum OpenError {
         message: String,
     },
     /// No such PCI function (ENODEV).
-    #[error("no PCI device {bdf} (/sys/bus/pci/devices/{bdf} does not exist) (hint: `lspci -D` lists the PCI addresses)")]
+    #[error(
+        "no PCI device {bdf} (/sys/bus/pci/devices/{bdf} does not exist) (hint: `lspci -D` lists the PCI addresses)"
+    )]
     NoSuchPciDevice {
         /// The PCI address.
         bdf: String,
@@ -234,7 +236,11 @@ fn wait_eventfd(fd: Option<&std::fs::File>, vector: u16, timeout: std::time::Dur
     // SAFETY: one valid pollfd.
     let n = unsafe { libc::poll(&mut pfd, 1, ms) };
     if n < 0 {
-        return Err(Error::io(IoKind::Backend, format!("poll of MSI-X vector {vector}"), std::io::Error::last_os_error()));
+        return Err(Error::io(
+            IoKind::Backend,
+            format!("poll of MSI-X vector {vector}"),
+            std::io::Error::last_os_error(),
+        ));
     }
     if n == 0 {
         return Ok(0);
@@ -312,7 +318,10 @@ mod tests {
     #[test]
     fn device_strings_parse_or_say_what_is_wrong() {
         assert_eq!("sim".parse::<DeviceSpec>().unwrap(), DeviceSpec::Sim);
-        assert_eq!("vfio-user:/tmp/d/nic0.sock".parse::<DeviceSpec>().unwrap(), DeviceSpec::VfioUser("/tmp/d/nic0.sock".into()));
+        assert_eq!(
+            "vfio-user:/tmp/d/nic0.sock".parse::<DeviceSpec>().unwrap(),
+            DeviceSpec::VfioUser("/tmp/d/nic0.sock".into())
+        );
         assert_eq!("vfio:0000:03:00.0".parse::<DeviceSpec>().unwrap(), DeviceSpec::Vfio("0000:03:00.0".into()));
         assert_eq!("vfio:3B:1f.7".parse::<DeviceSpec>().unwrap(), DeviceSpec::Vfio("0000:3b:1f.7".into()));
         for (s, says) in [
@@ -343,11 +352,21 @@ mod tests {
                 Errno::ENODEV,
                 "/sys/bus/pci/drivers/mlx5_core/unbind",
             ),
-            (OpenError::NotBoundToVfio { bdf: "0000:03:00.0".into(), driver: None }, Errno::ENODEV, "bound to no driver"),
+            (
+                OpenError::NotBoundToVfio { bdf: "0000:03:00.0".into(), driver: None },
+                Errno::ENODEV,
+                "bound to no driver",
+            ),
             (OpenError::VfioPermission { path: "/dev/vfio/7".into() }, Errno::EACCES, "chown $USER /dev/vfio/7"),
             (OpenError::MemlockLimit { limit_kib: 8192, needed_kib: 65536 }, Errno::ENOMEM, "ulimit -l"),
             (
-                OpenError::ContractVersion { device: "d".into(), version: 0x2_0000, nic_major: 2, nic_minor: 0, driver_major: 0 },
+                OpenError::ContractVersion {
+                    device: "d".into(),
+                    version: 0x2_0000,
+                    nic_major: 2,
+                    nic_minor: 0,
+                    driver_major: 0,
+                },
                 Errno::ENODEV,
                 "same rnic revision",
             ),

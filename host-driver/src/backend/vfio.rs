@@ -68,7 +68,9 @@ fn preflight(bdf: &str) -> std::result::Result<(), OpenError> {
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .ok_or_else(|| OpenError::NoIommuGroup { bdf: bdf.to_owned() })?;
-    let driver = std::fs::read_link(dir.join("driver")).ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let driver = std::fs::read_link(dir.join("driver"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
     if driver.as_deref() != Some("vfio-pci") {
         return Err(OpenError::NotBoundToVfio { bdf: bdf.to_owned(), driver });
     }
@@ -101,17 +103,25 @@ impl VfioDevice {
     /// [`OpenError::NotBoundToVfio`], [`OpenError::VfioPermission`] or [`OpenError::Vfio`].
     pub fn open(bdf: &str) -> Result<Self> {
         preflight(bdf)?;
-        let vfio = |op: &'static str| move |source: std::io::Error| Error::from(OpenError::Vfio { bdf: bdf.to_owned(), op, source });
+        let vfio = |op: &'static str| {
+            move |source: std::io::Error| Error::from(OpenError::Vfio { bdf: bdf.to_owned(), op, source })
+        };
         let dev = VfioPciDevice::open(sysfs(bdf)).map_err(vfio("open"))?;
-        let bar = dev.bar(pci::REGS_BAR as usize).ok_or_else(|| vfio("BAR0")(std::io::Error::other("the device has no BAR0")))?;
+        let bar = dev
+            .bar(pci::REGS_BAR as usize)
+            .ok_or_else(|| vfio("BAR0")(std::io::Error::other("the device has no BAR0")))?;
         let bar0 = bar.map(..pci::REGS_BAR_BYTES, Permissions::ReadWrite).map_err(vfio("mmap of BAR0"))?;
         let cmd = dev.config().command();
         cmd.memory_space_enable().write(true).map_err(vfio("config write"))?;
         cmd.bus_master_enable().write(true).map_err(vfio("config write"))?;
-        let clock = dev.bar(pci::CLOCK_BAR as usize).and_then(|b| b.map(..pci::CLOCK_BAR_BYTES, Permissions::Read).ok()).filter(|m| {
-            // SAFETY: 8-byte aligned offset inside the page-sized mapping.
-            unsafe { &*(m.as_ptr().add(pci::CLOCK_MAGIC) as *const AtomicU64) }.load(Ordering::Acquire) == pci::CLOCK_MAGIC_VALUE
-        });
+        let clock = dev
+            .bar(pci::CLOCK_BAR as usize)
+            .and_then(|b| b.map(..pci::CLOCK_BAR_BYTES, Permissions::Read).ok())
+            .filter(|m| {
+                // SAFETY: 8-byte aligned offset inside the page-sized mapping.
+                unsafe { &*(m.as_ptr().add(pci::CLOCK_MAGIC) as *const AtomicU64) }.load(Ordering::Acquire)
+                    == pci::CLOCK_MAGIC_VALUE
+            });
         let interrupts = dev.interrupts();
         let msix = interrupts.msi_x();
         let vectors = msix.max().min(usize::from(pci::MSIX_VECTORS));
@@ -158,7 +168,11 @@ impl VfioDevice {
             if e.raw_os_error() == Some(libc::ENOMEM) && limit != u64::MAX {
                 Error::from(OpenError::MemlockLimit { limit_kib: limit / 1024, needed_kib: span.div_ceil(1024) })
             } else {
-                Error::io(IoKind::Backend, format!("{}: VFIO_IOMMU_MAP_DMA of {span} bytes at IOVA {iova:#x}", self.bdf), e)
+                Error::io(
+                    IoKind::Backend,
+                    format!("{}: VFIO_IOMMU_MAP_DMA of {span} bytes at IOVA {iova:#x}", self.bdf),
+                    e,
+                )
             }
         })
     }
@@ -192,7 +206,8 @@ impl Device for VfioDevice {
 
     fn alloc_dma(&self, len: usize, align: usize) -> Result<Iova> {
         let (iova, span) = self.space.borrow_mut().reserve(len, align)?;
-        let mem = SharedMem::new(span, "rnic-dma").map_err(|e| Error::NoMemory(format!("memfd of {span} bytes: {e}")))?;
+        let mem =
+            SharedMem::new(span, "rnic-dma").map_err(|e| Error::NoMemory(format!("memfd of {span} bytes: {e}")))?;
         self.iommu_map(iova, span, mem.ptr())?;
         self.space.borrow_mut().allocs.insert(iova, Alloc { mem, len, span, user: None });
         Ok(Iova(iova))
@@ -241,8 +256,11 @@ impl Device for VfioDevice {
     }
 
     fn unmap(&self, iova: Iova) -> Result<()> {
-        let (base, span) =
-            *self.users.borrow().get(&iova.0).ok_or_else(|| Error::InvalidArgument(format!("no user buffer is mapped at IOVA {iova}")))?;
+        let (base, span) = *self
+            .users
+            .borrow()
+            .get(&iova.0)
+            .ok_or_else(|| Error::InvalidArgument(format!("no user buffer is mapped at IOVA {iova}")))?;
         self.iommu_unmap(base, span)?;
         self.users.borrow_mut().remove(&iova.0);
         self.user_bufs.borrow_mut().remove(&iova.0);

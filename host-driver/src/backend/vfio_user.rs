@@ -128,11 +128,12 @@ impl VfioUserDevice {
             .map(|_| eventfd())
             .collect::<std::io::Result<Vec<_>>>()
             .map_err(|e| protocol(format!("eventfd: {e}")))?;
-        if vectors > 0 {
-            let fds: Vec<RawFd> = eventfds.iter().map(AsRawFd::as_raw_fd).collect();
+        // The rust-vmm server announces max_msg_fds = 1 in its version capabilities (and a
+        // message with more than 16 is cut): bind the vectors one message each.
+        for (k, f) in eventfds.iter().enumerate() {
             client
-                .set_irqs(MSIX_INDEX, SET_TRIGGER_EVENTFDS, 0, vectors, &fds)
-                .map_err(|e| protocol(format!("SET_IRQS: {e}")))?;
+                .set_irqs(MSIX_INDEX, SET_TRIGGER_EVENTFDS, k as u32, 1, &[f.as_raw_fd()])
+                .map_err(|e| protocol(format!("SET_IRQS of MSI-X vector {k}: {e}")))?;
         }
         // The simulator's clock page, if the device has one.
         let clock = client.region(pci::CLOCK_BAR).and_then(|r| {

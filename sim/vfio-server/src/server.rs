@@ -343,7 +343,7 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeHandle, ServeError> {
                 let result = server.run(&mut backend);
                 backend.detach();
                 if let Err(e) = result {
-                    log::warn!("nic{k}: client connection ended with an error: {e}");
+                    eprintln!("rnic sim serve: nic{k}: the client connection ended with an error: {e}");
                 }
             })
             .map_err(|e| ServeError::Listen { path: path.clone(), message: e.to_string() })?;
