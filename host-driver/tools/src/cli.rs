@@ -98,7 +98,7 @@ pub struct ServeArgs {
     pub seed: u64,
     /// Cycles the world steps between two looks at the NICs' requests while clients are
     /// attached, 1 ..= 100000 (larger: faster simulation, slower MMIO).
-    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub batch_cycles: u64,
     /// Print the simulator's speed every S seconds (0: only at exit).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]

@@ -62,7 +62,7 @@ impl Default for ServeOptions {
             socket_dir: PathBuf::from("."),
             config: SimConfig::default(),
             topology: Topology::BackToBack,
-            batch_cycles: 16,
+            batch_cycles: 1,
             report_every: None,
         }
     }
