@@ -125,6 +125,13 @@ pub trait Device {
     /// for bounded waits and measurements. Monotonic.
     fn now_cycles(&self) -> u64;
 
+    /// True when [`now_cycles`](Self::now_cycles) is a simulator's clock (the in-process world,
+    /// or the clock page of `rnic sim serve` over vfio-user or in a QEMU guest), false when it
+    /// is wall time at the contract clock.
+    fn clock_is_simulated(&self) -> bool {
+        false
+    }
+
     /// MSI-X vectors whose interrupts reach this process (as eventfds in the VFIO backends);
     /// 0 when the backend delivers none (the in-process simulator).
     fn interrupt_vectors(&self) -> u16 {

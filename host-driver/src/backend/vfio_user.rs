@@ -277,6 +277,10 @@ impl Device for VfioUserDevice {
         }
     }
 
+    fn clock_is_simulated(&self) -> bool {
+        self.clock.is_some()
+    }
+
     fn interrupt_vectors(&self) -> u16 {
         self.eventfds.len() as u16
     }

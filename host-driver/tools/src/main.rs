@@ -411,11 +411,13 @@ fn info(json: bool, device: &str) -> ExitCode {
         println!("  WQEs in flight: {} per QP", 1u64 << info.log_inflight);
         println!("  datapath      : {} bytes", info.datapath_bytes);
         println!("CLOCK_MHZ       : {}", info.clock_mhz);
-        println!(
-            "simulator       : Verilator build {:.1} s, waveform support {}",
-            rnic_sim::verilator_build_seconds(),
-            if b.waveform { "on" } else { "off" }
-        );
+        if name.starts_with("sim ") {
+            println!(
+                "simulator       : Verilator build {:.1} s, waveform support {}",
+                rnic_sim::verilator_build_seconds(),
+                if b.waveform { "on" } else { "off" }
+            );
+        }
         match &compat {
             Ok(()) => println!("compatible      : yes"),
             Err(e) => println!("compatible      : NO: {e}"),

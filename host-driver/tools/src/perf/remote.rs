@@ -294,7 +294,7 @@ pub fn run_remote(o: &RemoteOptions, progress: &mut dyn FnMut(u64, u64)) -> Resu
         local,
         remote,
         peer_version,
-        sim_clock: dev.name().starts_with("vfio-user:") && dev.now_cycles() > 0,
+        sim_clock: dev.clock_is_simulated(),
         interrupt_vectors: dev.interrupt_vectors(),
         wall_seconds: wall,
         counters,
