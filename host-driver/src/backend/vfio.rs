@@ -153,7 +153,7 @@ impl VfioDevice {
     }
 
     fn check_offset(&self, offset: u16) -> Result<*mut u32> {
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(Error::InvalidArgument(format!("BAR0 offset {offset:#x} is not 32-bit aligned")));
         }
         // SAFETY: offset < 64 KiB = the mapping's length.

@@ -220,7 +220,7 @@ impl Msix {
         let pba = u64::from(pci::MSIX_PBA_OFFSET);
         for (k, chunk) in out.chunks_mut(4).enumerate() {
             let off = offset + 4 * k as u64;
-            if chunk.len() != 4 || off % 4 != 0 {
+            if chunk.len() != 4 || !off.is_multiple_of(4) {
                 continue;
             }
             let v = if off < ENTRY_BYTES * self.table.len() as u64 {
@@ -247,7 +247,7 @@ impl Msix {
     pub fn write(&mut self, offset: u64, data: &[u8]) {
         for (k, chunk) in data.chunks(4).enumerate() {
             let off = offset + 4 * k as u64;
-            if chunk.len() != 4 || off % 4 != 0 || off >= ENTRY_BYTES * self.table.len() as u64 {
+            if chunk.len() != 4 || !off.is_multiple_of(4) || off >= ENTRY_BYTES * self.table.len() as u64 {
                 continue;
             }
             let v = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);

@@ -556,7 +556,7 @@ impl ServerBackend for NicBackend {
                 for (k, chunk) in data.chunks_mut(4).enumerate() {
                     let off = offset + 4 * k as u64;
                     let value = match u16::try_from(off) {
-                        Ok(addr) if chunk.len() == 4 && off % 4 == 0 => match self.mmio(addr, None)? {
+                        Ok(addr) if chunk.len() == 4 && off.is_multiple_of(4) => match self.mmio(addr, None)? {
                             Ok(v) => v,
                             Err(e) => {
                                 log::warn!("nic{}: BAR0 read at {off:#x} failed: {e}; answering all ones", self.nic);
@@ -583,7 +583,7 @@ impl ServerBackend for NicBackend {
                 for (k, chunk) in data.chunks(4).enumerate() {
                     let off = offset + 4 * k as u64;
                     match u16::try_from(off) {
-                        Ok(addr) if chunk.len() == 4 && off % 4 == 0 => {
+                        Ok(addr) if chunk.len() == 4 && off.is_multiple_of(4) => {
                             let v = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
                             if let Err(e) = self.mmio(addr, Some(v))? {
                                 log::warn!("nic{}: BAR0 write of {v:#x} at {off:#x} failed: {e}", self.nic);
