@@ -279,7 +279,8 @@ pub struct CommonArgs {
     #[arg(value_name = "HOST")]
     pub host: Option<String>,
     /// With --device: TCP port of perftest's exchange.
-    #[arg(long, short = 'p', default_value_t = perf::exchange::DEFAULT_PORT)]
+    #[arg(long, short = 'p', default_value_t = perf::exchange::DEFAULT_PORT, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     /// Capture the wire (both directions) into this pcap file.
     #[arg(long)]
@@ -426,7 +427,7 @@ mod tests {
             for arg in op.get_arguments() {
                 let long = arg.get_long().unwrap_or_default();
                 let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
-                if !takes_value || ["pcap", "waveform", "atomic-type"].contains(&long) {
+                if !takes_value || arg.is_positional() || ["pcap", "waveform", "atomic-type", "device"].contains(&long) {
                     continue;
                 }
                 seen += 1;
