@@ -427,7 +427,8 @@ mod tests {
             for arg in op.get_arguments() {
                 let long = arg.get_long().unwrap_or_default();
                 let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
-                if !takes_value || arg.is_positional() || ["pcap", "waveform", "atomic-type", "device"].contains(&long) {
+                if !takes_value || arg.is_positional() || ["pcap", "waveform", "atomic-type", "device"].contains(&long)
+                {
                     continue;
                 }
                 seen += 1;
