@@ -105,24 +105,31 @@ impl DeviceInfo {
     /// major version must equal the driver's ([`regs::VERSION_VALUE`]); a newer minor is fine.
     ///
     /// # Errors
-    /// [`Error::NoDevice`] saying which register disagrees.
+    /// `Error::Open` (ENODEV) saying which register disagrees, with a hint.
     pub fn check_compatible(&self) -> Result<()> {
+        self.check_compatible_for("the device")
+    }
+
+    /// As [`check_compatible`](Self::check_compatible), naming `device` in the error.
+    ///
+    /// # Errors
+    /// `Error::Open` with [`OpenError::NotAnRnic`](crate::backend::OpenError::NotAnRnic) or
+    /// [`OpenError::ContractVersion`](crate::backend::OpenError::ContractVersion) (ENODEV).
+    pub fn check_compatible_for(&self, device: &str) -> Result<()> {
+        use crate::backend::OpenError;
         if self.id != regs::ID_VALUE {
-            return Err(Error::NoDevice(format!(
-                "BAR0 ID reads {:#010x}, an rnic reads {:#010x} (\"RNIC\")",
-                self.id,
-                regs::ID_VALUE
-            )));
+            return Err(OpenError::NotAnRnic { device: device.to_owned(), id: self.id }.into());
         }
         let want_major = (regs::VERSION_VALUE >> 16) as u16;
         if self.major() != want_major {
-            return Err(Error::NoDevice(format!(
-                "the NIC implements contract version {}.{} (VERSION = {:#010x}), this driver speaks {}.x",
-                self.major(),
-                self.minor(),
-                self.version,
-                want_major
-            )));
+            return Err(OpenError::ContractVersion {
+                device: device.to_owned(),
+                version: self.version,
+                nic_major: self.major(),
+                nic_minor: self.minor(),
+                driver_major: want_major,
+            }
+            .into());
         }
         Ok(())
     }
@@ -202,7 +209,10 @@ impl Tables {
     pub(crate) fn alloc_qpn(&mut self) -> Result<u32> {
         let total = self.qps.len();
         let i = (FIRST_QPN..total).find(|&i| !self.qps[i]).ok_or_else(|| {
-            Error::NoMemory(format!("all {} RC QP contexts (QPN {FIRST_QPN}..{total}) are in use", total.saturating_sub(FIRST_QPN)))
+            Error::NoMemory(format!(
+                "all {} RC QP contexts (QPN {FIRST_QPN}..{total}) are in use",
+                total.saturating_sub(FIRST_QPN)
+            ))
         })?;
         self.qps[i] = true;
         Ok(i as u32)
@@ -232,11 +242,9 @@ impl Tables {
 
     /// A free key-table slot and the next tag for it: `(index, tag)`. Tags skip 0 so no key is 0.
     pub(crate) fn alloc_mr(&mut self) -> Result<(u8, u8)> {
-        let i = self
-            .mrs
-            .iter()
-            .position(|(used, _)| !used)
-            .ok_or_else(|| Error::NoMemory(format!("all {} memory-region key-table entries are in use", self.mrs.len())))?;
+        let i = self.mrs.iter().position(|(used, _)| !used).ok_or_else(|| {
+            Error::NoMemory(format!("all {} memory-region key-table entries are in use", self.mrs.len()))
+        })?;
         let (used, tag) = &mut self.mrs[i];
         *used = true;
         *tag = match tag.wrapping_add(1) {
@@ -304,9 +312,11 @@ impl Context {
     /// As [`open`](Self::open).
     pub fn open_shared(dev: Rc<dyn Device>) -> Result<Self> {
         let info = DeviceInfo::read(&*dev)?;
-        info.check_compatible()?;
+        info.check_compatible_for(&dev.name())?;
         let tables = RefCell::new(Tables::new(&info));
-        Ok(Self { inner: Rc::new(CtxInner { dev, info, port: Cell::new(None), tables, srqs: RefCell::new(Vec::new()) }) })
+        Ok(Self {
+            inner: Rc::new(CtxInner { dev, info, port: Cell::new(None), tables, srqs: RefCell::new(Vec::new()) }),
+        })
     }
 
     /// Opens `device` and sets its port address (see [`set_port_addr`](Self::set_port_addr)).

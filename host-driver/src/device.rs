@@ -7,7 +7,11 @@
 //! the NIC's work in its RTL. Backends:
 //! - `rnic::sim::SimDevice` (cargo feature `sim`): one NIC of an in-process Verilator
 //!   simulation (`rnic-sim`).
-//! - (planned) a VFIO backend for a board or a device inside a VM.
+//! - `rnic::backend::VfioUserDevice` (feature `vfio-user`): a NIC behind a vfio-user socket.
+//! - `rnic::backend::VfioDevice` (feature `vfio`): a PCI function bound to vfio-pci (a board,
+//!   or the simulated NIC inside a QEMU guest).
+//!
+//! [`crate::backend::open_device`] picks one from a device string.
 //!
 //! A backend reports its failures as [`Error::Io`] with an [`crate::IoKind`] (MMIO timeout,
 //! error response, device lost...), never as a message to be parsed.
@@ -120,6 +124,37 @@ pub trait Device {
     /// The device's notion of time in NIC core clock cycles ([`rnic_contract::CORE_CLOCK_MHZ`]),
     /// for bounded waits and measurements. Monotonic.
     fn now_cycles(&self) -> u64;
+
+    /// True when [`now_cycles`](Self::now_cycles) is a simulator's clock (the in-process world,
+    /// or the clock page of `rnic sim serve` over vfio-user or in a QEMU guest), false when it
+    /// is wall time at the contract clock.
+    fn clock_is_simulated(&self) -> bool {
+        false
+    }
+
+    /// MSI-X vectors whose interrupts reach this process (as eventfds in the VFIO backends);
+    /// 0 when the backend delivers none (the in-process simulator).
+    fn interrupt_vectors(&self) -> u16 {
+        0
+    }
+
+    /// Waits until MSI-X vector `vector` fires or `timeout` passes. Returns the number of
+    /// interrupts consumed (an eventfd counts several as one read), 0 on timeout.
+    ///
+    /// # Errors
+    /// [`Error::NotSupported`] if the backend delivers no interrupts;
+    /// [`Error::InvalidArgument`] for a vector the device does not have.
+    fn wait_interrupt(&self, vector: u16, timeout: std::time::Duration) -> Result<u64> {
+        let _ = timeout;
+        Err(Error::NotSupported(format!("{} delivers no interrupts (MSI-X vector {vector})", self.name())))
+    }
+
+    /// The file descriptor that becomes readable when vector `vector` fires (an eventfd, for
+    /// poll/epoll), if the backend has one.
+    fn interrupt_fd(&self, vector: u16) -> Option<std::os::fd::RawFd> {
+        let _ = vector;
+        None
+    }
 }
 
 /// Memory from [`Device::alloc_dma`] that is freed when dropped. Holds the device, so it may

@@ -5,10 +5,14 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum Errno {
+    /// No such file or directory (a device path that does not exist).
+    ENOENT = 2,
     /// I/O error: the device did not answer or answered with an error.
     EIO = 5,
     /// Out of memory or queue full (`ibv_post_send` on a full SQ, no free table entry).
     ENOMEM = 12,
+    /// Permission denied (a device node this user cannot open).
+    EACCES = 13,
     /// Resource busy (an object still in use, the simulator borrowed elsewhere).
     EBUSY = 16,
     /// No such device, or a device this driver is not compatible with.
@@ -19,6 +23,8 @@ pub enum Errno {
     EOPNOTSUPP = 95,
     /// A bounded wait ran out of time.
     ETIMEDOUT = 110,
+    /// Connection refused (a device socket nobody listens on).
+    ECONNREFUSED = 111,
 }
 
 /// How a device backend failed ([`Error::Io`], EIO), so that a program can tell a device that
@@ -66,6 +72,11 @@ pub enum Error {
     /// ETIMEDOUT: a bounded wait ended before the condition held.
     #[error("ETIMEDOUT: {0}")]
     TimedOut(String),
+    /// A device could not be opened ([`crate::backend::open_device`], [`crate::Context::open`]):
+    /// the [`OpenError`](crate::backend::OpenError) names the cause and a hint; its errno depends
+    /// on the cause (ENOENT, ECONNREFUSED, EACCES, ENODEV...).
+    #[error("{0}")]
+    Open(crate::backend::OpenError),
     /// EIO: the device backend failed; `kind` says how (MMIO not answered, answered with an
     /// error, the device lost, a capture file not written...).
     #[error("EIO: {context}: {source}")]
@@ -91,6 +102,24 @@ impl Error {
             Error::NoDevice(_) => Errno::ENODEV,
             Error::TimedOut(_) => Errno::ETIMEDOUT,
             Error::Io { .. } => Errno::EIO,
+            Error::Open(e) => {
+                use crate::backend::OpenError as O;
+                match e {
+                    O::BadSpec { .. } => Errno::EINVAL,
+                    O::NotBuilt { .. } => Errno::EOPNOTSUPP,
+                    O::SocketMissing { .. } => Errno::ENOENT,
+                    O::ConnectionRefused { .. } => Errno::ECONNREFUSED,
+                    O::ServerBusy { .. } => Errno::EBUSY,
+                    O::VfioPermission { .. } => Errno::EACCES,
+                    O::MemlockLimit { .. } => Errno::ENOMEM,
+                    O::Protocol { .. } | O::Vfio { .. } => Errno::EIO,
+                    O::NoSuchPciDevice { .. }
+                    | O::NoIommuGroup { .. }
+                    | O::NotBoundToVfio { .. }
+                    | O::NotAnRnic { .. }
+                    | O::ContractVersion { .. } => Errno::ENODEV,
+                }
+            }
         }
     }
 
@@ -103,7 +132,11 @@ impl Error {
     }
 
     /// An [`Error::Io`] of `kind` wrapping a backend error, with what the driver was doing.
-    pub fn io(kind: IoKind, context: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub fn io(
+        kind: IoKind,
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Error::Io { kind, context: context.into(), source: Box::new(source) }
     }
 

@@ -51,11 +51,13 @@ assert!(wc[0].status.is_success());
 )]
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod context;
 pub mod cq;
 pub mod device;
 pub mod error;
 pub mod mr;
+pub mod pci;
 pub mod pd;
 pub mod qp;
 pub mod records;
@@ -68,6 +70,7 @@ mod mock;
 #[cfg(test)]
 mod tests;
 
+pub use backend::{open_device, DeviceSpec, OpenError};
 pub use context::{Context, Counters, DeviceInfo, MacAddr, PortAddr};
 pub use cq::{CompletionQueue, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use device::{Device, DmaBuffer, Iova};

@@ -16,6 +16,8 @@ pub(crate) struct MockDevice {
     pub reads: Cell<u64>,
     mem: RefCell<BTreeMap<u64, Vec<u8>>>,
     next: Cell<u64>,
+    /// Mapped user buffers (held as copies, like the vfio-user backend): IOVA → buffer.
+    users: RefCell<BTreeMap<u64, (*mut u8, usize)>>,
     pub progress: Cell<u64>,
 }
 
@@ -85,14 +87,22 @@ impl Device for MockDevice {
         if ptr.is_null() || len == 0 {
             return Err(Error::inval("bad buffer"));
         }
-        // The mock never touches user buffers; it only hands out an IOVA.
+        // A copy of the buffer stands for it while it is mapped (as in the vfio-user backend).
         let base = self.next.get();
         self.next.set(base + ((len as u64).div_ceil(4096) + 1) * 4096);
-        self.mem.borrow_mut().insert(base, Vec::new());
+        // SAFETY: the caller keeps `ptr[..len]` valid for reads until `unmap`.
+        let copy = unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec();
+        self.mem.borrow_mut().insert(base, copy);
+        self.users.borrow_mut().insert(base, (ptr, len));
         Ok(Iova(base))
     }
 
     fn unmap(&self, iova: Iova) -> Result<()> {
+        if let Some((ptr, len)) = self.users.borrow_mut().remove(&iova.0) {
+            let mem = self.mem.borrow();
+            // SAFETY: the caller keeps `ptr[..len]` valid for writes until `unmap` returns.
+            unsafe { std::ptr::copy_nonoverlapping(mem[&iova.0].as_ptr(), ptr, len) };
+        }
         self.free_dma(iova)
     }
 

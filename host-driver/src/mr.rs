@@ -105,7 +105,7 @@ impl<'buf> MemoryRegion<'buf> {
         // SAFETY: `buf` is mutably borrowed for `'buf` by the returned MR (PhantomData), so it
         // stays allocated and no other reference to it exists; the MR unmaps it in `deregister`
         // / `drop`, before the borrow ends (and aborts if that fails, see `release`). CPU access
-        // goes only through raw-pointer copies in `read_at` / `write_at`.
+        // goes only through the device's copies in `read_at` / `write_at`.
         let iova = match unsafe { ctx.dev.map_user(ptr.as_ptr(), len) } {
             Ok(i) => i,
             Err(e) => {
@@ -212,29 +212,28 @@ impl<'buf> MemoryRegion<'buf> {
     }
 
     /// Copies `out.len()` bytes at `offset` out of the buffer. Bytes the NIC is writing at the
-    /// same time may be old or new (as with any DMA buffer).
+    /// same time may be old or new (as with any DMA buffer). The copy goes through the device's
+    /// view of the mapping ([`crate::Device::dma_read`] at the region's IOVA): the buffer itself
+    /// where the backend maps it in place (in-process, kernel VFIO), its shared copy where the
+    /// backend must share memory by file descriptor (vfio-user, see
+    /// `rnic::backend::VfioUserDevice`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the range is outside the region.
+    /// [`Error::InvalidArgument`] if the range is outside the region; backend errors.
     pub fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.check(offset, out.len())?;
-        // SAFETY: in bounds (checked), the buffer is alive for 'buf and referenced by nothing
-        // else (the MR holds its only borrow); `out` is a distinct slice. The device only
-        // touches the buffer while it runs, never during this copy (single-threaded backends).
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), out.as_mut_ptr(), out.len()) };
-        Ok(())
+        self.pd.inner.ctx.dev.dma_read(self.iova.offset(offset as u64), out)
     }
 
-    /// Copies `data` into the buffer at `offset` (e.g. the payload of the next RDMA WRITE). If a
-    /// posted work request still reads these bytes, the NIC may send old or new data.
+    /// Copies `data` into the buffer at `offset` (e.g. the payload of the next RDMA WRITE), through
+    /// the device's view of the mapping as [`read_at`](Self::read_at). If a posted work request
+    /// still reads these bytes, the NIC may send old or new data.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the range is outside the region.
+    /// [`Error::InvalidArgument`] if the range is outside the region; backend errors.
     pub fn write_at(&self, offset: usize, data: &[u8]) -> Result<()> {
         self.check(offset, data.len())?;
-        // SAFETY: as in `read_at`.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(offset), data.len()) };
-        Ok(())
+        self.pd.inner.ctx.dev.dma_write(self.iova.offset(offset as u64), data)
     }
 
     /// A copy of the whole buffer.

@@ -5,10 +5,12 @@
 # bookworm's glibc, so QEMU runs from a cached Debian trixie chroot with trixie-backports QEMU.
 #
 #   vfio-guest.sh build               build and cache the chroot, kernel and initramfs
-#   vfio-guest.sh run --socket PATH [--bin FILE]... [--cmd 'COMMAND LINE'] [--bdf-env]
+#   vfio-guest.sh run --socket PATH [--bin FILE]... [--cmd 'COMMAND LINE'] [--net]
 #                                     boot, bind the device, run COMMAND LINE (default: list it),
 #                                     print its output, exit with its exit status
 #
+# With --net the guest also gets a virtio NIC on QEMU's user-mode network: it is 10.0.2.15 and
+# reaches the host's loopback services at 10.0.2.2 (e.g. the perftest exchange of `rnic perf`).
 # The device is at 0000:00:03.0 in the guest and $RNIC_VFIO_DEVICE names it for the command;
 # files given with --bin are in /opt/bin (on $PATH). See docs/guests.md.
 set -euo pipefail
@@ -17,13 +19,13 @@ set -euo pipefail
 CACHE=$RNIC_CACHE/vfio-guest
 CHROOT=$CACHE/chroot
 BDF=0000:00:03.0
-MODULES=(vfio_pci vfio_iommu_type1)
+MODULES=(vfio_pci vfio_iommu_type1 virtio_net)
 
 usage() {
   cat >&2 <<'EOF'
 usage: vfio-guest.sh build
        vfio-guest.sh run --socket PATH [--bin FILE]... [--cmd 'COMMAND LINE']
-                         [--mem MiB] [--timeout SECONDS] [--console FILE]
+                         [--mem MiB] [--timeout SECONDS] [--console FILE] [--net]
 EOF
   exit 2
 }
@@ -48,6 +50,11 @@ if [ -e "$dev" ]; then
     "driver $(basename "$(readlink "$dev/driver")") iommu_group $(basename "$(readlink "$dev/iommu_group")")"
 else
   echo "init: no PCI device at $RNIC_VFIO_DEVICE"
+fi
+if modprobe virtio_net 2>/dev/null && [ -e /sys/class/net/eth0 ]; then
+  ifconfig lo 127.0.0.1 up
+  ifconfig eth0 10.0.2.15 netmask 255.255.255.0 up && route add default gw 10.0.2.2 &&
+    echo "init: eth0 10.0.2.15, host 10.0.2.2"
 fi
 ulimit -l unlimited
 echo "RNIC-BOOT-SECONDS $(cut -d' ' -f1 /proc/uptime)"
@@ -111,9 +118,15 @@ unmount_all() {
 }
 
 run() {
-  local socket='' cmd='ls -l /dev/vfio; ls /sys/bus/pci/devices' mem=512 timeout=300 console='' bins=()
+  local socket='' cmd='ls -l /dev/vfio; ls /sys/bus/pci/devices' mem=512 timeout=300 console='' bins=() net=()
   while [ $# -gt 0 ]; do
     case $1 in
+    --net)
+      # shellcheck disable=SC2054 # commas inside QEMU option values
+      net=(-netdev user,id=n0 -device virtio-net-pci,netdev=n0,addr=0x4)
+      shift
+      continue
+      ;;
     --socket) socket=$2 ;;
     --bin) bins+=("$2") ;;
     --cmd) cmd=$2 ;;
@@ -152,6 +165,7 @@ run() {
     -object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -machine memory-backend=mem
     -device intel-iommu,caching-mode=on,intremap=on
     -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$sock\",\"type\":\"unix\"},\"addr\":\"0x3\"}"
+    "${net[@]}"
     -kernel "$w/vmlinux" -initrd "$w/initrd.gz"
     -append "console=ttyS0 quiet panic=-1 rdinit=/init intel_iommu=on"
     -serial "file:$w/console.log")

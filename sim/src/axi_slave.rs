@@ -1,5 +1,5 @@
 //! The host side of the NIC's AXI4 DMA master: an AXI4 slave that serves reads and writes from a
-//! [`HostMemory`], with configurable latency, in plain Rust (testable without Verilator).
+//! [`crate::HostMemory`] (or any other [`DmaMemory`]), with configurable latency, in plain Rust (testable without Verilator).
 //!
 //! Semantics (see docs/simulator.md):
 //! - Bursts: INCR only, `len + 1` beats (1–256) of `2^size` bytes (`size` ≤ 6: 64-byte bus).
@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 
 use crate::config::{SimConfig, BUS_BYTES};
 use crate::ffi::{bytes_to_wide, wide_to_bytes, NicInputs, NicOutputs};
-use crate::host_memory::HostMemory;
+use crate::dma::DmaMemory;
 
 /// AXI response OKAY.
 pub const RESP_OKAY: u32 = 0;
@@ -128,7 +128,7 @@ impl Burst {
 }
 
 /// Checks a burst: its response code if it cannot be served at all.
-fn check_burst(mem: &HostMemory, b: &Burst, burst_type: u32, violations: &mut u64) -> u32 {
+fn check_burst(mem: &dyn DmaMemory, b: &Burst, burst_type: u32, violations: &mut u64) -> u32 {
     if burst_type != BURST_INCR || b.size > 6 {
         *violations += 1;
         return RESP_SLVERR;
@@ -137,7 +137,7 @@ fn check_burst(mem: &HostMemory, b: &Burst, burst_type: u32, violations: &mut u6
     if b.crosses_4k() {
         *violations += 1;
     }
-    if mem.resolve(b.addr, span).is_none() {
+    if !mem.is_mapped(b.addr, span) {
         return RESP_DECERR;
     }
     RESP_OKAY
@@ -224,7 +224,7 @@ impl AxiSlave {
     }
 
     /// Sets the slave's `m_axi_*` inputs of the NIC for cycle `now`, from state only.
-    pub fn drive(&mut self, now: u64, mem: &HostMemory, inp: &mut NicInputs) {
+    pub fn drive(&mut self, now: u64, mem: &dyn DmaMemory, inp: &mut NicInputs) {
         inp.m_axi_arready = u32::from(self.reads.len() < self.cfg.max_outstanding_reads);
         inp.m_axi_awready = u32::from(self.writes.len() + self.bresps.len() < self.cfg.max_outstanding_writes);
         inp.m_axi_wready = u32::from(self.wbuf.len() < self.cfg.write_buffer_beats);
@@ -256,19 +256,18 @@ impl AxiSlave {
     }
 
     /// Reads the data of the next beat of `rb` from memory.
-    fn read_beat(mem: &HostMemory, rb: &mut ReadBurst, stats: &mut DmaStats) -> ([u32; 16], u32) {
+    fn read_beat(mem: &dyn DmaMemory, rb: &mut ReadBurst, stats: &mut DmaStats) -> ([u32; 16], u32) {
         let mut bytes = [0u8; BUS_BYTES];
         let mut resp = rb.resp;
         if resp == RESP_OKAY {
             let (lower, upper) = rb.burst.lanes(rb.next);
             let n = (upper - lower + 1) as u64;
             // Re-check per beat: the driver may have unmapped the buffer since the AR.
-            match mem.resolve(rb.burst.beat_addr(rb.next), n) {
-                Some(r) => {
-                    mem.dma_read(r, &mut bytes[lower..=upper]);
-                    stats.read_bytes += n;
-                }
-                None => resp = RESP_DECERR,
+            if mem.dma_read(rb.burst.beat_addr(rb.next), &mut bytes[lower..=upper]) {
+                stats.read_bytes += n;
+            } else {
+                bytes = [0u8; BUS_BYTES];
+                resp = RESP_DECERR;
             }
         }
         if resp != RESP_OKAY && !rb.error_counted {
@@ -282,7 +281,7 @@ impl AxiSlave {
 
     /// Performs the transfers of cycle `now`: `inp` holds what [`drive`](Self::drive) set,
     /// `out` what the NIC drove in the same cycle.
-    pub fn observe(&mut self, now: u64, mem: &mut HostMemory, inp: &NicInputs, out: &NicOutputs) {
+    pub fn observe(&mut self, now: u64, mem: &mut dyn DmaMemory, inp: &NicInputs, out: &NicOutputs) {
         // AR
         if out.m_axi_arvalid & 1 == 1 && inp.m_axi_arready == 1 {
             let burst = Burst { addr: out.m_axi_araddr, size: out.m_axi_arsize & 7, beats: (out.m_axi_arlen & 0xFF) + 1 };
@@ -347,7 +346,7 @@ impl AxiSlave {
     }
 
     /// Applies one W beat to its burst.
-    fn write_beat(mem: &mut HostMemory, wb: &mut WriteBurst, beat: &WBeat, stats: &mut DmaStats) {
+    fn write_beat(mem: &mut dyn DmaMemory, wb: &mut WriteBurst, beat: &WBeat, stats: &mut DmaStats) {
         let i = wb.done;
         let is_last = i + 1 == wb.burst.beats;
         if beat.last != is_last && !wb.violation_counted {
@@ -370,16 +369,16 @@ impl AxiSlave {
         }
         let mut bytes = [0u8; BUS_BYTES];
         wide_to_bytes(&beat.data, &mut bytes);
-        match mem.resolve(wb.burst.beat_addr(i), n as u64) {
-            Some(r) => {
-                if !mem.dma_write_masked(r, &bytes[lower..=upper], mask) {
-                    wb.resp = RESP_SLVERR;
-                }
-                // Bytes past an external buffer's end were discarded; count the ones written.
-                stats.write_bytes += u64::from(mask.count_ones());
-            }
-            None => wb.resp = RESP_DECERR,
+        let addr = wb.burst.beat_addr(i);
+        if !mem.is_mapped(addr, n as u64) {
+            wb.resp = RESP_DECERR;
+            return;
         }
+        if !mem.dma_write_masked(addr, &bytes[lower..=upper], mask) {
+            wb.resp = RESP_SLVERR;
+        }
+        // Bytes past an external buffer's end were discarded; count the ones written.
+        stats.write_bytes += u64::from(mask.count_ones());
     }
 }
 
@@ -387,7 +386,7 @@ impl AxiSlave {
 mod tests {
     //! The slave against a scripted Rust master, without Verilator.
     use super::*;
-    use crate::host_memory::Iova;
+    use crate::host_memory::{HostMemory, Iova};
 
     /// A minimal AXI4 master: issues one burst at a time and collects responses.
     struct Fake {

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::PAGE_BYTES;
+use crate::dma::DmaMemory;
 use crate::SimError;
 
 /// First IOVA handed out (4 GiB, so 32-bit truncation bugs in the NIC are visible).
@@ -282,7 +283,7 @@ impl HostMemory {
 
     /// DMA read of `out.len()` bytes at a resolved position; bytes past the region's real memory
     /// (the tail of an external buffer's last page) read as zero.
-    pub(crate) fn dma_read(&self, r: Resolved, out: &mut [u8]) {
+    pub(crate) fn read_resolved(&self, r: Resolved, out: &mut [u8]) {
         let real = self.region_len(r.base);
         let start = (r.offset as usize).min(real);
         let n = real.saturating_sub(start).min(out.len());
@@ -299,7 +300,7 @@ impl HostMemory {
     /// DMA write of the bytes of `data` whose bit is set in `mask` (bit i = `data[i]`), at a
     /// resolved position. Returns false if a selected byte lies past the region's real memory
     /// (it is discarded); the others are written.
-    pub(crate) fn dma_write_masked(&mut self, r: Resolved, data: &[u8], mask: u64) -> bool {
+    pub(crate) fn write_resolved_masked(&mut self, r: Resolved, data: &[u8], mask: u64) -> bool {
         let real = self.region_len(r.base);
         let mut ok = true;
         let mut i = 0usize;
@@ -368,6 +369,29 @@ impl HostMemory {
     }
 }
 
+impl DmaMemory for HostMemory {
+    fn is_mapped(&self, iova: u64, len: u64) -> bool {
+        self.resolve(iova, len).is_some()
+    }
+
+    fn dma_read(&self, iova: u64, out: &mut [u8]) -> bool {
+        match self.resolve(iova, out.len() as u64) {
+            Some(r) => {
+                self.read_resolved(r, out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn dma_write_masked(&mut self, iova: u64, data: &[u8], mask: u64) -> bool {
+        match self.resolve(iova, data.len() as u64) {
+            Some(r) => self.write_resolved_masked(r, data, mask),
+            None => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,12 +439,9 @@ mod tests {
         // Past the buffer's end (inside its page): rejected for the driver.
         assert!(m.write(iova.offset(98), &[0; 3]).is_err());
         let r = m.resolve(iova.0 + 96, 8).unwrap();
-        assert!(
-            !m.dma_write_masked(r, &[7; 8], 0xFF),
-            "bytes past the buffer must be reported"
-        );
+        assert!(!m.write_resolved_masked(r, &[7; 8], 0xFF), "bytes past the buffer must be reported");
         let mut tail = [9u8; 8];
-        m.dma_read(r, &mut tail);
+        m.read_resolved(r, &mut tail);
         assert_eq!(tail, [7, 7, 7, 7, 0, 0, 0, 0]);
         m.unmap(iova).unwrap();
         assert_eq!(&buf[10..15], b"hello");

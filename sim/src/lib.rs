@@ -24,6 +24,7 @@
 pub mod axi_slave;
 pub mod bridge;
 pub mod config;
+pub mod dma;
 mod error;
 pub mod ffi;
 pub mod host_memory;
@@ -38,6 +39,7 @@ pub mod world;
 
 pub use axi_slave::DmaStats;
 pub use bridge::{TapPort, TcpBridgeListener, TcpPort, UdpPort};
+pub use dma::{DmaMemory, InterruptSink};
 pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
 pub use error::SimError;
 pub use host_memory::{HostMemory, Iova};

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use crate::axi_slave::{AxiSlave, DmaConfig, DmaStats};
 use crate::config::SimConfig;
+use crate::dma::{DmaMemory, InterruptSink};
 use crate::ffi::{Model, NicInputs, NicOutputs};
 use crate::host_memory::HostMemory;
 use crate::mmio::{MmioCompletion, MmioMaster, MmioRequest, MmioStats, MmioTicket};
@@ -81,6 +82,11 @@ pub struct Nic {
     reset_remaining: u64,
     reset_cycles: u64,
     memory: HostMemory,
+    /// Replaces `memory` as what the DMA reaches (a vfio-user client's shared memory).
+    dma_memory: Option<Box<dyn DmaMemory + Send>>,
+    /// Where MSI-X messages go; without one they are counted and dropped.
+    irq_sink: Option<Box<dyn InterruptSink + Send>>,
+    msix_raised: u64,
     dma: AxiSlave,
     mmio: MmioMaster,
     tx: TxCollector,
@@ -127,6 +133,9 @@ impl Nic {
             reset_remaining: 0,
             reset_cycles: config.reset_cycles.max(1),
             memory: HostMemory::new(),
+            dma_memory: None,
+            irq_sink: None,
+            msix_raised: 0,
             dma: AxiSlave::new(DmaConfig::from(config)),
             mmio: MmioMaster::new(),
             tx: TxCollector::new(),
@@ -171,7 +180,11 @@ impl Nic {
         let in_reset = self.reset_remaining > 0;
         let inp = &mut self.inputs;
         inp.reset = u32::from(in_reset);
-        self.dma.drive(now, &self.memory, inp);
+        let mem: &dyn DmaMemory = match &self.dma_memory {
+            Some(m) => m.as_ref(),
+            None => &self.memory,
+        };
+        self.dma.drive(now, mem, inp);
         self.mmio.drive(inp, !in_reset);
         inp.m_axis_tx_tready = u32::from(self.tx_ready);
         if in_reset {
@@ -182,8 +195,13 @@ impl Nic {
         self.model.cycle(&self.inputs, &mut self.outputs);
 
         if !in_reset {
-            self.dma
-                .observe(now, &mut self.memory, &self.inputs, &self.outputs);
+            let mem: &mut dyn DmaMemory = match &mut self.dma_memory {
+                Some(m) => m.as_mut(),
+                None => &mut self.memory,
+            };
+            self.dma.observe(now, mem, &self.inputs, &self.outputs);
+            // The MSI-X port (`irq_valid` pulse + `irq_vector`) is not on the NIC top yet: when it
+            // is, this is where a pulse becomes `self.signal_msix(vector)`.
             self.mmio.observe(now, &self.inputs, &self.outputs);
             self.tx.observe(now, &self.inputs, &self.outputs);
         }
@@ -201,6 +219,34 @@ impl Nic {
     /// The host memory, for mapping buffers and writing rings.
     pub fn memory_mut(&mut self) -> &mut HostMemory {
         &mut self.memory
+    }
+
+    /// Makes the NIC's DMA reach `memory` instead of its own [`HostMemory`] (which stays, unused
+    /// by DMA, for [`memory`](Self::memory)). Used by a vfio-user server to serve DMA from the
+    /// client's shared memory.
+    pub fn set_dma_memory(&mut self, memory: Box<dyn DmaMemory + Send>) {
+        self.dma_memory = Some(memory);
+    }
+
+    /// Sends the NIC's MSI-X messages to `sink` (replacing an earlier one).
+    pub fn set_interrupt_sink(&mut self, sink: Box<dyn InterruptSink + Send>) {
+        self.irq_sink = Some(sink);
+    }
+
+    /// **The interrupt hook**: MSI-X vector `vector` of this NIC fires. [`cycle`](Self::cycle)
+    /// will call it in the cycle the NIC's `irq_valid` output pulses, with `irq_vector`; until
+    /// the RTL has that port, tests and the vfio-user server's trigger call it directly. Counted
+    /// in [`msix_raised`](Self::msix_raised); without a sink the message is dropped.
+    pub fn signal_msix(&mut self, vector: u16) {
+        self.msix_raised += 1;
+        if let Some(s) = &mut self.irq_sink {
+            s.msix(vector);
+        }
+    }
+
+    /// MSI-X messages raised since creation.
+    pub fn msix_raised(&self) -> u64 {
+        self.msix_raised
     }
 
     /// Queues an MMIO request; it runs over the next cycles. Poll with

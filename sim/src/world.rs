@@ -309,6 +309,35 @@ impl World {
         Ok(self.nic_mut(i)?.memory_mut())
     }
 
+    /// Makes NIC `i`'s DMA reach `memory` instead of its own [`HostMemory`] (see
+    /// [`Nic::set_dma_memory`]).
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNic`].
+    pub fn set_dma_memory(&mut self, i: usize, memory: Box<dyn crate::DmaMemory + Send>) -> Result<(), SimError> {
+        self.nic_mut(i)?.set_dma_memory(memory);
+        Ok(())
+    }
+
+    /// Sends NIC `i`'s MSI-X messages to `sink` (see [`Nic::set_interrupt_sink`]).
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNic`].
+    pub fn set_interrupt_sink(&mut self, i: usize, sink: Box<dyn crate::InterruptSink + Send>) -> Result<(), SimError> {
+        self.nic_mut(i)?.set_interrupt_sink(sink);
+        Ok(())
+    }
+
+    /// Raises MSI-X vector `vector` of NIC `i` now (the hook [`Nic::signal_msix`]; a stand-in
+    /// trigger until the RTL's interrupt port exists).
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNic`].
+    pub fn signal_msix(&mut self, i: usize, vector: u16) -> Result<(), SimError> {
+        self.nic_mut(i)?.signal_msix(vector);
+        Ok(())
+    }
+
     /// Clock cycles since the world was created (reset cycles included).
     pub fn cycles(&self) -> u64 {
         self.cycle

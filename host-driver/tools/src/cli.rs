@@ -32,12 +32,77 @@ pub enum Command {
         op: PerfOp,
     },
     /// Read the identification registers (ID, VERSION, CAPS, CLOCK_MHZ) and counters of a
-    /// simulated NIC.
+    /// NIC (by default a new simulated one).
     Info {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// The device: sim, vfio-user:PATH or vfio:DDDD:BB:DD.F (docs/pcie.md).
+        #[arg(long, env = "RNIC_DEVICE", default_value = "sim")]
+        device: String,
     },
+    /// The simulator.
+    Sim {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: SimCmd,
+    },
+}
+
+/// `rnic sim <cmd>`.
+#[derive(Subcommand, Debug)]
+pub enum SimCmd {
+    /// Serve each NIC of one simulated world as a vfio-user PCI device on DIR/nicK.sock (for
+    /// `--device vfio-user:DIR/nicK.sock` and QEMU's vfio-user-pci). Runs until interrupted,
+    /// then prints the simulator's speed.
+    Serve(ServeArgs),
+}
+
+/// How the served NICs are cabled.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkArg {
+    /// NICs 2k and 2k+1 back to back.
+    BackToBack,
+    /// Every NIC's TX to its own RX.
+    Loopback,
+    /// No wires.
+    Unconnected,
+}
+
+/// `rnic sim serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Simulated NICs, 1 ..= 16.
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub nics: u32,
+    /// Directory of the sockets nic0.sock, nic1.sock, ... (created if missing).
+    #[arg(long)]
+    pub socket_dir: PathBuf,
+    /// How the NICs are cabled.
+    #[arg(long, value_enum, default_value = "back-to-back")]
+    pub link: LinkArg,
+    /// Probability, 0 ..= 1, that the wire loses a frame.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub loss: f64,
+    /// Probability, 0 ..= 1, that the wire delivers a frame twice.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub dup: f64,
+    /// Probability, 0 ..= 1, that the wire flips one bit of a frame.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub corrupt: f64,
+    /// Probability, 0 ..= 1, that the wire delays a frame so later ones overtake it.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
+    pub reorder: f64,
+    /// Seed of the wire's fault injection.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub seed: u64,
+    /// Cycles the world steps between two looks at the NICs' requests while clients are
+    /// attached, 1 ..= 100000 (larger: faster simulation, slower MMIO).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub batch_cycles: u64,
+    /// Print the simulator's speed every S seconds (0: only at exit).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub report_secs: u64,
 }
 
 /// `rnic perf <op>`.
@@ -118,7 +183,10 @@ pub struct SendArgs {
 
 /// `--mtu`: 256, 512, 1024, 2048 or 4096.
 fn parse_mtu(s: &str) -> Result<Mtu, String> {
-    s.parse::<u32>().ok().and_then(Mtu::from_bytes).ok_or_else(|| format!("path MTU must be 256, 512, 1024, 2048 or 4096, not {s}"))
+    s.parse::<u32>()
+        .ok()
+        .and_then(Mtu::from_bytes)
+        .ok_or_else(|| format!("path MTU must be 256, 512, 1024, 2048 or 4096, not {s}"))
 }
 
 /// A probability: a number in 0 ..= 1.
@@ -128,7 +196,8 @@ fn parse_probability(s: &str) -> Result<f64, String> {
 
 /// A finite number in `range`.
 fn parse_f64_in(s: &str, range: RangeInclusive<f64>, what: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("{what} must be a number in {}..={}, not {s}", range.start(), range.end()))?;
+    let v: f64 =
+        s.parse().map_err(|_| format!("{what} must be a number in {}..={}, not {s}", range.start(), range.end()))?;
     if range.contains(&v) {
         Ok(v)
     } else {
@@ -201,6 +270,18 @@ pub struct CommonArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Run one side on this device (vfio-user:PATH or vfio:DDDD:BB:DD.F; docs/pcie.md), as
+    /// perftest runs one side per host: without HOST the server, with HOST the client. `sim`
+    /// (or nothing) keeps the in-process run of both hosts.
+    #[arg(long, env = "RNIC_DEVICE")]
+    pub device: Option<String>,
+    /// With --device: the server to connect to (this side is then the client).
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+    /// With --device: TCP port of perftest's exchange.
+    #[arg(long, short = 'p', default_value_t = perf::exchange::DEFAULT_PORT, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
     /// Capture the wire (both directions) into this pcap file.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
@@ -267,9 +348,10 @@ impl PerfOp {
     pub fn split(&self) -> (Op, &CommonArgs) {
         match self {
             PerfOp::Write(a) => (Op::plain(BwOp::Write, a.size), &a.common),
-            PerfOp::Send(a) => {
-                (Op { rx_depth: a.rx_depth, min_rnr_timer: a.min_rnr_timer, ..Op::plain(BwOp::Send, a.common.size) }, &a.common.common)
-            }
+            PerfOp::Send(a) => (
+                Op { rx_depth: a.rx_depth, min_rnr_timer: a.min_rnr_timer, ..Op::plain(BwOp::Send, a.common.size) },
+                &a.common.common,
+            ),
             PerfOp::Read(a) => (Op { outs: a.outs, ..Op::plain(BwOp::Read, a.common.size) }, &a.common.common),
             PerfOp::Atomic(a) => {
                 let atomic_type = match a.atomic_type {
@@ -345,7 +427,8 @@ mod tests {
             for arg in op.get_arguments() {
                 let long = arg.get_long().unwrap_or_default();
                 let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
-                if !takes_value || ["pcap", "waveform", "atomic-type"].contains(&long) {
+                if !takes_value || arg.is_positional() || ["pcap", "waveform", "atomic-type", "device"].contains(&long)
+                {
                     continue;
                 }
                 seen += 1;
@@ -404,7 +487,10 @@ mod tests {
             assert_eq!(bw_options(o, a).cq_mod, want, "{args:?}");
         }
         // Given explicitly, a --cq-mod above --tx-depth is refused (by check_options).
-        let Command::Perf { op } = parse(&["perf", "write", "--tx-depth", "5", "--cq-mod", "6"]).unwrap().command else { panic!() };
+        let Command::Perf { op } = parse(&["perf", "write", "--tx-depth", "5", "--cq-mod", "6"]).unwrap().command
+        else {
+            panic!()
+        };
         let (o, a) = op.split();
         assert!(perf::check_options(&bw_options(o, a)).unwrap_err().to_string().contains("--cq-mod 6"));
     }

@@ -2,9 +2,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use rnic::sim::SimDevice;
 use rnic::{Context, DeviceInfo};
-use rnic_tools::cli::{self, Cli, Command, CommonArgs, Op};
+use rnic_tools::cli::{self, Cli, Command, CommonArgs, LinkArg, Op, ServeArgs, SimCmd};
+use rnic_tools::perf::remote::{self, RemoteOptions, RemoteReport};
 use rnic_tools::perf::{self, AtomicType, WriteBwReport};
 
 fn main() -> ExitCode {
@@ -14,12 +14,160 @@ fn main() -> ExitCode {
             let (o, a) = op.split();
             perf_bw(o, a)
         }
-        Command::Info { json } => info(json),
+        Command::Info { json, device } => info(json, &device),
+        Command::Sim { cmd: SimCmd::Serve(a) } => serve(&a),
     }
+}
+
+fn serve(a: &ServeArgs) -> ExitCode {
+    let opts = rnic_vfio_server::ServeOptions {
+        nics: a.nics as usize,
+        socket_dir: a.socket_dir.clone(),
+        config: rnic_sim::SimConfig {
+            faults: rnic_sim::FaultConfig {
+                seed: a.seed,
+                drop_probability: a.loss,
+                corrupt_probability: a.corrupt,
+                duplicate_probability: a.dup,
+                reorder_probability: a.reorder,
+                ..rnic_sim::FaultConfig::default()
+            },
+            ..rnic_sim::SimConfig::default()
+        },
+        topology: match a.link {
+            LinkArg::BackToBack => rnic_sim::Topology::BackToBack,
+            LinkArg::Loopback => rnic_sim::Topology::Loopback,
+            LinkArg::Unconnected => rnic_sim::Topology::Unconnected,
+        },
+        batch_cycles: a.batch_cycles,
+        report_every: (a.report_secs > 0).then(|| std::time::Duration::from_secs(a.report_secs)),
+    };
+    let handle = match rnic_vfio_server::serve(&opts) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("rnic sim serve: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    if let Err(e) = ctrlc::set_handler(move || {
+        let _ = tx.send(());
+    }) {
+        eprintln!("rnic sim serve: cannot handle SIGINT/SIGTERM: {e}");
+        return ExitCode::from(1);
+    }
+    for k in 0..opts.nics {
+        if let Some(p) = handle.socket(k) {
+            println!("nic{k}: vfio-user:{}", p.display());
+        }
+    }
+    println!("rnic sim serve: {} NICs ({:?}), serving until interrupted", opts.nics, a.link);
+    let _ = rx.recv();
+    match handle.stop() {
+        Some(s) => println!("rnic sim serve: {s}"),
+        None => println!("rnic sim serve: stopped"),
+    }
+    ExitCode::SUCCESS
+}
+
+fn perf_remote(o: Op, a: &CommonArgs, device: &str) -> ExitCode {
+    let name = o.op.name();
+    let bw = cli::bw_options(o, a);
+    if let Err(e) = perf::check_options(&bw).and_then(|()| remote::check_remote(&bw)) {
+        eprintln!("rnic perf {name}: {e}");
+        return ExitCode::from(2);
+    }
+    let opts = RemoteOptions {
+        bw,
+        device: device.to_owned(),
+        host: a.host.clone(),
+        port: a.port,
+        connect_timeout: std::time::Duration::from_secs(30),
+    };
+    let r = match remote::run_remote(&opts, &mut |_, _| {}) {
+        Ok(r) => r,
+        Err(e) => {
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "op": name, "device": device, "verified": false, "error": e.to_string() })
+                );
+            }
+            eprintln!("rnic perf {name}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if a.json {
+        match serde_json::to_string(&r) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rnic perf {name}: cannot encode the report: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        print_remote(&r);
+    }
+    if let Some(e) = &r.error {
+        eprintln!("rnic perf {name}: {e}");
+    }
+    if let Some(m) = r.first_mismatch {
+        eprintln!(
+            "rnic perf {name}: data mismatch: first wrong byte at offset {} (message {}): expected {:#04x}, found {:#04x}; {} bytes wrong",
+            m.offset, m.iteration, m.expected, m.found, m.count
+        );
+    }
+    if r.verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn print_remote(r: &RemoteReport) {
+    println!("{RULE}");
+    println!(
+        "                    {} BW Test (rnic, one side: {:?} on {})",
+        if r.op == "read" { "RDMA_Read" } else { "RDMA_Write" },
+        r.role,
+        r.device
+    );
+    println!(" Number of qps   : 1\t\tTransport type : IB");
+    println!(" Connection type : RC\t\tUsing SRQ      : OFF");
+    println!(" TX depth        : {}", r.tx_depth);
+    println!(" CQ Moderation   : {}", r.cq_mod);
+    println!(" Mtu             : {}[B]", r.mtu);
+    println!(" Data ex. method : Ethernet (perftest exchange, peer version {})", r.peer_version);
+    println!("{RULE}");
+    for (side, ep) in [("local", &r.local), ("remote", &r.remote)] {
+        let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
+        println!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va);
+        println!(" GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac);
+    }
+    println!("{RULE}");
+    println!(" #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]");
+    println!(" {:<10} {:<14} {:<20.2} {:.6}", r.size, r.iters, r.gbps, r.mpps);
+    println!("{RULE}");
+    println!(
+        " NIC cycles, first post to last completion: {} ({} time base); {:.2} s wall",
+        r.cycles,
+        if r.sim_clock { "simulated" } else { "wall" },
+        r.wall_seconds
+    );
+    println!(" verification: {}", if r.verified { "passed" } else { "FAILED" });
+    println!("{RULE}");
 }
 
 fn perf_bw(o: Op, a: &CommonArgs) -> ExitCode {
     let name = o.op.name();
+    match a.device.as_deref() {
+        Some(d) if d != "sim" => return perf_remote(o, a, d),
+        _ => {}
+    }
+    if a.host.is_some() {
+        eprintln!("rnic perf {name}: a HOST argument needs --device (vfio-user:PATH or vfio:BDF): without it both hosts run in this process");
+        return ExitCode::from(2);
+    }
     let opts = cli::bw_options(o, a);
     if let Err(e) = perf::check_options(&opts) {
         eprintln!("rnic perf {name}: {e}");
@@ -120,7 +268,11 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     println!(" CQ Moderation   : {}", r.cq_mod);
     println!(" Mtu             : {}[B]", r.mtu);
     println!(" Link type       : Ethernet (RoCEv2, 100 Gb/s simulated wire)");
-    println!(" Max inline data : {}[B]{}", r.inline_size, if r.size <= u64::from(r.inline_size) { "\t\tmessages sent inline" } else { "" });
+    println!(
+        " Max inline data : {}[B]{}",
+        r.inline_size,
+        if r.size <= u64::from(r.inline_size) { "\t\tmessages sent inline" } else { "" }
+    );
     println!(" SGEs per WR     : {}", r.sges);
     println!(" Data ex. method : in-process (two simulated hosts)");
     println!("{RULE}");
@@ -188,7 +340,9 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
             println!(" QP {}: FAILED ({} of {} messages completed)", q.qp, q.completed, q.iters);
         }
         match r.received {
-            Some(rx) => println!(" verification: FAILED ({} of {} messages completed, {rx} received)", r.completed, r.iters),
+            Some(rx) => {
+                println!(" verification: FAILED ({} of {} messages completed, {rx} received)", r.completed, r.iters)
+            }
             None => println!(" verification: FAILED ({} of {} messages completed)", r.completed, r.iters),
         }
     }
@@ -204,37 +358,31 @@ fn atomic_type_of(r: &WriteBwReport) -> AtomicType {
     }
 }
 
-fn info(json: bool) -> ExitCode {
-    let world = match rnic_sim::World::new(1, rnic_sim::SimConfig::default()) {
-        Ok(w) => std::rc::Rc::new(std::cell::RefCell::new(w)),
-        Err(e) => {
-            eprintln!("rnic info: cannot create the simulated NIC: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let dev = match SimDevice::new(world, 0) {
+fn info(json: bool, device: &str) -> ExitCode {
+    let dev = match rnic::open_device(device) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rnic info: {e}");
             return ExitCode::from(1);
         }
     };
-    let info = match DeviceInfo::read(&dev) {
+    let name = dev.name();
+    let info = match DeviceInfo::read(&*dev) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("rnic info: {e}");
             return ExitCode::from(1);
         }
     };
-    let compat = info.check_compatible();
+    let compat = info.check_compatible_for(&name);
     let counters = match &compat {
-        Ok(()) => Context::open(dev).and_then(|c| c.counters()).ok(),
+        Ok(()) => Context::open_shared(dev).and_then(|c| c.counters()).ok(),
         Err(_) => None,
     };
     let b = rnic_sim::build_info();
     if json {
         let v = serde_json::json!({
-            "device": "sim NIC 0 of 1",
+            "device": name,
             "info": info,
             "compatible": compat.is_ok(),
             "error": compat.as_ref().err().map(|e| e.to_string()),
@@ -245,10 +393,17 @@ fn info(json: bool) -> ExitCode {
         });
         println!("{v}");
     } else {
-        let id_ascii: String = info.id.to_be_bytes().iter().map(|&c| if c.is_ascii_graphic() { c as char } else { '.' }).collect();
-        println!("device          : sim NIC 0 of 1 (Verilated RTL)");
+        let id_ascii: String =
+            info.id.to_be_bytes().iter().map(|&c| if c.is_ascii_graphic() { c as char } else { '.' }).collect();
+        println!("device          : {name}");
         println!("ID              : {:#010x} \"{id_ascii}\"", info.id);
-        println!("VERSION         : {:#010x} (contract {}.{}; driver speaks {:#010x})", info.version, info.major(), info.minor(), rnic_contract::regs::VERSION_VALUE);
+        println!(
+            "VERSION         : {:#010x} (contract {}.{}; driver speaks {:#010x})",
+            info.version,
+            info.major(),
+            info.minor(),
+            rnic_contract::regs::VERSION_VALUE
+        );
         println!("CAPS            : {:#010x}", info.caps);
         println!("  QPs           : {}", 1u64 << info.log_qps);
         println!("  MR keys       : {}", 1u64 << info.log_mrs);
@@ -256,7 +411,13 @@ fn info(json: bool) -> ExitCode {
         println!("  WQEs in flight: {} per QP", 1u64 << info.log_inflight);
         println!("  datapath      : {} bytes", info.datapath_bytes);
         println!("CLOCK_MHZ       : {}", info.clock_mhz);
-        println!("simulator       : Verilator build {:.1} s, waveform support {}", rnic_sim::verilator_build_seconds(), if b.waveform { "on" } else { "off" });
+        if name.starts_with("sim ") {
+            println!(
+                "simulator       : Verilator build {:.1} s, waveform support {}",
+                rnic_sim::verilator_build_seconds(),
+                if b.waveform { "on" } else { "off" }
+            );
+        }
         match &compat {
             Ok(()) => println!("compatible      : yes"),
             Err(e) => println!("compatible      : NO: {e}"),

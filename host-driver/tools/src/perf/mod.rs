@@ -8,7 +8,9 @@ use rnic::{AccessFlags, ConnectOptions, Context, Counters, Endpoint, Error, Mtu,
 use rnic_contract::CORE_CLOCK_MHZ;
 use serde::Serialize;
 
+pub mod exchange;
 mod layout;
+pub mod remote;
 mod verify;
 
 pub use layout::{atomic_init, fill_pattern, gather_pieces, pattern_byte, qp_iters, slot_stride, Piece, GAP_BYTE};

@@ -1,0 +1,156 @@
+//! Issue 14's two-process run, as CI runs it: `rnic sim serve --nics 2 --socket-dir D` in one
+//! process, `rnic perf write --device vfio-user:D/nic1.sock --json` (server) and
+//! `rnic perf write --device vfio-user:D/nic0.sock 127.0.0.1 --json` (client) in two others;
+//! both must print `"verified": true`. Also the errors a user meets when the socket is wrong.
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
+
+/// `rnic sim serve`, stopped (SIGTERM to its own pid) when dropped.
+struct Serve(Child);
+
+impl Serve {
+    fn start(dir: &Path, extra: &[&str]) -> Serve {
+        let child = Command::new(RNIC)
+            .args(["sim", "serve", "--nics", "2", "--socket-dir", dir.to_str().unwrap()])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start rnic sim serve");
+        let serve = Serve(child);
+        let t = Instant::now();
+        while !(dir.join("nic0.sock").exists() && dir.join("nic1.sock").exists()) {
+            assert!(t.elapsed() < Duration::from_secs(120), "the sockets did not appear");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        serve
+    }
+
+    /// Stops the server and returns what it printed.
+    fn stop(mut self) -> String {
+        // SAFETY: kill(2) on the pid of our own child.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+        let mut out = String::new();
+        if let Some(mut o) = self.0.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        out
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_output(mut child: Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn json_of(o: &Output) -> Value {
+    let s = String::from_utf8_lossy(&o.stdout);
+    let line = s.lines().last().unwrap_or_default();
+    serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): stdout {s} stderr {}", String::from_utf8_lossy(&o.stderr)))
+}
+
+/// Runs one two-sided test: (server report, client report).
+fn two_sided(dir: &Path, op: &str, args: &[&str]) -> (Value, Value) {
+    let port = free_port().to_string();
+    let dev = |k: usize| format!("vfio-user:{}", dir.join(format!("nic{k}.sock")).display());
+    let server = Command::new(RNIC)
+        .args(["perf", op, "--device", &dev(1), "--json", "-p", &port])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = Command::new(RNIC)
+        .args(["perf", op, "--device", &dev(0), "127.0.0.1", "--json", "-p", &port])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let c = wait_output(client, Duration::from_secs(300));
+    let s = wait_output(server, Duration::from_secs(60));
+    (json_of(&s), json_of(&c))
+}
+
+#[test]
+fn perf_write_between_two_processes_over_vfio_user_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), &[]);
+    let (s, c) = two_sided(dir.path(), "write", &["--size", "8192", "--iters", "40"]);
+    assert_eq!(s["verified"], true, "server: {s}");
+    assert_eq!(c["verified"], true, "client: {c}");
+    assert_eq!((s["role"].as_str(), c["role"].as_str()), (Some("server"), Some("client")));
+    assert_eq!(c["completed"].as_u64(), Some(40));
+    assert_eq!(c["sim_clock"], true, "the client measures in simulated cycles: {c}");
+    assert!(c["cycles"].as_u64().unwrap() > 0 && c["gbps"].as_f64().unwrap() > 0.0, "{c}");
+    assert_eq!(s["gbps"], c["gbps"], "the server shows the client's figure from the report exchange");
+    // The two NICs saw each other's frames: 40 WRITEs of 2 packets at MTU 4096 each way.
+    assert_eq!(s["counters"]["rx_roce_ok"].as_u64(), Some(80), "{s}");
+    assert_eq!(c["counters"]["rx_acks"].as_u64().map(|a| a > 0), Some(true), "{c}");
+    assert_eq!(c["interrupt_vectors"].as_u64(), Some(32), "MSI-X vectors bound to eventfds");
+    // Both sides' endpoints agree.
+    assert_eq!(s["local"]["qpn"], c["remote"]["qpn"]);
+    assert_eq!(s["remote"]["qpn"], c["local"]["qpn"]);
+    // A second run on the same server: the NICs were reset when the first clients left.
+    let (s2, c2) = two_sided(dir.path(), "read", &["--size", "3000", "--iters", "10"]);
+    assert_eq!(c2["verified"], true, "read client: {c2}");
+    assert_eq!(s2["verified"], true, "read server: {s2}");
+    let out = serve.stop();
+    assert!(out.contains("cycles/s") && out.contains("sim/wall time"), "serve prints its speed at exit: {out}");
+}
+
+#[test]
+fn wrong_sockets_get_a_message_and_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nic0.sock");
+    let o = Command::new(RNIC)
+        .args(["perf", "write", "--device", &format!("vfio-user:{}", missing.display())])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no vfio-user socket") && err.contains("hint:") && err.contains("rnic sim serve"), "{err}");
+    // A socket file nobody listens on.
+    let refused = dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&refused).unwrap());
+    let o =
+        Command::new(RNIC).args(["info", "--device", &format!("vfio-user:{}", refused.display())]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("connection refused") && err.contains("hint:"), "{err}");
+    // A bad device string and a HOST without --device are usage errors.
+    let o = Command::new(RNIC).args(["info", "--device", "pcie:3"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bad device string"), "{o:?}");
+    let o = Command::new(RNIC).args(["perf", "write", "127.0.0.1"]).env_remove("RNIC_DEVICE").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    // Two-sided runs refuse what they do not do yet, before touching a device.
+    let o = Command::new(RNIC).args(["perf", "send", "--device", "vfio-user:/x"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only write and read"), "{o:?}");
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# issue 14 item 7 by hand: the simulated NIC inside a QEMU guest, driven through the guest's
+# kernel VFIO (emulated Intel IOMMU), RDMA-WRITEs into a second simulated NIC of the same
+# `rnic sim serve`, which the host drives over vfio-user:
+#
+#   host:  rnic sim serve --nics 2 --socket-dir DIR
+#   host:  rnic perf write --device vfio-user:DIR/nic1.sock --json          (server)
+#   guest: rnic perf write --device vfio:0000:00:03.0 10.0.2.2 --json       (client, nic0)
+#
+# Both sides must print "verified": true (the server checks every byte it received). The guest
+# runs the host's `rnic` binary with the host's shared libraries and loader (copied in with
+# --bin), and reaches the host's perftest exchange over QEMU's user network (--net).
+# Needs root and the cached guest (scripts/guest/vfio-guest.sh build). See docs/guests.md §2.
+#
+#   vfio-perf.sh [--size N] [--iters N] [--port N] [--rnic PATH]
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+cd "$(dirname "$0")/../.."
+
+size=65536 iters=20 port=18515 rnic=''
+while [ $# -gt 0 ]; do
+  case $1 in
+  --size) size=$2 ;;
+  --iters) iters=$2 ;;
+  --port) port=$2 ;;
+  --rnic) rnic=$2 ;;
+  *) die "usage: vfio-perf.sh [--size N] [--iters N] [--port N] [--rnic PATH]" ;;
+  esac
+  shift 2
+done
+need_root
+if [ -z "$rnic" ]; then
+  cargo build --release -p rnic-tools --bin rnic >&2
+  rnic=$PWD/target/release/rnic
+fi
+
+work=$(mktemp -d /tmp/rnic-vfio-perf.XXXXXX)
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The binary, its shared libraries and the loader, for the guest's /opt/bin, under the names
+# the binary asks for (libc.so.6, ...).
+mkdir -p "$work/libs"
+bins=(--bin "$rnic")
+while read -r name path; do
+  cp -L "$path" "$work/libs/$name"
+  bins+=(--bin "$work/libs/$name")
+done < <(ldd "$rnic" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3} $1 ~ /^\// {n=split($1, a, "/"); print a[n], $1}')
+
+"$rnic" sim serve --nics 2 --socket-dir "$work/sock" >"$work/serve.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 600); do [ -S "$work/sock/nic1.sock" ] && break; sleep 0.1; done
+[ -S "$work/sock/nic1.sock" ] || die "rnic sim serve did not start: $(cat "$work/serve.out")"
+
+"$rnic" perf write --device "vfio-user:$work/sock/nic1.sock" --json -p "$port" --size "$size" --iters "$iters" \
+  >"$work/server.json" 2>"$work/server.err" &
+server=$!
+pids+=("$server")
+
+loader=$(basename "$(ldd "$rnic" | awk '$1 ~ /^\// {print $1}')")
+t0=$SECONDS
+rc=0
+scripts/guest/vfio-guest.sh run --socket "$work/sock/nic0.sock" --net "${bins[@]}" \
+  --cmd "$loader --library-path /opt/bin /opt/bin/rnic perf write --device vfio:0000:00:03.0 10.0.2.2 -p $port --size $size --iters $iters --json" \
+  >"$work/client.json" || rc=$?
+wait "$server" || true
+echo "guest (client, vfio:0000:00:03.0): $(tail -n 1 "$work/client.json")"
+echo "host (server, vfio-user nic1):     $(tail -n 1 "$work/server.json") $(cat "$work/server.err")"
+log "guest run: $((SECONDS - t0)) s wall (exit $rc)"
+grep -q '"verified":true' "$work/client.json" || die "the guest's client did not verify"
+grep -q '"verified":true' "$work/server.json" || die "the host's server did not verify"
+log "both sides verified"

@@ -1,0 +1,117 @@
+//! The server as a vfio-user client sees it, over the socket: config space, BAR0 on the NIC's
+//! registers, MSI-X from the interrupt hook to the client's eventfds with per-vector masking in
+//! the table, DMA into the client's memfd, and the driver's vfio-user backend on top.
+use std::time::Duration;
+
+use rnic::backend::VfioUserDevice;
+use rnic::Device;
+use rnic_vfio_server::{serve, ServeOptions};
+
+const CONFIG: u32 = 7;
+
+fn server(dir: &std::path::Path) -> rnic_vfio_server::ServeHandle {
+    serve(&ServeOptions { nics: 2, socket_dir: dir.to_owned(), ..ServeOptions::default() }).expect("serve")
+}
+
+#[test]
+fn config_space_and_bar0_through_a_raw_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = server(dir.path());
+    let mut c = vfio_user::Client::new(&dir.path().join("nic1.sock")).unwrap();
+    let mut id = [0u8; 4];
+    c.region_read(CONFIG, 0, &mut id).unwrap();
+    assert_eq!(u32::from_le_bytes(id), 0x524E_10EE, "vendor 0x10EE, device 0x524E");
+    let mut class = [0u8; 4];
+    c.region_read(CONFIG, 8, &mut class).unwrap();
+    assert_eq!(u32::from_le_bytes(class) >> 8, 0x02_0000);
+    assert_eq!(c.region(0).unwrap().size, 65536);
+    assert_eq!(c.region(2).unwrap().size, 4096);
+    assert_eq!(c.get_irq_info(2).unwrap().count, 32, "32 MSI-X vectors");
+    // BAR0 is the NIC's register map: ID and VERSION.
+    let mut r = [0u8; 8];
+    c.region_read(0, 0, &mut r).unwrap();
+    assert_eq!(&r[..4], &0x524E_4943u32.to_le_bytes(), "ID reads RNIC");
+    assert_eq!(&r[4..], &rnic_contract::regs::VERSION_VALUE.to_le_bytes());
+    // A write reaches the NIC: MAC_LO reads back.
+    c.region_write(0, u64::from(rnic_contract::regs::MAC_LO), &0x0403_0201u32.to_le_bytes()).unwrap();
+    let mut m = [0u8; 4];
+    c.region_read(0, u64::from(rnic_contract::regs::MAC_LO), &mut m).unwrap();
+    assert_eq!(u32::from_le_bytes(m), 0x0403_0201);
+    // An unaligned BAR0 read answers all ones, as a failed PCIe read does.
+    let mut bad = [0u8; 4];
+    c.region_read(0, 2, &mut bad).unwrap();
+    assert_eq!(bad, [0xFF; 4]);
+    drop(c);
+    let s = h.stop().unwrap();
+    assert!(s.cycles > 0);
+}
+
+#[test]
+fn a_raised_vector_reaches_the_clients_eventfd_unless_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = server(dir.path());
+    let dev = VfioUserDevice::open(&dir.path().join("nic0.sock")).unwrap();
+    assert_eq!(dev.interrupt_vectors(), 32);
+    assert!(dev.has_sim_clock());
+    assert_eq!(dev.wait_interrupt(7, Duration::from_millis(50)).unwrap(), 0, "nothing raised yet");
+    // The hook the RTL's irq port will drive, on the world thread.
+    h.trigger_msix(0, 7);
+    assert_eq!(dev.wait_interrupt(7, Duration::from_secs(10)).unwrap(), 1, "vector 7 fired once");
+    assert_eq!(dev.wait_interrupt(6, Duration::from_millis(50)).unwrap(), 0, "vector 6 did not");
+    assert_eq!(h.msix_delivered(0), 1);
+    assert!(dev.interrupt_fd(7).is_some() && dev.interrupt_fd(32).is_none());
+    assert!(dev.wait_interrupt(32, Duration::ZERO).is_err(), "no vector 32");
+    // Mask vector 3 in the MSI-X table (BAR2) with a second, raw client on NIC 1 to show the
+    // PBA: raise, see it pending, unmask, see it delivered.
+    let mut c = vfio_user::Client::new(&dir.path().join("nic1.sock")).unwrap();
+    let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK) };
+    assert!(efd >= 0);
+    c.set_irqs(2, 4 | 32, 3, 1, &[efd]).unwrap();
+    c.region_write(2, 3 * 16 + 12, &1u32.to_le_bytes()).unwrap();
+    h.trigger_msix(1, 3);
+    let t = std::time::Instant::now();
+    let mut pba = 0;
+    while pba == 0 && t.elapsed() < Duration::from_secs(10) {
+        let mut b = [0u8; 4];
+        c.region_read(2, 0x800, &mut b).unwrap();
+        pba = u32::from_le_bytes(b);
+    }
+    assert_eq!(pba, 1 << 3, "masked vector 3 is pending in the PBA");
+    let mut n = [0u8; 8];
+    assert_eq!(unsafe { libc::read(efd, n.as_mut_ptr().cast(), 8) }, -1, "and not delivered");
+    c.region_write(2, 3 * 16 + 12, &0u32.to_le_bytes()).unwrap();
+    let mut pfd = libc::pollfd { fd: efd, events: libc::POLLIN, revents: 0 };
+    assert_eq!(unsafe { libc::poll(&mut pfd, 1, 10_000) }, 1, "unmasking delivers it");
+    assert_eq!(unsafe { libc::read(efd, n.as_mut_ptr().cast(), 8) }, 8);
+    assert_eq!(u64::from_le_bytes(n), 1);
+    unsafe { libc::close(efd) };
+}
+
+#[test]
+fn the_backend_shares_dma_memory_and_user_buffers_with_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let _h = server(dir.path());
+    let dev = VfioUserDevice::open(&dir.path().join("nic0.sock")).unwrap();
+    // Time is the simulator's and runs while a client is attached.
+    let t0 = dev.now_cycles();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(dev.now_cycles() > t0, "the world runs free while a client is attached");
+    let ring = dev.alloc_dma(10_000, 4096).unwrap();
+    dev.dma_write(ring.offset(9_990), &[7; 10]).unwrap();
+    let mut back = [0u8; 10];
+    dev.dma_read(ring.offset(9_990), &mut back).unwrap();
+    assert_eq!(back, [7; 10]);
+    assert!(dev.dma_read(ring.offset(9_995), &mut back).is_err(), "past the allocation");
+    // A plain Vec is registered through a shared copy and gets the device's bytes back at unmap.
+    let mut buf = vec![1u8; 5000];
+    let iova = unsafe { dev.map_user(buf.as_mut_ptr(), buf.len()) }.unwrap();
+    let mut seen = [0u8; 4];
+    dev.dma_read(iova.offset(4996), &mut seen).unwrap();
+    assert_eq!(seen, [1; 4], "the copy starts with the buffer's bytes");
+    dev.dma_write(iova.offset(10), b"shared").unwrap();
+    assert_eq!(&buf[10..16], &[1; 6], "the buffer itself is not touched while mapped");
+    dev.unmap(iova).unwrap();
+    assert_eq!(&buf[10..16], b"shared", "unmap copies the shared bytes back");
+    dev.free_dma(ring).unwrap();
+    assert!(dev.free_dma(ring).is_err());
+}
