@@ -13,7 +13,7 @@ use rnic_contract::{recv_wqe, regs, verbs, wqe};
 use crate::context::MacAddr;
 use crate::cq::{CompletionQueue, CqInner, WcStatus};
 use crate::device::DmaBuffer;
-use crate::error::{Error, Result};
+use crate::error::{Error, PostError, Result};
 use crate::mr::{AccessFlags, MemoryRegion};
 use crate::pd::ProtectionDomain;
 use crate::records::{put_sge, write_context, QpContext, RecvWqe, Wqe};
@@ -266,8 +266,9 @@ pub fn transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAt
 pub fn validate_modify(cur: QpState, attr: &QpAttr, mask: QpAttrMask) -> Result<QpState> {
     use QpAttrMask as M;
     let next = if mask.contains(M::STATE) { attr.qp_state } else { cur };
-    let (required, optional) = transition_masks(cur, next)
-        .ok_or_else(|| Error::inval(format!("RC QP transition {cur:?} -> {next:?} is not allowed (or not supported)")))?;
+    let (required, optional) = transition_masks(cur, next).ok_or_else(|| {
+        Error::inval(format!("RC QP transition {cur:?} -> {next:?} is not allowed (or not supported)"))
+    })?;
     let given = mask - M::STATE;
     let missing = required - given;
     if !missing.is_empty() {
@@ -287,14 +288,21 @@ pub fn validate_modify(cur: QpState, attr: &QpAttr, mask: QpAttrMask) -> Result<
         Ok(())
     };
     if mask.contains(M::PKEY_INDEX) && attr.pkey_index != 0 {
-        return Err(Error::inval(format!("pkey_index {} does not exist (the P_Key table has one entry, 0xFFFF)", attr.pkey_index)));
+        return Err(Error::inval(format!(
+            "pkey_index {} does not exist (the P_Key table has one entry, 0xFFFF)",
+            attr.pkey_index
+        )));
     }
     if mask.contains(M::PORT) && attr.port_num != 1 {
         return Err(Error::inval(format!("port_num {} does not exist (the NIC has port 1)", attr.port_num)));
     }
     if mask.contains(M::AV) {
         let av = &attr.ah_attr;
-        if av.dest_mac.0[0] & 1 == 1 || av.dest_ip.is_unspecified() || av.dest_ip.is_broadcast() || av.dest_ip.is_multicast() {
+        if av.dest_mac.0[0] & 1 == 1
+            || av.dest_ip.is_unspecified()
+            || av.dest_ip.is_broadcast()
+            || av.dest_ip.is_multicast()
+        {
             return Err(Error::inval(format!("address vector {} / {} is not a unicast peer", av.dest_mac, av.dest_ip)));
         }
     }
@@ -388,6 +396,36 @@ pub enum WrOpcode {
 }
 
 impl WrOpcode {
+    /// The `ibv_wc_opcode` of this WR's send completion (ibv_poll_cq(3)): a WRITE (with or
+    /// without immediate) completes as `IBV_WC_RDMA_WRITE`, a SEND as `IBV_WC_SEND`, a READ as
+    /// `IBV_WC_RDMA_READ`, the atomics as `IBV_WC_COMP_SWAP` / `IBV_WC_FETCH_ADD`.
+    pub fn wc_opcode(self) -> crate::WcOpcode {
+        use crate::WcOpcode as W;
+        match self {
+            Self::RdmaWrite | Self::RdmaWriteWithImm => W::RdmaWrite,
+            Self::Send | Self::SendWithImm => W::Send,
+            Self::RdmaRead => W::RdmaRead,
+            Self::AtomicCmpAndSwp => W::CompSwap,
+            Self::AtomicFetchAndAdd => W::FetchAdd,
+        }
+    }
+
+    /// The opcode of ibverbs number `v` (`enum ibv_wr_opcode`), if this NIC knows it.
+    pub fn from_raw(v: u32) -> Option<Self> {
+        use verbs::wr_opcode as o;
+        let v = u8::try_from(v).ok()?;
+        Some(match v {
+            o::RDMA_WRITE => Self::RdmaWrite,
+            o::RDMA_WRITE_WITH_IMM => Self::RdmaWriteWithImm,
+            o::SEND => Self::Send,
+            o::SEND_WITH_IMM => Self::SendWithImm,
+            o::RDMA_READ => Self::RdmaRead,
+            o::ATOMIC_CMP_AND_SWP => Self::AtomicCmpAndSwp,
+            o::ATOMIC_FETCH_AND_ADD => Self::AtomicFetchAndAdd,
+            _ => return None,
+        })
+    }
+
     fn needs_remote(self) -> bool {
         !matches!(self, Self::Send | Self::SendWithImm)
     }
@@ -698,38 +736,72 @@ impl<'mr> RecvWr<'mr> {
     }
 }
 
-/// Checks receive WRs against a queue's `max_sge` (entries, each ≤ 2^31 bytes).
-fn check_recv_wrs(wrs: &[RecvWr<'_>], max_sge: u32) -> Result<()> {
-    for (i, wr) in wrs.iter().enumerate() {
-        if wr.num_sge > max_sge as usize {
-            return Err(Error::inval(format!(
-                "receive WR {i}: {} scatter entries, the queue takes at most max_recv_sge = {max_sge}",
-                wr.num_sge
-            )));
-        }
-        if let Some(s) = wr.sg_list[..wr.num_sge].iter().find(|s| s.length > 1 << 31) {
-            return Err(Error::inval(format!("receive WR {i}: SGE length {} exceeds 2^31", s.length)));
-        }
+/// Checks receive WR `i` against a queue's `max_sge` (entries, each ≤ 2^31 bytes).
+fn check_recv_wr(i: usize, wr: &RecvWr<'_>, max_sge: u32) -> Result<()> {
+    if wr.num_sge > max_sge as usize {
+        return Err(Error::inval(format!(
+            "receive WR {i}: {} scatter entries, the queue takes at most max_recv_sge = {max_sge}",
+            wr.num_sge
+        )));
+    }
+    if let Some(s) = wr.sg_list[..wr.num_sge].iter().find(|s| s.length > 1 << 31) {
+        return Err(Error::inval(format!("receive WR {i}: SGE length {} exceeds 2^31", s.length)));
     }
     Ok(())
 }
 
-/// Checks `wrs` (see [`check_recv_wrs`]) and writes them as receive WQEs of `stride` bytes
-/// into the ring of `size` entries at producer index `start` onwards (whole WQEs: nothing of an
-/// earlier lap survives). The caller checked for room and rings the doorbell.
-pub(crate) fn write_recv_wqes(ring: &DmaBuffer, stride: usize, size: u32, max_sge: u32, start: u64, wrs: &[RecvWr<'_>]) -> Result<()> {
-    check_recv_wrs(wrs, max_sge)?;
+/// How many of `wrs` can be posted to a queue (`what`, of `size` entries, `free` of them free,
+/// `max_sge` entries per WR): the count before the first WR that is malformed or finds no
+/// room, and the error for that WR.
+pub(crate) fn recv_prefix(
+    wrs: &[RecvWr<'_>],
+    max_sge: u32,
+    free: usize,
+    size: u32,
+    what: &str,
+) -> (usize, Option<PostError>) {
+    for (i, wr) in wrs.iter().enumerate() {
+        if i == free {
+            let error =
+                Error::NoMemory(format!("{what} is full: receive WR {i} finds none of its {size} entries free"));
+            return (i, Some(PostError { bad_wr: i, error }));
+        }
+        if let Err(error) = check_recv_wr(i, wr, max_sge) {
+            return (i, Some(PostError { bad_wr: i, error }));
+        }
+    }
+    (wrs.len(), None)
+}
+
+/// Writes `wrs` (already checked, see [`recv_prefix`]) as receive WQEs of `stride` bytes into
+/// the ring of `size` entries at producer index `start` onwards (whole WQEs: nothing of an
+/// earlier lap survives). The caller checked for room and rings the doorbell. On a backend
+/// error, `bad_wr` is the WR whose WQE was not written (the ones before it were).
+pub(crate) fn write_recv_wqes(
+    ring: &DmaBuffer,
+    stride: usize,
+    size: u32,
+    _max_sge: u32,
+    start: u64,
+    wrs: &[RecvWr<'_>],
+) -> std::result::Result<(), PostError> {
     let mask = u64::from(size) - 1;
     for (k, wr) in wrs.iter().enumerate() {
         let sge = if wr.num_sge > 0 { wr.sg_list[0] } else { Sge::from_parts(0, 0, 0) };
-        let w = RecvWqe { wr_id: wr.wr_id, num_sge: wr.num_sge as u8, sge_addr: sge.addr, sge_length: sge.length, sge_lkey: sge.lkey };
+        let w = RecvWqe {
+            wr_id: wr.wr_id,
+            num_sge: wr.num_sge as u8,
+            sge_addr: sge.addr,
+            sge_length: sge.length,
+            sge_lkey: sge.lkey,
+        };
         let mut buf = vec![0u8; stride];
         buf[..recv_wqe::BYTES].copy_from_slice(&w.pack());
         for (j, g) in wr.sg_list[..wr.num_sge].iter().enumerate().skip(1) {
             put_sge(&mut buf, recv_wqe::sge_offset(j), g.addr, g.length, g.lkey);
         }
         let slot = ((start + k as u64) & mask) as usize;
-        ring.write(slot * stride, &buf)?;
+        ring.write(slot * stride, &buf).map_err(|error| PostError { bad_wr: k, error })?;
     }
     Ok(())
 }
@@ -756,6 +828,13 @@ pub(crate) struct QpShared {
 }
 
 impl QpShared {
+    /// Send and receive work requests not yet retired (receives taken from an SRQ are the
+    /// SRQ's and counted there).
+    pub(crate) fn pending(&self) -> (usize, usize) {
+        let srq = self.srq.as_ref().map_or(0, |s| s.borrow().outstanding);
+        (self.outstanding.len(), self.recv.len() + srq)
+    }
+
     /// Retires the work requests finished by a completion of `wr_id`: the oldest outstanding
     /// one with that id that produces a CQE (signaled, or any on error) and every older one
     /// (RC completes in order). An error moves the QP to ERR (IBTA 10.3.1).
@@ -1043,7 +1122,10 @@ impl QpBuilder {
             Some(r)
         };
         let qpn = ctx.tables.borrow_mut().alloc_qpn()?;
-        let shared = Rc::new(RefCell::new(QpShared { srq: self.srq.as_ref().map(|s| Rc::clone(&s.shared)), ..QpShared::default() }));
+        let shared = Rc::new(RefCell::new(QpShared {
+            srq: self.srq.as_ref().map(|s| Rc::clone(&s.shared)),
+            ..QpShared::default()
+        }));
         // Receive completions of a QP on an SRQ are reserved per SRQ (attach_srq), not per QP.
         let recv_entries = if self.srq.is_some() { 0 } else { rq_size };
         let undo = |qpn: u32| {
@@ -1054,7 +1136,9 @@ impl QpBuilder {
         let attached = if Rc::ptr_eq(&self.cq, &self.recv_cq) {
             self.cq.attach(qpn, &shared, (size + recv_entries) as usize)
         } else {
-            self.cq.attach(qpn, &shared, size as usize).and_then(|()| self.recv_cq.attach(qpn, &shared, recv_entries as usize))
+            self.cq
+                .attach(qpn, &shared, size as usize)
+                .and_then(|()| self.recv_cq.attach(qpn, &shared, recv_entries as usize))
         };
         let attached = match (&self.srq, attached) {
             (Some(s), Ok(())) => self.recv_cq.attach_srq(qpn, s.srqn, s.size as usize),
@@ -1110,6 +1194,7 @@ impl QpBuilder {
             max_inline_data: (sq_stride - wqe::INLINE_DATA) as u32,
         };
         let port_ip = ctx.port.get().map_or(0, |p| u32::from(p.ip));
+        crate::pd::count(&self.pd.inner.qps, true);
         Ok(QueuePair {
             pd: self.pd,
             cq: self.cq,
@@ -1129,6 +1214,7 @@ impl QpBuilder {
             attr: QpAttr { cap, ..QpAttr::default() },
             hw: base,
             local_psn: initial_psn(qpn, port_ip),
+            released: false,
             _mr: PhantomData,
         })
     }
@@ -1185,6 +1271,8 @@ pub struct QueuePair<'mr> {
     attr: QpAttr,
     hw: QpContext,
     local_psn: u32,
+    /// Set once the QP was destroyed (by `destroy` or drop).
+    released: bool,
     /// Invariant in `'mr`, see the type's documentation.
     _mr: PhantomData<Cell<&'mr ()>>,
 }
@@ -1384,8 +1472,14 @@ impl<'mr> QueuePair<'mr> {
             let Some(data) = &wr.inline else {
                 return Err(Error::inval(format!("WR {i}: IBV_SEND_INLINE without data (use SendWr::with_inline)")));
             };
-            if !matches!(wr.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm) {
-                return Err(Error::inval(format!("WR {i}: IBV_SEND_INLINE is for SEND and RDMA WRITE, not {:?}", wr.opcode)));
+            if !matches!(
+                wr.opcode,
+                WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm
+            ) {
+                return Err(Error::inval(format!(
+                    "WR {i}: IBV_SEND_INLINE is for SEND and RDMA WRITE, not {:?}",
+                    wr.opcode
+                )));
             }
             if data.len > cap.max_inline_data as usize {
                 return Err(Error::inval(format!(
@@ -1427,40 +1521,50 @@ impl<'mr> QueuePair<'mr> {
     /// A request is signaled if it has [`SendFlags::SIGNALED`] or the QP was built with
     /// `sq_sig_all`. The SGEs borrow their MRs for the QP's lifetime `'mr`.
     ///
-    /// All or nothing: if any request is invalid, or the SQ lacks room for all of them, none is
-    /// posted (ibverbs would post the ones before the bad one).
+    /// As in ibverbs, the list is posted up to the first request that cannot be: the requests
+    /// before it are posted (one doorbell for them), it and the rest are not, and
+    /// [`PostError::bad_wr`] is its index.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the QP is not in RTS or ERR (in ERR the NIC completes the
-    /// requests with `IBV_WC_WR_FLUSH_ERR`, as ibv_post_send(3) allows) or a request is malformed (no remote
-    /// address for an RDMA opcode; INLINE without data, over `max_inline_data` or on a READ or
-    /// atomic; more SGEs than `max_send_sge`, or more than one on an atomic; an SGE or their sum
-    /// over 2^31 bytes); [`Error::NoMemory`] when the SQ
-    /// has fewer free entries than requests (poll the CQ to retire some); backend errors (then
-    /// nothing was posted).
-    pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> Result<()> {
+    /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is not in RTS or ERR (in ERR
+    /// the NIC completes the requests with `IBV_WC_WR_FLUSH_ERR`, as ibv_post_send(3) allows;
+    /// `bad_wr` 0) or a request is malformed (no remote address for an RDMA opcode; INLINE
+    /// without data, over `max_inline_data` or on a READ or atomic; more SGEs than
+    /// `max_send_sge`, or more than one on an atomic; an SGE or their sum over 2^31 bytes);
+    /// [`Error::NoMemory`] at the first request the SQ has no free entry for (poll the CQ to
+    /// retire some); backend errors at the request whose WQE could not be written (or 0 if
+    /// the doorbell failed: then nothing was posted).
+    pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
         if !matches!(state, QpState::Rts | QpState::Err) {
-            return Err(Error::inval(format!("post_send needs RTS (or ERR), QP {} is in {state:?}", self.qpn)));
-        }
-        for (i, wr) in wrs.iter().enumerate() {
-            self.check_wr(i, wr)?;
+            return Err(PostError {
+                bad_wr: 0,
+                error: Error::inval(format!("post_send needs RTS (or ERR), QP {} is in {state:?}", self.qpn)),
+            });
         }
         let free = self.sq_size as usize - self.outstanding();
-        if wrs.len() > free {
-            return Err(Error::NoMemory(format!(
-                "SQ of QP {} is full: {} WRs posted, {free} of {} entries free",
-                self.qpn,
-                wrs.len(),
-                self.sq_size
-            )));
+        let mut stop = None;
+        for (i, wr) in wrs.iter().enumerate() {
+            if i == free {
+                stop = Some(PostError {
+                    bad_wr: i,
+                    error: Error::NoMemory(format!(
+                        "SQ of QP {} is full: WR {i} finds none of its {} entries free",
+                        self.qpn, self.sq_size
+                    )),
+                });
+                break;
+            }
+            if let Err(error) = self.check_wr(i, wr) {
+                stop = Some(PostError { bad_wr: i, error });
+                break;
+            }
         }
-        if wrs.is_empty() {
-            return Ok(());
-        }
+        let n = stop.as_ref().map_or(wrs.len(), |e| e.bad_wr);
         let start = self.pi.get();
         let mask = u64::from(self.sq_size) - 1;
-        for (k, wr) in wrs.iter().enumerate() {
+        let mut written = 0;
+        for (k, wr) in wrs[..n].iter().enumerate() {
             let signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
             let mut flags = wr.flags;
             flags.set(SendFlags::SIGNALED, signaled);
@@ -1493,28 +1597,37 @@ impl<'mr> QueuePair<'mr> {
                 buf[wqe::INLINE_DATA..wqe::INLINE_DATA + d.len].copy_from_slice(d.as_slice());
             }
             let slot = ((start + k as u64) & mask) as usize;
-            self.ring.write(slot * self.sq_stride, &buf)?;
+            if let Err(error) = self.ring.write(slot * self.sq_stride, &buf) {
+                stop = Some(PostError { bad_wr: k, error });
+                break;
+            }
+            written = k + 1;
         }
-        let pi = start + wrs.len() as u64;
+        if written == 0 {
+            return stop.map_or(Ok(()), Err);
+        }
+        let pi = start + written as u64;
         // The WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);
         let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
-        self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell)?;
+        if let Err(error) = self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell) {
+            return Err(PostError { bad_wr: 0, error });
+        }
         self.pi.set(pi);
         let mut sq = self.sq.borrow_mut();
-        for wr in wrs {
+        for wr in &wrs[..written] {
             let signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
             sq.outstanding.push_back(Outstanding { wr_id: wr.wr_id, signaled });
         }
-        Ok(())
+        stop.map_or(Ok(()), Err)
     }
 
     /// Posts one work request; see [`post_send`](Self::post_send).
     ///
     /// # Errors
-    /// As [`post_send`](Self::post_send).
+    /// As [`post_send`](Self::post_send), as a plain [`Error`].
     pub fn post_send_one(&mut self, wr: SendWr<'mr>) -> Result<()> {
-        self.post_send(std::slice::from_ref(&wr))
+        self.post_send(std::slice::from_ref(&wr)).map_err(Error::from)
     }
 
     /// Posts receive work requests (`ibv_post_recv(3)`): writes one receive WQE per request
@@ -1531,54 +1644,60 @@ impl<'mr> QueuePair<'mr> {
     /// arrives: a failing entry completes the receive with [`WcStatus::LocProtErr`] and nothing
     /// is written).
     ///
-    /// All or nothing: if any request is invalid, or the RQ lacks room for all of them, none is
-    /// posted.
+    /// As in ibverbs, the list is posted up to the first request that cannot be (see
+    /// [`post_send`](Self::post_send)); [`PostError::bad_wr`] is its index.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the QP is in RESET (in ERR the NIC completes the requests
-    /// with `IBV_WC_WR_FLUSH_ERR`), has no receive queue, or a request has
-    /// more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry over 2^31 bytes;
-    /// [`Error::NoMemory`] when the RQ has fewer free entries than requests (poll the receive
-    /// CQ to retire some); backend errors (then nothing was posted).
-    pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> Result<()> {
+    /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is in RESET (in ERR the NIC
+    /// completes the requests with `IBV_WC_WR_FLUSH_ERR`) or has no receive queue (`bad_wr` 0),
+    /// or a request has more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry
+    /// over 2^31 bytes; [`Error::NoMemory`] at the first request the RQ has no free entry for
+    /// (poll the receive CQ to retire some); backend errors (see
+    /// [`post_send`](Self::post_send)).
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
         if state == QpState::Reset {
-            return Err(Error::inval(format!("post_recv needs INIT, RTR, RTS or ERR, QP {} is in RESET", self.qpn)));
+            return Err(PostError {
+                bad_wr: 0,
+                error: Error::inval(format!("post_recv needs INIT, RTR, RTS or ERR, QP {} is in RESET", self.qpn)),
+            });
         }
         let Some(ring) = &self.rq_ring else {
-            return Err(Error::inval(format!("QP {} has no receive queue (built with max_recv_wr 0)", self.qpn)));
+            return Err(PostError {
+                bad_wr: 0,
+                error: Error::inval(format!("QP {} has no receive queue (built with max_recv_wr 0)", self.qpn)),
+            });
         };
-        check_recv_wrs(wrs, self.attr.cap.max_recv_sge)?;
         let free = self.rq_size as usize - self.recv_outstanding();
-        if wrs.len() > free {
-            return Err(Error::NoMemory(format!(
-                "RQ of QP {} is full: {} receive WRs posted, {free} of {} entries free",
-                self.qpn,
-                wrs.len(),
-                self.rq_size
-            )));
-        }
-        if wrs.is_empty() {
-            return Ok(());
-        }
+        let what = format!("RQ of QP {}", self.qpn);
+        let (n, stop) = recv_prefix(wrs, self.attr.cap.max_recv_sge, free, self.rq_size, &what);
         let start = self.rq_pi.get();
-        write_recv_wqes(ring, self.rq_stride, self.rq_size, self.attr.cap.max_recv_sge, start, wrs)?;
-        let pi = start + wrs.len() as u64;
+        let (written, stop) =
+            match write_recv_wqes(ring, self.rq_stride, self.rq_size, self.attr.cap.max_recv_sge, start, &wrs[..n]) {
+                Ok(()) => (n, stop),
+                Err(e) => (e.bad_wr, Some(e)),
+            };
+        if written == 0 {
+            return stop.map_or(Ok(()), Err);
+        }
+        let pi = start + written as u64;
         // The receive WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);
         let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
-        self.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, doorbell)?;
+        if let Err(error) = self.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, doorbell) {
+            return Err(PostError { bad_wr: 0, error });
+        }
         self.rq_pi.set(pi);
-        self.sq.borrow_mut().recv.extend(wrs.iter().map(|w| w.wr_id));
-        Ok(())
+        self.sq.borrow_mut().recv.extend(wrs[..written].iter().map(|w| w.wr_id));
+        stop.map_or(Ok(()), Err)
     }
 
     /// Posts one receive work request; see [`post_recv`](Self::post_recv).
     ///
     /// # Errors
-    /// As [`post_recv`](Self::post_recv).
+    /// As [`post_recv`](Self::post_recv), as a plain [`Error`].
     pub fn post_recv_one(&mut self, wr: RecvWr<'mr>) -> Result<()> {
-        self.post_recv(std::slice::from_ref(&wr))
+        self.post_recv(std::slice::from_ref(&wr)).map_err(Error::from)
     }
 
     /// Completions of this QP that matched no outstanding work request (should stay 0).
@@ -1587,15 +1706,37 @@ impl<'mr> QueuePair<'mr> {
     }
 }
 
-impl Drop for QueuePair<'_> {
-    fn drop(&mut self) {
+impl QueuePair<'_> {
+    /// Destroys the QP (`ibv_destroy_qp(3)`) and reports what dropping it cannot: the context
+    /// write with state RESET that stops the NIC using its rings and MRs. Its CQ reservations
+    /// and number are freed either way.
+    ///
+    /// # Errors
+    /// Backend errors of the context write.
+    pub fn destroy(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
         let ctx = &self.pd.inner.ctx;
-        // RESET stops the NIC using the rings and the MRs; errors cannot be reported here.
         let reset = QpContext { state: QpState::Reset as u8, init_sq_psn: false, init_rq_psn: false, ..self.hw };
-        let _ = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &reset.pack());
+        let r = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &reset.pack());
         self.cq.detach(self.qpn);
         self.recv_cq.detach(self.qpn);
         ctx.tables.borrow_mut().free_qpn(self.qpn);
+        crate::pd::count(&self.pd.inner.qps, false);
+        r
+    }
+}
+
+impl Drop for QueuePair<'_> {
+    fn drop(&mut self) {
+        // RESET stops the NIC using the rings and the MRs; errors cannot be reported here.
+        let _ = self.release();
     }
 }
 

@@ -47,10 +47,14 @@ pub fn sim_error(context: impl Into<String>, e: SimError) -> Error {
     let context = context.into();
     let kind = match &e {
         SimError::IovaExhausted { .. } => return Error::NoMemory(format!("{context}: {e}")),
-        SimError::InvalidArgument(_) | SimError::Unmapped { .. } => return Error::InvalidArgument(format!("{context}: {e}")),
+        SimError::InvalidArgument(_) | SimError::Unmapped { .. } => {
+            return Error::InvalidArgument(format!("{context}: {e}"))
+        }
         SimError::NoSuchNic { .. } => return Error::NoDevice(format!("{context}: {e}")),
         SimError::WaveformDisabled => {
-            return Error::NotSupported(format!("{context}: {e} (for the rnic tool: cargo build --release -p rnic-tools --features waveform)"))
+            return Error::NotSupported(format!(
+                "{context}: {e} (for the rnic tool: cargo build --release -p rnic-tools --features waveform)"
+            ))
         }
         SimError::MmioTimeout { .. } => IoKind::MmioTimeout,
         SimError::MmioResponse { .. } => IoKind::MmioErrorResponse,
@@ -133,11 +137,15 @@ impl Device for SimDevice {
 
     fn alloc_dma(&self, len: usize, align: usize) -> Result<Iova> {
         if len == 0 || !align.is_power_of_two() {
-            return Err(Error::inval(format!("DMA allocation of {len} bytes aligned to {align}: need len > 0 and a power-of-two alignment")));
+            return Err(Error::inval(format!(
+                "DMA allocation of {len} bytes aligned to {align}: need len > 0 and a power-of-two alignment"
+            )));
         }
         let mut w = self.w()?;
         let mem = w.memory_mut(self.nic).map_err(|e| sim_error("DMA allocation", e))?;
-        mem.alloc(len, align as u64).map(|i| Iova(i.0)).map_err(|e| sim_error(format!("DMA allocation of {len} bytes"), e))
+        mem.alloc(len, align as u64)
+            .map(|i| Iova(i.0))
+            .map_err(|e| sim_error(format!("DMA allocation of {len} bytes"), e))
     }
 
     fn free_dma(&self, iova: Iova) -> Result<()> {
@@ -200,8 +208,16 @@ mod tests {
             (SimError::Unmapped { iova: 0x1000, len: 8 }, Errno::EINVAL, None),
             (SimError::NoSuchNic { index: 3, count: 2 }, Errno::ENODEV, None),
             (SimError::WaveformDisabled, Errno::EOPNOTSUPP, None),
-            (SimError::MmioTimeout { nic: 0, kind: "read", addr: 0x10, cycles: 9 }, Errno::EIO, Some(IoKind::MmioTimeout)),
-            (SimError::MmioResponse { nic: 0, kind: "write", addr: 0x10, resp: 3 }, Errno::EIO, Some(IoKind::MmioErrorResponse)),
+            (
+                SimError::MmioTimeout { nic: 0, kind: "read", addr: 0x10, cycles: 9 },
+                Errno::EIO,
+                Some(IoKind::MmioTimeout),
+            ),
+            (
+                SimError::MmioResponse { nic: 0, kind: "write", addr: 0x10, resp: 3 },
+                Errno::EIO,
+                Some(IoKind::MmioErrorResponse),
+            ),
             (SimError::MmioAborted { nic: 1, addr: 0x10 }, Errno::EIO, Some(IoKind::DeviceLost)),
             (SimError::Pcap { path: "x.pcap".into(), message: "disk full".into() }, Errno::EIO, Some(IoKind::File)),
             (SimError::ModelCreate, Errno::EIO, Some(IoKind::Backend)),
