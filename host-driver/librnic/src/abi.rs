@@ -398,10 +398,17 @@ pub struct ibv_qp_init_attr {
     pub sq_sig_all: c_int,
 }
 
+/// `union ibv_gid`: 16 bytes, aligned as its `global` view (two `__be64`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_gid {
+    pub raw: [u8; 16],
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct ibv_global_route {
-    pub dgid: [u8; 16],
+    pub dgid: ibv_gid,
     pub flow_label: u32,
     pub sgid_index: u8,
     pub hop_limit: u8,
@@ -468,7 +475,7 @@ pub struct ibv_srq_init_attr {
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct ibv_gid_entry {
-    pub gid: [u8; 16],
+    pub gid: ibv_gid,
     pub gid_index: u32,
     pub port_num: u32,
     pub gid_type: u32,
@@ -618,6 +625,7 @@ pub fn layout() -> Vec<StructLayout> {
         }),
         layout!(ibv_qp_cap { max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data }),
         layout!(ibv_qp_init_attr { qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all }),
+        layout!(ibv_gid { raw }),
         layout!(ibv_global_route { dgid, flow_label, sgid_index, hop_limit, traffic_class }),
         layout!(ibv_ah_attr { grh, dlid, sl, src_path_bits, static_rate, is_global, port_num }),
         layout!(ibv_qp_attr {
@@ -654,6 +662,9 @@ pub fn layout() -> Vec<StructLayout> {
         layout!(ibv_async_event { element, event_type }),
     ]
 }
+
+/// The entries of [`layout`] that are C unions, not structs.
+pub const UNIONS: &[&str] = &["ibv_gid"];
 
 /// C field paths whose name differs from the Rust field: (struct, Rust path, C path).
 pub const C_NAMES: &[(&str, &str, &str)] = &[

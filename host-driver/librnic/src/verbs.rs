@@ -140,6 +140,12 @@ unsafe fn obj<'a, T>(p: *mut impl Sized) -> &'a mut T {
     &mut *(p as *mut T)
 }
 
+/// Frees the allocation of a boxed object whose driver object was moved out (the C struct
+/// in front of it has no destructor).
+unsafe fn free_shell<T>(p: *mut T) {
+    std::alloc::dealloc(p as *mut u8, std::alloc::Layout::new::<T>());
+}
+
 // ---- devices ----
 
 #[no_mangle]
@@ -372,9 +378,14 @@ pub unsafe extern "C" fn rnic_ibv_query_gid_type(c: *mut ibv_context, port: u8, 
         return EINVAL;
     }
     let _g = lock();
+    // This private call answers in `enum ibv_gid_type_sysfs` (0 IB / RoCE v1, 1 RoCE v2),
+    // not `enum ibv_gid_type`.
     match ctx(c).ctx.query_gid_type(port, index) {
         Ok(t) => {
-            *ty = t as u32;
+            *ty = match t {
+                rnic::GidType::RoceV2 => 1,
+                _ => 0,
+            };
             0
         }
         Err(e) => errno_of(&e),
@@ -399,7 +410,13 @@ pub unsafe extern "C" fn rnic__ibv_query_gid_ex(
     let cx = &ctx(c).ctx;
     match (cx.query_gid(port8, index), cx.query_gid_type(port8, index)) {
         (Ok(g), Ok(t)) if !g.is_zero() => {
-            *entry = ibv_gid_entry { gid: g.0, gid_index: index, port_num: port, gid_type: t as u32, ndev_ifindex: 0 };
+            *entry = ibv_gid_entry {
+                gid: ibv_gid { raw: g.0 },
+                gid_index: index,
+                port_num: port,
+                gid_type: t as u32,
+                ndev_ifindex: 0,
+            };
             0
         }
         (Ok(_), Ok(_)) => 61, // ENODATA: an empty entry
@@ -428,8 +445,13 @@ pub unsafe extern "C" fn rnic__ibv_query_gid_table(
         }
         if let Ok(g) = cx.query_gid(1, index) {
             if !g.is_zero() {
-                *entries.add(n) =
-                    ibv_gid_entry { gid: g.0, gid_index: index, port_num: 1, gid_type: 2, ndev_ifindex: 0 };
+                *entries.add(n) = ibv_gid_entry {
+                    gid: ibv_gid { raw: g.0 },
+                    gid_index: index,
+                    port_num: 1,
+                    gid_type: 2,
+                    ndev_ifindex: 0,
+                };
                 n += 1;
             }
         }
@@ -494,15 +516,18 @@ pub unsafe extern "C" fn rnic_ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
         return EINVAL;
     }
     let _g = lock();
-    let b = Box::from_raw(pd as *mut Pd);
-    let Pd { ibv, pd: p } = *b;
-    match p.dealloc() {
-        Ok(()) => 0,
+    let p = pd as *mut Pd;
+    // Moved out; written back in place if refused (the program keeps its pointer).
+    let q = std::ptr::read(&(*p).pd);
+    match q.dealloc() {
+        Ok(()) => {
+            free_shell(p);
+            0
+        }
         Err(r) => {
             debug("ibv_dealloc_pd", &r);
             let e = errno_of(&r.error);
-            // Refused: the PD stays, at the same address the program holds.
-            std::ptr::write(pd as *mut Pd, Pd { ibv, pd: r.object });
+            std::ptr::write(&mut (*p).pd, r.object);
             e
         }
     }
@@ -717,14 +742,17 @@ pub unsafe extern "C" fn rnic_ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
         return EINVAL;
     }
     let _g = lock();
-    let b = Box::from_raw(cq as *mut Cq);
-    let Cq { ibv, cq: q } = *b;
+    let p = cq as *mut Cq;
+    let q = std::ptr::read(&(*p).cq);
     match q.destroy() {
-        Ok(()) => 0,
+        Ok(()) => {
+            free_shell(p);
+            0
+        }
         Err(r) => {
             debug("ibv_destroy_cq", &r);
             let e = errno_of(&r.error);
-            std::ptr::write(cq as *mut Cq, Cq { ibv, cq: r.object });
+            std::ptr::write(&mut (*p).cq, r.object);
             e
         }
     }
@@ -868,7 +896,7 @@ fn av_of(c: &Ctx, ah: &ibv_ah_attr) -> Result<AddressVector, c_int> {
         // RoCE has no LIDs: the destination is the GID (ibv_rc_pingpong -g, perftest -x).
         return Err(EINVAL);
     }
-    let ip = std::net::Ipv6Addr::from(ah.grh.dgid).to_ipv4_mapped().ok_or(EINVAL)?;
+    let ip = std::net::Ipv6Addr::from(ah.grh.dgid.raw).to_ipv4_mapped().ok_or(EINVAL)?;
     let mac = c.peers.iter().find(|(p, _)| *p == ip).map(|(_, m)| *m).ok_or_else(|| {
         debug("ibv_modify_qp", &format!("no MAC known for peer {ip}: set RNIC_PEER=IP,MAC"));
         EINVAL
@@ -964,7 +992,7 @@ pub unsafe extern "C" fn rnic_ibv_query_qp(
         max_inline_data: a.cap.max_inline_data,
     };
     let mut ah = ibv_ah_attr { is_global: 1, port_num: 1, ..Default::default() };
-    ah.grh.dgid = a.ah_attr.dest_ip.to_ipv6_mapped().octets();
+    ah.grh.dgid.raw = a.ah_attr.dest_ip.to_ipv6_mapped().octets();
     ah.grh.sgid_index = 1;
     ah.grh.hop_limit = 64;
     *attr = ibv_qp_attr {
@@ -1228,13 +1256,16 @@ pub unsafe extern "C" fn rnic_ibv_destroy_srq(srq: *mut ibv_srq) -> c_int {
         return EINVAL;
     }
     let _g = lock();
-    let b = Box::from_raw(srq as *mut Srq);
-    let Srq { ibv, srq: s } = *b;
-    match s.destroy() {
-        Ok(()) => 0,
+    let p = srq as *mut Srq;
+    let q = std::ptr::read(&(*p).srq);
+    match q.destroy() {
+        Ok(()) => {
+            free_shell(p);
+            0
+        }
         Err(r) => {
             let e = errno_of(&r.error);
-            std::ptr::write(srq as *mut Srq, Srq { ibv, srq: r.object });
+            std::ptr::write(&mut (*p).srq, r.object);
             e
         }
     }
@@ -1338,30 +1369,31 @@ pub extern "C" fn rnic_ibv_node_type_str(t: c_int) -> *const c_char {
 }
 export!(ibv_node_type_str, "IBVERBS_1.1");
 
-/// `enum ibv_rate` → multiple of 2.5 Gb/s and Mb/s (IBTA Vol 1 Table 224 values rdma-core
-/// uses).
-const RATES: [(c_int, c_int, c_int); 21] = [
+/// `enum ibv_rate` → multiple of 2.5 Gb/s (-1 where rdma-core defines none) and Mb/s, as
+/// rdma-core 44 converts them (checked against it by `tests/abi.rs`).
+const RATES: [(c_int, c_int, c_int); 22] = [
     (2, 1, 2500),
-    (5, 4, 10000),
-    (3, 8, 20000),
-    (6, 12, 30000),
+    (3, 4, 10000),
+    (4, 12, 30000),
+    (5, 2, 5000),
+    (6, 8, 20000),
     (7, 16, 40000),
     (8, 24, 60000),
     (9, 32, 80000),
     (10, 48, 120000),
-    (11, 6, 14062),
-    (12, 22, 56250),
-    (13, 45, 112500),
-    (14, 67, 168750),
-    (15, 10, 25781),
-    (16, 40, 103125),
-    (17, 80, 206250),
-    (18, 120, 309375),
-    (19, 120, 300000),
-    (20, 20, 50000),
-    (21, 160, 400000),
-    (22, 240, 600000),
-    (4, 2, 5000),
+    (11, -1, 14062),
+    (12, -1, 56250),
+    (13, -1, 112500),
+    (14, -1, 168750),
+    (15, -1, 25781),
+    (16, -1, 103125),
+    (17, -1, 206250),
+    (18, -1, 309375),
+    (19, 11, 28125),
+    (20, 20, 53125),
+    (21, 160, 425000),
+    (22, 240, 637500),
+    (23, 320, 850000),
 ];
 
 #[no_mangle]
@@ -1372,7 +1404,7 @@ export!(ibv_rate_to_mult, "IBVERBS_1.0");
 
 #[no_mangle]
 pub extern "C" fn rnic_mult_to_ibv_rate(mult: c_int) -> c_int {
-    RATES.iter().find(|r| r.1 == mult).map_or(0, |r| r.0)
+    RATES.iter().find(|r| r.1 == mult && mult > 0).map_or(0, |r| r.0)
 }
 export!(mult_to_ibv_rate, "IBVERBS_1.0");
 
