@@ -15,7 +15,12 @@
 //!   header and linked with `-libverbs`, connects two RC QPs of one simulated NIC and moves
 //!   and checks data (RDMA WRITE, READ, SEND with immediate, bad_wr, EBUSY, rereg_mr);
 //! - `debian_ibv_devinfo_and_ibv_devices_run_unmodified`: the bookworm binaries list and
-//!   describe the simulated NICs.
+//!   describe the simulated NICs;
+//! - `perftest_sets_up_on_librnic`: bookworm's `ib_write_bw` (perftest 4.5) loads with the
+//!   stub `libmlx5.so.1` / `libefa.so.1`, and server and client (two processes, each with its
+//!   own in-process NIC) create their resources, exchange QPN/PSN/rkey/GID over TCP and move
+//!   their QPs to RTS; the transfer itself needs a wire between the two processes' NICs
+//!   (a SimBricks link or the bridged wire), so the run is cut off there.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -31,15 +36,39 @@ fn so_path() -> PathBuf {
     profile_dir().join("deps/libibverbs.so")
 }
 
-/// A directory with `libibverbs.so.1` → librnic, for `LD_LIBRARY_PATH`.
+/// A directory with `libibverbs.so.1` → librnic (and the stub `libmlx5.so.1` /
+/// `libefa.so.1`, when built), for `LD_LIBRARY_PATH`.
 fn lib_dir() -> PathBuf {
     let so = so_path();
     assert!(so.exists(), "{} not built", so.display());
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("librnic-lib");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-lib-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("libibverbs.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&so, &link).unwrap();
+    for (from, to) in [(so, "libibverbs.so.1")] {
+        let link = dir.join(to);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&from, &link).unwrap();
+    }
+    dir
+}
+
+/// [`lib_dir`] with the stub providers perftest links, built here with cargo (they are
+/// separate workspace packages).
+fn lib_dir_with_stubs() -> PathBuf {
+    let dir = lib_dir();
+    let profile = profile_dir();
+    let release = profile.file_name().is_some_and(|n| n == "release");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", "librnic-mlx5-stub", "-p", "librnic-efa-stub"]);
+    if release {
+        cmd.arg("--release");
+    }
+    let (ok, o, e) = run(&mut cmd);
+    assert!(ok, "building the stub providers: {o}{e}");
+    for (lib, soname) in [("libmlx5.so", "libmlx5.so.1"), ("libefa.so", "libefa.so.1")] {
+        let link = dir.join(soname);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(profile.join(lib), &link).unwrap();
+    }
     dir
 }
 
@@ -220,4 +249,37 @@ fn debian_ibv_devinfo_and_ibv_devices_run_unmodified() {
     ] {
         assert!(out.contains(want), "ibv_devinfo -v lacks {want:?}:\n{out}");
     }
+}
+
+#[test]
+fn perftest_sets_up_on_librnic() {
+    let dir = lib_dir_with_stubs();
+    let port = (18600 + std::process::id() % 1000).to_string();
+    let bw = which("ib_write_bw");
+    let perf = |extra: &[&str]| {
+        let mut c = Command::new("timeout");
+        c.args(["8", "stdbuf", "-o0"]).arg(&bw).args(["-d", "rnic_0", "-x", "1", "-n", "5", "-p", &port]).args(extra);
+        c.env("LD_LIBRARY_PATH", &dir).env("RNIC_DEVICE", "sim");
+        c
+    };
+    let server = perf(&[]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (_, client, cerr) = run(&mut perf(&["127.0.0.1"]));
+    let server = server.wait_with_output().unwrap();
+    let server = String::from_utf8_lossy(&server.stdout).into_owned();
+    for (who, out) in [("client", &client), ("server", &server)] {
+        for want in [
+            "RDMA_Write BW Test",
+            "Device         : rnic_0",
+            "Link type       : Ethernet",
+            "GID index       : 1",
+            "local address: LID 0000 QPN 0x0002",
+            "remote address: LID 0000 QPN 0x0002",
+            "GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:00:02:01",
+            "#bytes     #iterations",
+        ] {
+            assert!(out.contains(want), "{who} lacks {want:?}:\n{out}\n{cerr}");
+        }
+    }
+    assert!(!client.contains("Unable to Connect") && !client.contains("Couldn't"), "{client}");
 }
