@@ -60,11 +60,13 @@ pub mod event;
 pub mod mr;
 pub mod pd;
 pub mod qp;
+pub mod qp_attr;
 pub mod query;
 pub mod records;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod srq;
+pub mod wr;
 
 #[cfg(test)]
 mod mock;
