@@ -49,6 +49,9 @@ pub struct DeviceEntry {
 /// (the simulated world its NICs share).
 pub type BackendState = Box<dyn std::any::Any>;
 
+/// What a backend's `list` returns: `(index, port address)` of each device.
+pub type ListFn = fn(arg: Option<&str>) -> Result<Vec<(usize, PortAddr)>>;
+
 /// A device backend, enumerated by the scheme of a device string.
 pub struct Backend {
     /// The scheme: the device string up to the first `:` (or all of it).
@@ -56,7 +59,7 @@ pub struct Backend {
     /// One line for help texts: the forms of the string it takes.
     pub usage: &'static str,
     /// The devices `arg` (the string after `scheme:`, or `None`) names, as `(index, port)`.
-    pub list: fn(arg: Option<&str>) -> Result<Vec<(usize, PortAddr)>>,
+    pub list: ListFn,
     /// Opens device `index` of `arg`; `state` is the backend's state for this string (`None`
     /// the first time; the backend may fill it so later opens share it).
     pub open: fn(arg: Option<&str>, index: usize, state: &mut Option<BackendState>) -> Result<Context>,

@@ -14,6 +14,9 @@
 //! - `c_program_on_one_looped_back_nic`: `tests/c/loopback.c`, compiled against the real
 //!   header and linked with `-libverbs`, connects two RC QPs of one simulated NIC and moves
 //!   and checks data (RDMA WRITE, READ, SEND with immediate, bad_wr, EBUSY, rereg_mr);
+//! - `c_program_on_two_nics_of_one_world`: the same program with QP A on device 0 and QP B
+//!   on device 1 of `RNIC_DEVICE=sim:2` (two NICs cabled back to back; each side its own PD,
+//!   CQ and MRs; the peer's MAC found from the device list);
 //! - `debian_ibv_devinfo_and_ibv_devices_run_unmodified`: the bookworm binaries list and
 //!   describe the simulated NICs;
 //! - `perftest_sets_up_on_librnic`: bookworm's `ib_write_bw` (perftest 4.5) loads with the
@@ -43,11 +46,9 @@ fn lib_dir() -> PathBuf {
     assert!(so.exists(), "{} not built", so.display());
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-lib-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (from, to) in [(so, "libibverbs.so.1")] {
-        let link = dir.join(to);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&from, &link).unwrap();
-    }
+    let link = dir.join("libibverbs.so.1");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&so, &link).unwrap();
     dir
 }
 
@@ -218,6 +219,21 @@ fn c_program_on_one_looped_back_nic() {
     // ran on librnic.
     let (ok, out, _) = run(Command::new(&exe).env_remove("LD_LIBRARY_PATH"));
     assert!(!ok && !out.contains("PASS"), "{out}");
+}
+
+#[test]
+fn c_program_on_two_nics_of_one_world() {
+    let exe = compile("loopback");
+    let (ok, out, err) = run(Command::new(&exe)
+        .arg("two")
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env("RNIC_DEVICE", "sim:2")
+        .env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    assert!(out.contains("gid[1] ::ffff:192.0.2.1") && out.contains("gid[1] of B ::ffff:192.0.2.2"), "{out}");
+    // One NIC whose port is not looped back and no second device: device 1 is missing.
+    let (ok, out, _) = run(Command::new(&exe).arg("two").env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim"));
+    assert!(!ok && out.contains("device list"), "{out}");
 }
 
 #[test]

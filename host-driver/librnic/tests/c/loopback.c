@@ -1,9 +1,10 @@
 /* An ordinary verbs program, compiled against rdma-core's <infiniband/verbs.h> and linked
- * with -libverbs, run on librnic: it lists and queries the device, connects two RC QPs of the
- * one device (RNIC_DEVICE=sim: the port is looped back), moves data with RDMA WRITE, RDMA
- * READ and SEND through the inline ibv_post_send / ibv_post_recv / ibv_poll_cq, checks every
- * byte, and checks the error paths (bad_wr, EBUSY). Prints "PASS" and exits 0, or names the
- * first failure and exits 1. */
+ * with -libverbs, run on librnic: it lists and queries the device, connects two RC QPs -- of
+ * the one device (no argument; RNIC_DEVICE=sim: the port is looped back) or of devices 0 and 1
+ * ("two"; RNIC_DEVICE=sim:2: two NICs cabled back to back) --, moves data with RDMA WRITE,
+ * RDMA READ and SEND through the inline ibv_post_send / ibv_post_recv / ibv_poll_cq, checks
+ * every byte, and checks the error paths (bad_wr, EBUSY). Prints "PASS" and exits 0, or names
+ * the first failure and exits 1. Side A owns buffers a and c, side B buffer b. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -58,14 +59,16 @@ static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn, uint32_t my_psn, ui
 	CHECK(qp->state == IBV_QPS_RTS, "qp->state %d", qp->state);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	int n;
+	int n, two = argc > 1 && strcmp(argv[1], "two") == 0;
 	struct ibv_device **list = ibv_get_device_list(&n);
-	CHECK(list && n >= 1 && list[n] == NULL, "device list (%d)", n);
+	CHECK(list && n >= 1 + two && list[n] == NULL, "device list (%d)", n);
 	printf("device %s guid %016llx\n", ibv_get_device_name(list[0]), (unsigned long long)be64toh(ibv_get_device_guid(list[0])));
 	struct ibv_context *ctx = ibv_open_device(list[0]);
 	CHECK(ctx, "ibv_open_device errno %d", errno);
+	struct ibv_context *ctxb = two ? ibv_open_device(list[1]) : ctx;
+	CHECK(ctxb, "ibv_open_device 1 errno %d", errno);
 	ibv_free_device_list(list);
 
 	struct ibv_device_attr da;
@@ -85,9 +88,14 @@ int main(void)
 	CHECK(gid0.raw[0] == 0xfe && gid0.raw[1] == 0x80, "GID 0 link-local");
 	CHECK(gid1.raw[10] == 0xff && gid1.raw[11] == 0xff, "GID 1 IPv4-mapped");
 	CHECK(ibv_query_gid(ctx, 1, 2, &gid0) != 0, "GID index 2 exists");
+	union ibv_gid gidb;
+	CHECK(ibv_query_gid(ctxb, 1, 1, &gidb) == 0, "query_gid of B");
+	inet_ntop(AF_INET6, gidb.raw, s, sizeof s);
+	printf("gid[1] of B %s\n", s);
 
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	CHECK(pd, "alloc_pd");
+	struct ibv_pd *pdb = two ? ibv_alloc_pd(ctxb) : pd;
+	CHECK(pd && pdb, "alloc_pd");
 	char *a = aligned_alloc(4096, SIZE), *b = aligned_alloc(4096, SIZE), *c = aligned_alloc(4096, SIZE);
 	for (int i = 0; i < SIZE; i++) {
 		a[i] = (char)(i * 7 + 3);
@@ -95,21 +103,25 @@ int main(void)
 		c[i] = 0;
 	}
 	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	struct ibv_mr *ma = ibv_reg_mr(pd, a, SIZE, acc), *mb = ibv_reg_mr(pd, b, SIZE, acc), *mc = ibv_reg_mr(pd, c, SIZE, acc);
+	struct ibv_mr *ma = ibv_reg_mr(pd, a, SIZE, acc), *mb = ibv_reg_mr(pdb, b, SIZE, acc), *mc = ibv_reg_mr(pd, c, SIZE, acc);
 	CHECK(ma && mb && mc, "reg_mr errno %d", errno);
 	CHECK(ibv_dealloc_pd(pd) == EBUSY, "dealloc_pd with MRs must be EBUSY");
 
 	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	CHECK(cq && cq->cqe >= 64, "create_cq");
+	struct ibv_cq *cqb = two ? ibv_create_cq(ctxb, 64, NULL, NULL, 0) : cq;
+	CHECK(cq && cqb && cq->cqe >= 64, "create_cq");
 	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .cap = { .max_send_wr = 16, .max_recv_wr = 16,
 		.max_send_sge = 1, .max_recv_sge = 1 }, .qp_type = IBV_QPT_RC };
-	struct ibv_qp *qa = ibv_create_qp(pd, &ia), *qb = ibv_create_qp(pd, &ia);
-	CHECK(qa && qb && qa->qp_num != qb->qp_num, "create_qp errno %d", errno);
+	struct ibv_qp *qa = ibv_create_qp(pd, &ia);
+	ia.send_cq = ia.recv_cq = cqb;
+	struct ibv_qp *qb = ibv_create_qp(pdb, &ia);
+	ia.send_cq = ia.recv_cq = cq;
+	CHECK(qa && qb && (two || qa->qp_num != qb->qp_num), "create_qp errno %d", errno);
 	CHECK(ibv_destroy_cq(cq) == EBUSY, "destroy_cq with QPs must be EBUSY");
 	struct ibv_qp_init_attr ud = ia;
 	ud.qp_type = IBV_QPT_UD;
 	CHECK(ibv_create_qp(pd, &ud) == NULL && errno == EOPNOTSUPP, "UD QP: EOPNOTSUPP (errno %d)", errno);
-	connect_qp(qa, qb->qp_num, 0x1234, 0x777, &gid1, IBV_MTU_1024);
+	connect_qp(qa, qb->qp_num, 0x1234, 0x777, &gidb, IBV_MTU_1024);
 	connect_qp(qb, qa->qp_num, 0x777, 0x1234, &gid1, IBV_MTU_1024);
 	struct ibv_qp_attr qattr;
 	struct ibv_qp_init_attr qinit;
@@ -139,9 +151,9 @@ int main(void)
 	      ibv_wc_status_str(wc.status));
 	CHECK(memcmp(a, c, SIZE) == 0, "READ data");
 
-	/* SEND a[100..1100] -> c (receive posted on qb), with immediate data */
-	memset(c, 0, SIZE);
-	struct ibv_sge rsge = { .addr = (uintptr_t)c, .length = SIZE, .lkey = mc->lkey };
+	/* SEND a[100..1100] -> b (receive posted on qb), with immediate data */
+	memset(b, 0, SIZE);
+	struct ibv_sge rsge = { .addr = (uintptr_t)b, .length = SIZE, .lkey = mb->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 77, .sg_list = &rsge, .num_sge = 1 }, *rbad = NULL;
 	CHECK(ibv_post_recv(qb, &rwr, &rbad) == 0, "post_recv");
 	sge.addr = (uintptr_t)a + 100;
@@ -153,7 +165,7 @@ int main(void)
 	CHECK(ibv_post_send(qa, &wr, &bad) == 0, "post SEND");
 	int got_send = 0, got_recv = 0;
 	for (int k = 0; k < 2; k++) {
-		wc = poll_one(cq);
+		wc = two ? poll_one(k == 0 ? cq : cqb) : poll_one(cq);
 		CHECK(wc.status == IBV_WC_SUCCESS, "SEND/RECV completion: %s", ibv_wc_status_str(wc.status));
 		if (wc.opcode == IBV_WC_SEND && wc.wr_id == 3) {
 			got_send = 1;
@@ -165,7 +177,7 @@ int main(void)
 		}
 	}
 	CHECK(got_send && got_recv, "send %d recv %d", got_send, got_recv);
-	CHECK(memcmp(a + 100, c, 1000) == 0, "SEND data");
+	CHECK(memcmp(a + 100, b, 1000) == 0, "SEND data");
 
 	/* A list whose second WR is bad: the first is posted, bad_wr names the second. */
 	struct ibv_send_wr w2 = wr, w1 = wr;
@@ -196,10 +208,10 @@ int main(void)
 	printf("status %d: %s\n", wc.status, ibv_wc_status_str(wc.status));
 
 	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0, "destroy_qp");
-	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
+	CHECK(ibv_destroy_cq(cq) == 0 && (!two || ibv_destroy_cq(cqb) == 0), "destroy_cq");
 	CHECK(ibv_dereg_mr(ma) == 0 && ibv_dereg_mr(mb) == 0 && ibv_dereg_mr(mc) == 0, "dereg_mr");
-	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
-	CHECK(ibv_close_device(ctx) == 0, "close_device");
+	CHECK(ibv_dealloc_pd(pd) == 0 && (!two || ibv_dealloc_pd(pdb) == 0), "dealloc_pd");
+	CHECK(ibv_close_device(ctx) == 0 && (!two || ibv_close_device(ctxb) == 0), "close_device");
 	printf("PASS\n");
 	return 0;
 }
