@@ -13,7 +13,9 @@
 //!   output;
 //! - `c_program_on_one_looped_back_nic`: `tests/c/loopback.c`, compiled against the real
 //!   header and linked with `-libverbs`, connects two RC QPs of one simulated NIC and moves
-//!   and checks data (RDMA WRITE, READ, SEND with immediate, bad_wr, EBUSY, rereg_mr);
+//!   and checks data (RDMA WRITE, READ, SEND with immediate, bad_wr, EBUSY, rereg_mr,
+//!   resize_cq on the NIC: the completions after it land in the new ring; an SRQ created,
+//!   armed, posted to through the inline ibv_post_srq_recv and busy while a QP uses it);
 //! - `c_program_on_two_nics_of_one_world`: the same program with QP A on device 0 and QP B
 //!   on device 1 of `RNIC_DEVICE=sim:2` (two NICs cabled back to back; each side its own PD,
 //!   CQ and MRs; the peer's MAC found from the device list);

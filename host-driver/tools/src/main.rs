@@ -120,7 +120,11 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     println!(" CQ Moderation   : {}", r.cq_mod);
     println!(" Mtu             : {}[B]", r.mtu);
     println!(" Link type       : Ethernet (RoCEv2, 100 Gb/s simulated wire)");
-    println!(" Max inline data : {}[B]{}", r.inline_size, if r.size <= u64::from(r.inline_size) { "\t\tmessages sent inline" } else { "" });
+    println!(
+        " Max inline data : {}[B]{}",
+        r.inline_size,
+        if r.size <= u64::from(r.inline_size) { "\t\tmessages sent inline" } else { "" }
+    );
     println!(" SGEs per WR     : {}", r.sges);
     println!(" Data ex. method : in-process (two simulated hosts)");
     println!("{RULE}");
@@ -188,7 +192,9 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
             println!(" QP {}: FAILED ({} of {} messages completed)", q.qp, q.completed, q.iters);
         }
         match r.received {
-            Some(rx) => println!(" verification: FAILED ({} of {} messages completed, {rx} received)", r.completed, r.iters),
+            Some(rx) => {
+                println!(" verification: FAILED ({} of {} messages completed, {rx} received)", r.completed, r.iters)
+            }
             None => println!(" verification: FAILED ({} of {} messages completed)", r.completed, r.iters),
         }
     }
@@ -245,10 +251,17 @@ fn info(json: bool) -> ExitCode {
         });
         println!("{v}");
     } else {
-        let id_ascii: String = info.id.to_be_bytes().iter().map(|&c| if c.is_ascii_graphic() { c as char } else { '.' }).collect();
+        let id_ascii: String =
+            info.id.to_be_bytes().iter().map(|&c| if c.is_ascii_graphic() { c as char } else { '.' }).collect();
         println!("device          : sim NIC 0 of 1 (Verilated RTL)");
         println!("ID              : {:#010x} \"{id_ascii}\"", info.id);
-        println!("VERSION         : {:#010x} (contract {}.{}; driver speaks {:#010x})", info.version, info.major(), info.minor(), rnic_contract::regs::VERSION_VALUE);
+        println!(
+            "VERSION         : {:#010x} (contract {}.{}; driver speaks {:#010x})",
+            info.version,
+            info.major(),
+            info.minor(),
+            rnic_contract::regs::VERSION_VALUE
+        );
         println!("CAPS            : {:#010x}", info.caps);
         println!("  QPs           : {}", 1u64 << info.log_qps);
         println!("  MR keys       : {}", 1u64 << info.log_mrs);
@@ -256,7 +269,28 @@ fn info(json: bool) -> ExitCode {
         println!("  WQEs in flight: {} per QP", 1u64 << info.log_inflight);
         println!("  datapath      : {} bytes", info.datapath_bytes);
         println!("CLOCK_MHZ       : {}", info.clock_mhz);
-        println!("simulator       : Verilator build {:.1} s, waveform support {}", rnic_sim::verilator_build_seconds(), if b.waveform { "on" } else { "off" });
+        println!("QP_CAPS         : {:#010x}", info.qp_caps);
+        println!("  WQEs per SQ/RQ: {} / {}", 1u64 << info.log_max_sq_wr, 1u64 << info.log_max_rq_wr);
+        println!("  SGEs          : {} send, {} receive", info.max_send_sge, info.max_recv_sge);
+        println!("  max_rd_atomic : {}", info.max_rd_atomic);
+        println!("SEND_CAPS       : {} inline bytes", info.max_inline);
+        println!("SRQ_CAPS        : {} WQEs, {} SGEs", 1u64 << info.log_max_srq_wr, info.max_srq_sge);
+        use rnic_contract::regs::features as f;
+        let names = [
+            (f::RC, "RC"),
+            (f::SRQ, "SRQ"),
+            (f::ATOMICS, "atomics"),
+            (f::UD, "UD"),
+            (f::CQ_EVENTS, "CQ events"),
+            (f::RNR_NAK_GEN, "RNR NAKs"),
+        ];
+        let on: Vec<&str> = names.iter().filter(|(b, _)| info.has_feature(*b)).map(|(_, n)| *n).collect();
+        println!("FEATURES        : {:#010x} ({}; ibv_atomic_cap {})", info.features, on.join(", "), info.atomic_cap());
+        println!(
+            "simulator       : Verilator build {:.1} s, waveform support {}",
+            rnic_sim::verilator_build_seconds(),
+            if b.waveform { "on" } else { "off" }
+        );
         match &compat {
             Ok(()) => println!("compatible      : yes"),
             Err(e) => println!("compatible      : NO: {e}"),

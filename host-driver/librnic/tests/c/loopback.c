@@ -151,11 +151,16 @@ int main(int argc, char **argv)
 	      ibv_wc_status_str(wc.status));
 	CHECK(memcmp(a, c, SIZE) == 0, "READ data");
 
+	/* Every completion polled and nothing outstanding: the CQ can move to a larger ring, and
+	 * the next completions land in the new one (the NIC restarted its producer index). */
+	CHECK(ibv_resize_cq(cq, 200) == 0 && cq->cqe >= 200, "resize_cq to 200: cqe %d", cq->cqe);
+
 	/* SEND a[100..1100] -> b (receive posted on qb), with immediate data */
 	memset(b, 0, SIZE);
 	struct ibv_sge rsge = { .addr = (uintptr_t)b, .length = SIZE, .lkey = mb->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 77, .sg_list = &rsge, .num_sge = 1 }, *rbad = NULL;
 	CHECK(ibv_post_recv(qb, &rwr, &rbad) == 0, "post_recv");
+	CHECK(ibv_resize_cq(cqb, 300) == EBUSY, "resize_cq with a receive outstanding must be EBUSY");
 	sge.addr = (uintptr_t)a + 100;
 	sge.length = 1000;
 	sge.lkey = ma->lkey;
@@ -206,6 +211,25 @@ int main(int argc, char **argv)
 	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 6, "expected remote access error, got %s",
 	      ibv_wc_status_str(wc.status));
 	printf("status %d: %s\n", wc.status, ibv_wc_status_str(wc.status));
+
+	/* A shared receive queue: created, queried, armed, posted to through the inline
+	 * ibv_post_srq_recv, busy while a QP uses it. */
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 10, .max_sge = 2 } };
+	struct ibv_srq *srq = ibv_create_srq(pdb, &sa);
+	CHECK(srq && sa.attr.max_wr >= 10 && sa.attr.max_sge >= 2, "create_srq errno %d", errno);
+	struct ibv_srq_attr sq = { .srq_limit = 3 };
+	CHECK(ibv_modify_srq(srq, &sq, IBV_SRQ_LIMIT) == 0, "modify_srq limit");
+	CHECK(ibv_query_srq(srq, &sq) == 0 && sq.srq_limit == 3 && sq.max_wr >= 10, "query_srq");
+	rwr.next = NULL;
+	CHECK(ibv_post_srq_recv(srq, &rwr, &rbad) == 0, "post_srq_recv");
+	struct ibv_qp_init_attr si = ia;
+	si.send_cq = si.recv_cq = cqb;
+	si.srq = srq;
+	si.cap.max_recv_wr = 0;
+	struct ibv_qp *qs = ibv_create_qp(pdb, &si);
+	CHECK(qs, "create_qp on an SRQ errno %d", errno);
+	CHECK(ibv_destroy_srq(srq) == EBUSY, "destroy_srq with a QP on it must be EBUSY");
+	CHECK(ibv_destroy_qp(qs) == 0 && ibv_destroy_srq(srq) == 0, "destroy the SRQ after its QP");
 
 	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0, "destroy_qp");
 	CHECK(ibv_destroy_cq(cq) == 0 && (!two || ibv_destroy_cq(cqb) == 0), "destroy_cq");
