@@ -16,8 +16,9 @@
 //! theirs.
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::{Rc, Weak};
 
-use crate::context::{Context, PortAddr};
+use crate::context::{Context, CtxInner, PortAddr};
 use crate::error::{Error, Result};
 use crate::query::eui64;
 
@@ -96,6 +97,9 @@ fn backend_of(spec: &str) -> Result<(&'static Backend, Option<&str>)> {
 pub struct DeviceList {
     entries: Vec<DeviceEntry>,
     state: RefCell<HashMap<String, Option<BackendState>>>,
+    /// The context of each device while one is open: a second open shares it (one driver per
+    /// NIC, so QP, CQ and key numbers stay unique).
+    opened: RefCell<Vec<Weak<CtxInner>>>,
 }
 
 impl std::fmt::Debug for DeviceList {
@@ -125,7 +129,8 @@ impl DeviceList {
                 });
             }
         }
-        Ok(Self { entries, state: RefCell::new(HashMap::new()) })
+        let opened = RefCell::new(vec![Weak::new(); entries.len()]);
+        Ok(Self { entries, state: RefCell::new(HashMap::new()), opened })
     }
 
     /// The devices of `$RNIC_DEVICE`, or of [`DEFAULT_DEVICE`] when it is unset.
@@ -145,18 +150,24 @@ impl DeviceList {
     }
 
     /// Opens device `i` (`ibv_open_device(3)`) and gives its port the entry's address. Two
-    /// devices of one device string share their backend's state (a simulated world).
+    /// devices of one device string share their backend's state (a simulated world). Opening
+    /// a device that is open already returns another handle of the same context (its tables
+    /// of QP, CQ and key numbers are the NIC's, so there is one per NIC).
     ///
     /// # Errors
     /// [`Error::NoDevice`] for an index past the list; the backend's and
     /// [`Context::open`]'s errors.
     pub fn open(&self, i: usize) -> Result<Context> {
         let e = self.entries.get(i).ok_or_else(|| Error::NoDevice(format!("device {i} of {}", self.entries.len())))?;
+        if let Some(inner) = self.opened.borrow()[i].upgrade() {
+            return Ok(Context { inner });
+        }
         let (b, arg) = backend_of(&e.spec)?;
         let mut states = self.state.borrow_mut();
         let state = states.entry(e.spec.clone()).or_default();
         let ctx = (b.open)(arg, e.index, state)?;
         ctx.set_port_addr(e.port)?;
+        self.opened.borrow_mut()[i] = Rc::downgrade(&ctx.inner);
         Ok(ctx)
     }
 }

@@ -403,4 +403,13 @@ fn sim_device_strings_list_and_open() {
     assert_eq!(b.query_gid(1, 1).unwrap().to_ipv4(), Some(PortAddr::for_sim_nic(1).ip));
     // sim:2's devices share one world: same clock.
     assert_eq!(a.device().now_cycles(), b.device().now_cycles());
+    // A second open of device 0 is the same context: QP numbers stay unique on the NIC.
+    let a2 = l.open(0).unwrap();
+    let (pa, pa2) = (a.alloc_pd().unwrap(), a2.alloc_pd().unwrap());
+    assert_ne!(pa.pdn(), pa2.pdn());
+    let (cq, cq2) = (a.create_cq(64).unwrap(), a2.create_cq(64).unwrap());
+    assert_ne!(cq.cqn(), cq2.cqn());
+    let q = pa.create_qp(&cq).build().unwrap();
+    let q2 = pa2.create_qp(&cq2).build().unwrap();
+    assert_ne!(q.qp_num(), q2.qp_num());
 }
