@@ -129,7 +129,7 @@ impl DeviceList {
                 });
             }
         }
-        let opened = RefCell::new(vec![Weak::new(); entries.len()]);
+        let opened = RefCell::new((0..entries.len()).map(|_| Weak::new()).collect());
         Ok(Self { entries, state: RefCell::new(HashMap::new()), opened })
     }
 
