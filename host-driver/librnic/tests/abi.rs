@@ -25,7 +25,9 @@
 //!   stub `libmlx5.so.1` / `libefa.so.1`, and server and client (two processes, each with its
 //!   own in-process NIC) create their resources, exchange QPN/PSN/rkey/GID over TCP and move
 //!   their QPs to RTS; the transfer itself needs a wire between the two processes' NICs
-//!   (a SimBricks link or the bridged wire), so the run is cut off there.
+//!   (a SimBricks link or the bridged wire), so the run is cut off there;
+//! - `ibv_rc_pingpong_sets_up_on_librnic`: the same for bookworm's `ibv_rc_pingpong -g 1`
+//!   (ibverbs-utils 44): both sides print their and the peer's QPN, PSN and GID.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -89,10 +91,11 @@ fn run(cmd: &mut Command) -> (bool, String, String) {
 }
 
 /// Compiles `tests/c/<name>.c` against the installed rdma-core header, linked with the
-/// installed `-libverbs` (so the binary binds to rdma-core's symbol versions).
-fn compile(name: &str) -> PathBuf {
+/// installed `-libverbs` (so the binary binds to rdma-core's symbol versions), as `<out>`
+/// (tests running in parallel use different names).
+fn compile(name: &str, out: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
-    let exe = tmp(name);
+    let exe = tmp(out);
     let (ok, o, e) =
         run(Command::new("cc").args(["-O1", "-Wall", "-Werror", "-o"]).arg(&exe).arg(&src).arg("-libverbs"));
     assert!(ok, "compiling {}: {o}{e} (needs libibverbs-dev)", src.display());
@@ -196,7 +199,7 @@ fn which(bin: &str) -> PathBuf {
 
 #[test]
 fn strings_match_libibverbs() {
-    let exe = compile("strings");
+    let exe = compile("strings", "strings");
     let (ok, theirs, e) = run(&mut Command::new(&exe));
     assert!(ok, "{e}");
     let (ok, ours, e) = run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()));
@@ -210,7 +213,7 @@ fn strings_match_libibverbs() {
 
 #[test]
 fn c_program_on_one_looped_back_nic() {
-    let exe = compile("loopback");
+    let exe = compile("loopback", "loopback-one");
     let (ok, out, err) =
         run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim").env_remove("RNIC_PEER"));
     assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
@@ -225,7 +228,7 @@ fn c_program_on_one_looped_back_nic() {
 
 #[test]
 fn c_program_on_two_nics_of_one_world() {
-    let exe = compile("loopback");
+    let exe = compile("loopback", "loopback-two");
     let (ok, out, err) = run(Command::new(&exe)
         .arg("two")
         .env("LD_LIBRARY_PATH", lib_dir())
@@ -300,4 +303,32 @@ fn perftest_sets_up_on_librnic() {
         }
     }
     assert!(!client.contains("Unable to Connect") && !client.contains("Couldn't"), "{client}");
+}
+
+#[test]
+fn ibv_rc_pingpong_sets_up_on_librnic() {
+    let dir = lib_dir();
+    let port = (19600 + std::process::id() % 1000).to_string();
+    let pp = which("ibv_rc_pingpong");
+    let side = |extra: &[&str]| {
+        let mut c = Command::new("timeout");
+        c.args(["6", "stdbuf", "-o0"]).arg(&pp).args(["-d", "rnic_0", "-g", "1", "-n", "5", "-p", &port]).args(extra);
+        c.env("LD_LIBRARY_PATH", &dir).env("RNIC_DEVICE", "sim");
+        c
+    };
+    let server = side(&[]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (_, client, cerr) = run(&mut side(&["127.0.0.1"]));
+    let server = server.wait_with_output().unwrap();
+    let server = String::from_utf8_lossy(&server.stdout).into_owned();
+    for (who, out) in [("client", &client), ("server", &server)] {
+        for want in [
+            "local address:  LID 0x0000, QPN 0x000002",
+            "remote address: LID 0x0000, QPN 0x000002",
+            "GID ::ffff:192.0.2.1",
+        ] {
+            assert!(out.contains(want), "{who} lacks {want:?}:\n{out}\n{cerr}");
+        }
+    }
+    assert!(!client.contains("Failed") && !client.contains("Couldn't"), "{client}\n{cerr}");
 }
