@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what rnic's build and tests need on Debian, as root, idempotently, and says what it did:
-# Verilator (>= 5.006), g++, make, yosys, tshark, and python3 with scapy in a project-local
+# Verilator (>= 5.006), g++, make, yosys, tshark, rdma-core's libibverbs-dev, ibverbs-utils
+# and perftest (librnic's tests), and python3 with scapy in a project-local
 # virtualenv (.venv). Safe to run repeatedly: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,12 @@ command -v yosys >/dev/null || need_apt+=(yosys)
 command -v tshark >/dev/null || need_apt+=(tshark)
 command -v python3 >/dev/null || need_apt+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+# rdma-core 44 for librnic's tests: the header its layouts are checked against, the library
+# its symbol versions and strings are compared with, and the unmodified programs it runs.
+[ -f /usr/include/infiniband/verbs.h ] || need_apt+=(libibverbs-dev)
+command -v ibv_devinfo >/dev/null || need_apt+=(ibverbs-utils)
+command -v ib_write_bw >/dev/null || need_apt+=(perftest)
+command -v objdump >/dev/null || need_apt+=(binutils)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "installing with apt: ${need_apt[*]}"
@@ -24,7 +31,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 else
-  say "apt packages present (verilator, g++, make, yosys, tshark, python3-venv)"
+  say "apt packages present (verilator, g++, make, yosys, tshark, python3-venv, libibverbs-dev, ibverbs-utils, perftest)"
 fi
 
 vver=$(verilator --version | awk '{print $2}')

@@ -687,7 +687,8 @@ fn a_recreated_srq_starts_empty_and_disarmed() {
 }
 
 /// Driver checks that need QPs connected on the NIC: post_recv on an SRQ QP, and the SRQ's
-/// own post_recv limits, leave the NIC's view unchanged (the next SEND lands in WQE 0).
+/// own post_recv limits, post nothing past the refused WR (the next SEND lands in the first
+/// WQE posted, and no refused WR reaches the NIC).
 #[test]
 fn driver_refusals_on_srq_qps_post_nothing() {
     let h = hosts();
@@ -703,10 +704,14 @@ fn driver_refusals_on_srq_qps_post_nothing() {
         assert_eq!(qb.post_recv_one(wr).unwrap_err().errno(), Errno::EINVAL, "post_recv on an SRQ QP");
         // A 64-byte receive WQE holds 3 scatter entries (the SRQ's max_sge): 4 are refused.
         let four = RecvWr::with_sg_list(8, &[dmr.sge(0..16).unwrap(); 4]).unwrap();
-        assert_eq!(srq.post_recv(&[wr, four]).unwrap_err().errno(), Errno::EINVAL, "four SGEs, max_sge 3");
-        assert_eq!(srq.post_recv(&[wr, wr, wr]).unwrap_err().errno(), Errno::ENOMEM, "3 WRs, 2 slots");
+        let e = srq.post_recv(&[four, wr]).unwrap_err();
+        assert_eq!((e.errno(), e.bad_wr), (Errno::EINVAL, 0), "four SGEs, max_sge 3: nothing posted");
         assert_eq!(srq.outstanding(), 0);
-        srq.post_recv(&[RecvWr::new(1, dmr.sge(64..128).unwrap()), RecvWr::new(2, dmr.sge(128..192).unwrap())]).unwrap();
+        // 3 WRs, 2 slots: the first two are posted (ibv_post_srq_recv's bad_wr semantics).
+        let (w1, w2) = (RecvWr::new(1, dmr.sge(64..128).unwrap()), RecvWr::new(2, dmr.sge(128..192).unwrap()));
+        let e = srq.post_recv(&[w1, w2, wr]).unwrap_err();
+        assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 2), "3 WRs, 2 slots");
+        assert_eq!(srq.outstanding(), 2);
         assert_eq!(srq.post_recv_one(wr).unwrap_err().errno(), Errno::ENOMEM, "full");
         qa.post_send_one(SendWr::send(1, smr.sge(0..10).unwrap()).signaled(true)).unwrap();
         assert_eq!(h.wait(&h.ca, 1, 100_000)[0].status, WcStatus::Success);

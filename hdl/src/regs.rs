@@ -73,6 +73,10 @@ pub struct BarRegs {
     a_version: Constant<Bits<16>>,
     a_caps: Constant<Bits<16>>,
     a_clock: Constant<Bits<16>>,
+    a_qp_caps: Constant<Bits<16>>,
+    a_send_caps: Constant<Bits<16>>,
+    a_srq_caps: Constant<Bits<16>>,
+    a_features: Constant<Bits<16>>,
     a_mac_lo: Constant<Bits<16>>,
     a_mac_hi: Constant<Bits<16>>,
     a_ip: Constant<Bits<16>>,
@@ -85,6 +89,10 @@ pub struct BarRegs {
     v_version: Constant<Bits<32>>,
     v_caps: Constant<Bits<32>>,
     v_clock: Constant<Bits<32>>,
+    v_qp_caps: Constant<Bits<32>>,
+    v_send_caps: Constant<Bits<32>>,
+    v_srq_caps: Constant<Bits<32>>,
+    v_features: Constant<Bits<32>>,
     c_word_mask: Constant<Bits<512>>,
 }
 
@@ -145,6 +153,10 @@ impl Default for BarRegs {
             a_version: a(regs::VERSION),
             a_caps: a(regs::CAPS),
             a_clock: a(regs::CLOCK_MHZ),
+            a_qp_caps: a(regs::QP_CAPS),
+            a_send_caps: a(regs::SEND_CAPS),
+            a_srq_caps: a(regs::SRQ_CAPS),
+            a_features: a(regs::FEATURES),
             a_mac_lo: a(regs::MAC_LO),
             a_mac_hi: a(regs::MAC_HI),
             a_ip: a(regs::IPV4_ADDR),
@@ -157,6 +169,10 @@ impl Default for BarRegs {
             v_version: v(regs::VERSION_VALUE),
             v_caps: v(caps),
             v_clock: v(CORE_CLOCK_MHZ as u32),
+            v_qp_caps: v(regs::QP_CAPS_VALUE),
+            v_send_caps: v(regs::SEND_CAPS_VALUE),
+            v_srq_caps: v(regs::SRQ_CAPS_VALUE),
+            v_features: v(regs::FEATURES_VALUE),
             c_word_mask: Constant::new(0xFFFF_FFFF_u64.to_bits()),
         }
     }
@@ -256,6 +272,19 @@ impl Logic for BarRegs {
         }
         if self.araddr.val() == self.a_clock.val() {
             self.rd_value.next = self.v_clock.val();
+        }
+        // The capability registers: constants of the contract.
+        if self.araddr.val() == self.a_qp_caps.val() {
+            self.rd_value.next = self.v_qp_caps.val();
+        }
+        if self.araddr.val() == self.a_send_caps.val() {
+            self.rd_value.next = self.v_send_caps.val();
+        }
+        if self.araddr.val() == self.a_srq_caps.val() {
+            self.rd_value.next = self.v_srq_caps.val();
+        }
+        if self.araddr.val() == self.a_features.val() {
+            self.rd_value.next = self.v_features.val();
         }
         if self.araddr.val() == self.a_mac_lo.val() {
             self.rd_value.next = self.mac_r.q.val().get_bits::<32>(0);

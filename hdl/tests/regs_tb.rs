@@ -4,6 +4,11 @@
 //! - `identity_registers_read_back`: ID, VERSION, CAPS (fields from the contract's constants),
 //!   CLOCK_MHZ; unmapped addresses read 0; writes to read-only registers change nothing; random
 //!   `rready` delays (`rvalid` and `rdata` held until taken, `arready` low meanwhile).
+//! - `capability_registers_read_the_contract`: QP_CAPS, SEND_CAPS, SRQ_CAPS and FEATURES read
+//!   the contract's values, decoded field by field into the limits `ibv_query_device(3)`
+//!   reports (2^15 SQ/RQ/SRQ WQEs, 16 send and 15 receive SGEs, max_rd_atomic 16, 448 inline
+//!   bytes, RC + SRQ + atomics with IBV_ATOMIC_HCA, no UD or CQ events yet); the free
+//!   registers after them read 0 and writes to them change nothing.
 //! - `mac_and_ip_write_and_read_back`: MAC_LO/MAC_HI/IPV4_ADDR writes (AW and W at random
 //!   relative times) appear on `mac`/`ip` and read back (MAC_HI as 16 bits).
 //! - `staging_words_assemble_the_record`: the 16 staging words, written in random order and
@@ -344,11 +349,54 @@ fn identity_registers_read_back() {
             assert_eq!(tb.read(a).0, v, "round {round}: register {a:#06x}");
         }
         let past_counters = regs::COUNTERS + 4 * NUM_COUNTERS as u16;
-        for a in [0x001Cu16, 0x0104, 0x0244, 0x0300, past_counters, 0x0480, 0x0800, 0xFFFC] {
+        for a in [0x001Cu16, 0x0030, 0x003C, 0x0104, 0x0244, 0x0300, past_counters, 0x0480, 0x0800, 0xFFFC] {
             assert_eq!(tb.read(a).0, 0, "unmapped register {a:#06x}");
         }
         // Writes to read-only registers are accepted and ignored.
         for (a, _) in fixed {
+            let junk = tb.rng.u32();
+            tb.write(a, junk);
+        }
+    }
+}
+
+#[test]
+fn capability_registers_read_the_contract() {
+    use regs::{features, qp_caps, send_caps, srq_caps};
+    let mut tb = Tb::new(0x2E65_0006);
+    for round in 0..2 {
+        let qp = tb.read(regs::QP_CAPS).0;
+        assert_eq!(qp, regs::QP_CAPS_VALUE, "round {round}: QP_CAPS");
+        let field = |v: u32, shift: u32, bits: u32| v >> shift & ((1 << bits) - 1);
+        assert_eq!(field(qp, qp_caps::LOG_MAX_SQ_WR_SHIFT, 4), 15, "log2 max SQ WQEs");
+        assert_eq!(field(qp, qp_caps::LOG_MAX_RQ_WR_SHIFT, 4), 15, "log2 max RQ WQEs");
+        assert_eq!(field(qp, qp_caps::MAX_SEND_SGE_SHIFT, 8), 16, "max send SGEs");
+        assert_eq!(field(qp, qp_caps::MAX_RECV_SGE_SHIFT, 8), 15, "max receive SGEs");
+        assert_eq!(field(qp, qp_caps::MAX_RD_ATOMIC_SHIFT, 8), 16, "max_rd_atomic");
+        let send = tb.read(regs::SEND_CAPS).0;
+        assert_eq!((send, field(send, send_caps::MAX_INLINE_SHIFT, 16)), (regs::SEND_CAPS_VALUE, 448), "SEND_CAPS");
+        let srq = tb.read(regs::SRQ_CAPS).0;
+        assert_eq!(srq, regs::SRQ_CAPS_VALUE, "SRQ_CAPS");
+        assert_eq!(field(srq, srq_caps::LOG_MAX_SRQ_WR_SHIFT, 4), 15, "log2 max SRQ WQEs");
+        assert_eq!(field(srq, srq_caps::MAX_SRQ_SGE_SHIFT, 8), 15, "max SRQ SGEs");
+        let f = tb.read(regs::FEATURES).0;
+        assert_eq!(f, regs::FEATURES_VALUE, "FEATURES");
+        assert_eq!(
+            f & (features::RC
+                | features::SRQ
+                | features::ATOMICS
+                | features::UD
+                | features::CQ_EVENTS
+                | features::RNR_NAK_GEN),
+            features::RC | features::SRQ | features::ATOMICS | features::RNR_NAK_GEN,
+            "feature bits: RC, SRQ, atomics, RNR NAKs; no UD or CQ events yet"
+        );
+        assert_eq!(field(f, features::ATOMIC_CAP_SHIFT, 2), 1, "IBV_ATOMIC_HCA");
+        for a in [0x0030u16, 0x0034, 0x0038, 0x003C] {
+            assert_eq!(tb.read(a).0, 0, "free capability register {a:#06x}");
+        }
+        // Read-only: writes are accepted and ignored.
+        for a in [regs::QP_CAPS, regs::SEND_CAPS, regs::SRQ_CAPS, regs::FEATURES] {
             let junk = tb.rng.u32();
             tb.write(a, junk);
         }

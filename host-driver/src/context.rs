@@ -5,7 +5,7 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::rc::{Rc, Weak};
 
-use rnic_contract::regs::{self, caps, counter};
+use rnic_contract::regs::{self, caps, counter, features, qp_caps, send_caps, srq_caps};
 
 use crate::cq::CompletionQueue;
 use crate::device::Device;
@@ -44,8 +44,8 @@ impl PortAddr {
     }
 }
 
-/// The identification registers of a device (`ibv_query_device(3)`, reduced to what the NIC
-/// reports in BAR0).
+/// The identification and capability registers of a device, as read from BAR0: what
+/// [`Context::query_device`](crate::Context::query_device) turns into `ibv_device_attr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct DeviceInfo {
     /// `ID` register (0x524E4943, "RNIC", when it is an rnic).
@@ -66,10 +66,31 @@ pub struct DeviceInfo {
     pub log_inflight: u8,
     /// Datapath width in bytes.
     pub datapath_bytes: u8,
+    /// Raw `QP_CAPS` register.
+    pub qp_caps: u32,
+    /// log2 of the largest SQ, in WQEs (`QP_CAPS` 3:0).
+    pub log_max_sq_wr: u8,
+    /// log2 of the largest RQ, in receive WQEs (`QP_CAPS` 7:4).
+    pub log_max_rq_wr: u8,
+    /// Gather entries per send WQE (`QP_CAPS` 15:8).
+    pub max_send_sge: u8,
+    /// Scatter entries per receive WQE (`QP_CAPS` 23:16).
+    pub max_recv_sge: u8,
+    /// Largest `max_rd_atomic` / `max_dest_rd_atomic` (`QP_CAPS` 31:24).
+    pub max_rd_atomic: u8,
+    /// Inline data bytes per WQE (`SEND_CAPS` 15:0).
+    pub max_inline: u16,
+    /// log2 of the largest SRQ, in receive WQEs (`SRQ_CAPS` 3:0).
+    pub log_max_srq_wr: u8,
+    /// Scatter entries per SRQ receive WQE (`SRQ_CAPS` 15:8).
+    pub max_srq_sge: u8,
+    /// Raw `FEATURES` register (bits in [`rnic_contract::regs::features`]).
+    pub features: u32,
 }
 
 impl DeviceInfo {
-    /// Reads ID, VERSION, CAPS and CLOCK_MHZ (4 MMIO reads) without judging them.
+    /// Reads ID, VERSION, CAPS, CLOCK_MHZ and the capability registers QP_CAPS, SEND_CAPS,
+    /// SRQ_CAPS and FEATURES (8 MMIO reads) without judging them.
     ///
     /// # Errors
     /// Backend MMIO errors.
@@ -78,7 +99,22 @@ impl DeviceInfo {
         let version = dev.mmio_read32(regs::VERSION)?;
         let c = dev.mmio_read32(regs::CAPS)?;
         let clock_mhz = dev.mmio_read32(regs::CLOCK_MHZ)?;
+        let q = dev.mmio_read32(regs::QP_CAPS)?;
+        let send = dev.mmio_read32(regs::SEND_CAPS)?;
+        let srq = dev.mmio_read32(regs::SRQ_CAPS)?;
+        let features = dev.mmio_read32(regs::FEATURES)?;
+        let f = |v: u32, shift: u32, mask: u32| (v >> shift & mask) as u8;
         Ok(Self {
+            qp_caps: q,
+            log_max_sq_wr: f(q, qp_caps::LOG_MAX_SQ_WR_SHIFT, 0xF),
+            log_max_rq_wr: f(q, qp_caps::LOG_MAX_RQ_WR_SHIFT, 0xF),
+            max_send_sge: f(q, qp_caps::MAX_SEND_SGE_SHIFT, 0xFF),
+            max_recv_sge: f(q, qp_caps::MAX_RECV_SGE_SHIFT, 0xFF),
+            max_rd_atomic: f(q, qp_caps::MAX_RD_ATOMIC_SHIFT, 0xFF),
+            max_inline: (send >> send_caps::MAX_INLINE_SHIFT & 0xFFFF) as u16,
+            log_max_srq_wr: f(srq, srq_caps::LOG_MAX_SRQ_WR_SHIFT, 0xF),
+            max_srq_sge: f(srq, srq_caps::MAX_SRQ_SGE_SHIFT, 0xFF),
+            features,
             id,
             version,
             caps: c,
@@ -101,8 +137,20 @@ impl DeviceInfo {
         self.version as u16
     }
 
-    /// Checks that this driver can drive the device: ID must read "RNIC" and the contract
-    /// major version must equal the driver's ([`regs::VERSION_VALUE`]); a newer minor is fine.
+    /// True if the NIC sets `bit` of FEATURES (a [`rnic_contract::regs::features`] flag).
+    pub fn has_feature(&self, bit: u32) -> bool {
+        self.features & bit == bit
+    }
+
+    /// The atomicity guarantee, FEATURES bits 9:8, as `enum ibv_atomic_cap` (0 none, 1 HCA,
+    /// 2 global).
+    pub fn atomic_cap(&self) -> u8 {
+        (self.features >> features::ATOMIC_CAP_SHIFT & 3) as u8
+    }
+
+    /// Checks that this driver can drive the device: ID must read "RNIC", the contract major
+    /// version must equal the driver's ([`regs::VERSION_VALUE`]) and the minor must be at
+    /// least [`MIN_MINOR`] (the capability registers); a newer minor is fine.
     ///
     /// # Errors
     /// `Error::Open` (ENODEV) saying which register disagrees, with a hint.
@@ -131,9 +179,20 @@ impl DeviceInfo {
             }
             .into());
         }
+        if self.minor() < MIN_MINOR {
+            return Err(Error::NoDevice(format!(
+                "the NIC implements contract version {}.{}, this driver needs {want_major}.{MIN_MINOR} or later (the capability registers QP_CAPS..FEATURES)",
+                self.major(),
+                self.minor()
+            )));
+        }
         Ok(())
     }
 }
+
+/// The oldest contract minor version this driver drives: 2, the first with the capability
+/// registers it reads to size queues ([`regs::QP_CAPS`] .. [`regs::FEATURES`]).
+pub const MIN_MINOR: u16 = 2;
 
 /// A snapshot of the NIC's statistics counters ([`regs::counter`]), read by MMIO.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -8,14 +8,15 @@ use rnic_contract::{cqe, regs::cmd_op, verbs};
 
 use crate::context::CtxInner;
 use crate::device::DmaBuffer;
-use crate::error::{Error, Result};
+use crate::error::{Error, Refused, Result};
 use crate::qp::QpShared;
-use crate::records::{owner_for, write_context, Cqe, CqContext};
+use crate::records::{owner_for, write_context, CqContext, Cqe};
 
 /// Largest CQ this driver creates, in entries (a 2 MiB ring).
 pub const MAX_CQE: usize = 1 << 16;
 
-/// `enum ibv_wc_status` (ibv_poll_cq(3)), with the ibverbs numbering.
+/// `enum ibv_wc_status` (ibv_poll_cq(3)), with the ibverbs numbering. `Display` gives
+/// exactly `ibv_wc_status_str(3)`'s text (rdma-core 44, libibverbs/verbs.c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum WcStatus {
     /// 0: the work request completed successfully.
@@ -25,10 +26,14 @@ pub enum WcStatus {
     LocLenErr,
     /// 2: local QP operation error (e.g. an opcode the NIC does not implement).
     LocQpOpErr,
+    /// 3: local EE context operation error (RD only; never reported by this NIC).
+    LocEecOpErr,
     /// 4: local protection error (bad lkey, SGE outside its MR, PD mismatch).
     LocProtErr,
     /// 5: flushed because the QP is in the error state.
     WrFlushErr,
+    /// 6: memory window bind error (never reported by this NIC).
+    MwBindErr,
     /// 7: bad response from the responder.
     BadRespErr,
     /// 8: local access error.
@@ -43,56 +48,105 @@ pub enum WcStatus {
     RetryExcErr,
     /// 13: RNR retries exhausted.
     RnrRetryExcErr,
+    /// 14: local RDD violation (RD only).
+    LocRddViolErr,
+    /// 15: remote invalid RD request (RD only).
+    RemInvRdReqErr,
+    /// 16: remote abort.
+    RemAbortErr,
+    /// 17: invalid EE context number (RD only).
+    InvEecnErr,
+    /// 18: invalid EE context state (RD only).
+    InvEecStateErr,
     /// 19: fatal error.
     FatalErr,
+    /// 20: response timeout.
+    RespTimeoutErr,
     /// 21: general error.
     GeneralErr,
-    /// Any other value (ibverbs defines a few more that this NIC never reports).
+    /// 22: tag matching error.
+    TmErr,
+    /// 23: tag matching rendezvous incomplete.
+    TmRndvIncomplete,
+    /// Any other value (`ibv_wc_status_str` calls it "unknown").
     Other(u8),
 }
 
+/// `(status, number, ibv_wc_status_str text)` for every status ibverbs names.
+const WC_STATUS: [(WcStatus, u8, &str); 24] = [
+    (WcStatus::Success, 0, "success"),
+    (WcStatus::LocLenErr, 1, "local length error"),
+    (WcStatus::LocQpOpErr, 2, "local QP operation error"),
+    (WcStatus::LocEecOpErr, 3, "local EE context operation error"),
+    (WcStatus::LocProtErr, 4, "local protection error"),
+    (WcStatus::WrFlushErr, 5, "Work Request Flushed Error"),
+    (WcStatus::MwBindErr, 6, "memory management operation error"),
+    (WcStatus::BadRespErr, 7, "bad response error"),
+    (WcStatus::LocAccessErr, 8, "local access error"),
+    (WcStatus::RemInvReqErr, 9, "remote invalid request error"),
+    (WcStatus::RemAccessErr, 10, "remote access error"),
+    (WcStatus::RemOpErr, 11, "remote operation error"),
+    (WcStatus::RetryExcErr, 12, "transport retry counter exceeded"),
+    (WcStatus::RnrRetryExcErr, 13, "RNR retry counter exceeded"),
+    (WcStatus::LocRddViolErr, 14, "local RDD violation error"),
+    (WcStatus::RemInvRdReqErr, 15, "remote invalid RD request"),
+    (WcStatus::RemAbortErr, 16, "aborted error"),
+    (WcStatus::InvEecnErr, 17, "invalid EE context number"),
+    (WcStatus::InvEecStateErr, 18, "invalid EE context state"),
+    (WcStatus::FatalErr, 19, "fatal error"),
+    (WcStatus::RespTimeoutErr, 20, "response timeout error"),
+    (WcStatus::GeneralErr, 21, "general error"),
+    (WcStatus::TmErr, 22, "TM error"),
+    (WcStatus::TmRndvIncomplete, 23, "TM software rendezvous"),
+];
+
+// The NIC's statuses (rnic-contract) are ibverbs' numbers.
+const _: () = {
+    use verbs::wc_status as s;
+    let n = [
+        s::SUCCESS,
+        s::LOC_LEN_ERR,
+        s::LOC_QP_OP_ERR,
+        s::LOC_PROT_ERR,
+        s::WR_FLUSH_ERR,
+        s::BAD_RESP_ERR,
+        s::LOC_ACCESS_ERR,
+        s::REM_INV_REQ_ERR,
+        s::REM_ACCESS_ERR,
+        s::REM_OP_ERR,
+        s::RETRY_EXC_ERR,
+        s::RNR_RETRY_EXC_ERR,
+        s::FATAL_ERR,
+        s::GENERAL_ERR,
+    ];
+    let want = [0u8, 1, 2, 4, 5, 7, 8, 9, 10, 11, 12, 13, 19, 21];
+    let mut i = 0;
+    while i < n.len() {
+        assert!(n[i] == want[i]);
+        i += 1;
+    }
+};
+
 impl WcStatus {
-    /// From the CQE's STATUS byte.
+    /// From the CQE's STATUS byte (the `ibv_wc_status` number).
     pub fn from_raw(v: u8) -> Self {
-        use verbs::wc_status as s;
-        match v {
-            s::SUCCESS => Self::Success,
-            s::LOC_LEN_ERR => Self::LocLenErr,
-            s::LOC_QP_OP_ERR => Self::LocQpOpErr,
-            s::LOC_PROT_ERR => Self::LocProtErr,
-            s::WR_FLUSH_ERR => Self::WrFlushErr,
-            s::BAD_RESP_ERR => Self::BadRespErr,
-            s::LOC_ACCESS_ERR => Self::LocAccessErr,
-            s::REM_INV_REQ_ERR => Self::RemInvReqErr,
-            s::REM_ACCESS_ERR => Self::RemAccessErr,
-            s::REM_OP_ERR => Self::RemOpErr,
-            s::RETRY_EXC_ERR => Self::RetryExcErr,
-            s::RNR_RETRY_EXC_ERR => Self::RnrRetryExcErr,
-            s::FATAL_ERR => Self::FatalErr,
-            s::GENERAL_ERR => Self::GeneralErr,
-            other => Self::Other(other),
-        }
+        WC_STATUS.get(usize::from(v)).map_or(Self::Other(v), |e| e.0)
     }
 
     /// The ibverbs number.
     pub fn as_raw(self) -> u8 {
-        use verbs::wc_status as s;
         match self {
-            Self::Success => s::SUCCESS,
-            Self::LocLenErr => s::LOC_LEN_ERR,
-            Self::LocQpOpErr => s::LOC_QP_OP_ERR,
-            Self::LocProtErr => s::LOC_PROT_ERR,
-            Self::WrFlushErr => s::WR_FLUSH_ERR,
-            Self::BadRespErr => s::BAD_RESP_ERR,
-            Self::LocAccessErr => s::LOC_ACCESS_ERR,
-            Self::RemInvReqErr => s::REM_INV_REQ_ERR,
-            Self::RemAccessErr => s::REM_ACCESS_ERR,
-            Self::RemOpErr => s::REM_OP_ERR,
-            Self::RetryExcErr => s::RETRY_EXC_ERR,
-            Self::RnrRetryExcErr => s::RNR_RETRY_EXC_ERR,
-            Self::FatalErr => s::FATAL_ERR,
-            Self::GeneralErr => s::GENERAL_ERR,
             Self::Other(v) => v,
+            s => WC_STATUS.iter().find(|e| e.0 == s).map_or(0, |e| e.1),
+        }
+    }
+
+    /// `ibv_wc_status_str(3)`: the text rdma-core prints for this status ("unknown" for
+    /// numbers it does not name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Other(v) => WC_STATUS.get(usize::from(v)).map_or("unknown", |e| e.2),
+            s => WC_STATUS.iter().find(|e| e.0 == s).map_or("unknown", |e| e.2),
         }
     }
 
@@ -102,23 +156,39 @@ impl WcStatus {
     }
 }
 
-/// `enum ibv_wc_opcode`, with the ibverbs numbering.
+impl std::fmt::Display for WcStatus {
+    /// Exactly `ibv_wc_status_str(3)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `enum ibv_wc_opcode` (ibv_poll_cq(3)), with the ibverbs numbering: what a completion
+/// completed. A send WR completes with the opcode [`crate::WrOpcode::wc_opcode`] gives; a
+/// receive WR with [`WcOpcode::Recv`] (a SEND, with or without immediate) or
+/// [`WcOpcode::RecvRdmaWithImm`] (an RDMA WRITE with immediate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum WcOpcode {
-    /// 0: SEND.
+    /// 0 `IBV_WC_SEND`.
     #[default]
     Send,
-    /// 1: RDMA WRITE.
+    /// 1 `IBV_WC_RDMA_WRITE`.
     RdmaWrite,
-    /// 2: RDMA READ.
+    /// 2 `IBV_WC_RDMA_READ`.
     RdmaRead,
-    /// 3: atomic compare and swap.
+    /// 3 `IBV_WC_COMP_SWAP`: atomic compare and swap.
     CompSwap,
-    /// 4: atomic fetch and add.
+    /// 4 `IBV_WC_FETCH_ADD`: atomic fetch and add.
     FetchAdd,
-    /// 128: a receive.
+    /// 5 `IBV_WC_BIND_MW` (memory windows; not implemented by this NIC).
+    BindMw,
+    /// 6 `IBV_WC_LOCAL_INV` (not implemented by this NIC).
+    LocalInv,
+    /// 7 `IBV_WC_TSO` (raw packet QPs; not implemented by this NIC).
+    Tso,
+    /// 128 `IBV_WC_RECV`: a receive.
     Recv,
-    /// 129: a receive consumed by RDMA WRITE with immediate.
+    /// 129 `IBV_WC_RECV_RDMA_WITH_IMM`: a receive consumed by RDMA WRITE with immediate.
     RecvRdmaWithImm,
     /// Any other value.
     Other(u8),
@@ -134,6 +204,9 @@ impl WcOpcode {
             o::RDMA_READ => Self::RdmaRead,
             o::COMP_SWAP => Self::CompSwap,
             o::FETCH_ADD => Self::FetchAdd,
+            5 => Self::BindMw,
+            6 => Self::LocalInv,
+            7 => Self::Tso,
             o::RECV => Self::Recv,
             o::RECV_RDMA_WITH_IMM => Self::RecvRdmaWithImm,
             other => Self::Other(other),
@@ -155,6 +228,9 @@ impl WcOpcode {
             Self::RdmaRead => o::RDMA_READ,
             Self::CompSwap => o::COMP_SWAP,
             Self::FetchAdd => o::FETCH_ADD,
+            Self::BindMw => 5,
+            Self::LocalInv => 6,
+            Self::Tso => 7,
             Self::Recv => o::RECV,
             Self::RecvRdmaWithImm => o::RECV_RDMA_WITH_IMM,
             Self::Other(v) => v,
@@ -214,8 +290,8 @@ type AttachedQp = (u32, Weak<RefCell<QpShared>>, usize);
 pub(crate) struct CqInner {
     pub(crate) ctx: Rc<CtxInner>,
     pub(crate) cqn: u32,
-    ring: DmaBuffer,
-    log_size: u8,
+    ring: RefCell<DmaBuffer>,
+    log_size: Cell<u8>,
     /// Consumer index: CQEs consumed since creation (the driver's only CQ state).
     ci: Cell<u64>,
     /// QPs whose send or receive completions arrive here, to retire their SQ / RQ entries,
@@ -231,7 +307,7 @@ pub(crate) struct CqInner {
 
 impl CqInner {
     pub(crate) fn capacity(&self) -> usize {
-        1 << self.log_size
+        1 << self.log_size.get()
     }
 
     /// Reserves room for `entries` completions of QP `qpn`: its SQ size if this is its send
@@ -287,20 +363,22 @@ impl CqInner {
     }
 
     fn poll(&self, wcs: &mut [WorkCompletion]) -> Result<usize> {
-        let mask = (1u64 << self.log_size) - 1;
+        let log_size = self.log_size.get();
+        let ring = self.ring.borrow();
+        let mask = (1u64 << log_size) - 1;
         let mut n = 0;
         while n < wcs.len() {
             let ci = self.ci.get();
             let off = ((ci & mask) as usize) * cqe::BYTES;
             // Owner byte first; the rest only after it says the NIC is done with the entry.
             let mut owner = [0u8; 1];
-            self.ring.read(off + cqe::BYTES - 1, &mut owner)?;
-            if (owner[0] & 1 == 1) != owner_for(ci, self.log_size) {
+            ring.read(off + cqe::BYTES - 1, &mut owner)?;
+            if (owner[0] & 1 == 1) != owner_for(ci, log_size) {
                 break;
             }
             fence(Ordering::Acquire);
             let mut b = [0u8; cqe::BYTES];
-            self.ring.read(off, &mut b)?;
+            ring.read(off, &mut b)?;
             let c = Cqe::unpack(&b);
             self.ci.set(ci + 1);
             let wc = WorkCompletion::from(&c);
@@ -384,14 +462,99 @@ impl CompletionQueue {
         let inner = CqInner {
             ctx,
             cqn,
-            ring,
-            log_size,
+            ring: RefCell::new(ring),
+            log_size: Cell::new(log_size),
             ci: Cell::new(0),
             qps: RefCell::new(Vec::new()),
             committed: Cell::new(0),
             srq_qps: RefCell::new(Vec::new()),
         };
         Ok(Self { inner: Rc::new(inner) })
+    }
+
+    /// Destroys the CQ (`ibv_destroy_cq(3)`): invalidates its context and frees its ring.
+    ///
+    /// # Errors
+    /// [`Refused`] with [`Error::Busy`] (EBUSY), the CQ unchanged, while QPs are attached to
+    /// it (as send or receive CQ) or other handles of it (clones, QP builders) are alive.
+    pub fn destroy(self) -> std::result::Result<(), Refused<Self>> {
+        let qps: Vec<u32> = self.inner.qps.borrow().iter().map(|q| q.0).collect();
+        if !qps.is_empty() {
+            let msg = format!("CQ {} has QPs {qps:?} attached", self.inner.cqn);
+            return Err(Refused::busy(self, msg));
+        }
+        let others = Rc::strong_count(&self.inner) - 1;
+        if others > 0 {
+            let msg = format!("CQ {} has {others} other handles (clones or QP builders)", self.inner.cqn);
+            return Err(Refused::busy(self, msg));
+        }
+        Ok(())
+    }
+
+    /// Resizes the CQ to at least `min_cqe` entries, rounded up to a power of two
+    /// (`ibv_resize_cq(3)`): a new zeroed ring, then one context write (WRITE_CQ with the new
+    /// BASE and LOG_SIZE, which restarts the NIC's producer index at 0), then the old ring is
+    /// freed. It may shrink as far as the reservations of the attached QPs allow.
+    ///
+    /// The NIC has no command that moves a CQ to a new ring while it may be writing a CQE
+    /// into it (a context write racing a CQE job is overwritten by its index write-back), so
+    /// the resize needs a quiet CQ: no QP attached to it may have a send or receive work
+    /// request outstanding (every completion it will produce is polled), and no CQE may be
+    /// waiting in the ring.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for 0 or more than [`MAX_CQE`] entries, or fewer than the
+    /// attached QPs reserved; [`Error::Busy`] (EBUSY) while an attached QP has work requests
+    /// outstanding or a CQE is unpolled; [`Error::NoMemory`] for the ring; backend errors
+    /// (then the CQ keeps its old ring).
+    pub fn resize(&self, min_cqe: usize) -> Result<()> {
+        let inner = &self.inner;
+        if min_cqe == 0 || min_cqe > MAX_CQE {
+            return Err(Error::inval(format!("a CQ needs 1..={MAX_CQE} entries, not {min_cqe}")));
+        }
+        let size = min_cqe.next_power_of_two();
+        if size < inner.committed.get() {
+            return Err(Error::inval(format!(
+                "CQ {} cannot shrink to {size} entries: its QPs reserved {}",
+                inner.cqn,
+                inner.committed.get()
+            )));
+        }
+        for (qpn, qp, _) in inner.qps.borrow().iter() {
+            if let Some(q) = qp.upgrade() {
+                let (s, r) = q.borrow().pending();
+                if s + r > 0 {
+                    return Err(Error::Busy(format!(
+                        "CQ {} cannot be resized while QP {qpn} has {s} send and {r} receive work requests outstanding",
+                        inner.cqn
+                    )));
+                }
+            }
+        }
+        {
+            let ring = inner.ring.borrow();
+            let log_size = inner.log_size.get();
+            let ci = inner.ci.get();
+            let off = ((ci & ((1u64 << log_size) - 1)) as usize) * cqe::BYTES;
+            let mut owner = [0u8; 1];
+            ring.read(off + cqe::BYTES - 1, &mut owner)?;
+            if (owner[0] & 1 == 1) == owner_for(ci, log_size) {
+                return Err(Error::Busy(format!(
+                    "CQ {} has unpolled completions: poll them before resizing",
+                    inner.cqn
+                )));
+            }
+        }
+        let log_size = size.trailing_zeros() as u8;
+        let ring = DmaBuffer::new(&inner.ctx.dev, size * cqe::BYTES, 4096)?;
+        ring.write(0, &vec![0u8; size * cqe::BYTES])?;
+        let rec = CqContext { valid: true, log_size, base: ring.iova().0 }.pack();
+        write_context(&*inner.ctx.dev, cmd_op::WRITE_CQ, inner.cqn as u8, &rec)?;
+        // The NIC writes the new ring from index 0 on; the old one is freed here.
+        *inner.ring.borrow_mut() = ring;
+        inner.log_size.set(log_size);
+        inner.ci.set(0);
+        Ok(())
     }
 
     /// The CQ number (index of its context in the NIC).

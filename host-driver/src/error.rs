@@ -145,5 +145,88 @@ impl Error {
     }
 }
 
+/// A list verb (`post_send`, `post_recv`, `post_srq_recv`) that stopped at one work request,
+/// as ibverbs reports it through `bad_wr` (ibv_post_send(3)): the work requests before
+/// [`bad_wr`](Self::bad_wr) were posted (the NIC has them), that one and every later one were
+/// not. Converts into the [`Error`] it carries, so `?` works in functions returning
+/// [`Result`].
+#[derive(Debug)]
+pub struct PostError {
+    /// Index in the list of the first work request that was not posted.
+    pub bad_wr: usize,
+    /// Why it was not posted.
+    pub error: Error,
+}
+
+impl PostError {
+    /// The errno rdma-core would return (see [`Error::errno`]).
+    pub fn errno(&self) -> Errno {
+        self.error.errno()
+    }
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "work request {} not posted (the {} before it were): {}", self.bad_wr, self.bad_wr, self.error)
+    }
+}
+
+impl std::error::Error for PostError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl From<PostError> for Error {
+    fn from(e: PostError) -> Self {
+        e.error
+    }
+}
+
+/// A destroy verb that was refused (`EBUSY` in ibverbs: `ibv_dealloc_pd(3)` of a PD that still
+/// has memory regions, QPs or SRQs, `ibv_destroy_cq(3)` of a CQ with QPs attached,
+/// `ibv_destroy_srq(3)` of an SRQ with QPs): the object comes back unchanged, still usable.
+pub struct Refused<T> {
+    /// The object, as it was.
+    pub object: T,
+    /// Why (an [`Error::Busy`] naming what still uses it).
+    pub error: Error,
+}
+
+impl<T> Refused<T> {
+    pub(crate) fn busy(object: T, msg: impl Into<String>) -> Self {
+        Self { object, error: Error::Busy(msg.into()) }
+    }
+
+    /// The errno rdma-core would return (EBUSY).
+    pub fn errno(&self) -> Errno {
+        self.error.errno()
+    }
+}
+
+impl<T> std::fmt::Debug for Refused<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Refused").field("error", &self.error).finish_non_exhaustive()
+    }
+}
+
+impl<T> std::fmt::Display for Refused<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<T> std::error::Error for Refused<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<T> From<Refused<T>> for Error {
+    fn from(e: Refused<T>) -> Self {
+        e.error
+    }
+}
+
 /// `Result<T, rnic::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

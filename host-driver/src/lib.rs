@@ -55,32 +55,42 @@ pub mod backend;
 pub mod context;
 pub mod cq;
 pub mod device;
+pub mod devlist;
 pub mod error;
+pub mod event;
 pub mod mr;
 pub mod pci;
 pub mod pd;
 pub mod qp;
+pub mod qp_attr;
+pub mod query;
 pub mod records;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod srq;
+pub mod wr;
 
 #[cfg(test)]
 mod mock;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_verbs;
 
 pub use backend::{open_device, DeviceSpec, OpenError};
 pub use context::{Context, Counters, DeviceInfo, MacAddr, PortAddr};
 pub use cq::{CompletionQueue, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use device::{Device, DmaBuffer, Iova};
-pub use error::{Errno, Error, IoKind, Result};
+pub use devlist::{get_device_list, DeviceEntry, DeviceList};
+pub use error::{Errno, Error, IoKind, PostError, Refused, Result};
+pub use event::AsyncEventType;
 pub use mr::{AccessFlags, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{
-    AddressVector, ConnectOptions, Endpoint, Mtu, QpAttr, QpAttrMask, QpBuilder, QpCap, QpState, QueuePair,
-    RecvWr, RemoteAddr, RemoteBuffer, SendFlags, SendWr, Sge, WrOpcode,
+    AddressVector, ConnectOptions, Endpoint, Mtu, QpAttr, QpAttrMask, QpBuilder, QpCap, QpState, QueuePair, RecvWr,
+    RemoteAddr, RemoteBuffer, SendFlags, SendWr, Sge, WrOpcode,
 };
+pub use query::{AtomicCap, DeviceAttr, DeviceCapFlags, Gid, GidType, PortAttr, PortState};
 #[cfg(feature = "sim")]
 pub use sim::SimDevice;
 pub use srq::{AsyncEvent, SharedReceiveQueue, SrqAttr};

@@ -51,6 +51,10 @@ impl Device for MockDevice {
             regs::VERSION => regs::VERSION_VALUE,
             regs::CAPS => 6 | 6 << 4 | 6 << 8 | 4 << 12 | 64 << 16,
             regs::CLOCK_MHZ => 250,
+            regs::QP_CAPS => regs::QP_CAPS_VALUE,
+            regs::SEND_CAPS => regs::SEND_CAPS_VALUE,
+            regs::SRQ_CAPS => regs::SRQ_CAPS_VALUE,
+            regs::FEATURES => regs::FEATURES_VALUE,
             _ => 0,
         })
     }

@@ -130,7 +130,145 @@ impl<'buf> MemoryRegion<'buf> {
             ctx.tables.borrow_mut().free_mr(index);
             return Err(e);
         }
+        crate::pd::count(&pd.inner.mrs, true);
         Ok(Self { pd: pd.clone(), ptr, len, iova, index, tag, access, registered: true, _buf: PhantomData })
+    }
+
+    /// Registers `len` bytes at `ptr` (`ibv_reg_mr(3)` as C calls it): as
+    /// [`register`](Self::register), for memory the Rust borrow checker does not see (the
+    /// verbs C ABI, `librnic`).
+    ///
+    /// # Errors
+    /// As [`register`](Self::register); [`Error::InvalidArgument`] for a null `ptr`.
+    ///
+    /// # Safety
+    /// `ptr[..len]` must stay allocated until the region is deregistered (dropped), and while
+    /// it is registered the NIC may write it at any time the device makes progress: the caller
+    /// must not hold Rust references to it across verbs calls.
+    pub unsafe fn register_raw(
+        pd: &ProtectionDomain,
+        ptr: *mut u8,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<MemoryRegion<'static>> {
+        if ptr.is_null() {
+            return Err(Error::inval("cannot register a null address"));
+        }
+        // SAFETY: the caller promises what `register` gets from the borrow: `ptr[..len]`
+        // stays valid and unaliased by references until the region goes.
+        let buf: &'static mut [u8] = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+        MemoryRegion::register(pd, buf, access)
+    }
+
+    /// Changes the region's protection domain and/or access in place (`ibv_rereg_mr(3)` with
+    /// `IBV_REREG_MR_CHANGE_PD` / `IBV_REREG_MR_CHANGE_ACCESS`): one WRITE_MR of the same
+    /// key-table entry, so the NIC switches atomically and the lkey/rkey stay the same (as rxe
+    /// and mlx5 keep them).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an access combination ibv_reg_mr(3) refuses or a PD of
+    /// another context; backend errors (then nothing changed).
+    pub fn rereg(&mut self, pd: Option<&ProtectionDomain>, access: Option<AccessFlags>) -> Result<()> {
+        let new_pd = pd.unwrap_or(&self.pd).clone();
+        let access = access.unwrap_or(self.access);
+        access.validate_for_mr()?;
+        if !std::rc::Rc::ptr_eq(&new_pd.inner.ctx, &self.pd.inner.ctx) {
+            return Err(Error::inval("the new protection domain belongs to another context"));
+        }
+        self.write_entry(&new_pd, access, self.ptr.as_ptr() as u64, self.len, self.iova)?;
+        crate::pd::count(&self.pd.inner.mrs, false);
+        crate::pd::count(&new_pd.inner.mrs, true);
+        self.pd = new_pd;
+        self.access = access;
+        Ok(())
+    }
+
+    /// Moves the region to `len` bytes at `ptr` (`ibv_rereg_mr(3)` with
+    /// `IBV_REREG_MR_CHANGE_TRANSLATION`), optionally with new `access`: maps the new buffer,
+    /// rewrites the key-table entry (same lkey/rkey), then unmaps the old one. Work requests
+    /// still using the old addresses fail their key checks.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a null or empty buffer or refused access; backend
+    /// errors (then the region still describes the old buffer).
+    ///
+    /// # Safety
+    /// As [`register_raw`](Self::register_raw) for the new buffer. The old buffer is released
+    /// on success.
+    pub unsafe fn rereg_translation_raw(
+        &mut self,
+        ptr: *mut u8,
+        len: usize,
+        access: Option<AccessFlags>,
+    ) -> Result<()> {
+        let access = access.unwrap_or(self.access);
+        access.validate_for_mr()?;
+        let Some(new_ptr) = NonNull::new(ptr) else {
+            return Err(Error::inval("cannot register a null address"));
+        };
+        if len == 0 {
+            return Err(Error::inval("cannot register an empty buffer"));
+        }
+        let ctx = std::rc::Rc::clone(&self.pd.inner.ctx);
+        // SAFETY: forwarded from our caller.
+        let iova = unsafe { ctx.dev.map_user(ptr, len) }?;
+        let pd = self.pd.clone();
+        if let Err(e) = self.write_entry(&pd, access, ptr as u64, len, iova) {
+            if ctx.dev.unmap(iova).is_err() {
+                abort_mapped();
+            }
+            return Err(e);
+        }
+        if ctx.dev.unmap(self.iova).is_err() {
+            abort_mapped();
+        }
+        self.ptr = new_ptr;
+        self.len = len;
+        self.iova = iova;
+        self.access = access;
+        Ok(())
+    }
+
+    /// Moves the region to `buf` (safe form of
+    /// [`rereg_translation_raw`](Self::rereg_translation_raw)), keeping its keys.
+    ///
+    /// # Errors
+    /// As [`rereg_translation_raw`](Self::rereg_translation_raw), with the region returned
+    /// unchanged in the [`crate::Refused`].
+    pub fn rereg_buffer<'b>(
+        mut self,
+        buf: &'b mut [u8],
+        access: Option<AccessFlags>,
+    ) -> std::result::Result<MemoryRegion<'b>, crate::Refused<Self>> {
+        // SAFETY: `buf` is borrowed for 'b by the region returned.
+        if let Err(error) = unsafe { self.rereg_translation_raw(buf.as_mut_ptr(), buf.len(), access) } {
+            return Err(crate::Refused { object: self, error });
+        }
+        self.registered = false;
+        Ok(MemoryRegion {
+            pd: self.pd.clone(),
+            ptr: self.ptr,
+            len: self.len,
+            iova: self.iova,
+            index: self.index,
+            tag: self.tag,
+            access: self.access,
+            registered: true,
+            _buf: PhantomData,
+        })
+    }
+
+    fn write_entry(&self, pd: &ProtectionDomain, access: AccessFlags, va: u64, len: usize, iova: Iova) -> Result<()> {
+        let entry = MrEntry {
+            valid: true,
+            access: (access.bits() & 0xF) as u8,
+            tag: self.tag,
+            pd: pd.pdn(),
+            va,
+            length: len as u64,
+            iova: iova.0,
+        };
+        write_context(&*pd.inner.ctx.dev, cmd_op::WRITE_MR, self.index, &entry.pack())
     }
 
     /// Local key, for SGEs: `index << 8 | tag`.
@@ -268,6 +406,7 @@ impl<'buf> MemoryRegion<'buf> {
             abort_mapped();
         }
         ctx.tables.borrow_mut().free_mr(self.index);
+        crate::pd::count(&self.pd.inner.mrs, false);
         invalidated
     }
 }

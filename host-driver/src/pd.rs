@@ -1,9 +1,10 @@
 //! [`ProtectionDomain`] (`ibv_alloc_pd(3)`): the scope in which keys are valid.
+use std::cell::Cell;
 use std::rc::Rc;
 
 use crate::context::CtxInner;
 use crate::cq::CompletionQueue;
-use crate::error::Result;
+use crate::error::{Refused, Result};
 use crate::mr::{AccessFlags, MemoryRegion};
 use crate::qp::QpBuilder;
 use crate::srq::SharedReceiveQueue;
@@ -11,13 +12,23 @@ use crate::srq::SharedReceiveQueue;
 pub(crate) struct PdInner {
     pub(crate) ctx: Rc<CtxInner>,
     pub(crate) pdn: u32,
+    /// Memory regions, QPs and SRQs of this PD alive now (for `dealloc`'s EBUSY).
+    pub(crate) mrs: Cell<usize>,
+    pub(crate) qps: Cell<usize>,
+    pub(crate) srqs: Cell<usize>,
+}
+
+/// Adds `d` (±1) to a use count.
+pub(crate) fn count(c: &Cell<usize>, up: bool) {
+    c.set(if up { c.get() + 1 } else { c.get().saturating_sub(1) });
 }
 
 /// A protection domain. Memory regions and QPs belong to one; the NIC accepts a key only for a
 /// QP of the same PD (IBTA Vol 1 10.2.3).
 ///
-/// Cheap to clone; MRs and QPs keep their PD alive, so there is no `EBUSY` on deallocation: the
-/// PD number is simply never reused.
+/// Cheap to clone; MRs, QPs and SRQs keep their PD alive. [`dealloc`](Self::dealloc) is the
+/// explicit `ibv_dealloc_pd(3)`, refused with `EBUSY` while any of them exists. PD numbers are
+/// never reused.
 #[derive(Clone)]
 pub struct ProtectionDomain {
     pub(crate) inner: Rc<PdInner>,
@@ -31,7 +42,28 @@ impl std::fmt::Debug for ProtectionDomain {
 
 impl ProtectionDomain {
     pub(crate) fn new(ctx: Rc<CtxInner>, pdn: u32) -> Self {
-        Self { inner: Rc::new(PdInner { ctx, pdn }) }
+        let z = || Cell::new(0);
+        Self { inner: Rc::new(PdInner { ctx, pdn, mrs: z(), qps: z(), srqs: z() }) }
+    }
+
+    /// Deallocates the PD (`ibv_dealloc_pd(3)`).
+    ///
+    /// # Errors
+    /// [`Refused`] with [`crate::Error::Busy`] (EBUSY), the PD unchanged, while memory
+    /// regions, QPs or SRQs of it exist (ibverbs' rule), or while other handles of it (clones,
+    /// a QP builder) are alive.
+    pub fn dealloc(self) -> std::result::Result<(), Refused<Self>> {
+        let i = &self.inner;
+        let (mrs, qps, srqs) = (i.mrs.get(), i.qps.get(), i.srqs.get());
+        if mrs + qps + srqs > 0 {
+            let msg = format!("PD {} still has {mrs} memory regions, {qps} QPs and {srqs} SRQs", i.pdn);
+            return Err(Refused::busy(self, msg));
+        }
+        if Rc::strong_count(i) > 1 {
+            let msg = format!("PD {} has {} other handles (clones or QP builders)", i.pdn, Rc::strong_count(i) - 1);
+            return Err(Refused::busy(self, msg));
+        }
+        Ok(())
     }
 
     /// The PD number written into MR entries and QP contexts (24 bits).

@@ -8,16 +8,21 @@ use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::sync::atomic::{fence, Ordering};
 
-use rnic_contract::{recv_wqe, regs, verbs, wqe};
+use rnic_contract::{recv_wqe, regs, wqe};
 
 use crate::context::MacAddr;
 use crate::cq::{CompletionQueue, CqInner, WcStatus};
 use crate::device::DmaBuffer;
-use crate::error::{Error, Result};
+use crate::error::{Error, PostError, Result};
 use crate::mr::{AccessFlags, MemoryRegion};
 use crate::pd::ProtectionDomain;
-use crate::records::{put_sge, write_context, QpContext, RecvWqe, Wqe};
+use crate::records::{put_sge, write_context, QpContext, Wqe};
 use crate::srq::{SharedReceiveQueue, SrqInner, SrqShared};
+
+pub(crate) use crate::qp_attr::apply;
+pub use crate::qp_attr::{transition_masks, validate_modify, AddressVector, Mtu, QpAttr, QpAttrMask, QpCap, QpState};
+pub(crate) use crate::wr::{recv_prefix, write_recv_wqes};
+pub use crate::wr::{InlineData, RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WrOpcode};
 
 /// Largest SQ, in WQEs (the context's SQ_LOG_SIZE is 4 bits).
 pub const MAX_SEND_WR: u32 = 1 << 15;
@@ -42,698 +47,6 @@ pub const DEFAULT_PKEY: u16 = 0xFFFF;
 /// Largest PSN (24 bits).
 pub const PSN_MASK: u32 = 0xFF_FFFF;
 
-/// `enum ibv_qp_state`, with the ibverbs numbering.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize)]
-#[repr(u8)]
-pub enum QpState {
-    /// 0: reset, no resources in use.
-    #[default]
-    Reset = 0,
-    /// 1: initialised; receives may be posted.
-    Init = 1,
-    /// 2: ready to receive.
-    Rtr = 2,
-    /// 3: ready to send.
-    Rts = 3,
-    /// 4: send queue drained (not supported by this NIC).
-    Sqd = 4,
-    /// 5: send queue error (not used by RC).
-    Sqe = 5,
-    /// 6: error: outstanding work requests are flushed.
-    Err = 6,
-}
-
-/// `enum ibv_mtu`: path MTU, payload bytes per packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize)]
-#[repr(u8)]
-pub enum Mtu {
-    /// 256 bytes.
-    Mtu256 = 1,
-    /// 512 bytes.
-    Mtu512 = 2,
-    /// 1024 bytes.
-    Mtu1024 = 3,
-    /// 2048 bytes.
-    Mtu2048 = 4,
-    /// 4096 bytes.
-    #[default]
-    Mtu4096 = 5,
-}
-
-impl Mtu {
-    /// Payload bytes per packet.
-    pub fn bytes(self) -> u32 {
-        128 << (self as u32)
-    }
-
-    /// The MTU of `bytes` payload bytes (256, 512, 1024, 2048 or 4096).
-    pub fn from_bytes(bytes: u32) -> Option<Self> {
-        Some(match bytes {
-            256 => Self::Mtu256,
-            512 => Self::Mtu512,
-            1024 => Self::Mtu1024,
-            2048 => Self::Mtu2048,
-            4096 => Self::Mtu4096,
-            _ => return None,
-        })
-    }
-}
-
-bitflags::bitflags! {
-    /// `enum ibv_qp_attr_mask`: which fields of a [`QpAttr`] a modify carries (ibverbs values).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-    pub struct QpAttrMask: u32 {
-        /// `qp_state`.
-        const STATE = 1 << 0;
-        /// `cur_qp_state`.
-        const CUR_STATE = 1 << 1;
-        /// `en_sqd_async_notify` (not supported).
-        const EN_SQD_ASYNC_NOTIFY = 1 << 2;
-        /// `qp_access_flags`.
-        const ACCESS_FLAGS = 1 << 3;
-        /// `pkey_index`.
-        const PKEY_INDEX = 1 << 4;
-        /// `port_num`.
-        const PORT = 1 << 5;
-        /// `qkey` (UD only).
-        const QKEY = 1 << 6;
-        /// `ah_attr`: the address vector.
-        const AV = 1 << 7;
-        /// `path_mtu`.
-        const PATH_MTU = 1 << 8;
-        /// `timeout`.
-        const TIMEOUT = 1 << 9;
-        /// `retry_cnt`.
-        const RETRY_CNT = 1 << 10;
-        /// `rnr_retry`.
-        const RNR_RETRY = 1 << 11;
-        /// `rq_psn`.
-        const RQ_PSN = 1 << 12;
-        /// `max_rd_atomic`.
-        const MAX_QP_RD_ATOMIC = 1 << 13;
-        /// `alt_ah_attr` etc. (automatic path migration, not supported).
-        const ALT_PATH = 1 << 14;
-        /// `min_rnr_timer`.
-        const MIN_RNR_TIMER = 1 << 15;
-        /// `sq_psn`.
-        const SQ_PSN = 1 << 16;
-        /// `max_dest_rd_atomic`.
-        const MAX_DEST_RD_ATOMIC = 1 << 17;
-        /// `path_mig_state` (not supported).
-        const PATH_MIG_STATE = 1 << 18;
-        /// `cap` (resizing, not supported).
-        const CAP = 1 << 19;
-        /// `dest_qp_num`.
-        const DEST_QPN = 1 << 20;
-    }
-}
-
-/// The address vector of an RC QP on a RoCEv2 port (`struct ibv_ah_attr`, reduced to what the
-/// NIC puts in the Ethernet and IPv4 headers).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AddressVector {
-    /// Peer's (or next hop's) MAC address.
-    pub dest_mac: MacAddr,
-    /// Peer's IPv4 address (its GID is the IPv4-mapped IPv6 address).
-    pub dest_ip: Ipv4Addr,
-}
-
-impl Default for AddressVector {
-    fn default() -> Self {
-        Self { dest_mac: MacAddr::default(), dest_ip: Ipv4Addr::UNSPECIFIED }
-    }
-}
-
-/// `struct ibv_qp_cap`: the sizes of a QP.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct QpCap {
-    /// SQ entries (a power of two).
-    pub max_send_wr: u32,
-    /// RQ entries (a power of two; 0: the QP has no receive queue).
-    pub max_recv_wr: u32,
-    /// SGEs per send WR (1).
-    pub max_send_sge: u32,
-    /// Scatter entries per receive WR: what the QP's receive WQE holds (3, 7 or 15, at least
-    /// the `max_recv_sge` asked for) with a receive queue, else 0.
-    pub max_recv_sge: u32,
-    /// Inline data bytes (0: not supported).
-    pub max_inline_data: u32,
-}
-
-/// `struct ibv_qp_attr` (RC fields): the attributes [`QueuePair::modify`] sets, selected by a
-/// [`QpAttrMask`], and [`QueuePair::query_qp`] reports. Units: PSNs are 24-bit, `timeout` is
-/// the exponent of 4.096 µs × 2^timeout, `min_rnr_timer` an RNR timer code (PROTOCOL.md),
-/// `retry_cnt` and `rnr_retry` counts (7 = infinite RNR retries).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct QpAttr {
-    /// Target state (with [`QpAttrMask::STATE`]).
-    pub qp_state: QpState,
-    /// Assumed current state (with [`QpAttrMask::CUR_STATE`]); must match.
-    pub cur_qp_state: QpState,
-    /// Path MTU.
-    pub path_mtu: Mtu,
-    /// Remote access granted to incoming requests (REMOTE_WRITE / READ / ATOMIC).
-    pub qp_access_flags: AccessFlags,
-    /// P_Key table index (only 0: P_Key 0xFFFF).
-    pub pkey_index: u16,
-    /// Port number (only 1).
-    pub port_num: u8,
-    /// Address vector of the peer.
-    pub ah_attr: AddressVector,
-    /// Peer's QP number (24 bits).
-    pub dest_qp_num: u32,
-    /// First PSN expected from the peer (24 bits).
-    pub rq_psn: u32,
-    /// First PSN sent (24 bits).
-    pub sq_psn: u32,
-    /// Outstanding RDMA READ/atomic requests as initiator (≤ [`MAX_RD_ATOMIC`]).
-    pub max_rd_atomic: u8,
-    /// Outstanding RDMA READ/atomic requests as responder (≤ [`MAX_RD_ATOMIC`]).
-    pub max_dest_rd_atomic: u8,
-    /// RNR NAK timer code (0..=31).
-    pub min_rnr_timer: u8,
-    /// Local ACK timeout exponent (0..=31, 0 = infinite).
-    pub timeout: u8,
-    /// Transport retries (0..=7).
-    pub retry_cnt: u8,
-    /// RNR retries (0..=7, 7 = infinite).
-    pub rnr_retry: u8,
-    /// Sizes (reported by [`QueuePair::query_qp`]; not modifiable).
-    pub cap: QpCap,
-}
-
-/// The attributes a modify must carry and may carry for an RC QP going from `cur` to `next`
-/// (IBTA Vol 1 Table 91 as in Linux `ib_modify_qp_is_ok`), `None` if the transition is not
-/// allowed. [`QpAttrMask::STATE`] is not part of either set. Transitions involving SQD/SQE and
-/// the optional alternate-path attributes are not supported by this NIC, so they are absent.
-///
-/// | from → to | required | optional |
-/// |---|---|---|
-/// | RESET → INIT | PKEY_INDEX, PORT, ACCESS_FLAGS | – |
-/// | INIT → INIT | – | PKEY_INDEX, PORT, ACCESS_FLAGS |
-/// | INIT → RTR | AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER | ACCESS_FLAGS, PKEY_INDEX |
-/// | RTR → RTS | SQ_PSN, TIMEOUT, RETRY_CNT, RNR_RETRY, MAX_QP_RD_ATOMIC | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
-/// | RTS → RTS | – | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
-/// | any → RESET, any → ERR | – | – |
-pub fn transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAttrMask)> {
-    use QpAttrMask as M;
-    use QpState::*;
-    let none = M::empty();
-    Some(match (cur, next) {
-        (_, Reset) | (_, Err) => (none, none),
-        (Reset, Init) => (M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS, none),
-        (Init, Init) => (none, M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS),
-        (Init, Rtr) => (
-            M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER,
-            M::ACCESS_FLAGS | M::PKEY_INDEX,
-        ),
-        (Rtr, Rts) => (
-            M::SQ_PSN | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC,
-            M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER,
-        ),
-        (Rts, Rts) => (none, M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER),
-        _ => return None,
-    })
-}
-
-/// Checks a modify of an RC QP in state `cur` (`ibv_modify_qp(3)` rules) and returns the next
-/// state. Pure: touches no device, so a refused modify changes nothing.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for a transition that is not allowed, a required attribute that
-/// is missing, an attribute the transition does not allow, a `cur_qp_state` that is not the
-/// current state, or an attribute value out of range.
-pub fn validate_modify(cur: QpState, attr: &QpAttr, mask: QpAttrMask) -> Result<QpState> {
-    use QpAttrMask as M;
-    let next = if mask.contains(M::STATE) { attr.qp_state } else { cur };
-    let (required, optional) = transition_masks(cur, next)
-        .ok_or_else(|| Error::inval(format!("RC QP transition {cur:?} -> {next:?} is not allowed (or not supported)")))?;
-    let given = mask - M::STATE;
-    let missing = required - given;
-    if !missing.is_empty() {
-        return Err(Error::inval(format!("{cur:?} -> {next:?} requires {missing:?} in the attribute mask")));
-    }
-    let extra = given - required - optional;
-    if !extra.is_empty() {
-        return Err(Error::inval(format!("{cur:?} -> {next:?} does not allow {extra:?} in the attribute mask")));
-    }
-    if mask.contains(M::CUR_STATE) && attr.cur_qp_state != cur {
-        return Err(Error::inval(format!("cur_qp_state is {:?} but the QP is in {cur:?}", attr.cur_qp_state)));
-    }
-    let range = |on: M, v: u32, max: u32, what: &str| -> Result<()> {
-        if mask.contains(on) && v > max {
-            return Err(Error::inval(format!("{what} = {v} is out of range (0..={max})")));
-        }
-        Ok(())
-    };
-    if mask.contains(M::PKEY_INDEX) && attr.pkey_index != 0 {
-        return Err(Error::inval(format!("pkey_index {} does not exist (the P_Key table has one entry, 0xFFFF)", attr.pkey_index)));
-    }
-    if mask.contains(M::PORT) && attr.port_num != 1 {
-        return Err(Error::inval(format!("port_num {} does not exist (the NIC has port 1)", attr.port_num)));
-    }
-    if mask.contains(M::AV) {
-        let av = &attr.ah_attr;
-        if av.dest_mac.0[0] & 1 == 1 || av.dest_ip.is_unspecified() || av.dest_ip.is_broadcast() || av.dest_ip.is_multicast() {
-            return Err(Error::inval(format!("address vector {} / {} is not a unicast peer", av.dest_mac, av.dest_ip)));
-        }
-    }
-    range(M::DEST_QPN, attr.dest_qp_num, PSN_MASK, "dest_qp_num")?;
-    range(M::RQ_PSN, attr.rq_psn, PSN_MASK, "rq_psn")?;
-    range(M::SQ_PSN, attr.sq_psn, PSN_MASK, "sq_psn")?;
-    range(M::MAX_QP_RD_ATOMIC, attr.max_rd_atomic.into(), MAX_RD_ATOMIC.into(), "max_rd_atomic")?;
-    range(M::MAX_DEST_RD_ATOMIC, attr.max_dest_rd_atomic.into(), MAX_RD_ATOMIC.into(), "max_dest_rd_atomic")?;
-    range(M::MIN_RNR_TIMER, attr.min_rnr_timer.into(), 31, "min_rnr_timer")?;
-    range(M::TIMEOUT, attr.timeout.into(), 31, "timeout")?;
-    range(M::RETRY_CNT, attr.retry_cnt.into(), 7, "retry_cnt")?;
-    range(M::RNR_RETRY, attr.rnr_retry.into(), 7, "rnr_retry")?;
-    Ok(next)
-}
-
-/// Copies the fields selected by `mask` from `from` into `to`.
-fn apply(to: &mut QpAttr, from: &QpAttr, mask: QpAttrMask) {
-    use QpAttrMask as M;
-    if mask.contains(M::ACCESS_FLAGS) {
-        to.qp_access_flags = from.qp_access_flags;
-    }
-    if mask.contains(M::PKEY_INDEX) {
-        to.pkey_index = from.pkey_index;
-    }
-    if mask.contains(M::PORT) {
-        to.port_num = from.port_num;
-    }
-    if mask.contains(M::AV) {
-        to.ah_attr = from.ah_attr;
-    }
-    if mask.contains(M::PATH_MTU) {
-        to.path_mtu = from.path_mtu;
-    }
-    if mask.contains(M::DEST_QPN) {
-        to.dest_qp_num = from.dest_qp_num;
-    }
-    if mask.contains(M::RQ_PSN) {
-        to.rq_psn = from.rq_psn;
-    }
-    if mask.contains(M::SQ_PSN) {
-        to.sq_psn = from.sq_psn;
-    }
-    if mask.contains(M::MAX_QP_RD_ATOMIC) {
-        to.max_rd_atomic = from.max_rd_atomic;
-    }
-    if mask.contains(M::MAX_DEST_RD_ATOMIC) {
-        to.max_dest_rd_atomic = from.max_dest_rd_atomic;
-    }
-    if mask.contains(M::MIN_RNR_TIMER) {
-        to.min_rnr_timer = from.min_rnr_timer;
-    }
-    if mask.contains(M::TIMEOUT) {
-        to.timeout = from.timeout;
-    }
-    if mask.contains(M::RETRY_CNT) {
-        to.retry_cnt = from.retry_cnt;
-    }
-    if mask.contains(M::RNR_RETRY) {
-        to.rnr_retry = from.rnr_retry;
-    }
-}
-
-/// `enum ibv_wr_opcode` (ibv_post_send(3)). The driver passes the opcode to the NIC unchanged;
-/// the NIC completes one it does not implement with [`WcStatus::LocQpOpErr`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum WrOpcode {
-    /// `IBV_WR_RDMA_WRITE`.
-    RdmaWrite = verbs::wr_opcode::RDMA_WRITE,
-    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
-    RdmaWriteWithImm = verbs::wr_opcode::RDMA_WRITE_WITH_IMM,
-    /// `IBV_WR_SEND`.
-    Send = verbs::wr_opcode::SEND,
-    /// `IBV_WR_SEND_WITH_IMM`.
-    SendWithImm = verbs::wr_opcode::SEND_WITH_IMM,
-    /// `IBV_WR_RDMA_READ`: the remote buffer (as many bytes as the local SGEs add up to) is
-    /// copied into the local SGEs in order, up to the QP's `max_send_sge` of them (IBTA Vol 1
-    /// 9.4.3, 10.7.2.2); each region must grant
-    /// [`AccessFlags::LOCAL_WRITE`](crate::AccessFlags::LOCAL_WRITE).
-    RdmaRead = verbs::wr_opcode::RDMA_READ,
-    /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the responder compares the 8-byte little-endian u64 at the
-    /// remote address with [`SendWr::compare_add`] and, if equal, replaces it with
-    /// [`SendWr::swap`]; the original value lands in the 8-byte local SGE (IBTA Vol 1 9.4.5,
-    /// COMPARE SWAP with an AtomicETH). Completes with [`crate::WcOpcode::CompSwap`].
-    AtomicCmpAndSwp = verbs::wr_opcode::ATOMIC_CMP_AND_SWP,
-    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: the responder adds [`SendWr::compare_add`] (mod 2^64) to
-    /// the 8-byte little-endian u64 at the remote address; the original value lands in the
-    /// 8-byte local SGE (IBTA Vol 1 9.4.5, FETCH ADD with an AtomicETH). Completes with
-    /// [`crate::WcOpcode::FetchAdd`].
-    AtomicFetchAndAdd = verbs::wr_opcode::ATOMIC_FETCH_AND_ADD,
-}
-
-impl WrOpcode {
-    fn needs_remote(self) -> bool {
-        !matches!(self, Self::Send | Self::SendWithImm)
-    }
-
-    /// True for the two atomics (`IBV_WR_ATOMIC_CMP_AND_SWP`, `IBV_WR_ATOMIC_FETCH_AND_ADD`).
-    pub fn is_atomic(self) -> bool {
-        matches!(self, Self::AtomicCmpAndSwp | Self::AtomicFetchAndAdd)
-    }
-}
-
-bitflags::bitflags! {
-    /// `enum ibv_send_flags`.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-    pub struct SendFlags: u8 {
-        /// `IBV_SEND_FENCE`.
-        const FENCE = 1;
-        /// `IBV_SEND_SIGNALED`: generate a CQE on success.
-        const SIGNALED = 2;
-        /// `IBV_SEND_SOLICITED`.
-        const SOLICITED = 4;
-        /// `IBV_SEND_INLINE`: the data travels in the WQE (see [`SendWr::with_inline`]).
-        const INLINE = 8;
-    }
-}
-
-/// A scatter/gather element (`struct ibv_sge`): `length` bytes at virtual address `addr` of the
-/// region with key `lkey`. Made by [`MemoryRegion::sge`], which borrows the MR for `'mr`, or
-/// by [`Sge::raw`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sge<'mr> {
-    /// Virtual address of the first byte.
-    pub addr: u64,
-    /// Length in bytes (≤ 2^31).
-    pub length: u32,
-    /// Local key.
-    pub lkey: u32,
-    _mr: PhantomData<&'mr ()>,
-}
-
-impl Sge<'_> {
-    pub(crate) fn from_parts(addr: u64, length: u32, lkey: u32) -> Self {
-        Self { addr, length, lkey, _mr: PhantomData }
-    }
-}
-
-impl Sge<'static> {
-    /// An SGE from raw values, checked by nobody but the NIC (a bad key or range completes with
-    /// [`WcStatus::LocProtErr`]). The NIC can only reach memory that is registered, so this is
-    /// safe, but the bytes it names are not kept alive by a borrow: prefer
-    /// [`MemoryRegion::sge`].
-    pub fn raw(addr: u64, length: u32, lkey: u32) -> Self {
-        Self::from_parts(addr, length, lkey)
-    }
-}
-
-/// A remote virtual address and the rkey that grants access to it (the RETH of an RDMA
-/// request). Not checked locally: the responder's NIC checks it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RemoteAddr {
-    /// Remote virtual address.
-    pub addr: u64,
-    /// Remote key.
-    pub rkey: u32,
-}
-
-/// Inline data of a send WR: up to [`MAX_INLINE_DATA`] bytes copied into the WR, then into the
-/// WQE by `post_send` (`IBV_SEND_INLINE`, ibv_post_send(3)).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct InlineData {
-    len: usize,
-    bytes: [u8; MAX_INLINE_DATA as usize],
-}
-
-impl InlineData {
-    /// The bytes.
-    pub fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-impl std::fmt::Debug for InlineData {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "InlineData({} bytes)", self.len)
-    }
-}
-
-/// A send work request (`struct ibv_send_wr`). Build with [`SendWr::rdma_write`],
-/// [`SendWr::rdma_read`], [`SendWr::send`], [`SendWr::atomic_cmp_and_swp`] or
-/// [`SendWr::atomic_fetch_and_add`] and the `with_*` methods ([`SendWr::with_sg_list`] for a
-/// gather list, [`SendWr::with_inline`] for inline data).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SendWr<'mr> {
-    /// Returned in the work completion.
-    pub wr_id: u64,
-    /// Operation.
-    pub opcode: WrOpcode,
-    /// Flags (SIGNALED...).
-    pub flags: SendFlags,
-    /// Gather list: `sg_list[..num_sge]` are the local data, in order (`num_sge` 0:
-    /// zero-length). An RDMA READ scatters its response into them (zero-length entries
-    /// skipped); an atomic takes exactly one, of 8 bytes.
-    pub sg_list: [Sge<'mr>; MAX_SEND_SGE as usize],
-    /// Number of valid entries in `sg_list` (at most the QP's `max_send_sge`).
-    pub num_sge: usize,
-    /// Inline data, sent instead of `sg_list` when [`SendFlags::INLINE`] is set.
-    pub inline: Option<InlineData>,
-    /// Remote address for RDMA operations.
-    pub remote: Option<RemoteAddr>,
-    /// Immediate data (for the `*WithImm` opcodes).
-    pub imm_data: u32,
-    /// Atomics: `wr.atomic.compare_add` — the value IBV_WR_ATOMIC_CMP_AND_SWP compares with,
-    /// or the addend of IBV_WR_ATOMIC_FETCH_AND_ADD (AtomicETH Compare Data / Add Data). 0 for
-    /// other opcodes.
-    pub compare_add: u64,
-    /// Atomics: `wr.atomic.swap` — the value IBV_WR_ATOMIC_CMP_AND_SWP writes when the compare
-    /// matched (AtomicETH Swap Data). 0 for other opcodes.
-    pub swap: u64,
-}
-
-impl<'mr> SendWr<'mr> {
-    /// An unsignaled RDMA WRITE of `sge` to `remote`.
-    pub fn rdma_write(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr) -> Self {
-        Self::new(wr_id, WrOpcode::RdmaWrite, Some(sge), Some(remote))
-    }
-
-    fn new(wr_id: u64, opcode: WrOpcode, sge: Option<Sge<'mr>>, remote: Option<RemoteAddr>) -> Self {
-        let mut sg_list = [Sge::from_parts(0, 0, 0); MAX_SEND_SGE as usize];
-        if let Some(s) = sge {
-            sg_list[0] = s;
-        }
-        Self {
-            wr_id,
-            opcode,
-            flags: SendFlags::empty(),
-            sg_list,
-            num_sge: usize::from(sge.is_some()),
-            inline: None,
-            remote,
-            imm_data: 0,
-            compare_add: 0,
-            swap: 0,
-        }
-    }
-
-    /// The first SGE, if any.
-    pub fn sge(&self) -> Option<Sge<'mr>> {
-        (self.num_sge > 0).then(|| self.sg_list[0])
-    }
-
-    /// Replaces the gather list with `sges` (`ibv_send_wr.sg_list`): for SEND and RDMA WRITE
-    /// the message is their bytes in order; an RDMA READ's response fills them in order (the
-    /// READ's length is their sum). Zero-length entries are skipped. The NIC checks each
-    /// entry's key, PD and bounds (and LOCAL_WRITE for a READ) before anything is sent, and
-    /// completes the WR with [`WcStatus::LocProtErr`] if one fails.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for more than [`MAX_SEND_SGE`] entries
-    /// ([`QueuePair::post_send`] accepts at most the QP's `max_send_sge`, and only one SGE
-    /// for an atomic).
-    pub fn with_sg_list(mut self, sges: &[Sge<'mr>]) -> Result<Self> {
-        if sges.len() > MAX_SEND_SGE as usize {
-            return Err(Error::inval(format!("a send WR holds at most {MAX_SEND_SGE} SGEs, not {}", sges.len())));
-        }
-        self.sg_list = [Sge::from_parts(0, 0, 0); MAX_SEND_SGE as usize];
-        self.sg_list[..sges.len()].copy_from_slice(sges);
-        self.num_sge = sges.len();
-        Ok(self)
-    }
-
-    /// Sends `data` inline (`IBV_SEND_INLINE`): the bytes are copied into the WR now and into
-    /// the WQE by `post_send`, so no memory region is involved and the caller's buffer is free
-    /// at once; the NIC reads them from the SQ ring. For SEND and RDMA WRITE (with or without
-    /// immediate); the QP must be built with `max_inline_data ≥ data.len()`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for more than [`MAX_INLINE_DATA`] bytes.
-    pub fn with_inline(mut self, data: &[u8]) -> Result<Self> {
-        if data.len() > MAX_INLINE_DATA as usize {
-            return Err(Error::inval(format!(
-                "inline data of {} bytes: a WQE holds at most {MAX_INLINE_DATA}",
-                data.len()
-            )));
-        }
-        let mut bytes = [0u8; MAX_INLINE_DATA as usize];
-        bytes[..data.len()].copy_from_slice(data);
-        self.inline = Some(InlineData { len: data.len(), bytes });
-        self.flags.insert(SendFlags::INLINE);
-        Ok(self)
-    }
-
-    /// An unsignaled RDMA READ (`IBV_WR_RDMA_READ`, ibv_post_send(3)) of `sge.length` bytes at
-    /// `remote` into `sge` (or a zero-length READ with `None`). For a READ into several local
-    /// buffers, replace the list with [`with_sg_list`](Self::with_sg_list): the READ's length
-    /// (the RETH DMA length) is then the sum of the SGE lengths, and the response bytes fill
-    /// the non-empty SGEs in order, up to the QP's `max_send_sge` entries. The remote region
-    /// needs REMOTE_READ, every local one LOCAL_WRITE (else the NIC completes the WR with
-    /// [`WcStatus::LocProtErr`] and sends nothing); the local bytes are the NIC's to write
-    /// until the completion ([`crate::WcOpcode::RdmaRead`], `byte_len` = the sum). The NIC
-    /// keeps 4 READ lists per QP, so a READ with several SGEs waits there while 4 READs or
-    /// atomics of the QP are outstanding (results are unchanged).
-    pub fn rdma_read(wr_id: u64, sge: impl Into<Option<Sge<'mr>>>, remote: RemoteAddr) -> Self {
-        Self::new(wr_id, WrOpcode::RdmaRead, sge.into(), Some(remote))
-    }
-
-    /// An unsignaled atomic compare and swap (`IBV_WR_ATOMIC_CMP_AND_SWP`, ibv_post_send(3);
-    /// IBTA Vol 1 9.4.5): the responder's NIC reads the 8-byte little-endian u64 at `remote`
-    /// (8-byte aligned, in a region and QP granting REMOTE_ATOMIC), writes `swap` there iff it
-    /// equals `compare`, and returns the original value, which the local NIC writes into `sge`
-    /// as a little-endian u64. `sge` must be exactly 8 bytes of a region with LOCAL_WRITE; the
-    /// bytes are the NIC's to write until the completion ([`crate::WcOpcode::CompSwap`],
-    /// `byte_len` 8). Nothing is checked here: the NIC reports a wrong SGE length
-    /// ([`WcStatus::LocLenErr`]), a bad local key or access ([`WcStatus::LocProtErr`]), a
-    /// misaligned remote address ([`WcStatus::RemInvReqErr`]) and a refused rkey or range
-    /// ([`WcStatus::RemAccessErr`]).
-    pub fn atomic_cmp_and_swp(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr, compare: u64, swap: u64) -> Self {
-        Self { compare_add: compare, swap, ..Self::new(wr_id, WrOpcode::AtomicCmpAndSwp, Some(sge), Some(remote)) }
-    }
-
-    /// An unsignaled atomic fetch and add (`IBV_WR_ATOMIC_FETCH_AND_ADD`, ibv_post_send(3);
-    /// IBTA Vol 1 9.4.5): the responder's NIC adds `add` (wrapping, mod 2^64) to the 8-byte
-    /// little-endian u64 at `remote` and returns the original value into `sge`. The rules for
-    /// `sge` and `remote` and the errors are those of
-    /// [`atomic_cmp_and_swp`](Self::atomic_cmp_and_swp); the completion is
-    /// [`crate::WcOpcode::FetchAdd`] with `byte_len` 8.
-    pub fn atomic_fetch_and_add(wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr, add: u64) -> Self {
-        Self { compare_add: add, ..Self::new(wr_id, WrOpcode::AtomicFetchAndAdd, Some(sge), Some(remote)) }
-    }
-
-    /// An unsignaled SEND (`IBV_WR_SEND`) of `sge`, or of zero bytes with `None`: the peer's
-    /// NIC scatters it into the next receive WR of its RQ. `remote` is unused.
-    pub fn send(wr_id: u64, sge: impl Into<Option<Sge<'mr>>>) -> Self {
-        Self::new(wr_id, WrOpcode::Send, sge.into(), None)
-    }
-
-    /// Sets or clears [`SendFlags::SIGNALED`].
-    pub fn signaled(mut self, on: bool) -> Self {
-        self.flags.set(SendFlags::SIGNALED, on);
-        self
-    }
-
-    /// Replaces the opcode.
-    pub fn with_opcode(mut self, opcode: WrOpcode) -> Self {
-        self.opcode = opcode;
-        self
-    }
-
-    /// Replaces the flags.
-    pub fn with_flags(mut self, flags: SendFlags) -> Self {
-        self.flags = flags;
-        self
-    }
-
-    /// Sets the immediate data.
-    pub fn with_imm(mut self, imm: u32) -> Self {
-        self.imm_data = imm;
-        self
-    }
-}
-
-/// A receive work request (`struct ibv_recv_wr`): where the NIC scatters the next incoming
-/// SEND. `sg_list[..num_sge]` are the scatter entries (at most the QP's `max_recv_sge`, up to
-/// [`MAX_RECV_SGE`]): the NIC fills entry 0 first, then entry 1, and so on (zero-length entries
-/// are skipped; a packet's bytes may straddle two entries), and checks every entry of nonzero
-/// length (a valid lkey of the QP's PD granting LOCAL_WRITE, inside its region) before writing
-/// any byte; with `num_sge` 0 only a zero-length message fits. Build with
-/// [`RecvWr::new`], [`RecvWr::zero_length`] or [`RecvWr::with_sg_list`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecvWr<'mr> {
-    /// Returned in the receive completion.
-    pub wr_id: u64,
-    /// Scatter entries (those past `num_sge` are ignored).
-    pub sg_list: [Sge<'mr>; recv_wqe::MAX_SGE],
-    /// Number of valid entries in `sg_list` (at most the QP's `max_recv_sge`).
-    pub num_sge: usize,
-}
-
-impl<'mr> RecvWr<'mr> {
-    /// A receive of at most `sge.length` bytes into `sge`.
-    pub fn new(wr_id: u64, sge: Sge<'mr>) -> Self {
-        let mut sg_list = [Sge::from_parts(0, 0, 0); recv_wqe::MAX_SGE];
-        sg_list[0] = sge;
-        Self { wr_id, sg_list, num_sge: 1 }
-    }
-
-    /// A receive without a buffer: it accepts only a zero-length SEND.
-    pub fn zero_length(wr_id: u64) -> Self {
-        Self { wr_id, sg_list: [Sge::from_parts(0, 0, 0); recv_wqe::MAX_SGE], num_sge: 0 }
-    }
-
-    /// A receive with the scatter list `sges` (as `ibv_recv_wr.sg_list`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for more than [`rnic_contract::recv_wqe::MAX_SGE`] entries
-    /// (what a receive WQE can hold; [`QueuePair::post_recv`] accepts at most the QP's
-    /// `max_recv_sge`).
-    pub fn with_sg_list(wr_id: u64, sges: &[Sge<'mr>]) -> Result<Self> {
-        if sges.len() > recv_wqe::MAX_SGE {
-            return Err(Error::inval(format!(
-                "a receive WR holds at most {} scatter entries, not {}",
-                recv_wqe::MAX_SGE,
-                sges.len()
-            )));
-        }
-        let mut wr = Self::zero_length(wr_id);
-        wr.sg_list[..sges.len()].copy_from_slice(sges);
-        wr.num_sge = sges.len();
-        Ok(wr)
-    }
-}
-
-/// Checks receive WRs against a queue's `max_sge` (entries, each ≤ 2^31 bytes).
-fn check_recv_wrs(wrs: &[RecvWr<'_>], max_sge: u32) -> Result<()> {
-    for (i, wr) in wrs.iter().enumerate() {
-        if wr.num_sge > max_sge as usize {
-            return Err(Error::inval(format!(
-                "receive WR {i}: {} scatter entries, the queue takes at most max_recv_sge = {max_sge}",
-                wr.num_sge
-            )));
-        }
-        if let Some(s) = wr.sg_list[..wr.num_sge].iter().find(|s| s.length > 1 << 31) {
-            return Err(Error::inval(format!("receive WR {i}: SGE length {} exceeds 2^31", s.length)));
-        }
-    }
-    Ok(())
-}
-
-/// Checks `wrs` (see [`check_recv_wrs`]) and writes them as receive WQEs of `stride` bytes
-/// into the ring of `size` entries at producer index `start` onwards (whole WQEs: nothing of an
-/// earlier lap survives). The caller checked for room and rings the doorbell.
-pub(crate) fn write_recv_wqes(ring: &DmaBuffer, stride: usize, size: u32, max_sge: u32, start: u64, wrs: &[RecvWr<'_>]) -> Result<()> {
-    check_recv_wrs(wrs, max_sge)?;
-    let mask = u64::from(size) - 1;
-    for (k, wr) in wrs.iter().enumerate() {
-        let sge = if wr.num_sge > 0 { wr.sg_list[0] } else { Sge::from_parts(0, 0, 0) };
-        let w = RecvWqe { wr_id: wr.wr_id, num_sge: wr.num_sge as u8, sge_addr: sge.addr, sge_length: sge.length, sge_lkey: sge.lkey };
-        let mut buf = vec![0u8; stride];
-        buf[..recv_wqe::BYTES].copy_from_slice(&w.pack());
-        for (j, g) in wr.sg_list[..wr.num_sge].iter().enumerate().skip(1) {
-            put_sge(&mut buf, recv_wqe::sge_offset(j), g.addr, g.length, g.lkey);
-        }
-        let slot = ((start + k as u64) & mask) as usize;
-        ring.write(slot * stride, &buf)?;
-    }
-    Ok(())
-}
-
 /// A work request on the SQ that has not been retired by a completion.
 #[derive(Clone, Copy, Debug)]
 struct Outstanding {
@@ -756,6 +69,13 @@ pub(crate) struct QpShared {
 }
 
 impl QpShared {
+    /// Send and receive work requests not yet retired (receives taken from an SRQ are the
+    /// SRQ's and counted there).
+    pub(crate) fn pending(&self) -> (usize, usize) {
+        let srq = self.srq.as_ref().map_or(0, |s| s.borrow().outstanding);
+        (self.outstanding.len(), self.recv.len() + srq)
+    }
+
     /// Retires the work requests finished by a completion of `wr_id`: the oldest outstanding
     /// one with that id that produces a CQE (signaled, or any on error) and every older one
     /// (RC completes in order). An error moves the QP to ERR (IBTA 10.3.1).
@@ -1043,7 +363,10 @@ impl QpBuilder {
             Some(r)
         };
         let qpn = ctx.tables.borrow_mut().alloc_qpn()?;
-        let shared = Rc::new(RefCell::new(QpShared { srq: self.srq.as_ref().map(|s| Rc::clone(&s.shared)), ..QpShared::default() }));
+        let shared = Rc::new(RefCell::new(QpShared {
+            srq: self.srq.as_ref().map(|s| Rc::clone(&s.shared)),
+            ..QpShared::default()
+        }));
         // Receive completions of a QP on an SRQ are reserved per SRQ (attach_srq), not per QP.
         let recv_entries = if self.srq.is_some() { 0 } else { rq_size };
         let undo = |qpn: u32| {
@@ -1054,7 +377,9 @@ impl QpBuilder {
         let attached = if Rc::ptr_eq(&self.cq, &self.recv_cq) {
             self.cq.attach(qpn, &shared, (size + recv_entries) as usize)
         } else {
-            self.cq.attach(qpn, &shared, size as usize).and_then(|()| self.recv_cq.attach(qpn, &shared, recv_entries as usize))
+            self.cq
+                .attach(qpn, &shared, size as usize)
+                .and_then(|()| self.recv_cq.attach(qpn, &shared, recv_entries as usize))
         };
         let attached = match (&self.srq, attached) {
             (Some(s), Ok(())) => self.recv_cq.attach_srq(qpn, s.srqn, s.size as usize),
@@ -1110,6 +435,7 @@ impl QpBuilder {
             max_inline_data: (sq_stride - wqe::INLINE_DATA) as u32,
         };
         let port_ip = ctx.port.get().map_or(0, |p| u32::from(p.ip));
+        crate::pd::count(&self.pd.inner.qps, true);
         Ok(QueuePair {
             pd: self.pd,
             cq: self.cq,
@@ -1129,6 +455,7 @@ impl QpBuilder {
             attr: QpAttr { cap, ..QpAttr::default() },
             hw: base,
             local_psn: initial_psn(qpn, port_ip),
+            released: false,
             _mr: PhantomData,
         })
     }
@@ -1185,6 +512,8 @@ pub struct QueuePair<'mr> {
     attr: QpAttr,
     hw: QpContext,
     local_psn: u32,
+    /// Set once the QP was destroyed (by `destroy` or drop).
+    released: bool,
     /// Invariant in `'mr`, see the type's documentation.
     _mr: PhantomData<Cell<&'mr ()>>,
 }
@@ -1384,8 +713,14 @@ impl<'mr> QueuePair<'mr> {
             let Some(data) = &wr.inline else {
                 return Err(Error::inval(format!("WR {i}: IBV_SEND_INLINE without data (use SendWr::with_inline)")));
             };
-            if !matches!(wr.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm) {
-                return Err(Error::inval(format!("WR {i}: IBV_SEND_INLINE is for SEND and RDMA WRITE, not {:?}", wr.opcode)));
+            if !matches!(
+                wr.opcode,
+                WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm
+            ) {
+                return Err(Error::inval(format!(
+                    "WR {i}: IBV_SEND_INLINE is for SEND and RDMA WRITE, not {:?}",
+                    wr.opcode
+                )));
             }
             if data.len > cap.max_inline_data as usize {
                 return Err(Error::inval(format!(
@@ -1427,40 +762,50 @@ impl<'mr> QueuePair<'mr> {
     /// A request is signaled if it has [`SendFlags::SIGNALED`] or the QP was built with
     /// `sq_sig_all`. The SGEs borrow their MRs for the QP's lifetime `'mr`.
     ///
-    /// All or nothing: if any request is invalid, or the SQ lacks room for all of them, none is
-    /// posted (ibverbs would post the ones before the bad one).
+    /// As in ibverbs, the list is posted up to the first request that cannot be: the requests
+    /// before it are posted (one doorbell for them), it and the rest are not, and
+    /// [`PostError::bad_wr`] is its index.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the QP is not in RTS or ERR (in ERR the NIC completes the
-    /// requests with `IBV_WC_WR_FLUSH_ERR`, as ibv_post_send(3) allows) or a request is malformed (no remote
-    /// address for an RDMA opcode; INLINE without data, over `max_inline_data` or on a READ or
-    /// atomic; more SGEs than `max_send_sge`, or more than one on an atomic; an SGE or their sum
-    /// over 2^31 bytes); [`Error::NoMemory`] when the SQ
-    /// has fewer free entries than requests (poll the CQ to retire some); backend errors (then
-    /// nothing was posted).
-    pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> Result<()> {
+    /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is not in RTS or ERR (in ERR
+    /// the NIC completes the requests with `IBV_WC_WR_FLUSH_ERR`, as ibv_post_send(3) allows;
+    /// `bad_wr` 0) or a request is malformed (no remote address for an RDMA opcode; INLINE
+    /// without data, over `max_inline_data` or on a READ or atomic; more SGEs than
+    /// `max_send_sge`, or more than one on an atomic; an SGE or their sum over 2^31 bytes);
+    /// [`Error::NoMemory`] at the first request the SQ has no free entry for (poll the CQ to
+    /// retire some); backend errors at the request whose WQE could not be written (or 0 if
+    /// the doorbell failed: then nothing was posted).
+    pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
         if !matches!(state, QpState::Rts | QpState::Err) {
-            return Err(Error::inval(format!("post_send needs RTS (or ERR), QP {} is in {state:?}", self.qpn)));
-        }
-        for (i, wr) in wrs.iter().enumerate() {
-            self.check_wr(i, wr)?;
+            return Err(PostError {
+                bad_wr: 0,
+                error: Error::inval(format!("post_send needs RTS (or ERR), QP {} is in {state:?}", self.qpn)),
+            });
         }
         let free = self.sq_size as usize - self.outstanding();
-        if wrs.len() > free {
-            return Err(Error::NoMemory(format!(
-                "SQ of QP {} is full: {} WRs posted, {free} of {} entries free",
-                self.qpn,
-                wrs.len(),
-                self.sq_size
-            )));
+        let mut stop = None;
+        for (i, wr) in wrs.iter().enumerate() {
+            if i == free {
+                stop = Some(PostError {
+                    bad_wr: i,
+                    error: Error::NoMemory(format!(
+                        "SQ of QP {} is full: WR {i} finds none of its {} entries free",
+                        self.qpn, self.sq_size
+                    )),
+                });
+                break;
+            }
+            if let Err(error) = self.check_wr(i, wr) {
+                stop = Some(PostError { bad_wr: i, error });
+                break;
+            }
         }
-        if wrs.is_empty() {
-            return Ok(());
-        }
+        let n = stop.as_ref().map_or(wrs.len(), |e| e.bad_wr);
         let start = self.pi.get();
         let mask = u64::from(self.sq_size) - 1;
-        for (k, wr) in wrs.iter().enumerate() {
+        let mut written = 0;
+        for (k, wr) in wrs[..n].iter().enumerate() {
             let signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
             let mut flags = wr.flags;
             flags.set(SendFlags::SIGNALED, signaled);
@@ -1493,28 +838,37 @@ impl<'mr> QueuePair<'mr> {
                 buf[wqe::INLINE_DATA..wqe::INLINE_DATA + d.len].copy_from_slice(d.as_slice());
             }
             let slot = ((start + k as u64) & mask) as usize;
-            self.ring.write(slot * self.sq_stride, &buf)?;
+            if let Err(error) = self.ring.write(slot * self.sq_stride, &buf) {
+                stop = Some(PostError { bad_wr: k, error });
+                break;
+            }
+            written = k + 1;
         }
-        let pi = start + wrs.len() as u64;
+        if written == 0 {
+            return stop.map_or(Ok(()), Err);
+        }
+        let pi = start + written as u64;
         // The WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);
         let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
-        self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell)?;
+        if let Err(error) = self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell) {
+            return Err(PostError { bad_wr: 0, error });
+        }
         self.pi.set(pi);
         let mut sq = self.sq.borrow_mut();
-        for wr in wrs {
+        for wr in &wrs[..written] {
             let signaled = self.sq_sig_all || wr.flags.contains(SendFlags::SIGNALED);
             sq.outstanding.push_back(Outstanding { wr_id: wr.wr_id, signaled });
         }
-        Ok(())
+        stop.map_or(Ok(()), Err)
     }
 
     /// Posts one work request; see [`post_send`](Self::post_send).
     ///
     /// # Errors
-    /// As [`post_send`](Self::post_send).
+    /// As [`post_send`](Self::post_send), as a plain [`Error`].
     pub fn post_send_one(&mut self, wr: SendWr<'mr>) -> Result<()> {
-        self.post_send(std::slice::from_ref(&wr))
+        self.post_send(std::slice::from_ref(&wr)).map_err(Error::from)
     }
 
     /// Posts receive work requests (`ibv_post_recv(3)`): writes one receive WQE per request
@@ -1531,54 +885,60 @@ impl<'mr> QueuePair<'mr> {
     /// arrives: a failing entry completes the receive with [`WcStatus::LocProtErr`] and nothing
     /// is written).
     ///
-    /// All or nothing: if any request is invalid, or the RQ lacks room for all of them, none is
-    /// posted.
+    /// As in ibverbs, the list is posted up to the first request that cannot be (see
+    /// [`post_send`](Self::post_send)); [`PostError::bad_wr`] is its index.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the QP is in RESET (in ERR the NIC completes the requests
-    /// with `IBV_WC_WR_FLUSH_ERR`), has no receive queue, or a request has
-    /// more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry over 2^31 bytes;
-    /// [`Error::NoMemory`] when the RQ has fewer free entries than requests (poll the receive
-    /// CQ to retire some); backend errors (then nothing was posted).
-    pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> Result<()> {
+    /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is in RESET (in ERR the NIC
+    /// completes the requests with `IBV_WC_WR_FLUSH_ERR`) or has no receive queue (`bad_wr` 0),
+    /// or a request has more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry
+    /// over 2^31 bytes; [`Error::NoMemory`] at the first request the RQ has no free entry for
+    /// (poll the receive CQ to retire some); backend errors (see
+    /// [`post_send`](Self::post_send)).
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
         if state == QpState::Reset {
-            return Err(Error::inval(format!("post_recv needs INIT, RTR, RTS or ERR, QP {} is in RESET", self.qpn)));
+            return Err(PostError {
+                bad_wr: 0,
+                error: Error::inval(format!("post_recv needs INIT, RTR, RTS or ERR, QP {} is in RESET", self.qpn)),
+            });
         }
         let Some(ring) = &self.rq_ring else {
-            return Err(Error::inval(format!("QP {} has no receive queue (built with max_recv_wr 0)", self.qpn)));
+            return Err(PostError {
+                bad_wr: 0,
+                error: Error::inval(format!("QP {} has no receive queue (built with max_recv_wr 0)", self.qpn)),
+            });
         };
-        check_recv_wrs(wrs, self.attr.cap.max_recv_sge)?;
         let free = self.rq_size as usize - self.recv_outstanding();
-        if wrs.len() > free {
-            return Err(Error::NoMemory(format!(
-                "RQ of QP {} is full: {} receive WRs posted, {free} of {} entries free",
-                self.qpn,
-                wrs.len(),
-                self.rq_size
-            )));
-        }
-        if wrs.is_empty() {
-            return Ok(());
-        }
+        let what = format!("RQ of QP {}", self.qpn);
+        let (n, stop) = recv_prefix(wrs, self.attr.cap.max_recv_sge, free, self.rq_size, &what);
         let start = self.rq_pi.get();
-        write_recv_wqes(ring, self.rq_stride, self.rq_size, self.attr.cap.max_recv_sge, start, wrs)?;
-        let pi = start + wrs.len() as u64;
+        let (written, stop) =
+            match write_recv_wqes(ring, self.rq_stride, self.rq_size, self.attr.cap.max_recv_sge, start, &wrs[..n]) {
+                Ok(()) => (n, stop),
+                Err(e) => (e.bad_wr, Some(e)),
+            };
+        if written == 0 {
+            return stop.map_or(Ok(()), Err);
+        }
+        let pi = start + written as u64;
         // The receive WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);
         let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
-        self.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, doorbell)?;
+        if let Err(error) = self.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, doorbell) {
+            return Err(PostError { bad_wr: 0, error });
+        }
         self.rq_pi.set(pi);
-        self.sq.borrow_mut().recv.extend(wrs.iter().map(|w| w.wr_id));
-        Ok(())
+        self.sq.borrow_mut().recv.extend(wrs[..written].iter().map(|w| w.wr_id));
+        stop.map_or(Ok(()), Err)
     }
 
     /// Posts one receive work request; see [`post_recv`](Self::post_recv).
     ///
     /// # Errors
-    /// As [`post_recv`](Self::post_recv).
+    /// As [`post_recv`](Self::post_recv), as a plain [`Error`].
     pub fn post_recv_one(&mut self, wr: RecvWr<'mr>) -> Result<()> {
-        self.post_recv(std::slice::from_ref(&wr))
+        self.post_recv(std::slice::from_ref(&wr)).map_err(Error::from)
     }
 
     /// Completions of this QP that matched no outstanding work request (should stay 0).
@@ -1587,21 +947,44 @@ impl<'mr> QueuePair<'mr> {
     }
 }
 
-impl Drop for QueuePair<'_> {
-    fn drop(&mut self) {
+impl QueuePair<'_> {
+    /// Destroys the QP (`ibv_destroy_qp(3)`) and reports what dropping it cannot: the context
+    /// write with state RESET that stops the NIC using its rings and MRs. Its CQ reservations
+    /// and number are freed either way.
+    ///
+    /// # Errors
+    /// Backend errors of the context write.
+    pub fn destroy(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
         let ctx = &self.pd.inner.ctx;
-        // RESET stops the NIC using the rings and the MRs; errors cannot be reported here.
         let reset = QpContext { state: QpState::Reset as u8, init_sq_psn: false, init_rq_psn: false, ..self.hw };
-        let _ = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &reset.pack());
+        let r = write_context(&*ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &reset.pack());
         self.cq.detach(self.qpn);
         self.recv_cq.detach(self.qpn);
         ctx.tables.borrow_mut().free_qpn(self.qpn);
+        crate::pd::count(&self.pd.inner.qps, false);
+        r
+    }
+}
+
+impl Drop for QueuePair<'_> {
+    fn drop(&mut self) {
+        // RESET stops the NIC using the rings and the MRs; errors cannot be reported here.
+        let _ = self.release();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rnic_contract::verbs;
 
     #[test]
     fn mtu_codes_match_ibverbs() {

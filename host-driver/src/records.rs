@@ -471,7 +471,15 @@ mod tests {
 
     #[test]
     fn mr_entry_fields_land_on_contract_bits() {
-        let e = MrEntry { valid: true, access: 0b0011, tag: 0x5A, pd: 7, va: 0x7fff_0000_1234, length: 4097, iova: 0x1_0000_3000 };
+        let e = MrEntry {
+            valid: true,
+            access: 0b0011,
+            tag: 0x5A,
+            pd: 7,
+            va: 0x7fff_0000_1234,
+            length: 4097,
+            iova: 0x1_0000_3000,
+        };
         let r = e.pack();
         assert_eq!(bits(&r, mr_entry::VALID), 1);
         assert_eq!(bits(&r, mr_entry::ACCESS), 3);
@@ -534,7 +542,13 @@ mod tests {
 
     #[test]
     fn recv_wqe_fields_land_on_contract_bytes() {
-        let w = RecvWqe { wr_id: 0x1122_3344_5566_7788, num_sge: 1, sge_addr: 0x7f00_0000_0abc, sge_length: 100_000, sge_lkey: 0x0305 };
+        let w = RecvWqe {
+            wr_id: 0x1122_3344_5566_7788,
+            num_sge: 1,
+            sge_addr: 0x7f00_0000_0abc,
+            sge_length: 100_000,
+            sge_lkey: 0x0305,
+        };
         let r = w.pack();
         assert_eq!(u64::from_le_bytes(r[0..8].try_into().unwrap()), w.wr_id);
         assert_eq!(r[8], 1, "NUM_SGE at byte 8");
@@ -563,7 +577,16 @@ mod tests {
 
     #[test]
     fn cqe_round_trip_and_byte_positions() {
-        let c = Cqe { wr_id: 77, byte_len: 4096, imm_data: 5, qp_num: 0x000042, opcode: 1, status: 4, wc_flags: 2, owner: true };
+        let c = Cqe {
+            wr_id: 77,
+            byte_len: 4096,
+            imm_data: 5,
+            qp_num: 0x000042,
+            opcode: 1,
+            status: 4,
+            wc_flags: 2,
+            owner: true,
+        };
         let b = c.pack();
         assert_eq!(Cqe::unpack(&b), c);
         assert_eq!(b[16], 0x42);

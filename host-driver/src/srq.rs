@@ -16,9 +16,9 @@ use rnic_contract::{recv_wqe, regs, srq_context, verbs};
 
 use crate::cq::{CompletionQueue, WorkCompletion};
 use crate::device::DmaBuffer;
-use crate::error::{Error, Result};
+use crate::error::{Error, PostError, Refused, Result};
 use crate::pd::ProtectionDomain;
-use crate::qp::{write_recv_wqes, RecvWr, MAX_RECV_SGE, MAX_RECV_WR};
+use crate::qp::{recv_prefix, write_recv_wqes, RecvWr, MAX_RECV_SGE, MAX_RECV_WR};
 use crate::records::write_context;
 
 /// Entries of an SRQ's event CQ: one event per arming, so a few are plenty.
@@ -48,6 +48,15 @@ pub enum AsyncEvent {
         /// Receive WQEs still posted when the NIC fired the event.
         wqes_left: u32,
     },
+}
+
+impl AsyncEvent {
+    /// The `ibv_event_type` of the event.
+    pub fn event_type(&self) -> crate::AsyncEventType {
+        match self {
+            Self::SrqLimitReached { .. } => crate::AsyncEventType::SrqLimitReached,
+        }
+    }
 }
 
 /// The part of an SRQ its QPs' CQs update: receive WRs posted and not yet completed.
@@ -100,6 +109,7 @@ impl Drop for SrqInner {
         // Disarm (the QPs that used the SRQ are gone: they kept it alive).
         let _ = self.write(0, true);
         self.pd.inner.ctx.tables.borrow_mut().free_qpn(self.srqn);
+        crate::pd::count(&self.pd.inner.srqs, false);
     }
 }
 
@@ -130,7 +140,9 @@ impl<'mr> SharedReceiveQueue<'mr> {
             return Err(Error::inval(format!("an SRQ needs 1..={MAX_RECV_WR} WRs, not {max_wr}")));
         }
         if max_sge > MAX_RECV_SGE {
-            return Err(Error::NotSupported(format!("max_sge {max_sge}: the NIC scatters into at most {MAX_RECV_SGE}")));
+            return Err(Error::NotSupported(format!(
+                "max_sge {max_sge}: the NIC scatters into at most {MAX_RECV_SGE}"
+            )));
         }
         let ctx = Rc::clone(&pd.inner.ctx);
         let size = max_wr.next_power_of_two();
@@ -140,6 +152,7 @@ impl<'mr> SharedReceiveQueue<'mr> {
         ring.write(0, &vec![0u8; bytes])?;
         let events = CompletionQueue::new(Rc::clone(&ctx), EVENT_CQ_ENTRIES)?;
         let srqn = ctx.tables.borrow_mut().alloc_qpn()?;
+        crate::pd::count(&pd.inner.srqs, true);
         let inner = SrqInner {
             pd: pd.clone(),
             srqn,
@@ -157,6 +170,21 @@ impl<'mr> SharedReceiveQueue<'mr> {
         let inner = Rc::new(inner);
         ctx.srqs.borrow_mut().push(Rc::downgrade(&inner));
         Ok(Self { inner, _mr: PhantomData })
+    }
+
+    /// Destroys the SRQ (`ibv_destroy_srq(3)`): disarms its limit and frees its ring and
+    /// number.
+    ///
+    /// # Errors
+    /// [`Refused`] with [`Error::Busy`] (EBUSY), the SRQ unchanged, while QPs (or QP builders)
+    /// use it.
+    pub fn destroy(self) -> std::result::Result<(), Refused<Self>> {
+        let users = Rc::strong_count(&self.inner) - 1;
+        if users > 0 {
+            let msg = format!("SRQ {} is used by {users} QPs or QP builders", self.inner.srqn);
+            return Err(Refused::busy(self, msg));
+        }
+        Ok(())
     }
 
     /// The SRQ number (in the NIC's QP-number space).
@@ -191,35 +219,37 @@ impl<'mr> SharedReceiveQueue<'mr> {
 
     /// Posts receive WRs (`ibv_post_srq_recv(3)`): writes them into the ring, then rings
     /// `RQ_DOORBELL = srq_num << 16 | pi mod 2^16`. A slot is reused only after the receive it
-    /// held completed (on whichever QP took it). All or nothing, as
-    /// [`crate::QueuePair::post_recv`].
+    /// held completed (on whichever QP took it). As in ibverbs, the list is posted up to the
+    /// first WR that cannot be ([`crate::QueuePair::post_recv`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a WR with more than `max_sge` entries or an entry over
-    /// 2^31 bytes; [`Error::NoMemory`] when the ring lacks room for all of them; backend errors.
-    pub fn post_recv(&self, wrs: &[RecvWr<'mr>]) -> Result<()> {
+    /// [`PostError`] at the first WR with more than `max_sge` entries or an entry over 2^31
+    /// bytes ([`Error::InvalidArgument`]) or that finds the ring full ([`Error::NoMemory`]);
+    /// backend errors.
+    pub fn post_recv(&self, wrs: &[RecvWr<'mr>]) -> std::result::Result<(), PostError> {
         let inner = &self.inner;
         let free = inner.size as usize - self.outstanding();
-        if wrs.len() > free {
-            return Err(Error::NoMemory(format!(
-                "SRQ {} is full: {} receive WRs posted, {free} of {} entries free",
-                inner.srqn,
-                wrs.len(),
-                inner.size
-            )));
-        }
+        let what = format!("SRQ {}", inner.srqn);
+        let (n, stop) = recv_prefix(wrs, inner.max_sge, free, inner.size, &what);
         let start = inner.pi.get();
-        write_recv_wqes(&inner.ring, recv_wqe::stride(inner.log_stride.into()), inner.size, inner.max_sge, start, wrs)?;
-        if wrs.is_empty() {
-            return Ok(());
+        let stride = recv_wqe::stride(inner.log_stride.into());
+        let (written, stop) = match write_recv_wqes(&inner.ring, stride, inner.size, inner.max_sge, start, &wrs[..n]) {
+            Ok(()) => (n, stop),
+            Err(e) => (e.bad_wr, Some(e)),
+        };
+        if written == 0 {
+            return stop.map_or(Ok(()), Err);
         }
-        let pi = start + wrs.len() as u64;
+        let pi = start + written as u64;
         // The receive WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);
-        inner.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, inner.srqn << 16 | (pi & 0xFFFF) as u32)?;
+        let doorbell = inner.srqn << 16 | (pi & 0xFFFF) as u32;
+        if let Err(error) = inner.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, doorbell) {
+            return Err(PostError { bad_wr: 0, error });
+        }
         inner.pi.set(pi);
-        inner.shared.borrow_mut().outstanding += wrs.len();
-        Ok(())
+        inner.shared.borrow_mut().outstanding += written;
+        stop.map_or(Ok(()), Err)
     }
 
     /// Posts one receive WR; see [`post_recv`](Self::post_recv).
@@ -227,7 +257,7 @@ impl<'mr> SharedReceiveQueue<'mr> {
     /// # Errors
     /// As [`post_recv`](Self::post_recv).
     pub fn post_recv_one(&self, wr: RecvWr<'mr>) -> Result<()> {
-        self.post_recv(std::slice::from_ref(&wr))
+        self.post_recv(std::slice::from_ref(&wr)).map_err(Error::from)
     }
 }
 

@@ -133,10 +133,9 @@ fn modify_checks_values_and_cur_state() {
     let mut qp = qp_in(&pd, &cq, QpState::Reset);
     let m = QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS;
     let writes = dev.writes.borrow().len();
-    for bad in [
-        QpAttr { pkey_index: 1, ..full_attr(QpState::Init) },
-        QpAttr { port_num: 2, ..full_attr(QpState::Init) },
-    ] {
+    for bad in
+        [QpAttr { pkey_index: 1, ..full_attr(QpState::Init) }, QpAttr { port_num: 2, ..full_attr(QpState::Init) }]
+    {
         assert_eq!(qp.modify(&bad, m).unwrap_err().errno(), Errno::EINVAL);
     }
     // Without STATE, RESET -> RESET allows nothing.
@@ -190,7 +189,12 @@ fn modify_checks_values_and_cur_state() {
         | QpAttrMask::CUR_STATE;
     let wrong_cur = QpAttr { cur_qp_state: QpState::Init, ..full_attr(QpState::Rts) };
     assert_eq!(qp.modify(&wrong_cur, rts).unwrap_err().errno(), Errno::EINVAL);
-    assert_eq!(qp.modify(&QpAttr { retry_cnt: 8, cur_qp_state: QpState::Rtr, ..full_attr(QpState::Rts) }, rts).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(
+        qp.modify(&QpAttr { retry_cnt: 8, cur_qp_state: QpState::Rtr, ..full_attr(QpState::Rts) }, rts)
+            .unwrap_err()
+            .errno(),
+        Errno::EINVAL
+    );
     qp.modify(&QpAttr { cur_qp_state: QpState::Rtr, ..full_attr(QpState::Rts) }, rts).unwrap();
     let (_, _, rec) = last_cmd(&dev);
     assert_eq!(qp_context::INIT_SQ_PSN.get(&rec), 1);
@@ -209,7 +213,9 @@ fn access_flags_rules_of_reg_mr() {
     let pd = ctx.alloc_pd().unwrap();
     let mut buf = vec![0u8; 100];
     let writes = dev.writes.borrow().len();
-    for bad in [AccessFlags::REMOTE_WRITE, AccessFlags::REMOTE_ATOMIC, AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ] {
+    for bad in
+        [AccessFlags::REMOTE_WRITE, AccessFlags::REMOTE_ATOMIC, AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ]
+    {
         let e = pd.register(&mut buf, bad).unwrap_err();
         assert_eq!(e.errno(), Errno::EINVAL, "{bad:?}");
         assert!(e.to_string().contains("LOCAL_WRITE"), "{e}");
@@ -320,11 +326,12 @@ fn post_send_builds_wqes_and_rings_the_doorbell() {
     ctx.device().dma_read(Iova(sq_base + 64), &mut w1).unwrap();
     assert_eq!(wqe::WR_ID.get(&w1), 8);
     assert_eq!(wqe::SEND_FLAGS.get(&w1), 0);
-    // SQ of 4: two more fit, a third is ENOMEM and posts nothing.
+    // SQ of 4: of three more, two fit and are posted (one doorbell, producer index 4), the
+    // third is ENOMEM with bad_wr 2 (ibv_post_send(3)'s bad_wr).
     let writes = dev.writes.borrow().len();
-    assert_eq!(qp.post_send(&[wr, wr, wr]).unwrap_err().errno(), Errno::ENOMEM);
-    assert_eq!(dev.writes.borrow().len(), writes);
-    qp.post_send(&[wr, wr]).unwrap();
+    let e = qp.post_send(&[wr, wr, wr]).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 2), "{e}");
+    assert_eq!(dev.writes.borrow()[writes..], [(regs::SQ_DOORBELL, qp.qp_num() << 16 | 4)]);
     assert_eq!(qp.outstanding(), 4);
     assert_eq!(qp.post_send_one(wr).unwrap_err().errno(), Errno::ENOMEM);
     // The NIC (played here by the test) completes WR 8's successor signaled: a CQE for wr 7
@@ -332,7 +339,8 @@ fn post_send_builds_wqes_and_rings_the_doorbell() {
     let cqe = Cqe { wr_id: 7, byte_len: 100, qp_num: qp.qp_num(), opcode: 1, owner: true, ..Cqe::default() };
     let cq_base = {
         let log = dev.writes.borrow();
-        let pos = log.iter().position(|(a, v)| *a == regs::CMD && *v == (regs::cmd_op::WRITE_CQ << 24 | cq.cqn())).unwrap();
+        let pos =
+            log.iter().position(|(a, v)| *a == regs::CMD && *v == (regs::cmd_op::WRITE_CQ << 24 | cq.cqn())).unwrap();
         let mut r = [0u8; 64];
         for (a, v) in &log[pos - 16..pos] {
             let i = usize::from(a - regs::CMD_DATA);
@@ -374,7 +382,15 @@ fn cq_poll_follows_the_owner_bit_without_mmio_reads() {
     assert_eq!(dev.progress.get(), 1, "an empty poll lets the device progress");
     // Play the NIC: CQE n goes to slot n mod 4 with owner !(n >> 2) & 1.
     let write_cqe = |n: u64| {
-        let c = Cqe { wr_id: 100 + n, qp_num: 9, status: 0, opcode: 1, byte_len: n as u32, owner: owner_for(n, 2), ..Cqe::default() };
+        let c = Cqe {
+            wr_id: 100 + n,
+            qp_num: 9,
+            status: 0,
+            opcode: 1,
+            byte_len: n as u32,
+            owner: owner_for(n, 2),
+            ..Cqe::default()
+        };
         ctx.device().dma_write(Iova(base + (n % 4) * cqe::BYTES as u64), &c.pack()).unwrap();
     };
     for n in 0..3 {
@@ -424,7 +440,10 @@ fn cq_must_cover_its_qps() {
     drop(a);
     pd.create_qp(&rcq).set_max_send_wr(4).build().unwrap();
     // A receive WQE holds at most 15 scatter entries.
-    assert_eq!(pd.create_qp(&cq).set_max_recv_wr(1).set_max_recv_sge(16).build().unwrap_err().errno(), Errno::EOPNOTSUPP);
+    assert_eq!(
+        pd.create_qp(&cq).set_max_recv_wr(1).set_max_recv_sge(16).build().unwrap_err().errno(),
+        Errno::EOPNOTSUPP
+    );
     assert_eq!(pd.create_qp(&cq).set_max_recv_wr(qp::MAX_RECV_WR + 1).build().unwrap_err().errno(), Errno::EINVAL);
     assert_eq!(ctx.create_cq(0).unwrap_err().errno(), Errno::EINVAL);
 }
@@ -451,7 +470,10 @@ fn max_recv_sge_sizes_the_receive_wqe() {
         q.post_recv_one(RecvWr::with_sg_list(7, &list).unwrap()).unwrap();
         let too_many: Vec<Sge> = (0..=cap as usize).map(|_| mr.sge(0..1).unwrap()).collect();
         if cap < 15 {
-            assert_eq!(q.post_recv_one(RecvWr::with_sg_list(8, &too_many).unwrap()).unwrap_err().errno(), Errno::EINVAL);
+            assert_eq!(
+                q.post_recv_one(RecvWr::with_sg_list(8, &too_many).unwrap()).unwrap_err().errno(),
+                Errno::EINVAL
+            );
         }
         let stride = 64usize << log;
         let mut w = vec![0u8; stride];
@@ -511,7 +533,12 @@ fn open_checks_id_and_version() {
     let (_, ctx) = open();
     let i = ctx.device_info();
     assert_eq!((i.log_qps, i.log_mrs, i.log_cqs, i.log_inflight, i.datapath_bytes), (6, 6, 6, 4, 64));
-    assert_eq!(ctx.set_port_addr(PortAddr { mac: MacAddr([1, 0, 0, 0, 0, 0]), ip: "192.0.2.1".parse().unwrap() }).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(
+        ctx.set_port_addr(PortAddr { mac: MacAddr([1, 0, 0, 0, 0, 0]), ip: "192.0.2.1".parse().unwrap() })
+            .unwrap_err()
+            .errno(),
+        Errno::EINVAL
+    );
 }
 
 #[test]
@@ -622,7 +649,11 @@ fn post_recv_builds_receive_wqes_and_rings_the_rq_doorbell() {
     qp.modify(&full_attr(QpState::Init), req | QpAttrMask::STATE).unwrap();
     let writes = dev.writes.borrow().len();
     qp.post_recv(&[wr, RecvWr::zero_length(22)]).unwrap();
-    assert_eq!(dev.writes.borrow()[writes..], [(regs::RQ_DOORBELL, qp.qp_num() << 16 | 2)], "one RQ doorbell, nothing else");
+    assert_eq!(
+        dev.writes.borrow()[writes..],
+        [(regs::RQ_DOORBELL, qp.qp_num() << 16 | 2)],
+        "one RQ doorbell, nothing else"
+    );
     let mut w = [0u8; 64];
     ctx.device().dma_read(Iova(rq_base), &mut w).unwrap();
     assert_eq!(recv_wqe::WR_ID.get(&w), 21);
@@ -635,25 +666,42 @@ fn post_recv_builds_receive_wqes_and_rings_the_rq_doorbell() {
     assert_eq!(qp.recv_outstanding(), 2);
     // More scatter entries than max_recv_sge (3: what the 64-byte WQE holds): EINVAL; a WR
     // cannot even hold more than 15.
-    let four = RecvWr::with_sg_list(23, &[mr.sge(0..10).unwrap(), mr.sge(10..20).unwrap(), mr.sge(20..30).unwrap(), mr.sge(30..40).unwrap()]).unwrap();
+    let four = RecvWr::with_sg_list(
+        23,
+        &[mr.sge(0..10).unwrap(), mr.sge(10..20).unwrap(), mr.sge(20..30).unwrap(), mr.sge(30..40).unwrap()],
+    )
+    .unwrap();
     let writes = dev.writes.borrow().len();
-    assert_eq!(qp.post_recv(&[wr, four]).unwrap_err().errno(), Errno::EINVAL, "all or nothing");
+    let e = qp.post_recv(&[four, wr]).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::EINVAL, 0), "the first WR is bad: nothing posted");
     assert_eq!(qp.post_recv_one(RecvWr { num_sge: 7, ..wr }).unwrap_err().errno(), Errno::EINVAL);
     let sixteen = [mr.sge(0..1).unwrap(); 16];
     assert_eq!(RecvWr::with_sg_list(24, &sixteen).unwrap_err().errno(), Errno::EINVAL);
-    // Full RQ: 2 of 4 free, 3 requested is ENOMEM and posts nothing.
-    assert_eq!(qp.post_recv(&[wr, wr, wr]).unwrap_err().errno(), Errno::ENOMEM);
     assert_eq!(dev.writes.borrow().len(), writes);
-    qp.post_recv(&[RecvWr { wr_id: 30, ..wr }, RecvWr { wr_id: 31, ..wr }]).unwrap();
+    // Full RQ: 2 of 4 free, 3 requested: the first two are posted, the third is ENOMEM
+    // with bad_wr 2.
+    let e = qp.post_recv(&[RecvWr { wr_id: 30, ..wr }, RecvWr { wr_id: 31, ..wr }, wr]).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 2), "{e}");
+    assert_eq!(dev.writes.borrow()[writes..], [(regs::RQ_DOORBELL, qp.qp_num() << 16 | 4)]);
     assert_eq!(qp.post_recv_one(wr).unwrap_err().errno(), Errno::ENOMEM);
     // The NIC (played by the test) completes the first receive: its slot frees up, and the
     // next receive lands in slot 0 of the second lap with producer index 5.
     let base = cq_base(&dev, cq.cqn());
-    let c = Cqe { wr_id: 21, byte_len: 777, qp_num: qp.qp_num(), opcode: verbs::wc_opcode::RECV, owner: true, ..Cqe::default() };
+    let c = Cqe {
+        wr_id: 21,
+        byte_len: 777,
+        qp_num: qp.qp_num(),
+        opcode: verbs::wc_opcode::RECV,
+        owner: true,
+        ..Cqe::default()
+    };
     ctx.device().dma_write(Iova(base), &c.pack()).unwrap();
     let mut wcs = [WorkCompletion::default(); 4];
     assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
-    assert_eq!((wcs[0].opcode, wcs[0].byte_len, wcs[0].wr_id, wcs[0].status), (WcOpcode::Recv, 777, 21, WcStatus::Success));
+    assert_eq!(
+        (wcs[0].opcode, wcs[0].byte_len, wcs[0].wr_id, wcs[0].status),
+        (WcOpcode::Recv, 777, 21, WcStatus::Success)
+    );
     assert!(wcs[0].opcode.is_recv());
     assert_eq!(qp.recv_outstanding(), 3);
     assert_eq!(qp.outstanding(), 0, "a receive completion retires no send WR");
@@ -662,7 +710,14 @@ fn post_recv_builds_receive_wqes_and_rings_the_rq_doorbell() {
     ctx.device().dma_read(Iova(rq_base), &mut w).unwrap();
     assert_eq!(recv_wqe::WR_ID.get(&w), 40, "slot 0 reused after its completion");
     // A receive error moves the QP to ERR; post_recv still posts (the NIC flushes the WR).
-    let c = Cqe { wr_id: 22, qp_num: qp.qp_num(), opcode: verbs::wc_opcode::RECV, status: 1, owner: true, ..Cqe::default() };
+    let c = Cqe {
+        wr_id: 22,
+        qp_num: qp.qp_num(),
+        opcode: verbs::wc_opcode::RECV,
+        status: 1,
+        owner: true,
+        ..Cqe::default()
+    };
     ctx.device().dma_write(Iova(base + 32), &c.pack()).unwrap();
     assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
     assert_eq!(wcs[0].status, WcStatus::LocLenErr);
@@ -717,8 +772,9 @@ fn atomic_wrs_carry_their_operands_in_the_wqe() {
     let sq_base = qp_context::SQ_BASE.get(&qpc);
 
     let remote = RemoteAddr { addr: 0x1_2345_6788, rkey: 0x0407 };
-    let cas = SendWr::atomic_cmp_and_swp(11, mr.sge(8..16).unwrap(), remote, 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210)
-        .signaled(true);
+    let cas =
+        SendWr::atomic_cmp_and_swp(11, mr.sge(8..16).unwrap(), remote, 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210)
+            .signaled(true);
     let faa = SendWr::atomic_fetch_and_add(12, mr.sge(16..20).unwrap(), remote, u64::MAX);
     assert_eq!((cas.opcode, faa.opcode), (WrOpcode::AtomicCmpAndSwp, WrOpcode::AtomicFetchAndAdd));
     assert!(cas.opcode.is_atomic() && faa.opcode.is_atomic() && !WrOpcode::RdmaRead.is_atomic());
@@ -736,7 +792,10 @@ fn atomic_wrs_carry_their_operands_in_the_wqe() {
     assert_eq!(wqe::NUM_SGE.get(&w), 1);
     assert_eq!(wqe::REMOTE_ADDR.get(&w), 0x1_2345_6788);
     assert_eq!(wqe::RKEY.get(&w), 0x0407);
-    assert_eq!((wqe::SGE0_ADDR.get(&w), wqe::SGE0_LENGTH.get(&w), wqe::SGE0_LKEY.get(&w)), (mr.addr() + 8, 8, u64::from(mr.lkey())));
+    assert_eq!(
+        (wqe::SGE0_ADDR.get(&w), wqe::SGE0_LENGTH.get(&w), wqe::SGE0_LKEY.get(&w)),
+        (mr.addr() + 8, 8, u64::from(mr.lkey()))
+    );
     assert_eq!(wqe::COMPARE_ADD.get(&w), 0x0123_4567_89AB_CDEF);
     assert_eq!(wqe::SWAP.get(&w), 0xFEDC_BA98_7654_3210);
     // The byte layout itself: little-endian at bytes 48 and 56.
@@ -764,11 +823,21 @@ fn atomic_wrs_carry_their_operands_in_the_wqe() {
     assert_eq!((WcOpcode::CompSwap.as_raw(), WcOpcode::FetchAdd.as_raw()), (3, 4));
     assert!(!WcOpcode::FetchAdd.is_recv());
     let base = cq_base(&dev, cq.cqn());
-    let cqe = Cqe { wr_id: 11, byte_len: 8, qp_num: qp.qp_num(), opcode: verbs::wc_opcode::COMP_SWAP, owner: true, ..Cqe::default() };
+    let cqe = Cqe {
+        wr_id: 11,
+        byte_len: 8,
+        qp_num: qp.qp_num(),
+        opcode: verbs::wc_opcode::COMP_SWAP,
+        owner: true,
+        ..Cqe::default()
+    };
     ctx.device().dma_write(Iova(base), &cqe.pack()).unwrap();
     let mut wcs = [WorkCompletion::default(); 2];
     assert_eq!(cq.poll(&mut wcs).unwrap(), 1);
-    assert_eq!((wcs[0].wr_id, wcs[0].opcode, wcs[0].byte_len, wcs[0].status), (11, WcOpcode::CompSwap, 8, WcStatus::Success));
+    assert_eq!(
+        (wcs[0].wr_id, wcs[0].opcode, wcs[0].byte_len, wcs[0].status),
+        (11, WcOpcode::CompSwap, 8, WcStatus::Success)
+    );
     assert_eq!(qp.outstanding(), 2, "the signaled CMP_AND_SWP retired itself only");
 }
 
@@ -796,9 +865,14 @@ fn reads_take_up_to_max_send_sge_and_atomics_one() {
     let sq_base = qp_context::SQ_BASE.get(&last_qp_context(&dev, qp.qp_num()));
     let remote = RemoteAddr { addr: 0x9000, rkey: 0x0502 };
     let list: Vec<Sge> = (0..=max).map(|i| mr.sge(40 * i + i..40 * i + 2 * i + 3).unwrap()).collect();
-    let read = |wr_id, n: usize| SendWr::rdma_read(wr_id, None, remote).with_sg_list(&list[..n]).unwrap().signaled(true);
-    let atomic2 = SendWr::atomic_fetch_and_add(3, mr.sge(0..8).unwrap(), remote, 1).with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()]).unwrap();
-    let cas2 = SendWr::atomic_cmp_and_swp(4, mr.sge(0..8).unwrap(), remote, 1, 2).with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()]).unwrap();
+    let read =
+        |wr_id, n: usize| SendWr::rdma_read(wr_id, None, remote).with_sg_list(&list[..n]).unwrap().signaled(true);
+    let atomic2 = SendWr::atomic_fetch_and_add(3, mr.sge(0..8).unwrap(), remote, 1)
+        .with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()])
+        .unwrap();
+    let cas2 = SendWr::atomic_cmp_and_swp(4, mr.sge(0..8).unwrap(), remote, 1, 2)
+        .with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()])
+        .unwrap();
     let inline_read = SendWr::rdma_read(5, None, remote).with_inline(&[1, 2, 3]).unwrap();
     let inline_atomic = SendWr::atomic_fetch_and_add(6, mr.sge(0..8).unwrap(), remote, 1).with_inline(&[0; 8]).unwrap();
 
@@ -812,7 +886,8 @@ fn reads_take_up_to_max_send_sge_and_atomics_one() {
         (inline_atomic, "inline atomic"),
     ] {
         assert_eq!(qp.post_send_one(wr).unwrap_err().errno(), Errno::EINVAL, "{what}");
-        assert_eq!(qp.post_send(&[read(1, 2), wr]).unwrap_err().errno(), Errno::EINVAL, "{what} behind a good READ");
+        let e = qp.post_send(&[wr, read(1, 2)]).unwrap_err();
+        assert_eq!((e.errno(), e.bad_wr), (Errno::EINVAL, 0), "{what} before a good READ");
     }
     assert_eq!(dev.writes.borrow().len(), writes, "no doorbell");
     assert_eq!(qp.outstanding(), 0);
@@ -828,7 +903,10 @@ fn reads_take_up_to_max_send_sge_and_atomics_one() {
         assert_eq!(wqe::NUM_SGE.get(&w), n as u64);
         assert_eq!((wqe::REMOTE_ADDR.get(&w), wqe::RKEY.get(&w)), (0x9000, 0x0502));
         let s0 = list[0];
-        assert_eq!((wqe::SGE0_ADDR.get(&w), wqe::SGE0_LENGTH.get(&w), wqe::SGE0_LKEY.get(&w)), (s0.addr, u64::from(s0.length), u64::from(s0.lkey)));
+        assert_eq!(
+            (wqe::SGE0_ADDR.get(&w), wqe::SGE0_LENGTH.get(&w), wqe::SGE0_LKEY.get(&w)),
+            (s0.addr, u64::from(s0.length), u64::from(s0.lkey))
+        );
         for (i, s) in list[..n].iter().enumerate().skip(1) {
             let e = &w[wqe::sge_offset(i)..wqe::sge_offset(i) + 16];
             assert_eq!(u64::from_le_bytes(e[0..8].try_into().unwrap()), s.addr, "WR {} SGE {i} addr", slot + 1);
@@ -889,7 +967,11 @@ fn create_srq_writes_its_context_and_arm_limit_modifies_it() {
     srq.arm_limit(4).unwrap();
     let (op, idx, rec) = last_cmd(&dev);
     assert_eq!((op, u32::from(idx)), (regs::cmd_op::WRITE_SRQ, srq.srq_num()));
-    assert_eq!((srq_context::INIT.get(&rec), srq_context::LIMIT.get(&rec), srq_context::EVENT_CQ.get(&rec)), (0, 4, event_cq), "a modify keeps the indices");
+    assert_eq!(
+        (srq_context::INIT.get(&rec), srq_context::LIMIT.get(&rec), srq_context::EVENT_CQ.get(&rec)),
+        (0, 4, event_cq),
+        "a modify keeps the indices"
+    );
     assert_eq!(srq.query().srq_limit, 4);
     srq.arm_limit(0).unwrap();
     assert_eq!(srq_context::LIMIT.get(&last_cmd(&dev).2), 0);
@@ -969,7 +1051,11 @@ fn srq_post_recv_fills_its_ring_and_completions_free_slots() {
     let wr = |id: u64, off: usize| RecvWr::new(id, mr.sge(off..off + 100).unwrap());
     let writes = dev.writes.borrow().len();
     srq.post_recv(&[wr(1, 0), wr(2, 100)]).unwrap();
-    assert_eq!(dev.writes.borrow()[writes..], [(regs::RQ_DOORBELL, srqn << 16 | 2)], "one doorbell with the SRQ number");
+    assert_eq!(
+        dev.writes.borrow()[writes..],
+        [(regs::RQ_DOORBELL, srqn << 16 | 2)],
+        "one doorbell with the SRQ number"
+    );
     let mut w = [0u8; 64];
     for (k, (id, off)) in [(1u64, 0u64), (2, 100)].into_iter().enumerate() {
         ctx.device().dma_read(Iova(base + k as u64 * stride), &mut w).unwrap();
@@ -979,22 +1065,25 @@ fn srq_post_recv_fills_its_ring_and_completions_free_slots() {
         assert_eq!(recv_wqe::SGE0_LKEY.get(&w), u64::from(mr.lkey()));
     }
     assert_eq!(srq.outstanding(), 2);
-    // All or nothing.
+    // A bad first WR posts nothing.
     let writes = dev.writes.borrow().len();
     let four = RecvWr::with_sg_list(3, &[mr.sge(0..10).unwrap(); 4]).unwrap();
-    assert_eq!(srq.post_recv(&[wr(3, 200), four]).unwrap_err().errno(), Errno::EINVAL, "more SGEs than max_sge (3)");
-    assert_eq!(srq.post_recv(&[wr(3, 200), wr(4, 300), wr(5, 400)]).unwrap_err().errno(), Errno::ENOMEM, "2 free");
+    let e = srq.post_recv(&[four, wr(3, 200)]).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::EINVAL, 0), "more SGEs than max_sge (3)");
     assert_eq!(dev.writes.borrow().len(), writes, "nothing written");
     ctx.device().dma_read(Iova(base + 2 * stride), &mut w).unwrap();
     assert!(w.iter().all(|&b| b == 0), "no WQE written for a refused post");
     assert_eq!(srq.outstanding(), 2);
-    srq.post_recv(&[wr(3, 200), wr(4, 300)]).unwrap();
+    // 2 free: the first two of three are posted, the third is ENOMEM at bad_wr 2.
+    let e = srq.post_recv(&[wr(3, 200), wr(4, 300), wr(5, 400)]).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 2), "2 free");
     assert_eq!(srq.post_recv_one(wr(5, 400)).unwrap_err().errno(), Errno::ENOMEM, "full");
     assert_eq!(dev.writes.borrow().last(), Some(&(regs::RQ_DOORBELL, srqn << 16 | 4)));
     // Completions on two different QPs each free a slot.
     let cqb = cq_base(&dev, cq.cqn());
     for (k, (id, qpn)) in [(1u64, q2.qp_num()), (2, q1.qp_num())].into_iter().enumerate() {
-        let c = Cqe { wr_id: id, byte_len: 9, qp_num: qpn, opcode: verbs::wc_opcode::RECV, owner: true, ..Cqe::default() };
+        let c =
+            Cqe { wr_id: id, byte_len: 9, qp_num: qpn, opcode: verbs::wc_opcode::RECV, owner: true, ..Cqe::default() };
         ctx.device().dma_write(Iova(cqb + 32 * k as u64), &c.pack()).unwrap();
     }
     let mut wcs = [WorkCompletion::default(); 4];

@@ -32,6 +32,18 @@ pub fn markdown() -> String {
         (regs::MAC_LO, "MAC_LO (MAC bytes 0..4, byte 0 in bits 7:0)", "RW"),
         (regs::MAC_HI, "MAC_HI (MAC bytes 4..6 in bits 15:0)", "RW"),
         (regs::IPV4_ADDR, "IPV4_ADDR (first octet in bits 31:24)", "RW"),
+        (
+            regs::QP_CAPS,
+            "QP_CAPS (log2 max SQ WQEs 3:0, log2 max RQ WQEs 7:4, max send SGEs 15:8, max receive SGEs 23:16, max_rd_atomic 31:24)",
+            "RO",
+        ),
+        (regs::SEND_CAPS, "SEND_CAPS (max inline bytes 15:0)", "RO"),
+        (regs::SRQ_CAPS, "SRQ_CAPS (log2 max SRQ WQEs 3:0, max SRQ SGEs 15:8)", "RO"),
+        (
+            regs::FEATURES,
+            "FEATURES (RC 0, SRQ 1, atomics 2, UD 3, CQ events 4, RNR NAK generation 5; ibv_atomic_cap 9:8)",
+            "RO",
+        ),
         (regs::SQ_DOORBELL, "SQ_DOORBELL (qpn << 16 | SQ producer index)", "WO"),
         (regs::RQ_DOORBELL, "RQ_DOORBELL (qpn << 16 | RQ producer index)", "WO"),
         (regs::CMD_DATA, "CMD_DATA[0..16] (512-bit staging record, word i = bits 32i+31..32i)", "WO"),

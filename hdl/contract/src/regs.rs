@@ -12,8 +12,9 @@ pub const ID: u16 = 0x0000;
 pub const ID_VALUE: u32 = 0x524E_4943;
 /// Version: `major << 16 | minor`.
 pub const VERSION: u16 = 0x0004;
-/// Contract version implemented by this RTL and driver.
-pub const VERSION_VALUE: u32 = 0x0000_0001;
+/// Contract version implemented by this RTL and driver. Minor 2 added the capability
+/// registers [`QP_CAPS`], [`SEND_CAPS`], [`SRQ_CAPS`] and [`FEATURES`].
+pub const VERSION_VALUE: u32 = 0x0000_0002;
 /// Capabilities, see [`caps`].
 pub const CAPS: u16 = 0x0008;
 /// Core clock in MHz (reads 250).
@@ -39,6 +40,111 @@ pub const MAC_LO: u16 = 0x0010;
 pub const MAC_HI: u16 = 0x0014;
 /// The port's IPv4 address, first octet in bits 31:24 (network order as a number).
 pub const IPV4_ADDR: u16 = 0x0018;
+
+/// Queue-pair limits (read-only; fields in [`qp_caps`], value [`QP_CAPS_VALUE`]): what
+/// `ibv_query_device(3)` reports as `max_qp_wr`, `max_sge`, `max_qp_rd_atom` and
+/// `max_qp_init_rd_atom`, and the receive-side `max_recv_sge`.
+pub const QP_CAPS: u16 = 0x0020;
+/// Send-side limits (read-only; fields in [`send_caps`], value [`SEND_CAPS_VALUE`]): the inline
+/// data a WQE holds (`ibv_qp_cap.max_inline_data`).
+pub const SEND_CAPS: u16 = 0x0024;
+/// Shared-receive-queue limits (read-only; fields in [`srq_caps`], value [`SRQ_CAPS_VALUE`]):
+/// `ibv_device_attr.max_srq_wr` and `max_srq_sge`.
+pub const SRQ_CAPS: u16 = 0x0028;
+/// Feature flags and the atomicity guarantee (read-only; bits in [`features`], value
+/// [`FEATURES_VALUE`]): which transports and optional verbs the RTL implements.
+pub const FEATURES: u16 = 0x002C;
+// 0x0030..0x003F: free for further read-only capability registers.
+
+/// log2 of the largest SQ in WQEs: the QP context's 4-bit SQ_LOG_SIZE allows 2^15, and the
+/// 16-bit producer index of [`SQ_DOORBELL`] must tell a full ring from an empty one.
+pub const LOG_MAX_SQ_WR: u32 = 15;
+/// log2 of the largest RQ (and SRQ) in receive WQEs, for the same two reasons (RQ_LOG_SIZE,
+/// [`RQ_DOORBELL`]).
+pub const LOG_MAX_RQ_WR: u32 = 15;
+/// Largest `max_rd_atomic` / `max_dest_rd_atomic` the NIC honours: READs and atomics a QP has
+/// outstanding as requester, and takes as responder (the QP context's MAX_RD_ATOMIC and
+/// MAX_DEST_RD_ATOMIC are taken as 1..=16; the in-flight window is 16 WQEs).
+pub const MAX_RD_ATOMIC: u32 = 16;
+
+// The limits follow from the record formats: a log size fits its context field, a full ring
+// of 2^15 differs from an empty one in a 16-bit producer index, the READ window fits the
+// in-flight table, and every field fits its bits.
+const _: () = assert!(LOG_MAX_SQ_WR as u64 <= crate::qp_context::SQ_LOG_SIZE.max() && LOG_MAX_SQ_WR < 16);
+const _: () = assert!(LOG_MAX_RQ_WR as u64 <= crate::qp_context::RQ_LOG_SIZE.max() && LOG_MAX_RQ_WR < 16);
+const _: () = assert!(MAX_RD_ATOMIC as usize <= 1 << crate::LOG_MAX_INFLIGHT_WQES);
+const _: () = assert!(crate::wqe::MAX_SGE < 256 && crate::recv_wqe::MAX_SGE < 256 && crate::wqe::MAX_INLINE < 65536);
+
+/// [`QP_CAPS`] fields.
+pub mod qp_caps {
+    /// Bits 3:0: log2 of the largest SQ in WQEs ([`super::LOG_MAX_SQ_WR`]).
+    pub const LOG_MAX_SQ_WR_SHIFT: u32 = 0;
+    /// Bits 7:4: log2 of the largest RQ in receive WQEs ([`super::LOG_MAX_RQ_WR`]).
+    pub const LOG_MAX_RQ_WR_SHIFT: u32 = 4;
+    /// Bits 15:8: gather entries per send WQE ([`crate::wqe::MAX_SGE`]).
+    pub const MAX_SEND_SGE_SHIFT: u32 = 8;
+    /// Bits 23:16: scatter entries per receive WQE ([`crate::recv_wqe::MAX_SGE`]).
+    pub const MAX_RECV_SGE_SHIFT: u32 = 16;
+    /// Bits 31:24: largest `max_rd_atomic` / `max_dest_rd_atomic` ([`super::MAX_RD_ATOMIC`]).
+    pub const MAX_RD_ATOMIC_SHIFT: u32 = 24;
+}
+
+/// What [`QP_CAPS`] reads.
+pub const QP_CAPS_VALUE: u32 = LOG_MAX_SQ_WR << qp_caps::LOG_MAX_SQ_WR_SHIFT
+    | LOG_MAX_RQ_WR << qp_caps::LOG_MAX_RQ_WR_SHIFT
+    | (crate::wqe::MAX_SGE as u32) << qp_caps::MAX_SEND_SGE_SHIFT
+    | (crate::recv_wqe::MAX_SGE as u32) << qp_caps::MAX_RECV_SGE_SHIFT
+    | MAX_RD_ATOMIC << qp_caps::MAX_RD_ATOMIC_SHIFT;
+
+/// [`SEND_CAPS`] fields.
+pub mod send_caps {
+    /// Bits 15:0: inline data bytes a WQE holds ([`crate::wqe::MAX_INLINE`]).
+    pub const MAX_INLINE_SHIFT: u32 = 0;
+}
+
+/// What [`SEND_CAPS`] reads.
+pub const SEND_CAPS_VALUE: u32 = (crate::wqe::MAX_INLINE as u32) << send_caps::MAX_INLINE_SHIFT;
+
+/// [`SRQ_CAPS`] fields.
+pub mod srq_caps {
+    /// Bits 3:0: log2 of the largest SRQ in receive WQEs ([`super::LOG_MAX_RQ_WR`]).
+    pub const LOG_MAX_SRQ_WR_SHIFT: u32 = 0;
+    /// Bits 15:8: scatter entries per SRQ receive WQE ([`crate::recv_wqe::MAX_SGE`]).
+    pub const MAX_SRQ_SGE_SHIFT: u32 = 8;
+}
+
+/// What [`SRQ_CAPS`] reads.
+pub const SRQ_CAPS_VALUE: u32 =
+    LOG_MAX_RQ_WR << srq_caps::LOG_MAX_SRQ_WR_SHIFT | (crate::recv_wqe::MAX_SGE as u32) << srq_caps::MAX_SRQ_SGE_SHIFT;
+
+/// [`FEATURES`] bits.
+pub mod features {
+    /// Bit 0: reliable connection QPs (IBTA Vol 1 9.7).
+    pub const RC: u32 = 1 << 0;
+    /// Bit 1: shared receive queues ([`crate::srq_context`]) with the limit event.
+    pub const SRQ: u32 = 1 << 1;
+    /// Bit 2: COMPARE SWAP and FETCH ADD as requester and responder (IBTA Vol 1 9.4.5).
+    pub const ATOMICS: u32 = 1 << 2;
+    /// Bit 3: unreliable datagram QPs (IBTA Vol 1 9.8). Not implemented yet (reads 0).
+    pub const UD: u32 = 1 << 3;
+    /// Bit 4: CQ arming and completion events (`ibv_req_notify_cq(3)`). Not implemented yet.
+    pub const CQ_EVENTS: u32 = 1 << 4;
+    /// Bit 5: the responder answers a SEND that finds no receive WQE with an RNR NAK
+    /// (`IBV_DEVICE_RC_RNR_NAK_GEN`).
+    pub const RNR_NAK_GEN: u32 = 1 << 5;
+    /// Bits 9:8: the atomicity guarantee as `enum ibv_atomic_cap` (0 none, 1 `IBV_ATOMIC_HCA`:
+    /// atomic against other atomics of this NIC, not against the CPU; 2 `IBV_ATOMIC_GLOB`).
+    pub const ATOMIC_CAP_SHIFT: u32 = 8;
+    /// `IBV_ATOMIC_HCA`.
+    pub const ATOMIC_HCA: u32 = 1;
+}
+
+/// What [`FEATURES`] reads: RC, SRQ, atomics with `IBV_ATOMIC_HCA`, RNR NAK generation.
+pub const FEATURES_VALUE: u32 = features::RC
+    | features::SRQ
+    | features::ATOMICS
+    | features::RNR_NAK_GEN
+    | features::ATOMIC_HCA << features::ATOMIC_CAP_SHIFT;
 
 /// SQ doorbell: write `qpn << 16 | sq_producer_index` (the producer index counts WQEs posted,
 /// modulo 2^16). The NIC fetches WQEs from the QP's SQ ring up to that index.

@@ -411,6 +411,23 @@ fn info(json: bool, device: &str) -> ExitCode {
         println!("  WQEs in flight: {} per QP", 1u64 << info.log_inflight);
         println!("  datapath      : {} bytes", info.datapath_bytes);
         println!("CLOCK_MHZ       : {}", info.clock_mhz);
+        println!("QP_CAPS         : {:#010x}", info.qp_caps);
+        println!("  WQEs per SQ/RQ: {} / {}", 1u64 << info.log_max_sq_wr, 1u64 << info.log_max_rq_wr);
+        println!("  SGEs          : {} send, {} receive", info.max_send_sge, info.max_recv_sge);
+        println!("  max_rd_atomic : {}", info.max_rd_atomic);
+        println!("SEND_CAPS       : {} inline bytes", info.max_inline);
+        println!("SRQ_CAPS        : {} WQEs, {} SGEs", 1u64 << info.log_max_srq_wr, info.max_srq_sge);
+        use rnic_contract::regs::features as f;
+        let names = [
+            (f::RC, "RC"),
+            (f::SRQ, "SRQ"),
+            (f::ATOMICS, "atomics"),
+            (f::UD, "UD"),
+            (f::CQ_EVENTS, "CQ events"),
+            (f::RNR_NAK_GEN, "RNR NAKs"),
+        ];
+        let on: Vec<&str> = names.iter().filter(|(b, _)| info.has_feature(*b)).map(|(_, n)| *n).collect();
+        println!("FEATURES        : {:#010x} ({}; ibv_atomic_cap {})", info.features, on.join(", "), info.atomic_cap());
         if name.starts_with("sim ") {
             println!(
                 "simulator       : Verilator build {:.1} s, waveform support {}",

@@ -1,0 +1,334 @@
+//! librnic against rdma-core 44 itself (Debian bookworm: `libibverbs-dev`, `ibverbs-utils`;
+//! `scripts/setup.sh` installs them):
+//!
+//! - `layout_matches_the_rdma_core_header`: a C file of `offsetof` / `sizeof` assertions,
+//!   generated from the Rust structs, must compile against `<infiniband/verbs.h>`;
+//! - `symbols_carry_rdma_core_versions`: `objdump -T` of the library shows every symbol of
+//!   `libibverbs.symbols` at its version, as default (`@@`) version, each also exported by
+//!   the system's libibverbs at that version, and covers every versioned libibverbs symbol
+//!   Debian's `ibv_devinfo`, `ibv_devices`, `ibv_rc_pingpong`, `ib_write_bw` and
+//!   librdmacm import;
+//! - `strings_match_libibverbs`: one C program prints every status / event / port-state /
+//!   node-type string and rate conversion, run on rdma-core's library and on librnic: same
+//!   output;
+//! - `c_program_on_one_looped_back_nic`: `tests/c/loopback.c`, compiled against the real
+//!   header and linked with `-libverbs`, connects two RC QPs of one simulated NIC and moves
+//!   and checks data (RDMA WRITE, READ, SEND with immediate, bad_wr, EBUSY, rereg_mr,
+//!   resize_cq on the NIC: the completions after it land in the new ring; an SRQ created,
+//!   armed, posted to through the inline ibv_post_srq_recv and busy while a QP uses it);
+//! - `c_program_on_two_nics_of_one_world`: the same program with QP A on device 0 and QP B
+//!   on device 1 of `RNIC_DEVICE=sim:2` (two NICs cabled back to back; each side its own PD,
+//!   CQ and MRs; the peer's MAC found from the device list);
+//! - `debian_ibv_devinfo_and_ibv_devices_run_unmodified`: the bookworm binaries list and
+//!   describe the simulated NICs;
+//! - `perftest_sets_up_on_librnic`: bookworm's `ib_write_bw` (perftest 4.5) loads with the
+//!   stub `libmlx5.so.1` / `libefa.so.1`, and server and client (two processes, each with its
+//!   own in-process NIC) create their resources, exchange QPN/PSN/rkey/GID over TCP and move
+//!   their QPs to RTS; the transfer itself needs a wire between the two processes' NICs
+//!   (a SimBricks link or the bridged wire), so the run is cut off there;
+//! - `ibv_rc_pingpong_sets_up_on_librnic`: the same for bookworm's `ibv_rc_pingpong -g 1`
+//!   (ibverbs-utils 44): both sides print their and the peer's QPN, PSN and GID.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `target/<profile>`, where cargo put `libibverbs.so`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/..").to_path_buf()
+}
+
+/// The library cargo built for this test run (`deps/`: `cargo test` does not copy it up to
+/// `target/<profile>/`).
+fn so_path() -> PathBuf {
+    profile_dir().join("deps/libibverbs.so")
+}
+
+/// A directory with `libibverbs.so.1` → librnic (and the stub `libmlx5.so.1` /
+/// `libefa.so.1`, when built), for `LD_LIBRARY_PATH`.
+fn lib_dir() -> PathBuf {
+    let so = so_path();
+    assert!(so.exists(), "{} not built", so.display());
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-lib-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("libibverbs.so.1");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&so, &link).unwrap();
+    dir
+}
+
+/// [`lib_dir`] with the stub providers perftest links, built here with cargo (they are
+/// separate workspace packages).
+fn lib_dir_with_stubs() -> PathBuf {
+    let dir = lib_dir();
+    let profile = profile_dir();
+    let release = profile.file_name().is_some_and(|n| n == "release");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", "librnic-mlx5-stub", "-p", "librnic-efa-stub"]);
+    if release {
+        cmd.arg("--release");
+    }
+    let (ok, o, e) = run(&mut cmd);
+    assert!(ok, "building the stub providers: {o}{e}");
+    for (lib, soname) in [("libmlx5.so", "libmlx5.so.1"), ("libefa.so", "libefa.so.1")] {
+        let link = dir.join(soname);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(profile.join(lib), &link).unwrap();
+    }
+    dir
+}
+
+fn tmp(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+fn run(cmd: &mut Command) -> (bool, String, String) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e} (scripts/setup.sh installs the tools)"));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Compiles `tests/c/<name>.c` against the installed rdma-core header, linked with the
+/// installed `-libverbs` (so the binary binds to rdma-core's symbol versions), as `<out>`
+/// (tests running in parallel use different names).
+fn compile(name: &str, out: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
+    let exe = tmp(out);
+    let (ok, o, e) =
+        run(Command::new("cc").args(["-O1", "-Wall", "-Werror", "-o"]).arg(&exe).arg(&src).arg("-libverbs"));
+    assert!(ok, "compiling {}: {o}{e} (needs libibverbs-dev)", src.display());
+    exe
+}
+
+fn objdump_t(path: &Path) -> Vec<(String, String, bool)> {
+    let (ok, out, err) = run(Command::new("objdump").arg("-T").arg(path));
+    assert!(ok, "objdump -T {}: {err}", path.display());
+    // "... DF .text ... IBVERBS_1.1 ibv_foo" (defined, default), "(IBVERBS_1.0) ibv_foo"
+    // (defined, hidden version) or "*UND* ... (IBVERBS_1.1) ibv_foo" (needed).
+    out.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 3 {
+                return None;
+            }
+            let (ver, name) = (f[f.len() - 2], f[f.len() - 1]);
+            let und = l.contains("*UND*");
+            let v = ver.trim_start_matches('(').trim_end_matches(')');
+            (v.starts_with("IBVERBS") || v.starts_with("RDMACM")).then(|| (v.to_string(), name.to_string(), und))
+        })
+        .collect()
+}
+
+const SYSTEM_LIB: &str = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1";
+
+#[test]
+fn layout_matches_the_rdma_core_header() {
+    let mut c = String::from("#include <stddef.h>\n#include <infiniband/verbs.h>\n");
+    let mut n = 0;
+    for (name, size, fields) in ibverbs::abi::layout() {
+        let name =
+            if ibverbs::abi::UNIONS.contains(&name) { format!("union {name}") } else { format!("struct {name}") };
+        let name = name.as_str();
+        c += &format!("_Static_assert(sizeof({name}) == {size}, \"sizeof {name}: rust {size}\");\n");
+        for (f, off) in fields {
+            let bare = name.split(' ').nth(1).unwrap_or(name);
+            let cf = ibverbs::abi::C_NAMES.iter().find(|(s, r, _)| *s == bare && *r == f).map_or(f, |x| x.2);
+            c += &format!("_Static_assert(offsetof({name}, {cf}) == {off}, \"{name}.{cf}: rust offset {off}\");\n");
+            n += 1;
+        }
+    }
+    let file = tmp("layout.c");
+    std::fs::write(&file, &c).unwrap();
+    let (ok, o, e) = run(Command::new("cc").args(["-std=gnu11", "-c", "-o"]).arg(tmp("layout.o")).arg(&file));
+    assert!(ok, "the Rust layouts disagree with <infiniband/verbs.h>:\n{o}{e}");
+    assert!(n > 200, "only {n} fields checked");
+    // And a deliberately wrong offset must fail the same way (the check can fail).
+    let bad = c.replace("offsetof(struct ibv_wc, byte_len) == 20", "offsetof(struct ibv_wc, byte_len) == 24");
+    assert_ne!(bad, c);
+    std::fs::write(&file, bad).unwrap();
+    let (ok, _, _) = run(Command::new("cc").args(["-std=gnu11", "-c", "-o"]).arg(tmp("layout.o")).arg(&file));
+    assert!(!ok, "a wrong offset compiled");
+}
+
+#[test]
+fn symbols_carry_rdma_core_versions() {
+    let ours = objdump_t(&so_path());
+    let system = objdump_t(Path::new(SYSTEM_LIB));
+    let list = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("libibverbs.symbols")).unwrap();
+    let mut count = 0;
+    for line in list.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+        let (v, name) = line.split_once(' ').unwrap();
+        assert!(ours.iter().any(|(ov, on, und)| ov == v && on == name && !und), "{name}@@{v} not exported by librnic");
+        assert!(system.iter().any(|(sv, sn, und)| sv == v && sn == name && !und), "rdma-core exports no {name}@{v}");
+        count += 1;
+    }
+    assert!(count >= 70, "{count} symbols");
+    // Default versions: objdump prints a hidden version in parentheses.
+    let (_, raw, _) = run(Command::new("objdump").arg("-T").arg(so_path()));
+    assert!(raw.lines().any(|l| l.ends_with(" IBVERBS_1.1 ibv_get_device_list")), "ibv_get_device_list@@IBVERBS_1.1");
+    assert!(raw.lines().any(|l| l.ends_with(" IBVERBS_PRIVATE_34 ibv_query_gid_type")));
+    // Everything Debian's programs and librdmacm need from libibverbs.
+    for bin in
+        ["ibv_devinfo", "ibv_devices", "ibv_rc_pingpong", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"]
+    {
+        let path = which(bin);
+        for (v, name, und) in objdump_t(&path) {
+            if und && v.starts_with("IBVERBS") {
+                assert!(ours.iter().any(|(ov, on, u)| *ov == v && *on == name && !u), "{bin} needs {name}@{v}");
+            }
+        }
+    }
+    for (v, name, und) in objdump_t(Path::new("/usr/lib/x86_64-linux-gnu/librdmacm.so.1")) {
+        if und && v.starts_with("IBVERBS") {
+            assert!(ours.iter().any(|(ov, on, u)| *ov == v && *on == name && !u), "librdmacm needs {name}@{v}");
+        }
+    }
+}
+
+fn which(bin: &str) -> PathBuf {
+    for d in ["/usr/bin", "/usr/local/bin", "/bin"] {
+        let p = Path::new(d).join(bin);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("{bin} is not installed (scripts/setup.sh installs ibverbs-utils and perftest)");
+}
+
+#[test]
+fn strings_match_libibverbs() {
+    let exe = compile("strings", "strings");
+    let (ok, theirs, e) = run(&mut Command::new(&exe));
+    assert!(ok, "{e}");
+    let (ok, ours, e) = run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()));
+    assert!(ok, "{e}");
+    assert!(theirs.contains("wc 5 Work Request Flushed Error"), "{theirs}");
+    for (a, b) in theirs.lines().zip(ours.lines()) {
+        assert_eq!(b, a, "librnic vs libibverbs");
+    }
+    assert_eq!(theirs.lines().count(), ours.lines().count());
+}
+
+#[test]
+fn c_program_on_one_looped_back_nic() {
+    let exe = compile("loopback", "loopback-one");
+    let (ok, out, err) =
+        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim").env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    assert!(out.contains("device rnic_0 guid 000000fffe000001"), "{out}");
+    assert!(out.contains("gid[1] ::ffff:192.0.2.1"), "{out}");
+    assert!(out.contains("status 10: remote access error"), "{out}");
+    // The same binary on rdma-core with no RDMA device finds none and fails: the test above
+    // ran on librnic.
+    let (ok, out, _) = run(Command::new(&exe).env_remove("LD_LIBRARY_PATH"));
+    assert!(!ok && !out.contains("PASS"), "{out}");
+}
+
+#[test]
+fn c_program_on_two_nics_of_one_world() {
+    let exe = compile("loopback", "loopback-two");
+    let (ok, out, err) = run(Command::new(&exe)
+        .arg("two")
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env("RNIC_DEVICE", "sim:2")
+        .env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    assert!(out.contains("gid[1] ::ffff:192.0.2.1") && out.contains("gid[1] of B ::ffff:192.0.2.2"), "{out}");
+    // One NIC whose port is not looped back and no second device: device 1 is missing.
+    let (ok, out, _) = run(Command::new(&exe).arg("two").env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim"));
+    assert!(!ok && out.contains("device list"), "{out}");
+}
+
+#[test]
+fn debian_ibv_devinfo_and_ibv_devices_run_unmodified() {
+    let (ok, out, err) =
+        run(Command::new(which("ibv_devices")).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim:2"));
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("rnic_0") && out.contains("000000fffe000001"), "{out}");
+    assert!(out.contains("rnic_1") && out.contains("000000fffe000002"), "{out}");
+    let (ok, out, err) =
+        run(Command::new(which("ibv_devinfo")).arg("-v").env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim"));
+    assert!(ok, "{out}{err}");
+    for want in [
+        "hca_id:\trnic_0",
+        "fw_ver:\t\t\t\t0.2",
+        "node_guid:\t\t\t0000:00ff:fe00:0001",
+        "max_qp_wr:\t\t\t32768",
+        "max_sge:\t\t\t15",
+        "max_qp_rd_atom:\t\t\t16",
+        "atomic_cap:\t\t\tATOMIC_HCA (1)",
+        "max_srq_sge:\t\t\t15",
+        "state:\t\t\tPORT_ACTIVE (4)",
+        "active_mtu:\t\t4096 (5)",
+        "link_layer:\t\tEthernet",
+        "active_width:\t\t4X (2)",
+        "active_speed:\t\t25.0 Gbps (32)",
+        "GID[  0]:\t\tfe80::ff:fe00:1, RoCE v2",
+        "GID[  1]:\t\t::ffff:192.0.2.1, RoCE v2",
+    ] {
+        assert!(out.contains(want), "ibv_devinfo -v lacks {want:?}:\n{out}");
+    }
+}
+
+#[test]
+fn perftest_sets_up_on_librnic() {
+    let dir = lib_dir_with_stubs();
+    let port = (18600 + std::process::id() % 1000).to_string();
+    let bw = which("ib_write_bw");
+    let perf = |extra: &[&str]| {
+        let mut c = Command::new("timeout");
+        c.args(["8", "stdbuf", "-o0"]).arg(&bw).args(["-d", "rnic_0", "-x", "1", "-n", "5", "-p", &port]).args(extra);
+        c.env("LD_LIBRARY_PATH", &dir).env("RNIC_DEVICE", "sim");
+        c
+    };
+    let server = perf(&[]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (_, client, cerr) = run(&mut perf(&["127.0.0.1"]));
+    let server = server.wait_with_output().unwrap();
+    let server = String::from_utf8_lossy(&server.stdout).into_owned();
+    for (who, out) in [("client", &client), ("server", &server)] {
+        for want in [
+            "RDMA_Write BW Test",
+            "Device         : rnic_0",
+            "Link type       : Ethernet",
+            "GID index       : 1",
+            "local address: LID 0000 QPN 0x0002",
+            "remote address: LID 0000 QPN 0x0002",
+            "GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:00:02:01",
+            "#bytes     #iterations",
+        ] {
+            assert!(out.contains(want), "{who} lacks {want:?}:\n{out}\n{cerr}");
+        }
+    }
+    assert!(!client.contains("Unable to Connect") && !client.contains("Couldn't"), "{client}");
+}
+
+#[test]
+fn ibv_rc_pingpong_sets_up_on_librnic() {
+    let dir = lib_dir();
+    let port = (19600 + std::process::id() % 1000).to_string();
+    let pp = which("ibv_rc_pingpong");
+    let side = |extra: &[&str]| {
+        let mut c = Command::new("timeout");
+        c.args(["6", "stdbuf", "-o0"]).arg(&pp).args(["-d", "rnic_0", "-g", "1", "-n", "5", "-p", &port]).args(extra);
+        c.env("LD_LIBRARY_PATH", &dir).env("RNIC_DEVICE", "sim");
+        c
+    };
+    let server = side(&[]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (_, client, cerr) = run(&mut side(&["127.0.0.1"]));
+    let server = server.wait_with_output().unwrap();
+    let server = String::from_utf8_lossy(&server.stdout).into_owned();
+    for (who, out) in [("client", &client), ("server", &server)] {
+        for want in [
+            "local address:  LID 0x0000, QPN 0x000002",
+            "remote address: LID 0x0000, QPN 0x000002",
+            "GID ::ffff:192.0.2.1",
+        ] {
+            assert!(out.contains(want), "{who} lacks {want:?}:\n{out}\n{cerr}");
+        }
+    }
+    assert!(!client.contains("Failed") && !client.contains("Couldn't"), "{client}\n{cerr}");
+}

@@ -1,0 +1,334 @@
+//! RC queue-pair attributes (`struct ibv_qp_attr`, `enum ibv_qp_state`, `enum ibv_mtu`,
+//! `enum ibv_qp_attr_mask`) and the `ibv_modify_qp(3)` transition rules (IBTA Vol 1 Table 91),
+//! checked without touching a device. Re-exported by [`crate::qp`].
+#[cfg(doc)]
+use crate::qp::QueuePair;
+use std::net::Ipv4Addr;
+
+use crate::context::MacAddr;
+use crate::error::{Error, Result};
+use crate::mr::AccessFlags;
+use crate::qp::{MAX_RD_ATOMIC, PSN_MASK};
+
+/// `enum ibv_qp_state`, with the ibverbs numbering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[repr(u8)]
+pub enum QpState {
+    /// 0: reset, no resources in use.
+    #[default]
+    Reset = 0,
+    /// 1: initialised; receives may be posted.
+    Init = 1,
+    /// 2: ready to receive.
+    Rtr = 2,
+    /// 3: ready to send.
+    Rts = 3,
+    /// 4: send queue drained (not supported by this NIC).
+    Sqd = 4,
+    /// 5: send queue error (not used by RC).
+    Sqe = 5,
+    /// 6: error: outstanding work requests are flushed.
+    Err = 6,
+}
+
+/// `enum ibv_mtu`: path MTU, payload bytes per packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[repr(u8)]
+pub enum Mtu {
+    /// 256 bytes.
+    Mtu256 = 1,
+    /// 512 bytes.
+    Mtu512 = 2,
+    /// 1024 bytes.
+    Mtu1024 = 3,
+    /// 2048 bytes.
+    Mtu2048 = 4,
+    /// 4096 bytes.
+    #[default]
+    Mtu4096 = 5,
+}
+
+impl Mtu {
+    /// Payload bytes per packet.
+    pub fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+
+    /// The MTU of `bytes` payload bytes (256, 512, 1024, 2048 or 4096).
+    pub fn from_bytes(bytes: u32) -> Option<Self> {
+        Some(match bytes {
+            256 => Self::Mtu256,
+            512 => Self::Mtu512,
+            1024 => Self::Mtu1024,
+            2048 => Self::Mtu2048,
+            4096 => Self::Mtu4096,
+            _ => return None,
+        })
+    }
+}
+
+bitflags::bitflags! {
+    /// `enum ibv_qp_attr_mask`: which fields of a [`QpAttr`] a modify carries (ibverbs values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct QpAttrMask: u32 {
+        /// `qp_state`.
+        const STATE = 1 << 0;
+        /// `cur_qp_state`.
+        const CUR_STATE = 1 << 1;
+        /// `en_sqd_async_notify` (not supported).
+        const EN_SQD_ASYNC_NOTIFY = 1 << 2;
+        /// `qp_access_flags`.
+        const ACCESS_FLAGS = 1 << 3;
+        /// `pkey_index`.
+        const PKEY_INDEX = 1 << 4;
+        /// `port_num`.
+        const PORT = 1 << 5;
+        /// `qkey` (UD only).
+        const QKEY = 1 << 6;
+        /// `ah_attr`: the address vector.
+        const AV = 1 << 7;
+        /// `path_mtu`.
+        const PATH_MTU = 1 << 8;
+        /// `timeout`.
+        const TIMEOUT = 1 << 9;
+        /// `retry_cnt`.
+        const RETRY_CNT = 1 << 10;
+        /// `rnr_retry`.
+        const RNR_RETRY = 1 << 11;
+        /// `rq_psn`.
+        const RQ_PSN = 1 << 12;
+        /// `max_rd_atomic`.
+        const MAX_QP_RD_ATOMIC = 1 << 13;
+        /// `alt_ah_attr` etc. (automatic path migration, not supported).
+        const ALT_PATH = 1 << 14;
+        /// `min_rnr_timer`.
+        const MIN_RNR_TIMER = 1 << 15;
+        /// `sq_psn`.
+        const SQ_PSN = 1 << 16;
+        /// `max_dest_rd_atomic`.
+        const MAX_DEST_RD_ATOMIC = 1 << 17;
+        /// `path_mig_state` (not supported).
+        const PATH_MIG_STATE = 1 << 18;
+        /// `cap` (resizing, not supported).
+        const CAP = 1 << 19;
+        /// `dest_qp_num`.
+        const DEST_QPN = 1 << 20;
+    }
+}
+
+/// The address vector of an RC QP on a RoCEv2 port (`struct ibv_ah_attr`, reduced to what the
+/// NIC puts in the Ethernet and IPv4 headers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressVector {
+    /// Peer's (or next hop's) MAC address.
+    pub dest_mac: MacAddr,
+    /// Peer's IPv4 address (its GID is the IPv4-mapped IPv6 address).
+    pub dest_ip: Ipv4Addr,
+}
+
+impl Default for AddressVector {
+    fn default() -> Self {
+        Self { dest_mac: MacAddr::default(), dest_ip: Ipv4Addr::UNSPECIFIED }
+    }
+}
+
+/// `struct ibv_qp_cap`: the sizes of a QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QpCap {
+    /// SQ entries (a power of two).
+    pub max_send_wr: u32,
+    /// RQ entries (a power of two; 0: the QP has no receive queue).
+    pub max_recv_wr: u32,
+    /// SGEs per send WR (1).
+    pub max_send_sge: u32,
+    /// Scatter entries per receive WR: what the QP's receive WQE holds (3, 7 or 15, at least
+    /// the `max_recv_sge` asked for) with a receive queue, else 0.
+    pub max_recv_sge: u32,
+    /// Inline data bytes (0: not supported).
+    pub max_inline_data: u32,
+}
+
+/// `struct ibv_qp_attr` (RC fields): the attributes [`QueuePair::modify`] sets, selected by a
+/// [`QpAttrMask`], and [`QueuePair::query_qp`] reports. Units: PSNs are 24-bit, `timeout` is
+/// the exponent of 4.096 µs × 2^timeout, `min_rnr_timer` an RNR timer code (PROTOCOL.md),
+/// `retry_cnt` and `rnr_retry` counts (7 = infinite RNR retries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QpAttr {
+    /// Target state (with [`QpAttrMask::STATE`]).
+    pub qp_state: QpState,
+    /// Assumed current state (with [`QpAttrMask::CUR_STATE`]); must match.
+    pub cur_qp_state: QpState,
+    /// Path MTU.
+    pub path_mtu: Mtu,
+    /// Remote access granted to incoming requests (REMOTE_WRITE / READ / ATOMIC).
+    pub qp_access_flags: AccessFlags,
+    /// P_Key table index (only 0: P_Key 0xFFFF).
+    pub pkey_index: u16,
+    /// Port number (only 1).
+    pub port_num: u8,
+    /// Address vector of the peer.
+    pub ah_attr: AddressVector,
+    /// Peer's QP number (24 bits).
+    pub dest_qp_num: u32,
+    /// First PSN expected from the peer (24 bits).
+    pub rq_psn: u32,
+    /// First PSN sent (24 bits).
+    pub sq_psn: u32,
+    /// Outstanding RDMA READ/atomic requests as initiator (≤ [`MAX_RD_ATOMIC`]).
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA READ/atomic requests as responder (≤ [`MAX_RD_ATOMIC`]).
+    pub max_dest_rd_atomic: u8,
+    /// RNR NAK timer code (0..=31).
+    pub min_rnr_timer: u8,
+    /// Local ACK timeout exponent (0..=31, 0 = infinite).
+    pub timeout: u8,
+    /// Transport retries (0..=7).
+    pub retry_cnt: u8,
+    /// RNR retries (0..=7, 7 = infinite).
+    pub rnr_retry: u8,
+    /// Sizes (reported by [`QueuePair::query_qp`]; not modifiable).
+    pub cap: QpCap,
+}
+
+/// The attributes a modify must carry and may carry for an RC QP going from `cur` to `next`
+/// (IBTA Vol 1 Table 91 as in Linux `ib_modify_qp_is_ok`), `None` if the transition is not
+/// allowed. [`QpAttrMask::STATE`] is not part of either set. Transitions involving SQD/SQE and
+/// the optional alternate-path attributes are not supported by this NIC, so they are absent.
+///
+/// | from → to | required | optional |
+/// |---|---|---|
+/// | RESET → INIT | PKEY_INDEX, PORT, ACCESS_FLAGS | – |
+/// | INIT → INIT | – | PKEY_INDEX, PORT, ACCESS_FLAGS |
+/// | INIT → RTR | AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER | ACCESS_FLAGS, PKEY_INDEX |
+/// | RTR → RTS | SQ_PSN, TIMEOUT, RETRY_CNT, RNR_RETRY, MAX_QP_RD_ATOMIC | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
+/// | RTS → RTS | – | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
+/// | any → RESET, any → ERR | – | – |
+pub fn transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAttrMask)> {
+    use QpAttrMask as M;
+    use QpState::*;
+    let none = M::empty();
+    Some(match (cur, next) {
+        (_, Reset) | (_, Err) => (none, none),
+        (Reset, Init) => (M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS, none),
+        (Init, Init) => (none, M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS),
+        (Init, Rtr) => (
+            M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER,
+            M::ACCESS_FLAGS | M::PKEY_INDEX,
+        ),
+        (Rtr, Rts) => (
+            M::SQ_PSN | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC,
+            M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER,
+        ),
+        (Rts, Rts) => (none, M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER),
+        _ => return None,
+    })
+}
+
+/// Checks a modify of an RC QP in state `cur` (`ibv_modify_qp(3)` rules) and returns the next
+/// state. Pure: touches no device, so a refused modify changes nothing.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a transition that is not allowed, a required attribute that
+/// is missing, an attribute the transition does not allow, a `cur_qp_state` that is not the
+/// current state, or an attribute value out of range.
+pub fn validate_modify(cur: QpState, attr: &QpAttr, mask: QpAttrMask) -> Result<QpState> {
+    use QpAttrMask as M;
+    let next = if mask.contains(M::STATE) { attr.qp_state } else { cur };
+    let (required, optional) = transition_masks(cur, next).ok_or_else(|| {
+        Error::inval(format!("RC QP transition {cur:?} -> {next:?} is not allowed (or not supported)"))
+    })?;
+    let given = mask - M::STATE;
+    let missing = required - given;
+    if !missing.is_empty() {
+        return Err(Error::inval(format!("{cur:?} -> {next:?} requires {missing:?} in the attribute mask")));
+    }
+    let extra = given - required - optional;
+    if !extra.is_empty() {
+        return Err(Error::inval(format!("{cur:?} -> {next:?} does not allow {extra:?} in the attribute mask")));
+    }
+    if mask.contains(M::CUR_STATE) && attr.cur_qp_state != cur {
+        return Err(Error::inval(format!("cur_qp_state is {:?} but the QP is in {cur:?}", attr.cur_qp_state)));
+    }
+    let range = |on: M, v: u32, max: u32, what: &str| -> Result<()> {
+        if mask.contains(on) && v > max {
+            return Err(Error::inval(format!("{what} = {v} is out of range (0..={max})")));
+        }
+        Ok(())
+    };
+    if mask.contains(M::PKEY_INDEX) && attr.pkey_index != 0 {
+        return Err(Error::inval(format!(
+            "pkey_index {} does not exist (the P_Key table has one entry, 0xFFFF)",
+            attr.pkey_index
+        )));
+    }
+    if mask.contains(M::PORT) && attr.port_num != 1 {
+        return Err(Error::inval(format!("port_num {} does not exist (the NIC has port 1)", attr.port_num)));
+    }
+    if mask.contains(M::AV) {
+        let av = &attr.ah_attr;
+        if av.dest_mac.0[0] & 1 == 1
+            || av.dest_ip.is_unspecified()
+            || av.dest_ip.is_broadcast()
+            || av.dest_ip.is_multicast()
+        {
+            return Err(Error::inval(format!("address vector {} / {} is not a unicast peer", av.dest_mac, av.dest_ip)));
+        }
+    }
+    range(M::DEST_QPN, attr.dest_qp_num, PSN_MASK, "dest_qp_num")?;
+    range(M::RQ_PSN, attr.rq_psn, PSN_MASK, "rq_psn")?;
+    range(M::SQ_PSN, attr.sq_psn, PSN_MASK, "sq_psn")?;
+    range(M::MAX_QP_RD_ATOMIC, attr.max_rd_atomic.into(), MAX_RD_ATOMIC.into(), "max_rd_atomic")?;
+    range(M::MAX_DEST_RD_ATOMIC, attr.max_dest_rd_atomic.into(), MAX_RD_ATOMIC.into(), "max_dest_rd_atomic")?;
+    range(M::MIN_RNR_TIMER, attr.min_rnr_timer.into(), 31, "min_rnr_timer")?;
+    range(M::TIMEOUT, attr.timeout.into(), 31, "timeout")?;
+    range(M::RETRY_CNT, attr.retry_cnt.into(), 7, "retry_cnt")?;
+    range(M::RNR_RETRY, attr.rnr_retry.into(), 7, "rnr_retry")?;
+    Ok(next)
+}
+
+/// Copies the fields selected by `mask` from `from` into `to`.
+pub(crate) fn apply(to: &mut QpAttr, from: &QpAttr, mask: QpAttrMask) {
+    use QpAttrMask as M;
+    if mask.contains(M::ACCESS_FLAGS) {
+        to.qp_access_flags = from.qp_access_flags;
+    }
+    if mask.contains(M::PKEY_INDEX) {
+        to.pkey_index = from.pkey_index;
+    }
+    if mask.contains(M::PORT) {
+        to.port_num = from.port_num;
+    }
+    if mask.contains(M::AV) {
+        to.ah_attr = from.ah_attr;
+    }
+    if mask.contains(M::PATH_MTU) {
+        to.path_mtu = from.path_mtu;
+    }
+    if mask.contains(M::DEST_QPN) {
+        to.dest_qp_num = from.dest_qp_num;
+    }
+    if mask.contains(M::RQ_PSN) {
+        to.rq_psn = from.rq_psn;
+    }
+    if mask.contains(M::SQ_PSN) {
+        to.sq_psn = from.sq_psn;
+    }
+    if mask.contains(M::MAX_QP_RD_ATOMIC) {
+        to.max_rd_atomic = from.max_rd_atomic;
+    }
+    if mask.contains(M::MAX_DEST_RD_ATOMIC) {
+        to.max_dest_rd_atomic = from.max_dest_rd_atomic;
+    }
+    if mask.contains(M::MIN_RNR_TIMER) {
+        to.min_rnr_timer = from.min_rnr_timer;
+    }
+    if mask.contains(M::TIMEOUT) {
+        to.timeout = from.timeout;
+    }
+    if mask.contains(M::RETRY_CNT) {
+        to.retry_cnt = from.retry_cnt;
+    }
+    if mask.contains(M::RNR_RETRY) {
+        to.rnr_retry = from.rnr_retry;
+    }
+}
