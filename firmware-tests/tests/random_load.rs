@@ -491,10 +491,13 @@ fn load_case(seed: u64) -> String {
     let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
     let diag = || {
         let (ca, cb) = (a.counters().unwrap(), b.counters().unwrap());
+        let status = |c: &Context| c.device().mmio_read32(rnic_contract::regs::STATUS).unwrap_or(0);
         format!(
-            "shape: {s}NIC 0 counters: {:?}\nNIC 1 counters: {:?}",
+            "shape: {s}NIC 0 counters: {:?}\nNIC 1 counters: {:?}\nengine status (regs::STATUS): NIC 0 {:#010x}, NIC 1 {:#010x}",
             common::nonzero(&ca),
-            common::nonzero(&cb)
+            common::nonzero(&cb),
+            status(&a),
+            status(&b)
         )
     };
 

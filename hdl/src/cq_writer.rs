@@ -54,6 +54,8 @@ pub struct CqWriter {
     pub out_empty: Signal<Out, Bit>,
     pub out_job: Signal<Out, WriteJob>,
     pub out_read: Signal<In, Bit>,
+    /// 0 Pass, 1 Lookup, 2 Take, 3 Place, 4 Load (for the engine status register).
+    pub dbg_state: Signal<Out, Bits<3>>,
     state: DFF<CqwState>,
     cq_ram: RAM<Bits<128>, 6>,
     pi_ram: RAM<Bits<32>, 6>,
@@ -118,6 +120,7 @@ impl Logic for CqWriter {
             self.ov.d.next = false;
         }
         self.in_read.next = false;
+        self.dbg_state.next = 0.into();
         match self.state.q.val() {
             CqwState::Pass => {
                 if self.head_is_cqe.val() {
@@ -133,21 +136,25 @@ impl Logic for CqWriter {
                 }
             }
             CqwState::Lookup => {
+                self.dbg_state.next = 1.into();
                 self.state.d.next = CqwState::Take;
             }
             CqwState::Take => {
+                self.dbg_state.next = 2.into();
                 self.cq.d.next = self.ram_cq.val();
                 self.pi.d.next = self.pi_ram.read_data.val();
                 self.mask.d.next = (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.ram_cq.val().log_size)) - 1;
                 self.state.d.next = CqwState::Place;
             }
             CqwState::Place => {
+                self.dbg_state.next = 3.into();
                 self.slot_addr.d.next =
                     self.cq.q.val().base + (bit_cast::<64, 32>(self.pi.q.val() & self.mask.q.val()) << 5);
                 self.owner.d.next = !self.lap.val().get_bit(0);
                 self.state.d.next = CqwState::Load;
             }
             CqwState::Load => {
+                self.dbg_state.next = 4.into();
                 if self.room.val() {
                     self.in_read.next = true;
                     self.ov.d.next = true;

@@ -39,6 +39,8 @@ pub struct BarRegs {
     /// The 64-bit byte counts (TX in bits 63:0, RX in 127:64), read as counters
     /// `TX_BYTES_LO..=RX_BYTES_HI` ([`crate::byte_counters::ByteCounters`]).
     pub bytes: Signal<In, Bits<128>>,
+    /// The engine status word ([`rnic_contract::regs::STATUS`]), assembled by the top level.
+    pub status: Signal<In, Bits<32>>,
     /// Port MAC address (byte 0 in bits 7:0).
     pub mac: Signal<Out, Bits<48>>,
     /// Port IPv4 address (first octet in bits 31:24).
@@ -85,6 +87,7 @@ pub struct BarRegs {
     a_cmd_data: Constant<Bits<16>>,
     a_cmd: Constant<Bits<16>>,
     a_counters: Constant<Bits<16>>,
+    a_status: Constant<Bits<16>>,
     v_id: Constant<Bits<32>>,
     v_version: Constant<Bits<32>>,
     v_caps: Constant<Bits<32>>,
@@ -124,6 +127,7 @@ impl Default for BarRegs {
             rvalid: Default::default(),
             rready: Default::default(),
             count_inc: Default::default(),
+            status: Default::default(),
             bytes: Default::default(),
             mac: Default::default(),
             ip: Default::default(),
@@ -165,6 +169,7 @@ impl Default for BarRegs {
             a_cmd_data: a(regs::CMD_DATA),
             a_cmd: a(regs::CMD),
             a_counters: a(regs::COUNTERS),
+            a_status: a(regs::STATUS),
             v_id: v(regs::ID_VALUE),
             v_version: v(regs::VERSION_VALUE),
             v_caps: v(caps),
@@ -285,6 +290,9 @@ impl Logic for BarRegs {
         }
         if self.araddr.val() == self.a_features.val() {
             self.rd_value.next = self.v_features.val();
+        }
+        if self.araddr.val() == self.a_status.val() {
+            self.rd_value.next = self.status.val();
         }
         if self.araddr.val() == self.a_mac_lo.val() {
             self.rd_value.next = self.mac_r.q.val().get_bits::<32>(0);

@@ -72,6 +72,8 @@ use rust_hdl::prelude::*;
 pub struct RxEngine {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
+    /// The state machine's state, for the engine status register (rnic_contract::regs::STATUS).
+    pub dbg_state: Signal<Out, Bits<6>>,
     pub desc_empty: Signal<In, Bit>,
     pub desc: Signal<In, RxDesc>,
     pub desc_read: Signal<Out, Bit>,
@@ -248,6 +250,8 @@ pub struct RxEngine {
     /// responses still to send (`pend_rd_r`, state 5): it goes through the READ FIFO behind
     /// them instead (state 9 → 24), so responses leave in PSN order (IBTA Vol 1 9.7.5.1).
     ack_div: DFF<Bit>,
+    ack_psn_r: DFF<Bits<24>>,
+    ack_msn_r: DFF<Bits<24>>,
     pend_rd_r: DFF<Bit>,
     /// `max_dest_rd_atomic` of them are outstanding (state 5, acted on in 6).
     rd_over_r: DFF<Bit>,
@@ -619,6 +623,7 @@ impl Default for RxEngine {
         Self {
             clock: Default::default(),
             reset: Default::default(),
+            dbg_state: Default::default(),
             desc_empty: Default::default(),
             desc: Default::default(),
             desc_read: Default::default(),
@@ -920,6 +925,8 @@ impl Default for RxEngine {
             rst_cmd: Default::default(),
             rst_mask: Default::default(),
             ack_div: Default::default(),
+            ack_psn_r: Default::default(),
+            ack_msn_r: Default::default(),
             pend_rd_r: Default::default(),
             rd_over_r: Default::default(),
             rd_lim: Default::default(),
@@ -1149,6 +1156,8 @@ impl Logic for RxEngine {
             rst_here_r,
             cmd_seen_r,
             ack_div,
+            ack_psn_r,
+            ack_msn_r,
             pend_rd_r,
             rd_over_r,
             ev_fire_r,
@@ -1889,6 +1898,10 @@ impl Logic for RxEngine {
         self.rr_data.next.rsvd1 = 0.into();
         self.rr_data.next.fresh = bit_cast::<1, 1>(self.rr_fresh.q.val().into());
         self.rr_data.next.ack = bit_cast::<1, 1>(self.rr_nak.q.val().into());
+        if self.ack_div.q.val() {
+            self.rr_data.next.psn = self.ack_psn_r.q.val();
+            self.rr_data.next.msn = self.ack_msn_r.q.val();
+        }
         if self.rr_nak.q.val() {
             self.rr_data.next.orig = bit_cast::<64, 8>(self.rr_syn_r.q.val());
             self.rr_data.next.len = 0.into();
@@ -3213,6 +3226,10 @@ impl Logic for RxEngine {
             self.job.next.need_ack = 0.into();
             self.ack_div.d.next = true;
             self.rr_syn_r.d.next = self.reply.val().syndrome;
+            // The ACK's own PSN and MSN (a sequence NAK names the expected PSN, not the
+            // packet's; a duplicate's ACK the PSN before the expected one).
+            self.ack_psn_r.d.next = self.reply.val().psn;
+            self.ack_msn_r.d.next = self.reply.val().msn;
         }
         // Flush requests: cleared when taken, set by doorbells, commands and this engine.
         self.fl_set.next = 0.into();
@@ -3244,6 +3261,7 @@ impl Logic for RxEngine {
             | (bit_cast::<48, 24>(self.acked_ram.write_data.val().get_bits::<24>(64)) << 24);
         self.acked_we.next = self.acked_ram.write_enable.val();
         self.acked_waddr.next = self.acked_ram.write_address.val();
+        self.dbg_state.next = self.state.q.val();
         if self.reset.val() {
             self.state.d.next = 0.into();
         }

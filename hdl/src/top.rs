@@ -378,8 +378,9 @@ impl Logic for NicTop {
         self.cqw.in_job.next = self.wj_fifo.data_out.val();
         self.wj_fifo.read.next = self.cqw.in_read.val();
         self.rxw.job_empty.next = self.cqw.out_empty.val();
-        // (A CQE being placed by the CQ writer, and the jobs behind it, are not written yet.)
-        self.rxe.wr_idle.next = self.rxw.idle.val() & self.wj_fifo.empty.val();
+        // Nothing left to write: the FIFO, the CQ writer's output register (a job there is not
+        // yet seen by the writer's registered `idle`) and the writer are all empty.
+        self.rxe.wr_idle.next = self.rxw.idle.val() & self.wj_fifo.empty.val() & self.cqw.out_empty.val();
         self.rxw.job.next = self.cqw.out_job.val();
         self.cqw.out_read.next = self.rxw.job_read.val();
         self.ack_fifo.write.next = self.rxw.ack_write.val();
@@ -442,5 +443,17 @@ impl Logic for NicTop {
         self.byte_cnt.rx_valid.next = self.s_axis_rx_tvalid.val();
         self.byte_cnt.rx_keep.next = self.s_axis_rx_tkeep.val();
         self.regs.bytes.next = self.byte_cnt.bytes.val();
+        // Engine status ([`rnic_contract::regs::STATUS`]).
+        self.regs.status.next = bit_cast::<32, 6>(self.rxe.dbg_state.val())
+            | (bit_cast::<32, 6>(self.txs.dbg_state.val()) << 8)
+            | (bit_cast::<32, 3>(self.cqw.dbg_state.val()) << 16)
+            | (bit_cast::<32, 1>(self.wj_fifo.empty.val().into()) << 20)
+            | (bit_cast::<32, 1>(self.rr_fifo.full.val().into()) << 21)
+            | (bit_cast::<32, 1>(self.desc_fifo.empty.val().into()) << 22)
+            | (bit_cast::<32, 1>(self.job_fifo.empty.val().into()) << 23)
+            | (bit_cast::<32, 1>(self.rxw.idle.val().into()) << 24)
+            | (bit_cast::<32, 1>(self.rw_fifo.empty.val().into()) << 25)
+            | (bit_cast::<32, 1>(self.ack_fifo.empty.val().into()) << 26)
+            | (bit_cast::<32, 1>(self.icrc.out_valid.val().into()) << 27);
     }
 }

@@ -66,6 +66,8 @@ pub const RR_MIN_CYCLES: u64 = 12;
 pub struct TxScheduler {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
+    /// The state machine's state, for the engine status register (rnic_contract::regs::STATUS).
+    pub dbg_state: Signal<Out, Bits<6>>,
     /// Ready QPs from [`crate::doorbell::SqDoorbells`] (first-word fall-through view:
     /// `qpn << 16 | newest producer index`).
     pub db_empty: Signal<In, Bit>,
@@ -1572,6 +1574,7 @@ impl Logic for TxScheduler {
         self.sent_we.next = self.dyn_ram.write_enable.val();
         self.sent_waddr.next = self.dyn_ram.write_address.val();
         self.sent_wdata.next = self.dyn_ram.write_data.val().get_bits::<16>(32);
+        self.dbg_state.next = self.state.q.val();
         if self.reset.val() {
             self.state.d.next = 0.into();
             self.ar_pend.d.next = false;

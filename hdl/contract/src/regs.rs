@@ -54,7 +54,26 @@ pub const SRQ_CAPS: u16 = 0x0028;
 /// Feature flags and the atomicity guarantee (read-only; bits in [`features`], value
 /// [`FEATURES_VALUE`]): which transports and optional verbs the RTL implements.
 pub const FEATURES: u16 = 0x002C;
-// 0x0030..0x003F: free for further read-only capability registers.
+/// Engine status (read-only; fields in [`status`]): where the engines' state machines are and
+/// which of the queues between them are full or empty, sampled in the cycle the read is
+/// answered. For diagnosing a NIC that stopped making progress; its layout may change with the
+/// RTL between versions.
+pub const STATUS: u16 = 0x0030;
+// 0x0034..0x003F: free for further read-only registers.
+
+/// Fields of [`STATUS`].
+pub mod status {
+    /// RX engine state (bits 5:0).
+    pub const RX_STATE_SHIFT: u32 = 0;
+    /// TX scheduler state (bits 13:8).
+    pub const TX_STATE_SHIFT: u32 = 8;
+    /// CQ writer state (bits 18:16).
+    pub const CQ_STATE_SHIFT: u32 = 16;
+    /// Write-job FIFO empty (bit 20), READ-response FIFO full (21), RX descriptor FIFO empty
+    /// (22), TX job FIFO empty (23), RX writer idle (24), go-back-N FIFO empty (25), ACK FIFO
+    /// empty (26), a TX frame waiting for the MAC (27).
+    pub const FLAGS_SHIFT: u32 = 20;
+}
 
 /// log2 of the largest SQ in WQEs: the QP context's 4-bit SQ_LOG_SIZE allows 2^15, and the
 /// 16-bit producer index of [`SQ_DOORBELL`] must tell a full ring from an empty one.
