@@ -41,8 +41,8 @@ fn run() -> Result<(), String> {
     // 1. Generate the Verilog.
     let t_gen = Instant::now();
     let verilog_dir = out_dir.join("verilog");
-    let generated = rnic_hdl::generate(&verilog_dir)
-        .map_err(|e| format!("rnic_hdl::generate({}): {e}", verilog_dir.display()))?;
+    let generated =
+        rnic_hdl::generate(&verilog_dir).map_err(|e| format!("rnic_hdl::generate({}): {e}", verilog_dir.display()))?;
     if generated.sources.is_empty() {
         return Err("rnic_hdl::generate returned no Verilog sources".to_string());
     }
@@ -145,7 +145,8 @@ fn run() -> Result<(), String> {
         }
         run_command(&mut ar, "ar (Verilator runtime)")?;
         let secs = t_runtime.elapsed().as_secs_f64();
-        fs::write(&rt_stamp, format!("{stamp}{secs:.3}\n")).map_err(|e| format!("write {}: {e}", rt_stamp.display()))?;
+        fs::write(&rt_stamp, format!("{stamp}{secs:.3}\n"))
+            .map_err(|e| format!("write {}: {e}", rt_stamp.display()))?;
         secs
     };
 

@@ -88,14 +88,8 @@ pub fn repo_root() -> PathBuf {
 /// be written (e.g. a timestamp beyond year 2106).
 pub fn write_pcap(path: impl AsRef<Path>, frames: &[(u64, Vec<u8>)]) -> Result<(), OracleError> {
     let path = path.as_ref();
-    let io = |source| OracleError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let pcap = |source| OracleError::Pcap {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| OracleError::Io { path: path.to_path_buf(), source };
+    let pcap = |source| OracleError::Pcap { path: path.to_path_buf(), source };
     let file = std::fs::File::create(path).map_err(io)?;
     let longest = frames.iter().map(|(_, f)| f.len()).max().unwrap_or(0);
     let header = PcapHeader {
@@ -104,17 +98,11 @@ pub fn write_pcap(path: impl AsRef<Path>, frames: &[(u64, Vec<u8>)]) -> Result<(
         ts_resolution: TsResolution::NanoSecond,
         ..PcapHeader::default()
     };
-    let mut writer =
-        PcapWriter::with_header(std::io::BufWriter::new(file), header).map_err(pcap)?;
+    let mut writer = PcapWriter::with_header(std::io::BufWriter::new(file), header).map_err(pcap)?;
     for (ts_ns, frame) in frames {
-        let len = u32::try_from(frame.len()).map_err(|_| {
-            pcap(pcap_file::PcapError::InvalidField(
-                "frame longer than 4 GiB",
-            ))
-        })?;
-        writer
-            .write_packet(&PcapPacket::new(Duration::from_nanos(*ts_ns), len, frame))
-            .map_err(pcap)?;
+        let len = u32::try_from(frame.len())
+            .map_err(|_| pcap(pcap_file::PcapError::InvalidField("frame longer than 4 GiB")))?;
+        writer.write_packet(&PcapPacket::new(Duration::from_nanos(*ts_ns), len, frame)).map_err(pcap)?;
     }
     use std::io::Write;
     writer.into_writer().flush().map_err(io)
@@ -127,14 +115,8 @@ pub fn write_pcap(path: impl AsRef<Path>, frames: &[(u64, Vec<u8>)]) -> Result<(
 /// [`OracleError::Io`] or [`OracleError::Pcap`].
 pub fn read_pcap(path: impl AsRef<Path>) -> Result<Vec<(u64, Vec<u8>)>, OracleError> {
     let path = path.as_ref();
-    let pcap = |source| OracleError::Pcap {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(|source| OracleError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let pcap = |source| OracleError::Pcap { path: path.to_path_buf(), source };
+    let file = std::fs::File::open(path).map_err(|source| OracleError::Io { path: path.to_path_buf(), source })?;
     let mut reader = PcapReader::new(std::io::BufReader::new(file)).map_err(pcap)?;
     let mut frames = Vec::new();
     while let Some(packet) = reader.next_packet() {
@@ -259,17 +241,8 @@ impl TsharkReport {
 /// arbitrary test payloads as their own messages and report them malformed (an empty RC
 /// SEND_ONLY shows up as `[Malformed Packet: RPCoRDMA]`), so [`tshark_check`] disables them.
 /// `--disable-protocol` takes one name per flag and silently ignores unknown names.
-const PAYLOAD_HEURISTICS: [&str; 9] = [
-    "rpcordma",
-    "smb_direct",
-    "nvme-rdma",
-    "iser",
-    "smc",
-    "lnet",
-    "infiniband.eoib",
-    "infiniband_sdp",
-    "fcoib",
-];
+const PAYLOAD_HEURISTICS: [&str; 9] =
+    ["rpcordma", "smb_direct", "nvme-rdma", "iser", "smc", "lnet", "infiniband.eoib", "infiniband_sdp", "fcoib"];
 
 /// The fields [`tshark_check`] asks tshark for.
 const TSHARK_FIELDS: [&str; 8] = [
@@ -308,15 +281,10 @@ pub fn tshark_check(pcap: impl AsRef<Path>) -> Result<TsharkReport, OracleError>
         cmd.args(["-e", f]);
     }
     let output = cmd.output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => OracleError::ToolMissing {
-            tool: "tshark",
-            detail: "tshark not found on PATH".to_owned(),
-        },
-        _ => OracleError::ToolFailed {
-            tool: "tshark",
-            status: "could not start".to_owned(),
-            stderr: e.to_string(),
-        },
+        std::io::ErrorKind::NotFound => {
+            OracleError::ToolMissing { tool: "tshark", detail: "tshark not found on PATH".to_owned() }
+        }
+        _ => OracleError::ToolFailed { tool: "tshark", status: "could not start".to_owned(), stderr: e.to_string() },
     })?;
     if !output.status.success() {
         return Err(OracleError::ToolFailed {
@@ -329,10 +297,7 @@ pub fn tshark_check(pcap: impl AsRef<Path>) -> Result<TsharkReport, OracleError>
 }
 
 fn bad_tshark(detail: impl Into<String>) -> OracleError {
-    OracleError::BadOutput {
-        tool: "tshark",
-        detail: detail.into(),
-    }
+    OracleError::BadOutput { tool: "tshark", detail: detail.into() }
 }
 
 /// Parses a decimal or `0x` hexadecimal unsigned integer as tshark prints it.
@@ -348,9 +313,7 @@ fn parse_tshark_json(stdout: &str) -> Result<TsharkReport, OracleError> {
         return Ok(TsharkReport::default());
     }
     let json: Value = serde_json::from_str(stdout).map_err(|e| bad_tshark(e.to_string()))?;
-    let frames = json
-        .as_array()
-        .ok_or_else(|| bad_tshark("top level is not an array"))?;
+    let frames = json.as_array().ok_or_else(|| bad_tshark("top level is not an array"))?;
     let mut packets = Vec::with_capacity(frames.len());
     for frame in frames {
         let layers = frame
@@ -367,14 +330,13 @@ fn parse_tshark_json(stdout: &str) -> Result<TsharkReport, OracleError> {
         let first_uint = |field: &str| -> Result<Option<u64>, OracleError> {
             match values(field).first() {
                 None => Ok(None),
-                Some(s) => parse_uint(s)
-                    .map(Some)
-                    .ok_or_else(|| bad_tshark(format!("{field} = {s:?} is not a number"))),
+                Some(s) => {
+                    parse_uint(s).map(Some).ok_or_else(|| bad_tshark(format!("{field} = {s:?} is not a number")))
+                }
             }
         };
         let narrow = |field: &str, v: Option<u64>| -> Result<Option<u32>, OracleError> {
-            v.map(|v| u32::try_from(v).map_err(|_| bad_tshark(format!("{field} = {v} too big"))))
-                .transpose()
+            v.map(|v| u32::try_from(v).map_err(|_| bad_tshark(format!("{field} = {v} too big")))).transpose()
         };
         let frame_no = narrow("frame.number", first_uint("frame.number")?)?
             .ok_or_else(|| bad_tshark("a frame without frame.number"))?;
@@ -398,11 +360,7 @@ fn parse_tshark_json(stdout: &str) -> Result<TsharkReport, OracleError> {
             .collect::<Result<Vec<_>, OracleError>>()?;
         packets.push(TsharkPacket {
             frame: frame_no,
-            protocols: values("frame.protocols")
-                .first()
-                .copied()
-                .unwrap_or_default()
-                .to_owned(),
+            protocols: values("frame.protocols").first().copied().unwrap_or_default().to_owned(),
             opcode,
             dest_qp: narrow("destqp", first_uint("infiniband.bth.destqp")?)?,
             psn: narrow("psn", first_uint("infiniband.bth.psn")?)?,
@@ -454,15 +412,12 @@ fn run_scapy(mode: &str, pcap: &Path) -> Result<Vec<Value>, OracleError> {
             detail: format!("{} does not exist", python.display()),
         });
     }
-    let output = Command::new(&python)
-        .arg(scapy_script())
-        .arg(mode)
-        .arg(pcap)
-        .output()
-        .map_err(|e| OracleError::ToolMissing {
+    let output = Command::new(&python).arg(scapy_script()).arg(mode).arg(pcap).output().map_err(|e| {
+        OracleError::ToolMissing {
             tool: "scapy (.venv/bin/python)",
             detail: format!("cannot run {}: {e}", python.display()),
-        })?;
+        }
+    })?;
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     if !output.status.success() {
         if stderr.contains("No module named 'scapy'") {
@@ -471,20 +426,14 @@ fn run_scapy(mode: &str, pcap: &Path) -> Result<Vec<Value>, OracleError> {
                 detail: "scapy is not installed in .venv".to_owned(),
             });
         }
-        return Err(OracleError::ToolFailed {
-            tool: "scapy_icrc.py",
-            status: output.status.to_string(),
-            stderr,
-        });
+        return Err(OracleError::ToolFailed { tool: "scapy_icrc.py", status: output.status.to_string(), stderr });
     }
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
-            serde_json::from_str(l).map_err(|e| OracleError::BadOutput {
-                tool: "scapy_icrc.py",
-                detail: format!("{e} in line {l:?}"),
-            })
+            serde_json::from_str(l)
+                .map_err(|e| OracleError::BadOutput { tool: "scapy_icrc.py", detail: format!("{e} in line {l:?}") })
         })
         .collect()
 }
@@ -496,10 +445,7 @@ fn run_scapy(mode: &str, pcap: &Path) -> Result<Vec<Value>, OracleError> {
 /// [`OracleError::ToolMissing`] if `<repo>/.venv` or scapy is missing;
 /// [`OracleError::ToolFailed`] / [`OracleError::BadOutput`] if the script fails.
 pub fn scapy_check(pcap: impl AsRef<Path>) -> Result<Vec<ScapyFrame>, OracleError> {
-    let bad = |detail: String| OracleError::BadOutput {
-        tool: "scapy_icrc.py",
-        detail,
-    };
+    let bad = |detail: String| OracleError::BadOutput { tool: "scapy_icrc.py", detail };
     run_scapy("check", pcap.as_ref())?
         .into_iter()
         .map(|v| {
@@ -509,10 +455,7 @@ pub fn scapy_check(pcap: impl AsRef<Path>) -> Result<Vec<ScapyFrame>, OracleErro
                 frame: uint("frame")
                     .and_then(|n| u32::try_from(n).ok())
                     .ok_or_else(|| bad(format!("no frame number in {v}")))?,
-                icrc_ok: v
-                    .get("icrc_ok")
-                    .and_then(Value::as_bool)
-                    .ok_or_else(|| bad(format!("no icrc_ok in {v}")))?,
+                icrc_ok: v.get("icrc_ok").and_then(Value::as_bool).ok_or_else(|| bad(format!("no icrc_ok in {v}")))?,
                 opcode: uint("opcode").and_then(|n| u8::try_from(n).ok()),
                 dest_qp: uint("dqpn").and_then(|n| u32::try_from(n).ok()),
                 psn: uint("psn").and_then(|n| u32::try_from(n).ok()),
@@ -594,18 +537,9 @@ mod tests {
 
     #[test]
     fn severity_thresholds() {
-        assert_eq!(
-            ExpertSeverity::from_wireshark(8_388_608),
-            ExpertSeverity::Error
-        );
-        assert_eq!(
-            ExpertSeverity::from_wireshark(0x0060_0000),
-            ExpertSeverity::Warning
-        );
-        assert_eq!(
-            ExpertSeverity::from_wireshark(0x0040_0000),
-            ExpertSeverity::Note
-        );
+        assert_eq!(ExpertSeverity::from_wireshark(8_388_608), ExpertSeverity::Error);
+        assert_eq!(ExpertSeverity::from_wireshark(0x0060_0000), ExpertSeverity::Warning);
+        assert_eq!(ExpertSeverity::from_wireshark(0x0040_0000), ExpertSeverity::Note);
         assert!(ExpertSeverity::Note < ExpertSeverity::Warning);
     }
 
@@ -626,10 +560,7 @@ mod tests {
         let r = parse_tshark_json(json).unwrap();
         assert_eq!(r.packets.len(), 2);
         let p = &r.packets[0];
-        assert_eq!(
-            (p.opcode, p.dest_qp, p.psn),
-            (Some(10), Some(0x12), Some(2748))
-        );
+        assert_eq!((p.opcode, p.dest_qp, p.psn), (Some(10), Some(0x12), Some(2748)));
         assert!(p.is_clean());
         let q = &r.packets[1];
         assert!(q.malformed);
@@ -647,19 +578,13 @@ mod tests {
     fn pcap_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rt.pcap");
-        let frames = vec![
-            (1_500_000_123, vec![1u8, 2, 3]),
-            (2_000_000_000, vec![0; 70_000]),
-        ];
+        let frames = vec![(1_500_000_123, vec![1u8, 2, 3]), (2_000_000_000, vec![0; 70_000])];
         write_pcap(&path, &frames).unwrap();
         assert_eq!(read_pcap(&path).unwrap(), frames);
     }
 
     #[test]
     fn missing_file_is_an_error() {
-        assert!(matches!(
-            read_pcap("/nonexistent/x.pcap"),
-            Err(OracleError::Io { .. })
-        ));
+        assert!(matches!(read_pcap("/nonexistent/x.pcap"), Err(OracleError::Io { .. })));
     }
 }

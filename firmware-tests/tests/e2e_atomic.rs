@@ -59,7 +59,10 @@ const SGE_AT: usize = 8;
 const WR: u64 = 0xA70;
 
 fn hosts_dropping(drops: Vec<(usize, u64)>) -> Hosts {
-    Hosts::new(SimConfig { faults: rnic_sim::FaultConfig { drop_frames: drops, ..Default::default() }, ..SimConfig::default() })
+    Hosts::new(SimConfig {
+        faults: rnic_sim::FaultConfig { drop_frames: drops, ..Default::default() },
+        ..SimConfig::default()
+    })
 }
 
 fn hosts() -> Hosts {
@@ -197,7 +200,9 @@ impl Case {
     /// the target lies inside.
     fn remote_image(&self) -> Vec<u8> {
         let mut m = pattern(0xA7, self.remote_len);
-        if let Some(t) = usize::try_from(self.offset).ok().filter(|&o| o.checked_add(8).is_some_and(|e| e <= self.remote_len)) {
+        if let Some(t) =
+            usize::try_from(self.offset).ok().filter(|&o| o.checked_add(8).is_some_and(|e| e <= self.remote_len))
+        {
             m[t..t + 8].copy_from_slice(&self.init.to_le_bytes());
         }
         m
@@ -284,10 +289,23 @@ fn succeeds(c: &Case) {
     let t = c.offset as usize;
     want_remote[t..t + 8].copy_from_slice(&c.op.apply(c.init).to_le_bytes());
     assert_eq!(r.remote, want_remote, "{what}: the result at the target, nothing else");
-    assert_eq!((r.da(counter::TX_REQUESTS), r.db(counter::RX_ROCE_OK)), (1, 1), "{what}: one request, accepted\n{}", r.diag);
+    assert_eq!(
+        (r.da(counter::TX_REQUESTS), r.db(counter::RX_ROCE_OK)),
+        (1, 1),
+        "{what}: one request, accepted\n{}",
+        r.diag
+    );
     assert_eq!(r.db(counter::TX_FRAMES), 1, "{what}: one ATOMIC ACKNOWLEDGE\n{}", r.diag);
     assert_eq!(r.da(counter::CQES), 1);
-    for i in [counter::DROP_ICRC, counter::DROP_MALFORMED, counter::DROP_KEY, counter::DROP_PSN, counter::DROP_INV_REQ, counter::RETRANSMITS, counter::TX_NAKS] {
+    for i in [
+        counter::DROP_ICRC,
+        counter::DROP_MALFORMED,
+        counter::DROP_KEY,
+        counter::DROP_PSN,
+        counter::DROP_INV_REQ,
+        counter::RETRANSMITS,
+        counter::TX_NAKS,
+    ] {
         assert_eq!(r.da(i), 0, "{what}: requester {}\n{}", counter::NAMES[i as usize], r.diag);
         assert_eq!(r.db(i), 0, "{what}: responder {}\n{}", counter::NAMES[i as usize], r.diag);
     }
@@ -415,8 +433,14 @@ fn local_sge_that_is_not_8_bytes_is_loc_len_err() {
 
 #[test]
 fn local_region_without_local_write_is_loc_prot_err() {
-    local_error(&Case { local_access: AccessFlags::REMOTE_READ, ..Case::new(Op::FetchAdd(1), 9) }, WcStatus::LocProtErr);
-    local_error(&Case { local_access: AccessFlags::empty(), ..Case::new(Op::CmpSwap { compare: 9, swap: 10 }, 9) }, WcStatus::LocProtErr);
+    local_error(
+        &Case { local_access: AccessFlags::REMOTE_READ, ..Case::new(Op::FetchAdd(1), 9) },
+        WcStatus::LocProtErr,
+    );
+    local_error(
+        &Case { local_access: AccessFlags::empty(), ..Case::new(Op::CmpSwap { compare: 9, swap: 10 }, 9) },
+        WcStatus::LocProtErr,
+    );
 }
 
 #[test]
@@ -436,7 +460,10 @@ fn many_in_flight(limit: u8) {
     let (init, add) = (0xFFFF_FFF0_1234_5678u64, 0x1_0000_0001u64);
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("inflight.pcap");
-    let h = Hosts::new(SimConfig { link: rnic_sim::LinkConfig { latency_ns: 5_000, ..Default::default() }, ..SimConfig::default() });
+    let h = Hosts::new(SimConfig {
+        link: rnic_sim::LinkConfig { latency_ns: 5_000, ..Default::default() },
+        ..SimConfig::default()
+    });
     h.world.borrow_mut().capture_pcap(&pcap).unwrap();
     let mut rbuf = vec![0u8; 64 + 8];
     let mut lbuf = vec![GUARD; n * 8 + 8];
@@ -454,11 +481,18 @@ fn many_in_flight(limit: u8) {
         qb.connect_with(&ea, &o).unwrap();
         let target = eb.buffer.unwrap().at(0);
         let wrs: Vec<SendWr<'_>> = (0..n)
-            .map(|i| SendWr::atomic_fetch_and_add(i as u64, local_mr.sge(i * 8..i * 8 + 8).unwrap(), target, add).signaled(true))
+            .map(|i| {
+                SendWr::atomic_fetch_and_add(i as u64, local_mr.sge(i * 8..i * 8 + 8).unwrap(), target, add)
+                    .signaled(true)
+            })
             .collect();
         qa.post_send(&wrs).unwrap();
         let wcs = h.wait(&cq, n, 5_000_000);
-        assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), (0..n as u64).collect::<Vec<_>>(), "completions in order");
+        assert_eq!(
+            wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+            (0..n as u64).collect::<Vec<_>>(),
+            "completions in order"
+        );
         assert!(
             wcs.iter().all(|w| (w.status, w.opcode, w.byte_len) == (WcStatus::Success, WcOpcode::FetchAdd, 8)),
             "limit {limit}: {wcs:?}\n{}",
@@ -471,7 +505,11 @@ fn many_in_flight(limit: u8) {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), n, "limit {limit}: each original returned once");
-        assert_eq!(u64_at(&remote_mr, 0), init.wrapping_add(add.wrapping_mul(n as u64)), "limit {limit}: added exactly {n} times");
+        assert_eq!(
+            u64_at(&remote_mr, 0),
+            init.wrapping_add(add.wrapping_mul(n as u64)),
+            "limit {limit}: added exactly {n} times"
+        );
         assert!(remote_mr.to_vec()[8..].iter().all(|&b| b == 0), "limit {limit}: bytes after the target");
         h.settle(2_000);
         let (ca, cb) = h.counters();
@@ -544,7 +582,12 @@ fn three_hundred_atomics_in_a_row() {
         assert_eq!((0..n).map(|i| u64_at(&local_mr, i * 8)).collect::<Vec<_>>(), (0..n as u64).collect::<Vec<_>>());
         assert_eq!(u64_at(&remote_mr, 0), n as u64);
         let (ca, cb) = h.counters();
-        assert_eq!((ca.get("tx_requests"), ca.get("retransmits"), cb.get("rx_roce_ok")), (Some(n as u32), Some(0), Some(n as u32)), "{}", h.diag());
+        assert_eq!(
+            (ca.get("tx_requests"), ca.get("retransmits"), cb.get("rx_roce_ok")),
+            (Some(n as u32), Some(0), Some(n as u32)),
+            "{}",
+            h.diag()
+        );
     }
 }
 
@@ -585,11 +628,12 @@ fn atomics_interleaved_with_writes_and_reads_keep_order() {
         let wcs = h.wait(&h.ca, 8, 1_000_000);
         use WcOpcode::*;
         let got: Vec<(u64, WcStatus, WcOpcode)> = wcs.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect();
-        let want: Vec<(u64, WcStatus, WcOpcode)> = [RdmaWrite, FetchAdd, RdmaRead, CompSwap, RdmaRead, RdmaWrite, FetchAdd, RdmaRead]
-            .into_iter()
-            .enumerate()
-            .map(|(i, op)| (i as u64, WcStatus::Success, op))
-            .collect();
+        let want: Vec<(u64, WcStatus, WcOpcode)> =
+            [RdmaWrite, FetchAdd, RdmaRead, CompSwap, RdmaRead, RdmaWrite, FetchAdd, RdmaRead]
+                .into_iter()
+                .enumerate()
+                .map(|(i, op)| (i as u64, WcStatus::Success, op))
+                .collect();
         assert_eq!(got, want, "{}", h.diag());
         let originals: Vec<u64> = (0..3).map(|i| u64_at(&orig, i * 8)).collect();
         let reads: Vec<u64> = (0..3).map(|i| u64_at(&back, i * 8)).collect();
@@ -617,7 +661,10 @@ fn unsignaled_atomics_still_return_their_originals() {
         let (mut qa, qb) = qps(&h, &opts());
         let t = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap().at(0);
         let wrs: Vec<SendWr<'_>> = (0..4)
-            .map(|i| SendWr::atomic_fetch_and_add(i, local_mr.sge(i as usize * 8..i as usize * 8 + 8).unwrap(), t, 7).signaled(i == 3))
+            .map(|i| {
+                SendWr::atomic_fetch_and_add(i, local_mr.sge(i as usize * 8..i as usize * 8 + 8).unwrap(), t, 7)
+                    .signaled(i == 3)
+            })
             .collect();
         qa.post_send(&wrs).unwrap();
         let wcs = h.wait(&h.ca, 1, 500_000);
@@ -642,7 +689,11 @@ fn atomic_frames(pcap: &std::path::Path) -> (Vec<frames::Frame>, Vec<frames::Fra
 /// One atomic `op` on `init` while the wire drops the frames `drops`, then a FETCH_AND_ADD of 1
 /// (the QP goes on normally). Checks both completions, the originals and the target (each
 /// atomic executed once); returns the capture's atomic frames and the counters of A and B.
-fn lossy_atomic(op: Op, init: u64, drops: Vec<(usize, u64)>) -> (Vec<frames::Frame>, Vec<frames::Frame>, Counters, Counters) {
+fn lossy_atomic(
+    op: Op,
+    init: u64,
+    drops: Vec<(usize, u64)>,
+) -> (Vec<frames::Frame>, Vec<frames::Frame>, Counters, Counters) {
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("lossy.pcap");
     let h = hosts_dropping(drops);
@@ -659,7 +710,12 @@ fn lossy_atomic(op: Op, init: u64, drops: Vec<(usize, u64)>) -> (Vec<frames::Fra
         let t = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap().at(0);
         qa.post_send_one(op.wr(1, local_mr.sge(0..8).unwrap(), t).signaled(true)).unwrap();
         let wc = h.wait(&h.ca, 1, 3_000_000)[0];
-        assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.byte_len), (1, WcStatus::Success, op.wc_opcode(), 8), "{wc:?}\n{}", h.diag());
+        assert_eq!(
+            (wc.wr_id, wc.status, wc.opcode, wc.byte_len),
+            (1, WcStatus::Success, op.wc_opcode(), 8),
+            "{wc:?}\n{}",
+            h.diag()
+        );
         assert_eq!(u64_at(&local_mr, 0), init, "{op:?}: the original, not the result of a second execution");
         let once = op.apply(init);
         assert_eq!(u64_at(&remote_mr, 0), once, "{op:?} executed exactly once");
@@ -686,14 +742,28 @@ fn lost_atomic_ack_is_answered_from_the_saved_original() {
     for op in [Op::FetchAdd(0x100), Op::CmpSwap { compare: 0x4242, swap: 0x4343 }] {
         let init = 0x4242;
         let (req, ack, ca, cb) = lossy_atomic(op, init, vec![(1, 0)]);
-        assert_eq!((ca.get("timeouts"), ca.get("retransmits")), (Some(1), Some(1)), "{op:?}: {:?} {:?}", nonzero(&ca), nonzero(&cb));
+        assert_eq!(
+            (ca.get("timeouts"), ca.get("retransmits")),
+            (Some(1), Some(1)),
+            "{op:?}: {:?} {:?}",
+            nonzero(&ca),
+            nonzero(&cb)
+        );
         assert_eq!(cb.get("rx_duplicates"), Some(1), "{op:?}: the responder saw the duplicate: {:?}", nonzero(&cb));
         assert_eq!(req.len(), 3, "{op:?}: the first request twice, then the second: {req:x?}");
-        assert_eq!((req[0].opcode, req[0].psn, req[0].atomic_eth), (op.wire_opcode(), req[1].psn, req[1].atomic_eth), "{req:x?}");
+        assert_eq!(
+            (req[0].opcode, req[0].psn, req[0].atomic_eth),
+            (op.wire_opcode(), req[1].psn, req[1].atomic_eth),
+            "{req:x?}"
+        );
         assert_eq!(req[1], req[0], "{op:?}: the resent request is the same packet");
         assert_eq!(ack.len(), 3, "{op:?}: the first ACK twice, then the second: {ack:x?}");
         assert_eq!((ack[0].psn, ack[1].psn, ack[2].psn), (req[0].psn, req[0].psn, req[2].psn));
-        assert_eq!((ack[0].orig_remote, ack[1].orig_remote), (Some(init), Some(init)), "{op:?}: the duplicate is answered with the saved original");
+        assert_eq!(
+            (ack[0].orig_remote, ack[1].orig_remote),
+            (Some(init), Some(init)),
+            "{op:?}: the duplicate is answered with the saved original"
+        );
         assert_eq!(ack[2].orig_remote, Some(op.apply(init)));
     }
 }
@@ -717,8 +787,11 @@ fn lost_ack_among_four_atomics_in_flight_executes_each_once() {
         let remote_mr = h.pb.register(remote_mem, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC).unwrap();
         let (mut qa, qb) = qps(&h, &opts());
         let t = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap().at(0);
-        let wrs: Vec<SendWr<'_>> =
-            (0..4usize).map(|i| SendWr::atomic_fetch_and_add(i as u64, local_mr.sge(i * 8..i * 8 + 8).unwrap(), t, add).signaled(true)).collect();
+        let wrs: Vec<SendWr<'_>> = (0..4usize)
+            .map(|i| {
+                SendWr::atomic_fetch_and_add(i as u64, local_mr.sge(i * 8..i * 8 + 8).unwrap(), t, add).signaled(true)
+            })
+            .collect();
         qa.post_send(&wrs).unwrap();
         let wcs = h.wait(&h.ca, 4, 3_000_000);
         assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}\n{}", h.diag());
@@ -736,7 +809,11 @@ fn lost_ack_among_four_atomics_in_flight_executes_each_once() {
     for f in &ack {
         let k = u64::from(f.psn.wrapping_sub(first) & 0xFF_FFFF);
         assert!(k < 4, "ACK of PSN {:#x} outside the four requests", f.psn);
-        assert_eq!(f.orig_remote, Some(init + k * add), "every ACK of request {k}, first or resent, carries the same original");
+        assert_eq!(
+            f.orig_remote,
+            Some(init + k * add),
+            "every ACK of request {k}, first or resent, carries the same original"
+        );
     }
     for k in 0..4u32 {
         assert!(ack.iter().any(|f| f.psn == (first + k) & 0xFF_FFFF), "no ACK of request {k} arrived: {ack:x?}");
@@ -750,7 +827,13 @@ fn lost_ack_among_four_atomics_in_flight_executes_each_once() {
 fn lost_atomic_request_is_resent_and_executed_once() {
     for op in [Op::FetchAdd(0x100), Op::CmpSwap { compare: 0x4242, swap: 0x4343 }] {
         let (req, ack, ca, cb) = lossy_atomic(op, 0x4242, vec![(0, 0)]);
-        assert_eq!((ca.get("timeouts"), ca.get("retransmits")), (Some(1), Some(1)), "{op:?}: {:?} {:?}", nonzero(&ca), nonzero(&cb));
+        assert_eq!(
+            (ca.get("timeouts"), ca.get("retransmits")),
+            (Some(1), Some(1)),
+            "{op:?}: {:?} {:?}",
+            nonzero(&ca),
+            nonzero(&cb)
+        );
         assert_eq!(cb.get("rx_duplicates"), Some(0), "{op:?}: {:?}", nonzero(&cb));
         assert_eq!(req.len(), 3, "{op:?}: the first request twice, then the second: {req:x?}");
         assert_eq!(req[1], req[0], "{op:?}: the resent request is the same packet");
@@ -800,8 +883,11 @@ fn atomic_capture_is_clean_in_tshark_and_scapy() {
         assert_eq!((0..3).map(|i| u64_at(&local_mr, i * 8)).collect::<Vec<_>>(), [init, swap, swap]);
         assert_eq!(u64_at(&remote_mr, 24), swap.wrapping_add(add));
         // A refused one: NAK remote access error.
-        qa.post_send_one(SendWr::atomic_fetch_and_add(4, local_mr.sge(24..32).unwrap(), RemoteAddr { rkey: t.rkey ^ 1, ..t }, 1).signaled(true))
-            .unwrap();
+        qa.post_send_one(
+            SendWr::atomic_fetch_and_add(4, local_mr.sge(24..32).unwrap(), RemoteAddr { rkey: t.rkey ^ 1, ..t }, 1)
+                .signaled(true),
+        )
+        .unwrap();
         assert_eq!(h.wait(&h.ca, 1, 300_000)[0].status, WcStatus::RemAccessErr);
         h.settle(2_000);
     }
@@ -825,7 +911,11 @@ fn atomic_capture_is_clean_in_tshark_and_scapy() {
     assert_eq!(requests.len(), 4, "{ts:?}");
     for (r, &(op, va, rkey, swap_add, compare, _)) in requests.iter().zip(&posted) {
         assert_eq!(u(&r[0]), Some(u64::from(op)), "{r:?}");
-        assert_eq!((u(&r[2]), u(&r[3])), (Some(va), Some(u64::from(rkey))), "AtomicETH VA and R_Key as tshark reads them: {r:?}");
+        assert_eq!(
+            (u(&r[2]), u(&r[3])),
+            (Some(va), Some(u64::from(rkey))),
+            "AtomicETH VA and R_Key as tshark reads them: {r:?}"
+        );
         assert_eq!(u(&r[4]), Some(swap_add), "AtomicETH Swap (Or Add) Data: {r:?}");
         if op == COMPARE_SWAP {
             assert_eq!(u(&r[5]), Some(compare), "AtomicETH Compare Data: {r:?}");
@@ -837,7 +927,10 @@ fn atomic_capture_is_clean_in_tshark_and_scapy() {
         assert_eq!(u(&r[7]), Some(orig), "AtomicAckETH Original Remote Data: {r:?}");
         assert_eq!(u(&r[6]).map(|s| s >> 5), Some(0), "an ACK syndrome: {r:?}");
     }
-    assert!(ts.iter().any(|r| u(&r[0]) == Some(0x11) && u(&r[6]) == Some(0x62)), "NAK remote access error missing: {ts:?}");
+    assert!(
+        ts.iter().any(|r| u(&r[0]) == Some(0x11) && u(&r[6]) == Some(0x62)),
+        "NAK remote access error missing: {ts:?}"
+    );
     // Our reading of the same bytes agrees, and the ACKs carry the PSNs of their requests.
     let req: Vec<_> = ours.iter().filter(|f| f.atomic_eth.is_some()).collect();
     for (f, &(op, va, rkey, swap_add, compare, _)) in req.iter().zip(&posted) {

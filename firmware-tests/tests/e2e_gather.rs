@@ -22,14 +22,8 @@ const GUARD: u8 = 0xEE;
 /// Connected RC QPs A → B at `mtu`, A built for `sges` SGEs and `inline` inline bytes, B with
 /// a 16-entry RQ.
 fn qps<'mr>(h: &Hosts, mtu: Mtu, sges: u32, inline: u32) -> (QueuePair<'mr>, QueuePair<'mr>) {
-    let mut qa = h
-        .pa
-        .create_qp(&h.ca)
-        .set_max_send_wr(16)
-        .set_max_send_sge(sges)
-        .set_max_inline_data(inline)
-        .build()
-        .unwrap();
+    let mut qa =
+        h.pa.create_qp(&h.ca).set_max_send_wr(16).set_max_send_sge(sges).set_max_inline_data(inline).build().unwrap();
     let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(16).set_max_recv_wr(16).build().unwrap();
     let opts = ConnectOptions { path_mtu: mtu, access: AccessFlags::REMOTE_WRITE, ..ConnectOptions::default() };
     let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
@@ -67,7 +61,11 @@ fn gather_write_dropping(mtu: Mtu, pieces: &[(usize, usize)], dst_off: usize, dr
             .signaled(true);
         qa.post_send_one(wr).unwrap();
         let wcs = h.wait(&h.ca, 1, budget(total) + 20_000);
-        assert_eq!((wcs[0].wr_id, wcs[0].status, wcs[0].opcode), (0x6A, WcStatus::Success, WcOpcode::RdmaWrite), "{wcs:?}");
+        assert_eq!(
+            (wcs[0].wr_id, wcs[0].status, wcs[0].opcode),
+            (0x6A, WcStatus::Success, WcOpcode::RdmaWrite),
+            "{wcs:?}"
+        );
         let (c1a, _) = h.counters();
         let sent = c1a.values[counter::TX_REQUESTS as usize] - c0a.values[counter::TX_REQUESTS as usize];
         let n = (total.max(1) as u32).div_ceil(mtu.bytes());
@@ -105,7 +103,8 @@ fn sixteen_one_byte_to_long_sges() {
 fn a_lost_packet_mid_list_is_resent_from_inside_the_right_entry() {
     // 16 entries of odd sizes at MTU 256 (5200 bytes, 21 packets): a sequence NAK makes the requester
     // resume mid-message, walking the list to the lost packet's first byte.
-    let pieces: Vec<(usize, usize)> = (0..16).map(|i| (i * 3000 + 2 * i, [1, 255, 256, 257, 700, 1000, 3][i % 7])).collect();
+    let pieces: Vec<(usize, usize)> =
+        (0..16).map(|i| (i * 3000 + 2 * i, [1, 255, 256, 257, 700, 1000, 3][i % 7])).collect();
     for drop in [1u64, 5, 12, 19] {
         gather_write_dropping(Mtu::Mtu256, &pieces, 9, &[drop]);
     }
@@ -130,16 +129,28 @@ fn a_bad_lkey_in_any_sge_fails_the_wr_and_sends_nothing() {
             let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
             let (mut qa, qb) = qps(&h, Mtu::Mtu1024, 4, 0);
             let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
-            let mut sges = vec![src_mr.sge(0..100).unwrap(), src_mr.sge(200..300).unwrap(), src_mr.sge(400..500).unwrap(), src_mr.sge(600..700).unwrap()];
+            let mut sges = vec![
+                src_mr.sge(0..100).unwrap(),
+                src_mr.sge(200..300).unwrap(),
+                src_mr.sge(400..500).unwrap(),
+                src_mr.sge(600..700).unwrap(),
+            ];
             // Entry `bad` reaches past the end of the region.
             sges[bad] = Sge::raw(src_mr.addr() + 8000, 500, src_mr.lkey());
             let (c0a, _) = h.counters();
-            let wr = SendWr::rdma_write(bad as u64, Sge::raw(0, 0, 0), remote.at(0)).with_sg_list(&sges).unwrap().signaled(true);
+            let wr = SendWr::rdma_write(bad as u64, Sge::raw(0, 0, 0), remote.at(0))
+                .with_sg_list(&sges)
+                .unwrap()
+                .signaled(true);
             qa.post_send_one(wr).unwrap();
             let wcs = h.wait(&h.ca, 1, 50_000);
             assert_eq!((wcs[0].wr_id, wcs[0].status), (bad as u64, WcStatus::LocProtErr), "entry {bad}: {wcs:?}");
             let (c1a, _) = h.counters();
-            assert_eq!(c1a.values[counter::TX_REQUESTS as usize], c0a.values[counter::TX_REQUESTS as usize], "nothing sent");
+            assert_eq!(
+                c1a.values[counter::TX_REQUESTS as usize],
+                c0a.values[counter::TX_REQUESTS as usize],
+                "nothing sent"
+            );
         }
         assert!(dst.iter().all(|&b| b == GUARD));
     }
@@ -147,7 +158,9 @@ fn a_bad_lkey_in_any_sge_fails_the_wr_and_sends_nothing() {
 
 #[test]
 fn inline_writes_and_sends_of_1_to_448_bytes() {
-    for (mtu, len) in [(Mtu::Mtu256, 1), (Mtu::Mtu256, 256), (Mtu::Mtu256, 300), (Mtu::Mtu4096, 448), (Mtu::Mtu1024, 77)] {
+    for (mtu, len) in
+        [(Mtu::Mtu256, 1), (Mtu::Mtu256, 256), (Mtu::Mtu256, 300), (Mtu::Mtu4096, 448), (Mtu::Mtu1024, 77)]
+    {
         let h = Hosts::new(SimConfig::default());
         let mut dst = vec![GUARD; 1024];
         let mut rbuf = vec![GUARD; 1024];
@@ -160,7 +173,10 @@ fn inline_writes_and_sends_of_1_to_448_bytes() {
             qb.post_recv_one(RecvWr::new(5, rmr.sge(0..1024).unwrap())).unwrap();
             let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
             // The source is a temporary: inline data is copied at post time.
-            let w = SendWr::rdma_write(1, Sge::raw(0, 0, 0), remote.at(3)).with_inline(&data.clone()).unwrap().signaled(true);
+            let w = SendWr::rdma_write(1, Sge::raw(0, 0, 0), remote.at(3))
+                .with_inline(&data.clone())
+                .unwrap()
+                .signaled(true);
             let s = SendWr::send(2, None).with_inline(&data.clone()).unwrap().signaled(true);
             qa.post_send(&[w, s]).unwrap();
             let wcs = h.wait(&h.ca, 2, 100_000);
@@ -179,7 +195,13 @@ fn inline_writes_and_sends_of_1_to_448_bytes() {
 fn capabilities_follow_the_wqe_size_and_shape_errors_are_refused() {
     let h = Hosts::new(SimConfig::default());
     let cap = |sges: u32, inline: u32| {
-        let q = h.pa.create_qp(&h.ca).set_max_send_wr(4).set_max_send_sge(sges).set_max_inline_data(inline).build().unwrap();
+        let q =
+            h.pa.create_qp(&h.ca)
+                .set_max_send_wr(4)
+                .set_max_send_sge(sges)
+                .set_max_inline_data(inline)
+                .build()
+                .unwrap();
         let c = q.query_qp().cap;
         (c.max_send_sge, c.max_inline_data)
     };
@@ -198,15 +220,28 @@ fn capabilities_follow_the_wqe_size_and_shape_errors_are_refused() {
     let too_many = SendWr::rdma_write(1, mr.sge(0..1).unwrap(), remote).with_sg_list(&six).unwrap();
     assert_eq!(qa.post_send_one(too_many).unwrap_err().errno(), rnic::Errno::EINVAL);
     let read6 = SendWr::rdma_read(2, None, remote).with_sg_list(&six).unwrap();
-    assert_eq!(qa.post_send_one(read6).unwrap_err().errno(), rnic::Errno::EINVAL, "a READ scatters into at most max_send_sge SGEs");
-    let atomic2 = SendWr::atomic_fetch_and_add(2, mr.sge(0..8).unwrap(), remote, 1).with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()]).unwrap();
-    assert_eq!(qa.post_send_one(atomic2).unwrap_err().errno(), rnic::Errno::EINVAL, "an atomic's result goes into one SGE");
+    assert_eq!(
+        qa.post_send_one(read6).unwrap_err().errno(),
+        rnic::Errno::EINVAL,
+        "a READ scatters into at most max_send_sge SGEs"
+    );
+    let atomic2 = SendWr::atomic_fetch_and_add(2, mr.sge(0..8).unwrap(), remote, 1)
+        .with_sg_list(&[mr.sge(0..8).unwrap(), mr.sge(8..16).unwrap()])
+        .unwrap();
+    assert_eq!(
+        qa.post_send_one(atomic2).unwrap_err().errno(),
+        rnic::Errno::EINVAL,
+        "an atomic's result goes into one SGE"
+    );
     let long = SendWr::send(3, None).with_inline(&[0u8; 65]).unwrap();
     assert_eq!(qa.post_send_one(long).unwrap_err().errno(), rnic::Errno::EINVAL);
     let inline_read = SendWr::rdma_read(4, None, remote).with_inline(&[1]).unwrap();
     assert_eq!(qa.post_send_one(inline_read).unwrap_err().errno(), rnic::Errno::EINVAL);
     assert_eq!(SendWr::send(5, None).with_inline(&[0u8; 449]).unwrap_err().errno(), rnic::Errno::EINVAL);
-    assert_eq!(SendWr::send(6, None).with_sg_list(&[mr.sge(0..1).unwrap(); 17]).unwrap_err().errno(), rnic::Errno::EINVAL);
+    assert_eq!(
+        SendWr::send(6, None).with_sg_list(&[mr.sge(0..1).unwrap(); 17]).unwrap_err().errno(),
+        rnic::Errno::EINVAL
+    );
     assert_eq!(qa.outstanding(), 0, "nothing was posted");
 }
 
@@ -256,7 +291,8 @@ fn gather_and_inline_capture_is_clean_in_tshark_and_scapy() {
     assert_eq!(&dst[2000..2005], &inline[..5]);
 
     let frames = oracle::read_pcap(&pcap).unwrap();
-    let pkts: Vec<RocePacketRepr> = frames.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
+    let pkts: Vec<RocePacketRepr> =
+        frames.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
     let reqs: Vec<&RocePacketRepr> = pkts.iter().filter(|p| p.aeth.is_none()).collect();
     let ops: Vec<u8> = reqs.iter().map(|p| p.bth.opcode.0).collect();
     // WRITE FIRST/MIDDLE/LAST (630 B at MTU 256), SEND FIRST/LAST (301 B), WRITE ONLY WITH IMM.

@@ -37,11 +37,18 @@ fn hosts() -> Hosts {
 /// Hosts whose NIC `nic` loses its transmitted frame number `n` (counting from 0) for each
 /// `(nic, n)` in `drops`.
 fn hosts_dropping(drops: Vec<(usize, u64)>) -> Hosts {
-    Hosts::new(SimConfig { faults: rnic_sim::FaultConfig { drop_frames: drops, ..Default::default() }, ..SimConfig::default() })
+    Hosts::new(SimConfig {
+        faults: rnic_sim::FaultConfig { drop_frames: drops, ..Default::default() },
+        ..SimConfig::default()
+    })
 }
 
 fn opts(mtu: Mtu) -> ConnectOptions {
-    ConnectOptions { path_mtu: mtu, access: AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE, ..ConnectOptions::default() }
+    ConnectOptions {
+        path_mtu: mtu,
+        access: AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+        ..ConnectOptions::default()
+    }
 }
 
 /// Two connected RC QPs A → B with `o`.
@@ -97,9 +104,29 @@ fn read_and_check(mtu: Mtu, len: usize, src_off: usize, dst_off: usize) {
         assert_eq!(delta(&c1b, &c0b, counter::RX_ROCE_OK), 1, "{what}: the responder accepts it");
         assert_eq!(delta(&c1b, &c0b, counter::TX_FRAMES), n, "{what}: READ RESPONSE packets");
         assert_eq!(delta(&c1a, &c0a, counter::RX_ROCE_OK), n, "{what}: responses accepted");
-        for c in [counter::DROP_ICRC, counter::DROP_MALFORMED, counter::DROP_UNKNOWN_QP, counter::DROP_KEY, counter::DROP_PSN, counter::DROP_INV_REQ, counter::RETRANSMITS] {
-            assert_eq!(delta(&c1a, &c0a, c), 0, "{what}: requester {} ({:?})", counter::NAMES[c as usize], nonzero(&c1a));
-            assert_eq!(delta(&c1b, &c0b, c), 0, "{what}: responder {} ({:?})", counter::NAMES[c as usize], nonzero(&c1b));
+        for c in [
+            counter::DROP_ICRC,
+            counter::DROP_MALFORMED,
+            counter::DROP_UNKNOWN_QP,
+            counter::DROP_KEY,
+            counter::DROP_PSN,
+            counter::DROP_INV_REQ,
+            counter::RETRANSMITS,
+        ] {
+            assert_eq!(
+                delta(&c1a, &c0a, c),
+                0,
+                "{what}: requester {} ({:?})",
+                counter::NAMES[c as usize],
+                nonzero(&c1a)
+            );
+            assert_eq!(
+                delta(&c1b, &c0b, c),
+                0,
+                "{what}: responder {} ({:?})",
+                counter::NAMES[c as usize],
+                nonzero(&c1b)
+            );
         }
         assert_eq!(delta(&c1a, &c0a, counter::CQES), 1);
         assert_eq!(qa.stray_completions(), 0);
@@ -168,14 +195,22 @@ fn reads_and_writes_interleave_in_order_on_one_qp() {
     {
         let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
         let back_mr = h.pa.register(&mut back, AccessFlags::LOCAL_WRITE).unwrap();
-        let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE).unwrap();
+        let remote_mr = h
+            .pb
+            .register(&mut remote_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE)
+            .unwrap();
         let (mut qa, qb) = qps(&h, &opts(Mtu::Mtu1024));
         let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
         let mut wrs = Vec::new();
         for i in 0..4u64 {
             let r = (i as usize * 2048)..(i as usize + 1) * 2048;
-            wrs.push(SendWr::rdma_write(10 + i, src_mr.sge(r.clone()).unwrap(), remote.at(r.start as u64)).signaled(i % 2 == 0));
-            wrs.push(SendWr::rdma_read(20 + i, back_mr.sge(r.clone()).unwrap(), remote.at(r.start as u64)).signaled(true));
+            wrs.push(
+                SendWr::rdma_write(10 + i, src_mr.sge(r.clone()).unwrap(), remote.at(r.start as u64))
+                    .signaled(i % 2 == 0),
+            );
+            wrs.push(
+                SendWr::rdma_read(20 + i, back_mr.sge(r.clone()).unwrap(), remote.at(r.start as u64)).signaled(true),
+            );
         }
         qa.post_send(&wrs).unwrap();
         let wcs = h.wait(&h.ca, 6, 1_000_000);
@@ -222,7 +257,10 @@ fn reads_in_both_directions_at_once() {
         qb.post_send(&wb).unwrap();
         let ga = h.wait(&h.ca, 4, 2_000_000);
         let gb = h.wait(&h.cb, 4, 2_000_000);
-        assert!(ga.iter().chain(&gb).all(|w| w.status == WcStatus::Success && w.opcode == WcOpcode::RdmaRead), "{ga:?} {gb:?}");
+        assert!(
+            ga.iter().chain(&gb).all(|w| w.status == WcStatus::Success && w.opcode == WcOpcode::RdmaRead),
+            "{ga:?} {gb:?}"
+        );
         assert_eq!(ga.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert_eq!(gb.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![100, 101, 102, 103]);
     }
@@ -247,7 +285,14 @@ fn two_hundred_reads_in_a_row() {
         for chunk in (0..n as u64).collect::<Vec<_>>().chunks(16) {
             let wrs: Vec<SendWr<'_>> = chunk
                 .iter()
-                .map(|&i| SendWr::rdma_read(i, local_mr.sge(i as usize * 64..(i as usize + 1) * 64).unwrap(), remote.at(i * 64)).signaled(true))
+                .map(|&i| {
+                    SendWr::rdma_read(
+                        i,
+                        local_mr.sge(i as usize * 64..(i as usize + 1) * 64).unwrap(),
+                        remote.at(i * 64),
+                    )
+                    .signaled(true)
+                })
                 .collect();
             qa.post_send(&wrs).unwrap();
             let wcs = h.wait(&h.ca, wrs.len(), 400_000);
@@ -285,7 +330,14 @@ fn max_rd_atomic_bounds_the_reads_in_flight() {
             let (mut qa, qb) = qps(&h, &o);
             let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
             let wrs: Vec<SendWr<'_>> = (0..8u64)
-                .map(|i| SendWr::rdma_read(i, local_mr.sge(i as usize * 8192..(i as usize + 1) * 8192).unwrap(), remote.at(i * 8192)).signaled(true))
+                .map(|i| {
+                    SendWr::rdma_read(
+                        i,
+                        local_mr.sge(i as usize * 8192..(i as usize + 1) * 8192).unwrap(),
+                        remote.at(i * 8192),
+                    )
+                    .signaled(true)
+                })
                 .collect();
             qa.post_send(&wrs).unwrap();
             let wcs = h.wait(&h.ca, 8, 1_000_000);
@@ -309,7 +361,12 @@ fn max_rd_atomic_bounds_the_reads_in_flight() {
 
 /// Posts one READ the responder must refuse, and checks that it completes with
 /// REM_ACCESS_ERR, that no local byte changed and that the responder counted a key drop.
-fn refused_read(region_access: AccessFlags, qp_access: AccessFlags, make: impl Fn(&rnic::RemoteBuffer) -> RemoteAddr, len: usize) {
+fn refused_read(
+    region_access: AccessFlags,
+    qp_access: AccessFlags,
+    make: impl Fn(&rnic::RemoteBuffer) -> RemoteAddr,
+    len: usize,
+) {
     let h = hosts();
     let mut remote_buf = pattern(9, 4096);
     let mut local = vec![GUARD; 4096];
@@ -332,7 +389,12 @@ fn refused_read(region_access: AccessFlags, qp_access: AccessFlags, make: impl F
 
 #[test]
 fn read_with_a_bad_rkey_is_rem_access_err() {
-    refused_read(AccessFlags::REMOTE_READ, AccessFlags::REMOTE_READ, |b| RemoteAddr { addr: b.addr, rkey: b.rkey ^ 0x55 }, 512);
+    refused_read(
+        AccessFlags::REMOTE_READ,
+        AccessFlags::REMOTE_READ,
+        |b| RemoteAddr { addr: b.addr, rkey: b.rkey ^ 0x55 },
+        512,
+    );
 }
 
 #[test]
@@ -445,14 +507,19 @@ fn read_capture_is_clean_in_tshark_and_scapy() {
         qa.post_send_one(SendWr::rdma_read(3, None, remote.at(0)).signaled(true)).unwrap();
         let wcs = h.wait(&h.ca, 3, 400_000);
         assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
-        qa.post_send_one(SendWr::rdma_read(4, local_mr.sge(0..64).unwrap(), RemoteAddr { addr: remote.addr, rkey: remote.rkey ^ 1 }).signaled(true)).unwrap();
+        qa.post_send_one(
+            SendWr::rdma_read(4, local_mr.sge(0..64).unwrap(), RemoteAddr { addr: remote.addr, rkey: remote.rkey ^ 1 })
+                .signaled(true),
+        )
+        .unwrap();
         assert_eq!(h.wait(&h.ca, 1, 200_000)[0].status, WcStatus::RemAccessErr);
         h.settle(2_000);
     }
     h.world.borrow_mut().finish().unwrap();
 
     let frames = oracle::read_pcap(&pcap).unwrap();
-    let pkts: Vec<RocePacketRepr> = frames.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
+    let pkts: Vec<RocePacketRepr> =
+        frames.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
     let opcodes: Vec<u8> = pkts.iter().map(|p| p.bth.opcode.0).collect();
     for op in [0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11] {
         assert!(opcodes.contains(&op), "opcode {op:#x} missing from {opcodes:x?}");
@@ -483,23 +550,37 @@ fn a_fenced_write_waits_for_the_earlier_read() {
         let expect = remote_buf[..64 * 1024].to_vec();
         {
             let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
-            let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE).unwrap();
-            let o = ConnectOptions { access: AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu1024) };
+            let remote_mr =
+                h.pb.register(
+                    &mut remote_buf,
+                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+                )
+                .unwrap();
+            let o =
+                ConnectOptions { access: AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu1024) };
             let (mut qa, qb) = qps(&h, &o);
             let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
             let mut flags = SendFlags::SIGNALED;
             flags.set(SendFlags::FENCE, fence);
             qa.post_send(&[
                 SendWr::rdma_read(1, local_mr.sge(0..64 * 1024).unwrap(), remote.at(0)).signaled(true),
-                SendWr::rdma_write(2, local_mr.sge(64 * 1024..65 * 1024).unwrap(), remote.at(64 * 1024)).with_flags(flags),
+                SendWr::rdma_write(2, local_mr.sge(64 * 1024..65 * 1024).unwrap(), remote.at(64 * 1024))
+                    .with_flags(flags),
             ])
             .unwrap();
             let wcs = h.wait(&h.ca, 2, 1_000_000);
-            assert_eq!(wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), [(1, WcStatus::Success), (2, WcStatus::Success)]);
+            assert_eq!(
+                wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+                [(1, WcStatus::Success), (2, WcStatus::Success)]
+            );
             h.settle(2_000);
         }
         h.world.borrow_mut().finish().unwrap();
-        let ops: Vec<u8> = oracle::read_pcap(&pcap).unwrap().iter().map(|(_, f)| RocePacketRepr::parse(f).unwrap().bth.opcode.0).collect();
+        let ops: Vec<u8> = oracle::read_pcap(&pcap)
+            .unwrap()
+            .iter()
+            .map(|(_, f)| RocePacketRepr::parse(f).unwrap().bth.opcode.0)
+            .collect();
         let last_response = ops.iter().rposition(|&o| o == 0x0F).expect("READ RESPONSE LAST");
         let write = ops.iter().position(|&o| o == 0x0A).expect("RDMA WRITE ONLY");
         if fence {
@@ -527,7 +608,12 @@ fn a_read_behind_a_write_of_the_same_bytes_sees_them() {
         {
             let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
             let back_mr = h.pa.register(&mut back, AccessFlags::LOCAL_WRITE).unwrap();
-            let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE).unwrap();
+            let remote_mr =
+                h.pb.register(
+                    &mut remote_buf,
+                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+                )
+                .unwrap();
             let (mut qa, qb) = qps(&h, &opts(mtu));
             let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
             qa.post_send(&[
@@ -566,7 +652,14 @@ fn max_dest_rd_atomic_bounds_the_reads_the_responder_takes() {
             qb.connect_with(&ea, &ConnectOptions { max_dest_rd_atomic: dest, ..opts(Mtu::Mtu4096) }).unwrap();
             let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
             let wrs: Vec<SendWr<'_>> = (0..8u64)
-                .map(|i| SendWr::rdma_read(i, local_mr.sge(i as usize * 32768..(i as usize + 1) * 32768).unwrap(), remote.at(i * 32768)).signaled(true))
+                .map(|i| {
+                    SendWr::rdma_read(
+                        i,
+                        local_mr.sge(i as usize * 32768..(i as usize + 1) * 32768).unwrap(),
+                        remote.at(i * 32768),
+                    )
+                    .signaled(true)
+                })
                 .collect();
             let (_, c0b) = h.counters();
             qa.post_send(&wrs).unwrap();
@@ -611,7 +704,12 @@ fn a_local_error_flushes_exactly_the_posted_wqes_on_a_reused_qp_number() {
     let mut qpns = Vec::new();
     for round in 0..10u64 {
         let rd = [1, 4][round as usize % 2];
-        let o = ConnectOptions { path_mtu: Mtu::Mtu1024, max_rd_atomic: rd, max_dest_rd_atomic: rd, ..ConnectOptions::default() };
+        let o = ConnectOptions {
+            path_mtu: Mtu::Mtu1024,
+            max_rd_atomic: rd,
+            max_dest_rd_atomic: rd,
+            ..ConnectOptions::default()
+        };
         let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(4).build().unwrap();
         let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(4).build().unwrap();
         let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());

@@ -59,7 +59,10 @@ const TROUBLE: [u16; 9] = [
 
 /// Hosts whose NIC `nic` loses its transmitted frame number `n` (from 0) for each `(nic, n)`.
 fn hosts(drops: &[(usize, u64)]) -> Hosts {
-    Hosts::new(SimConfig { faults: FaultConfig { drop_frames: drops.to_vec(), ..Default::default() }, ..SimConfig::default() })
+    Hosts::new(SimConfig {
+        faults: FaultConfig { drop_frames: drops.to_vec(), ..Default::default() },
+        ..SimConfig::default()
+    })
 }
 
 /// Path MTU `mtu`, READ / WRITE / atomic access, 8 READs or atomics in flight each way: more
@@ -231,7 +234,10 @@ fn read_into_sixteen_tiny_and_long_sges_at_every_path_mtu() {
         // four packets long, three tiny ones.
         let lens = [3, 1, 7, 2, 5, 4, 6, 1, m + 1, 7, 3, 2, 4 * m + 9, 1, 5, 3];
         let layout = spread(&lens, i + 2);
-        assert!(entries_of_packet(&layout, mtu, 0).len() >= 9, "the first response fills the eight tiny entries and more");
+        assert!(
+            entries_of_packet(&layout, mtu, 0).len() >= 9,
+            "the first response fills the eight tiny entries and more"
+        );
         let p = (lens[..9].iter().sum::<usize>()) / m;
         assert!(entries_of_packet(&layout, mtu, p).len() >= 3, "a response straddles entry 8, the tiny 9..11 and 12");
         read_and_check(mtu, &layout, 7);
@@ -271,7 +277,10 @@ fn reads_with_lists_singles_and_writes_back_to_back_complete_in_order() {
         Op::Read { layout: vec![(5, 3000)], remote_off: SLOT },
         Op::Write { src: 0..4000, remote_off: 2 * SLOT + 5 },
         // Reads back what the WRITE before it stored.
-        Op::Read { layout: spread(&[1, 2, 3, 250, 4, 5, 700, 6, 7, 1000, 1, 2, 3, 1500, 16, 500], 2), remote_off: 2 * SLOT + 5 },
+        Op::Read {
+            layout: spread(&[1, 2, 3, 250, 4, 5, 700, 6, 7, 1000, 1, 2, 3, 1500, 16, 500], 2),
+            remote_off: 2 * SLOT + 5,
+        },
         Op::Read { layout: spread(&[7, 0, 1500], 3), remote_off: 4 * SLOT + 1 },
         Op::Read { layout: vec![(0, 1)], remote_off: 5 * SLOT },
         Op::Read { layout: spread(&[0, 0], 4), remote_off: 6 * SLOT },
@@ -303,7 +312,12 @@ fn reads_with_lists_singles_and_writes_back_to_back_complete_in_order() {
         {
             let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
             let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
-            let remote_mr = h.pb.register(&mut remote_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE).unwrap();
+            let remote_mr =
+                h.pb.register(
+                    &mut remote_buf,
+                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+                )
+                .unwrap();
             let (mut qa, qb) = qps(&h, &opts(Mtu::Mtu1024), 16);
             let remote = qb.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
             let wrs: Vec<SendWr<'_>> = ops
@@ -312,9 +326,13 @@ fn reads_with_lists_singles_and_writes_back_to_back_complete_in_order() {
                 .map(|(i, op)| match op {
                     Op::Read { layout, remote_off } => {
                         let shifted: Layout = layout.iter().map(|&(o, l)| (i * SLOT + o, l)).collect();
-                        SendWr::rdma_read(i as u64, None, remote.at(*remote_off as u64)).with_sg_list(&sges(&local_mr, &shifted)).unwrap()
+                        SendWr::rdma_read(i as u64, None, remote.at(*remote_off as u64))
+                            .with_sg_list(&sges(&local_mr, &shifted))
+                            .unwrap()
                     }
-                    Op::Write { src: r, remote_off } => SendWr::rdma_write(i as u64, src_mr.sge(r.clone()).unwrap(), remote.at(*remote_off as u64)),
+                    Op::Write { src: r, remote_off } => {
+                        SendWr::rdma_write(i as u64, src_mr.sge(r.clone()).unwrap(), remote.at(*remote_off as u64))
+                    }
                 })
                 .map(|wr| wr.signaled(true))
                 .collect();
@@ -326,8 +344,10 @@ fn reads_with_lists_singles_and_writes_back_to_back_complete_in_order() {
                 }
             }
             let wcs = h.wait(&h.ca, ops.len(), 2_000_000);
-            let got: Vec<(u64, WcOpcode, Option<u32>)> =
-                wcs.iter().map(|w| (w.wr_id, w.opcode, (w.opcode == WcOpcode::RdmaRead).then_some(w.byte_len))).collect();
+            let got: Vec<(u64, WcOpcode, Option<u32>)> = wcs
+                .iter()
+                .map(|w| (w.wr_id, w.opcode, (w.opcode == WcOpcode::RdmaRead).then_some(w.byte_len)))
+                .collect();
             assert_eq!(got, signaled, "round {round}: completions in posting order\n{}", h.diag());
             assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "round {round}: {wcs:?}");
             assert_eq!(qa.outstanding(), 0);
@@ -339,7 +359,9 @@ fn reads_with_lists_singles_and_writes_back_to_back_complete_in_order() {
                     let want = expected(SLOT, layout, &image[*remote_off..*remote_off + sum(layout)]);
                     check_buffer(&format!("round {round}, READ {i}"), slot, &want, layout);
                 }
-                Op::Write { .. } => assert!(slot.iter().all(|&b| b == GUARD), "round {round}: WR {i}'s slot was written"),
+                Op::Write { .. } => {
+                    assert!(slot.iter().all(|&b| b == GUARD), "round {round}: WR {i}'s slot was written")
+                }
             }
         }
     }
@@ -411,7 +433,10 @@ fn a_bad_sge_anywhere_is_loc_prot_err_and_nothing_is_sent() {
             assert_eq!(delta(&c1a, &c0a, counter::LOCAL_ERRORS), 1, "{what}: one local error\n{}", h.diag());
             h.world.borrow_mut().finish().unwrap();
             let frames = oracle::read_pcap(&pcap).unwrap();
-            let reads = frames.iter().filter(|(_, f)| RocePacketRepr::parse(f).is_ok_and(|p| p.bth.opcode.0 == READ_REQUEST)).count();
+            let reads = frames
+                .iter()
+                .filter(|(_, f)| RocePacketRepr::parse(f).is_ok_and(|p| p.bth.opcode.0 == READ_REQUEST))
+                .count();
             assert_eq!((frames.len(), reads), (0, 0), "{what}: nothing on the wire, no READ REQUEST in particular");
             for (name, buf) in [("local", &local), ("read-only", &read_only), ("foreign", &foreign)] {
                 assert!(buf.iter().all(|&b| b == GUARD), "{what}: a refused READ wrote the {name} buffer");
@@ -455,7 +480,11 @@ fn a_lost_response_resumes_the_read_into_the_right_sge() {
         let (first, again) = (reqs[0].reth.unwrap(), reqs[1].reth.unwrap());
         let skip = u64::from(d) * 256;
         assert_eq!((first.virt_addr, first.dma_len), (t.remote_va, len as u32), "{what}: the READ asks for the sum");
-        assert_eq!((again.virt_addr, again.dma_len), (t.remote_va + skip, len as u32 - skip as u32), "{what}: the rest");
+        assert_eq!(
+            (again.virt_addr, again.dma_len),
+            (t.remote_va + skip, len as u32 - skip as u32),
+            "{what}: the rest"
+        );
         assert_eq!(reqs[1].bth.psn, (reqs[0].bth.psn + d) & 0xFF_FFFF, "{what}: at the lost response's PSN");
     }
 }
@@ -485,13 +514,17 @@ fn a_lost_response_among_several_reads_with_lists() {
             let wrs: Vec<SendWr<'_>> = (0..N)
                 .map(|i| {
                     let shifted: Layout = layouts[i].iter().map(|&(o, l)| (i * SLOT + o, l)).collect();
-                    SendWr::rdma_read(i as u64, None, remote.at((i * SLOT) as u64)).with_sg_list(&sges(&local_mr, &shifted)).unwrap().signaled(true)
+                    SendWr::rdma_read(i as u64, None, remote.at((i * SLOT) as u64))
+                        .with_sg_list(&sges(&local_mr, &shifted))
+                        .unwrap()
+                        .signaled(true)
                 })
                 .collect();
             qa.post_send(&wrs).unwrap();
             let wcs = h.wait(&h.ca, N, 3_000_000);
             let got: Vec<(u64, WcStatus, u32)> = wcs.iter().map(|w| (w.wr_id, w.status, w.byte_len)).collect();
-            let want: Vec<(u64, WcStatus, u32)> = (0..N).map(|i| (i as u64, WcStatus::Success, sum(&layouts[i]) as u32)).collect();
+            let want: Vec<(u64, WcStatus, u32)> =
+                (0..N).map(|i| (i as u64, WcStatus::Success, sum(&layouts[i]) as u32)).collect();
             assert_eq!(got, want, "response frame {drop} lost\n{}", h.diag());
             h.settle(5_000);
         }
@@ -499,7 +532,12 @@ fn a_lost_response_among_several_reads_with_lists() {
         assert!(delta(&c1a, &c0a, counter::RETRANSMITS) >= 1, "response frame {drop} lost: {}", h.diag());
         for i in 0..N {
             let want = expected(SLOT, &layouts[i], &remote_buf[i * SLOT..i * SLOT + sum(&layouts[i])]);
-            check_buffer(&format!("READ {i}, response frame {drop} lost"), &local[i * SLOT..(i + 1) * SLOT], &want, &layouts[i]);
+            check_buffer(
+                &format!("READ {i}, response frame {drop} lost"),
+                &local[i * SLOT..(i + 1) * SLOT],
+                &want,
+                &layouts[i],
+            );
         }
     }
 }
@@ -543,7 +581,9 @@ fn random_loss_over_300_reads_of_4_sges() {
         while done < N {
             while posted < N && qa.outstanding() < 16 {
                 let shifted: Layout = layouts[posted].iter().map(|&(o, l)| (posted * SLOT + o, l)).collect();
-                let wr = SendWr::rdma_read(posted as u64, None, remote.at(offs[posted] as u64)).with_sg_list(&sges(&local_mr, &shifted)).unwrap();
+                let wr = SendWr::rdma_read(posted as u64, None, remote.at(offs[posted] as u64))
+                    .with_sg_list(&sges(&local_mr, &shifted))
+                    .unwrap();
                 qa.post_send_one(wr.signaled(true)).unwrap();
                 posted += 1;
             }
@@ -624,7 +664,12 @@ fn atomic_with_two_sges_and_read_over_max_send_sge_are_einval() {
         qa.post_send(&[faa, read]).unwrap();
         let wcs = h.wait(&h.ca, 2, 300_000);
         let got: Vec<(u64, WcStatus, WcOpcode)> = wcs.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect();
-        assert_eq!(got, [(7, WcStatus::Success, WcOpcode::FetchAdd), (8, WcStatus::Success, WcOpcode::RdmaRead)], "{}", h.diag());
+        assert_eq!(
+            got,
+            [(7, WcStatus::Success, WcOpcode::FetchAdd), (8, WcStatus::Success, WcOpcode::RdmaRead)],
+            "{}",
+            h.diag()
+        );
         h.settle(2_000);
         let (c2a, _) = h.counters();
         assert_eq!(delta(&c2a, &c1a, counter::TX_REQUESTS), 2, "the two valid WRs are the only requests sent");
@@ -670,13 +715,18 @@ fn read_sges_capture_is_clean_in_tshark_and_scapy() {
             .enumerate()
             .map(|(i, l)| {
                 let shifted: Layout = l.iter().map(|&(o, n)| (i * SLOT + o, n)).collect();
-                SendWr::rdma_read(i as u64, None, remote.at(offs[i] as u64)).with_sg_list(&sges(&local_mr, &shifted)).unwrap().signaled(true)
+                SendWr::rdma_read(i as u64, None, remote.at(offs[i] as u64))
+                    .with_sg_list(&sges(&local_mr, &shifted))
+                    .unwrap()
+                    .signaled(true)
             })
             .collect();
         qa.post_send(&wrs).unwrap();
         let wcs = h.wait(&h.ca, 4, 400_000);
-        let got: Vec<(u64, WcStatus, WcOpcode, u32)> = wcs.iter().map(|w| (w.wr_id, w.status, w.opcode, w.byte_len)).collect();
-        let want: Vec<(u64, WcStatus, WcOpcode, u32)> = (0..4).map(|i| (i as u64, WcStatus::Success, WcOpcode::RdmaRead, lens[i] as u32)).collect();
+        let got: Vec<(u64, WcStatus, WcOpcode, u32)> =
+            wcs.iter().map(|w| (w.wr_id, w.status, w.opcode, w.byte_len)).collect();
+        let want: Vec<(u64, WcStatus, WcOpcode, u32)> =
+            (0..4).map(|i| (i as u64, WcStatus::Success, WcOpcode::RdmaRead, lens[i] as u32)).collect();
         assert_eq!(got, want, "{}", h.diag());
         h.settle(2_000);
     }
@@ -687,7 +737,8 @@ fn read_sges_capture_is_clean_in_tshark_and_scapy() {
     }
 
     let captured = oracle::read_pcap(&pcap).unwrap();
-    let pkts: Vec<RocePacketRepr> = captured.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
+    let pkts: Vec<RocePacketRepr> =
+        captured.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
     let reqs: Vec<&RocePacketRepr> = pkts.iter().filter(|p| p.bth.opcode.0 == READ_REQUEST).collect();
     let asked: Vec<(u64, u32)> = reqs.iter().map(|p| p.reth.map(|r| (r.virt_addr, r.dma_len)).expect("RETH")).collect();
     let want: Vec<(u64, u32)> = offs.iter().zip(&lens).map(|(&o, &l)| (remote_va + o as u64, l as u32)).collect();
@@ -702,7 +753,11 @@ fn read_sges_capture_is_clean_in_tshark_and_scapy() {
     // tshark's own reading of the DMA lengths.
     let ts = frames::tshark_fields(&pcap, &["infiniband.bth.opcode", "infiniband.reth.dmalen"]);
     assert_eq!(ts.len(), captured.len(), "tshark sees every frame");
-    let dmalen: Vec<Option<u64>> = ts.iter().filter(|r| frames::uint(&r[0]) == Some(u64::from(READ_REQUEST))).map(|r| frames::uint(&r[1])).collect();
+    let dmalen: Vec<Option<u64>> = ts
+        .iter()
+        .filter(|r| frames::uint(&r[0]) == Some(u64::from(READ_REQUEST)))
+        .map(|r| frames::uint(&r[1]))
+        .collect();
     assert_eq!(dmalen, lens.iter().map(|&l| Some(l as u64)).collect::<Vec<_>>(), "tshark's RETH DMA lengths");
     let verdict = oracle::check_capture(&pcap).unwrap();
     assert!(verdict.all_clean(captured.len()), "{} frames captured; {}", captured.len(), verdict.summary());

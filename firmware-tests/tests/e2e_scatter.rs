@@ -40,7 +40,8 @@ fn opts(mtu: Mtu) -> ConnectOptions {
 /// A (SQ 32) → B (SQ 8, RQ `rq` entries of `max_recv_sge` scatter entries), connected.
 fn qps<'mr>(h: &Hosts, o: &ConnectOptions, rq: u32, max_recv_sge: u32) -> (QueuePair<'mr>, QueuePair<'mr>) {
     let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(32).build().unwrap();
-    let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(rq).set_max_recv_sge(max_recv_sge).build().unwrap();
+    let mut qb =
+        h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(rq).set_max_recv_sge(max_recv_sge).build().unwrap();
     assert!(qb.query_qp().cap.max_recv_sge >= max_recv_sge);
     let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
     qa.connect_with(&eb, o).unwrap();
@@ -68,9 +69,15 @@ fn scatter_and_check(mtu: Mtu, layout: &Layout, len: usize, src_off: usize, opco
         let sge = (len > 0).then(|| src_mr.sge(src_off..src_off + len).unwrap());
         qa.post_send_one(SendWr::send(0xA5, sge).with_opcode(opcode).with_imm(IMM).signaled(true)).unwrap();
         let s = h.wait(&h.ca, 1, budget(len))[0];
-        assert_eq!((s.wr_id, s.status, s.opcode), (0xA5, WcStatus::Success, WcOpcode::Send), "{what}: {s:?}\n{}", h.diag());
+        assert_eq!(
+            (s.wr_id, s.status, s.opcode),
+            (0xA5, WcStatus::Success, WcOpcode::Send),
+            "{what}: {s:?}\n{}",
+            h.diag()
+        );
         let r = h.wait(&h.cb, 1, budget(len))[0];
-        let (flags, imm) = if opcode == WrOpcode::SendWithImm { (WcFlags::WITH_IMM, IMM) } else { (WcFlags::empty(), 0) };
+        let (flags, imm) =
+            if opcode == WrOpcode::SendWithImm { (WcFlags::WITH_IMM, IMM) } else { (WcFlags::empty(), 0) };
         assert_eq!(
             (r.wr_id, r.status, r.opcode, r.byte_len, r.qp_num, r.wc_flags, r.imm_data),
             (0x5CA, WcStatus::Success, WcOpcode::Recv, len as u32, qb.qp_num(), flags, imm),
@@ -120,7 +127,9 @@ fn send_into_fifteen_entries_at_mtu_256_and_4096() {
 
 #[test]
 fn a_message_exactly_filling_all_entries() {
-    for (mtu, lens) in [(Mtu::Mtu256, FOUR.to_vec()), (Mtu::Mtu4096, FIFTEEN.to_vec()), (Mtu::Mtu512, vec![256, 256, 256, 256, 256])] {
+    for (mtu, lens) in
+        [(Mtu::Mtu256, FOUR.to_vec()), (Mtu::Mtu4096, FIFTEEN.to_vec()), (Mtu::Mtu512, vec![256, 256, 256, 256, 256])]
+    {
         let total: usize = lens.iter().sum();
         scatter_and_check(mtu, &spread(&lens, 7), total, 1, WrOpcode::Send);
     }
@@ -235,7 +244,9 @@ fn refused(mtu: Mtu, layout: &Layout, len: usize, bad: Option<(usize, BadSge)>) 
 #[test]
 fn one_byte_more_than_all_entries_is_loc_len_err() {
     // One packet (MTU 4096) and several (MTU 256).
-    for (mtu, lens) in [(Mtu::Mtu4096, FOUR.to_vec()), (Mtu::Mtu256, FOUR.to_vec()), (Mtu::Mtu256, FIFTEEN[..9].to_vec())] {
+    for (mtu, lens) in
+        [(Mtu::Mtu4096, FOUR.to_vec()), (Mtu::Mtu256, FOUR.to_vec()), (Mtu::Mtu256, FIFTEEN[..9].to_vec())]
+    {
         let layout = spread(&lens, 6);
         let total: usize = lens.iter().sum();
         let r = refused(mtu, &layout, total + 1, None);
@@ -273,7 +284,8 @@ fn assert_prot_err(r: &Refused, what: &str) {
 fn entry_2_with_a_bad_lkey_is_loc_prot_err_and_writes_nothing() {
     let layout = spread(&FOUR, 8);
     for mtu in [Mtu::Mtu256, Mtu::Mtu4096] {
-        let r = refused(mtu, &layout, 1000, Some((2, |mr, _, (o, l)| (mr.addr() + o as u64, l as u32, mr.lkey() ^ 0x80))));
+        let r =
+            refused(mtu, &layout, 1000, Some((2, |mr, _, (o, l)| (mr.addr() + o as u64, l as u32, mr.lkey() ^ 0x80))));
         assert_prot_err(&r, &format!("bad lkey in entry 2, MTU {}", mtu.bytes()));
     }
     // Past the end of its region.
@@ -281,7 +293,12 @@ fn entry_2_with_a_bad_lkey_is_loc_prot_err_and_writes_nothing() {
     assert_prot_err(&r, "entry 2 past its region");
     // The last of 15 entries bad, a message that ends in the first entry.
     let layout = spread(&FIFTEEN, 2);
-    let r = refused(Mtu::Mtu1024, &layout, 1, Some((14, |mr, _, (o, l)| (mr.addr() + o as u64, l as u32, mr.lkey() ^ 0x80))));
+    let r = refused(
+        Mtu::Mtu1024,
+        &layout,
+        1,
+        Some((14, |mr, _, (o, l)| (mr.addr() + o as u64, l as u32, mr.lkey() ^ 0x80))),
+    );
     assert_prot_err(&r, "bad lkey in entry 14");
 }
 
@@ -299,7 +316,8 @@ fn entry_2_without_local_write_is_loc_prot_err_and_writes_nothing() {
 fn many_receives(max_sge: usize, stride: u64, mtu: Mtu, n: usize) {
     let h = Hosts::new(SimConfig::default());
     const SLOT: usize = 6000;
-    let entry_lens: Vec<Vec<usize>> = (0..n).map(|i| (0..max_sge).map(|k| [0, 1, 77, 256, 300, 513][(i + k * 5) % 6]).collect()).collect();
+    let entry_lens: Vec<Vec<usize>> =
+        (0..n).map(|i| (0..max_sge).map(|k| [0, 1, 77, 256, 300, 513][(i + k * 5) % 6]).collect()).collect();
     let layouts: Vec<Layout> =
         (0..n).map(|i| spread(&entry_lens[i], i).into_iter().map(|(o, l)| (i * SLOT + o, l)).collect()).collect();
     let lens: Vec<usize> = (0..n).map(|i| entry_lens[i].iter().sum::<usize>() - (i % 3)).collect();
@@ -316,7 +334,8 @@ fn many_receives(max_sge: usize, stride: u64, mtu: Mtu, n: usize) {
         let start = h.world.borrow().cycles();
         while received < n {
             while posted < n && qb.recv_outstanding() < 4 {
-                qb.post_recv_one(RecvWr::with_sg_list(posted as u64, &sges(&dst_mr, &layouts[posted])).unwrap()).unwrap();
+                qb.post_recv_one(RecvWr::with_sg_list(posted as u64, &sges(&dst_mr, &layouts[posted])).unwrap())
+                    .unwrap();
                 posted += 1;
             }
             while sent < posted && qa.outstanding() < 8 {
@@ -326,7 +345,12 @@ fn many_receives(max_sge: usize, stride: u64, mtu: Mtu, n: usize) {
             }
             let k = h.cb.poll(&mut wcs).unwrap();
             for w in &wcs[..k] {
-                assert_eq!((w.wr_id, w.status, w.byte_len), (received as u64, WcStatus::Success, lens[received] as u32), "{w:?}\n{}", h.diag());
+                assert_eq!(
+                    (w.wr_id, w.status, w.byte_len),
+                    (received as u64, WcStatus::Success, lens[received] as u32),
+                    "{w:?}\n{}",
+                    h.diag()
+                );
                 received += 1;
             }
             let k = h.ca.poll(&mut wcs).unwrap();
@@ -339,7 +363,12 @@ fn many_receives(max_sge: usize, stride: u64, mtu: Mtu, n: usize) {
         let want = expected(dst.len(), &layouts[i], msg);
         let got = &dst[i * SLOT..(i + 1) * SLOT];
         let layout: Layout = layouts[i].iter().map(|&(o, l)| (o - i * SLOT, l)).collect();
-        check_buffer(&format!("message {i} ({} entries of {:?})", max_sge, entry_lens[i]), got, &want[i * SLOT..(i + 1) * SLOT], &layout);
+        check_buffer(
+            &format!("message {i} ({} entries of {:?})", max_sge, entry_lens[i]),
+            got,
+            &want[i * SLOT..(i + 1) * SLOT],
+            &layout,
+        );
         assert!(first_difference(got, &want[i * SLOT..(i + 1) * SLOT]).is_none());
     }
 }

@@ -35,8 +35,8 @@ mod common;
 
 use common::{budget, delta, first_difference, nonzero, pattern, Hosts};
 use rnic::{
-    AccessFlags, CompletionQueue, ConnectOptions, Errno, MemoryRegion, Mtu, QpAttr,
-    QpAttrMask, QpState, QueuePair, RecvWr, SendWr, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+    AccessFlags, CompletionQueue, ConnectOptions, Errno, MemoryRegion, Mtu, QpAttr, QpAttrMask, QpState, QueuePair,
+    RecvWr, SendWr, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
@@ -53,7 +53,10 @@ fn hosts() -> Hosts {
 
 /// Hosts whose NIC `nic` loses its `n`-th transmitted frame for each `(nic, n)` in `drops`.
 fn hosts_dropping(drops: Vec<(usize, u64)>) -> Hosts {
-    hosts_with(SimConfig { faults: rnic_sim::FaultConfig { drop_frames: drops, ..Default::default() }, ..SimConfig::default() })
+    hosts_with(SimConfig {
+        faults: rnic_sim::FaultConfig { drop_frames: drops, ..Default::default() },
+        ..SimConfig::default()
+    })
 }
 
 /// Two hosts: A (NIC 0) sends, B (NIC 1) receives.
@@ -254,7 +257,8 @@ fn receives_are_matched_in_posting_order() {
         let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
         let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
         let (mut qa, mut qb) = h.qps(&opts(Mtu::Mtu1024));
-        let recvs: Vec<_> = (0..N).map(|i| RecvWr::new(1000 + i as u64, dst_mr.sge(i * SLOT..(i + 1) * SLOT).unwrap())).collect();
+        let recvs: Vec<_> =
+            (0..N).map(|i| RecvWr::new(1000 + i as u64, dst_mr.sge(i * SLOT..(i + 1) * SLOT).unwrap())).collect();
         qb.post_recv(&recvs[..3]).unwrap();
         qb.post_recv(&recvs[3..]).unwrap();
         assert_eq!(qb.recv_outstanding(), N);
@@ -266,7 +270,10 @@ fn receives_are_matched_in_posting_order() {
             .collect();
         qa.post_send(&sends).unwrap();
         let s = h.wait(&h.ca, N, budget(N * SLOT));
-        assert_eq!(s.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), (0..N as u64).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>());
+        assert_eq!(
+            s.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            (0..N as u64).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>()
+        );
         let r = h.wait(&h.cb, N, budget(N * SLOT));
         assert_eq!(
             r.iter().map(|w| (w.wr_id, w.status, w.opcode, w.byte_len)).collect::<Vec<_>>(),
@@ -313,12 +320,20 @@ fn the_rq_ring_wraps() {
                 assert_eq!(qb.post_recv_one(recv(posted)).unwrap_err().errno(), Errno::ENOMEM, "the RQ of 4 is full");
             }
             while sent < posted && qa.outstanding() < 8 {
-                qa.post_send_one(SendWr::send(sent as u64, src_mr.sge(sent * LEN..(sent + 1) * LEN).unwrap()).signaled(true)).unwrap();
+                qa.post_send_one(
+                    SendWr::send(sent as u64, src_mr.sge(sent * LEN..(sent + 1) * LEN).unwrap()).signaled(true),
+                )
+                .unwrap();
                 sent += 1;
             }
             let n = h.cb.poll(&mut wcs).unwrap();
             for w in &wcs[..n] {
-                assert_eq!((w.wr_id, w.status, w.byte_len), (received as u64, WcStatus::Success, LEN as u32), "{w:?}\n{}", h.diag());
+                assert_eq!(
+                    (w.wr_id, w.status, w.byte_len),
+                    (received as u64, WcStatus::Success, LEN as u32),
+                    "{w:?}\n{}",
+                    h.diag()
+                );
                 received += 1;
             }
             let n = h.ca.poll(&mut wcs).unwrap();
@@ -385,7 +400,8 @@ fn writes_and_sends_interleave_on_one_qp() {
         let w_mr = h.pb.register(&mut wdst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
         let r_mr = h.pb.register(&mut rdst, AccessFlags::LOCAL_WRITE).unwrap();
         let (mut qa, mut qb) = h.qps(&ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu512) });
-        let recvs: Vec<_> = (0..4).map(|i| RecvWr::new(i as u64, r_mr.sge(i * 1500..(i + 1) * 1500).unwrap())).collect();
+        let recvs: Vec<_> =
+            (0..4).map(|i| RecvWr::new(i as u64, r_mr.sge(i * 1500..(i + 1) * 1500).unwrap())).collect();
         qb.post_recv(&recvs).unwrap();
         let wrs: Vec<_> = (0..8)
             .map(|k| {
@@ -400,10 +416,16 @@ fn writes_and_sends_interleave_on_one_qp() {
             .collect();
         qa.post_send(&wrs).unwrap();
         let s = h.wait(&h.ca, 8, 400_000);
-        assert_eq!(s.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), (0..8u64).map(|k| (k, WcStatus::Success)).collect::<Vec<_>>());
+        assert_eq!(
+            s.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            (0..8u64).map(|k| (k, WcStatus::Success)).collect::<Vec<_>>()
+        );
         send_opcodes = s.iter().map(|w| w.opcode).collect::<Vec<_>>();
         let r = h.wait(&h.cb, 4, 200_000);
-        assert_eq!(r.iter().map(|w| (w.wr_id, w.byte_len, w.status)).collect::<Vec<_>>(), (0..4u64).map(|i| (i, 1500, WcStatus::Success)).collect::<Vec<_>>());
+        assert_eq!(
+            r.iter().map(|w| (w.wr_id, w.byte_len, w.status)).collect::<Vec<_>>(),
+            (0..4u64).map(|i| (i, 1500, WcStatus::Success)).collect::<Vec<_>>()
+        );
         assert!(h.drain(&h.cb, 5_000).is_empty(), "a WRITE consumed a receive");
     }
     for i in 0..4 {
@@ -442,8 +464,11 @@ fn a_responder_in_rtr_receives() {
             ..QpAttr::default()
         };
         qb.modify(&attr, M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS).unwrap();
-        qb.modify(&QpAttr { qp_state: QpState::Rtr, ..attr }, M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER)
-            .unwrap();
+        qb.modify(
+            &QpAttr { qp_state: QpState::Rtr, ..attr },
+            M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER,
+        )
+        .unwrap();
         qb.post_recv_one(RecvWr::new(8, dst_mr.sge(0..2000).unwrap())).unwrap();
         qa.post_send_one(SendWr::send(1, src_mr.sge(0..2000).unwrap()).signaled(true)).unwrap();
         assert_eq!(h.wait(&h.ca, 1, 200_000)[0].status, WcStatus::Success);
@@ -467,8 +492,14 @@ fn bidirectional_streams_share_one_cq_per_host() {
     {
         let [sa, sb] = &mut src;
         let [da, db] = &mut dst;
-        let smr = [h.pa.register(sa, AccessFlags::LOCAL_WRITE).unwrap(), h.pb.register(sb, AccessFlags::LOCAL_WRITE).unwrap()];
-        let dmr = [h.pa.register(da, AccessFlags::LOCAL_WRITE).unwrap(), h.pb.register(db, AccessFlags::LOCAL_WRITE).unwrap()];
+        let smr = [
+            h.pa.register(sa, AccessFlags::LOCAL_WRITE).unwrap(),
+            h.pb.register(sb, AccessFlags::LOCAL_WRITE).unwrap(),
+        ];
+        let dmr = [
+            h.pa.register(da, AccessFlags::LOCAL_WRITE).unwrap(),
+            h.pb.register(db, AccessFlags::LOCAL_WRITE).unwrap(),
+        ];
         let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(16).set_max_recv_wr(16).build().unwrap();
         let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(16).set_max_recv_wr(16).build().unwrap();
         let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
@@ -476,7 +507,8 @@ fn bidirectional_streams_share_one_cq_per_host() {
         qb.connect_with(&ea, &opts(Mtu::Mtu1024)).unwrap();
         let mut qps = [qa, qb];
         let cqs = [&h.ca, &h.cb];
-        let (mut sent, mut posted, mut sends_done, mut recvs_done) = ([0usize; 2], [0usize; 2], [0usize; 2], [0usize; 2]);
+        let (mut sent, mut posted, mut sends_done, mut recvs_done) =
+            ([0usize; 2], [0usize; 2], [0usize; 2], [0usize; 2]);
         let start = h.world.borrow().cycles();
         let mut wcs = [WorkCompletion::default(); 16];
         while recvs_done != [N, N] || sends_done != [N, N] {
@@ -488,7 +520,11 @@ fn bidirectional_streams_share_one_cq_per_host() {
                 }
                 while sent[s] < N && qps[s].outstanding() < 16 {
                     let i = sent[s];
-                    qps[s].post_send_one(SendWr::send(i as u64, smr[s].sge(i * LEN..(i + 1) * LEN).unwrap()).signaled(true)).unwrap();
+                    qps[s]
+                        .post_send_one(
+                            SendWr::send(i as u64, smr[s].sge(i * LEN..(i + 1) * LEN).unwrap()).signaled(true),
+                        )
+                        .unwrap();
                     sent[s] += 1;
                 }
                 let n = cqs[s].poll(&mut wcs).unwrap();
@@ -503,7 +539,11 @@ fn bidirectional_streams_share_one_cq_per_host() {
                     }
                 }
             }
-            assert!(h.world.borrow().cycles() - start < 3_000_000, "stalled: sends {sends_done:?}, receives {recvs_done:?}\n{}", h.diag());
+            assert!(
+                h.world.borrow().cycles() - start < 3_000_000,
+                "stalled: sends {sends_done:?}, receives {recvs_done:?}\n{}",
+                h.diag()
+            );
         }
         let (ca, cb) = h.counters();
         assert_eq!((ca.get("cqes"), cb.get("cqes")), (Some(2 * N as u32), Some(2 * N as u32)), "{}", h.diag());
@@ -523,9 +563,12 @@ fn unsignaled_sends_still_complete_their_receives() {
         let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
         let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
         let (mut qa, mut qb) = h.qps(&opts(Mtu::Mtu256));
-        let recvs: Vec<_> = (0..4).map(|i| RecvWr::new(50 + i as u64, dst_mr.sge(i * 512..(i + 1) * 512).unwrap())).collect();
+        let recvs: Vec<_> =
+            (0..4).map(|i| RecvWr::new(50 + i as u64, dst_mr.sge(i * 512..(i + 1) * 512).unwrap())).collect();
         qb.post_recv(&recvs).unwrap();
-        let sends: Vec<_> = (0..4).map(|i| SendWr::send(i as u64, src_mr.sge(i * 512..(i + 1) * 512).unwrap()).signaled(i == 3)).collect();
+        let sends: Vec<_> = (0..4)
+            .map(|i| SendWr::send(i as u64, src_mr.sge(i * 512..(i + 1) * 512).unwrap()).signaled(i == 3))
+            .collect();
         qa.post_send(&sends).unwrap();
         let r = h.wait(&h.cb, 4, 400_000);
         assert_eq!(r.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![50, 51, 52, 53]);
@@ -563,8 +606,14 @@ fn sends_in_both_directions() {
         let mut wb = h.wait(&h.cb, 2, 400_000);
         wa.sort_by_key(|w| w.opcode.as_raw());
         wb.sort_by_key(|w| w.opcode.as_raw());
-        assert_eq!(wa.iter().map(|w| (w.wr_id, w.opcode, w.status)).collect::<Vec<_>>(), vec![(1, WcOpcode::Send, WcStatus::Success), (10, WcOpcode::Recv, WcStatus::Success)]);
-        assert_eq!(wb.iter().map(|w| (w.wr_id, w.opcode, w.status)).collect::<Vec<_>>(), vec![(2, WcOpcode::Send, WcStatus::Success), (20, WcOpcode::Recv, WcStatus::Success)]);
+        assert_eq!(
+            wa.iter().map(|w| (w.wr_id, w.opcode, w.status)).collect::<Vec<_>>(),
+            vec![(1, WcOpcode::Send, WcStatus::Success), (10, WcOpcode::Recv, WcStatus::Success)]
+        );
+        assert_eq!(
+            wb.iter().map(|w| (w.wr_id, w.opcode, w.status)).collect::<Vec<_>>(),
+            vec![(2, WcOpcode::Send, WcStatus::Success), (20, WcOpcode::Recv, WcStatus::Success)]
+        );
         assert_eq!((wa[1].byte_len, wb[1].byte_len), (10_000, 10_000));
     }
     assert!(ra == sb && rb == sa);
@@ -609,9 +658,17 @@ fn receives_posted_in_init_are_used() {
         let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(4).build().unwrap();
         let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
         let o = opts(Mtu::Mtu1024);
-        let init = QpAttr { qp_state: QpState::Init, pkey_index: 0, port_num: 1, qp_access_flags: o.access, ..QpAttr::default() };
-        qb.modify(&init, QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS).unwrap();
-        qb.post_recv(&[RecvWr::new(1, dst_mr.sge(0..1000).unwrap()), RecvWr::new(2, dst_mr.sge(1000..3000).unwrap())]).unwrap();
+        let init = QpAttr {
+            qp_state: QpState::Init,
+            pkey_index: 0,
+            port_num: 1,
+            qp_access_flags: o.access,
+            ..QpAttr::default()
+        };
+        qb.modify(&init, QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS)
+            .unwrap();
+        qb.post_recv(&[RecvWr::new(1, dst_mr.sge(0..1000).unwrap()), RecvWr::new(2, dst_mr.sge(1000..3000).unwrap())])
+            .unwrap();
         let attr = QpAttr {
             qp_state: QpState::Rtr,
             path_mtu: o.path_mtu,
@@ -628,15 +685,28 @@ fn receives_posted_in_init_are_used() {
             ..init
         };
         use QpAttrMask as M;
-        qb.modify(&attr, M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER).unwrap();
-        qb.modify(&QpAttr { qp_state: QpState::Rts, ..attr }, M::STATE | M::SQ_PSN | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC)
-            .unwrap();
+        qb.modify(
+            &attr,
+            M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER,
+        )
+        .unwrap();
+        qb.modify(
+            &QpAttr { qp_state: QpState::Rts, ..attr },
+            M::STATE | M::SQ_PSN | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC,
+        )
+        .unwrap();
         qa.connect_with(&eb, &o).unwrap();
-        qa.post_send(&[SendWr::send(1, src_mr.sge(0..1000).unwrap()), SendWr::send(2, src_mr.sge(1000..3000).unwrap()).signaled(true)])
-            .unwrap();
+        qa.post_send(&[
+            SendWr::send(1, src_mr.sge(0..1000).unwrap()),
+            SendWr::send(2, src_mr.sge(1000..3000).unwrap()).signaled(true),
+        ])
+        .unwrap();
         assert_eq!(h.wait(&h.ca, 1, 200_000)[0].status, WcStatus::Success);
         let r = h.wait(&h.cb, 2, 200_000);
-        assert_eq!(r.iter().map(|w| (w.wr_id, w.byte_len, w.status)).collect::<Vec<_>>(), vec![(1, 1000, WcStatus::Success), (2, 2000, WcStatus::Success)]);
+        assert_eq!(
+            r.iter().map(|w| (w.wr_id, w.byte_len, w.status)).collect::<Vec<_>>(),
+            vec![(1, 1000, WcStatus::Success), (2, 2000, WcStatus::Success)]
+        );
     }
     assert!(dst == src);
 }
@@ -655,8 +725,12 @@ fn reset_forgets_receives_and_the_rq_restarts() {
         let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
         let (mut qa, mut qb) = h.qps(&opts(Mtu::Mtu512));
         // One receive used, two more left posted.
-        qb.post_recv(&[RecvWr::new(1, dst_mr.sge(0..512).unwrap()), RecvWr::new(2, stale_mr.sge(0..512).unwrap()), RecvWr::new(3, stale_mr.sge(0..512).unwrap())])
-            .unwrap();
+        qb.post_recv(&[
+            RecvWr::new(1, dst_mr.sge(0..512).unwrap()),
+            RecvWr::new(2, stale_mr.sge(0..512).unwrap()),
+            RecvWr::new(3, stale_mr.sge(0..512).unwrap()),
+        ])
+        .unwrap();
         qa.post_send_one(SendWr::send(1, src_mr.sge(0..16).unwrap()).signaled(true)).unwrap();
         h.wait(&h.ca, 1, 200_000);
         assert_eq!(h.wait(&h.cb, 1, 200_000)[0].wr_id, 1);
@@ -692,8 +766,16 @@ fn rnr_then_receive(len: usize, mtu: Mtu) {
         let o = ConnectOptions { timeout: 6, retry_cnt: 7, ..opts(mtu) };
         let (mut qa, mut qb) = h.qps(&o);
         qa.post_send_one(SendWr::send(0x51, src_mr.sge(0..len).unwrap()).signaled(true)).unwrap();
-        assert!(h.wait_counter(&h.b, counter::TX_RNR_NAKS, 1, 100_000), "{what}: no RNR NAK within 100000 cycles\n{}", h.diag());
-        assert!(h.wait_counter(&h.a, counter::RX_RNR_NAKS, 1, 20_000), "{what}: the requester did not count the RNR NAK\n{}", h.diag());
+        assert!(
+            h.wait_counter(&h.b, counter::TX_RNR_NAKS, 1, 100_000),
+            "{what}: no RNR NAK within 100000 cycles\n{}",
+            h.diag()
+        );
+        assert!(
+            h.wait_counter(&h.a, counter::RX_RNR_NAKS, 1, 20_000),
+            "{what}: the requester did not count the RNR NAK\n{}",
+            h.diag()
+        );
         assert!(h.drain(&h.ca, 1_000).is_empty(), "{what}: an RNR NAK completed the send WR");
         assert!(h.drain(&h.cb, 0).is_empty());
         assert!(dst_mr.to_vec().iter().all(|&b| b == GUARD));
@@ -704,7 +786,12 @@ fn rnr_then_receive(len: usize, mtu: Mtu) {
         assert_eq!((r.wr_id, r.status, r.byte_len), (0x52, WcStatus::Success, len as u32), "{what}: {r:?}");
         let (ca, cb) = h.counters();
         assert!(cb.get("tx_rnr_naks").unwrap() >= 1 && ca.get("rx_rnr_naks").unwrap() >= 1, "{what}\n{}", h.diag());
-        assert_eq!(ca.get("timeouts"), Some(0), "{what}: the resend comes from the RNR timer, not the ACK timer\n{}", h.diag());
+        assert_eq!(
+            ca.get("timeouts"),
+            Some(0),
+            "{what}: the resend comes from the RNR timer, not the ACK timer\n{}",
+            h.diag()
+        );
         assert_eq!(cb.get("cqes"), Some(1), "{what}: one receive completion\n{}", h.diag());
         assert!(h.drain(&h.cb, 2_000).is_empty(), "{what}: a second receive completion");
         eprintln!("{what}:\n{}", h.diag());
@@ -741,16 +828,31 @@ fn receives_running_out_mid_stream() {
         let (mut qa, mut qb) = h.qps(&o);
         let recv = |i: usize| RecvWr::new(i as u64, dst_mr.sge(i * LEN..(i + 1) * LEN).unwrap());
         qb.post_recv(&[recv(0), recv(1)]).unwrap();
-        let sends: Vec<_> = (0..4).map(|i| SendWr::send(i as u64, src_mr.sge(i * LEN..(i + 1) * LEN).unwrap()).signaled(true)).collect();
+        let sends: Vec<_> = (0..4)
+            .map(|i| SendWr::send(i as u64, src_mr.sge(i * LEN..(i + 1) * LEN).unwrap()).signaled(true))
+            .collect();
         qa.post_send(&sends).unwrap();
         let r = h.wait(&h.cb, 2, 200_000);
-        assert_eq!(r.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(0, WcStatus::Success), (1, WcStatus::Success)]);
+        assert_eq!(
+            r.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            vec![(0, WcStatus::Success), (1, WcStatus::Success)]
+        );
         assert!(h.wait_counter(&h.b, counter::TX_RNR_NAKS, 1, 100_000), "{}", h.diag());
         qb.post_recv(&[recv(2), recv(3)]).unwrap();
         let s = h.wait(&h.ca, 4, 20 * 65_536);
-        assert_eq!(s.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), (0..4).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>(), "{}", h.diag());
+        assert_eq!(
+            s.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            (0..4).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>(),
+            "{}",
+            h.diag()
+        );
         let r = h.wait(&h.cb, 2, 100_000);
-        assert_eq!(r.iter().map(|w| (w.wr_id, w.status, w.byte_len)).collect::<Vec<_>>(), vec![(2, WcStatus::Success, LEN as u32), (3, WcStatus::Success, LEN as u32)], "{}", h.diag());
+        assert_eq!(
+            r.iter().map(|w| (w.wr_id, w.status, w.byte_len)).collect::<Vec<_>>(),
+            vec![(2, WcStatus::Success, LEN as u32), (3, WcStatus::Success, LEN as u32)],
+            "{}",
+            h.diag()
+        );
         assert!(h.drain(&h.cb, 5_000).is_empty());
         eprintln!("receives running out mid-stream:\n{}", h.diag());
     }
@@ -773,7 +875,8 @@ fn a_resent_send_after_a_lost_ack_consumes_no_second_receive() {
         let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
         let o = ConnectOptions { timeout: 6, ..opts(Mtu::Mtu1024) };
         let (mut qa, mut qb) = h.qps(&o);
-        qb.post_recv(&[RecvWr::new(1, dst_mr.sge(0..600).unwrap()), RecvWr::new(2, dst_mr.sge(600..1200).unwrap())]).unwrap();
+        qb.post_recv(&[RecvWr::new(1, dst_mr.sge(0..600).unwrap()), RecvWr::new(2, dst_mr.sge(600..1200).unwrap())])
+            .unwrap();
         qa.post_send_one(SendWr::send(1, src_mr.sge(0..300).unwrap()).signaled(true)).unwrap();
         let s = h.wait(&h.ca, 1, 4 * 65_536)[0];
         assert_eq!((s.wr_id, s.status), (1, WcStatus::Success), "{s:?}");
@@ -806,12 +909,21 @@ fn lost_packet_in_a_send(lost: u64) {
         let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
         let o = ConnectOptions { timeout: 6, ..opts(Mtu::Mtu1024) };
         let (mut qa, mut qb) = h.qps(&o);
-        qb.post_recv(&[RecvWr::new(1, dst_mr.sge(0..LEN + 100).unwrap()), RecvWr::new(2, dst_mr.sge(0..LEN + 100).unwrap())]).unwrap();
+        qb.post_recv(&[
+            RecvWr::new(1, dst_mr.sge(0..LEN + 100).unwrap()),
+            RecvWr::new(2, dst_mr.sge(0..LEN + 100).unwrap()),
+        ])
+        .unwrap();
         qa.post_send_one(SendWr::send(7, src_mr.sge(0..LEN).unwrap()).signaled(true)).unwrap();
         let s = h.wait(&h.ca, 1, 4 * 65_536)[0];
         assert_eq!((s.wr_id, s.status), (7, WcStatus::Success), "lost frame {lost}: {s:?}\n{}", h.diag());
         let r = h.wait(&h.cb, 1, 100_000)[0];
-        assert_eq!((r.wr_id, r.byte_len, r.status), (1, LEN as u32, WcStatus::Success), "lost frame {lost}: {r:?}\n{}", h.diag());
+        assert_eq!(
+            (r.wr_id, r.byte_len, r.status),
+            (1, LEN as u32, WcStatus::Success),
+            "lost frame {lost}: {r:?}\n{}",
+            h.diag()
+        );
         assert!(h.drain(&h.cb, 5_000).is_empty(), "lost frame {lost}: a second receive completion\n{}", h.diag());
         assert_eq!(qb.recv_outstanding(), 1);
         let (ca, cb) = h.counters();
@@ -886,7 +998,9 @@ fn refused_send(
 #[test]
 fn message_longer_than_the_receive_buffer_is_loc_len_err() {
     // One packet of 200 B into 100 B (the buffer is 164 B: 64 guard bytes after the SGE).
-    let r = refused_send(Mtu::Mtu1024, 200, 164, AccessFlags::LOCAL_WRITE, false, |mr| RecvWr::new(0xEC, mr.sge(0..100).unwrap()));
+    let r = refused_send(Mtu::Mtu1024, 200, 164, AccessFlags::LOCAL_WRITE, false, |mr| {
+        RecvWr::new(0xEC, mr.sge(0..100).unwrap())
+    });
     assert_eq!((r.recv.wr_id, r.recv.status), (0xEC, WcStatus::LocLenErr), "{:?}", r.recv);
     assert_eq!((r.send.wr_id, r.send.status), (0x5E, WcStatus::RemInvReqErr), "{:?}", r.send);
     assert!(r.buf.iter().all(|&b| b == GUARD), "a refused single-packet SEND wrote the buffer");
@@ -900,7 +1014,9 @@ fn multi_packet_message_longer_than_the_receive_buffer_is_loc_len_err() {
     // 1024); 1001 into 1000 (only the LAST packet's final byte does not fit); 3000 into 100
     // (the FIRST packet already does not fit).
     for (len, sge) in [(3000, 1000), (1001, 1000), (3000, 100)] {
-        let r = refused_send(Mtu::Mtu256, len, sge + 64, AccessFlags::LOCAL_WRITE, false, |mr| RecvWr::new(0xED, mr.sge(0..sge).unwrap()));
+        let r = refused_send(Mtu::Mtu256, len, sge + 64, AccessFlags::LOCAL_WRITE, false, |mr| {
+            RecvWr::new(0xED, mr.sge(0..sge).unwrap())
+        });
         assert_eq!((r.recv.wr_id, r.recv.status), (0xED, WcStatus::LocLenErr), "{len} into {sge}: {:?}", r.recv);
         assert_eq!((r.send.wr_id, r.send.status), (0x5E, WcStatus::RemInvReqErr), "{len} into {sge}: {:?}", r.send);
         if let Some(i) = r.buf[sge..].iter().position(|&b| b != GUARD) {
@@ -987,13 +1103,17 @@ fn receive_sge_before_the_start_of_its_mr_is_loc_prot_err() {
 
 #[test]
 fn receive_into_an_mr_without_local_write_is_loc_prot_err() {
-    let r = refused_send(Mtu::Mtu1024, 100, 4096, AccessFlags::REMOTE_READ, false, |mr| RecvWr::new(0xBB1, mr.sge(0..4096).unwrap()));
+    let r = refused_send(Mtu::Mtu1024, 100, 4096, AccessFlags::REMOTE_READ, false, |mr| {
+        RecvWr::new(0xBB1, mr.sge(0..4096).unwrap())
+    });
     assert_prot_err(&r, 0xBB1);
 }
 
 #[test]
 fn receive_into_an_mr_of_another_pd_is_loc_prot_err() {
-    let r = refused_send(Mtu::Mtu1024, 100, 4096, AccessFlags::LOCAL_WRITE, true, |mr| RecvWr::new(0xBB2, mr.sge(0..4096).unwrap()));
+    let r = refused_send(Mtu::Mtu1024, 100, 4096, AccessFlags::LOCAL_WRITE, true, |mr| {
+        RecvWr::new(0xBB2, mr.sge(0..4096).unwrap())
+    });
     assert_prot_err(&r, 0xBB2);
 }
 
@@ -1130,7 +1250,8 @@ fn send_with_imm_and_check(mtu: Mtu, len: usize) {
         let (mut qa, mut qb) = h.qps(&opts(mtu));
         qb.post_recv_one(RecvWr::new(0x1111, dst_mr.sge(0..len + 40).unwrap())).unwrap();
         let sge = if len == 0 { None } else { Some(src_mr.sge(0..len).unwrap()) };
-        qa.post_send_one(SendWr::send(0x22, sge).with_opcode(WrOpcode::SendWithImm).with_imm(IMM).signaled(true)).unwrap();
+        qa.post_send_one(SendWr::send(0x22, sge).with_opcode(WrOpcode::SendWithImm).with_imm(IMM).signaled(true))
+            .unwrap();
         let s = h.wait(&h.ca, 1, budget(len))[0];
         assert_eq!((s.wr_id, s.status, s.opcode), (0x22, WcStatus::Success, WcOpcode::Send), "{what}: {s:?}");
         let r = h.wait(&h.cb, 1, budget(len))[0];
@@ -1149,7 +1270,9 @@ fn send_with_imm_and_check(mtu: Mtu, len: usize) {
 
 #[test]
 fn send_with_imm_carries_the_immediate_into_the_receive_completion() {
-    for (mtu, len) in [(Mtu::Mtu256, 0), (Mtu::Mtu256, 1), (Mtu::Mtu256, 1000), (Mtu::Mtu1024, 1024), (Mtu::Mtu4096, 20_000)] {
+    for (mtu, len) in
+        [(Mtu::Mtu256, 0), (Mtu::Mtu256, 1), (Mtu::Mtu256, 1000), (Mtu::Mtu1024, 1024), (Mtu::Mtu4096, 20_000)]
+    {
         send_with_imm_and_check(mtu, len);
     }
 }
@@ -1185,7 +1308,8 @@ fn write_with_imm_and_check(mtu: Mtu, len: usize, dst_off: usize) {
         qb.post_recv_one(RecvWr::new(0x3333, rbuf_mr.sge(0..256).unwrap())).unwrap();
         let remote = dst_mr.remote_addr(dst_off).unwrap();
         let sge = if len == 0 { Sge::raw(0, 0, 0) } else { src_mr.sge(0..len).unwrap() };
-        let mut wr = SendWr::rdma_write(0x44, sge, remote).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(IMM).signaled(true);
+        let mut wr =
+            SendWr::rdma_write(0x44, sge, remote).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(IMM).signaled(true);
         if len == 0 {
             wr.num_sge = 0;
         }
@@ -1204,13 +1328,22 @@ fn write_with_imm_and_check(mtu: Mtu, len: usize, dst_off: usize) {
     if let Some(d) = first_difference(&dst[dst_off..dst_off + len], &src) {
         panic!("{what}: {d}");
     }
-    assert!(dst[..dst_off].iter().chain(&dst[dst_off + len..]).all(|&b| b == GUARD), "{what}: bytes outside the target changed");
+    assert!(
+        dst[..dst_off].iter().chain(&dst[dst_off + len..]).all(|&b| b == GUARD),
+        "{what}: bytes outside the target changed"
+    );
     assert!(rbuf.iter().all(|&b| b == GUARD), "{what}: the receive buffer was written");
 }
 
 #[test]
 fn rdma_write_with_imm_consumes_a_receive_and_carries_the_immediate() {
-    for (mtu, len, off) in [(Mtu::Mtu1024, 0, 0), (Mtu::Mtu1024, 1, 3), (Mtu::Mtu256, 256, 0), (Mtu::Mtu1024, 5000, 17), (Mtu::Mtu4096, 64 * 1024, 0)] {
+    for (mtu, len, off) in [
+        (Mtu::Mtu1024, 0, 0),
+        (Mtu::Mtu1024, 1, 3),
+        (Mtu::Mtu256, 256, 0),
+        (Mtu::Mtu1024, 5000, 17),
+        (Mtu::Mtu4096, 64 * 1024, 0),
+    ] {
         write_with_imm_and_check(mtu, len, off);
     }
 }
@@ -1229,15 +1362,24 @@ fn write_with_imm_before_any_receive_gets_rnr_nak_and_completes_later() {
         let o = ConnectOptions { timeout: 6, retry_cnt: 7, access: AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu1024) };
         let (mut qa, mut qb) = h.qps(&o);
         let remote = dst_mr.remote_addr(0).unwrap();
-        qa.post_send_one(SendWr::rdma_write(9, src_mr.sge(0..len).unwrap(), remote).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(IMM).signaled(true))
-            .unwrap();
+        qa.post_send_one(
+            SendWr::rdma_write(9, src_mr.sge(0..len).unwrap(), remote)
+                .with_opcode(WrOpcode::RdmaWriteWithImm)
+                .with_imm(IMM)
+                .signaled(true),
+        )
+        .unwrap();
         assert!(h.wait_counter(&h.b, counter::TX_RNR_NAKS, 1, 100_000), "no RNR NAK\n{}", h.diag());
         assert!(h.drain(&h.ca, 1_000).is_empty(), "an RNR NAK completed the WRITE");
         qb.post_recv_one(RecvWr::zero_length(10)).unwrap();
         let s = h.wait(&h.ca, 1, 8 * 65_536 + 100_000)[0];
         assert_eq!((s.wr_id, s.status), (9, WcStatus::Success), "{s:?}\n{}", h.diag());
         let r = h.wait(&h.cb, 1, 100_000)[0];
-        assert_eq!((r.wr_id, r.opcode, r.byte_len, r.imm_data), (10, WcOpcode::RecvRdmaWithImm, len as u32, IMM), "{r:?}");
+        assert_eq!(
+            (r.wr_id, r.opcode, r.byte_len, r.imm_data),
+            (10, WcOpcode::RecvRdmaWithImm, len as u32, IMM),
+            "{r:?}"
+        );
         assert_eq!(h.b.counter(counter::CQES).unwrap(), 1, "one receive completion");
     }
     assert!(dst == src);
@@ -1267,8 +1409,12 @@ fn immediate_data_capture_is_clean_in_tshark_and_scapy() {
         let wrs = [
             SendWr::send(1, src_mr.sge(0..10).unwrap()).with_opcode(WrOpcode::SendWithImm).with_imm(imm(1)),
             SendWr::send(2, src_mr.sge(0..2500).unwrap()).with_opcode(WrOpcode::SendWithImm).with_imm(imm(2)),
-            SendWr::rdma_write(3, src_mr.sge(0..7).unwrap(), remote).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(imm(3)),
-            SendWr::rdma_write(4, src_mr.sge(0..3000).unwrap(), remote).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(imm(4)),
+            SendWr::rdma_write(3, src_mr.sge(0..7).unwrap(), remote)
+                .with_opcode(WrOpcode::RdmaWriteWithImm)
+                .with_imm(imm(3)),
+            SendWr::rdma_write(4, src_mr.sge(0..3000).unwrap(), remote)
+                .with_opcode(WrOpcode::RdmaWriteWithImm)
+                .with_imm(imm(4)),
         ];
         qa.post_send(&wrs.map(|w| w.signaled(true))).unwrap();
         let s = h.wait(&h.ca, 4, 400_000);
@@ -1279,11 +1425,18 @@ fn immediate_data_capture_is_clean_in_tshark_and_scapy() {
     }
     h.world.borrow_mut().finish().unwrap();
     let frames = oracle::read_pcap(&pcap).unwrap();
-    let pkts: Vec<RocePacketRepr> = frames.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
-    let with_imm: Vec<(u8, [u8; 4])> = pkts.iter().filter_map(|p| p.immdt.map(|i| (p.bth.opcode.0, i.data.to_be_bytes()))).collect();
+    let pkts: Vec<RocePacketRepr> =
+        frames.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
+    let with_imm: Vec<(u8, [u8; 4])> =
+        pkts.iter().filter_map(|p| p.immdt.map(|i| (p.bth.opcode.0, i.data.to_be_bytes()))).collect();
     assert_eq!(
         with_imm,
-        vec![(0x05, [0xA1, 0x11, 0x22, 1]), (0x03, [0xA2, 0x11, 0x22, 2]), (0x0B, [0xA3, 0x11, 0x22, 3]), (0x09, [0xA4, 0x11, 0x22, 4])],
+        vec![
+            (0x05, [0xA1, 0x11, 0x22, 1]),
+            (0x03, [0xA2, 0x11, 0x22, 2]),
+            (0x0B, [0xA3, 0x11, 0x22, 3]),
+            (0x09, [0xA4, 0x11, 0x22, 4])
+        ],
         "opcodes and ImmDt bytes on the wire"
     );
     let verdict = oracle::check_capture(&pcap).unwrap();
@@ -1302,8 +1455,13 @@ fn local_error(opcode: WrOpcode) -> WorkCompletion {
         let (mut qa, mut qb) = h.qps(&ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu1024) });
         qb.post_recv_one(RecvWr::new(1, dst_mr.sge(0..64).unwrap())).unwrap();
         let remote = dst_mr.remote_addr(0).unwrap();
-        qa.post_send_one(SendWr::rdma_write(4, src_mr.sge(0..64).unwrap(), remote).with_opcode(opcode).with_imm(0x1234).signaled(true))
-            .unwrap();
+        qa.post_send_one(
+            SendWr::rdma_write(4, src_mr.sge(0..64).unwrap(), remote)
+                .with_opcode(opcode)
+                .with_imm(0x1234)
+                .signaled(true),
+        )
+        .unwrap();
         wc = h.wait(&h.ca, 1, 200_000)[0];
         assert!(h.drain(&h.cb, 5_000).is_empty(), "{opcode:?} consumed a receive");
         assert_eq!(qb.recv_outstanding(), 1);
@@ -1362,7 +1520,8 @@ fn send_capture_is_clean_in_tshark_and_scapy() {
     h.world.borrow_mut().finish().unwrap();
 
     let frames = oracle::read_pcap(&pcap).unwrap();
-    let pkts: Vec<RocePacketRepr> = frames.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
+    let pkts: Vec<RocePacketRepr> =
+        frames.iter().map(|(_, f)| RocePacketRepr::parse(f).expect("our codec parses every frame")).collect();
     let opcodes: Vec<u8> = pkts.iter().map(|p| p.bth.opcode.0).collect();
     for op in [0x00, 0x01, 0x02, 0x04, 0x11] {
         assert!(opcodes.contains(&op), "opcode {op:#x} missing from {opcodes:x?}");
@@ -1492,7 +1651,9 @@ fn moving_to_err_with_writes_in_flight_flushes_them_and_other_qps_go_on() {
         let o = ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..opts(Mtu::Mtu4096) };
         let (mut qa, _qb) = h.qps(&o);
         let wrs: Vec<_> = (0..N)
-            .map(|i| SendWr::rdma_write(i as u64, src_mr.sge(0..LEN).unwrap(), dst_mr.remote_addr(0).unwrap()).signaled(true))
+            .map(|i| {
+                SendWr::rdma_write(i as u64, src_mr.sge(0..LEN).unwrap(), dst_mr.remote_addr(0).unwrap()).signaled(true)
+            })
             .collect();
         qa.post_send(&wrs).unwrap();
         h.settle(3_000);
@@ -1507,8 +1668,10 @@ fn moving_to_err_with_writes_in_flight_flushes_them_and_other_qps_go_on() {
         assert!(h.drain(&h.ca, 0).is_empty(), "one completion per WR");
         // Another QP pair on the same NICs works.
         let (mut qa2, _qb2) = h.qps(&o);
-        qa2.post_send_one(SendWr::rdma_write(99, src_mr.sge(0..4096).unwrap(), dst_mr.remote_addr(0).unwrap()).signaled(true))
-            .unwrap();
+        qa2.post_send_one(
+            SendWr::rdma_write(99, src_mr.sge(0..4096).unwrap(), dst_mr.remote_addr(0).unwrap()).signaled(true),
+        )
+        .unwrap();
         let got = h.wait(&h.ca, 1, 500_000);
         assert_eq!((got[0].wr_id, got[0].status), (99, WcStatus::Success), "{}", h.diag());
     }

@@ -7,8 +7,8 @@ mod common;
 
 use common::{first_difference, pattern, Hosts};
 use rnic::{
-    AccessFlags, AsyncEvent, CompletionQueue, ConnectOptions, Errno, Mtu, QpAttr, QpAttrMask, QpState, QueuePair, RecvWr, SendWr,
-    SharedReceiveQueue, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+    AccessFlags, AsyncEvent, CompletionQueue, ConnectOptions, Errno, Mtu, QpAttr, QpAttrMask, QpState, QueuePair,
+    RecvWr, SendWr, SharedReceiveQueue, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
@@ -46,18 +46,24 @@ fn qps_on_one_srq_take_its_wqes_in_order_of_arrival() {
         assert_eq!(srq.query().max_wr, 8);
         let mut qps = pairs(&h, &srq, 2, Mtu::Mtu1024);
         for i in 0..8u64 {
-            srq.post_recv_one(RecvWr::new(100 + i, dmr.sge(i as usize * 512..(i as usize + 1) * 512).unwrap())).unwrap();
+            srq.post_recv_one(RecvWr::new(100 + i, dmr.sge(i as usize * 512..(i as usize + 1) * 512).unwrap()))
+                .unwrap();
         }
         assert_eq!(srq.outstanding(), 8);
         // Alternate QPs: message k lands in SRQ WQE k.
         for k in 0..6usize {
             let (qa, _) = &mut qps[k % 2];
-            qa.post_send_one(SendWr::send(k as u64, smr.sge(k * 100..k * 100 + 50 + k).unwrap()).signaled(true)).unwrap();
+            qa.post_send_one(SendWr::send(k as u64, smr.sge(k * 100..k * 100 + 50 + k).unwrap()).signaled(true))
+                .unwrap();
             assert_eq!(h.wait(&h.ca, 1, 100_000)[0].status, WcStatus::Success);
         }
         let wcs = h.wait(&h.cb, 6, 100_000);
         for (k, w) in wcs.iter().enumerate() {
-            assert_eq!((w.wr_id, w.status, w.opcode, w.byte_len), (100 + k as u64, WcStatus::Success, WcOpcode::Recv, 50 + k as u32), "{w:?}");
+            assert_eq!(
+                (w.wr_id, w.status, w.opcode, w.byte_len),
+                (100 + k as u64, WcStatus::Success, WcOpcode::Recv, 50 + k as u32),
+                "{w:?}"
+            );
             assert_eq!(w.qp_num, qps[k % 2].1.qp_num(), "completion {k} on the QP it arrived on");
         }
         assert_eq!(srq.outstanding(), 2);
@@ -110,7 +116,10 @@ fn the_limit_event_fires_once_below_the_limit_and_disarms() {
         h.settle(2_000);
         assert_eq!(h.b.poll_async_event().unwrap(), None);
         send(6);
-        assert_eq!(h.b.wait_async_event(100_000).unwrap(), AsyncEvent::SrqLimitReached { srq_num: srq.srq_num(), wqes_left: 3 });
+        assert_eq!(
+            h.b.wait_async_event(100_000).unwrap(),
+            AsyncEvent::SrqLimitReached { srq_num: srq.srq_num(), wqes_left: 3 }
+        );
         assert!(srq.arm_limit(17).is_err());
     }
 }
@@ -118,7 +127,13 @@ fn the_limit_event_fires_once_below_the_limit_and_disarms() {
 // ---- Scenarios: empty SRQ, interleaving, loss, ERR, immediates, limit corners, capture ----
 
 /// `n` pairs as [`pairs`], with `opts` and B's QPs on `cb` (send and receive CQ).
-fn pairs_on<'mr>(h: &Hosts, srq: &SharedReceiveQueue<'mr>, n: usize, opts: &ConnectOptions, cb: &CompletionQueue) -> Vec<(QueuePair<'mr>, QueuePair<'mr>)> {
+fn pairs_on<'mr>(
+    h: &Hosts,
+    srq: &SharedReceiveQueue<'mr>,
+    n: usize,
+    opts: &ConnectOptions,
+    cb: &CompletionQueue,
+) -> Vec<(QueuePair<'mr>, QueuePair<'mr>)> {
     (0..n)
         .map(|_| {
             let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(8).build().unwrap();
@@ -220,9 +235,17 @@ fn a_send_on_an_empty_srq_draws_rnr_naks_then_completes_once_a_wqe_is_posted() {
     let (last, naks) = acks.split_last().unwrap();
     assert_eq!(naks.len() as u32, rnr_naks);
     for f in naks {
-        assert_eq!((f.opcode, f.psn, f.aeth.map(|a| a.0)), (common::frames::ACKNOWLEDGE, sends[0].psn, Some(0x20 | 1)), "RNR NAK with min_rnr_timer 1: {f:?}");
+        assert_eq!(
+            (f.opcode, f.psn, f.aeth.map(|a| a.0)),
+            (common::frames::ACKNOWLEDGE, sends[0].psn, Some(0x20 | 1)),
+            "RNR NAK with min_rnr_timer 1: {f:?}"
+        );
     }
-    assert_eq!((last.opcode, last.aeth.map(|a| a.0 >> 5)), (common::frames::ACKNOWLEDGE, Some(0)), "the final ACK: {last:?}");
+    assert_eq!(
+        (last.opcode, last.aeth.map(|a| a.0 >> 5)),
+        (common::frames::ACKNOWLEDGE, Some(0)),
+        "the final ACK: {last:?}"
+    );
 }
 
 /// Two QPs on one SRQ, MTU 256, two messages of several packets on each, all posted before
@@ -250,10 +273,15 @@ fn interleaved_sends(drops: Vec<(usize, u64)>, name: &str) -> Vec<(u32, u64)> {
         let mut qps = pairs_on(&h, &srq, 2, &o, &h.cb);
         qb_nums = [qps[0].1.qp_num(), qps[1].1.qp_num()];
         for k in 0..6u64 {
-            srq.post_recv_one(RecvWr::new(100 + k, dmr.sge(k as usize * SLOT..(k as usize + 1) * SLOT).unwrap())).unwrap();
+            srq.post_recv_one(RecvWr::new(100 + k, dmr.sge(k as usize * SLOT..(k as usize + 1) * SLOT).unwrap()))
+                .unwrap();
         }
         for (q, (qa, _)) in qps.iter_mut().enumerate() {
-            let wrs: Vec<SendWr> = (0..2).map(|i| SendWr::send((q * 2 + i) as u64, smr.sge(off(q, i)..off(q, i) + lens[q][i]).unwrap()).signaled(true)).collect();
+            let wrs: Vec<SendWr> = (0..2)
+                .map(|i| {
+                    SendWr::send((q * 2 + i) as u64, smr.sge(off(q, i)..off(q, i) + lens[q][i]).unwrap()).signaled(true)
+                })
+                .collect();
             qa.post_send(&wrs).unwrap();
         }
         let s = h.wait(&h.ca, 4, 1_000_000);
@@ -295,11 +323,22 @@ fn interleaved_sends(drops: Vec<(usize, u64)>, name: &str) -> Vec<(u32, u64)> {
     let mut got = Vec::new();
     for w in &wcs {
         let k = (w.wr_id - 100) as usize;
-        assert!(k < 4, "completion of an SRQ WQE no message should have taken: {w:?} (start order {order:?}, all {wcs:?})");
+        assert!(
+            k < 4,
+            "completion of an SRQ WQE no message should have taken: {w:?} (start order {order:?}, all {wcs:?})"
+        );
         let (q, i) = order[k];
-        assert_eq!(brief(w), (100 + k as u64, WcStatus::Success, WcOpcode::Recv, lens[q][i] as u32, qb_nums[q]), "WQE {k} was taken by message {i} of QP {q} (start order {order:?}); all: {wcs:?}");
+        assert_eq!(
+            brief(w),
+            (100 + k as u64, WcStatus::Success, WcOpcode::Recv, lens[q][i] as u32, qb_nums[q]),
+            "WQE {k} was taken by message {i} of QP {q} (start order {order:?}); all: {wcs:?}"
+        );
         let slot = &dst[k * SLOT..(k + 1) * SLOT];
-        assert_eq!(first_difference(&slot[..lens[q][i]], &src[off(q, i)..off(q, i) + lens[q][i]]), None, "WQE {k}: message {i} of QP {q}");
+        assert_eq!(
+            first_difference(&slot[..lens[q][i]], &src[off(q, i)..off(q, i) + lens[q][i]]),
+            None,
+            "WQE {k}: message {i} of QP {q}"
+        );
         assert!(slot[lens[q][i]..].iter().all(|&b| b == GUARD), "WQE {k}: written past the message");
         got.push((w.qp_num, w.wr_id));
     }
@@ -380,14 +419,24 @@ fn srq_stress(nq: usize, seed: u64) {
             for q in 0..nq {
                 while sent[q] < per_qp[q].len() && sent[q] - send_done[q] < 6 {
                     let m = per_qp[q][sent[q]];
-                    qps[q].0.post_send_one(SendWr::send(m as u64, smr.sge(m * SLOT..m * SLOT + len[m]).unwrap()).signaled(true)).unwrap();
+                    qps[q]
+                        .0
+                        .post_send_one(
+                            SendWr::send(m as u64, smr.sge(m * SLOT..m * SLOT + len[m]).unwrap()).signaled(true),
+                        )
+                        .unwrap();
                     sent[q] += 1;
                 }
             }
             let n = h.ca.poll(&mut wcs).unwrap();
             for w in &wcs[..n] {
                 let q = qa_nums.iter().position(|&x| x == w.qp_num).expect("a send completion of one of our QPs");
-                assert_eq!((w.wr_id, w.status), (per_qp[q][send_done[q]] as u64, WcStatus::Success), "QP {q}: {w:?}\n{}", h.diag());
+                assert_eq!(
+                    (w.wr_id, w.status),
+                    (per_qp[q][send_done[q]] as u64, WcStatus::Success),
+                    "QP {q}: {w:?}\n{}",
+                    h.diag()
+                );
                 send_done[q] += 1;
             }
             let n = cb.poll(&mut wcs).unwrap();
@@ -395,9 +444,20 @@ fn srq_stress(nq: usize, seed: u64) {
                 let q = qb_nums.iter().position(|&x| x == w.qp_num).expect("a receive completion of one of our QPs");
                 assert!(recvd[q] < per_qp[q].len(), "QP {q}: more receive completions than messages: {w:?}");
                 let m = per_qp[q][recvd[q]];
-                assert_eq!((w.status, w.opcode, w.byte_len), (WcStatus::Success, WcOpcode::Recv, len[m] as u32), "QP {q}'s message {} (#{m}) landed in WQE {}\n{}", recvd[q], w.wr_id, h.diag());
+                assert_eq!(
+                    (w.status, w.opcode, w.byte_len),
+                    (WcStatus::Success, WcOpcode::Recv, len[m] as u32),
+                    "QP {q}'s message {} (#{m}) landed in WQE {}\n{}",
+                    recvd[q],
+                    w.wr_id,
+                    h.diag()
+                );
                 assert!((w.wr_id as usize) < posted, "WQE {} was never posted", w.wr_id);
-                assert!(landed.iter().all(|&(x, _)| x != w.wr_id), "WQE {} completed twice (again for message #{m} on QP {q}): {landed:?}", w.wr_id);
+                assert!(
+                    landed.iter().all(|&(x, _)| x != w.wr_id),
+                    "WQE {} completed twice (again for message #{m} on QP {q}): {landed:?}",
+                    w.wr_id
+                );
                 landed.push((w.wr_id, m));
                 recvd[q] += 1;
                 if posted < N {
@@ -430,7 +490,11 @@ fn srq_stress(nq: usize, seed: u64) {
     assert_eq!(ids, (0..N as u64).collect::<Vec<_>>(), "every WQE used exactly once");
     for &(w, m) in &landed {
         let slot = &dst[w as usize * SLOT..(w as usize + 1) * SLOT];
-        assert_eq!(first_difference(&slot[..len[m]], &src[m * SLOT..m * SLOT + len[m]]), None, "message #{m} in WQE {w}");
+        assert_eq!(
+            first_difference(&slot[..len[m]], &src[m * SLOT..m * SLOT + len[m]]),
+            None,
+            "message #{m} in WQE {w}"
+        );
         assert!(slot[len[m]..].iter().all(|&b| b == GUARD), "WQE {w}: written past message #{m}");
     }
 }
@@ -462,9 +526,17 @@ fn a_qp_on_the_srq_moved_to_err_flushes_no_srq_wqe() {
         assert_eq!(qps[0].1.state(), QpState::Err);
         // The other QP takes WQEs 1 and 2.
         for k in 0..2u64 {
-            qps[1].0.post_send_one(SendWr::send(10 + k, smr.sge(100 + k as usize..200 + 2 * k as usize).unwrap()).signaled(true)).unwrap();
+            qps[1]
+                .0
+                .post_send_one(
+                    SendWr::send(10 + k, smr.sge(100 + k as usize..200 + 2 * k as usize).unwrap()).signaled(true),
+                )
+                .unwrap();
             assert_eq!(h.wait(&h.ca, 1, 100_000)[0].status, WcStatus::Success);
-            assert_eq!(brief(&h.wait(&h.cb, 1, 100_000)[0]), (1 + k, WcStatus::Success, WcOpcode::Recv, 100 + k as u32, qb_nums[1]));
+            assert_eq!(
+                brief(&h.wait(&h.cb, 1, 100_000)[0]),
+                (1 + k, WcStatus::Success, WcOpcode::Recv, 100 + k as u32, qb_nums[1])
+            );
         }
         assert_eq!(srq.outstanding(), 3);
         assert!(drain(&h, &h.cb, 20_000).is_empty());
@@ -497,8 +569,14 @@ fn immediates_consume_srq_wqes() {
         }
         let remote = qb.endpoint().unwrap().with_buffer(&tmr).buffer.unwrap();
         let wrs = [
-            SendWr::send(1, smr.sge(0..300).unwrap()).with_opcode(WrOpcode::SendWithImm).with_imm(0xA1B2_C3D4).signaled(true),
-            SendWr::rdma_write(2, smr.sge(300..1000).unwrap(), remote.at(100)).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(0x0BAD_F00D).signaled(true),
+            SendWr::send(1, smr.sge(0..300).unwrap())
+                .with_opcode(WrOpcode::SendWithImm)
+                .with_imm(0xA1B2_C3D4)
+                .signaled(true),
+            SendWr::rdma_write(2, smr.sge(300..1000).unwrap(), remote.at(100))
+                .with_opcode(WrOpcode::RdmaWriteWithImm)
+                .with_imm(0x0BAD_F00D)
+                .signaled(true),
             SendWr::rdma_write(3, smr.sge(1000..1010).unwrap(), remote.at(900)).signaled(true),
             SendWr::send(4, smr.sge(1100..1200).unwrap()).signaled(true),
         ];
@@ -550,7 +628,10 @@ fn a_limit_armed_below_fires_only_when_a_wqe_is_taken() {
         srq.post_recv_one(RecvWr::new(5, dmr.sge(0..64).unwrap())).unwrap();
         assert_eq!(h.wait(&h.ca, 1, 300_000)[0].status, WcStatus::Success);
         assert_eq!(h.wait(&h.cb, 1, 100_000)[0].wr_id, 5);
-        assert_eq!(h.b.wait_async_event(100_000).unwrap(), AsyncEvent::SrqLimitReached { srq_num: srq.srq_num(), wqes_left: 0 });
+        assert_eq!(
+            h.b.wait_async_event(100_000).unwrap(),
+            AsyncEvent::SrqLimitReached { srq_num: srq.srq_num(), wqes_left: 0 }
+        );
         assert_eq!(srq.query().srq_limit, 0);
         h.settle(5_000);
         assert_eq!(h.b.poll_async_event().unwrap(), None, "once");
@@ -583,7 +664,10 @@ fn an_rdma_write_without_immediate_fires_no_limit_event() {
         qa.post_send_one(SendWr::send(2, smr.sge(16..24).unwrap()).signaled(true)).unwrap();
         assert_eq!(h.wait(&h.ca, 1, 100_000)[0].status, WcStatus::Success);
         assert_eq!(h.wait(&h.cb, 1, 100_000)[0].wr_id, 5);
-        assert_eq!(h.b.wait_async_event(100_000).unwrap(), AsyncEvent::SrqLimitReached { srq_num: srq.srq_num(), wqes_left: 0 });
+        assert_eq!(
+            h.b.wait_async_event(100_000).unwrap(),
+            AsyncEvent::SrqLimitReached { srq_num: srq.srq_num(), wqes_left: 0 }
+        );
     }
     assert_eq!(&target[..16], &src[..16]);
     assert_eq!(&dst[..8], &src[16..24]);
@@ -607,7 +691,8 @@ fn two_srqs_fire_separate_limit_events() {
         let mut p2 = pairs_on(&h, &s2, 1, &opts(Mtu::Mtu1024), &cb);
         for k in 0..4u64 {
             s1.post_recv_one(RecvWr::new(10 + k, dmr.sge(k as usize * 64..(k as usize + 1) * 64).unwrap())).unwrap();
-            s2.post_recv_one(RecvWr::new(20 + k, dmr.sge((4 + k as usize) * 64..(5 + k as usize) * 64).unwrap())).unwrap();
+            s2.post_recv_one(RecvWr::new(20 + k, dmr.sge((4 + k as usize) * 64..(5 + k as usize) * 64).unwrap()))
+                .unwrap();
         }
         s1.arm_limit(3).unwrap();
         s2.arm_limit(2).unwrap();
@@ -625,7 +710,10 @@ fn two_srqs_fire_separate_limit_events() {
         h.settle(3_000);
         assert_eq!(h.b.poll_async_event().unwrap(), None);
         assert_eq!(send(2, 3), 22);
-        assert_eq!(h.b.wait_async_event(100_000).unwrap(), AsyncEvent::SrqLimitReached { srq_num: s2.srq_num(), wqes_left: 1 });
+        assert_eq!(
+            h.b.wait_async_event(100_000).unwrap(),
+            AsyncEvent::SrqLimitReached { srq_num: s2.srq_num(), wqes_left: 1 }
+        );
         h.settle(3_000);
         assert_eq!(h.b.poll_async_event().unwrap(), None, "SRQ 1 is at 4, above its limit 3");
         assert_eq!((s1.query().srq_limit, s2.query().srq_limit), (3, 0));
@@ -634,7 +722,10 @@ fn two_srqs_fire_separate_limit_events() {
         h.settle(3_000);
         assert_eq!(h.b.poll_async_event().unwrap(), None);
         assert_eq!(send(1, 5), 11);
-        assert_eq!(h.b.wait_async_event(100_000).unwrap(), AsyncEvent::SrqLimitReached { srq_num: s1.srq_num(), wqes_left: 2 });
+        assert_eq!(
+            h.b.wait_async_event(100_000).unwrap(),
+            AsyncEvent::SrqLimitReached { srq_num: s1.srq_num(), wqes_left: 2 }
+        );
         h.settle(3_000);
         assert_eq!(h.b.poll_async_event().unwrap(), None);
     }
@@ -673,7 +764,11 @@ fn a_recreated_srq_starts_empty_and_disarmed() {
         let mut qps = pairs_on(&h, &srq, 1, &opts(Mtu::Mtu1024), &h.cb);
         let rnr0 = h.b.counter(counter::TX_RNR_NAKS).unwrap();
         qps[0].0.post_send_one(SendWr::send(2, smr.sge(8..16).unwrap()).signaled(true)).unwrap();
-        assert!(h.wait_counter(&h.b, counter::TX_RNR_NAKS, rnr0 + 1, 200_000), "the new SRQ is not empty: {}", h.diag());
+        assert!(
+            h.wait_counter(&h.b, counter::TX_RNR_NAKS, rnr0 + 1, 200_000),
+            "the new SRQ is not empty: {}",
+            h.diag()
+        );
         assert!(drain(&h, &h.cb, 0).is_empty(), "a stale WQE of the old SRQ completed");
         srq.post_recv_one(RecvWr::new(40, dmr.sge(7 * 64..8 * 64).unwrap())).unwrap();
         assert_eq!(h.wait(&h.ca, 1, 300_000)[0].status, WcStatus::Success);
@@ -748,11 +843,18 @@ fn srq_capture_is_clean_in_tshark_and_scapy() {
         }
         assert_eq!(h.wait(&h.ca, 1, 300_000)[0].status, WcStatus::Success);
         let remote = qps[1].1.endpoint().unwrap().with_buffer(&tmr).buffer.unwrap();
-        qps[1].0
+        qps[1]
+            .0
             .post_send(&[
                 SendWr::send(2, smr.sge(100..1100).unwrap()).signaled(true),
-                SendWr::send(3, smr.sge(1100..1400).unwrap()).with_opcode(WrOpcode::SendWithImm).with_imm(7).signaled(true),
-                SendWr::rdma_write(4, smr.sge(2000..2700).unwrap(), remote.at(0)).with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(8).signaled(true),
+                SendWr::send(3, smr.sge(1100..1400).unwrap())
+                    .with_opcode(WrOpcode::SendWithImm)
+                    .with_imm(7)
+                    .signaled(true),
+                SendWr::rdma_write(4, smr.sge(2000..2700).unwrap(), remote.at(0))
+                    .with_opcode(WrOpcode::RdmaWriteWithImm)
+                    .with_imm(8)
+                    .signaled(true),
             ])
             .unwrap();
         qps[0].0.post_send_one(SendWr::send(5, smr.sge(3000..4000).unwrap()).signaled(true)).unwrap();

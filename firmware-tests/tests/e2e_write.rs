@@ -15,10 +15,7 @@
 mod common;
 
 use common::{budget, nonzero, pattern, Hosts};
-use rnic::{
-    AccessFlags, ConnectOptions, Mtu, QueuePair, SendWr, Sge,
-    WcOpcode, WcStatus, WorkCompletion,
-};
+use rnic::{AccessFlags, ConnectOptions, Mtu, QueuePair, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
 
@@ -76,8 +73,11 @@ fn write_and_check(mtu: Mtu, len: usize, src_off: usize, dst_off: usize) {
         let (mut qa, qb) = h.qps(mtu, false);
         let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
         let (c0a, c0b) = h.counters();
-        qa.post_send_one(SendWr::rdma_write(0xAB, src_mr.sge(src_off..src_off + len).unwrap(), remote.at(dst_off as u64)).signaled(true))
-            .unwrap();
+        qa.post_send_one(
+            SendWr::rdma_write(0xAB, src_mr.sge(src_off..src_off + len).unwrap(), remote.at(dst_off as u64))
+                .signaled(true),
+        )
+        .unwrap();
         let wcs = h.wait_completions(1, budget(len));
         assert_eq!(wcs[0].wr_id, 0xAB);
         assert_eq!(wcs[0].status, WcStatus::Success, "{:?}", wcs[0]);
@@ -86,11 +86,19 @@ fn write_and_check(mtu: Mtu, len: usize, src_off: usize, dst_off: usize) {
         assert_eq!(qa.outstanding(), 0);
         h.settle(2_000);
         let (c1a, c1b) = h.counters();
-        let d = |c1: &rnic::Counters, c0: &rnic::Counters, i: u16| c1.values[i as usize].wrapping_sub(c0.values[i as usize]);
+        let d = |c1: &rnic::Counters, c0: &rnic::Counters, i: u16| {
+            c1.values[i as usize].wrapping_sub(c0.values[i as usize])
+        };
         let n = packets(len, mtu);
         assert_eq!(d(&c1a, &c0a, counter::TX_REQUESTS), n, "request packets for {len} B at MTU {}", mtu.bytes());
         assert_eq!(d(&c1b, &c0b, counter::RX_ROCE_OK), n, "packets accepted by the responder");
-        for c in [counter::DROP_ICRC, counter::DROP_MALFORMED, counter::DROP_UNKNOWN_QP, counter::DROP_KEY, counter::DROP_PSN] {
+        for c in [
+            counter::DROP_ICRC,
+            counter::DROP_MALFORMED,
+            counter::DROP_UNKNOWN_QP,
+            counter::DROP_KEY,
+            counter::DROP_PSN,
+        ] {
             assert_eq!(d(&c1b, &c0b, c), 0, "responder {} (NIC 1: {:?})", counter::NAMES[c as usize], nonzero(&c1b));
             assert_eq!(d(&c1a, &c0a, c), 0, "requester {} (NIC 0: {:?})", counter::NAMES[c as usize], nonzero(&c1a));
         }
@@ -184,7 +192,8 @@ fn signaled_and_unsignaled_mix() {
         // sq_sig_all signals WRs posted without the flag.
         let (mut qs, qsb) = h.qps(Mtu::Mtu512, true);
         let remote = qsb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
-        let wrs: Vec<_> = (0..3).map(|i| SendWr::rdma_write(100 + i as u64, src_mr.sge(0..LEN).unwrap(), remote.at(0))).collect();
+        let wrs: Vec<_> =
+            (0..3).map(|i| SendWr::rdma_write(100 + i as u64, src_mr.sge(0..LEN).unwrap(), remote.at(0))).collect();
         qs.post_send(&wrs).unwrap();
         let wcs = h.wait_completions(3, budget(3 * LEN));
         assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![100, 101, 102]);
@@ -208,7 +217,12 @@ fn refused_write(aim: impl Fn(&rnic::RemoteBuffer) -> rnic::RemoteAddr, len: usi
         qa.post_send_one(SendWr::rdma_write(9, src_mr.sge(0..len).unwrap(), aim(&buffer)).signaled(true)).unwrap();
         let counted = h.wait_counter(&h.b, counter::DROP_KEY, drops0 + 1, 200_000);
         let (ca, cb) = h.counters();
-        assert!(counted, "drop_key did not increase within 200000 cycles\nNIC 0: {:?}\nNIC 1: {:?}", nonzero(&ca), nonzero(&cb));
+        assert!(
+            counted,
+            "drop_key did not increase within 200000 cycles\nNIC 0: {:?}\nNIC 1: {:?}",
+            nonzero(&ca),
+            nonzero(&cb)
+        );
         h.settle(20_000);
         let mut wcs = [WorkCompletion::default(); 4];
         let n = h.ca.poll(&mut wcs).unwrap();
@@ -244,7 +258,9 @@ fn write_before_the_start_of_the_mr_changes_nothing_and_counts_drop_key() {
 }
 
 /// Posts a WRITE that must fail locally, and returns its completion.
-fn local_error(make: impl for<'a> Fn(&'a rnic::MemoryRegion<'_>, rnic::RemoteAddr) -> SendWr<'a>) -> (WorkCompletion, u32) {
+fn local_error(
+    make: impl for<'a> Fn(&'a rnic::MemoryRegion<'_>, rnic::RemoteAddr) -> SendWr<'a>,
+) -> (WorkCompletion, u32) {
     let h = hosts();
     let mut src = pattern(3, 4096);
     let mut dst = vec![GUARD; 4096];
@@ -270,16 +286,18 @@ fn local_error(make: impl for<'a> Fn(&'a rnic::MemoryRegion<'_>, rnic::RemoteAdd
 
 #[test]
 fn bad_lkey_completes_with_loc_prot_err() {
-    let (wc, errs) =
-        local_error(|mr, remote| SendWr::rdma_write(5, Sge::raw(mr.addr(), 256, mr.lkey() ^ 0x80), remote).signaled(true));
+    let (wc, errs) = local_error(|mr, remote| {
+        SendWr::rdma_write(5, Sge::raw(mr.addr(), 256, mr.lkey() ^ 0x80), remote).signaled(true)
+    });
     assert_eq!((wc.wr_id, wc.status), (5, WcStatus::LocProtErr), "{wc:?}");
     assert_eq!(errs, 1, "local_errors counter");
 }
 
 #[test]
 fn sge_past_the_end_of_its_mr_completes_with_loc_prot_err() {
-    let (wc, _) =
-        local_error(|mr, remote| SendWr::rdma_write(6, Sge::raw(mr.addr() + 4000, 200, mr.lkey()), remote).signaled(true));
+    let (wc, _) = local_error(|mr, remote| {
+        SendWr::rdma_write(6, Sge::raw(mr.addr() + 4000, 200, mr.lkey()), remote).signaled(true)
+    });
     assert_eq!((wc.wr_id, wc.status), (6, WcStatus::LocProtErr), "{wc:?}");
 }
 
@@ -321,13 +339,20 @@ fn two_qps_share_a_cq() {
         let remote = b1.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
         for i in 0..4u64 {
             let r = (i as usize * 256)..(i as usize + 1) * 256;
-            q1.post_send_one(SendWr::rdma_write(100 + i, src_mr.sge(r.clone()).unwrap(), remote.at(r.start as u64)).signaled(true))
-                .unwrap();
-            q2.post_send_one(SendWr::rdma_write(200 + i, src_mr.sge(r.clone()).unwrap(), remote.at(1024 + r.start as u64)).signaled(true))
-                .unwrap();
+            q1.post_send_one(
+                SendWr::rdma_write(100 + i, src_mr.sge(r.clone()).unwrap(), remote.at(r.start as u64)).signaled(true),
+            )
+            .unwrap();
+            q2.post_send_one(
+                SendWr::rdma_write(200 + i, src_mr.sge(r.clone()).unwrap(), remote.at(1024 + r.start as u64))
+                    .signaled(true),
+            )
+            .unwrap();
         }
         let wcs = h.wait_completions(8, 400_000);
-        let of = |q: &QueuePair, base: u64| -> Vec<u64> { wcs.iter().filter(|w| w.qp_num == q.qp_num()).map(|w| w.wr_id - base).collect() };
+        let of = |q: &QueuePair, base: u64| -> Vec<u64> {
+            wcs.iter().filter(|w| w.qp_num == q.qp_num()).map(|w| w.wr_id - base).collect()
+        };
         assert_eq!(of(&q1, 100), vec![0, 1, 2, 3], "{wcs:?}");
         assert_eq!(of(&q2, 200), vec![0, 1, 2, 3], "{wcs:?}");
         assert!(wcs.iter().all(|w| w.status == WcStatus::Success));
@@ -351,7 +376,8 @@ fn a_qp_reset_and_reconnected_sends_again() {
         assert_eq!(h.wait_completions(1, 200_000)[0].status, WcStatus::Success);
         // RESET both ends (the responder keeps its expected PSN otherwise) and connect again.
         drop(qb);
-        qa.modify(&rnic::QpAttr { qp_state: rnic::QpState::Reset, ..Default::default() }, rnic::QpAttrMask::STATE).unwrap();
+        qa.modify(&rnic::QpAttr { qp_state: rnic::QpState::Reset, ..Default::default() }, rnic::QpAttrMask::STATE)
+            .unwrap();
         let mut qb = h.pb.create_qp(&h.cb).build().unwrap();
         let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
         qa.connect(&eb).unwrap();
@@ -379,8 +405,11 @@ fn a_stale_rkey_of_a_reregistered_slot_is_refused() {
         assert_eq!(new_mr.rkey() >> 8, stale >> 8, "the slot is reused");
         assert_ne!(new_mr.rkey(), stale, "with a new tag");
         let (mut qa, _qb) = h.qps(Mtu::Mtu1024, false);
-        qa.post_send_one(SendWr::rdma_write(1, src_mr.sge(0..64).unwrap(), rnic::RemoteAddr { addr: new_mr.addr(), rkey: stale }).signaled(true))
-            .unwrap();
+        qa.post_send_one(
+            SendWr::rdma_write(1, src_mr.sge(0..64).unwrap(), rnic::RemoteAddr { addr: new_mr.addr(), rkey: stale })
+                .signaled(true),
+        )
+        .unwrap();
         assert!(h.wait_counter(&h.b, counter::DROP_KEY, 1, 200_000), "drop_key did not count the stale key");
         h.settle(20_000);
         let mut wcs = [WorkCompletion::default(); 2];
@@ -407,7 +436,10 @@ fn wqes_after_a_local_error_are_flushed() {
         let good = SendWr::rdma_write(2, src_mr.sge(0..64).unwrap(), remote.at(64)).signaled(true);
         qa.post_send(&[bad, good]).unwrap();
         let wcs = h.wait_completions(2, 200_000);
-        assert_eq!(wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::LocProtErr), (2, WcStatus::WrFlushErr)]);
+        assert_eq!(
+            wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            vec![(1, WcStatus::LocProtErr), (2, WcStatus::WrFlushErr)]
+        );
         assert!(dst_mr.to_vec().iter().all(|&b| b == GUARD), "a flushed WQE wrote the target");
     }
 }
@@ -424,11 +456,19 @@ fn wqes_after_a_remote_access_error_are_flushed() {
         let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
         let (mut qa, qb) = h.qps(Mtu::Mtu1024, false);
         let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
-        let bad = SendWr::rdma_write(1, src_mr.sge(0..64).unwrap(), rnic::RemoteAddr { addr: remote.addr, rkey: remote.rkey ^ 0x80 }).signaled(true);
+        let bad = SendWr::rdma_write(
+            1,
+            src_mr.sge(0..64).unwrap(),
+            rnic::RemoteAddr { addr: remote.addr, rkey: remote.rkey ^ 0x80 },
+        )
+        .signaled(true);
         let good = SendWr::rdma_write(2, src_mr.sge(0..64).unwrap(), remote.at(64)).signaled(true);
         qa.post_send(&[bad, good]).unwrap();
         let wcs = h.wait_completions(2, 400_000);
-        assert_eq!(wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)]);
+        assert_eq!(
+            wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            vec![(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)]
+        );
     }
 }
 
@@ -450,7 +490,8 @@ fn byte_counters_match_the_capture() {
         let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
         let (mut qa, _qb) = h.qps(Mtu::Mtu1024, true);
         for (i, len) in [50_001usize, 1, 0, 777].into_iter().enumerate() {
-            qa.post_send_one(SendWr::rdma_write(i as u64, src_mr.sge(0..len).unwrap(), dst_mr.remote_addr(0).unwrap())).unwrap();
+            qa.post_send_one(SendWr::rdma_write(i as u64, src_mr.sge(0..len).unwrap(), dst_mr.remote_addr(0).unwrap()))
+                .unwrap();
             assert_eq!(h.wait_completions(1, budget(len))[0].status, WcStatus::Success);
         }
         h.settle(2_000);

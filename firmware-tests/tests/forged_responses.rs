@@ -19,10 +19,7 @@ mod common;
 
 use common::carried::{psn_le, serial_max, Carried, Carrier, Dir, FnCarrier, Frame, PassThrough};
 use common::pattern;
-use rnic::{
-    AccessFlags, ConnectOptions, MemoryRegion, Mtu, QueuePair, RecvWr, RemoteBuffer, SendWr,
-    WcStatus,
-};
+use rnic::{AccessFlags, ConnectOptions, MemoryRegion, Mtu, QueuePair, RecvWr, RemoteBuffer, SendWr, WcStatus};
 use rnic_sim::SimConfig;
 
 /// Every local byte no SGE covers.
@@ -55,18 +52,8 @@ fn named_pair<'a>(
     timeout: u8,
     bmem: &MemoryRegion<'_>,
 ) -> (QueuePair<'a>, QueuePair<'a>, RemoteBuffer) {
-    let mut qa =
-        h.pa.create_qp(&h.ca)
-            .set_max_send_wr(32)
-            .set_sq_sig_all(true)
-            .build()
-            .unwrap();
-    let mut qb =
-        h.pb.create_qp(&h.cb)
-            .set_max_send_wr(32)
-            .set_max_recv_wr(16)
-            .build()
-            .unwrap();
+    let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(32).set_sq_sig_all(true).build().unwrap();
+    let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(32).set_max_recv_wr(16).build().unwrap();
     let o = ConnectOptions {
         path_mtu: mtu,
         access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC,
@@ -74,10 +61,7 @@ fn named_pair<'a>(
         retry_cnt: 3,
         ..ConnectOptions::default()
     };
-    let (ea, eb) = (
-        qa.endpoint().unwrap(),
-        qb.endpoint().unwrap().with_buffer(bmem),
-    );
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap().with_buffer(bmem));
     qa.connect_with(&eb, &o).unwrap();
     qb.connect_with(&ea, &o).unwrap();
     (qa, qb, eb.buffer.unwrap())
@@ -92,17 +76,10 @@ fn forged_read_response(len: usize, mtu: Mtu, which: usize, to: u8) {
     let mut remote = pattern(len as u64, len + 64);
     let want = remote[..len].to_vec();
     let mut loc = vec![GUARD; len + 128];
-    let what = format!(
-        "{len}-byte READ at MTU {}: response {which} relabeled {to:#04x} with forged bytes",
-        mtu.bytes()
-    );
+    let what =
+        format!("{len}-byte READ at MTU {}: response {which} relabeled {to:#04x} with forged bytes", mtu.bytes());
     {
-        let rmr =
-            h.pb.register(
-                &mut remote,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ,
-            )
-            .unwrap();
+        let rmr = h.pb.register(&mut remote, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ).unwrap();
         let lmr = h.pa.register(&mut loc, AccessFlags::LOCAL_WRITE).unwrap();
         let (mut qa, _qb, rb) = named_pair(&h, mtu, 4, &rmr);
         let qpn = qa.qp_num();
@@ -118,12 +95,7 @@ fn forged_read_response(len: usize, mtu: Mtu, which: usize, to: u8) {
             vec![f]
         });
         let c0 = h.a.counters().unwrap();
-        qa.post_send_one(SendWr::rdma_read(
-            1,
-            lmr.sge(64..64 + len).unwrap(),
-            rb.at(0),
-        ))
-        .unwrap();
+        qa.post_send_one(SendWr::rdma_read(1, lmr.sge(64..64 + len).unwrap(), rb.at(0))).unwrap();
         let w = h.wait(&h.ca, 1, 400_000, &mut c, &what)[0];
         let c1 = h.a.counters().unwrap();
         requests += common::delta(&c1, &c0, rnic_contract::regs::counter::TX_REQUESTS);
@@ -132,22 +104,15 @@ fn forged_read_response(len: usize, mtu: Mtu, which: usize, to: u8) {
             WcStatus::BadRespErr => {}
             WcStatus::Success => {
                 if let Some(d) = common::first_difference(&l[64..64 + len], &want) {
-                    panic!(
-                        "{what}: completed SUCCESS with wrong bytes ({d})\n{}",
-                        h.diag()
-                    );
+                    panic!("{what}: completed SUCCESS with wrong bytes ({d})\n{}", h.diag());
                 }
                 assert!(requests >= 2, "{what}: completed SUCCESS without resuming the READ (1 READ REQUEST): the forged response was accepted\n{}", h.diag());
             }
-            other => panic!(
-                "{what}: completed {other:?}, expected IBV_WC_BAD_RESP_ERR or a resumed READ\n{}",
-                h.diag()
-            ),
+            other => {
+                panic!("{what}: completed {other:?}, expected IBV_WC_BAD_RESP_ERR or a resumed READ\n{}", h.diag())
+            }
         }
-        assert!(
-            l[..64].iter().chain(&l[64 + len..]).all(|&b| b == GUARD),
-            "{what}: a byte outside the SGE changed"
-        );
+        assert!(l[..64].iter().chain(&l[64 + len..]).all(|&b| b == GUARD), "{what}: a byte outside the SGE changed");
     }
 }
 
@@ -187,16 +152,12 @@ fn a_ghost_ack_beyond_the_last_psn_sent_completes_nothing() {
     {
         let smr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
         let bmr =
-            h.pb.register(
-                &mut bmem,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
-            )
-            .unwrap();
+            h.pb.register(&mut bmem, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ)
+                .unwrap();
         let rmr = h.pb.register(&mut brecv, AccessFlags::LOCAL_WRITE).unwrap();
         // A long ACK timeout (67 ms): nothing is resent while the responder's frames are held.
         let (mut qa, mut qb, rb) = named_pair(&h, Mtu::Mtu1024, 14, &bmr);
-        qb.post_recv_one(RecvWr::new(9, rmr.sge(0..4096).unwrap()))
-            .unwrap();
+        qb.post_recv_one(RecvWr::new(9, rmr.sge(0..4096).unwrap())).unwrap();
         let n = 25u64;
         let wrs: Vec<SendWr<'_>> = (0..n)
             .map(|i| {
@@ -241,27 +202,21 @@ fn a_ghost_ack_beyond_the_last_psn_sent_completes_nothing() {
                 }
             }
         }
-        let mut c = Hold {
-            qpn_a,
-            qpn_b,
-            held: Vec::new(),
-            holding: true,
-            max_sent: None,
-        };
+        let mut c = Hold { qpn_a, qpn_b, held: Vec::new(), holding: true, max_sent: None };
         h.run(20_000, &mut c);
         let sent = c.max_sent.expect("the requester sent something");
         let last = (first + n as u32 - 1) & PSN_MASK;
-        assert!(!psn_le(last, sent), "the requester sent every WR ({sent:#x}) although no ACK came: the test needs WRs it has not sent");
+        assert!(
+            !psn_le(last, sent),
+            "the requester sent every WR ({sent:#x}) although no ACK came: the test needs WRs it has not sent"
+        );
         // The ghost: a copy of a held ACK, for the SEND's PSN (never sent).
         let mut ghost = Frame::parse(c.held.first().expect("a held ACK")).unwrap();
         ghost.set_opcode(0x11);
         ghost.body.clear();
         ghost.hdr.bth.psn = last;
         ghost.aeth = Some((0x1F, 25));
-        h.world
-            .borrow_mut()
-            .inject_rx_frame(0, ghost.emit(), false)
-            .unwrap();
+        h.world.borrow_mut().inject_rx_frame(0, ghost.emit(), false).unwrap();
         let early = h.poll(&h.ca, n as usize, 20_000, &mut c);
         let sent_now = c.max_sent.unwrap();
         for w in &early {
@@ -276,13 +231,7 @@ fn a_ghost_ack_beyond_the_last_psn_sent_completes_nothing() {
         }
         c.holding = false;
         let mut all = early.clone();
-        all.extend(h.wait(
-            &h.ca,
-            n as usize - early.len(),
-            400_000,
-            &mut c,
-            "after the held frames were released",
-        ));
+        all.extend(h.wait(&h.ca, n as usize - early.len(), 400_000, &mut c, "after the held frames were released"));
         assert_eq!(
             all.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
             (1..=n).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>(),
@@ -290,10 +239,7 @@ fn a_ghost_ack_beyond_the_last_psn_sent_completes_nothing() {
             h.diag()
         );
         let r = h.wait(&h.cb, 1, 100_000, &mut PassThrough, "the SEND's receive");
-        assert_eq!(
-            (r[0].wr_id, r[0].status, r[0].byte_len),
-            (9, WcStatus::Success, 100)
-        );
+        assert_eq!((r[0].wr_id, r[0].status, r[0].byte_len), (9, WcStatus::Success, 100));
         drop((qa, qb));
     }
 }
@@ -307,15 +253,9 @@ fn ghost_acks_with_nothing_outstanding_complete_nothing() {
     let mut bmem = vec![0u8; 4096];
     {
         let smr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
-        let bmr =
-            h.pb.register(
-                &mut bmem,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-            )
-            .unwrap();
+        let bmr = h.pb.register(&mut bmem, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
         let (mut qa, _qb, rb) = named_pair(&h, Mtu::Mtu1024, 4, &bmr);
-        qa.post_send_one(SendWr::rdma_write(1, smr.sge(0..64).unwrap(), rb.at(0)))
-            .unwrap();
+        qa.post_send_one(SendWr::rdma_write(1, smr.sge(0..64).unwrap(), rb.at(0))).unwrap();
         let mut template = None;
         let mut c = FnCarrier(|f: Frame| {
             if f.opcode() == 0x11 {
@@ -323,10 +263,7 @@ fn ghost_acks_with_nothing_outstanding_complete_nothing() {
             }
             vec![f]
         });
-        assert_eq!(
-            h.wait(&h.ca, 1, 100_000, &mut c, "the first WRITE")[0].status,
-            WcStatus::Success
-        );
+        assert_eq!(h.wait(&h.ca, 1, 100_000, &mut c, "the first WRITE")[0].status, WcStatus::Success);
         let t = template.expect("an ACK");
         for (psn, syn) in [
             (t.psn() + 1, 0x1F),
@@ -338,28 +275,13 @@ fn ghost_acks_with_nothing_outstanding_complete_nothing() {
             let mut g = t.clone();
             g.hdr.bth.psn = psn & PSN_MASK;
             g.aeth = Some((syn, 99));
-            h.world
-                .borrow_mut()
-                .inject_rx_frame(0, g.emit(), false)
-                .unwrap();
+            h.world.borrow_mut().inject_rx_frame(0, g.emit(), false).unwrap();
         }
         let w = h.poll(&h.ca, 4, 20_000, &mut PassThrough);
         assert!(w.is_empty(), "ghost ACKs completed {w:?}\n{}", h.diag());
-        qa.post_send_one(SendWr::rdma_write(2, smr.sge(0..64).unwrap(), rb.at(64)))
-            .unwrap();
-        let w = h.wait(
-            &h.ca,
-            1,
-            100_000,
-            &mut PassThrough,
-            "a WRITE after the ghosts",
-        );
-        assert_eq!(
-            (w[0].wr_id, w[0].status),
-            (2, WcStatus::Success),
-            "{}",
-            h.diag()
-        );
+        qa.post_send_one(SendWr::rdma_write(2, smr.sge(0..64).unwrap(), rb.at(64))).unwrap();
+        let w = h.wait(&h.ca, 1, 100_000, &mut PassThrough, "a WRITE after the ghosts");
+        assert_eq!((w[0].wr_id, w[0].status), (2, WcStatus::Success), "{}", h.diag());
     }
 }
 
@@ -406,24 +328,12 @@ fn responses_of_the_wrong_kind_are_refused() {
             let w = h.wait(&h.ca, 1, 400_000, &mut c, what)[0];
             let l = lmr.to_vec();
             if w.status == WcStatus::Success {
-                let want = if read {
-                    bmr.to_vec()[64..72].to_vec()
-                } else {
-                    WORD_INIT.to_le_bytes().to_vec()
-                };
-                assert_eq!(
-                    l[64..72],
-                    want[..],
-                    "{what}: completed SUCCESS with the forged bytes\n{}",
-                    h.diag()
-                );
+                let want = if read { bmr.to_vec()[64..72].to_vec() } else { WORD_INIT.to_le_bytes().to_vec() };
+                assert_eq!(l[64..72], want[..], "{what}: completed SUCCESS with the forged bytes\n{}", h.diag());
             } else {
                 assert!(allowed_error(w.status), "{what}: {w:?}");
             }
-            assert!(
-                l[..64].iter().chain(&l[72..]).all(|&b| b == GUARD),
-                "{what}: a byte outside the SGE changed"
-            );
+            assert!(l[..64].iter().chain(&l[72..]).all(|&b| b == GUARD), "{what}: a byte outside the SGE changed");
         }
     }
 }
@@ -437,12 +347,7 @@ fn a_read_response_longer_than_the_read_writes_nothing_past_the_sge() {
     let mut loc = vec![GUARD; 4096];
     let want = remote[..1500].to_vec();
     {
-        let rmr =
-            h.pb.register(
-                &mut remote,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ,
-            )
-            .unwrap();
+        let rmr = h.pb.register(&mut remote, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ).unwrap();
         let lmr = h.pa.register(&mut loc, AccessFlags::LOCAL_WRITE).unwrap();
         let (mut qa, _qb, rb) = named_pair(&h, Mtu::Mtu1024, 4, &rmr);
         let qpn = qa.qp_num();
@@ -454,15 +359,8 @@ fn a_read_response_longer_than_the_read_writes_nothing_past_the_sge() {
             }
             vec![f]
         });
-        qa.post_send_one(SendWr::rdma_read(1, lmr.sge(100..1600).unwrap(), rb.at(0)))
-            .unwrap();
-        let w = h.wait(
-            &h.ca,
-            1,
-            400_000,
-            &mut c,
-            "a READ whose LAST is 64 bytes too long",
-        )[0];
+        qa.post_send_one(SendWr::rdma_read(1, lmr.sge(100..1600).unwrap(), rb.at(0))).unwrap();
+        let w = h.wait(&h.ca, 1, 400_000, &mut c, "a READ whose LAST is 64 bytes too long")[0];
         let l = lmr.to_vec();
         assert!(
             l[..100].iter().chain(&l[1600..]).all(|&b| b == GUARD),
@@ -490,16 +388,10 @@ fn a_ghost_ack_for_a_message_still_being_sent_completes_nothing() {
     let mut brecv = vec![0u8; 256];
     {
         let smr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
-        let bmr =
-            h.pb.register(
-                &mut bmem,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-            )
-            .unwrap();
+        let bmr = h.pb.register(&mut bmem, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
         let rmr = h.pb.register(&mut brecv, AccessFlags::LOCAL_WRITE).unwrap();
         let (mut qa, mut qb, rb) = named_pair(&h, Mtu::Mtu256, 14, &bmr);
-        qb.post_recv_one(RecvWr::new(7, rmr.sge(0..256).unwrap()))
-            .unwrap();
+        qb.post_recv_one(RecvWr::new(7, rmr.sge(0..256).unwrap())).unwrap();
         // A first WRITE, for a template of the responder's ACK.
         let mut template = None;
         let mut c = FnCarrier(|f: Frame| {
@@ -508,12 +400,8 @@ fn a_ghost_ack_for_a_message_still_being_sent_completes_nothing() {
             }
             vec![f]
         });
-        qa.post_send_one(SendWr::rdma_write(1, smr.sge(0..64).unwrap(), rb.at(0)))
-            .unwrap();
-        assert_eq!(
-            h.wait(&h.ca, 1, 100_000, &mut c, "the first WRITE")[0].status,
-            WcStatus::Success
-        );
+        qa.post_send_one(SendWr::rdma_write(1, smr.sge(0..64).unwrap(), rb.at(0))).unwrap();
+        assert_eq!(h.wait(&h.ca, 1, 100_000, &mut c, "the first WRITE")[0].status, WcStatus::Success);
         let mut ghost = template.expect("an ACK");
         let first = (ghost.psn() + 1) & PSN_MASK;
         let send_psn = (first + (LEN / 256) as u32) & PSN_MASK;
@@ -541,11 +429,7 @@ fn a_ghost_ack_for_a_message_still_being_sent_completes_nothing() {
                 }
             }
         }
-        let mut c = Watch {
-            qpn_b: qb.qp_num(),
-            max_sent: None,
-            ghost: Some(ghost),
-        };
+        let mut c = Watch { qpn_b: qb.qp_num(), max_sent: None, ghost: Some(ghost) };
         qa.post_send(&[
             SendWr::rdma_write(2, smr.sge(0..LEN).unwrap(), rb.at(0)),
             SendWr::send(3, smr.sge(0..100).unwrap()),
@@ -555,11 +439,7 @@ fn a_ghost_ack_for_a_message_still_being_sent_completes_nothing() {
         while got.len() < 2 {
             let w = h.poll(&h.ca, 2 - got.len(), 1_000, &mut c);
             for w in w {
-                let last = if w.wr_id == 2 {
-                    (send_psn + PSN_MASK) & PSN_MASK
-                } else {
-                    send_psn
-                };
+                let last = if w.wr_id == 2 { (send_psn + PSN_MASK) & PSN_MASK } else { send_psn };
                 assert!(
                     c.max_sent.is_some_and(|m| psn_le(last, m)),
                     "WR {} completed {:?} after a ghost ACK for PSN {send_psn:#x}, but the requester had sent only up to {:x?}\n{}",
@@ -576,10 +456,7 @@ fn a_ghost_ack_for_a_message_still_being_sent_completes_nothing() {
             got.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
             vec![(2, WcStatus::Success), (3, WcStatus::Success)]
         );
-        assert_eq!(
-            h.wait(&h.cb, 1, 100_000, &mut PassThrough, "the SEND's receive")[0].status,
-            WcStatus::Success
-        );
+        assert_eq!(h.wait(&h.cb, 1, 100_000, &mut PassThrough, "the SEND's receive")[0].status, WcStatus::Success);
         drop((qa, qb));
     }
     assert!(bmem == src, "the WRITE's bytes");

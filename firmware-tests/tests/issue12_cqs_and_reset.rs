@@ -19,8 +19,8 @@ mod common;
 
 use common::{nonzero, pattern, Hosts};
 use rnic::{
-    AccessFlags, CompletionQueue, ConnectOptions, MemoryRegion, Mtu, QpAttr, QpAttrMask, QpState,
-    QueuePair, RecvWr, RemoteAddr, SendWr, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, CompletionQueue, ConnectOptions, MemoryRegion, Mtu, QpAttr, QpAttrMask, QpState, QueuePair, RecvWr,
+    RemoteAddr, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 use rnic_contract::regs::counter;
 use rnic_sim::{FaultConfig, SimConfig};
@@ -38,18 +38,9 @@ fn opts(mtu: Mtu) -> ConnectOptions {
 
 /// An RC QP on host A completing on `cq`, connected to a new QP on host B (CQ `h.cb`, an SQ and
 /// an RQ of 8), both with `o`.
-fn pair_on<'mr>(
-    h: &Hosts,
-    cq: &CompletionQueue,
-    o: &ConnectOptions,
-) -> (QueuePair<'mr>, QueuePair<'mr>) {
+fn pair_on<'mr>(h: &Hosts, cq: &CompletionQueue, o: &ConnectOptions) -> (QueuePair<'mr>, QueuePair<'mr>) {
     let mut qa = h.pa.create_qp(cq).set_max_send_wr(16).build().unwrap();
-    let mut qb =
-        h.pb.create_qp(&h.cb)
-            .set_max_send_wr(8)
-            .set_max_recv_wr(8)
-            .build()
-            .unwrap();
+    let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(8).build().unwrap();
     let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
     qa.connect_with(&eb, o).unwrap();
     qb.connect_with(&ea, o).unwrap();
@@ -82,13 +73,7 @@ fn assert_empty(h: &Hosts, cq: &CompletionQueue, what: &str) {
     h.settle(5_000);
     let mut wcs = [WorkCompletion::default(); 4];
     let k = cq.poll(&mut wcs).unwrap();
-    assert_eq!(
-        k,
-        0,
-        "{what}: CQ {} has completions nobody asked for: {:?}",
-        cq.cqn(),
-        &wcs[..k]
-    );
+    assert_eq!(k, 0, "{what}: CQ {} has completions nobody asked for: {:?}", cq.cqn(), &wcs[..k]);
 }
 
 /// One round of [`a_multi_packet_read_completes_on_a_second_cq`]: 3 signaled WRITEs on `q1`
@@ -107,93 +92,47 @@ fn second_cq_round<'a>(
     rb: &rnic::RemoteBuffer,
     expect_remote: &[u8],
 ) {
-    let what = format!(
-        "round {round} (CQ A = {}, CQ B = {})",
-        cq_a.cqn(),
-        cq_b.cqn()
-    );
+    let what = format!("round {round} (CQ A = {}, CQ B = {})", cq_a.cqn(), cq_b.cqn());
     let wr_at = |i: u64| rb.at(32 * 1024 + i * 512);
     let base = round * 100;
     let off = round as usize * 16 * 1024;
     let ws: Vec<SendWr<'_>> = (0..3)
-        .map(|i| {
-            SendWr::rdma_write(base + i, src_mr.sge(0..512).unwrap(), wr_at(round * 8 + i))
-                .signaled(true)
-        })
+        .map(|i| SendWr::rdma_write(base + i, src_mr.sge(0..512).unwrap(), wr_at(round * 8 + i)).signaled(true))
         .collect();
     q1.post_send(&ws).unwrap();
     let a = take(h, cq_a, 3, 300_000, &what);
     assert_eq!(
         a.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
-        (0..3)
-            .map(|i| (base + i, WcStatus::Success))
-            .collect::<Vec<_>>(),
+        (0..3).map(|i| (base + i, WcStatus::Success)).collect::<Vec<_>>(),
         "{what}"
     );
     q2.post_send_one(
-        SendWr::rdma_read(
-            base + 10,
-            local_mr.sge(off..off + 3000).unwrap(),
-            rb.at(off as u64),
-        )
-        .signaled(true),
+        SendWr::rdma_read(base + 10, local_mr.sge(off..off + 3000).unwrap(), rb.at(off as u64)).signaled(true),
     )
     .unwrap();
-    let b = take(
-        h,
-        cq_b,
-        1,
-        300_000,
-        &format!("{what}: the 3,000-byte READ on CQ B after 3 CQEs on CQ A"),
-    );
+    let b = take(h, cq_b, 1, 300_000, &format!("{what}: the 3,000-byte READ on CQ B after 3 CQEs on CQ A"));
     assert_eq!(
-        (
-            b[0].wr_id,
-            b[0].status,
-            b[0].opcode,
-            b[0].byte_len,
-            b[0].qp_num
-        ),
-        (
-            base + 10,
-            WcStatus::Success,
-            WcOpcode::RdmaRead,
-            3000,
-            q2.qp_num()
-        ),
+        (b[0].wr_id, b[0].status, b[0].opcode, b[0].byte_len, b[0].qp_num),
+        (base + 10, WcStatus::Success, WcOpcode::RdmaRead, 3000, q2.qp_num()),
         "{what}: {b:?}"
     );
     // Later CQEs of B, interleaved with CQEs on A.
     q2.post_send(&[
-        SendWr::rdma_write(base + 11, src_mr.sge(0..100).unwrap(), wr_at(round * 8 + 3))
+        SendWr::rdma_write(base + 11, src_mr.sge(0..100).unwrap(), wr_at(round * 8 + 3)).signaled(true),
+        SendWr::rdma_read(base + 12, local_mr.sge(off + 4096..off + 4096 + 5000).unwrap(), rb.at((off + 4096) as u64))
             .signaled(true),
-        SendWr::rdma_read(
-            base + 12,
-            local_mr.sge(off + 4096..off + 4096 + 5000).unwrap(),
-            rb.at((off + 4096) as u64),
-        )
-        .signaled(true),
     ])
     .unwrap();
-    q1.post_send_one(
-        SendWr::rdma_write(base + 3, src_mr.sge(0..64).unwrap(), wr_at(round * 8 + 4))
-            .signaled(true),
-    )
-    .unwrap();
+    q1.post_send_one(SendWr::rdma_write(base + 3, src_mr.sge(0..64).unwrap(), wr_at(round * 8 + 4)).signaled(true))
+        .unwrap();
     q2.post_send_one(
-        SendWr::rdma_read(
-            base + 13,
-            local_mr.sge(off + 12_000..off + 12_100).unwrap(),
-            rb.at((off + 12_000) as u64),
-        )
-        .signaled(true),
+        SendWr::rdma_read(base + 13, local_mr.sge(off + 12_000..off + 12_100).unwrap(), rb.at((off + 12_000) as u64))
+            .signaled(true),
     )
     .unwrap();
     let b = take(h, cq_b, 3, 400_000, &format!("{what}: later CQEs of B"));
     assert_eq!(
-        b.iter()
-            .map(|w| (w.wr_id, w.status, w.opcode))
-            .collect::<Vec<_>>(),
+        b.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect::<Vec<_>>(),
         vec![
             (base + 11, WcStatus::Success, WcOpcode::RdmaWrite),
             (base + 12, WcStatus::Success, WcOpcode::RdmaRead),
@@ -202,18 +141,12 @@ fn second_cq_round<'a>(
         "{what}"
     );
     let a = take(h, cq_a, 1, 300_000, &what);
-    assert_eq!(
-        (a[0].wr_id, a[0].status),
-        (base + 3, WcStatus::Success),
-        "{what}"
-    );
+    assert_eq!((a[0].wr_id, a[0].status), (base + 3, WcStatus::Success), "{what}");
     assert_empty(h, cq_a, &what);
     assert_empty(h, cq_b, &what);
     let l = local_mr.to_vec();
     for (start, len) in [(off, 3000), (off + 4096, 5000), (off + 12_000, 100)] {
-        if let Some(d) =
-            common::first_difference(&l[start..start + len], &expect_remote[start..start + len])
-        {
+        if let Some(d) = common::first_difference(&l[start..start + len], &expect_remote[start..start + len]) {
             panic!("{what}: READ at +{start}: {d}");
         }
     }
@@ -233,54 +166,26 @@ fn a_multi_packet_read_completes_on_a_second_cq() {
     let expect_remote = remote.clone();
     {
         let remote_mr =
-            h.pb.register(
-                &mut remote,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
-            )
-            .unwrap();
+            h.pb.register(&mut remote, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE)
+                .unwrap();
         let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
         let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
         let cq_a = h.a.create_cq(64).unwrap();
         let o = opts(Mtu::Mtu1024);
         let (mut q1, q1b) = pair_on(&h, &cq_a, &o);
-        let rb = q1b
-            .endpoint()
-            .unwrap()
-            .with_buffer(&remote_mr)
-            .buffer
-            .unwrap();
+        let rb = q1b.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
         let cq_b = h.a.create_cq(64).unwrap();
         let cqn_b = cq_b.cqn();
         {
             let (mut q2, _q2b) = pair_on(&h, &cq_b, &o);
-            second_cq_round(
-                &h,
-                0,
-                (&cq_a, &cq_b),
-                &mut q1,
-                &mut q2,
-                &src_mr,
-                &local_mr,
-                &rb,
-                &expect_remote,
-            );
+            second_cq_round(&h, 0, (&cq_a, &cq_b), &mut q1, &mut q2, &src_mr, &local_mr, &rb, &expect_remote);
         }
         drop(cq_b);
         // CQ B again, with the same number: its producer index starts from 0 again.
         let cq_b = h.a.create_cq(64).unwrap();
         assert_eq!(cq_b.cqn(), cqn_b, "the driver reuses the CQ number");
         let (mut q2, _q2b) = pair_on(&h, &cq_b, &o);
-        second_cq_round(
-            &h,
-            1,
-            (&cq_a, &cq_b),
-            &mut q1,
-            &mut q2,
-            &src_mr,
-            &local_mr,
-            &rb,
-            &expect_remote,
-        );
+        second_cq_round(&h, 1, (&cq_a, &cq_b), &mut q1, &mut q2, &src_mr, &local_mr, &rb, &expect_remote);
     }
     let read = |i: usize| {
         (0..2).any(|r| {
@@ -308,37 +213,21 @@ fn multi_packet_reads_alternating_over_four_cqs_each_complete_on_their_cq() {
     let mut local = vec![GUARD; 64 * 1024];
     let expect = remote.clone();
     {
-        let remote_mr =
-            h.pb.register(&mut remote, AccessFlags::REMOTE_READ)
-                .unwrap();
+        let remote_mr = h.pb.register(&mut remote, AccessFlags::REMOTE_READ).unwrap();
         let local_mr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
         let cqs: Vec<CompletionQueue> = (0..4).map(|_| h.a.create_cq(32).unwrap()).collect();
         let o = opts(Mtu::Mtu256);
-        let mut pairs: Vec<(QueuePair<'_>, QueuePair<'_>)> =
-            cqs.iter().map(|cq| pair_on(&h, cq, &o)).collect();
-        let rb = pairs[0]
-            .1
-            .endpoint()
-            .unwrap()
-            .with_buffer(&remote_mr)
-            .buffer
-            .unwrap();
+        let mut pairs: Vec<(QueuePair<'_>, QueuePair<'_>)> = cqs.iter().map(|cq| pair_on(&h, cq, &o)).collect();
+        let rb = pairs[0].1.endpoint().unwrap().with_buffer(&remote_mr).buffer.unwrap();
         for i in 0..24u64 {
             let k = (i % 4) as usize;
             let (off, len) = (i as usize * 2048, 257 + 61 * i as usize);
             let (qa, _) = &mut pairs[k];
             qa.post_send_one(
-                SendWr::rdma_read(i, local_mr.sge(off..off + len).unwrap(), rb.at(off as u64))
-                    .signaled(true),
+                SendWr::rdma_read(i, local_mr.sge(off..off + len).unwrap(), rb.at(off as u64)).signaled(true),
             )
             .unwrap();
-            let w = take(
-                &h,
-                &cqs[k],
-                1,
-                300_000,
-                &format!("READ {i} ({len} B) on CQ {}", cqs[k].cqn()),
-            );
+            let w = take(&h, &cqs[k], 1, 300_000, &format!("READ {i} ({len} B) on CQ {}", cqs[k].cqn()));
             assert_eq!(
                 (w[0].wr_id, w[0].status, w[0].byte_len, w[0].qp_num),
                 (i, WcStatus::Success, len as u32, qa.qp_num()),
@@ -352,10 +241,7 @@ fn multi_packet_reads_alternating_over_four_cqs_each_complete_on_their_cq() {
     for i in 0..24usize {
         let (off, len) = (i * 2048, 257 + 61 * i);
         assert_eq!(local[off..off + len], expect[off..off + len], "READ {i}");
-        assert!(
-            local[off + len..(i + 1) * 2048].iter().all(|&b| b == GUARD),
-            "READ {i} wrote past its SGE"
-        );
+        assert!(local[off + len..(i + 1) * 2048].iter().all(|&b| b == GUARD), "READ {i} wrote past its SGE");
     }
 }
 
@@ -367,10 +253,7 @@ fn multi_packet_reads_alternating_over_four_cqs_each_complete_on_their_cq() {
 fn an_rnr_wait_armed_before_reset_does_not_hold_the_next_connections_ack_timer() {
     // NIC 1 sends the RNR NAK (frame 0), then the WRITE's ACK (frame 1): that one is lost.
     let h = Hosts::new(SimConfig {
-        faults: FaultConfig {
-            drop_frames: vec![(1, 1)],
-            ..FaultConfig::default()
-        },
+        faults: FaultConfig { drop_frames: vec![(1, 1)], ..FaultConfig::default() },
         ..SimConfig::default()
     });
     let mut src = pattern(1, 256);
@@ -378,85 +261,31 @@ fn an_rnr_wait_armed_before_reset_does_not_hold_the_next_connections_ack_timer()
     let mut dst = vec![GUARD; 256];
     {
         let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
-        let dst_mr =
-            h.pb.register(
-                &mut dst,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-            )
-            .unwrap();
-        let o = ConnectOptions {
-            timeout: 5,
-            min_rnr_timer: 0,
-            ..opts(Mtu::Mtu1024)
-        };
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let o = ConnectOptions { timeout: 5, min_rnr_timer: 0, ..opts(Mtu::Mtu1024) };
         let (mut qa, mut qb) = pair_on(&h, &h.ca, &o);
         // No receive posted at B: the SEND draws an RNR NAK with timer code 0.
-        qa.post_send_one(SendWr::send(1, src_mr.sge(0..64).unwrap()).signaled(true))
-            .unwrap();
-        assert!(
-            h.wait_counter(&h.a, counter::RX_RNR_NAKS, 1, 100_000),
-            "no RNR NAK\n{}",
-            h.diag()
-        );
-        qa.modify(
-            &QpAttr {
-                qp_state: QpState::Err,
-                ..QpAttr::default()
-            },
-            QpAttrMask::STATE,
-        )
-        .unwrap();
+        qa.post_send_one(SendWr::send(1, src_mr.sge(0..64).unwrap()).signaled(true)).unwrap();
+        assert!(h.wait_counter(&h.a, counter::RX_RNR_NAKS, 1, 100_000), "no RNR NAK\n{}", h.diag());
+        qa.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
         let f = take(&h, &h.ca, 1, 100_000, "the flushed SEND");
-        assert_eq!(
-            (f[0].wr_id, f[0].status),
-            (1, WcStatus::WrFlushErr),
-            "{f:?}"
-        );
+        assert_eq!((f[0].wr_id, f[0].status), (1, WcStatus::WrFlushErr), "{f:?}");
         for q in [&mut qa, &mut qb] {
-            q.modify(
-                &QpAttr {
-                    qp_state: QpState::Reset,
-                    ..QpAttr::default()
-                },
-                QpAttrMask::STATE,
-            )
-            .unwrap();
+            q.modify(&QpAttr { qp_state: QpState::Reset, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
         }
-        let (ea, eb) = (
-            qa.endpoint().unwrap(),
-            qb.endpoint().unwrap().with_buffer(&dst_mr),
-        );
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap().with_buffer(&dst_mr));
         qa.connect_with(&eb, &o).unwrap();
         qb.connect_with(&ea, &o).unwrap();
         let c0 = h.a.counters().unwrap();
         let t0 = h.world.borrow().cycles();
-        qa.post_send_one(
-            SendWr::rdma_write(2, src_mr.sge(0..200).unwrap(), eb.buffer.unwrap().at(0))
-                .signaled(true),
-        )
-        .unwrap();
-        let w = take(
-            &h,
-            &h.ca,
-            1,
-            200_000,
-            "the WRITE whose first ACK was lost (resent by the ACK timeout?)",
-        );
+        qa.post_send_one(SendWr::rdma_write(2, src_mr.sge(0..200).unwrap(), eb.buffer.unwrap().at(0)).signaled(true))
+            .unwrap();
+        let w = take(&h, &h.ca, 1, 200_000, "the WRITE whose first ACK was lost (resent by the ACK timeout?)");
         assert_eq!((w[0].wr_id, w[0].status), (2, WcStatus::Success), "{w:?}");
         let took = h.world.borrow().cycles() - t0;
         let c1 = h.a.counters().unwrap();
-        assert_eq!(
-            common::delta(&c1, &c0, counter::TIMEOUTS),
-            1,
-            "one local ACK timeout: {:?}",
-            nonzero(&c1)
-        );
-        assert_eq!(
-            common::delta(&c1, &c0, counter::RETRANSMITS),
-            1,
-            "one resend: {:?}",
-            nonzero(&c1)
-        );
+        assert_eq!(common::delta(&c1, &c0, counter::TIMEOUTS), 1, "one local ACK timeout: {:?}", nonzero(&c1));
+        assert_eq!(common::delta(&c1, &c0, counter::RETRANSMITS), 1, "one resend: {:?}", nonzero(&c1));
         assert!(
             (32_768..32_768 + 20_000).contains(&took),
             "completed {took} cycles after the post; the ACK timeout is 32,768"
@@ -477,87 +306,36 @@ fn a_connection_after_an_rnr_wait_and_reset_carries_nothing_of_it() {
     let mut dst = vec![GUARD; 512];
     {
         let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
-        let dst_mr =
-            h.pb.register(
-                &mut dst,
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-            )
-            .unwrap();
-        let o = ConnectOptions {
-            timeout: 5,
-            min_rnr_timer: 0,
-            ..opts(Mtu::Mtu1024)
-        };
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let o = ConnectOptions { timeout: 5, min_rnr_timer: 0, ..opts(Mtu::Mtu1024) };
         let (mut qa, mut qb) = pair_on(&h, &h.ca, &o);
-        qa.post_send_one(SendWr::send(1, src_mr.sge(0..64).unwrap()).signaled(true))
-            .unwrap();
-        assert!(
-            h.wait_counter(&h.a, counter::RX_RNR_NAKS, 1, 100_000),
-            "no RNR NAK\n{}",
-            h.diag()
-        );
-        qa.modify(
-            &QpAttr {
-                qp_state: QpState::Err,
-                ..QpAttr::default()
-            },
-            QpAttrMask::STATE,
-        )
-        .unwrap();
-        assert_eq!(
-            take(&h, &h.ca, 1, 100_000, "the flushed SEND")[0].status,
-            WcStatus::WrFlushErr
-        );
+        qa.post_send_one(SendWr::send(1, src_mr.sge(0..64).unwrap()).signaled(true)).unwrap();
+        assert!(h.wait_counter(&h.a, counter::RX_RNR_NAKS, 1, 100_000), "no RNR NAK\n{}", h.diag());
+        qa.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
+        assert_eq!(take(&h, &h.ca, 1, 100_000, "the flushed SEND")[0].status, WcStatus::WrFlushErr);
         for q in [&mut qa, &mut qb] {
-            q.modify(
-                &QpAttr {
-                    qp_state: QpState::Reset,
-                    ..QpAttr::default()
-                },
-                QpAttrMask::STATE,
-            )
-            .unwrap();
+            q.modify(&QpAttr { qp_state: QpState::Reset, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
         }
-        let (ea, eb) = (
-            qa.endpoint().unwrap(),
-            qb.endpoint().unwrap().with_buffer(&dst_mr),
-        );
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap().with_buffer(&dst_mr));
         qa.connect_with(&eb, &o).unwrap();
         qb.connect_with(&ea, &o).unwrap();
-        qb.post_recv_one(RecvWr::new(7, dst_mr.sge(256..512).unwrap()))
-            .unwrap();
+        qb.post_recv_one(RecvWr::new(7, dst_mr.sge(256..512).unwrap())).unwrap();
         qa.post_send(&[
             SendWr::send(3, src_mr.sge(64..164).unwrap()).signaled(true),
-            SendWr::rdma_write(4, src_mr.sge(0..200).unwrap(), eb.buffer.unwrap().at(0))
-                .signaled(true),
+            SendWr::rdma_write(4, src_mr.sge(0..200).unwrap(), eb.buffer.unwrap().at(0)).signaled(true),
         ])
         .unwrap();
-        let w = take(
-            &h,
-            &h.ca,
-            2,
-            100_000,
-            "SEND and WRITE on the new connection",
-        );
+        let w = take(&h, &h.ca, 2, 100_000, "SEND and WRITE on the new connection");
         assert_eq!(
             w.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
             vec![(3, WcStatus::Success), (4, WcStatus::Success)]
         );
         let r = take(&h, &h.cb, 1, 100_000, "the receive");
-        assert_eq!(
-            (r[0].wr_id, r[0].status, r[0].byte_len),
-            (7, WcStatus::Success, 100),
-            "{r:?}"
-        );
+        assert_eq!((r[0].wr_id, r[0].status, r[0].byte_len), (7, WcStatus::Success, 100), "{r:?}");
         assert_empty(&h, &h.cb, "at the responder");
         assert_empty(&h, &h.ca, "at the requester");
         let (ca, cb) = h.counters();
-        assert_eq!(
-            (ca.get("timeouts"), ca.get("retransmits")),
-            (Some(0), Some(0)),
-            "{:?}",
-            nonzero(&ca)
-        );
+        assert_eq!((ca.get("timeouts"), ca.get("retransmits")), (Some(0), Some(0)), "{:?}", nonzero(&ca));
         assert_eq!(cb.get("tx_rnr_naks"), Some(1), "{:?}", nonzero(&cb));
         let d = dst_mr.to_vec();
         assert_eq!(d[..200], want[..200]);
@@ -576,27 +354,9 @@ fn writes_outside_the_remote_region_complete_rem_access_err() {
     type Aim = fn(&rnic::RemoteBuffer) -> RemoteAddr;
     let cases: [(&str, Aim, usize); 4] = [
         ("10 bytes past the end", |b| b.at(b.len - 10), 100),
-        (
-            "3,000 bytes ending one past the end",
-            |b| b.at(b.len - 2999),
-            3000,
-        ),
-        (
-            "a stale rkey (wrong tag)",
-            |b| RemoteAddr {
-                addr: b.addr,
-                rkey: b.rkey ^ 0x80,
-            },
-            512,
-        ),
-        (
-            "an unknown rkey index",
-            |b| RemoteAddr {
-                addr: b.addr,
-                rkey: (b.rkey + (17 << 8)) & 0xFFFF,
-            },
-            512,
-        ),
+        ("3,000 bytes ending one past the end", |b| b.at(b.len - 2999), 3000),
+        ("a stale rkey (wrong tag)", |b| RemoteAddr { addr: b.addr, rkey: b.rkey ^ 0x80 }, 512),
+        ("an unknown rkey index", |b| RemoteAddr { addr: b.addr, rkey: (b.rkey + (17 << 8)) & 0xFFFF }, 512),
     ];
     for (what, aim, len) in cases {
         let h = Hosts::new(SimConfig::default());
@@ -604,12 +364,7 @@ fn writes_outside_the_remote_region_complete_rem_access_err() {
         let mut dst = vec![GUARD; 4096];
         {
             let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
-            let dst_mr =
-                h.pb.register(
-                    &mut dst,
-                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-                )
-                .unwrap();
+            let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
             let (mut qa, qb) = pair_on(&h, &h.ca, &opts(Mtu::Mtu1024));
             let b = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
             qa.post_send(&[
@@ -625,16 +380,8 @@ fn writes_outside_the_remote_region_complete_rem_access_err() {
                 h.diag()
             );
             let (_, cb) = h.counters();
-            assert_eq!(
-                cb.get("drop_key"),
-                Some(1),
-                "{what}: counted once: {:?}",
-                nonzero(&cb)
-            );
-            assert!(
-                dst_mr.to_vec().iter().all(|&x| x == GUARD),
-                "{what}: the target changed"
-            );
+            assert_eq!(cb.get("drop_key"), Some(1), "{what}: counted once: {:?}", nonzero(&cb));
+            assert!(dst_mr.to_vec().iter().all(|&x| x == GUARD), "{what}: the target changed");
         }
     }
 }
@@ -656,19 +403,13 @@ fn a_write_behind_a_read_is_not_acknowledged_before_the_reads_responses() {
         let mut src = pattern(2, 4096);
         let what = format!("a {len}-byte READ then a WRITE at MTU {}", mtu.bytes());
         {
-            let rmr =
-                h.pb.register(
-                    &mut remote,
-                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
-                )
+            let rmr = h
+                .pb
+                .register(&mut remote, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE)
                 .unwrap();
             let lmr = h.pa.register(&mut local, AccessFlags::LOCAL_WRITE).unwrap();
             let smr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
-            let o = ConnectOptions {
-                max_rd_atomic: 4,
-                max_dest_rd_atomic: 4,
-                ..opts(mtu)
-            };
+            let o = ConnectOptions { max_rd_atomic: 4, max_dest_rd_atomic: 4, ..opts(mtu) };
             let (mut qa, qb) = pair_on(&h, &h.ca, &o);
             let rb = qb.endpoint().unwrap().with_buffer(&rmr).buffer.unwrap();
             qa.post_send(&[
@@ -687,11 +428,8 @@ fn a_write_behind_a_read_is_not_acknowledged_before_the_reads_responses() {
         }
         h.world.borrow_mut().finish().unwrap();
         // On the wire from B: the first ACK after the READ's first responses' last one.
-        let from_b: Vec<u8> = common::frames::read(&pcap)
-            .iter()
-            .filter(|f| matches!(f.opcode, 0x0D..=0x11))
-            .map(|f| f.opcode)
-            .collect();
+        let from_b: Vec<u8> =
+            common::frames::read(&pcap).iter().filter(|f| matches!(f.opcode, 0x0D..=0x11)).map(|f| f.opcode).collect();
         let packets = len.div_ceil(mtu.bytes() as usize);
         let ack = from_b.iter().position(|&o| o == 0x11).expect("an ACK");
         assert!(
@@ -701,11 +439,7 @@ fn a_write_behind_a_read_is_not_acknowledged_before_the_reads_responses() {
         );
         let (ca, cb) = h.counters();
         for (nic, c) in [(0, &ca), (1, &cb)] {
-            for k in [
-                counter::RETRANSMITS,
-                counter::RX_DUPLICATES,
-                counter::TIMEOUTS,
-            ] {
+            for k in [counter::RETRANSMITS, counter::RX_DUPLICATES, counter::TIMEOUTS] {
                 assert_eq!(
                     c.values[k as usize],
                     0,

@@ -23,8 +23,8 @@ mod common;
 use common::carried::{Carried, Carrier, Dir, Frame};
 use common::pattern;
 use rnic::{
-    AccessFlags, AddressVector, ConnectOptions, Endpoint, MemoryRegion, Mtu, QpAttr, QpAttrMask,
-    QpState, QueuePair, RecvWr, RemoteAddr, SendWr, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, AddressVector, ConnectOptions, Endpoint, MemoryRegion, Mtu, QpAttr, QpAttrMask, QpState, QueuePair,
+    RecvWr, RemoteAddr, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
@@ -57,10 +57,7 @@ struct Gate {
 
 impl Gate {
     fn pass() -> Self {
-        Gate {
-            rule: Box::new(|_, _| Act::Pass),
-            held: Vec::new(),
-        }
+        Gate { rule: Box::new(|_, _| Act::Pass), held: Vec::new() }
     }
     fn set(&mut self, rule: impl FnMut(Dir, &Frame) -> Act + 'static) {
         self.rule = Box::new(rule);
@@ -109,10 +106,7 @@ fn connect_psn(q: &mut QueuePair<'_>, remote: &Endpoint, sq_psn: u32, o: &Connec
         port_num: 1,
         qp_access_flags: o.access,
         path_mtu: o.path_mtu,
-        ah_attr: AddressVector {
-            dest_mac: remote.mac,
-            dest_ip: remote.ip,
-        },
+        ah_attr: AddressVector { dest_mac: remote.mac, dest_ip: remote.ip },
         dest_qp_num: remote.qpn,
         rq_psn: remote.psn,
         sq_psn,
@@ -125,51 +119,21 @@ fn connect_psn(q: &mut QueuePair<'_>, remote: &Endpoint, sq_psn: u32, o: &Connec
         ..QpAttr::default()
     };
     for (state, mask) in [
-        (
-            QpState::Init,
-            M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS,
-        ),
+        (QpState::Init, M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS),
         (
             QpState::Rtr,
-            M::STATE
-                | M::AV
-                | M::PATH_MTU
-                | M::DEST_QPN
-                | M::RQ_PSN
-                | M::MAX_DEST_RD_ATOMIC
-                | M::MIN_RNR_TIMER,
+            M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER,
         ),
-        (
-            QpState::Rts,
-            M::STATE | M::SQ_PSN | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC,
-        ),
+        (QpState::Rts, M::STATE | M::SQ_PSN | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC),
     ] {
-        q.modify(
-            &QpAttr {
-                qp_state: state,
-                ..attr
-            },
-            mask,
-        )
-        .unwrap();
+        q.modify(&QpAttr { qp_state: state, ..attr }, mask).unwrap();
     }
 }
 
 /// Connects `qa` (first PSN `psns.0`) and `qb` (`psns.1`) with `o`.
-fn connect_pair(
-    qa: &mut QueuePair<'_>,
-    qb: &mut QueuePair<'_>,
-    psns: (u32, u32),
-    o: &ConnectOptions,
-) {
-    let ea = Endpoint {
-        psn: psns.0,
-        ..qa.endpoint().unwrap()
-    };
-    let eb = Endpoint {
-        psn: psns.1,
-        ..qb.endpoint().unwrap()
-    };
+fn connect_pair(qa: &mut QueuePair<'_>, qb: &mut QueuePair<'_>, psns: (u32, u32), o: &ConnectOptions) {
+    let ea = Endpoint { psn: psns.0, ..qa.endpoint().unwrap() };
+    let eb = Endpoint { psn: psns.1, ..qb.endpoint().unwrap() };
     connect_psn(qa, &eb, psns.0, o);
     connect_psn(qb, &ea, psns.1, o);
 }
@@ -192,12 +156,7 @@ impl Bufs {
     fn new() -> Self {
         let mut bmem = pattern(21, 64 * 1024);
         bmem[WORD..WORD + 8].copy_from_slice(&WORD_INIT.to_le_bytes());
-        Bufs {
-            src: pattern(20, 64 * 1024),
-            loc: vec![GUARD; 64 * 1024],
-            bmem,
-            brecv: vec![GUARD; 16 * 1024],
-        }
+        Bufs { src: pattern(20, 64 * 1024), loc: vec![GUARD; 64 * 1024], bmem, brecv: vec![GUARD; 16 * 1024] }
     }
 }
 
@@ -210,65 +169,33 @@ struct Mrs<'a> {
 }
 
 fn register<'a>(h: &Carried, b: &'a mut Bufs) -> Mrs<'a> {
-    let all = AccessFlags::LOCAL_WRITE
-        | AccessFlags::REMOTE_WRITE
-        | AccessFlags::REMOTE_READ
-        | AccessFlags::REMOTE_ATOMIC;
+    let all =
+        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
     Mrs {
         src: h.pa.register(&mut b.src, AccessFlags::LOCAL_WRITE).unwrap(),
         loc: h.pa.register(&mut b.loc, AccessFlags::LOCAL_WRITE).unwrap(),
         bmem: h.pb.register(&mut b.bmem, all).unwrap(),
-        brecv: h
-            .pb
-            .register(&mut b.brecv, AccessFlags::LOCAL_WRITE)
-            .unwrap(),
+        brecv: h.pb.register(&mut b.brecv, AccessFlags::LOCAL_WRITE).unwrap(),
     }
 }
 
 /// A new pair: A's QP (SQ 32, all WRs signaled) and B's (SQ 8, an RQ of 16 unless
 /// `srq` is given).
-fn new_pair<'a>(
-    h: &Carried,
-    srq: Option<&rnic::SharedReceiveQueue<'a>>,
-) -> (QueuePair<'a>, QueuePair<'a>) {
-    let qa =
-        h.pa.create_qp(&h.ca)
-            .set_max_send_wr(32)
-            .set_max_send_sge(4)
-            .set_sq_sig_all(true)
-            .build()
-            .unwrap();
+fn new_pair<'a>(h: &Carried, srq: Option<&rnic::SharedReceiveQueue<'a>>) -> (QueuePair<'a>, QueuePair<'a>) {
+    let qa = h.pa.create_qp(&h.ca).set_max_send_wr(32).set_max_send_sge(4).set_sq_sig_all(true).build().unwrap();
     let qb = match srq {
-        Some(s) => {
-            h.pb.create_qp(&h.cb)
-                .set_max_send_wr(8)
-                .set_srq(s)
-                .build()
-                .unwrap()
-        }
-        None => {
-            h.pb.create_qp(&h.cb)
-                .set_max_send_wr(8)
-                .set_max_recv_wr(16)
-                .build()
-                .unwrap()
-        }
+        Some(s) => h.pb.create_qp(&h.cb).set_max_send_wr(8).set_srq(s).build().unwrap(),
+        None => h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(16).build().unwrap(),
     };
     (qa, qb)
 }
 
 fn remote(mrs: &Mrs<'_>) -> RemoteAddr {
-    RemoteAddr {
-        addr: mrs.bmem.addr(),
-        rkey: mrs.bmem.rkey(),
-    }
+    RemoteAddr { addr: mrs.bmem.addr(), rkey: mrs.bmem.rkey() }
 }
 
 fn at(r: RemoteAddr, off: usize) -> RemoteAddr {
-    RemoteAddr {
-        addr: r.addr + off as u64,
-        rkey: r.rkey,
-    }
+    RemoteAddr { addr: r.addr + off as u64, rkey: r.rkey }
 }
 
 /// Steps `cycles`, carrying frames through `g`, and returns every completion that arrived on
@@ -292,13 +219,7 @@ fn drain(h: &Carried, g: &mut Gate, cycles: u64) -> Vec<(usize, WorkCompletion)>
 /// Destroys the old pair (RESET, numbers freed), forgets the frames the old connection had in
 /// flight, lets the NICs settle, and checks that what completed meanwhile is only flushes of
 /// old WRs. Returns the freed numbers.
-fn destroy(
-    h: &Carried,
-    g: &mut Gate,
-    qa: QueuePair<'_>,
-    qb: QueuePair<'_>,
-    what: &str,
-) -> (u32, u32) {
+fn destroy(h: &Carried, g: &mut Gate, qa: QueuePair<'_>, qb: QueuePair<'_>, what: &str) -> (u32, u32) {
     let nums = (qa.qp_num(), qb.qp_num());
     drop(qa);
     drop(qb);
@@ -330,26 +251,14 @@ fn check_fresh<'a>(
     srq: Option<&rnic::SharedReceiveQueue<'a>>,
     what: &str,
 ) {
-    let what = format!(
-        "{what}: the new connection on QPs {}/{}",
-        qa.qp_num(),
-        qb.qp_num()
-    );
+    let what = format!("{what}: the new connection on QPs {}/{}", qa.qp_num(), qb.qp_num());
     let r = remote(mrs);
     let c0 = h.a.counters().unwrap();
     // Nothing happens by itself.
     let idle = drain(h, g, 2 * TIMEOUT_CYCLES);
-    assert!(
-        idle.is_empty(),
-        "{what}: completions nobody asked for: {idle:?}\n{}",
-        h.diag()
-    );
+    assert!(idle.is_empty(), "{what}: completions nobody asked for: {idle:?}\n{}", h.diag());
     let c1 = h.a.counters().unwrap();
-    for c in [
-        counter::TIMEOUTS,
-        counter::RETRANSMITS,
-        counter::TX_REQUESTS,
-    ] {
+    for c in [counter::TIMEOUTS, counter::RETRANSMITS, counter::TX_REQUESTS] {
         assert_eq!(
             common::delta(&c1, &c0, c),
             0,
@@ -374,40 +283,15 @@ fn check_fresh<'a>(
         Act::Pass
     });
     let t0 = h.now();
-    qa.post_send_one(SendWr::rdma_write(
-        1,
-        mrs.src.sge(0..300).unwrap(),
-        at(r, 0),
-    ))
-    .unwrap();
-    let w = h.wait(
-        &h.ca,
-        1,
-        TIMEOUT_CYCLES + 30_000,
-        g,
-        &format!("{what}: a WRITE whose first ACK is lost"),
-    );
+    qa.post_send_one(SendWr::rdma_write(1, mrs.src.sge(0..300).unwrap(), at(r, 0))).unwrap();
+    let w = h.wait(&h.ca, 1, TIMEOUT_CYCLES + 30_000, g, &format!("{what}: a WRITE whose first ACK is lost"));
     let took = h.now() - t0;
-    assert_eq!(
-        (w[0].wr_id, w[0].status, w[0].opcode),
-        (1, WcStatus::Success, WcOpcode::RdmaWrite),
-        "{what}"
-    );
-    assert_eq!(
-        first_psn.get(),
-        Some(NEW_PSN.0),
-        "{what}: the first request's PSN"
-    );
-    assert!(
-        took >= TIMEOUT_CYCLES - 512,
-        "{what}: the WRITE completed after {took} cycles, before the ACK timeout"
-    );
+    assert_eq!((w[0].wr_id, w[0].status, w[0].opcode), (1, WcStatus::Success, WcOpcode::RdmaWrite), "{what}");
+    assert_eq!(first_psn.get(), Some(NEW_PSN.0), "{what}: the first request's PSN");
+    assert!(took >= TIMEOUT_CYCLES - 512, "{what}: the WRITE completed after {took} cycles, before the ACK timeout");
     let c2 = h.a.counters().unwrap();
     assert_eq!(
-        (
-            common::delta(&c2, &c1, counter::TIMEOUTS),
-            common::delta(&c2, &c1, counter::RETRANSMITS)
-        ),
+        (common::delta(&c2, &c1, counter::TIMEOUTS), common::delta(&c2, &c1, counter::RETRANSMITS)),
         (1, 1),
         "{what}: one timeout, one resend\n{}",
         h.diag()
@@ -422,27 +306,16 @@ fn check_fresh<'a>(
     let word = u64::from_le_bytes(mrs.bmem.to_vec()[WORD..WORD + 8].try_into().unwrap());
     qa.post_send(&[
         SendWr::send(2, mrs.src.sge(1000..1100).unwrap()),
-        SendWr::rdma_read(
-            3,
-            mrs.loc.sge(32_768..32_768 + 1000).unwrap(),
-            at(r, 20_000),
-        )
-        .with_sg_list(&[
-            mrs.loc.sge(32_768..32_768 + 1000).unwrap(),
-            mrs.loc.sge(34_000..34_000 + 1500).unwrap(),
-        ])
-        .unwrap(),
+        SendWr::rdma_read(3, mrs.loc.sge(32_768..32_768 + 1000).unwrap(), at(r, 20_000))
+            .with_sg_list(&[mrs.loc.sge(32_768..32_768 + 1000).unwrap(), mrs.loc.sge(34_000..34_000 + 1500).unwrap()])
+            .unwrap(),
         SendWr::atomic_fetch_and_add(4, mrs.loc.sge(40_000..40_008).unwrap(), at(r, WORD), 3),
     ])
     .unwrap();
     let w = h.wait(&h.ca, 3, 200_000, g, &what);
     assert_eq!(
         w.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
-        vec![
-            (2, WcStatus::Success),
-            (3, WcStatus::Success),
-            (4, WcStatus::Success)
-        ],
+        vec![(2, WcStatus::Success), (3, WcStatus::Success), (4, WcStatus::Success)],
         "{what}\n{}",
         h.diag()
     );
@@ -455,35 +328,20 @@ fn check_fresh<'a>(
     let (loc, bmem, brecv) = (mrs.loc.to_vec(), mrs.bmem.to_vec(), mrs.brecv.to_vec());
     let src = mrs.src.to_vec();
     assert!(bmem[..300] == src[..300], "{what}: the WRITE's bytes");
-    assert!(
-        brecv[8192..8292] == src[1000..1100],
-        "{what}: the SEND's bytes"
-    );
+    assert!(brecv[8192..8292] == src[1000..1100], "{what}: the SEND's bytes");
     assert!(
         loc[32_768..33_768] == bmem[20_000..21_000] && loc[34_000..35_500] == bmem[21_000..22_500],
         "{what}: the READ's bytes"
     );
-    assert_eq!(
-        u64::from_le_bytes(loc[40_000..40_008].try_into().unwrap()),
-        word,
-        "{what}: the atomic's original"
-    );
+    assert_eq!(u64::from_le_bytes(loc[40_000..40_008].try_into().unwrap()), word, "{what}: the atomic's original");
     assert_eq!(
         u64::from_le_bytes(bmem[WORD..WORD + 8].try_into().unwrap()),
         word.wrapping_add(3),
         "{what}: the word after the atomic"
     );
     let extra = drain(h, g, 10_000);
-    assert!(
-        extra.is_empty(),
-        "{what}: completions nobody asked for: {extra:?}\n{}",
-        h.diag()
-    );
-    assert_eq!(
-        (qa.stray_completions(), qb.stray_completions()),
-        (0, 0),
-        "{what}"
-    );
+    assert!(extra.is_empty(), "{what}: completions nobody asked for: {extra:?}\n{}", h.diag());
+    assert_eq!((qa.stray_completions(), qb.stray_completions()), (0, 0), "{what}");
 }
 
 /// Runs one reuse scenario: `pending` sets up the old connection's state (and may return the
@@ -509,21 +367,10 @@ fn reuse(
     let loc_before = mrs.loc.to_vec();
     let nums = destroy(&h, &mut g, qa, qb, what);
     let (mut qa, mut qb) = new_pair(&h, None);
-    assert_eq!(
-        (qa.qp_num(), qb.qp_num()),
-        nums,
-        "{what}: the driver reuses the QP numbers"
-    );
+    assert_eq!((qa.qp_num(), qb.qp_num()), nums, "{what}: the driver reuses the QP numbers");
     connect_pair(&mut qa, &mut qb, NEW_PSN, &opts());
     check_fresh(&h, &mut g, &mut qa, &mut qb, &mrs, None, what);
-    let dma = h
-        .world
-        .borrow()
-        .stats()
-        .nics
-        .iter()
-        .map(|n| n.dma.errors)
-        .sum::<u64>();
+    let dma = h.world.borrow().stats().nics.iter().map(|n| n.dma.errors).sum::<u64>();
     assert_eq!(
         dma,
         0,
@@ -548,40 +395,17 @@ fn until(h: &Carried, g: &mut Gate, nic: usize, c: u16, n: u32, what: &str) {
         }
         h.run(256, g);
     }
-    panic!(
-        "{what}: {} of NIC {nic} did not reach {n}\n{}",
-        counter::NAMES[c as usize],
-        h.diag()
-    );
+    panic!("{what}: {} of NIC {nic} did not reach {n}\n{}", counter::NAMES[c as usize], h.diag());
 }
 
 #[test]
 fn after_an_rnr_wait() {
     reuse("RNR wait (timer code 0) armed", |h, g, qa, qb, mrs| {
         // B's RNR NAKs carry timer code 0 (655.36 ms): B is reconnected with min_rnr_timer 0.
-        qb.modify(
-            &QpAttr {
-                qp_state: QpState::Reset,
-                ..QpAttr::default()
-            },
-            QpAttrMask::STATE,
-        )
-        .unwrap();
-        let ea = Endpoint {
-            psn: OLD_PSN.0,
-            ..qa.endpoint().unwrap()
-        };
-        connect_psn(
-            qb,
-            &ea,
-            OLD_PSN.1,
-            &ConnectOptions {
-                min_rnr_timer: 0,
-                ..opts()
-            },
-        );
-        qa.post_send_one(SendWr::send(9, mrs.src.sge(0..77).unwrap()))
-            .unwrap();
+        qb.modify(&QpAttr { qp_state: QpState::Reset, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
+        let ea = Endpoint { psn: OLD_PSN.0, ..qa.endpoint().unwrap() };
+        connect_psn(qb, &ea, OLD_PSN.1, &ConnectOptions { min_rnr_timer: 0, ..opts() });
+        qa.post_send_one(SendWr::send(9, mrs.src.sge(0..77).unwrap())).unwrap();
         until(h, g, 0, counter::RX_RNR_NAKS, 1, "RNR NAK");
         None
     });
@@ -591,12 +415,7 @@ fn after_an_rnr_wait() {
 fn after_an_ack_timer_was_started() {
     reuse("ACK timer running", |h, g, qa, _qb, mrs| {
         g.set(|dir, _| if dir == 1 { Act::Drop } else { Act::Pass });
-        qa.post_send_one(SendWr::rdma_write(
-            9,
-            mrs.src.sge(0..500).unwrap(),
-            at(remote(mrs), 4096),
-        ))
-        .unwrap();
+        qa.post_send_one(SendWr::rdma_write(9, mrs.src.sge(0..500).unwrap(), at(remote(mrs), 4096))).unwrap();
         until(h, g, 1, counter::TX_ACKS, 1, "the WRITE's ACK (lost)");
         None
     });
@@ -605,61 +424,47 @@ fn after_an_ack_timer_was_started() {
 #[test]
 fn after_a_read_partly_answered() {
     for sges in [1, 3] {
-        reuse(
-            &format!("READ outstanding, 1 of 4 responses delivered, {sges} SGE(s)"),
-            |h, g, qa, _qb, mrs| {
-                let mut n = 0;
-                g.set(move |dir, f| {
-                    if dir == 1 && (0x0D..=0x10).contains(&f.opcode()) {
-                        n += 1;
-                        if n > 1 {
-                            return Act::Hold;
-                        }
+        reuse(&format!("READ outstanding, 1 of 4 responses delivered, {sges} SGE(s)"), |h, g, qa, _qb, mrs| {
+            let mut n = 0;
+            g.set(move |dir, f| {
+                if dir == 1 && (0x0D..=0x10).contains(&f.opcode()) {
+                    n += 1;
+                    if n > 1 {
+                        return Act::Hold;
                     }
-                    Act::Pass
-                });
-                let list: Vec<_> = match sges {
-                    1 => vec![mrs.loc.sge(0..4000).unwrap()],
-                    _ => vec![
-                        mrs.loc.sge(0..1500).unwrap(),
-                        mrs.loc.sge(1600..3100).unwrap(),
-                        mrs.loc.sge(3200..4200).unwrap(),
-                    ],
-                };
-                qa.post_send_one(
-                    SendWr::rdma_read(9, list[0], at(remote(mrs), 8192))
-                        .with_sg_list(&list)
-                        .unwrap(),
-                )
+                }
+                Act::Pass
+            });
+            let list: Vec<_> = match sges {
+                1 => vec![mrs.loc.sge(0..4000).unwrap()],
+                _ => vec![
+                    mrs.loc.sge(0..1500).unwrap(),
+                    mrs.loc.sge(1600..3100).unwrap(),
+                    mrs.loc.sge(3200..4200).unwrap(),
+                ],
+            };
+            qa.post_send_one(SendWr::rdma_read(9, list[0], at(remote(mrs), 8192)).with_sg_list(&list).unwrap())
                 .unwrap();
-                until(h, g, 0, counter::RX_ROCE_OK, 1, "the first READ response");
-                Some(0..4200)
-            },
-        );
+            until(h, g, 0, counter::RX_ROCE_OK, 1, "the first READ response");
+            Some(0..4200)
+        });
     }
 }
 
 #[test]
 fn after_reads_outstanding_unanswered() {
-    reuse(
-        "4 READs outstanding, none answered",
-        |h, g, qa, _qb, mrs| {
-            g.set(|dir, _| if dir == 1 { Act::Hold } else { Act::Pass });
-            let wrs: Vec<_> = (0..4)
-                .map(|i| {
-                    SendWr::rdma_read(
-                        9 + i as u64,
-                        mrs.loc.sge(i * 2048..i * 2048 + 2000).unwrap(),
-                        at(remote(mrs), 8192),
-                    )
-                })
-                .collect();
-            qa.post_send(&wrs).unwrap();
-            until(h, g, 1, counter::RX_ROCE_OK, 4, "4 READ requests");
-            h.run(500, g);
-            Some(0..8192)
-        },
-    );
+    reuse("4 READs outstanding, none answered", |h, g, qa, _qb, mrs| {
+        g.set(|dir, _| if dir == 1 { Act::Hold } else { Act::Pass });
+        let wrs: Vec<_> = (0..4)
+            .map(|i| {
+                SendWr::rdma_read(9 + i as u64, mrs.loc.sge(i * 2048..i * 2048 + 2000).unwrap(), at(remote(mrs), 8192))
+            })
+            .collect();
+        qa.post_send(&wrs).unwrap();
+        until(h, g, 1, counter::RX_ROCE_OK, 4, "4 READ requests");
+        h.run(500, g);
+        Some(0..8192)
+    });
 }
 
 #[test]
@@ -681,94 +486,67 @@ fn after_an_atomic_outstanding() {
 
 #[test]
 fn after_a_sequence_nak_from_the_responder() {
-    reuse(
-        "sequence NAK sent by the responder",
-        |h, g, qa, _qb, mrs| {
-            // The WRITE's second packet is lost; B NAKs (held: A never resends).
-            let mut n = 0;
-            g.set(move |dir, _| {
-                if dir == 0 {
-                    n += 1;
-                    if n == 2 {
-                        return Act::Drop;
-                    }
-                    return Act::Pass;
+    reuse("sequence NAK sent by the responder", |h, g, qa, _qb, mrs| {
+        // The WRITE's second packet is lost; B NAKs (held: A never resends).
+        let mut n = 0;
+        g.set(move |dir, _| {
+            if dir == 0 {
+                n += 1;
+                if n == 2 {
+                    return Act::Drop;
                 }
-                Act::Hold
-            });
-            qa.post_send_one(SendWr::rdma_write(
-                9,
-                mrs.src.sge(0..4000).unwrap(),
-                at(remote(mrs), 4096),
-            ))
-            .unwrap();
-            until(h, g, 1, counter::TX_NAK_SEQ, 1, "the sequence NAK");
-            None
-        },
-    );
+                return Act::Pass;
+            }
+            Act::Hold
+        });
+        qa.post_send_one(SendWr::rdma_write(9, mrs.src.sge(0..4000).unwrap(), at(remote(mrs), 4096))).unwrap();
+        until(h, g, 1, counter::TX_NAK_SEQ, 1, "the sequence NAK");
+        None
+    });
 }
 
 #[test]
 fn after_a_send_half_received() {
-    reuse(
-        "SEND open at the responder (FIRST received)",
-        |h, g, qa, qb, mrs| {
-            qb.post_recv_one(RecvWr::new(9000, mrs.brecv.sge(0..4096).unwrap()))
-                .unwrap();
-            let mut n = 0;
-            g.set(move |dir, _| {
-                if dir == 0 {
-                    n += 1;
-                    return if n == 1 { Act::Pass } else { Act::Drop };
-                }
-                Act::Hold
-            });
-            qa.post_send_one(SendWr::send(9, mrs.src.sge(0..3000).unwrap()))
-                .unwrap();
-            until(h, g, 1, counter::RX_ROCE_OK, 1, "the SEND FIRST");
-            h.run(1_000, g);
-            None
-        },
-    );
+    reuse("SEND open at the responder (FIRST received)", |h, g, qa, qb, mrs| {
+        qb.post_recv_one(RecvWr::new(9000, mrs.brecv.sge(0..4096).unwrap())).unwrap();
+        let mut n = 0;
+        g.set(move |dir, _| {
+            if dir == 0 {
+                n += 1;
+                return if n == 1 { Act::Pass } else { Act::Drop };
+            }
+            Act::Hold
+        });
+        qa.post_send_one(SendWr::send(9, mrs.src.sge(0..3000).unwrap())).unwrap();
+        until(h, g, 1, counter::RX_ROCE_OK, 1, "the SEND FIRST");
+        h.run(1_000, g);
+        None
+    });
 }
 
 #[test]
 fn after_a_write_half_received() {
-    reuse(
-        "WRITE open at the responder (FIRST and a MIDDLE received)",
-        |h, g, qa, _qb, mrs| {
-            let mut n = 0;
-            g.set(move |dir, _| {
-                if dir == 0 {
-                    n += 1;
-                    return if n <= 2 { Act::Pass } else { Act::Drop };
-                }
-                Act::Hold
-            });
-            qa.post_send_one(SendWr::rdma_write(
-                9,
-                mrs.src.sge(0..5000).unwrap(),
-                at(remote(mrs), 10_000),
-            ))
-            .unwrap();
-            until(h, g, 1, counter::RX_ROCE_OK, 2, "WRITE FIRST and MIDDLE");
-            h.run(1_000, g);
-            None
-        },
-    );
+    reuse("WRITE open at the responder (FIRST and a MIDDLE received)", |h, g, qa, _qb, mrs| {
+        let mut n = 0;
+        g.set(move |dir, _| {
+            if dir == 0 {
+                n += 1;
+                return if n <= 2 { Act::Pass } else { Act::Drop };
+            }
+            Act::Hold
+        });
+        qa.post_send_one(SendWr::rdma_write(9, mrs.src.sge(0..5000).unwrap(), at(remote(mrs), 10_000))).unwrap();
+        until(h, g, 1, counter::RX_ROCE_OK, 2, "WRITE FIRST and MIDDLE");
+        h.run(1_000, g);
+        None
+    });
 }
 
 #[test]
 fn after_receives_were_posted() {
     reuse("8 receive WQEs posted", |h, g, _qa, qb, mrs| {
-        let rws: Vec<_> = (0..8)
-            .map(|i| {
-                RecvWr::new(
-                    8000 + i as u64,
-                    mrs.brecv.sge(i * 512..i * 512 + 512).unwrap(),
-                )
-            })
-            .collect();
+        let rws: Vec<_> =
+            (0..8).map(|i| RecvWr::new(8000 + i as u64, mrs.brecv.sge(i * 512..i * 512 + 512).unwrap())).collect();
         qb.post_recv(&rws).unwrap();
         h.run(1_000, g);
         None
@@ -781,24 +559,11 @@ fn after_a_flush_in_progress() {
         // 24 WRITEs whose ACKs are held, then ERR: destroyed while the flush runs.
         g.set(|dir, _| if dir == 1 { Act::Hold } else { Act::Pass });
         let wrs: Vec<_> = (0..24)
-            .map(|i| {
-                SendWr::rdma_write(
-                    100 + i as u64,
-                    mrs.src.sge(0..64).unwrap(),
-                    at(remote(mrs), 4096),
-                )
-            })
+            .map(|i| SendWr::rdma_write(100 + i as u64, mrs.src.sge(0..64).unwrap(), at(remote(mrs), 4096)))
             .collect();
         qa.post_send(&wrs).unwrap();
         until(h, g, 1, counter::RX_ROCE_OK, 8, "the first WRITEs");
-        qa.modify(
-            &QpAttr {
-                qp_state: QpState::Err,
-                ..QpAttr::default()
-            },
-            QpAttrMask::STATE,
-        )
-        .unwrap();
+        qa.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
         h.run(64, g);
         None
     });
@@ -807,20 +572,14 @@ fn after_a_flush_in_progress() {
 #[test]
 fn after_the_error_state() {
     reuse("error state (remote access error)", |h, g, qa, _qb, mrs| {
-        let bad = RemoteAddr {
-            addr: mrs.bmem.addr(),
-            rkey: mrs.bmem.rkey() ^ 0x80,
-        };
+        let bad = RemoteAddr { addr: mrs.bmem.addr(), rkey: mrs.bmem.rkey() ^ 0x80 };
         qa.post_send(&[
             SendWr::rdma_write(9, mrs.src.sge(0..64).unwrap(), bad),
             SendWr::rdma_write(10, mrs.src.sge(0..64).unwrap(), at(remote(mrs), 0)),
         ])
         .unwrap();
         let w = h.wait(&h.ca, 2, 200_000, g, "the refused WRITE");
-        assert_eq!(
-            w.iter().map(|w| w.status).collect::<Vec<_>>(),
-            vec![WcStatus::RemAccessErr, WcStatus::WrFlushErr]
-        );
+        assert_eq!(w.iter().map(|w| w.status).collect::<Vec<_>>(), vec![WcStatus::RemAccessErr, WcStatus::WrFlushErr]);
         None
     });
 }
@@ -836,19 +595,13 @@ fn after_an_srq_was_attached() {
     let srq = h.pb.create_srq(16, 1).unwrap();
     srq.post_recv(
         &(0..4)
-            .map(|i| {
-                RecvWr::new(
-                    7000 + i as u64,
-                    mrs.brecv.sge(i * 256..i * 256 + 256).unwrap(),
-                )
-            })
+            .map(|i| RecvWr::new(7000 + i as u64, mrs.brecv.sge(i * 256..i * 256 + 256).unwrap()))
             .collect::<Vec<_>>(),
     )
     .unwrap();
     let (mut qa, mut qb) = new_pair(&h, Some(&srq));
     connect_pair(&mut qa, &mut qb, OLD_PSN, &opts());
-    qa.post_send_one(SendWr::send(9, mrs.src.sge(0..50).unwrap()))
-        .unwrap();
+    qa.post_send_one(SendWr::send(9, mrs.src.sge(0..50).unwrap())).unwrap();
     let w = h.wait(&h.cb, 1, 100_000, &mut g, "a SEND through the SRQ");
     assert_eq!((w[0].wr_id, w[0].status), (7000, WcStatus::Success));
     h.wait(&h.ca, 1, 100_000, &mut g, "the SEND");
@@ -856,20 +609,8 @@ fn after_an_srq_was_attached() {
     let (mut qa, mut qb) = new_pair(&h, None);
     assert_eq!((qa.qp_num(), qb.qp_num()), nums);
     connect_pair(&mut qa, &mut qb, NEW_PSN, &opts());
-    check_fresh(
-        &h,
-        &mut g,
-        &mut qa,
-        &mut qb,
-        &mrs,
-        None,
-        "SRQ attached to the old QP",
-    );
-    assert_eq!(
-        srq.outstanding(),
-        3,
-        "the SRQ's receives were not taken by the new QP"
-    );
+    check_fresh(&h, &mut g, &mut qa, &mut qb, &mrs, None, "SRQ attached to the old QP");
+    assert_eq!(srq.outstanding(), 3, "the SRQ's receives were not taken by the new QP");
     drop((qa, qb));
 }
 
@@ -886,12 +627,7 @@ fn after_an_srq_number_is_reused_for_a_qp() {
     let srqn = srq.srq_num();
     srq.post_recv(
         &(0..4)
-            .map(|i| {
-                RecvWr::new(
-                    7000 + i as u64,
-                    mrs.brecv.sge(i * 256..i * 256 + 256).unwrap(),
-                )
-            })
+            .map(|i| RecvWr::new(7000 + i as u64, mrs.brecv.sge(i * 256..i * 256 + 256).unwrap()))
             .collect::<Vec<_>>(),
     )
     .unwrap();
@@ -900,31 +636,12 @@ fn after_an_srq_number_is_reused_for_a_qp() {
     drop(qb_keep);
     let _ = drain(&h, &mut g, 5_000);
     // The lowest free numbers: A's QP, then on B the old QP's and the SRQ's.
-    qa =
-        h.pa.create_qp(&h.ca)
-            .set_max_send_wr(32)
-            .set_max_send_sge(4)
-            .set_sq_sig_all(true)
-            .build()
-            .unwrap();
+    qa = h.pa.create_qp(&h.ca).set_max_send_wr(32).set_max_send_sge(4).set_sq_sig_all(true).build().unwrap();
     let filler = h.pb.create_qp(&h.cb).set_max_send_wr(1).build().unwrap();
-    let mut qb =
-        h.pb.create_qp(&h.cb)
-            .set_max_send_wr(8)
-            .set_max_recv_wr(16)
-            .build()
-            .unwrap();
+    let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(16).build().unwrap();
     assert_eq!(qb.qp_num(), srqn, "the SRQ's number goes to the new QP");
     connect_pair(&mut qa, &mut qb, NEW_PSN, &opts());
-    check_fresh(
-        &h,
-        &mut g,
-        &mut qa,
-        &mut qb,
-        &mrs,
-        None,
-        "an SRQ's number reused for a QP",
-    );
+    check_fresh(&h, &mut g, &mut qa, &mut qb, &mrs, None, "an SRQ's number reused for a QP");
     drop((qa, qb, filler));
 }
 
@@ -937,92 +654,41 @@ fn after_reset_without_destroy() {
     let mrs = register(&h, &mut bufs);
     let mut g = Gate::pass();
     let (mut qa, mut qb) = new_pair(&h, None);
-    let ea = Endpoint {
-        psn: OLD_PSN.0,
-        ..qa.endpoint().unwrap()
-    };
-    let eb = Endpoint {
-        psn: OLD_PSN.1,
-        ..qb.endpoint().unwrap()
-    };
+    let ea = Endpoint { psn: OLD_PSN.0, ..qa.endpoint().unwrap() };
+    let eb = Endpoint { psn: OLD_PSN.1, ..qb.endpoint().unwrap() };
     connect_psn(&mut qa, &eb, OLD_PSN.0, &opts());
-    connect_psn(
-        &mut qb,
-        &ea,
-        OLD_PSN.1,
-        &ConnectOptions {
-            min_rnr_timer: 0,
-            ..opts()
-        },
-    );
-    qa.post_send_one(SendWr::send(9, mrs.src.sge(0..77).unwrap()))
-        .unwrap();
+    connect_psn(&mut qb, &ea, OLD_PSN.1, &ConnectOptions { min_rnr_timer: 0, ..opts() });
+    qa.post_send_one(SendWr::send(9, mrs.src.sge(0..77).unwrap())).unwrap();
     until(&h, &mut g, 0, counter::RX_RNR_NAKS, 1, "RNR NAK");
     g.set(|dir, _| if dir == 1 { Act::Hold } else { Act::Pass });
     for q in [&mut qa, &mut qb] {
-        q.modify(
-            &QpAttr {
-                qp_state: QpState::Reset,
-                ..QpAttr::default()
-            },
-            QpAttrMask::STATE,
-        )
-        .unwrap();
+        q.modify(&QpAttr { qp_state: QpState::Reset, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
     }
     g.discard();
     g.set(|_, _| Act::Pass);
     let late = drain(&h, &mut g, 10_000);
-    assert!(
-        late.iter().all(|(_, w)| w.status == WcStatus::WrFlushErr),
-        "{late:?}"
-    );
+    assert!(late.iter().all(|(_, w)| w.status == WcStatus::WrFlushErr), "{late:?}");
     connect_pair(&mut qa, &mut qb, NEW_PSN, &opts());
-    check_fresh(
-        &h,
-        &mut g,
-        &mut qa,
-        &mut qb,
-        &mrs,
-        None,
-        "RESET (not destroyed) after an RNR wait",
-    );
+    check_fresh(&h, &mut g, &mut qa, &mut qb, &mrs, None, "RESET (not destroyed) after an RNR wait");
 }
 
 #[test]
 fn after_a_flush_that_finished() {
-    reuse(
-        "ERR with 24 WQEs outstanding, every flush completed",
-        |h, g, qa, _qb, mrs| {
-            g.set(|dir, _| if dir == 1 { Act::Hold } else { Act::Pass });
-            let wrs: Vec<_> = (0..24)
-                .map(|i| {
-                    SendWr::rdma_write(
-                        100 + i as u64,
-                        mrs.src.sge(0..64).unwrap(),
-                        at(remote(mrs), 4096),
-                    )
-                })
-                .collect();
-            qa.post_send(&wrs).unwrap();
-            until(h, g, 1, counter::RX_ROCE_OK, 8, "the first WRITEs");
-            qa.modify(
-                &QpAttr {
-                    qp_state: QpState::Err,
-                    ..QpAttr::default()
-                },
-                QpAttrMask::STATE,
-            )
-            .unwrap();
-            let w = h.wait(&h.ca, 24, 200_000, g, "the flush");
-            assert_eq!(
-                w.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
-                (100..124)
-                    .map(|i| (i, WcStatus::WrFlushErr))
-                    .collect::<Vec<_>>(),
-                "the flush of 24 WQEs\n{}",
-                h.diag()
-            );
-            None
-        },
-    );
+    reuse("ERR with 24 WQEs outstanding, every flush completed", |h, g, qa, _qb, mrs| {
+        g.set(|dir, _| if dir == 1 { Act::Hold } else { Act::Pass });
+        let wrs: Vec<_> = (0..24)
+            .map(|i| SendWr::rdma_write(100 + i as u64, mrs.src.sge(0..64).unwrap(), at(remote(mrs), 4096)))
+            .collect();
+        qa.post_send(&wrs).unwrap();
+        until(h, g, 1, counter::RX_ROCE_OK, 8, "the first WRITEs");
+        qa.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
+        let w = h.wait(&h.ca, 24, 200_000, g, "the flush");
+        assert_eq!(
+            w.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            (100..124).map(|i| (i, WcStatus::WrFlushErr)).collect::<Vec<_>>(),
+            "the flush of 24 WQEs\n{}",
+            h.diag()
+        );
+        None
+    });
 }

@@ -34,8 +34,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rnic::sim::sim_pair;
 use rnic::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, Mtu, PortAddr, QueuePair,
-    RecvWr, SendWr, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+    AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, Mtu, PortAddr, QueuePair, RecvWr, SendWr, Sge,
+    WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 use rnic_contract::regs::counter;
 use rnic_sim::{FaultConfig, SimConfig};
@@ -58,15 +58,8 @@ enum Kind {
     CmpSwap,
 }
 
-const KINDS: [Kind; 7] = [
-    Kind::Write,
-    Kind::WriteImm,
-    Kind::Send,
-    Kind::SendImm,
-    Kind::Read,
-    Kind::FetchAdd,
-    Kind::CmpSwap,
-];
+const KINDS: [Kind; 7] =
+    [Kind::Write, Kind::WriteImm, Kind::Send, Kind::SendImm, Kind::Read, Kind::FetchAdd, Kind::CmpSwap];
 
 impl Kind {
     fn atomic(self) -> bool {
@@ -135,12 +128,8 @@ impl fmt::Display for Shape {
             self.fault_p
         )?;
         for (i, q) in self.qps.iter().enumerate() {
-            let sizes: Vec<String> = q
-                .wrs
-                .iter()
-                .take(12)
-                .map(|w| format!("{:?}:{}/{}", w.kind, w.len, w.pieces.len()))
-                .collect();
+            let sizes: Vec<String> =
+                q.wrs.iter().take(12).map(|w| format!("{:?}:{}/{}", w.kind, w.len, w.pieces.len())).collect();
             writeln!(
                 f,
                 "  QP {i}: sq {} rq {} cq_mod {} rd_atomic {}/{} cqs a{} b{}/{} WRs {} [{}{}]",
@@ -165,9 +154,7 @@ impl fmt::Display for Shape {
 fn draw_len(r: &mut ChaCha8Rng, mtu: usize, max: usize) -> usize {
     if r.gen_bool(0.3) {
         let k = r.gen_range(1..=(max / mtu).clamp(1, 64));
-        (k * mtu)
-            .saturating_add_signed(r.gen_range(-1..=1))
-            .clamp(1, max)
+        (k * mtu).saturating_add_signed(r.gen_range(-1..=1)).clamp(1, max)
     } else {
         let e = r.gen_range(0.0..=(max as f64).log2());
         (2f64.powf(e) as usize).clamp(1, max)
@@ -176,11 +163,7 @@ fn draw_len(r: &mut ChaCha8Rng, mtu: usize, max: usize) -> usize {
 
 /// `len` split into `n` entries in order; with `empty`, some entries may be zero-length.
 fn split(r: &mut ChaCha8Rng, len: usize, n: usize, empty: bool) -> Vec<usize> {
-    let n = if empty {
-        n.max(1)
-    } else {
-        n.clamp(1, len.max(1))
-    };
+    let n = if empty { n.max(1) } else { n.clamp(1, len.max(1)) };
     let mut cuts: Vec<usize> = (0..n - 1).map(|_| r.gen_range(0..=len)).collect();
     cuts.sort_unstable();
     let mut out = Vec::with_capacity(n);
@@ -204,13 +187,7 @@ fn split(r: &mut ChaCha8Rng, len: usize, n: usize, empty: bool) -> Vec<usize> {
 
 fn shape(seed: u64) -> Shape {
     let mut r = ChaCha8Rng::seed_from_u64(seed ^ 0x10AD_5EED);
-    let mtu = [
-        Mtu::Mtu256,
-        Mtu::Mtu512,
-        Mtu::Mtu1024,
-        Mtu::Mtu2048,
-        Mtu::Mtu4096,
-    ][r.gen_range(0..5)];
+    let mtu = [Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096][r.gen_range(0..5)];
     let m = mtu.bytes() as usize;
     let ops: Vec<Kind> = if r.gen_bool(0.4) {
         vec![KINDS[r.gen_range(0..KINDS.len())]]
@@ -241,11 +218,7 @@ fn shape(seed: u64) -> Shape {
         let mut wrs = Vec::new();
         for _ in 0..n {
             let kind = ops[r.gen_range(0..ops.len())];
-            let len = if kind.atomic() {
-                8
-            } else {
-                draw_len(&mut r, m, ceiling)
-            };
+            let len = if kind.atomic() { 8 } else { draw_len(&mut r, m, ceiling) };
             if total + len > MAX_TOTAL && !wrs.is_empty() {
                 break;
             }
@@ -253,33 +226,19 @@ fn shape(seed: u64) -> Shape {
             let pieces = match kind {
                 Kind::FetchAdd | Kind::CmpSwap => vec![8],
                 _ => {
-                    let n = if r.gen_bool(0.5) {
-                        1
-                    } else {
-                        r.gen_range(1..=16)
-                    };
+                    let n = if r.gen_bool(0.5) { 1 } else { r.gen_range(1..=16) };
                     let empty = kind == Kind::Read && r.gen_bool(0.3);
                     split(&mut r, len, n, empty)
                 }
             };
             let recv_pieces = if matches!(kind, Kind::Send | Kind::SendImm) {
                 let slack = [0, 0, 1, 7, 100][r.gen_range(0..5)];
-                let n = if r.gen_bool(0.5) {
-                    1
-                } else {
-                    r.gen_range(1..=15)
-                };
+                let n = if r.gen_bool(0.5) { 1 } else { r.gen_range(1..=15) };
                 split(&mut r, len + slack, n, false)
             } else {
                 vec![]
             };
-            wrs.push(Wr {
-                kind,
-                len,
-                pieces,
-                recv_pieces,
-                add: r.gen(),
-            });
+            wrs.push(Wr { kind, len, pieces, recv_pieces, add: r.gen() });
         }
         qps.push(QpShape {
             sq_depth,
@@ -301,16 +260,7 @@ fn shape(seed: u64) -> Shape {
         8 => ("corrupt", [0.005, 0.01][r.gen_range(0..2)]),
         _ => ("all", [0.002, 0.005][r.gen_range(0..2)]),
     };
-    Shape {
-        seed,
-        mtu,
-        ops,
-        cqs_a,
-        cqs_b,
-        faults,
-        fault_p,
-        qps,
-    }
+    Shape { seed, mtu, ops, cqs_a, cqs_b, faults, fault_p, qps }
 }
 
 /// Where every WR's bytes live.
@@ -371,11 +321,7 @@ fn place(s: &Shape) -> Place {
             qs.push(list);
             if w.kind.takes_recv() {
                 let mut rl = Vec::new();
-                let pieces = if w.recv_pieces.is_empty() {
-                    vec![16]
-                } else {
-                    w.recv_pieces.clone()
-                };
+                let pieces = if w.recv_pieces.is_empty() { vec![16] } else { w.recv_pieces.clone() };
                 for (i, &l) in pieces.iter().enumerate() {
                     brecv += 1 + (i * 3 + j) % 5;
                     rl.push((brecv, l));
@@ -445,13 +391,15 @@ struct Want {
 
 fn sges<'a>(mr: &'a MemoryRegion<'_>, list: &[(usize, usize)]) -> Vec<Sge<'a>> {
     list.iter()
-        .map(|&(o, l)| {
-            if l == 0 {
-                Sge::raw(0xDEAD_0000 + o as u64, 0, 0x00FF_FF77)
-            } else {
-                mr.sge(o..o + l).unwrap()
-            }
-        })
+        .map(
+            |&(o, l)| {
+                if l == 0 {
+                    Sge::raw(0xDEAD_0000 + o as u64, 0, 0x00FF_FF77)
+                } else {
+                    mr.sge(o..o + l).unwrap()
+                }
+            },
+        )
         .collect()
 }
 
@@ -477,11 +425,7 @@ fn load_case(seed: u64) -> String {
         ..FaultConfig::default()
     };
     let fault_free = s.faults == "none";
-    let (world, da, db) = sim_pair(SimConfig {
-        faults,
-        ..SimConfig::default()
-    })
-    .expect("simulated world");
+    let (world, da, db) = sim_pair(SimConfig { faults, ..SimConfig::default() }).expect("simulated world");
     if let Ok(path) = std::env::var("RNIC_PCAP") {
         // Replaying one seed: its wire, for Wireshark.
         world.borrow_mut().capture_pcap(path.as_ref()).expect("pcap capture");
@@ -504,18 +448,15 @@ fn load_case(seed: u64) -> String {
     // CQs sized for their QPs.
     let pow2 = |n: u32| n.next_power_of_two() as usize;
     let size_a: Vec<usize> = (0..s.cqs_a)
-        .map(|c| {
-            s.qps
-                .iter()
-                .filter(|q| q.cq_a == c)
-                .map(|q| pow2(q.sq_depth))
-                .sum::<usize>()
-                .max(1)
-        })
+        .map(|c| s.qps.iter().filter(|q| q.cq_a == c).map(|q| pow2(q.sq_depth)).sum::<usize>().max(1))
         .collect();
     let size_b: Vec<usize> = (0..s.cqs_b)
         .map(|c| {
-            s.qps.iter().map(|q| if q.cq_b_send == c { 1 } else { 0 } + if q.cq_b_recv == c { pow2(q.rq_depth) } else { 0 }).sum::<usize>().max(1)
+            s.qps
+                .iter()
+                .map(|q| if q.cq_b_send == c { 1 } else { 0 } + if q.cq_b_recv == c { pow2(q.rq_depth) } else { 0 })
+                .sum::<usize>()
+                .max(1)
         })
         .collect();
     let cqs_a: Vec<CompletionQueue> = size_a.iter().map(|&n| a.create_cq(n).unwrap()).collect();
@@ -527,29 +468,17 @@ fn load_case(seed: u64) -> String {
     let mut loc = vec![GUARD; p.loc_len];
     let mut bmem = pattern(seed ^ 0xB0B, p.bmem_len);
     let mut brecv = vec![GUARD; p.brecv_len];
-    let all_atomics: Vec<(Vec<(u64, u64)>, u64)> = s
-        .qps
-        .iter()
-        .enumerate()
-        .map(|(q, qs)| atomics(q, &qs.wrs))
-        .collect();
+    let all_atomics: Vec<(Vec<(u64, u64)>, u64)> =
+        s.qps.iter().enumerate().map(|(q, qs)| atomics(q, &qs.wrs)).collect();
     for (q, &w) in p.word.iter().enumerate() {
         bmem[w..w + 8].copy_from_slice(&word_init(q).to_le_bytes());
     }
     let bmem_copy = bmem.clone();
-    let dma0 = world
-        .borrow()
-        .stats()
-        .nics
-        .iter()
-        .map(|n| n.dma.errors)
-        .sum::<u64>();
+    let dma0 = world.borrow().stats().nics.iter().map(|n| n.dma.errors).sum::<u64>();
     let src_mr = pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
     let loc_mr = pa.register(&mut loc, AccessFlags::LOCAL_WRITE).unwrap();
-    let all = AccessFlags::LOCAL_WRITE
-        | AccessFlags::REMOTE_WRITE
-        | AccessFlags::REMOTE_READ
-        | AccessFlags::REMOTE_ATOMIC;
+    let all =
+        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
     let bmem_mr = pb.register(&mut bmem, all).unwrap();
     let brecv_mr = pb.register(&mut brecv, AccessFlags::LOCAL_WRITE).unwrap();
 
@@ -561,38 +490,14 @@ fn load_case(seed: u64) -> String {
     } else {
         // Longer than the whole run's wire time, so that a QP queued behind others' traffic
         // does not time out; short enough that tail losses recover quickly.
-        let cycles = s
-            .qps
-            .iter()
-            .flat_map(|q| &q.wrs)
-            .map(|w| w.len as u64)
-            .sum::<u64>()
-            / 50
-            * 4
-            + 50_000;
+        let cycles = s.qps.iter().flat_map(|q| &q.wrs).map(|w| w.len as u64).sum::<u64>() / 50 * 4 + 50_000;
         (64 - (cycles / 1024).leading_zeros()).clamp(6, 14) as u8
     };
     for q in &s.qps {
-        let send_sge = q
-            .wrs
-            .iter()
-            .map(|w| w.pieces.len())
-            .max()
-            .unwrap_or(1)
-            .max(1) as u32;
-        let recv_sge = q
-            .wrs
-            .iter()
-            .map(|w| w.recv_pieces.len())
-            .max()
-            .unwrap_or(1)
-            .max(1) as u32;
-        let mut qa = pa
-            .create_qp(&cqs_a[q.cq_a])
-            .set_max_send_wr(q.sq_depth)
-            .set_max_send_sge(send_sge)
-            .build()
-            .unwrap();
+        let send_sge = q.wrs.iter().map(|w| w.pieces.len()).max().unwrap_or(1).max(1) as u32;
+        let recv_sge = q.wrs.iter().map(|w| w.recv_pieces.len()).max().unwrap_or(1).max(1) as u32;
+        let mut qa =
+            pa.create_qp(&cqs_a[q.cq_a]).set_max_send_wr(q.sq_depth).set_max_send_sge(send_sge).build().unwrap();
         let mut qb = pb
             .create_qp(&cqs_b[q.cq_b_send])
             .set_recv_cq(&cqs_b[q.cq_b_recv])
@@ -603,9 +508,7 @@ fn load_case(seed: u64) -> String {
             .unwrap();
         let o = ConnectOptions {
             path_mtu: s.mtu,
-            access: AccessFlags::REMOTE_WRITE
-                | AccessFlags::REMOTE_READ
-                | AccessFlags::REMOTE_ATOMIC,
+            access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC,
             timeout: tmo,
             retry_cnt: 7,
             rnr_retry: 7,
@@ -619,12 +522,7 @@ fn load_case(seed: u64) -> String {
         qas.push(qa);
         qbs.push(qb);
     }
-    let rb = qbs[0]
-        .endpoint()
-        .unwrap()
-        .with_buffer(&bmem_mr)
-        .buffer
-        .unwrap();
+    let rb = qbs[0].endpoint().unwrap().with_buffer(&bmem_mr).buffer.unwrap();
 
     // Expected completions per QP, in order.
     let nq = s.qps.len();
@@ -642,19 +540,10 @@ fn load_case(seed: u64) -> String {
                 Kind::CmpSwap => (WcOpcode::CompSwap, Some(8)),
             };
             if signaled {
-                want_send[q].push_back(Want {
-                    wr_id: (q as u64) << 32 | j as u64,
-                    opcode,
-                    byte_len,
-                    imm: None,
-                });
+                want_send[q].push_back(Want { wr_id: (q as u64) << 32 | j as u64, opcode, byte_len, imm: None });
             }
             if w.kind.takes_recv() {
-                let opcode = if w.kind == Kind::WriteImm {
-                    WcOpcode::RecvRdmaWithImm
-                } else {
-                    WcOpcode::Recv
-                };
+                let opcode = if w.kind == Kind::WriteImm { WcOpcode::RecvRdmaWithImm } else { WcOpcode::Recv };
                 let imm = matches!(w.kind, Kind::WriteImm | Kind::SendImm).then(|| imm_of(q, j));
                 want_recv[q].push_back(Want {
                     wr_id: (q as u64) << 32 | r as u64,
@@ -667,17 +556,8 @@ fn load_case(seed: u64) -> String {
         }
     }
     let total_wrs: usize = s.qps.iter().map(|q| q.wrs.len()).sum();
-    let total_bytes: u64 = s
-        .qps
-        .iter()
-        .flat_map(|q| &q.wrs)
-        .map(|w| w.len as u64)
-        .sum();
-    let expected = want_send
-        .iter()
-        .chain(&want_recv)
-        .map(|w| w.len())
-        .sum::<usize>();
+    let total_bytes: u64 = s.qps.iter().flat_map(|q| &q.wrs).map(|w| w.len as u64).sum();
+    let expected = want_send.iter().chain(&want_recv).map(|w| w.len()).sum::<usize>();
 
     // Post, poll and check until every expected completion came.
     let (mut next, mut rnext) = (vec![0usize; nq], vec![0usize; nq]);
@@ -688,8 +568,7 @@ fn load_case(seed: u64) -> String {
     // The longest a correct NIC can go without a completion here: twice the wire time of
     // everything posted (a QP may wait behind every other QP's traffic), plus slack, plus a few
     // local ACK timeouts on a lossy wire.
-    let stall_limit =
-        200_000 + 2 * total_bytes / 50 + if fault_free { 0 } else { 3 * (1024u64 << tmo) };
+    let stall_limit = 200_000 + 2 * total_bytes / 50 + if fault_free { 0 } else { 3 * (1024u64 << tmo) };
     let mut wcs = [WorkCompletion::default(); 32];
     let qpn_a: Vec<u32> = qas.iter().map(|q| q.qp_num()).collect();
     let qpn_b: Vec<u32> = qbs.iter().map(|q| q.qp_num()).collect();
@@ -698,28 +577,17 @@ fn load_case(seed: u64) -> String {
         for q in 0..nq {
             let qs = &s.qps[q];
             // Receives first, as far as the RQ has room.
-            let recvs: Vec<usize> = qs
-                .wrs
-                .iter()
-                .enumerate()
-                .filter(|(_, w)| w.kind.takes_recv())
-                .map(|(j, _)| j)
-                .collect();
+            let recvs: Vec<usize> =
+                qs.wrs.iter().enumerate().filter(|(_, w)| w.kind.takes_recv()).map(|(j, _)| j).collect();
             let room = qbs[q].rq_capacity() - qbs[q].recv_outstanding();
             let upto = (rnext[q] + room).min(recvs.len());
             if upto > rnext[q] {
                 let rws: Vec<RecvWr<'_>> = (rnext[q]..upto)
                     .map(|r| {
-                        RecvWr::with_sg_list(
-                            (q as u64) << 32 | r as u64,
-                            &sges(&brecv_mr, &p.recv[q][r]),
-                        )
-                        .unwrap()
+                        RecvWr::with_sg_list((q as u64) << 32 | r as u64, &sges(&brecv_mr, &p.recv[q][r])).unwrap()
                     })
                     .collect();
-                qbs[q]
-                    .post_recv(&rws)
-                    .unwrap_or_else(|e| panic!("post_recv on QP {q}: {e}\n{}", diag()));
+                qbs[q].post_recv(&rws).unwrap_or_else(|e| panic!("post_recv on QP {q}: {e}\n{}", diag()));
                 rnext[q] = upto;
             }
             // Then send WRs, as far as the SQ has room and their receives are posted.
@@ -744,27 +612,18 @@ fn load_case(seed: u64) -> String {
                         };
                         let wr = wr.with_sg_list(&g).unwrap();
                         match w.kind {
-                            Kind::WriteImm => wr
-                                .with_opcode(WrOpcode::RdmaWriteWithImm)
-                                .with_imm(imm_of(q, j)),
-                            Kind::SendImm => {
-                                wr.with_opcode(WrOpcode::SendWithImm).with_imm(imm_of(q, j))
-                            }
+                            Kind::WriteImm => wr.with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(imm_of(q, j)),
+                            Kind::SendImm => wr.with_opcode(WrOpcode::SendWithImm).with_imm(imm_of(q, j)),
                             _ => wr,
                         }
                     }
                     Kind::Read => {
                         let g = sges(&loc_mr, list);
-                        SendWr::rdma_read(id, g[0], remote)
-                            .with_sg_list(&g)
-                            .unwrap()
+                        SendWr::rdma_read(id, g[0], remote).with_sg_list(&g).unwrap()
                     }
-                    Kind::FetchAdd => SendWr::atomic_fetch_and_add(
-                        id,
-                        loc_mr.sge(list[0].0..list[0].0 + 8).unwrap(),
-                        remote,
-                        w.add,
-                    ),
+                    Kind::FetchAdd => {
+                        SendWr::atomic_fetch_and_add(id, loc_mr.sge(list[0].0..list[0].0 + 8).unwrap(), remote, w.add)
+                    }
                     Kind::CmpSwap => SendWr::atomic_cmp_and_swp(
                         id,
                         loc_mr.sge(list[0].0..list[0].0 + 8).unwrap(),
@@ -778,13 +637,9 @@ fn load_case(seed: u64) -> String {
                 j += 1;
             }
             if !batch.is_empty() {
-                qas[q].post_send(&batch).unwrap_or_else(|e| {
-                    panic!(
-                        "post_send of {} WRs on QP {q}: {e}\n{}",
-                        batch.len(),
-                        diag()
-                    )
-                });
+                qas[q]
+                    .post_send(&batch)
+                    .unwrap_or_else(|e| panic!("post_send of {} WRs on QP {q}: {e}\n{}", batch.len(), diag()));
                 next[q] = j;
             }
         }
@@ -795,13 +650,10 @@ fn load_case(seed: u64) -> String {
                     let k = cq.poll(&mut wcs).unwrap();
                     for w in &wcs[..k] {
                         let qpns = if side == 0 { &qpn_a } else { &qpn_b };
-                        let q = qpns.iter().position(|&n| n == w.qp_num).unwrap_or_else(|| {
-                            panic!(
-                                "a completion for unknown QP {}: {w:?}\n{}",
-                                w.qp_num,
-                                diag()
-                            )
-                        });
+                        let q = qpns
+                            .iter()
+                            .position(|&n| n == w.qp_num)
+                            .unwrap_or_else(|| panic!("a completion for unknown QP {}: {w:?}\n{}", w.qp_num, diag()));
                         let recv = w.opcode.is_recv();
                         let (queue, cq_ok) = match (side, recv) {
                             (0, false) => (&mut want_send[q], s.qps[q].cq_a == c),
@@ -812,24 +664,27 @@ fn load_case(seed: u64) -> String {
                                 diag()
                             ),
                         };
-                        assert!(cq_ok, "QP {q}'s completion came on CQ {c} of NIC {side}, not its own: {w:?}\n{}", diag());
+                        assert!(
+                            cq_ok,
+                            "QP {q}'s completion came on CQ {c} of NIC {side}, not its own: {w:?}\n{}",
+                            diag()
+                        );
                         let Some(want) = queue.pop_front() else {
-                            panic!(
-                                "NIC {side} QP {q}: a completion nobody expected: {w:?}\n{}",
-                                diag()
-                            )
+                            panic!("NIC {side} QP {q}: a completion nobody expected: {w:?}\n{}", diag())
                         };
                         let ok = w.status == WcStatus::Success
                             && w.wr_id == want.wr_id
                             && w.opcode == want.opcode
                             && want.byte_len.is_none_or(|l| l == w.byte_len)
                             && match want.imm {
-                                Some(i) => {
-                                    w.wc_flags.contains(WcFlags::WITH_IMM) && w.imm_data == i
-                                }
+                                Some(i) => w.wc_flags.contains(WcFlags::WITH_IMM) && w.imm_data == i,
                                 None => !recv || !w.wc_flags.contains(WcFlags::WITH_IMM),
                             };
-                        assert!(ok, "NIC {side} QP {q}: got {w:?}, expected {want:?} (wr_id = qp << 32 | index)\n{}", diag());
+                        assert!(
+                            ok,
+                            "NIC {side} QP {q}: got {w:?}, expected {want:?} (wr_id = qp << 32 | index)\n{}",
+                            diag()
+                        );
                         got += 1;
                         progressed = true;
                     }
@@ -861,13 +716,7 @@ fn load_case(seed: u64) -> String {
     for (side, cqs) in [(0, &cqs_a), (1, &cqs_b)] {
         for cq in cqs {
             let k = cq.poll(&mut wcs).unwrap();
-            assert_eq!(
-                k,
-                0,
-                "NIC {side}: completions beyond the expected ones: {:?}\n{}",
-                &wcs[..k],
-                diag()
-            );
+            assert_eq!(k, 0, "NIC {side}: completions beyond the expected ones: {:?}\n{}", &wcs[..k], diag());
         }
     }
 
@@ -896,10 +745,7 @@ fn load_case(seed: u64) -> String {
                     loc_want[o..o + 8].copy_from_slice(&all_atomics[q].0[j].0.to_le_bytes());
                 }
                 _ => {
-                    let msg: Vec<u8> = list
-                        .iter()
-                        .flat_map(|&(o, l)| src_copy[o..o + l].iter().copied())
-                        .collect();
+                    let msg: Vec<u8> = list.iter().flat_map(|&(o, l)| src_copy[o..o + l].iter().copied()).collect();
                     if matches!(w.kind, Kind::Write | Kind::WriteImm) {
                         bmem_want[at..at + w.len].copy_from_slice(&msg);
                     }
@@ -926,27 +772,11 @@ fn load_case(seed: u64) -> String {
         ("responder receive buffers", &brecv_now, &brecv_want),
     ] {
         if let Some(i) = got.iter().zip(want.iter()).position(|(a, b)| a != b) {
-            panic!(
-                "{what}: byte {i} is {:#04x}, expected {:#04x}\n{}",
-                got[i],
-                want[i],
-                diag()
-            );
+            panic!("{what}: byte {i} is {:#04x}, expected {:#04x}\n{}", got[i], want[i], diag());
         }
     }
-    assert!(
-        src_mr.to_vec() == src_copy,
-        "the requester's source buffer changed\n{}",
-        diag()
-    );
-    let dma = world
-        .borrow()
-        .stats()
-        .nics
-        .iter()
-        .map(|n| n.dma.errors)
-        .sum::<u64>()
-        - dma0;
+    assert!(src_mr.to_vec() == src_copy, "the requester's source buffer changed\n{}", diag());
+    let dma = world.borrow().stats().nics.iter().map(|n| n.dma.errors).sum::<u64>() - dma0;
     assert_eq!(dma, 0, "DMA errors at the hosts\n{}", diag());
 
     // Counters.
@@ -954,12 +784,7 @@ fn load_case(seed: u64) -> String {
     // The receive path keeps up with the wire in every shape, whatever the wire does.
     for (nic, cs) in [(0, &ca), (1, &cb)] {
         let o = cs.values[counter::DROP_RX_OVERFLOW as usize];
-        assert_eq!(
-            o,
-            0,
-            "NIC {nic} dropped {o} frames for RX buffer overflow\n{}",
-            diag()
-        );
+        assert_eq!(o, 0, "NIC {nic} dropped {o} frames for RX buffer overflow\n{}", diag());
     }
     if fault_free {
         let mut bad = Vec::new();
@@ -979,20 +804,11 @@ fn load_case(seed: u64) -> String {
         ] {
             for (nic, cs) in [(0, &ca), (1, &cb)] {
                 if cs.values[c as usize] != 0 {
-                    bad.push(format!(
-                        "NIC {nic} {} {}",
-                        counter::NAMES[c as usize],
-                        cs.values[c as usize]
-                    ));
+                    bad.push(format!("NIC {nic} {} {}", counter::NAMES[c as usize], cs.values[c as usize]));
                 }
             }
         }
-        assert!(
-            bad.is_empty(),
-            "fault-free wire, yet: {}\n{}",
-            bad.join(", "),
-            diag()
-        );
+        assert!(bad.is_empty(), "fault-free wire, yet: {}\n{}", bad.join(", "), diag());
     }
     drop((qas, qbs));
     format!(

@@ -36,8 +36,8 @@ use common::pattern;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rnic::{
-    AccessFlags, ConnectOptions, MemoryRegion, Mtu, QpAttr, QpAttrMask, QpState, RecvWr,
-    RemoteBuffer, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+    AccessFlags, ConnectOptions, MemoryRegion, Mtu, QpAttr, QpAttrMask, QpState, RecvWr, RemoteBuffer, SendWr, Sge,
+    WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 use rnic_contract::regs;
 use rnic_sim::SimConfig;
@@ -162,11 +162,7 @@ enum Plan {
     /// fits.
     Single { lie: Lie, at: usize },
     /// Each frame, with probability `rate`, gets one of `lies` that fits it, up to `max` lies.
-    Storm {
-        lies: Vec<Lie>,
-        rate: f64,
-        max: usize,
-    },
+    Storm { lies: Vec<Lie>, rate: f64, max: usize },
 }
 
 /// What a seed draws.
@@ -196,14 +192,7 @@ impl fmt::Display for Shape {
             self.plan
         )?;
         for (i, w) in self.wrs.iter().enumerate() {
-            write!(
-                f,
-                "{}{:?} {} B {:?}",
-                if i > 0 { ", " } else { "" },
-                w.kind,
-                w.len,
-                w.pieces
-            )?;
+            write!(f, "{}{:?} {} B {:?}", if i > 0 { ", " } else { "" }, w.kind, w.len, w.pieces)?;
         }
         write!(f, "]")
     }
@@ -213,9 +202,7 @@ impl fmt::Display for Shape {
 fn draw_len(r: &mut ChaCha8Rng, mtu: usize, max: usize) -> usize {
     if r.gen_bool(0.3) {
         let k = r.gen_range(1..=(max / mtu).max(1));
-        (k * mtu)
-            .saturating_add_signed(r.gen_range(-1..=1))
-            .clamp(1, max)
+        (k * mtu).saturating_add_signed(r.gen_range(-1..=1)).clamp(1, max)
     } else {
         let e = r.gen_range(0.0..(max as f64).log2());
         (2f64.powf(e) as usize).clamp(1, max)
@@ -239,13 +226,7 @@ fn split(r: &mut ChaCha8Rng, len: usize, n: usize) -> Vec<usize> {
 
 fn shape(seed: u64) -> Shape {
     let mut r = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_F022);
-    let mtu = [
-        Mtu::Mtu256,
-        Mtu::Mtu512,
-        Mtu::Mtu1024,
-        Mtu::Mtu2048,
-        Mtu::Mtu4096,
-    ][r.gen_range(0..5)];
+    let mtu = [Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096][r.gen_range(0..5)];
     let m = mtu.bytes() as usize;
     let max = (4 * m + 1).min(12 * 1024);
     let n = r.gen_range(1..=8);
@@ -266,24 +247,14 @@ fn shape(seed: u64) -> Shape {
             // Mostly up to 4 packets; sometimes a long message (up to 64 KiB: 256 packets at
             // MTU 256), so that lies can arrive while it is still leaving.
             let max = if r.gen_bool(0.15) { 64 * 1024 } else { max };
-            let len = if matches!(kind, Kind::FetchAdd | Kind::CmpSwap) {
-                8
-            } else {
-                draw_len(&mut r, m, max)
-            };
+            let len = if matches!(kind, Kind::FetchAdd | Kind::CmpSwap) { 8 } else { draw_len(&mut r, m, max) };
             let pieces = if len == 8 && matches!(kind, Kind::FetchAdd | Kind::CmpSwap) {
                 vec![8]
             } else {
                 let k = r.gen_range(1..=3);
                 split(&mut r, len, k)
             };
-            Wr {
-                kind,
-                len,
-                pieces,
-                operand: r.gen(),
-                hit: r.gen_bool(0.7),
-            }
+            Wr { kind, len, pieces, operand: r.gen(), hit: r.gen_bool(0.7) }
         })
         .collect();
     let est: usize = wrs
@@ -295,24 +266,15 @@ fn shape(seed: u64) -> Shape {
         })
         .sum();
     let plan = if r.gen_bool(0.5) {
-        Plan::Single {
-            lie: draw_lie(&mut r),
-            at: r.gen_range(0..est),
-        }
+        Plan::Single { lie: draw_lie(&mut r), at: r.gen_range(0..est) }
     } else {
-        let mut lies: Vec<Lie> = (0..r.gen_range(1..=5))
-            .map(|_| draw_lie(&mut r))
-            .filter(|&l| l != Lie::PsnBehind)
-            .collect();
+        let mut lies: Vec<Lie> =
+            (0..r.gen_range(1..=5)).map(|_| draw_lie(&mut r)).filter(|&l| l != Lie::PsnBehind).collect();
         lies.dedup();
         if lies.is_empty() {
             lies.push(Lie::Opcode);
         }
-        Plan::Storm {
-            lies,
-            rate: [0.05, 0.15, 0.3][r.gen_range(0..3)],
-            max: r.gen_range(1..=6),
-        }
+        Plan::Storm { lies, rate: [0.05, 0.15, 0.3][r.gen_range(0..3)], max: r.gen_range(1..=6) }
     };
     Shape {
         seed,
@@ -388,8 +350,7 @@ impl Liar {
 
     /// A PSN the requester has never used.
     fn beyond(&mut self) -> Option<u32> {
-        self.a_end
-            .map(|e| (e + 1 + self.rng.gen_range(0..64)) & PSN_MASK)
+        self.a_end.map(|e| (e + 1 + self.rng.gen_range(0..64)) & PSN_MASK)
     }
 
     /// Tells `lie` about `f` (`fresh`: its PSN is past every earlier responder frame's); `None`
@@ -446,8 +407,7 @@ impl Liar {
             Lie::PsnBeyond => {
                 f.hdr.bth.psn = self.beyond()?;
                 self.scramble(&mut f);
-                self.told
-                    .push(format!("{what}: PSN -> {:#x} (beyond)", f.psn()));
+                self.told.push(format!("{what}: PSN -> {:#x} (beyond)", f.psn()));
                 vec![f.emit()]
             }
             Lie::Truncate => {
@@ -475,10 +435,9 @@ impl Liar {
                     1 => 0x20 | self.rng.gen_range(0..32u8),
                     2 => 0x60 | self.rng.gen_range(0..4u8),
                     3 => self.rng.gen_range(0x64..=0x7Fu8),
-                    _ => [
-                        self.rng.gen_range(0x40..=0x5Fu8),
-                        self.rng.gen_range(0x80..=0xFFu8),
-                    ][self.rng.gen_range(0..2)],
+                    _ => {
+                        [self.rng.gen_range(0x40..=0x5Fu8), self.rng.gen_range(0x80..=0xFFu8)][self.rng.gen_range(0..2)]
+                    }
                 };
                 f.aeth = Some((s, msn));
                 self.told.push(format!("{what}: syndrome -> {s:#04x}"));
@@ -518,8 +477,7 @@ impl Liar {
                     _ => (f.psn() + PSN_MASK + 1 - self.rng.gen_range(1..=100)) & PSN_MASK,
                 };
                 let kind = self.rng.gen_range(0..3);
-                let behind =
-                    !psn_le(self.a_end?.wrapping_add(1) & PSN_MASK, psn) || psn_le(psn, f.psn());
+                let behind = !psn_le(self.a_end?.wrapping_add(1) & PSN_MASK, psn) || psn_le(psn, f.psn());
                 match kind {
                     0 => {
                         g.set_opcode(0x11);
@@ -529,9 +487,7 @@ impl Liar {
                     // requester could be waiting for would be an undetectable lie.
                     1 if !behind => {
                         g.set_opcode(0x10);
-                        g.body = (0..self.rng.gen_range(1..=64))
-                            .map(|_| self.rng.gen())
-                            .collect();
+                        g.body = (0..self.rng.gen_range(1..=64)).map(|_| self.rng.gen()).collect();
                     }
                     2 if !behind => {
                         g.set_opcode(0x12);
@@ -544,17 +500,10 @@ impl Liar {
                 }
                 g.hdr.bth.psn = psn;
                 g.aeth = Some((
-                    if self.rng.gen_bool(0.5) {
-                        0x1F
-                    } else {
-                        self.rng.gen_range(0..0x20)
-                    },
+                    if self.rng.gen_bool(0.5) { 0x1F } else { self.rng.gen_range(0..0x20) },
                     self.rng.gen_range(0..=PSN_MASK),
                 ));
-                self.told.push(format!(
-                    "{what}: then a ghost {:#04x} PSN {psn:#x}",
-                    g.opcode()
-                ));
+                self.told.push(format!("{what}: then a ghost {:#04x} PSN {psn:#x}", g.opcode()));
                 vec![f.emit(), g.emit()]
             }
         };
@@ -572,10 +521,7 @@ impl Liar {
             return;
         }
         let go = match &self.plan {
-            Plan::Single {
-                lie: Lie::Ghost,
-                at,
-            } => self.told.is_empty() && self.seen >= *at,
+            Plan::Single { lie: Lie::Ghost, at } => self.told.is_empty() && self.seen >= *at,
             Plan::Storm { lies, rate, max } => {
                 lies.contains(&Lie::Ghost) && self.told.len() < *max && self.rng.gen_bool(*rate)
             }
@@ -733,15 +679,7 @@ fn layout(s: &Shape) -> Layout {
             *r = word;
         }
     }
-    Layout {
-        sges,
-        remote,
-        src_len: src_at + 16,
-        loc_len: loc_at + 64,
-        bmem_len: word + 64,
-        word,
-        rsrc: (0, rsrc_len),
-    }
+    Layout { sges, remote, src_len: src_at + 16, loc_len: loc_at + 64, bmem_len: word + 64, word, rsrc: (0, rsrc_len) }
 }
 
 /// The responder word's initial value.
@@ -789,9 +727,7 @@ fn allowed_error(s: WcStatus) -> bool {
 }
 
 fn sge_list<'a>(mr: &'a MemoryRegion<'_>, list: &[(usize, usize)]) -> Vec<Sge<'a>> {
-    list.iter()
-        .map(|&(o, l)| mr.sge(o..o + l).unwrap())
-        .collect()
+    list.iter().map(|&(o, l)| mr.sge(o..o + l).unwrap()).collect()
 }
 
 /// Builds WR `i` of the shape.
@@ -810,12 +746,9 @@ fn build_wr<'a>(
     let wr = match w.kind {
         Kind::Write | Kind::WriteImm => {
             let g = sge_list(src, &lay.sges[i]);
-            let wr = SendWr::rdma_write(id, g[0], remote)
-                .with_sg_list(&g)
-                .unwrap();
+            let wr = SendWr::rdma_write(id, g[0], remote).with_sg_list(&g).unwrap();
             if w.kind == Kind::WriteImm {
-                wr.with_opcode(WrOpcode::RdmaWriteWithImm)
-                    .with_imm(i as u32 * 0x01010101)
+                wr.with_opcode(WrOpcode::RdmaWriteWithImm).with_imm(i as u32 * 0x01010101)
             } else {
                 wr
             }
@@ -824,24 +757,17 @@ fn build_wr<'a>(
             let g = sge_list(src, &lay.sges[i]);
             let wr = SendWr::send(id, g[0]).with_sg_list(&g).unwrap();
             if w.kind == Kind::SendImm {
-                wr.with_opcode(WrOpcode::SendWithImm)
-                    .with_imm(0xA5A5_0000 | i as u32)
+                wr.with_opcode(WrOpcode::SendWithImm).with_imm(0xA5A5_0000 | i as u32)
             } else {
                 wr
             }
         }
         Kind::Read => {
             let g = sge_list(loc, &lay.sges[i]);
-            SendWr::rdma_read(id, g[0], remote)
-                .with_sg_list(&g)
-                .unwrap()
+            SendWr::rdma_read(id, g[0], remote).with_sg_list(&g).unwrap()
         }
-        Kind::FetchAdd => {
-            SendWr::atomic_fetch_and_add(id, sge_list(loc, &lay.sges[i])[0], remote, w.operand)
-        }
-        Kind::CmpSwap => {
-            SendWr::atomic_cmp_and_swp(id, sge_list(loc, &lay.sges[i])[0], remote, cmp, w.operand)
-        }
+        Kind::FetchAdd => SendWr::atomic_fetch_and_add(id, sge_list(loc, &lay.sges[i])[0], remote, w.operand),
+        Kind::CmpSwap => SendWr::atomic_cmp_and_swp(id, sge_list(loc, &lay.sges[i])[0], remote, cmp, w.operand),
     };
     wr.signaled(true)
 }
@@ -862,47 +788,24 @@ fn fuzz_case(seed: u64) -> String {
     bmem[lay.word..lay.word + 8].copy_from_slice(&WORD_INIT.to_le_bytes());
     bmem[lay.word + 8..lay.word + 16].copy_from_slice(&7u64.to_le_bytes());
     let bmem_copy = bmem.clone();
-    let recv_len: usize = s
-        .wrs
-        .iter()
-        .filter(|w| w.takes_recv())
-        .map(|w| w.len.max(1) + 8)
-        .sum::<usize>()
-        + 8;
+    let recv_len: usize = s.wrs.iter().filter(|w| w.takes_recv()).map(|w| w.len.max(1) + 8).sum::<usize>() + 8;
     let mut brecv = vec![0u8; recv_len];
     let dma_errors0 = h.world.borrow().stats().nics[0].dma.errors;
     let origs = atomic_originals(&s.wrs);
     let ctx = |msg: String, liar: &Liar, h: &Carried| {
-        format!(
-            "{msg}\n  shape: {s}\n  lies told: {:?}\n{}",
-            liar.told,
-            h.diag()
-        )
+        format!("{msg}\n  shape: {s}\n  lies told: {:?}\n{}", liar.told, h.diag())
     };
 
     let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
     let loc_mr = h.pa.register(&mut loc, AccessFlags::LOCAL_WRITE).unwrap();
     let chk_mr = h.pa.register(&mut chk, AccessFlags::LOCAL_WRITE).unwrap();
-    let all = AccessFlags::LOCAL_WRITE
-        | AccessFlags::REMOTE_WRITE
-        | AccessFlags::REMOTE_READ
-        | AccessFlags::REMOTE_ATOMIC;
+    let all =
+        AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
     let bmem_mr = h.pb.register(&mut bmem, all).unwrap();
     let brecv_mr = h.pb.register(&mut brecv, AccessFlags::LOCAL_WRITE).unwrap();
 
-    let mut qa =
-        h.pa.create_qp(&h.ca)
-            .set_max_send_wr(16)
-            .set_max_send_sge(4)
-            .set_sq_sig_all(true)
-            .build()
-            .unwrap();
-    let mut qb =
-        h.pb.create_qp(&h.cb)
-            .set_max_send_wr(16)
-            .set_max_recv_wr(16)
-            .build()
-            .unwrap();
+    let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(16).set_max_send_sge(4).set_sq_sig_all(true).build().unwrap();
+    let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(16).set_max_recv_wr(16).build().unwrap();
     let o = ConnectOptions {
         path_mtu: s.mtu,
         access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC,
@@ -913,10 +816,7 @@ fn fuzz_case(seed: u64) -> String {
         max_rd_atomic: s.max_rd_atomic,
         max_dest_rd_atomic: 16,
     };
-    let (ea, eb) = (
-        qa.endpoint().unwrap(),
-        qb.endpoint().unwrap().with_buffer(&bmem_mr),
-    );
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap().with_buffer(&bmem_mr));
     qa.connect_with(&eb, &o).unwrap();
     qb.connect_with(&ea, &o).unwrap();
     let rb = eb.buffer.unwrap();
@@ -927,16 +827,11 @@ fn fuzz_case(seed: u64) -> String {
     let mut at = 0;
     for (i, w) in s.wrs.iter().enumerate().filter(|(_, w)| w.takes_recv()) {
         let l = w.len.max(1) + 8;
-        qb.post_recv_one(RecvWr::new(
-            100 + i as u64,
-            brecv_mr.sge(at..at + l).unwrap(),
-        ))
-        .unwrap();
+        qb.post_recv_one(RecvWr::new(100 + i as u64, brecv_mr.sge(at..at + l).unwrap())).unwrap();
         at += l;
     }
-    let wrs: Vec<SendWr<'_>> = (0..s.wrs.len())
-        .map(|i| build_wr(&s, &lay, i, &src_mr, &loc_mr, &rb, origs[i].1))
-        .collect();
+    let wrs: Vec<SendWr<'_>> =
+        (0..s.wrs.len()).map(|i| build_wr(&s, &lay, i, &src_mr, &loc_mr, &rb, origs[i].1)).collect();
     qa.post_send(&wrs).unwrap();
 
     // Run until every WR completed, or the budget is spent; then ERR must flush the rest.
@@ -952,14 +847,7 @@ fn fuzz_case(seed: u64) -> String {
     }
     let moved_to_err = got.len() < n;
     if moved_to_err {
-        qa.modify(
-            &QpAttr {
-                qp_state: QpState::Err,
-                ..QpAttr::default()
-            },
-            QpAttrMask::STATE,
-        )
-        .unwrap();
+        qa.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
         let t1 = h.now();
         while got.len() < n && h.now() - t1 < 100_000 {
             for w in h.poll(&h.ca, n - got.len(), 256, &mut liar) {
@@ -993,14 +881,7 @@ fn fuzz_case(seed: u64) -> String {
     // Every WR once, in order; after the first error only flushes.
     let ids: Vec<u64> = got.iter().map(|g| g.0.wr_id).collect();
     if ids != (1..=n as u64).collect::<Vec<_>>() {
-        panic!(
-            "{}",
-            ctx(
-                format!("completions not one per WR in posting order: {ids:?}"),
-                &liar,
-                &h
-            )
-        );
+        panic!("{}", ctx(format!("completions not one per WR in posting order: {ids:?}"), &liar, &h));
     }
     let loc_now = loc_mr.to_vec();
     let mut first_err: Option<usize> = None;
@@ -1034,16 +915,7 @@ fn fuzz_case(seed: u64) -> String {
             if !allowed_error(wc.status) {
                 panic!(
                     "{}",
-                    ctx(
-                        format!(
-                            "WR {} ({:?}) completed with {:?}: {wc:?}",
-                            i + 1,
-                            w.kind,
-                            wc.status
-                        ),
-                        &liar,
-                        &h
-                    )
+                    ctx(format!("WR {} ({:?}) completed with {:?}: {wc:?}", i + 1, w.kind, wc.status), &liar, &h)
                 );
             }
             first_err = Some(i);
@@ -1064,24 +936,26 @@ fn fuzz_case(seed: u64) -> String {
             Kind::CmpSwap => (WcOpcode::CompSwap, Some(8)),
         };
         if wc.opcode != op || len.is_some_and(|l| l != wc.byte_len) {
-            panic!(
-                "{}",
-                ctx(
-                    format!("WR {} ({:?}, {} B) completed {wc:?}", i + 1, w.kind, w.len),
-                    &liar,
-                    &h
-                )
-            );
+            panic!("{}", ctx(format!("WR {} ({:?}, {} B) completed {wc:?}", i + 1, w.kind, w.len), &liar, &h));
         }
         match w.kind {
             Kind::Read => {
                 let mut at = lay.remote[i];
                 for &(o, l) in &lay.sges[i] {
                     if loc_now[o..o + l] != bmem_copy[at..at + l] {
-                        let d =
-                            common::first_difference(&loc_now[o..o + l], &bmem_copy[at..at + l])
-                                .unwrap();
-                        panic!("{}", ctx(format!("WR {} (READ {} B) completed SUCCESS with wrong data in its SGE at +{o}: {d}", i + 1, w.len), &liar, &h));
+                        let d = common::first_difference(&loc_now[o..o + l], &bmem_copy[at..at + l]).unwrap();
+                        panic!(
+                            "{}",
+                            ctx(
+                                format!(
+                                    "WR {} (READ {} B) completed SUCCESS with wrong data in its SGE at +{o}: {d}",
+                                    i + 1,
+                                    w.len
+                                ),
+                                &liar,
+                                &h
+                            )
+                        );
                     }
                     at += l;
                 }
@@ -1090,7 +964,19 @@ fn fuzz_case(seed: u64) -> String {
                 let (o, _) = lay.sges[i][0];
                 let v = u64::from_le_bytes(loc_now[o..o + 8].try_into().unwrap());
                 if v != origs[i].0 {
-                    panic!("{}", ctx(format!("WR {} ({:?}) completed SUCCESS with original {v:#x}, the responder's word was {:#x}", i + 1, w.kind, origs[i].0), &liar, &h));
+                    panic!(
+                        "{}",
+                        ctx(
+                            format!(
+                                "WR {} ({:?}) completed SUCCESS with original {v:#x}, the responder's word was {:#x}",
+                                i + 1,
+                                w.kind,
+                                origs[i].0
+                            ),
+                            &liar,
+                            &h
+                        )
+                    );
                 }
             }
             _ => {}
@@ -1106,42 +992,20 @@ fn fuzz_case(seed: u64) -> String {
         }
     }
     if let Some(p) = (0..lay.loc_len).find(|&p| !inside[p] && loc_now[p] != GUARD) {
-        panic!(
-            "{}",
-            ctx(
-                format!(
-                    "local byte {p}, outside every SGE, was written ({:#04x})",
-                    loc_now[p]
-                ),
-                &liar,
-                &h
-            )
-        );
+        panic!("{}", ctx(format!("local byte {p}, outside every SGE, was written ({:#04x})", loc_now[p]), &liar, &h));
     }
     if src_mr.to_vec() != src_copy {
         panic!("{}", ctx("the source buffer changed".into(), &liar, &h));
     }
     let dma_errors = h.world.borrow().stats().nics[0].dma.errors - dma_errors0;
     if dma_errors != 0 {
-        panic!(
-            "{}",
-            ctx(
-                format!("{dma_errors} DMA errors at the requester's host"),
-                &liar,
-                &h
-            )
-        );
+        panic!("{}", ctx(format!("{dma_errors} DMA errors at the requester's host"), &liar, &h));
     }
 
     // The NIC still answers MMIO and serves new QPs.
     liar.on = false;
     let id = h.world.borrow_mut().mmio_read(0, regs::ID);
-    assert_eq!(
-        id.ok(),
-        Some(regs::ID_VALUE),
-        "{}",
-        ctx("MMIO not answered after the case".into(), &liar, &h)
-    );
+    assert_eq!(id.ok(), Some(regs::ID_VALUE), "{}", ctx("MMIO not answered after the case".into(), &liar, &h));
     let mut qa2 = h.pa.create_qp(&h.ca).set_max_send_wr(8).build().unwrap();
     let mut qb2 = h.pb.create_qp(&h.cb).set_max_send_wr(8).build().unwrap();
     let o2 = ConnectOptions {
@@ -1159,13 +1023,7 @@ fn fuzz_case(seed: u64) -> String {
     let bmem_before = bmem_mr.to_vec();
     qa2.post_send(&[
         SendWr::rdma_read(1, chk_mr.sge(0..rlen).unwrap(), rb.at(0)).signaled(true),
-        SendWr::atomic_fetch_and_add(
-            2,
-            chk_mr.sge(4096..4104).unwrap(),
-            rb.at(lay.word as u64 + 8),
-            5,
-        )
-        .signaled(true),
+        SendWr::atomic_fetch_and_add(2, chk_mr.sge(4096..4104).unwrap(), rb.at(lay.word as u64 + 8), 5).signaled(true),
         SendWr::rdma_write(3, src_mr.sge(0..16).unwrap(), rb.at(wtarget as u64)).signaled(true),
     ])
     .unwrap();
@@ -1174,25 +1032,13 @@ fn fuzz_case(seed: u64) -> String {
     let st: Vec<(u64, WcStatus)> = w.iter().map(|w| (w.wr_id, w.status)).collect();
     assert_eq!(
         st,
-        vec![
-            (1, WcStatus::Success),
-            (2, WcStatus::Success),
-            (3, WcStatus::Success)
-        ],
+        vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::Success)],
         "{}",
         ctx("a new QP after the case".into(), &liar, &h)
     );
     let c = chk_mr.to_vec();
-    assert!(
-        c[..rlen] == bmem_before[..rlen],
-        "{}",
-        ctx("a new QP's READ returned wrong bytes".into(), &liar, &h)
-    );
-    assert!(
-        bmem_mr.to_vec()[wtarget..wtarget + 16] == src_copy[..16],
-        "{}",
-        ctx("a new QP's WRITE".into(), &liar, &h)
-    );
+    assert!(c[..rlen] == bmem_before[..rlen], "{}", ctx("a new QP's READ returned wrong bytes".into(), &liar, &h));
+    assert!(bmem_mr.to_vec()[wtarget..wtarget + 16] == src_copy[..16], "{}", ctx("a new QP's WRITE".into(), &liar, &h));
     assert_eq!(
         u64::from_le_bytes(c[4096..4104].try_into().unwrap()),
         7,
@@ -1207,11 +1053,7 @@ fn fuzz_case(seed: u64) -> String {
         m,
         statuses,
         if moved_to_err { " (moved to ERR)" } else { "" },
-        if liar.lies_done() == 0 {
-            "none fitted".into()
-        } else {
-            liar.told.join("; ")
-        }
+        if liar.lies_done() == 0 { "none fitted".into() } else { liar.told.join("; ") }
     )
 }
 

@@ -76,32 +76,71 @@ fn setup_with(mtu: u8, config: SimConfig, retry_cnt: u64) -> Setup {
     let (src_va, dst_va) = (0x7f00_1234_0000, 0x7f00_8888_0000);
     let (lkey, rkey) = (1 << 8 | 0x11, 2 << 8 | 0x22);
     let a = verbs::access::LOCAL_WRITE | verbs::access::REMOTE_WRITE | verbs::access::REMOTE_ATOMIC;
-    command(&mut world, 0, regs::cmd_op::WRITE_MR, lkey >> 8, &record(&[
-        (mr_entry::VALID, 1), (mr_entry::ACCESS, a as u64), (mr_entry::TAG, 0x11),
-        (mr_entry::PD, PD), (mr_entry::VA, src_va), (mr_entry::LENGTH, BUF as u64 + 4096),
-        (mr_entry::IOVA, src.0),
-    ]));
-    command(&mut world, 1, regs::cmd_op::WRITE_MR, rkey >> 8, &record(&[
-        (mr_entry::VALID, 1), (mr_entry::ACCESS, a as u64), (mr_entry::TAG, 0x22),
-        (mr_entry::PD, PD), (mr_entry::VA, dst_va), (mr_entry::LENGTH, BUF as u64),
-        (mr_entry::IOVA, dst.0),
-    ]));
-    command(&mut world, 0, regs::cmd_op::WRITE_CQ, 0, &record(&[
-        (cq_context::VALID, 1), (cq_context::LOG_SIZE, 4), (cq_context::BASE, cq.0),
-    ]));
+    command(
+        &mut world,
+        0,
+        regs::cmd_op::WRITE_MR,
+        lkey >> 8,
+        &record(&[
+            (mr_entry::VALID, 1),
+            (mr_entry::ACCESS, a as u64),
+            (mr_entry::TAG, 0x11),
+            (mr_entry::PD, PD),
+            (mr_entry::VA, src_va),
+            (mr_entry::LENGTH, BUF as u64 + 4096),
+            (mr_entry::IOVA, src.0),
+        ]),
+    );
+    command(
+        &mut world,
+        1,
+        regs::cmd_op::WRITE_MR,
+        rkey >> 8,
+        &record(&[
+            (mr_entry::VALID, 1),
+            (mr_entry::ACCESS, a as u64),
+            (mr_entry::TAG, 0x22),
+            (mr_entry::PD, PD),
+            (mr_entry::VA, dst_va),
+            (mr_entry::LENGTH, BUF as u64),
+            (mr_entry::IOVA, dst.0),
+        ]),
+    );
+    command(
+        &mut world,
+        0,
+        regs::cmd_op::WRITE_CQ,
+        0,
+        &record(&[(cq_context::VALID, 1), (cq_context::LOG_SIZE, 4), (cq_context::BASE, cq.0)]),
+    );
     for (n, (qpn, dest)) in [(1u32, 2u64), (2, 1)].into_iter().enumerate() {
         let peer = 1 - n;
-        command(&mut world, n, regs::cmd_op::WRITE_QP, qpn, &record(&[
-            (qp_context::STATE, verbs::qp_state::RTS as u64), (qp_context::INIT_SQ_PSN, 1),
-            (qp_context::INIT_RQ_PSN, 1), (qp_context::PATH_MTU, mtu as u64),
-            (qp_context::ACCESS, (verbs::access::REMOTE_WRITE | verbs::access::REMOTE_ATOMIC) as u64),
-            (qp_context::PD, PD),
-            (qp_context::DEST_QPN, dest), (qp_context::SQ_PSN, PSN), (qp_context::RQ_PSN, PSN),
-            (qp_context::TIMEOUT, TIMEOUT), (qp_context::RETRY_CNT, retry_cnt),
-            (qp_context::PKEY, 0xFFFF), (qp_context::UDP_SPORT, 0xC000 | qpn as u64),
-            (qp_context::DEST_IP, IP[peer] as u64), (qp_context::DEST_MAC, MAC[peer]),
-            (qp_context::SEND_CQ, 0), (qp_context::SQ_LOG_SIZE, 4), (qp_context::SQ_BASE, sq.0),
-        ]));
+        command(
+            &mut world,
+            n,
+            regs::cmd_op::WRITE_QP,
+            qpn,
+            &record(&[
+                (qp_context::STATE, verbs::qp_state::RTS as u64),
+                (qp_context::INIT_SQ_PSN, 1),
+                (qp_context::INIT_RQ_PSN, 1),
+                (qp_context::PATH_MTU, mtu as u64),
+                (qp_context::ACCESS, (verbs::access::REMOTE_WRITE | verbs::access::REMOTE_ATOMIC) as u64),
+                (qp_context::PD, PD),
+                (qp_context::DEST_QPN, dest),
+                (qp_context::SQ_PSN, PSN),
+                (qp_context::RQ_PSN, PSN),
+                (qp_context::TIMEOUT, TIMEOUT),
+                (qp_context::RETRY_CNT, retry_cnt),
+                (qp_context::PKEY, 0xFFFF),
+                (qp_context::UDP_SPORT, 0xC000 | qpn as u64),
+                (qp_context::DEST_IP, IP[peer] as u64),
+                (qp_context::DEST_MAC, MAC[peer]),
+                (qp_context::SEND_CQ, 0),
+                (qp_context::SQ_LOG_SIZE, 4),
+                (qp_context::SQ_BASE, sq.0),
+            ]),
+        );
     }
     Setup { world, sq, cq, src, dst, lkey, rkey, src_va, dst_va }
 }
@@ -109,10 +148,14 @@ fn setup_with(mtu: u8, config: SimConfig, retry_cnt: u64) -> Setup {
 /// Posts one RDMA WRITE WQE at SQ slot `slot` and rings the doorbell with `slot + 1`.
 fn post_write(s: &mut Setup, slot: u64, wr_id: u64, src_off: u64, dst_off: u64, len: u64, rkey: u32) {
     let w = record(&[
-        (wqe::WR_ID, wr_id), (wqe::OPCODE, verbs::wr_opcode::RDMA_WRITE as u64),
-        (wqe::SEND_FLAGS, verbs::send_flags::SIGNALED as u64), (wqe::NUM_SGE, 1),
-        (wqe::REMOTE_ADDR, s.dst_va + dst_off), (wqe::RKEY, rkey as u64),
-        (wqe::SGE0_ADDR, s.src_va + src_off), (wqe::SGE0_LENGTH, len),
+        (wqe::WR_ID, wr_id),
+        (wqe::OPCODE, verbs::wr_opcode::RDMA_WRITE as u64),
+        (wqe::SEND_FLAGS, verbs::send_flags::SIGNALED as u64),
+        (wqe::NUM_SGE, 1),
+        (wqe::REMOTE_ADDR, s.dst_va + dst_off),
+        (wqe::RKEY, rkey as u64),
+        (wqe::SGE0_ADDR, s.src_va + src_off),
+        (wqe::SGE0_LENGTH, len),
         (wqe::SGE0_LKEY, s.lkey as u64),
     ]);
     let sq = s.sq;
@@ -234,10 +277,7 @@ fn writes_of_every_size_class_at_every_path_mtu() {
         let mtu_bytes = verbs::mtu::bytes(mtu).unwrap() as u64;
         let mut s = setup(mtu);
         let data = fill_source(&mut s, mtu);
-        for (i, (so, dof, len)) in [(0u64, 7u64, 1u64), (5, 0, mtu_bytes), (17, 33, 1 << 20)]
-            .into_iter()
-            .enumerate()
-        {
+        for (i, (so, dof, len)) in [(0u64, 7u64, 1u64), (5, 0, mtu_bytes), (17, 33, 1 << 20)].into_iter().enumerate() {
             let len = len.min(BUF as u64 - dof);
             let rkey = s.rkey;
             post_write(&mut s, i as u64, 100 + i as u64, so, dof, len, rkey);
@@ -309,9 +349,11 @@ fn long_messages_request_an_ack_every_16_packets() {
     let requests: Vec<&RocePacketRepr> = pkts.iter().filter(|p| p.bth.opcode.0 != 0x11).collect();
     assert_eq!(requests.len(), 40);
     let first = requests[0].bth.psn;
-    let asked: Vec<u32> = requests.iter().filter(|p| p.bth.ack_req).map(|p| p.bth.psn.wrapping_sub(first) & 0xFF_FFFF).collect();
+    let asked: Vec<u32> =
+        requests.iter().filter(|p| p.bth.ack_req).map(|p| p.bth.psn.wrapping_sub(first) & 0xFF_FFFF).collect();
     assert_eq!(asked, vec![15, 31, 39]);
-    let acks: Vec<u32> = pkts.iter().filter(|p| p.bth.opcode.0 == 0x11).map(|p| p.bth.psn.wrapping_sub(first) & 0xFF_FFFF).collect();
+    let acks: Vec<u32> =
+        pkts.iter().filter(|p| p.bth.opcode.0 == 0x11).map(|p| p.bth.psn.wrapping_sub(first) & 0xFF_FFFF).collect();
     assert_eq!(acks, vec![15, 31, 39]);
 }
 
@@ -394,11 +436,17 @@ fn retry_count_is_exact() {
 /// of the requester's.
 fn post_atomic(s: &mut Setup, slot: u64, op: u8, src_off: u64, dst_off: u64, compare_add: u64, swap: u64) {
     let w = record(&[
-        (wqe::WR_ID, 100 + slot), (wqe::OPCODE, op as u64),
-        (wqe::SEND_FLAGS, verbs::send_flags::SIGNALED as u64), (wqe::NUM_SGE, 1),
-        (wqe::REMOTE_ADDR, s.dst_va + dst_off), (wqe::RKEY, s.rkey as u64),
-        (wqe::SGE0_ADDR, s.src_va + src_off), (wqe::SGE0_LENGTH, 8),
-        (wqe::SGE0_LKEY, s.lkey as u64), (wqe::COMPARE_ADD, compare_add), (wqe::SWAP, swap),
+        (wqe::WR_ID, 100 + slot),
+        (wqe::OPCODE, op as u64),
+        (wqe::SEND_FLAGS, verbs::send_flags::SIGNALED as u64),
+        (wqe::NUM_SGE, 1),
+        (wqe::REMOTE_ADDR, s.dst_va + dst_off),
+        (wqe::RKEY, s.rkey as u64),
+        (wqe::SGE0_ADDR, s.src_va + src_off),
+        (wqe::SGE0_LENGTH, 8),
+        (wqe::SGE0_LKEY, s.lkey as u64),
+        (wqe::COMPARE_ADD, compare_add),
+        (wqe::SWAP, swap),
     ]);
     let sq = s.sq;
     mem(&mut s.world, 0).write(sq.offset(slot * 64), &w).unwrap();

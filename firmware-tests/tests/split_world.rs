@@ -17,8 +17,7 @@ use std::process::{Command, Stdio};
 use pcap_file::pcap::PcapReader;
 use rnic_contract::{cq_context, cqe, mr_entry, qp_context, regs, verbs, wqe, Field};
 use rnic_sim::{
-    FaultConfig, HostMemory, Iova, PortOptions, SimConfig, SimbricksListener, SimbricksParams,
-    SimbricksPort, World,
+    FaultConfig, HostMemory, Iova, PortOptions, SimConfig, SimbricksListener, SimbricksParams, SimbricksPort, World,
 };
 
 const MAC: [u64; 2] = [mac([2, 0, 0, 0, 0, 1]), mac([2, 0, 0, 0, 0, 2])];
@@ -67,9 +66,7 @@ fn record(fields: &[(Field, u64)]) -> [u8; 64] {
 fn command(world: &mut World, nic: usize, op: u32, index: u32, record: &[u8; 64]) {
     for i in 0..regs::CMD_DATA_WORDS {
         let w = u32::from_le_bytes(record[4 * i..4 * i + 4].try_into().unwrap());
-        world
-            .mmio_write(nic, regs::CMD_DATA + 4 * i as u16, w)
-            .unwrap();
+        world.mmio_write(nic, regs::CMD_DATA + 4 * i as u16, w).unwrap();
     }
     world.mmio_write(nic, regs::CMD, op << 24 | index).unwrap();
 }
@@ -79,9 +76,7 @@ fn mem(world: &mut World, nic: usize) -> &mut HostMemory {
 }
 
 fn source_bytes() -> Vec<u8> {
-    (0..BUF)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(5))
-        .collect()
+    (0..BUF).map(|i| (i as u8).wrapping_mul(31).wrapping_add(5)).collect()
 }
 
 /// The IOVAs each host allocates, in order (deterministic: a fresh host's bump allocator).
@@ -93,22 +88,14 @@ struct Rings {
 
 /// Configures the NIC of `role` (0 requester, 1 responder), index `nic` of `world`.
 fn setup(world: &mut World, nic: usize, role: usize) -> Rings {
-    world
-        .mmio_write(nic, regs::MAC_LO, MAC[role] as u32)
-        .unwrap();
-    world
-        .mmio_write(nic, regs::MAC_HI, (MAC[role] >> 32) as u32)
-        .unwrap();
+    world.mmio_write(nic, regs::MAC_LO, MAC[role] as u32).unwrap();
+    world.mmio_write(nic, regs::MAC_HI, (MAC[role] >> 32) as u32).unwrap();
     world.mmio_write(nic, regs::IPV4_ADDR, IP[role]).unwrap();
     let sq = mem(world, nic).alloc(16 * wqe::BYTES, 4096).unwrap();
     let cq = mem(world, nic).alloc(16 * cqe::BYTES, 4096).unwrap();
     let buf = mem(world, nic).alloc(BUF + 4096, 4096).unwrap();
     let a = verbs::access::LOCAL_WRITE | verbs::access::REMOTE_WRITE;
-    let (key, va) = if role == 0 {
-        (LKEY, SRC_VA)
-    } else {
-        (RKEY, DST_VA)
-    };
+    let (key, va) = if role == 0 { (LKEY, SRC_VA) } else { (RKEY, DST_VA) };
     if role == 0 {
         mem(world, nic).write(buf, &source_bytes()).unwrap();
     }
@@ -121,11 +108,7 @@ fn setup(world: &mut World, nic: usize, role: usize) -> Rings {
     command(world, nic, regs::cmd_op::WRITE_CQ, 0, &record(&[
         (cq_context::VALID, 1), (cq_context::LOG_SIZE, 4), (cq_context::BASE, cq.0),
     ]));
-    let (qpn, dest, peer) = if role == 0 {
-        (1u32, 2u64, 1)
-    } else {
-        (2, 1, 0)
-    };
+    let (qpn, dest, peer) = if role == 0 { (1u32, 2u64, 1) } else { (2, 1, 0) };
     #[rustfmt::skip]
     command(world, nic, regs::cmd_op::WRITE_QP, qpn, &record(&[
         (qp_context::STATE, verbs::qp_state::RTS as u64), (qp_context::INIT_SQ_PSN, 1),
@@ -152,12 +135,8 @@ fn run_requester(world: &mut World, nic: usize, r: &Rings) -> Vec<(u64, u64)> {
             (wqe::REMOTE_ADDR, DST_VA + dof), (wqe::RKEY, RKEY as u64),
             (wqe::SGE0_ADDR, SRC_VA + so), (wqe::SGE0_LENGTH, len), (wqe::SGE0_LKEY, LKEY as u64),
         ]);
-        mem(world, nic)
-            .write(r.sq.offset(i as u64 * 64), &w)
-            .unwrap();
-        world
-            .mmio_write(nic, regs::SQ_DOORBELL, 1 << 16 | (i as u32 + 1))
-            .unwrap();
+        mem(world, nic).write(r.sq.offset(i as u64 * 64), &w).unwrap();
+        world.mmio_write(nic, regs::SQ_DOORBELL, 1 << 16 | (i as u32 + 1)).unwrap();
         let at = r.cq.offset(i as u64 * cqe::BYTES as u64);
         world
             .run_until(
@@ -184,10 +163,7 @@ type Report = BTreeMap<String, String>;
 fn counters(world: &mut World, nic: usize, role: usize, out: &mut Report) {
     for c in 0..regs::counter::COUNT {
         let v = world.mmio_read(nic, regs::COUNTERS + 4 * c).unwrap();
-        out.insert(
-            format!("nic{role}.{}", regs::counter::NAMES[c as usize]),
-            v.to_string(),
-        );
+        out.insert(format!("nic{role}.{}", regs::counter::NAMES[c as usize]), v.to_string());
     }
 }
 
@@ -200,9 +176,7 @@ fn check_target(world: &mut World, nic: usize, r: &Rings, out: &mut Report) {
         let ok = t[dof as usize..(dof + len) as usize] == src[so as usize..(so + len) as usize];
         out.insert(format!("write{i}.landed"), ok.to_string());
     }
-    let h = t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
+    let h = t.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
     out.insert("target.fnv".into(), format!("{h:016x}"));
 }
 
@@ -227,10 +201,7 @@ fn one_process(faults: &str, pcap: &Path) -> (Report, Vec<(u64, Vec<u8>)>) {
         out.insert(format!("write{i}.cqe"), format!("{cycle} {status}"));
     }
     out.insert("requester.cycles".into(), w.cycles().to_string());
-    println!(
-        "{faults}: one process ran at {:.0} cycles/s",
-        w.stats().cycles_per_second
-    );
+    println!("{faults}: one process ran at {:.0} cycles/s", w.stats().cycles_per_second);
     w.finish().unwrap();
     check_target(&mut w, 1, &resp, &mut out);
     counters(&mut w, 0, 0, &mut out);
@@ -245,24 +216,11 @@ fn side(role: usize, sock: &Path, pcap: &Path, faults: &str) -> Report {
     let mut w = World::new(1, cfg).unwrap();
     // The requester listens (creates the shared memory), the responder connects.
     let port: Box<dyn rnic_sim::ExternalPort> = if role == 0 {
-        Box::new(
-            SimbricksListener::bind(sock, params)
-                .unwrap()
-                .accept()
-                .unwrap(),
-        )
+        Box::new(SimbricksListener::bind(sock, params).unwrap().accept().unwrap())
     } else {
         Box::new(SimbricksPort::connect(sock, params).unwrap())
     };
-    w.attach_port(
-        0,
-        port,
-        PortOptions {
-            link_index: Some(role),
-            nic_label: Some(role),
-        },
-    )
-    .unwrap();
+    w.attach_port(0, port, PortOptions { link_index: Some(role), nic_label: Some(role) }).unwrap();
     w.capture_pcap(pcap).unwrap();
     let rings = setup(&mut w, 0, role);
     let mut out = Report::new();
@@ -271,10 +229,7 @@ fn side(role: usize, sock: &Path, pcap: &Path, faults: &str) -> Report {
             out.insert(format!("write{i}.cqe"), format!("{cycle} {status}"));
         }
         out.insert("requester.cycles".into(), w.cycles().to_string());
-        out.insert(
-            "speed".into(),
-            format!("{:.0} cycles/s", w.stats().cycles_per_second),
-        );
+        out.insert("speed".into(), format!("{:.0} cycles/s", w.stats().cycles_per_second));
         w.finish().unwrap();
         counters(&mut w, 0, 0, &mut out);
         // Leaving closes the port: the responder sees SimBricks' terminate message.
@@ -297,10 +252,7 @@ fn side(role: usize, sock: &Path, pcap: &Path, faults: &str) -> Report {
 #[test]
 #[ignore = "one side of the split-world tests; they run it as a child process"]
 fn split_side() {
-    let role: usize = std::env::var("RNIC_SPLIT_ROLE")
-        .expect("RNIC_SPLIT_ROLE")
-        .parse()
-        .unwrap();
+    let role: usize = std::env::var("RNIC_SPLIT_ROLE").expect("RNIC_SPLIT_ROLE").parse().unwrap();
     let sock = PathBuf::from(std::env::var("RNIC_SPLIT_SOCK").unwrap());
     let pcap = PathBuf::from(std::env::var("RNIC_SPLIT_PCAP").unwrap());
     let faults = std::env::var("RNIC_SPLIT_FAULTS").unwrap();
@@ -319,13 +271,7 @@ fn split(faults: &str, tag: &str) -> (Report, Vec<(u64, Vec<u8>)>) {
     let children: Vec<_> = (0..2)
         .map(|role| {
             Command::new(&exe)
-                .args([
-                    "split_side",
-                    "--exact",
-                    "--ignored",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
+                .args(["split_side", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
                 .env("RNIC_SPLIT_ROLE", role.to_string())
                 .env("RNIC_SPLIT_SOCK", &sock)
                 .env("RNIC_SPLIT_PCAP", dir.join(format!("{base}-{role}.pcap")))
@@ -341,16 +287,9 @@ fn split(faults: &str, tag: &str) -> (Report, Vec<(u64, Vec<u8>)>) {
     for (role, c) in children.into_iter().enumerate() {
         let out = c.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "side {role} failed:\n{text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "side {role} failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
         // The harness may print "test split_side ... " just before the first line.
-        for line in text
-            .lines()
-            .filter_map(|l| l.split_once("RESULT ").map(|(_, r)| r))
-        {
+        for line in text.lines().filter_map(|l| l.split_once("RESULT ").map(|(_, r)| r)) {
             let (k, v) = line.split_once(" = ").unwrap();
             report.insert(k.to_string(), v.to_string());
         }
@@ -363,51 +302,26 @@ fn split(faults: &str, tag: &str) -> (Report, Vec<(u64, Vec<u8>)>) {
 }
 
 fn compare(faults: &str) {
-    let pcap = std::env::temp_dir().join(format!(
-        "rnic-split-{}-{faults}-ref.pcap",
-        std::process::id()
-    ));
+    let pcap = std::env::temp_dir().join(format!("rnic-split-{}-{faults}-ref.pcap", std::process::id()));
     let (reference, ref_frames) = one_process(faults, &pcap);
     let _ = std::fs::remove_file(&pcap);
     for i in 0..WRITES.len() {
-        assert_eq!(
-            reference[&format!("write{i}.landed")],
-            "true",
-            "the one-process run itself works"
-        );
+        assert_eq!(reference[&format!("write{i}.landed")], "true", "the one-process run itself works");
     }
     let (a, frames_a) = split(faults, &format!("{faults}-a"));
     let (b, frames_b) = split(faults, &format!("{faults}-b"));
     println!("{faults}: one process: {reference:#?}");
     println!("{faults}: split: {a:#?}");
     let strip = |r: &Report| -> Report {
-        r.iter()
-            .filter(|(k, _)| !k.starts_with("side") && *k != "speed")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        r.iter().filter(|(k, _)| !k.starts_with("side") && *k != "speed").map(|(k, v)| (k.clone(), v.clone())).collect()
     };
     assert_eq!(strip(&a), strip(&b), "two split runs differ");
-    assert_eq!(
-        frames_a, frames_b,
-        "two split runs put different frames on the wire"
-    );
-    assert_eq!(
-        strip(&a),
-        reference,
-        "the split run differs from the one-process run"
-    );
+    assert_eq!(frames_a, frames_b, "two split runs put different frames on the wire");
+    assert_eq!(strip(&a), reference, "the split run differs from the one-process run");
     let brief = |f: &[(u64, Vec<u8>)]| f.iter().map(|(t, d)| (*t, d.len())).collect::<Vec<_>>();
-    assert_eq!(
-        brief(&frames_a),
-        brief(&ref_frames),
-        "(ns, length) of every frame on the wire"
-    );
+    assert_eq!(brief(&frames_a), brief(&ref_frames), "(ns, length) of every frame on the wire");
     assert!(frames_a == ref_frames, "the same frame bytes");
-    println!(
-        "{faults}: {} frames, identical; requester side ran at {}",
-        frames_a.len(),
-        a["speed"]
-    );
+    println!("{faults}: {} frames, identical; requester side ran at {}", frames_a.len(), a["speed"]);
 }
 
 #[test]

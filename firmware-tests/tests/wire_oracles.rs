@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use rnic_firmware_tests::oracle::{self, OracleError};
 use rnic_firmware_tests::wire::{
-    icrc, ipv4, udp, AethRepr, BthRepr, Error, EtherType, EthernetRepr, ImmDtRepr, Ipv4Repr,
-    Opcode, RethRepr, RocePacketRepr, UdpRepr,
+    icrc, ipv4, udp, AethRepr, BthRepr, Error, EtherType, EthernetRepr, ImmDtRepr, Ipv4Repr, Opcode, RethRepr,
+    RocePacketRepr, UdpRepr,
 };
 use serde_json::Value;
 
@@ -42,11 +42,7 @@ fn base(opcode: Opcode, psn: u32, payload: Vec<u8>) -> RocePacketRepr {
             protocol: ipv4::PROTOCOL_UDP,
             payload_len: 0,
         },
-        udp: UdpRepr {
-            src_port: 0xc000 | 0x0011,
-            dst_port: udp::ROCEV2_PORT,
-            payload_len: 0,
-        },
+        udp: UdpRepr { src_port: 0xc000 | 0x0011, dst_port: udp::ROCEV2_PORT, payload_len: 0 },
         bth: BthRepr {
             opcode,
             solicited: false,
@@ -69,17 +65,11 @@ fn base(opcode: Opcode, psn: u32, payload: Vec<u8>) -> RocePacketRepr {
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| seed.wrapping_add((i * 13) as u8))
-        .collect()
+    (0..len).map(|i| seed.wrapping_add((i * 13) as u8)).collect()
 }
 
 fn reth(len: u32) -> Option<RethRepr> {
-    Some(RethRepr {
-        virt_addr: 0x7f00_dead_b000,
-        rkey: 0x0000_1234,
-        dma_len: len,
-    })
+    Some(RethRepr { virt_addr: 0x7f00_dead_b000, rkey: 0x0000_1234, dma_len: len })
 }
 
 /// Frames built by our codec: every opcode family the RTL sends first, and payload lengths
@@ -100,23 +90,13 @@ fn codec_frames() -> Vec<RocePacketRepr> {
     last.bth.ack_req = true;
     frames.push(last);
     let mut ack = base(Opcode::RC_ACKNOWLEDGE, 202, Vec::new());
-    ack.aeth = Some(AethRepr {
-        syndrome: 0x1f,
-        msn: 7,
-    });
+    ack.aeth = Some(AethRepr { syndrome: 0x1f, msn: 7 });
     frames.push(ack);
     let mut nak = base(Opcode::RC_ACKNOWLEDGE, 0xff_ffff, Vec::new());
-    nak.aeth = Some(AethRepr {
-        syndrome: 0x60,
-        msn: 0xff_ffff,
-    });
+    nak.aeth = Some(AethRepr { syndrome: 0x60, msn: 0xff_ffff });
     frames.push(nak);
     for (i, len) in [0usize, 1, 3].into_iter().enumerate() {
-        let mut send = base(
-            Opcode::RC_SEND_ONLY_WITH_IMMEDIATE,
-            300 + i as u32,
-            pattern(len, 5),
-        );
+        let mut send = base(Opcode::RC_SEND_ONLY_WITH_IMMEDIATE, 300 + i as u32, pattern(len, 5));
         send.immdt = Some(ImmDtRepr { data: 0xcafe_f00d });
         send.bth.solicited = true;
         frames.push(send);
@@ -124,8 +104,7 @@ fn codec_frames() -> Vec<RocePacketRepr> {
     // An empty SEND_ONLY: tshark's RPC-over-RDMA heuristic used to call this malformed.
     frames.push(base(Opcode::RC_SEND_ONLY, 400, Vec::new()));
     for r in &mut frames {
-        r.check_ext_headers()
-            .expect("test frames follow the opcode table");
+        r.check_ext_headers().expect("test frames follow the opcode table");
         // Lengths and PadCnt as emit() writes them, so that parse(emit(r)) == r.
         r.fill_lengths();
     }
@@ -133,11 +112,7 @@ fn codec_frames() -> Vec<RocePacketRepr> {
 }
 
 fn timestamped(frames: &[Vec<u8>]) -> Vec<(u64, Vec<u8>)> {
-    frames
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (1_700_000_000_000_000_000 + 1000 * i as u64, f.clone()))
-        .collect()
+    frames.iter().enumerate().map(|(i, f)| (1_700_000_000_000_000_000 + 1000 * i as u64, f.clone())).collect()
 }
 
 fn write_temp_pcap(dir: &Path, name: &str, frames: &[Vec<u8>]) -> PathBuf {
@@ -150,11 +125,7 @@ fn write_temp_pcap(dir: &Path, name: &str, frames: &[Vec<u8>]) -> PathBuf {
 /// before the ICRC).
 fn flip_payload_bit(frame: &mut [u8], repr: &RocePacketRepr) {
     let end = frame.len() - icrc::ICRC_LEN - repr.pad_len();
-    let at = if repr.payload.is_empty() {
-        end - 1
-    } else {
-        end - repr.payload.len() / 2 - 1
-    };
+    let at = if repr.payload.is_empty() { end - 1 } else { end - repr.payload.len() / 2 - 1 };
     frame[at] ^= 0x10;
 }
 
@@ -170,11 +141,7 @@ fn codec_frames_pass_tshark_and_scapy() {
 
     let report = must(oracle::tshark_check(&pcap));
     assert_eq!(report.packets.len(), reprs.len());
-    assert!(
-        report.all_clean(),
-        "tshark flagged frames we built:\n{}",
-        report.summary()
-    );
+    assert!(report.all_clean(), "tshark flagged frames we built:\n{}", report.summary());
     for (r, p) in reprs.iter().zip(&report.packets) {
         assert_eq!(p.opcode, Some(r.bth.opcode.0), "frame {}", p.frame);
         assert_eq!(p.dest_qp, Some(r.bth.dest_qp), "frame {}", p.frame);
@@ -184,19 +151,12 @@ fn codec_frames_pass_tshark_and_scapy() {
     let scapy = must(oracle::scapy_check(&pcap));
     assert_eq!(scapy.len(), reprs.len());
     for (r, s) in reprs.iter().zip(&scapy) {
-        assert!(
-            s.icrc_ok,
-            "scapy rejects the ICRC of frame {}: {s:?}",
-            s.frame
-        );
+        assert!(s.icrc_ok, "scapy rejects the ICRC of frame {}: {s:?}", s.frame);
         assert_eq!(s.opcode, Some(r.bth.opcode.0));
         assert_eq!(s.dest_qp, Some(r.bth.dest_qp));
         assert_eq!(s.psn, Some(r.bth.psn));
     }
-    assert_eq!(
-        must(oracle::scapy_check_icrc(&pcap)),
-        vec![true; reprs.len()]
-    );
+    assert_eq!(must(oracle::scapy_check_icrc(&pcap)), vec![true; reprs.len()]);
 }
 
 #[test]
@@ -247,10 +207,7 @@ fn wrong_icrc_conventions_fail_scapy() {
     }
     let dir = tempfile::tempdir().unwrap();
     let pcap = write_temp_pcap(dir.path(), "conventions.pcap", &[good, swapped, unmasked]);
-    assert_eq!(
-        must(oracle::scapy_check_icrc(&pcap)),
-        vec![true, false, false]
-    );
+    assert_eq!(must(oracle::scapy_check_icrc(&pcap)), vec![true, false, false]);
 }
 
 #[test]
@@ -264,42 +221,20 @@ fn tshark_flags_truncated_and_corrupt_frames() {
     let mut bad_ip_checksum = ack.clone();
     bad_ip_checksum[ETH + 10] ^= 0x5a;
 
-    assert!(matches!(
-        RocePacketRepr::parse(&truncated),
-        Err(Error::Ipv4TotalLen { .. })
-    ));
-    assert!(matches!(
-        RocePacketRepr::parse(&cut_in_bth),
-        Err(Error::Ipv4TotalLen { .. })
-    ));
-    assert!(matches!(
-        RocePacketRepr::parse(&bad_ip_checksum),
-        Err(Error::Ipv4Checksum { .. })
-    ));
+    assert!(matches!(RocePacketRepr::parse(&truncated), Err(Error::Ipv4TotalLen { .. })));
+    assert!(matches!(RocePacketRepr::parse(&cut_in_bth), Err(Error::Ipv4TotalLen { .. })));
+    assert!(matches!(RocePacketRepr::parse(&bad_ip_checksum), Err(Error::Ipv4Checksum { .. })));
 
     let dir = tempfile::tempdir().unwrap();
-    let frames = [
-        good,
-        truncated,
-        ack.clone(),
-        cut_in_bth,
-        bad_ip_checksum,
-        ack,
-    ];
+    let frames = [good, truncated, ack.clone(), cut_in_bth, bad_ip_checksum, ack];
     let pcap = write_temp_pcap(dir.path(), "corrupt.pcap", &frames);
     let report = must(oracle::tshark_check(&pcap));
     let flagged: Vec<u32> = report.flagged().iter().map(|p| p.frame).collect();
     assert_eq!(flagged, [2, 4, 5], "{report:#?}");
     assert!(report.packets[1].malformed || !report.packets[1].expert.is_empty());
     assert!(report.packets[3].malformed);
-    assert!(
-        report.packets[3].opcode.is_none(),
-        "a BTH cut in half has no opcode"
-    );
-    assert!(report.packets[4]
-        .expert
-        .iter()
-        .any(|e| e.message.contains("Bad checksum")));
+    assert!(report.packets[3].opcode.is_none(), "a BTH cut in half has no opcode");
+    assert!(report.packets[4].expert.iter().any(|e| e.message.contains("Bad checksum")));
 
     let scapy = must(oracle::scapy_check_icrc(&pcap));
     assert_eq!(scapy, [true, false, true, false, true, true]);
@@ -321,9 +256,7 @@ fn ethernet_padding_is_accepted_by_all() {
 }
 
 fn field_u64(v: &Value, key: &str) -> u64 {
-    v.get(key)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("no {key} in {v}"))
+    v.get(key).and_then(Value::as_u64).unwrap_or_else(|| panic!("no {key} in {v}"))
 }
 
 fn field_bool(v: &Value, key: &str) -> bool {
@@ -331,10 +264,7 @@ fn field_bool(v: &Value, key: &str) -> bool {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 #[test]
@@ -349,19 +279,11 @@ fn scapy_built_frames_parse_with_our_codec() {
     for ((_, frame), d) in frames.iter().zip(&described) {
         let note = d["note"].as_str().unwrap_or("?");
         let ip_packet = &frame[ETH..];
-        assert_eq!(
-            icrc::check(ip_packet),
-            Ok(()),
-            "{note}: our ICRC disagrees with scapy's"
-        );
+        assert_eq!(icrc::check(ip_packet), Ok(()), "{note}: our ICRC disagrees with scapy's");
         assert_eq!(hex(d["icrc"].as_str().unwrap()), frame[frame.len() - 4..]);
 
         if field_u64(d, "opcode") == 0x81 {
-            assert_eq!(
-                RocePacketRepr::parse(frame),
-                Err(Error::UnsupportedOpcode(0x81)),
-                "{note}"
-            );
+            assert_eq!(RocePacketRepr::parse(frame), Err(Error::UnsupportedOpcode(0x81)), "{note}");
             continue;
         }
         let r = RocePacketRepr::parse(frame).unwrap_or_else(|e| panic!("{note}: {e}"));
@@ -369,11 +291,7 @@ fn scapy_built_frames_parse_with_our_codec() {
         assert_eq!(u64::from(r.bth.dest_qp), field_u64(d, "dqpn"), "{note}");
         assert_eq!(u64::from(r.bth.psn), field_u64(d, "psn"), "{note}");
         assert_eq!(u64::from(r.bth.pkey), field_u64(d, "pkey"), "{note}");
-        assert_eq!(
-            u64::from(r.bth.pad_count),
-            field_u64(d, "padcount"),
-            "{note}"
-        );
+        assert_eq!(u64::from(r.bth.pad_count), field_u64(d, "padcount"), "{note}");
         assert_eq!(r.bth.solicited, field_bool(d, "se"), "{note}");
         assert_eq!(r.bth.mig_req, field_bool(d, "migreq"), "{note}");
         assert_eq!(r.bth.ack_req, field_bool(d, "ackreq"), "{note}");
@@ -402,11 +320,7 @@ fn scapy_built_frames_parse_with_our_codec() {
         if field_u64(d, "udp_chksum") != 0 {
             expected[ETH + 20 + 6..ETH + 20 + 8].fill(0);
         }
-        assert_eq!(
-            r.emit(),
-            expected,
-            "{note}: emit differs from scapy's frame"
-        );
+        assert_eq!(r.emit(), expected, "{note}: emit differs from scapy's frame");
     }
 
     // tshark accepts scapy's frames too (a sanity check of the oracles against each other).

@@ -1,8 +1,7 @@
 //! The RX engine: RC responder (RDMA WRITE) and requester completer (ACK/NAK → CQE).
 use crate::context_tables::ContextTables;
 use crate::records::{
-    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec,
-    RxDesc, WriteJob,
+    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RxDesc, WriteJob,
 };
 use rust_hdl::prelude::*;
 

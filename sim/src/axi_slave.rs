@@ -25,8 +25,8 @@
 use std::collections::VecDeque;
 
 use crate::config::{SimConfig, BUS_BYTES};
-use crate::ffi::{bytes_to_wide, wide_to_bytes, NicInputs, NicOutputs};
 use crate::dma::DmaMemory;
+use crate::ffi::{bytes_to_wide, wide_to_bytes, NicInputs, NicOutputs};
 
 /// AXI response OKAY.
 pub const RESP_OKAY: u32 = 0;
@@ -284,7 +284,8 @@ impl AxiSlave {
     pub fn observe(&mut self, now: u64, mem: &mut dyn DmaMemory, inp: &NicInputs, out: &NicOutputs) {
         // AR
         if out.m_axi_arvalid & 1 == 1 && inp.m_axi_arready == 1 {
-            let burst = Burst { addr: out.m_axi_araddr, size: out.m_axi_arsize & 7, beats: (out.m_axi_arlen & 0xFF) + 1 };
+            let burst =
+                Burst { addr: out.m_axi_araddr, size: out.m_axi_arsize & 7, beats: (out.m_axi_arlen & 0xFF) + 1 };
             let resp = check_burst(mem, &burst, out.m_axi_arburst & 3, &mut self.stats.protocol_violations);
             self.stats.read_bursts += 1;
             self.reads.push_back(ReadBurst {
@@ -308,7 +309,8 @@ impl AxiSlave {
         }
         // AW
         if out.m_axi_awvalid & 1 == 1 && inp.m_axi_awready == 1 {
-            let burst = Burst { addr: out.m_axi_awaddr, size: out.m_axi_awsize & 7, beats: (out.m_axi_awlen & 0xFF) + 1 };
+            let burst =
+                Burst { addr: out.m_axi_awaddr, size: out.m_axi_awsize & 7, beats: (out.m_axi_awlen & 0xFF) + 1 };
             let resp = check_burst(mem, &burst, out.m_axi_awburst & 3, &mut self.stats.protocol_violations);
             self.stats.write_bursts += 1;
             self.writes.push_back(WriteBurst {
@@ -399,7 +401,13 @@ mod tests {
 
     impl Fake {
         fn new(cfg: DmaConfig) -> Self {
-            Self { slave: AxiSlave::new(cfg), mem: HostMemory::new(), now: 0, inp: NicInputs::default(), out: NicOutputs::default() }
+            Self {
+                slave: AxiSlave::new(cfg),
+                mem: HostMemory::new(),
+                now: 0,
+                inp: NicInputs::default(),
+                out: NicOutputs::default(),
+            }
         }
         /// One cycle with the master's signals already in `self.out`.
         fn cycle(&mut self) {

@@ -55,20 +55,9 @@ impl UdpPort {
     pub fn bind(local: SocketAddr, peer: SocketAddr) -> Result<Self, SimError> {
         let what = format!("UDP bridge {local} <-> {peer}");
         let socket = UdpSocket::bind(local).map_err(|e| port_err(&what, e))?;
-        socket
-            .set_nonblocking(true)
-            .map_err(|e| port_err(&what, e))?;
-        let what = format!(
-            "UDP bridge {} <-> {peer}",
-            socket.local_addr().map_err(|e| port_err(&what, e))?
-        );
-        Ok(Self {
-            what,
-            socket,
-            peer,
-            buf: vec![0; MAX_FRAME_BYTES],
-            stats: PortStats::default(),
-        })
+        socket.set_nonblocking(true).map_err(|e| port_err(&what, e))?;
+        let what = format!("UDP bridge {} <-> {peer}", socket.local_addr().map_err(|e| port_err(&what, e))?);
+        Ok(Self { what, socket, peer, buf: vec![0; MAX_FRAME_BYTES], stats: PortStats::default() })
     }
 
     /// The bound local address (useful after binding port 0).
@@ -76,9 +65,7 @@ impl UdpPort {
     /// # Errors
     /// As `UdpSocket::local_addr`.
     pub fn local_addr(&self) -> Result<SocketAddr, SimError> {
-        self.socket
-            .local_addr()
-            .map_err(|e| port_err(&self.what, e))
+        self.socket.local_addr().map_err(|e| port_err(&self.what, e))
     }
 }
 
@@ -96,12 +83,7 @@ impl ExternalPort for UdpPort {
                 self.stats.tx_bytes += frame.len() as u64;
             }
             // No listener yet (ICMP port unreachable), or a full socket buffer: the frame is lost.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::ConnectionRefused
-                ) =>
-            {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::ConnectionRefused) => {
                 self.stats.tx_dropped += 1
             }
             Err(e) => return Err(port_err(&self.what, e)),
@@ -121,10 +103,7 @@ impl ExternalPort for UdpPort {
                     }
                     self.stats.rx_frames += 1;
                     self.stats.rx_bytes += n as u64;
-                    out.push(PortFrame {
-                        at_ps: until_ps,
-                        data: self.buf[..n].to_vec(),
-                    });
+                    out.push(PortFrame { at_ps: until_ps, data: self.buf[..n].to_vec() });
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
                 // An ICMP error from an earlier send surfaces here on Linux: not fatal.
@@ -153,8 +132,7 @@ impl TcpBridgeListener {
     /// # Errors
     /// The address cannot be bound.
     pub fn bind(addr: SocketAddr) -> Result<Self, SimError> {
-        let listener = TcpListener::bind(addr)
-            .map_err(|e| port_err(&format!("TCP bridge listening on {addr}"), e))?;
+        let listener = TcpListener::bind(addr).map_err(|e| port_err(&format!("TCP bridge listening on {addr}"), e))?;
         Ok(Self { listener })
     }
 
@@ -163,9 +141,7 @@ impl TcpBridgeListener {
     /// # Errors
     /// As `TcpListener::local_addr`.
     pub fn local_addr(&self) -> Result<SocketAddr, SimError> {
-        self.listener
-            .local_addr()
-            .map_err(|e| port_err("TCP bridge", e))
+        self.listener.local_addr().map_err(|e| port_err("TCP bridge", e))
     }
 
     /// Waits at most `timeout` for the peer to connect.
@@ -174,22 +150,16 @@ impl TcpBridgeListener {
     /// No peer in time; I/O errors.
     pub fn accept(self, timeout: Duration) -> Result<TcpPort, SimError> {
         let what = format!("TCP bridge listening on {}", self.local_addr()?);
-        self.listener
-            .set_nonblocking(true)
-            .map_err(|e| port_err(&what, e))?;
+        self.listener.set_nonblocking(true).map_err(|e| port_err(&what, e))?;
         let deadline = Instant::now() + timeout;
         loop {
             match self.listener.accept() {
-                Ok((s, peer)) => {
-                    return TcpPort::from_stream(s, format!("TCP bridge (listener) <- {peer}"))
-                }
+                Ok((s, peer)) => return TcpPort::from_stream(s, format!("TCP bridge (listener) <- {peer}")),
                 Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    return Err(SimError::Port(format!(
-                        "{what}: no peer connected within {timeout:?}"
-                    )))
+                    return Err(SimError::Port(format!("{what}: no peer connected within {timeout:?}")))
                 }
                 Err(e) => return Err(port_err(&what, e)),
             }
@@ -229,17 +199,9 @@ impl TcpPort {
     }
 
     fn from_stream(stream: TcpStream, what: String) -> Result<Self, SimError> {
-        stream
-            .set_nonblocking(true)
-            .map_err(|e| port_err(&what, e))?;
+        stream.set_nonblocking(true).map_err(|e| port_err(&what, e))?;
         stream.set_nodelay(true).map_err(|e| port_err(&what, e))?;
-        Ok(Self {
-            what,
-            stream,
-            inbuf: Vec::new(),
-            outbuf: VecDeque::new(),
-            stats: PortStats::default(),
-        })
+        Ok(Self { what, stream, inbuf: Vec::new(), outbuf: VecDeque::new(), stats: PortStats::default() })
     }
 
     fn flush(&mut self) -> Result<(), SimError> {
@@ -249,9 +211,7 @@ impl TcpPort {
                 Ok(0) => self.stats.peer_left = true,
                 Ok(n) => drop(self.outbuf.drain(..n)),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e)
-                    if matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) =>
-                {
+                Err(e) if matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) => {
                     self.stats.peer_left = true
                 }
                 Err(e) => return Err(port_err(&self.what, e)),
@@ -295,12 +255,8 @@ impl ExternalPort for TcpPort {
         }
         let mut at = 0;
         while self.inbuf.len() - at >= 4 {
-            let len = u32::from_be_bytes([
-                self.inbuf[at],
-                self.inbuf[at + 1],
-                self.inbuf[at + 2],
-                self.inbuf[at + 3],
-            ]) as usize;
+            let len = u32::from_be_bytes([self.inbuf[at], self.inbuf[at + 1], self.inbuf[at + 2], self.inbuf[at + 3]])
+                as usize;
             if len > MAX_FRAME_BYTES {
                 return Err(SimError::Port(format!(
                     "{}: length field {len} exceeds {MAX_FRAME_BYTES} bytes: the stream is not QEMU socket framing",
@@ -316,10 +272,7 @@ impl ExternalPort for TcpPort {
             } else {
                 self.stats.rx_frames += 1;
                 self.stats.rx_bytes += len as u64;
-                out.push(PortFrame {
-                    at_ps: until_ps,
-                    data: frame.to_vec(),
-                });
+                out.push(PortFrame { at_ps: until_ps, data: frame.to_vec() });
             }
             at += 4 + len;
         }
@@ -360,24 +313,14 @@ struct IfReq {
 impl IfReq {
     fn new(name: &str) -> Result<Self, SimError> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
-            return Err(SimError::InvalidArgument(format!(
-                "TAP interface name {name:?} (1 to 15 bytes)"
-            )));
+            return Err(SimError::InvalidArgument(format!("TAP interface name {name:?} (1 to 15 bytes)")));
         }
-        let mut r = Self {
-            name: [0; libc::IFNAMSIZ],
-            flags: 0,
-            _pad: [0; 22],
-        };
+        let mut r = Self { name: [0; libc::IFNAMSIZ], flags: 0, _pad: [0; 22] };
         r.name[..name.len()].copy_from_slice(name.as_bytes());
         Ok(r)
     }
     fn name(&self) -> String {
-        let end = self
-            .name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(self.name.len());
+        let end = self.name.iter().position(|&b| b == 0).unwrap_or(self.name.len());
         String::from_utf8_lossy(&self.name[..end]).into_owned()
     }
 }
@@ -392,11 +335,8 @@ impl TapPort {
         let mut req = IfReq::new(name)?;
         req.flags = IFF_TAP | IFF_NO_PI;
         let what = format!("TAP {name}");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/net/tun")
-            .map_err(|e| port_err(&what, e))?;
+        let file =
+            std::fs::OpenOptions::new().read(true).write(true).open("/dev/net/tun").map_err(|e| port_err(&what, e))?;
         // SAFETY: TUNSETIFF reads and writes one `struct ifreq`, which `IfReq` lays out (name,
         // then the flags union member, padded to 40 bytes); the fd is a tun device.
         let r = unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, &mut req as *mut IfReq) };
@@ -404,14 +344,8 @@ impl TapPort {
             return Err(port_err(&what, std::io::Error::last_os_error()));
         }
         let fd = OwnedFd::from(file);
-        rustix::fs::fcntl_setfl(&fd, rustix::fs::OFlags::NONBLOCK)
-            .map_err(|e| port_err(&what, e))?;
-        Ok(Self {
-            name: req.name(),
-            fd,
-            buf: vec![0; MAX_FRAME_BYTES],
-            stats: PortStats::default(),
-        })
+        rustix::fs::fcntl_setfl(&fd, rustix::fs::OFlags::NONBLOCK).map_err(|e| port_err(&what, e))?;
+        Ok(Self { name: req.name(), fd, buf: vec![0; MAX_FRAME_BYTES], stats: PortStats::default() })
     }
 
     /// The interface's name.
@@ -435,21 +369,11 @@ impl TapPort {
         let mut req = IfReq::new(&self.name)?;
         // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write one `struct ifreq` (see `open`).
         unsafe {
-            if libc::ioctl(
-                s.as_raw_fd(),
-                libc::SIOCGIFFLAGS as _,
-                &mut req as *mut IfReq,
-            ) < 0
-            {
+            if libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut req as *mut IfReq) < 0 {
                 return Err(port_err(&what, std::io::Error::last_os_error()));
             }
             req.flags |= libc::IFF_UP as libc::c_short;
-            if libc::ioctl(
-                s.as_raw_fd(),
-                libc::SIOCSIFFLAGS as _,
-                &mut req as *mut IfReq,
-            ) < 0
-            {
+            if libc::ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS as _, &mut req as *mut IfReq) < 0 {
                 return Err(port_err(&what, std::io::Error::last_os_error()));
             }
         }
@@ -486,10 +410,7 @@ impl ExternalPort for TapPort {
                 Ok(n) => {
                     self.stats.rx_frames += 1;
                     self.stats.rx_bytes += n as u64;
-                    out.push(PortFrame {
-                        at_ps: until_ps,
-                        data: self.buf[..n].to_vec(),
-                    });
+                    out.push(PortFrame { at_ps: until_ps, data: self.buf[..n].to_vec() });
                 }
                 Err(rustix::io::Errno::AGAIN) => return Ok(()),
                 Err(e) => return Err(port_err(&self.describe(), e)),

@@ -42,11 +42,7 @@ pub struct SimConfig {
 
 /// `RNIC_SIM_THREADS` from the environment (1 when unset or not a number >= 1).
 fn threads_from_env() -> usize {
-    std::env::var("RNIC_SIM_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|&n| n >= 1)
-        .unwrap_or(1)
+    std::env::var("RNIC_SIM_THREADS").ok().and_then(|v| v.trim().parse().ok()).filter(|&n| n >= 1).unwrap_or(1)
 }
 
 impl Default for SimConfig {
@@ -85,13 +81,7 @@ pub struct LinkConfig {
 
 impl Default for LinkConfig {
     fn default() -> Self {
-        Self {
-            rate_gbps: 100,
-            latency_ns: 500,
-            tx_fifo_bytes: 16 * 1024,
-            overhead_bytes: 24,
-            min_frame_bytes: 60,
-        }
+        Self { rate_gbps: 100, latency_ns: 500, tx_fifo_bytes: 16 * 1024, overhead_bytes: 24, min_frame_bytes: 60 }
     }
 }
 

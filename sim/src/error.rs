@@ -21,9 +21,7 @@ pub enum SimError {
         count: usize,
     },
     /// An MMIO did not complete within the allowed number of cycles.
-    #[error(
-        "MMIO {kind} at BAR0 offset {addr:#06x} on NIC {nic} not answered within {cycles} cycles"
-    )]
+    #[error("MMIO {kind} at BAR0 offset {addr:#06x} on NIC {nic} not answered within {cycles} cycles")]
     MmioTimeout {
         /// NIC index.
         nic: usize,
@@ -35,9 +33,7 @@ pub enum SimError {
         cycles: u64,
     },
     /// An MMIO completed with a non-OKAY AXI response (2 = SLVERR, 3 = DECERR).
-    #[error(
-        "MMIO {kind} at BAR0 offset {addr:#06x} on NIC {nic} answered with AXI response {resp}"
-    )]
+    #[error("MMIO {kind} at BAR0 offset {addr:#06x} on NIC {nic} answered with AXI response {resp}")]
     MmioResponse {
         /// NIC index.
         nic: usize,

@@ -98,33 +98,23 @@ fn round_up(x: u64, to: u64) -> Option<u64> {
 impl HostMemory {
     /// An empty IOVA space.
     pub fn new() -> Self {
-        Self {
-            regions: BTreeMap::new(),
-            next: IOVA_BASE,
-        }
+        Self { regions: BTreeMap::new(), next: IOVA_BASE }
     }
 
     /// Reserves IOVA space for `len` bytes aligned to `align` (a power of two; at least a page).
     fn reserve(&mut self, len: usize, align: u64) -> Result<(u64, u64), SimError> {
         if len == 0 {
-            return Err(SimError::InvalidArgument(
-                "a mapping needs at least one byte".into(),
-            ));
+            return Err(SimError::InvalidArgument("a mapping needs at least one byte".into()));
         }
         if !align.is_power_of_two() {
-            return Err(SimError::InvalidArgument(format!(
-                "alignment {align} is not a power of two"
-            )));
+            return Err(SimError::InvalidArgument(format!("alignment {align} is not a power of two")));
         }
         let align = align.max(PAGE_BYTES);
         let exhausted = || SimError::IovaExhausted { len: len as u64 };
         let base = round_up(self.next, align).ok_or_else(exhausted)?;
         let span = round_up(len as u64, PAGE_BYTES).ok_or_else(exhausted)?;
         // One unmapped guard page after every mapping.
-        let next = base
-            .checked_add(span)
-            .and_then(|v| v.checked_add(PAGE_BYTES))
-            .ok_or_else(exhausted)?;
+        let next = base.checked_add(span).and_then(|v| v.checked_add(PAGE_BYTES)).ok_or_else(exhausted)?;
         self.next = next;
         Ok((base, span))
     }
@@ -162,14 +152,7 @@ impl HostMemory {
             return Err(SimError::InvalidArgument("null buffer".into()));
         }
         let (base, span) = self.reserve(len, PAGE_BYTES)?;
-        self.regions.insert(
-            base,
-            Region {
-                len,
-                span,
-                backing: Backing::External { ptr },
-            },
-        );
+        self.regions.insert(base, Region { len, span, backing: Backing::External { ptr } });
         Ok(Iova(base))
     }
 
@@ -179,13 +162,7 @@ impl HostMemory {
     /// # Errors
     /// [`SimError::Unmapped`] if no mapping starts at `iova`.
     pub fn unmap(&mut self, iova: Iova) -> Result<(), SimError> {
-        self.regions
-            .remove(&iova.0)
-            .map(|_| ())
-            .ok_or(SimError::Unmapped {
-                iova: iova.0,
-                len: 0,
-            })
+        self.regions.remove(&iova.0).map(|_| ()).ok_or(SimError::Unmapped { iova: iova.0, len: 0 })
     }
 
     /// Number of live mappings.
@@ -216,10 +193,7 @@ impl HostMemory {
     /// # Errors
     /// [`SimError::Unmapped`] unless the whole range lies in the real bytes of one mapping.
     pub fn read(&self, iova: Iova, out: &mut [u8]) -> Result<(), SimError> {
-        let err = || SimError::Unmapped {
-            iova: iova.0,
-            len: out.len(),
-        };
+        let err = || SimError::Unmapped { iova: iova.0, len: out.len() };
         let r = self.resolve(iova.0, out.len() as u64).ok_or_else(err)?;
         if r.offset as usize + out.len() > self.region_len(r.base) {
             return Err(err());
@@ -233,10 +207,7 @@ impl HostMemory {
     /// # Errors
     /// [`SimError::Unmapped`] unless the whole range lies in the real bytes of one mapping.
     pub fn write(&mut self, iova: Iova, data: &[u8]) -> Result<(), SimError> {
-        let err = || SimError::Unmapped {
-            iova: iova.0,
-            len: data.len(),
-        };
+        let err = || SimError::Unmapped { iova: iova.0, len: data.len() };
         let r = self.resolve(iova.0, data.len() as u64).ok_or_else(err)?;
         if r.offset as usize + data.len() > self.region_len(r.base) {
             return Err(err());
@@ -287,13 +258,7 @@ impl HostMemory {
         let real = self.region_len(r.base);
         let start = (r.offset as usize).min(real);
         let n = real.saturating_sub(start).min(out.len());
-        self.copy_out(
-            Resolved {
-                base: r.base,
-                offset: start as u64,
-            },
-            &mut out[..n],
-        );
+        self.copy_out(Resolved { base: r.base, offset: start as u64 }, &mut out[..n]);
         out[n..].fill(0);
     }
 
@@ -321,13 +286,7 @@ impl HostMemory {
                 ok = false;
             }
             if off < fit_end {
-                self.copy_in(
-                    Resolved {
-                        base: r.base,
-                        offset: off as u64,
-                    },
-                    &data[start..start + (fit_end - off)],
-                );
+                self.copy_in(Resolved { base: r.base, offset: off as u64 }, &data[start..start + (fit_end - off)]);
             }
         }
         ok
@@ -405,10 +364,7 @@ mod tests {
         assert_eq!(a, Iova(IOVA_BASE));
         assert_eq!(b, Iova(IOVA_BASE + 2 * 4096));
         assert_eq!(c.0 % 65536, 0);
-        assert!(
-            m.resolve(IOVA_BASE + 4096, 1).is_none(),
-            "guard page must be unmapped"
-        );
+        assert!(m.resolve(IOVA_BASE + 4096, 1).is_none(), "guard page must be unmapped");
         assert!(m.alloc(0, 8).is_err());
         assert!(m.alloc(8, 3).is_err());
     }

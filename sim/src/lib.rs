@@ -39,8 +39,8 @@ pub mod world;
 
 pub use axi_slave::DmaStats;
 pub use bridge::{TapPort, TcpBridgeListener, TcpPort, UdpPort};
-pub use dma::{DmaMemory, InterruptSink};
 pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
+pub use dma::{DmaMemory, InterruptSink};
 pub use error::SimError;
 pub use host_memory::{HostMemory, Iova};
 pub use mmio::{MmioCompletion, MmioRequest, MmioStats, MmioTicket};

@@ -151,7 +151,14 @@ impl MmioMaster {
         if let Some(a) = self.active.take() {
             self.done.insert(
                 a.ticket,
-                MmioCompletion { request: a.req, value: 0, resp: 0, aborted: true, submitted_cycle: a.submitted, completed_cycle: now },
+                MmioCompletion {
+                    request: a.req,
+                    value: 0,
+                    resp: 0,
+                    aborted: true,
+                    submitted_cycle: a.submitted,
+                    completed_cycle: now,
+                },
             );
         }
     }
@@ -244,7 +251,14 @@ impl MmioMaster {
                 }
                 self.done.insert(
                     a.ticket,
-                    MmioCompletion { request: a.req, value, resp, aborted: false, submitted_cycle: a.submitted, completed_cycle: now },
+                    MmioCompletion {
+                        request: a.req,
+                        value,
+                        resp,
+                        aborted: false,
+                        submitted_cycle: a.submitted,
+                        completed_cycle: now,
+                    },
                 );
             }
         }

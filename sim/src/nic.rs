@@ -96,10 +96,7 @@ pub struct Nic {
 
 impl std::fmt::Debug for Nic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Nic")
-            .field("cycle", &self.cycle)
-            .field("in_reset", &self.in_reset())
-            .finish_non_exhaustive()
+        f.debug_struct("Nic").field("cycle", &self.cycle).field("in_reset", &self.in_reset()).finish_non_exhaustive()
     }
 }
 
@@ -124,10 +121,7 @@ impl Nic {
     pub fn with_core(core: Box<dyn NicCore>, config: &SimConfig) -> Self {
         Self {
             model: core,
-            inputs: NicInputs {
-                m_axis_tx_tready: 1,
-                ..NicInputs::default()
-            },
+            inputs: NicInputs { m_axis_tx_tready: 1, ..NicInputs::default() },
             outputs: NicOutputs::default(),
             cycle: 0,
             reset_remaining: 0,
@@ -315,10 +309,7 @@ impl Nic {
 
     /// True when no DMA, MMIO or frame is in progress or waiting on this NIC's ports.
     pub fn is_quiet(&self) -> bool {
-        self.dma.is_idle()
-            && self.mmio.is_idle()
-            && self.rx.queued() == 0
-            && self.tx.partial_bytes() == 0
+        self.dma.is_idle() && self.mmio.is_idle() && self.rx.queued() == 0 && self.tx.partial_bytes() == 0
     }
 
     /// Statistics since creation.

@@ -68,7 +68,8 @@ impl PcapTap {
         let w = self.writer.as_mut().ok_or_else(|| err("capture already finished".into()))?;
         let orig_len = u32::try_from(data.len()).map_err(|_| err("frame too long".into()))?;
         let incl = &data[..data.len().min(SNAPLEN as usize)];
-        w.write_packet(&PcapPacket::new(Duration::from_nanos(ts_ns), orig_len, incl)).map_err(|e| err(e.to_string()))?;
+        w.write_packet(&PcapPacket::new(Duration::from_nanos(ts_ns), orig_len, incl))
+            .map_err(|e| err(e.to_string()))?;
         self.frames += 1;
         Ok(())
     }

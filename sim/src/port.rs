@@ -204,22 +204,14 @@ impl PortLane {
         config: &SimConfig,
     ) -> Result<Self, SimError> {
         let timing = port.timing();
-        let wire = LinkConfig {
-            latency_ns: 0,
-            ..config.link.clone()
-        };
+        let wire = LinkConfig { latency_ns: 0, ..config.link.clone() };
         let index = opts.link_index.unwrap_or(nic);
         let label = opts.nic_label.unwrap_or(nic);
         let out = Link::with_drop_label(nic, nic, index, label, &wire, &config.faults)?;
         let inbound = match timing {
-            PortTiming::RealTime => Some(Link::with_drop_label(
-                nic,
-                nic,
-                INBOUND_STREAM + index,
-                usize::MAX,
-                &wire,
-                &config.faults,
-            )?),
+            PortTiming::RealTime => {
+                Some(Link::with_drop_label(nic, nic, INBOUND_STREAM + index, usize::MAX, &wire, &config.faults)?)
+            }
             PortTiming::Synchronized => None,
         };
         Ok(Self {
@@ -245,12 +237,7 @@ impl PortLane {
 
     /// End of cycle `now`, inbound: arrivals due by the end of the cycle (already received from
     /// the port) go to the NIC's receiver.
-    pub(crate) fn end_cycle_in(
-        &mut self,
-        now: u64,
-        started: Option<&mut Vec<StartedFrame>>,
-        nic: &mut Nic,
-    ) {
+    pub(crate) fn end_cycle_in(&mut self, now: u64, started: Option<&mut Vec<StartedFrame>>, nic: &mut Nic) {
         match &mut self.inbound {
             Some(inbound) => {
                 inbound.advance(now, started, &mut self.scratch_frames);
@@ -264,10 +251,7 @@ impl PortLane {
                     let Some(f) = self.arrivals.pop_front() else {
                         break;
                     };
-                    nic.push_rx(RxFrame {
-                        data: f.data,
-                        bad_fcs: false,
-                    });
+                    nic.push_rx(RxFrame { data: f.data, bad_fcs: false });
                 }
             }
         }

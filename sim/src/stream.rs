@@ -259,7 +259,8 @@ mod tests {
     #[test]
     fn tx_respects_tready_and_sparse_tkeep() {
         let mut tx = TxCollector::new();
-        let mut out = NicOutputs { m_axis_tx_tvalid: 1, m_axis_tx_tkeep: 0b101, m_axis_tx_tlast: 1, ..Default::default() };
+        let mut out =
+            NicOutputs { m_axis_tx_tvalid: 1, m_axis_tx_tkeep: 0b101, m_axis_tx_tlast: 1, ..Default::default() };
         out.m_axis_tx_tdata[0] = 0x00CC_BBAA;
         tx.observe(0, &NicInputs::default(), &out);
         assert_eq!(tx.stats().stalled_cycles, 1);

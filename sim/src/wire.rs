@@ -140,13 +140,7 @@ impl Link {
     /// # Errors
     /// [`SimError::InvalidArgument`] for a zero rate, a fault probability outside 0–1, or
     /// reordering with a zero `reorder_delay_ns`.
-    pub fn new(
-        from: usize,
-        to: usize,
-        index: usize,
-        cfg: &LinkConfig,
-        faults: &FaultConfig,
-    ) -> Result<Self, SimError> {
+    pub fn new(from: usize, to: usize, index: usize, cfg: &LinkConfig, faults: &FaultConfig) -> Result<Self, SimError> {
         Self::with_drop_label(from, to, index, from, cfg, faults)
     }
 
@@ -165,10 +159,7 @@ impl Link {
         faults: &FaultConfig,
     ) -> Result<Self, SimError> {
         if cfg.rate_gbps == 0 || cfg.rate_gbps > 1_000_000 {
-            return Err(SimError::InvalidArgument(format!(
-                "link rate {} Gb/s",
-                cfg.rate_gbps
-            )));
+            return Err(SimError::InvalidArgument(format!("link rate {} Gb/s", cfg.rate_gbps)));
         }
         for (name, p) in [
             ("drop", faults.drop_probability),
@@ -177,19 +168,16 @@ impl Link {
             ("reorder", faults.reorder_probability),
         ] {
             if !(0.0..=1.0).contains(&p) {
-                return Err(SimError::InvalidArgument(format!(
-                    "{name} probability {p} is not in 0..=1"
-                )));
+                return Err(SimError::InvalidArgument(format!("{name} probability {p} is not in 0..=1")));
             }
         }
         if faults.reorder_probability > 0.0 && faults.reorder_delay_ns == 0 {
-            return Err(SimError::InvalidArgument(
-                "reordering needs reorder_delay_ns >= 1".into(),
-            ));
+            return Err(SimError::InvalidArgument("reordering needs reorder_delay_ns >= 1".into()));
         }
-        let latency_bits = cfg.latency_ns.checked_mul(cfg.rate_gbps).ok_or_else(|| {
-            SimError::InvalidArgument(format!("link latency {} ns", cfg.latency_ns))
-        })?;
+        let latency_bits = cfg
+            .latency_ns
+            .checked_mul(cfg.rate_gbps)
+            .ok_or_else(|| SimError::InvalidArgument(format!("link latency {} ns", cfg.latency_ns)))?;
         let seed = faults.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let tx = TxHalf {
             drop_label,
@@ -208,11 +196,7 @@ impl Link {
             free_at: 0,
             stats: LinkStats::default(),
         };
-        let rx = RxHalf {
-            flying: VecDeque::new(),
-            delivered: 0,
-            bits_per_cycle: tx.bits_per_cycle,
-        };
+        let rx = RxHalf { flying: VecDeque::new(), delivered: 0, bits_per_cycle: tx.bits_per_cycle };
         Ok(Self { from, to, tx, rx })
     }
 
@@ -239,10 +223,7 @@ impl Link {
 
     /// Statistics so far.
     pub fn stats(&self) -> LinkStats {
-        LinkStats {
-            delivered: self.rx.delivered,
-            ..self.tx.stats
-        }
+        LinkStats { delivered: self.rx.delivered, ..self.tx.stats }
     }
 
     /// Bytes held by the transmit MAC: frames queued that have not started serialising.
@@ -269,17 +250,10 @@ impl Link {
     /// Advances the link to the end of cycle `now`: frames starting by then leave the transmit
     /// MAC (reported in `started` when capturing), and frames due by then are appended to
     /// `delivered`, to be presented from cycle `now + 1`.
-    pub fn advance(
-        &mut self,
-        now: u64,
-        started: Option<&mut Vec<StartedFrame>>,
-        delivered: &mut Vec<RxFrame>,
-    ) {
+    pub fn advance(&mut self, now: u64, started: Option<&mut Vec<StartedFrame>>, delivered: &mut Vec<RxFrame>) {
         let rx = &mut self.rx;
         self.tx.serialise(now, started, |f| rx.fly(f));
-        self.rx.deliver((now + 1) * self.tx.bits_per_cycle, |f| {
-            delivered.push(f.frame)
-        });
+        self.rx.deliver((now + 1) * self.tx.bits_per_cycle, |f| delivered.push(f.frame));
     }
 
     /// As [`advance`](Self::advance), handing over each delivered frame with its exact arrival
@@ -292,8 +266,7 @@ impl Link {
     ) {
         let rx = &mut self.rx;
         self.tx.serialise(now, started, |f| rx.fly(f));
-        self.rx
-            .deliver((now + 1) * self.tx.bits_per_cycle, |f| delivered.push(f));
+        self.rx.deliver((now + 1) * self.tx.bits_per_cycle, |f| delivered.push(f));
     }
 }
 
@@ -317,12 +290,9 @@ impl TxHalf {
     }
 
     pub(crate) fn push(&mut self, data: Vec<u8>, end_cycle: u64) {
-        let ready = end_cycle
-            .saturating_add(1)
-            .saturating_mul(self.bits_per_cycle);
+        let ready = end_cycle.saturating_add(1).saturating_mul(self.bits_per_cycle);
         let fate = self.decide_fate(data.len());
-        let duplicate =
-            !self.faults.is_none() && self.rng.gen::<f64>() < self.faults.duplicate_probability;
+        let duplicate = !self.faults.is_none() && self.rng.gen::<f64>() < self.faults.duplicate_probability;
         let copy = duplicate.then(|| data.clone());
         let delay_bits = self.decide_delay();
         self.schedule(data, ready, fate, false, delay_bits);
@@ -339,11 +309,7 @@ impl TxHalf {
         if self.faults.is_none() {
             return Fate::Deliver;
         }
-        if self
-            .faults
-            .drop_frames
-            .contains(&(self.drop_label, ordinal))
-        {
+        if self.faults.drop_frames.contains(&(self.drop_label, ordinal)) {
             return Fate::Drop;
         }
         if self.rng.gen::<f64>() < self.faults.drop_probability {
@@ -359,9 +325,7 @@ impl TxHalf {
 
     /// Extra latency of a reordered frame, in bit times; 0 for most frames.
     fn decide_delay(&mut self) -> u64 {
-        if self.faults.reorder_probability > 0.0
-            && self.rng.gen::<f64>() < self.faults.reorder_probability
-        {
+        if self.faults.reorder_probability > 0.0 && self.rng.gen::<f64>() < self.faults.reorder_probability {
             self.stats.reordered += 1;
             self.rng.gen_range(1..=self.faults.reorder_delay_ns) * self.rate_gbps
         } else {
@@ -375,14 +339,7 @@ impl TxHalf {
         self.free_at = end;
         self.waiting_bytes += data.len();
         self.stats.max_fifo_bytes = self.stats.max_fifo_bytes.max(self.waiting_bytes);
-        self.waiting.push_back(Scheduled {
-            start,
-            end,
-            data,
-            fate,
-            copy,
-            delay_bits,
-        });
+        self.waiting.push_back(Scheduled { start, end, data, fate, copy, delay_bits });
     }
 
     /// Frames starting by the end of cycle `now` leave the transmit MAC: reported in `started`
@@ -415,26 +372,14 @@ impl TxHalf {
             let deliver_at = s.end + self.latency_bits + s.delay_bits;
             match s.fate {
                 Fate::Drop => self.stats.dropped += 1,
-                Fate::Deliver => fly(Flying {
-                    deliver_at,
-                    frame: RxFrame {
-                        data: s.data,
-                        bad_fcs: false,
-                    },
-                }),
+                Fate::Deliver => fly(Flying { deliver_at, frame: RxFrame { data: s.data, bad_fcs: false } }),
                 Fate::Corrupt { byte, bit } => {
                     self.stats.corrupted += 1;
                     let mut data = s.data;
                     if let Some(b) = data.get_mut(byte) {
                         *b ^= 1 << bit;
                     }
-                    fly(Flying {
-                        deliver_at,
-                        frame: RxFrame {
-                            data,
-                            bad_fcs: true,
-                        },
-                    });
+                    fly(Flying { deliver_at, frame: RxFrame { data, bad_fcs: true } });
                 }
             }
         }
@@ -448,19 +393,13 @@ impl RxHalf {
 
     /// Puts a frame in flight, behind every frame that arrives no later than it.
     pub(crate) fn fly(&mut self, f: Flying) {
-        let at = self
-            .flying
-            .partition_point(|g| g.deliver_at <= f.deliver_at);
+        let at = self.flying.partition_point(|g| g.deliver_at <= f.deliver_at);
         self.flying.insert(at, f);
     }
 
     /// Hands every frame due at or before `boundary` (bit times) to `out`, in arrival order.
     pub(crate) fn deliver(&mut self, boundary: u64, mut out: impl FnMut(Flying)) {
-        while self
-            .flying
-            .front()
-            .is_some_and(|f| f.deliver_at <= boundary)
-        {
+        while self.flying.front().is_some_and(|f| f.deliver_at <= boundary) {
             let Some(f) = self.flying.pop_front() else {
                 break;
             };
@@ -494,11 +433,7 @@ mod tests {
     fn a_1000_byte_frame_takes_20_48_cycles_of_wire_time() {
         let mut l = link();
         assert_eq!(l.wire_bits(1000), 1024 * 8);
-        assert_eq!(
-            l.wire_bits(10),
-            84 * 8,
-            "short frames padded to 60 bytes + 24 overhead"
-        );
+        assert_eq!(l.wire_bits(10), 84 * 8, "short frames padded to 60 bytes + 24 overhead");
         l.push(vec![0; 1000], 9);
         let (got, started) = run(&mut l, 400);
         // Ready at the end of cycle 9 = bit 4000; wire time 8192 bits = 20.48 cycles.
@@ -529,10 +464,7 @@ mod tests {
 
     #[test]
     fn latency_is_configurable() {
-        let cfg = LinkConfig {
-            latency_ns: 0,
-            ..LinkConfig::default()
-        };
+        let cfg = LinkConfig { latency_ns: 0, ..LinkConfig::default() };
         let mut l = Link::new(0, 1, 0, &cfg, &FaultConfig::default()).unwrap();
         l.push(vec![1; 60], 0);
         let (got, _) = run(&mut l, 10);
@@ -570,17 +502,7 @@ mod tests {
             ..FaultConfig::default()
         };
         let outcome = |seed: u64| {
-            let mut l = Link::new(
-                0,
-                1,
-                0,
-                &LinkConfig::default(),
-                &FaultConfig {
-                    seed,
-                    ..faults.clone()
-                },
-            )
-            .unwrap();
+            let mut l = Link::new(0, 1, 0, &LinkConfig::default(), &FaultConfig { seed, ..faults.clone() }).unwrap();
             for i in 0..200u64 {
                 l.push(vec![i as u8; 100], i * 10);
             }
@@ -593,10 +515,7 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(sa, sb);
         assert_ne!(sa, sc);
-        assert!(
-            sa.dropped > 20 && sa.corrupted > 20 && sa.duplicated > 5,
-            "{sa:?}"
-        );
+        assert!(sa.dropped > 20 && sa.corrupted > 20 && sa.duplicated > 5, "{sa:?}");
         assert_eq!(sa.delivered, 200 + sa.duplicated - sa.dropped);
         let bad = a.iter().filter(|(_, f)| f.bad_fcs).count() as u64;
         assert_eq!(bad, sa.corrupted);
@@ -606,11 +525,7 @@ mod tests {
                 h[x as usize] += 1;
                 h
             });
-            assert_eq!(
-                orig.iter().filter(|&&c| c > 0).count(),
-                2,
-                "exactly one byte changed"
-            );
+            assert_eq!(orig.iter().filter(|&&c| c > 0).count(), 2, "exactly one byte changed");
             assert!(orig.contains(&1), "exactly one byte changed");
         }
     }
@@ -619,12 +534,8 @@ mod tests {
     fn reordered_frames_are_overtaken_and_nothing_is_lost() {
         // 300 frames of 1000 bytes, back to back (one every ~82 ns of wire time), 20 % of
         // them delayed by up to 1000 ns.
-        let faults = FaultConfig {
-            seed: 3,
-            reorder_probability: 0.2,
-            reorder_delay_ns: 1000,
-            ..FaultConfig::default()
-        };
+        let faults =
+            FaultConfig { seed: 3, reorder_probability: 0.2, reorder_delay_ns: 1000, ..FaultConfig::default() };
         let mut l = Link::new(0, 1, 0, &LinkConfig::default(), &faults).unwrap();
         for i in 0..300u64 {
             let mut f = vec![0u8; 1000];
@@ -632,10 +543,7 @@ mod tests {
             l.push(f, i * 20);
         }
         let (got, started) = run(&mut l, 20_000);
-        let order: Vec<u64> = got
-            .iter()
-            .map(|(_, f)| u64::from_le_bytes(f.data[..8].try_into().unwrap()))
-            .collect();
+        let order: Vec<u64> = got.iter().map(|(_, f)| u64::from_le_bytes(f.data[..8].try_into().unwrap())).collect();
         let s = l.stats();
         assert!(s.reordered > 30, "{s:?}");
         assert_eq!(s.delivered, 300);
@@ -645,42 +553,26 @@ mod tests {
         assert_eq!(sorted, (0..300).collect::<Vec<_>>());
         let inversions = order.windows(2).filter(|w| w[0] > w[1]).count();
         assert!(inversions > 10, "only {inversions} frames overtaken");
-        let wire: Vec<u64> = started
-            .iter()
-            .map(|f| u64::from_le_bytes(f.data[..8].try_into().unwrap()))
-            .collect();
+        let wire: Vec<u64> = started.iter().map(|f| u64::from_le_bytes(f.data[..8].try_into().unwrap())).collect();
         assert_eq!(wire, (0..300).collect::<Vec<_>>());
         // No frame is late by more than the configured delay plus its queueing.
         for (cycle, f) in &got {
             let i = u64::from_le_bytes(f.data[..8].try_into().unwrap());
-            assert!(
-                *cycle <= started[i as usize].start_ns / 4 + 1000 / 4 + 400,
-                "frame {i} at cycle {cycle}"
-            );
+            assert!(*cycle <= started[i as usize].start_ns / 4 + 1000 / 4 + 400, "frame {i} at cycle {cycle}");
         }
     }
 
     #[test]
     fn reordering_needs_a_delay() {
-        let f = FaultConfig {
-            reorder_probability: 0.1,
-            reorder_delay_ns: 0,
-            ..FaultConfig::default()
-        };
+        let f = FaultConfig { reorder_probability: 0.1, reorder_delay_ns: 0, ..FaultConfig::default() };
         assert!(Link::new(0, 1, 0, &LinkConfig::default(), &f).is_err());
-        let f = FaultConfig {
-            reorder_probability: 1.1,
-            ..FaultConfig::default()
-        };
+        let f = FaultConfig { reorder_probability: 1.1, ..FaultConfig::default() };
         assert!(Link::new(0, 1, 0, &LinkConfig::default(), &f).is_err());
     }
 
     #[test]
     fn scripted_drops_hit_exactly_the_named_frames_of_the_named_sender() {
-        let faults = FaultConfig {
-            drop_frames: vec![(0, 3), (0, 5), (1, 0)],
-            ..FaultConfig::default()
-        };
+        let faults = FaultConfig { drop_frames: vec![(0, 3), (0, 5), (1, 0)], ..FaultConfig::default() };
         let mut l = Link::new(0, 1, 0, &LinkConfig::default(), &faults).unwrap();
         for i in 0..8u64 {
             l.push(vec![i as u8; 100], i * 10);
@@ -693,26 +585,12 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_errors() {
-        assert!(Link::new(
-            0,
-            1,
-            0,
-            &LinkConfig {
-                rate_gbps: 0,
-                ..LinkConfig::default()
-            },
-            &FaultConfig::default()
-        )
-        .is_err());
-        let f = FaultConfig {
-            drop_probability: 1.5,
-            ..FaultConfig::default()
-        };
+        assert!(
+            Link::new(0, 1, 0, &LinkConfig { rate_gbps: 0, ..LinkConfig::default() }, &FaultConfig::default()).is_err()
+        );
+        let f = FaultConfig { drop_probability: 1.5, ..FaultConfig::default() };
         assert!(Link::new(0, 1, 0, &LinkConfig::default(), &f).is_err());
-        let f = FaultConfig {
-            drop_probability: f64::NAN,
-            ..FaultConfig::default()
-        };
+        let f = FaultConfig { drop_probability: f64::NAN, ..FaultConfig::default() };
         assert!(Link::new(0, 1, 0, &LinkConfig::default(), &f).is_err());
     }
 }

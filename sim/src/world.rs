@@ -145,19 +145,11 @@ impl World {
     ///
     /// # Errors
     /// `n == 0`, invalid link or fault parameters, or a model that cannot be created.
-    pub fn with_topology(
-        n: usize,
-        config: SimConfig,
-        topology: Topology,
-    ) -> Result<Self, SimError> {
+    pub fn with_topology(n: usize, config: SimConfig, topology: Topology) -> Result<Self, SimError> {
         if n == 0 {
-            return Err(SimError::InvalidArgument(
-                "a world needs at least one NIC".into(),
-            ));
+            return Err(SimError::InvalidArgument("a world needs at least one NIC".into()));
         }
-        let nics = (0..n)
-            .map(|_| Nic::with_config(&config))
-            .collect::<Result<Vec<_>, _>>()?;
+        let nics = (0..n).map(|_| Nic::with_config(&config)).collect::<Result<Vec<_>, _>>()?;
         Self::from_nics(nics, config, topology)
     }
 
@@ -166,24 +158,15 @@ impl World {
     ///
     /// # Errors
     /// No cores, or invalid link or fault parameters.
-    pub fn with_cores(
-        cores: Vec<Box<dyn NicCore>>,
-        config: SimConfig,
-        topology: Topology,
-    ) -> Result<Self, SimError> {
-        let nics = cores
-            .into_iter()
-            .map(|c| Nic::with_core(c, &config))
-            .collect();
+    pub fn with_cores(cores: Vec<Box<dyn NicCore>>, config: SimConfig, topology: Topology) -> Result<Self, SimError> {
+        let nics = cores.into_iter().map(|c| Nic::with_core(c, &config)).collect();
         Self::from_nics(nics, config, topology)
     }
 
     fn from_nics(nics: Vec<Nic>, config: SimConfig, topology: Topology) -> Result<Self, SimError> {
         let n = nics.len();
         if n == 0 {
-            return Err(SimError::InvalidArgument(
-                "a world needs at least one NIC".into(),
-            ));
+            return Err(SimError::InvalidArgument("a world needs at least one NIC".into()));
         }
         let mut pairs = Vec::new();
         match topology {
@@ -203,17 +186,11 @@ impl World {
             tx_link[from] = Some(idx);
         }
         if config.threads == 0 {
-            return Err(SimError::InvalidArgument(
-                "SimConfig::threads must be at least 1".into(),
-            ));
+            return Err(SimError::InvalidArgument("SimConfig::threads must be at least 1".into()));
         }
         // A frame pushed during a window reaches its receiver after the window ends if the
         // window is no longer than the shortest transit (minimum frame + latency).
-        let window = links
-            .iter()
-            .map(|l| l.tx.min_transit_bits() / l.tx.bits_per_cycle())
-            .min()
-            .unwrap_or(u64::MAX);
+        let window = links.iter().map(|l| l.tx.min_transit_bits() / l.tx.bits_per_cycle()).min().unwrap_or(u64::MAX);
         let threads = config.threads.min(n);
         let pool = if threads > 1 && window > 0 {
             let pool = gang::Gang::new(threads - 1)
@@ -268,10 +245,7 @@ impl World {
         if i < self.nics.len() {
             Ok(())
         } else {
-            Err(SimError::NoSuchNic {
-                index: i,
-                count: self.nics.len(),
-            })
+            Err(SimError::NoSuchNic { index: i, count: self.nics.len() })
         }
     }
 
@@ -393,11 +367,7 @@ impl World {
     ///
     /// # Errors
     /// [`SimError::Timeout`] if `done` stayed false.
-    pub fn run_until(
-        &mut self,
-        mut done: impl FnMut(&World) -> bool,
-        max_cycles: u64,
-    ) -> Result<u64, SimError> {
+    pub fn run_until(&mut self, mut done: impl FnMut(&World) -> bool, max_cycles: u64) -> Result<u64, SimError> {
         let t = Instant::now();
         let mut n = 0;
         let result = loop {
@@ -465,11 +435,7 @@ impl World {
         let capturing = self.pcap.is_some();
         for l in 0..self.links.len() {
             let link = &mut self.links[l];
-            let started = if capturing {
-                Some(&mut self.scratch_started)
-            } else {
-                None
-            };
+            let started = if capturing { Some(&mut self.scratch_started) } else { None };
             link.advance(now, started, &mut self.scratch_rx);
             let to = link.to;
             for f in self.scratch_rx.drain(..) {
@@ -478,23 +444,12 @@ impl World {
         }
         if self.ports.iter().any(Option::is_some) {
             for p in self.ports.iter_mut().flatten() {
-                p.end_cycle_out(
-                    now,
-                    if capturing {
-                        Some(&mut self.scratch_started)
-                    } else {
-                        None
-                    },
-                );
+                p.end_cycle_out(now, if capturing { Some(&mut self.scratch_started) } else { None });
             }
             self.serve_ports(now + 1);
             for (i, p) in self.ports.iter_mut().enumerate() {
                 if let Some(p) = p {
-                    let started = if capturing {
-                        Some(&mut self.scratch_started)
-                    } else {
-                        None
-                    };
+                    let started = if capturing { Some(&mut self.scratch_started) } else { None };
                     p.end_cycle_in(now, started, &mut self.nics[i]);
                 }
             }
@@ -586,12 +541,7 @@ impl World {
             }
             if waited >= limit {
                 self.nics[i].mmio_cancel(ticket);
-                break Err(SimError::MmioTimeout {
-                    nic: i,
-                    kind,
-                    addr: req.addr(),
-                    cycles: waited,
-                });
+                break Err(SimError::MmioTimeout { nic: i, kind, addr: req.addr(), cycles: waited });
             }
             if let Some(e) = self.port_error.take() {
                 self.nics[i].mmio_cancel(ticket);
@@ -603,18 +553,10 @@ impl World {
         self.wall += t.elapsed();
         let c = result?;
         if c.aborted {
-            return Err(SimError::MmioAborted {
-                nic: i,
-                addr: req.addr(),
-            });
+            return Err(SimError::MmioAborted { nic: i, addr: req.addr() });
         }
         if c.resp != 0 {
-            return Err(SimError::MmioResponse {
-                nic: i,
-                kind,
-                addr: req.addr(),
-                resp: c.resp as u8,
-            });
+            return Err(SimError::MmioResponse { nic: i, kind, addr: req.addr(), resp: c.resp as u8 });
         }
         Ok(c)
     }
@@ -626,15 +568,7 @@ impl World {
     /// [`SimError::NoSuchNic`], [`SimError::MmioTimeout`], [`SimError::MmioResponse`] (non-OKAY
     /// response), [`SimError::MmioAborted`].
     pub fn mmio_write(&mut self, i: usize, addr: u16, value: u32) -> Result<(), SimError> {
-        self.mmio(
-            i,
-            MmioRequest::Write {
-                addr,
-                value,
-                strb: 0xF,
-            },
-        )
-        .map(|_| ())
+        self.mmio(i, MmioRequest::Write { addr, value, strb: 0xF }).map(|_| ())
     }
 
     /// Reads the BAR0 register at byte offset `addr` of NIC `i`, stepping the whole world until
@@ -686,12 +620,7 @@ impl World {
     ///
     /// # Errors
     /// [`SimError::NoSuchNic`].
-    pub fn inject_rx_frame(
-        &mut self,
-        i: usize,
-        data: Vec<u8>,
-        bad_fcs: bool,
-    ) -> Result<(), SimError> {
+    pub fn inject_rx_frame(&mut self, i: usize, data: Vec<u8>, bad_fcs: bool) -> Result<(), SimError> {
         self.nic_mut(i)?.push_rx_frame(data, bad_fcs);
         Ok(())
     }
@@ -712,12 +641,7 @@ impl World {
     /// # Errors
     /// [`SimError::NoSuchNic`]; [`SimError::InvalidArgument`] if NIC `i` is wired to a NIC of this
     /// world or already has a port, or the wire parameters are invalid.
-    pub fn attach_port(
-        &mut self,
-        i: usize,
-        port: Box<dyn ExternalPort>,
-        opts: PortOptions,
-    ) -> Result<(), SimError> {
+    pub fn attach_port(&mut self, i: usize, port: Box<dyn ExternalPort>, opts: PortOptions) -> Result<(), SimError> {
         self.check(i)?;
         if self.tx_link[i].is_some() || self.links.iter().any(|l| l.to == i) {
             return Err(SimError::InvalidArgument(format!(
@@ -726,9 +650,7 @@ impl World {
             )));
         }
         if self.ports[i].is_some() {
-            return Err(SimError::InvalidArgument(format!(
-                "NIC {i} already has a port"
-            )));
+            return Err(SimError::InvalidArgument(format!("NIC {i} already has a port")));
         }
         let lane = PortLane::new(i, port, opts, &self.config)?;
         if lane.timing == PortTiming::RealTime && self.pace.is_none() {
@@ -753,11 +675,7 @@ impl World {
     pub fn detach_port(&mut self, i: usize) -> Result<Option<Box<dyn ExternalPort>>, SimError> {
         self.check(i)?;
         let lane = self.ports[i].take();
-        if self
-            .ports
-            .iter()
-            .all(|p| p.as_ref().is_none_or(|p| p.timing != PortTiming::RealTime))
-        {
+        if self.ports.iter().all(|p| p.as_ref().is_none_or(|p| p.timing != PortTiming::RealTime)) {
             self.pace = None;
         }
         Ok(lane.map(|l| l.port))
@@ -787,19 +705,12 @@ impl World {
 
     /// NIC `i`'s port, if attached (for its counters and state).
     pub fn port(&self, i: usize) -> Option<&dyn ExternalPort> {
-        self.ports
-            .get(i)
-            .and_then(Option::as_ref)
-            .map(|p| p.port.as_ref())
+        self.ports.get(i).and_then(Option::as_ref).map(|p| p.port.as_ref())
     }
 
     /// Statistics of the attached ports.
     pub fn port_reports(&self) -> Vec<PortReport> {
-        self.ports
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.as_ref().map(|p| p.report(i)))
-            .collect()
+        self.ports.iter().enumerate().filter_map(|(i, p)| p.as_ref().map(|p| p.report(i))).collect()
     }
 
     /// Starts capturing every wire into the pcap file `path` (replacing a capture in progress,
@@ -869,11 +780,7 @@ impl World {
             cycles: self.cycle,
             sim_ns: self.now_ns(),
             wall_seconds: wall,
-            cycles_per_second: if wall > 0.0 {
-                self.cycle as f64 / wall
-            } else {
-                0.0
-            },
+            cycles_per_second: if wall > 0.0 { self.cycle as f64 / wall } else { 0.0 },
             nics: self.nics.iter().map(Nic::stats).collect(),
             links: self.link_reports(),
             outbox_dropped: self.outbox_dropped,

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::{frame, FakeNic, Seen};
 use rnic_sim::{
-    ExternalPort, FaultConfig, PortOptions, SimConfig, SimbricksListener, SimbricksParams,
-    SimbricksPort, SyncMode, TcpBridgeListener, TcpPort, Topology, UdpPort, World,
+    ExternalPort, FaultConfig, PortOptions, SimConfig, SimbricksListener, SimbricksParams, SimbricksPort, SyncMode,
+    TcpBridgeListener, TcpPort, Topology, UdpPort, World,
 };
 
 type Received = Vec<(u64, Vec<u8>, bool)>;
@@ -19,13 +19,7 @@ type Received = Vec<(u64, Vec<u8>, bool)>;
 /// (first-beat cycle, length, first byte, bad FCS) of each received frame: what to print when a
 /// comparison fails.
 fn summary(r: &[Received]) -> Vec<Vec<(u64, usize, u8, bool)>> {
-    r.iter()
-        .map(|v| {
-            v.iter()
-                .map(|(c, d, b)| (*c, d.len(), d.first().copied().unwrap_or(0), *b))
-                .collect()
-        })
-        .collect()
+    r.iter().map(|v| v.iter().map(|(c, d, b)| (*c, d.len(), d.first().copied().unwrap_or(0), *b)).collect()).collect()
 }
 
 fn sock_path(name: &str) -> PathBuf {
@@ -34,14 +28,7 @@ fn sock_path(name: &str) -> PathBuf {
 
 /// Frames of assorted sizes; the first 6 bytes (destination MAC) are the receiver's.
 fn traffic(seed: u8, n: usize) -> Vec<Vec<u8>> {
-    (0..n)
-        .map(|k| {
-            frame(
-                [60, 1500, 64, 4200, 333, 9000][k % 6],
-                seed.wrapping_add(k as u8),
-            )
-        })
-        .collect()
+    (0..n).map(|k| frame([60, 1500, 64, 4200, 333, 9000][k % 6], seed.wrapping_add(k as u8))).collect()
 }
 
 fn faulty() -> SimConfig {
@@ -84,15 +71,7 @@ fn one_side(
         cores.push(FakeNic::boxed(vec![], vec![]).0);
     }
     let mut w = World::with_cores(cores, cfg, Topology::Unconnected).unwrap();
-    w.attach_port(
-        0,
-        port,
-        PortOptions {
-            link_index: Some(me),
-            nic_label: Some(me),
-        },
-    )
-    .unwrap();
+    w.attach_port(0, port, PortOptions { link_index: Some(me), nic_label: Some(me) }).unwrap();
     // Mixed step sizes: the port's synchronisation must not depend on them.
     w.step_n(777);
     while w.cycles() < cycles {
@@ -141,25 +120,13 @@ fn a_pair_split_over_simbricks_runs_the_cycles_of_the_one_process_pair() {
     let cycles = 20_000;
     let (reference, w) = one_process(&SimConfig::default(), tx.clone(), cycles);
     let (split, worlds) = split_over_simbricks(&SimConfig::default(), tx.clone(), cycles, "plain");
-    assert_eq!(
-        reference[0].len(),
-        30,
-        "the reference pair delivered everything"
-    );
+    assert_eq!(reference[0].len(), 30, "the reference pair delivered everything");
     assert_eq!(reference[1].len(), 40);
-    assert_eq!(
-        summary(&split),
-        summary(&reference),
-        "same frames, same first-beat cycles"
-    );
+    assert_eq!(summary(&split), summary(&reference), "same frames, same first-beat cycles");
     assert!(split == reference);
     for (k, side) in worlds.iter().enumerate() {
         let r = &side.port_reports()[0];
-        assert_eq!(
-            r.outbound.busy_bits,
-            w.link_reports()[k].stats.busy_bits,
-            "same wire time on side {k}"
-        );
+        assert_eq!(r.outbound.busy_bits, w.link_reports()[k].stats.busy_bits, "same wire time on side {k}");
         assert!(r.port.syncs_sent > 0 && r.port.syncs_received > 0, "{r:?}");
         assert_eq!(r.port.tx_frames, tx[k].len() as u64);
     }
@@ -170,10 +137,7 @@ fn a_split_side_on_two_threads_matches_too() {
     let tx = [traffic(0x11, 30), traffic(0x81, 30)];
     let cycles = 15_000;
     let (reference, _) = one_process(&faulty(), tx.clone(), cycles);
-    let two = SimConfig {
-        threads: 2,
-        ..faulty()
-    };
+    let two = SimConfig { threads: 2, ..faulty() };
     let (split, worlds) = split_with(&two, &faulty(), tx, cycles, "threads");
     assert_eq!(worlds[0].threads(), 2);
     assert_eq!(summary(&split), summary(&reference));
@@ -187,20 +151,13 @@ fn faults_split_over_simbricks_match_the_one_process_faults() {
     let (reference, w) = one_process(&faulty(), tx.clone(), cycles);
     let (split, worlds) = split_over_simbricks(&faulty(), tx, cycles, "faults");
     let links = w.link_reports();
-    assert!(
-        links[0].stats.dropped > 1 && links[1].stats.reordered > 0 && links[0].stats.duplicated > 0,
-        "{links:?}"
-    );
+    assert!(links[0].stats.dropped > 1 && links[1].stats.reordered > 0 && links[0].stats.duplicated > 0, "{links:?}");
     assert_eq!(summary(&split), summary(&reference));
     assert!(split == reference);
     for (k, side) in worlds.iter().enumerate() {
         let out = side.port_reports()[0].outbound;
         let l = links[k].stats;
-        assert_eq!(
-            (out.dropped, out.duplicated, out.reordered),
-            (l.dropped, l.duplicated, l.reordered),
-            "side {k}"
-        );
+        assert_eq!((out.dropped, out.duplicated, out.reordered), (l.dropped, l.duplicated, l.reordered), "side {k}");
     }
 }
 
@@ -216,10 +173,7 @@ fn a_split_run_is_deterministic() {
 #[test]
 fn a_peer_that_vanishes_is_an_error_not_a_hang() {
     let path = sock_path("vanish");
-    let params = SimbricksParams {
-        peer_timeout: Duration::from_secs(2),
-        ..SimbricksParams::default()
-    };
+    let params = SimbricksParams { peer_timeout: Duration::from_secs(2), ..SimbricksParams::default() };
     let listener = SimbricksListener::bind(&path, params.clone()).unwrap();
     let p2 = path.clone();
     let peer = std::thread::spawn(move || {
@@ -231,15 +185,11 @@ fn a_peer_that_vanishes_is_an_error_not_a_hang() {
     peer.join().unwrap();
     let (core, _) = FakeNic::boxed(vec![], vec![]);
     let mut w = World::with_cores(vec![core], SimConfig::default(), Topology::Unconnected).unwrap();
-    w.attach_port(0, Box::new(port), PortOptions::default())
-        .unwrap();
+    w.attach_port(0, Box::new(port), PortOptions::default()).unwrap();
     // The forgotten port's socket stays open in this process, so only the peer timeout can tell.
     let t0 = std::time::Instant::now();
     let err = w.run_until(|_| false, 1_000_000).unwrap_err();
-    assert!(
-        err.to_string().contains("no message from the peer"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("no message from the peer"), "{err}");
     assert!(t0.elapsed() < Duration::from_secs(10));
     // The port is cut off: the world runs on.
     w.step_n(1000);
@@ -248,40 +198,20 @@ fn a_peer_that_vanishes_is_an_error_not_a_hang() {
 #[test]
 fn handshakes_refuse_mismatched_synchronisation() {
     let path = sock_path("nosync");
-    let listener = SimbricksListener::bind(
-        &path,
-        SimbricksParams {
-            sync: SyncMode::Required,
-            ..SimbricksParams::default()
-        },
-    )
-    .unwrap();
+    let listener =
+        SimbricksListener::bind(&path, SimbricksParams { sync: SyncMode::Required, ..SimbricksParams::default() })
+            .unwrap();
     let p2 = path.clone();
     let peer = std::thread::spawn(move || {
-        SimbricksPort::connect(
-            &p2,
-            SimbricksParams {
-                sync: SyncMode::Disabled,
-                ..SimbricksParams::default()
-            },
-        )
-        .map(|_| ())
+        SimbricksPort::connect(&p2, SimbricksParams { sync: SyncMode::Disabled, ..SimbricksParams::default() })
+            .map(|_| ())
     });
     let mine = listener.accept();
     let theirs = peer.join().unwrap();
-    assert!(
-        mine.is_err(),
-        "the listener requires sync, the peer has it disabled"
-    );
+    assert!(mine.is_err(), "the listener requires sync, the peer has it disabled");
     assert!(theirs.is_err(), "the peer sees the listener insist");
-    let bad = SimbricksParams {
-        link_latency_ps: 0,
-        ..SimbricksParams::default()
-    };
-    assert!(
-        SimbricksListener::bind(&sock_path("zero"), bad).is_err(),
-        "latency 0 leaves no lookahead"
-    );
+    let bad = SimbricksParams { link_latency_ps: 0, ..SimbricksParams::default() };
+    assert!(SimbricksListener::bind(&sock_path("zero"), bad).is_err(), "latency 0 leaves no lookahead");
 }
 
 /// Two bridged worlds exchange frames; each runs `cycles` in real time or slower.
@@ -297,17 +227,13 @@ fn bridged_pair(
             let mut w = World::with_cores(vec![core], cfg, Topology::Unconnected).unwrap();
             w.attach_port(0, port, PortOptions::default()).unwrap();
             let wall = std::time::Instant::now();
-            while seen.lock().unwrap().rx.len() < expect && wall.elapsed() < Duration::from_secs(60)
-            {
+            while seen.lock().unwrap().rx.len() < expect && wall.elapsed() < Duration::from_secs(60) {
                 w.step_n(200);
             }
             // Keep serving the peer a little longer so it gets our last frames too.
             w.step_n(20_000);
             let sim_ns = w.now_ns();
-            assert!(
-                wall.elapsed().as_nanos() as u64 >= sim_ns,
-                "simulated time ran ahead of wall-clock time"
-            );
+            assert!(wall.elapsed().as_nanos() as u64 >= sim_ns, "simulated time ran ahead of wall-clock time");
             assert!(w.take_port_error().is_none());
             let rx = seen.lock().unwrap().rx.clone();
             rx
@@ -359,20 +285,14 @@ fn fault_injection_applies_to_both_bridged_directions() {
     let a = listener.accept(Duration::from_secs(10)).unwrap();
     let b = c.join().unwrap();
     let cfg = SimConfig {
-        faults: FaultConfig {
-            seed: 5,
-            drop_probability: 0.2,
-            corrupt_probability: 0.2,
-            ..FaultConfig::default()
-        },
+        faults: FaultConfig { seed: 5, drop_probability: 0.2, corrupt_probability: 0.2, ..FaultConfig::default() },
         ..SimConfig::default()
     };
     // One world bridged, the far end a plain TCP peer we drive by hand: frames from it cross the
     // world's inbound wire, frames to it its outbound wire.
     let (core, seen) = FakeNic::boxed(traffic(0x60, 100), vec![]);
     let mut w = World::with_cores(vec![core], cfg, Topology::Unconnected).unwrap();
-    w.attach_port(0, Box::new(a), PortOptions::default())
-        .unwrap();
+    w.attach_port(0, Box::new(a), PortOptions::default()).unwrap();
     let mut peer = b;
     let sent: Vec<Vec<u8>> = traffic(0xE0, 100);
     for f in &sent {
@@ -380,9 +300,7 @@ fn fault_injection_applies_to_both_bridged_directions() {
     }
     let mut from_world = Vec::new();
     let wall = std::time::Instant::now();
-    while wall.elapsed() < Duration::from_secs(30)
-        && (from_world.len() < 50 || seen.lock().unwrap().rx.len() < 50)
-    {
+    while wall.elapsed() < Duration::from_secs(30) && (from_world.len() < 50 || seen.lock().unwrap().rx.len() < 50) {
         w.step_n(500);
         peer.receive(0, &mut from_world).unwrap();
         peer.advance(0).unwrap();
@@ -391,30 +309,14 @@ fn fault_injection_applies_to_both_bridged_directions() {
     peer.receive(0, &mut from_world).unwrap();
     let r = &w.port_reports()[0];
     let inbound = r.inbound.unwrap();
-    assert!(
-        inbound.dropped > 5 && inbound.corrupted > 5,
-        "inbound faults: {inbound:?}"
-    );
-    assert!(
-        r.outbound.dropped > 5 && r.corrupt_discarded > 5,
-        "outbound faults: {r:?}"
-    );
+    assert!(inbound.dropped > 5 && inbound.corrupted > 5, "inbound faults: {inbound:?}");
+    assert!(r.outbound.dropped > 5 && r.corrupt_discarded > 5, "outbound faults: {r:?}");
     let rx = seen.lock().unwrap().rx.clone();
     assert_eq!(rx.len() as u64, 100 - inbound.dropped);
-    assert_eq!(
-        rx.iter().filter(|x| x.2).count() as u64,
-        inbound.corrupted,
-        "inbound corruption shows as bad FCS"
-    );
-    assert_eq!(
-        from_world.len() as u64,
-        100 - r.outbound.dropped - r.corrupt_discarded
-    );
+    assert_eq!(rx.iter().filter(|x| x.2).count() as u64, inbound.corrupted, "inbound corruption shows as bad FCS");
+    assert_eq!(from_world.len() as u64, 100 - r.outbound.dropped - r.corrupt_discarded);
     for f in &from_world {
-        assert!(
-            traffic(0x60, 100).contains(&f.data),
-            "an outbound frame arrived altered"
-        );
+        assert!(traffic(0x60, 100).contains(&f.data), "an outbound frame arrived altered");
     }
 }
 
@@ -426,10 +328,7 @@ fn sparse(seed: u8, n: usize) -> Vec<Vec<u8>> {
     for (k, f) in traffic(seed, n).into_iter().enumerate() {
         let f = if k % 5 != 0 { f[..60].to_vec() } else { f };
         out.push(f);
-        out.extend(std::iter::repeat_n(
-            Vec::new(),
-            (k * 37 + usize::from(seed)) % 151,
-        ));
+        out.extend(std::iter::repeat_n(Vec::new(), (k * 37 + usize::from(seed)) % 151));
     }
     out
 }
@@ -446,15 +345,9 @@ fn threads_give_the_results_of_one_thread() {
             cores.push(c);
             seen.push(s);
         }
-        let cfg = SimConfig {
-            threads,
-            ..faulty()
-        };
+        let cfg = SimConfig { threads, ..faulty() };
         let mut w = World::with_cores(cores, cfg, Topology::BackToBack).unwrap();
-        let pcap = std::env::temp_dir().join(format!(
-            "rnic-sim-{}-threads-{threads}-{nics}.pcap",
-            std::process::id()
-        ));
+        let pcap = std::env::temp_dir().join(format!("rnic-sim-{}-threads-{threads}-{nics}.pcap", std::process::id()));
         w.capture_pcap(&pcap).unwrap();
         // Single cycles, odd windows and long windows.
         for _ in 0..300 {

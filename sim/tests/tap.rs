@@ -13,9 +13,7 @@ use rnic_sim::{PortOptions, SimConfig, TapPort, Topology, World};
 const ETHERTYPE: [u8; 2] = [0x88, 0xB5];
 
 fn frame(from: u8, k: u8, len: usize) -> Vec<u8> {
-    let mut f: Vec<u8> = (0..len)
-        .map(|i| (i as u8).wrapping_mul(13).wrapping_add(k))
-        .collect();
+    let mut f: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(13).wrapping_add(k)).collect();
     f[..6].copy_from_slice(&[2, 0, 0, 0, 0x7a, 1 - from]);
     f[6..12].copy_from_slice(&[2, 0, 0, 0, 0x7a, from]);
     f[12..14].copy_from_slice(&ETHERTYPE);
@@ -75,12 +73,9 @@ fn a_nic_bridged_to_a_tap_device_exchanges_frames_with_the_host() {
     let to_host: Vec<Vec<u8>> = (0..10).map(|k| frame(0, k, 60 + 97 * k as usize)).collect();
     let (core, seen) = FakeNic::boxed(to_host.clone(), vec![]);
     let mut w = World::with_cores(vec![core], SimConfig::default(), Topology::Unconnected).unwrap();
-    w.attach_port(0, Box::new(tap), PortOptions::default())
-        .unwrap();
+    w.attach_port(0, Box::new(tap), PortOptions::default()).unwrap();
 
-    let from_host: Vec<Vec<u8>> = (0..8)
-        .map(|k| frame(1, 100 + k, 64 + 180 * k as usize))
-        .collect();
+    let from_host: Vec<Vec<u8>> = (0..8).map(|k| frame(1, 100 + k, 64 + 180 * k as usize)).collect();
     for f in &from_host {
         // SAFETY: sending a buffer we own on our socket (bound, so no address needed).
         let n = unsafe { libc::send(sock.as_raw_fd(), f.as_ptr().cast(), f.len(), 0) };
@@ -115,35 +110,14 @@ fn a_nic_bridged_to_a_tap_device_exchanges_frames_with_the_host() {
                 host_got.push(buf[..n as usize].to_vec());
             }
         }
-        let nic_got = seen
-            .lock()
-            .unwrap()
-            .rx
-            .iter()
-            .filter(|x| ours(&x.1))
-            .count();
-        if (host_got.len() >= to_host.len() && nic_got >= from_host.len())
-            || t0.elapsed() > Duration::from_secs(30)
-        {
+        let nic_got = seen.lock().unwrap().rx.iter().filter(|x| ours(&x.1)).count();
+        if (host_got.len() >= to_host.len() && nic_got >= from_host.len()) || t0.elapsed() > Duration::from_secs(30) {
             break;
         }
     }
-    let nic_got: Vec<Vec<u8>> = seen
-        .lock()
-        .unwrap()
-        .rx
-        .iter()
-        .filter(|x| ours(&x.1))
-        .map(|x| x.1.clone())
-        .collect();
-    assert_eq!(
-        host_got, to_host,
-        "the host saw the NIC's frames on {name}, intact and in order"
-    );
-    assert_eq!(
-        nic_got, from_host,
-        "the NIC got the host's frames, intact and in order"
-    );
+    let nic_got: Vec<Vec<u8>> = seen.lock().unwrap().rx.iter().filter(|x| ours(&x.1)).map(|x| x.1.clone()).collect();
+    assert_eq!(host_got, to_host, "the host saw the NIC's frames on {name}, intact and in order");
+    assert_eq!(nic_got, from_host, "the NIC got the host's frames, intact and in order");
     let r = &w.port_reports()[0];
     println!("{name}: {r:?}");
     assert!(w.take_port_error().is_none());

@@ -34,8 +34,7 @@ fn loopback_frames_follow_the_wire_timing_and_are_captured() {
     w.capture_pcap(&pcap).unwrap();
     // Reset took cycles 0..16; the core sends from cycle 16: 16 beats per frame, back to back.
     assert_eq!(w.cycles(), cfg.reset_cycles);
-    w.run_until(|_| seen.lock().unwrap().rx.len() == 3, 2000)
-        .unwrap();
+    w.run_until(|_| seen.lock().unwrap().rx.len() == 3, 2000).unwrap();
     w.finish().unwrap();
 
     // Frame k's last beat is accepted in cycle 16 + 16k + 15, so it is ready at the start of
@@ -54,10 +53,7 @@ fn loopback_frames_follow_the_wire_timing_and_are_captured() {
     }
     let seen = seen.lock().unwrap();
     let got_rx: Vec<u64> = seen.rx.iter().map(|x| x.0).collect();
-    assert_eq!(
-        got_rx, expect_rx,
-        "first RX beat in the first cycle at or after arrival"
-    );
+    assert_eq!(got_rx, expect_rx, "first RX beat in the first cycle at or after arrival");
     for (k, (_, data, bad)) in seen.rx.iter().enumerate() {
         assert_eq!(data, &frames[k]);
         assert!(!bad);
@@ -70,10 +66,7 @@ fn loopback_frames_follow_the_wire_timing_and_are_captured() {
     let captured = read_pcap(&pcap);
     let ts: Vec<u64> = captured.iter().map(|c| c.0).collect();
     assert_eq!(ts, expect_starts);
-    assert_eq!(
-        captured.iter().map(|c| c.1.clone()).collect::<Vec<_>>(),
-        frames
-    );
+    assert_eq!(captured.iter().map(|c| c.1.clone()).collect::<Vec<_>>(), frames);
     let _ = std::fs::remove_file(&pcap);
 }
 
@@ -84,11 +77,7 @@ fn back_to_back_is_full_duplex_and_the_capture_is_in_time_order() {
     let mut w = World::with_cores(vec![a, b], SimConfig::default(), Topology::BackToBack).unwrap();
     let pcap = temp_path("b2b.pcap");
     w.capture_pcap(&pcap).unwrap();
-    w.run_until(
-        |_| seen_a.lock().unwrap().rx.len() == 1 && seen_b.lock().unwrap().rx.len() == 2,
-        2000,
-    )
-    .unwrap();
+    w.run_until(|_| seen_a.lock().unwrap().rx.len() == 1 && seen_b.lock().unwrap().rx.len() == 2, 2000).unwrap();
     assert_eq!(w.captured_frames(), 3);
     w.finish().unwrap();
     assert_eq!(seen_a.lock().unwrap().rx[0].1, frame(1500, 20));
@@ -102,14 +91,8 @@ fn back_to_back_is_full_duplex_and_the_capture_is_in_time_order() {
     assert_eq!(ts[0], 20 * 4);
     assert_eq!(captured[0].1, frame(200, 10));
     let reports = w.link_reports();
-    assert_eq!(
-        (reports[0].from, reports[0].to, reports[0].stats.frames),
-        (0, 1, 2)
-    );
-    assert_eq!(
-        (reports[1].from, reports[1].to, reports[1].stats.frames),
-        (1, 0, 1)
-    );
+    assert_eq!((reports[0].from, reports[0].to, reports[0].stats.frames), (0, 1, 2));
+    assert_eq!((reports[1].from, reports[1].to, reports[1].stats.frames), (1, 0, 1));
     let _ = std::fs::remove_file(&pcap);
 }
 
@@ -118,23 +101,13 @@ fn a_full_transmit_fifo_back_pressures_the_nic() {
     let frames: Vec<Vec<u8>> = (0..80).map(|k| frame(1500, k)).collect();
     let (core, seen) = FakeNic::boxed(frames.clone(), vec![]);
     let mut w = World::with_cores(vec![core], SimConfig::default(), Topology::Loopback).unwrap();
-    w.run_until(|_| seen.lock().unwrap().rx.len() == 80, 100_000)
-        .unwrap();
+    w.run_until(|_| seen.lock().unwrap().rx.len() == 80, 100_000).unwrap();
     let s = w.stats();
     assert!(s.nics[0].tx.stalled_cycles > 0, "tready must have been low");
     let max = s.links[0].stats.max_fifo_bytes;
     // tready is judged before a beat, so the last accepted beat may take it past 16 KiB.
-    assert!(
-        max < 16 * 1024 + 64 && max > 12 * 1024,
-        "fifo high-water mark {max}"
-    );
-    let got: Vec<Vec<u8>> = seen
-        .lock()
-        .unwrap()
-        .rx
-        .iter()
-        .map(|x| x.1.clone())
-        .collect();
+    assert!(max < 16 * 1024 + 64 && max > 12 * 1024, "fifo high-water mark {max}");
+    let got: Vec<Vec<u8>> = seen.lock().unwrap().rx.iter().map(|x| x.1.clone()).collect();
     assert_eq!(got, frames, "in order, none lost");
     // The wire was the bottleneck: consecutive arrivals are one wire time apart (1524 bytes =
     // 12192 bits = 30.48 cycles), never closer.
@@ -152,45 +125,23 @@ fn dma_reaches_mapped_buffers_and_unmapped_addresses_get_errors() {
     // The IOVAs are deterministic: the first mapping of a world's host is at 0x1_0000_0000.
     let iova = 0x1_0000_0000u64;
     let ops = vec![
-        DmaOp::Write {
-            addr: iova + 64,
-            data: payload.clone(),
-        },
-        DmaOp::Read {
-            addr: iova,
-            beats: 4,
-        },
-        DmaOp::Read {
-            addr: 0xDEAD_0000,
-            beats: 2,
-        },
-        DmaOp::Write {
-            addr: iova + 4096,
-            data: frame(64, 1),
-        },
+        DmaOp::Write { addr: iova + 64, data: payload.clone() },
+        DmaOp::Read { addr: iova, beats: 4 },
+        DmaOp::Read { addr: 0xDEAD_0000, beats: 2 },
+        DmaOp::Write { addr: iova + 4096, data: frame(64, 1) },
     ];
     let (core, seen) = FakeNic::boxed(vec![], ops);
     let mut w = World::with_cores(vec![core], SimConfig::default(), Topology::Unconnected).unwrap();
     // SAFETY: `buf` outlives the world's use of it (unmapped before it is read) and is not
     // touched while the world steps.
-    let mapped = unsafe {
-        w.memory_mut(0)
-            .unwrap()
-            .map_external(buf.as_mut_ptr(), buf.len())
-    }
-    .unwrap();
+    let mapped = unsafe { w.memory_mut(0).unwrap().map_external(buf.as_mut_ptr(), buf.len()) }.unwrap();
     assert_eq!(mapped, Iova(iova));
-    w.run_until(|_| seen.lock().unwrap().dma.len() == 4, 5000)
-        .unwrap();
+    w.run_until(|_| seen.lock().unwrap().dma.len() == 4, 5000).unwrap();
     w.memory_mut(0).unwrap().unmap(mapped).unwrap();
 
     let seen = seen.lock().unwrap();
     assert_eq!(seen.dma[0].1, 0, "write OKAY");
-    assert_eq!(
-        &buf[64..192],
-        &payload[..],
-        "the registered Vec changed in place"
-    );
+    assert_eq!(&buf[64..192], &payload[..], "the registered Vec changed in place");
     assert_eq!(&buf[..64], &[0u8; 64][..]);
     assert_eq!(seen.dma[1].1, 0, "read OKAY");
     assert_eq!(&seen.dma[1].2[64..192], &payload[..]);
@@ -228,11 +179,7 @@ fn injected_faults_are_deterministic() {
     let (b, _) = run(1);
     assert_eq!(a, b);
     assert_eq!(a.len() as u64, 30 - sa.dropped);
-    assert_eq!(
-        a.iter().filter(|x| x.2).count() as u64,
-        sa.corrupted,
-        "corrupted frames carry tuser"
-    );
+    assert_eq!(a.iter().filter(|x| x.2).count() as u64, sa.corrupted, "corrupted frames carry tuser");
     assert!(sa.dropped > 0 && sa.corrupted > 0);
 }
 

@@ -145,10 +145,7 @@ impl Repr {
     /// [`Error::Truncated`](super::Error::Truncated) if it is incomplete.
     pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr> {
         packet.check_len()?;
-        Ok(Repr {
-            syndrome: packet.syndrome(),
-            msn: packet.msn(),
-        })
+        Ok(Repr { syndrome: packet.syndrome(), msn: packet.msn() })
     }
 
     /// The decoded syndrome.
@@ -180,13 +177,7 @@ mod tests {
     fn parse_and_emit() {
         let p = Packet::new_checked(&BYTES[..]).unwrap();
         let r = Repr::parse(&p).unwrap();
-        assert_eq!(
-            r,
-            Repr {
-                syndrome: 0x1f,
-                msn: 5
-            }
-        );
+        assert_eq!(r, Repr { syndrome: 0x1f, msn: 5 });
         assert_eq!(r.kind(), AckKind::Ack { credit: 0x1f });
         let mut buf = [0u8; 4];
         r.emit(&mut Packet::new_unchecked(&mut buf[..]));
@@ -210,9 +201,6 @@ mod tests {
 
     #[test]
     fn truncated() {
-        assert!(matches!(
-            Packet::new_checked(&BYTES[..3]),
-            Err(Error::Truncated { need: 4, .. })
-        ));
+        assert!(matches!(Packet::new_checked(&BYTES[..3]), Err(Error::Truncated { need: 4, .. })));
     }
 }

@@ -86,9 +86,7 @@ impl Repr {
     /// [`Error::Truncated`](super::Error::Truncated) if it is incomplete.
     pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr> {
         packet.check_len()?;
-        Ok(Repr {
-            orig_data: packet.orig_data(),
-        })
+        Ok(Repr { orig_data: packet.orig_data() })
     }
 
     /// Length of the emitted header: 8 bytes.
@@ -124,11 +122,7 @@ mod tests {
     fn truncated() {
         assert_eq!(
             Packet::new_checked(&BYTES[..7]),
-            Err(Error::Truncated {
-                header: "AtomicAckETH",
-                need: 8,
-                have: 7
-            })
+            Err(Error::Truncated { header: "AtomicAckETH", need: 8, have: 7 })
         );
     }
 }

@@ -195,11 +195,7 @@ mod tests {
     fn truncated() {
         assert_eq!(
             Packet::new_checked(&BYTES[..27]),
-            Err(Error::Truncated {
-                header: "AtomicETH",
-                need: 28,
-                have: 27
-            })
+            Err(Error::Truncated { header: "AtomicETH", need: 28, have: 27 })
         );
     }
 }

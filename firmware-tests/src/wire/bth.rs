@@ -44,34 +44,15 @@ pub struct ExtHeaders {
 }
 
 impl ExtHeaders {
-    const NONE: ExtHeaders = ExtHeaders {
-        reth: false,
-        aeth: false,
-        immdt: false,
-    };
-    const RETH: ExtHeaders = ExtHeaders {
-        reth: true,
-        ..Self::NONE
-    };
-    const AETH: ExtHeaders = ExtHeaders {
-        aeth: true,
-        ..Self::NONE
-    };
-    const IMMDT: ExtHeaders = ExtHeaders {
-        immdt: true,
-        ..Self::NONE
-    };
-    const RETH_IMMDT: ExtHeaders = ExtHeaders {
-        reth: true,
-        immdt: true,
-        aeth: false,
-    };
+    const NONE: ExtHeaders = ExtHeaders { reth: false, aeth: false, immdt: false };
+    const RETH: ExtHeaders = ExtHeaders { reth: true, ..Self::NONE };
+    const AETH: ExtHeaders = ExtHeaders { aeth: true, ..Self::NONE };
+    const IMMDT: ExtHeaders = ExtHeaders { immdt: true, ..Self::NONE };
+    const RETH_IMMDT: ExtHeaders = ExtHeaders { reth: true, immdt: true, aeth: false };
 
     /// Total length of these extension headers, in bytes.
     pub const fn len(&self) -> usize {
-        (if self.reth { 16 } else { 0 })
-            + (if self.aeth { 4 } else { 0 })
-            + (if self.immdt { 4 } else { 0 })
+        (if self.reth { 16 } else { 0 }) + (if self.aeth { 4 } else { 0 }) + (if self.immdt { 4 } else { 0 })
     }
 
     /// Whether no extension header follows the BTH.
@@ -99,11 +80,7 @@ const OPERATIONS: [(u8, &str, ExtHeaders); 18] = [
     (0x08, "RDMA_WRITE_LAST", ExtHeaders::NONE),
     (0x09, "RDMA_WRITE_LAST_WITH_IMMEDIATE", ExtHeaders::IMMDT),
     (0x0a, "RDMA_WRITE_ONLY", ExtHeaders::RETH),
-    (
-        0x0b,
-        "RDMA_WRITE_ONLY_WITH_IMMEDIATE",
-        ExtHeaders::RETH_IMMDT,
-    ),
+    (0x0b, "RDMA_WRITE_ONLY_WITH_IMMEDIATE", ExtHeaders::RETH_IMMDT),
     (0x0c, "RDMA_READ_REQUEST", ExtHeaders::RETH),
     (0x0d, "RDMA_READ_RESPONSE_FIRST", ExtHeaders::AETH),
     (0x0e, "RDMA_READ_RESPONSE_MIDDLE", ExtHeaders::NONE),
@@ -326,10 +303,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
     /// Sets byte 1: SE, M, PadCnt (low 2 bits used) and TVer (low 4 bits used).
     pub fn set_flags(&mut self, solicited: bool, mig_req: bool, pad_count: u8, tver: u8) {
-        self.buffer.as_mut()[field::FLAGS] = (u8::from(solicited) << 7)
-            | (u8::from(mig_req) << 6)
-            | ((pad_count & 0x03) << 4)
-            | (tver & 0x0f);
+        self.buffer.as_mut()[field::FLAGS] =
+            (u8::from(solicited) << 7) | (u8::from(mig_req) << 6) | ((pad_count & 0x03) << 4) | (tver & 0x0f);
     }
 
     /// Sets the partition key.
@@ -437,9 +412,7 @@ mod tests {
     use super::*;
 
     // BTH of a scapy-built RC_RDMA_WRITE_ONLY: PadCnt 3, AckReq, QP 0x12, PSN 0xabc.
-    static BYTES: [u8; 12] = [
-        0x0a, 0x30, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x80, 0x00, 0x0a, 0xbc,
-    ];
+    static BYTES: [u8; 12] = [0x0a, 0x30, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x80, 0x00, 0x0a, 0xbc];
 
     fn repr() -> Repr {
         Repr {
@@ -494,25 +467,16 @@ mod tests {
         };
         let mut buf = [0u8; 12];
         r.emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(
-            buf,
-            [0x2b, 0xe0, 0x80, 0x01, 0xc0, 0xfe, 0xdc, 0xba, 0x80, 0xff, 0xff, 0xff]
-        );
+        assert_eq!(buf, [0x2b, 0xe0, 0x80, 0x01, 0xc0, 0xfe, 0xdc, 0xba, 0x80, 0xff, 0xff, 0xff]);
         assert_eq!(Repr::parse(&Packet::new_unchecked(&buf[..])), Ok(r));
     }
 
     #[test]
     fn errors() {
-        assert!(matches!(
-            Packet::new_checked(&BYTES[..11]),
-            Err(Error::Truncated { .. })
-        ));
+        assert!(matches!(Packet::new_checked(&BYTES[..11]), Err(Error::Truncated { .. })));
         let mut buf = BYTES;
         buf[1] |= 0x01;
-        assert_eq!(
-            Repr::parse(&Packet::new_unchecked(&buf[..])),
-            Err(Error::BthVersion(1))
-        );
+        assert_eq!(Repr::parse(&Packet::new_unchecked(&buf[..])), Err(Error::BthVersion(1)));
     }
 
     #[test]
@@ -526,15 +490,9 @@ mod tests {
         assert_eq!(h(Opcode::RC_ACKNOWLEDGE), ExtHeaders::AETH);
         assert_eq!(h(Opcode(0x25)), ExtHeaders::IMMDT); // UC SEND_ONLY_WITH_IMMEDIATE
         for unsupported in [0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x1f, 0x2c, 0x64, 0x81] {
-            assert_eq!(
-                Opcode(unsupported).ext_headers(),
-                Err(Error::UnsupportedOpcode(unsupported))
-            );
+            assert_eq!(Opcode(unsupported).ext_headers(), Err(Error::UnsupportedOpcode(unsupported)));
         }
-        assert_eq!(
-            Opcode::RC_RDMA_WRITE_ONLY.to_string(),
-            "RC_RDMA_WRITE_ONLY (0x0a)"
-        );
+        assert_eq!(Opcode::RC_RDMA_WRITE_ONLY.to_string(), "RC_RDMA_WRITE_ONLY (0x0a)");
         assert_eq!(Opcode(0x2a).name().as_deref(), Some("UC_RDMA_WRITE_ONLY"));
         assert_eq!(Opcode(0x64).to_string(), "opcode 0x64");
     }

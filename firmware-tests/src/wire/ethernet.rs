@@ -143,11 +143,7 @@ impl Repr {
     /// [`Error::Truncated`](super::Error::Truncated) if the header is incomplete.
     pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr> {
         packet.check_len()?;
-        Ok(Repr {
-            src_addr: packet.src_addr(),
-            dst_addr: packet.dst_addr(),
-            ethertype: packet.ethertype(),
-        })
+        Ok(Repr { src_addr: packet.src_addr(), dst_addr: packet.dst_addr(), ethertype: packet.ethertype() })
     }
 
     /// Length of the emitted header: 14 bytes.
@@ -176,11 +172,7 @@ mod tests {
     ];
 
     fn repr() -> Repr {
-        Repr {
-            src_addr: [2, 0, 0, 0, 0, 1],
-            dst_addr: [2, 0, 0, 0, 0, 2],
-            ethertype: EtherType::IPV4,
-        }
+        Repr { src_addr: [2, 0, 0, 0, 0, 1], dst_addr: [2, 0, 0, 0, 0, 2], ethertype: EtherType::IPV4 }
     }
 
     #[test]
@@ -208,11 +200,7 @@ mod tests {
     fn truncated() {
         assert_eq!(
             Packet::new_checked(&BYTES[..13]),
-            Err(Error::Truncated {
-                header: "Ethernet header",
-                need: 14,
-                have: 13
-            })
+            Err(Error::Truncated { header: "Ethernet header", need: 14, have: 13 })
         );
     }
 }

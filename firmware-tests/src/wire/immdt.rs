@@ -83,9 +83,7 @@ impl Repr {
     /// [`Error::Truncated`](super::Error::Truncated) if it is incomplete.
     pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr> {
         packet.check_len()?;
-        Ok(Repr {
-            data: packet.data(),
-        })
+        Ok(Repr { data: packet.data() })
     }
 
     /// Length of the emitted header: 4 bytes.
@@ -120,13 +118,6 @@ mod tests {
 
     #[test]
     fn truncated() {
-        assert!(matches!(
-            Packet::new_checked(&BYTES[..2]),
-            Err(Error::Truncated {
-                need: 4,
-                have: 2,
-                ..
-            })
-        ));
+        assert!(matches!(Packet::new_checked(&BYTES[..2]), Err(Error::Truncated { need: 4, have: 2, .. })));
     }
 }

@@ -100,10 +100,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         }
         let total_len = self.total_len();
         if usize::from(total_len) < HEADER_LEN || usize::from(total_len) > data.len() {
-            return Err(Error::Ipv4TotalLen {
-                total_len,
-                available: data.len(),
-            });
+            return Err(Error::Ipv4TotalLen { total_len, available: data.len() });
         }
         Ok(())
     }
@@ -313,16 +310,10 @@ impl Repr {
             return Err(Error::Ipv4Version(packet.version()));
         }
         if !packet.verify_checksum() {
-            return Err(Error::Ipv4Checksum {
-                found: packet.checksum(),
-                expected: packet.expected_checksum(),
-            });
+            return Err(Error::Ipv4Checksum { found: packet.checksum(), expected: packet.expected_checksum() });
         }
         if packet.more_frags() || packet.frag_offset() != 0 {
-            return Err(Error::Ipv4Fragment {
-                more_frags: packet.more_frags(),
-                offset: packet.frag_offset(),
-            });
+            return Err(Error::Ipv4Fragment { more_frags: packet.more_frags(), offset: packet.frag_offset() });
         }
         Ok(Repr {
             src_addr: packet.src_addr(),
@@ -348,8 +339,7 @@ impl Repr {
     /// # Panics
     /// If 20 + `payload_len` exceeds 65535 bytes, or the buffer is shorter than 20 bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
-        let total_len = u16::try_from(HEADER_LEN + self.payload_len)
-            .expect("IPv4 total length exceeds 65535 bytes");
+        let total_len = u16::try_from(HEADER_LEN + self.payload_len).expect("IPv4 total length exceeds 65535 bytes");
         packet.set_version_and_header_len();
         packet.set_dscp_ecn(self.dscp, self.ecn);
         packet.set_total_len(total_len);
@@ -369,8 +359,8 @@ mod tests {
 
     // The IPv4 header and payload of a RoCEv2 ACK built by scapy 2.6.1 (ECN 2, DF, TTL 64).
     static BYTES: [u8; 48] = [
-        0x45, 0x02, 0x00, 0x30, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x85, 0x0a, 0x00, 0x00,
-        0x01, 0x0a, 0x00, 0x00, 0x02, // header
+        0x45, 0x02, 0x00, 0x30, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x85, 0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00,
+        0x00, 0x02, // header
         0xc0, 0x01, 0x12, 0xb7, 0x00, 0x1c, 0x00, 0x00, // UDP
         0x11, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x0a, 0xbc, // BTH
         0x1f, 0x00, 0x00, 0x05, // AETH
@@ -425,39 +415,21 @@ mod tests {
         buf[11] ^= 1;
         let p = Packet::new_checked(&buf[..]).unwrap();
         assert!(!p.verify_checksum());
-        assert_eq!(
-            Repr::parse(&p),
-            Err(Error::Ipv4Checksum {
-                found: 0x1484,
-                expected: 0x1485
-            })
-        );
+        assert_eq!(Repr::parse(&p), Err(Error::Ipv4Checksum { found: 0x1484, expected: 0x1485 }));
     }
 
     #[test]
     fn lengths() {
-        assert!(matches!(
-            Packet::new_checked(&BYTES[..19]),
-            Err(Error::Truncated { .. })
-        ));
+        assert!(matches!(Packet::new_checked(&BYTES[..19]), Err(Error::Truncated { .. })));
         // Total Length 48 but only 47 bytes.
-        assert_eq!(
-            Packet::new_checked(&BYTES[..47]),
-            Err(Error::Ipv4TotalLen {
-                total_len: 48,
-                available: 47
-            })
-        );
+        assert_eq!(Packet::new_checked(&BYTES[..47]), Err(Error::Ipv4TotalLen { total_len: 48, available: 47 }));
         // Trailing bytes (Ethernet padding) are allowed and excluded from the payload.
         let mut long = BYTES.to_vec();
         long.extend_from_slice(&[0; 6]);
         assert_eq!(Packet::new_checked(&long[..]).unwrap().payload().len(), 28);
         let mut opts = BYTES;
         opts[0] = 0x46;
-        assert_eq!(
-            Packet::new_checked(&opts[..]),
-            Err(Error::Ipv4HeaderLen(24))
-        );
+        assert_eq!(Packet::new_checked(&opts[..]), Err(Error::Ipv4HeaderLen(24)));
         let mut v6 = BYTES;
         v6[0] = 0x65;
         v6[10..12].fill(0);
@@ -474,22 +446,13 @@ mod tests {
         p.set_flags_and_offset(false, true, 0);
         p.fill_checksum();
         let p = Packet::new_checked(&buf[..]).unwrap();
-        assert_eq!(
-            Repr::parse(&p),
-            Err(Error::Ipv4Fragment {
-                more_frags: true,
-                offset: 0
-            })
-        );
+        assert_eq!(Repr::parse(&p), Err(Error::Ipv4Fragment { more_frags: true, offset: 0 }));
     }
 
     #[test]
     fn rfc1071_odd_length() {
         // RFC 1071 §3 example words 0001 f203 f4f5 f6f7 sum to 0xddf2 (complement 0x220d).
-        assert_eq!(
-            checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
-            0x220d
-        );
+        assert_eq!(checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), 0x220d);
         assert_eq!(checksum(&[0xff]), 0x00ff);
     }
 }

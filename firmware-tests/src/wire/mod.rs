@@ -146,11 +146,7 @@ pub type Result<T> = core::result::Result<T, Error>;
 /// Checks that `buffer` holds at least `need` bytes for `header`.
 pub(crate) fn check_len(header: &'static str, buffer: &[u8], need: usize) -> Result<()> {
     if buffer.len() < need {
-        Err(Error::Truncated {
-            header,
-            need,
-            have: buffer.len(),
-        })
+        Err(Error::Truncated { header, need, have: buffer.len() })
     } else {
         Ok(())
     }

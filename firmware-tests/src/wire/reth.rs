@@ -119,11 +119,7 @@ impl Repr {
     /// [`Error::Truncated`](super::Error::Truncated) if it is incomplete.
     pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr> {
         packet.check_len()?;
-        Ok(Repr {
-            virt_addr: packet.virt_addr(),
-            rkey: packet.rkey(),
-            dma_len: packet.dma_len(),
-        })
+        Ok(Repr { virt_addr: packet.virt_addr(), rkey: packet.rkey(), dma_len: packet.dma_len() })
     }
 
     /// Length of the emitted header: 16 bytes.
@@ -151,11 +147,7 @@ mod tests {
     ];
 
     fn repr() -> Repr {
-        Repr {
-            virt_addr: 0x7f12_3456_7800,
-            rkey: 0xdead_beef,
-            dma_len: 65536,
-        }
+        Repr { virt_addr: 0x7f12_3456_7800, rkey: 0xdead_beef, dma_len: 65536 }
     }
 
     #[test]
@@ -172,13 +164,6 @@ mod tests {
 
     #[test]
     fn truncated() {
-        assert_eq!(
-            Packet::new_checked(&BYTES[..15]),
-            Err(Error::Truncated {
-                header: "RETH",
-                need: 16,
-                have: 15
-            })
-        );
+        assert_eq!(Packet::new_checked(&BYTES[..15]), Err(Error::Truncated { header: "RETH", need: 16, have: 15 }));
     }
 }

@@ -8,10 +8,9 @@
 
 use super::{aeth, atomicacketh, atomiceth, immdt, reth};
 use super::{
-    AtomicAckEthPacket, AtomicAckEthRepr, AtomicEthPacket, AtomicEthRepr, Opcode,
-    bth, ethernet, icrc, ipv4, udp, AethPacket, AethRepr, BthPacket, BthRepr, Error, EtherType,
-    EthernetPacket, EthernetRepr, ExtHeaders, ImmDtPacket, ImmDtRepr, Ipv4Packet, Ipv4Repr, Result,
-    RethPacket, RethRepr, UdpPacket, UdpRepr,
+    bth, ethernet, icrc, ipv4, udp, AethPacket, AethRepr, AtomicAckEthPacket, AtomicAckEthRepr, AtomicEthPacket,
+    AtomicEthRepr, BthPacket, BthRepr, Error, EtherType, EthernetPacket, EthernetRepr, ExtHeaders, ImmDtPacket,
+    ImmDtRepr, Ipv4Packet, Ipv4Repr, Opcode, Result, RethPacket, RethRepr, UdpPacket, UdpRepr,
 };
 
 /// The meaning of a whole RoCEv2-over-IPv4 Ethernet frame (without FCS).
@@ -58,10 +57,7 @@ fn parse_to_bth(frame: &[u8]) -> Result<(EthernetRepr, Ipv4Repr, UdpRepr, BthRep
 
     let udp_packet = UdpPacket::new_checked(ip_packet.payload())?;
     if usize::from(udp_packet.len()) != ip_packet.payload().len() {
-        return Err(Error::UdpLen {
-            udp_len: udp_packet.len(),
-            available: ip_packet.payload().len(),
-        });
+        return Err(Error::UdpLen { udp_len: udp_packet.len(), available: ip_packet.payload().len() });
     }
     let udp = UdpRepr::parse(&udp_packet)?;
     if udp.dst_port != udp::ROCEV2_PORT {
@@ -121,33 +117,17 @@ impl RocePacketRepr {
 
         let pad = usize::from(bth.pad_count);
         if pad > rest.len() || rest.len() % 4 != 0 {
-            return Err(Error::PadCount {
-                pad_count: bth.pad_count,
-                data_len: rest.len(),
-            });
+            return Err(Error::PadCount { pad_count: bth.pad_count, data_len: rest.len() });
         }
         let payload = rest[..rest.len() - pad].to_vec();
 
-        Ok(RocePacketRepr {
-            eth,
-            ipv4,
-            udp,
-            bth,
-            reth,
-            aeth,
-            immdt,
-            payload,
-        })
+        Ok(RocePacketRepr { eth, ipv4, udp, bth, reth, aeth, immdt, payload })
     }
 
     /// The extension headers present in this repr (which [`RocePacketRepr::emit`] writes,
     /// whatever the opcode says).
     pub fn present_ext_headers(&self) -> ExtHeaders {
-        ExtHeaders {
-            reth: self.reth.is_some(),
-            aeth: self.aeth.is_some(),
-            immdt: self.immdt.is_some(),
-        }
+        ExtHeaders { reth: self.reth.is_some(), aeth: self.aeth.is_some(), immdt: self.immdt.is_some() }
     }
 
     /// Whether the extension headers present match what the BTH opcode requires.
@@ -170,11 +150,7 @@ impl RocePacketRepr {
 
     /// Bytes from the start of the BTH to the end of the ICRC.
     fn transport_len(&self) -> usize {
-        bth::HEADER_LEN
-            + self.present_ext_headers().len()
-            + self.payload.len()
-            + self.pad_len()
-            + icrc::ICRC_LEN
+        bth::HEADER_LEN + self.present_ext_headers().len() + self.payload.len() + self.pad_len() + icrc::ICRC_LEN
     }
 
     /// Length of the emitted frame, in bytes (Ethernet header to ICRC, no FCS, no padding to
@@ -298,20 +274,9 @@ impl AtomicPacketRepr {
             rest = &rest[atomiceth::HEADER_LEN..];
         }
         if bth.pad_count != 0 || !rest.is_empty() {
-            return Err(Error::PadCount {
-                pad_count: bth.pad_count,
-                data_len: rest.len(),
-            });
+            return Err(Error::PadCount { pad_count: bth.pad_count, data_len: rest.len() });
         }
-        Ok(AtomicPacketRepr {
-            eth,
-            ipv4,
-            udp,
-            bth,
-            atomic_eth,
-            aeth,
-            atomic_ack_eth,
-        })
+        Ok(AtomicPacketRepr { eth, ipv4, udp, bth, atomic_eth, aeth, atomic_ack_eth })
     }
 
     /// Whether the extension headers present match the opcode: an AtomicETH alone for
@@ -406,10 +371,9 @@ mod tests {
 
     // A whole RC ACKNOWLEDGE frame built by scapy 2.6.1 (ICRC computed by scapy.contrib.roce).
     static ACK_FRAME: [u8; 62] = [
-        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08,
-        0x00, // eth
-        0x45, 0x02, 0x00, 0x30, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x85, 0x0a, 0x00, 0x00,
-        0x01, 0x0a, 0x00, 0x00, 0x02, // ipv4
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00, // eth
+        0x45, 0x02, 0x00, 0x30, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x85, 0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00,
+        0x00, 0x02, // ipv4
         0xc0, 0x01, 0x12, 0xb7, 0x00, 0x1c, 0x00, 0x00, // udp
         0x11, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x0a, 0xbc, // bth
         0x1f, 0x00, 0x00, 0x05, // aeth
@@ -418,14 +382,12 @@ mod tests {
 
     // A whole RC RDMA_WRITE_ONLY frame built by scapy: RETH, one payload byte, three pad bytes.
     static WRITE_FRAME: [u8; 78] = [
-        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08,
-        0x00, // eth
-        0x45, 0x02, 0x00, 0x40, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x75, 0x0a, 0x00, 0x00,
-        0x01, 0x0a, 0x00, 0x00, 0x02, // ipv4
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00, // eth
+        0x45, 0x02, 0x00, 0x40, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x75, 0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00,
+        0x00, 0x02, // ipv4
         0xc0, 0x01, 0x12, 0xb7, 0x00, 0x2c, 0x00, 0x00, // udp
         0x0a, 0x30, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x80, 0x00, 0x0a, 0xbc, // bth
-        0x00, 0x00, 0x00, 0x00, 0xde, 0xad, 0xbe, 0xef, 0x12, 0x34, 0x56, 0x78, 0x00, 0x00, 0x00,
-        0x01, // reth
+        0x00, 0x00, 0x00, 0x00, 0xde, 0xad, 0xbe, 0xef, 0x12, 0x34, 0x56, 0x78, 0x00, 0x00, 0x00, 0x01, // reth
         0xa5, 0x00, 0x00, 0x00, // payload and pad
         0xe3, 0x78, 0x9f, 0x45, // icrc
     ];
@@ -448,11 +410,7 @@ mod tests {
                 protocol: ipv4::PROTOCOL_UDP,
                 payload_len: 0,
             },
-            udp: UdpRepr {
-                src_port: 0xc001,
-                dst_port: udp::ROCEV2_PORT,
-                payload_len: 0,
-            },
+            udp: UdpRepr { src_port: 0xc001, dst_port: udp::ROCEV2_PORT, payload_len: 0 },
             bth: BthRepr {
                 opcode,
                 solicited: false,
@@ -474,10 +432,7 @@ mod tests {
 
     fn ack() -> RocePacketRepr {
         let mut r = base(Opcode::RC_ACKNOWLEDGE);
-        r.aeth = Some(AethRepr {
-            syndrome: 0x1f,
-            msn: 5,
-        });
+        r.aeth = Some(AethRepr { syndrome: 0x1f, msn: 5 });
         r.fill_lengths();
         r
     }
@@ -485,11 +440,7 @@ mod tests {
     fn write_only() -> RocePacketRepr {
         let mut r = base(Opcode::RC_RDMA_WRITE_ONLY);
         r.bth.ack_req = true;
-        r.reth = Some(RethRepr {
-            virt_addr: 0xdead_beef,
-            rkey: 0x1234_5678,
-            dma_len: 1,
-        });
+        r.reth = Some(RethRepr { virt_addr: 0xdead_beef, rkey: 0x1234_5678, dma_len: 1 });
         r.payload = vec![0xa5];
         r.fill_lengths();
         r
@@ -526,22 +477,20 @@ mod tests {
     // separate script (zlib CRC-32 over the masked pseudo-header) that reproduces
     // ACK_FRAME's scapy ICRC.
     static FETCH_ADD_FRAME: [u8; 86] = [
-        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08,
-        0x00, // eth
-        0x45, 0x02, 0x00, 0x48, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x6d, 0x0a, 0x00, 0x00,
-        0x01, 0x0a, 0x00, 0x00, 0x02, // ipv4
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00, // eth
+        0x45, 0x02, 0x00, 0x48, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x6d, 0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00,
+        0x00, 0x02, // ipv4
         0xc0, 0x01, 0x12, 0xb7, 0x00, 0x34, 0x00, 0x00, // udp
         0x14, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x80, 0x00, 0x0a, 0xbc, // bth
-        0x00, 0x00, 0x7f, 0x12, 0x34, 0x56, 0x78, 0x08, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x00, 0x00,
-        0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // AtomicETH
+        0x00, 0x00, 0x7f, 0x12, 0x34, 0x56, 0x78, 0x08, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // AtomicETH
         0xb1, 0x0e, 0x5e, 0xca, // icrc
     ];
 
     static ATOMIC_ACK_FRAME: [u8; 70] = [
-        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08,
-        0x00, // eth
-        0x45, 0x02, 0x00, 0x38, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x7d, 0x0a, 0x00, 0x00,
-        0x01, 0x0a, 0x00, 0x00, 0x02, // ipv4
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00, // eth
+        0x45, 0x02, 0x00, 0x38, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x7d, 0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00,
+        0x00, 0x02, // ipv4
         0xc0, 0x01, 0x12, 0xb7, 0x00, 0x24, 0x00, 0x00, // udp
         0x12, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x0a, 0xbc, // bth
         0x1f, 0x00, 0x00, 0x05, // aeth
@@ -567,25 +516,15 @@ mod tests {
     fn fetch_add() -> AtomicPacketRepr {
         let mut r = atomic_base(Opcode::RC_FETCH_ADD);
         r.bth.ack_req = true;
-        r.atomic_eth = Some(AtomicEthRepr {
-            virt_addr: 0x7f12_3456_7808,
-            rkey: 0xdead_beef,
-            swap_add: 1,
-            compare: 0,
-        });
+        r.atomic_eth = Some(AtomicEthRepr { virt_addr: 0x7f12_3456_7808, rkey: 0xdead_beef, swap_add: 1, compare: 0 });
         r.fill_lengths();
         r
     }
 
     fn atomic_ack() -> AtomicPacketRepr {
         let mut r = atomic_base(Opcode::RC_ATOMIC_ACKNOWLEDGE);
-        r.aeth = Some(AethRepr {
-            syndrome: 0x1f,
-            msn: 5,
-        });
-        r.atomic_ack_eth = Some(AtomicAckEthRepr {
-            orig_data: 0x8000_0000_1234_5678,
-        });
+        r.aeth = Some(AethRepr { syndrome: 0x1f, msn: 5 });
+        r.atomic_ack_eth = Some(AtomicAckEthRepr { orig_data: 0x8000_0000_1234_5678 });
         r.fill_lengths();
         r
     }
@@ -615,10 +554,7 @@ mod tests {
     fn atomic_frame_errors() {
         let parse = AtomicPacketRepr::parse;
         // RocePacketRepr does not carry atomics; AtomicPacketRepr carries nothing else.
-        assert_eq!(
-            RocePacketRepr::parse(&FETCH_ADD_FRAME),
-            Err(Error::UnsupportedOpcode(0x14))
-        );
+        assert_eq!(RocePacketRepr::parse(&FETCH_ADD_FRAME), Err(Error::UnsupportedOpcode(0x14)));
         assert_eq!(parse(&ACK_FRAME), Err(Error::UnsupportedOpcode(0x11)));
 
         // An AtomicETH 4 bytes short (Total Length and ICRC consistent).
@@ -626,35 +562,15 @@ mod tests {
         short.bth.opcode = Opcode::RC_FETCH_ADD;
         let mut f = short.as_roce();
         f.payload.truncate(24);
-        assert_eq!(
-            parse(&f.emit()),
-            Err(Error::Truncated {
-                header: "AtomicETH",
-                need: 28,
-                have: 24
-            })
-        );
+        assert_eq!(parse(&f.emit()), Err(Error::Truncated { header: "AtomicETH", need: 28, have: 24 }));
         // ... or 4 bytes too long.
         let mut f = fetch_add().as_roce();
         f.payload.extend_from_slice(&[0; 4]);
-        assert_eq!(
-            parse(&f.emit()),
-            Err(Error::PadCount {
-                pad_count: 0,
-                data_len: 4
-            })
-        );
+        assert_eq!(parse(&f.emit()), Err(Error::PadCount { pad_count: 0, data_len: 4 }));
         // An ATOMIC_ACKNOWLEDGE without its AtomicAckETH.
         let mut f = atomic_ack().as_roce();
         f.payload.truncate(4);
-        assert_eq!(
-            parse(&f.emit()),
-            Err(Error::Truncated {
-                header: "AtomicAckETH",
-                need: 8,
-                have: 0
-            })
-        );
+        assert_eq!(parse(&f.emit()), Err(Error::Truncated { header: "AtomicAckETH", need: 8, have: 0 }));
         // A flipped bit in the operands fails the ICRC.
         let mut f = FETCH_ADD_FRAME;
         f[70] ^= 0x40;
@@ -684,10 +600,7 @@ mod tests {
     #[test]
     fn distinct_errors() {
         let parse = RocePacketRepr::parse;
-        assert!(matches!(
-            parse(&ACK_FRAME[..10]),
-            Err(Error::Truncated { .. })
-        ));
+        assert!(matches!(parse(&ACK_FRAME[..10]), Err(Error::Truncated { .. })));
 
         let mut f = ACK_FRAME;
         f[12] = 0x86;
@@ -695,13 +608,7 @@ mod tests {
         assert_eq!(parse(&f), Err(Error::NotIpv4(0x86dd)));
 
         // IPv4 Total Length longer than the frame.
-        assert_eq!(
-            parse(&ACK_FRAME[..61]),
-            Err(Error::Ipv4TotalLen {
-                total_len: 48,
-                available: 47
-            })
-        );
+        assert_eq!(parse(&ACK_FRAME[..61]), Err(Error::Ipv4TotalLen { total_len: 48, available: 47 }));
 
         let mut f = ACK_FRAME;
         f[24] ^= 0xff;
@@ -716,23 +623,11 @@ mod tests {
         let mut f = ACK_FRAME;
         f[17] -= 4;
         fix_ip_checksum(&mut f);
-        assert_eq!(
-            parse(&f),
-            Err(Error::UdpLen {
-                udp_len: 28,
-                available: 24
-            })
-        );
+        assert_eq!(parse(&f), Err(Error::UdpLen { udp_len: 28, available: 24 }));
         // UDP Length shorter than the IPv4 payload.
         let mut f = ACK_FRAME;
         f[39] -= 4;
-        assert_eq!(
-            parse(&f),
-            Err(Error::UdpLen {
-                udp_len: 24,
-                available: 28
-            })
-        );
+        assert_eq!(parse(&f), Err(Error::UdpLen { udp_len: 24, available: 28 }));
 
         let mut f = ACK_FRAME;
         f[37] = 0xb8;
@@ -740,13 +635,7 @@ mod tests {
 
         let mut f = ACK_FRAME;
         f[56] ^= 0x01; // MSN
-        assert!(matches!(
-            parse(&f),
-            Err(Error::Icrc {
-                found: 0x25f0_2002,
-                ..
-            })
-        ));
+        assert!(matches!(parse(&f), Err(Error::Icrc { found: 0x25f0_2002, .. })));
 
         // A consistent frame (right ICRC) with a bad TVer, opcode or PadCnt.
         let mut f = ACK_FRAME;
@@ -762,13 +651,7 @@ mod tests {
         let mut f = ACK_FRAME;
         f[43] |= 0x10; // PadCnt 1, but no payload after the AETH
         icrc::fill(&mut f[14..]).unwrap();
-        assert_eq!(
-            parse(&f),
-            Err(Error::PadCount {
-                pad_count: 1,
-                data_len: 0
-            })
-        );
+        assert_eq!(parse(&f), Err(Error::PadCount { pad_count: 1, data_len: 0 }));
 
         // Unaligned: a SEND_ONLY with 1 payload byte and PadCnt 0 (a 3-byte-short frame).
         let mut r = base(Opcode::RC_SEND_ONLY);
@@ -781,13 +664,7 @@ mod tests {
         f[38..40].copy_from_slice(&(total - 20).to_be_bytes());
         fix_ip_checksum(&mut f);
         icrc::fill(&mut f[14..]).unwrap();
-        assert_eq!(
-            parse(&f),
-            Err(Error::PadCount {
-                pad_count: 0,
-                data_len: 1
-            })
-        );
+        assert_eq!(parse(&f), Err(Error::PadCount { pad_count: 0, data_len: 1 }));
 
         // The opcode calls for a RETH the frame is too short to hold.
         let mut r = base(Opcode::RC_SEND_ONLY);
@@ -795,14 +672,7 @@ mod tests {
         let mut f = r.emit();
         f[42] = Opcode::RC_RDMA_WRITE_FIRST.0;
         icrc::fill(&mut f[14..]).unwrap();
-        assert_eq!(
-            parse(&f),
-            Err(Error::Truncated {
-                header: "RETH",
-                need: 16,
-                have: 8
-            })
-        );
+        assert_eq!(parse(&f), Err(Error::Truncated { header: "RETH", need: 16, have: 8 }));
     }
 
     #[test]

@@ -64,10 +64,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         check_len("UDP header", data, HEADER_LEN)?;
         let len = self.len();
         if usize::from(len) < HEADER_LEN || usize::from(len) > data.len() {
-            return Err(Error::UdpLen {
-                udp_len: len,
-                available: data.len(),
-            });
+            return Err(Error::UdpLen { udp_len: len, available: data.len() });
         }
         Ok(())
     }
@@ -169,8 +166,7 @@ impl Repr {
     /// # Panics
     /// If 8 + `payload_len` exceeds 65535 bytes, or the buffer is shorter than 8 bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
-        let len =
-            u16::try_from(HEADER_LEN + self.payload_len).expect("UDP length exceeds 65535 bytes");
+        let len = u16::try_from(HEADER_LEN + self.payload_len).expect("UDP length exceeds 65535 bytes");
         packet.set_src_port(self.src_port);
         packet.set_dst_port(self.dst_port);
         packet.set_len(len);
@@ -185,16 +181,12 @@ mod tests {
     // UDP header of a scapy-built RoCEv2 ACK, followed by its BTH, AETH and ICRC.
     static BYTES: [u8; 28] = [
         0xc0, 0x01, 0x12, 0xb7, 0x00, 0x1c, 0x00, 0x00, // header
-        0x11, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x0a, 0xbc, 0x1f, 0x00, 0x00,
-        0x05, 0x02, 0x20, 0xf0, 0x25,
+        0x11, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x0a, 0xbc, 0x1f, 0x00, 0x00, 0x05, 0x02, 0x20,
+        0xf0, 0x25,
     ];
 
     fn repr() -> Repr {
-        Repr {
-            src_port: 0xc001,
-            dst_port: ROCEV2_PORT,
-            payload_len: 20,
-        }
+        Repr { src_port: 0xc001, dst_port: ROCEV2_PORT, payload_len: 20 }
     }
 
     #[test]
@@ -219,25 +211,10 @@ mod tests {
 
     #[test]
     fn lengths() {
-        assert!(matches!(
-            Packet::new_checked(&BYTES[..7]),
-            Err(Error::Truncated { .. })
-        ));
-        assert_eq!(
-            Packet::new_checked(&BYTES[..27]),
-            Err(Error::UdpLen {
-                udp_len: 28,
-                available: 27
-            })
-        );
+        assert!(matches!(Packet::new_checked(&BYTES[..7]), Err(Error::Truncated { .. })));
+        assert_eq!(Packet::new_checked(&BYTES[..27]), Err(Error::UdpLen { udp_len: 28, available: 27 }));
         let mut short = BYTES;
         short[5] = 7;
-        assert_eq!(
-            Packet::new_checked(&short[..]),
-            Err(Error::UdpLen {
-                udp_len: 7,
-                available: 28
-            })
-        );
+        assert_eq!(Packet::new_checked(&short[..]), Err(Error::UdpLen { udp_len: 7, available: 28 }));
     }
 }

@@ -68,9 +68,8 @@ impl Carried {
     /// Both hosts on an unconnected world built from `cfg` (its link faults do not apply: no
     /// link exists).
     pub fn new(cfg: SimConfig) -> Self {
-        let world = Rc::new(RefCell::new(
-            World::with_topology(2, cfg, Topology::Unconnected).expect("simulated world"),
-        ));
+        let world =
+            Rc::new(RefCell::new(World::with_topology(2, cfg, Topology::Unconnected).expect("simulated world")));
         let da = SimDevice::new(Rc::clone(&world), 0).unwrap();
         let db = SimDevice::new(Rc::clone(&world), 1).unwrap();
         let a = Context::open_with_port(da, PortAddr::for_sim_nic(0)).expect("open NIC 0");
@@ -138,13 +137,7 @@ impl Carried {
 
     /// Polls `cq` until `n` completions arrived (taking no more), carrying frames through `c`
     /// meanwhile; returns what arrived when `budget` cycles have passed, even if fewer.
-    pub fn poll(
-        &self,
-        cq: &CompletionQueue,
-        n: usize,
-        budget: u64,
-        c: &mut dyn Carrier,
-    ) -> Vec<WorkCompletion> {
+    pub fn poll(&self, cq: &CompletionQueue, n: usize, budget: u64, c: &mut dyn Carrier) -> Vec<WorkCompletion> {
         let mut got = Vec::new();
         let mut wcs = [WorkCompletion::default(); 16];
         let start = self.now();
@@ -182,11 +175,7 @@ impl Carried {
     /// The non-zero counters of both NICs, for panic messages.
     pub fn diag(&self) -> String {
         let (ca, cb) = (self.a.counters().unwrap(), self.b.counters().unwrap());
-        format!(
-            "NIC 0 counters: {:?}\nNIC 1 counters: {:?}",
-            super::nonzero(&ca),
-            super::nonzero(&cb)
-        )
+        format!("NIC 0 counters: {:?}\nNIC 1 counters: {:?}", super::nonzero(&ca), super::nonzero(&cb))
     }
 }
 
@@ -241,9 +230,7 @@ impl Frame {
         // Other extension headers (RETH, ImmDt) stay in the body of requests.
         if let Some(r) = hdr.reth.take() {
             let mut b = [0u8; 16];
-            r.emit(&mut rnic_firmware_tests::wire::RethPacket::new_unchecked(
-                &mut b[..],
-            ));
+            r.emit(&mut rnic_firmware_tests::wire::RethPacket::new_unchecked(&mut b[..]));
             body.splice(0..0, b);
         }
         if let Some(i) = hdr.immdt.take() {

@@ -77,7 +77,12 @@ pub fn parse(frame: &[u8]) -> Option<Frame> {
             if ext.len() < 28 {
                 return None;
             }
-            atomic_eth = Some(AtomicEth { va: be64(ext), rkey: be32(&ext[8..]), swap_add: be64(&ext[12..]), compare: be64(&ext[20..]) });
+            atomic_eth = Some(AtomicEth {
+                va: be64(ext),
+                rkey: be32(&ext[8..]),
+                swap_add: be64(&ext[12..]),
+                compare: be64(&ext[20..]),
+            });
         }
         ATOMIC_ACKNOWLEDGE => {
             if ext.len() < 12 {
@@ -121,7 +126,16 @@ pub fn read(pcap: &Path) -> Vec<Frame> {
 /// it).
 pub fn tshark_fields(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
     let mut cmd = Command::new("tshark");
-    cmd.arg("-n").arg("-r").arg(pcap).args(["-d", "udp.port==4791,infiniband", "-T", "fields", "-E", "separator=\t", "-E", "occurrence=f"]);
+    cmd.arg("-n").arg("-r").arg(pcap).args([
+        "-d",
+        "udp.port==4791,infiniband",
+        "-T",
+        "fields",
+        "-E",
+        "separator=\t",
+        "-E",
+        "occurrence=f",
+    ]);
     for f in fields {
         cmd.args(["-e", f]);
     }

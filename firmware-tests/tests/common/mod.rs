@@ -59,7 +59,12 @@ impl Hosts {
             let k = cq.poll(&mut wcs[..(n - got.len()).min(16)]).unwrap();
             got.extend_from_slice(&wcs[..k]);
             if self.world.borrow().cycles() - start > budget {
-                panic!("CQ {}: {} of {n} completions within {budget} cycles: {got:?}\n{}", cq.cqn(), got.len(), self.diag());
+                panic!(
+                    "CQ {}: {} of {n} completions within {budget} cycles: {got:?}\n{}",
+                    cq.cqn(),
+                    got.len(),
+                    self.diag()
+                );
             }
         }
         got
@@ -99,7 +104,9 @@ pub fn delta(c1: &rnic::Counters, c0: &rnic::Counters, i: u16) -> u32 {
 /// A byte pattern that differs per offset and per `seed`; every byte is odd, so it never equals
 /// a test's even guard byte (0xEE).
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| (i.wrapping_mul(31) ^ (i >> 8).wrapping_mul(7) ^ seed.wrapping_mul(0x9D)) as u8 | 1).collect()
+    (0..len as u64)
+        .map(|i| (i.wrapping_mul(31) ^ (i >> 8).wrapping_mul(7) ^ seed.wrapping_mul(0x9D)) as u8 | 1)
+        .collect()
 }
 
 /// Cycle budget for one message of `len` bytes: generous slack plus 10× the 100 Gb/s wire time
@@ -110,5 +117,8 @@ pub fn budget(len: usize) -> u64 {
 
 /// The first index where `got` differs from `want`, described.
 pub fn first_difference(got: &[u8], want: &[u8]) -> Option<String> {
-    got.iter().zip(want).position(|(a, b)| a != b).map(|i| format!("first wrong byte at {i}: {:#04x}, expected {:#04x}", got[i], want[i]))
+    got.iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .map(|i| format!("first wrong byte at {i}: {:#04x}, expected {:#04x}", got[i], want[i]))
 }

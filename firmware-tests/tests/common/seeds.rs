@@ -14,11 +14,7 @@ use std::time::Instant;
 /// The seeds to run: `RNIC_SEED`, or `RNIC_SEEDS` (default `ci_count`) from `RNIC_SEED_START`.
 pub fn seeds(ci_count: u64) -> Vec<u64> {
     let var = |name: &str| {
-        std::env::var(name).ok().map(|v| {
-            v.trim()
-                .parse::<u64>()
-                .unwrap_or_else(|e| panic!("{name}={v}: {e}"))
-        })
+        std::env::var(name).ok().map(|v| v.trim().parse::<u64>().unwrap_or_else(|e| panic!("{name}={v}: {e}")))
     };
     if let Some(s) = var("RNIC_SEED") {
         return vec![s];

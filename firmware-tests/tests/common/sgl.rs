@@ -16,7 +16,13 @@ pub type Layout = Vec<(usize, usize)>;
 pub fn sges<'a>(mr: &'a MemoryRegion<'_>, layout: &Layout) -> Vec<Sge<'a>> {
     layout
         .iter()
-        .map(|&(off, len)| if len == 0 { Sge::raw(0xDEAD_0000 + off as u64, 0, 0x00FF_FF77) } else { mr.sge(off..off + len).unwrap() })
+        .map(|&(off, len)| {
+            if len == 0 {
+                Sge::raw(0xDEAD_0000 + off as u64, 0, 0x00FF_FF77)
+            } else {
+                mr.sge(off..off + len).unwrap()
+            }
+        })
         .collect()
 }
 

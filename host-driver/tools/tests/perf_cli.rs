@@ -9,11 +9,8 @@ fn perf(args: &[&str]) -> (bool, Value) {
 }
 
 fn perf_op(op: &str, args: &[&str]) -> (bool, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rnic"))
-        .args(["perf", op, "--json"])
-        .args(args)
-        .output()
-        .expect("run rnic");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_rnic")).args(["perf", op, "--json"]).args(args).output().expect("run rnic");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json = stdout.lines().last().unwrap_or_default();
     let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
@@ -46,8 +43,20 @@ fn perf_write_reports_verified_and_its_capture_is_clean() {
 #[test]
 fn perf_write_recovers_from_loss_duplication_and_corruption() {
     let (ok, v) = perf(&[
-        "--size", "16384", "--iters", "300", "--mtu", "1024", "--loss", "0.01", "--dup", "0.005",
-        "--corrupt", "0.005", "--seed", "3",
+        "--size",
+        "16384",
+        "--iters",
+        "300",
+        "--mtu",
+        "1024",
+        "--loss",
+        "0.01",
+        "--dup",
+        "0.005",
+        "--corrupt",
+        "0.005",
+        "--seed",
+        "3",
     ]);
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
@@ -63,8 +72,20 @@ fn perf_write_recovers_from_loss_duplication_and_corruption() {
 #[test]
 fn loss_soak_of_100k_packets_with_reordering_and_duplication() {
     let (ok, v) = perf(&[
-        "--size", "4096", "--iters", "6250", "--mtu", "256", "--loss", "0.01", "--reorder", "0.01",
-        "--dup", "0.01", "--seed", "7",
+        "--size",
+        "4096",
+        "--iters",
+        "6250",
+        "--mtu",
+        "256",
+        "--loss",
+        "0.01",
+        "--reorder",
+        "0.01",
+        "--dup",
+        "0.01",
+        "--seed",
+        "7",
     ]);
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
@@ -99,11 +120,31 @@ fn perf_send_reports_verified_and_its_capture_is_clean() {
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!(v["op"], "send", "{v}");
-    for key in ["op", "size", "iters", "mtu", "bytes", "cycles", "clock_mhz", "gbps", "mpps", "sim_cycles_per_sec", "first_mismatch", "completed", "counters"] {
+    for key in [
+        "op",
+        "size",
+        "iters",
+        "mtu",
+        "bytes",
+        "cycles",
+        "clock_mhz",
+        "gbps",
+        "mpps",
+        "sim_cycles_per_sec",
+        "first_mismatch",
+        "completed",
+        "counters",
+    ] {
         assert!(v.get(key).is_some(), "missing {key}: {v}");
     }
-    assert_eq!((v["size"].as_u64(), v["iters"].as_u64(), v["bytes"].as_u64()), (Some(65536), Some(50), Some(65536 * 50)));
-    assert_eq!((v["completed"].as_u64(), v["received"].as_u64(), v["rx_depth"].as_u64()), (Some(50), Some(50), Some(512)));
+    assert_eq!(
+        (v["size"].as_u64(), v["iters"].as_u64(), v["bytes"].as_u64()),
+        (Some(65536), Some(50), Some(65536 * 50))
+    );
+    assert_eq!(
+        (v["completed"].as_u64(), v["received"].as_u64(), v["rx_depth"].as_u64()),
+        (Some(50), Some(50), Some(512))
+    );
     assert_eq!(v["counters"]["server"]["cqes"].as_u64(), Some(50), "one receive completion per message: {v}");
     assert_eq!(v["rnr_naks"].as_u64(), Some(0), "{v}");
     let frames = oracle::read_pcap(&pcap).unwrap();
@@ -117,9 +158,23 @@ fn perf_send_reports_verified_and_its_capture_is_clean() {
 /// until the server has reposted; every message still arrives, in order, into its own receive.
 #[test]
 fn perf_send_with_a_shallow_rq_recovers_from_rnr_naks() {
-    let (ok, v) = perf_op("send", &[
-        "--size", "64", "--iters", "200", "--tx-depth", "32", "--cq-mod", "8", "--rx-depth", "1", "--min-rnr-timer", "1",
-    ]);
+    let (ok, v) = perf_op(
+        "send",
+        &[
+            "--size",
+            "64",
+            "--iters",
+            "200",
+            "--tx-depth",
+            "32",
+            "--cq-mod",
+            "8",
+            "--rx-depth",
+            "1",
+            "--min-rnr-timer",
+            "1",
+        ],
+    );
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
     assert!(v["rnr_naks"].as_u64().unwrap() > 0, "{v}");
@@ -130,10 +185,25 @@ fn perf_send_with_a_shallow_rq_recovers_from_rnr_naks() {
 /// SEND over a lossy, duplicating, reordering wire: every message lands once, in its receive.
 #[test]
 fn perf_send_recovers_from_loss_duplication_and_reordering() {
-    let (ok, v) = perf_op("send", &[
-        "--size", "16384", "--iters", "300", "--mtu", "1024", "--loss", "0.01", "--dup", "0.005",
-        "--reorder", "0.01", "--seed", "5",
-    ]);
+    let (ok, v) = perf_op(
+        "send",
+        &[
+            "--size",
+            "16384",
+            "--iters",
+            "300",
+            "--mtu",
+            "1024",
+            "--loss",
+            "0.01",
+            "--dup",
+            "0.005",
+            "--reorder",
+            "0.01",
+            "--seed",
+            "5",
+        ],
+    );
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
     assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
@@ -142,7 +212,8 @@ fn perf_send_recovers_from_loss_duplication_and_reordering() {
 
 #[test]
 fn perf_send_rejects_bad_arguments() {
-    let out = Command::new(env!("CARGO_BIN_EXE_rnic")).args(["perf", "send", "--rx-depth", "0"]).output().expect("run rnic");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_rnic")).args(["perf", "send", "--rx-depth", "0"]).output().expect("run rnic");
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("rx-depth"));
 }
@@ -153,10 +224,25 @@ fn perf_send_rejects_bad_arguments() {
 /// message completes exactly one receive.
 #[test]
 fn send_loss_soak_of_100k_packets_with_reordering_and_duplication() {
-    let (ok, v) = perf_op("send", &[
-        "--size", "4096", "--iters", "6250", "--mtu", "256", "--loss", "0.01", "--reorder", "0.01",
-        "--dup", "0.01", "--seed", "7",
-    ]);
+    let (ok, v) = perf_op(
+        "send",
+        &[
+            "--size",
+            "4096",
+            "--iters",
+            "6250",
+            "--mtu",
+            "256",
+            "--loss",
+            "0.01",
+            "--reorder",
+            "0.01",
+            "--dup",
+            "0.01",
+            "--seed",
+            "7",
+        ],
+    );
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!((v["completed"].as_u64(), v["received"].as_u64()), (Some(6250), Some(6250)), "{v}");
@@ -177,7 +263,11 @@ fn perf_read_reports_verified_and_its_capture_is_clean() {
     let (ok, v) = perf_op("read", &["--size", "65536", "--iters", "50", "--pcap", pcap.to_str().unwrap()]);
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
-    assert_eq!((v["op"].as_str(), v["outs"].as_u64(), v["completed"].as_u64()), (Some("read"), Some(16), Some(50)), "{v}");
+    assert_eq!(
+        (v["op"].as_str(), v["outs"].as_u64(), v["completed"].as_u64()),
+        (Some("read"), Some(16), Some(50)),
+        "{v}"
+    );
     assert_eq!(v["counters"]["client"]["tx_requests"].as_u64(), Some(50), "one READ REQUEST per message: {v}");
     assert_eq!(v["counters"]["client"]["rx_roce_ok"].as_u64(), Some(50 * 16), "16 responses per message: {v}");
     assert!(v["gbps"].as_f64().unwrap() > 50.0, "{v}");
@@ -190,7 +280,8 @@ fn perf_read_reports_verified_and_its_capture_is_clean() {
 #[test]
 fn perf_read_rejects_bad_arguments() {
     for outs in ["0", "17"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_rnic")).args(["perf", "read", "--outs", outs]).output().expect("run rnic");
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_rnic")).args(["perf", "read", "--outs", outs]).output().expect("run rnic");
         assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stderr).contains("outs"));
     }
@@ -202,10 +293,27 @@ fn perf_read_rejects_bad_arguments() {
 /// ones are asked for again by resuming the READ, and only those are resent in the common case).
 #[test]
 fn read_loss_soak_of_100k_packets_with_reordering_and_duplication() {
-    let (ok, v) = perf_op("read", &[
-        "--size", "4096", "--iters", "6250", "--mtu", "256", "--outs", "4", "--loss", "0.01", "--reorder",
-        "0.01", "--dup", "0.01", "--seed", "11",
-    ]);
+    let (ok, v) = perf_op(
+        "read",
+        &[
+            "--size",
+            "4096",
+            "--iters",
+            "6250",
+            "--mtu",
+            "256",
+            "--outs",
+            "4",
+            "--loss",
+            "0.01",
+            "--reorder",
+            "0.01",
+            "--dup",
+            "0.01",
+            "--seed",
+            "11",
+        ],
+    );
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!(v["completed"].as_u64(), Some(6250), "{v}");
@@ -228,12 +336,19 @@ fn perf_atomic_fetch_and_add_reports_verified_and_its_capture_is_clean() {
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!((v["op"].as_str(), v["atomic_type"].as_str()), (Some("atomic"), Some("fetch_and_add")), "{v}");
     assert_eq!((v["size"].as_u64(), v["bytes"].as_u64(), v["outs"].as_u64()), (Some(8), Some(1600), Some(16)), "{v}");
-    assert_eq!((v["completed"].as_u64(), v["error"].as_str(), v["first_mismatch"].as_object()), (Some(200), None, None), "{v}");
+    assert_eq!(
+        (v["completed"].as_u64(), v["error"].as_str(), v["first_mismatch"].as_object()),
+        (Some(200), None, None),
+        "{v}"
+    );
     assert_eq!(v["counters"]["client"]["tx_requests"].as_u64(), Some(200), "one request per atomic: {v}");
     assert_eq!(v["counters"]["server"]["tx_frames"].as_u64(), Some(200), "one ATOMIC ACKNOWLEDGE per atomic: {v}");
     assert_eq!(v["retransmits"].as_u64(), Some(0), "{v}");
     let (mpps, gbps) = (v["mpps"].as_f64().unwrap(), v["gbps"].as_f64().unwrap());
-    assert!(mpps > 0.0 && (gbps - mpps * 64.0 / 1000.0).abs() < 1e-9 * gbps.max(1.0), "Gb/s of 8-byte payloads = Mpps × 64 / 1000: {v}");
+    assert!(
+        mpps > 0.0 && (gbps - mpps * 64.0 / 1000.0).abs() < 1e-9 * gbps.max(1.0),
+        "Gb/s of 8-byte payloads = Mpps × 64 / 1000: {v}"
+    );
     let frames = oracle::read_pcap(&pcap).unwrap();
     assert_eq!(frames.len(), 400, "requests and ATOMIC ACKNOWLEDGEs");
     let verdict = oracle::check_capture(&pcap).unwrap();
@@ -247,7 +362,11 @@ fn perf_atomic_cmp_and_swap_chain_verifies() {
     let (ok, v) = perf_op("atomic", &["--atomic-type", "cmp_and_swap", "--iters", "300", "--outs", "4"]);
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
-    assert_eq!((v["atomic_type"].as_str(), v["outs"].as_u64(), v["completed"].as_u64()), (Some("cmp_and_swap"), Some(4), Some(300)), "{v}");
+    assert_eq!(
+        (v["atomic_type"].as_str(), v["outs"].as_u64(), v["completed"].as_u64()),
+        (Some("cmp_and_swap"), Some(4), Some(300)),
+        "{v}"
+    );
     // perftest's spelling is accepted too.
     let (ok, v) = perf_op("atomic", &["--atomic-type", "FETCH_AND_ADD", "--iters", "20"]);
     assert!(ok && v["atomic_type"] == "fetch_and_add", "{v}");
@@ -268,8 +387,11 @@ fn perf_atomic_json_has_the_keys_of_the_other_ops() {
 
 #[test]
 fn perf_atomic_rejects_bad_arguments() {
-    for args in [&["--outs", "0"][..], &["--outs", "17"], &["--atomic-type", "swap"], &["--size", "16"], &["--iters", "0"]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_rnic")).args(["perf", "atomic"]).args(args).output().expect("run rnic");
+    for args in
+        [&["--outs", "0"][..], &["--outs", "17"], &["--atomic-type", "swap"], &["--size", "16"], &["--iters", "0"]]
+    {
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_rnic")).args(["perf", "atomic"]).args(args).output().expect("run rnic");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }
@@ -280,10 +402,23 @@ fn perf_atomic_rejects_bad_arguments() {
 /// the chain would break. Every original is right, so each executed exactly once.
 #[test]
 fn perf_atomic_cmp_and_swap_survives_loss_duplication_and_reordering() {
-    let (ok, v) = perf_op("atomic", &[
-        "--atomic-type", "cmp_and_swap", "--iters", "2000", "--loss", "0.02", "--dup", "0.01", "--reorder", "0.01",
-        "--seed", "4",
-    ]);
+    let (ok, v) = perf_op(
+        "atomic",
+        &[
+            "--atomic-type",
+            "cmp_and_swap",
+            "--iters",
+            "2000",
+            "--loss",
+            "0.02",
+            "--dup",
+            "0.01",
+            "--reorder",
+            "0.01",
+            "--seed",
+            "4",
+        ],
+    );
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
     assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
@@ -298,9 +433,10 @@ fn perf_atomic_cmp_and_swap_survives_loss_duplication_and_reordering() {
 /// so this is some 16 s of simulation before recovery.)
 #[test]
 fn atomic_loss_soak_of_10k_fetch_and_adds() {
-    let (ok, v) = perf_op("atomic", &[
-        "--iters", "10000", "--loss", "0.01", "--reorder", "0.01", "--dup", "0.01", "--seed", "13",
-    ]);
+    let (ok, v) = perf_op(
+        "atomic",
+        &["--iters", "10000", "--loss", "0.01", "--reorder", "0.01", "--dup", "0.01", "--seed", "13"],
+    );
     assert!(ok, "{v}");
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!(v["completed"].as_u64(), Some(10_000), "{v}");
@@ -350,10 +486,18 @@ fn perf_with_four_qps_verifies_every_qp_for_each_op() {
         assert!(ok, "{t}: {v}");
         assert_qps_verified(&v, 4, 402);
         // Each QP's own word went from its own start through exactly its own operations.
-        let ty = if t == "cmp_and_swap" { rnic_tools::perf::AtomicType::CmpAndSwap } else { rnic_tools::perf::AtomicType::FetchAndAdd };
+        let ty = if t == "cmp_and_swap" {
+            rnic_tools::perf::AtomicType::CmpAndSwap
+        } else {
+            rnic_tools::perf::AtomicType::FetchAndAdd
+        };
         for (q, r) in v["per_qp"].as_array().unwrap().iter().enumerate() {
             let n = rnic_tools::perf::qp_iters(402, 4, q as u32);
-            assert_eq!(r["target"].as_u64(), Some(ty.original_from(rnic_tools::perf::atomic_init(q as u32), n)), "{t} QP {q}: {r}");
+            assert_eq!(
+                r["target"].as_u64(),
+                Some(ty.original_from(rnic_tools::perf::atomic_init(q as u32), n)),
+                "{t} QP {q}: {r}"
+            );
         }
     }
 }
@@ -428,7 +572,8 @@ fn perf_qps_is_checked_and_shown_in_the_table() {
 /// buffer still verifies.
 #[test]
 fn perf_write_with_four_qps_recovers_from_loss() {
-    let (ok, v) = perf(&["--size", "16384", "--iters", "300", "--mtu", "1024", "--qps", "4", "--loss", "0.01", "--seed", "3"]);
+    let (ok, v) =
+        perf(&["--size", "16384", "--iters", "300", "--mtu", "1024", "--qps", "4", "--loss", "0.01", "--seed", "3"]);
     assert!(ok, "{v}");
     assert_qps_verified(&v, 4, 300);
     assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
@@ -440,15 +585,71 @@ fn perf_write_with_four_qps_recovers_from_loss() {
 /// `--qps`: these three runs used to stop for good after their first timeout or RNR NAK).
 #[test]
 fn two_qps_recover_from_timeouts_and_rnr_naks() {
-    let (ok, v) = perf_op("send", &["--size", "64", "--iters", "400", "--qps", "2", "--tx-depth", "32", "--cq-mod", "8", "--rx-depth", "1", "--min-rnr-timer", "1", "--timeout-cycles", "4000000"]);
+    let (ok, v) = perf_op(
+        "send",
+        &[
+            "--size",
+            "64",
+            "--iters",
+            "400",
+            "--qps",
+            "2",
+            "--tx-depth",
+            "32",
+            "--cq-mod",
+            "8",
+            "--rx-depth",
+            "1",
+            "--min-rnr-timer",
+            "1",
+            "--timeout-cycles",
+            "4000000",
+        ],
+    );
     assert!(ok, "{v}");
     assert_qps_verified(&v, 2, 400);
     assert!(v["rnr_naks"].as_u64().unwrap() > 0, "{v}");
-    let (ok, v) = perf_op("read", &["--size", "4096", "--iters", "400", "--mtu", "1024", "--qps", "2", "--loss", "0.01", "--seed", "2", "--timeout-cycles", "4000000"]);
+    let (ok, v) = perf_op(
+        "read",
+        &[
+            "--size",
+            "4096",
+            "--iters",
+            "400",
+            "--mtu",
+            "1024",
+            "--qps",
+            "2",
+            "--loss",
+            "0.01",
+            "--seed",
+            "2",
+            "--timeout-cycles",
+            "4000000",
+        ],
+    );
     assert!(ok, "{v}");
     assert_qps_verified(&v, 2, 400);
     assert!(v["timeouts"].as_u64().unwrap() > 0, "{v}");
-    let (ok, v) = perf_op("send", &["--size", "16384", "--iters", "100", "--mtu", "1024", "--qps", "2", "--loss", "0.01", "--seed", "5", "--timeout-cycles", "4000000"]);
+    let (ok, v) = perf_op(
+        "send",
+        &[
+            "--size",
+            "16384",
+            "--iters",
+            "100",
+            "--mtu",
+            "1024",
+            "--qps",
+            "2",
+            "--loss",
+            "0.01",
+            "--seed",
+            "5",
+            "--timeout-cycles",
+            "4000000",
+        ],
+    );
     assert!(ok, "{v}");
     assert_qps_verified(&v, 2, 100);
     assert!(v["timeouts"].as_u64().unwrap() > 0, "{v}");
@@ -502,7 +703,8 @@ fn perf_write_and_send_gather_each_message_from_its_sges() {
 /// the list again to the lost packet's first byte; every byte still arrives in order.
 #[test]
 fn perf_write_with_sges_recovers_from_loss() {
-    let (ok, v) = perf(&["--sges", "4", "--size", "16384", "--mtu", "1024", "--loss", "0.01", "--iters", "300", "--seed", "3"]);
+    let (ok, v) =
+        perf(&["--sges", "4", "--size", "16384", "--mtu", "1024", "--loss", "0.01", "--iters", "300", "--seed", "3"]);
     assert!(ok, "{v}");
     assert_eq!((v["verified"].as_bool(), v["sges"].as_u64()), (Some(true), Some(4)), "{v}");
     assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
@@ -558,9 +760,16 @@ fn perf_read_scatters_each_message_into_its_sges() {
 /// lands in its piece and every READ completes successfully.
 #[test]
 fn perf_read_with_sges_recovers_from_loss() {
-    let (ok, v) = perf_op("read", &["--sges", "4", "--size", "16384", "--mtu", "1024", "--loss", "0.01", "--iters", "300", "--seed", "3"]);
+    let (ok, v) = perf_op(
+        "read",
+        &["--sges", "4", "--size", "16384", "--mtu", "1024", "--loss", "0.01", "--iters", "300", "--seed", "3"],
+    );
     assert!(ok, "{v}");
-    assert_eq!((v["verified"].as_bool(), v["sges"].as_u64(), v["completed"].as_u64()), (Some(true), Some(4), Some(300)), "{v}");
+    assert_eq!(
+        (v["verified"].as_bool(), v["sges"].as_u64(), v["completed"].as_u64()),
+        (Some(true), Some(4), Some(300)),
+        "{v}"
+    );
     assert!(v["retransmits"].as_u64().unwrap() > 0, "{v}");
 }
 
@@ -631,7 +840,8 @@ fn perf_write_sizes_its_cq_for_every_sq_it_creates() {
 /// includes the RNR wait) and finishes, every byte verified.
 #[test]
 fn perf_send_waits_out_its_rnr_naks_within_the_default_budget() {
-    let (ok, v) = perf_op("send", &["--size", "63", "--iters", "20", "--rx-depth", "1", "--tx-depth", "4", "--cq-mod", "2"]);
+    let (ok, v) =
+        perf_op("send", &["--size", "63", "--iters", "20", "--rx-depth", "1", "--tx-depth", "4", "--cq-mod", "2"]);
     assert!(ok, "{v}");
     assert_eq!((v["verified"].as_bool(), v["timed_out"].as_bool()), (Some(true), Some(false)), "{v}");
     let rnr = v["rnr_naks"].as_u64().unwrap();

@@ -37,17 +37,13 @@ use std::time::{Duration, Instant};
 
 use memmap2::MmapMut;
 use rustix::net::{
-    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags,
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags,
 };
 
 use crate::config::LinkConfig;
 use crate::port::{ExternalPort, PortFrame, PortStats, PortTiming};
 use crate::SimError;
-use proto::{
-    ConnecterIntro, ListenerIntro, FLAG_SYNC, FLAG_SYNC_FORCE, MSG_NET_PACKET, MSG_SYNC,
-    MSG_TERMINATE,
-};
+use proto::{ConnecterIntro, ListenerIntro, FLAG_SYNC, FLAG_SYNC_FORCE, MSG_NET_PACKET, MSG_SYNC, MSG_TERMINATE};
 use queue::Queue;
 
 /// Whether a side synchronises (SimBricks' `SimbricksBaseIfSyncMode`).
@@ -117,8 +113,7 @@ impl SimbricksParams {
                 self.sync_interval_ps, self.link_latency_ps
             )));
         }
-        if self.entry_bytes < 128 || !self.entry_bytes.is_multiple_of(64) || self.queue_entries == 0
-        {
+        if self.entry_bytes < 128 || !self.entry_bytes.is_multiple_of(64) || self.queue_entries == 0 {
             return Err(SimError::InvalidArgument(format!(
                 "SimBricks queues of {} entries of {} bytes (need >= 1 entry, a multiple of 64 bytes >= 128)",
                 self.queue_entries, self.entry_bytes
@@ -137,14 +132,9 @@ impl SimbricksParams {
 
     /// SimBricks' rule: sync if both want it; fail if one side insists and the other refuses.
     fn negotiate(&self, peer_flags: u64) -> Result<bool, String> {
-        let (sync, force) = (
-            peer_flags & FLAG_SYNC != 0,
-            peer_flags & FLAG_SYNC_FORCE != 0,
-        );
+        let (sync, force) = (peer_flags & FLAG_SYNC != 0, peer_flags & FLAG_SYNC_FORCE != 0);
         match self.sync {
-            SyncMode::Disabled if force => {
-                Err("the peer requires synchronisation, this side has it disabled".into())
-            }
+            SyncMode::Disabled if force => Err("the peer requires synchronisation, this side has it disabled".into()),
             SyncMode::Disabled => Ok(false),
             SyncMode::Required if !sync && !force => {
                 Err("this side requires synchronisation, the peer offers none".into())
@@ -179,18 +169,12 @@ impl SimbricksListener {
     /// Invalid parameters, or the socket cannot be bound.
     pub fn bind(path: &Path, params: SimbricksParams) -> Result<Self, SimError> {
         params.check()?;
-        if std::fs::symlink_metadata(path)
-            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
-        {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type())) {
             let _ = std::fs::remove_file(path);
         }
-        let listener = UnixListener::bind(path)
-            .map_err(|e| io_err(format!("SimBricks: binding {}", path.display()), e))?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            listener,
-            params,
-        })
+        let listener =
+            UnixListener::bind(path).map_err(|e| io_err(format!("SimBricks: binding {}", path.display()), e))?;
+        Ok(Self { path: path.to_path_buf(), listener, params })
     }
 
     /// The socket path.
@@ -206,9 +190,7 @@ impl SimbricksListener {
     /// synchronisation; I/O failures.
     pub fn accept(self) -> Result<SimbricksPort, SimError> {
         let what = format!("SimBricks listener {}", self.path.display());
-        self.listener
-            .set_nonblocking(true)
-            .map_err(|e| io_err(&what, e))?;
+        self.listener.set_nonblocking(true).map_err(|e| io_err(&what, e))?;
         let deadline = Instant::now() + self.params.connect_timeout;
         let stream = loop {
             match self.listener.accept() {
@@ -226,23 +208,18 @@ impl SimbricksListener {
             }
         };
         let _ = std::fs::remove_file(&self.path);
-        stream
-            .set_nonblocking(false)
-            .map_err(|e| io_err(&what, e))?;
-        stream
-            .set_read_timeout(Some(self.params.connect_timeout))
-            .map_err(|e| io_err(&what, e))?;
+        stream.set_nonblocking(false).map_err(|e| io_err(&what, e))?;
+        stream.set_read_timeout(Some(self.params.connect_timeout)).map_err(|e| io_err(&what, e))?;
         let p = &self.params;
         let ring = (p.queue_entries * p.entry_bytes) as u64;
         let fd = rustix::fs::memfd_create("rnic-simbricks", rustix::fs::MemfdFlags::CLOEXEC)
             .map_err(|e| io_err(format!("{what}: memfd_create"), e))?;
         let file = std::fs::File::from(fd);
-        file.set_len(2 * ring)
-            .map_err(|e| io_err(format!("{what}: sizing the shared pool"), e))?;
+        file.set_len(2 * ring).map_err(|e| io_err(format!("{what}: sizing the shared pool"), e))?;
         // SAFETY: the memfd is ours; the peer maps it too and accesses it only through the
         // queues' owner-byte protocol (see `queue`).
-        let map = unsafe { MmapMut::map_mut(&file) }
-            .map_err(|e| io_err(format!("{what}: mapping the shared pool"), e))?;
+        let map =
+            unsafe { MmapMut::map_mut(&file) }.map_err(|e| io_err(format!("{what}: mapping the shared pool"), e))?;
         let pool = Arc::new(map);
         // Incoming (connecter-to-listener) ring first, then outgoing, as SimBricks lays them out.
         let (eb, n) = (p.entry_bytes as u64, p.queue_entries as u64);
@@ -259,36 +236,18 @@ impl SimbricksListener {
         let mut control = SendAncillaryBuffer::new(&mut space);
         let fds = [file.as_fd()];
         control.push(SendAncillaryMessage::ScmRights(&fds));
-        let sent = rustix::net::sendmsg(
-            &stream,
-            &[IoSlice::new(&bytes)],
-            &mut control,
-            SendFlags::NOSIGNAL,
-        )
-        .map_err(|e| io_err(format!("{what}: sending the intro"), e))?;
+        let sent = rustix::net::sendmsg(&stream, &[IoSlice::new(&bytes)], &mut control, SendFlags::NOSIGNAL)
+            .map_err(|e| io_err(format!("{what}: sending the intro"), e))?;
         if sent != bytes.len() {
-            return Err(SimError::Port(format!(
-                "{what}: short intro send ({sent} of {} bytes)",
-                bytes.len()
-            )));
+            return Err(SimError::Port(format!("{what}: short intro send ({sent} of {} bytes)", bytes.len())));
         }
-        let (msg, _) =
-            recv_intro(&stream, false).map_err(|e| SimError::Port(format!("{what}: {e}")))?;
-        let peer = ConnecterIntro::decode(&msg).ok_or_else(|| {
-            SimError::Port(format!(
-                "{what}: connecter intro of {} bytes is too short",
-                msg.len()
-            ))
-        })?;
-        check_peer(peer.version, peer.upper_proto)
-            .map_err(|e| SimError::Port(format!("{what}: {e}")))?;
-        let sync = p
-            .negotiate(peer.flags)
-            .map_err(|e| SimError::Port(format!("{what}: {e}")))?;
-        let rx = Queue::new(Arc::clone(&pool), 0, eb, n)
-            .map_err(|e| SimError::Port(format!("{what}: {e}")))?;
-        let tx =
-            Queue::new(pool, ring, eb, n).map_err(|e| SimError::Port(format!("{what}: {e}")))?;
+        let (msg, _) = recv_intro(&stream, false).map_err(|e| SimError::Port(format!("{what}: {e}")))?;
+        let peer = ConnecterIntro::decode(&msg)
+            .ok_or_else(|| SimError::Port(format!("{what}: connecter intro of {} bytes is too short", msg.len())))?;
+        check_peer(peer.version, peer.upper_proto).map_err(|e| SimError::Port(format!("{what}: {e}")))?;
+        let sync = p.negotiate(peer.flags).map_err(|e| SimError::Port(format!("{what}: {e}")))?;
+        let rx = Queue::new(Arc::clone(&pool), 0, eb, n).map_err(|e| SimError::Port(format!("{what}: {e}")))?;
+        let tx = Queue::new(pool, ring, eb, n).map_err(|e| SimError::Port(format!("{what}: {e}")))?;
         SimbricksPort::new(what, stream, self.params, sync, rx, tx)
     }
 }
@@ -299,13 +258,8 @@ fn recv_intro(stream: &UnixStream, want_fd: bool) -> Result<(Vec<u8>, Option<Own
     let mut buf = vec![0u8; 2048];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let r = rustix::net::recvmsg(
-        stream,
-        &mut [IoSliceMut::new(&mut buf)],
-        &mut control,
-        RecvFlags::CMSG_CLOEXEC,
-    )
-    .map_err(|e| format!("receiving the peer's intro: {e}"))?;
+    let r = rustix::net::recvmsg(stream, &mut [IoSliceMut::new(&mut buf)], &mut control, RecvFlags::CMSG_CLOEXEC)
+        .map_err(|e| format!("receiving the peer's intro: {e}"))?;
     if r.bytes == 0 {
         return Err("the peer closed the socket before its intro".into());
     }
@@ -326,10 +280,7 @@ fn recv_intro(stream: &UnixStream, want_fd: bool) -> Result<(Vec<u8>, Option<Own
 
 fn check_peer(version: u64, upper: u64) -> Result<(), String> {
     if version != proto::VERSION {
-        return Err(format!(
-            "peer speaks SimBricks protocol version {version}, this side {}",
-            proto::VERSION
-        ));
+        return Err(format!("peer speaks SimBricks protocol version {version}, this side {}", proto::VERSION));
     }
     if upper != proto::PROTO_ID_NET {
         return Err(format!(
@@ -360,10 +311,7 @@ pub struct SimbricksPort {
 
 impl std::fmt::Debug for SimbricksPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimbricksPort")
-            .field("what", &self.what)
-            .field("sync", &self.sync)
-            .finish_non_exhaustive()
+        f.debug_struct("SimbricksPort").field("what", &self.what).field("sync", &self.sync).finish_non_exhaustive()
     }
 }
 
@@ -383,19 +331,15 @@ impl SimbricksPort {
             match UnixStream::connect(path) {
                 Ok(s) => break s,
                 Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
-                    ) && Instant::now() < deadline =>
+                    if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused)
+                        && Instant::now() < deadline =>
                 {
                     std::thread::sleep(Duration::from_millis(5));
                 }
                 Err(e) => return Err(io_err(&what, e)),
             }
         };
-        stream
-            .set_read_timeout(Some(params.connect_timeout))
-            .map_err(|e| io_err(&what, e))?;
+        stream.set_read_timeout(Some(params.connect_timeout)).map_err(|e| io_err(&what, e))?;
         let intro = ConnecterIntro {
             version: proto::VERSION,
             flags: params.flags(),
@@ -410,19 +354,15 @@ impl SimbricksPort {
         }
         let fail = |e: String| SimError::Port(format!("{what}: {e}"));
         let (msg, fd) = recv_intro(&stream, true).map_err(fail)?;
-        let peer = ListenerIntro::decode(&msg).ok_or_else(|| {
-            fail(format!(
-                "listener intro of {} bytes is too short",
-                msg.len()
-            ))
-        })?;
+        let peer = ListenerIntro::decode(&msg)
+            .ok_or_else(|| fail(format!("listener intro of {} bytes is too short", msg.len())))?;
         check_peer(peer.version, peer.upper_proto).map_err(fail)?;
         let sync = params.negotiate(peer.flags).map_err(fail)?;
         let file = std::fs::File::from(fd.ok_or_else(|| fail("no pool descriptor".into()))?);
         // SAFETY: the pool is shared with the listener, accessed only through the queues'
         // owner-byte protocol (see `queue`).
-        let map = unsafe { MmapMut::map_mut(&file) }
-            .map_err(|e| io_err(format!("{what}: mapping the shared pool"), e))?;
+        let map =
+            unsafe { MmapMut::map_mut(&file) }.map_err(|e| io_err(format!("{what}: mapping the shared pool"), e))?;
         let pool = Arc::new(map);
         let rx = Queue::new(Arc::clone(&pool), peer.l2c.0, peer.l2c.1, peer.l2c.2).map_err(fail)?;
         let tx = Queue::new(pool, peer.c2l.0, peer.c2l.1, peer.c2l.2).map_err(fail)?;
@@ -466,12 +406,7 @@ impl SimbricksPort {
     /// The queue geometry: (incoming slots, incoming slot bytes, outgoing slots, outgoing slot
     /// bytes).
     pub fn queues(&self) -> (usize, usize, usize, usize) {
-        (
-            self.rx.entries(),
-            self.rx.entry_bytes(),
-            self.tx.entries(),
-            self.tx.entry_bytes(),
-        )
+        (self.rx.entries(), self.rx.entry_bytes(), self.tx.entries(), self.tx.entry_bytes())
     }
 
     /// True once the peer sent its terminate message or closed the socket.
@@ -493,10 +428,7 @@ impl SimbricksPort {
                     Ok(data) if data.len() >= 14 => {
                         self.stats.rx_frames += 1;
                         self.stats.rx_bytes += data.len() as u64;
-                        self.pending.push_back(PortFrame {
-                            at_ps: m.timestamp,
-                            data,
-                        });
+                        self.pending.push_back(PortFrame { at_ps: m.timestamp, data });
                     }
                     _ => self.stats.rx_malformed += 1,
                 },
@@ -508,10 +440,7 @@ impl SimbricksPort {
     /// The peer closed its end of the socket (it died, or left without a terminate message).
     fn socket_closed(&self) -> bool {
         let mut b = [0u8; 1];
-        matches!(
-            rustix::net::recv(&self.stream, &mut b, RecvFlags::PEEK | RecvFlags::DONTWAIT),
-            Ok((0, _))
-        )
+        matches!(rustix::net::recv(&self.stream, &mut b, RecvFlags::PEEK | RecvFlags::DONTWAIT), Ok((0, _)))
     }
 
     /// Sends one message, waiting while the ring is full (the peer consumes as it advances).
@@ -536,10 +465,7 @@ impl SimbricksPort {
             if spins.is_multiple_of(1024) {
                 if self.socket_closed() {
                     self.stats.peer_left = true;
-                    return Err(SimError::Port(format!(
-                        "{}: the peer closed the connection",
-                        self.what
-                    )));
+                    return Err(SimError::Port(format!("{}: the peer closed the connection", self.what)));
                 }
                 if t0.elapsed() > self.params.peer_timeout {
                     return Err(SimError::Port(format!(
@@ -594,9 +520,7 @@ impl ExternalPort for SimbricksPort {
         if !self.sync || self.closed {
             return Ok(());
         }
-        let due = self
-            .last_out
-            .is_none_or(|t| now_ps.saturating_sub(t) >= self.params.sync_interval_ps);
+        let due = self.last_out.is_none_or(|t| now_ps.saturating_sub(t) >= self.params.sync_interval_ps);
         if due && self.push(MSG_SYNC, now_ps, &[])? {
             self.stats.syncs_sent += 1;
         }
@@ -683,10 +607,7 @@ impl ExternalPort for SimbricksPort {
             let t0 = Instant::now();
             while !self.tx.try_send(MSG_TERMINATE, ts, &[]) {
                 self.drain();
-                if self.stats.peer_left
-                    || self.socket_closed()
-                    || t0.elapsed() > Duration::from_secs(5)
-                {
+                if self.stats.peer_left || self.socket_closed() || t0.elapsed() > Duration::from_secs(5) {
                     break;
                 }
                 std::thread::sleep(Duration::from_micros(50));

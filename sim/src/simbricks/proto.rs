@@ -136,10 +136,8 @@ impl ListenerIntro {
 impl ConnecterIntro {
     /// The message: the 32-byte intro followed by the 4-byte network intro.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out: Vec<u8> = [self.version, self.flags, self.upper_proto, self.upper_off]
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
+        let mut out: Vec<u8> =
+            [self.version, self.flags, self.upper_proto, self.upper_off].iter().flat_map(|w| w.to_le_bytes()).collect();
         out.extend_from_slice(&[0; NET_INTRO_BYTES]);
         out
     }
@@ -171,23 +169,10 @@ mod tests {
         };
         let b = l.encode();
         assert_eq!(b.len(), 84);
-        assert_eq!(
-            &b[16..24],
-            &0x1000u64.to_le_bytes(),
-            "l2c_offset is the third field"
-        );
-        assert_eq!(
-            &b[64..72],
-            &1u64.to_le_bytes(),
-            "upper_layer_proto is the ninth field"
-        );
+        assert_eq!(&b[16..24], &0x1000u64.to_le_bytes(), "l2c_offset is the third field");
+        assert_eq!(&b[64..72], &1u64.to_le_bytes(), "upper_layer_proto is the ninth field");
         assert_eq!(ListenerIntro::decode(&b), Some(l));
-        let c = ConnecterIntro {
-            version: 1,
-            flags: 3,
-            upper_proto: 1,
-            upper_off: 32,
-        };
+        let c = ConnecterIntro { version: 1, flags: 3, upper_proto: 1, upper_off: 32 };
         let b = c.encode();
         assert_eq!(b.len(), 36);
         assert_eq!(ConnecterIntro::decode(&b), Some(c));

@@ -9,9 +9,7 @@ use std::sync::Arc;
 
 use memmap2::MmapMut;
 
-use super::proto::{
-    HEADER_BYTES, OFF_LEN, OFF_OWN_TYPE, OFF_PORT, OFF_TIMESTAMP, OWN_CONSUMER, TYPE_MASK,
-};
+use super::proto::{HEADER_BYTES, OFF_LEN, OFF_OWN_TYPE, OFF_PORT, OFF_TIMESTAMP, OWN_CONSUMER, TYPE_MASK};
 
 /// One direction's ring inside the shared pool.
 pub(crate) struct Queue {
@@ -45,33 +43,22 @@ impl Queue {
     ///
     /// Fails (with a message) when the ring does not lie inside the pool, or a slot is smaller
     /// than a header or not a multiple of 8 bytes.
-    pub(crate) fn new(
-        pool: Arc<MmapMut>,
-        offset: u64,
-        entry_bytes: u64,
-        entries: u64,
-    ) -> Result<Self, String> {
+    pub(crate) fn new(pool: Arc<MmapMut>, offset: u64, entry_bytes: u64, entries: u64) -> Result<Self, String> {
         let len = pool.len() as u64;
-        let bytes = entry_bytes
-            .checked_mul(entries)
-            .and_then(|b| b.checked_add(offset));
+        let bytes = entry_bytes.checked_mul(entries).and_then(|b| b.checked_add(offset));
         if bytes.is_none_or(|end| end > len) || entries == 0 {
             return Err(format!(
                 "queue of {entries} entries of {entry_bytes} bytes at offset {offset} does not fit the {len}-byte pool"
             ));
         }
         if (entry_bytes as usize) < HEADER_BYTES || !entry_bytes.is_multiple_of(8) {
-            return Err(format!("queue entries of {entry_bytes} bytes (need a multiple of 8, at least {HEADER_BYTES})"));
+            return Err(format!(
+                "queue entries of {entry_bytes} bytes (need a multiple of 8, at least {HEADER_BYTES})"
+            ));
         }
         // SAFETY: `offset + entry_bytes * entries <= pool.len()` was checked above.
         let base = unsafe { pool.as_ptr().cast_mut().add(offset as usize) };
-        Ok(Self {
-            _pool: pool,
-            base,
-            entry_bytes: entry_bytes as usize,
-            entries: entries as usize,
-            pos: 0,
-        })
+        Ok(Self { _pool: pool, base, entry_bytes: entry_bytes as usize, entries: entries as usize, pos: 0 })
     }
 
     /// Largest packet a slot holds, in bytes.
@@ -121,9 +108,7 @@ impl Queue {
             } else {
                 let mut v = vec![0u8; len];
                 // SAFETY: `HEADER_BYTES + len <= entry_bytes` was checked just above.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(slot.add(HEADER_BYTES), v.as_mut_ptr(), len)
-                };
+                unsafe { std::ptr::copy_nonoverlapping(slot.add(HEADER_BYTES), v.as_mut_ptr(), len) };
                 Ok(v)
             }
         } else {
@@ -131,11 +116,7 @@ impl Queue {
         };
         self.own(slot).store(kind, Ordering::Release);
         self.pos = (self.pos + 1) % self.entries;
-        Some(InMessage {
-            kind,
-            timestamp,
-            data,
-        })
+        Some(InMessage { kind, timestamp, data })
     }
 
     /// Writes a message into the next slot if the producer owns it; returns false when the ring
@@ -150,15 +131,9 @@ impl Queue {
         // caller against `max_packet`) lie inside it.
         unsafe {
             std::ptr::write_bytes(slot, 0, OFF_TIMESTAMP);
-            std::ptr::write_unaligned(
-                slot.add(OFF_LEN).cast::<[u8; 2]>(),
-                (data.len() as u16).to_le_bytes(),
-            );
+            std::ptr::write_unaligned(slot.add(OFF_LEN).cast::<[u8; 2]>(), (data.len() as u16).to_le_bytes());
             *slot.add(OFF_PORT) = 0;
-            std::ptr::write_unaligned(
-                slot.add(OFF_TIMESTAMP).cast::<[u8; 8]>(),
-                timestamp.to_le_bytes(),
-            );
+            std::ptr::write_unaligned(slot.add(OFF_TIMESTAMP).cast::<[u8; 8]>(), timestamp.to_le_bytes());
             std::ptr::copy_nonoverlapping(data.as_ptr(), slot.add(HEADER_BYTES), data.len());
         }
         self.own(slot).store(kind | OWN_CONSUMER, Ordering::Release);
@@ -183,28 +158,12 @@ mod tests {
         for k in 0..3u8 {
             assert!(tx.try_send(MSG_NET_PACKET, 20 + u64::from(k), &[k; 100]));
         }
-        assert!(
-            !tx.try_send(MSG_SYNC, 99, &[]),
-            "all four slots are the consumer's"
-        );
-        assert_eq!(
-            rx.poll(),
-            Some(InMessage {
-                kind: MSG_SYNC,
-                timestamp: 10,
-                data: Ok(vec![])
-            })
-        );
-        assert!(
-            tx.try_send(MSG_SYNC, 30, &[]),
-            "the consumed slot is free again"
-        );
+        assert!(!tx.try_send(MSG_SYNC, 99, &[]), "all four slots are the consumer's");
+        assert_eq!(rx.poll(), Some(InMessage { kind: MSG_SYNC, timestamp: 10, data: Ok(vec![]) }));
+        assert!(tx.try_send(MSG_SYNC, 30, &[]), "the consumed slot is free again");
         for k in 0..3u8 {
             let m = rx.poll().unwrap();
-            assert_eq!(
-                (m.kind, m.timestamp, m.data),
-                (MSG_NET_PACKET, 20 + u64::from(k), Ok(vec![k; 100]))
-            );
+            assert_eq!((m.kind, m.timestamp, m.data), (MSG_NET_PACKET, 20 + u64::from(k), Ok(vec![k; 100])));
         }
         assert_eq!(rx.poll().unwrap().timestamp, 30);
         assert!(rx.poll().is_none());
@@ -222,9 +181,6 @@ mod tests {
             *p.add(OFF_OWN_TYPE) = MSG_NET_PACKET | OWN_CONSUMER;
         }
         assert_eq!(rx.poll().unwrap().data, Err(1000));
-        assert!(
-            Queue::new(pool, 0, 128, 3).is_err(),
-            "a ring past the pool's end"
-        );
+        assert!(Queue::new(pool, 0, 128, 3).is_err(), "a ring past the pool's end");
     }
 }

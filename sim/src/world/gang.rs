@@ -41,9 +41,7 @@ pub(super) struct Gang {
 
 impl std::fmt::Debug for Gang {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gang")
-            .field("workers", &self.workers.len())
-            .finish()
+        f.debug_struct("Gang").field("workers", &self.workers.len()).finish()
     }
 }
 
@@ -78,51 +76,39 @@ impl Gang {
         let mut handles = Vec::new();
         for w in 0..workers {
             let s = Arc::clone(&shared);
-            let h = std::thread::Builder::new()
-                .name(format!("rnic-sim-{}", w + 1))
-                .spawn(move || {
-                    let mut seen = 0u64;
-                    loop {
-                        wait(
-                            || {
-                                s.epoch.load(Ordering::Acquire) != seen
-                                    || s.shutdown.load(Ordering::Acquire)
-                            },
-                            || {
-                                s.parked[w].store(true, Ordering::SeqCst);
-                                if s.epoch.load(Ordering::SeqCst) == seen
-                                    && !s.shutdown.load(Ordering::SeqCst)
-                                {
-                                    std::thread::park_timeout(Duration::from_millis(50));
-                                }
-                                s.parked[w].store(false, Ordering::SeqCst);
-                            },
-                        );
-                        if s.shutdown.load(Ordering::Acquire) {
-                            return;
-                        }
-                        seen = s.epoch.load(Ordering::Acquire);
-                        // SAFETY: see `Shared`: the job is set for this epoch and stays valid until
-                        // this worker reports done.
-                        let job = unsafe { *s.job.get() };
-                        if let Some(job) = job {
-                            // SAFETY: the caller keeps the closure alive until every worker is done.
-                            let f = unsafe { &*job };
-                            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(w + 1)))
-                                .is_err()
-                            {
-                                s.panicked.store(true, Ordering::Release);
+            let h = std::thread::Builder::new().name(format!("rnic-sim-{}", w + 1)).spawn(move || {
+                let mut seen = 0u64;
+                loop {
+                    wait(
+                        || s.epoch.load(Ordering::Acquire) != seen || s.shutdown.load(Ordering::Acquire),
+                        || {
+                            s.parked[w].store(true, Ordering::SeqCst);
+                            if s.epoch.load(Ordering::SeqCst) == seen && !s.shutdown.load(Ordering::SeqCst) {
+                                std::thread::park_timeout(Duration::from_millis(50));
                             }
-                        }
-                        s.done.fetch_add(1, Ordering::AcqRel);
+                            s.parked[w].store(false, Ordering::SeqCst);
+                        },
+                    );
+                    if s.shutdown.load(Ordering::Acquire) {
+                        return;
                     }
-                })?;
+                    seen = s.epoch.load(Ordering::Acquire);
+                    // SAFETY: see `Shared`: the job is set for this epoch and stays valid until
+                    // this worker reports done.
+                    let job = unsafe { *s.job.get() };
+                    if let Some(job) = job {
+                        // SAFETY: the caller keeps the closure alive until every worker is done.
+                        let f = unsafe { &*job };
+                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(w + 1))).is_err() {
+                            s.panicked.store(true, Ordering::Release);
+                        }
+                    }
+                    s.done.fetch_add(1, Ordering::AcqRel);
+                }
+            })?;
             handles.push(h);
         }
-        Ok(Self {
-            shared,
-            workers: handles,
-        })
+        Ok(Self { shared, workers: handles })
     }
 
     /// Threads including the caller.
@@ -153,10 +139,7 @@ impl Gang {
         }
         let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(0)));
         let n = self.workers.len();
-        wait(
-            || s.done.load(Ordering::Acquire) == n,
-            || std::thread::sleep(Duration::from_micros(20)),
-        );
+        wait(|| s.done.load(Ordering::Acquire) == n, || std::thread::sleep(Duration::from_micros(20)));
         // SAFETY: all workers are done with this job.
         unsafe { *s.job.get() = None };
         if let Err(p) = mine {
@@ -205,9 +188,7 @@ mod tests {
     #[test]
     fn a_panic_on_a_worker_reaches_the_caller() {
         let gang = Gang::new(1).unwrap();
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            gang.run(&|k| assert_ne!(k, 1))
-        }));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gang.run(&|k| assert_ne!(k, 1))));
         assert!(r.is_err());
         gang.run(&|_| {});
     }

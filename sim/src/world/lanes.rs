@@ -42,11 +42,9 @@ impl Lane<'_> {
     /// One cycle of this NIC, as `World::step_inner` does it for every NIC.
     fn cycle(&mut self, now: u64) {
         if let Some((tx, _)) = &self.tx {
-            self.nic
-                .set_tx_ready(tx.tx_ready(self.nic.tx_partial_bytes()));
+            self.nic.set_tx_ready(tx.tx_ready(self.nic.tx_partial_bytes()));
         } else if let Some(p) = &self.port {
-            self.nic
-                .set_tx_ready(p.out.tx_ready(self.nic.tx_partial_bytes()));
+            self.nic.set_tx_ready(p.out.tx_ready(self.nic.tx_partial_bytes()));
         }
         self.nic.cycle();
         self.nic.drain_tx_frames_into(&mut self.frames);
@@ -63,11 +61,7 @@ impl Lane<'_> {
                 self.outbox.push_back(f);
             }
         }
-        let started = if self.capturing {
-            Some(&mut self.started)
-        } else {
-            None
-        };
+        let started = if self.capturing { Some(&mut self.started) } else { None };
         if let Some((tx, transit)) = &mut self.tx {
             tx.serialise(now, started, |f| transit.push(f));
         }
@@ -77,23 +71,8 @@ impl Lane<'_> {
             rx.deliver(boundary, |f| nic.push_rx(f.frame));
         }
         if let Some(p) = &mut self.port {
-            p.end_cycle_out(
-                now,
-                if self.capturing {
-                    Some(&mut self.started)
-                } else {
-                    None
-                },
-            );
-            p.end_cycle_in(
-                now,
-                if self.capturing {
-                    Some(&mut self.started)
-                } else {
-                    None
-                },
-                self.nic,
-            );
+            p.end_cycle_out(now, if self.capturing { Some(&mut self.started) } else { None });
+            p.end_cycle_in(now, if self.capturing { Some(&mut self.started) } else { None }, self.nic);
         }
     }
 }
@@ -139,12 +118,7 @@ impl World {
     fn run_window(&mut self, t: u64, w: u64) {
         let capturing = self.pcap.is_some();
         let mut lanes: Vec<Lane<'_>> = Vec::with_capacity(self.nics.len());
-        for ((nic, outbox), port) in self
-            .nics
-            .iter_mut()
-            .zip(self.outboxes.iter_mut())
-            .zip(self.ports.iter_mut())
-        {
+        for ((nic, outbox), port) in self.nics.iter_mut().zip(self.outboxes.iter_mut()).zip(self.ports.iter_mut()) {
             lanes.push(Lane {
                 nic,
                 tx: None,
@@ -175,8 +149,7 @@ impl World {
         let t0 = Instant::now();
         match &self.pool {
             Some(gang) if parallel => {
-                let groups: Vec<Mutex<&mut [Lane<'_>]>> =
-                    lanes.chunks_mut(per).map(Mutex::new).collect();
+                let groups: Vec<Mutex<&mut [Lane<'_>]>> = lanes.chunks_mut(per).map(Mutex::new).collect();
                 gang.run(&|k| {
                     if let Some(g) = groups.get(k) {
                         run(&mut g.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
@@ -185,10 +158,7 @@ impl World {
             }
             _ => run(&mut lanes),
         }
-        self.tuner.record(
-            usize::from(parallel),
-            t0.elapsed().as_nanos() as f64 / w as f64,
-        );
+        self.tuner.record(usize::from(parallel), t0.elapsed().as_nanos() as f64 / w as f64);
         let mut started = Vec::new();
         for lane in &mut lanes {
             self.outbox_dropped += lane.outbox_dropped;
@@ -225,11 +195,7 @@ pub(super) struct Tuner {
 
 impl Default for Tuner {
     fn default() -> Self {
-        Self {
-            ns: [0.0; 2],
-            current: 1,
-            windows: 0,
-        }
+        Self { ns: [0.0; 2], current: 1, windows: 0 }
     }
 }
 
@@ -248,11 +214,7 @@ impl Tuner {
 
     fn record(&mut self, mode: usize, ns_per_cycle: f64) {
         let e = &mut self.ns[mode];
-        *e = if *e == 0.0 {
-            ns_per_cycle
-        } else {
-            0.9 * *e + 0.1 * ns_per_cycle
-        };
+        *e = if *e == 0.0 { ns_per_cycle } else { 0.9 * *e + 0.1 * ns_per_cycle };
         self.windows = self.windows.wrapping_add(1);
         if self.windows % Self::PERIOD == 0 && self.ns[0] > 0.0 && self.ns[1] > 0.0 {
             self.current = usize::from(self.ns[1] < self.ns[0]);

@@ -79,11 +79,7 @@ impl NicCore for FakeNic {
             return;
         }
         // ---- outputs for this cycle, from state ----
-        *o = NicOutputs {
-            m_axi_bready: 1,
-            m_axi_rready: 1,
-            ..NicOutputs::default()
-        };
+        *o = NicOutputs { m_axi_bready: 1, m_axi_rready: 1, ..NicOutputs::default() };
         // An empty entry in the transmit list is one idle cycle (a gap between frames).
         if self.tx.front().is_some_and(Vec::is_empty) {
             self.tx.pop_front();
@@ -144,15 +140,10 @@ impl NicCore for FakeNic {
             }
             let mut b = [0u8; 64];
             wide_to_bytes(&i.s_axis_rx_tdata, &mut b);
-            self.rx_cur
-                .extend_from_slice(&b[..i.s_axis_rx_tkeep.count_ones() as usize]);
+            self.rx_cur.extend_from_slice(&b[..i.s_axis_rx_tkeep.count_ones() as usize]);
             if i.s_axis_rx_tlast == 1 {
                 let f = std::mem::take(&mut self.rx_cur);
-                self.seen
-                    .lock()
-                    .unwrap()
-                    .rx
-                    .push((self.rx_first, f, i.s_axis_rx_tuser == 1));
+                self.seen.lock().unwrap().rx.push((self.rx_first, f, i.s_axis_rx_tuser == 1));
             }
         }
         let finished = match (self.ops.front(), self.phase) {
@@ -161,11 +152,7 @@ impl NicCore for FakeNic {
                 false
             }
             (Some(DmaOp::Write { data, .. }), DmaPhase::Data(k)) if i.m_axi_wready == 1 => {
-                self.phase = if k + 1 == (data.len() / 64) as u32 {
-                    DmaPhase::Resp
-                } else {
-                    DmaPhase::Data(k + 1)
-                };
+                self.phase = if k + 1 == (data.len() / 64) as u32 { DmaPhase::Resp } else { DmaPhase::Data(k + 1) };
                 false
             }
             (Some(DmaOp::Write { .. }), DmaPhase::Resp) if i.m_axi_bvalid == 1 => {
@@ -189,11 +176,7 @@ impl NicCore for FakeNic {
         };
         if finished {
             self.ops.pop_front();
-            self.seen.lock().unwrap().dma.push((
-                self.op_index,
-                self.worst,
-                std::mem::take(&mut self.rdata),
-            ));
+            self.seen.lock().unwrap().dma.push((self.op_index, self.worst, std::mem::take(&mut self.rdata)));
             self.op_index += 1;
             self.phase = DmaPhase::Idle;
         }

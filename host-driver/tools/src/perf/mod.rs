@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 
 use rnic::sim::{sim_error, sim_pair, SimConfig};
-use rnic::{AccessFlags, ConnectOptions, Context, Counters, Endpoint, Error, Mtu, PortAddr, RecvWr, Result, SendWr, Sge, WorkCompletion};
+use rnic::{
+    AccessFlags, ConnectOptions, Context, Counters, Endpoint, Error, Mtu, PortAddr, RecvWr, Result, SendWr, Sge,
+    WorkCompletion,
+};
 use rnic_contract::CORE_CLOCK_MHZ;
 use serde::Serialize;
 
@@ -338,8 +341,8 @@ pub struct QpReport {
 /// The RNR timer of each `min_rnr_timer` code, in units of 10 µs (IBTA Vol 1 Table 45: 0 =
 /// 655.36 ms, 1 = 0.01 ms, 2 = 0.02 ms, … 12 = 0.64 ms, … 31 = 491.52 ms).
 const RNR_TIMER_10US: [u64; 32] = [
-    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
-    16384, 24576, 32768, 49152,
+    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
+    6144, 8192, 12288, 16384, 24576, 32768, 49152,
 ];
 
 /// How long a requester waits after an RNR NAK carrying timer `code` (0 ..= 31; higher bits
@@ -397,7 +400,10 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
         ));
     }
     if o.size == 0 || o.size > MAX_MESSAGE_BYTES {
-        return Err(inval(format!("--size {} must be 1..={MAX_MESSAGE_BYTES} bytes (a message carries at most 2^31)", o.size)));
+        return Err(inval(format!(
+            "--size {} must be 1..={MAX_MESSAGE_BYTES} bytes (a message carries at most 2^31)",
+            o.size
+        )));
     }
     if o.iters == 0 {
         return Err(inval("--iters must be at least 1"));
@@ -406,7 +412,10 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
         return Err(inval(format!("--qps {} must be 1..={MAX_QPS}", o.qps)));
     }
     if o.iters < u64::from(o.qps) {
-        return Err(inval(format!("--iters {} is fewer than --qps {}: every QP needs at least one message", o.iters, o.qps)));
+        return Err(inval(format!(
+            "--iters {} is fewer than --qps {}: every QP needs at least one message",
+            o.iters, o.qps
+        )));
     }
     let total = o.size.saturating_mul(o.iters);
     if total > MAX_TOTAL_BYTES {
@@ -436,7 +445,10 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
         return Err(inval(format!("min_rnr_timer must be 0 ..= 31, not {}", o.min_rnr_timer)));
     }
     if o.op == BwOp::Atomic && o.size != ATOMIC_BYTES {
-        return Err(inval(format!("an atomic moves {ATOMIC_BYTES} bytes, so size must be {ATOMIC_BYTES}, not {}", o.size)));
+        return Err(inval(format!(
+            "an atomic moves {ATOMIC_BYTES} bytes, so size must be {ATOMIC_BYTES}, not {}",
+            o.size
+        )));
     }
     if matches!(o.op, BwOp::Read | BwOp::Atomic) && (o.outs == 0 || o.outs > rnic::qp::MAX_RD_ATOMIC) {
         return Err(inval(format!("outs must be 1 ..= {}, not {}", rnic::qp::MAX_RD_ATOMIC, o.outs)));
@@ -445,7 +457,10 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
         return Err(inval(format!("--sges {} must be 1..={MAX_SGES}", o.sges)));
     }
     if o.inline_size > MAX_INLINE_SIZE {
-        return Err(inval(format!("--inline-size {} must be 0..={MAX_INLINE_SIZE} (the inline bytes a WQE holds)", o.inline_size)));
+        return Err(inval(format!(
+            "--inline-size {} must be 0..={MAX_INLINE_SIZE} (the inline bytes a WQE holds)",
+            o.inline_size
+        )));
     }
     if o.op == BwOp::Atomic && o.sges != 1 {
         return Err(inval(format!(
@@ -558,7 +573,10 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         world.borrow_mut().capture_pcap(p).map_err(|e| sim_error(format!("pcap capture into {}", p.display()), e))?;
     }
     if let Some(p) = &o.waveform {
-        world.borrow_mut().dump_waveform(0, p).map_err(|e| sim_error(format!("waveform dump into {}", p.display()), e))?;
+        world
+            .borrow_mut()
+            .dump_waveform(0, p)
+            .map_err(|e| sim_error(format!("waveform dump into {}", p.display()), e))?;
     }
     let client = Context::open_with_port(dev_c, PortAddr::for_sim_nic(0))?;
     let server = Context::open_with_port(dev_s, PortAddr::for_sim_nic(1))?;
@@ -583,7 +601,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             BwOp::Write | BwOp::Send => stride * nq.min(u64::from(o.tx_depth)) as usize,
         })
         .collect();
-    let server_lens: Vec<usize> = n.iter().map(|&nq| if atomic { ATOMIC_BYTES as usize } else { size * nq as usize }).collect();
+    let server_lens: Vec<usize> =
+        n.iter().map(|&nq| if atomic { ATOMIC_BYTES as usize } else { size * nq as usize }).collect();
     let server_total: usize = server_lens.iter().sum();
     // An atomic's target must be 8-byte aligned: the server's words start at the first
     // aligned byte of a buffer 8 bytes longer than they need.
@@ -591,7 +610,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     let server_off = if atomic { server_buf.as_ptr().align_offset(8) } else { 0 };
     // The gaps between pieces hold GAP_BYTE for good (only the pieces are rewritten).
     let mut client_buf = vec![if o.sges > 1 { GAP_BYTE } else { 0 }; client_lens.iter().sum()];
-    let starts = |lens: &[usize]| -> Vec<usize> { lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect() };
+    let starts =
+        |lens: &[usize]| -> Vec<usize> { lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect() };
     let (client_starts, server_starts) = (starts(&client_lens), starts(&server_lens));
     for q in 0..nq {
         let part = &mut server_buf[server_off + server_starts[q]..][..server_lens[q]];
@@ -630,7 +650,11 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let mut qps_s = Vec::with_capacity(nq);
         for _ in 0..nq {
             qps_c.push(
-                pd_c.create_qp(&cq_c).set_max_send_wr(o.tx_depth).set_max_send_sge(o.sges).set_max_inline_data(o.inline_size).build()?,
+                pd_c.create_qp(&cq_c)
+                    .set_max_send_wr(o.tx_depth)
+                    .set_max_send_sge(o.sges)
+                    .set_max_inline_data(o.inline_size)
+                    .build()?,
             );
             qps_s.push(pd_s.create_qp(&cq_s).set_max_send_wr(1).set_max_recv_wr(rx_depth).build()?);
         }
@@ -728,7 +752,11 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     }
                     let wr = match o.op {
                         BwOp::Send | BwOp::Write => {
-                            let wr = if send { SendWr::send(j, sge) } else { SendWr::rdma_write(j, sge, remote.at(k * o.size)) };
+                            let wr = if send {
+                                SendWr::send(j, sge)
+                            } else {
+                                SendWr::rdma_write(j, sge, remote.at(k * o.size))
+                            };
                             if inline {
                                 // Copied into the WR now; `msg` is refilled for the next one.
                                 wr.with_inline(&msg)?
@@ -773,7 +801,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                         )
                     });
                 } else if !wc.status.is_success() {
-                    error.get_or_insert_with(|| format!("work request {} (QP {q}) completed with {:?}", wc.wr_id, wc.status));
+                    error.get_or_insert_with(|| {
+                        format!("work request {} (QP {q}) completed with {:?}", wc.wr_id, wc.status)
+                    });
                 } else {
                     completed[q] = completed[q].max(wc.wr_id / qps64 + 1);
                 }
@@ -790,7 +820,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     let q = (wc.wr_id % qps64) as usize;
                     let want = q as u64 + received[q] * qps64;
                     if !wc.status.is_success() {
-                        error.get_or_insert_with(|| format!("receive {} (QP {q}) completed with {:?}", wc.wr_id, wc.status));
+                        error.get_or_insert_with(|| {
+                            format!("receive {} (QP {q}) completed with {:?}", wc.wr_id, wc.status)
+                        });
                     } else if wc.wr_id != want || wc.qp_num != qpn_s[q] || u64::from(wc.byte_len) != o.size {
                         error.get_or_insert_with(|| {
                             format!(
@@ -807,7 +839,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     for q in 0..nq {
                         let upto = n[q].min(recv_posted[q] + new_rx[q]);
                         if upto > recv_posted[q] {
-                            let more: Vec<RecvWr<'_>> = (recv_posted[q]..upto).map(|k| recv_wr(q, k)).collect::<Result<_>>()?;
+                            let more: Vec<RecvWr<'_>> =
+                                (recv_posted[q]..upto).map(|k| recv_wr(q, k)).collect::<Result<_>>()?;
                             qps_s[q].post_recv(&more)?;
                             recv_posted[q] = upto;
                         }
@@ -996,7 +1029,10 @@ mod tests {
         assert!(check_options(&WriteBwOptions { rx_depth: 0, ..ok.clone() }).is_ok(), "rx_depth only matters for SEND");
         let atomic = WriteBwOptions { op: BwOp::Atomic, size: ATOMIC_BYTES, ..ok };
         check_options(&atomic).unwrap();
-        assert!(check_options(&WriteBwOptions { size: 16, ..atomic.clone() }).unwrap_err().to_string().contains("size must be 8"));
+        assert!(check_options(&WriteBwOptions { size: 16, ..atomic.clone() })
+            .unwrap_err()
+            .to_string()
+            .contains("size must be 8"));
         assert!(check_options(&WriteBwOptions { outs: 0, ..atomic.clone() }).is_err());
         assert!(check_options(&WriteBwOptions { outs: 17, ..atomic }).is_err());
     }
@@ -1006,7 +1042,9 @@ mod tests {
         let ok = WriteBwOptions::default();
         for op in [BwOp::Write, BwOp::Send] {
             check_options(&WriteBwOptions { op, sges: MAX_SGES, inline_size: MAX_INLINE_SIZE, ..ok.clone() }).unwrap();
-            for bad in [WriteBwOptions { op, sges: 0, ..ok.clone() }, WriteBwOptions { op, sges: MAX_SGES + 1, ..ok.clone() }] {
+            for bad in
+                [WriteBwOptions { op, sges: 0, ..ok.clone() }, WriteBwOptions { op, sges: MAX_SGES + 1, ..ok.clone() }]
+            {
                 assert!(check_options(&bad).unwrap_err().to_string().contains("--sges"));
             }
             let big = WriteBwOptions { op, inline_size: MAX_INLINE_SIZE + 1, ..ok.clone() };
@@ -1018,7 +1056,10 @@ mod tests {
             check_options(&WriteBwOptions { sges, ..read.clone() }).unwrap();
         }
         for bad in [0, MAX_SGES + 1] {
-            assert!(check_options(&WriteBwOptions { sges: bad, ..read.clone() }).unwrap_err().to_string().contains("--sges"));
+            assert!(check_options(&WriteBwOptions { sges: bad, ..read.clone() })
+                .unwrap_err()
+                .to_string()
+                .contains("--sges"));
         }
         let atomic = WriteBwOptions { op: BwOp::Atomic, size: ATOMIC_BYTES, ..ok.clone() };
         check_options(&atomic).unwrap();
@@ -1056,7 +1097,15 @@ mod tests {
 
     #[test]
     fn the_stall_window_covers_rnr_waits_and_retries() {
-        let send = WriteBwOptions { op: BwOp::Send, size: 63, iters: 20, rx_depth: 1, tx_depth: 4, cq_mod: 2, ..WriteBwOptions::default() };
+        let send = WriteBwOptions {
+            op: BwOp::Send,
+            size: 63,
+            iters: 20,
+            rx_depth: 1,
+            tx_depth: 4,
+            cq_mod: 2,
+            ..WriteBwOptions::default()
+        };
         let write = WriteBwOptions { op: BwOp::Write, ..send.clone() };
         // A SEND may wait out RNR timers between two completions; a WRITE never meets one.
         assert_eq!(default_stall_cycles(&send) - default_stall_cycles(&write), 4 * rnr_wait_cycles(12));
@@ -1079,15 +1128,24 @@ mod tests {
         let ok = WriteBwOptions::default();
         check_options(&WriteBwOptions { qps: MAX_QPS, ..ok.clone() }).unwrap();
         for qps in [0, MAX_QPS + 1] {
-            assert!(check_options(&WriteBwOptions { qps, ..ok.clone() }).unwrap_err().to_string().contains("--qps"), "{qps}");
+            assert!(
+                check_options(&WriteBwOptions { qps, ..ok.clone() }).unwrap_err().to_string().contains("--qps"),
+                "{qps}"
+            );
         }
         let few = check_options(&WriteBwOptions { qps: 4, iters: 3, ..ok.clone() }).unwrap_err().to_string();
         assert!(few.contains("every QP needs at least one message"), "{few}");
         // The shared CQs: 16 × 4096 fits the client's 65 536 entries, 16 × 4097 does not.
         check_options(&WriteBwOptions { qps: 16, tx_depth: 4096, ..ok.clone() }).unwrap();
-        assert!(check_options(&WriteBwOptions { qps: 16, tx_depth: 4097, ..ok.clone() }).unwrap_err().to_string().contains("client's CQ"));
+        assert!(check_options(&WriteBwOptions { qps: 16, tx_depth: 4097, ..ok.clone() })
+            .unwrap_err()
+            .to_string()
+            .contains("client's CQ"));
         let send = WriteBwOptions { op: BwOp::Send, iters: 1 << 20, size: 64, ..ok };
         check_options(&WriteBwOptions { qps: 2, rx_depth: 16384, ..send.clone() }).unwrap();
-        assert!(check_options(&WriteBwOptions { qps: 2, rx_depth: 16385, ..send }).unwrap_err().to_string().contains("server's CQ"));
+        assert!(check_options(&WriteBwOptions { qps: 2, rx_depth: 16385, ..send })
+            .unwrap_err()
+            .to_string()
+            .contains("server's CQ"));
     }
 }

@@ -39,7 +39,13 @@ pub fn check_atomics(t: AtomicType, client: &[u8], target: u64, iters: u64) -> (
 
 /// [`check_atomics`] for a target that started at `init` (QP `q`'s word starts at
 /// [`atomic_init`]`(q)`). The mismatch's `iteration` is the operation's index in `client`.
-pub fn check_atomics_from(t: AtomicType, init: u64, client: &[u8], target: u64, iters: u64) -> (Option<Mismatch>, Option<String>) {
+pub fn check_atomics_from(
+    t: AtomicType,
+    init: u64,
+    client: &[u8],
+    target: u64,
+    iters: u64,
+) -> (Option<Mismatch>, Option<String>) {
     let got: Vec<u64> = client.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
     let want: Vec<u64> = (0..iters).map(|i| t.original_from(init, i)).collect();
     let originals_ok = match t {
@@ -97,7 +103,14 @@ fn tally(got: &[u8], expect: &[u8], qp: u32, offset: u64, iter: u64, first: &mut
     for (b, (&g, &e)) in got.iter().zip(expect).enumerate() {
         if g != e {
             *count += 1;
-            first.get_or_insert(Mismatch { qp, offset: offset + b as u64, iteration: iter, expected: e, found: g, count: 0 });
+            first.get_or_insert(Mismatch {
+                qp,
+                offset: offset + b as u64,
+                iteration: iter,
+                expected: e,
+                found: g,
+                count: 0,
+            });
         }
     }
 }
@@ -141,7 +154,8 @@ pub fn check_qp_slots(buf: &[u8], size: u64, sges: u32, qp: u32, qps: u32) -> Op
         let iter = u64::from(qp) + k as u64 * u64::from(qps);
         fill_pattern(iter, &mut msg);
         for p in &pieces {
-            expect[p.offset as usize..][..p.len as usize].copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
+            expect[p.offset as usize..][..p.len as usize]
+                .copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
         }
         tally(got, &expect, qp, (k * stride) as u64, iter, &mut first, &mut count);
     }
@@ -211,7 +225,8 @@ mod tests {
         for k in 0..msgs as usize {
             fill_pattern(u64::from(qp) + k as u64 * u64::from(qps), &mut msg);
             for p in gather_pieces(size, sges) {
-                buf[k * stride + p.offset as usize..][..p.len as usize].copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
+                buf[k * stride + p.offset as usize..][..p.len as usize]
+                    .copy_from_slice(&msg[p.msg_offset as usize..][..p.len as usize]);
             }
         }
         buf
