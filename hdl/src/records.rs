@@ -153,10 +153,12 @@ record!(
     /// behind them so it never overtakes them (IBTA Vol 1 9.7.5.1: responses leave in PSN
     /// order), or the NAK invalid request of a READ beyond `max_dest_rd_atomic`. `fresh`: a new
     /// request, not a replay, counted against `max_dest_rd_atomic` of the local
-    /// QP `qpn` until its last packet is sent.
+    /// QP `qpn` until its last packet is sent. `first`/`last`: the place of one packet in its
+    /// response, on the jobs [`crate::read_responder::ReadResponder`] hands the scheduler (one per
+    /// packet; `len` is then the packet's payload length); 0 on the responder's jobs.
     ReadRespJob, 360, {
         dest_mac: 48, dest_ip: 32, udp_sport: 16, pkey: 16, dest_qpn: 24, psn: 24, msn: 24,
-        path_mtu: 3, atomic: 1, ack: 1, rsvd0: 3, iova: 64, len: 32, orig: 64, fresh: 1, qpn: 6, rsvd1: 1,
+        path_mtu: 3, atomic: 1, ack: 1, first: 1, last: 1, rsvd0: 1, iova: 64, len: 32, orig: 64, fresh: 1, qpn: 6, rsvd1: 1,
     }
 );
 

@@ -1890,6 +1890,8 @@ impl Logic for RxEngine {
         self.rr_data.next.msn = self.msn.q.val();
         self.rr_data.next.path_mtu = self.ctx.q.val().path_mtu;
         self.rr_data.next.rsvd0 = 0.into();
+        self.rr_data.next.first = 0.into();
+        self.rr_data.next.last = 0.into();
         self.rr_data.next.iova = self.w_addr_r.q.val();
         self.rr_data.next.len = self.pkt.q.val().reth_len;
         self.rr_data.next.atomic = bit_cast::<1, 1>(self.at_mode.q.val().into());

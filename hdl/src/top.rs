@@ -6,6 +6,7 @@ use crate::dma_read::DmaReadIssuer;
 use crate::doorbell::SqDoorbells;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
+use crate::read_responder::ReadResponder;
 use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJob};
 use crate::regs::BarRegs;
 use crate::rx_engine::RxEngine;
@@ -120,6 +121,8 @@ pub struct NicTop {
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
     rw_fifo: SynchronousFIFO<Bits<73>, 2, 3, 1>,
     rr_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
+    /// Sequences the responder's jobs into response packets, QPs in turn.
+    rrs: ReadResponder,
     timer: AckTimer,
     to_fifo: SynchronousFIFO<Bits<8>, 2, 3, 1>,
     rxe: RxEngine,
@@ -143,7 +146,7 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
-            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt
+            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt
         );
         dff_setup!(self, clock, db_clear_r, db_clear_qpn_r, ack_cnt_pend, nak_cnt_pend);
         self.regs.reset.next = self.reset.val();
@@ -269,9 +272,15 @@ impl Logic for NicTop {
         self.rr_fifo.write.next = self.rxe.rr_write.val();
         self.rr_fifo.data_in.next = self.rxe.rr_data.val();
         self.rxe.rr_full.next = self.rr_fifo.full.val();
-        self.txs.rr_empty.next = self.rr_fifo.empty.val();
-        self.txs.rr_data.next = self.rr_fifo.data_out.val();
-        self.rr_fifo.read.next = self.txs.rr_read.val();
+        self.rrs.reset.next = self.reset.val();
+        self.rrs.in_empty.next = self.rr_fifo.empty.val();
+        self.rrs.in_job.next = self.rr_fifo.data_out.val();
+        self.rr_fifo.read.next = self.rrs.in_read.val();
+        self.rrs.clear.next = self.db_clear_r.q.val();
+        self.rrs.clear_qpn.next = self.db_clear_qpn_r.q.val();
+        self.txs.rr_empty.next = self.rrs.out_empty.val();
+        self.txs.rr_data.next = self.rrs.out_job.val();
+        self.rrs.out_read.next = self.txs.rr_read.val();
         // Local ACK timeouts.
         self.timer.cmd_fire.next = self.cmd_fire.val();
         self.timer.cmd_op.next = self.regs.cmd_op.val();

@@ -36,12 +36,14 @@ pub const RR_MIN_CYCLES: u64 = 12;
 ///    with immediate; `IBV_SEND_FENCE` makes the WQE wait (like a READ beyond `max_rd_atomic`)
 ///    until every earlier READ and atomic of the QP has completed.
 ///
-/// It also answers the RDMA READs the RX engine accepted ([`ReadRespJob`]): READ RESPONSE
+/// It also sends the responder's packets, one [`ReadRespJob`] per packet as the
+/// [`crate::read_responder::ReadResponder`] sequences them: READ RESPONSE
 /// FIRST/MIDDLE/LAST/ONLY packets by path MTU with the AETH on the first and last (IBTA Vol 1
-/// 9.7.4.1.4), the payload read from host memory like a request's; and the ATOMIC
-/// ACKNOWLEDGEs of the atomics it executed (one packet, AETH + AtomicAckETH, 9.5.3). A READ response is served
-/// when the engine is idle, between WQEs, or while an error completion waits, never in the
-/// middle of a message. READ response packets leave at most one per [`RR_MIN_CYCLES`] cycles:
+/// 9.7.4.1.4), the payload read from host memory like a request's; the ATOMIC
+/// ACKNOWLEDGEs of the atomics it executed (one packet, AETH + AtomicAckETH, 9.5.3); and the
+/// ACKNOWLEDGEs owed behind them. A response packet is sent when the engine is idle, between
+/// WQEs, or while an error completion waits, never in the middle of a message; one packet per
+/// visit, so a long response interleaves with requests and with other QPs' responses. READ response packets leave at most one per [`RR_MIN_CYCLES`] cycles:
 /// the requester's RX engine takes 10 cycles to check a response against its READ (11 to drop
 /// one after a loss), so at path MTU 256 and 512 an unpaced stream, or one paced at exactly
 /// that rate plus the wire's duplicates, overflows its packet buffer; from MTU 1024 up the
@@ -232,12 +234,10 @@ pub struct TxScheduler {
     rr: DFF<ReadRespJob>,
     rr_ret: DFF<Bits<6>>,
     rr_psn: DFF<Bits<24>>,
-    rr_rem: DFF<Bits<32>>,
     rr_iova: DFF<Bits<64>>,
     rr_first: DFF<Bit>,
     rr_last: DFF<Bit>,
     rr_plen: DFF<Bits<32>>,
-    rr_mtu: DFF<Bits<32>>,
     /// A pending command puts the QP being served in RESET (registered): the engine leaves
     /// the QP at its next wait or WQE boundary, and the command is held until it has.
     rst_here_r: DFF<Bit>,
@@ -453,12 +453,10 @@ impl Logic for TxScheduler {
             rr,
             rr_ret,
             rr_psn,
-            rr_rem,
             rr_iova,
             rr_first,
             rr_last,
             rr_plen,
-            rr_mtu,
             rr_gap,
             reads_sent,
             rd_full,
@@ -1490,22 +1488,13 @@ impl Logic for TxScheduler {
                 }
             }
             16 => {
-                // A READ response: its first PSN, length and address, in its own registers.
-                // (Its QP's count of responses sent is read meanwhile, taken in 17.)
+                // One response packet from the READ responder's sequencer: its PSN, address,
+                // payload length and place in the response (the sequencer sized it).
                 self.rr_psn.d.next = self.rr.q.val().psn;
-                self.rr_rem.d.next = self.rr.q.val().len;
                 self.rr_iova.d.next = self.rr.q.val().iova;
-                self.rr_first.d.next = true;
-                self.rr_mtu.d.next = bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.rr.q.val().path_mtu);
-                self.state.d.next = 17.into();
-            }
-            17 => {
-                // Size the next response packet (a zero-length READ is one empty ONLY).
-                self.rr_last.d.next = self.rr_rem.q.val() <= self.rr_mtu.q.val();
-                self.rr_plen.d.next = self.rr_mtu.q.val();
-                if self.rr_rem.q.val() <= self.rr_mtu.q.val() {
-                    self.rr_plen.d.next = self.rr_rem.q.val();
-                }
+                self.rr_first.d.next = self.rr.q.val().first.any();
+                self.rr_last.d.next = self.rr.q.val().last.any();
+                self.rr_plen.d.next = self.rr.q.val().len;
                 self.state.d.next = 18.into();
             }
             18 => {
@@ -1514,14 +1503,9 @@ impl Logic for TxScheduler {
                     // RR_MIN_CYCLES - 1 cycles of wait (hdl_gen takes no Rust constants).
                     self.rr_gap.d.next = 11.into();
                     self.rj_write.next = self.rr_plen.q.val() != 0;
-                    self.rr_psn.d.next = self.rr_psn.q.val() + 1;
-                    self.rr_rem.d.next = self.rr_rem.q.val() - self.rr_plen.q.val();
-                    self.rr_iova.d.next = self.rr_iova.q.val() + bit_cast::<64, 32>(self.rr_plen.q.val());
-                    self.rr_first.d.next = false;
-                    self.state.d.next = 17.into();
-                    if self.rr_last.q.val() {
-                        self.state.d.next = self.rr_ret.q.val();
-                    }
+                    // One packet per visit: other QPs' responses and this side's own
+                    // requests interleave with a long response.
+                    self.state.d.next = self.rr_ret.q.val();
                 }
             }
             _ => {

@@ -139,12 +139,15 @@ pub struct QpCap {
     pub max_send_wr: u32,
     /// RQ entries (a power of two; 0: the QP has no receive queue).
     pub max_recv_wr: u32,
-    /// SGEs per send WR (1).
+    /// Gather entries per send WR: what the QP's send WQE holds (at least the `max_send_sge`
+    /// asked for, at most [`crate::qp::MAX_SEND_SGE`]).
     pub max_send_sge: u32,
     /// Scatter entries per receive WR: what the QP's receive WQE holds (3, 7 or 15, at least
     /// the `max_recv_sge` asked for) with a receive queue, else 0.
     pub max_recv_sge: u32,
-    /// Inline data bytes (0: not supported).
+    /// Inline data bytes per send WR (`IBV_SEND_INLINE`): what the QP's send WQE holds after
+    /// its header (at least the `max_inline_data` asked for, at most
+    /// [`crate::qp::MAX_INLINE_DATA`]).
     pub max_inline_data: u32,
 }
 

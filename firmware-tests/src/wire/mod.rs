@@ -20,7 +20,8 @@
 //! | [`icrc`] | Invariant CRC | 4 | IBTA Vol 1 Annex A17.4 (RoCEv2) |
 //! | [`roce`] | a whole RoCEv2 frame ([`RocePacketRepr`]; an atomic one: [`AtomicPacketRepr`]) | - | IBTA Vol 1 Annex A17 |
 //!
-//! See `/work/shared/PROTOCOL.md` (in the project's shared folder) for the tables this follows.
+//! The layouts follow IBTA Vol 1 chapter 9 and Annex A17; the tests of this crate check
+//! these codecs against tshark's dissector and scapy's RoCE layer.
 
 pub mod aeth;
 pub mod atomicacketh;

@@ -402,8 +402,13 @@ fn item7_qpcap_docs_match_what_query_qp_reports() {
     let qp = pd.create_qp(&cq).set_max_send_wr(8).set_max_send_sge(4).set_max_inline_data(64).build().unwrap();
     let cap = qp.query_qp().cap;
     assert!(cap.max_send_sge >= 4 && cap.max_inline_data >= 64, "{cap:?}");
-    let src = std::fs::read_to_string(root().join("host-driver/src/qp.rs")).unwrap();
-    let start = src.find("pub struct QpCap").expect("QpCap in qp.rs");
+    // (QpCap lives in qp_attr.rs since the attributes left qp.rs.)
+    let src = ["host-driver/src/qp.rs", "host-driver/src/qp_attr.rs"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(root().join(f)).ok())
+        .find(|s| s.contains("pub struct QpCap"))
+        .expect("QpCap in qp.rs or qp_attr.rs");
+    let start = src.find("pub struct QpCap").unwrap();
     let doc_start = src[..start].rfind("/// `struct ibv_qp_cap`").unwrap_or(start.saturating_sub(200));
     let end = start + src[start..].find("\n}").unwrap();
     let block = &src[doc_start..end];
