@@ -39,8 +39,8 @@ mod common;
 use common::frames::{self, ATOMIC_ACKNOWLEDGE, COMPARE_SWAP, FETCH_ADD};
 use common::{delta, nonzero, pattern, Hosts};
 use rnic::{
-    AccessFlags, ConnectOptions, Counters, MemoryRegion, Mtu, QpState, QueuePair, RemoteAddr, SendWr, Sge, WcOpcode,
-    WcStatus, WorkCompletion,
+    AccessFlags, ConnectOptions, Counters, MemoryRegion, Mtu, QpState, QueuePair, RemoteAddr, SendFlags, SendWr, Sge,
+    WcOpcode, WcStatus, WorkCompletion,
 };
 use rnic_contract::regs::counter;
 use rnic_sim::SimConfig;
@@ -619,7 +619,10 @@ fn atomics_interleaved_with_writes_and_reads_keep_order() {
             SendWr::rdma_read(2, back.sge(0..8).unwrap(), t),
             SendWr::atomic_cmp_and_swp(3, orig.sge(8..16).unwrap(), t, v0 + a, s),
             SendWr::rdma_read(4, back.sge(8..16).unwrap(), t),
-            SendWr::rdma_write(5, src.sge(8..16).unwrap(), t),
+            // A WRITE may overtake an earlier READ of the same address at the responder
+            // (IBTA Vol 1 9.5, READ relaxed ordering): IBV_SEND_FENCE is how a program orders
+            // them (ibv_post_send(3)).
+            SendWr::rdma_write(5, src.sge(8..16).unwrap(), t).with_flags(SendFlags::FENCE),
             SendWr::atomic_fetch_and_add(6, orig.sge(16..24).unwrap(), t, 1),
             SendWr::rdma_read(7, back.sge(16..24).unwrap(), t),
         ]

@@ -63,8 +63,9 @@ use rust_hdl::prelude::*;
 /// cycles for entry 0 and 5 for each further entry checked (entry select, key read, offset,
 /// room, verdict) plus 2 to pick the first nonzero entry; a packet that crosses scatter entries
 /// costs 2 cycles per piece (piece length compare, job) plus 2 per entry change (`sg_ram`
-/// read) on top of the 6; a READ response into an SGE list costs 1 cycle plus 2 per piece plus
-/// 2 per entry change (`rdl_ram` read) on top of its checks. The checks are registered in
+/// read) on top of the 6; a READ response into an SGE list costs 2 cycles per piece plus
+/// 2 per entry change (`rdl_ram` read) on top of its checks, plus 1 on the READ's first
+/// response. The checks are registered in
 /// stages so no decision path is deeper than 6 LUT levels: a piece's length is a mux of registers chosen by a comparison registered
 /// the cycle before.
 #[derive(LogicBlock)]
@@ -184,6 +185,7 @@ pub struct RxEngine {
     rdone_busy: DFF<Bits<2>>,
     rdone_q: DFF<Bits<6>>,
     rd_done_data: Signal<Local, Bits<8>>,
+    rd_prior: Signal<Local, Bits<8>>,
     rdone_init: Signal<Local, Bit>,
     /// The scheduler's emission report: a request packet of QP `emit_qpn` left, `emit_psn` is
     /// the PSN after it (see [`crate::tx_scheduler::TxScheduler`]).
@@ -528,6 +530,8 @@ pub struct RxEngine {
     rl_used: DFF<Bits<32>>,
     rl_addr: DFF<Bits<64>>,
     rl_rem: DFF<Bits<32>>,
+    /// The cursor was taken in state 20 (a response after the READ's first): skip state 44.
+    rl_pre: DFF<Bit>,
     /// The response's payload goes through the READ list (states 44-47).
     r_list: DFF<Bit>,
     rl_rd: Signal<Local, Bits<96>>,
@@ -894,6 +898,7 @@ impl Default for RxEngine {
             rdone_busy: Default::default(),
             rdone_q: Default::default(),
             rd_done_data: Default::default(),
+            rd_prior: Default::default(),
             rdone_init: Default::default(),
             emit_we: Default::default(),
             emit_qpn: Default::default(),
@@ -996,6 +1001,7 @@ impl Default for RxEngine {
             rl_used: Default::default(),
             rl_addr: Default::default(),
             rl_rem: Default::default(),
+            rl_pre: Default::default(),
             r_list: Default::default(),
             rl_rd: Default::default(),
             rl_piece: Default::default(),
@@ -1201,6 +1207,7 @@ impl Logic for RxEngine {
             rl_used,
             rl_addr,
             rl_rem,
+            rl_pre,
             r_list,
             em_hold_v,
             em_hold_q,
@@ -1414,6 +1421,8 @@ impl Logic for RxEngine {
         self.rdone_fifo.read.next = false;
         self.rdone_a.read_address.next = self.qpn.q.val();
         self.rd_done_data.next = self.rdone_a.read_data.val();
+        // READs and atomics of the packet's QP accepted but not yet answered in full.
+        self.rd_prior.next = self.rd_acc.q.val() - self.rd_done_data.val();
         self.rdone_b.read_address.next = self.rdone_q.q.val();
         self.rdone_init.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4);
         self.rdone_a.write_enable.next = false;
@@ -2964,8 +2973,11 @@ impl Logic for RxEngine {
                 }
             }
             25 => {
-                // Atomic, 1: wait until every earlier write has reached host memory.
-                if self.wr_idle.val() {
+                // Atomic, 1: wait until every earlier write has reached host memory and every
+                // earlier READ of the QP has read its data (its last response packet sent:
+                // `rdone` counts all but this atomic), so a READ before the atomic never sees
+                // the atomic's result (IBTA Vol 1 9.5: requests execute in PSN order).
+                if self.wr_idle.val() & (self.rd_prior.val() == 1) {
                     self.state.d.next = 26.into();
                 }
             }
@@ -3087,6 +3099,11 @@ impl Logic for RxEngine {
             20 => {
                 // 3: in order or not; the length a response at this place must have (the
                 // path MTU, or what is left on the last); where its payload goes.
+                // A READ with an SGE list that is already being answered: its cursor (state
+                // 44's work) is taken now, from the list entry read since state 2.
+                self.rl_pre.d.next = self.rd_valid.q.val();
+                self.rl_addr.d.next = self.rl_rd.val().get_bits::<64>(0) + bit_cast::<64, 32>(self.rl_used.q.val());
+                self.rl_rem.d.next = self.rl_rd.val().get_bits::<32>(64) - self.rl_used.q.val();
                 self.r_eq.d.next = self.r_d.q.val() == 0;
                 self.r_ahead.d.next = !self.r_d.q.val().get_bit(23) & (self.r_d.q.val() != 0);
                 self.r_len_ok.d.next = (self.r_a.q.val() != self.r_b.q.val()) & (self.plen32.val() == self.mtu.val());
@@ -3213,6 +3230,9 @@ impl Logic for RxEngine {
                                 self.sc_next.d.next = 3.into();
                             }
                             self.state.d.next = 44.into();
+                            if self.rl_pre.q.val() {
+                                self.state.d.next = 45.into();
+                            }
                         }
                     }
                 }
