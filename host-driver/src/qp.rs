@@ -297,8 +297,8 @@ impl QpBuilder {
     /// `max_recv_wr > 0`, the RQ ring (zeroed DMA memory, power-of-two entries of the smallest
     /// WQE size that holds `max_send_sge` SGEs and `max_inline_data` bytes, or `max_recv_sge`
     /// scatter entries), reserves room on the send and receive CQs, writes its context (state RESET,
-    /// SEND_CQ / SQ ring, RECV_CQ / RQ ring) and rings the RQ doorbell with producer index 0
-    /// (the NIC keeps the last RQ producer index of a QP number across QPs).
+    /// SEND_CQ / SQ ring, RECV_CQ / RQ ring). No doorbell is rung: writing state RESET clears
+    /// every per-QP index and state the NIC keeps, the RQ producer index included.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for sizes out of range, a CQ of another context, or a CQ too
