@@ -617,11 +617,11 @@ fn atomics_interleaved_with_writes_and_reads_keep_order() {
             SendWr::rdma_write(0, src.sge(0..8).unwrap(), t),
             SendWr::atomic_fetch_and_add(1, orig.sge(0..8).unwrap(), t, a),
             SendWr::rdma_read(2, back.sge(0..8).unwrap(), t),
-            SendWr::atomic_cmp_and_swp(3, orig.sge(8..16).unwrap(), t, v0 + a, s),
+            // A WRITE or atomic may overtake an earlier READ of the same bytes at the
+            // responder (IBTA Vol 1 9.5, READ relaxed ordering): IBV_SEND_FENCE is how a
+            // program orders them (ibv_post_send(3)).
+            SendWr::atomic_cmp_and_swp(3, orig.sge(8..16).unwrap(), t, v0 + a, s).with_flags(SendFlags::FENCE),
             SendWr::rdma_read(4, back.sge(8..16).unwrap(), t),
-            // A WRITE may overtake an earlier READ of the same address at the responder
-            // (IBTA Vol 1 9.5, READ relaxed ordering): IBV_SEND_FENCE is how a program orders
-            // them (ibv_post_send(3)).
             SendWr::rdma_write(5, src.sge(8..16).unwrap(), t).with_flags(SendFlags::FENCE),
             SendWr::atomic_fetch_and_add(6, orig.sge(16..24).unwrap(), t, 1),
             SendWr::rdma_read(7, back.sge(16..24).unwrap(), t),

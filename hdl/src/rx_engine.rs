@@ -185,7 +185,6 @@ pub struct RxEngine {
     rdone_busy: DFF<Bits<2>>,
     rdone_q: DFF<Bits<6>>,
     rd_done_data: Signal<Local, Bits<8>>,
-    rd_prior: Signal<Local, Bits<8>>,
     rdone_init: Signal<Local, Bit>,
     /// The scheduler's emission report: a request packet of QP `emit_qpn` left, `emit_psn` is
     /// the PSN after it (see [`crate::tx_scheduler::TxScheduler`]).
@@ -898,7 +897,6 @@ impl Default for RxEngine {
             rdone_busy: Default::default(),
             rdone_q: Default::default(),
             rd_done_data: Default::default(),
-            rd_prior: Default::default(),
             rdone_init: Default::default(),
             emit_we: Default::default(),
             emit_qpn: Default::default(),
@@ -1421,8 +1419,6 @@ impl Logic for RxEngine {
         self.rdone_fifo.read.next = false;
         self.rdone_a.read_address.next = self.qpn.q.val();
         self.rd_done_data.next = self.rdone_a.read_data.val();
-        // READs and atomics of the packet's QP accepted but not yet answered in full.
-        self.rd_prior.next = self.rd_acc.q.val() - self.rd_done_data.val();
         self.rdone_b.read_address.next = self.rdone_q.q.val();
         self.rdone_init.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4);
         self.rdone_a.write_enable.next = false;
@@ -2973,11 +2969,10 @@ impl Logic for RxEngine {
                 }
             }
             25 => {
-                // Atomic, 1: wait until every earlier write has reached host memory and every
-                // earlier READ of the QP has read its data (its last response packet sent:
-                // `rdone` counts all but this atomic), so a READ before the atomic never sees
-                // the atomic's result (IBTA Vol 1 9.5: requests execute in PSN order).
-                if self.wr_idle.val() & (self.rd_prior.val() == 1) {
+                // Atomic, 1: wait until every earlier write has reached host memory. (An
+                // earlier READ of the same bytes may still be reading them: IBTA's READ relaxed
+                // ordering; IBV_SEND_FENCE at the requester orders the two.)
+                if self.wr_idle.val() {
                     self.state.d.next = 26.into();
                 }
             }
