@@ -199,6 +199,19 @@ pub struct RxEngine {
     em_hold_v: DFF<Bit>,
     em_hold_q: DFF<Bits<6>>,
     em_hold_p: DFF<Bits<24>>,
+    /// A second copy of `emit_ram`, read at the emission's QP: an emission raises the QP's
+    /// entry only if it is ahead of it (a go-back-N resend re-emits PSNs already sent and must
+    /// not lower it, or the ACKs and NAKs of the first sending would look like ghosts).
+    emit_max: RAM<Bits<24>, 6>,
+    /// The emission being compared (one cycle after the scheduler's report).
+    em_v: DFF<Bit>,
+    em_q: DFF<Bits<6>>,
+    em_p: DFF<Bits<24>>,
+    em_d: Signal<Local, Bits<24>>,
+    em_ahead: Signal<Local, Bit>,
+    em_we: Signal<Local, Bit>,
+    em_wa: Signal<Local, Bits<6>>,
+    em_wd: Signal<Local, Bits<24>>,
     /// The packet's QP's emission PSN (state 2) and the packet's PSN is at or past it (state 5).
     emit_now_r: DFF<Bits<24>>,
     ghost_r: DFF<Bit>,
@@ -905,6 +918,15 @@ impl Default for RxEngine {
             em_hold_v: Default::default(),
             em_hold_q: Default::default(),
             em_hold_p: Default::default(),
+            emit_max: Default::default(),
+            em_v: Default::default(),
+            em_q: Default::default(),
+            em_p: Default::default(),
+            em_d: Default::default(),
+            em_ahead: Default::default(),
+            em_we: Default::default(),
+            em_wa: Default::default(),
+            em_wd: Default::default(),
             emit_now_r: Default::default(),
             ghost_r: Default::default(),
             rd_rs: Default::default(),
@@ -1210,6 +1232,9 @@ impl Logic for RxEngine {
             em_hold_v,
             em_hold_q,
             em_hold_p,
+            em_v,
+            em_q,
+            em_p,
             emit_now_r,
             ghost_r,
             rd_rs,
@@ -1506,28 +1531,45 @@ impl Logic for RxEngine {
         self.emit_ram.read_clock.next = self.clock.val();
         self.emit_ram.write_clock.next = self.clock.val();
         self.emit_ram.read_address.next = self.qpn.q.val();
-        self.emit_ram.write_enable.next = false;
-        self.emit_ram.write_address.next = self.emit_qpn.val();
-        self.emit_ram.write_data.next = self.emit_psn.val();
+        self.emit_max.read_clock.next = self.clock.val();
+        self.emit_max.write_clock.next = self.clock.val();
+        // An emission is registered while its QP's entry is read, then kept only if ahead of
+        // it (mod 2^24): the entry is the PSN after the highest request packet ever sent.
+        self.emit_max.read_address.next = self.emit_qpn.val();
+        self.em_v.d.next = self.emit_we.val();
+        self.em_q.d.next = self.emit_qpn.val();
+        self.em_p.d.next = self.emit_psn.val();
+        self.em_d.next = self.em_p.q.val() - self.emit_max.read_data.val();
+        self.em_ahead.next = self.em_v.q.val() & !self.em_d.val().get_bit(23) & self.em_d.val().any();
+        self.em_we.next = false;
+        self.em_wa.next = self.em_q.q.val();
+        self.em_wd.next = self.em_p.q.val();
         if self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any() {
-            self.emit_ram.write_enable.next = true;
-            self.emit_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-            self.emit_ram.write_data.next = self.cmd_qp.val().sq_psn;
-            if self.emit_we.val() {
+            self.em_we.next = true;
+            self.em_wa.next = self.cmd_index.val().get_bits::<6>(0);
+            self.em_wd.next = self.cmd_qp.val().sq_psn;
+            if self.em_ahead.val() {
                 self.em_hold_v.d.next = true;
-                self.em_hold_q.d.next = self.emit_qpn.val();
-                self.em_hold_p.d.next = self.emit_psn.val();
+                self.em_hold_q.d.next = self.em_q.q.val();
+                self.em_hold_p.d.next = self.em_p.q.val();
             }
         } else if self.em_hold_v.q.val() {
-            self.emit_ram.write_enable.next = true;
-            self.emit_ram.write_address.next = self.em_hold_q.q.val();
-            self.emit_ram.write_data.next = self.em_hold_p.q.val();
-            self.em_hold_v.d.next = self.emit_we.val();
-            self.em_hold_q.d.next = self.emit_qpn.val();
-            self.em_hold_p.d.next = self.emit_psn.val();
+            self.em_we.next = true;
+            self.em_wa.next = self.em_hold_q.q.val();
+            self.em_wd.next = self.em_hold_p.q.val();
+            self.em_hold_v.d.next = self.em_ahead.val();
+            self.em_hold_q.d.next = self.em_q.q.val();
+            self.em_hold_p.d.next = self.em_p.q.val();
         } else {
-            self.emit_ram.write_enable.next = self.emit_we.val();
+            self.em_we.next = self.em_ahead.val();
         }
+        // Both copies are written with the same address and data in the same cycle.
+        self.emit_ram.write_enable.next = self.em_we.val();
+        self.emit_ram.write_address.next = self.em_wa.val();
+        self.emit_ram.write_data.next = self.em_wd.val();
+        self.emit_max.write_enable.next = self.em_we.val();
+        self.emit_max.write_address.next = self.em_wa.val();
+        self.emit_max.write_data.next = self.em_wd.val();
 
         // ---- Request checks (valid in state 2, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
