@@ -12,8 +12,11 @@ use rnic_contract::CORE_CLOCK_MHZ;
 use serde::Serialize;
 
 pub mod exchange;
+pub mod lat;
 mod layout;
 pub mod remote;
+pub mod stages;
+pub mod stats;
 mod verify;
 
 pub use layout::{atomic_init, fill_pattern, gather_pieces, pattern_byte, qp_iters, slot_stride, Piece, GAP_BYTE};
@@ -21,6 +24,15 @@ pub use verify::{check_atomics, check_atomics_from, check_buffer, check_qp_buffe
 
 /// Largest message the test sends, in bytes (2^31, the most a message carries).
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 31;
+
+/// Largest size of perftest's `-a` sweep, bytes (2^23 = 8 MiB).
+pub const SWEEP_MAX_BYTES: u64 = 1 << 23;
+
+/// The sizes of perftest's `-a` sweep up to `max`: 2, 4, 8, … (powers of two from 2^1) that are
+/// at most `max` and at most [`SWEEP_MAX_BYTES`].
+pub fn sweep_sizes(max: u64) -> Vec<u64> {
+    (1..=23).map(|k| 1u64 << k).filter(|&s| s <= max.min(SWEEP_MAX_BYTES)).collect()
+}
 
 /// Largest `size × iters` the test accepts (the server's buffer), in bytes.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
@@ -142,6 +154,11 @@ pub struct WriteBwOptions {
     pub tx_depth: u32,
     /// Signal one work request in `cq_mod` (and the last) of each QP; 1 ..= `tx_depth`.
     pub cq_mod: u32,
+    /// perftest's `-l`/`--post_list`: each `post_send` call carries exactly this many work
+    /// requests (one doorbell for them; fewer only for a QP's last messages), 1 ..= `tx_depth`,
+    /// and a QP posts only when it has room for that many. None: each pass of the host loop
+    /// posts as many as the QP has room for, in one call.
+    pub post_list: Option<u32>,
     /// SEND only: receive work requests the server keeps posted per QP (its RQ size, perftest's
     /// `--rx-depth`, default 512), 1 ..= [`MAX_RX_DEPTH`]. When they run out, the client's
     /// SENDs are answered with RNR NAKs and retried.
@@ -193,6 +210,7 @@ impl Default for WriteBwOptions {
             mtu: Mtu::Mtu4096,
             tx_depth: 64,
             cq_mod: 16,
+            post_list: None,
             rx_depth: 512,
             outs: 16,
             atomic_type: AtomicType::FetchAndAdd,
@@ -234,6 +252,14 @@ pub struct WriteBwReport {
     pub tx_depth: u32,
     /// One signaled work request in `cq_mod` (per QP).
     pub cq_mod: u32,
+    /// Work requests per `post_send` call ([`WriteBwOptions::post_list`]; null: as many as
+    /// there was room for).
+    pub post_list: Option<u32>,
+    /// `post_send` calls that carried work requests (one SQ doorbell each), over all QPs.
+    pub post_calls: u64,
+    /// MMIO writes the client NIC received from the first post to the last completion: its SQ
+    /// doorbells (the client rings no other register while the test runs).
+    pub doorbells: u64,
     /// SEND: receive work requests the server kept posted per QP (null otherwise).
     pub rx_depth: Option<u32>,
     /// READ and atomic: READs / atomics kept outstanding (`max_rd_atomic`).
@@ -425,6 +451,14 @@ pub fn check_options(o: &WriteBwOptions) -> Result<()> {
     }
     if o.tx_depth == 0 || o.tx_depth > rnic::qp::MAX_SEND_WR {
         return Err(inval(format!("--tx-depth {} must be 1..={}", o.tx_depth, rnic::qp::MAX_SEND_WR)));
+    }
+    if let Some(n) = o.post_list {
+        if n == 0 || n > o.tx_depth {
+            return Err(inval(format!(
+                "--post-list {n} must be 1..=tx-depth ({}): a post list must fit in the send queue",
+                o.tx_depth
+            )));
+        }
     }
     if o.cq_mod == 0 || o.cq_mod > o.tx_depth {
         return Err(inval(format!(
@@ -708,6 +742,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         };
         let mut error = None;
         let mut timed_out = false;
+        let mmio_writes = || world.borrow().stats().nics[0].mmio.writes;
+        let mut post_calls = 0u64;
+        let writes_before = mmio_writes();
         let start = dev.now_cycles();
         let mut end = start;
         // The last completion (client or server), for the stall check.
@@ -718,7 +755,20 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         while (0..nq).any(|q| completed[q] < n[q] || (send && received[q] < n[q])) {
             for q in 0..nq {
                 let room = u64::from(o.tx_depth) - (posted[q] - completed[q]);
-                let upto = n[q].min(posted[q] + room);
+                let upto = match o.post_list.map(u64::from) {
+                    None => n[q].min(posted[q] + room),
+                    // Whole lists only; the last, shorter list when the rest fits.
+                    Some(l) => {
+                        let left = n[q] - posted[q];
+                        if left >= l {
+                            posted[q] + room.min(left) / l * l
+                        } else if left <= room {
+                            n[q]
+                        } else {
+                            posted[q]
+                        }
+                    }
+                };
                 if upto <= posted[q] {
                     continue;
                 }
@@ -787,7 +837,10 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     };
                     batch.push(wr.signaled(signaled));
                 }
-                qps_c[q].post_send(&batch)?;
+                for list in batch.chunks(o.post_list.map_or(batch.len(), |l| l as usize)) {
+                    qps_c[q].post_send(list)?;
+                    post_calls += 1;
+                }
                 posted[q] = upto;
             }
             let got = cq_c.poll(&mut wcs)?;
@@ -866,6 +919,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 break;
             }
         }
+        let doorbells = mmio_writes() - writes_before;
         // Let the last ACKs and frames settle so the counters are final.
         world.borrow_mut().step_n(2_000);
         let counters = BothCounters { client: client.counters()?, server: server.counters()? };
@@ -877,10 +931,22 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 *t = u64::from_le_bytes(word);
             }
         }
-        RunOutcome { start, end, completed, received, error, timed_out, counters, eps, targets }
+        RunOutcome { start, end, completed, received, error, timed_out, counters, eps, targets, post_calls, doorbells }
         // QPs, CQs and MRs are dropped here, QPs first: the buffers are unmapped before use.
     };
-    let RunOutcome { start, end, completed, received, mut error, timed_out, counters, eps, targets } = run;
+    let RunOutcome {
+        start,
+        end,
+        completed,
+        received,
+        mut error,
+        timed_out,
+        counters,
+        eps,
+        targets,
+        post_calls,
+        doorbells,
+    } = run;
     let pcap_frames = world.borrow().captured_frames();
     world.borrow_mut().finish().map_err(|e| sim_error("finishing the pcap capture / waveform", e))?;
 
@@ -941,6 +1007,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         mtu: o.mtu.bytes(),
         tx_depth: o.tx_depth,
         cq_mod: o.cq_mod,
+        post_list: o.post_list,
+        post_calls,
+        doorbells,
         rx_depth: send.then_some(o.rx_depth),
         outs: (read || atomic).then_some(o.outs),
         atomic_type: atomic.then(|| o.atomic_type.name()),
@@ -995,6 +1064,10 @@ struct RunOutcome {
     eps: Vec<(Endpoint, Endpoint)>,
     /// Atomic: per QP, the final value of its target word.
     targets: Vec<u64>,
+    /// `post_send` calls with work requests.
+    post_calls: u64,
+    /// MMIO writes to the client NIC during the measured loop.
+    doorbells: u64,
 }
 
 /// Splits `buf` into consecutive disjoint parts of `lens` bytes (which must not exceed it).
