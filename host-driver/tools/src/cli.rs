@@ -212,9 +212,18 @@ pub struct LatArgs {
     /// Output format.
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
-    /// Not supported by the latency tests yet: they run both hosts in this process.
+    /// Run one side on this device (vfio-user:PATH or vfio:DDDD:BB:DD.F), as perftest runs
+    /// one side per host: without HOST the server, with HOST the client. `sim` (or nothing)
+    /// keeps the in-process run of both hosts.
     #[arg(long, env = "RNIC_DEVICE")]
     pub device: Option<String>,
+    /// With --device: the server to connect to (this side is then the client).
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+    /// With --device: TCP port of perftest's exchange.
+    #[arg(long, short = 'p', default_value_t = perf::exchange::DEFAULT_PORT, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
 }
 
 impl LatArgs {

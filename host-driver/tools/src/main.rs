@@ -7,6 +7,7 @@ use rnic_tools::cli::{self, Cli, Command, CommonArgs, LatArgs, LinkArg, Op, Outp
 use rnic_tools::output::{self, BwCsvRow, CsvOut, LatCsvRow};
 use rnic_tools::perf::lat::{self as lat, LatOp};
 use rnic_tools::perf::remote::{self, RemoteOptions, RemoteReport};
+use rnic_tools::perf::remote_lat::{self, RemoteLatOptions};
 use rnic_tools::perf::{self, AtomicType, WriteBwReport};
 
 fn main() -> ExitCode {
@@ -165,9 +166,14 @@ fn print_remote(r: &RemoteReport) {
 fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
     let name = op.name();
     if let Some(d) = a.device.as_deref().filter(|d| *d != "sim") {
-        eprintln!(
-            "rnic perf {name}: --device {d}: the latency tests run both hosts in this process only (two-sided runs are write and read bandwidth so far)"
-        );
+        if a.sweep.all || a.pcap.is_some() {
+            eprintln!("rnic perf {name}: --all and --pcap are for the in-process run (without --device)");
+            return ExitCode::from(2);
+        }
+        return perf_lat_remote(op, a, d);
+    }
+    if a.host.is_some() {
+        eprintln!("rnic perf {name}: a HOST argument needs --device (vfio-user:PATH or vfio:BDF): without it both hosts run in this process");
         return ExitCode::from(2);
     }
     let sizes = a.sweep.sizes(a.size);
@@ -238,6 +244,83 @@ fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
         all_ok &= r.verified;
     }
     if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// One side of a two-sided latency test.
+fn perf_lat_remote(op: LatOp, a: &LatArgs, device: &str) -> ExitCode {
+    let name = op.name();
+    let lat = a.options(op, a.size);
+    if let Err(e) = lat::check_lat_options(&lat) {
+        eprintln!("rnic perf {name}: {e}");
+        return ExitCode::from(2);
+    }
+    let opts = RemoteLatOptions {
+        lat,
+        device: device.to_owned(),
+        host: a.host.clone(),
+        port: a.port,
+        connect_timeout: std::time::Duration::from_secs(30),
+    };
+    let fmt = a.format();
+    let r = match remote_lat::run_remote_lat(&opts, &mut |_, _| {}) {
+        Ok(r) => r,
+        Err(e) => {
+            if fmt == OutputFormat::Json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "op": name, "device": device, "verified": false, "error": e.to_string() })
+                );
+            }
+            eprintln!("rnic perf {name}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match fmt {
+        OutputFormat::Json | OutputFormat::Csv => match serde_json::to_string(&r) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rnic perf {name}: cannot encode the report: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        OutputFormat::Text => {
+            println!("{RULE}");
+            println!("                    {name} (rnic, one side: {:?} on {})", r.role, r.device);
+            println!(" Mtu             : {}[B]", r.mtu);
+            println!(" Data ex. method : Ethernet (perftest exchange, peer version {})", r.peer_version);
+            println!("{RULE}");
+            println!(
+                " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
+            );
+            println!(
+                " {:<7}{:<15}{:<15.2}{:<15.2}{:<17.2}{:<15.2}{:<16.2}{:<23.2}{:.2}",
+                r.size,
+                r.completed,
+                r.t_min_us,
+                r.t_max_us,
+                r.t_typical_us,
+                r.t_avg_us,
+                r.t_stdev_us,
+                r.p99_us,
+                r.p99_9_us
+            );
+            println!("{RULE}");
+            println!(
+                " time base: {}; verification: {}",
+                if r.sim_clock { "simulated cycles" } else { "wall time" },
+                if r.verified { "passed" } else { "FAILED" }
+            );
+            println!("{RULE}");
+        }
+    }
+    if let Some(e) = &r.error {
+        eprintln!("rnic perf {name}: {e}");
+    }
+    if r.verified {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

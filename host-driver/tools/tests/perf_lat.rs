@@ -176,7 +176,8 @@ fn bad_arguments_exit_2_naming_the_flag() {
         (&["read-lat", "--inline-size", "8"], "--inline-size"),
         (&["send-lat", "--iters", "0"], "--iters"),
         (&["write-lat", "--cq-mod", "-1"], "--cq-mod"),
-        (&["write-lat", "--device", "vfio-user:/nonexistent.sock"], "--device"),
+        (&["write-lat", "-a", "--device", "vfio-user:/nonexistent.sock"], "--all"),
+        (&["read-lat", "127.0.0.1"], "needs --device"),
         (&["write", "-a", "--device", "vfio-user:/nonexistent.sock"], "--all"),
     ] {
         let (code, out, err) = rnic(args);

@@ -306,7 +306,7 @@ mod tests {
             doorbell: 1000,
             request_packets: 1,
             response_packets: 1,
-            delivered: Some(1200),
+            delivered: Some(1250),
             completed: None,
         };
         let s = measure(&frames, &[read, write], &link, (64, 32));
@@ -315,9 +315,14 @@ mod tests {
         let db = get("doorbell_to_tx_last_beat").unwrap();
         assert_eq!((db.min, db.max), (49.0, 99.0));
         let resp = get("responder").unwrap();
-        // READ: request last RX beat = ⌈(40 000 + (78+24)·8 + 50 000) / 400⌉ + 1 = 228; response tlast 300.
-        assert_eq!(resp.min, 72.0);
-        assert!(get("response_to_cqe").is_some() && get("rx_to_host_payload").is_some());
+        // READ: the 78-byte request (2 beats) arrives at bit 40 000 + (78+24)·8 + 50 000 =
+        // 90 816, first RX beat ⌈90 816 / 400⌉ = 228, last 229; response tlast 1204/4 − 1 = 300:
+        // 71. WRITE: last RX beat ⌈(440 000 + 1 328 + 50 000) / 400⌉ + 2 = 1231; ACK tlast 1249: 18.
+        assert_eq!((resp.min, resp.max, resp.samples), (18.0, 71.0, 2));
+        // The READ response (3 beats) lands at ⌈(120 400 + 1 328 + 50 000) / 400⌉ + 2 = 432;
+        // CQE seen at 600. The WRITE's payload seen at 1250, 19 after its last RX beat.
+        assert_eq!(get("response_to_cqe").map(|c| (c.min, c.samples)), Some((168.0, 1)));
+        assert_eq!(get("rx_to_host_payload").map(|c| (c.min, c.samples)), Some((19.0, 1)));
         // A message whose frames are not there is counted, not measured.
         let lost = HostStamps { doorbell: 9000, ..read };
         assert_eq!(measure(&frames, &[lost], &link, (64, 32)).unmatched, 1);
