@@ -128,6 +128,9 @@ pub enum PerfOp {
     /// SEND latency, like ib_send_lat: ping-pong of SENDs, each host polling its receive
     /// completions; half the round trip.
     SendLat(LatArgs),
+    /// Atomic latency, like ib_atomic_lat: one 8-byte fetch-and-add at a time, doorbell to
+    /// completion (--size 8 only).
+    AtomicLat(LatArgs),
 }
 
 /// `-a` / `--size-max`: perftest's sweep of message sizes.
@@ -169,10 +172,10 @@ pub enum OutputFormat {
 /// `rnic perf write-lat|read-lat|send-lat`.
 #[derive(Args, Debug)]
 pub struct LatArgs {
-    /// Message size in bytes, 1 ..= 2^28 (perftest's default, 2).
-    #[arg(long, short = 's', default_value_t = 2, allow_negative_numbers = true,
+    /// Message size in bytes, 1 ..= 2^28 (default 2, perftest's; atomic-lat: 8 only).
+    #[arg(long, short = 's', allow_negative_numbers = true,
           value_parser = clap::value_parser!(u64).range(1..=perf::lat::MAX_LAT_BYTES))]
-    pub size: u64,
+    pub size: Option<u64>,
     /// The sweep of sizes.
     #[command(flatten)]
     pub sweep: SweepArgs,
@@ -234,6 +237,11 @@ impl LatArgs {
         } else {
             self.output.unwrap_or(OutputFormat::Text)
         }
+    }
+
+    /// `--size`, or its default for `op` (8 for atomic-lat, 2 otherwise).
+    pub fn size_for(&self, op: perf::lat::LatOp) -> u64 {
+        self.size.unwrap_or(if op == perf::lat::LatOp::Atomic { perf::ATOMIC_BYTES } else { 2 })
     }
 
     /// The run's options for `op` at `size`.
@@ -527,7 +535,7 @@ impl PerfOp {
                 };
                 (Op { outs: a.outs, atomic_type, ..Op::plain(BwOp::Atomic, perf::ATOMIC_BYTES) }, &a.common)
             }
-            PerfOp::WriteLat(_) | PerfOp::ReadLat(_) | PerfOp::SendLat(_) => return None,
+            PerfOp::WriteLat(_) | PerfOp::ReadLat(_) | PerfOp::SendLat(_) | PerfOp::AtomicLat(_) => return None,
         })
     }
 
@@ -537,6 +545,7 @@ impl PerfOp {
             PerfOp::WriteLat(a) => Some((perf::lat::LatOp::Write, a)),
             PerfOp::ReadLat(a) => Some((perf::lat::LatOp::Read, a)),
             PerfOp::SendLat(a) => Some((perf::lat::LatOp::Send, a)),
+            PerfOp::AtomicLat(a) => Some((perf::lat::LatOp::Atomic, a)),
             _ => None,
         }
     }
@@ -619,7 +628,7 @@ mod tests {
                 assert!(e.to_string().contains(&format!("--{long}")), "{e}");
             }
         }
-        assert!(seen >= 4 * 15 + 3 * 7, "{seen} numeric options");
+        assert!(seen >= 4 * 15 + 4 * 7, "{seen} numeric options");
     }
 
     #[test]

@@ -176,7 +176,11 @@ fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
         eprintln!("rnic perf {name}: a HOST argument needs --device (vfio-user:PATH or vfio:BDF): without it both hosts run in this process");
         return ExitCode::from(2);
     }
-    let sizes = a.sweep.sizes(a.size);
+    if op == LatOp::Atomic && a.sweep.all {
+        eprintln!("rnic perf {name}: --all: an atomic moves 8 bytes, there are no sizes to sweep");
+        return ExitCode::from(2);
+    }
+    let sizes = a.sweep.sizes(a.size_for(op));
     for &size in &sizes {
         if let Err(e) = lat::check_lat_options(&a.options(op, size)) {
             eprintln!("rnic perf {name}: {e}");
@@ -253,7 +257,7 @@ fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
 /// One side of a two-sided latency test.
 fn perf_lat_remote(op: LatOp, a: &LatArgs, device: &str) -> ExitCode {
     let name = op.name();
-    let lat = a.options(op, a.size);
+    let lat = a.options(op, a.size_for(op));
     if let Err(e) = lat::check_lat_options(&lat) {
         eprintln!("rnic perf {name}: {e}");
         return ExitCode::from(2);

@@ -15,6 +15,7 @@ fn lat_title(op: &str) -> &'static str {
     match op {
         "read-lat" => "RDMA_Read Latency Test",
         "send-lat" => "Send Latency Test",
+        "atomic-lat" => "Atomic FETCH_AND_ADD Latency Test",
         _ => "RDMA_Write Latency Test",
     }
 }
@@ -27,7 +28,7 @@ pub fn lat_header(r: &LatReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, " Connection type : RC\t\tUsing SRQ      : OFF")?;
     writeln!(out, " Mtu             : {}[B]", r.mtu)?;
     writeln!(out, " Link type       : Ethernet (RoCEv2, 100 Gb/s simulated wire)")?;
-    if r.op != "read-lat" {
+    if !r.op.starts_with("read") && !r.op.starts_with("atomic") {
         writeln!(out, " Max inline data : {}[B]", r.inline_size)?;
         writeln!(out, " CQ Moderation   : {}", r.cq_mod)?;
     }

@@ -70,21 +70,24 @@ fn write_lat_reports_ordered_percentiles_that_match_the_wire_stages() {
     assert!(stage(v, "doorbell_to_tx_first_beat_est") <= stage(v, "doorbell_to_tx_last_beat"));
 }
 
-/// read-lat: one READ at a time, reported whole; every READ is signaled, so the stages cover
-/// its whole life and add up to the host's measure.
+/// read-lat and atomic-lat: one operation at a time, reported whole; every one is signaled, so
+/// the stages cover its whole life and add up to the host's measure. atomic-lat checks every
+/// original returned (fetch-and-add on one word).
 #[test]
-fn read_lat_is_the_sum_of_its_stages() {
-    let v = &json_lines("read-lat", &["--iters", "200", "--size", "64"])[0];
-    assert_eq!((v["op"].as_str(), v["halved"].as_bool()), (Some("read-lat"), Some(false)));
-    assert_percentiles(v, 200);
-    let total = f(&v["cycles"], "typical");
-    let staged: f64 = ["doorbell_to_tx_last_beat", "wire", "responder", "response_wire", "response_to_cqe"]
-        .iter()
-        .map(|n| stage(v, n))
-        .sum();
-    assert!((total - staged).abs() <= 4.0, "READ {total} cycles, stages add up to {staged}: {v}");
-    // The responder waits for a DMA read of the payload (64 cycles modelled).
-    assert!(stage(v, "responder") >= 64.0, "{v}");
+fn read_lat_and_atomic_lat_are_the_sum_of_their_stages() {
+    for (op, args) in [("read-lat", &["--iters", "200", "--size", "64"][..]), ("atomic-lat", &["--iters", "200"])] {
+        let v = &json_lines(op, args)[0];
+        assert_eq!((v["op"].as_str(), v["halved"].as_bool()), (Some(op), Some(false)));
+        assert_percentiles(v, 200);
+        let total = f(&v["cycles"], "typical");
+        let staged: f64 = ["doorbell_to_tx_last_beat", "wire", "responder", "response_wire", "response_to_cqe"]
+            .iter()
+            .map(|n| stage(v, n))
+            .sum();
+        assert!((total - staged).abs() <= 4.0, "{op}: {total} cycles, stages add up to {staged}: {v}");
+        // The responder waits for a DMA read of the payload or the word (64 cycles modelled).
+        assert!(stage(v, "responder") >= 64.0, "{v}");
+    }
 }
 
 /// send-lat and multi-packet messages (10 000 bytes at MTU 1024: 10 packets each way) verify
@@ -176,6 +179,8 @@ fn bad_arguments_exit_2_naming_the_flag() {
         (&["read-lat", "--inline-size", "8"], "--inline-size"),
         (&["send-lat", "--iters", "0"], "--iters"),
         (&["write-lat", "--cq-mod", "-1"], "--cq-mod"),
+        (&["atomic-lat", "--size", "16"], "--size 16"),
+        (&["atomic-lat", "-a"], "--all"),
         (&["write-lat", "-a", "--device", "vfio-user:/nonexistent.sock"], "--all"),
         (&["read-lat", "127.0.0.1"], "needs --device"),
         (&["write", "-a", "--device", "vfio-user:/nonexistent.sock"], "--all"),

@@ -9,6 +9,9 @@
 //!   receives posted and sees a message by its receive completion.
 //! - **read-lat** (as ib_read_lat): the client posts one RDMA READ at a time and polls its CQ;
 //!   a sample is doorbell → CQE seen, reported whole.
+//! - **atomic-lat** (as ib_atomic_lat): the same with one 8-byte fetch-and-add of
+//!   [`ATOMIC_ADD`] at a time on a u64 of the server's that starts at [`ATOMIC_INIT`]; atomic
+//!   `i` must return `ATOMIC_INIT + i × ATOMIC_ADD`.
 //!
 //! Message `i` of side `s` (0 client, 1 server) carries pattern `2i + s` ([`fill_pattern`])
 //! with its last byte replaced by [`marker`]`(i)`, so consecutive messages always differ in the
@@ -26,7 +29,10 @@ use serde::Serialize;
 
 use super::stages::{self, HostStamps, Stages};
 use super::stats::{LatencyHistogram, LatencySummary};
-use super::{ack_timeout_cycles, fill_pattern, rnr_wait_cycles, BothCounters, Mismatch, MAX_INLINE_SIZE};
+use super::{
+    ack_timeout_cycles, fill_pattern, rnr_wait_cycles, BothCounters, Mismatch, ATOMIC_ADD, ATOMIC_BYTES, ATOMIC_INIT,
+    MAX_INLINE_SIZE,
+};
 
 /// Largest latency message, bytes (each side holds two such buffers).
 pub const MAX_LAT_BYTES: u64 = 1 << 28;
@@ -47,6 +53,8 @@ pub enum LatOp {
     Read,
     /// SEND / RECV ping-pong (ib_send_lat).
     Send,
+    /// One 8-byte IBV_WR_ATOMIC_FETCH_AND_ADD at a time (ib_atomic_lat).
+    Atomic,
 }
 
 impl LatOp {
@@ -56,13 +64,19 @@ impl LatOp {
             Self::Write => "write-lat",
             Self::Read => "read-lat",
             Self::Send => "send-lat",
+            Self::Atomic => "atomic-lat",
         }
     }
 
     /// Whether a sample is a ping-pong round trip reported halved (perftest's convention for
     /// WRITE and SEND latency).
     pub fn halved(self) -> bool {
-        self != Self::Read
+        matches!(self, Self::Write | Self::Send)
+    }
+
+    /// One operation at a time from the client, the server passive (READ, atomic).
+    pub fn one_sided(self) -> bool {
+        !self.halved()
     }
 }
 
@@ -227,11 +241,15 @@ pub fn check_lat_options(o: &LatOptions) -> Result<()> {
     if o.inline_size > MAX_INLINE_SIZE {
         return inval(format!("--inline-size {} must be 0..={MAX_INLINE_SIZE}", o.inline_size));
     }
-    if o.op == LatOp::Read && o.inline_size != 0 {
+    if o.op.one_sided() && o.inline_size != 0 {
         return inval(format!(
-            "--inline-size {}: an RDMA READ carries no inline data, so --inline-size must be 0",
-            o.inline_size
+            "--inline-size {}: {} carries no inline data, so --inline-size must be 0",
+            o.inline_size,
+            if o.op == LatOp::Read { "an RDMA READ" } else { "an atomic" }
         ));
+    }
+    if o.op == LatOp::Atomic && o.size != ATOMIC_BYTES {
+        return inval(format!("--size {}: an atomic moves {ATOMIC_BYTES} bytes, so --size must be 8", o.size));
     }
     Ok(())
 }
@@ -279,12 +297,17 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
     let client = Context::open_with_port(dev_c, PortAddr::for_sim_nic(0))?;
     let server = Context::open_with_port(dev_s, PortAddr::for_sim_nic(1))?;
     let dev = client.device().clone();
-    let (read, send) = (o.op == LatOp::Read, o.op == LatOp::Send);
+    // `read`: one operation at a time, server passive (READ and atomic).
+    let (read, send, atomic) = (o.op.one_sided(), o.op == LatOp::Send, o.op == LatOp::Atomic);
     let inline = !read && o.size <= u64::from(o.inline_size);
     // Each side: [destination | source]; READ: the client's destination, the server's source.
     let mut buf_c = vec![0u8; if read { size } else { 2 * size }];
-    let mut buf_s = vec![0u8; if read { size } else { 2 * size }];
-    if read {
+    // An atomic's target must be 8-byte aligned: the word starts at the first aligned byte.
+    let mut buf_s = vec![0u8; if read { size + if atomic { 8 } else { 0 } } else { 2 * size }];
+    let off_s = if atomic { buf_s.as_ptr().align_offset(8) } else { 0 };
+    if atomic {
+        buf_s[off_s..off_s + 8].copy_from_slice(&ATOMIC_INIT.to_le_bytes());
+    } else if read {
         fill_pattern(1, &mut buf_s);
     }
     let mut expected = vec![0u8; size];
@@ -306,9 +329,15 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
             ),
             LatOp::Send => (AccessFlags::LOCAL_WRITE, AccessFlags::LOCAL_WRITE, AccessFlags::empty()),
             LatOp::Read => (AccessFlags::LOCAL_WRITE, AccessFlags::REMOTE_READ, AccessFlags::REMOTE_READ),
+            LatOp::Atomic => (
+                AccessFlags::LOCAL_WRITE,
+                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
+                AccessFlags::REMOTE_ATOMIC,
+            ),
         };
         let mr_c = pd_c.register(&mut buf_c, acc_c)?;
-        let mr_s = pd_s.register(&mut buf_s, acc_s)?;
+        let server_len = if atomic { 8 } else { buf_s.len() };
+        let mr_s = pd_s.register(&mut buf_s[off_s..off_s + server_len], acc_s)?;
         let rx = if send { SEND_LAT_RX_DEPTH.min(o.iters.try_into().unwrap_or(u32::MAX)) } else { 0 };
         let cq_entries = (sq_depth.next_power_of_two() + rx.next_power_of_two()) as usize;
         let mk = |pd: &rnic::ProtectionDomain, cq: &rnic::CompletionQueue| {
@@ -458,7 +487,12 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
                 }
                 if server_done && sides[0].seen.len() as u64 > i {
                     let t1 = sides[0].seen[i as usize];
-                    if read {
+                    if atomic {
+                        let want = ATOMIC_INIT.wrapping_add(i.wrapping_mul(ATOMIC_ADD));
+                        expected.copy_from_slice(&want.to_le_bytes());
+                        sides[0].mr.read_at(0, &mut got)?;
+                        note_mismatch(&expected, &got, i, 0, &mut mismatch);
+                    } else if read {
                         check_read(sides[0].mr, &mut expected, &mut got, i, &mut mismatch)?;
                     } else {
                         check_message(sides[0].mr, i, 1, &mut expected, &mut got, 0, &mut mismatch)?;
@@ -567,10 +601,10 @@ struct Run {
 
 /// The host stamps of every message, for [`stages::measure`].
 fn host_stamps(o: &LatOptions, r: &Run) -> Vec<HostStamps> {
-    let read = o.op == LatOp::Read;
+    let read = o.op.one_sided();
     let ips = [PortAddr::for_sim_nic(0).ip, PortAddr::for_sim_nic(1).ip];
     let req_packets = if read { 1 } else { packets(o.size, o.mtu) };
-    let resp_packets = if read { packets(o.size, o.mtu) } else { 1 };
+    let resp_packets = if o.op == LatOp::Read { packets(o.size, o.mtu) } else { 1 };
     let mut out = Vec::new();
     for i in 0..r.stamps[0][0].len() {
         for side in 0..if read { 1 } else { 2 } {
@@ -634,7 +668,11 @@ fn post(
         // Clear the destination, so the check proves this READ wrote every byte.
         msg.fill(0xEE);
         s.mr.write_at(0, msg).map_err(e)?;
-        SendWr::rdma_read(i, s.mr.sge(0..size).map_err(e)?, s.remote.at(0))
+        if o.op == LatOp::Atomic {
+            SendWr::atomic_fetch_and_add(i, s.mr.sge(0..size).map_err(e)?, s.remote.at(0), ATOMIC_ADD)
+        } else {
+            SendWr::rdma_read(i, s.mr.sge(0..size).map_err(e)?, s.remote.at(0))
+        }
     } else {
         fill_lat_message(i, side, msg);
         let sge = s.mr.sge(size..2 * size).map_err(e)?;
@@ -723,12 +761,15 @@ mod tests {
     fn options_are_checked() {
         let ok = LatOptions::default();
         check_lat_options(&ok).unwrap();
+        check_lat_options(&LatOptions { op: LatOp::Atomic, size: 8, ..ok.clone() }).unwrap();
         for (bad, flag) in [
             (LatOptions { size: 0, ..ok.clone() }, "--size"),
             (LatOptions { size: MAX_LAT_BYTES + 1, ..ok.clone() }, "--size"),
             (LatOptions { iters: 0, ..ok.clone() }, "--iters"),
             (LatOptions { cq_mod: 0, ..ok.clone() }, "--cq-mod"),
             (LatOptions { op: LatOp::Read, inline_size: 8, ..ok.clone() }, "--inline-size"),
+            (LatOptions { op: LatOp::Atomic, size: 16, ..ok.clone() }, "--size 16"),
+            (LatOptions { op: LatOp::Atomic, size: 8, inline_size: 8, ..ok.clone() }, "an atomic"),
         ] {
             assert!(check_lat_options(&bad).unwrap_err().to_string().contains(flag), "{bad:?}");
         }

@@ -1,4 +1,4 @@
-//! One side of a two-sided latency test (`rnic perf write-lat|read-lat|send-lat --device DEV
+//! One side of a two-sided latency test (`rnic perf write-lat|read-lat|send-lat|atomic-lat --device DEV
 //! [HOST]`), as ib_*_lat runs one side per host: the server (no HOST) listens on the TCP port,
 //! the client connects; they meet through perftest's exchange ([`super::exchange`]: version,
 //! system data, MTU, key exchanges, and after the run one more key exchange and "done"; a
@@ -27,7 +27,7 @@ use super::exchange::{Exchange, Key};
 use super::lat::{fill_lat_message, lat_stall_cycles, marker, LatOp, LatOptions};
 use super::remote::{sim_mac_of, Role};
 use super::stats::{LatencyHistogram, LatencySummary};
-use super::{fill_pattern, Mismatch};
+use super::{fill_pattern, Mismatch, ATOMIC_ADD, ATOMIC_INIT};
 
 /// Receives each side of a two-sided send-lat keeps posted.
 const RX_DEPTH: u32 = 16;
@@ -50,7 +50,7 @@ pub struct RemoteLatOptions {
 /// The outcome of one side.
 #[derive(Clone, Debug, Serialize)]
 pub struct RemoteLatReport {
-    /// "write-lat", "read-lat" or "send-lat".
+    /// "write-lat", "read-lat", "send-lat" or "atomic-lat".
     pub op: &'static str,
     /// "server" or "client".
     pub role: Role,
@@ -116,7 +116,8 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
     super::lat::check_lat_options(l)?;
     let role = if o.host.is_some() { Role::Client } else { Role::Server };
     let client = role == Role::Client;
-    let (read, send) = (l.op == LatOp::Read, l.op == LatOp::Send);
+    // `read`: one operation at a time, server passive (READ and atomic).
+    let (read, send, atomic) = (l.op.one_sided(), l.op == LatOp::Send, l.op == LatOp::Atomic);
     let size = l.size as usize;
     let dev: Rc<dyn rnic::Device> = rnic::open_device(&o.device)?;
     let ctx = Context::open_shared(Rc::clone(&dev))?;
@@ -132,14 +133,20 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
     let mtu = x.mtu(l.mtu).map_err(|e| io_err("MTU", e))?;
 
     // [destination | source]; READ: the client's destination, the server's pattern.
-    let mut buf = vec![0u8; if read { size } else { 2 * size }];
-    if read && !client {
+    // An atomic's target word must be 8-byte aligned: it starts at the first aligned byte.
+    let mut buf = vec![0u8; if read { size + if atomic { 8 } else { 0 } } else { 2 * size }];
+    let off = if atomic { buf.as_ptr().align_offset(8) } else { 0 };
+    if atomic && !client {
+        buf[off..off + 8].copy_from_slice(&ATOMIC_INIT.to_le_bytes());
+    } else if read && !client {
         fill_pattern(1, &mut buf);
     }
     let access = match (l.op, client) {
         (LatOp::Write, _) => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
         (LatOp::Send, _) | (LatOp::Read, true) => AccessFlags::LOCAL_WRITE,
         (LatOp::Read, false) => AccessFlags::REMOTE_READ,
+        (LatOp::Atomic, true) => AccessFlags::LOCAL_WRITE,
+        (LatOp::Atomic, false) => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC,
     };
     let inline = !read && l.size <= u64::from(l.inline_size);
     let sq_depth = if read { 1 } else { l.cq_mod.min(l.iters.try_into().unwrap_or(u32::MAX)).max(1) };
@@ -150,7 +157,8 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
     let mut error = None;
     let mut timed_out = false;
     let (local, remote) = {
-        let mr = pd.register(&mut buf, access)?;
+        let len = if atomic { size } else { buf.len() };
+        let mr = pd.register(&mut buf[off..off + len], access)?;
         let cq = ctx.create_cq((sq_depth.next_power_of_two() + rx.next_power_of_two()) as usize)?;
         let mut qp = pd
             .create_qp(&cq)
@@ -185,6 +193,7 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
                 LatOp::Write => AccessFlags::REMOTE_WRITE,
                 LatOp::Read => AccessFlags::REMOTE_READ,
                 LatOp::Send => AccessFlags::empty(),
+                LatOp::Atomic => AccessFlags::REMOTE_ATOMIC,
             },
             timeout: l.qp_timeout,
             max_rd_atomic: 1,
@@ -249,7 +258,11 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
             let wr = if read {
                 msg.fill(0xEE);
                 mr.write_at(0, &msg)?;
-                SendWr::rdma_read(i, mr.sge(0..size)?, rb.at(0))
+                if atomic {
+                    SendWr::atomic_fetch_and_add(i, mr.sge(0..size)?, rb.at(0), ATOMIC_ADD)
+                } else {
+                    SendWr::rdma_read(i, mr.sge(0..size)?, rb.at(0))
+                }
             } else {
                 fill_lat_message(i, if client { 0 } else { 1 }, &mut msg);
                 let sge = mr.sge(size..2 * size)?;
@@ -270,7 +283,9 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
                     break;
                 };
                 hist.record(at - t0);
-                if read {
+                if atomic {
+                    expected.copy_from_slice(&ATOMIC_INIT.wrapping_add(i.wrapping_mul(ATOMIC_ADD)).to_le_bytes());
+                } else if read {
                     fill_pattern(1, &mut expected);
                 } else {
                     fill_lat_message(i, 1, &mut expected);
@@ -374,7 +389,7 @@ impl<'m> Waiter<'m, '_> {
                     }
                 } else {
                     *retired = (*retired).max(wc.wr_id + 1);
-                    if op == LatOp::Read && wc.wr_id == i {
+                    if op.one_sided() && wc.wr_id == i {
                         return Ok(Some(at));
                     }
                 }
