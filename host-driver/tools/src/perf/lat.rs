@@ -464,8 +464,7 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
                 }
                 // WRITE: the hosts poll the last byte of their destination.
                 if o.op == LatOp::Write {
-                    for who in 0..2usize {
-                        let s = &mut sides[who];
+                    for (who, s) in sides.iter_mut().enumerate() {
                         if s.seen.len() as u64 == i && (who == 0 || !server_done) {
                             let mut b = [0u8; 1];
                             s.mr.read_at(size - 1, &mut b)?;
@@ -607,11 +606,11 @@ fn host_stamps(o: &LatOptions, r: &Run) -> Vec<HostStamps> {
     let resp_packets = if o.op == LatOp::Read { packets(o.size, o.mtu) } else { 1 };
     let mut out = Vec::new();
     for i in 0..r.stamps[0][0].len() {
-        for side in 0..if read { 1 } else { 2 } {
+        for (side, &ip) in ips.iter().enumerate().take(if read { 1 } else { 2 }) {
             let peer = 1 - side;
             let Some(&doorbell) = r.stamps[side][0].get(i) else { continue };
             out.push(HostStamps {
-                requester: Some(ips[side]),
+                requester: Some(ip),
                 doorbell,
                 request_packets: req_packets,
                 response_packets: resp_packets,
