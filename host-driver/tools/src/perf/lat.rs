@@ -412,7 +412,6 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
             let mut server_done = read;
             let mut last_progress = dev.now_cycles();
             loop {
-                let now = dev.now_cycles();
                 let mut stepped = false;
                 for who in 0..2usize {
                     let s = &mut sides[who];
@@ -463,6 +462,7 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
                     break 'iters;
                 }
                 // WRITE: the hosts poll the last byte of their destination.
+                let now = dev.now_cycles();
                 if o.op == LatOp::Write {
                     for (who, s) in sides.iter_mut().enumerate() {
                         if s.seen.len() as u64 == i && (who == 0 || !server_done) {
