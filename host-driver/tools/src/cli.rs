@@ -120,6 +120,146 @@ pub enum PerfOp {
     /// (IBV_WR_ATOMIC_FETCH_AND_ADD or IBV_WR_ATOMIC_CMP_AND_SWP) on one u64 of server NIC 1's
     /// memory; every original returned and the final value are checked.
     Atomic(AtomicArgs),
+    /// RDMA WRITE latency, like ib_write_lat: ping-pong of WRITEs, each host polling the last
+    /// byte of its buffer; half the round trip.
+    WriteLat(LatArgs),
+    /// RDMA READ latency, like ib_read_lat: one READ at a time, doorbell to completion.
+    ReadLat(LatArgs),
+    /// SEND latency, like ib_send_lat: ping-pong of SENDs, each host polling its receive
+    /// completions; half the round trip.
+    SendLat(LatArgs),
+    /// Atomic latency, like ib_atomic_lat: one 8-byte fetch-and-add at a time, doorbell to
+    /// completion (--size 8 only).
+    AtomicLat(LatArgs),
+}
+
+/// `-a` / `--size-max`: perftest's sweep of message sizes.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct SweepArgs {
+    /// Run every size 2, 4, 8 … 8 MiB (2^1 ..= 2^23, as perftest's -a), up to --size-max;
+    /// --size is then ignored.
+    #[arg(long, short = 'a')]
+    pub all: bool,
+    /// With --all: the largest size run, bytes (2 ..= 8388608; sizes above it are skipped).
+    #[arg(long, value_name = "BYTES", default_value_t = perf::SWEEP_MAX_BYTES, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(2..=perf::SWEEP_MAX_BYTES))]
+    pub size_max: u64,
+}
+
+impl SweepArgs {
+    /// The sizes to run: `size` alone, or with --all every power of two from 2 up to
+    /// `--size-max`.
+    pub fn sizes(&self, size: u64) -> Vec<u64> {
+        if self.all {
+            perf::sweep_sizes(self.size_max)
+        } else {
+            vec![size]
+        }
+    }
+}
+
+/// How a run prints its result.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// perftest's table.
+    Text,
+    /// One JSON object per line (one per size with --all).
+    Json,
+    /// A header and one comma-separated row per size.
+    Csv,
+}
+
+/// `rnic perf write-lat|read-lat|send-lat`.
+#[derive(Args, Debug)]
+pub struct LatArgs {
+    /// Message size in bytes, 1 ..= 2^28 (default 2, perftest's; atomic-lat: 8 only).
+    #[arg(long, short = 's', allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(1..=perf::lat::MAX_LAT_BYTES))]
+    pub size: Option<u64>,
+    /// The sweep of sizes.
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+    /// Samples (exchanges or READs), at least 1.
+    #[arg(long, short = 'n', default_value_t = 1000, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: u64,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
+    #[arg(long, short = 'm', default_value = "4096", allow_negative_numbers = true, value_parser = parse_mtu)]
+    pub mtu: Mtu,
+    /// write-lat and send-lat: messages of at most B bytes go inline (IBV_SEND_INLINE),
+    /// 0 ..= 448; read-lat takes 0 only.
+    #[arg(long, short = 'I', alias = "inline_size", value_name = "B", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(perf::MAX_INLINE_SIZE)))]
+    pub inline_size: u32,
+    /// write-lat and send-lat: signal one WR in N (perftest's --cq-mod, default 100),
+    /// 1 ..= 32768; read-lat signals every READ.
+    #[arg(long, short = 'Q', default_value_t = perf::lat::DEFAULT_LAT_CQ_MOD, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(rnic::qp::MAX_SEND_WR)))]
+    pub cq_mod: u32,
+    /// Local ACK timeout exponent of the QPs, 0 ..= 31 (4.096 µs × 2^N).
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub qp_timeout: u8,
+    /// A hard cycle budget for each size's run.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_cycles: Option<u64>,
+    /// Do not capture the wire for the per-stage breakdown.
+    #[arg(long)]
+    pub no_stages: bool,
+    /// Keep the wire capture in this pcap file (with --all: the last size's).
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+    /// Print one JSON object (per size) instead of the table (same as --output json).
+    #[arg(long, conflicts_with = "output")]
+    pub json: bool,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub output: Option<OutputFormat>,
+    /// Run one side on this device (vfio-user:PATH or vfio:DDDD:BB:DD.F), as perftest runs
+    /// one side per host: without HOST the server, with HOST the client. `sim` (or nothing)
+    /// keeps the in-process run of both hosts.
+    #[arg(long, env = "RNIC_DEVICE")]
+    pub device: Option<String>,
+    /// With --device: the server to connect to (this side is then the client).
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+    /// With --device: TCP port of perftest's exchange.
+    #[arg(long, short = 'p', default_value_t = perf::exchange::DEFAULT_PORT, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
+}
+
+impl LatArgs {
+    /// The output format (`--json` is `--output json`).
+    pub fn format(&self) -> OutputFormat {
+        if self.json {
+            OutputFormat::Json
+        } else {
+            self.output.unwrap_or(OutputFormat::Text)
+        }
+    }
+
+    /// `--size`, or its default for `op` (8 for atomic-lat, 2 otherwise).
+    pub fn size_for(&self, op: perf::lat::LatOp) -> u64 {
+        self.size.unwrap_or(if op == perf::lat::LatOp::Atomic { perf::ATOMIC_BYTES } else { 2 })
+    }
+
+    /// The run's options for `op` at `size`.
+    pub fn options(&self, op: perf::lat::LatOp, size: u64) -> perf::lat::LatOptions {
+        perf::lat::LatOptions {
+            op,
+            size,
+            iters: self.iters,
+            mtu: self.mtu,
+            inline_size: self.inline_size,
+            cq_mod: self.cq_mod,
+            qp_timeout: self.qp_timeout,
+            budget_cycles: self.timeout_cycles,
+            pcap: self.pcap.clone(),
+            stages: !self.no_stages,
+            sim: rnic_sim::SimConfig::default(),
+        }
+    }
 }
 
 /// `--atomic-type` (perftest's `-A, --atomic_type`).
@@ -212,6 +352,9 @@ pub struct WriteArgs {
     #[arg(long, short = 's', default_value_t = 65536, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u64).range(1..=perf::MAX_MESSAGE_BYTES))]
     pub size: u64,
+    /// The sweep of sizes.
+    #[command(flatten)]
+    pub sweep: SweepArgs,
     /// The options every operation takes.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -267,9 +410,19 @@ pub struct CommonArgs {
     /// retransmissions) finish.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_cycles: Option<u64>,
-    /// Print one JSON object instead of the table.
-    #[arg(long)]
+    /// Post N work requests per post_send call, one doorbell for the N (perftest's -l,
+    /// --post_list), 1 ..= --tx-depth: a QP posts only when it has room for N (or for all its
+    /// remaining messages, if fewer). Without it, every pass of the host loop posts as many as
+    /// the QP has room for, in one call.
+    #[arg(long, short = 'l', alias = "post_list", value_name = "N", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(rnic::qp::MAX_SEND_WR)))]
+    pub post_list: Option<u32>,
+    /// Print one JSON object (per size) instead of the table (same as --output json).
+    #[arg(long, conflicts_with = "output")]
     pub json: bool,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub output: Option<OutputFormat>,
     /// Run one side on this device (vfio-user:PATH or vfio:DDDD:BB:DD.F; docs/pcie.md), as
     /// perftest runs one side per host: without HOST the server, with HOST the client. `sim`
     /// (or nothing) keeps the in-process run of both hosts.
@@ -316,6 +469,17 @@ pub struct CommonArgs {
     pub qp_timeout: u8,
 }
 
+impl CommonArgs {
+    /// The output format (`--json` is `--output json`).
+    pub fn format(&self) -> OutputFormat {
+        if self.json {
+            OutputFormat::Json
+        } else {
+            self.output.unwrap_or(OutputFormat::Text)
+        }
+    }
+}
+
 /// `--cq-mod` when not given (and `--tx-depth` is at least as large).
 pub const DEFAULT_CQ_MOD: u32 = 16;
 
@@ -334,25 +498,36 @@ pub struct Op {
     pub min_rnr_timer: u8,
     /// Atomic: the operation.
     pub atomic_type: AtomicType,
+    /// The sizes to run (`--size`, or the sweep of `-a`).
+    pub sizes: Option<SweepArgs>,
 }
 
 impl Op {
     /// `op` with messages of `size` bytes and the defaults of the other settings.
     pub fn plain(op: BwOp, size: u64) -> Self {
-        Op { op, size, rx_depth: 512, outs: 16, min_rnr_timer: 12, atomic_type: AtomicType::FetchAndAdd }
+        Op { op, size, rx_depth: 512, outs: 16, min_rnr_timer: 12, atomic_type: AtomicType::FetchAndAdd, sizes: None }
     }
 }
 
 impl PerfOp {
     /// The operation's settings and the common options.
-    pub fn split(&self) -> (Op, &CommonArgs) {
-        match self {
-            PerfOp::Write(a) => (Op::plain(BwOp::Write, a.size), &a.common),
+    /// None for a latency operation (see [`PerfOp::lat`]).
+    pub fn split(&self) -> Option<(Op, &CommonArgs)> {
+        Some(match self {
+            PerfOp::Write(a) => (Op { sizes: Some(a.sweep), ..Op::plain(BwOp::Write, a.size) }, &a.common),
             PerfOp::Send(a) => (
-                Op { rx_depth: a.rx_depth, min_rnr_timer: a.min_rnr_timer, ..Op::plain(BwOp::Send, a.common.size) },
+                Op {
+                    rx_depth: a.rx_depth,
+                    min_rnr_timer: a.min_rnr_timer,
+                    sizes: Some(a.common.sweep),
+                    ..Op::plain(BwOp::Send, a.common.size)
+                },
                 &a.common.common,
             ),
-            PerfOp::Read(a) => (Op { outs: a.outs, ..Op::plain(BwOp::Read, a.common.size) }, &a.common.common),
+            PerfOp::Read(a) => (
+                Op { outs: a.outs, sizes: Some(a.common.sweep), ..Op::plain(BwOp::Read, a.common.size) },
+                &a.common.common,
+            ),
             PerfOp::Atomic(a) => {
                 let atomic_type = match a.atomic_type {
                     AtomicTypeArg::FetchAndAdd => AtomicType::FetchAndAdd,
@@ -360,6 +535,18 @@ impl PerfOp {
                 };
                 (Op { outs: a.outs, atomic_type, ..Op::plain(BwOp::Atomic, perf::ATOMIC_BYTES) }, &a.common)
             }
+            PerfOp::WriteLat(_) | PerfOp::ReadLat(_) | PerfOp::SendLat(_) | PerfOp::AtomicLat(_) => return None,
+        })
+    }
+
+    /// A latency operation and its arguments; None for a bandwidth operation.
+    pub fn lat(&self) -> Option<(perf::lat::LatOp, &LatArgs)> {
+        match self {
+            PerfOp::WriteLat(a) => Some((perf::lat::LatOp::Write, a)),
+            PerfOp::ReadLat(a) => Some((perf::lat::LatOp::Read, a)),
+            PerfOp::SendLat(a) => Some((perf::lat::LatOp::Send, a)),
+            PerfOp::AtomicLat(a) => Some((perf::lat::LatOp::Atomic, a)),
+            _ => None,
         }
     }
 }
@@ -380,6 +567,7 @@ pub fn bw_options(o: Op, a: &CommonArgs) -> WriteBwOptions {
         mtu: a.mtu,
         tx_depth: a.tx_depth,
         cq_mod: a.cq_mod.unwrap_or(DEFAULT_CQ_MOD.min(a.tx_depth)),
+        post_list: a.post_list,
         budget_cycles: a.timeout_cycles,
         pcap: a.pcap.clone(),
         waveform: a.waveform.clone(),
@@ -427,7 +615,9 @@ mod tests {
             for arg in op.get_arguments() {
                 let long = arg.get_long().unwrap_or_default();
                 let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
-                if !takes_value || arg.is_positional() || ["pcap", "waveform", "atomic-type", "device"].contains(&long)
+                if !takes_value
+                    || arg.is_positional()
+                    || ["pcap", "waveform", "atomic-type", "device", "output"].contains(&long)
                 {
                     continue;
                 }
@@ -438,7 +628,7 @@ mod tests {
                 assert!(e.to_string().contains(&format!("--{long}")), "{e}");
             }
         }
-        assert!(seen >= 4 * 15, "{seen} numeric options");
+        assert!(seen >= 4 * 15 + 4 * 7, "{seen} numeric options");
     }
 
     #[test]
@@ -483,7 +673,7 @@ mod tests {
             (&["perf", "read", "--tx-depth", "100"], 16),
         ] {
             let Command::Perf { op } = parse(args).unwrap().command else { panic!("not perf") };
-            let (o, a) = op.split();
+            let (o, a) = op.split().unwrap();
             assert_eq!(bw_options(o, a).cq_mod, want, "{args:?}");
         }
         // Given explicitly, a --cq-mod above --tx-depth is refused (by check_options).
@@ -491,7 +681,7 @@ mod tests {
         else {
             panic!()
         };
-        let (o, a) = op.split();
+        let (o, a) = op.split().unwrap();
         assert!(perf::check_options(&bw_options(o, a)).unwrap_err().to_string().contains("--cq-mod 6"));
     }
 
@@ -527,13 +717,13 @@ mod tests {
         ])
         .unwrap();
         let Command::Perf { op } = cli.command else { panic!("not perf") };
-        let (o, a) = op.split();
+        let (o, a) = op.split().unwrap();
         let opts = bw_options(o, a);
         assert_eq!((opts.sim.faults.drop_probability, opts.sim.faults.corrupt_probability), (1.0, 0.5));
         assert_eq!((opts.qps, opts.sges, opts.inline_size, opts.size, opts.tx_depth), (16, 16, 448, 1 << 31, 32768));
         assert_eq!(opts.mtu, Mtu::Mtu256);
         let cli = parse(&["perf", "send", "--rx-depth", "32768", "--min-rnr-timer", "0"]).unwrap();
         let Command::Perf { op } = cli.command else { panic!("not perf") };
-        assert_eq!((op.split().0.rx_depth, op.split().0.min_rnr_timer), (32768, 0));
+        assert_eq!((op.split().unwrap().0.rx_depth, op.split().unwrap().0.min_rnr_timer), (32768, 0));
     }
 }

@@ -6,4 +6,5 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod output;
 pub mod perf;

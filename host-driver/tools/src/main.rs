@@ -3,17 +3,21 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use rnic::{Context, DeviceInfo};
-use rnic_tools::cli::{self, Cli, Command, CommonArgs, LinkArg, Op, ServeArgs, SimCmd};
+use rnic_tools::cli::{self, Cli, Command, CommonArgs, LatArgs, LinkArg, Op, OutputFormat, ServeArgs, SimCmd};
+use rnic_tools::output::{self, BwCsvRow, CsvOut, LatCsvRow};
+use rnic_tools::perf::lat::{self as lat, LatOp};
 use rnic_tools::perf::remote::{self, RemoteOptions, RemoteReport};
+use rnic_tools::perf::remote_lat::{self, RemoteLatOptions};
 use rnic_tools::perf::{self, AtomicType, WriteBwReport};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Perf { op } => {
-            let (o, a) = op.split();
-            perf_bw(o, a)
-        }
+        Command::Perf { op } => match (op.lat(), op.split()) {
+            (Some((lop, a)), _) => perf_lat(lop, a),
+            (None, Some((o, a))) => perf_bw(o, a),
+            (None, None) => ExitCode::from(2),
+        },
         Command::Info { json, device } => info(json, &device),
         Command::Sim { cmd: SimCmd::Serve(a) } => serve(&a),
     }
@@ -87,7 +91,7 @@ fn perf_remote(o: Op, a: &CommonArgs, device: &str) -> ExitCode {
     let r = match remote::run_remote(&opts, &mut |_, _| {}) {
         Ok(r) => r,
         Err(e) => {
-            if a.json {
+            if a.format() == OutputFormat::Json {
                 println!(
                     "{}",
                     serde_json::json!({ "op": name, "device": device, "verified": false, "error": e.to_string() })
@@ -97,7 +101,7 @@ fn perf_remote(o: Op, a: &CommonArgs, device: &str) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if a.json {
+    if a.format() == OutputFormat::Json {
         match serde_json::to_string(&r) {
             Ok(s) => println!("{s}"),
             Err(e) => {
@@ -158,12 +162,305 @@ fn print_remote(r: &RemoteReport) {
     println!("{RULE}");
 }
 
+/// Runs a latency test, or its sweep over sizes.
+fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
+    let name = op.name();
+    if let Some(d) = a.device.as_deref().filter(|d| *d != "sim") {
+        if a.sweep.all || a.pcap.is_some() {
+            eprintln!("rnic perf {name}: --all and --pcap are for the in-process run (without --device)");
+            return ExitCode::from(2);
+        }
+        return perf_lat_remote(op, a, d);
+    }
+    if a.host.is_some() {
+        eprintln!("rnic perf {name}: a HOST argument needs --device (vfio-user:PATH or vfio:BDF): without it both hosts run in this process");
+        return ExitCode::from(2);
+    }
+    if op == LatOp::Atomic && a.sweep.all {
+        eprintln!("rnic perf {name}: --all: an atomic moves 8 bytes, there are no sizes to sweep");
+        return ExitCode::from(2);
+    }
+    let sizes = a.sweep.sizes(a.size_for(op));
+    for &size in &sizes {
+        if let Err(e) = lat::check_lat_options(&a.options(op, size)) {
+            eprintln!("rnic perf {name}: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let fmt = a.format();
+    let mut csv = CsvOut::default();
+    let mut all_ok = true;
+    for (k, &size) in sizes.iter().enumerate() {
+        let opts = a.options(op, size);
+        let bar = progress_bar(fmt, a.iters, "exchanges");
+        let r = lat::run_lat(&opts, &mut |done, _| bar.set_position(done));
+        bar.finish_and_clear();
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                if fmt == OutputFormat::Json {
+                    println!(
+                        "{}",
+                        serde_json::json!({ "op": name, "size": size, "verified": false, "error": e.to_string() })
+                    );
+                }
+                eprintln!("rnic perf {name}: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let mut out = std::io::stdout();
+        let printed = match fmt {
+            OutputFormat::Json => serde_json::to_string(&r).map(|s| println!("{s}")).map_err(|e| e.to_string()),
+            OutputFormat::Csv => csv.row(&LatCsvRow::from(&r)).map_err(|e| e.to_string()),
+            OutputFormat::Text => (|| {
+                if k == 0 {
+                    output::lat_header(&r, &mut out)?;
+                }
+                output::lat_row(&r, &mut out)?;
+                if k + 1 == sizes.len() || !r.verified {
+                    output::lat_footer(&r, &mut out)?;
+                }
+                Ok::<(), std::io::Error>(())
+            })()
+            .map_err(|e| e.to_string()),
+        };
+        if let Err(e) = printed {
+            eprintln!("rnic perf {name}: cannot print the report: {e}");
+            return ExitCode::from(1);
+        }
+        if let Some(e) = &r.error {
+            eprintln!("rnic perf {name} --size {size}: {e}");
+        }
+        if r.timed_out {
+            eprintln!("rnic perf {name} --size {size}: gave up after {} of {} exchanges", r.completed, r.iters);
+        }
+        if let Some(m) = r.first_mismatch {
+            eprintln!(
+                "rnic perf {name} --size {size}: exchange {}: the {} received a wrong byte at offset {}: expected {:#04x}, found {:#04x}; {} bytes wrong",
+                m.iteration,
+                if m.qp == 1 { "server" } else { "client" },
+                m.offset,
+                m.expected,
+                m.found,
+                m.count
+            );
+        }
+        all_ok &= r.verified;
+    }
+    if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// One side of a two-sided latency test.
+fn perf_lat_remote(op: LatOp, a: &LatArgs, device: &str) -> ExitCode {
+    let name = op.name();
+    let lat = a.options(op, a.size_for(op));
+    if let Err(e) = lat::check_lat_options(&lat) {
+        eprintln!("rnic perf {name}: {e}");
+        return ExitCode::from(2);
+    }
+    let opts = RemoteLatOptions {
+        lat,
+        device: device.to_owned(),
+        host: a.host.clone(),
+        port: a.port,
+        connect_timeout: std::time::Duration::from_secs(30),
+    };
+    let fmt = a.format();
+    let r = match remote_lat::run_remote_lat(&opts, &mut |_, _| {}) {
+        Ok(r) => r,
+        Err(e) => {
+            if fmt == OutputFormat::Json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "op": name, "device": device, "verified": false, "error": e.to_string() })
+                );
+            }
+            eprintln!("rnic perf {name}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match fmt {
+        OutputFormat::Json | OutputFormat::Csv => match serde_json::to_string(&r) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rnic perf {name}: cannot encode the report: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        OutputFormat::Text => {
+            println!("{RULE}");
+            println!("                    {name} (rnic, one side: {:?} on {})", r.role, r.device);
+            println!(" Mtu             : {}[B]", r.mtu);
+            println!(" Data ex. method : Ethernet (perftest exchange, peer version {})", r.peer_version);
+            println!("{RULE}");
+            println!(
+                " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
+            );
+            println!(
+                " {:<7}{:<15}{:<15.2}{:<15.2}{:<17.2}{:<15.2}{:<16.2}{:<23.2}{:.2}",
+                r.size,
+                r.completed,
+                r.t_min_us,
+                r.t_max_us,
+                r.t_typical_us,
+                r.t_avg_us,
+                r.t_stdev_us,
+                r.p99_us,
+                r.p99_9_us
+            );
+            println!("{RULE}");
+            println!(
+                " time base: {}; verification: {}",
+                if r.sim_clock { "simulated cycles" } else { "wall time" },
+                if r.verified { "passed" } else { "FAILED" }
+            );
+            println!("{RULE}");
+        }
+    }
+    if let Some(e) = &r.error {
+        eprintln!("rnic perf {name}: {e}");
+    }
+    if r.verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// A progress bar counting `what`, hidden unless the output is the table.
+fn progress_bar(fmt: OutputFormat, len: u64, what: &str) -> indicatif::ProgressBar {
+    if fmt != OutputFormat::Text {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(len);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(&format!("{{spinner}} {{pos}}/{{len}} {what} completed [{{elapsed}}]"))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    b
+}
+
+/// Runs a bandwidth test, or its sweep over sizes (`-a`).
 fn perf_bw(o: Op, a: &CommonArgs) -> ExitCode {
     let name = o.op.name();
+    let sweep = o.sizes.filter(|s| s.all);
     match a.device.as_deref() {
-        Some(d) if d != "sim" => return perf_remote(o, a, d),
+        Some(d) if d != "sim" => {
+            if sweep.is_some() || a.post_list.is_some() || a.format() == OutputFormat::Csv {
+                eprintln!("rnic perf {name}: --all, --post-list and --output csv are for the in-process run (without --device)");
+                return ExitCode::from(2);
+            }
+            return perf_remote(o, a, d);
+        }
         _ => {}
     }
+    match sweep {
+        Some(s) => perf_bw_sweep(o, a, &s.sizes(o.size)),
+        None => perf_bw_one(o, a),
+    }
+}
+
+/// `-a`: one run per size, one row each.
+fn perf_bw_sweep(o: Op, a: &CommonArgs, sizes: &[u64]) -> ExitCode {
+    let name = o.op.name();
+    if a.host.is_some() {
+        eprintln!("rnic perf {name}: a HOST argument needs --device (vfio-user:PATH or vfio:BDF): without it both hosts run in this process");
+        return ExitCode::from(2);
+    }
+    for &size in sizes {
+        if let Err(e) = perf::check_options(&cli::bw_options(Op { size, ..o }, a)) {
+            eprintln!("rnic perf {name} --all (size {size}): {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let fmt = a.format();
+    let mut csv = CsvOut::default();
+    let mut all_ok = true;
+    for (k, &size) in sizes.iter().enumerate() {
+        let opts = cli::bw_options(Op { size, ..o }, a);
+        let bar = progress_bar(fmt, a.iters, "messages");
+        let r = perf::run_write_bw(&opts, &mut |done, _| bar.set_position(done));
+        bar.finish_and_clear();
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("rnic perf {name} (size {size}): {e}");
+                return ExitCode::from(1);
+            }
+        };
+        match fmt {
+            OutputFormat::Json => match serde_json::to_string(&r) {
+                Ok(s) => println!("{s}"),
+                Err(e) => {
+                    eprintln!("rnic perf {name}: cannot encode the report: {e}");
+                    return ExitCode::from(1);
+                }
+            },
+            OutputFormat::Csv => {
+                if let Err(e) = csv.row(&BwCsvRow::from(&r)) {
+                    eprintln!("rnic perf {name}: cannot print the report: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+            OutputFormat::Text => {
+                if k == 0 {
+                    println!("{RULE}");
+                    println!(
+                        "                    {} BW Test, all sizes (rnic, simulated in Verilator)",
+                        bw_title(r.op)
+                    );
+                    println!(
+                        " Number of qps   : {}\t\tTX depth : {}\t\tCQ Moderation : {}\t\tPost list : {}",
+                        r.qps,
+                        r.tx_depth,
+                        r.cq_mod,
+                        r.post_list.map_or("off".to_owned(), |l| l.to_string())
+                    );
+                    println!(" Mtu             : {}[B]", r.mtu);
+                    println!("{RULE}");
+                    println!(" #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]   verified");
+                }
+                println!(
+                    " {:<10} {:<14} {:<20.2} {:<15.6} {}",
+                    r.size,
+                    r.iters,
+                    r.gbps,
+                    r.mpps,
+                    if r.verified { "yes" } else { "NO" }
+                );
+                if k + 1 == sizes.len() {
+                    println!("{RULE}");
+                }
+            }
+        }
+        if let Some(e) = &r.error {
+            eprintln!("rnic perf {name} (size {size}): {e}");
+        }
+        all_ok &= r.verified;
+    }
+    if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// perftest's name of a bandwidth test.
+fn bw_title(op: &str) -> &'static str {
+    match op {
+        "send" => "Send",
+        "read" => "RDMA_Read",
+        "atomic" => "Atomic",
+        _ => "RDMA_Write",
+    }
+}
+
+fn perf_bw_one(o: Op, a: &CommonArgs) -> ExitCode {
+    let name = o.op.name();
     if a.host.is_some() {
         eprintln!("rnic perf {name}: a HOST argument needs --device (vfio-user:PATH or vfio:BDF): without it both hosts run in this process");
         return ExitCode::from(2);
@@ -173,38 +470,35 @@ fn perf_bw(o: Op, a: &CommonArgs) -> ExitCode {
         eprintln!("rnic perf {name}: {e}");
         return ExitCode::from(2);
     }
-    let bar = if a.json {
-        indicatif::ProgressBar::hidden()
-    } else {
-        let b = indicatif::ProgressBar::new(a.iters);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} messages completed [{elapsed}]")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    };
+    let fmt = a.format();
+    let bar = progress_bar(fmt, a.iters, "messages");
     let result = perf::run_write_bw(&opts, &mut |done, _| bar.set_position(done));
     bar.finish_and_clear();
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            if a.json {
+            if fmt == OutputFormat::Json {
                 println!("{}", serde_json::json!({ "op": name, "verified": false, "error": e.to_string() }));
             }
             eprintln!("rnic perf {name}: {e}");
             return ExitCode::from(1);
         }
     };
-    if a.json {
-        match serde_json::to_string(&report) {
+    match fmt {
+        OutputFormat::Json => match serde_json::to_string(&report) {
             Ok(s) => println!("{s}"),
             Err(e) => {
                 eprintln!("rnic perf {name}: cannot encode the report: {e}");
                 return ExitCode::from(1);
             }
+        },
+        OutputFormat::Csv => {
+            if let Err(e) = CsvOut::default().row(&BwCsvRow::from(&report)) {
+                eprintln!("rnic perf {name}: cannot print the report: {e}");
+                return ExitCode::from(1);
+            }
         }
-    } else {
-        print_table(&report, a);
+        OutputFormat::Text => print_table(&report, a),
     }
     if report.timed_out {
         let why = match (report.budget_cycles, report.stall_cycles) {
@@ -242,16 +536,11 @@ fn perf_bw(o: Op, a: &CommonArgs) -> ExitCode {
     }
 }
 
-const RULE: &str = "---------------------------------------------------------------------------------------";
+use output::RULE;
 
 fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     println!("{RULE}");
-    let title = match r.op {
-        "send" => "Send",
-        "read" => "RDMA_Read",
-        "atomic" => "Atomic",
-        _ => "RDMA_Write",
-    };
+    let title = bw_title(r.op);
     println!("                    {title} BW Test (rnic, simulated in Verilator)");
     println!(" Number of qps   : {}\t\tTransport type : IB", r.qps);
     println!(" Connection type : RC\t\tUsing SRQ      : OFF");
@@ -266,6 +555,9 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
         println!(" Atomic Type     : {}", atomic_type_of(r).perftest_name());
     }
     println!(" CQ Moderation   : {}", r.cq_mod);
+    if let Some(l) = r.post_list {
+        println!(" Post List       : {l}");
+    }
     println!(" Mtu             : {}[B]", r.mtu);
     println!(" Link type       : Ethernet (RoCEv2, 100 Gb/s simulated wire)");
     println!(
@@ -299,6 +591,13 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     println!(
         " simulator: {:.0} cycles/s ({} cycles in {:.2} s wall); Verilator build {:.1} s",
         r.sim_cycles_per_sec, r.sim_total_cycles, r.sim_wall_seconds, r.verilator_build_seconds
+    );
+    println!(
+        " doorbells: {} SQ doorbells for {} WRs ({:.2} WRs per doorbell, {} post_send calls)",
+        r.doorbells,
+        r.iters,
+        r.iters as f64 / r.doorbells.max(1) as f64,
+        r.post_calls
     );
     if let Some(p) = &a.pcap {
         println!(" pcap: {} frames in {}", r.pcap_frames, p.display());

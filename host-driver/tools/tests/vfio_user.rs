@@ -154,3 +154,27 @@ fn wrong_sockets_get_a_message_and_a_hint() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("only write and read"), "{o:?}");
 }
+
+/// The latency tests run two-sided too: write-lat and send-lat with both sides active (the
+/// server answers every message after checking it), read-lat and atomic-lat with a passive
+/// server; each side verifies what it received and measures on the simulator's clock.
+#[test]
+fn latency_tests_between_two_processes_over_vfio_user_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let _serve = Serve::start(dir.path(), &[]);
+    for op in ["write-lat", "send-lat", "read-lat", "atomic-lat"] {
+        let size = if op == "atomic-lat" { "8" } else { "300" };
+        let (s, c) = two_sided(dir.path(), op, &["--size", size, "--iters", "20"]);
+        assert_eq!(c["verified"], true, "{op} client: {c}");
+        assert_eq!(s["verified"], true, "{op} server: {s}");
+        assert_eq!((c["role"].as_str(), c["op"].as_str()), (Some("client"), Some(op)));
+        assert_eq!(c["completed"].as_u64(), Some(20), "{c}");
+        assert_eq!(c["sim_clock"], true, "{c}");
+        // The server of a ping-pong samples the gaps between the 20 messages it answered.
+        let server_samples = if op == "read-lat" || op == "atomic-lat" { 0 } else { 19 };
+        assert_eq!(s["completed"].as_u64(), Some(server_samples), "{s}");
+        let (lo, mid, hi) =
+            (c["t_min_us"].as_f64().unwrap(), c["t_typical_us"].as_f64().unwrap(), c["t_max_us"].as_f64().unwrap());
+        assert!(0.0 < lo && lo <= mid && mid <= hi, "{c}");
+    }
+}

@@ -5,22 +5,38 @@ use std::path::PathBuf;
 
 use rnic::sim::{sim_error, sim_pair, SimConfig};
 use rnic::{
-    AccessFlags, ConnectOptions, Context, Counters, Endpoint, Error, Mtu, PortAddr, RecvWr, Result, SendWr, Sge,
+    AccessFlags, ConnectOptions, Context, Counters, Endpoint, Mtu, PortAddr, RecvWr, Result, SendWr, Sge,
     WorkCompletion,
 };
 use rnic_contract::CORE_CLOCK_MHZ;
 use serde::Serialize;
 
 pub mod exchange;
+pub mod lat;
 mod layout;
+mod limits;
 pub mod remote;
+pub mod remote_lat;
+pub mod stages;
+pub mod stats;
 mod verify;
 
 pub use layout::{atomic_init, fill_pattern, gather_pieces, pattern_byte, qp_iters, slot_stride, Piece, GAP_BYTE};
+pub use limits::{ack_timeout_cycles, check_options, client_cq_entries, default_stall_cycles, rnr_wait_cycles};
+use limits::{effective_rx_depth, inval, server_cq_share};
 pub use verify::{check_atomics, check_atomics_from, check_buffer, check_qp_buffer, check_qp_slots, Mismatch};
 
 /// Largest message the test sends, in bytes (2^31, the most a message carries).
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 31;
+
+/// Largest size of perftest's `-a` sweep, bytes (2^23 = 8 MiB).
+pub const SWEEP_MAX_BYTES: u64 = 1 << 23;
+
+/// The sizes of perftest's `-a` sweep up to `max`: 2, 4, 8, … (powers of two from 2^1) that are
+/// at most `max` and at most [`SWEEP_MAX_BYTES`].
+pub fn sweep_sizes(max: u64) -> Vec<u64> {
+    (1..=23).map(|k| 1u64 << k).filter(|&s| s <= max.min(SWEEP_MAX_BYTES)).collect()
+}
 
 /// Largest `size × iters` the test accepts (the server's buffer), in bytes.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
@@ -142,6 +158,11 @@ pub struct WriteBwOptions {
     pub tx_depth: u32,
     /// Signal one work request in `cq_mod` (and the last) of each QP; 1 ..= `tx_depth`.
     pub cq_mod: u32,
+    /// perftest's `-l`/`--post_list`: each `post_send` call carries exactly this many work
+    /// requests (one doorbell for them; fewer only for a QP's last messages), 1 ..= `tx_depth`,
+    /// and a QP posts only when it has room for that many. None: each pass of the host loop
+    /// posts as many as the QP has room for, in one call.
+    pub post_list: Option<u32>,
     /// SEND only: receive work requests the server keeps posted per QP (its RQ size, perftest's
     /// `--rx-depth`, default 512), 1 ..= [`MAX_RX_DEPTH`]. When they run out, the client's
     /// SENDs are answered with RNR NAKs and retried.
@@ -193,6 +214,7 @@ impl Default for WriteBwOptions {
             mtu: Mtu::Mtu4096,
             tx_depth: 64,
             cq_mod: 16,
+            post_list: None,
             rx_depth: 512,
             outs: 16,
             atomic_type: AtomicType::FetchAndAdd,
@@ -234,6 +256,14 @@ pub struct WriteBwReport {
     pub tx_depth: u32,
     /// One signaled work request in `cq_mod` (per QP).
     pub cq_mod: u32,
+    /// Work requests per `post_send` call ([`WriteBwOptions::post_list`]; null: as many as
+    /// there was room for).
+    pub post_list: Option<u32>,
+    /// `post_send` calls that carried work requests (one SQ doorbell each), over all QPs.
+    pub post_calls: u64,
+    /// MMIO writes the client NIC received from the first post to the last completion: its SQ
+    /// doorbells (the client rings no other register while the test runs).
+    pub doorbells: u64,
     /// SEND: receive work requests the server kept posted per QP (null otherwise).
     pub rx_depth: Option<u32>,
     /// READ and atomic: READs / atomics kept outstanding (`max_rd_atomic`).
@@ -336,184 +366,6 @@ pub struct QpReport {
     pub client: Endpoint,
     /// The server QP's endpoint (with its buffer).
     pub server: Endpoint,
-}
-
-/// The RNR timer of each `min_rnr_timer` code, in units of 10 µs (IBTA Vol 1 Table 45: 0 =
-/// 655.36 ms, 1 = 0.01 ms, 2 = 0.02 ms, … 12 = 0.64 ms, … 31 = 491.52 ms).
-const RNR_TIMER_10US: [u64; 32] = [
-    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
-    6144, 8192, 12288, 16384, 24576, 32768, 49152,
-];
-
-/// How long a requester waits after an RNR NAK carrying timer `code` (0 ..= 31; higher bits
-/// ignored), in NIC cycles at [`CORE_CLOCK_MHZ`] (IBTA Vol 1 Table 45).
-pub fn rnr_wait_cycles(code: u8) -> u64 {
-    RNR_TIMER_10US[usize::from(code & 31)] * 10 * CORE_CLOCK_MHZ
-}
-
-/// The local ACK timeout of exponent `timeout` (4.096 µs × 2^timeout, IBTA Vol 1 9.7.6.1.3),
-/// in NIC cycles at [`CORE_CLOCK_MHZ`]; 0 ..= 31 (higher bits ignored).
-pub fn ack_timeout_cycles(timeout: u8) -> u64 {
-    (4096 * CORE_CLOCK_MHZ / 1000) << (timeout & 31)
-}
-
-/// Timeouts a request may take before it completes in error (`retry_cnt` 7 of the QPs, plus the
-/// first try): IBV_WC_RETRY_EXC_ERR after the last, which ends the run as an error.
-const TRIES: u64 = 8;
-
-/// Without a hard budget, the longest a run waits for its next completion before it gives up,
-/// in NIC cycles: 2 M cycles of slack, plus 20× the wire time (100 Gb/s) of the messages that
-/// may pass between two completions (`qps × cq_mod` of them, as every QP may signal its last
-/// message of a batch) plus 20 000 cycles for each, plus the 8 local ACK timeouts a request may
-/// wait out before it completes with IBV_WC_RETRY_EXC_ERR, plus for SEND 4 RNR waits of the
-/// server's `min_rnr_timer` ([`rnr_wait_cycles`]): a SEND that finds no receive waits that long
-/// before it is resent, and a receive completion (progress) follows each resend that lands.
-pub fn default_stall_cycles(o: &WriteBwOptions) -> u64 {
-    let batch = u64::from(o.qps).saturating_mul(u64::from(o.cq_mod));
-    let wire = 20 * o.size.saturating_mul(batch) / WIRE_BYTES_PER_CYCLE + 20_000 * batch;
-    let retries = TRIES * ack_timeout_cycles(o.qp_timeout);
-    let rnr = if o.op == BwOp::Send { 4 * rnr_wait_cycles(o.min_rnr_timer) } else { 0 };
-    2_000_000u64.saturating_add(wire).saturating_add(retries).saturating_add(rnr)
-}
-
-/// Entries the client's CQ needs: every client QP's SQ in full (the driver rounds an SQ of
-/// `tx_depth` up to a power of two, and reserves that many CQ entries per QP, since errors
-/// complete even unsignaled work requests).
-pub fn client_cq_entries(o: &WriteBwOptions) -> u64 {
-    u64::from(o.qps) * u64::from(o.tx_depth.next_power_of_two())
-}
-
-/// An [`Error::InvalidArgument`] (EINVAL) with `msg`.
-fn inval(msg: impl Into<String>) -> Error {
-    Error::InvalidArgument(msg.into())
-}
-
-/// Checks the options, before anything is built.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] with a message for the user naming the option;
-/// [`Error::NotSupported`] for a waveform from a simulator built without waveform support.
-pub fn check_options(o: &WriteBwOptions) -> Result<()> {
-    if o.waveform.is_some() && !rnic_sim::build_info().waveform {
-        return Err(Error::NotSupported(
-            "--waveform needs the simulator built with waveform support: cargo build --release -p rnic-tools --features waveform".into(),
-        ));
-    }
-    if o.size == 0 || o.size > MAX_MESSAGE_BYTES {
-        return Err(inval(format!(
-            "--size {} must be 1..={MAX_MESSAGE_BYTES} bytes (a message carries at most 2^31)",
-            o.size
-        )));
-    }
-    if o.iters == 0 {
-        return Err(inval("--iters must be at least 1"));
-    }
-    if o.qps == 0 || o.qps > MAX_QPS {
-        return Err(inval(format!("--qps {} must be 1..={MAX_QPS}", o.qps)));
-    }
-    if o.iters < u64::from(o.qps) {
-        return Err(inval(format!(
-            "--iters {} is fewer than --qps {}: every QP needs at least one message",
-            o.iters, o.qps
-        )));
-    }
-    let total = o.size.saturating_mul(o.iters);
-    if total > MAX_TOTAL_BYTES {
-        return Err(inval(format!(
-            "size × iters = {total} bytes exceeds the 1 GiB limit of the server's buffer ({MAX_TOTAL_BYTES} bytes); lower --size or --iters"
-        )));
-    }
-    if o.tx_depth == 0 || o.tx_depth > rnic::qp::MAX_SEND_WR {
-        return Err(inval(format!("--tx-depth {} must be 1..={}", o.tx_depth, rnic::qp::MAX_SEND_WR)));
-    }
-    if o.cq_mod == 0 || o.cq_mod > o.tx_depth {
-        return Err(inval(format!(
-            "--cq-mod {} must be 1..=tx-depth ({}): with fewer signaled WRs than that the SQ would fill before any completion",
-            o.cq_mod, o.tx_depth
-        )));
-    }
-    let cq_c = client_cq_entries(o);
-    if cq_c > rnic::cq::MAX_CQE as u64 {
-        return Err(inval(format!(
-            "--qps {} × (--tx-depth {} rounded up to a power of two) = {cq_c} exceeds the {} entries of the client's CQ, which all QPs share; lower one of them",
-            o.qps,
-            o.tx_depth,
-            rnic::cq::MAX_CQE
-        )));
-    }
-    if o.min_rnr_timer > 31 {
-        return Err(inval(format!("min_rnr_timer must be 0 ..= 31, not {}", o.min_rnr_timer)));
-    }
-    if o.op == BwOp::Atomic && o.size != ATOMIC_BYTES {
-        return Err(inval(format!(
-            "an atomic moves {ATOMIC_BYTES} bytes, so size must be {ATOMIC_BYTES}, not {}",
-            o.size
-        )));
-    }
-    if matches!(o.op, BwOp::Read | BwOp::Atomic) && (o.outs == 0 || o.outs > rnic::qp::MAX_RD_ATOMIC) {
-        return Err(inval(format!("outs must be 1 ..= {}, not {}", rnic::qp::MAX_RD_ATOMIC, o.outs)));
-    }
-    if o.sges == 0 || o.sges > MAX_SGES {
-        return Err(inval(format!("--sges {} must be 1..={MAX_SGES}", o.sges)));
-    }
-    if o.inline_size > MAX_INLINE_SIZE {
-        return Err(inval(format!(
-            "--inline-size {} must be 0..={MAX_INLINE_SIZE} (the inline bytes a WQE holds)",
-            o.inline_size
-        )));
-    }
-    if o.op == BwOp::Atomic && o.sges != 1 {
-        return Err(inval(format!(
-            "--sges {}: an atomic takes exactly one SGE (its 8-byte result lands in one; lists are for write, send and read), so --sges must be 1",
-            o.sges
-        )));
-    }
-    if matches!(o.op, BwOp::Read | BwOp::Atomic) && o.inline_size != 0 {
-        return Err(inval(format!(
-            "--inline-size {}: {} carries no inline data (inline is for write and send), so --inline-size must be 0",
-            o.inline_size,
-            read_or_atomic(o.op)
-        )));
-    }
-    if o.op == BwOp::Send && (o.rx_depth == 0 || o.rx_depth > MAX_RX_DEPTH) {
-        return Err(inval(format!("--rx-depth {} must be 1..={MAX_RX_DEPTH}", o.rx_depth)));
-    }
-    if o.op == BwOp::Send {
-        let cq_s = u64::from(o.qps) * server_cq_share(o);
-        if cq_s > rnic::cq::MAX_CQE as u64 {
-            return Err(inval(format!(
-                "--qps {} × (1 + --rx-depth {} rounded up to a power of two) = {cq_s} exceeds the {} entries of the server's CQ, which all QPs share; lower one of them",
-                o.qps,
-                o.rx_depth,
-                rnic::cq::MAX_CQE
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// "an RDMA READ" or "an atomic", for the messages of [`check_options`].
-fn read_or_atomic(op: BwOp) -> &'static str {
-    if op == BwOp::Read {
-        "an RDMA READ"
-    } else {
-        "an atomic"
-    }
-}
-
-/// Receives the server keeps posted per QP: `rx_depth`, but no more than QP 0's messages.
-fn effective_rx_depth(o: &WriteBwOptions) -> u32 {
-    o.rx_depth.min(u32::try_from(qp_iters(o.iters, o.qps, 0)).unwrap_or(u32::MAX))
-}
-
-/// CQ entries one server QP may need: its SQ of 1 and its RQ (rounded up to a power of two)
-/// for SEND, its SQ of 1 otherwise.
-fn server_cq_share(o: &WriteBwOptions) -> u64 {
-    if o.op == BwOp::Send {
-        1 + u64::from(effective_rx_depth(o).next_power_of_two())
-    } else {
-        1
-    }
 }
 
 /// Runs the test: two simulated hosts cabled back to back, connected by `qps` RC QP pairs; the
@@ -708,6 +560,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         };
         let mut error = None;
         let mut timed_out = false;
+        let mmio_writes = || world.borrow().stats().nics[0].mmio.writes;
+        let mut post_calls = 0u64;
+        let writes_before = mmio_writes();
         let start = dev.now_cycles();
         let mut end = start;
         // The last completion (client or server), for the stall check.
@@ -718,7 +573,20 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         while (0..nq).any(|q| completed[q] < n[q] || (send && received[q] < n[q])) {
             for q in 0..nq {
                 let room = u64::from(o.tx_depth) - (posted[q] - completed[q]);
-                let upto = n[q].min(posted[q] + room);
+                let upto = match o.post_list.map(u64::from) {
+                    None => n[q].min(posted[q] + room),
+                    // Whole lists only; the last, shorter list when the rest fits.
+                    Some(l) => {
+                        let left = n[q] - posted[q];
+                        if left >= l {
+                            posted[q] + room.min(left) / l * l
+                        } else if left <= room {
+                            n[q]
+                        } else {
+                            posted[q]
+                        }
+                    }
+                };
                 if upto <= posted[q] {
                     continue;
                 }
@@ -787,7 +655,10 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                     };
                     batch.push(wr.signaled(signaled));
                 }
-                qps_c[q].post_send(&batch)?;
+                for list in batch.chunks(o.post_list.map_or(batch.len(), |l| l as usize)) {
+                    qps_c[q].post_send(list)?;
+                    post_calls += 1;
+                }
                 posted[q] = upto;
             }
             let got = cq_c.poll(&mut wcs)?;
@@ -866,6 +737,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 break;
             }
         }
+        let doorbells = mmio_writes() - writes_before;
         // Let the last ACKs and frames settle so the counters are final.
         world.borrow_mut().step_n(2_000);
         let counters = BothCounters { client: client.counters()?, server: server.counters()? };
@@ -877,10 +749,22 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 *t = u64::from_le_bytes(word);
             }
         }
-        RunOutcome { start, end, completed, received, error, timed_out, counters, eps, targets }
+        RunOutcome { start, end, completed, received, error, timed_out, counters, eps, targets, post_calls, doorbells }
         // QPs, CQs and MRs are dropped here, QPs first: the buffers are unmapped before use.
     };
-    let RunOutcome { start, end, completed, received, mut error, timed_out, counters, eps, targets } = run;
+    let RunOutcome {
+        start,
+        end,
+        completed,
+        received,
+        mut error,
+        timed_out,
+        counters,
+        eps,
+        targets,
+        post_calls,
+        doorbells,
+    } = run;
     let pcap_frames = world.borrow().captured_frames();
     world.borrow_mut().finish().map_err(|e| sim_error("finishing the pcap capture / waveform", e))?;
 
@@ -941,6 +825,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         mtu: o.mtu.bytes(),
         tx_depth: o.tx_depth,
         cq_mod: o.cq_mod,
+        post_list: o.post_list,
+        post_calls,
+        doorbells,
         rx_depth: send.then_some(o.rx_depth),
         outs: (read || atomic).then_some(o.outs),
         atomic_type: atomic.then(|| o.atomic_type.name()),
@@ -995,6 +882,10 @@ struct RunOutcome {
     eps: Vec<(Endpoint, Endpoint)>,
     /// Atomic: per QP, the final value of its target word.
     targets: Vec<u64>,
+    /// `post_send` calls with work requests.
+    post_calls: u64,
+    /// MMIO writes to the client NIC during the measured loop.
+    doorbells: u64,
 }
 
 /// Splits `buf` into consecutive disjoint parts of `lens` bytes (which must not exceed it).
