@@ -76,7 +76,10 @@ fn run() -> Result<(), String> {
     if waveform {
         cmd.arg("--trace-fst");
     }
-    // Escape hatch for experiments (e.g. `-Wno-UNOPTFLAT`, `--x-assign fast`), whitespace-separated.
+    // Escape hatch for experiments, whitespace-separated. No portable flag measured faster than
+    // this set (docs/simulator.md, "Verilator build flags and simulation speed"); on a machine
+    // that builds and runs the model itself, `-CFLAGS -march=native` is ~20 % faster with
+    // AVX-512, but a model built so dies with SIGILL on another CPU (e.g. a cached CI target/).
     if let Ok(extra) = env::var("RNIC_SIM_VERILATOR_FLAGS") {
         cmd.args(extra.split_whitespace());
     }
