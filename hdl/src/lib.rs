@@ -18,6 +18,7 @@ pub mod doorbell;
 pub mod gearbox;
 pub mod header_builder;
 pub mod icrc;
+pub mod irq;
 pub mod records;
 pub mod regs;
 pub mod rx_engine;

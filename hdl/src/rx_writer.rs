@@ -21,6 +21,12 @@ use rust_hdl::prelude::*;
 /// gearbox took it (the gearbox's latency). Every gearbox input comes from registers through a
 /// compare and a mux (the payload chunk length is `min(bytes left, w_lim)`, `w_lim` registered).
 /// Address queue: 4 jobs; ACK queue: 8 ACKs.
+///
+/// Completion events: a CQE job with `ev` (set by [`crate::cq_writer::CqWriter`] for an armed
+/// CQ) queues its vector behind its write like an ACK (event queue: 4); once the host has
+/// answered every write up to the CQE's, `ev_valid` pulses for a cycle with `ev_vector`
+/// (registered), so an interrupt never overtakes the CQE it announces (PCIe ordering: the MSI-X
+/// write follows the CQE's posted write).
 #[derive(LogicBlock, Default)]
 pub struct RxWriter {
     pub clock: Signal<In, Clock>,
@@ -44,12 +50,22 @@ pub struct RxWriter {
     pub ack: Signal<Out, AckJob>,
     pub cnt_tx_ack: Signal<Out, Bit>,
     pub cnt_tx_nak: Signal<Out, Bit>,
+    /// A CQ's completion event, its CQE now in host memory: one-cycle pulse, registered.
+    pub ev_valid: Signal<Out, Bit>,
+    pub ev_vector: Signal<Out, Bits<5>>,
     /// No job waits and every write issued has been acknowledged by the host (registered:
     /// it reflects the cycle before; a job pushed in cycle `t` clears it from `t + 2`).
     pub idle: Signal<Out, Bit>,
     gb: Gearbox,
     aq: SynchronousFIFO<Bits<80>, 2, 3, 1>,
     pa: SynchronousFIFO<Bits<272>, 3, 4, 1>,
+    /// Events behind their CQEs' writes: bits 15..0 the write-response count to wait for,
+    /// 20..16 the vector.
+    eq: SynchronousFIFO<Bits<21>, 2, 3, 1>,
+    ev_r: DFF<Bit>,
+    ev_vec_r: DFF<Bits<5>>,
+    eq_wait: Signal<Local, Bits<16>>,
+    eq_go: Signal<Local, Bit>,
     state: DFF<Bits<2>>,
     start_r: DFF<Bits<10>>,
     /// The job's byte offset into its packet (`off`).
@@ -124,7 +140,8 @@ impl Logic for RxWriter {
             val_len,
             idle_r
         );
-        clock!(self, clock, gb, aq, pa);
+        clock!(self, clock, gb, aq, pa, eq);
+        dff_setup!(self, clock, ev_r, ev_vec_r);
         self.gb.reset.next = self.reset.val();
         self.rd_ptr.next = self.rdp.q.val();
 
@@ -152,6 +169,7 @@ impl Logic for RxWriter {
         self.can_start.next = !self.job_empty.val()
             & !self.aq.full.val()
             & !(self.job.val().need_ack.any() & self.pa.full.val())
+            & !(self.job.val().ev.any() & self.eq.full.val())
             & ((self.j_kind.val() == 2) | self.gb.in_ready.val());
 
         // ---- Gearbox input ----
@@ -181,6 +199,9 @@ impl Logic for RxWriter {
         self.pa.data_in.next =
             bit_cast::<272, 256>(self.job.val().ack.into()) | (bit_cast::<272, 16>(self.beats_planned.q.val()) << 256);
 
+        self.eq.write.next = false;
+        self.eq.data_in.next = bit_cast::<21, 16>(self.beats_planned.q.val() + self.j_beats.val())
+            | (bit_cast::<21, 5>(self.job.val().ev_vector) << 16);
         match self.state.q.val().index() {
             0 => {
                 if self.can_start.val() {
@@ -198,6 +219,7 @@ impl Logic for RxWriter {
                         self.gb.in_len.next = self.j_lead.val();
                         self.gb.in_last.next = false;
                         self.aq.write.next = true;
+                        self.eq.write.next = self.job.val().ev.any();
                         self.beats_planned.d.next = self.beats_planned.q.val() + self.j_beats.val();
                         self.pa.data_in.next = bit_cast::<272, 256>(self.job.val().ack.into())
                             | (bit_cast::<272, 16>(self.beats_planned.q.val() + self.j_beats.val()) << 256);
@@ -314,7 +336,16 @@ impl Logic for RxWriter {
                 self.cnt_tx_nak.next = true;
             }
         }
+        // ---- Completion events once their CQEs are written ----
+        self.eq_wait.next = self.b_count.q.val() - self.eq.data_out.val().get_bits::<16>(0);
+        self.eq_go.next = !self.eq.empty.val() & !self.eq_wait.val().get_bit(15);
+        self.eq.read.next = self.eq_go.val();
+        self.ev_r.d.next = self.eq_go.val();
+        self.ev_vec_r.d.next = self.eq.data_out.val().get_bits::<5>(16);
+        self.ev_valid.next = self.ev_r.q.val();
+        self.ev_vector.next = self.ev_vec_r.q.val();
         if self.reset.val() {
+            self.ev_r.d.next = false;
             self.state.d.next = 0.into();
             self.rdp.d.next = 0.into();
             self.out_k.d.next = 0.into();
