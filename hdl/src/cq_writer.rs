@@ -46,7 +46,8 @@ pub enum CqwState {
 /// in progress, zeroes the CQ's index and disarms it.
 ///
 /// Completion events: an arm ([`rnic_contract::regs::CQ_ARM`], one pending at a time:
-/// `arm_ready` is low while one waits) is served between CQEs, before the next one, in 3 cycles
+/// `arm_ready` is low while one waits) is served between CQEs, before the next one unless the
+/// last one served was an arm (arms and CQEs alternate under load), in 3 cycles
 /// (context and arm state read, counts, decision). With the driver's consumer index `ci` it
 /// raises the event at once if the CQ holds an unconsumed CQE (`pi != ci`; solicited-only: the
 /// last solicited CQE is at or after `ci`), else it arms the CQ. A CQE placed in an armed CQ
@@ -90,8 +91,10 @@ pub struct CqWriter {
     pi_ram: RAM<Bits<32>, 6>,
     /// Per CQ: bits 31..0 the index after its last solicited CQE, 32 armed, 33 solicited-only.
     arm_ram: RAM<Bits<34>, 6>,
-    /// The arm waiting to be served.
+    /// The arm waiting to be served, and whether the last thing served was an arm (then a CQE
+    /// waiting goes first: arms and CQEs alternate, neither starves the other).
     arm_pend: DFF<Bit>,
+    arm_last: DFF<Bit>,
     arm_word: DFF<Bits<32>>,
     /// The CQ's arm state (read with its context), and for an arm its counts: unconsumed CQEs
     /// `u` and CQEs after the last solicited one `sa` (both mod 2^23).
@@ -133,7 +136,7 @@ impl Logic for CqWriter {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, ov, oj, cqn, cq, pi, mask, slot_addr, owner, arm_pend, arm_word, armst, u, sa, is_sol,
-            pi_next, ev_r, ev_vec_r
+            pi_next, ev_r, ev_vec_r, arm_last
         );
         self.arm_ram.read_clock.next = self.clock.val();
         self.arm_ram.write_clock.next = self.clock.val();
@@ -200,13 +203,16 @@ impl Logic for CqWriter {
         self.dbg_state.next = 0.into();
         match self.state.q.val() {
             CqwState::Pass => {
-                if self.arm_pend.q.val() & !self.cmd_cq.val() {
-                    // An arm goes before the next CQE (a command goes first: it may be the CQ's).
+                if self.arm_pend.q.val() & !self.cmd_cq.val() & !(self.arm_last.q.val() & self.head_is_cqe.val()) {
+                    // An arm goes before the next CQE unless the last one served was an arm (a
+                    // command goes first: it may be the CQ's).
                     self.arm_pend.d.next = false;
+                    self.arm_last.d.next = true;
                     self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
                     self.state.d.next = CqwState::ArmLookup;
                 } else if self.head_is_cqe.val() {
                     if !self.cmd_cq.val() {
+                        self.arm_last.d.next = false;
                         self.cqn.d.next = self.in_cqn.val().get_bits::<6>(0);
                         self.state.d.next = CqwState::Lookup;
                     }

@@ -334,4 +334,29 @@ fn armed_cqs_raise_one_event_per_arm() {
     let mut t = ArmTb { dut: tb.dut, now: Vec::new() };
     assert_eq!(t.cqe(b, false, 0), None, "a re-written CQ is not armed");
     assert_eq!(t.arm(b, 0, false), [9], "its count restarted: CQE 0 is unconsumed");
+
+    // Under load arms and CQEs alternate: arms written back to back (each fires at once: CQ b
+    // has an unconsumed CQE) while CQEs of CQ a wait at the input; both make progress.
+    let w = WriteJob::default();
+    let job = pack_fields(640, &[(w.get_my_offset_kind(), 2, 1), (w.get_my_offset_addr(), 64, a)]);
+    t.dut.set_wide("in_job", &job);
+    t.dut.set_bit("out_read", true);
+    t.dut.set("arm_data", b << rnic_contract::regs::cq_arm::CQN_SHIFT);
+    t.now.clear();
+    let (mut cqes_out, mut arms_in) = (0, 0);
+    for _ in 0..200 {
+        t.dut.set_bit("in_empty", false);
+        t.dut.eval();
+        let arm = t.dut.get_bit("arm_ready");
+        t.dut.set_bit("arm_write", arm);
+        t.dut.eval();
+        arms_in += usize::from(arm);
+        cqes_out += usize::from(!t.dut.get_bit("out_empty"));
+        t.step();
+    }
+    t.dut.set_bit("arm_write", false);
+    t.dut.set_bit("in_empty", true);
+    assert!(cqes_out >= 15, "CQEs starved by arms: {cqes_out} in 200 cycles");
+    assert!(arms_in >= 15 && t.now.len() >= 15, "arms starved by CQEs: {arms_in} taken, {} events", t.now.len());
+    assert!(t.now.iter().all(|&v| v == 9));
 }
