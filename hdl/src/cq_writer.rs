@@ -203,24 +203,35 @@ impl Logic for CqWriter {
         self.dbg_state.next = 0.into();
         match self.state.q.val() {
             CqwState::Pass => {
-                if self.arm_pend.q.val() & !self.cmd_cq.val() & !(self.arm_last.q.val() & self.head_is_cqe.val()) {
-                    // An arm goes before the next CQE unless the last one served was an arm (a
-                    // command goes first: it may be the CQ's).
-                    self.arm_pend.d.next = false;
-                    self.arm_last.d.next = true;
-                    self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
-                    self.state.d.next = CqwState::ArmLookup;
-                } else if self.head_is_cqe.val() {
+                if self.head_is_cqe.val() {
+                    // A CQE goes next, or an arm first unless the last one served was an arm
+                    // (a command goes before both: it may be their CQ's).
                     if !self.cmd_cq.val() {
-                        self.arm_last.d.next = false;
-                        self.cqn.d.next = self.in_cqn.val().get_bits::<6>(0);
-                        self.state.d.next = CqwState::Lookup;
+                        if self.arm_pend.q.val() & !self.arm_last.q.val() {
+                            self.arm_pend.d.next = false;
+                            self.arm_last.d.next = true;
+                            self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
+                            self.state.d.next = CqwState::ArmLookup;
+                        } else {
+                            self.arm_last.d.next = false;
+                            self.cqn.d.next = self.in_cqn.val().get_bits::<6>(0);
+                            self.state.d.next = CqwState::Lookup;
+                        }
                     }
-                } else if !self.in_empty.val() & self.room.val() {
-                    // Not a CQE: through as it is.
-                    self.in_read.next = true;
-                    self.ov.d.next = true;
-                    self.oj.d.next = self.in_job.val();
+                } else {
+                    if !self.in_empty.val() & self.room.val() {
+                        // Not a CQE: through as it is (an arm may start in the same cycle: the
+                        // arm states leave the output register alone).
+                        self.in_read.next = true;
+                        self.ov.d.next = true;
+                        self.oj.d.next = self.in_job.val();
+                    }
+                    if self.arm_pend.q.val() & !self.cmd_cq.val() {
+                        self.arm_pend.d.next = false;
+                        self.arm_last.d.next = true;
+                        self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
+                        self.state.d.next = CqwState::ArmLookup;
+                    }
                 }
             }
             CqwState::Lookup => {
