@@ -257,6 +257,17 @@ impl Logic for CqWriter {
             }
             CqwState::Load => {
                 self.dbg_state.next = 4.into();
+                // The arm state written with the CQE (enabled below, with room): disarmed by its
+                // event; a solicited CQE moves the mark. From registers only.
+                self.arm_ram.write_address.next = self.cqn.q.val();
+                self.arm_ram.write_data.next = (self.armst.q.val() & 0x2_0000_0000_u64)
+                    | (bit_cast::<34, 1>((self.armst.q.val().get_bit(32) & !self.fire.val()).into()) << 32)
+                    | bit_cast::<34, 32>(self.armst.q.val().get_bits::<32>(0));
+                if self.is_sol.q.val() {
+                    self.arm_ram.write_data.next = (self.armst.q.val() & 0x2_0000_0000_u64)
+                        | (bit_cast::<34, 1>((self.armst.q.val().get_bit(32) & !self.fire.val()).into()) << 32)
+                        | bit_cast::<34, 32>(self.pi_next.q.val());
+                }
                 if self.room.val() {
                     self.in_read.next = true;
                     self.ov.d.next = true;
@@ -264,17 +275,7 @@ impl Logic for CqWriter {
                     self.pi_ram.write_enable.next = true;
                     self.pi_ram.write_address.next = self.cqn.q.val();
                     self.pi_ram.write_data.next = self.pi_next.q.val();
-                    // The arm state: disarmed by its event; a solicited CQE moves the mark.
                     self.arm_ram.write_enable.next = true;
-                    self.arm_ram.write_address.next = self.cqn.q.val();
-                    self.arm_ram.write_data.next = (self.armst.q.val() & 0x2_0000_0000_u64)
-                        | (bit_cast::<34, 1>((self.armst.q.val().get_bit(32) & !self.fire.val()).into()) << 32)
-                        | bit_cast::<34, 32>(self.armst.q.val().get_bits::<32>(0));
-                    if self.is_sol.q.val() {
-                        self.arm_ram.write_data.next = (self.armst.q.val() & 0x2_0000_0000_u64)
-                            | (bit_cast::<34, 1>((self.armst.q.val().get_bit(32) & !self.fire.val()).into()) << 32)
-                            | bit_cast::<34, 32>(self.pi_next.q.val());
-                    }
                     self.state.d.next = CqwState::Pass;
                 }
             }

@@ -11,9 +11,10 @@ pub const NUM_COUNTERS: usize = rnic_contract::regs::counter::EVENTS as usize;
 /// AW and W are both valid (`awready = wready` in that cycle); `bvalid` follows one cycle later,
 /// or, for [`rnic_contract::regs::CMD`], once the context command has been accepted by every table
 /// (`cmd_ready`), so a later MMIO always sees the command's effect. Reads answer one cycle after
-/// AR. Doorbell writes wait (AW/W not ready) while the doorbell FIFO is full; a
-/// [`rnic_contract::regs::CQ_ARM`] write waits while the CQ writer holds an earlier arm
-/// (`arm_ready` low, a few cycles at most).
+/// AR. Doorbell writes wait (AW/W not ready) while the doorbell FIFO is full. A
+/// [`rnic_contract::regs::CQ_ARM`] write is taken into a register and handed to the CQ writer
+/// when it can take it (`arm_ready`); like `CMD`, its response waits until then (a few cycles
+/// at most), and no other write is taken meanwhile.
 ///
 /// Interrupts: [`rnic_contract::regs::IRQ_MASK`] and [`rnic_contract::regs::IRQ_MODERATION`] are
 /// registers here (`irq_mask`, `irq_moderation`, 0 after reset);
@@ -57,9 +58,10 @@ pub struct BarRegs {
     /// RQ doorbell: one cycle pulse with `db_data` = `qpn << 16 | RQ producer index`; the RX
     /// engine stores it in its table at once (no FIFO, never waits).
     pub rq_db_write: Signal<Out, Bit>,
-    /// CQ arm doorbell: one cycle pulse with `db_data` = the [`rnic_contract::regs::CQ_ARM`]
-    /// word, only while `arm_ready`.
+    /// CQ arm doorbell: one cycle pulse with `arm_data` = the [`rnic_contract::regs::CQ_ARM`]
+    /// word, in a cycle `arm_ready` is high.
     pub arm_write: Signal<Out, Bit>,
+    pub arm_data: Signal<Out, Bits<32>>,
     pub arm_ready: Signal<In, Bit>,
     /// Interrupt masks and moderation window; the pending bits to read.
     pub irq_mask: Signal<Out, Bits<32>>,
@@ -79,6 +81,9 @@ pub struct BarRegs {
     moder_r: DFF<Bits<16>>,
     staging: DFF<Bits<512>>,
     cmd_pending: DFF<Bit>,
+    /// A CQ_ARM write taken, waiting for the CQ writer (its response waits with it).
+    arm_pending: DFF<Bit>,
+    arm_word: DFF<Bits<32>>,
     cmd_op_r: DFF<Bits<8>>,
     cmd_index_r: DFF<Bits<8>>,
     bvalid_r: DFF<Bit>,
@@ -155,7 +160,10 @@ impl Default for BarRegs {
             db_data: Default::default(),
             rq_db_write: Default::default(),
             arm_write: Default::default(),
+            arm_data: Default::default(),
             arm_ready: Default::default(),
+            arm_pending: Default::default(),
+            arm_word: Default::default(),
             irq_mask: Default::default(),
             irq_moderation: Default::default(),
             irq_pending: Default::default(),
@@ -226,6 +234,8 @@ impl Logic for BarRegs {
             moder_r,
             staging,
             cmd_pending,
+            arm_pending,
+            arm_word,
             cmd_op_r,
             cmd_index_r,
             bvalid_r,
@@ -247,7 +257,7 @@ impl Logic for BarRegs {
             & self.wvalid.val()
             & !self.bvalid_r.q.val()
             & !self.cmd_pending.q.val()
-            & (self.arm_ready.val() | (self.awaddr.val() != self.a_cq_arm.val()));
+            & !self.arm_pending.q.val();
         self.awready.next = self.wr_accept.val();
         self.wready.next = self.wr_accept.val();
         self.db_write.next = false;
@@ -273,7 +283,10 @@ impl Logic for BarRegs {
                 self.rq_db_write.next = true;
             }
             if self.awaddr.val() == self.a_cq_arm.val() {
-                self.arm_write.next = true;
+                // The response waits for the CQ writer to take the arm.
+                self.bvalid_r.d.next = false;
+                self.arm_pending.d.next = true;
+                self.arm_word.d.next = self.wdata.val();
             }
             if self.awaddr.val() == self.a_irq_mask.val() {
                 self.mask_r.d.next = self.wdata.val();
@@ -294,6 +307,12 @@ impl Logic for BarRegs {
                 self.cmd_op_r.d.next = self.wdata.val().get_bits::<8>(24);
                 self.cmd_index_r.d.next = self.wdata.val().get_bits::<8>(0);
             }
+        }
+        self.arm_write.next = self.arm_pending.q.val() & self.arm_ready.val();
+        self.arm_data.next = self.arm_word.q.val();
+        if self.arm_pending.q.val() & self.arm_ready.val() {
+            self.arm_pending.d.next = false;
+            self.bvalid_r.d.next = true;
         }
         if self.cmd_pending.q.val() & self.cmd_ready.val() {
             self.cmd_pending.d.next = false;
@@ -398,6 +417,7 @@ impl Logic for BarRegs {
             self.bvalid_r.d.next = false;
             self.rvalid_r.d.next = false;
             self.cmd_pending.d.next = false;
+            self.arm_pending.d.next = false;
             self.mask_r.d.next = 0.into();
             self.moder_r.d.next = 0.into();
         }

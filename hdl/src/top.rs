@@ -205,7 +205,7 @@ impl Logic for NicTop {
         self.cqw.cmd_record.next = self.regs.cmd_record.val();
         // CQ arms go to the CQ writer; the events of both sources to the interrupt generator.
         self.cqw.arm_write.next = self.regs.arm_write.val();
-        self.cqw.arm_data.next = self.regs.db_data.val();
+        self.cqw.arm_data.next = self.regs.arm_data.val();
         self.regs.arm_ready.next = self.cqw.arm_ready.val();
         self.irq.ev0_valid.next = self.cqw.ev_valid.val();
         self.irq.ev0_vector.next = self.cqw.ev_vector.val();

@@ -600,7 +600,8 @@ fn interrupt_registers_and_the_cq_arm_doorbell() {
     // IRQ_PENDING reads the generator's pending bits.
     tb.dut.set("irq_pending", 0x8000_0011);
     assert_eq!(tb.read(regs::IRQ_PENDING).0, 0x8000_0011);
-    // CQ_ARM: held (AW/W not ready) while the CQ writer holds an arm, then one pulse.
+    // CQ_ARM: taken at once; handed to the CQ writer when it is ready (one pulse with the
+    // word), and only then answered; no other write is taken meanwhile.
     let word = 5 << regs::cq_arm::CQN_SHIFT | regs::cq_arm::SOLICITED | 0x1234;
     tb.dut.set("arm_ready", 0);
     tb.dut.set(tb.p.awaddr, u64::from(regs::CQ_ARM));
@@ -608,21 +609,30 @@ fn interrupt_registers_and_the_cq_arm_doorbell() {
     tb.dut.set_bit(tb.p.awvalid, true);
     tb.dut.set_bit(tb.p.wvalid, true);
     tb.dut.set_bit(tb.p.bready, true);
+    tb.dut.eval();
+    assert!(tb.dut.get_bit(tb.p.awready), "the arm write is taken");
+    tb.dut.tick();
+    tb.dut.set(tb.p.awaddr, u64::from(regs::IRQ_MASK));
+    tb.dut.set(tb.p.wdata, 7);
     for _ in 0..5 {
         tb.dut.eval();
-        assert!(!tb.dut.get_bit(tb.p.awready), "the arm waits for arm_ready");
-        assert!(!tb.dut.get_bit("arm_write"));
+        assert!(!tb.dut.get_bit("arm_write"), "no arm_write while the CQ writer is busy");
+        assert!(!tb.dut.get_bit(tb.p.bvalid), "the response waits for the CQ writer");
+        assert!(!tb.dut.get_bit(tb.p.awready), "no other write while the arm waits");
         tb.dut.tick();
     }
     tb.dut.set("arm_ready", 1);
     tb.dut.eval();
-    assert!(tb.dut.get_bit(tb.p.awready) && tb.dut.get_bit("arm_write"), "taken with one arm_write pulse");
-    assert_eq!(tb.dut.get(tb.p.db_data), u64::from(word));
+    assert!(tb.dut.get_bit("arm_write"), "one arm_write pulse when the CQ writer is ready");
+    assert_eq!(tb.dut.get("arm_data"), u64::from(word));
     tb.dut.tick();
     tb.dut.set_bit(tb.p.awvalid, false);
     tb.dut.set_bit(tb.p.wvalid, false);
     tb.dut.eval();
     assert!(!tb.dut.get_bit("arm_write"), "one pulse per write");
+    assert!(tb.dut.get_bit(tb.p.bvalid), "answered once taken");
+    tb.dut.tick();
+    tb.dut.eval();
     // Other writes do not wait for arm_ready.
     tb.dut.set("arm_ready", 0);
     tb.dut.tick();

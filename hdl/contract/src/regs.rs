@@ -190,8 +190,8 @@ pub const RQ_DOORBELL: u16 = 0x0104;
 /// raises the event and disarms it. One event per arm. Arming for the next CQE while armed for
 /// solicited ones widens the arm; the reverse keeps it wide. Because the consumer index is
 /// compared, a CQE placed just before the arm still wakes the driver (no lost wake-up between
-/// its last poll and the arm). The write waits (AW/W not ready) for at most a few cycles while an
-/// earlier arm is being processed.
+/// its last poll and the arm). The write's response comes once the NIC took the arm (a few
+/// cycles), so an arm is in effect when the MMIO write returns.
 pub const CQ_ARM: u16 = 0x0108;
 
 /// Fields of [`CQ_ARM`].
