@@ -1,5 +1,6 @@
 //! The CQ writer: places each CQE in its completion queue's ring (IBTA Vol 1 11.4.2.1;
-//! ibv_poll_cq(3)), on the RX write-job stream.
+//! ibv_poll_cq(3)), on the RX write-job stream, and decides the CQs' completion events
+//! (IBTA Vol 1 11.4.2.2, ibv_req_notify_cq(3)).
 use crate::records::{CqContextRec, WriteJob};
 use rust_hdl::prelude::*;
 
@@ -14,8 +15,15 @@ pub enum CqwState {
     Take,
     /// The slot address and owner bit are computed.
     Place,
-    /// The placed CQE goes to the output register.
+    /// The placed CQE goes to the output register (with its event, if its CQ was armed for it).
     Load,
+    /// A CQ arm ([`rnic_contract::regs::CQ_ARM`]): its CQ's context, index and arm state are
+    /// being read.
+    ArmLookup,
+    /// They are readable: the unconsumed CQEs (and those after the last solicited one) counted.
+    ArmTake,
+    /// The event is raised now (an unconsumed CQE is there) or the CQ armed.
+    ArmDecide,
 }
 
 /// Sits between the engines' write-job FIFO and the [`crate::rx_writer::RxWriter`], and owns
@@ -35,7 +43,20 @@ pub enum CqwState {
 /// table read, taken, slot and owner, loaded), one per 5 cycles. Every path starts and ends at
 /// a register or a table port (≤ 5 LUT levels). Tables: CQ context (64 × 128 bits) and
 /// producer index (64 × 32 bits) in block RAM. A `WRITE_CQ` command is taken while no CQE is
-/// in progress and zeroes the CQ's index.
+/// in progress, zeroes the CQ's index and disarms it.
+///
+/// Completion events: an arm ([`rnic_contract::regs::CQ_ARM`], one pending at a time:
+/// `arm_ready` is low while one waits) is served between CQEs, before the next one unless the
+/// last one served was an arm (arms and CQEs alternate under load), in 3 cycles
+/// (context and arm state read, counts, decision). With the driver's consumer index `ci` it
+/// raises the event at once if the CQ holds an unconsumed CQE (`pi != ci`; solicited-only: the
+/// last solicited CQE is at or after `ci`), else it arms the CQ. A CQE placed in an armed CQ
+/// (solicited-only: a solicited CQE, `se` set by the RX engine or an error status) leaves with
+/// `ev` and the CQ's vector in its job and disarms the CQ: the RX writer raises the event once
+/// the CQE's write is acknowledged, so the driver finds the CQE when the interrupt arrives. An
+/// event raised at once (by an arm) leaves on `ev_valid` / `ev_vector` (one-cycle pulse). Arm
+/// state per CQ (armed, solicited-only, the index after its last solicited CQE) is a third
+/// 64 × 34-bit block RAM. Every path still starts and ends at a register or table port.
 #[derive(LogicBlock, Default)]
 pub struct CqWriter {
     pub clock: Signal<In, Clock>,
@@ -54,11 +75,42 @@ pub struct CqWriter {
     pub out_empty: Signal<Out, Bit>,
     pub out_job: Signal<Out, WriteJob>,
     pub out_read: Signal<In, Bit>,
-    /// 0 Pass, 1 Lookup, 2 Take, 3 Place, 4 Load (for the engine status register).
+    /// CQ arm doorbell from BAR0 (one-cycle pulse, `arm_data` as [`rnic_contract::regs::CQ_ARM`]),
+    /// taken only while `arm_ready`.
+    pub arm_write: Signal<In, Bit>,
+    pub arm_data: Signal<In, Bits<32>>,
+    pub arm_ready: Signal<Out, Bit>,
+    /// An event raised by an arm (the CQ already held a CQE for it): one-cycle pulse, registered.
+    pub ev_valid: Signal<Out, Bit>,
+    pub ev_vector: Signal<Out, Bits<5>>,
+    /// 0 Pass, 1 Lookup, 2 Take, 3 Place, 4 Load, 5 ArmLookup, 6 ArmTake, 7 ArmDecide (for the
+    /// engine status register).
     pub dbg_state: Signal<Out, Bits<3>>,
     state: DFF<CqwState>,
     cq_ram: RAM<Bits<128>, 6>,
     pi_ram: RAM<Bits<32>, 6>,
+    /// Per CQ: bits 31..0 the index after its last solicited CQE, 32 armed, 33 solicited-only.
+    arm_ram: RAM<Bits<34>, 6>,
+    /// The arm waiting to be served, and whether the last thing served was an arm (then a CQE
+    /// waiting goes first: arms and CQEs alternate, neither starves the other).
+    arm_pend: DFF<Bit>,
+    arm_last: DFF<Bit>,
+    arm_word: DFF<Bits<32>>,
+    /// The CQ's arm state (read with its context), and for an arm its counts: unconsumed CQEs
+    /// `u` and CQEs after the last solicited one `sa` (both mod 2^23).
+    armst: DFF<Bits<34>>,
+    u: DFF<Bits<23>>,
+    sa: DFF<Bits<23>>,
+    /// The CQE at the head is solicited (BTH.SE on its message, or an error status); `pi + 1`.
+    is_sol: DFF<Bit>,
+    pi_next: DFF<Bits<32>>,
+    ev_r: DFF<Bit>,
+    ev_vec_r: DFF<Bits<5>>,
+    in_cqe: Signal<Local, Bits<256>>,
+    fire: Signal<Local, Bit>,
+    arm_ci: Signal<Local, Bits<23>>,
+    arm_sol: Signal<Local, Bit>,
+    ram_arm: Signal<Local, Bits<34>>,
     /// The output register.
     ov: DFF<Bit>,
     oj: DFF<WriteJob>,
@@ -82,7 +134,12 @@ pub struct CqWriter {
 impl Logic for CqWriter {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, ov, oj, cqn, cq, pi, mask, slot_addr, owner);
+        dff_setup!(
+            self, clock, state, ov, oj, cqn, cq, pi, mask, slot_addr, owner, arm_pend, arm_word, armst, u, sa, is_sol,
+            pi_next, ev_r, ev_vec_r, arm_last
+        );
+        self.arm_ram.read_clock.next = self.clock.val();
+        self.arm_ram.write_clock.next = self.clock.val();
         self.cq_ram.read_clock.next = self.clock.val();
         self.cq_ram.write_clock.next = self.clock.val();
         self.pi_ram.read_clock.next = self.clock.val();
@@ -101,14 +158,37 @@ impl Logic for CqWriter {
         self.pi_ram.write_enable.next = self.cmd_cq.val();
         self.pi_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.pi_ram.write_data.next = 0.into();
+        self.arm_ram.write_enable.next = self.cmd_cq.val();
+        self.arm_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.arm_ram.write_data.next = 0.into();
         self.cq_ram.read_address.next = self.cqn.q.val();
         self.pi_ram.read_address.next = self.cqn.q.val();
+        self.arm_ram.read_address.next = self.cqn.q.val();
         self.ram_cq.next = self.cq_ram.read_data.val().into();
+        self.ram_arm.next = self.arm_ram.read_data.val();
+
+        // Arms: one waits at a time; BAR0 holds the next write until it is taken.
+        self.arm_ready.next = !self.arm_pend.q.val();
+        if self.arm_write.val() & !self.arm_pend.q.val() {
+            self.arm_pend.d.next = true;
+            self.arm_word.d.next = self.arm_data.val();
+        }
+        self.arm_ci.next = self.arm_word.q.val().get_bits::<23>(0);
+        self.arm_sol.next = self.arm_word.q.val().get_bit(23);
+        self.ev_r.d.next = false;
+        self.ev_valid.next = self.ev_r.q.val();
+        self.ev_vector.next = self.ev_vec_r.q.val();
+        // The head CQE's status (a local first, as above).
+        self.in_cqe.next = self.in_job.val().cqe;
+        // An armed CQ's event: any CQE, or with solicited-only a solicited one.
+        self.fire.next = self.armst.q.val().get_bit(32) & (!self.armst.q.val().get_bit(33) | self.is_sol.q.val());
 
         // The slot and owner of CQE number `pi`.
         self.lap.next = self.pi.q.val() >> bit_cast::<32, 5>(self.cq.q.val().log_size);
         self.placed.next = self.in_job.val();
         self.placed.next.addr = self.slot_addr.q.val();
+        self.placed.next.ev = bit_cast::<1, 1>(self.fire.val().into());
+        self.placed.next.ev_vector = self.cq.q.val().vector;
         self.placed.next.cqe = (self.in_job.val().cqe & !(bit_cast::<256, 1>(1.into()) << 248))
             | (bit_cast::<256, 1>(self.owner.q.val().into()) << 248);
 
@@ -124,15 +204,34 @@ impl Logic for CqWriter {
         match self.state.q.val() {
             CqwState::Pass => {
                 if self.head_is_cqe.val() {
+                    // A CQE goes next, or an arm first unless the last one served was an arm
+                    // (a command goes before both: it may be their CQ's).
                     if !self.cmd_cq.val() {
-                        self.cqn.d.next = self.in_cqn.val().get_bits::<6>(0);
-                        self.state.d.next = CqwState::Lookup;
+                        if self.arm_pend.q.val() & !self.arm_last.q.val() {
+                            self.arm_pend.d.next = false;
+                            self.arm_last.d.next = true;
+                            self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
+                            self.state.d.next = CqwState::ArmLookup;
+                        } else {
+                            self.arm_last.d.next = false;
+                            self.cqn.d.next = self.in_cqn.val().get_bits::<6>(0);
+                            self.state.d.next = CqwState::Lookup;
+                        }
                     }
-                } else if !self.in_empty.val() & self.room.val() {
-                    // Not a CQE: through as it is.
-                    self.in_read.next = true;
-                    self.ov.d.next = true;
-                    self.oj.d.next = self.in_job.val();
+                } else {
+                    if !self.in_empty.val() & self.room.val() {
+                        // Not a CQE: through as it is (an arm may start in the same cycle: the
+                        // arm states leave the output register alone).
+                        self.in_read.next = true;
+                        self.ov.d.next = true;
+                        self.oj.d.next = self.in_job.val();
+                    }
+                    if self.arm_pend.q.val() & !self.cmd_cq.val() {
+                        self.arm_pend.d.next = false;
+                        self.arm_last.d.next = true;
+                        self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
+                        self.state.d.next = CqwState::ArmLookup;
+                    }
                 }
             }
             CqwState::Lookup => {
@@ -143,6 +242,7 @@ impl Logic for CqWriter {
                 self.dbg_state.next = 2.into();
                 self.cq.d.next = self.ram_cq.val();
                 self.pi.d.next = self.pi_ram.read_data.val();
+                self.armst.d.next = self.ram_arm.val();
                 self.mask.d.next = (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.ram_cq.val().log_size)) - 1;
                 self.state.d.next = CqwState::Place;
             }
@@ -151,24 +251,74 @@ impl Logic for CqWriter {
                 self.slot_addr.d.next =
                     self.cq.q.val().base + (bit_cast::<64, 32>(self.pi.q.val() & self.mask.q.val()) << 5);
                 self.owner.d.next = !self.lap.val().get_bit(0);
+                self.is_sol.d.next = self.in_job.val().se.any() | self.in_cqe.val().get_bits::<8>(160).any();
+                self.pi_next.d.next = self.pi.q.val() + 1;
                 self.state.d.next = CqwState::Load;
             }
             CqwState::Load => {
                 self.dbg_state.next = 4.into();
+                // The arm state written with the CQE (enabled below, with room): disarmed by its
+                // event; a solicited CQE moves the mark. From registers only.
+                self.arm_ram.write_address.next = self.cqn.q.val();
+                self.arm_ram.write_data.next = (self.armst.q.val() & 0x2_0000_0000_u64)
+                    | (bit_cast::<34, 1>((self.armst.q.val().get_bit(32) & !self.fire.val()).into()) << 32)
+                    | bit_cast::<34, 32>(self.armst.q.val().get_bits::<32>(0));
+                if self.is_sol.q.val() {
+                    self.arm_ram.write_data.next = (self.armst.q.val() & 0x2_0000_0000_u64)
+                        | (bit_cast::<34, 1>((self.armst.q.val().get_bit(32) & !self.fire.val()).into()) << 32)
+                        | bit_cast::<34, 32>(self.pi_next.q.val());
+                }
                 if self.room.val() {
                     self.in_read.next = true;
                     self.ov.d.next = true;
                     self.oj.d.next = self.placed.val();
                     self.pi_ram.write_enable.next = true;
                     self.pi_ram.write_address.next = self.cqn.q.val();
-                    self.pi_ram.write_data.next = self.pi.q.val() + 1;
+                    self.pi_ram.write_data.next = self.pi_next.q.val();
+                    self.arm_ram.write_enable.next = true;
                     self.state.d.next = CqwState::Pass;
                 }
+            }
+            CqwState::ArmLookup => {
+                self.dbg_state.next = 5.into();
+                self.state.d.next = CqwState::ArmTake;
+            }
+            CqwState::ArmTake => {
+                self.dbg_state.next = 6.into();
+                self.cq.d.next = self.ram_cq.val();
+                self.armst.d.next = self.ram_arm.val();
+                self.u.d.next = self.pi_ram.read_data.val().get_bits::<23>(0) - self.arm_ci.val();
+                self.sa.d.next = self.pi_ram.read_data.val().get_bits::<23>(0) - self.ram_arm.val().get_bits::<23>(0);
+                self.state.d.next = CqwState::ArmDecide;
+            }
+            CqwState::ArmDecide => {
+                self.dbg_state.next = 7.into();
+                // Fire now if a CQE the driver has not consumed qualifies; else arm. Arming for
+                // any CQE widens an arm for solicited ones; solicited-only keeps a wide arm wide.
+                self.ev_vec_r.d.next = self.cq.q.val().vector;
+                self.arm_ram.write_enable.next = true;
+                self.arm_ram.write_address.next = self.cqn.q.val();
+                if (self.arm_sol.val() & (self.sa.q.val() < self.u.q.val()))
+                    | (!self.arm_sol.val() & self.u.q.val().any())
+                {
+                    self.ev_r.d.next = true;
+                    self.arm_ram.write_data.next = bit_cast::<34, 32>(self.armst.q.val().get_bits::<32>(0));
+                } else {
+                    self.arm_ram.write_data.next = bit_cast::<34, 32>(self.armst.q.val().get_bits::<32>(0))
+                        | (bit_cast::<34, 1>(1.into()) << 32)
+                        | (bit_cast::<34, 1>(
+                            (self.arm_sol.val() & (!self.armst.q.val().get_bit(32) | self.armst.q.val().get_bit(33)))
+                                .into(),
+                        ) << 33);
+                }
+                self.state.d.next = CqwState::Pass;
             }
         }
         if self.reset.val() {
             self.state.d.next = CqwState::Pass;
             self.ov.d.next = false;
+            self.arm_pend.d.next = false;
+            self.ev_r.d.next = false;
         }
     }
 }

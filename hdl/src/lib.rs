@@ -18,6 +18,7 @@ pub mod doorbell;
 pub mod gearbox;
 pub mod header_builder;
 pub mod icrc;
+pub mod irq;
 pub mod read_responder;
 pub mod records;
 pub mod regs;

@@ -56,7 +56,7 @@ record!(
 
 record!(
     /// CQ context ([`rnic_contract::cq_context`]), 128 bits.
-    CqContextRec, 128, { valid: 1, rsvd0: 7, log_size: 5, rsvd1: 51, base: 64 }
+    CqContextRec, 128, { valid: 1, rsvd0: 7, log_size: 5, rsvd1: 3, vector: 5, rsvd2: 43, base: 64 }
 );
 
 record!(
@@ -168,9 +168,9 @@ record!(
     /// order, except `imm` (the ImmDt's 4 bytes in wire order, as the CQE carries them). An
     /// AtomicETH gives `reth_va`, `reth_rkey`, `at_swap` (Swap or Add Data) and `at_cmp`
     /// (Compare Data); an ATOMIC ACKNOWLEDGE's AtomicAckETH gives `at_swap` (Original Remote
-    /// Data).
+    /// Data). `se`: the BTH's Solicited Event bit (IBTA Vol 1 9.2.3).
     RxDesc, 416, {
-        start: 10, nbeats: 8, opcode: 8, hlen: 7, ackreq: 1, plen: 13, rsvd0: 1, dest_qpn: 24,
+        start: 10, nbeats: 8, opcode: 8, hlen: 7, ackreq: 1, plen: 13, se: 1, dest_qpn: 24,
         psn: 24, reth_va: 64, reth_rkey: 32, reth_len: 32, aeth_syndrome: 8, aeth_msn: 24,
         imm: 32, at_swap: 64, at_cmp: 64,
     }
@@ -185,10 +185,13 @@ record!(
     /// bytes), 2 nothing, 3 an 8-byte value to write (`cqe` bits 63..0, little-endian: an
     /// atomic's result); then `release` packet-buffer beats to free (0 on every job of a
     /// packet but its last) and, with `need_ack`, the ACK/NAK to send once every write
-    /// before it has been acknowledged by the host.
+    /// before it has been acknowledged by the host. On a CQE: `se`, set by the RX engine, the
+    /// CQE completes a received message whose last packet had BTH.SE set (a solicited
+    /// completion); `ev`, set by the CQ writer, the CQE raises its CQ's completion event on
+    /// interrupt vector `ev_vector` once the host has acknowledged its write.
     WriteJob, 640, {
-        kind: 2, need_ack: 1, rsvd0: 3, start: 10, release: 8, off: 13, rsvd1: 3, plen: 13,
-        rsvd2: 3, addr: 64, cqe: 256, ack: 256, rsvd3: 8,
+        kind: 2, need_ack: 1, se: 1, ev: 1, rsvd0: 1, start: 10, release: 8, off: 13, rsvd1: 3, plen: 13,
+        rsvd2: 3, addr: 64, cqe: 256, ack: 256, ev_vector: 5, rsvd3: 3,
     }
 );
 
@@ -257,6 +260,7 @@ mod tests {
         let c = CqContextRec::default();
         check("valid", c.get_my_offset_valid(), c.get_my_width_valid(), cq::VALID);
         check("log_size", c.get_my_offset_log_size(), c.get_my_width_log_size(), cq::LOG_SIZE);
+        check("vector", c.get_my_offset_vector(), c.get_my_width_vector(), cq::VECTOR);
         check("base", c.get_my_offset_base(), c.get_my_width_base(), cq::BASE);
 
         let w = WqeRec::default();

@@ -11,7 +11,14 @@ pub const NUM_COUNTERS: usize = rnic_contract::regs::counter::EVENTS as usize;
 /// AW and W are both valid (`awready = wready` in that cycle); `bvalid` follows one cycle later,
 /// or, for [`rnic_contract::regs::CMD`], once the context command has been accepted by every table
 /// (`cmd_ready`), so a later MMIO always sees the command's effect. Reads answer one cycle after
-/// AR. Doorbell writes wait (AW/W not ready) while the doorbell FIFO is full.
+/// AR. Doorbell writes wait (AW/W not ready) while the doorbell FIFO is full. A
+/// [`rnic_contract::regs::CQ_ARM`] write is taken into a register and handed to the CQ writer
+/// when it can take it (`arm_ready`); like `CMD`, its response waits until then (a few cycles
+/// at most), and no other write is taken meanwhile.
+///
+/// Interrupts: [`rnic_contract::regs::IRQ_MASK`] and [`rnic_contract::regs::IRQ_MODERATION`] are
+/// registers here (`irq_mask`, `irq_moderation`, 0 after reset);
+/// [`rnic_contract::regs::IRQ_PENDING`] reads `irq_pending`.
 ///
 /// Counters: bit `i` of `count_inc` adds one to counter `i` (32-bit, wrapping). The pulses are
 /// registered first, so a count shows one cycle after its event and no engine's decision logic
@@ -51,6 +58,15 @@ pub struct BarRegs {
     /// RQ doorbell: one cycle pulse with `db_data` = `qpn << 16 | RQ producer index`; the RX
     /// engine stores it in its table at once (no FIFO, never waits).
     pub rq_db_write: Signal<Out, Bit>,
+    /// CQ arm doorbell: one cycle pulse with `arm_data` = the [`rnic_contract::regs::CQ_ARM`]
+    /// word, in a cycle `arm_ready` is high.
+    pub arm_write: Signal<Out, Bit>,
+    pub arm_data: Signal<Out, Bits<32>>,
+    pub arm_ready: Signal<In, Bit>,
+    /// Interrupt masks and moderation window; the pending bits to read.
+    pub irq_mask: Signal<Out, Bits<32>>,
+    pub irq_moderation: Signal<Out, Bits<16>>,
+    pub irq_pending: Signal<In, Bits<32>>,
     /// Context command, held until `cmd_ready`.
     pub cmd_valid: Signal<Out, Bit>,
     pub cmd_ready: Signal<In, Bit>,
@@ -61,8 +77,13 @@ pub struct BarRegs {
     inc_r: DFF<Bits<32>>,
     mac_r: DFF<Bits<48>>,
     ip_r: DFF<Bits<32>>,
+    mask_r: DFF<Bits<32>>,
+    moder_r: DFF<Bits<16>>,
     staging: DFF<Bits<512>>,
     cmd_pending: DFF<Bit>,
+    /// A CQ_ARM write taken, waiting for the CQ writer (its response waits with it).
+    arm_pending: DFF<Bit>,
+    arm_word: DFF<Bits<32>>,
     cmd_op_r: DFF<Bits<8>>,
     cmd_index_r: DFF<Bits<8>>,
     bvalid_r: DFF<Bit>,
@@ -88,6 +109,10 @@ pub struct BarRegs {
     a_cmd: Constant<Bits<16>>,
     a_counters: Constant<Bits<16>>,
     a_status: Constant<Bits<16>>,
+    a_cq_arm: Constant<Bits<16>>,
+    a_irq_mask: Constant<Bits<16>>,
+    a_irq_pending: Constant<Bits<16>>,
+    a_irq_moderation: Constant<Bits<16>>,
     v_id: Constant<Bits<32>>,
     v_version: Constant<Bits<32>>,
     v_caps: Constant<Bits<32>>,
@@ -134,6 +159,16 @@ impl Default for BarRegs {
             db_write: Default::default(),
             db_data: Default::default(),
             rq_db_write: Default::default(),
+            arm_write: Default::default(),
+            arm_data: Default::default(),
+            arm_ready: Default::default(),
+            arm_pending: Default::default(),
+            arm_word: Default::default(),
+            irq_mask: Default::default(),
+            irq_moderation: Default::default(),
+            irq_pending: Default::default(),
+            mask_r: Default::default(),
+            moder_r: Default::default(),
             cmd_valid: Default::default(),
             cmd_ready: Default::default(),
             cmd_op: Default::default(),
@@ -170,6 +205,10 @@ impl Default for BarRegs {
             a_cmd: a(regs::CMD),
             a_counters: a(regs::COUNTERS),
             a_status: a(regs::STATUS),
+            a_cq_arm: a(regs::CQ_ARM),
+            a_irq_mask: a(regs::IRQ_MASK),
+            a_irq_pending: a(regs::IRQ_PENDING),
+            a_irq_moderation: a(regs::IRQ_MODERATION),
             v_id: v(regs::ID_VALUE),
             v_version: v(regs::VERSION_VALUE),
             v_caps: v(caps),
@@ -191,8 +230,12 @@ impl Logic for BarRegs {
             clock,
             mac_r,
             ip_r,
+            mask_r,
+            moder_r,
             staging,
             cmd_pending,
+            arm_pending,
+            arm_word,
             cmd_op_r,
             cmd_index_r,
             bvalid_r,
@@ -210,12 +253,16 @@ impl Logic for BarRegs {
         }
         // Write channel: AW and W together. Doorbells never wait (the doorbell table takes one
         // every cycle).
-        self.wr_accept.next =
-            self.awvalid.val() & self.wvalid.val() & !self.bvalid_r.q.val() & !self.cmd_pending.q.val();
+        self.wr_accept.next = self.awvalid.val()
+            & self.wvalid.val()
+            & !self.bvalid_r.q.val()
+            & !self.cmd_pending.q.val()
+            & !self.arm_pending.q.val();
         self.awready.next = self.wr_accept.val();
         self.wready.next = self.wr_accept.val();
         self.db_write.next = false;
         self.rq_db_write.next = false;
+        self.arm_write.next = false;
         self.db_data.next = self.wdata.val();
         if self.wr_accept.val() {
             self.bvalid_r.d.next = true;
@@ -235,6 +282,18 @@ impl Logic for BarRegs {
             if self.awaddr.val() == self.a_rq_doorbell.val() {
                 self.rq_db_write.next = true;
             }
+            if self.awaddr.val() == self.a_cq_arm.val() {
+                // The response waits for the CQ writer to take the arm.
+                self.bvalid_r.d.next = false;
+                self.arm_pending.d.next = true;
+                self.arm_word.d.next = self.wdata.val();
+            }
+            if self.awaddr.val() == self.a_irq_mask.val() {
+                self.mask_r.d.next = self.wdata.val();
+            }
+            if self.awaddr.val() == self.a_irq_moderation.val() {
+                self.moder_r.d.next = self.wdata.val().get_bits::<16>(0);
+            }
             if (self.awaddr.val() & 0xFFC0) == self.a_cmd_data.val() {
                 self.staging.d.next = (self.staging.q.val()
                     & !(self.c_word_mask.val() << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5)))
@@ -248,6 +307,12 @@ impl Logic for BarRegs {
                 self.cmd_op_r.d.next = self.wdata.val().get_bits::<8>(24);
                 self.cmd_index_r.d.next = self.wdata.val().get_bits::<8>(0);
             }
+        }
+        self.arm_write.next = self.arm_pending.q.val() & self.arm_ready.val();
+        self.arm_data.next = self.arm_word.q.val();
+        if self.arm_pending.q.val() & self.arm_ready.val() {
+            self.arm_pending.d.next = false;
+            self.bvalid_r.d.next = true;
         }
         if self.cmd_pending.q.val() & self.cmd_ready.val() {
             self.cmd_pending.d.next = false;
@@ -263,6 +328,8 @@ impl Logic for BarRegs {
         self.cmd_record.next = self.staging.q.val();
         self.mac.next = self.mac_r.q.val();
         self.ip.next = self.ip_r.q.val();
+        self.irq_mask.next = self.mask_r.q.val();
+        self.irq_moderation.next = self.moder_r.q.val();
 
         // Read channel.
         self.rd_value.next = 0.into();
@@ -293,6 +360,15 @@ impl Logic for BarRegs {
         }
         if self.araddr.val() == self.a_status.val() {
             self.rd_value.next = self.status.val();
+        }
+        if self.araddr.val() == self.a_irq_mask.val() {
+            self.rd_value.next = self.mask_r.q.val();
+        }
+        if self.araddr.val() == self.a_irq_pending.val() {
+            self.rd_value.next = self.irq_pending.val();
+        }
+        if self.araddr.val() == self.a_irq_moderation.val() {
+            self.rd_value.next = bit_cast::<32, 16>(self.moder_r.q.val());
         }
         if self.araddr.val() == self.a_mac_lo.val() {
             self.rd_value.next = self.mac_r.q.val().get_bits::<32>(0);
@@ -341,6 +417,9 @@ impl Logic for BarRegs {
             self.bvalid_r.d.next = false;
             self.rvalid_r.d.next = false;
             self.cmd_pending.d.next = false;
+            self.arm_pending.d.next = false;
+            self.mask_r.d.next = 0.into();
+            self.moder_r.d.next = 0.into();
         }
     }
 }

@@ -1868,6 +1868,9 @@ impl Logic for RxEngine {
         self.job.next.kind = 2.into();
         self.job.next.need_ack = 0.into();
         self.job.next.rsvd0 = 0.into();
+        self.job.next.se = 0.into();
+        self.job.next.ev = 0.into();
+        self.job.next.ev_vector = 0.into();
         self.job.next.start = self.pkt.q.val().start;
         self.job.next.release = self.pkt.q.val().nbeats;
         self.job.next.off = bit_cast::<13, 7>(self.pkt.q.val().hlen);
@@ -2914,6 +2917,8 @@ impl Logic for RxEngine {
                     self.job.next.release = 0.into();
                     self.job.next.addr = self.cqe_cq.val();
                     self.job.next.need_ack = bit_cast::<1, 1>(self.recv_need_ack.q.val().into());
+                    // BTH.SE of the message's last packet: a solicited completion (CQ events).
+                    self.job.next.se = self.pkt.q.val().se;
                     self.reply.next.syndrome = self.recv_syn.q.val();
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
                     if self.job_room.q.val() & !(self.fatal.val() & self.rw_full.val()) {

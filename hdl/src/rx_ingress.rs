@@ -151,6 +151,8 @@ pub struct RxIngress {
     opcode_r: DFF<Bits<8>>,
     hlen_r: DFF<Bits<7>>,
     ackreq_r: DFF<Bit>,
+    /// BTH.SE of the frame being stored.
+    se_r: DFF<Bit>,
     plen_r: DFF<Bits<13>>,
     dqpn_r: DFF<Bits<24>>,
     psn_r: DFF<Bits<24>>,
@@ -194,6 +196,7 @@ pub struct RxIngress {
     c_dqpn_w: Signal<Local, Bits<24>>,
     c_psn_w: Signal<Local, Bits<24>>,
     c_ackreq_w: Signal<Local, Bits<8>>,
+    c_flags_w: Signal<Local, Bits<8>>,
     ext: Signal<Local, Bits<224>>,
     imm_hi: Signal<Local, Bit>,
     at_a: Signal<Local, Bits<64>>,
@@ -299,6 +302,7 @@ impl Default for RxIngress {
             opcode_r: Default::default(),
             hlen_r: Default::default(),
             ackreq_r: Default::default(),
+            se_r: Default::default(),
             plen_r: Default::default(),
             dqpn_r: Default::default(),
             psn_r: Default::default(),
@@ -338,6 +342,7 @@ impl Default for RxIngress {
             c_dqpn_w: Default::default(),
             c_psn_w: Default::default(),
             c_ackreq_w: Default::default(),
+            c_flags_w: Default::default(),
             ext: Default::default(),
             imm_hi: Default::default(),
             at_a: Default::default(),
@@ -420,6 +425,7 @@ impl Logic for RxIngress {
             opcode_r,
             hlen_r,
             ackreq_r,
+            se_r,
             plen_r,
             dqpn_r,
             psn_r,
@@ -690,6 +696,7 @@ impl Logic for RxIngress {
         self.hc.next = bit_cast::<704, 512>(self.c_data.q.val()).into();
         self.c_dqpn_w.next = self.hc.val().bth_dqpn;
         self.c_ackreq_w.next = self.hc.val().bth_ackreq;
+        self.c_flags_w.next = self.hc.val().bth_flags;
         self.c_psn_w.next = self.hc.val().bth_psn;
         self.ext.next =
             bit_cast::<224, 80>(self.ext_lo_r.q.val()) | (bit_cast::<224, 144>(self.ext_hi_r.q.val()) << 80);
@@ -706,13 +713,14 @@ impl Logic for RxIngress {
         self.desc.next.hlen = self.hlen_r.q.val();
         self.desc.next.ackreq = bit_cast::<1, 1>(self.ackreq_r.q.val().into());
         self.desc.next.plen = self.plen_r.q.val();
-        self.desc.next.rsvd0 = 0.into();
+        self.desc.next.se = bit_cast::<1, 1>(self.se_r.q.val().into());
         self.desc.next.dest_qpn = self.dqpn_r.q.val();
         self.desc.next.psn = self.psn_r.q.val();
         if self.c_first.q.val() {
             self.desc.next.opcode = self.hc.val().bth_opcode;
             self.desc.next.hlen = self.c_hlen.q.val();
             self.desc.next.ackreq = self.c_ackreq_w.val().get_bits::<1>(7);
+            self.desc.next.se = self.c_flags_w.val().get_bits::<1>(7);
             self.desc.next.plen = self.c_plen.q.val();
             self.desc.next.dest_qpn = (bit_cast::<24, 8>(self.c_dqpn_w.val().get_bits::<8>(16)))
                 | (bit_cast::<24, 8>(self.c_dqpn_w.val().get_bits::<8>(8)) << 8)
@@ -775,6 +783,7 @@ impl Logic for RxIngress {
                 self.opcode_r.d.next = self.desc.val().opcode;
                 self.hlen_r.d.next = self.desc.val().hlen;
                 self.ackreq_r.d.next = self.desc.val().ackreq.any();
+                self.se_r.d.next = self.desc.val().se.any();
                 self.plen_r.d.next = self.desc.val().plen;
                 self.dqpn_r.d.next = self.desc.val().dest_qpn;
                 self.psn_r.d.next = self.desc.val().psn;

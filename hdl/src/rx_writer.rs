@@ -21,6 +21,13 @@ use rust_hdl::prelude::*;
 /// gearbox took it (the gearbox's latency). Every gearbox input comes from registers through a
 /// compare and a mux (the payload chunk length is `min(bytes left, w_lim)`, `w_lim` registered).
 /// Address queue: 4 jobs; ACK queue: 8 ACKs.
+///
+/// Completion events: a CQE job with `ev` (set by [`crate::cq_writer::CqWriter`] for an armed
+/// CQ) queues its vector behind its write in the same queue as the ACKs (an entry may carry
+/// both: a receive CQE with its message's ACK); once the host has answered every write up to
+/// the CQE's, `ev_valid` pulses for a cycle with `ev_vector` (registered), so an interrupt
+/// never overtakes the CQE it announces (PCIe ordering: the MSI-X write follows the CQE's
+/// posted write).
 #[derive(LogicBlock, Default)]
 pub struct RxWriter {
     pub clock: Signal<In, Clock>,
@@ -44,12 +51,23 @@ pub struct RxWriter {
     pub ack: Signal<Out, AckJob>,
     pub cnt_tx_ack: Signal<Out, Bit>,
     pub cnt_tx_nak: Signal<Out, Bit>,
+    /// A CQ's completion event, its CQE now in host memory: one-cycle pulse, registered.
+    pub ev_valid: Signal<Out, Bit>,
+    pub ev_vector: Signal<Out, Bits<5>>,
     /// No job waits and every write issued has been acknowledged by the host (registered:
     /// it reflects the cycle before; a job pushed in cycle `t` clears it from `t + 2`).
     pub idle: Signal<Out, Bit>,
     gb: Gearbox,
     aq: SynchronousFIFO<Bits<80>, 2, 3, 1>,
-    pa: SynchronousFIFO<Bits<272>, 3, 4, 1>,
+    /// ACKs and completion events behind their jobs' writes: bits 255..0 the ACK, 271..256 the
+    /// write-response count to wait for, 272 an ACK to send, 273 an event to raise, 278..274
+    /// its vector.
+    pa: SynchronousFIFO<Bits<279>, 3, 4, 1>,
+    ev_r: DFF<Bit>,
+    ev_vec_r: DFF<Bits<5>>,
+    pa_go: Signal<Local, Bit>,
+    pa_has_ack: Signal<Local, Bit>,
+    job_flags: Signal<Local, Bits<279>>,
     state: DFF<Bits<2>>,
     start_r: DFF<Bits<10>>,
     /// The job's byte offset into its packet (`off`).
@@ -125,6 +143,7 @@ impl Logic for RxWriter {
             idle_r
         );
         clock!(self, clock, gb, aq, pa);
+        dff_setup!(self, clock, ev_r, ev_vec_r);
         self.gb.reset.next = self.reset.val();
         self.rd_ptr.next = self.rdp.q.val();
 
@@ -151,7 +170,7 @@ impl Logic for RxWriter {
         self.j_beats.next = (bit_cast::<16, 7>(self.j_lead.val()) + self.j_len.val() + 63) >> 6;
         self.can_start.next = !self.job_empty.val()
             & !self.aq.full.val()
-            & !(self.job.val().need_ack.any() & self.pa.full.val())
+            & !((self.job.val().need_ack.any() | self.job.val().ev.any()) & self.pa.full.val())
             & ((self.j_kind.val() == 2) | self.gb.in_ready.val());
 
         // ---- Gearbox input ----
@@ -178,14 +197,18 @@ impl Logic for RxWriter {
             | (bit_cast::<80, 7>(self.j_lead.val()) << 58)
             | (bit_cast::<80, 16>(self.j_beats.val()) << 65);
         self.pa.write.next = false;
-        self.pa.data_in.next =
-            bit_cast::<272, 256>(self.job.val().ack.into()) | (bit_cast::<272, 16>(self.beats_planned.q.val()) << 256);
+        self.job_flags.next = (bit_cast::<279, 1>(self.job.val().need_ack) << 272)
+            | (bit_cast::<279, 1>(self.job.val().ev) << 273)
+            | (bit_cast::<279, 5>(self.job.val().ev_vector) << 274);
+        self.pa.data_in.next = bit_cast::<279, 256>(self.job.val().ack.into())
+            | (bit_cast::<279, 16>(self.beats_planned.q.val()) << 256)
+            | self.job_flags.val();
 
         match self.state.q.val().index() {
             0 => {
                 if self.can_start.val() {
                     self.job_read.next = true;
-                    if self.job.val().need_ack.any() {
+                    if self.job.val().need_ack.any() | self.job.val().ev.any() {
                         self.pa.write.next = true;
                     }
                     if self.j_kind.val() == 2 {
@@ -199,8 +222,9 @@ impl Logic for RxWriter {
                         self.gb.in_last.next = false;
                         self.aq.write.next = true;
                         self.beats_planned.d.next = self.beats_planned.q.val() + self.j_beats.val();
-                        self.pa.data_in.next = bit_cast::<272, 256>(self.job.val().ack.into())
-                            | (bit_cast::<272, 16>(self.beats_planned.q.val() + self.j_beats.val()) << 256);
+                        self.pa.data_in.next = bit_cast::<279, 256>(self.job.val().ack.into())
+                            | (bit_cast::<279, 16>(self.beats_planned.q.val() + self.j_beats.val()) << 256)
+                            | self.job_flags.val();
                         self.start_r.d.next = self.j_start.val();
                         self.off_r.d.next = self.j_off.val();
                         self.release_r.d.next = self.job.val().release;
@@ -299,22 +323,34 @@ impl Logic for RxWriter {
         // ---- ACKs once their writes are acknowledged ----
         self.pa_target.next = self.pa.data_out.val().get_bits::<16>(256);
         self.pa_wait.next = self.b_count.q.val() - self.pa_target.val();
-        self.pa_ack.next = bit_cast::<256, 272>(self.pa.data_out.val()).into();
+        self.pa_ack.next = bit_cast::<256, 279>(self.pa.data_out.val()).into();
+        self.pa_has_ack.next = self.pa.data_out.val().get_bit(272);
         self.ack.next = self.pa_ack.val();
         self.ack_write.next = false;
         self.pa.read.next = false;
         self.cnt_tx_ack.next = false;
         self.cnt_tx_nak.next = false;
-        if !self.pa.empty.val() & !self.pa_wait.val().get_bit(15) & !self.ack_full.val() {
-            self.ack_write.next = true;
+        // An entry leaves once the host answered its writes (and, for an ACK, the ACK FIFO has
+        // room): its ACK to the arbiter, its event to the interrupt generator.
+        self.pa_go.next = !self.pa.empty.val() & !self.pa_wait.val().get_bit(15) & !self.ack_full.val();
+        self.ev_r.d.next = false;
+        if self.pa_go.val() {
             self.pa.read.next = true;
-            if self.pa_ack.val().syndrome == 0x1F {
-                self.cnt_tx_ack.next = true;
-            } else {
-                self.cnt_tx_nak.next = true;
+            self.ev_r.d.next = self.pa.data_out.val().get_bit(273);
+            if self.pa_has_ack.val() {
+                self.ack_write.next = true;
+                if self.pa_ack.val().syndrome == 0x1F {
+                    self.cnt_tx_ack.next = true;
+                } else {
+                    self.cnt_tx_nak.next = true;
+                }
             }
         }
+        self.ev_vec_r.d.next = self.pa.data_out.val().get_bits::<5>(274);
+        self.ev_valid.next = self.ev_r.q.val();
+        self.ev_vector.next = self.ev_vec_r.q.val();
         if self.reset.val() {
+            self.ev_r.d.next = false;
             self.state.d.next = 0.into();
             self.rdp.d.next = 0.into();
             self.out_k.d.next = 0.into();

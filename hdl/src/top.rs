@@ -6,6 +6,7 @@ use crate::dma_read::DmaReadIssuer;
 use crate::doorbell::SqDoorbells;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
+use crate::irq::IrqGen;
 use crate::read_responder::ReadResponder;
 use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJob};
 use crate::regs::BarRegs;
@@ -27,6 +28,9 @@ use rust_hdl::prelude::*;
 ///   (contiguous from byte 0), `tlast` ends a frame (without FCS).
 /// - `s_axis_rx_*`: AXI4-Stream slave from the MAC, no back-pressure (a 100G MAC cannot stall);
 ///   `tuser` on the last beat flags a frame the MAC found bad (FCS error).
+/// - `irq_valid`, `irq_vector` (5 bits), `irq_ready`: MSI-X-style interrupt requests to the
+///   PCIe core ([`rnic_contract::regs::irq`]), held until `irq_ready`; one per completion event
+///   burst of a vector ([`IrqGen`]).
 ///
 /// Inside: the BAR0 registers; the TX path [`SqDoorbells`] (ready set) → [`TxScheduler`] → job FIFOs →
 /// [`DmaReadIssuer`] / [`TxAssembler`] → [`Gearbox`] → [`TxArbiter`] (with ACKs) →
@@ -35,7 +39,9 @@ use rust_hdl::prelude::*;
 /// FIFO → [`RxWriter`] (payload and CQE DMA writes, ACKs once written) → ACK FIFO. The AXI
 /// read channel carries send WQEs (ID 1) and payload (ID 0) for the TX side and receive WQEs
 /// (ID 2) for the responder; the write channel belongs to the
-/// RX writer.
+/// RX writer. Completion events: the [`CqWriter`] decides them (CQ arms from BAR0), the
+/// [`RxWriter`] releases a CQE's event once the CQE is written, and [`IrqGen`] turns both into
+/// interrupt messages.
 #[derive(LogicBlock, Default)]
 pub struct NicTop {
     pub clock: Signal<In, Clock>,
@@ -100,7 +106,12 @@ pub struct NicTop {
     pub s_axis_rx_tlast: Signal<In, Bit>,
     pub s_axis_rx_tvalid: Signal<In, Bit>,
     pub s_axis_rx_tuser: Signal<In, Bit>,
+    // Interrupts (MSI-X-style, to the PCIe core)
+    pub irq_valid: Signal<Out, Bit>,
+    pub irq_vector: Signal<Out, Bits<5>>,
+    pub irq_ready: Signal<In, Bit>,
     regs: BarRegs,
+    irq: IrqGen,
     byte_cnt: ByteCounters,
     doorbells: SqDoorbells,
     txs: TxScheduler,
@@ -146,7 +157,7 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
-            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt
+            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt, irq
         );
         dff_setup!(self, clock, db_clear_r, db_clear_qpn_r, ack_cnt_pend, nak_cnt_pend);
         self.regs.reset.next = self.reset.val();
@@ -163,6 +174,7 @@ impl Logic for NicTop {
         self.rxw.reset.next = self.reset.val();
         self.cqw.reset.next = self.reset.val();
         self.timer.reset.next = self.reset.val();
+        self.irq.reset.next = self.reset.val();
 
         // ---- BAR0 ----
         self.regs.awaddr.next = self.s_axil_awaddr.val();
@@ -194,6 +206,20 @@ impl Logic for NicTop {
         self.cqw.cmd_op.next = self.regs.cmd_op.val();
         self.cqw.cmd_index.next = self.regs.cmd_index.val();
         self.cqw.cmd_record.next = self.regs.cmd_record.val();
+        // CQ arms go to the CQ writer; the events of both sources to the interrupt generator.
+        self.cqw.arm_write.next = self.regs.arm_write.val();
+        self.cqw.arm_data.next = self.regs.arm_data.val();
+        self.regs.arm_ready.next = self.cqw.arm_ready.val();
+        self.irq.ev0_valid.next = self.cqw.ev_valid.val();
+        self.irq.ev0_vector.next = self.cqw.ev_vector.val();
+        self.irq.ev1_valid.next = self.rxw.ev_valid.val();
+        self.irq.ev1_vector.next = self.rxw.ev_vector.val();
+        self.irq.mask.next = self.regs.irq_mask.val();
+        self.irq.moderation.next = self.regs.irq_moderation.val();
+        self.regs.irq_pending.next = self.irq.pending_out.val();
+        self.irq_valid.next = self.irq.irq_valid.val();
+        self.irq_vector.next = self.irq.irq_vector.val();
+        self.irq.irq_ready.next = self.irq_ready.val();
         self.txs.cmd_fire.next = self.cmd_fire.val();
         self.txs.cmd_valid.next = self.regs.cmd_valid.val();
         self.txs.cmd_op.next = self.regs.cmd_op.val();

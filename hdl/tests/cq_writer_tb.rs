@@ -8,6 +8,12 @@
 //!   owner bit `!(n >> LOG_SIZE) & 1` and every other bit as it went in, over several laps.
 //!   Midway, some CQs are written again (`WRITE_CQ`, as a re-created CQ is): their count starts
 //!   at 0 again and their new base is used, while the others go on.
+//! - `armed_cqs_raise_one_event_per_arm`: CQ arming (rnic_contract::regs::CQ_ARM). An
+//!   unarmed CQ's CQEs carry no event; an arm with every CQE consumed marks exactly the next
+//!   CQE of that CQ (`ev`, with the CQ's vector) and no later one, nor another CQ's; an arm
+//!   whose consumer index is behind raises `ev_valid` at once and marks nothing; solicited-only
+//!   skips CQEs without SE and fires on one with SE or an error status, and at once only for an
+//!   unconsumed solicited CQE; arming for any CQE widens a solicited-only arm; WRITE_CQ disarms.
 mod harness;
 
 use harness::{pack_fields, Dut, Rng};
@@ -31,8 +37,13 @@ struct Tb {
 
 impl Tb {
     fn write_cq(&mut self, cqn: u64, cq: &Cq) {
+        self.write_cq_vec(cqn, cq, 0);
+    }
+
+    fn write_cq_vec(&mut self, cqn: u64, cq: &Cq, vector: u64) {
         let mut r = [0u8; 64];
         cqc::VALID.put(&mut r, 1);
+        cqc::VECTOR.put(&mut r, vector);
         cqc::LOG_SIZE.put(&mut r, cq.log_size);
         cqc::BASE.put(&mut r, cq.base);
         self.dut.set("cmd_op", 3);
@@ -190,4 +201,162 @@ fn check(
         }
     }
     cq.n += 1;
+}
+
+const NONE: [u64; 0] = [];
+
+/// Arming: a sequential driver (one job or arm at a time) against the rules of CQ_ARM.
+struct ArmTb {
+    dut: Dut,
+    /// Events raised at once (`ev_valid`), as vectors.
+    now: Vec<u64>,
+}
+
+impl ArmTb {
+    fn step(&mut self) {
+        self.dut.eval();
+        if self.dut.get_bit("ev_valid") {
+            let v = self.dut.get("ev_vector");
+            self.now.push(v);
+        }
+        self.dut.tick();
+    }
+
+    /// Passes one CQE of `cqn` (with BTH.SE `se` and `status`) through; returns its event
+    /// mark: `Some(vector)` if the job carries `ev`.
+    fn cqe(&mut self, cqn: u64, se: bool, status: u64) -> Option<u64> {
+        let w = WriteJob::default();
+        let job = pack_fields(
+            640,
+            &[
+                (w.get_my_offset_kind(), 2, 1),
+                (w.get_my_offset_se(), 1, u64::from(se)),
+                (w.get_my_offset_addr(), 64, cqn),
+                (w.get_my_offset_cqe() + 160, 8, status),
+            ],
+        );
+        self.dut.set_wide("in_job", &job);
+        self.dut.set_bit("in_empty", false);
+        self.dut.set_bit("out_read", true);
+        let mut taken = false;
+        for _ in 0..40 {
+            self.dut.eval();
+            let read = self.dut.get_bit("in_read");
+            let offered = !self.dut.get_bit("out_empty");
+            let out = self.dut.get_wide("out_job");
+            self.step();
+            if read {
+                taken = true;
+                self.dut.set_bit("in_empty", true);
+            }
+            if offered {
+                assert!(taken, "a job came out before one was taken");
+                assert_eq!(field(&out, w.get_my_offset_kind(), 2), 1);
+                return (field(&out, w.get_my_offset_ev(), 1) == 1)
+                    .then(|| field(&out, w.get_my_offset_ev_vector(), 5));
+            }
+        }
+        panic!("the CQE never came out");
+    }
+
+    /// Arms CQ `cqn` with consumer index `ci`; returns the events raised at once in the next
+    /// 12 cycles.
+    fn arm(&mut self, cqn: u64, ci: u64, solicited: bool) -> Vec<u64> {
+        use rnic_contract::regs::cq_arm;
+        let word = cqn << cq_arm::CQN_SHIFT | u64::from(solicited) * u64::from(cq_arm::SOLICITED) | ci;
+        for _ in 0..20 {
+            self.dut.eval();
+            if self.dut.get_bit("arm_ready") {
+                break;
+            }
+            self.step();
+        }
+        self.now.clear();
+        self.dut.set("arm_data", word);
+        self.dut.set_bit("arm_write", true);
+        self.step();
+        self.dut.set_bit("arm_write", false);
+        for _ in 0..12 {
+            self.step();
+        }
+        std::mem::take(&mut self.now)
+    }
+}
+
+#[test]
+fn armed_cqs_raise_one_event_per_arm() {
+    let mut dut = Dut::build::<CqWriter>("cq_writer").expect("build CqWriter");
+    dut.set_bit("in_empty", true);
+    dut.reset(2);
+    let mut tb = Tb { dut, rng: Rng::from_env(0xC0E0_0002) };
+    let (a, b) = (2u64, 3u64);
+    tb.write_cq_vec(a, &Cq { base: 0x1000, log_size: 4, n: 0 }, 7);
+    tb.write_cq_vec(b, &Cq { base: 0x9000, log_size: 4, n: 0 }, 9);
+    let mut t = ArmTb { dut: tb.dut, now: Vec::new() };
+
+    // Unarmed: nothing.
+    assert_eq!(t.cqe(a, false, 0), None, "an unarmed CQ raises no event");
+    assert_eq!(t.cqe(a, true, 0), None);
+    // Armed with both CQEs consumed: the next CQE of CQ a, once.
+    assert_eq!(t.arm(a, 2, false), NONE, "nothing unconsumed: armed, no event yet");
+    assert_eq!(t.cqe(b, false, 0), None, "another CQ's CQE does not fire CQ a's arm");
+    assert_eq!(t.cqe(a, false, 0), Some(7), "the next CQE fires on the CQ's vector");
+    assert_eq!(t.cqe(a, false, 0), None, "one event per arm");
+    assert_eq!(t.cqe(b, false, 0), None);
+    // An arm behind the producer index (3 CQEs of a placed, 2 consumed) fires at once.
+    assert_eq!(t.arm(a, 2, false), [7], "an unconsumed CQE fires at once");
+    assert_eq!(t.cqe(a, false, 0), None, "and the arm is used up");
+    // Solicited only: a CQE without SE does not fire; one with SE does.
+    assert_eq!(t.arm(a, 4, true), NONE);
+    assert_eq!(t.cqe(a, false, 0), None, "solicited-only skips a CQE without SE");
+    assert_eq!(t.cqe(a, true, 0), Some(7), "and fires on one with SE");
+    // ... and on an error CQE (7 CQEs placed and consumed so far).
+    assert_eq!(t.arm(a, 7, true), NONE);
+    assert_eq!(t.cqe(a, false, 0), None);
+    assert_eq!(t.cqe(a, false, 5), Some(7), "an error CQE is solicited");
+    // At once only for an unconsumed solicited CQE: CQE 8 is an error, 9 is not solicited.
+    assert_eq!(t.cqe(a, false, 0), None);
+    assert_eq!(t.arm(a, 9, true), NONE, "CQE 9 is unconsumed but not solicited");
+    assert_eq!(t.cqe(a, false, 0), None, "still armed for solicited only");
+    assert_eq!(t.arm(a, 8, true), [7], "CQE 8 (an error) is unconsumed and solicited");
+    // Widening: solicited-only then any-CQE (11 CQEs, all consumed).
+    assert_eq!(t.arm(a, 11, true), NONE);
+    assert_eq!(t.arm(a, 11, false), NONE);
+    assert_eq!(t.cqe(a, false, 0), Some(7), "the second arm widened the first");
+    // The reverse keeps it wide.
+    assert_eq!(t.arm(a, 12, false), NONE);
+    assert_eq!(t.arm(a, 12, true), NONE);
+    assert_eq!(t.cqe(a, false, 0), Some(7), "solicited-only after any-CQE keeps any-CQE");
+    // WRITE_CQ disarms (and restarts the count).
+    assert_eq!(t.arm(b, 2, false), NONE);
+    let mut tb = Tb { dut: t.dut, rng: Rng::from_env(1) };
+    tb.write_cq_vec(b, &Cq { base: 0x9000, log_size: 4, n: 0 }, 9);
+    let mut t = ArmTb { dut: tb.dut, now: Vec::new() };
+    assert_eq!(t.cqe(b, false, 0), None, "a re-written CQ is not armed");
+    assert_eq!(t.arm(b, 0, false), [9], "its count restarted: CQE 0 is unconsumed");
+
+    // Under load arms and CQEs alternate: arms written back to back (each fires at once: CQ b
+    // has an unconsumed CQE) while CQEs of CQ a wait at the input; both make progress.
+    let w = WriteJob::default();
+    let job = pack_fields(640, &[(w.get_my_offset_kind(), 2, 1), (w.get_my_offset_addr(), 64, a)]);
+    t.dut.set_wide("in_job", &job);
+    t.dut.set_bit("out_read", true);
+    t.dut.set("arm_data", b << rnic_contract::regs::cq_arm::CQN_SHIFT);
+    t.now.clear();
+    let (mut cqes_out, mut arms_in) = (0, 0);
+    for _ in 0..200 {
+        t.dut.set_bit("in_empty", false);
+        t.dut.eval();
+        let arm = t.dut.get_bit("arm_ready");
+        t.dut.set_bit("arm_write", arm);
+        t.dut.eval();
+        arms_in += usize::from(arm);
+        cqes_out += usize::from(!t.dut.get_bit("out_empty"));
+        t.step();
+    }
+    t.dut.set_bit("arm_write", false);
+    t.dut.set_bit("in_empty", true);
+    assert!(cqes_out >= 15, "CQEs starved by arms: {cqes_out} in 200 cycles");
+    assert!(arms_in >= 15 && t.now.len() >= 15, "arms starved by CQEs: {arms_in} taken, {} events", t.now.len());
+    assert!(t.now.iter().all(|&v| v == 9));
 }

@@ -388,8 +388,8 @@ fn capability_registers_read_the_contract() {
                 | features::UD
                 | features::CQ_EVENTS
                 | features::RNR_NAK_GEN),
-            features::RC | features::SRQ | features::ATOMICS | features::RNR_NAK_GEN,
-            "feature bits: RC, SRQ, atomics, RNR NAKs; no UD or CQ events yet"
+            features::RC | features::SRQ | features::ATOMICS | features::CQ_EVENTS | features::RNR_NAK_GEN,
+            "feature bits: RC, SRQ, atomics, CQ events, RNR NAKs; no UD yet"
         );
         assert_eq!(field(f, features::ATOMIC_CAP_SHIFT, 2), 1, "IBV_ATOMIC_HCA");
         for a in [0x0030u16, 0x0034, 0x0038, 0x003C] {
@@ -582,4 +582,60 @@ fn doorbells_are_never_refused() {
         tb.cycle();
     }
     assert_eq!(tb.doorbells, sent, "exactly one db_write pulse per doorbell, in order");
+}
+
+#[test]
+fn interrupt_registers_and_the_cq_arm_doorbell() {
+    let mut tb = Tb::new(0x2E65_0007);
+    // IRQ_MASK and IRQ_MODERATION: read-write, 0 after reset, driven to the outputs.
+    assert_eq!(tb.read(regs::IRQ_MASK).0, 0);
+    assert_eq!(tb.read(regs::IRQ_MODERATION).0, 0);
+    tb.write(regs::IRQ_MASK, 0xDEAD_BEEF);
+    tb.write(regs::IRQ_MODERATION, 0x0012_3456);
+    assert_eq!(tb.read(regs::IRQ_MASK).0, 0xDEAD_BEEF);
+    assert_eq!(tb.read(regs::IRQ_MODERATION).0, 0x3456, "16 bits of window");
+    tb.dut.eval();
+    assert_eq!(tb.dut.get("irq_mask"), 0xDEAD_BEEF);
+    assert_eq!(tb.dut.get("irq_moderation"), 0x3456);
+    // IRQ_PENDING reads the generator's pending bits.
+    tb.dut.set("irq_pending", 0x8000_0011);
+    assert_eq!(tb.read(regs::IRQ_PENDING).0, 0x8000_0011);
+    // CQ_ARM: taken at once; handed to the CQ writer when it is ready (one pulse with the
+    // word), and only then answered; no other write is taken meanwhile.
+    let word = 5 << regs::cq_arm::CQN_SHIFT | regs::cq_arm::SOLICITED | 0x1234;
+    tb.dut.set("arm_ready", 0);
+    tb.dut.set(tb.p.awaddr, u64::from(regs::CQ_ARM));
+    tb.dut.set(tb.p.wdata, u64::from(word));
+    tb.dut.set_bit(tb.p.awvalid, true);
+    tb.dut.set_bit(tb.p.wvalid, true);
+    tb.dut.set_bit(tb.p.bready, true);
+    tb.dut.eval();
+    assert!(tb.dut.get_bit(tb.p.awready), "the arm write is taken");
+    tb.dut.tick();
+    tb.dut.set(tb.p.awaddr, u64::from(regs::IRQ_MASK));
+    tb.dut.set(tb.p.wdata, 7);
+    for _ in 0..5 {
+        tb.dut.eval();
+        assert!(!tb.dut.get_bit("arm_write"), "no arm_write while the CQ writer is busy");
+        assert!(!tb.dut.get_bit(tb.p.bvalid), "the response waits for the CQ writer");
+        assert!(!tb.dut.get_bit(tb.p.awready), "no other write while the arm waits");
+        tb.dut.tick();
+    }
+    tb.dut.set("arm_ready", 1);
+    tb.dut.eval();
+    assert!(tb.dut.get_bit("arm_write"), "one arm_write pulse when the CQ writer is ready");
+    assert_eq!(tb.dut.get("arm_data"), u64::from(word));
+    tb.dut.tick();
+    tb.dut.set_bit(tb.p.awvalid, false);
+    tb.dut.set_bit(tb.p.wvalid, false);
+    tb.dut.eval();
+    assert!(!tb.dut.get_bit("arm_write"), "one pulse per write");
+    assert!(tb.dut.get_bit(tb.p.bvalid), "answered once taken");
+    tb.dut.tick();
+    tb.dut.eval();
+    // Other writes do not wait for arm_ready.
+    tb.dut.set("arm_ready", 0);
+    tb.dut.tick();
+    tb.write(regs::IRQ_MASK, 1);
+    assert_eq!(tb.read(regs::IRQ_MASK).0, 1);
 }

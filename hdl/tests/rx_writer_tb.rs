@@ -13,7 +13,9 @@
 //!   may carry the ACK) — with the packet buffer filled the way
 //!   the ingress fills it (each packet after the previous one, released beats overwritten by
 //!   newer packets at once; after every 25 jobs none until the writer is idle), random `awready`/`wready`, B responses after
-//!   random delays and random `ack_full`. Checks: host memory holds exactly the payload, CQE
+//!   random delays and random `ack_full`; half the CQE jobs carry a completion event (`ev`, a
+//!   random vector), with or without an ACK. Checks: every event comes out once, in order,
+//!   with its vector, only after the B responses of every write up to its CQE's; and host memory holds exactly the payload, CQE
 //!   and 8-byte value bytes at their addresses and nothing else was written (strobes: a kind-3
 //!   beat has exactly its 8 strobes set); every AW is 64-byte
 //!   aligned; `rd_ptr` advances by each job's `release`, in order; ACKs leave in job order, each
@@ -42,6 +44,8 @@ struct Job {
     addr: u64,
     cqe: Vec<u8>,
     ack: Option<Vec<u8>>,
+    /// A CQE's completion event (`ev`) and its vector.
+    ev: Option<u64>,
     syndrome: u64,
     /// AXI beats this job writes.
     beats: u64,
@@ -111,6 +115,7 @@ fn piece(whole: &Job, off: usize, plen: usize, addr: u64, last: bool, rng: &mut 
         addr,
         cqe: whole.cqe.clone(),
         ack,
+        ev: None,
         syndrome: whole.syndrome,
         beats: (lead + plen).div_ceil(64) as u64,
     }
@@ -173,7 +178,13 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
     for (k, c) in ack.chunks(8).enumerate() {
         fields.push((w.get_my_offset_ack() + 64 * k, 64, u64::from_le_bytes(c.try_into().unwrap())));
     }
-    Job { fields, kind, start, release, off: hlen, plen, addr, cqe, ack: need_ack.then_some(ack), syndrome, beats }
+    // Half the CQEs raise their CQ's event (with or without an ACK on the same job).
+    let ev = (kind == 1 && rng.chance(1, 2)).then(|| rng.range(0, 31));
+    if let Some(v) = ev {
+        fields.push((w.get_my_offset_ev(), 1, 1));
+        fields.push((w.get_my_offset_ev_vector(), 5, v));
+    }
+    Job { fields, kind, start, release, off: hlen, plen, addr, cqe, ack: need_ack.then_some(ack), ev, syndrome, beats }
 }
 
 #[test]
@@ -200,9 +211,11 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         "cnt_tx_ack",
         "cnt_tx_nak",
         "idle",
+        "ev_valid",
+        "ev_vector",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
-    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak, idle_p]: [Port; 20] =
+    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak, idle_p, ev_valid, ev_vector]: [Port; 22] =
         q.try_into().unwrap();
     dut.set(job_empty, 1);
     dut.reset(2);
@@ -231,6 +244,8 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
     let mut beats_written = 0u64;
     let mut acks_seen = 0usize;
     let mut ack_jobs: VecDeque<usize> = VecDeque::new();
+    let mut ev_jobs: VecDeque<usize> = VecDeque::new();
+    let mut evs_seen = 0usize;
     let mut last_raddr = 0u64;
     let mut cycle = 0u64;
     // `idle` model: the condition in the previous cycle; beats of the jobs taken so far.
@@ -274,6 +289,9 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
                     }
                     if j.ack.is_some() {
                         ack_jobs.push_back(jobs.len());
+                    }
+                    if j.ev.is_some() {
+                        ev_jobs.push_back(jobs.len());
                     }
                     jobs.push(j);
                 }
@@ -365,6 +383,14 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         } else {
             assert!(!ca && !cn, "ACK/NAK counter without ack_write");
         }
+        if dut.get_bit(ev_valid) {
+            let j = ev_jobs.pop_front().expect("an event nobody asked for");
+            assert_eq!(Some(dut.get(ev_vector)), jobs[j].ev, "event {evs_seen} (job {j}) vector (seed {seed:#x})");
+            // The event leaves behind every write up to its CQE's (the CQE is in memory).
+            let needed: u64 = jobs[..=j].iter().map(|x| x.beats).sum();
+            assert!(b_delivered >= needed, "event of job {j} with {b_delivered} B responses, {needed} needed");
+            evs_seen += 1;
+        }
         last_raddr = dut.get(buf_raddr);
         dut.tick();
         // Released beats are free for the ingress: overwrite them at once.
@@ -381,7 +407,12 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
             used_beats -= step;
             rd_seen = rd;
         }
-        if jobs.len() >= n_jobs && taken == jobs.len() && ack_jobs.is_empty() && b_pending.is_empty() && aws.is_empty()
+        if jobs.len() >= n_jobs
+            && taken == jobs.len()
+            && ack_jobs.is_empty()
+            && ev_jobs.is_empty()
+            && b_pending.is_empty()
+            && aws.is_empty()
         {
             let planned: u64 = jobs.iter().map(|x| x.beats).sum();
             if beats_written == planned {
@@ -390,6 +421,7 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         }
     }
     assert!(releases_expected.is_empty(), "{} releases missing", releases_expected.len());
+    assert!(evs_seen > 20, "only {evs_seen} events in the stream");
     assert!(idle_hi > 200 && idle_lo > 1000, "idle high {idle_hi} cycles, low {idle_lo}");
     // Each kind-3 job's beat: exactly its 8 strobes (jobs have regions of their own).
     let mut leads = [0usize; 8];

@@ -7,6 +7,7 @@ use std::rc::{Rc, Weak};
 
 use rnic_contract::regs::{self, caps, counter, features, qp_caps, send_caps, srq_caps};
 
+use crate::channel::CompletionChannel;
 use crate::cq::CompletionQueue;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -249,6 +250,8 @@ pub(crate) struct Tables {
     /// MR slots: in use, and the tag of the last registration.
     mrs: Vec<(bool, u8)>,
     next_pd: u32,
+    /// Interrupt vectors given to CQs with a completion channel (bit v = vector v).
+    vectors: u64,
 }
 
 /// QP numbers 0 and 1 are the special QPs of IB (SMI, GSI); RC QPs start at 2.
@@ -262,7 +265,22 @@ impl Tables {
             cqs: vec![false; n(info.log_cqs, rnic_contract::LOG_NUM_CQS)],
             mrs: vec![(false, 0); n(info.log_mrs, rnic_contract::LOG_NUM_MRS)],
             next_pd: 1,
+            vectors: 0,
         }
+    }
+
+    /// A free interrupt vector below `count`.
+    pub(crate) fn alloc_vector(&mut self, count: u16) -> Result<u8> {
+        let n = u32::from(count).min(rnic_contract::regs::IRQ_VECTORS);
+        let v = (0..n).find(|&v| self.vectors >> v & 1 == 0).ok_or_else(|| {
+            Error::NoMemory(format!("all {n} interrupt vectors are in use by CQs with a completion channel"))
+        })?;
+        self.vectors |= 1 << v;
+        Ok(v as u8)
+    }
+
+    pub(crate) fn free_vector(&mut self, v: u8) {
+        self.vectors &= !(1u64 << v);
     }
 
     pub(crate) fn alloc_qpn(&mut self) -> Result<u32> {
@@ -471,7 +489,61 @@ impl Context {
     /// [`Error::InvalidArgument`] for `min_cqe` of 0 or above [`crate::cq::MAX_CQE`];
     /// [`Error::NoMemory`] when no CQ context or DMA memory is free; backend errors.
     pub fn create_cq(&self, min_cqe: usize) -> Result<CompletionQueue> {
-        CompletionQueue::new(Rc::clone(&self.inner), min_cqe)
+        CompletionQueue::new(Rc::clone(&self.inner), min_cqe, None)
+    }
+
+    /// Creates a completion event channel (`ibv_create_comp_channel(3)`).
+    ///
+    /// # Errors
+    /// [`Error::NotSupported`] if the backend delivers no interrupts or the NIC has no CQ
+    /// events; [`Error::Io`] if epoll(7) fails.
+    pub fn create_comp_channel(&self) -> Result<CompletionChannel> {
+        CompletionChannel::new(Rc::clone(&self.inner))
+    }
+
+    /// Creates a CQ whose completion events go to `channel` (`ibv_create_cq(3)` with a
+    /// `channel`), on an interrupt vector of its own ([`CompletionQueue::comp_vector`]).
+    ///
+    /// # Errors
+    /// As [`create_cq`](Self::create_cq); [`Error::NoMemory`] when every interrupt vector is
+    /// taken by such a CQ; [`Error::InvalidArgument`] for a channel of another context.
+    pub fn create_cq_with_channel(&self, min_cqe: usize, channel: &CompletionChannel) -> Result<CompletionQueue> {
+        CompletionQueue::new(Rc::clone(&self.inner), min_cqe, Some(channel))
+    }
+
+    /// Writes the per-vector interrupt masks ([`regs::IRQ_MASK`]; bit v masks vector v: its
+    /// events wait in [`interrupt_pending`](Self::interrupt_pending) until unmasked).
+    ///
+    /// # Errors
+    /// Backend MMIO errors.
+    pub fn set_interrupt_mask(&self, mask: u32) -> Result<()> {
+        self.inner.dev.mmio_write32(regs::IRQ_MASK, mask)
+    }
+
+    /// Reads the per-vector interrupt masks.
+    ///
+    /// # Errors
+    /// Backend MMIO errors.
+    pub fn interrupt_mask(&self) -> Result<u32> {
+        self.inner.dev.mmio_read32(regs::IRQ_MASK)
+    }
+
+    /// Reads the pending-interrupt bits ([`regs::IRQ_PENDING`]).
+    ///
+    /// # Errors
+    /// Backend MMIO errors.
+    pub fn interrupt_pending(&self) -> Result<u32> {
+        self.inner.dev.mmio_read32(regs::IRQ_PENDING)
+    }
+
+    /// Sets interrupt moderation ([`regs::IRQ_MODERATION`]): each vector sends at most one
+    /// interrupt per window of `units` × [`regs::irq::MODERATION_UNIT_CYCLES`] core cycles;
+    /// 0 turns it off.
+    ///
+    /// # Errors
+    /// Backend MMIO errors.
+    pub fn set_interrupt_moderation(&self, units: u16) -> Result<()> {
+        self.inner.dev.mmio_write32(regs::IRQ_MODERATION, u32::from(units))
     }
 
     /// Reads one statistics counter (`COUNTERS + 4 * index`, index from [`regs::counter`]).

@@ -4,8 +4,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use std::sync::atomic::{fence, Ordering};
 
-use rnic_contract::{cqe, regs::cmd_op, verbs};
+use rnic_contract::{cqe, regs, regs::cmd_op, verbs};
 
+use crate::channel::{ChanInner, CompletionChannel};
 use crate::context::CtxInner;
 use crate::device::DmaBuffer;
 use crate::error::{Error, Refused, Result};
@@ -303,6 +304,10 @@ pub(crate) struct CqInner {
     committed: Cell<usize>,
     /// QPs receiving here from an SRQ: (QP number, SRQ number, SRQ size).
     srq_qps: RefCell<Vec<(u32, u32, usize)>>,
+    /// The completion channel its events go to, and the interrupt vector it has for them.
+    pub(crate) channel: Option<(Rc<ChanInner>, u8)>,
+    /// Events delivered by [`CompletionChannel::get_cq_event`] and not yet acknowledged.
+    pub(crate) events_unacked: Cell<u32>,
 }
 
 impl CqInner {
@@ -409,6 +414,10 @@ impl Drop for CqInner {
         // Invalidate before the ring is freed (field drop order: the ring goes after this).
         let _ = write_context(&*self.ctx.dev, cmd_op::WRITE_CQ, self.cqn as u8, &CqContext::default().pack());
         self.ctx.tables.borrow_mut().free_cqn(self.cqn);
+        if let Some((ch, vector)) = &self.channel {
+            ch.detach(*vector);
+            self.ctx.tables.borrow_mut().free_vector(*vector);
+        }
     }
 }
 
@@ -444,19 +453,40 @@ impl CompletionQueue {
     /// # Errors
     /// [`Error::InvalidArgument`] for `min_cqe` of 0 or above [`MAX_CQE`];
     /// [`Error::NoMemory`] when no CQ context or DMA memory is free; backend errors.
-    pub(crate) fn new(ctx: Rc<CtxInner>, min_cqe: usize) -> Result<Self> {
+    pub(crate) fn new(ctx: Rc<CtxInner>, min_cqe: usize, channel: Option<&CompletionChannel>) -> Result<Self> {
         if min_cqe == 0 || min_cqe > MAX_CQE {
             return Err(Error::inval(format!("a CQ needs 1..={MAX_CQE} entries, not {min_cqe}")));
+        }
+        if let Some(ch) = channel {
+            if !Rc::ptr_eq(&ch.inner.ctx, &ctx) {
+                return Err(Error::inval("the completion channel belongs to another context"));
+            }
         }
         let size = min_cqe.next_power_of_two();
         let log_size = size.trailing_zeros() as u8;
         let ring = DmaBuffer::new(&ctx.dev, size * cqe::BYTES, 4096)?;
         ring.write(0, &vec![0u8; size * cqe::BYTES])?;
-        let cqn = ctx.tables.borrow_mut().alloc_cqn()?;
-        let rec = CqContext { valid: true, log_size, base: ring.iova().0 }.pack();
+        // A CQ with a channel gets an interrupt vector of its own, so a vector names its CQ.
+        let vector = match channel {
+            Some(_) => Some(ctx.tables.borrow_mut().alloc_vector(ctx.dev.interrupt_vectors())?),
+            None => None,
+        };
+        let cqn = match ctx.tables.borrow_mut().alloc_cqn() {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(v) = vector {
+                    ctx.tables.borrow_mut().free_vector(v);
+                }
+                return Err(e);
+            }
+        };
+        let rec = CqContext { valid: true, log_size, vector: vector.unwrap_or(0), base: ring.iova().0 }.pack();
         if let Err(e) = write_context(&*ctx.dev, cmd_op::WRITE_CQ, cqn as u8, &rec) {
             let _ = write_context(&*ctx.dev, cmd_op::WRITE_CQ, cqn as u8, &CqContext::default().pack());
             ctx.tables.borrow_mut().free_cqn(cqn);
+            if let Some(v) = vector {
+                ctx.tables.borrow_mut().free_vector(v);
+            }
             return Err(e);
         }
         let inner = CqInner {
@@ -468,16 +498,29 @@ impl CompletionQueue {
             qps: RefCell::new(Vec::new()),
             committed: Cell::new(0),
             srq_qps: RefCell::new(Vec::new()),
+            channel: channel.zip(vector).map(|(c, v)| (Rc::clone(&c.inner), v)),
+            events_unacked: Cell::new(0),
         };
-        Ok(Self { inner: Rc::new(inner) })
+        let inner = Rc::new(inner);
+        if let Some((ch, v)) = &inner.channel {
+            ch.attach(*v, &inner)?;
+        }
+        Ok(Self { inner })
     }
 
     /// Destroys the CQ (`ibv_destroy_cq(3)`): invalidates its context and frees its ring.
     ///
     /// # Errors
     /// [`Refused`] with [`Error::Busy`] (EBUSY), the CQ unchanged, while QPs are attached to
-    /// it (as send or receive CQ) or other handles of it (clones, QP builders) are alive.
+    /// it (as send or receive CQ), other handles of it (clones, QP builders) are alive, or
+    /// completion events delivered for it are not yet acknowledged
+    /// ([`ack_cq_events`](Self::ack_cq_events)).
     pub fn destroy(self) -> std::result::Result<(), Refused<Self>> {
+        let unacked = self.inner.events_unacked.get();
+        if unacked > 0 {
+            let msg = format!("CQ {} has {unacked} completion events not acknowledged", self.inner.cqn);
+            return Err(Refused::busy(self, msg));
+        }
         let qps: Vec<u32> = self.inner.qps.borrow().iter().map(|q| q.0).collect();
         if !qps.is_empty() {
             let msg = format!("CQ {} has QPs {qps:?} attached", self.inner.cqn);
@@ -548,7 +591,8 @@ impl CompletionQueue {
         let log_size = size.trailing_zeros() as u8;
         let ring = DmaBuffer::new(&inner.ctx.dev, size * cqe::BYTES, 4096)?;
         ring.write(0, &vec![0u8; size * cqe::BYTES])?;
-        let rec = CqContext { valid: true, log_size, base: ring.iova().0 }.pack();
+        let vector = inner.channel.as_ref().map_or(0, |c| c.1);
+        let rec = CqContext { valid: true, log_size, vector, base: ring.iova().0 }.pack();
         write_context(&*inner.ctx.dev, cmd_op::WRITE_CQ, inner.cqn as u8, &rec)?;
         // The NIC writes the new ring from index 0 on; the old one is freed here.
         *inner.ring.borrow_mut() = ring;
@@ -565,6 +609,52 @@ impl CompletionQueue {
     /// Number of CQEs the ring holds (`cqe` as returned by ibv_create_cq).
     pub fn capacity(&self) -> usize {
         self.inner.capacity()
+    }
+
+    /// The interrupt vector of this CQ's completion events, if it was created with a
+    /// completion channel ([`crate::Context::create_cq_with_channel`]).
+    pub fn comp_vector(&self) -> Option<u16> {
+        self.inner.channel.as_ref().map(|c| u16::from(c.1))
+    }
+
+    /// Requests one completion event (`ibv_req_notify_cq(3)`, IBTA Vol 1 11.4.2.2): the next
+    /// completion added to the CQ, or with `solicited_only` the next solicited one (a receive
+    /// completion of a message sent with `IBV_SEND_SOLICITED`, or any completion with an error
+    /// status), makes the CQ's channel deliver one event
+    /// ([`CompletionChannel::get_cq_event`]). One MMIO write: [`regs::CQ_ARM`] with the CQ
+    /// number and the driver's consumer index, so a completion already in the ring and not yet
+    /// polled raises the event at once (no wake-up is lost between the last poll and the arm).
+    /// Arming again before the event is harmless; arming for every completion widens an arm
+    /// for solicited ones.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] (EINVAL) if the CQ has no completion channel; backend MMIO
+    /// errors.
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        if self.inner.channel.is_none() {
+            return Err(Error::inval(format!(
+                "CQ {} has no completion channel: create it with create_cq_with_channel to get events",
+                self.inner.cqn
+            )));
+        }
+        let ci = self.inner.ci.get() as u32 & ((1 << regs::cq_arm::CI_BITS) - 1);
+        let sol = if solicited_only { regs::cq_arm::SOLICITED } else { 0 };
+        // The consumer index must be current in the NIC's eyes: earlier ring reads are done.
+        fence(Ordering::SeqCst);
+        self.inner.ctx.dev.mmio_write32(regs::CQ_ARM, self.inner.cqn << regs::cq_arm::CQN_SHIFT | sol | ci)
+    }
+
+    /// Acknowledges `nevents` events delivered for this CQ (`ibv_ack_cq_events(3)`); more than
+    /// are outstanding acknowledges all of them. [`destroy`](Self::destroy) refuses while any
+    /// is unacknowledged.
+    pub fn ack_cq_events(&self, nevents: u32) {
+        let n = self.inner.events_unacked.get();
+        self.inner.events_unacked.set(n.saturating_sub(nevents));
+    }
+
+    /// Events delivered for this CQ and not yet acknowledged.
+    pub fn unacked_events(&self) -> u32 {
+        self.inner.events_unacked.get()
     }
 
     /// Polls up to `wcs.len()` completions (`ibv_poll_cq(3)`), oldest first, into `wcs[..n]`,

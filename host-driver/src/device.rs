@@ -155,6 +155,56 @@ pub trait Device {
         let _ = vector;
         None
     }
+
+    /// Waits until at least one of `vectors` fires or `timeout` passes, and returns the vectors
+    /// that fired (each once, however many interrupts it counted; empty on timeout). The
+    /// interrupts returned are consumed. The default polls the vectors' eventfds with poll(2)
+    /// (the VFIO backends, whose device runs by itself); a backend whose device advances only
+    /// when called (the in-process simulator) overrides it to run the device while it waits.
+    ///
+    /// # Errors
+    /// [`Error::NotSupported`] if a vector has no eventfd; [`Error::Io`] if poll(2) fails.
+    fn wait_interrupts(&self, vectors: &[u16], timeout: std::time::Duration) -> Result<Vec<u16>> {
+        use std::os::fd::BorrowedFd;
+        let mut pfds = Vec::with_capacity(vectors.len());
+        for &v in vectors {
+            let fd = self.interrupt_fd(v).ok_or_else(|| {
+                Error::NotSupported(format!("{} delivers no interrupts on MSI-X vector {v}", self.name()))
+            })?;
+            pfds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+        }
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: `pfds` is a valid array of pollfd of the given length.
+        let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(Vec::new());
+            }
+            return Err(Error::io(crate::error::IoKind::Backend, "poll(2) of MSI-X eventfds", e));
+        }
+        let mut fired = Vec::new();
+        for (p, &v) in pfds.iter().zip(vectors) {
+            if p.revents & libc::POLLIN != 0 {
+                // SAFETY: the descriptor belongs to the backend and stays open during this call.
+                let fd = unsafe { BorrowedFd::borrow_raw(p.fd) };
+                let mut b = [0u8; 8];
+                // Non-blocking eventfd: a read empties the counter (EAGAIN if another reader won).
+                if read_eventfd(fd, &mut b) {
+                    fired.push(v);
+                }
+            }
+        }
+        Ok(fired)
+    }
+}
+
+/// Reads 8 bytes from a non-blocking eventfd; true if it counted something.
+fn read_eventfd(fd: std::os::fd::BorrowedFd<'_>, b: &mut [u8; 8]) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `b` is 8 writable bytes; the descriptor is valid for the call.
+    let n = unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+    n == 8 && u64::from_ne_bytes(*b) > 0
 }
 
 /// Memory from [`Device::alloc_dma`] that is freed when dropped. Holds the device, so it may

@@ -52,6 +52,7 @@ assert!(wc[0].status.is_success());
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod channel;
 pub mod context;
 pub mod cq;
 pub mod device;
@@ -78,6 +79,7 @@ mod tests;
 mod tests_verbs;
 
 pub use backend::{open_device, DeviceSpec, OpenError};
+pub use channel::CompletionChannel;
 pub use context::{Context, Counters, DeviceInfo, MacAddr, PortAddr};
 pub use cq::{CompletionQueue, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use device::{Device, DmaBuffer, Iova};

@@ -19,6 +19,10 @@ pub(crate) struct MockDevice {
     /// Mapped user buffers (held as copies, like the vfio-user backend): IOVA → buffer.
     users: RefCell<BTreeMap<u64, (*mut u8, usize)>>,
     pub progress: Cell<u64>,
+    /// MSI-X vectors it claims to deliver (0: none), and the vectors the next
+    /// `wait_interrupts` reports as fired (the test plays the NIC's interrupt).
+    pub irq_vectors: Cell<u16>,
+    pub fired: RefCell<Vec<u16>>,
 }
 
 impl MockDevice {
@@ -116,5 +120,16 @@ impl Device for MockDevice {
 
     fn now_cycles(&self) -> u64 {
         self.progress.get()
+    }
+
+    fn interrupt_vectors(&self) -> u16 {
+        self.irq_vectors.get()
+    }
+
+    fn wait_interrupts(&self, vectors: &[u16], _timeout: std::time::Duration) -> Result<Vec<u16>> {
+        let mut f = self.fired.borrow_mut();
+        let (hit, rest): (Vec<u16>, Vec<u16>) = f.iter().partition(|v| vectors.contains(v));
+        *f = rest;
+        Ok(hit)
     }
 }

@@ -28,7 +28,7 @@ pub const MSIX_BAR: u32 = 2;
 /// Size of the MSI-X BAR in bytes.
 pub const MSIX_BAR_BYTES: u64 = 4096;
 /// MSI-X vectors (the NIC's `irq_vector` output is 5 bits wide).
-pub const MSIX_VECTORS: u16 = 32;
+pub const MSIX_VECTORS: u16 = rnic_contract::regs::IRQ_VECTORS as u16;
 /// Offset of the PBA in the MSI-X BAR.
 pub const MSIX_PBA_OFFSET: u32 = 0x800;
 /// Config-space offset of the MSI-X capability.

@@ -116,7 +116,9 @@ bitflags::bitflags! {
         const SYS_IMAGE_GUID = 1 << 11;
         /// `IBV_DEVICE_RC_RNR_NAK_GEN`: the responder sends RNR NAKs.
         const RC_RNR_NAK_GEN = 1 << 12;
-        /// `IBV_DEVICE_N_NOTIFY_CQ`: completion events (not yet: issue 15).
+        /// `IBV_DEVICE_N_NOTIFY_CQ`: a CQ can be armed to notify once it holds N completions (the
+        /// kernel's `ib_req_ncomp_notif`); never set: rnic's arms are next / solicited
+        /// ([`crate::CompletionQueue::req_notify`], which every RDMA device has).
         const N_NOTIFY_CQ = 1 << 14;
     }
 }
@@ -276,7 +278,6 @@ impl Context {
         let node_guid = self.port_addr().map_or(0, |p| eui64(p.mac));
         let mut flags = DeviceCapFlags::SYS_IMAGE_GUID | DeviceCapFlags::CURR_QP_STATE_MOD;
         flags.set(DeviceCapFlags::RC_RNR_NAK_GEN, i.has_feature(features::RNR_NAK_GEN));
-        flags.set(DeviceCapFlags::N_NOTIFY_CQ, i.has_feature(features::CQ_EVENTS));
         let srq = i.has_feature(features::SRQ);
         DeviceAttr {
             fw_ver: format!("{}.{}", i.major(), i.minor()),

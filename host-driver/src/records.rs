@@ -205,6 +205,8 @@ pub struct CqContext {
     pub valid: bool,
     /// log2 of the ring size in CQEs.
     pub log_size: u8,
+    /// Interrupt vector of its completion events.
+    pub vector: u8,
     /// IOVA of the ring.
     pub base: u64,
 }
@@ -215,6 +217,7 @@ impl CqContext {
         let mut r = [0u8; 64];
         cq_context::VALID.put(&mut r, self.valid.into());
         cq_context::LOG_SIZE.put(&mut r, self.log_size.into());
+        cq_context::VECTOR.put(&mut r, self.vector.into());
         cq_context::BASE.put(&mut r, self.base);
         r
     }
@@ -496,8 +499,9 @@ mod tests {
 
     #[test]
     fn cq_context_fields_land_on_contract_bits() {
-        let r = CqContext { valid: true, log_size: 7, base: 0x1_0000_8000 }.pack();
+        let r = CqContext { valid: true, log_size: 7, vector: 21, base: 0x1_0000_8000 }.pack();
         assert_eq!(bits(&r, cq_context::VALID), 1);
+        assert_eq!(bits(&r, cq_context::VECTOR), 21);
         assert_eq!(bits(&r, cq_context::LOG_SIZE), 7);
         assert_eq!(bits(&r, cq_context::BASE), 0x1_0000_8000);
         assert_eq!(u64::from_le_bytes(r[8..16].try_into().unwrap()), 0x1_0000_8000);

@@ -6,10 +6,16 @@
 //! cycles, so two hosts polling their CQs in one thread both make progress. A verb never holds
 //! the borrow of the world across calls; if the application itself holds a `borrow_mut()` while
 //! calling a verb, the verb fails with [`Error::Busy`] instead of panicking.
+//!
+//! Interrupts: each [`SimDevice::new`] gives its NIC an [`InterruptEvents`] sink (one eventfd per
+//! MSI-X vector, written when the RTL's `irq_valid` is taken), replacing the sink of an earlier
+//! handle of the same NIC (clones share it). [`Device::wait_interrupts`] runs the world while it
+//! waits; the eventfds ([`Device::interrupt_fd`]) become readable only while something runs the
+//! world (this thread's verbs, or a caller stepping it).
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
 
-pub use rnic_sim::{FaultConfig, SimConfig, SimError, World};
+pub use rnic_sim::{FaultConfig, InterruptEvents, SimConfig, SimError, World};
 
 use crate::device::{Device, Iova};
 use crate::error::{Error, IoKind, Result};
@@ -22,6 +28,8 @@ pub struct SimDevice {
     progress_cycles: u64,
     /// Last cycle count seen, returned while the world is borrowed (keeps time monotonic).
     last_cycles: std::cell::Cell<u64>,
+    /// This NIC's MSI-X messages.
+    irq: InterruptEvents,
 }
 
 impl std::fmt::Debug for SimDevice {
@@ -76,7 +84,14 @@ impl SimDevice {
         if nic >= count {
             return Err(Error::NoDevice(format!("the simulated world has {count} NICs, there is no NIC {nic}")));
         }
-        Ok(Self { world, nic, progress_cycles: 1, last_cycles: std::cell::Cell::new(0) })
+        let irq = InterruptEvents::new(crate::pci::MSIX_VECTORS)
+            .map_err(|e| Error::io(IoKind::Backend, "creating the eventfds of the simulated NIC's MSI-X vectors", e))?;
+        world
+            .try_borrow_mut()
+            .map_err(|_| busy())?
+            .set_interrupt_sink(nic, Box::new(irq.clone()))
+            .map_err(|e| sim_error("installing the interrupt sink", e))?;
+        Ok(Self { world, nic, progress_cycles: 1, last_cycles: std::cell::Cell::new(0), irq })
     }
 
     /// Sets how many clock cycles [`Device::poll_progress`] advances the world (at least 1).
@@ -102,6 +117,10 @@ impl SimDevice {
         self.world.try_borrow_mut().map_err(|_| busy())
     }
 }
+
+/// Cycles the in-process world runs between two looks at the interrupt eventfds while a verb
+/// waits for an interrupt (an interrupt is seen at most this late, in simulated time).
+pub const WAIT_STEP_CYCLES: u64 = 16;
 
 fn busy() -> Error {
     Error::Busy("the simulated world is borrowed by the caller while a verb runs".into())
@@ -189,6 +208,34 @@ impl Device for SimDevice {
 
     fn clock_is_simulated(&self) -> bool {
         true
+    }
+
+    fn interrupt_vectors(&self) -> u16 {
+        self.irq.vectors()
+    }
+
+    fn interrupt_fd(&self, vector: u16) -> Option<std::os::fd::RawFd> {
+        self.irq.fd(vector)
+    }
+
+    fn wait_interrupt(&self, vector: u16, timeout: std::time::Duration) -> Result<u64> {
+        if vector >= self.irq.vectors() {
+            return Err(Error::inval(format!("the simulated NIC has no MSI-X vector {vector}")));
+        }
+        Ok(self.wait_interrupts(&[vector], timeout)?.len() as u64)
+    }
+
+    /// Runs the world in steps of [`WAIT_STEP_CYCLES`] until one of `vectors` fired or
+    /// `timeout` of wall time passed.
+    fn wait_interrupts(&self, vectors: &[u16], timeout: std::time::Duration) -> Result<Vec<u16>> {
+        let start = std::time::Instant::now();
+        loop {
+            let fired: Vec<u16> = vectors.iter().copied().filter(|&v| self.irq.take(v) > 0).collect();
+            if !fired.is_empty() || start.elapsed() >= timeout {
+                return Ok(fired);
+            }
+            self.w()?.step_n(WAIT_STEP_CYCLES);
+        }
     }
 
     fn now_cycles(&self) -> u64 {

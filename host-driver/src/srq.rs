@@ -150,7 +150,7 @@ impl<'mr> SharedReceiveQueue<'mr> {
         let bytes = size as usize * recv_wqe::stride(log_stride);
         let ring = DmaBuffer::new(&ctx.dev, bytes, 4096)?;
         ring.write(0, &vec![0u8; bytes])?;
-        let events = CompletionQueue::new(Rc::clone(&ctx), EVENT_CQ_ENTRIES)?;
+        let events = CompletionQueue::new(Rc::clone(&ctx), EVENT_CQ_ENTRIES, None)?;
         let srqn = ctx.tables.borrow_mut().alloc_qpn()?;
         crate::pd::count(&pd.inner.srqs, true);
         let inner = SrqInner {

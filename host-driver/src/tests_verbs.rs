@@ -38,7 +38,7 @@ fn query_device_reports_the_capability_registers() {
     let reads = dev.reads.get();
     let a = ctx.query_device();
     assert_eq!(dev.reads.get(), reads, "the registers were read once, at open");
-    assert_eq!(a.fw_ver, "0.2");
+    assert_eq!(a.fw_ver, "0.3");
     assert_eq!(a.hw_ver, regs::VERSION_VALUE);
     // 64 QP contexts less QP 0 and 1; 64 CQs and MR keys.
     assert_eq!((a.max_qp, a.max_cq, a.max_mr, a.max_srq), (62, 64, 64, 62));
@@ -50,7 +50,7 @@ fn query_device_reports_the_capability_registers() {
     assert_eq!(a.max_pd, 0xFF_FFFF);
     assert_eq!(a.phys_port_cnt, 1);
     assert!(a.device_cap_flags.contains(DeviceCapFlags::RC_RNR_NAK_GEN | DeviceCapFlags::SYS_IMAGE_GUID));
-    assert!(!a.device_cap_flags.contains(DeviceCapFlags::N_NOTIFY_CQ), "no completion events yet");
+    assert!(!a.device_cap_flags.contains(DeviceCapFlags::N_NOTIFY_CQ), "N-completion arming is not implemented");
     // rxe: MAC 52:54:00:77:00:01 has node GUID 5054:00ff:fe77:0001 (docs/guests.md 4.2).
     assert_eq!(a.node_guid, 0x5054_00ff_fe77_0001);
     assert_eq!(a.sys_image_guid, a.node_guid);
@@ -412,4 +412,66 @@ fn sim_device_strings_list_and_open() {
     let q = pa.create_qp(&cq).build().unwrap();
     let q2 = pa2.create_qp(&cq2).build().unwrap();
     assert_ne!(q.qp_num(), q2.qp_num());
+}
+
+#[test]
+fn completion_channel_arms_with_the_consumer_index_and_maps_vectors_to_cqs() {
+    use std::time::Duration;
+    let (dev, ctx) = open();
+    // No interrupts: no channel.
+    assert_eq!(ctx.create_comp_channel().unwrap_err().errno(), Errno::EOPNOTSUPP);
+    dev.irq_vectors.set(2);
+    let ch = ctx.create_comp_channel().unwrap();
+    let plain = ctx.create_cq(8).unwrap();
+    let writes = dev.writes.borrow().len();
+    assert_eq!(plain.req_notify(false).unwrap_err().errno(), Errno::EINVAL, "no channel");
+    assert_eq!(dev.writes.borrow().len(), writes, "a refused arm writes nothing");
+    assert_eq!(plain.comp_vector(), None);
+
+    // Each CQ with a channel gets its own vector, in its context; the third finds none left.
+    let c0 = ctx.create_cq_with_channel(8, &ch).unwrap();
+    assert_eq!(cq_context::VECTOR.get(&last_cmd(&dev, regs::cmd_op::WRITE_CQ).1), 0);
+    let c1 = ctx.create_cq_with_channel(8, &ch).unwrap();
+    let rec1 = last_cmd(&dev, regs::cmd_op::WRITE_CQ).1;
+    assert_eq!(cq_context::VECTOR.get(&rec1), 1);
+    let base1 = cq_context::BASE.get(&rec1);
+    assert_eq!((c0.comp_vector(), c1.comp_vector()), (Some(0), Some(1)));
+    assert_eq!(ctx.create_cq_with_channel(8, &ch).unwrap_err().errno(), Errno::ENOMEM);
+
+    // The arm word: CQN, solicited bit, consumer index.
+    c1.req_notify(true).unwrap();
+    let w = *dev.writes.borrow().last().unwrap();
+    assert_eq!(w, (regs::CQ_ARM, c1.cqn() << regs::cq_arm::CQN_SHIFT | regs::cq_arm::SOLICITED));
+    // Two CQEs consumed: the index follows.
+    for n in 0..2u64 {
+        let e =
+            crate::records::Cqe { wr_id: 7, qp_num: 9, owner: crate::records::owner_for(n, 3), ..Default::default() };
+        ctx.device().dma_write(Iova(base1 + 32 * n), &e.pack()).unwrap();
+    }
+    let mut wcs = [WorkCompletion::default(); 4];
+    assert_eq!(c1.poll(&mut wcs).unwrap(), 2);
+    c1.req_notify(false).unwrap();
+    assert_eq!(*dev.writes.borrow().last().unwrap(), (regs::CQ_ARM, c1.cqn() << regs::cq_arm::CQN_SHIFT | 2));
+
+    // Interrupts name CQs by vector; nothing fired, nothing returned.
+    assert!(ch.get_cq_event_timeout(Duration::ZERO).unwrap().is_none());
+    dev.fired.borrow_mut().extend([1, 0]);
+    let e1 = ch.get_cq_event_timeout(Duration::ZERO).unwrap().unwrap();
+    let e0 = ch.get_cq_event_timeout(Duration::ZERO).unwrap().unwrap();
+    assert_eq!((e1.cqn(), e0.cqn()), (c1.cqn(), c0.cqn()));
+    drop((e1, e0));
+    assert_eq!((c0.unacked_events(), c1.unacked_events()), (1, 1));
+
+    // Destroys: the channel while CQs use it, a CQ while its events are unacknowledged.
+    let ch = ch.destroy().unwrap_err().object;
+    let c1 = c1.destroy().unwrap_err().object;
+    c1.ack_cq_events(5);
+    assert_eq!(c1.unacked_events(), 0);
+    c1.destroy().unwrap();
+    // Its vector is free again.
+    let c2 = ctx.create_cq_with_channel(8, &ch).unwrap();
+    assert_eq!(c2.comp_vector(), Some(1));
+    c0.ack_cq_events(1);
+    drop((c0, c2));
+    ch.destroy().unwrap();
 }

@@ -51,6 +51,8 @@ struct NicInputs {
     uint32_t s_axis_rx_tlast;
     uint32_t s_axis_rx_tvalid;
     uint32_t s_axis_rx_tuser;
+    // Interrupt handshake from the PCIe core
+    uint32_t irq_ready;
 };
 
 struct NicOutputs {
@@ -87,6 +89,9 @@ struct NicOutputs {
     // AXI4-Stream TX
     uint32_t m_axis_tx_tlast;
     uint32_t m_axis_tx_tvalid;
+    // Interrupt request (MSI-X vector)
+    uint32_t irq_valid;
+    uint32_t irq_vector;
 };
 
 struct RnicNic {
@@ -180,6 +185,7 @@ void rnic_nic_cycle(RnicNic* nic, const NicInputs* in, NicOutputs* out) {
     t->s_axis_rx_tlast = in->s_axis_rx_tlast & 1;
     t->s_axis_rx_tvalid = in->s_axis_rx_tvalid & 1;
     t->s_axis_rx_tuser = in->s_axis_rx_tuser & 1;
+    t->irq_ready = in->irq_ready & 1;
 
     t->eval();
 #if VM_TRACE
@@ -218,6 +224,8 @@ void rnic_nic_cycle(RnicNic* nic, const NicInputs* in, NicOutputs* out) {
     out->m_axis_tx_tkeep = t->m_axis_tx_tkeep;
     out->m_axis_tx_tlast = t->m_axis_tx_tlast;
     out->m_axis_tx_tvalid = t->m_axis_tx_tvalid;
+    out->irq_valid = t->irq_valid;
+    out->irq_vector = t->irq_vector;
 
     t->clock = 1;
     t->eval();

@@ -41,6 +41,7 @@ pub struct NicInputs {
     pub s_axis_rx_tlast: u32,
     pub s_axis_rx_tvalid: u32,
     pub s_axis_rx_tuser: u32,
+    pub irq_ready: u32,
 }
 
 /// Values the NIC drives during one clock cycle (before its rising edge).
@@ -78,6 +79,8 @@ pub struct NicOutputs {
     pub m_axi_rready: u32,
     pub m_axis_tx_tlast: u32,
     pub m_axis_tx_tvalid: u32,
+    pub irq_valid: u32,
+    pub irq_vector: u32,
 }
 
 /// Opaque C++ object (`RnicNic` in the shim).

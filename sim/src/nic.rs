@@ -121,7 +121,8 @@ impl Nic {
     pub fn with_core(core: Box<dyn NicCore>, config: &SimConfig) -> Self {
         Self {
             model: core,
-            inputs: NicInputs { m_axis_tx_tready: 1, ..NicInputs::default() },
+            // The PCIe core takes an interrupt request in the cycle it is made.
+            inputs: NicInputs { m_axis_tx_tready: 1, irq_ready: 1, ..NicInputs::default() },
             outputs: NicOutputs::default(),
             cycle: 0,
             reset_remaining: 0,
@@ -194,8 +195,11 @@ impl Nic {
                 None => &mut self.memory,
             };
             self.dma.observe(now, mem, &self.inputs, &self.outputs);
-            // The MSI-X port (`irq_valid` pulse + `irq_vector`) is not on the NIC top yet: when it
-            // is, this is where a pulse becomes `self.signal_msix(vector)`.
+            // The interrupt port: a request taken (`irq_valid` with `irq_ready`) is an MSI-X
+            // message of vector `irq_vector`.
+            if self.outputs.irq_valid & self.inputs.irq_ready & 1 == 1 {
+                self.signal_msix(self.outputs.irq_vector as u16);
+            }
             self.mmio.observe(now, &self.inputs, &self.outputs);
             self.tx.observe(now, &self.inputs, &self.outputs);
         }
@@ -228,9 +232,10 @@ impl Nic {
     }
 
     /// **The interrupt hook**: MSI-X vector `vector` of this NIC fires. [`cycle`](Self::cycle)
-    /// will call it in the cycle the NIC's `irq_valid` output pulses, with `irq_vector`; until
-    /// the RTL has that port, tests and the vfio-user server's trigger call it directly. Counted
-    /// in [`msix_raised`](Self::msix_raised); without a sink the message is dropped.
+    /// calls it in each cycle the NIC's `irq_valid` output is taken (`irq_ready` is always high:
+    /// the modelled PCIe core sends the message at once), with `irq_vector`; the vfio-user
+    /// server's loopback trigger calls it directly. Counted in
+    /// [`msix_raised`](Self::msix_raised); without a sink the message is dropped.
     pub fn signal_msix(&mut self, vector: u16) {
         self.msix_raised += 1;
         if let Some(s) = &mut self.irq_sink {

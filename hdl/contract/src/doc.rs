@@ -46,6 +46,10 @@ pub fn markdown() -> String {
         ),
         (regs::SQ_DOORBELL, "SQ_DOORBELL (qpn << 16 | SQ producer index)", "WO"),
         (regs::RQ_DOORBELL, "RQ_DOORBELL (qpn << 16 | RQ producer index)", "WO"),
+        (regs::CQ_ARM, "CQ_ARM (cqn << 24 | solicited << 23 | consumer index mod 2^23)", "WO"),
+        (regs::IRQ_MASK, "IRQ_MASK (bit v masks interrupt vector v)", "RW"),
+        (regs::IRQ_PENDING, "IRQ_PENDING (bit v: vector v has an event not yet sent)", "RO"),
+        (regs::IRQ_MODERATION, "IRQ_MODERATION (15:0 window in units of 256 cycles; 0 off)", "RW"),
         (regs::CMD_DATA, "CMD_DATA[0..16] (512-bit staging record, word i = bits 32i+31..32i)", "WO"),
         (regs::CMD, "CMD (op << 24 | index; op 1 WRITE_QP, 2 WRITE_MR, 3 WRITE_CQ, 4 WRITE_SRQ)", "WO"),
     ] {
@@ -109,8 +113,14 @@ pub fn markdown() -> String {
     table(
         &mut o,
         "CQ context (CMD op 3, index = CQ number)",
-        "Resets the CQ's producer index to 0.",
-        &[("VALID", cq_context::VALID), ("LOG_SIZE", cq_context::LOG_SIZE), ("BASE", cq_context::BASE)],
+        "Resets the CQ's producer index to 0 and disarms it. VECTOR: the interrupt vector of its \
+         completion events (CQ_ARM).",
+        &[
+            ("VALID", cq_context::VALID),
+            ("LOG_SIZE", cq_context::LOG_SIZE),
+            ("VECTOR", cq_context::VECTOR),
+            ("BASE", cq_context::BASE),
+        ],
     );
     let send_intro = format!(
         "Fetched by DMA after a doorbell. A WQE takes `64 << SQ_LOG_STRIDE` bytes (64..={}); the first \

@@ -13,8 +13,10 @@ pub const ID_VALUE: u32 = 0x524E_4943;
 /// Version: `major << 16 | minor`.
 pub const VERSION: u16 = 0x0004;
 /// Contract version implemented by this RTL and driver. Minor 2 added the capability
-/// registers [`QP_CAPS`], [`SEND_CAPS`], [`SRQ_CAPS`] and [`FEATURES`].
-pub const VERSION_VALUE: u32 = 0x0000_0002;
+/// registers [`QP_CAPS`], [`SEND_CAPS`], [`SRQ_CAPS`] and [`FEATURES`]; minor 3 the completion
+/// events: [`CQ_ARM`], the CQ context's [`crate::cq_context::VECTOR`] and the interrupt
+/// registers [`IRQ_MASK`], [`IRQ_PENDING`], [`IRQ_MODERATION`].
+pub const VERSION_VALUE: u32 = 0x0000_0003;
 /// Capabilities, see [`caps`].
 pub const CAPS: u16 = 0x0008;
 /// Core clock in MHz (reads 250).
@@ -146,7 +148,8 @@ pub mod features {
     pub const ATOMICS: u32 = 1 << 2;
     /// Bit 3: unreliable datagram QPs (IBTA Vol 1 9.8). Not implemented yet (reads 0).
     pub const UD: u32 = 1 << 3;
-    /// Bit 4: CQ arming and completion events (`ibv_req_notify_cq(3)`). Not implemented yet.
+    /// Bit 4: CQ arming and completion events (`ibv_req_notify_cq(3)`): [`super::CQ_ARM`]
+    /// and the interrupt output ([`super::irq`]).
     pub const CQ_EVENTS: u32 = 1 << 4;
     /// Bit 5: the responder answers a SEND that finds no receive WQE with an RNR NAK
     /// (`IBV_DEVICE_RC_RNR_NAK_GEN`).
@@ -158,10 +161,12 @@ pub mod features {
     pub const ATOMIC_HCA: u32 = 1;
 }
 
-/// What [`FEATURES`] reads: RC, SRQ, atomics with `IBV_ATOMIC_HCA`, RNR NAK generation.
+/// What [`FEATURES`] reads: RC, SRQ, atomics with `IBV_ATOMIC_HCA`, CQ events, RNR NAK
+/// generation.
 pub const FEATURES_VALUE: u32 = features::RC
     | features::SRQ
     | features::ATOMICS
+    | features::CQ_EVENTS
     | features::RNR_NAK_GEN
     | features::ATOMIC_HCA << features::ATOMIC_CAP_SHIFT;
 
@@ -173,6 +178,62 @@ pub const SQ_DOORBELL: u16 = 0x0100;
 /// responder consumes receive WQEs from the QP's RQ ring up to that index; a SEND that finds
 /// none is answered with an RNR NAK.
 pub const RQ_DOORBELL: u16 = 0x0104;
+
+/// CQ arm doorbell (`ibv_req_notify_cq(3)`, IBTA Vol 1 11.4.2.2): write
+/// `cqn << 24 | solicited << 23 | consumer index mod 2^23` (fields in [`cq_arm`]). The consumer
+/// index counts the CQEs the driver has taken from the CQ since its `WRITE_CQ`.
+///
+/// If the CQ already holds a CQE the driver has not consumed (any CQE; with `solicited`, a
+/// solicited one), the NIC raises the CQ's event at once; otherwise it arms the CQ, and the
+/// next CQE it places in the CQ (with `solicited`: the next solicited CQE, i.e. a receive
+/// completion of a message whose last packet had BTH.SE set, or any CQE with an error status)
+/// raises the event and disarms it. One event per arm. Arming for the next CQE while armed for
+/// solicited ones widens the arm; the reverse keeps it wide. Because the consumer index is
+/// compared, a CQE placed just before the arm still wakes the driver (no lost wake-up between
+/// its last poll and the arm). The write's response comes once the NIC took the arm (a few
+/// cycles), so an arm is in effect when the MMIO write returns.
+pub const CQ_ARM: u16 = 0x0108;
+
+/// Fields of [`CQ_ARM`].
+pub mod cq_arm {
+    /// Bits 22:0: the driver's consumer index modulo 2^23.
+    pub const CI_BITS: u32 = 23;
+    /// Bit 23: only a solicited CQE raises the event (`solicited_only` of
+    /// `ibv_req_notify_cq(3)`).
+    pub const SOLICITED: u32 = 1 << 23;
+    /// Bits 31:24: the CQ number.
+    pub const CQN_SHIFT: u32 = 24;
+}
+
+/// Number of interrupt vectors (MSI-X table entries) of the NIC: its `irq_vector` output has
+/// 5 bits, and [`IRQ_MASK`] / [`IRQ_PENDING`] one bit per vector.
+pub const IRQ_VECTORS: u32 = 32;
+
+/// Per-vector interrupt mask (read-write, bit `v` masks vector `v`, 0 after reset): a masked
+/// vector keeps its events pending in [`IRQ_PENDING`] and raises one interrupt when unmasked,
+/// like an MSI-X table entry's mask bit and the PBA (PCI Local Bus Specification 3.0 6.8.2).
+pub const IRQ_MASK: u16 = 0x0110;
+/// Pending interrupts (read-only, bit `v` = vector `v` has an event not yet sent: masked,
+/// held by [`IRQ_MODERATION`], or waiting for the PCIe core).
+pub const IRQ_PENDING: u16 = 0x0114;
+/// Interrupt moderation (read-write, 0 after reset): bits 15:0 are a window in units of
+/// [`irq::MODERATION_UNIT_CYCLES`] core cycles; each vector sends at most one interrupt per
+/// window (events within it coalesce into one interrupt at the window's end). 0 turns
+/// moderation off: each event is sent as soon as the output is free.
+pub const IRQ_MODERATION: u16 = 0x0118;
+// 0x011C..0x01FF: free.
+
+/// The interrupt output of the NIC top (`irq_valid`, `irq_vector`, `irq_ready`): an MSI-X-style
+/// message request to the PCIe core, held until `irq_ready`.
+pub mod irq {
+    /// Width of `irq_vector` in bits.
+    pub const VECTOR_BITS: u32 = 5;
+    /// Core cycles per unit of [`super::IRQ_MODERATION`] (1.024 µs at 250 MHz).
+    pub const MODERATION_UNIT_CYCLES: u32 = 256;
+    /// Bits of [`super::IRQ_MODERATION`] that hold the window.
+    pub const MODERATION_BITS: u32 = 16;
+}
+const _: () = assert!(1 << irq::VECTOR_BITS == IRQ_VECTORS);
 
 /// Context-command staging words: 16 registers at `CMD_DATA + 4*i` holding the 512-bit record
 /// (word `i` = record bits `32*i+31 .. 32*i`) that the next [`CMD`] commits.

@@ -200,6 +200,9 @@ impl Logic for U250Top {
         self.nic.s_axis_rx_tlast.next = self.rx_cdc.m_tlast.val();
         self.nic.s_axis_rx_tuser.next = self.rx_cdc.m_tuser.val();
         self.nic.s_axis_rx_tvalid.next = self.rx_cdc.m_tvalid.val();
+        // The interrupt output is not yet wired to the XDMA core's user interrupts
+        // (`usr_irq_req`/`usr_irq_ack`, PG195): held off, events stay in IRQ_PENDING.
+        self.nic.irq_ready.next = false;
 
         self.tx_cdc.core_clock.next = self.pcie.axi_aclk.val();
         self.tx_cdc.core_reset.next = self.core_reset.q.val();

@@ -13,8 +13,12 @@
 //! `struct verbs_context`. One process-wide lock serializes the calls (the driver's objects are
 //! single-threaded).
 //!
-//! Not supported yet (they need RTL the NIC does not have, issue 15): completion channels and
-//! CQ events (`ibv_create_comp_channel`, `ibv_req_notify_cq`, `ibv_get_cq_event`), UD QPs and
+//! Completion channels and CQ events (`ibv_create_comp_channel`, `ibv_req_notify_cq` through
+//! `ibv_context_ops`, `ibv_get_cq_event`, `ibv_ack_cq_events`) are the driver's
+//! [`rnic::CompletionChannel`]: the channel's `fd` is the driver's epoll fd of its CQs'
+//! interrupt eventfds.
+//!
+//! Not supported yet (they need RTL the NIC does not have, issue 15): UD QPs and
 //! address handles (`ibv_create_ah`), multicast, memory windows, the extended verbs
 //! (`ibv_qp_to_qp_ex`, `ibv_create_cq_ex`): they fail with `EOPNOTSUPP`.
 #![allow(clippy::missing_safety_doc)]

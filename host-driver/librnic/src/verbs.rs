@@ -7,8 +7,8 @@ use std::ptr::{null, null_mut};
 use std::sync::{Mutex, MutexGuard};
 
 use rnic::{
-    AccessFlags, AddressVector, CompletionQueue, Context, DeviceList, Error, MacAddr, MemoryRegion, Mtu,
-    ProtectionDomain, QpAttr, QpAttrMask, QpState, QueuePair, RecvWr, SendFlags, SendWr, Sge, SharedReceiveQueue,
+    AccessFlags, AddressVector, CompletionChannel, CompletionQueue, Context, DeviceList, Error, MacAddr, MemoryRegion,
+    Mtu, ProtectionDomain, QpAttr, QpAttrMask, QpState, QueuePair, RecvWr, SendFlags, SendWr, Sge, SharedReceiveQueue,
     WorkCompletion, WrOpcode,
 };
 
@@ -22,6 +22,8 @@ macro_rules! export {
 }
 
 const EINVAL: c_int = 22;
+const EAGAIN: c_int = 11;
+const EBUSY: c_int = 16;
 const EOPNOTSUPP: c_int = 95;
 const ENODEV: c_int = 19;
 
@@ -117,6 +119,14 @@ struct Mr {
 struct Cq {
     ibv: ibv_cq,
     cq: CompletionQueue,
+}
+
+#[repr(C)]
+struct Chan {
+    ibv: ibv_comp_channel,
+    ch: CompletionChannel,
+    /// The CQs created with this channel: (CQ number, the program's `ibv_cq`).
+    cqs: Vec<(u32, *mut ibv_cq)>,
 }
 
 #[repr(C)]
@@ -691,24 +701,32 @@ pub unsafe extern "C" fn rnic_ibv_create_cq(
         set_errno(EINVAL);
         return null_mut();
     }
-    if !channel.is_null() {
-        // Completion events need the NIC's CQ arming (issue 15).
-        set_errno(EOPNOTSUPP);
-        return null_mut();
-    }
     let _g = lock();
     // Twice the entries asked for (rounded up to a power of two by the driver): the driver
     // refuses a QP whose SQ and RQ could overrun its CQs, and programs size CQs as their
     // queue depths without that rounding.
     let want = (cqe as usize).saturating_mul(2).min(rnic::cq::MAX_CQE).max(cqe as usize);
-    match ctx(c).ctx.create_cq(want) {
+    let made = if channel.is_null() {
+        ctx(c).ctx.create_cq(want)
+    } else {
+        ctx(c).ctx.create_cq_with_channel(want, &obj::<Chan>(channel).ch)
+    };
+    match made {
         Ok(cq) => {
             let mut ibv: ibv_cq = zeroed();
             ibv.context = c;
+            ibv.channel = channel;
             ibv.cq_context = cq_context;
             ibv.handle = cq.cqn();
             ibv.cqe = cq.capacity() as c_int;
-            Box::into_raw(Box::new(Cq { ibv, cq })) as *mut ibv_cq
+            let cqn = cq.cqn();
+            let p = Box::into_raw(Box::new(Cq { ibv, cq })) as *mut ibv_cq;
+            if !channel.is_null() {
+                let ch = obj::<Chan>(channel);
+                ch.cqs.push((cqn, p));
+                ch.ibv.refcnt += 1;
+            }
+            p
         }
         Err(e) => {
             debug("ibv_create_cq", &e);
@@ -743,9 +761,15 @@ pub unsafe extern "C" fn rnic_ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
     }
     let _g = lock();
     let p = cq as *mut Cq;
+    let channel = (*p).ibv.channel;
     let q = std::ptr::read(&(*p).cq);
     match q.destroy() {
         Ok(()) => {
+            if !channel.is_null() {
+                let ch = obj::<Chan>(channel);
+                ch.cqs.retain(|c| c.1 != cq);
+                ch.ibv.refcnt -= 1;
+            }
             free_shell(p);
             0
         }
@@ -793,9 +817,120 @@ unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_in
     done as c_int
 }
 
-unsafe extern "C" fn req_notify_cq(_cq: *mut ibv_cq, _solicited: c_int) -> c_int {
-    EOPNOTSUPP
+/// `ibv_req_notify_cq(3)` (inline in the header, through `ibv_context_ops`): arms the CQ
+/// ([`CompletionQueue::req_notify`]). Returns 0 or an errno value (EINVAL: no channel).
+unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
+    if cq.is_null() {
+        return EINVAL;
+    }
+    let _g = lock();
+    match obj::<Cq>(cq).cq.req_notify(solicited != 0) {
+        Ok(()) => 0,
+        Err(e) => {
+            debug("ibv_req_notify_cq", &e);
+            errno_of(&e)
+        }
+    }
 }
+
+// ---- completion channels ----
+
+#[no_mangle]
+pub unsafe extern "C" fn rnic_ibv_create_comp_channel(c: *mut ibv_context) -> *mut ibv_comp_channel {
+    if c.is_null() {
+        set_errno(EINVAL);
+        return null_mut();
+    }
+    let _g = lock();
+    match ctx(c).ctx.create_comp_channel() {
+        Ok(ch) => {
+            let ibv = ibv_comp_channel { context: c, fd: ch.fd(), refcnt: 0 };
+            Box::into_raw(Box::new(Chan { ibv, ch, cqs: Vec::new() })) as *mut ibv_comp_channel
+        }
+        Err(e) => {
+            debug("ibv_create_comp_channel", &e);
+            set_errno(errno_of(&e));
+            null_mut()
+        }
+    }
+}
+export!(ibv_create_comp_channel, "IBVERBS_1.0");
+
+/// `ibv_destroy_comp_channel(3)`: 0, or EBUSY while CQs use the channel.
+#[no_mangle]
+pub unsafe extern "C" fn rnic_ibv_destroy_comp_channel(channel: *mut ibv_comp_channel) -> c_int {
+    if channel.is_null() {
+        return EINVAL;
+    }
+    let _g = lock();
+    let p = channel as *mut Chan;
+    if (*p).ibv.refcnt != 0 || !(*p).cqs.is_empty() {
+        return EBUSY;
+    }
+    drop(Box::from_raw(p));
+    0
+}
+export!(ibv_destroy_comp_channel, "IBVERBS_1.0");
+
+/// `ibv_get_cq_event(3)`: waits for the next event of a CQ of `channel` (or, if the program
+/// made the channel's fd non-blocking, fails with EAGAIN when none is there), and stores the
+/// CQ and its `cq_context`. Returns 0, or -1 with errno. The global lock is released every
+/// 20 ms of waiting, so other threads' verbs run meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn rnic_ibv_get_cq_event(
+    channel: *mut ibv_comp_channel,
+    cq: *mut *mut ibv_cq,
+    cq_context: *mut *mut c_void,
+) -> c_int {
+    if channel.is_null() || cq.is_null() || cq_context.is_null() {
+        set_errno(EINVAL);
+        return -1;
+    }
+    let nonblock = libc::fcntl((*channel).fd, libc::F_GETFL) & libc::O_NONBLOCK != 0;
+    let slice = if nonblock { std::time::Duration::ZERO } else { std::time::Duration::from_millis(20) };
+    loop {
+        let _g = lock();
+        let ch = obj::<Chan>(channel);
+        match ch.ch.get_cq_event_timeout(slice) {
+            Ok(Some(q)) => {
+                let Some(&(_, p)) = ch.cqs.iter().find(|c| c.0 == q.cqn()) else {
+                    // A CQ of this channel that librnic did not create cannot exist.
+                    set_errno(EINVAL);
+                    return -1;
+                };
+                drop(q);
+                *cq = p;
+                *cq_context = (*p).cq_context;
+                return 0;
+            }
+            Ok(None) if nonblock => {
+                set_errno(EAGAIN);
+                return -1;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                debug("ibv_get_cq_event", &e);
+                set_errno(errno_of(&e));
+                return -1;
+            }
+        }
+    }
+}
+export!(ibv_get_cq_event, "IBVERBS_1.1");
+
+/// `ibv_ack_cq_events(3)`: acknowledges `nevents` events of `cq` (ibv_destroy_cq refuses with
+/// EBUSY while some are not).
+#[no_mangle]
+pub unsafe extern "C" fn rnic_ibv_ack_cq_events(cq: *mut ibv_cq, nevents: u32) {
+    if cq.is_null() {
+        return;
+    }
+    let _g = lock();
+    let c = obj::<Cq>(cq);
+    c.cq.ack_cq_events(nevents);
+    c.ibv.comp_events_completed = c.ibv.comp_events_completed.wrapping_add(nevents);
+}
+export!(ibv_ack_cq_events, "IBVERBS_1.1");
 
 // ---- QP ----
 
@@ -1492,13 +1627,6 @@ macro_rules! unsupported_p {
     };
 }
 
-// Completion channels and CQ events: the NIC's CQ arming (issue 15).
-unsupported_p!(rnic_ibv_create_comp_channel, ibv_create_comp_channel, "IBVERBS_1.0");
-unsupported_int!(rnic_ibv_destroy_comp_channel, ibv_destroy_comp_channel, "IBVERBS_1.0", EOPNOTSUPP);
-unsupported_int!(rnic_ibv_get_cq_event, ibv_get_cq_event, "IBVERBS_1.1", -1);
-#[no_mangle]
-pub extern "C" fn rnic_ibv_ack_cq_events(_cq: *mut ibv_cq, _n: u32) {}
-export!(ibv_ack_cq_events, "IBVERBS_1.1");
 // UD address handles (issue 15).
 unsupported_p!(rnic_ibv_create_ah, ibv_create_ah, "IBVERBS_1.1");
 unsupported_int!(rnic_ibv_destroy_ah, ibv_destroy_ah, "IBVERBS_1.1", EOPNOTSUPP);

@@ -19,6 +19,10 @@
 //! - `c_program_on_two_nics_of_one_world`: the same program with QP A on device 0 and QP B
 //!   on device 1 of `RNIC_DEVICE=sim:2` (two NICs cabled back to back; each side its own PD,
 //!   CQ and MRs; the peer's MAC found from the device list);
+//! - `c_program_with_completion_events`: `tests/c/events.c` arms a CQ with a completion
+//!   channel through the inline `ibv_req_notify_cq`, waits with `ibv_get_cq_event` (blocking,
+//!   and non-blocking after O_NONBLOCK on the channel fd) and poll(2), checks solicited-only
+//!   arming, `ibv_ack_cq_events` and the EBUSY rules of the destroys;
 //! - `debian_ibv_devinfo_and_ibv_devices_run_unmodified`: the bookworm binaries list and
 //!   describe the simulated NICs;
 //! - `perftest_sets_up_on_librnic`: bookworm's `ib_write_bw` (perftest 4.5) loads with the
@@ -227,6 +231,14 @@ fn c_program_on_one_looped_back_nic() {
 }
 
 #[test]
+fn c_program_with_completion_events() {
+    let exe = compile("events", "events-one");
+    let (ok, out, err) =
+        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim").env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+}
+
+#[test]
 fn c_program_on_two_nics_of_one_world() {
     let exe = compile("loopback", "loopback-two");
     let (ok, out, err) = run(Command::new(&exe)
@@ -253,7 +265,7 @@ fn debian_ibv_devinfo_and_ibv_devices_run_unmodified() {
     assert!(ok, "{out}{err}");
     for want in [
         "hca_id:\trnic_0",
-        "fw_ver:\t\t\t\t0.2",
+        "fw_ver:\t\t\t\t0.3",
         "node_guid:\t\t\t0000:00ff:fe00:0001",
         "max_qp_wr:\t\t\t32768",
         "max_sge:\t\t\t15",

@@ -115,3 +115,46 @@ fn the_backend_shares_dma_memory_and_user_buffers_with_the_server() {
     dev.free_dma(ring).unwrap();
     assert!(dev.free_dma(ring).is_err());
 }
+
+/// The RTL's interrupt end to end over vfio-user: NIC 1's CQ armed through BAR0, a SEND from
+/// NIC 0 completes on it, the NIC's `irq_valid` becomes an MSI-X message the server writes to
+/// the client's eventfd, and the driver's completion channel returns that CQ, once per arm.
+#[test]
+fn a_cq_event_travels_from_the_rtl_to_the_clients_completion_channel() {
+    use rnic::{AccessFlags, ConnectOptions, Context, Mtu, PortAddr, RecvWr, SendWr, WorkCompletion};
+    let dir = tempfile::tempdir().unwrap();
+    let _h = server(dir.path());
+    let open = |i: usize| {
+        let dev = VfioUserDevice::open(&dir.path().join(format!("nic{i}.sock"))).unwrap();
+        Context::open_with_port(dev, PortAddr::for_sim_nic(i)).unwrap()
+    };
+    let (a, b) = (open(0), open(1));
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let ch = b.create_comp_channel().unwrap();
+    let ca = a.create_cq(16).unwrap();
+    let cb = b.create_cq_with_channel(16, &ch).unwrap();
+    let mut src = vec![0x3cu8; 256];
+    let mut dst = vec![0u8; 256];
+    let ms = pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+    let md = pb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut qa = pa.create_qp(&ca).set_max_send_wr(4).build().unwrap();
+    let mut qb = pb.create_qp(&cb).set_max_send_wr(4).set_max_recv_wr(4).build().unwrap();
+    let o = ConnectOptions { path_mtu: Mtu::Mtu1024, access: AccessFlags::empty(), ..ConnectOptions::default() };
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    qa.connect_with(&eb, &o).unwrap();
+    qb.connect_with(&ea, &o).unwrap();
+
+    cb.req_notify(false).unwrap();
+    assert!(ch.get_cq_event_timeout(Duration::from_millis(100)).unwrap().is_none(), "nothing completed yet");
+    qb.post_recv_one(RecvWr::new(9, md.sge(0..256).unwrap())).unwrap();
+    qa.post_send_one(SendWr::send(9, ms.sge(0..100).unwrap()).signaled(true)).unwrap();
+    let ev = ch.get_cq_event_timeout(Duration::from_secs(60)).unwrap().expect("the CQ event over vfio-user");
+    assert_eq!(ev.cqn(), cb.cqn());
+    ev.ack_cq_events(1);
+    drop(ev);
+    let mut wcs = [WorkCompletion::default(); 2];
+    assert_eq!(cb.poll(&mut wcs).unwrap(), 1, "the CQE is in memory when the interrupt arrives");
+    assert_eq!((wcs[0].wr_id, wcs[0].byte_len), (9, 100));
+    assert!(ch.get_cq_event_timeout(Duration::from_millis(300)).unwrap().is_none(), "one event per arm");
+    ca.poll_wait(&mut wcs, 10_000_000).unwrap();
+}
