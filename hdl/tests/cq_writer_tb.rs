@@ -163,7 +163,7 @@ fn cqes_land_on_their_own_cq_in_order() {
         tb.dut.tick();
         if offered && take {
             let head = taken.pop_front().expect("a job offered that was never taken in");
-            check(&mut cqs, &head, &out, off_cqe, off_addr, owner_bit, sent);
+            check(&mut cqs, &head, &out, off_addr, owner_bit, sent);
             sent += 1;
         }
         if read {
@@ -176,15 +176,7 @@ fn cqes_land_on_their_own_cq_in_order() {
     assert!(cqs.iter().any(|c| c.n > 2 << c.log_size), "no CQ went round its ring twice");
 }
 
-fn check(
-    cqs: &mut [Cq],
-    head: &(Vec<u8>, u64, u64),
-    out: &[u8],
-    off_cqe: usize,
-    off_addr: usize,
-    owner_bit: usize,
-    k: usize,
-) {
+fn check(cqs: &mut [Cq], head: &(Vec<u8>, u64, u64), out: &[u8], off_addr: usize, owner_bit: usize, k: usize) {
     let (job, kind, cqn) = head;
     if *kind != 1 {
         assert_eq!(&out[..80], &job[..80], "job {k} (kind {kind}) changed on its way");

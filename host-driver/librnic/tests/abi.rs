@@ -52,7 +52,11 @@ fn so_path() -> PathBuf {
 fn lib_dir() -> PathBuf {
     let so = so_path();
     assert!(so.exists(), "{} not built", so.display());
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-lib-{}", std::process::id()));
+    // One directory per call: tests run in parallel threads, and two of them replacing the
+    // same link raced (EEXIST).
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-lib-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let link = dir.join("libibverbs.so.1");
     let _ = std::fs::remove_file(&link);
