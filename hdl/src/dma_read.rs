@@ -3,7 +3,7 @@ use rust_hdl::prelude::*;
 
 /// Issues AXI4 read bursts for the TX side.
 ///
-/// Three sources: send-WQE fetches (`wqe_len + 1` 64-byte beats, at most 8, AXI ID 1, from the
+/// Four sources: atomics' one-beat reads (AXI ID 3, before send-WQE fetches), send-WQE fetches (`wqe_len + 1` 64-byte beats, at most 8, AXI ID 1, from the
 /// scheduler), receive-WQE fetches (`rq_len + 1` beats, AXI ID 2, from the RX engine; the
 /// callers keep a fetch inside one 4 KiB page: WQEs are at most 512 bytes and aligned to their
 /// size) and payload read jobs
@@ -36,6 +36,11 @@ pub struct DmaReadIssuer {
     /// Beats of the receive-WQE fetch minus one (AXI `arlen`), taken with `rq_addr`.
     pub rq_len: Signal<In, Bits<3>>,
     pub rq_ready: Signal<Out, Bit>,
+    /// An atomic's read: one 64-byte beat at `at_addr` (64-byte aligned), AXI ID 3, from
+    /// [`crate::atomic_unit::AtomicUnit`]; `at_ready` is the AR's acceptance.
+    pub at_valid: Signal<In, Bit>,
+    pub at_addr: Signal<In, Bits<64>>,
+    pub at_ready: Signal<Out, Bit>,
     pub rj_empty: Signal<In, Bit>,
     pub rj_addr: Signal<In, Bits<64>>,
     pub rj_len: Signal<In, Bits<13>>,
@@ -49,6 +54,8 @@ pub struct DmaReadIssuer {
     holding: DFF<Bit>,
     /// A receive-WQE AR was presented and not taken: present it again.
     hold_rq: DFF<Bit>,
+    /// An atomic's AR was presented and not taken: present it again.
+    hold_at: DFF<Bit>,
     /// A receive-WQE fetch taken from the RX engine and not yet issued (`rq_ready` is its
     /// inverse, a register, so the RX engine's handshake never passes through this block's
     /// arbitration).
@@ -69,13 +76,16 @@ pub struct DmaReadIssuer {
 impl Logic for DmaReadIssuer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy, holding, hold_rq, rq_pend, rq_addr_q, rq_len_q, cur, beats, burst, sized);
+        dff_setup!(
+            self, clock, busy, holding, hold_rq, hold_at, rq_pend, rq_addr_q, rq_len_q, cur, beats, burst, sized
+        );
         self.job_beats.next =
             (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0)) + bit_cast::<16, 13>(self.rj_len.val()) + 63) >> 6;
         // Sizing the first burst of a job: the beats up to the 4 KiB boundary.
         self.to_4k.next = 64_u64 - bit_cast::<8, 6>(self.cur.q.val().get_bits::<6>(6));
         self.beats_left.next = self.beats.q.val() - self.burst.q.val();
         self.wqe_ready.next = false;
+        self.at_ready.next = false;
         self.rq_ready.next = !self.rq_pend.q.val();
         if self.rq_valid.val() & !self.rq_pend.q.val() {
             self.rq_pend.d.next = true;
@@ -87,7 +97,9 @@ impl Logic for DmaReadIssuer {
         self.araddr.next = self.wqe_addr.val();
         self.arlen.next = 0.into();
         self.arid.next = 1.into();
-        if self.hold_rq.q.val() | (self.rq_pend.q.val() & !self.wqe_valid.val() & !self.holding.q.val()) {
+        if self.hold_rq.q.val()
+            | (self.rq_pend.q.val() & !self.wqe_valid.val() & !self.holding.q.val() & !self.hold_at.q.val())
+        {
             self.arvalid.next = true;
             self.araddr.next = self.rq_addr_q.q.val();
             self.arlen.next = bit_cast::<8, 3>(self.rq_len_q.q.val());
@@ -95,6 +107,11 @@ impl Logic for DmaReadIssuer {
             if self.arready.val() {
                 self.rq_pend.d.next = false;
             }
+        } else if self.hold_at.q.val() | (self.at_valid.val() & !self.wqe_valid.val() & !self.holding.q.val()) {
+            self.arvalid.next = true;
+            self.araddr.next = self.at_addr.val();
+            self.arid.next = 3.into();
+            self.at_ready.next = self.arready.val();
         } else if self.wqe_valid.val() & !self.holding.q.val() {
             self.arvalid.next = true;
             self.arlen.next = bit_cast::<8, 3>(self.wqe_len.val());
@@ -133,10 +150,12 @@ impl Logic for DmaReadIssuer {
         // A payload AR presented but not taken must be presented again, unchanged.
         self.holding.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 0);
         self.hold_rq.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 2);
+        self.hold_at.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 3);
         if self.reset.val() {
             self.busy.d.next = false;
             self.holding.d.next = false;
             self.hold_rq.d.next = false;
+            self.hold_at.d.next = false;
             self.rq_pend.d.next = false;
             self.sized.d.next = false;
         }

@@ -7,6 +7,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod ack_timer;
+pub mod atomic_unit;
 pub mod board;
 pub mod bswap;
 pub mod byte_counters;

@@ -177,6 +177,20 @@ record!(
 );
 
 record!(
+    /// A job the responder hands [`crate::atomic_unit::AtomicUnit`] (512 bits): `rr`, the
+    /// [`ReadRespJob`] to pass on to the READ responder once every write accepted before it is
+    /// in host memory (a READ to answer, an ACKNOWLEDGE owed behind responses, a replayed
+    /// ATOMIC ACKNOWLEDGE); with `exec`, an atomic to execute first on the 8-byte word at
+    /// `rr.iova` (FETCH ADD adding `swp` when `fadd`, else COMPARE SWAP of `cmp` with `swp`;
+    /// IBTA Vol 1 9.4.5), its original value then saved in replay slot `slot` of its QP and
+    /// sent in the AtomicAckETH. `epoch` is the QP's reset count (mod 2) when the job was
+    /// queued, stamped by the unit.
+    RespItem, 512, {
+        rr: 360, exec: 1, fadd: 1, epoch: 1, slot: 4, rsvd0: 1, cmp: 64, swp: 64, rsvd1: 16,
+    }
+);
+
+record!(
     /// One unit of work for the RX writer (640 bits), produced in packet order by the RX
     /// engine: `kind` 0 a payload to move from the packet buffer to host memory (`plen` bytes
     /// starting `off` bytes into the packet whose first beat is buffer beat `start`: its
@@ -188,9 +202,13 @@ record!(
     /// before it has been acknowledged by the host. On a CQE: `se`, set by the RX engine, the
     /// CQE completes a received message whose last packet had BTH.SE set (a solicited
     /// completion); `ev`, set by the CQ writer, the CQE raises its CQ's completion event on
-    /// interrupt vector `ev_vector` once the host has acknowledged its write.
+    /// interrupt vector `ev_vector` once the host has acknowledged its write. `bar` and `res`
+    /// are write barriers for [`crate::atomic_unit::AtomicUnit`]: once the host has
+    /// acknowledged every write before the job (and its own), the RX writer pulses `bar_done`
+    /// (the barrier of a READ/atomic job the responder queued) or `res_done` (an atomic's
+    /// result write is in host memory).
     WriteJob, 640, {
-        kind: 2, need_ack: 1, se: 1, ev: 1, rsvd0: 1, start: 10, release: 8, off: 13, rsvd1: 3, plen: 13,
+        kind: 2, need_ack: 1, se: 1, ev: 1, bar: 1, start: 10, release: 8, off: 13, res: 1, rsvd1: 2, plen: 13,
         rsvd2: 3, addr: 64, cqe: 256, ack: 256, ev_vector: 5, rsvd3: 3,
     }
 );

@@ -1,7 +1,8 @@
 //! The RX engine: RC responder (RDMA WRITE) and requester completer (ACK/NAK → CQE).
 use crate::context_tables::ContextTables;
 use crate::records::{
-    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RxDesc, WriteJob,
+    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
+    WriteJob,
 };
 use rust_hdl::prelude::*;
 
@@ -161,14 +162,16 @@ pub struct RxEngine {
     pub rq_ar_ready: Signal<In, Bit>,
     pub rq_r_valid: Signal<In, Bit>,
     pub rq_r_data: Signal<In, Bits<512>>,
-    /// RDMA READs accepted (or replayed) by the responder, for the scheduler to answer.
+    /// READs accepted or replayed, atomics to execute or replay and ACKs owed behind
+    /// responses, for [`crate::atomic_unit::AtomicUnit`] (its queue's full flag; each job goes
+    /// with a barrier job into the write-job FIFO in the same cycle).
     pub rr_full: Signal<In, Bit>,
     pub rr_write: Signal<Out, Bit>,
-    pub rr_data: Signal<Out, ReadRespJob>,
-    /// The RX writer has no job waiting and every write it issued is acknowledged (its
-    /// registered `idle`): an atomic reads host memory only then, and answers only after its
-    /// own write is done.
-    pub wr_idle: Signal<In, Bit>,
+    pub rr_item: Signal<Out, RespItem>,
+    /// The duplicate-atomic replay table of [`crate::atomic_unit::AtomicUnit`]: the entry at
+    /// `qpn << 4 | slot` is `at_scan_data` the cycle after `at_scan_addr`.
+    pub at_scan_addr: Signal<Out, Bits<10>>,
+    pub at_scan_data: Signal<In, Bits<96>>,
     /// The assembler sent the last packet of a new READ's or atomic's response of local QP
     /// `rsp_done_qpn` ([`crate::tx_assembler::TxAssembler`]): the QP owes one fewer.
     pub rsp_done: Signal<In, Bit>,
@@ -234,10 +237,9 @@ pub struct RxEngine {
     r_start: Signal<Local, Bit>,
     r_end: Signal<Local, Bit>,
     ghost_d: Signal<Local, Bits<24>>,
+    /// The READ responder's job inside `rr_item`.
+    rr_data: Signal<Local, ReadRespJob>,
     tables: ContextTables,
-    /// Results of the atomics the responder executed, 16 per QP at `qpn << 4 | slot`:
-    /// {valid 0, PSN 31..8, original value 95..32}, for answering duplicates (9.7.5.1.1).
-    atom_ram: RAM<Bits<96>, 10>,
     rdyn_ram: RAM<Bits<368>, 6>,
     rqpi_ram: RAM<Bits<16>, 6>,
     /// Shared receive queues, by SRQ number: consumer index, and {limit 15..0, event CQ 23..16}
@@ -393,14 +395,13 @@ pub struct RxEngine {
     /// LAST/ONLY, 11 a RETH or AtomicETH to check (WRITE FIRST/ONLY, READ REQUEST, atomics),
     /// 12 COMPARE SWAP or FETCH ADD, 13 FETCH ADD, 14 ATOMIC ACKNOWLEDGE (with 9 and 10).
     opc: DFF<Bits<15>>,
-    /// Responder atomics: the READ FIFO job is an ATOMIC ACKNOWLEDGE (`at_mode`); the QP's next
-    /// replay-table slot (responder-state bits 320..323); the original and new values, whether
-    /// the new one is written; the replay-table scan's slot and count.
+    /// Responder atomics: the job is an ATOMIC ACKNOWLEDGE (`at_mode`), of an atomic to execute
+    /// (`at_exec`, not a replay); the QP's next replay-table slot (responder-state bits
+    /// 320..323); a replay's original value; the replay-table scan's slot and count.
     at_mode: DFF<Bit>,
+    at_exec: DFF<Bit>,
     at_slot: DFF<Bits<4>>,
     at_orig: DFF<Bits<64>>,
-    at_new: DFF<Bits<64>>,
-    at_write: DFF<Bit>,
     scan_i: DFF<Bits<4>>,
     scan_n: DFF<Bits<4>>,
     // Receive completion extras: ImmDt and wc_flags.
@@ -621,9 +622,7 @@ pub struct RxEngine {
     entry_is_atomic: Signal<Local, Bit>,
     /// Bytes a request's RETH or AtomicETH covers at the responder (8 for an atomic).
     req_len: Signal<Local, Bits<32>>,
-    at_beat: Signal<Local, Bits<512>>,
     at_entry: Signal<Local, Bits<96>>,
-    at_sum: Signal<Local, Bits<64>>,
     /// Flush bookkeeping: bits set and cleared this cycle; this engine asks for the current QP.
     fl_set: Signal<Local, Bits<64>>,
     fl_eng: Signal<Local, Bit>,
@@ -850,7 +849,10 @@ impl Default for RxEngine {
             rq_mask: Default::default(),
             rr_full: Default::default(),
             rr_write: Default::default(),
+            rr_item: Default::default(),
             rr_data: Default::default(),
+            at_scan_addr: Default::default(),
+            at_scan_data: Default::default(),
             cqe_imm: Default::default(),
             cqe_flags: Default::default(),
             rd_next: Default::default(),
@@ -901,7 +903,6 @@ impl Default for RxEngine {
             entry_is_read: Default::default(),
             rd_restart: Default::default(),
             access_ok: Default::default(),
-            wr_idle: Default::default(),
             rsp_done: Default::default(),
             rsp_done_qpn: Default::default(),
             rdone_a: Default::default(),
@@ -955,12 +956,10 @@ impl Default for RxEngine {
             rd_over_r: Default::default(),
             rd_lim: Default::default(),
             mdra: Default::default(),
-            atom_ram: Default::default(),
             at_mode: Default::default(),
             at_slot: Default::default(),
             at_orig: Default::default(),
-            at_new: Default::default(),
-            at_write: Default::default(),
+            at_exec: Default::default(),
             scan_i: Default::default(),
             scan_n: Default::default(),
             is_atomic_req: Default::default(),
@@ -968,9 +967,7 @@ impl Default for RxEngine {
             is_atomic_ack: Default::default(),
             entry_is_atomic: Default::default(),
             req_len: Default::default(),
-            at_beat: Default::default(),
             at_entry: Default::default(),
-            at_sum: Default::default(),
             sgb0: Default::default(),
             sgb1: Default::default(),
             sgb2: Default::default(),
@@ -1042,10 +1039,9 @@ impl Default for RxEngine {
 // with an SGE list: 44 entry, 45 piece length compare, 46 piece job, 47 next entry, then 3 or
 // 9); 22 resume a READ an ACK
 // covered before its responses arrived (or one whose responses are missing); 24 hand an
-// accepted or replayed READ (or an ATOMIC ACKNOWLEDGE) to the scheduler; for an atomic: 25
-// wait for earlier writes, 26 read its beat, 27 take the word, 28 new value, 29 result job,
-// 30-31 wait for that write, save the result, then 24; a duplicate atomic: 19, 23 scan the
-// replay table, then 24.
+// accepted or replayed READ, an accepted atomic, a replayed ATOMIC ACKNOWLEDGE or an owed ACK
+// to the atomic unit (with its barrier job); a duplicate atomic: 19, 23 scan the replay
+// table, then 24.
 // A QP on an SRQ takes the SRQ's indices in state 5 and writes its consumer index back in 9;
 // state 0 then checks the SRQ's limit; an SRQ limit event is a CQE through 1, 2, 3, 4, 12, 9.
 
@@ -1155,8 +1151,7 @@ impl Logic for RxEngine {
             at_mode,
             at_slot,
             at_orig,
-            at_new,
-            at_write,
+            at_exec,
             scan_i,
             scan_n,
             job_room,
@@ -1256,17 +1251,8 @@ impl Logic for RxEngine {
             self.fp_idx.d.next = self.fp_idx.q.val() + 1;
         }
         self.job_room.d.next = !self.job_afull.val();
-        self.atom_ram.read_clock.next = self.clock.val();
-        self.atom_ram.write_clock.next = self.clock.val();
-        self.atom_ram.read_address.next =
-            bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.scan_i.q.val());
-        self.atom_ram.write_enable.next = false;
-        self.atom_ram.write_address.next =
-            bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.at_slot.q.val());
-        self.atom_ram.write_data.next = 1_u64.to_bits::<96>()
-            | (bit_cast::<96, 24>(self.pkt.q.val().psn) << 8)
-            | (bit_cast::<96, 64>(self.at_orig.q.val()) << 32);
-        self.at_entry.next = self.atom_ram.read_data.val();
+        self.at_scan_addr.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.scan_i.q.val());
+        self.at_entry.next = self.at_scan_data.val();
         self.arm_r.d.next = false;
         self.rnr_arm.next = self.arm_r.q.val();
         self.rnr_qpn.next = self.qpn.q.val();
@@ -1697,18 +1683,10 @@ impl Logic for RxEngine {
             }
         }
         self.rq_addr_r.d.next = self.ctx.q.val().rq_base + self.rq_off.val();
-        self.rq_ar_valid.next = (self.state.q.val() == 7) | (self.state.q.val() == 26);
-        // The whole receive WQE (64 << RQ_LOG_STRIDE bytes: 1, 2 or 4 beats); an atomic's
-        // read is one beat.
-        self.rq_ar_len.next = 0.into();
-        if self.state.q.val() == 7 {
-            self.rq_ar_len.next = bit_cast::<3, 2>(self.rq_nb.q.val());
-        }
+        self.rq_ar_valid.next = self.state.q.val() == 7;
+        // The whole receive WQE (64 << RQ_LOG_STRIDE bytes: 1, 2 or 4 beats).
+        self.rq_ar_len.next = bit_cast::<3, 2>(self.rq_nb.q.val());
         self.rq_ar_addr.next = self.rq_addr_r.q.val();
-        if self.state.q.val() == 26 {
-            // An atomic reads the 64-byte beat holding its 8-byte word.
-            self.rq_ar_addr.next = self.w_addr_r.q.val() & 0xFFFF_FFFF_FFFF_FFC0_u64;
-        }
         // The receive SGE: a valid key of this PD granting LOCAL_WRITE, inside its region.
         self.lkey_ok.next = self.mr_now.val().valid.any()
             & (self.mr_now.val().tag == self.lkey.val().get_bits::<8>(0))
@@ -1867,7 +1845,8 @@ impl Logic for RxEngine {
         self.reply.next.rsvd = 0.into();
         self.job.next.kind = 2.into();
         self.job.next.need_ack = 0.into();
-        self.job.next.rsvd0 = 0.into();
+        self.job.next.bar = 0.into();
+        self.job.next.res = 0.into();
         self.job.next.se = 0.into();
         self.job.next.ev = 0.into();
         self.job.next.ev_vector = 0.into();
@@ -1961,9 +1940,16 @@ impl Logic for RxEngine {
         if self.at_mode.q.val() {
             self.rr_data.next.len = 0.into();
         }
-        // The atomic's word in the beat read (`w_addr_r` bits 5..3 pick it), and FETCH ADD's sum.
-        self.at_beat.next = self.rq_r_data.val() >> (bit_cast::<512, 3>(self.w_addr_r.q.val().get_bits::<3>(3)) << 6);
-        self.at_sum.next = self.at_orig.q.val() + self.pkt.q.val().at_swap;
+        // The job for the atomic unit: the READ responder's job, and an atomic's operands.
+        self.rr_item.next.rr = self.rr_data.val().into();
+        self.rr_item.next.exec = bit_cast::<1, 1>(self.at_exec.q.val().into());
+        self.rr_item.next.fadd = bit_cast::<1, 1>(self.is_fadd.val().into());
+        self.rr_item.next.epoch = 0.into();
+        self.rr_item.next.slot = self.at_slot.q.val();
+        self.rr_item.next.rsvd0 = 0.into();
+        self.rr_item.next.cmp = self.pkt.q.val().at_cmp;
+        self.rr_item.next.swp = self.pkt.q.val().at_swap;
+        self.rr_item.next.rsvd1 = 0.into();
         // PSNs of a READ: ceil(len / MTU), one for a zero-length READ (9.7.4.1.4), from the
         // whole MTUs and the remainder taken in state 2 (the context is the table's output).
         // The bits below the path MTU (4095 at most): a shifted constant, one LUT level.
@@ -1985,6 +1971,7 @@ impl Logic for RxEngine {
                 self.rsp_final.d.next = false;
                 self.rsp_bad.d.next = false;
                 self.at_mode.d.next = false;
+                self.at_exec.d.next = false;
                 self.src_fl.d.next = false;
                 self.src_ev.d.next = false;
                 self.srq_took.d.next = false;
@@ -2275,16 +2262,17 @@ impl Logic for RxEngine {
                         self.msn.d.next = self.msn.q.val() + 1;
                         self.nak_sent.d.next = false;
                     } else if self.is_atomic_req.val() {
-                        // Accepted atomic: executed in states 25..31 once every earlier write
-                        // is in host memory; its one job (the result write) follows there.
+                        // Accepted atomic: handed to the atomic unit in state 24, which executes
+                        // it once every earlier write is in host memory and answers it.
                         self.rd_acc.d.next = self.rd_acc.q.val() + 1;
                         self.rr_fresh.d.next = true;
                         self.cnt_roce_ok.next = true;
-                        self.job_write.next = false;
                         self.epsn.d.next = self.epsn.q.val() + 1;
                         self.msn.d.next = self.msn.q.val() + 1;
                         self.nak_sent.d.next = false;
-                        self.state.d.next = 25.into();
+                        self.at_mode.d.next = true;
+                        self.at_exec.d.next = true;
+                        self.state.d.next = 24.into();
                     } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() & self.rq_empty_r.q.val() {
                         // No receive WQE posted: RNR NAK with the QP's minimal RNR timer
                         // (9.7.5.2.8); the packet is not executed and the PSN stays expected.
@@ -2968,14 +2956,23 @@ impl Logic for RxEngine {
                 }
             }
             24 => {
-                // The READ accepted or replayed in state 6 goes to the scheduler (a state of
-                // its own, so the FIFO's full flag does not meet the job FIFO's).
-                // A READ's responses are read from host memory by the scheduler: it goes only
-                // once every earlier write of this NIC is in host memory, so it returns what an
-                // earlier WRITE stored (IBTA Vol 1 9.5; an atomic waited already).
-                if !self.rr_full_r.q.val() & self.wr_idle.val() {
+                // The READ, atomic or owed ACK goes to the atomic unit, and in the same cycle
+                // a barrier job (no write, nothing released) into the write-job FIFO: the unit
+                // holds the job until every write accepted before it is in host memory, so a
+                // READ returns and an atomic reads what an earlier WRITE stored (IBTA Vol 1
+                // 9.5), while this engine goes on with the next packet.
+                self.job.next.kind = 2.into();
+                self.job.next.need_ack = 0.into();
+                self.job.next.release = 0.into();
+                self.job.next.bar = 1.into();
+                if !self.rr_full_r.q.val() & self.job_room.q.val() {
                     self.rr_write.next = true;
+                    self.job_write.next = true;
                     self.ack_div.d.next = false;
+                    if self.at_exec.q.val() {
+                        // The atomic's result goes to this replay slot.
+                        self.at_slot.d.next = self.at_slot.q.val() + 1;
+                    }
                     self.state.d.next = 9.into();
                 }
             }
@@ -3013,63 +3010,6 @@ impl Logic for RxEngine {
                     self.scan_i.d.next = self.scan_i.q.val() - 1;
                     self.scan_n.d.next = self.scan_n.q.val() + 1;
                     self.state.d.next = 19.into();
-                }
-            }
-            25 => {
-                // Atomic, 1: wait until every earlier write has reached host memory. (An
-                // earlier READ of the same bytes may still be reading them: IBTA's READ relaxed
-                // ordering; IBV_SEND_FENCE at the requester orders the two.)
-                if self.wr_idle.val() {
-                    self.state.d.next = 26.into();
-                }
-            }
-            26 => {
-                // 2: read the beat holding the word (AXI ID 2, `rq_ar_*`).
-                if self.rq_ar_ready.val() {
-                    self.state.d.next = 27.into();
-                }
-            }
-            27 => {
-                if self.rq_r_valid.val() {
-                    self.at_orig.d.next = self.at_beat.val().get_bits::<64>(0);
-                    self.state.d.next = 28.into();
-                }
-            }
-            28 => {
-                // 3: the new value (IBTA Vol 1 9.4.5): FETCH ADD adds (mod 2^64); COMPARE SWAP
-                // writes Swap Data only if the word equals Compare Data.
-                self.at_new.d.next = self.pkt.q.val().at_swap;
-                self.at_write.d.next = self.at_orig.q.val() == self.pkt.q.val().at_cmp;
-                if self.is_fadd.val() {
-                    self.at_new.d.next = self.at_sum.val();
-                    self.at_write.d.next = true;
-                }
-                self.state.d.next = 29.into();
-            }
-            29 => {
-                // 4: the packet's one job: the 8-byte write (or nothing), freeing its beats.
-                self.job.next.addr = self.w_addr_r.q.val();
-                self.job.next.cqe = bit_cast::<256, 64>(self.at_new.q.val());
-                if self.at_write.q.val() {
-                    self.job.next.kind = 3.into();
-                }
-                if self.job_room.q.val() {
-                    self.job_write.next = true;
-                    self.state.d.next = 30.into();
-                }
-            }
-            30 => {
-                // (The writer's registered idle flag sees the new job from the next cycle.)
-                self.state.d.next = 31.into();
-            }
-            31 => {
-                // 5: once the write is done, save the result for duplicates and answer with an
-                // ATOMIC ACKNOWLEDGE (state 24): a later READ or atomic sees the new value.
-                if self.wr_idle.val() {
-                    self.atom_ram.write_enable.next = true;
-                    self.at_slot.d.next = self.at_slot.q.val() + 1;
-                    self.at_mode.d.next = true;
-                    self.state.d.next = 24.into();
                 }
             }
             33 => {

@@ -54,6 +54,10 @@ pub struct RxWriter {
     /// A CQ's completion event, its CQE now in host memory: one-cycle pulse, registered.
     pub ev_valid: Signal<Out, Bit>,
     pub ev_vector: Signal<Out, Bits<5>>,
+    /// A `bar` / `res` job's writes, and every write before them, are in host memory:
+    /// one-cycle pulses, registered, in job order (for [`crate::atomic_unit::AtomicUnit`]).
+    pub bar_done: Signal<Out, Bit>,
+    pub res_done: Signal<Out, Bit>,
     /// No job waits and every write issued has been acknowledged by the host (registered:
     /// it reflects the cycle before; a job pushed in cycle `t` clears it from `t + 2`).
     pub idle: Signal<Out, Bit>,
@@ -61,13 +65,16 @@ pub struct RxWriter {
     aq: SynchronousFIFO<Bits<80>, 2, 3, 1>,
     /// ACKs and completion events behind their jobs' writes: bits 255..0 the ACK, 271..256 the
     /// write-response count to wait for, 272 an ACK to send, 273 an event to raise, 278..274
-    /// its vector.
-    pa: SynchronousFIFO<Bits<279>, 3, 4, 1>,
+    /// its vector, 279 a `bar` barrier, 280 a `res` barrier.
+    pa: SynchronousFIFO<Bits<281>, 3, 4, 1>,
+    bar_r: DFF<Bit>,
+    res_r: DFF<Bit>,
+    pa_any: Signal<Local, Bit>,
     ev_r: DFF<Bit>,
     ev_vec_r: DFF<Bits<5>>,
     pa_go: Signal<Local, Bit>,
     pa_has_ack: Signal<Local, Bit>,
-    job_flags: Signal<Local, Bits<279>>,
+    job_flags: Signal<Local, Bits<281>>,
     state: DFF<Bits<2>>,
     start_r: DFF<Bits<10>>,
     /// The job's byte offset into its packet (`off`).
@@ -143,7 +150,7 @@ impl Logic for RxWriter {
             idle_r
         );
         clock!(self, clock, gb, aq, pa);
-        dff_setup!(self, clock, ev_r, ev_vec_r);
+        dff_setup!(self, clock, ev_r, ev_vec_r, bar_r, res_r);
         self.gb.reset.next = self.reset.val();
         self.rd_ptr.next = self.rdp.q.val();
 
@@ -168,9 +175,14 @@ impl Logic for RxWriter {
             & (self.b_count.q.val() == self.beats_planned.q.val());
         self.idle.next = self.idle_r.q.val();
         self.j_beats.next = (bit_cast::<16, 7>(self.j_lead.val()) + self.j_len.val() + 63) >> 6;
+        // The job leaves an entry in the ACK queue: an ACK, an event or a barrier.
+        self.pa_any.next = self.job.val().need_ack.any()
+            | self.job.val().ev.any()
+            | self.job.val().bar.any()
+            | self.job.val().res.any();
         self.can_start.next = !self.job_empty.val()
             & !self.aq.full.val()
-            & !((self.job.val().need_ack.any() | self.job.val().ev.any()) & self.pa.full.val())
+            & !(self.pa_any.val() & self.pa.full.val())
             & ((self.j_kind.val() == 2) | self.gb.in_ready.val());
 
         // ---- Gearbox input ----
@@ -197,18 +209,20 @@ impl Logic for RxWriter {
             | (bit_cast::<80, 7>(self.j_lead.val()) << 58)
             | (bit_cast::<80, 16>(self.j_beats.val()) << 65);
         self.pa.write.next = false;
-        self.job_flags.next = (bit_cast::<279, 1>(self.job.val().need_ack) << 272)
-            | (bit_cast::<279, 1>(self.job.val().ev) << 273)
-            | (bit_cast::<279, 5>(self.job.val().ev_vector) << 274);
-        self.pa.data_in.next = bit_cast::<279, 256>(self.job.val().ack.into())
-            | (bit_cast::<279, 16>(self.beats_planned.q.val()) << 256)
+        self.job_flags.next = (bit_cast::<281, 1>(self.job.val().need_ack) << 272)
+            | (bit_cast::<281, 1>(self.job.val().ev) << 273)
+            | (bit_cast::<281, 5>(self.job.val().ev_vector) << 274)
+            | (bit_cast::<281, 1>(self.job.val().bar) << 279)
+            | (bit_cast::<281, 1>(self.job.val().res) << 280);
+        self.pa.data_in.next = bit_cast::<281, 256>(self.job.val().ack.into())
+            | (bit_cast::<281, 16>(self.beats_planned.q.val()) << 256)
             | self.job_flags.val();
 
         match self.state.q.val().index() {
             0 => {
                 if self.can_start.val() {
                     self.job_read.next = true;
-                    if self.job.val().need_ack.any() | self.job.val().ev.any() {
+                    if self.pa_any.val() {
                         self.pa.write.next = true;
                     }
                     if self.j_kind.val() == 2 {
@@ -222,8 +236,8 @@ impl Logic for RxWriter {
                         self.gb.in_last.next = false;
                         self.aq.write.next = true;
                         self.beats_planned.d.next = self.beats_planned.q.val() + self.j_beats.val();
-                        self.pa.data_in.next = bit_cast::<279, 256>(self.job.val().ack.into())
-                            | (bit_cast::<279, 16>(self.beats_planned.q.val() + self.j_beats.val()) << 256)
+                        self.pa.data_in.next = bit_cast::<281, 256>(self.job.val().ack.into())
+                            | (bit_cast::<281, 16>(self.beats_planned.q.val() + self.j_beats.val()) << 256)
                             | self.job_flags.val();
                         self.start_r.d.next = self.j_start.val();
                         self.off_r.d.next = self.j_off.val();
@@ -323,7 +337,7 @@ impl Logic for RxWriter {
         // ---- ACKs once their writes are acknowledged ----
         self.pa_target.next = self.pa.data_out.val().get_bits::<16>(256);
         self.pa_wait.next = self.b_count.q.val() - self.pa_target.val();
-        self.pa_ack.next = bit_cast::<256, 279>(self.pa.data_out.val()).into();
+        self.pa_ack.next = bit_cast::<256, 281>(self.pa.data_out.val()).into();
         self.pa_has_ack.next = self.pa.data_out.val().get_bit(272);
         self.ack.next = self.pa_ack.val();
         self.ack_write.next = false;
@@ -334,9 +348,13 @@ impl Logic for RxWriter {
         // room): its ACK to the arbiter, its event to the interrupt generator.
         self.pa_go.next = !self.pa.empty.val() & !self.pa_wait.val().get_bit(15) & !self.ack_full.val();
         self.ev_r.d.next = false;
+        self.bar_r.d.next = false;
+        self.res_r.d.next = false;
         if self.pa_go.val() {
             self.pa.read.next = true;
             self.ev_r.d.next = self.pa.data_out.val().get_bit(273);
+            self.bar_r.d.next = self.pa.data_out.val().get_bit(279);
+            self.res_r.d.next = self.pa.data_out.val().get_bit(280);
             if self.pa_has_ack.val() {
                 self.ack_write.next = true;
                 if self.pa_ack.val().syndrome == 0x1F {
@@ -349,8 +367,12 @@ impl Logic for RxWriter {
         self.ev_vec_r.d.next = self.pa.data_out.val().get_bits::<5>(274);
         self.ev_valid.next = self.ev_r.q.val();
         self.ev_vector.next = self.ev_vec_r.q.val();
+        self.bar_done.next = self.bar_r.q.val();
+        self.res_done.next = self.res_r.q.val();
         if self.reset.val() {
             self.ev_r.d.next = false;
+            self.bar_r.d.next = false;
+            self.res_r.d.next = false;
             self.state.d.next = 0.into();
             self.rdp.d.next = 0.into();
             self.out_k.d.next = 0.into();

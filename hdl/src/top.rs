@@ -1,5 +1,6 @@
 //! The NIC top level: standard AXI edges around the RoCEv2 engines.
 use crate::ack_timer::AckTimer;
+use crate::atomic_unit::AtomicUnit;
 use crate::byte_counters::ByteCounters;
 use crate::cq_writer::CqWriter;
 use crate::dma_read::DmaReadIssuer;
@@ -132,6 +133,8 @@ pub struct NicTop {
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
     rw_fifo: SynchronousFIFO<Bits<73>, 2, 3, 1>,
     rr_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
+    /// Orders the responder's READ/atomic jobs behind earlier writes, executes atomics.
+    atu: AtomicUnit,
     /// Sequences the responder's jobs into response packets, QPs in turn.
     rrs: ReadResponder,
     timer: AckTimer,
@@ -149,6 +152,8 @@ pub struct NicTop {
     db_clear_qpn_r: DFF<Bits<6>>,
     r_is_wqe: Signal<Local, Bit>,
     r_is_rwqe: Signal<Local, Bit>,
+    r_is_at: Signal<Local, Bit>,
+    atu_grant: Signal<Local, Bit>,
     tx_frame_done: Signal<Local, Bit>,
 }
 
@@ -157,7 +162,7 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
-            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt, irq
+            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt, irq
         );
         dff_setup!(self, clock, db_clear_r, db_clear_qpn_r, ack_cnt_pend, nak_cnt_pend);
         self.regs.reset.next = self.reset.val();
@@ -295,9 +300,26 @@ impl Logic for NicTop {
         self.txs.rw_empty.next = self.rw_fifo.empty.val();
         self.txs.rw_data.next = self.rw_fifo.data_out.val();
         self.rw_fifo.read.next = self.txs.rw_read.val();
-        self.rr_fifo.write.next = self.rxe.rr_write.val();
-        self.rr_fifo.data_in.next = self.rxe.rr_data.val();
-        self.rxe.rr_full.next = self.rr_fifo.full.val();
+        // The responder's READ/atomic jobs wait in the atomic unit for their write barriers.
+        self.atu.reset.next = self.reset.val();
+        self.atu.in_write.next = self.rxe.rr_write.val();
+        self.atu.in_item.next = self.rxe.rr_item.val();
+        self.rxe.rr_full.next = self.atu.in_full.val();
+        self.atu.bar_done.next = self.rxw.bar_done.val();
+        self.atu.res_done.next = self.rxw.res_done.val();
+        self.atu.scan_addr.next = self.rxe.at_scan_addr.val();
+        self.rxe.at_scan_data.next = self.atu.scan_data.val();
+        self.atu.clear.next = self.db_clear_r.q.val();
+        self.atu.clear_qpn.next = self.db_clear_qpn_r.q.val();
+        self.r_is_at.next = self.m_axi_rid.val() == 3;
+        self.rd_issuer.at_valid.next = self.atu.ar_valid.val();
+        self.rd_issuer.at_addr.next = self.atu.ar_addr.val();
+        self.atu.ar_ready.next = self.rd_issuer.at_ready.val();
+        self.atu.r_valid.next = self.m_axi_rvalid.val() & self.r_is_at.val();
+        self.atu.r_data.next = self.m_axi_rdata.val();
+        self.rr_fifo.write.next = self.atu.rr_write.val();
+        self.rr_fifo.data_in.next = self.atu.rr_data.val();
+        self.atu.rr_full.next = self.rr_fifo.full.val();
         self.rrs.reset.next = self.reset.val();
         self.rrs.in_empty.next = self.rr_fifo.empty.val();
         self.rrs.in_job.next = self.rr_fifo.data_out.val();
@@ -346,7 +368,8 @@ impl Logic for NicTop {
         self.m_axi_arsize.next = 6.into();
         self.m_axi_arburst.next = 1.into();
         self.rd_issuer.arready.next = self.m_axi_arready.val();
-        self.m_axi_rready.next = self.r_is_wqe.val() | self.r_is_rwqe.val() | self.asm.pay_ready.val();
+        self.m_axi_rready.next =
+            self.r_is_wqe.val() | self.r_is_rwqe.val() | self.r_is_at.val() | self.asm.pay_ready.val();
 
         // ---- TX: assembly, arbitration, ICRC ----
         self.asm.src_mac.next = self.regs.mac.val();
@@ -357,7 +380,8 @@ impl Logic for NicTop {
         self.asm.pg_empty.next = self.pg_fifo.empty.val();
         self.asm.pg_data.next = self.pg_fifo.data_out.val();
         self.pg_fifo.read.next = self.asm.pg_read.val();
-        self.asm.pay_valid.next = self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val();
+        self.asm.pay_valid.next =
+            self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val() & !self.r_is_at.val();
         self.asm.pay_data.next = self.m_axi_rdata.val();
         self.tx_gb.in_valid.next = self.asm.g_valid.val();
         self.asm.g_ready.next = self.tx_gb.in_ready.val();
@@ -405,17 +429,21 @@ impl Logic for NicTop {
         self.rxe.lc_empty.next = self.lc_fifo.empty.val();
         self.rxe.lc.next = self.lc_fifo.data_out.val();
         self.lc_fifo.read.next = self.rxe.lc_read.val();
-        self.wj_fifo.write.next = self.rxe.job_write.val();
+        // The atomic unit's result jobs take the cycles the RX engine leaves (the engine's
+        // registered room check counts one slot of margin, enough for one such push).
+        self.atu_grant.next = self.atu.job_valid.val() & !self.rxe.job_write.val() & !self.wj_fifo.full.val();
+        self.atu.job_grant.next = self.atu_grant.val();
+        self.wj_fifo.write.next = self.rxe.job_write.val() | self.atu_grant.val();
         self.wj_fifo.data_in.next = self.rxe.job.val();
+        if !self.rxe.job_write.val() {
+            self.wj_fifo.data_in.next = self.atu.job.val();
+        }
         self.rxe.job_afull.next = self.wj_fifo.almost_full.val();
         // CQEs are placed in their CQ's ring on the way (the CQ writer owns the CQs).
         self.cqw.in_empty.next = self.wj_fifo.empty.val();
         self.cqw.in_job.next = self.wj_fifo.data_out.val();
         self.wj_fifo.read.next = self.cqw.in_read.val();
         self.rxw.job_empty.next = self.cqw.out_empty.val();
-        // Nothing left to write: the FIFO, the CQ writer's output register (a job there is not
-        // yet seen by the writer's registered `idle`) and the writer are all empty.
-        self.rxe.wr_idle.next = self.rxw.idle.val() & self.wj_fifo.empty.val() & self.cqw.out_empty.val();
         self.rxw.job.next = self.cqw.out_job.val();
         self.cqw.out_read.next = self.rxw.job_read.val();
         self.ack_fifo.write.next = self.rxw.ack_write.val();

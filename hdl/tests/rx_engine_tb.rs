@@ -7,8 +7,7 @@
 //! the ingress would. Every other source FIFO stays empty and the READ-response queue is never
 //! full (`rr_full` = 0); no packet here is an RDMA READ request or an atomic (the last test
 //! hands in READ *responses*, for the requester's completer), so none may write a READ-response
-//! job (`rr_write`). The RX writer's `wr_idle` is tied high (it only gates atomics, which wait
-//! for every earlier write to reach host memory). Where the completer is involved, the test
+//! job (`rr_write`, the atomic unit's input). Where the completer is involved, the test
 //! plays the scheduler: it records WQEs through the in-flight table's write port
 //! (`if_we/if_waddr/if_wdata`, reporting the request as emitted on `emit_*`), writes READ lists through `rl_we/rl_waddr/rl_wdata`, and serves
 //! its count of WQEs recorded per QP on `sent_data` at the engine's `sent_addr`.
@@ -192,8 +191,6 @@ impl Tb {
         dut.set(p.desc_empty, 1);
         // The READ-response queue always has room (no READ requests are sent here).
         dut.set("rr_full", 0);
-        // The RX writer is idle whenever the engine looks (no atomic here waits for it).
-        dut.set("wr_idle", 1);
         dut.reset(2);
         Tb { dut, p, rng: Rng::from_env(seed), sent: vec![0; 64] }
     }
