@@ -50,3 +50,29 @@ pub use region::OwnedMr;
 pub fn parse_device(s: &str) -> std::result::Result<String, String> {
     s.parse::<rnic::DeviceSpec>().map(|_| s.to_owned()).map_err(|e| e.to_string())
 }
+
+/// The MAC of a simulated port from its IPv4 address (`rnic::PortAddr::for_sim_nic`'s rule,
+/// `02:00:00:00:00:<last octet>`): how a program that learned only the peer's GID (as
+/// `ibv_rc_pingpong` does) addresses its frames, because rnic resolves no addresses (no ARP)
+/// yet. `rnic perf --device` uses the same rule.
+pub fn sim_mac_of(ip: std::net::Ipv4Addr) -> rnic::MacAddr {
+    rnic::MacAddr([0x02, 0, 0, 0, 0, ip.octets()[3]])
+}
+
+/// Polls `cq` (`ibv_poll_cq(3)`) until one completion arrives or `timeout` (wall time) passes.
+///
+/// # Errors
+/// [`EasyError::TimedOut`] (with `op`); verbs errors reading the ring. An error *status* is
+/// returned in the completion, not as an error.
+pub fn poll_one(cq: &rnic::CompletionQueue, op: &'static str, timeout: std::time::Duration) -> Result<rnic::WorkCompletion> {
+    let start = std::time::Instant::now();
+    let mut wc = [rnic::WorkCompletion::default(); 1];
+    loop {
+        if cq.poll(&mut wc)? == 1 {
+            return Ok(wc[0]);
+        }
+        if start.elapsed() >= timeout {
+            return Err(EasyError::TimedOut { op, after: timeout });
+        }
+    }
+}

@@ -50,6 +50,17 @@ impl OwnedMr {
         Ok(Sge::raw(s.addr, s.length, s.lkey))
     }
 
+    /// Deregisters the region (`ibv_dereg_mr(3)`) and reports the error dropping would hide,
+    /// then frees the buffer.
+    ///
+    /// # Errors
+    /// The invalidation of the key-table entry failed (the buffer is unmapped either way).
+    pub fn deregister_owned(self) -> Result<()> {
+        let OwnedMr { mr, _buf } = self;
+        mr.deregister()?;
+        Ok(())
+    }
+
     /// The region as a peer addresses it: virtual address, rkey, length in bytes.
     pub fn remote_buffer(&self) -> RemoteBuffer {
         RemoteBuffer { addr: self.mr.addr(), rkey: self.mr.rkey(), len: self.mr.len() as u64 }
