@@ -262,7 +262,10 @@ fn bad_qpn(env: &Env) -> TestResult {
     let mut p = env.pair(short_timeout(), Some(unused))?;
     let src = OwnedMr::new(&p.pda, 256, AccessFlags::LOCAL_WRITE).map_err(e)?;
     let dst = OwnedMr::new(&p.pdb, 256, rw()).map_err(e)?;
-    let r = expect(run(&mut p, SendWr::rdma_write(1, src.sge(0..256).map_err(e)?, dst.remote_buffer().at(0)))?, WcStatus::RetryExcErr)?;
+    let r = expect(
+        run(&mut p, SendWr::rdma_write(1, src.sge(0..256).map_err(e)?, dst.remote_buffer().at(0)))?,
+        WcStatus::RetryExcErr,
+    )?;
     if dst.to_vec().iter().any(|&b| b != 0) {
         return Err("a WRITE to another QPN reached the responder's region".into());
     }

@@ -64,7 +64,11 @@ pub fn sim_mac_of(ip: std::net::Ipv4Addr) -> rnic::MacAddr {
 /// # Errors
 /// [`EasyError::TimedOut`] (with `op`); verbs errors reading the ring. An error *status* is
 /// returned in the completion, not as an error.
-pub fn poll_one(cq: &rnic::CompletionQueue, op: &'static str, timeout: std::time::Duration) -> Result<rnic::WorkCompletion> {
+pub fn poll_one(
+    cq: &rnic::CompletionQueue,
+    op: &'static str,
+    timeout: std::time::Duration,
+) -> Result<rnic::WorkCompletion> {
     let start = std::time::Instant::now();
     let mut wc = [rnic::WorkCompletion::default(); 1];
     loop {
