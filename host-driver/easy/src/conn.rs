@@ -130,18 +130,26 @@ pub fn connect(device: &str, addr: impl ToSocketAddrs, opts: Options) -> Result<
 /// # Errors
 /// As [`connect`].
 pub fn connect_on_context(ctx: &Context, addr: impl ToSocketAddrs, opts: Options) -> Result<Connection> {
+    let stream = tcp_connect(addr, opts.timeout)?;
+    Connection::establish(ctx, Channel::new(stream, true)?, opts)
+}
+
+/// Connects a TCP socket to `addr`, retrying every 50 ms for up to `timeout` while the
+/// connection is refused (the server may not be listening yet).
+///
+/// # Errors
+/// [`EasyError::Exchange`]: the address does not resolve, or the last connect error after
+/// `timeout`.
+pub fn tcp_connect(addr: impl ToSocketAddrs, timeout: Duration) -> Result<TcpStream> {
     let addrs: Vec<_> = addr.to_socket_addrs().map_err(xerr("resolve the address"))?.collect();
     let start = Instant::now();
-    let stream = loop {
+    loop {
         match TcpStream::connect(&addrs[..]) {
-            Ok(s) => break s,
-            Err(e) if start.elapsed() >= opts.timeout => {
-                return Err(EasyError::Exchange { what: "connect", source: e })
-            }
+            Ok(s) => return Ok(s),
+            Err(e) if start.elapsed() >= timeout => return Err(EasyError::Exchange { what: "connect", source: e }),
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
-    };
-    Connection::establish(ctx, Channel::new(stream, true)?, opts)
+    }
 }
 
 /// An RC connection (a connected `ibv_qp` of type `IBV_QPT_RC`) with the buffers the easy calls

@@ -36,9 +36,10 @@
 pub mod conn;
 pub mod error;
 pub mod exchange;
+pub mod pool;
 pub mod region;
 
-pub use conn::{connect, connect_on_context, listen, open, Connection, Listener, Options};
+pub use conn::{connect, connect_on_context, listen, open, tcp_connect, Connection, Listener, Options};
 pub use error::{EasyError, Result};
 pub use region::OwnedMr;
 
