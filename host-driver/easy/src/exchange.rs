@@ -122,3 +122,79 @@ impl Channel {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, TcpListener};
+    use std::thread;
+
+    use super::*;
+
+    /// A connected (client, server) pair of channels on 127.0.0.1.
+    fn pair() -> (Channel, Channel) {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = thread::spawn(move || l.accept().unwrap().0);
+        let c = TcpStream::connect(addr).unwrap();
+        let s = t.join().unwrap();
+        (Channel::new(c, true).unwrap(), Channel::new(s, false).unwrap())
+    }
+
+    fn hello(qpn: u32, version: u32) -> Hello {
+        let endpoint = rnic::Endpoint {
+            qpn,
+            psn: 0x123456,
+            mac: rnic::MacAddr([2, 0, 0, 0, 0, 1]),
+            ip: Ipv4Addr::new(192, 0, 2, 1),
+            buffer: Some(rnic::RemoteBuffer { addr: 0x7000_0000, rkey: 0x201, len: 4096 }),
+        };
+        Hello { version, endpoint, msg_size: 256 }
+    }
+
+    #[test]
+    fn hellos_cross_and_the_barrier_passes() {
+        let (mut c, mut s) = pair();
+        let t = thread::spawn(move || {
+            let got = s.hello(&hello(3, PROTOCOL_VERSION)).unwrap();
+            s.barrier(READY).unwrap();
+            got
+        });
+        let got = c.hello(&hello(2, PROTOCOL_VERSION)).unwrap();
+        c.barrier(READY).unwrap();
+        assert_eq!(got, hello(3, PROTOCOL_VERSION));
+        assert_eq!(t.join().unwrap(), hello(2, PROTOCOL_VERSION));
+    }
+
+    #[test]
+    fn another_version_a_bad_line_a_wrong_byte_and_a_closed_peer_are_errors() {
+        let (mut c, mut s) = pair();
+        let t = thread::spawn(move || s.hello(&hello(3, PROTOCOL_VERSION + 1)));
+        assert!(matches!(c.hello(&hello(2, PROTOCOL_VERSION)), Err(EasyError::Protocol(m)) if m.contains("version")));
+        let _ = t.join().unwrap();
+
+        let (mut c, mut s) = pair();
+        let t = thread::spawn(move || {
+            s.reader.get_mut().write_all(b"{\"not\": \"a hello\"}\n").unwrap();
+            s
+        });
+        let _s = t.join().unwrap();
+        assert!(matches!(c.exchange::<Hello>(&hello(2, PROTOCOL_VERSION)), Err(EasyError::Protocol(_))));
+
+        let (mut c, mut s) = pair();
+        let t = thread::spawn(move || s.barrier(b'X'));
+        assert!(matches!(c.barrier(READY), Err(EasyError::Protocol(_))));
+        let _ = t.join().unwrap();
+
+        let (mut c, s) = pair();
+        drop(s);
+        match c.hello(&hello(2, PROTOCOL_VERSION)) {
+            Err(EasyError::Exchange { source, .. }) => assert!(matches!(
+                source.kind(),
+                std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::ConnectionReset
+            )),
+            other => panic!("expected a socket error, got {other:?}"),
+        }
+    }
+}
