@@ -10,10 +10,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release -q -p rnic-tools --bin rnic
-cargo build --release -q -p rnic-easy --examples
 RNIC=target/release/rnic
 EX=target/release/examples
+# scripts/test.sh sets EXAMPLES_PREBUILT=1: `cargo test --workspace --release` has just built
+# the `rnic` binary and the examples (cargo test builds examples), with the workspace's feature
+# set; building them again per package could pick other features and recompile.
+if [ -z "${EXAMPLES_PREBUILT:-}" ] || [ ! -x "$RNIC" ] || [ ! -x "$EX/rc_pingpong" ]; then
+    cargo build --release -q -p rnic-tools --bin rnic
+    cargo build --release -q -p rnic-easy --examples
+fi
 
 DIR=$(mktemp -d /tmp/rnic-examples.XXXXXX)
 SERVE_PID=
