@@ -15,9 +15,17 @@ EX=target/release/examples
 # scripts/test.sh sets EXAMPLES_PREBUILT=1: `cargo test --workspace --release` has just built
 # the `rnic` binary and the examples (cargo test builds examples), with the workspace's feature
 # set; building them again per package could pick other features and recompile.
+# librnic (a drop-in libibverbs.so.1) lets Debian's unmodified ibv_rc_pingpong face ours; the
+# workspace build gives its `rnic` the vfio-user backend (feature unification), a build of it
+# alone needs the feature named.
+LIBRNIC=target/release/libibverbs.so
 if [ -z "${EXAMPLES_PREBUILT:-}" ] || [ ! -x "$RNIC" ] || [ ! -x "$EX/rc_pingpong" ]; then
     cargo build --release -q -p rnic-tools --bin rnic
     cargo build --release -q -p rnic-easy --examples
+    cargo build --release -q -p librnic --features rnic/vfio-user,rnic/vfio
+elif [ -f target/release/deps/libibverbs.so ]; then
+    # cargo test leaves the cdylib in deps/.
+    LIBRNIC=target/release/deps/libibverbs.so
 fi
 
 DIR=$(mktemp -d /tmp/rnic-examples.XXXXXX)
@@ -44,7 +52,7 @@ PORT=$((20000 + $$ % 20000))
 
 ROWS=()
 FAILED=0
-row() { ROWS+=("$(printf '%-16s %-30s %-5s %s' "$1" "$2" "$3" "$4")"); }
+row() { ROWS+=("$(printf '%-16s %-34s %-5s %s' "$1" "$2" "$3" "$4")"); }
 
 # check FILE REGEX...: every extended regex matches a line of FILE.
 check() {
@@ -55,10 +63,12 @@ check() {
     done
 }
 
-# pair NAME SERVER-CMD CLIENT-CMD SERVER-REGEXES CLIENT-REGEXES FIGURE-SED
-# (the regex lists are '|'-free strings separated by ';;').
+# pair NAME SERVER-CMD CLIENT-CMD SERVER-REGEXES CLIENT-REGEXES FIGURE-SED [ROLES [server]]
+# (the key figure is the first FIGURE-SED match in the client's output, then the server's; with
+# a last argument `server`, the other way round)
+# (the regex lists are strings separated by ';;').
 pair() {
-    local name=$1 scmd=$2 ccmd=$3 sre=$4 cre=$5 fig=$6
+    local name=$1 scmd=$2 ccmd=$3 sre=$4 cre=$5 fig=$6 roles=${7:-server nic1 / client nic0} from=${8:-client}
     local s="$DIR/$name.server" c="$DIR/$name.client" ok=PASS
     echo "\$ $scmd" >"$s.cmd"
     echo "\$ $ccmd" >"$c.cmd"
@@ -78,8 +88,12 @@ pair() {
     for re in "${sres[@]}"; do [ -z "$re" ] || check "$s" "$re" || ok=FAIL; done
     for re in "${cres[@]}"; do [ -z "$re" ] || check "$c" "$re" || ok=FAIL; done
     local figure
-    figure=$(sed -nE "$fig" "$c" "$s" | head -1)
-    row "$name" "server nic1 / client nic0" "$ok" "${figure:-?}"
+    if [ "$from" = server ]; then
+        figure=$(sed -nE "$fig" "$s" "$c" | head -1)
+    else
+        figure=$(sed -nE "$fig" "$c" "$s" | head -1)
+    fi
+    row "$name" "$roles" "$ok" "${figure:-?}"
     if [ "$ok" != PASS ]; then
         FAILED=1
         echo "---- $name server ----" >&2; cat "$s" >&2
@@ -159,12 +173,35 @@ for f in "$DIR"/rc_pingpong*; do
     fi
 done
 
+# Interoperation with rdma-core's own ibv_rc_pingpong (ibverbs-utils, on librnic), each side
+# as the server once.
+# (The backend's usage string is compiled in only with the feature.)
+if command -v ibv_rc_pingpong >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-user:PATH' "$LIBRNIC"; then
+    mkdir -p "$DIR/lib"
+    ln -sf "$PWD/$LIBRNIC" "$DIR/lib/libibverbs.so.1"
+    IBV="LD_LIBRARY_PATH=$DIR/lib RNIC_DEVICE"
+    P=$((PORT + 7))
+    pair rc_pingpong.ibv "$IBV=$NIC1 RNIC_PEER=192.0.2.1,02:00:00:00:00:01 ibv_rc_pingpong -d rnic_0 -g 1 -n 20 -p $P" \
+        "$EX/rc_pingpong --device $NIC0 -p $P -n 20 127.0.0.1" \
+        '^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.1$;;^20 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' \
+        '^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.2$;;^20 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' \
+        's/^20 iters in .* = ([0-9.]+ usec\/iter)$/\1 (ours)/p' "ibv_rc_pingpong nic1 / ours nic0"
+    P=$((PORT + 8))
+    pair ibv.rc_pingpong "$EX/rc_pingpong --device $NIC1 -p $P -n 20" \
+        "$IBV=$NIC0 RNIC_PEER=192.0.2.2,02:00:00:00:00:02 ibv_rc_pingpong -d rnic_0 -g 1 -n 20 -p $P 127.0.0.1" \
+        '^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.1$;;^20 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' \
+        '^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.2$;;^20 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' \
+        's/^20 iters in .* = ([0-9.]+ usec\/iter)$/\1 (ours)/p' "ours nic1 / ibv_rc_pingpong nic0" server
+else
+    row rc_pingpong.ibv "no ibv_rc_pingpong, or librnic without vfio-user" SKIP "-"
+fi
+
 T1=$(date +%s%N)
 kill -TERM "$SERVE_PID" 2>/dev/null || true
 wait "$SERVE_PID" 2>/dev/null || true
 SERVE_PID=
 echo
-printf '%-16s %-30s %-5s %s\n' program roles result "key figure"
+printf '%-16s %-34s %-5s %s\n' program roles result "key figure"
 printf '%s\n' "${ROWS[@]}"
 MS=$(((T1 - T0) / 1000000))
 printf 'examples: %d runs in %d.%d s wall; %s\n' "${#ROWS[@]}" $((MS / 1000)) $((MS % 1000 / 100)) \
