@@ -7,3 +7,6 @@ scripts/setup.sh
 command -v cargo >/dev/null || { echo "test: cargo is required (Rust toolchain)" >&2; exit 1; }
 scripts/lint-verilog.sh
 cargo test --workspace --release
+# Issue 15's example programs, each pair as two processes on `rnic sim serve --nics 2` (the
+# examples and the `rnic` binary are already built by the line above; about 10 s).
+EXAMPLES_PREBUILT=1 scripts/examples.sh

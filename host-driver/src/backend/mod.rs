@@ -3,7 +3,7 @@
 //!
 //! | string | backend | cargo feature |
 //! |---|---|---|
-//! | `sim` | NIC 0 of a new in-process simulated world of one NIC (`rnic::sim::SimDevice`) | `sim` |
+//! | `sim` | NIC 0 of a new in-process simulated world of one NIC, its port looped back (`rnic::sim::SimDevice`) | `sim` |
 //! | `vfio-user:PATH` | the NIC behind a vfio-user socket (`rnic sim serve`), [`VfioUserDevice`] | `vfio-user` |
 //! | `vfio:DDDD:BB:DD.F` | a PCI function bound to `vfio-pci` (a board, or the simulated NIC in a QEMU guest), [`VfioDevice`] | `vfio` |
 //!
@@ -277,9 +277,12 @@ pub fn open_spec(spec: &DeviceSpec) -> Result<Rc<dyn Device>> {
         DeviceSpec::Sim => {
             #[cfg(feature = "sim")]
             {
-                let world = rnic_sim::World::new(1, rnic_sim::SimConfig::default())
-                    .map_err(|e| crate::sim::sim_error("creating a one-NIC simulated world", e))?;
-                let dev = crate::sim::SimDevice::new(Rc::new(std::cell::RefCell::new(world)), 0)?;
+                // One NIC with its port looped back, as `sim` in the device list (devlist.rs).
+                let world =
+                    rnic_sim::World::with_topology(1, rnic_sim::SimConfig::default(), rnic_sim::Topology::Loopback)
+                        .map_err(|e| crate::sim::sim_error("creating a one-NIC simulated world", e))?;
+                let dev =
+                    crate::sim::SimDevice::new(Rc::new(std::cell::RefCell::new(world)), 0)?.with_progress_cycles(8);
                 Ok(Rc::new(dev))
             }
             #[cfg(not(feature = "sim"))]
