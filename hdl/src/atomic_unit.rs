@@ -57,7 +57,9 @@ pub enum AuState {
 /// Reset: `clear` (QP `clear_qpn` put in RESET) flips that QP's epoch bit; a queued job whose
 /// stamp no longer matches still consumes its barrier but is neither executed nor answered.
 ///
-/// Timing: 16-entry input queue. A READ or ACK job leaves 4 cycles after its barrier pulse at
+/// Timing: 256-entry input queue (8 RAMB36: as many jobs as 16 QPs may owe at
+/// `max_dest_rd_atomic` 16, so the RX engine does not stall behind a READ responder busy
+/// with one QP's long response). A READ or ACK job leaves 4 cycles after its barrier pulse at
 /// the earliest (pop, barrier, respond); an atomic costs one DMA read and one acknowledged
 /// write after its barrier (at the simulator's latencies about 105 cycles), so atomics run one
 /// at a time at about 2.4 M/s per NIC; the RX engine spends one cycle per job instead of the
@@ -98,7 +100,7 @@ pub struct AtomicUnit {
     /// Nothing queued and no job in progress (for the engine status register).
     pub idle: Signal<Out, Bit>,
     state: DFF<AuState>,
-    queue: SynchronousFIFO<RespItem, 4, 5, 1>,
+    queue: SynchronousFIFO<RespItem, 8, 9, 1>,
     replay: RAM<Bits<96>, 10>,
     /// The job in progress and its READ responder job.
     cur: DFF<RespItem>,
@@ -106,7 +108,7 @@ pub struct AtomicUnit {
     /// The job's QP has not been reset since it was queued.
     live: DFF<Bit>,
     /// Barrier pulses not yet consumed (at most one per queued job), and result pulses.
-    bars: DFF<Bits<6>>,
+    bars: DFF<Bits<10>>,
     ress: DFF<Bits<2>>,
     orig: DFF<Bits<64>>,
     new_val: DFF<Bits<64>>,
@@ -256,8 +258,8 @@ impl Logic for AtomicUnit {
             }
         }
 
-        self.bars.d.next = self.bars.q.val() + bit_cast::<6, 1>(self.bar_done.val().into())
-            - bit_cast::<6, 1>(self.bar_take.val().into());
+        self.bars.d.next = self.bars.q.val() + bit_cast::<10, 1>(self.bar_done.val().into())
+            - bit_cast::<10, 1>(self.bar_take.val().into());
         self.ress.d.next = self.ress.q.val() + bit_cast::<2, 1>(self.res_done.val().into())
             - bit_cast::<2, 1>(self.res_take.val().into());
         if self.clear.val() {
