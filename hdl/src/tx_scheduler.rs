@@ -259,6 +259,33 @@ pub struct TxScheduler {
     behind: DFF<Bit>,
     /// A WQE fetch is requested (state 4).
     ar_pend: DFF<Bit>,
+    /// WQE prefetch: every WQE beat the DMA returns (AXI ID 1) lands in `pf_fifo`; state 5
+    /// takes a WQE's beats from its head. A fetch reads up to 8 beats: `pf_n` consecutive WQEs
+    /// of QP `pf_qpn` from index `pf_ci` on (the next one state 5 takes). `pf_total`: beats
+    /// asked for and not yet taken (in flight or buffered), `pf_drop` of them to discard (a
+    /// fetch that is no longer wanted: another QP, a rewind, a context command); `pf_stale`:
+    /// a context command came, the buffered WQEs may belong to an old connection.
+    pf_fifo: SynchronousFIFO<Bits<512>, 4, 5, 1>,
+    pf_qpn: DFF<Bits<6>>,
+    pf_ci: DFF<Bits<16>>,
+    pf_n: DFF<Bits<5>>,
+    pf_total: DFF<Bits<5>>,
+    pf_drop: DFF<Bits<5>>,
+    pf_stale: DFF<Bit>,
+    /// The next WQE is in the buffer (registered in state 3).
+    pf_hit: DFF<Bit>,
+    /// Sizing a fetch (states 34-36): each limit saturated at 8 WQEs, pairwise minima, and
+    /// the fetch in WQEs and beats.
+    pf_lim_post: DFF<Bits<4>>,
+    pf_lim_ring: DFF<Bits<4>>,
+    pf_lim_page: DFF<Bits<4>>,
+    pf_lim_win: DFF<Bits<4>>,
+    pf_lim_room: DFF<Bits<4>>,
+    pf_m1: DFF<Bits<4>>,
+    pf_m2: DFF<Bits<4>>,
+    pf_m3: DFF<Bits<4>>,
+    pf_k: DFF<Bits<4>>,
+    pf_kb: DFF<Bits<4>>,
     /// The packet-job and payload-job FIFOs have room: their almost-full flags (at most one
     /// free slot), registered; safe for one job per cycle.
     job_room: DFF<Bit>,
@@ -375,6 +402,21 @@ pub struct TxScheduler {
     mtu_mask12: Signal<Local, Bits<12>>,
     len_lo12: Signal<Local, Bits<12>>,
     fetch_m1: Signal<Local, Bits<3>>,
+    /// The head WQE beat of the prefetch buffer, and whether state 5 may take it.
+    wqe_ok: Signal<Local, Bit>,
+    wqe_beat: Signal<Local, Bits<512>>,
+    pf_pop: Signal<Local, Bit>,
+    drop_pop: Signal<Local, Bit>,
+    pf_add: Signal<Local, Bits<5>>,
+    pf_posted: Signal<Local, Bits<16>>,
+    pf_ring: Signal<Local, Bits<16>>,
+    pf_page: Signal<Local, Bits<16>>,
+    pf_win: Signal<Local, Bits<16>>,
+    pf_room: Signal<Local, Bits<5>>,
+    pf_burst: Signal<Local, Bits<4>>,
+    pf_size: Signal<Local, Bits<16>>,
+    pf_kb_m1: Signal<Local, Bits<4>>,
+    pf_ksel: Signal<Local, Bits<4>>,
     sge_limit: Signal<Local, Bits<8>>,
     inline_max: Signal<Local, Bits<32>>,
     ext_lane: Signal<Local, Bits<128>>,
@@ -410,6 +452,23 @@ impl Logic for TxScheduler {
             self,
             clock,
             state,
+            pf_qpn,
+            pf_ci,
+            pf_n,
+            pf_total,
+            pf_drop,
+            pf_stale,
+            pf_hit,
+            pf_lim_post,
+            pf_lim_ring,
+            pf_lim_page,
+            pf_lim_win,
+            pf_lim_room,
+            pf_m1,
+            pf_m2,
+            pf_m3,
+            pf_k,
+            pf_kb,
             cur_qpn,
             pi,
             ctx,
@@ -529,7 +588,7 @@ impl Logic for TxScheduler {
         self.sge_ram.write_clock.next = self.clock.val();
 
         // Table reads: addresses follow the current QP and WQE.
-        clock!(self, clock, tables);
+        clock!(self, clock, tables, pf_fifo);
         self.tables.qp_addr.next = self.cur_qpn.q.val();
         self.dyn_ram.read_address.next = self.cur_qpn.q.val();
         self.lkey.next = self.g_lkey.q.val();
@@ -662,20 +721,64 @@ impl Logic for TxScheduler {
             self.sge_limit.next = 16.into();
             self.inline_max.next = 448.into();
         }
+        // The prefetch buffer: every WQE beat in; stale beats out as soon as they are at the
+        // head; state 5 takes the others.
+        self.pf_fifo.write.next = self.wqe_r_valid.val();
+        self.pf_fifo.data_in.next = self.wqe_r_data.val();
+        self.wqe_beat.next = self.pf_fifo.data_out.val();
+        self.wqe_ok.next = !self.pf_fifo.empty.val() & (self.pf_drop.q.val() == 0);
+        self.drop_pop.next = !self.pf_fifo.empty.val() & (self.pf_drop.q.val() != 0);
+        self.pf_pop.next = (self.state.q.val() == 5) & self.wqe_ok.val();
+        self.pf_fifo.read.next = self.drop_pop.val() | self.pf_pop.val();
+        self.pf_add.next = 0.into();
+        if (self.state.q.val() == 4) & self.wqe_ar_ready.val() {
+            self.pf_add.next = bit_cast::<5, 4>(self.pf_kb.q.val());
+        }
+        self.pf_total.d.next = self.pf_total.q.val() + self.pf_add.val()
+            - bit_cast::<5, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
+        self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
+        // Fetch limits (states 34-36): WQEs posted, to the end of the ring, to the end of the
+        // 4 KiB page (a burst never crosses one, AXI4 A3.4.1), in the send window, and room in
+        // the buffer; bursts of at most 8 beats (8, 4 or 2 WQEs of 64, 128 or 256 bytes; a
+        // 512-byte WQE is fetched alone, its first 5 beats).
+        self.pf_size.next = bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size);
+        self.pf_posted.next = self.pi.q.val() - self.ci.q.val();
+        self.pf_ring.next = self.pf_size.val() - (self.ci.q.val() & self.sq_mask.val());
+        self.pf_page.next = (bit_cast::<16, 13>(4096.into())
+            - bit_cast::<16, 12>(self.wqe_addr.q.val().get_bits::<12>(0)))
+            >> (bit_cast::<16, 3>(self.ctx.q.val().sq_log_stride) + 6);
+        self.pf_win.next = bit_cast::<16, 5>(16.into()) - self.in_flight.val();
+        self.pf_room.next =
+            (bit_cast::<5, 5>(16.into()) - self.pf_total.q.val()) >> bit_cast::<5, 3>(self.ctx.q.val().sq_log_stride);
+        self.pf_burst.next = bit_cast::<4, 4>(8.into()) >> bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
+        if self.ctx.q.val().sq_log_stride == 3 {
+            self.pf_burst.next = 1.into();
+            self.pf_room.next = 0.into();
+            if self.pf_total.q.val() <= 11 {
+                self.pf_room.next = 1.into();
+            }
+        }
+        // The fetch's WQEs: the least of the three minima (state 36).
+        self.pf_ksel.next = self.pf_m1.q.val();
+        if (self.pf_m2.q.val() < self.pf_m1.q.val()) & (self.pf_m2.q.val() <= self.pf_m3.q.val()) {
+            self.pf_ksel.next = self.pf_m2.q.val();
+        } else if self.pf_m3.q.val() < self.pf_m1.q.val() {
+            self.pf_ksel.next = self.pf_m3.q.val();
+        }
         // Slots 1..4 of the WQE as they arrive; SGE k >= 1 is lane (k-1) mod 4 of slot
         // 1 + (k-1) / 4.
-        if (self.state.q.val() == 5) & self.wqe_r_valid.val() {
+        if (self.state.q.val() == 5) & self.wqe_ok.val() {
             if self.wb.q.val() == 1 {
-                self.ext0.d.next = self.wqe_r_data.val();
+                self.ext0.d.next = self.wqe_beat.val();
             }
             if self.wb.q.val() == 2 {
-                self.ext1.d.next = self.wqe_r_data.val();
+                self.ext1.d.next = self.wqe_beat.val();
             }
             if self.wb.q.val() == 3 {
-                self.ext2.d.next = self.wqe_r_data.val();
+                self.ext2.d.next = self.wqe_beat.val();
             }
             if self.wb.q.val() == 4 {
-                self.ext3.d.next = self.wqe_r_data.val();
+                self.ext3.d.next = self.wqe_beat.val();
             }
         }
         self.g_m1.next = self.g_idx.q.val() - 1;
@@ -742,14 +845,15 @@ impl Logic for TxScheduler {
             << 6;
         self.wqe_addr.d.next = self.ctx.q.val().sq_base + self.wqe_off.q.val();
         self.wqe_ar_addr.next = self.wqe_addr.q.val();
-        self.wqe_ar_len.next = self.fetch_m1.val();
+        self.pf_kb_m1.next = self.pf_kb.q.val() - 1;
+        self.wqe_ar_len.next = self.pf_kb_m1.val().get_bits::<3>(0);
         self.job_write.next = false;
         self.rj_write.next = false;
         self.rj_addr.next = self.cur_iova.q.val();
         self.rj_len.next = self.plen.val().get_bits::<13>(0);
         // WQE opcode classes (ibv_wr_opcode: RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1, SEND 2,
         // SEND_WITH_IMM 3, RDMA_READ 4), registered as the WQE arrives.
-        self.op_now.next = self.wqe_r_data.val().get_bits::<8>(64);
+        self.op_now.next = self.wqe_beat.val().get_bits::<8>(64);
         // (ATOMIC_CMP_AND_SWP 5, ATOMIC_FETCH_AND_ADD 6.)
         self.wop_now.next = bit_cast::<6, 1>(((self.op_now.val() == 2) | (self.op_now.val() == 3)).into())
             | (bit_cast::<6, 1>(((self.op_now.val() == 1) | (self.op_now.val() == 3)).into()) << 1)
@@ -1064,6 +1168,10 @@ impl Logic for TxScheduler {
             3 => {
                 self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
                 self.window_ok.d.next = self.in_flight.val() < 16;
+                self.pf_hit.d.next = (self.pf_n.q.val() != 0)
+                    & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
+                    & (self.pf_ci.q.val() == self.ci.q.val())
+                    & !self.pf_stale.q.val();
                 self.behind.d.next = self.in_flight.val().get_bit(15);
                 self.rw_mine.d.next =
                     !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
@@ -1086,9 +1194,17 @@ impl Logic for TxScheduler {
                     self.state.d.next = 23.into();
                 } else if self.sq_empty.q.val() {
                     self.state.d.next = 0.into();
+                } else if self.window_ok.q.val() & self.pf_hit.q.val() {
+                    // The WQE is in the prefetch buffer (or on its way): no fetch.
+                    self.wb.d.next = 0.into();
+                    self.state.d.next = 5.into();
                 } else if self.window_ok.q.val() {
-                    self.ar_pend.d.next = true;
-                    self.state.d.next = 4.into();
+                    // Fetch it and the WQEs after it: whatever the buffer still holds or
+                    // awaits is discarded.
+                    self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
+                    self.pf_n.d.next = 0.into();
+                    self.pf_stale.d.next = false;
+                    self.state.d.next = 34.into();
                 } else if self.rw_mine.q.val() {
                     // The window is full because packets were lost: save the state (with the
                     // doorbell's producer index) and let the rewind take over.
@@ -1103,33 +1219,91 @@ impl Logic for TxScheduler {
                     self.state.d.next = 3.into();
                 }
             }
+            34 => {
+                // Sizing a fetch, 1: each limit, saturated at 8 WQEs.
+                self.pf_lim_post.d.next = self.pf_posted.val().get_bits::<4>(0);
+                if self.pf_posted.val() >= 8 {
+                    self.pf_lim_post.d.next = 8.into();
+                }
+                self.pf_lim_ring.d.next = self.pf_ring.val().get_bits::<4>(0);
+                if self.pf_ring.val() >= 8 {
+                    self.pf_lim_ring.d.next = 8.into();
+                }
+                self.pf_lim_page.d.next = self.pf_page.val().get_bits::<4>(0);
+                if self.pf_page.val() >= 8 {
+                    self.pf_lim_page.d.next = 8.into();
+                }
+                self.pf_lim_win.d.next = self.pf_win.val().get_bits::<4>(0);
+                if self.pf_win.val() >= 8 {
+                    self.pf_lim_win.d.next = 8.into();
+                }
+                self.pf_lim_room.d.next = self.pf_room.val().get_bits::<4>(0);
+                if self.pf_room.val() >= 8 {
+                    self.pf_lim_room.d.next = 8.into();
+                }
+                self.state.d.next = 35.into();
+            }
+            35 => {
+                // 2: pairwise minima.
+                self.pf_m1.d.next = self.pf_lim_post.q.val();
+                if self.pf_lim_ring.q.val() < self.pf_lim_post.q.val() {
+                    self.pf_m1.d.next = self.pf_lim_ring.q.val();
+                }
+                self.pf_m2.d.next = self.pf_lim_page.q.val();
+                if self.pf_lim_win.q.val() < self.pf_lim_page.q.val() {
+                    self.pf_m2.d.next = self.pf_lim_win.q.val();
+                }
+                self.pf_m3.d.next = self.pf_lim_room.q.val();
+                if self.pf_burst.val() < self.pf_lim_room.q.val() {
+                    self.pf_m3.d.next = self.pf_burst.val();
+                }
+                self.state.d.next = 36.into();
+            }
+            36 => {
+                // 3: the fetch, once the buffer has room for a WQE (discarded beats leave it
+                // as they arrive).
+                self.pf_k.d.next = self.pf_ksel.val();
+                self.pf_kb.d.next = self.pf_ksel.val() << bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
+                if self.ctx.q.val().sq_log_stride == 3 {
+                    self.pf_kb.d.next = 5.into();
+                }
+                if self.pf_m3.q.val() == 0 {
+                    self.state.d.next = 34.into();
+                } else {
+                    self.ar_pend.d.next = true;
+                    self.state.d.next = 4.into();
+                }
+            }
             4 => {
                 self.wb.d.next = 0.into();
                 if self.wqe_ar_ready.val() {
                     self.ar_pend.d.next = false;
+                    self.pf_qpn.d.next = self.cur_qpn.q.val();
+                    self.pf_ci.d.next = self.ci.q.val();
+                    self.pf_n.d.next = bit_cast::<5, 4>(self.pf_k.q.val());
                     self.state.d.next = 5.into();
                 }
             }
             5 => {
                 // The WQE's beats: slot 0 into `wqe` (and SGE 0, or the inline length, to
                 // check first), slots 1..4 into `ext0`..`ext3`.
-                if self.wqe_r_valid.val() {
+                if self.wqe_ok.val() {
                     self.wb.d.next = self.wb.q.val() + 1;
                     if self.wb.q.val() == 0 {
-                        self.wqe.d.next = self.wqe_r_data.val().into();
+                        self.wqe.d.next = self.wqe_beat.val().into();
                         self.wop.d.next = self.wop_now.val();
                         self.g_idx.d.next = 0.into();
-                        self.g_addr.d.next = self.wqe_r_data.val().get_bits::<64>(256);
-                        self.g_lkey.d.next = self.wqe_r_data.val().get_bits::<32>(352);
+                        self.g_addr.d.next = self.wqe_beat.val().get_bits::<64>(256);
+                        self.g_lkey.d.next = self.wqe_beat.val().get_bits::<32>(352);
                         self.g_len.d.next = 0.into();
                         // NUM_SGE (byte 10) > 0, or IBV_SEND_INLINE (byte 9, bit 3): SGE 0's
                         // length field is the length.
-                        if (self.wqe_r_data.val().get_bits::<8>(80) != 0) | self.wqe_r_data.val().get_bit(75) {
-                            self.g_len.d.next = self.wqe_r_data.val().get_bits::<32>(320);
+                        if (self.wqe_beat.val().get_bits::<8>(80) != 0) | self.wqe_beat.val().get_bit(75) {
+                            self.g_len.d.next = self.wqe_beat.val().get_bits::<32>(320);
                         }
-                        self.inline_r.d.next = self.wqe_r_data.val().get_bit(75);
+                        self.inline_r.d.next = self.wqe_beat.val().get_bit(75);
                         self.multi_r.d.next =
-                            (self.wqe_r_data.val().get_bits::<8>(80) > 1) & !self.wqe_r_data.val().get_bit(75);
+                            (self.wqe_beat.val().get_bits::<8>(80) > 1) & !self.wqe_beat.val().get_bit(75);
                         self.all_ok.d.next = true;
                         self.sum_len.d.next = 0.into();
                         self.n_valid.d.next = 0.into();
@@ -1137,6 +1311,8 @@ impl Logic for TxScheduler {
                         self.e_idx.d.next = 15.into();
                     }
                     if self.wb.q.val() == self.fetch_m1.val() {
+                        self.pf_n.d.next = self.pf_n.q.val() - 1;
+                        self.pf_ci.d.next = self.pf_ci.q.val() + 1;
                         self.state.d.next = 6.into();
                     }
                 }
@@ -1559,9 +1735,15 @@ impl Logic for TxScheduler {
         self.sent_waddr.next = self.dyn_ram.write_address.val();
         self.sent_wdata.next = self.dyn_ram.write_data.val().get_bits::<16>(32);
         self.dbg_state.next = self.state.q.val();
+        if self.cmd_fire.val() {
+            self.pf_stale.d.next = true;
+        }
         if self.reset.val() {
             self.state.d.next = 0.into();
             self.ar_pend.d.next = false;
+            self.pf_n.d.next = 0.into();
+            self.pf_total.d.next = 0.into();
+            self.pf_drop.d.next = 0.into();
         }
     }
 }
