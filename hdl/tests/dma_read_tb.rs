@@ -9,6 +9,8 @@
 //!   held, the next AR issued is the WQE.
 //! - `ar_stays_stable_until_accepted`: AXI4 (A3.2.1): once `arvalid` is high it stays high with
 //!   `araddr`/`arlen`/`arid` unchanged until `arready`, even when a WQE request arrives meanwhile.
+//! - `atomic_reads_are_single_beats_among_the_rest`: the atomic unit's reads (AXI ID 3) among
+//!   payload bursts and WQE fetches: each issued once, in order, one beat, ARs stable.
 mod harness;
 
 use harness::{Dut, Port, Rng};
@@ -28,6 +30,9 @@ struct Pins {
     araddr: Port,
     arlen: Port,
     arid: Port,
+    at_valid: Port,
+    at_addr: Port,
+    at_ready: Port,
 }
 
 fn dut() -> (Dut, Pins) {
@@ -45,6 +50,9 @@ fn dut() -> (Dut, Pins) {
         araddr: dut.port("araddr"),
         arlen: dut.port("arlen"),
         arid: dut.port("arid"),
+        at_valid: dut.port("at_valid"),
+        at_addr: dut.port("at_addr"),
+        at_ready: dut.port("at_ready"),
     };
     dut.reset(2);
     (dut, p)
@@ -66,6 +74,8 @@ struct Trace {
     popped: Vec<(u64, u64)>,
     /// WQE addresses whose request was accepted (wqe_ready), in order.
     wqe_done: Vec<u64>,
+    /// Atomic-read addresses whose request was accepted (at_ready), in order.
+    at_done: Vec<u64>,
     /// Violations of "AR stable until accepted" (cycle, before, after).
     unstable: Vec<(u64, Ar, Option<Ar>)>,
     /// Cycles where a WQE was waiting, no AR was held, and the AR presented was not the WQE.
@@ -79,6 +89,7 @@ fn run(
     p: &Pins,
     jobs: &[(u64, u64)],
     wqes: &[(u64, u64)],
+    ats: &[(u64, u64)],
     rng: &mut Rng,
     p_ready: u64,
     p_job: u64,
@@ -87,12 +98,16 @@ fn run(
     let mut fifo: VecDeque<(u64, u64)> = VecDeque::new();
     let mut to_push = jobs.iter().copied().collect::<VecDeque<_>>();
     let mut wq: VecDeque<(u64, u64)> = wqes.iter().copied().collect();
+    let mut aq: VecDeque<(u64, u64)> = ats.iter().copied().collect();
     let total_beats: u64 = jobs.iter().map(|(a, l)| beats_of(*a, *l)).sum();
     let mut held: Option<Ar> = None;
     let mut cycle = 0u64;
     loop {
         cycle += 1;
-        assert!(cycle < 20 * (total_beats + jobs.len() as u64 + wqes.len() as u64) + 2000, "no progress");
+        assert!(
+            cycle < 20 * (total_beats + jobs.len() as u64 + wqes.len() as u64 + ats.len() as u64) + 2000,
+            "no progress"
+        );
         // The job FIFO fills at random.
         if !to_push.is_empty() && rng.chance(p_job, 100) {
             fifo.push_back(to_push.pop_front().unwrap());
@@ -104,6 +119,10 @@ fn run(
         let wqe = wq.front().copied().filter(|(_, at)| *at <= cycle);
         dut.set_bit(p.wqe_valid, wqe.is_some());
         dut.set(p.wqe_addr, wqe.map(|w| w.0).unwrap_or(rng.next_u64() & !63));
+        // An atomic read is held (as the atomic unit holds it) until taken.
+        let at = aq.front().copied().filter(|(_, c)| *c <= cycle);
+        dut.set_bit(p.at_valid, at.is_some());
+        dut.set(p.at_addr, at.map(|a| a.0).unwrap_or(0));
         let ready = rng.chance(p_ready, 100);
         dut.set_bit(p.arready, ready);
         dut.eval();
@@ -130,6 +149,13 @@ fn run(
             t.wqe_done.push(wa);
             wq.pop_front();
         }
+        if dut.get_bit(p.at_ready) {
+            let (aa, _) = at.unwrap_or_else(|| panic!("cycle {cycle}: at_ready without at_valid"));
+            assert!(ready, "cycle {cycle}: at_ready without arready");
+            assert_eq!(ar, Some(Ar { addr: aa, len: 0, id: 3 }), "cycle {cycle}: AR of the atomic read");
+            t.at_done.push(aa);
+            aq.pop_front();
+        }
         held = None;
         if let Some(a) = ar {
             if ready {
@@ -140,13 +166,20 @@ fn run(
         }
         dut.tick();
         let beats: u64 = t.ars.iter().filter(|a| a.id == 0).map(|a| a.len + 1).sum();
-        if to_push.is_empty() && fifo.is_empty() && wq.is_empty() && beats >= total_beats && held.is_none() {
+        if to_push.is_empty()
+            && fifo.is_empty()
+            && wq.is_empty()
+            && aq.is_empty()
+            && beats >= total_beats
+            && held.is_none()
+        {
             break;
         }
     }
     // Idle: nothing more may be requested.
     dut.set_bit(p.rj_empty, true);
     dut.set_bit(p.wqe_valid, false);
+    dut.set_bit(p.at_valid, false);
     dut.set_bit(p.arready, true);
     for _ in 0..5 {
         dut.eval();
@@ -233,7 +266,7 @@ fn payload_bursts_cover_exactly_the_job() {
     for (round, (pr, pj)) in [(100, 100), (50, 70), (20, 30)].into_iter().enumerate() {
         let mut rng = Rng::from_env(0xD3A0 + round as u64);
         let jobs = random_jobs(&mut rng, 400);
-        let t = run(&mut dut, &p, &jobs, &[], &mut rng, pr, pj);
+        let t = run(&mut dut, &p, &jobs, &[], &[], &mut rng, pr, pj);
         check_coverage(&t, &jobs);
         assert!(t.ars.iter().all(|a| a.id == 0));
     }
@@ -251,7 +284,7 @@ fn wqe_fetches_win_between_bursts() {
         wqes.push((rng.next_u64() & 0x0000_FFFF_FFFF_FFC0, at));
     }
     // arready always high: no AR is ever held, so this checks priority alone.
-    let t = run(&mut dut, &p, &jobs, &wqes, &mut rng, 100, 60);
+    let t = run(&mut dut, &p, &jobs, &wqes, &[], &mut rng, 100, 60);
     check_coverage(&t, &jobs);
     let want: Vec<u64> = wqes.iter().map(|w| w.0).collect();
     assert_eq!(t.wqe_done, want, "WQE fetches issued");
@@ -276,7 +309,7 @@ fn ar_stays_stable_until_accepted() {
         at += rng.range(0, 40);
         wqes.push((rng.next_u64() & 0x0000_FFFF_FFFF_FFC0, at));
     }
-    let t = run(&mut dut, &p, &jobs, &wqes, &mut rng, 40, 60);
+    let t = run(&mut dut, &p, &jobs, &wqes, &[], &mut rng, 40, 60);
     assert!(
         t.unstable.is_empty(),
         "{} ARs changed before arready, first (cycle, held, then): {:x?}",
@@ -291,4 +324,31 @@ fn ar_stays_stable_until_accepted() {
         "a waiting WQE lost to a payload burst: {:x?}",
         &t.wqe_passed_over[..t.wqe_passed_over.len().min(5)]
     );
+}
+
+/// Atomic reads (AXI ID 3, one beat) among payload bursts and WQE fetches, with `arready`
+/// low 60 % of the time: each is issued once, in order, at its address; no AR changes before
+/// it is accepted; payloads and WQE fetches are still complete.
+#[test]
+fn atomic_reads_are_single_beats_among_the_rest() {
+    let (mut dut, p) = dut();
+    let mut rng = Rng::from_env(0xD3A3);
+    let jobs = random_jobs(&mut rng, 150);
+    let (mut wqes, mut ats) = (Vec::new(), Vec::new());
+    let (mut at_w, mut at_a) = (0, 0);
+    for _ in 0..200 {
+        at_w += rng.range(0, 50);
+        wqes.push((rng.next_u64() & 0x0000_FFFF_FFFF_FFC0, at_w));
+        at_a += rng.range(0, 50);
+        ats.push((rng.next_u64() & 0x0000_FFFF_FFFF_FFC0, at_a));
+    }
+    let t = run(&mut dut, &p, &jobs, &wqes, &ats, &mut rng, 40, 60);
+    assert!(t.unstable.is_empty(), "ARs changed before arready: {:x?}", &t.unstable[..t.unstable.len().min(3)]);
+    check_coverage(&t, &jobs);
+    let want: Vec<u64> = ats.iter().map(|a| a.0).collect();
+    assert_eq!(t.at_done, want, "atomic reads issued");
+    let at_ars: Vec<Ar> = t.ars.iter().filter(|a| a.id == 3).copied().collect();
+    assert_eq!(at_ars.iter().map(|a| a.addr).collect::<Vec<_>>(), want);
+    assert!(at_ars.iter().all(|a| a.len == 0), "an atomic read is one beat");
+    assert_eq!(t.wqe_done, wqes.iter().map(|w| w.0).collect::<Vec<_>>(), "WQE fetches issued");
 }

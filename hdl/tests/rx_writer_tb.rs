@@ -23,7 +23,8 @@
 //!   ACK/NAK counters follow the syndrome; `idle` in cycle `t` is exactly "in cycle `t - 1` no
 //!   job was offered and every write of the jobs taken so far had its B response" (so it is
 //!   low from the cycle after a job is offered until that job's B responses are in), and
-//!   it is seen both high and low.
+//!   it is seen both high and low; `bar_done` / `res_done` pulse once per job carrying `bar` /
+//!   `res`, in order, never before the B responses of every write up to and including it.
 mod harness;
 
 use harness::{pack_fields, Dut, Port, Rng};
@@ -46,6 +47,8 @@ struct Job {
     ack: Option<Vec<u8>>,
     /// A CQE's completion event (`ev`) and its vector.
     ev: Option<u64>,
+    /// A write barrier for the atomic unit: `bar` (false) or `res` (true).
+    fence: Option<bool>,
     syndrome: u64,
     /// AXI beats this job writes.
     beats: u64,
@@ -116,6 +119,7 @@ fn piece(whole: &Job, off: usize, plen: usize, addr: u64, last: bool, rng: &mut 
         cqe: whole.cqe.clone(),
         ack,
         ev: None,
+        fence: None,
         syndrome: whole.syndrome,
         beats: (lead + plen).div_ceil(64) as u64,
     }
@@ -184,7 +188,32 @@ fn make_job(rng: &mut Rng, start: u64, region: u64) -> Job {
         fields.push((w.get_my_offset_ev(), 1, 1));
         fields.push((w.get_my_offset_ev_vector(), 5, v));
     }
-    Job { fields, kind, start, release, off: hlen, plen, addr, cqe, ack: need_ack.then_some(ack), ev, syndrome, beats }
+    // Barriers: a no-write job (`bar`, or `res` as an atomic whose compare failed) or an
+    // atomic's result (`res`), with or without an ACK.
+    let fence = match kind {
+        2 if rng.chance(1, 2) => Some(rng.chance(1, 2)),
+        3 if rng.chance(1, 2) => Some(true),
+        _ => None,
+    };
+    if let Some(res) = fence {
+        let off = if res { w.get_my_offset_res() } else { w.get_my_offset_bar() };
+        fields.push((off, 1, 1));
+    }
+    Job {
+        fields,
+        kind,
+        start,
+        release,
+        off: hlen,
+        plen,
+        addr,
+        cqe,
+        ack: need_ack.then_some(ack),
+        ev,
+        fence,
+        syndrome,
+        beats,
+    }
 }
 
 #[test]
@@ -213,9 +242,11 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         "idle",
         "ev_valid",
         "ev_vector",
+        "bar_done",
+        "res_done",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
-    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak, idle_p, ev_valid, ev_vector]: [Port; 22] =
+    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak, idle_p, ev_valid, ev_vector, bar_done, res_done]: [Port; 24] =
         q.try_into().unwrap();
     dut.set(job_empty, 1);
     dut.reset(2);
@@ -246,6 +277,9 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
     let mut ack_jobs: VecDeque<usize> = VecDeque::new();
     let mut ev_jobs: VecDeque<usize> = VecDeque::new();
     let mut evs_seen = 0usize;
+    // Jobs with a `bar` / `res` barrier not yet pulsed, and pulses seen.
+    let mut fence_jobs: [VecDeque<usize>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut fences_seen = [0usize; 2];
     let mut last_raddr = 0u64;
     let mut cycle = 0u64;
     // `idle` model: the condition in the previous cycle; beats of the jobs taken so far.
@@ -292,6 +326,9 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
                     }
                     if j.ev.is_some() {
                         ev_jobs.push_back(jobs.len());
+                    }
+                    if let Some(res) = j.fence {
+                        fence_jobs[usize::from(res)].push_back(jobs.len());
                     }
                     jobs.push(j);
                 }
@@ -391,6 +428,15 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
             assert!(b_delivered >= needed, "event of job {j} with {b_delivered} B responses, {needed} needed");
             evs_seen += 1;
         }
+        for (k, port) in [bar_done, res_done].into_iter().enumerate() {
+            if dut.get_bit(port) {
+                let j = fence_jobs[k].pop_front().expect("a barrier pulse nobody asked for");
+                // Every write up to and including the barrier's job is in host memory.
+                let needed: u64 = jobs[..=j].iter().map(|x| x.beats).sum();
+                assert!(b_delivered >= needed, "barrier of job {j} with {b_delivered} B responses, {needed} needed");
+                fences_seen[k] += 1;
+            }
+        }
         last_raddr = dut.get(buf_raddr);
         dut.tick();
         // Released beats are free for the ingress: overwrite them at once.
@@ -411,6 +457,7 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
             && taken == jobs.len()
             && ack_jobs.is_empty()
             && ev_jobs.is_empty()
+            && fence_jobs.iter().all(|q| q.is_empty())
             && b_pending.is_empty()
             && aws.is_empty()
         {
@@ -422,6 +469,7 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
     }
     assert!(releases_expected.is_empty(), "{} releases missing", releases_expected.len());
     assert!(evs_seen > 20, "only {evs_seen} events in the stream");
+    assert!(fences_seen.iter().all(|n| *n >= 5), "barrier pulses (bar, res): {fences_seen:?}");
     assert!(idle_hi > 200 && idle_lo > 1000, "idle high {idle_hi} cycles, low {idle_lo}");
     // Each kind-3 job's beat: exactly its 8 strobes (jobs have regions of their own).
     let mut leads = [0usize; 8];
