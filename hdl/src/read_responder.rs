@@ -33,11 +33,15 @@ pub enum RrState {
 /// QP's responses (which would make their requesters' ACK timers expire although the wire is
 /// busy with useful data). A QP's own jobs stay in order: a job whose QP's entry is busy waits
 /// at the head of the input (responses and ACKs of one QP leave in PSN order, 9.7.5.1), except
-/// a replay (a duplicate READ or atomic: `fresh` and `ack` clear). A replay means the requester
-/// went back to an earlier PSN and discards whatever follows it, so it replaces the response
-/// in progress at once (duplicate requests, IBTA Vol 1 9.7.5.1) instead of waiting behind
-/// packets nobody will accept, and inherits its `fresh` mark, so the `max_dest_rd_atomic`
-/// slot of the response it cut short is released once, when the replay's last packet is sent.
+/// a replay (a duplicate READ or atomic: `fresh` and `ack` clear) of a PSN at or before the
+/// next PSN of the response in progress. Such a replay means the requester went back to that
+/// PSN and discards whatever follows it, so it replaces the response in progress at once
+/// (duplicate requests, IBTA Vol 1 9.7.5.1) instead of waiting behind packets nobody will
+/// accept, and inherits its `fresh` mark, so the `max_dest_rd_atomic` slot of the response it
+/// cut short is released once, when the replay's last packet is sent. A replay of a later PSN
+/// (go-back-N resends every READ from the point it went back to) waits its turn: replacing
+/// the replay in progress with it would cut every earlier response short again, and the
+/// requester would only ever get the first packets of the oldest one.
 ///
 /// Output jobs are [`ReadRespJob`]s with `psn` and `iova` of the packet, `len` its payload
 /// length (0..=4096 bytes), and `first`/`last` giving its place in the response (both set for
@@ -45,7 +49,8 @@ pub enum RrState {
 /// `clear_qpn` in RESET) retires its entry: nothing of an old connection is sent after a reset
 /// but the packet being emitted in that cycle and those already in the 4-entry output FIFO.
 ///
-/// Timing: a job is taken into the table one cycle after it reaches the head of the input; a
+/// Timing: a job is taken into the table one cycle after it reaches the head of the input (a
+/// replay of a busy QP three, for the PSN comparison: table read, compare, decide); a
 /// packet's job leaves 5 cycles after its QP is popped (pop, read, take, size, emit), so the
 /// initiation interval is 5 cycles per packet (the scheduler spends at least
 /// [`crate::tx_scheduler::RR_MIN_CYCLES`] per response packet). Every path starts and ends at a
@@ -72,6 +77,14 @@ pub struct ReadResponder {
     state: DFF<RrState>,
     /// (Not `table`: a Verilog keyword.)
     slots: RAM<ReadRespJob, 6>,
+    /// The next PSN of each entry (a copy of `slots`' `psn`, read at the input's head QP).
+    next_psn: RAM<Bits<24>, 6>,
+    /// `next_psn`'s output belongs to the job at the head: it was there, untaken, in the cycle
+    /// before, and no entry was written then. `later_r`: the comparison of that output with the
+    /// head's PSN, registered; `later_ok`: it belongs to the head now.
+    settled: DFF<Bit>,
+    later_r: DFF<Bit>,
+    later_ok: DFF<Bit>,
     ring: SynchronousFIFO<Bits<6>, 6, 7, 1>,
     out_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
     /// QPs whose entry holds a response still sending, and QPs in the ring.
@@ -91,6 +104,9 @@ pub struct ReadResponder {
     head_busy_sh: Signal<Local, Bits<64>>,
     head_owes_sh: Signal<Local, Bits<64>>,
     head_replay: Signal<Local, Bit>,
+    /// The head replay's PSN is after the response in progress: it waits behind it.
+    head_later: Signal<Local, Bit>,
+    head_psn_d: Signal<Local, Bits<24>>,
     set_owes: Signal<Local, Bits<64>>,
     clr_owes: Signal<Local, Bits<64>>,
     head_queued_sh: Signal<Local, Bits<64>>,
@@ -110,9 +126,13 @@ pub struct ReadResponder {
 impl Logic for ReadResponder {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, busy, queued, owes, cur, ent, mtu, plen, last, cur_live);
+        dff_setup!(
+            self, clock, state, busy, queued, owes, cur, ent, mtu, plen, last, cur_live, settled, later_r, later_ok
+        );
         self.slots.read_clock.next = self.clock.val();
         self.slots.write_clock.next = self.clock.val();
+        self.next_psn.read_clock.next = self.clock.val();
+        self.next_psn.write_clock.next = self.clock.val();
         clock!(self, clock, ring, out_fifo);
         self.slots.read_address.next = self.cur.q.val();
         self.ram_ent.next = self.slots.read_data.val();
@@ -211,8 +231,15 @@ impl Logic for ReadResponder {
         self.head_busy.next = self.head_busy_sh.val().get_bit(0);
         self.head_queued.next = self.head_queued_sh.val().get_bit(0);
         self.head_replay.next = !self.in_job.val().fresh.any() & !self.in_job.val().ack.any();
+        // A replay replaces the response in progress only if the requester went back to or
+        // before that response's next PSN (it discards everything from there on); a replay
+        // of a later PSN (the go-back-N resends several READs) waits for it like any job.
+        self.next_psn.read_address.next = self.head_qpn.val();
+        self.head_psn_d.next = self.next_psn.read_data.val() - self.in_job.val().psn;
+        self.later_r.d.next = self.head_psn_d.val().get_bit(23);
+        self.head_later.next = self.later_r.q.val() | !self.later_ok.q.val();
         self.take.next = !self.in_empty.val()
-            & (!self.head_busy.val() | self.head_replay.val())
+            & (!self.head_busy.val() | (self.head_replay.val() & !self.head_later.val()))
             & (self.state.q.val() != RrState::Emit)
             & ((self.state.q.val() == RrState::Idle) | (self.cur.q.val() != self.head_qpn.val()));
         self.in_read.next = self.take.val();
@@ -234,6 +261,12 @@ impl Logic for ReadResponder {
             self.clr_busy.next =
                 self.clr_busy.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.clear_qpn.val()));
         }
+        // Every entry write is mirrored into `next_psn`.
+        self.next_psn.write_enable.next = self.slots.write_enable.val();
+        self.next_psn.write_address.next = self.slots.write_address.val();
+        self.next_psn.write_data.next = self.slots.write_data.val().psn;
+        self.settled.d.next = !self.in_empty.val() & !self.take.val() & !self.slots.write_enable.val();
+        self.later_ok.d.next = self.settled.q.val() & !self.in_empty.val() & !self.take.val();
         self.busy.d.next = (self.busy.q.val() & !self.clr_busy.val()) | self.set_busy.val();
         self.owes.d.next = (self.owes.q.val() & !self.clr_busy.val() & !self.clr_owes.val()) | self.set_owes.val();
         self.queued.d.next = (self.queued.q.val() & !self.clr_queued.val()) | self.set_queued.val();

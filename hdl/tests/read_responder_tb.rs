@@ -355,3 +355,48 @@ fn a_replay_replaces_the_response_in_progress() {
     let theirs: Vec<Pkt> = got.iter().filter(|p| p.qpn == 6).cloned().collect();
     assert_eq!(theirs, packets(&other));
 }
+
+/// Go-back-N resends every READ from the PSN it went back to: the replay of the oldest is in
+/// progress when the replay of the next one arrives; that one waits, so both go out whole and
+/// in order (were it to replace the first, the requester would again get only the first
+/// packets of the oldest READ, round after round).
+#[test]
+fn a_later_replay_waits_for_the_replay_in_progress() {
+    let mut tb = Tb::new();
+    let older = Job {
+        qpn: 9,
+        psn: 0xFF_FFF0,
+        iova: 0x20_0000,
+        len: 60 * 256,
+        path_mtu: 1,
+        atomic: false,
+        ack: false,
+        msn: 4,
+        orig: 0,
+        dest_qpn: 0x99,
+        fresh: false,
+    };
+    // The next READ, 60 PSNs later (across the 24-bit wrap).
+    let newer = Job { psn: 0x00_002C, iova: 0x30_0000, len: 20 * 256, ..older.clone() };
+    let mut input: VecDeque<Job> = VecDeque::from([older.clone()]);
+    let mut got: Vec<Pkt> = Vec::new();
+    let mut pushed = false;
+    for _ in 0..20_000 {
+        if !pushed && got.len() >= 5 {
+            input.push_back(newer.clone());
+            pushed = true;
+        }
+        let offer = input.front().cloned();
+        let (consumed, pkt) = tb.cycle(offer.as_ref(), true, None);
+        if consumed {
+            input.pop_front();
+        }
+        got.extend(pkt);
+        if got.len() == 80 {
+            break;
+        }
+    }
+    let mut want = packets(&older);
+    want.extend(packets(&newer));
+    assert_eq!(got, want, "both replays whole, the older first");
+}
