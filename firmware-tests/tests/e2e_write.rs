@@ -514,3 +514,54 @@ fn byte_counters_match_the_capture() {
     assert_eq!((ca.get("tx_frames"), cb.get("rx_frames")), (Some(a_frames), Some(a_frames)));
     assert_eq!((cb.get("tx_frames"), ca.get("rx_frames")), (Some(b_frames), Some(b_frames)));
 }
+
+/// IBTA Vol 1 9.9.3 (responder class C errors, as rxe and ConnectX handle them): after the
+/// responder answers a WRITE with NAK remote access error, its QP is in the error state too:
+/// its posted receive WQEs complete with IBV_WC_WR_FLUSH_ERR, a send WR it posts afterwards is
+/// flushed instead of sent, and nothing reaches the target.
+#[test]
+fn a_remote_access_error_puts_the_responder_qp_in_error() {
+    let h = hosts();
+    let mut src = pattern(5, 256);
+    let mut dst = vec![GUARD; 256];
+    let mut back = vec![GUARD; 64];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let back_mr = h.pb.register(&mut back, AccessFlags::LOCAL_WRITE).unwrap();
+        let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(8).build().unwrap();
+        let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(8).build().unwrap();
+        let opts =
+            ConnectOptions { path_mtu: Mtu::Mtu1024, access: AccessFlags::REMOTE_WRITE, ..ConnectOptions::default() };
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        qa.connect_with(&eb, &opts).unwrap();
+        qb.connect_with(&ea, &opts).unwrap();
+        let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
+        let a_buf = qa.endpoint().unwrap().with_buffer(&src_mr).buffer.unwrap();
+        qb.post_recv_one(rnic::RecvWr::new(0x51, back_mr.sge(0..64).unwrap())).unwrap();
+        qb.post_recv_one(rnic::RecvWr::new(0x52, back_mr.sge(0..64).unwrap())).unwrap();
+        let bad = SendWr::rdma_write(
+            1,
+            src_mr.sge(0..64).unwrap(),
+            rnic::RemoteAddr { addr: remote.addr, rkey: remote.rkey ^ 0x80 },
+        )
+        .signaled(true);
+        qa.post_send_one(bad).unwrap();
+        let wcs = h.wait_completions(1, 400_000);
+        assert_eq!((wcs[0].wr_id, wcs[0].status), (1, WcStatus::RemAccessErr), "{:?}", wcs[0]);
+        // The responder's receives are flushed by the NIC, without a doorbell or command.
+        let rwcs = h.wait(&h.cb, 2, 400_000);
+        assert_eq!(
+            rwcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            vec![(0x51, WcStatus::WrFlushErr), (0x52, WcStatus::WrFlushErr)],
+            "the responder QP's receive WQEs"
+        );
+        // A WRITE the responder posts now is flushed, not sent.
+        let tx0 = h.b.counter(counter::TX_REQUESTS).unwrap();
+        qb.post_send_one(SendWr::rdma_write(0x53, back_mr.sge(0..8).unwrap(), a_buf.at(0)).signaled(true)).unwrap();
+        let swcs = h.wait(&h.cb, 1, 400_000);
+        assert_eq!((swcs[0].wr_id, swcs[0].status), (0x53, WcStatus::WrFlushErr), "{:?}", swcs[0]);
+        assert_eq!(h.b.counter(counter::TX_REQUESTS).unwrap(), tx0, "the responder sent a request from ERR");
+        assert!(dst_mr.to_vec().iter().all(|&b| b == GUARD), "the refused WRITE changed the target");
+    }
+}

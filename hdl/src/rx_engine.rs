@@ -626,6 +626,8 @@ pub struct RxEngine {
     /// Flush bookkeeping: bits set and cleared this cycle; this engine asks for the current QP.
     fl_set: Signal<Local, Bits<64>>,
     fl_eng: Signal<Local, Bit>,
+    /// State 6 answers a responder class C error (see there).
+    class_c: Signal<Local, Bit>,
     fl_clr: Signal<Local, Bits<64>>,
     fp_word: Signal<Local, Bits<64>>,
     va_low: Signal<Local, Bits<3>>,
@@ -708,6 +710,7 @@ impl Default for RxEngine {
             fl_cqpn_r: Default::default(),
             fl_set: Default::default(),
             fl_eng: Default::default(),
+            class_c: Default::default(),
             fl_clr: Default::default(),
             fp_word: Default::default(),
             va_low: Default::default(),
@@ -1957,6 +1960,17 @@ impl Logic for RxEngine {
         self.rlen.next = self.pkt.q.val().reth_len;
         self.part_now.next = (self.rlen.val().get_bits::<12>(0) & self.mtu_mask.val().get_bits::<12>(0)) != 0;
 
+        // A responder class C error in state 6 (IBTA Vol 1 9.9.3): NAK remote access error (a
+        // refused RETH or AtomicETH), NAK invalid request (opcode out of sequence, or a READ or
+        // atomic beyond max_dest_rd_atomic), on a request with the expected PSN.
+        self.class_c.next = !self.c_unknown.q.val()
+            & (self.op.val() != 0x11)
+            & !self.is_read_resp.val()
+            & !self.c_dup.q.val()
+            & !self.c_gap.q.val()
+            & ((self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()))
+                | !self.seq_ok_r.q.val()
+                | ((self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val()));
         match self.state.q.val().index() {
             0 => {
                 self.src_to.d.next = false;
@@ -2161,6 +2175,17 @@ impl Logic for RxEngine {
                 if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
+                    if self.class_c.val() & !self.rw_full.val() {
+                        // A responder class C error (NAK invalid request or remote access
+                        // error, IBTA Vol 1 9.9.3, as rxe and ConnectX do): the QP goes to ERR
+                        // once the NAK is queued; the scheduler flushes its send queue, this
+                        // engine its receive WQEs (IBV_WC_WR_FLUSH_ERR), and later packets of
+                        // the connection are dropped.
+                        self.qp_err.d.next = true;
+                        self.fl_eng.next = true;
+                        self.rw_write.next = true;
+                        self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    }
                     if self.c_unknown.q.val() {
                         self.cnt_unknown_qp.next = true;
                         self.fl_eng.next = self.qpn_ok.q.val() & ((self.ctx.q.val().state == 6) | self.qp_err.q.val());
@@ -2226,6 +2251,11 @@ impl Logic for RxEngine {
                             self.reply.next.syndrome = 0x60.into();
                             self.reply.next.psn = self.epsn.q.val();
                         }
+                    } else if self.class_c.val() & self.rw_full.val() {
+                        // A class C error below, but the scheduler's FIFO cannot take the
+                        // flush yet: decide again next cycle.
+                        self.job_write.next = false;
+                        self.state.d.next = 6.into();
                     } else if self.is_reth.val()
                         & (self.req_len.val() != 0)
                         & !(self.key_ok_r.q.val() & self.bounds_ok.val())
@@ -2233,8 +2263,8 @@ impl Logic for RxEngine {
                         self.cnt_drop_key.next = true;
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x62.into();
-                        // One NAK per refused message: the packets behind it are dropped
-                        // silently, like those behind a sequence NAK.
+                        // Then the QP goes to ERR (class C, below): the packets behind it are
+                        // dropped.
                         self.nak_sent.d.next = true;
                     } else if !self.seq_ok_r.q.val() {
                         self.cnt_drop_inv_req.next = true;
