@@ -107,9 +107,12 @@ wait_for() {
 guest_job() { printf '%s\n' "$2" >"$OUT/guest/jobs/$1.tmp" && mv "$OUT/guest/jobs/$1.tmp" "$OUT/guest/jobs/$1.sh"; }
 job_rc() { cat "$OUT/guest/jobs/$1.rc" 2>/dev/null; }
 
-# tool_cmd TEST DEVICE GID_OPTS: the tool's command line without the server address.
+# tool_cmd TEST DEVICE: the tool's command line without the server address. perftest sets each
+# side's max_rd_atomic to the *peer's* outstanding-reads figure (rxe offers 128, rnic takes at
+# most 16, as ConnectX does), so read and atomic runs ask both sides for 16 (-o 16).
 tool_cmd() {
   case $1 in
+  read_bw | atomic_bw) echo "ib_$1 -d $2 -x 1 -F -n $ITERS --report_gbits -o 16" ;;
   *_bw) echo "ib_$1 -d $2 -x 1 -F -n $ITERS --report_gbits" ;;
   *_lat) echo "ib_$1 -d $2 -x 1 -F -n $LAT_ITERS" ;;
   rc_pingpong) echo "ibv_rc_pingpong -d $2 -g 1 -n $ITERS --chk -m $MTU" ;;
@@ -156,7 +159,7 @@ run_one() {
   "$RNIC" sim serve --nics 1 --socket-dir "$d/sock" --link bridge --bridge "udp:$SIM_PORT:$GUEST_PORT" \
     --loss "$loss" --seed "$SEED" --pcap "$d/wire.pcap" >"$d/serve.log" 2>&1 &
   SERVE_PID=$!
-  wait_for 60 grep -q 'serving until interrupted' "$d/serve.log" || die "rnic sim serve did not start: $(cat "$d/serve.log")"
+  wait_for 60 grep -qs 'serving until interrupted' "$d/serve.log" || die "rnic sim serve did not start: $(cat "$d/serve.log")"
   local host_cmd guest_cmd prefix="ip link set eth0 mtu $netmtu && "
   host_cmd=$(tool_cmd "$t" rnic_0)
   guest_cmd=$(tool_cmd "$t" rxe0)
