@@ -30,6 +30,13 @@ pub const MIN_FRAME_BYTES: usize = 14;
 pub const MAX_FRAME_BYTES: usize = 65_536;
 /// Bytes a [`TcpPort`] buffers towards a slow peer before it drops frames (4 MiB).
 pub const TCP_TX_BUFFER_BYTES: usize = 4 << 20;
+/// Receive buffer a [`UdpPort`] asks the kernel for, in bytes (32 MiB). The world is thousands
+/// of times slower than wall-clock time and its thread shares the CPU, so a peer's burst (rxe
+/// answering 16 outstanding 64 KiB READs at once: 1 MiB) must wait in the socket until the
+/// world takes it; Linux's default (`net.core.rmem_default`, 208 KiB) lost a third of such
+/// bursts. `SO_RCVBUFFORCE` (needs `CAP_NET_ADMIN`) is tried first, then `SO_RCVBUF` (capped
+/// by `net.core.rmem_max`).
+pub const UDP_RX_BUFFER_BYTES: usize = 32 << 20;
 
 fn port_err(what: &str, e: impl std::fmt::Display) -> SimError {
     SimError::Port(format!("{what}: {e}"))
@@ -56,6 +63,7 @@ impl UdpPort {
         let what = format!("UDP bridge {local} <-> {peer}");
         let socket = UdpSocket::bind(local).map_err(|e| port_err(&what, e))?;
         socket.set_nonblocking(true).map_err(|e| port_err(&what, e))?;
+        set_rx_buffer(&socket, UDP_RX_BUFFER_BYTES);
         let what = format!("UDP bridge {} <-> {peer}", socket.local_addr().map_err(|e| port_err(&what, e))?);
         Ok(Self { what, socket, peer, buf: vec![0; MAX_FRAME_BYTES], stats: PortStats::default() })
     }
@@ -66,6 +74,56 @@ impl UdpPort {
     /// As `UdpSocket::local_addr`.
     pub fn local_addr(&self) -> Result<SocketAddr, SimError> {
         self.socket.local_addr().map_err(|e| port_err(&self.what, e))
+    }
+}
+
+/// Asks for `bytes` of receive buffer (see [`UDP_RX_BUFFER_BYTES`]); the kernel may give less,
+/// which only makes bursts likelier to overflow, so failures are not errors.
+fn set_rx_buffer(socket: &UdpSocket, bytes: usize) {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt(2) on a socket we own, with a c_int option value of its size.
+        let r = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
+}
+
+/// The receive buffer the kernel gave `socket`, in bytes (Linux reports twice the value set,
+/// its bookkeeping overhead included).
+fn rx_buffer(socket: &UdpSocket) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt(2) into a c_int of the given size.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r == 0 {
+        usize::try_from(v).unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+impl UdpPort {
+    /// The socket's receive buffer in bytes, as the kernel reports it (`SO_RCVBUF`).
+    pub fn rx_buffer_bytes(&self) -> usize {
+        rx_buffer(&self.socket)
     }
 }
 
@@ -591,6 +649,12 @@ mod tests {
         let spec = BridgeSpec::Udp { local: "127.0.0.1:0".parse().unwrap(), peer: peer.local_addr().unwrap() };
         let mut port = spec.open().unwrap();
         assert_eq!(port.timing(), PortTiming::RealTime);
+        let direct = UdpPort::bind("127.0.0.1:0".parse().unwrap(), peer.local_addr().unwrap()).unwrap();
+        // As root (SO_RCVBUFFORCE) the whole 32 MiB; otherwise at least the default 208 KiB.
+        assert!(direct.rx_buffer_bytes() >= 212_992, "{}", direct.rx_buffer_bytes());
+        if unsafe { libc::geteuid() } == 0 {
+            assert!(direct.rx_buffer_bytes() >= UDP_RX_BUFFER_BYTES, "{}", direct.rx_buffer_bytes());
+        }
         let frame = [0xabu8; 60];
         port.send(&frame, 0).unwrap();
         let mut buf = [0u8; 128];

@@ -503,6 +503,9 @@ fn world_loop(
                 continue;
             }
             Some(Request::Stop) => {
+                for r in w.port_reports() {
+                    eprintln!("rnic sim serve: {}", port_line(&r));
+                }
                 let _ = w.finish();
                 return;
             }
@@ -519,6 +522,31 @@ fn world_loop(
             }
         }
     }
+}
+
+/// One line of a bridged port's counters (printed when the server stops): frames each way,
+/// what the fault injection did, and what the port's transport refused.
+fn port_line(r: &rnic_sim::PortReport) -> String {
+    let o = &r.outbound;
+    let mut s = format!(
+        "nic{} {}: out {} frames (lost {}, duplicated {}, corrupted {}, reordered {}), port sent {} (dropped {})",
+        r.nic,
+        r.describe,
+        o.delivered,
+        o.dropped,
+        o.duplicated,
+        o.corrupted,
+        o.reordered,
+        r.port.tx_frames,
+        r.port.tx_dropped
+    );
+    if let Some(i) = &r.inbound {
+        s += &format!(
+            "; in: port received {} (malformed {}), {} delivered to the NIC (lost {}, duplicated {}, corrupted {}, reordered {}, overflow {})",
+            r.port.rx_frames, r.port.rx_malformed, i.delivered, i.dropped, i.duplicated, i.corrupted, i.reordered, r.inbound_overflow
+        );
+    }
+    s
 }
 
 /// The vfio-user device of one NIC.
