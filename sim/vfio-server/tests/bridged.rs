@@ -32,34 +32,36 @@ fn a_send_crosses_two_udp_bridges_and_is_captured() {
         ..ServeOptions::default()
     })
     .expect("serve");
-    let open = |i: usize| {
-        let dev = VfioUserDevice::open(&dir.path().join(format!("nic{i}.sock"))).unwrap();
-        Context::open_with_port(dev, PortAddr::for_sim_nic(i)).unwrap()
-    };
-    let (a, b) = (open(0), open(1));
-    let (pda, pdb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
-    let (ca, cb) = (a.create_cq(16).unwrap(), b.create_cq(16).unwrap());
-    let mut src: Vec<u8> = (0..3000u32).map(|i| (i * 7 + 3) as u8).collect();
-    let mut dst = vec![0u8; 4096];
-    let ms = pda.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
-    let md = pdb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
-    let mut qa = pda.create_qp(&ca).set_max_send_wr(4).build().unwrap();
-    let mut qb = pdb.create_qp(&cb).set_max_send_wr(4).set_max_recv_wr(4).build().unwrap();
-    let o = ConnectOptions { path_mtu: Mtu::Mtu1024, access: AccessFlags::empty(), ..ConnectOptions::default() };
-    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
-    qa.connect_with(&eb, &o).unwrap();
-    qb.connect_with(&ea, &o).unwrap();
-    qb.post_recv_one(RecvWr::new(5, md.sge(0..4096).unwrap())).unwrap();
-    qa.post_send_one(SendWr::send(6, ms.sge(0..3000).unwrap()).signaled(true)).unwrap();
-    let mut wcs = [WorkCompletion::default(); 2];
-    assert_eq!(cb.poll_wait(&mut wcs, 50_000_000).unwrap(), 1, "the receive completes");
-    assert_eq!((wcs[0].wr_id, wcs[0].byte_len), (5, 3000));
-    assert_eq!(ca.poll_wait(&mut wcs, 50_000_000).unwrap(), 1, "the SEND is acknowledged");
-    assert_eq!(wcs[0].wr_id, 6);
-    let mut got = vec![0u8; 3000];
-    md.read_at(0, &mut got).unwrap();
-    assert_eq!(got, src, "every byte arrived through the sockets");
-    drop((qa, qb, ms, md, ca, cb, pda, pdb, a, b));
+    {
+        let open = |i: usize| {
+            let dev = VfioUserDevice::open(&dir.path().join(format!("nic{i}.sock"))).unwrap();
+            Context::open_with_port(dev, PortAddr::for_sim_nic(i)).unwrap()
+        };
+        let (a, b) = (open(0), open(1));
+        let (pda, pdb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+        let (ca, cb) = (a.create_cq(16).unwrap(), b.create_cq(16).unwrap());
+        let want: Vec<u8> = (0..3000u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut src = want.clone();
+        let mut dst = vec![0u8; 4096];
+        let ms = pda.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+        let md = pdb.register(&mut dst, AccessFlags::LOCAL_WRITE).unwrap();
+        let mut qa = pda.create_qp(&ca).set_max_send_wr(4).build().unwrap();
+        let mut qb = pdb.create_qp(&cb).set_max_send_wr(4).set_max_recv_wr(4).build().unwrap();
+        let o = ConnectOptions { path_mtu: Mtu::Mtu1024, access: AccessFlags::empty(), ..ConnectOptions::default() };
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        qa.connect_with(&eb, &o).unwrap();
+        qb.connect_with(&ea, &o).unwrap();
+        qb.post_recv_one(RecvWr::new(5, md.sge(0..4096).unwrap())).unwrap();
+        qa.post_send_one(SendWr::send(6, ms.sge(0..3000).unwrap()).signaled(true)).unwrap();
+        let mut wcs = [WorkCompletion::default(); 2];
+        assert_eq!(cb.poll_wait(&mut wcs, 50_000_000).unwrap(), 1, "the receive completes");
+        assert_eq!((wcs[0].wr_id, wcs[0].byte_len), (5, 3000));
+        assert_eq!(ca.poll_wait(&mut wcs, 50_000_000).unwrap(), 1, "the SEND is acknowledged");
+        assert_eq!(wcs[0].wr_id, 6);
+        let mut got = vec![0u8; 3000];
+        md.read_at(0, &mut got).unwrap();
+        assert_eq!(got, want, "every byte arrived through the sockets");
+    }
     h.stop().expect("stats");
     // The capture has each of the 3 SEND packets twice (leaving NIC 0 on its outbound wire and
     // reaching NIC 1 on its inbound wire) and the ACK twice: 8 RoCEv2 frames, UDP port 4791.
