@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
   --mtus) MTUS=$2 && shift ;;
   --losses) LOSSES=$2 && shift ;;
   --dirs) DIRS=$2 && shift ;;
-  --ci) MTUS=4096 LOSSES=0 tests=(write_bw read_bw send_bw write_lat rc_pingpong) ;;
+  --ci) MTUS=4096 LOSSES=0 tests=(write_bw read_bw send_bw atomic_bw write_lat rc_pingpong) ;;
   -h | --help) usage ;;
   -*) usage ;;
   *) tests+=("$1") ;;
