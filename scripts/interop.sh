@@ -8,25 +8,26 @@
 # prints one row. See docs/interop.md.
 #
 #   scripts/interop.sh [--out DIR] [--iters N] [--lat-iters N] [--mtus "1024 4096"]
-#                      [--losses "0 0.01"] [--dirs "client server"] [--ci] [TEST...]
+#                      [--losses "0 0.01"] [--dirs "client server"] [--peer rxe|rnic] [--ci] [TEST...]
 #
 # TEST: write_bw read_bw send_bw atomic_bw write_lat rc_pingpong (default: all). --dirs names
-# rnic's role: "client" = rnic client, rxe server; "server" = the reverse. --ci runs the subset
-# scripts/test.sh runs. Exit status 1 if a run failed.
+# rnic's role: "client" = rnic client, rxe server; "server" = the reverse. --peer rnic runs the
+# same binaries between two served rnic NICs cabled back to back, no guest. --ci runs the
+# subset scripts/test.sh runs. Exit status 1 if a run failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 guest=$root/scripts/guest
 . "$guest/common.sh"
 
 usage() {
-  sed -n '10,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '10,15p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 RNIC_IP=192.0.2.1 RNIC_MAC=02:00:00:00:00:01 # nic0.sock's port address (rnic::PortAddr::for_sim_nic(0))
 GUEST_IP=192.0.2.2 GUEST_MAC=52:54:00:77:00:02
 OUT=${RNIC_INTEROP_OUT:-/tmp/rnic-interop} ITERS=20 LAT_ITERS=20 MTUS="1024 4096" LOSSES="0 0.01"
-DIRS="client server" TIMEOUT=${RNIC_INTEROP_TIMEOUT:-240}
+DIRS="client server" TIMEOUT=${RNIC_INTEROP_TIMEOUT:-240} PEER=rxe
 tests=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -36,6 +37,7 @@ while [ $# -gt 0 ]; do
   --mtus) MTUS=$2 && shift ;;
   --losses) LOSSES=$2 && shift ;;
   --dirs) DIRS=$2 && shift ;;
+  --peer) PEER=$2 && shift ;;
   --ci) MTUS=4096 LOSSES=0 tests=(write_bw read_bw send_bw atomic_bw write_lat rc_pingpong) ;;
   -h | --help) usage ;;
   -*) usage ;;
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+case $PEER in rxe) ;; rnic) DIRS=client ;; *) die "--peer $PEER: rxe or rnic" ;; esac
 [ ${#tests[@]} -gt 0 ] || tests=(write_bw read_bw send_bw atomic_bw write_lat rc_pingpong)
 for t in "${tests[@]}"; do
   case $t in write_bw | read_bw | send_bw | atomic_bw | write_lat | rc_pingpong) ;; *) die "unknown test $t" ;; esac
@@ -54,17 +57,28 @@ apt_host_install tshark python3 perftest ibverbs-utils iproute2
 (cd "$root" && cargo build --release -q -p rnic-tools --bin rnic &&
   cargo build --release -q -p librnic --features rnic/vfio-user,rnic/vfio -p librnic-mlx5-stub -p librnic-efa-stub)
 target=${CARGO_TARGET_DIR:-$root/target}/release
-"$guest/rxe-guest.sh" build
+[ "$PEER" = rnic ] || "$guest/rxe-guest.sh" build
 rm -rf "$OUT"
 mkdir -p "$OUT/lib" "$OUT/guest/jobs"
 # Copies, so that a later build of librnic without vfio-user cannot change them under a run.
 for l in ibverbs mlx5 efa; do cp "$target/lib$l.so" "$OUT/lib/lib$l.so.1"; done
 RNIC=$target/rnic
 
+GUEST_PID='' SERVE_PID=''
+cleanup() {
+  [ -n "$SERVE_PID" ] && kill -INT "$SERVE_PID" 2>/dev/null
+  if [ -n "$GUEST_PID" ]; then
+    touch "$OUT/guest/jobs/quit"
+    wait "$GUEST_PID" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+
 # ---- the guest: boots once, then runs the jobs the host drops into /mnt/host/jobs ----
 # Job NAME.sh runs as NAME.run with its output in NAME.out, then NAME.rc; `quit` ends the loop.
-# shellcheck disable=SC2016 # expanded by the guest's shell
-GUEST_LOOP='touch /mnt/host/jobs/.up
+start_guest() {
+  # shellcheck disable=SC2016 # expanded by the guest's shell
+  GUEST_LOOP='touch /mnt/host/jobs/.up
 until [ -e /mnt/host/jobs/quit ]; do
   for j in /mnt/host/jobs/*.sh; do
     [ -e "$j" ] || continue
@@ -73,25 +87,19 @@ until [ -e /mnt/host/jobs/quit ]; do
   done
   sleep 0.2
 done'
-GUEST_PORT=$(free_port) SIM_PORT=$(free_port) FWD_PORT=$(free_port)
-"$guest/rxe-guest.sh" run --workdir "$OUT/guest" --wire "udp:$GUEST_PORT:$SIM_PORT" \
-  --ip "$GUEST_IP/24" --mac "$GUEST_MAC" --peer "$RNIC_IP,$RNIC_MAC" --mtu 1500 \
-  --hostfwd "$FWD_PORT" --timeout 7200 --cmd "$GUEST_LOOP" >"$OUT/guest.log" 2>&1 &
-GUEST_PID=$!
-SERVE_PID=''
-cleanup() {
-  touch "$OUT/guest/jobs/quit"
-  [ -n "$SERVE_PID" ] && kill -INT "$SERVE_PID" 2>/dev/null
-  wait "$GUEST_PID" 2>/dev/null || true
+  GUEST_PORT=$(free_port) SIM_PORT=$(free_port) FWD_PORT=$(free_port)
+  "$guest/rxe-guest.sh" run --workdir "$OUT/guest" --wire "udp:$GUEST_PORT:$SIM_PORT" \
+    --ip "$GUEST_IP/24" --mac "$GUEST_MAC" --peer "$RNIC_IP,$RNIC_MAC" --mtu 1500 \
+    --hostfwd "$FWD_PORT" --timeout 7200 --cmd "$GUEST_LOOP" >"$OUT/guest.log" 2>&1 &
+  GUEST_PID=$!
+  t_boot=$SECONDS
+  until [ -e "$OUT/guest/jobs/.up" ]; do
+    kill -0 "$GUEST_PID" 2>/dev/null || { cat "$OUT/guest.log" >&2; die "the guest did not boot"; }
+    [ $((SECONDS - t_boot)) -lt 300 ] || die "the guest did not boot within 300 s"
+    sleep 0.2
+  done
+  log "guest up after $((SECONDS - t_boot)) s (wire udp 127.0.0.1:$GUEST_PORT <-> 127.0.0.1:$SIM_PORT)"
 }
-trap cleanup EXIT
-t_boot=$SECONDS
-until [ -e "$OUT/guest/jobs/.up" ]; do
-  kill -0 "$GUEST_PID" 2>/dev/null || { cat "$OUT/guest.log" >&2; die "the guest did not boot"; }
-  [ $((SECONDS - t_boot)) -lt 300 ] || die "the guest did not boot within 300 s"
-  sleep 0.2
-done
-log "guest up after $((SECONDS - t_boot)) s (wire udp 127.0.0.1:$GUEST_PORT <-> 127.0.0.1:$SIM_PORT)"
 
 # wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s; 1 if it never succeeded.
 wait_for() {
@@ -205,9 +213,53 @@ run_one() {
     "${figure:--}" "$check" "$((SECONDS - t0))" | tee -a "$RESULTS"
 }
 
+# run_rnic_pair TEST MTU LOSS: the same binaries on two served NICs cabled back to back, the
+# server on nic1 (192.0.2.2), the client on nic0 (192.0.2.1).
+run_rnic_pair() {
+  local t=$1 loss=$3 name d rc_c=0 rc_s=0 pid_s hp cmd t0=$SECONDS
+  MTU=$2
+  name=$t.rnic-rnic.mtu$MTU.loss$loss
+  d=$OUT/$name
+  mkdir -p "$d/sock"
+  SEED=$((SEED + 1))
+  "$RNIC" sim serve --nics 2 --socket-dir "$d/sock" --loss "$loss" --seed "$SEED" --pcap "$d/wire.pcap" \
+    >"$d/serve.log" 2>&1 &
+  SERVE_PID=$!
+  wait_for 60 grep -qs 'serving until interrupted' "$d/serve.log" || die "rnic sim serve did not start: $(cat "$d/serve.log")"
+  cmd=$(tool_cmd "$t" rnic_0)
+  case $t in *_bw | *_lat) cmd+=" -u 8 -m $MTU" ;; esac
+  hp=$(free_port)
+  # shellcheck disable=SC2086
+  LD_LIBRARY_PATH=$OUT/lib RNIC_DEVICE=vfio-user:$d/sock/nic1.sock RNIC_PEER=192.0.2.1,02:00:00:00:00:01 \
+    timeout "$TIMEOUT" $cmd -p "$hp" >"$d/server.log" 2>&1 &
+  pid_s=$!
+  wait_for 60 listening "$hp" || true
+  # shellcheck disable=SC2086
+  LD_LIBRARY_PATH=$OUT/lib RNIC_DEVICE=vfio-user:$d/sock/nic0.sock RNIC_PEER=192.0.2.2,02:00:00:00:00:02 \
+    timeout "$TIMEOUT" $cmd -p "$hp" 127.0.0.1 >"$d/client.log" 2>&1 || rc_c=$?
+  wait "$pid_s" || rc_s=$?
+  kill -INT "$SERVE_PID" 2>/dev/null || true
+  wait "$SERVE_PID" 2>/dev/null || true
+  SERVE_PID=''
+  local verdict=PASS check figure
+  [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] || verdict=FAIL
+  check=$(wire_check "$d/wire.pcap")
+  case $check in 0/*) verdict=FAIL ;; */0/0) ;; *) verdict=FAIL ;; esac
+  figure=$(summary "$t" "$d/client.log")
+  [ "$verdict" = PASS ] || { FAILED=$((FAILED + 1)) && figure="client rc $rc_c, server rc $rc_s"; }
+  RUN=$((RUN + 1))
+  printf '%-12s %-22s %-5s %-5s %-6s %-16s %-18s %ss\n' "$t" "rnic client, rnic server" "$MTU" "$loss" \
+    "$verdict" "${figure:--}" "$check" "$((SECONDS - t0))" | tee -a "$RESULTS"
+}
+
+[ "$PEER" = rnic ] || start_guest
 for mtu in $MTUS; do
   for loss in $LOSSES; do
     for t in "${tests[@]}"; do
+      if [ "$PEER" = rnic ]; then
+        run_rnic_pair "$t" "$mtu" "$loss"
+        continue
+      fi
       for dir in $DIRS; do
         run_one "$t" "$dir" "$mtu" "$loss"
       done
