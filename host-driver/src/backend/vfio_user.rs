@@ -15,13 +15,13 @@
 //!     The program keeps its pointer and sees the NIC's writes at once, as with a real device
 //!     (ib_write_lat polls its buffer for the peer's WRITE). The pages stay on the memfd after
 //!     deregistration (same contents; a `fork` would share them with the child).
-//!   - Any other buffer is registered through a shared
-//!   copy: at `map_user` its bytes are copied into a new memfd that is `DMA_MAP`ped in its place;
-//!   while it is mapped, the CPU reaches it through [`Device::dma_read`] / [`Device::dma_write`]
-//!   at its IOVA (which is what `MemoryRegion::read_at` / `write_at` do); at `unmap`, after the
-//!   `DMA_UNMAP` is answered (the NIC can no longer reach it), the copy's bytes are copied back
-//!   into the buffer. The NIC's writes therefore reach the buffer at deregistration, and the MR's
-//!   accessors see them at once.
+//!   - Any other buffer is registered through a shared copy: at `map_user` its bytes are copied
+//!     into a new memfd that is `DMA_MAP`ped in its place; while it is mapped, the CPU reaches it
+//!     through [`Device::dma_read`] / [`Device::dma_write`] at its IOVA (which is what
+//!     `MemoryRegion::read_at` / `write_at` do); at `unmap`, after the `DMA_UNMAP` is answered
+//!     (the NIC can no longer reach it), the copy's bytes are copied back into the buffer. The
+//!     NIC's writes therefore reach the buffer at deregistration, and the MR's accessors see them
+//!     at once.
 //! - **Doorbell ordering**: descriptors are plain stores into shared memory; every MMIO write is
 //!   preceded by a sequentially consistent fence and sent over the socket (a system call), and
 //!   the server performs it only after receiving it, so the NIC's DMA of the descriptors happens
@@ -214,7 +214,7 @@ impl VfioUserDevice {
     /// call (its bytes are copied, then the pages replaced).
     unsafe fn map_user_in_place(&self, ptr: *mut u8, len: usize) -> Result<Option<Iova>> {
         let (addr, page) = (ptr as usize, PAGE as usize);
-        if addr % page != 0 || len % page != 0 {
+        if !addr.is_multiple_of(page) || !len.is_multiple_of(page) {
             return Ok(None);
         }
         let end = addr.checked_add(len).ok_or_else(|| Error::InvalidArgument("buffer wraps around".into()))?;
