@@ -30,6 +30,13 @@ pub const MIN_FRAME_BYTES: usize = 14;
 pub const MAX_FRAME_BYTES: usize = 65_536;
 /// Bytes a [`TcpPort`] buffers towards a slow peer before it drops frames (4 MiB).
 pub const TCP_TX_BUFFER_BYTES: usize = 4 << 20;
+/// Receive buffer a [`UdpPort`] asks the kernel for, in bytes (32 MiB). The world is thousands
+/// of times slower than wall-clock time and its thread shares the CPU, so a peer's burst (rxe
+/// answering 16 outstanding 64 KiB READs at once: 1 MiB) must wait in the socket until the
+/// world takes it; Linux's default (`net.core.rmem_default`, 208 KiB) lost a third of such
+/// bursts. `SO_RCVBUFFORCE` (needs `CAP_NET_ADMIN`) is tried first, then `SO_RCVBUF` (capped
+/// by `net.core.rmem_max`).
+pub const UDP_RX_BUFFER_BYTES: usize = 32 << 20;
 
 fn port_err(what: &str, e: impl std::fmt::Display) -> SimError {
     SimError::Port(format!("{what}: {e}"))
@@ -56,6 +63,7 @@ impl UdpPort {
         let what = format!("UDP bridge {local} <-> {peer}");
         let socket = UdpSocket::bind(local).map_err(|e| port_err(&what, e))?;
         socket.set_nonblocking(true).map_err(|e| port_err(&what, e))?;
+        set_rx_buffer(&socket, UDP_RX_BUFFER_BYTES);
         let what = format!("UDP bridge {} <-> {peer}", socket.local_addr().map_err(|e| port_err(&what, e))?);
         Ok(Self { what, socket, peer, buf: vec![0; MAX_FRAME_BYTES], stats: PortStats::default() })
     }
@@ -66,6 +74,56 @@ impl UdpPort {
     /// As `UdpSocket::local_addr`.
     pub fn local_addr(&self) -> Result<SocketAddr, SimError> {
         self.socket.local_addr().map_err(|e| port_err(&self.what, e))
+    }
+}
+
+/// Asks for `bytes` of receive buffer (see [`UDP_RX_BUFFER_BYTES`]); the kernel may give less,
+/// which only makes bursts likelier to overflow, so failures are not errors.
+fn set_rx_buffer(socket: &UdpSocket, bytes: usize) {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt(2) on a socket we own, with a c_int option value of its size.
+        let r = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
+}
+
+/// The receive buffer the kernel gave `socket`, in bytes (Linux reports twice the value set,
+/// its bookkeeping overhead included).
+fn rx_buffer(socket: &UdpSocket) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt(2) into a c_int of the given size.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r == 0 {
+        usize::try_from(v).unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+impl UdpPort {
+    /// The socket's receive buffer in bytes, as the kernel reports it (`SO_RCVBUF`).
+    pub fn rx_buffer_bytes(&self) -> usize {
+        rx_buffer(&self.socket)
     }
 }
 
@@ -422,5 +480,193 @@ impl ExternalPort for TapPort {
     }
     fn close(&mut self) -> Result<(), SimError> {
         Ok(())
+    }
+}
+
+/// How long [`BridgeSpec::open`] waits for a TCP peer (to accept, or to start listening).
+pub const BRIDGE_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A bridged wire named on a command line (`rnic sim serve --bridge SPEC`), parsed by
+/// [`FromStr`](std::str::FromStr):
+///
+/// | SPEC | port | QEMU's side |
+/// |---|---|---|
+/// | `udp:LOCALPORT:PEERPORT` | [`UdpPort`] on 127.0.0.1 | `-netdev socket,udp=127.0.0.1:LOCALPORT,localaddr=127.0.0.1:PEERPORT` |
+/// | `udp:LOCALADDR,PEERADDR` | [`UdpPort`], addresses `HOST:PORT` | likewise |
+/// | `tcp:HOST:PORT` | [`TcpPort::connect`] | `-netdev socket,listen=HOST:PORT` |
+/// | `tcp-listen:[HOST:]PORT` | [`TcpBridgeListener`] (host 127.0.0.1 by default) | `-netdev socket,connect=HOST:PORT` |
+/// | `tap:NAME` | [`TapPort`], brought up | a TAP back end, or the host's stack |
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BridgeSpec {
+    /// One frame per UDP datagram between `local` and `peer`.
+    Udp {
+        /// Address bound.
+        local: SocketAddr,
+        /// The only address frames go to and are accepted from.
+        peer: SocketAddr,
+    },
+    /// QEMU socket framing over TCP, connecting to a listener.
+    TcpConnect(SocketAddr),
+    /// QEMU socket framing over TCP, listening for one peer.
+    TcpListen(SocketAddr),
+    /// A Linux TAP interface.
+    Tap(String),
+}
+
+fn socket_addr(s: &str, what: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("{what} {s:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{what} {s:?} resolves to no address"))
+}
+
+fn port_number(s: &str, what: &str) -> Result<u16, String> {
+    s.parse::<u16>().map_err(|_| format!("{what} {s:?} is not a port number 0..=65535"))
+}
+
+impl std::str::FromStr for BridgeSpec {
+    type Err = String;
+
+    /// Parses the forms of the table above; the error says which part is wrong.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let localhost = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        let (kind, rest) =
+            s.split_once(':').ok_or_else(|| format!("{s:?}: want udp:…, tcp:…, tcp-listen:… or tap:NAME"))?;
+        match kind {
+            "udp" => {
+                if let Some((l, p)) = rest.split_once(',') {
+                    return Ok(Self::Udp {
+                        local: socket_addr(l, "local address")?,
+                        peer: socket_addr(p, "peer address")?,
+                    });
+                }
+                let (l, p) = rest
+                    .split_once(':')
+                    .ok_or_else(|| format!("{s:?}: want udp:LOCALPORT:PEERPORT or udp:LOCALADDR,PEERADDR"))?;
+                let peer = port_number(p, "peer port")?;
+                if peer == 0 {
+                    return Err(format!("{s:?}: the peer port must not be 0"));
+                }
+                Ok(Self::Udp { local: localhost(port_number(l, "local port")?), peer: localhost(peer) })
+            }
+            "tcp" => Ok(Self::TcpConnect(socket_addr(rest, "TCP peer")?)),
+            "tcp-listen" => match port_number(rest, "TCP port") {
+                Ok(p) => Ok(Self::TcpListen(localhost(p))),
+                Err(_) => Ok(Self::TcpListen(socket_addr(rest, "TCP listen address")?)),
+            },
+            "tap" => {
+                IfReq::new(rest).map_err(|e| e.to_string())?;
+                Ok(Self::Tap(rest.to_owned()))
+            }
+            _ => Err(format!("{s:?}: unknown bridge kind {kind:?} (udp, tcp, tcp-listen, tap)")),
+        }
+    }
+}
+
+impl std::fmt::Display for BridgeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Udp { local, peer } => write!(f, "udp:{local},{peer}"),
+            Self::TcpConnect(a) => write!(f, "tcp:{a}"),
+            Self::TcpListen(a) => write!(f, "tcp-listen:{a}"),
+            Self::Tap(n) => write!(f, "tap:{n}"),
+        }
+    }
+}
+
+impl BridgeSpec {
+    /// Opens the port: binds the UDP socket, connects to (or waits up to
+    /// [`BRIDGE_CONNECT_TIMEOUT`] for) the TCP peer, or creates and brings up the TAP
+    /// interface.
+    ///
+    /// # Errors
+    /// [`SimError::Port`] naming the address: it cannot be bound, no TCP peer in time, no
+    /// `CAP_NET_ADMIN` for a TAP.
+    pub fn open(&self) -> Result<Box<dyn ExternalPort>, SimError> {
+        Ok(match self {
+            Self::Udp { local, peer } => Box::new(UdpPort::bind(*local, *peer)?),
+            Self::TcpConnect(a) => Box::new(TcpPort::connect(*a, BRIDGE_CONNECT_TIMEOUT)?),
+            Self::TcpListen(a) => Box::new(TcpBridgeListener::bind(*a)?.accept(BRIDGE_CONNECT_TIMEOUT)?),
+            Self::Tap(n) => {
+                let t = TapPort::open(n)?;
+                t.set_up()?;
+                Box::new(t)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bridge_specs_parse_their_documented_forms() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert_eq!(
+            "udp:40001:40002".parse(),
+            Ok(BridgeSpec::Udp { local: a("127.0.0.1:40001"), peer: a("127.0.0.1:40002") })
+        );
+        assert_eq!(
+            "udp:127.0.0.2:5,127.0.0.3:6".parse(),
+            Ok(BridgeSpec::Udp { local: a("127.0.0.2:5"), peer: a("127.0.0.3:6") })
+        );
+        assert_eq!("tcp:127.0.0.1:9000".parse(), Ok(BridgeSpec::TcpConnect(a("127.0.0.1:9000"))));
+        assert_eq!("tcp-listen:9001".parse(), Ok(BridgeSpec::TcpListen(a("127.0.0.1:9001"))));
+        assert_eq!("tcp-listen:0.0.0.0:9001".parse(), Ok(BridgeSpec::TcpListen(a("0.0.0.0:9001"))));
+        assert_eq!("tap:rnic%d".parse(), Ok(BridgeSpec::Tap("rnic%d".into())));
+        // Display round-trips.
+        for s in ["udp:1:2", "tcp:127.0.0.1:3", "tcp-listen:4", "tap:x"] {
+            let b: BridgeSpec = s.parse().unwrap();
+            assert_eq!(b.to_string().parse::<BridgeSpec>(), Ok(b));
+        }
+    }
+
+    #[test]
+    fn bad_bridge_specs_say_what_is_wrong() {
+        for (s, want) in [
+            ("udp", "want udp:"),
+            ("udp:40001", "udp:LOCALPORT:PEERPORT"),
+            ("udp:x:40002", "local port \"x\""),
+            ("udp:40001:70000", "peer port \"70000\""),
+            ("udp:40001:0", "must not be 0"),
+            ("udp:127.0.0.1:1,nohost", "peer address"),
+            ("tcp:nohost", "TCP peer"),
+            ("tcp-listen:x", "TCP listen address"),
+            ("tap:", "TAP interface name"),
+            ("tap:a-name-far-too-long", "TAP interface name"),
+            ("pipe:/tmp/x", "unknown bridge kind \"pipe\""),
+        ] {
+            let e = s.parse::<BridgeSpec>().unwrap_err();
+            assert!(e.contains(want), "{s}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_udp_spec_opens_a_port_that_carries_frames() {
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let spec = BridgeSpec::Udp { local: "127.0.0.1:0".parse().unwrap(), peer: peer.local_addr().unwrap() };
+        let mut port = spec.open().unwrap();
+        assert_eq!(port.timing(), PortTiming::RealTime);
+        let direct = UdpPort::bind("127.0.0.1:0".parse().unwrap(), peer.local_addr().unwrap()).unwrap();
+        // As root (SO_RCVBUFFORCE) the whole 32 MiB; otherwise at least the default 208 KiB.
+        assert!(direct.rx_buffer_bytes() >= 212_992, "{}", direct.rx_buffer_bytes());
+        if unsafe { libc::geteuid() } == 0 {
+            assert!(direct.rx_buffer_bytes() >= UDP_RX_BUFFER_BYTES, "{}", direct.rx_buffer_bytes());
+        }
+        let frame = [0xabu8; 60];
+        port.send(&frame, 0).unwrap();
+        let mut buf = [0u8; 128];
+        peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let (n, from) = peer.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &frame[..]);
+        peer.send_to(&[0x11; 42], from).unwrap();
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while out.is_empty() && Instant::now() < deadline {
+            port.receive(7, &mut out).unwrap();
+        }
+        assert_eq!(out, vec![PortFrame { at_ps: 7, data: vec![0x11; 42] }]);
     }
 }

@@ -39,7 +39,7 @@ pub mod wire;
 pub mod world;
 
 pub use axi_slave::DmaStats;
-pub use bridge::{TapPort, TcpBridgeListener, TcpPort, UdpPort};
+pub use bridge::{BridgeSpec, TapPort, TcpBridgeListener, TcpPort, UdpPort, BRIDGE_CONNECT_TIMEOUT};
 pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
 pub use dma::{DmaMemory, InterruptSink};
 pub use error::SimError;

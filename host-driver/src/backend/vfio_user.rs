@@ -7,13 +7,21 @@
 //!   `DMA_MAP` (the server mmaps the same pages), so rings and CQEs are shared memory.
 //! - **Application buffers** ([`Device::map_user`]): vfio-user can only share fd-backed memory,
 //!   and the rust-vmm server implements no `DMA_READ` / `DMA_WRITE`, so a buffer the application
-//!   allocated (a `Vec`, malloc) cannot be reached in place. It is registered through a shared
-//!   copy: at `map_user` its bytes are copied into a new memfd that is `DMA_MAP`ped in its place;
-//!   while it is mapped, the CPU reaches it through [`Device::dma_read`] / [`Device::dma_write`]
-//!   at its IOVA (which is what `MemoryRegion::read_at` / `write_at` do); at `unmap`, after the
-//!   `DMA_UNMAP` is answered (the NIC can no longer reach it), the copy's bytes are copied back
-//!   into the buffer. The NIC's writes therefore reach the buffer at deregistration, and the MR's
-//!   accessors see them at once.
+//!   allocated (a `Vec`, malloc) cannot be reached as it is.
+//!   - A buffer of **whole pages** (page-aligned address and length, as perftest's and
+//!     `ibv_rc_pingpong`'s `memalign`ed buffers are) that overlaps no other such registration
+//!     is **moved onto shared memory in place**: its bytes are copied into a new memfd, which
+//!     is then mapped over the same addresses (`mmap(MAP_SHARED | MAP_FIXED)`) and `DMA_MAP`ped.
+//!     The program keeps its pointer and sees the NIC's writes at once, as with a real device
+//!     (ib_write_lat polls its buffer for the peer's WRITE). The pages stay on the memfd after
+//!     deregistration (same contents; a `fork` would share them with the child).
+//!   - Any other buffer is registered through a shared copy: at `map_user` its bytes are copied
+//!     into a new memfd that is `DMA_MAP`ped in its place; while it is mapped, the CPU reaches it
+//!     through [`Device::dma_read`] / [`Device::dma_write`] at its IOVA (which is what
+//!     `MemoryRegion::read_at` / `write_at` do); at `unmap`, after the `DMA_UNMAP` is answered
+//!     (the NIC can no longer reach it), the copy's bytes are copied back into the buffer. The
+//!     NIC's writes therefore reach the buffer at deregistration, and the MR's accessors see them
+//!     at once.
 //! - **Doorbell ordering**: descriptors are plain stores into shared memory; every MMIO write is
 //!   preceded by a sequentially consistent fence and sent over the socket (a system call), and
 //!   the server performs it only after receiving it, so the NIC's DMA of the descriptors happens
@@ -54,6 +62,9 @@ pub struct VfioUserDevice {
     clock: Option<MmapRaw>,
     started: Instant,
     eventfds: Vec<File>,
+    /// Buffers moved onto shared memory in place (see the module documentation): IOVA ->
+    /// (address, length in bytes).
+    in_place: RefCell<std::collections::BTreeMap<u64, (usize, usize)>>,
 }
 
 impl std::fmt::Debug for VfioUserDevice {
@@ -154,6 +165,7 @@ impl VfioUserDevice {
             clock,
             started: Instant::now(),
             eventfds,
+            in_place: RefCell::default(),
         })
     }
 
@@ -190,6 +202,52 @@ impl VfioUserDevice {
             .map_err(|e| self.io(format!("DMA_MAP of {span} bytes at IOVA {iova:#x}"), e))?;
         self.space.borrow_mut().allocs.insert(iova, Alloc { mem, len, span, user });
         Ok(Iova(iova))
+    }
+
+    /// Moves a buffer of whole pages onto a memfd at the same addresses and maps that for the
+    /// device; `Ok(None)` when the buffer does not qualify (not whole pages, overlapping
+    /// another in-place buffer) or the kernel refuses the mapping, so the caller falls back to
+    /// a shared copy.
+    ///
+    /// # Safety
+    /// As [`Device::map_user`]; in addition no other thread may write `ptr[..len]` during the
+    /// call (its bytes are copied, then the pages replaced).
+    unsafe fn map_user_in_place(&self, ptr: *mut u8, len: usize) -> Result<Option<Iova>> {
+        let (addr, page) = (ptr as usize, PAGE as usize);
+        if !addr.is_multiple_of(page) || !len.is_multiple_of(page) {
+            return Ok(None);
+        }
+        let end = addr.checked_add(len).ok_or_else(|| Error::InvalidArgument("buffer wraps around".into()))?;
+        if self.in_place.borrow().values().any(|&(a, l)| a < end && addr < a + l) {
+            return Ok(None);
+        }
+        let (iova, span) = self.space.borrow_mut().reserve(len, page)?;
+        let mem =
+            SharedMem::new(span, "rnic-user").map_err(|e| Error::NoMemory(format!("memfd of {span} bytes: {e}")))?;
+        // SAFETY: `ptr[..len]` is readable (the caller's contract); the memfd mapping has
+        // `span == len` bytes and is a different object.
+        unsafe { std::ptr::copy_nonoverlapping(ptr, mem.ptr(), len) };
+        // SAFETY: replaces the caller's pages `ptr[..len]` (page-aligned, its own allocation by
+        // the contract) with a shared mapping of the memfd, which holds the same bytes.
+        let m = unsafe {
+            libc::mmap(
+                ptr.cast(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                mem.file.as_raw_fd(),
+                0,
+            )
+        };
+        if m == libc::MAP_FAILED {
+            return Ok(None);
+        }
+        self.client()?
+            .dma_map(0, iova, span, mem.file.as_raw_fd())
+            .map_err(|e| self.io(format!("DMA_MAP of {span} bytes at IOVA {iova:#x}"), e))?;
+        self.space.borrow_mut().allocs.insert(iova, Alloc { mem, len, span, user: None });
+        self.in_place.borrow_mut().insert(iova, (addr, len));
+        Ok(Some(Iova(iova)))
     }
 
     fn unmap_any(&self, iova: Iova) -> Result<Alloc> {
@@ -251,11 +309,16 @@ impl Device for VfioUserDevice {
         if ptr.is_null() || len == 0 {
             return Err(Error::InvalidArgument("mapping a null or empty buffer".into()));
         }
+        // SAFETY: forwarded from this function's contract.
+        if let Some(iova) = unsafe { self.map_user_in_place(ptr, len) }? {
+            return Ok(iova);
+        }
         self.map_new(len, PAGE as usize, Some(ptr))
     }
 
     fn unmap(&self, iova: Iova) -> Result<()> {
         let a = self.unmap_any(iova)?;
+        self.in_place.borrow_mut().remove(&iova.0);
         if let Some(dst) = a.user {
             // SAFETY: `map_user`'s contract keeps `dst[..len]` valid until this returns; the
             // device can no longer write the copy (its DMA_UNMAP was answered).

@@ -67,6 +67,9 @@ pub enum LinkArg {
     Loopback,
     /// No wires.
     Unconnected,
+    /// No wires between the NICs; NIC k's port is bridged to the outside by the k-th
+    /// `--bridge` (e.g. a QEMU guest's `-netdev socket`; docs/interop.md).
+    Bridge,
 }
 
 /// `rnic sim serve`.
@@ -103,6 +106,40 @@ pub struct ServeArgs {
     /// Print the simulator's speed every S seconds (0: only at exit).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub report_secs: u64,
+    /// With --link bridge: attach the next NIC's Ethernet port (nic0 first) to SPEC, one
+    /// Ethernet frame per message: udp:LOCALPORT:PEERPORT (127.0.0.1; QEMU -netdev
+    /// socket,udp=127.0.0.1:LOCALPORT,localaddr=127.0.0.1:PEERPORT), udp:LOCALADDR,PEERADDR,
+    /// tcp:HOST:PORT (QEMU's socket framing, to a listener), tcp-listen:[HOST:]PORT (waits up to
+    /// 60 s for the peer) or tap:NAME. --loss/--dup/--corrupt/--reorder apply to both
+    /// directions; the world never runs ahead of wall-clock time.
+    #[arg(long = "bridge", value_name = "SPEC", value_parser = parse_bridge)]
+    pub bridges: Vec<rnic_sim::BridgeSpec>,
+    /// Capture every wire, both directions, into this pcap file (written when the server
+    /// stops; timestamps are simulated time).
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// Checks that involve two options: `--link bridge` needs 1 ..= `--nics` `--bridge`s, and
+    /// `--bridge` needs `--link bridge`.
+    ///
+    /// # Errors
+    /// A message naming the options (the tool exits 2 with it).
+    pub fn check(&self) -> Result<(), String> {
+        match (self.link, self.bridges.len()) {
+            (LinkArg::Bridge, 0) => Err("--link bridge needs at least one --bridge SPEC".into()),
+            (LinkArg::Bridge, n) if n > self.nics as usize => {
+                Err(format!("{n} --bridge options for --nics {}: at most one bridge per NIC", self.nics))
+            }
+            (LinkArg::Bridge, _) | (_, 0) => Ok(()),
+            (link, _) => Err(format!("--bridge needs --link bridge (not {link:?})")),
+        }
+    }
+}
+
+fn parse_bridge(s: &str) -> Result<rnic_sim::BridgeSpec, String> {
+    s.parse()
 }
 
 /// `rnic perf <op>`.
@@ -661,6 +698,68 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::ValueValidation, "{args:?}: {e}");
             assert_eq!(e.exit_code(), 2, "{args:?}");
             assert!(e.to_string().contains(flag), "{args:?}: {e}");
+        }
+    }
+
+    fn serve_args(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let all: Vec<&str> = ["sim", "serve", "--socket-dir", "/tmp/d"].iter().chain(args).copied().collect();
+        match parse(&all)?.command {
+            Command::Sim { cmd: SimCmd::Serve(a) } => Ok(a),
+            c => panic!("not serve: {c:?}"),
+        }
+    }
+
+    #[test]
+    fn serve_bridges_parse_in_nic_order_with_a_capture() {
+        let a = serve_args(&[
+            "--link",
+            "bridge",
+            "--bridge",
+            "udp:40001:40002",
+            "--bridge",
+            "tcp-listen:9000",
+            "--loss",
+            "0.01",
+            "--pcap",
+            "/tmp/w.pcap",
+        ])
+        .unwrap();
+        a.check().unwrap();
+        assert_eq!(a.link, LinkArg::Bridge);
+        let s: Vec<String> = a.bridges.iter().map(ToString::to_string).collect();
+        assert_eq!(s, ["udp:127.0.0.1:40001,127.0.0.1:40002", "tcp-listen:127.0.0.1:9000"]);
+        assert_eq!((a.loss, a.pcap.as_deref()), (0.01, Some(std::path::Path::new("/tmp/w.pcap"))));
+        // Without bridges, serving is as before.
+        let a = serve_args(&[]).unwrap();
+        a.check().unwrap();
+        assert!(a.bridges.is_empty() && a.pcap.is_none());
+    }
+
+    #[test]
+    fn bad_bridge_values_name_the_flag_and_exit_2() {
+        for bad in ["udp:x:40002", "udp:40001", "pipe:/tmp/p", "tap:", "udp:1:0"] {
+            let e = serve_args(&["--link", "bridge", "--bridge", bad]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ValueValidation, "{bad}: {e}");
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.to_string().contains("--bridge"), "{bad}: {e}");
+        }
+        let e = serve_args(&["--link", "bridge", "--bridge", "udp:1:2", "--loss", "1.5"]).unwrap_err();
+        assert!(e.to_string().contains("--loss"), "{e}");
+    }
+
+    #[test]
+    fn bridges_and_link_must_agree() {
+        for (args, want) in [
+            (&["--link", "bridge"][..], "--link bridge needs at least one --bridge"),
+            (&["--bridge", "udp:1:2"], "--bridge needs --link bridge (not BackToBack)"),
+            (&["--link", "loopback", "--bridge", "udp:1:2"], "--bridge needs --link bridge (not Loopback)"),
+            (
+                &["--nics", "1", "--link", "bridge", "--bridge", "udp:1:2", "--bridge", "udp:3:4"],
+                "2 --bridge options for --nics 1",
+            ),
+        ] {
+            let e = serve_args(args).unwrap().check().unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
         }
     }
 

@@ -24,6 +24,10 @@ fn main() -> ExitCode {
 }
 
 fn serve(a: &ServeArgs) -> ExitCode {
+    if let Err(e) = a.check() {
+        eprintln!("rnic sim serve: {e}");
+        return ExitCode::from(2);
+    }
     let opts = rnic_vfio_server::ServeOptions {
         nics: a.nics as usize,
         socket_dir: a.socket_dir.clone(),
@@ -41,8 +45,10 @@ fn serve(a: &ServeArgs) -> ExitCode {
         topology: match a.link {
             LinkArg::BackToBack => rnic_sim::Topology::BackToBack,
             LinkArg::Loopback => rnic_sim::Topology::Loopback,
-            LinkArg::Unconnected => rnic_sim::Topology::Unconnected,
+            LinkArg::Unconnected | LinkArg::Bridge => rnic_sim::Topology::Unconnected,
         },
+        bridges: a.bridges.clone(),
+        pcap: a.pcap.clone(),
         batch_cycles: a.batch_cycles,
         report_every: (a.report_secs > 0).then(|| std::time::Duration::from_secs(a.report_secs)),
     };
@@ -64,6 +70,9 @@ fn serve(a: &ServeArgs) -> ExitCode {
         if let Some(p) = handle.socket(k) {
             println!("nic{k}: vfio-user:{}", p.display());
         }
+    }
+    for (k, b) in opts.bridges.iter().enumerate() {
+        println!("nic{k}: bridged to {b}");
     }
     println!("rnic sim serve: {} NICs ({:?}), serving until interrupted", opts.nics, a.link);
     let _ = rx.recv();

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use memmap2::{MmapOptions, MmapRaw};
 use rnic::pci;
-use rnic_sim::{InterruptSink, SimConfig, SimError, Topology, World};
+use rnic_sim::{BridgeSpec, InterruptSink, PortOptions, SimConfig, SimError, Topology, World};
 use vfio_bindings::bindings::vfio::*;
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, Server, ServerBackend, ServerRegion, SparseArea};
 
@@ -53,6 +53,13 @@ pub struct ServeOptions {
     pub batch_cycles: u64,
     /// Print the speed every this often (None: only at exit).
     pub report_every: Option<Duration>,
+    /// Bridged wires: NIC `k`'s Ethernet port is attached to `bridges[k]` (docs/interop.md).
+    /// Those NICs must be unconnected ([`Topology::Unconnected`]); the world's fault
+    /// injection applies to both directions of each bridge.
+    pub bridges: Vec<BridgeSpec>,
+    /// Capture every wire (in-process links and bridges, both directions) into this pcap file,
+    /// finished when the server stops. Timestamps are simulated time.
+    pub pcap: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -64,6 +71,8 @@ impl Default for ServeOptions {
             topology: Topology::BackToBack,
             batch_cycles: 1,
             report_every: None,
+            bridges: Vec::new(),
+            pcap: None,
         }
     }
 }
@@ -102,6 +111,14 @@ pub enum ServeError {
     /// `nics` is 0.
     #[error("--nics must be at least 1")]
     NoNics,
+    /// More bridges than NICs.
+    #[error("{bridges} bridges for {nics} NICs: at most one bridge per NIC")]
+    TooManyBridges {
+        /// Bridges asked for.
+        bridges: usize,
+        /// NICs served.
+        nics: usize,
+    },
 }
 
 /// Speed of the world so far.
@@ -279,6 +296,9 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeHandle, ServeError> {
     if opts.nics == 0 {
         return Err(ServeError::NoNics);
     }
+    if opts.bridges.len() > opts.nics {
+        return Err(ServeError::TooManyBridges { bridges: opts.bridges.len(), nics: opts.nics });
+    }
     std::fs::create_dir_all(&opts.socket_dir)
         .map_err(|source| ServeError::SocketDir { path: opts.socket_dir.clone(), source })?;
     let sockets: Vec<PathBuf> = (0..opts.nics).map(|k| opts.socket_dir.join(format!("nic{k}.sock"))).collect();
@@ -303,6 +323,12 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeHandle, ServeError> {
                     for k in 0..opts.nics {
                         w.set_dma_memory(k, Box::new(tables[k].clone()))?;
                         w.set_interrupt_sink(k, Box::new(MsixSink(Arc::clone(&msix[k]))))?;
+                    }
+                    if let Some(path) = &opts.pcap {
+                        w.capture_pcap(path)?;
+                    }
+                    for (k, spec) in opts.bridges.iter().enumerate() {
+                        w.attach_port(k, spec.open()?, PortOptions::default())?;
                     }
                     Ok(w)
                 });
@@ -477,6 +503,9 @@ fn world_loop(
                 continue;
             }
             Some(Request::Stop) => {
+                for r in w.port_reports() {
+                    eprintln!("rnic sim serve: {}", port_line(&r));
+                }
                 let _ = w.finish();
                 return;
             }
@@ -493,6 +522,31 @@ fn world_loop(
             }
         }
     }
+}
+
+/// One line of a bridged port's counters (printed when the server stops): frames each way,
+/// what the fault injection did, and what the port's transport refused.
+fn port_line(r: &rnic_sim::PortReport) -> String {
+    let o = &r.outbound;
+    let mut s = format!(
+        "nic{} {}: out {} frames (lost {}, duplicated {}, corrupted {}, reordered {}), port sent {} (dropped {})",
+        r.nic,
+        r.describe,
+        o.delivered,
+        o.dropped,
+        o.duplicated,
+        o.corrupted,
+        o.reordered,
+        r.port.tx_frames,
+        r.port.tx_dropped
+    );
+    if let Some(i) = &r.inbound {
+        s += &format!(
+            "; in: port received {} (malformed {}), {} delivered to the NIC (lost {}, duplicated {}, corrupted {}, reordered {}, overflow {})",
+            r.port.rx_frames, r.port.rx_malformed, i.delivered, i.dropped, i.duplicated, i.corrupted, i.reordered, r.inbound_overflow
+        );
+    }
+    s
 }
 
 /// The vfio-user device of one NIC.

@@ -158,3 +158,40 @@ fn a_cq_event_travels_from_the_rtl_to_the_clients_completion_channel() {
     assert!(ch.get_cq_event_timeout(Duration::from_millis(300)).unwrap().is_none(), "one event per arm");
     ca.poll_wait(&mut wcs, 10_000_000).unwrap();
 }
+
+/// A buffer of whole pages (perftest's and ibv_rc_pingpong's `memalign`ed buffers) is moved
+/// onto shared memory at its own addresses: what the device writes is in the program's buffer
+/// at once, what the program writes the device reads, and the bytes stay after the unmap. A
+/// buffer that is not whole pages keeps the shared-copy behaviour (the test above).
+#[test]
+fn a_buffer_of_whole_pages_is_shared_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let _h = server(dir.path());
+    let dev = VfioUserDevice::open(&dir.path().join("nic0.sock")).unwrap();
+    let layout = std::alloc::Layout::from_size_align(3 * 4096, 4096).unwrap();
+    // SAFETY: a non-zero-sized layout; freed at the end.
+    let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!buf.is_null());
+    // SAFETY: `buf` is 3 pages we own; nothing holds a reference to them.
+    unsafe { buf.add(100).write_bytes(0x5a, 8) };
+    let iova = unsafe { dev.map_user(buf, 3 * 4096) }.unwrap();
+    let mut seen = [0u8; 8];
+    dev.dma_read(iova.offset(100), &mut seen).unwrap();
+    assert_eq!(seen, [0x5a; 8], "the device sees the buffer's bytes");
+    dev.dma_write(iova.offset(2 * 4096 + 7), b"in place").unwrap();
+    // SAFETY: reads of our own allocation.
+    let now = unsafe { std::slice::from_raw_parts(buf.add(2 * 4096 + 7), 8) }.to_vec();
+    assert_eq!(now, b"in place", "the device's write is in the buffer while it is mapped");
+    unsafe { buf.add(4096).write_bytes(0xc3, 4) };
+    dev.dma_read(iova.offset(4096), &mut seen[..4]).unwrap();
+    assert_eq!(seen[..4], [0xc3; 4], "the program's write reaches the device");
+    // An overlapping registration falls back to a copy, and does not break the first.
+    let iova2 = unsafe { dev.map_user(buf.add(4096), 4096) }.unwrap();
+    dev.dma_write(iova.offset(4096 + 1), &[9]).unwrap();
+    assert_eq!(unsafe { buf.add(4096 + 1).read() }, 9);
+    dev.unmap(iova2).unwrap();
+    dev.unmap(iova).unwrap();
+    assert_eq!(unsafe { std::slice::from_raw_parts(buf.add(2 * 4096 + 7), 8) }, b"in place", "kept after unmap");
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(buf, layout) };
+}
