@@ -17,6 +17,13 @@ use rust_hdl::prelude::*;
 /// WQE fetches go first between bursts (send, then receive); an AR on the bus stays unchanged
 /// until accepted (AXI4 A3.2.1).
 ///
+/// Payload reads are paced: at most 256 beats (16 KiB) are requested and not yet taken by the
+/// assembler (`pay_beat`), enough to keep the wire busy across the read latency (a 100 GbE wire
+/// takes 50 bytes per cycle; 256 beats cover 320 cycles). Without the window the issuer ran up
+/// to the host's 64 outstanding bursts (4,096 beats) ahead of the wire, and since read data
+/// returns in request order, a receive-WQE fetch or an atomic's read waited behind them for up
+/// to 5,000 cycles while the RX buffer overflowed.
+///
 /// Timing: a payload job costs one cycle to pop and one to size its first burst (the length
 /// to the 4 KiB boundary is computed from registers, never in the cycle that issues); after
 /// that one AR per cycle while `arready`. Every burst after the first starts on a 4 KiB
@@ -41,6 +48,8 @@ pub struct DmaReadIssuer {
     pub at_valid: Signal<In, Bit>,
     pub at_addr: Signal<In, Bits<64>>,
     pub at_ready: Signal<Out, Bit>,
+    /// A payload beat (AXI ID 0) was taken by the assembler this cycle.
+    pub pay_beat: Signal<In, Bit>,
     pub rj_empty: Signal<In, Bit>,
     pub rj_addr: Signal<In, Bits<64>>,
     pub rj_len: Signal<In, Bits<13>>,
@@ -56,6 +65,11 @@ pub struct DmaReadIssuer {
     hold_rq: DFF<Bit>,
     /// An atomic's AR was presented and not taken: present it again.
     hold_at: DFF<Bit>,
+    /// Payload beats requested (ID 0) and not yet taken (`pay_beat`), and whether another
+    /// burst may go (a register: a cycle late, so at most 64 beats past the window).
+    pay_out: DFF<Bits<10>>,
+    pay_room: DFF<Bit>,
+    pay_add: Signal<Local, Bits<10>>,
     /// A receive-WQE fetch taken from the RX engine and not yet issued (`rq_ready` is its
     /// inverse, a register, so the RX engine's handshake never passes through this block's
     /// arbitration).
@@ -77,7 +91,8 @@ impl Logic for DmaReadIssuer {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, busy, holding, hold_rq, hold_at, rq_pend, rq_addr_q, rq_len_q, cur, beats, burst, sized
+            self, clock, busy, holding, hold_rq, hold_at, pay_out, pay_room, rq_pend, rq_addr_q, rq_len_q, cur, beats,
+            burst, sized
         );
         self.job_beats.next =
             (bit_cast::<16, 6>(self.rj_addr.val().get_bits::<6>(0)) + bit_cast::<16, 13>(self.rj_len.val()) + 63) >> 6;
@@ -93,6 +108,7 @@ impl Logic for DmaReadIssuer {
             self.rq_len_q.d.next = self.rq_len.val();
         }
         self.rj_read.next = false;
+        self.pay_add.next = 0.into();
         self.arvalid.next = false;
         self.araddr.next = self.wqe_addr.val();
         self.arlen.next = 0.into();
@@ -123,21 +139,25 @@ impl Logic for DmaReadIssuer {
                 self.burst.d.next = self.to_4k.val();
             }
         } else if self.busy.q.val() {
-            self.arvalid.next = true;
-            self.araddr.next = self.cur.q.val();
-            self.arlen.next = self.burst.q.val() - 1;
-            self.arid.next = 0.into();
-            if self.arready.val() {
-                self.cur.d.next = self.cur.q.val() + (bit_cast::<64, 8>(self.burst.q.val()) << 6);
-                self.beats.d.next = self.beats_left.val();
-                // The next burst starts on a 4 KiB boundary: min(beats left, 64).
-                self.burst.d.next = self.beats_left.val();
-                if self.beats_left.val().get_bit(7) | self.beats_left.val().get_bit(6) {
-                    self.burst.d.next = 64.into();
-                }
-                if self.beats_left.val() == 0 {
-                    self.busy.d.next = false;
-                    self.sized.d.next = false;
+            // (Waiting for room in the window holds the job: nothing else is popped.)
+            if self.pay_room.q.val() | self.holding.q.val() {
+                self.arvalid.next = true;
+                self.araddr.next = self.cur.q.val();
+                self.arlen.next = self.burst.q.val() - 1;
+                self.arid.next = 0.into();
+                if self.arready.val() {
+                    self.pay_add.next = bit_cast::<10, 8>(self.burst.q.val());
+                    self.cur.d.next = self.cur.q.val() + (bit_cast::<64, 8>(self.burst.q.val()) << 6);
+                    self.beats.d.next = self.beats_left.val();
+                    // The next burst starts on a 4 KiB boundary: min(beats left, 64).
+                    self.burst.d.next = self.beats_left.val();
+                    if self.beats_left.val().get_bit(7) | self.beats_left.val().get_bit(6) {
+                        self.burst.d.next = 64.into();
+                    }
+                    if self.beats_left.val() == 0 {
+                        self.busy.d.next = false;
+                        self.sized.d.next = false;
+                    }
                 }
             }
         } else if !self.rj_empty.val() {
@@ -147,6 +167,10 @@ impl Logic for DmaReadIssuer {
             self.busy.d.next = self.rj_len.val() != 0;
             self.sized.d.next = false;
         }
+        // Payload beats asked for and not yet taken by the assembler; room for another burst of
+        // up to 64 while at most PAY_WINDOW - 64 are.
+        self.pay_out.d.next = self.pay_out.q.val() + self.pay_add.val() - bit_cast::<10, 1>(self.pay_beat.val().into());
+        self.pay_room.d.next = self.pay_out.q.val() <= 192;
         // A payload AR presented but not taken must be presented again, unchanged.
         self.holding.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 0);
         self.hold_rq.d.next = self.arvalid.val() & !self.arready.val() & (self.arid.val() == 2);
@@ -156,6 +180,7 @@ impl Logic for DmaReadIssuer {
             self.holding.d.next = false;
             self.hold_rq.d.next = false;
             self.hold_at.d.next = false;
+            self.pay_out.d.next = 0.into();
             self.rq_pend.d.next = false;
             self.sized.d.next = false;
         }

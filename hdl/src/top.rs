@@ -382,6 +382,8 @@ impl Logic for NicTop {
         self.pg_fifo.read.next = self.asm.pg_read.val();
         self.asm.pay_valid.next =
             self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val() & !self.r_is_at.val();
+        // Payload beats the assembler took: the DMA read issuer's window of outstanding beats.
+        self.rd_issuer.pay_beat.next = self.asm.pay_valid.val() & self.asm.pay_ready.val();
         self.asm.pay_data.next = self.m_axi_rdata.val();
         self.tx_gb.in_valid.next = self.asm.g_valid.val();
         self.asm.g_ready.next = self.tx_gb.in_ready.val();

@@ -3,7 +3,9 @@
 //! - `payload_bursts_cover_exactly_the_job`: random jobs (any address, length 0..=8191, many
 //!   near 4 KiB boundaries) with random `arready`: per job, the ID-0 bursts are 64-byte aligned,
 //!   `arsize` 64 bytes, `arlen` <= 63, never cross a 4 KiB boundary, and cover exactly the beats
-//!   `[addr & !63, addr + len)` in order, each beat once; a zero-length job issues nothing.
+//!   `[addr & !63, addr + len)` in order, each beat once; a zero-length job issues nothing; the
+//!   beats requested and not yet taken (`pay_beat`) stay within the 256-beat window plus one
+//!   burst, and reach it.
 //! - `wqe_fetches_win_between_bursts`: WQE fetch requests arrive at random times; each is issued
 //!   once as `arid` 1, `arlen` 0 at its address; whenever a WQE is waiting and no AR is being
 //!   held, the next AR issued is the WQE.
@@ -33,6 +35,7 @@ struct Pins {
     at_valid: Port,
     at_addr: Port,
     at_ready: Port,
+    pay_beat: Port,
 }
 
 fn dut() -> (Dut, Pins) {
@@ -53,6 +56,7 @@ fn dut() -> (Dut, Pins) {
         at_valid: dut.port("at_valid"),
         at_addr: dut.port("at_addr"),
         at_ready: dut.port("at_ready"),
+        pay_beat: dut.port("pay_beat"),
     };
     dut.reset(2);
     (dut, p)
@@ -76,6 +80,8 @@ struct Trace {
     wqe_done: Vec<u64>,
     /// Atomic-read addresses whose request was accepted (at_ready), in order.
     at_done: Vec<u64>,
+    /// The most payload beats ever requested and not yet taken.
+    max_pay_out: u64,
     /// Violations of "AR stable until accepted" (cycle, before, after).
     unstable: Vec<(u64, Ar, Option<Ar>)>,
     /// Cycles where a WQE was waiting, no AR was held, and the AR presented was not the WQE.
@@ -102,6 +108,9 @@ fn run(
     let total_beats: u64 = jobs.iter().map(|(a, l)| beats_of(*a, *l)).sum();
     let mut held: Option<Ar> = None;
     let mut cycle = 0u64;
+    // Payload beats requested and not yet taken by the assembler (which takes one per cycle
+    // with 3/4 probability), and the most ever outstanding.
+    let mut pay_out = 0u64;
     loop {
         cycle += 1;
         assert!(
@@ -124,6 +133,11 @@ fn run(
         dut.set_bit(p.at_valid, at.is_some());
         dut.set(p.at_addr, at.map(|a| a.0).unwrap_or(0));
         let ready = rng.chance(p_ready, 100);
+        let beat = pay_out > 0 && rng.chance(3, 4);
+        dut.set_bit(p.pay_beat, beat);
+        if beat {
+            pay_out -= 1;
+        }
         dut.set_bit(p.arready, ready);
         dut.eval();
 
@@ -159,6 +173,10 @@ fn run(
         held = None;
         if let Some(a) = ar {
             if ready {
+                if a.id == 0 {
+                    pay_out += a.len + 1;
+                    t.max_pay_out = t.max_pay_out.max(pay_out);
+                }
                 t.ars.push(a);
             } else {
                 held = Some(a);
@@ -262,6 +280,7 @@ fn check_coverage(t: &Trace, jobs: &[(u64, u64)]) {
 
 #[test]
 fn payload_bursts_cover_exactly_the_job() {
+    // (Also: never more than the window (256 beats) plus one burst outstanding.)
     let (mut dut, p) = dut();
     for (round, (pr, pj)) in [(100, 100), (50, 70), (20, 30)].into_iter().enumerate() {
         let mut rng = Rng::from_env(0xD3A0 + round as u64);
@@ -269,6 +288,11 @@ fn payload_bursts_cover_exactly_the_job() {
         let t = run(&mut dut, &p, &jobs, &[], &[], &mut rng, pr, pj);
         check_coverage(&t, &jobs);
         assert!(t.ars.iter().all(|a| a.id == 0));
+        assert!(
+            t.max_pay_out <= 256 + 64 && (round > 0 || t.max_pay_out > 192),
+            "round {round}: at most {} payload beats outstanding (window 256, one burst over)",
+            t.max_pay_out
+        );
     }
 }
 
