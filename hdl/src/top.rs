@@ -142,6 +142,10 @@ pub struct NicTop {
     rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
     db_clear_r: DFF<Bit>,
+    /// The RX engine's `wr_idle`, registered; and a write-job push of the cycle before (the
+    /// FIFO's `empty` shows a push two cycles late, so the register must not miss it).
+    wr_idle_r: DFF<Bit>,
+    wj_push_r: DFF<Bit>,
     ack_cnt_pend: DFF<Bits<2>>,
     nak_cnt_pend: DFF<Bits<2>>,
     ack_cnt_out: Signal<Local, Bit>,
@@ -159,7 +163,7 @@ impl Logic for NicTop {
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
             rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt, irq
         );
-        dff_setup!(self, clock, db_clear_r, db_clear_qpn_r, ack_cnt_pend, nak_cnt_pend);
+        dff_setup!(self, clock, db_clear_r, db_clear_qpn_r, ack_cnt_pend, nak_cnt_pend, wr_idle_r, wj_push_r);
         self.regs.reset.next = self.reset.val();
         self.doorbells.reset.next = self.reset.val();
         self.byte_cnt.reset.next = self.reset.val();
@@ -414,8 +418,19 @@ impl Logic for NicTop {
         self.wj_fifo.read.next = self.cqw.in_read.val();
         self.rxw.job_empty.next = self.cqw.out_empty.val();
         // Nothing left to write: the FIFO, the CQ writer's output register (a job there is not
-        // yet seen by the writer's registered `idle`) and the writer are all empty.
-        self.rxe.wr_idle.next = self.rxw.idle.val() & self.wj_fifo.empty.val() & self.cqw.out_empty.val();
+        // yet seen by the writer's registered `idle`) and the writer are all empty. Registered
+        // (the FIFO's `empty` compare would otherwise run on into the RX engine's state
+        // decision), so it reflects the cycle before; a push in either of the two cycles before
+        // clears it, since the FIFO shows a push in `empty` only two cycles later. A job pushed
+        // in cycle `t` thus clears `wr_idle` from `t + 1`, as before, and the flag rises one
+        // cycle later than before once everything is written.
+        self.wj_push_r.d.next = self.rxe.job_write.val();
+        self.wr_idle_r.d.next = self.rxw.idle.val()
+            & self.wj_fifo.empty.val()
+            & self.cqw.out_empty.val()
+            & !self.rxe.job_write.val()
+            & !self.wj_push_r.q.val();
+        self.rxe.wr_idle.next = self.wr_idle_r.q.val();
         self.rxw.job.next = self.cqw.out_job.val();
         self.cqw.out_read.next = self.rxw.job_read.val();
         self.ack_fifo.write.next = self.rxw.ack_write.val();
