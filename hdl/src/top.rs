@@ -418,18 +418,17 @@ impl Logic for NicTop {
         self.wj_fifo.read.next = self.cqw.in_read.val();
         self.rxw.job_empty.next = self.cqw.out_empty.val();
         // Nothing left to write: the FIFO, the CQ writer's output register (a job there is not
-        // yet seen by the writer's registered `idle`) and the writer are all empty. Registered
-        // (the FIFO's `empty` compare would otherwise run on into the RX engine's state
-        // decision), so it reflects the cycle before; a push in either of the two cycles before
-        // clears it, since the FIFO shows a push in `empty` only two cycles later. A job pushed
-        // in cycle `t` thus clears `wr_idle` from `t + 1`, as before, and the flag rises one
-        // cycle later than before once everything is written.
+        // yet seen by the writer's registered `idle`) and the writer are all empty, i.e.
+        // `rxw.idle & wj_fifo.empty & cqw.out_empty`. That flag goes to the RX engine from a
+        // register (the FIFO's `empty` compare would otherwise run on into the engine's state
+        // decision), computed a cycle ahead so the engine sees it in the same cycle as before:
+        // next cycle's value is `rxw.idle_next & wj_fifo.empty & !(a push last cycle)`. (With
+        // the FIFO empty now, it stays empty unless last cycle's push shows, the FIFO shows a
+        // push two cycles late; and the CQ writer's output register stays empty: it is empty
+        // whenever `idle_next` holds, and refills only from the FIFO. With the FIFO not empty,
+        // its head is still there next cycle or moved into that output register.)
         self.wj_push_r.d.next = self.rxe.job_write.val();
-        self.wr_idle_r.d.next = self.rxw.idle.val()
-            & self.wj_fifo.empty.val()
-            & self.cqw.out_empty.val()
-            & !self.rxe.job_write.val()
-            & !self.wj_push_r.q.val();
+        self.wr_idle_r.d.next = self.rxw.idle_next.val() & self.wj_fifo.empty.val() & !self.wj_push_r.q.val();
         self.rxe.wr_idle.next = self.wr_idle_r.q.val();
         self.rxw.job.next = self.cqw.out_job.val();
         self.cqw.out_read.next = self.rxw.job_read.val();
