@@ -39,9 +39,10 @@ pub enum CqwState {
 /// CQ's next slot, whichever engine made it.
 ///
 /// Timing: one output register (first-word fall-through view for the RX writer): a job that
-/// is not a CQE takes 1 cycle of latency, one per cycle; a CQE takes 5 (CQ number registered,
-/// table read, taken, slot and owner, loaded), one per 5 cycles. Every path starts and ends at
-/// a register or a table port (≤ 5 LUT levels). Tables: CQ context (64 × 128 bits) and
+/// is not a CQE takes 1 cycle of latency, one per 2 cycles (the register is refilled the cycle
+/// after it is read: `in_read` never depends on `out_read`, which is the RX writer's decision);
+/// a CQE takes 5 (CQ number registered, table read, taken, slot and owner, loaded), one per 5
+/// cycles. Every path starts and ends at a register or a table port (≤ 5 LUT levels). Tables: CQ context (64 × 128 bits) and
 /// producer index (64 × 32 bits) in block RAM. A `WRITE_CQ` command is taken while no CQE is
 /// in progress, zeroes the CQ's index and disarms it.
 ///
@@ -192,10 +193,14 @@ impl Logic for CqWriter {
         self.placed.next.cqe = (self.in_job.val().cqe & !(bit_cast::<256, 1>(1.into()) << 248))
             | (bit_cast::<256, 1>(self.owner.q.val().into()) << 248);
 
-        // The output register: emptied when read, refilled in the same cycle.
+        // The output register: emptied when read, refilled from the next cycle. Its room is the
+        // register alone, never the reader's `out_read`: that decision (the RX writer's
+        // `can_start`, its ACK queue's `full`) would otherwise run on through `in_read` into
+        // the write-job FIFO's read address. The RX writer takes a job at most every other
+        // cycle except a release-only one, so only those lose a cycle.
         self.out_empty.next = !self.ov.q.val();
         self.out_job.next = self.oj.q.val();
-        self.room.next = !self.ov.q.val() | self.out_read.val();
+        self.room.next = !self.ov.q.val();
         if self.out_read.val() {
             self.ov.d.next = false;
         }

@@ -19,9 +19,19 @@ use rust_hdl::prelude::*;
 ///
 /// The search visits one group of 8 QPs per cycle, round-robin, and picks the lowest set bit
 /// of the group; after a pick it moves on to the next group, so a busy QP cannot starve the
-/// others. Latency: a doorbell into an idle set is offered 2-9 cycles later (search, index
-/// read); after a read the next QP is offered at least 3 cycles later. Initiation interval:
-/// one QP per 3 cycles. Logic: an 8-bit priority pick and a 64-bit set/clear, ≤ 4 LUT levels.
+/// others. Latency: a doorbell into an idle set is offered 4-11 cycles after the cycle it is
+/// presented in (input register, ready set, search, index read); after a read the next QP is
+/// offered at least 3 cycles later.
+/// Initiation interval: one QP per 3 cycles. Logic: an 8-bit priority pick and a 64-bit
+/// set/clear, ≤ 4 LUT levels.
+///
+/// Registered inputs: a doorbell (`db_write`, `db_data`) is taken into a register first and
+/// acts from the next cycle, and `read` only sets a register: `empty` rises the cycle after a
+/// read (from that register), and the read's clearing of the QP's ready bit, the end of its
+/// offer and the next search happen the cycle after. So neither BAR0's address decode nor the
+/// scheduler's state decoding reaches the 64-bit ready set or the search in the same cycle.
+/// A doorbell or rearm of the QP in the cycle of the read keeps its bit (a set wins over the
+/// read, as before), and one in the cycle after does too.
 #[derive(LogicBlock, Default)]
 pub struct SqDoorbells {
     pub clock: Signal<In, Clock>,
@@ -50,6 +60,15 @@ pub struct SqDoorbells {
     shown: DFF<Bit>,
     rearm_r: DFF<Bit>,
     rearm_qpn_r: DFF<Bits<6>>,
+    /// The doorbell input, registered.
+    db_w_r: DFF<Bit>,
+    db_d_r: DFF<Bits<32>>,
+    /// A read of the candidate happened last cycle; and whether a doorbell or rearm of that
+    /// QP came in the same cycle (then its bit stays set).
+    rd_r: DFF<Bit>,
+    rd_set_r: DFF<Bit>,
+    rearm_hit: Signal<Local, Bit>,
+    searching: Signal<Local, Bit>,
     set_mask: Signal<Local, Bits<64>>,
     clr_mask: Signal<Local, Bits<64>>,
     shifted: Signal<Local, Bits<64>>,
@@ -62,14 +81,32 @@ pub struct SqDoorbells {
 impl Logic for SqDoorbells {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, ready, grp, cand, cand_valid, shown, rearm_r, rearm_qpn_r);
+        dff_setup!(
+            self,
+            clock,
+            ready,
+            grp,
+            cand,
+            cand_valid,
+            shown,
+            rearm_r,
+            rearm_qpn_r,
+            db_w_r,
+            db_d_r,
+            rd_r,
+            rd_set_r
+        );
+        // (The doorbell is taken into a register: BAR0's address decode ends there.)
+        self.db_w_r.d.next = self.db_write.val();
+        self.db_d_r.d.next = self.db_data.val();
         self.pi_ram.read_clock.next = self.clock.val();
         self.pi_ram.write_clock.next = self.clock.val();
         // The table: a doorbell writes its QP's index; a reset command zeroes it (BAR0 takes
-        // one write per cycle, so the two never coincide).
-        self.pi_ram.write_enable.next = self.db_write.val() | self.clear.val();
-        self.pi_ram.write_address.next = self.db_data.val().get_bits::<6>(16);
-        self.pi_ram.write_data.next = self.db_data.val().get_bits::<16>(0);
+        // one write per cycle and answers each before taking the next, so the two never
+        // coincide even with the doorbell a cycle late).
+        self.pi_ram.write_enable.next = self.db_w_r.q.val() | self.clear.val();
+        self.pi_ram.write_address.next = self.db_d_r.q.val().get_bits::<6>(16);
+        self.pi_ram.write_data.next = self.db_d_r.q.val().get_bits::<16>(0);
         if self.clear.val() {
             self.pi_ram.write_address.next = self.clear_qpn.val();
             self.pi_ram.write_data.next = 0.into();
@@ -79,8 +116,9 @@ impl Logic for SqDoorbells {
         // The ready set: cleared by a read or a reset, set by a doorbell or a rearm (a set wins
         // over a read in the same cycle).
         self.set_mask.next = 0.into();
-        if self.db_write.val() {
-            self.set_mask.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.db_data.val().get_bits::<6>(16));
+        if self.db_w_r.q.val() {
+            self.set_mask.next =
+                bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.db_d_r.q.val().get_bits::<6>(16));
         }
         // (A rearm is taken a cycle late, from registers: it is decided deep in the scheduler.)
         self.rearm_r.d.next = self.rearm.val();
@@ -89,8 +127,10 @@ impl Logic for SqDoorbells {
             self.set_mask.next =
                 self.set_mask.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rearm_qpn_r.q.val()));
         }
+        // A read clears its QP's bit a cycle later (the candidate is still `cand` then), unless
+        // a doorbell or rearm of the QP came with the read.
         self.clr_mask.next = 0.into();
-        if self.read.val() & self.shown.q.val() {
+        if self.rd_r.q.val() & !self.rd_set_r.q.val() {
             self.clr_mask.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cand.q.val());
         }
         if self.clear.val() {
@@ -124,7 +164,13 @@ impl Logic for SqDoorbells {
         if self.group.val().get_bit(1) {
             self.pick.next = 1.into();
         }
-        if !self.cand_valid.q.val() {
+        // The cycle after a read the search goes on (its group is the one after the
+        // candidate's, whose stale bit it cannot see); a new pick replaces the candidate.
+        self.searching.next = !self.cand_valid.q.val() | self.rd_r.q.val();
+        if self.rd_r.q.val() {
+            self.cand_valid.d.next = false;
+        }
+        if self.searching.val() {
             self.grp.d.next = self.grp.q.val() + 1;
             if self.group.val().any() {
                 self.cand.d.next = (bit_cast::<6, 3>(self.grp.q.val()) << 3) | bit_cast::<6, 3>(self.pick.val());
@@ -134,22 +180,24 @@ impl Logic for SqDoorbells {
         // The index is read the cycle after the pick; then the candidate is offered. A
         // doorbell for the candidate hides it for a cycle, so the offer carries the index it
         // wrote (the table's read port sees a write one cycle late); a reset drops it.
-        self.db_hit.next = self.db_write.val() & (self.db_data.val().get_bits::<6>(16) == self.cand.q.val());
+        self.db_hit.next = self.db_w_r.q.val() & (self.db_d_r.q.val().get_bits::<6>(16) == self.cand.q.val());
         self.clr_hit.next = self.clear.val() & (self.clear_qpn.val() == self.cand.q.val());
-        self.shown.d.next = self.cand_valid.q.val() & !self.db_hit.val() & !self.clr_hit.val();
-        if self.clr_hit.val() {
+        self.rearm_hit.next = self.rearm_r.q.val() & (self.rearm_qpn_r.q.val() == self.cand.q.val());
+        self.shown.d.next = self.cand_valid.q.val() & !self.db_hit.val() & !self.clr_hit.val() & !self.rd_r.q.val();
+        if self.clr_hit.val() & !self.rd_r.q.val() {
             self.cand_valid.d.next = false;
         }
-        if self.read.val() & self.shown.q.val() {
-            self.cand_valid.d.next = false;
-            self.shown.d.next = false;
-        }
-        self.empty.next = !self.shown.q.val();
+        // The read itself only reaches these two registers.
+        self.rd_r.d.next = self.read.val() & self.shown.q.val() & !self.rd_r.q.val();
+        self.rd_set_r.d.next = self.db_hit.val() | self.rearm_hit.val();
+        self.empty.next = !self.shown.q.val() | self.rd_r.q.val();
         self.data.next = (bit_cast::<32, 6>(self.cand.q.val()) << 16) | bit_cast::<32, 16>(self.pi_ram.read_data.val());
         if self.reset.val() {
             self.ready.d.next = 0.into();
             self.cand_valid.d.next = false;
             self.shown.d.next = false;
+            self.db_w_r.d.next = false;
+            self.rd_r.d.next = false;
         }
     }
 }

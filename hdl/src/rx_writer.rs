@@ -61,6 +61,9 @@ pub struct RxWriter {
     /// No job waits and every write issued has been acknowledged by the host (registered:
     /// it reflects the cycle before; a job pushed in cycle `t` clears it from `t + 2`).
     pub idle: Signal<Out, Bit>,
+    /// What `idle` will be in the next cycle (the input of its register), for a user that
+    /// registers its own view of it and must not see it a cycle late.
+    pub idle_next: Signal<Out, Bit>,
     gb: Gearbox,
     aq: SynchronousFIFO<Bits<80>, 2, 3, 1>,
     /// ACKs and completion events behind their jobs' writes: bits 255..0 the ACK, 271..256 the
@@ -89,6 +92,7 @@ pub struct RxWriter {
     /// Bytes of the CQE-path chunk: 32 for a CQE, 8 for an atomic's result.
     val_len: DFF<Bits<7>>,
     idle_r: DFF<Bit>,
+    idle_c: Signal<Local, Bit>,
     rdp: DFF<Bits<11>>,
     beats_planned: DFF<Bits<16>>,
     b_count: DFF<Bits<16>>,
@@ -169,11 +173,13 @@ impl Logic for RxWriter {
         if self.j_kind.val() == 3 {
             self.j_len.next = 8.into();
         }
-        self.idle_r.d.next = (self.state.q.val() == 0)
+        self.idle_c.next = (self.state.q.val() == 0)
             & self.job_empty.val()
             & self.aq.empty.val()
             & (self.b_count.q.val() == self.beats_planned.q.val());
+        self.idle_r.d.next = self.idle_c.val();
         self.idle.next = self.idle_r.q.val();
+        self.idle_next.next = self.idle_c.val();
         self.j_beats.next = (bit_cast::<16, 7>(self.j_lead.val()) + self.j_len.val() + 63) >> 6;
         // The job leaves an entry in the ACK queue: an ACK, an event or a barrier.
         self.pa_any.next = self.job.val().need_ack.any()

@@ -8,6 +8,8 @@
 //!   owner bit `!(n >> LOG_SIZE) & 1` and every other bit as it went in, over several laps.
 //!   Midway, some CQs are written again (`WRITE_CQ`, as a re-created CQ is): their count starts
 //!   at 0 again and their new base is used, while the others go on.
+//!   `in_read` is never high while the output register is full, whatever `out_read` says
+//!   (the RX writer's decision does not reach the write-job FIFO's read address).
 //! - `armed_cqs_raise_one_event_per_arm`: CQ arming (rnic_contract::regs::CQ_ARM). An
 //!   unarmed CQ's CQEs carry no event; an arm with every CQE consumed marks exactly the next
 //!   CQE of that CQ (`ev`, with the CQ's vector) and no later one, nor another CQ's; an arm
@@ -160,6 +162,9 @@ fn cqes_land_on_their_own_cq_in_order() {
         let offered = !tb.dut.get_bit("out_empty");
         let read = tb.dut.get_bit("in_read");
         let out = tb.dut.get_wide("out_job");
+        // The input is taken only into an empty output register, never on the strength of a
+        // read in the same cycle (the consumer's decision must not reach `in_read`).
+        assert!(!(read && offered), "cycle {cycle}: in_read while the output register is full");
         tb.dut.tick();
         if offered && take {
             let head = taken.pop_front().expect("a job offered that was never taken in");

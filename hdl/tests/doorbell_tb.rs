@@ -5,9 +5,10 @@
 //!   times. Properties: a doorbell is never lost (after the last doorbell of a QP, the QP is
 //!   offered at least once more with exactly that index, unless a clear came later); every
 //!   offer carries the QP's newest index at the time the offer was read, or one overtaken by a
-//!   doorbell in the same cycle as the read (which re-arms the QP); a rearm counts from the
-//!   cycle after it (the block registers it); a cleared QP with no later
-//!   doorbell or rearm is never offered; no QP is offered twice for one arming.
+//!   doorbell taking effect in the same cycle as the read (which re-arms the QP); a doorbell
+//!   and a rearm count from the cycle after they are presented (the block registers both); a
+//!   cleared QP with no later doorbell or rearm is never offered; no QP is offered twice for
+//!   one arming.
 //! - `ready_qps_are_served_round_robin`: with all 64 QPs kept ready, no QP waits for more than
 //!   64 offers between two of its own.
 mod harness;
@@ -67,6 +68,7 @@ fn every_doorbell_is_served_with_the_newest_index() {
     let mut model = [Qp::default(); 64];
     let mut pi_next = [0u16; 64];
     let mut prev_rearm: Option<u8> = None;
+    let mut prev_db: Option<(u8, u16)> = None;
     for cycle in 0..60_000u64 {
         let draining = cycle >= 55_000;
         let db = if !draining && tb.rng.chance(1, 3) {
@@ -78,8 +80,10 @@ fn every_doorbell_is_served_with_the_newest_index() {
             None
         };
         let rearm = (cycle < 54_000 && tb.rng.chance(1, 40)).then(|| tb.rng.range(0, 63) as u8);
-        // A clear comes alone (BAR0 takes one write per cycle: never with a doorbell).
-        let clear = (!draining && db.is_none() && tb.rng.chance(1, 200)).then(|| tb.rng.range(0, 63) as u8);
+        // A clear comes alone (BAR0 answers one write before it takes the next: never with a
+        // doorbell, nor the cycle after one).
+        let clear = (!draining && db.is_none() && prev_db.is_none() && tb.rng.chance(1, 200))
+            .then(|| tb.rng.range(0, 63) as u8);
         let read = draining || tb.rng.chance(1, 2);
         let got = tb.cycle(db, rearm, clear, read);
         if let Some((q, pi)) = got {
@@ -88,8 +92,9 @@ fn every_doorbell_is_served_with_the_newest_index() {
             assert!(!m.cleared, "cycle {cycle}: QP {q} offered after a clear");
             assert_eq!(pi, m.pi, "cycle {cycle}: QP {q} offered with index {pi}, newest is {}", m.pi);
             m.armed = false;
-            // A doorbell in the same cycle as the read re-arms the QP: its index was not seen.
-            if let Some((dq, dpi)) = db {
+            // A doorbell taking effect in the cycle of the read (presented the cycle before)
+            // re-arms the QP: its index was not seen.
+            if let Some((dq, dpi)) = prev_db {
                 if dq == q {
                     m.pi = dpi;
                     m.armed = true;
@@ -101,11 +106,13 @@ fn every_doorbell_is_served_with_the_newest_index() {
             model[c as usize] = Qp { pi: 0, armed: false, cleared: true };
             pi_next[c as usize] = 0;
         }
-        if let Some((q, pi)) = db {
+        // A doorbell is taken a cycle late (registered in the block).
+        if let Some((q, pi)) = prev_db {
             if got.map(|g| g.0) != Some(q) {
                 model[q as usize] = Qp { pi, armed: true, cleared: false };
             }
         }
+        prev_db = db;
         // A rearm is taken a cycle late (registered in the block).
         if let Some(q) = prev_rearm {
             model[q as usize].armed = true;
@@ -139,4 +146,32 @@ fn ready_qps_are_served_round_robin() {
         }
     }
     assert!(offers > 5_000, "only {offers} offers in 20000 cycles");
+}
+
+/// A doorbell into an idle set is offered in the 4th to 11th cycle after the one it is
+/// presented in (input register, ready set, search of up to 8 groups, candidate, index read),
+/// with its index; nothing is offered from an idle set.
+#[test]
+fn a_doorbell_into_an_idle_set_is_offered_4_to_11_cycles_later() {
+    let mut tb = Tb::new(0xD00B_E112);
+    let mut seen = Vec::new();
+    for k in 0..200u16 {
+        let q = tb.rng.range(0, 63) as u8;
+        // Idle for a random while, so the search stands at a random group.
+        for _ in 0..tb.rng.range(0, 20) {
+            assert_eq!(tb.cycle(None, None, None, true), None, "offer from an idle set");
+        }
+        let mut lat = 0u64;
+        let mut got = tb.cycle(Some((q, k)), None, None, true);
+        while got.is_none() {
+            lat += 1;
+            assert!(lat <= 11, "doorbell {k} (QP {q}) not offered within 11 cycles");
+            got = tb.cycle(None, None, None, true);
+        }
+        assert_eq!(got, Some((q, k)), "doorbell {k}: wrong offer");
+        assert!(lat >= 4, "doorbell {k} (QP {q}) offered {lat} cycles later, ahead of its input register");
+        seen.push(lat);
+    }
+    assert_eq!(seen.iter().min(), Some(&4), "the shortest latency is 4 cycles");
+    assert_eq!(seen.iter().max(), Some(&11), "the longest latency is 11 cycles (7 groups searched first)");
 }

@@ -24,7 +24,8 @@
 //!   job was offered and every write of the jobs taken so far had its B response" (so it is
 //!   low from the cycle after a job is offered until that job's B responses are in), and
 //!   it is seen both high and low; `bar_done` / `res_done` pulse once per job carrying `bar` /
-//!   `res`, in order, never before the B responses of every write up to and including it.
+//!   `res`, in order, never before the B responses of every write up to and including it;
+//!   `idle_next` in cycle `t` is `idle` of cycle `t + 1`.
 mod harness;
 
 use harness::{pack_fields, Dut, Port, Rng};
@@ -244,9 +245,10 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
         "ev_vector",
         "bar_done",
         "res_done",
+        "idle_next",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
-    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak, idle_p, ev_valid, ev_vector, bar_done, res_done]: [Port; 24] =
+    let [job_empty, job_p, job_read, buf_raddr, buf_rdata, rd_ptr, awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid, ack_full, ack_write, ack_p, cnt_ack, cnt_nak, idle_p, ev_valid, ev_vector, bar_done, res_done, idle_next_p]: [Port; 25] =
         q.try_into().unwrap();
     dut.set(job_empty, 1);
     dut.reset(2);
@@ -373,6 +375,12 @@ fn jobs_land_exactly_and_acks_wait_for_b() {
             idle_run = 0;
         }
         prev_idle_cond = Some(idle_cond);
+        // `idle_next` is this cycle's condition, i.e. `idle` of the next cycle.
+        assert_eq!(
+            dut.get_bit(idle_next_p),
+            idle_cond,
+            "cycle {cycle}: idle_next ({taken} jobs taken, {b_delivered} B of {planned_taken}) (seed {seed:#x})"
+        );
 
         if have_job && dut.get_bit(job_read) {
             planned_taken += jobs[taken].beats;
