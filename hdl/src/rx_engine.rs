@@ -171,6 +171,9 @@ pub struct RxEngine {
     /// The duplicate-atomic replay table of [`crate::atomic_unit::AtomicUnit`]: the entry at
     /// `qpn << 4 | slot` is `at_scan_data` the cycle after `at_scan_addr`.
     pub at_scan_addr: Signal<Out, Bits<10>>,
+    /// The engine is in its idle state, where it never writes the write-job FIFO: the atomic
+    /// unit may push its result job this cycle.
+    pub job_free: Signal<Out, Bit>,
     pub at_scan_data: Signal<In, Bits<96>>,
     /// The assembler sent the last packet of a new READ's or atomic's response of local QP
     /// `rsp_done_qpn` ([`crate::tx_assembler::TxAssembler`]): the QP owes one fewer.
@@ -626,8 +629,10 @@ pub struct RxEngine {
     /// Flush bookkeeping: bits set and cleared this cycle; this engine asks for the current QP.
     fl_set: Signal<Local, Bits<64>>,
     fl_eng: Signal<Local, Bit>,
-    /// State 6 answers a responder class C error (see there).
+    /// State 6 answers a responder class C error (see there); `cls_c`: state 9 still has to
+    /// ask for the flushes.
     class_c: Signal<Local, Bit>,
+    cls_c: DFF<Bit>,
     fl_clr: Signal<Local, Bits<64>>,
     fp_word: Signal<Local, Bits<64>>,
     va_low: Signal<Local, Bits<3>>,
@@ -711,6 +716,7 @@ impl Default for RxEngine {
             fl_set: Default::default(),
             fl_eng: Default::default(),
             class_c: Default::default(),
+            cls_c: Default::default(),
             fl_clr: Default::default(),
             fp_word: Default::default(),
             va_low: Default::default(),
@@ -855,6 +861,7 @@ impl Default for RxEngine {
             rr_item: Default::default(),
             rr_data: Default::default(),
             at_scan_addr: Default::default(),
+            job_free: Default::default(),
             at_scan_data: Default::default(),
             cqe_imm: Default::default(),
             cqe_flags: Default::default(),
@@ -1155,6 +1162,7 @@ impl Logic for RxEngine {
             at_slot,
             at_orig,
             at_exec,
+            cls_c,
             scan_i,
             scan_n,
             job_room,
@@ -1256,6 +1264,7 @@ impl Logic for RxEngine {
         self.job_room.d.next = !self.job_afull.val();
         self.at_scan_addr.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.scan_i.q.val());
         self.at_entry.next = self.at_scan_data.val();
+        self.job_free.next = self.state.q.val() == 0;
         self.arm_r.d.next = false;
         self.rnr_arm.next = self.arm_r.q.val();
         self.rnr_qpn.next = self.qpn.q.val();
@@ -2175,16 +2184,15 @@ impl Logic for RxEngine {
                 if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
-                    if self.class_c.val() & !self.rw_full.val() {
+                    if self.class_c.val() {
                         // A responder class C error (NAK invalid request or remote access
                         // error, IBTA Vol 1 9.9.3, as rxe and ConnectX do): the QP goes to ERR
-                        // once the NAK is queued; the scheduler flushes its send queue, this
-                        // engine its receive WQEs (IBV_WC_WR_FLUSH_ERR), and later packets of
-                        // the connection are dropped.
+                        // with the NAK; in state 9 the scheduler is asked to flush its send
+                        // queue and the QP is marked for this engine's flush of its receive
+                        // WQEs (IBV_WC_WR_FLUSH_ERR); later packets of the connection are
+                        // dropped.
                         self.qp_err.d.next = true;
-                        self.fl_eng.next = true;
-                        self.rw_write.next = true;
-                        self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                        self.cls_c.d.next = true;
                     }
                     if self.c_unknown.q.val() {
                         self.cnt_unknown_qp.next = true;
@@ -2251,11 +2259,6 @@ impl Logic for RxEngine {
                             self.reply.next.syndrome = 0x60.into();
                             self.reply.next.psn = self.epsn.q.val();
                         }
-                    } else if self.class_c.val() & self.rw_full.val() {
-                        // A class C error below, but the scheduler's FIFO cannot take the
-                        // flush yet: decide again next cycle.
-                        self.job_write.next = false;
-                        self.state.d.next = 6.into();
                     } else if self.is_reth.val()
                         & (self.req_len.val() != 0)
                         & !(self.key_ok_r.q.val() & self.bounds_ok.val())
@@ -2788,6 +2791,18 @@ impl Logic for RxEngine {
                     // The WQEs before the READ have retired: check the response again.
                     self.rsp_pending.d.next = false;
                     self.state.d.next = 17.into();
+                }
+                // A class C error of state 6: the scheduler flushes the send queue (waiting here,
+                // the write-back repeated, while its FIFO is full), the engine the receive WQEs.
+                if self.cls_c.q.val() {
+                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    if self.rw_full.val() {
+                        self.state.d.next = 9.into();
+                    } else {
+                        self.rw_write.next = true;
+                        self.fl_eng.next = true;
+                        self.cls_c.d.next = false;
+                    }
                 }
             }
             10 => {

@@ -145,6 +145,11 @@ pub struct NicTop {
     rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
     db_clear_r: DFF<Bit>,
+    /// STATUS, registered; a payload beat taken last cycle; the write-job FIFO had two free
+    /// slots last cycle.
+    status_r: DFF<Bits<32>>,
+    pay_beat_r: DFF<Bit>,
+    wj_room_r: DFF<Bit>,
     ack_cnt_pend: DFF<Bits<2>>,
     nak_cnt_pend: DFF<Bits<2>>,
     ack_cnt_out: Signal<Local, Bit>,
@@ -164,7 +169,17 @@ impl Logic for NicTop {
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
             rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt, irq
         );
-        dff_setup!(self, clock, db_clear_r, db_clear_qpn_r, ack_cnt_pend, nak_cnt_pend);
+        dff_setup!(
+            self,
+            clock,
+            db_clear_r,
+            db_clear_qpn_r,
+            ack_cnt_pend,
+            nak_cnt_pend,
+            status_r,
+            pay_beat_r,
+            wj_room_r
+        );
         self.regs.reset.next = self.reset.val();
         self.doorbells.reset.next = self.reset.val();
         self.byte_cnt.reset.next = self.reset.val();
@@ -382,8 +397,10 @@ impl Logic for NicTop {
         self.pg_fifo.read.next = self.asm.pg_read.val();
         self.asm.pay_valid.next =
             self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val() & !self.r_is_at.val();
-        // Payload beats the assembler took: the DMA read issuer's window of outstanding beats.
-        self.rd_issuer.pay_beat.next = self.asm.pay_valid.val() & self.asm.pay_ready.val();
+        // Payload beats the assembler took: the DMA read issuer's window of outstanding beats
+        // (registered: the count is a cycle late, never low).
+        self.pay_beat_r.d.next = self.asm.pay_valid.val() & self.asm.pay_ready.val();
+        self.rd_issuer.pay_beat.next = self.pay_beat_r.q.val();
         self.asm.pay_data.next = self.m_axi_rdata.val();
         self.tx_gb.in_valid.next = self.asm.g_valid.val();
         self.asm.g_ready.next = self.tx_gb.in_ready.val();
@@ -431,13 +448,15 @@ impl Logic for NicTop {
         self.rxe.lc_empty.next = self.lc_fifo.empty.val();
         self.rxe.lc.next = self.lc_fifo.data_out.val();
         self.lc_fifo.read.next = self.rxe.lc_read.val();
-        // The atomic unit's result jobs take the cycles the RX engine leaves (the engine's
-        // registered room check counts one slot of margin, enough for one such push).
-        self.atu_grant.next = self.atu.job_valid.val() & !self.rxe.job_write.val() & !self.wj_fifo.full.val();
+        // The atomic unit's result jobs take a cycle the RX engine spends in its idle state,
+        // where it never writes the FIFO, with at least two free slots a cycle ago (the
+        // engine's own registered room check keeps one slot of margin, enough for this push).
+        self.wj_room_r.d.next = !self.wj_fifo.almost_full.val();
+        self.atu_grant.next = self.atu.job_valid.val() & self.rxe.job_free.val() & self.wj_room_r.q.val();
         self.atu.job_grant.next = self.atu_grant.val();
         self.wj_fifo.write.next = self.rxe.job_write.val() | self.atu_grant.val();
         self.wj_fifo.data_in.next = self.rxe.job.val();
-        if !self.rxe.job_write.val() {
+        if self.atu_grant.val() {
             self.wj_fifo.data_in.next = self.atu.job.val();
         }
         self.rxe.job_afull.next = self.wj_fifo.almost_full.val();
@@ -508,8 +527,9 @@ impl Logic for NicTop {
         self.byte_cnt.rx_valid.next = self.s_axis_rx_tvalid.val();
         self.byte_cnt.rx_keep.next = self.s_axis_rx_tkeep.val();
         self.regs.bytes.next = self.byte_cnt.bytes.val();
-        // Engine status ([`rnic_contract::regs::STATUS`]).
-        self.regs.status.next = bit_cast::<32, 6>(self.rxe.dbg_state.val())
+        // Engine status ([`rnic_contract::regs::STATUS`]), registered: a cycle old when read.
+        self.regs.status.next = self.status_r.q.val();
+        self.status_r.d.next = bit_cast::<32, 6>(self.rxe.dbg_state.val())
             | (bit_cast::<32, 6>(self.txs.dbg_state.val()) << 8)
             | (bit_cast::<32, 3>(self.cqw.dbg_state.val()) << 16)
             | (bit_cast::<32, 1>(self.wj_fifo.empty.val().into()) << 20)

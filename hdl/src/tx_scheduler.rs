@@ -274,8 +274,15 @@ pub struct TxScheduler {
     pf_stale: DFF<Bit>,
     /// The next WQE is in the buffer (registered in state 3).
     pf_hit: DFF<Bit>,
-    /// Sizing a fetch (states 34-36): each limit saturated at 8 WQEs, pairwise minima, and
+    /// Sizing a fetch (states 34, 37, 35, 36): each limit, saturated at 8 WQEs, pairwise minima, and
     /// the fetch in WQEs and beats.
+    /// Beats in the buffer (arrived, not taken): its `empty` from a register.
+    pf_avail: DFF<Bits<5>>,
+    pf_wr_r: DFF<Bit>,
+    pf_raw_post: DFF<Bits<16>>,
+    pf_raw_ring: DFF<Bits<16>>,
+    pf_raw_page: DFF<Bits<16>>,
+    pf_raw_win: DFF<Bits<16>>,
     pf_lim_post: DFF<Bits<4>>,
     pf_lim_ring: DFF<Bits<4>>,
     pf_lim_page: DFF<Bits<4>>,
@@ -414,7 +421,6 @@ pub struct TxScheduler {
     pf_win: Signal<Local, Bits<16>>,
     pf_room: Signal<Local, Bits<5>>,
     pf_burst: Signal<Local, Bits<4>>,
-    pf_size: Signal<Local, Bits<16>>,
     pf_kb_m1: Signal<Local, Bits<4>>,
     pf_ksel: Signal<Local, Bits<4>>,
     sge_limit: Signal<Local, Bits<8>>,
@@ -435,8 +441,9 @@ pub struct TxScheduler {
 }
 
 // States.
-// 0 idle, 1 load (address), 2 load (data), 3 queue checks, 15 act on them, 4 WQE address,
-// 5 WQE data (every beat), 6 key lookup, 7 offset, 12 room, 20 bounds verdict, 13 validate, 9 record, 14 size a packet,
+// 0 idle, 1 load (address), 2 load (data), 3 queue checks, 15 act on them (a WQE in the
+// prefetch buffer: straight to 5), sizing a fetch: 34 limits, 37 saturated, 35 minima, 36 the
+// fetch; 4 WQE address, 5 WQE data (every beat, from the prefetch buffer), 6 key lookup, 7 offset, 12 room, 20 bounds verdict, 13 validate, 9 record, 14 size a packet,
 // 8 emit it (back to 14, or 3 after the last), 10 local error, 11 save and yield to a rewind;
 // a gather list: 24 take the checked SGE, 25 and 30 load the next (back to 6), 26 and 27 size
 // the message (then 13); 28-29 skip into the list when resuming mid-message; 21-22 the pieces
@@ -459,6 +466,12 @@ impl Logic for TxScheduler {
             pf_drop,
             pf_stale,
             pf_hit,
+            pf_avail,
+            pf_wr_r,
+            pf_raw_post,
+            pf_raw_ring,
+            pf_raw_page,
+            pf_raw_win,
             pf_lim_post,
             pf_lim_ring,
             pf_lim_page,
@@ -726,8 +739,8 @@ impl Logic for TxScheduler {
         self.pf_fifo.write.next = self.wqe_r_valid.val();
         self.pf_fifo.data_in.next = self.wqe_r_data.val();
         self.wqe_beat.next = self.pf_fifo.data_out.val();
-        self.wqe_ok.next = !self.pf_fifo.empty.val() & (self.pf_drop.q.val() == 0);
-        self.drop_pop.next = !self.pf_fifo.empty.val() & (self.pf_drop.q.val() != 0);
+        self.wqe_ok.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() == 0);
+        self.drop_pop.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() != 0);
         self.pf_pop.next = (self.state.q.val() == 5) & self.wqe_ok.val();
         self.pf_fifo.read.next = self.drop_pop.val() | self.pf_pop.val();
         self.pf_add.next = 0.into();
@@ -737,13 +750,16 @@ impl Logic for TxScheduler {
         self.pf_total.d.next = self.pf_total.q.val() + self.pf_add.val()
             - bit_cast::<5, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
         self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
-        // Fetch limits (states 34-36): WQEs posted, to the end of the ring, to the end of the
+        // (A beat written in cycle t is counted from t + 2: never before the FIFO shows it.)
+        self.pf_wr_r.d.next = self.wqe_r_valid.val();
+        self.pf_avail.d.next = self.pf_avail.q.val() + bit_cast::<5, 1>(self.pf_wr_r.q.val().into())
+            - bit_cast::<5, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
+        // Fetch limits (states 34, 37, 35, 36): WQEs posted, to the end of the ring, to the end of the
         // 4 KiB page (a burst never crosses one, AXI4 A3.4.1), in the send window, and room in
         // the buffer; bursts of at most 8 beats (8, 4 or 2 WQEs of 64, 128 or 256 bytes; a
         // 512-byte WQE is fetched alone, its first 5 beats).
-        self.pf_size.next = bit_cast::<16, 1>(1.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size);
         self.pf_posted.next = self.pi.q.val() - self.ci.q.val();
-        self.pf_ring.next = self.pf_size.val() - (self.ci.q.val() & self.sq_mask.val());
+        self.pf_ring.next = !self.ci.q.val() & self.sq_mask.val();
         self.pf_page.next = (bit_cast::<16, 13>(4096.into())
             - bit_cast::<16, 12>(self.wqe_addr.q.val().get_bits::<12>(0)))
             >> (bit_cast::<16, 3>(self.ctx.q.val().sq_log_stride) + 6);
@@ -1220,21 +1236,30 @@ impl Logic for TxScheduler {
                 }
             }
             34 => {
-                // Sizing a fetch, 1: each limit, saturated at 8 WQEs.
-                self.pf_lim_post.d.next = self.pf_posted.val().get_bits::<4>(0);
-                if self.pf_posted.val() >= 8 {
+                // Sizing a fetch, 1: each limit in WQEs, registered (WQEs posted, slots to the
+                // ring's end minus one, to the page's end, room in the send window).
+                self.pf_raw_post.d.next = self.pf_posted.val();
+                self.pf_raw_ring.d.next = self.pf_ring.val();
+                self.pf_raw_page.d.next = self.pf_page.val();
+                self.pf_raw_win.d.next = self.pf_win.val();
+                self.state.d.next = 37.into();
+            }
+            37 => {
+                // 2: each limit saturated at 8 WQEs (and the buffer's room).
+                self.pf_lim_post.d.next = self.pf_raw_post.q.val().get_bits::<4>(0);
+                if self.pf_raw_post.q.val() >= 8 {
                     self.pf_lim_post.d.next = 8.into();
                 }
-                self.pf_lim_ring.d.next = self.pf_ring.val().get_bits::<4>(0);
-                if self.pf_ring.val() >= 8 {
+                self.pf_lim_ring.d.next = self.pf_raw_ring.q.val().get_bits::<4>(0) + 1;
+                if self.pf_raw_ring.q.val() >= 7 {
                     self.pf_lim_ring.d.next = 8.into();
                 }
-                self.pf_lim_page.d.next = self.pf_page.val().get_bits::<4>(0);
-                if self.pf_page.val() >= 8 {
+                self.pf_lim_page.d.next = self.pf_raw_page.q.val().get_bits::<4>(0);
+                if self.pf_raw_page.q.val() >= 8 {
                     self.pf_lim_page.d.next = 8.into();
                 }
-                self.pf_lim_win.d.next = self.pf_win.val().get_bits::<4>(0);
-                if self.pf_win.val() >= 8 {
+                self.pf_lim_win.d.next = self.pf_raw_win.q.val().get_bits::<4>(0);
+                if self.pf_raw_win.q.val() >= 8 {
                     self.pf_lim_win.d.next = 8.into();
                 }
                 self.pf_lim_room.d.next = self.pf_room.val().get_bits::<4>(0);
@@ -1244,7 +1269,7 @@ impl Logic for TxScheduler {
                 self.state.d.next = 35.into();
             }
             35 => {
-                // 2: pairwise minima.
+                // 3: pairwise minima.
                 self.pf_m1.d.next = self.pf_lim_post.q.val();
                 if self.pf_lim_ring.q.val() < self.pf_lim_post.q.val() {
                     self.pf_m1.d.next = self.pf_lim_ring.q.val();
@@ -1260,7 +1285,7 @@ impl Logic for TxScheduler {
                 self.state.d.next = 36.into();
             }
             36 => {
-                // 3: the fetch, once the buffer has room for a WQE (discarded beats leave it
+                // 4: the fetch, once the buffer has room for a WQE (discarded beats leave it
                 // as they arrive).
                 self.pf_k.d.next = self.pf_ksel.val();
                 self.pf_kb.d.next = self.pf_ksel.val() << bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
@@ -1744,6 +1769,7 @@ impl Logic for TxScheduler {
             self.pf_n.d.next = 0.into();
             self.pf_total.d.next = 0.into();
             self.pf_drop.d.next = 0.into();
+            self.pf_avail.d.next = 0.into();
         }
     }
 }

@@ -74,6 +74,9 @@ struct Qp {
     open: Option<(u64, u64)>, // (next address, bytes remaining) of an open multi-packet message
     /// A sequence-error NAK was sent for the current gap (cleared when a packet is accepted).
     nak_sent: bool,
+    /// A class C error (NAK remote access error or invalid request) put the QP in ERR
+    /// (IBTA Vol 1 9.9.3): every later packet is dropped as for a QP not in RTR/RTS.
+    err: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -220,6 +223,16 @@ impl Tb {
         self.dut.set_wide(self.p.cmd_record, &self.rng.bytes(64));
     }
 
+    /// Runs `n` cycles with no packet offered (the engine finishes what it started: a flush
+    /// visit of a QP a class C error put in ERR).
+    fn settle(&mut self, n: u64) {
+        for _ in 0..n {
+            self.dut.set(self.p.desc_empty, 1);
+            self.dut.eval();
+            self.dut.tick();
+        }
+    }
+
     /// Writes `q`'s context with its peer (the ACKs' addresses) and no queues.
     fn write_qp(&mut self, index: u64, q: &Qp) {
         let mut r = qp_record(q);
@@ -355,7 +368,7 @@ fn reject(counter: &'static str, syndrome: Option<u64>, msn: u32, psn: u32) -> O
 
 /// The IBTA model of one request at the responder; updates `q` when the packet is accepted.
 fn model(q: &mut Qp, qpn_exists: bool, mrs: &[Mr], d: &Desc) -> Outcome {
-    if !qpn_exists || !(q.state == 2 || q.state == 3) {
+    if !qpn_exists || !(q.state == 2 || q.state == 3) || q.err {
         return reject("cnt_unknown_qp", None, q.msn, 0);
     }
     let last = d.opcode == WRITE_LAST || d.opcode == WRITE_ONLY;
@@ -389,8 +402,9 @@ fn model(q: &mut Qp, qpn_exists: bool, mrs: &[Mr], d: &Desc) -> Outcome {
         match ok {
             Some(m) => dest = Some(m.iova.wrapping_add(d.va - m.va)),
             None => {
-                // One NAK per refused message: what follows it is dropped silently.
+                // The NAK, then the QP is in ERR: what follows it is dropped.
                 q.nak_sent = true;
+                q.err = true;
                 return reject("cnt_drop_key", Some(0x62), q.msn, d.psn);
             }
         }
@@ -405,6 +419,7 @@ fn model(q: &mut Qp, qpn_exists: bool, mrs: &[Mr], d: &Desc) -> Outcome {
     };
     if !seq_ok {
         q.nak_sent = true;
+        q.err = true;
         return reject("cnt_drop_inv_req", Some(0x61), q.msn, d.psn);
     }
     q.nak_sent = false;
@@ -445,6 +460,7 @@ fn random_qp(rng: &mut Rng, state: u64, access: u64, pd: u64) -> Qp {
         msn: 0,
         open: None,
         nak_sent: false,
+        err: false,
     }
 }
 
@@ -578,6 +594,15 @@ fn write_only_key_and_bounds() {
         assert_eq!(got, want, "{ctx}\nQP {before:x?}\nMR {:x?}", mrs.get((rkey >> 8) as usize));
         check_common(&job, &d, &qps[qi], &ctx);
         *counts.entry(want.counter).or_insert(0) += 1;
+        if qps[qi].err {
+            // The class C error put the QP in ERR; the driver would reset and reconnect it:
+            // its context again, with fresh PSNs (INIT_SQ_PSN / INIT_RQ_PSN).
+            tb.settle(40);
+            let q = &mut qps[qi];
+            (q.err, q.nak_sent, q.open, q.msn) = (false, false, None, 0);
+            let q = q.clone();
+            tb.write_qp(qi as u64, &q);
+        }
     }
     eprintln!("rx_engine: outcomes {counts:?}");
     for c in ["cnt_roce_ok", "cnt_unknown_qp", "cnt_drop_key", "cnt_drop_psn", "cnt_drop_inv_req", "cnt_dup"] {
