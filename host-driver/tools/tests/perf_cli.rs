@@ -622,8 +622,11 @@ fn two_qps_recover_from_timeouts_and_rnr_naks() {
             "2",
             "--loss",
             "0.01",
+            // (Seed 1 loses a READ's last response, so only the ACK timer can notice: the
+            // timeout this test is about. Seed 2 did until duplicate READs stopped cutting
+            // each other's replays short; its losses are now all found by later packets.)
             "--seed",
-            "2",
+            "1",
             "--timeout-cycles",
             "4000000",
         ],
@@ -644,8 +647,10 @@ fn two_qps_recover_from_timeouts_and_rnr_naks() {
             "2",
             "--loss",
             "0.01",
+            // (A seed that loses a message's last packet, which only the timer finds; the
+            // frames' order, and so which ones a seed loses, moved with the RTL's timing.)
             "--seed",
-            "5",
+            "1",
             "--timeout-cycles",
             "4000000",
         ],
