@@ -270,6 +270,10 @@ pub struct TxScheduler {
     pf_ci: DFF<Bits<16>>,
     pf_n: DFF<Bits<5>>,
     pf_total: DFF<Bits<5>>,
+    /// Beats of the fetch the DMA issuer accepted last cycle, added to `pf_total` a cycle
+    /// late so the issuer's `wqe_ar_ready` does not reach the counter's adder (the cycle after
+    /// an acceptance the engine is in state 5, where nothing reads `pf_total`).
+    pf_acc: DFF<Bits<5>>,
     pf_drop: DFF<Bits<5>>,
     pf_stale: DFF<Bit>,
     /// The next WQE is in the buffer (registered in state 3).
@@ -463,6 +467,7 @@ impl Logic for TxScheduler {
             pf_ci,
             pf_n,
             pf_total,
+            pf_acc,
             pf_drop,
             pf_stale,
             pf_hit,
@@ -747,7 +752,8 @@ impl Logic for TxScheduler {
         if (self.state.q.val() == 4) & self.wqe_ar_ready.val() {
             self.pf_add.next = bit_cast::<5, 4>(self.pf_kb.q.val());
         }
-        self.pf_total.d.next = self.pf_total.q.val() + self.pf_add.val()
+        self.pf_acc.d.next = self.pf_add.val();
+        self.pf_total.d.next = self.pf_total.q.val() + self.pf_acc.q.val()
             - bit_cast::<5, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
         self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
         // (A beat written in cycle t is counted from t + 2: never before the FIFO shows it.)
@@ -1768,6 +1774,7 @@ impl Logic for TxScheduler {
             self.ar_pend.d.next = false;
             self.pf_n.d.next = 0.into();
             self.pf_total.d.next = 0.into();
+            self.pf_acc.d.next = 0.into();
             self.pf_drop.d.next = 0.into();
             self.pf_avail.d.next = 0.into();
         }
