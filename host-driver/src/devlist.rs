@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `sim` | one in-process simulated NIC whose Ethernet port is looped back to itself (two QPs of the one device talk to each other) | feature `sim` |
 //! | `sim:N` | N in-process simulated NICs of one world, cabled back to back in pairs (0↔1, 2↔3, …) | feature `sim` |
+//! | `sim-port:SPEC` | one in-process simulated NIC whose Ethernet port is attached to SPEC: a SimBricks link to another process (`simbricks:PATH`, `simbricks-listen:PATH`) or a bridge (`udp:…`, `tcp:…`, `tap:NAME`; docs/interop.md) | feature `sim` |
 //! | `vfio-user:PATH` | the NIC behind a vfio-user socket (`rnic sim serve`; docs/pcie.md) | feature `vfio-user` |
 //! | `vfio:DDDD:BB:DD.F` | a PCI function bound to vfio-pci: a board, or a NIC in a QEMU guest | feature `vfio` |
 //!
@@ -75,6 +76,13 @@ pub const BACKENDS: &[Backend] = &[
         usage: "sim (one NIC, port looped back) | sim:N (N NICs cabled back to back in pairs)",
         list: sim_backend::list,
         open: sim_backend::open,
+    },
+    #[cfg(feature = "sim")]
+    Backend {
+        scheme: "sim-port",
+        usage: "sim-port:SPEC (one NIC, its port on a SimBricks link: simbricks:PATH | simbricks-listen:PATH, or a bridge: udp:… | tcp:… | tap:NAME)",
+        list: sim_backend::list_port,
+        open: sim_backend::open_port,
     },
     #[cfg(feature = "vfio-user")]
     Backend {
@@ -279,6 +287,20 @@ mod sim_backend {
             }
         };
         Context::open(SimDevice::new(world, index)?.with_progress_cycles(8))
+    }
+
+    fn bridge(arg: Option<&str>) -> Result<rnic_sim::BridgeSpec> {
+        let a = arg.unwrap_or_default();
+        a.parse().map_err(|e| Error::inval(format!("device string sim-port:{a}: {e}")))
+    }
+
+    pub(super) fn list_port(arg: Option<&str>) -> Result<Vec<(usize, PortAddr)>> {
+        bridge(arg)?;
+        Ok(vec![(0, PortAddr::for_sim_nic(0))])
+    }
+
+    pub(super) fn open_port(arg: Option<&str>, _index: usize, _state: &mut Option<BackendState>) -> Result<Context> {
+        Context::open(crate::sim::port_device(&bridge(arg)?, SimConfig::default(), 0)?)
     }
 }
 

@@ -138,6 +138,30 @@ pub fn sim_pair(config: SimConfig) -> Result<(Rc<RefCell<World>>, SimDevice, Sim
     Ok((world, a, b))
 }
 
+/// One in-process simulated NIC whose Ethernet port is attached to `port` (device string
+/// `sim-port:SPEC`, [`crate::DeviceSpec::SimPort`]): a world of one NIC built with `config`
+/// (its faults apply to the frames this NIC sends; see [`rnic_sim::PortOptions`]), its port
+/// joined to a peer in another process by a SimBricks link (`simbricks:PATH`, or
+/// `simbricks-listen:PATH`, which waits for the peer), or bridged to the outside world over
+/// UDP, TCP or TAP ([`rnic_sim::BridgeSpec`]). `nic` is the NIC's number in the
+/// one-process world this process is half of: it picks the fault RNG stream and the label in
+/// captures, so that a split run draws the same faults as the one-process run (NIC 0 is the
+/// client of `rnic perf`, NIC 1 the server).
+///
+/// # Errors
+/// The simulator's errors as [`Error::Io`]: the port cannot be opened (no peer within the
+/// connect timeout, an address in use), an invalid configuration.
+pub fn port_device(port: &rnic_sim::BridgeSpec, config: SimConfig, nic: usize) -> Result<SimDevice> {
+    let link = config.link.clone();
+    let mut world = World::with_topology(1, config, rnic_sim::Topology::Unconnected)
+        .map_err(|e| sim_error("creating a one-NIC simulated world", e))?;
+    let p = port.open_for(&link).map_err(|e| sim_error(format!("opening the NIC's port {port}"), e))?;
+    world
+        .attach_port(0, p, rnic_sim::PortOptions { link_index: Some(nic), nic_label: Some(nic) })
+        .map_err(|e| sim_error(format!("attaching the NIC's port to {port}"), e))?;
+    Ok(SimDevice::new(Rc::new(RefCell::new(world)), 0)?.with_progress_cycles(8))
+}
+
 impl Device for SimDevice {
     fn name(&self) -> String {
         let n = self.world.try_borrow().map(|w| w.nic_count()).unwrap_or(0);

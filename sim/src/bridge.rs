@@ -9,7 +9,12 @@
 //! * [`TapPort`]: a Linux TAP device (`/dev/net/tun`, `IFF_TAP | IFF_NO_PI`; needs
 //!   `CAP_NET_ADMIN`).
 //!
-//! They are [`PortTiming::RealTime`] ports: the world paces itself to never run ahead of
+//! A [`BridgeSpec`] also names the two ends of a SimBricks Ethernet link
+//! ([`crate::SimbricksPort`], `simbricks:PATH` and `simbricks-listen:PATH`): a
+//! [`PortTiming::Synchronized`] port, for another simulator process (a second rnic world, or
+//! SimBricks' own switch) rather than the world outside.
+//!
+//! The UDP, TCP and TAP bridges are [`PortTiming::RealTime`] ports: the world paces itself to never run ahead of
 //! wall-clock time, and serialises arriving frames onto an inbound wire of its own (line rate,
 //! fault injection) before the NIC sees them (see [`crate::port`]). Frames are carried without
 //! FCS. Sends never block: a frame the transport cannot take now is dropped and counted, as a
@@ -18,10 +23,12 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::port::{ExternalPort, PortFrame, PortStats, PortTiming};
-use crate::SimError;
+use crate::simbricks::{SimbricksListener, SimbricksParams, SimbricksPort};
+use crate::{LinkConfig, SimError};
 
 /// Shortest frame accepted from outside: an Ethernet header, in bytes.
 pub const MIN_FRAME_BYTES: usize = 14;
@@ -496,6 +503,8 @@ pub const BRIDGE_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 /// | `tcp:HOST:PORT` | [`TcpPort::connect`] | `-netdev socket,listen=HOST:PORT` |
 /// | `tcp-listen:[HOST:]PORT` | [`TcpBridgeListener`] (host 127.0.0.1 by default) | `-netdev socket,connect=HOST:PORT` |
 /// | `tap:NAME` | [`TapPort`], brought up | a TAP back end, or the host's stack |
+/// | `simbricks:PATH` | [`SimbricksPort::connect`] to a SimBricks listener's socket | (another simulator process: `rnic`, SimBricks' `net_switch`) |
+/// | `simbricks-listen:PATH` | [`SimbricksListener`] creating the socket and shared memory, waiting for one peer | likewise |
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BridgeSpec {
     /// One frame per UDP datagram between `local` and `peer`.
@@ -511,6 +520,11 @@ pub enum BridgeSpec {
     TcpListen(SocketAddr),
     /// A Linux TAP interface.
     Tap(String),
+    /// A SimBricks Ethernet link, connecting to the listener at this Unix socket path.
+    Simbricks(PathBuf),
+    /// A SimBricks Ethernet link, listening at this Unix socket path (its shared memory at
+    /// `PATH.shm`) for one peer.
+    SimbricksListen(PathBuf),
 }
 
 fn socket_addr(s: &str, what: &str) -> Result<SocketAddr, String> {
@@ -531,8 +545,9 @@ impl std::str::FromStr for BridgeSpec {
     /// Parses the forms of the table above; the error says which part is wrong.
     fn from_str(s: &str) -> Result<Self, String> {
         let localhost = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
-        let (kind, rest) =
-            s.split_once(':').ok_or_else(|| format!("{s:?}: want udp:…, tcp:…, tcp-listen:… or tap:NAME"))?;
+        let (kind, rest) = s.split_once(':').ok_or_else(|| {
+            format!("{s:?}: want udp:…, tcp:…, tcp-listen:…, tap:NAME, simbricks:PATH or simbricks-listen:PATH")
+        })?;
         match kind {
             "udp" => {
                 if let Some((l, p)) = rest.split_once(',') {
@@ -559,7 +574,12 @@ impl std::str::FromStr for BridgeSpec {
                 IfReq::new(rest).map_err(|e| e.to_string())?;
                 Ok(Self::Tap(rest.to_owned()))
             }
-            _ => Err(format!("{s:?}: unknown bridge kind {kind:?} (udp, tcp, tcp-listen, tap)")),
+            "simbricks" | "simbricks-listen" if rest.is_empty() => Err(format!("{s:?}: no socket path after {kind}:")),
+            "simbricks" => Ok(Self::Simbricks(PathBuf::from(rest))),
+            "simbricks-listen" => Ok(Self::SimbricksListen(PathBuf::from(rest))),
+            _ => Err(format!(
+                "{s:?}: unknown bridge kind {kind:?} (udp, tcp, tcp-listen, tap, simbricks, simbricks-listen)"
+            )),
         }
     }
 }
@@ -571,20 +591,38 @@ impl std::fmt::Display for BridgeSpec {
             Self::TcpConnect(a) => write!(f, "tcp:{a}"),
             Self::TcpListen(a) => write!(f, "tcp-listen:{a}"),
             Self::Tap(n) => write!(f, "tap:{n}"),
+            Self::Simbricks(p) => write!(f, "simbricks:{}", p.display()),
+            Self::SimbricksListen(p) => write!(f, "simbricks-listen:{}", p.display()),
         }
     }
 }
 
 impl BridgeSpec {
-    /// Opens the port: binds the UDP socket, connects to (or waits up to
-    /// [`BRIDGE_CONNECT_TIMEOUT`] for) the TCP peer, or creates and brings up the TAP
-    /// interface.
+    /// Opens the port for a world with the default wire ([`LinkConfig::default`]); see
+    /// [`open_for`](Self::open_for).
     ///
     /// # Errors
-    /// [`SimError::Port`] naming the address: it cannot be bound, no TCP peer in time, no
-    /// `CAP_NET_ADMIN` for a TAP.
+    /// As [`open_for`](Self::open_for).
     pub fn open(&self) -> Result<Box<dyn ExternalPort>, SimError> {
+        self.open_for(&LinkConfig::default())
+    }
+
+    /// Opens the port: binds the UDP socket, connects to (or waits up to
+    /// [`BRIDGE_CONNECT_TIMEOUT`] for) the TCP peer, creates and brings up the TAP
+    /// interface, or joins the SimBricks link with `link`'s latency as its latency and
+    /// lookahead ([`SimbricksParams::for_link`]; a listener waits up to its connect timeout, 60 s,
+    /// for the peer).
+    ///
+    /// # Errors
+    /// [`SimError::Port`] naming the address: it cannot be bound, no TCP or SimBricks peer in
+    /// time, no `CAP_NET_ADMIN` for a TAP; [`SimError::InvalidArgument`] for a SimBricks link of
+    /// latency 0.
+    pub fn open_for(&self, link: &LinkConfig) -> Result<Box<dyn ExternalPort>, SimError> {
         Ok(match self {
+            Self::Simbricks(p) => Box::new(SimbricksPort::connect(p, SimbricksParams::for_link(link))?),
+            Self::SimbricksListen(p) => {
+                Box::new(SimbricksListener::bind(p, SimbricksParams::for_link(link))?.accept()?)
+            }
             Self::Udp { local, peer } => Box::new(UdpPort::bind(*local, *peer)?),
             Self::TcpConnect(a) => Box::new(TcpPort::connect(*a, BRIDGE_CONNECT_TIMEOUT)?),
             Self::TcpListen(a) => Box::new(TcpBridgeListener::bind(*a)?.accept(BRIDGE_CONNECT_TIMEOUT)?),
@@ -617,7 +655,9 @@ mod tests {
         assert_eq!("tcp-listen:0.0.0.0:9001".parse(), Ok(BridgeSpec::TcpListen(a("0.0.0.0:9001"))));
         assert_eq!("tap:rnic%d".parse(), Ok(BridgeSpec::Tap("rnic%d".into())));
         // Display round-trips.
-        for s in ["udp:1:2", "tcp:127.0.0.1:3", "tcp-listen:4", "tap:x"] {
+        assert_eq!("simbricks:/tmp/a.sock".parse(), Ok(BridgeSpec::Simbricks("/tmp/a.sock".into())));
+        assert_eq!("simbricks-listen:b.sock".parse(), Ok(BridgeSpec::SimbricksListen("b.sock".into())));
+        for s in ["udp:1:2", "tcp:127.0.0.1:3", "tcp-listen:4", "tap:x", "simbricks:/x", "simbricks-listen:y"] {
             let b: BridgeSpec = s.parse().unwrap();
             assert_eq!(b.to_string().parse::<BridgeSpec>(), Ok(b));
         }
@@ -637,6 +677,8 @@ mod tests {
             ("tap:", "TAP interface name"),
             ("tap:a-name-far-too-long", "TAP interface name"),
             ("pipe:/tmp/x", "unknown bridge kind \"pipe\""),
+            ("simbricks:", "no socket path after simbricks:"),
+            ("simbricks-listen:", "no socket path after simbricks-listen:"),
         ] {
             let e = s.parse::<BridgeSpec>().unwrap_err();
             assert!(e.contains(want), "{s}: {e}");

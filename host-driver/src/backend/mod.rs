@@ -4,6 +4,7 @@
 //! | string | backend | cargo feature |
 //! |---|---|---|
 //! | `sim` | NIC 0 of a new in-process simulated world of one NIC, its port looped back (`rnic::sim::SimDevice`) | `sim` |
+//! | `sim-port:SPEC` | the NIC of a new in-process world of one NIC, its port attached to SPEC: `simbricks:PATH` / `simbricks-listen:PATH` (a SimBricks link to another process), `udp:…`, `tcp:…`, `tcp-listen:…`, `tap:NAME` (`rnic::sim::port_device`) | `sim` |
 //! | `vfio-user:PATH` | the NIC behind a vfio-user socket (`rnic sim serve`), [`VfioUserDevice`] | `vfio-user` |
 //! | `vfio:DDDD:BB:DD.F` | a PCI function bound to `vfio-pci` (a board, or the simulated NIC in a QEMU guest), [`VfioDevice`] | `vfio` |
 //!
@@ -35,6 +36,9 @@ pub const DEVICE_ENV: &str = "RNIC_DEVICE";
 pub enum DeviceSpec {
     /// `sim`: an in-process simulated NIC.
     Sim,
+    /// `sim-port:SPEC`: an in-process simulated NIC whose Ethernet port is attached to SPEC (a
+    /// bridge or SimBricks link in `rnic_sim::BridgeSpec`'s syntax, kept as written).
+    SimPort(String),
     /// `vfio-user:PATH`: the NIC behind a vfio-user socket.
     VfioUser(PathBuf),
     /// `vfio:DDDD:BB:DD.F`: a PCI function bound to vfio-pci (the full address, domain included).
@@ -45,6 +49,7 @@ impl std::fmt::Display for DeviceSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DeviceSpec::Sim => write!(f, "sim"),
+            DeviceSpec::SimPort(p) => write!(f, "sim-port:{p}"),
             DeviceSpec::VfioUser(p) => write!(f, "vfio-user:{}", p.display()),
             DeviceSpec::Vfio(bdf) => write!(f, "vfio:{bdf}"),
         }
@@ -85,6 +90,14 @@ impl std::str::FromStr for DeviceSpec {
         if spec == "sim" {
             return Ok(DeviceSpec::Sim);
         }
+        if let Some(port) = spec.strip_prefix("sim-port:") {
+            if port.is_empty() {
+                return Err(bad(spec, "no port after sim-port: (e.g. sim-port:simbricks-listen:/tmp/link.sock)"));
+            }
+            #[cfg(feature = "sim")]
+            port.parse::<rnic_sim::BridgeSpec>().map_err(|e| bad(spec, e))?;
+            return Ok(DeviceSpec::SimPort(port.to_owned()));
+        }
         if let Some(path) = spec.strip_prefix("vfio-user:") {
             if path.is_empty() {
                 return Err(bad(spec, "no socket path after vfio-user:"));
@@ -104,7 +117,7 @@ impl std::str::FromStr for DeviceSpec {
 #[non_exhaustive]
 pub enum OpenError {
     /// A device string that is not `sim`, `vfio-user:PATH` or `vfio:DDDD:BB:DD.F` (EINVAL).
-    #[error("bad device string {spec:?}: {why} (hint: use sim, vfio-user:PATH or vfio:DDDD:BB:DD.F)")]
+    #[error("bad device string {spec:?}: {why} (hint: use sim, sim-port:SPEC, vfio-user:PATH or vfio:DDDD:BB:DD.F)")]
     BadSpec {
         /// The string.
         spec: String,
@@ -288,6 +301,18 @@ pub fn open_spec(spec: &DeviceSpec) -> Result<Rc<dyn Device>> {
             #[cfg(not(feature = "sim"))]
             Err(OpenError::NotBuilt { backend: "sim", feature: "sim" }.into())
         }
+        DeviceSpec::SimPort(port) => {
+            #[cfg(feature = "sim")]
+            {
+                let bridge = port.parse::<rnic_sim::BridgeSpec>().map_err(|e| bad(&spec.to_string(), e))?;
+                Ok(Rc::new(crate::sim::port_device(&bridge, rnic_sim::SimConfig::default(), 0)?))
+            }
+            #[cfg(not(feature = "sim"))]
+            {
+                let _ = port;
+                Err(OpenError::NotBuilt { backend: "sim", feature: "sim" }.into())
+            }
+        }
         DeviceSpec::VfioUser(path) => {
             #[cfg(feature = "vfio-user")]
             {
@@ -322,6 +347,10 @@ mod tests {
     fn device_strings_parse_or_say_what_is_wrong() {
         assert_eq!("sim".parse::<DeviceSpec>().unwrap(), DeviceSpec::Sim);
         assert_eq!(
+            "sim-port:simbricks-listen:/tmp/l.sock".parse::<DeviceSpec>().unwrap(),
+            DeviceSpec::SimPort("simbricks-listen:/tmp/l.sock".into())
+        );
+        assert_eq!(
             "vfio-user:/tmp/d/nic0.sock".parse::<DeviceSpec>().unwrap(),
             DeviceSpec::VfioUser("/tmp/d/nic0.sock".into())
         );
@@ -334,6 +363,7 @@ mod tests {
             ("vfio:0000:03:20.0", "not a PCI address"),
             ("vfio:0000:03:00.8", "not a PCI address"),
             ("pcie:1", "unknown backend"),
+            ("sim-port:", "no port after sim-port:"),
         ] {
             let e = Error::from(s.parse::<DeviceSpec>().unwrap_err());
             assert_eq!(e.errno(), Errno::EINVAL, "{s}");
@@ -341,6 +371,11 @@ mod tests {
             assert!(m.contains(says) && m.contains("hint:"), "{s}: {m}");
         }
         assert_eq!(DeviceSpec::Vfio("0000:03:00.0".into()).to_string(), "vfio:0000:03:00.0");
+        #[cfg(feature = "sim")]
+        {
+            let e = Error::from("sim-port:pipe:/x".parse::<DeviceSpec>().unwrap_err()).to_string();
+            assert!(e.contains("unknown bridge kind") && e.contains("hint:"), "{e}");
+        }
     }
 
     #[test]

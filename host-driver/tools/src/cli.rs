@@ -37,7 +37,7 @@ pub enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
-        /// The device: sim, vfio-user:PATH or vfio:DDDD:BB:DD.F (docs/pcie.md).
+        /// The device: sim, sim-port:SPEC, vfio-user:PATH or vfio:DDDD:BB:DD.F (docs/pcie.md).
         #[arg(long, env = "RNIC_DEVICE", default_value = "sim")]
         device: String,
     },
@@ -252,9 +252,11 @@ pub struct LatArgs {
     /// Output format.
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
-    /// Run one side on this device (vfio-user:PATH or vfio:DDDD:BB:DD.F), as perftest runs
-    /// one side per host: without HOST the server, with HOST the client. `sim` (or nothing)
-    /// keeps the in-process run of both hosts.
+    /// Run one side on this device (vfio-user:PATH, vfio:DDDD:BB:DD.F, or sim-port:SPEC: an
+    /// in-process NIC on a SimBricks link, e.g. sim-port:simbricks-listen:/tmp/l.sock on the
+    /// server and sim-port:simbricks:/tmp/l.sock on the client), as perftest runs one side per
+    /// host: without HOST the server, with HOST the client. `sim` (or nothing) keeps the
+    /// in-process run of both hosts.
     #[arg(long, env = "RNIC_DEVICE")]
     pub device: Option<String>,
     /// With --device: the server to connect to (this side is then the client).

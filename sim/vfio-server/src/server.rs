@@ -328,7 +328,7 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeHandle, ServeError> {
                         w.capture_pcap(path)?;
                     }
                     for (k, spec) in opts.bridges.iter().enumerate() {
-                        w.attach_port(k, spec.open()?, PortOptions::default())?;
+                        w.attach_port(k, spec.open_for(&opts.config.link)?, PortOptions::default())?;
                     }
                     Ok(w)
                 });

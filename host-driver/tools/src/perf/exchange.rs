@@ -136,10 +136,15 @@ pub fn ibv_mtu(m: Mtu) -> u8 {
     }
 }
 
+/// What a side does while it waits for its peer's message: run its in-process NIC (see
+/// [`Exchange::with_idle`]).
+pub type Idle = Box<dyn FnMut()>;
+
 /// One connection of the exchange.
 pub struct Exchange {
     stream: TcpStream,
     client: bool,
+    idle: Option<Idle>,
 }
 
 impl Exchange {
@@ -154,7 +159,7 @@ impl Exchange {
             match TcpStream::connect((host, port)) {
                 Ok(stream) => {
                     stream.set_nodelay(true)?;
-                    return Ok(Self { stream, client: true });
+                    return Ok(Self { stream, client: true, idle: None });
                 }
                 Err(e) if start.elapsed() >= timeout => return Err(e),
                 Err(_) => std::thread::sleep(Duration::from_millis(100)),
@@ -170,12 +175,46 @@ impl Exchange {
         let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))?;
         let (stream, _) = listener.accept()?;
         stream.set_nodelay(true)?;
-        Ok(Self { stream, client: false })
+        Ok(Self { stream, client: false, idle: None })
     }
 
     /// Wraps a connected stream (`client`: this side connected).
     pub fn from_stream(stream: TcpStream, client: bool) -> Self {
-        Self { stream, client }
+        Self { stream, client, idle: None }
+    }
+
+    /// Runs `idle` whenever this side waits for the peer's message, instead of blocking.
+    ///
+    /// A side whose NIC is simulated in this process and joined to the peer's by a
+    /// synchronised link (SimBricks) must keep its world running while it waits: the peer's
+    /// world cannot pass this one's time by more than the link latency, so a peer that needs
+    /// simulated time (an MMIO) before it sends its next message would otherwise wait forever.
+    pub fn with_idle(mut self, idle: Idle) -> Self {
+        self.idle = Some(idle);
+        self
+    }
+
+    /// Reads exactly `buf.len()` bytes, running the idle hook while none are there.
+    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        let Some(idle) = self.idle.as_mut() else {
+            return self.stream.read_exact(buf);
+        };
+        self.stream.set_nonblocking(true)?;
+        let mut got = 0;
+        let r = loop {
+            if got == buf.len() {
+                break Ok(());
+            }
+            match self.stream.read(&mut buf[got..]) {
+                Ok(0) => break Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the peer closed the exchange")),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => idle(),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.stream.set_nonblocking(false)?;
+        r
     }
 
     /// One exchange: sends `mine`, returns the peer's message of the same size.
@@ -186,9 +225,9 @@ impl Exchange {
         let mut theirs = vec![0u8; mine.len()];
         if self.client {
             self.stream.write_all(mine)?;
-            self.stream.read_exact(&mut theirs)?;
+            self.read_full(&mut theirs)?;
         } else {
-            self.stream.read_exact(&mut theirs)?;
+            self.read_full(&mut theirs)?;
             self.stream.write_all(mine)?;
         }
         Ok(theirs)

@@ -10,6 +10,17 @@
 //! completed successfully / that their buffer was not changed. Each side prints its own
 //! `verified`.
 //!
+//! With `--device sim-port:SPEC` this side's NIC is simulated in this process, its Ethernet
+//! port on a SimBricks link (`simbricks-listen:PATH` on one side, `simbricks:PATH` on the other)
+//! or a bridge; the run's fault options (`--seed`, `--loss`, …) apply to the frames this NIC
+//! sends, drawn as the one-process run draws them for the same NIC (client NIC 0, server NIC
+//! 1). The exchange's TCP connection is made before the device is opened (the SimBricks
+//! handshake waits for the peer), and while a side waits for the peer's message its world keeps
+//! running ([`Exchange::with_idle`]). So that the run does not depend on how long the peers
+//! took to talk over TCP, the client starts its transfer on a simulated cycle that is a
+//! multiple of [`SPLIT_START_ALIGN`]: on a synchronised link the split run is deterministic
+//! (the same seed gives the same cycles, frames and completions every time).
+//!
 //! Port addresses: the server uses `PortAddr::for_sim_nic(1)` (192.0.2.2) and the client
 //! `for_sim_nic(0)` (192.0.2.1); the peer's MAC is derived from its GID's IPv4 address by the
 //! same rule (02:00:00:00:00:<last octet>), because rnic does not resolve addresses (ARP) yet.
@@ -24,7 +35,7 @@ use rnic::{
 use rnic_contract::CORE_CLOCK_MHZ;
 use serde::Serialize;
 
-use super::exchange::{BwReport, Exchange, Key};
+use super::exchange::{BwReport, Exchange, Idle, Key};
 use super::{check_qp_buffer, check_qp_slots, default_stall_cycles, fill_pattern, BwOp, Mismatch, WriteBwOptions};
 
 /// Which side a two-sided run is.
@@ -138,6 +149,29 @@ pub fn check_remote(o: &WriteBwOptions) -> Result<()> {
     Ok(())
 }
 
+/// The client of a `sim-port:` run starts its transfer on a cycle that is a multiple of this
+/// (4.1 µs at 250 MHz): a multiple of the ACK timers' 64-cycle sweep and of the interrupt
+/// moderation unit (256 cycles), so the NICs' periodic work has the same phase on every run.
+pub const SPLIT_START_ALIGN: u64 = 1024;
+
+/// Cycles a `sim-port:` side's world runs each time it finds no message from its peer.
+const IDLE_STEP_CYCLES: u64 = 256;
+
+/// This side's device: opened from the device string, or for `sim-port:SPEC` built here with the
+/// run's fault configuration, with its world kept for stepping.
+fn open_side(o: &RemoteOptions, nic: usize) -> Result<(Rc<dyn rnic::Device>, Option<rnic::sim::SimDevice>)> {
+    match o.device.parse::<rnic::DeviceSpec>()? {
+        rnic::DeviceSpec::SimPort(port) => {
+            let bridge = port
+                .parse::<rnic_sim::BridgeSpec>()
+                .map_err(|e| Error::InvalidArgument(format!("device string {}: {e}", o.device)))?;
+            let sd = rnic::sim::port_device(&bridge, o.bw.sim.clone(), nic)?;
+            Ok((Rc::new(sd.clone()), Some(sd)))
+        }
+        _ => Ok((rnic::open_device(&o.device)?, None)),
+    }
+}
+
 /// Runs one side (see the module documentation).
 ///
 /// # Errors
@@ -152,16 +186,32 @@ pub fn run_remote(o: &RemoteOptions, progress: &mut dyn FnMut(u64, u64)) -> Resu
     let write = b.op == BwOp::Write;
     let size = b.size as usize;
     let total = size * b.iters as usize;
-    let dev: Rc<dyn rnic::Device> = rnic::open_device(&o.device)?;
-    let ctx = Context::open_shared(Rc::clone(&dev))?;
-    let port = PortAddr::for_sim_nic(if role == Role::Client { 0 } else { 1 });
-    ctx.set_port_addr(port)?;
-
-    let mut x = match &o.host {
+    let nic = if role == Role::Client { 0 } else { 1 };
+    let connect = || match &o.host {
         Some(h) => Exchange::connect(h, o.port, o.connect_timeout)
-            .map_err(|e| io_err(&format!("connecting to {h}:{}", o.port), e))?,
-        None => Exchange::accept(o.port).map_err(|e| io_err(&format!("listening on port {}", o.port), e))?,
+            .map_err(|e| io_err(&format!("connecting to {h}:{}", o.port), e)),
+        None => Exchange::accept(o.port).map_err(|e| io_err(&format!("listening on port {}", o.port), e)),
     };
+    let split = o.device.starts_with("sim-port:");
+    // A split side connects first: opening its port waits for the peer's.
+    let early = if split { Some(connect()?) } else { None };
+    let (dev, sim) = open_side(o, nic)?;
+    let ctx = Context::open_shared(Rc::clone(&dev))?;
+    let port = PortAddr::for_sim_nic(nic);
+    ctx.set_port_addr(port)?;
+    let mut x = match early {
+        Some(x) => x,
+        None => connect()?,
+    };
+    if let Some(sd) = &sim {
+        let world = Rc::clone(sd.world());
+        let idle: Idle = Box::new(move || {
+            if let Ok(mut w) = world.try_borrow_mut() {
+                w.step_n(IDLE_STEP_CYCLES);
+            }
+        });
+        x = x.with_idle(idle);
+    }
     let peer_version = x.version().map_err(|e| io_err("version", e))?;
     x.sys_data().map_err(|e| io_err("system data", e))?;
     let mtu = x.mtu(b.mtu).map_err(|e| io_err("MTU", e))?;
@@ -227,6 +277,13 @@ pub fn run_remote(o: &RemoteOptions, progress: &mut dyn FnMut(u64, u64)) -> Resu
         let t0 = Instant::now();
         let mut run = ClientRun::default();
         if role == Role::Client {
+            if let Some(sd) = &sim {
+                let mut w = sd.world().try_borrow_mut().map_err(|_| Error::Busy("the simulated world".into()))?;
+                let skew = w.cycles() % SPLIT_START_ALIGN;
+                if skew != 0 {
+                    w.step_n(SPLIT_START_ALIGN - skew);
+                }
+            }
             run = client_loop(b, &*dev, &mut qp, &cq, &mr, &remote, progress)?;
         }
         // Before the reports (bandwidth tests); the server waits here while the client runs.
