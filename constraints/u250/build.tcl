@@ -85,7 +85,9 @@ set_property board_part [lindex [lsort $boards] end] [current_project]
 # ---- vendor IP (module names match hdl/src/board/vendor.rs) ----
 # PCIe Gen3 x16 endpoint in AXI Bridge mode (PG195): BAR0 -> m_axib, s_axib -> host memory,
 # 512-bit AXI at 250 MHz. Lanes and GT quads from the board interface (AMD board files);
-# PERST# comes through our top port, so its board interface stays Custom.
+# PERST# comes through our top port, so its board interface stays Custom. Interrupts: 16 user
+# interrupts (usr_irq_req/ack, hdl/src/board/usr_irq.rs) sent as MSI-X from the core's own
+# 16-entry table (internal MSI-X; no MSI, no INTx).
 create_ip -name xdma -vendor xilinx.com -library ip -module_name xdma_0 -dir $out/ip
 set_property -dict [list \
     CONFIG.functional_mode {AXI_Bridge} \
@@ -104,6 +106,16 @@ set_property -dict [list \
     CONFIG.pciebar2axibar_0 {0x0000000000000000} \
     CONFIG.axibar_num {1} \
     CONFIG.axibar2pciebar_0 {0x0000000000000000} \
+    CONFIG.pf0_interrupt_pin {NONE} \
+    CONFIG.pf0_msi_enabled {false} \
+    CONFIG.pf0_msix_enabled {true} \
+    CONFIG.pf0_msix_impl_locn {Internal} \
+    CONFIG.pf0_msix_cap_table_size {00F} \
+    CONFIG.pf0_msix_cap_table_bir {BAR_1} \
+    CONFIG.pf0_msix_cap_table_offset {00008000} \
+    CONFIG.pf0_msix_cap_pba_bir {BAR_1} \
+    CONFIG.pf0_msix_cap_pba_offset {00008FE0} \
+    CONFIG.xdma_num_usr_irq {16} \
 ] [get_ips xdma_0]
 
 # 100G Ethernet (PG203): CAUI-4 on QSFP0 with RS-FEC, AXI4-Stream, 161.1328125 MHz reference

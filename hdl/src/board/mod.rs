@@ -15,6 +15,7 @@
 pub mod bar0;
 pub mod cdc;
 pub mod u250;
+pub mod usr_irq;
 pub mod vendor;
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,7 @@
 //! QSFP0 at 100G (CMAC), the NIC core, and the clock-domain crossings between them.
 use super::bar0::Bar0Bridge;
 use super::cdc::{MacRxCdc, MacTxCdc};
+use super::usr_irq::UsrIrqBridge;
 use super::vendor::{Cmac100g, InitClock, PcieBridge};
 use crate::top::NicTop;
 use rust_hdl::prelude::*;
@@ -51,6 +52,7 @@ pub struct U250Top {
     init: InitClock,
     rx_cdc: MacRxCdc,
     tx_cdc: MacTxCdc,
+    irq: UsrIrqBridge,
     core_reset: DFF<Bit>,
     por: DFF<Bits<8>>,
     mac_reset: DFF<Bit>,
@@ -200,9 +202,14 @@ impl Logic for U250Top {
         self.nic.s_axis_rx_tlast.next = self.rx_cdc.m_tlast.val();
         self.nic.s_axis_rx_tuser.next = self.rx_cdc.m_tuser.val();
         self.nic.s_axis_rx_tvalid.next = self.rx_cdc.m_tvalid.val();
-        // The interrupt output is not yet wired to the XDMA core's user interrupts
-        // (`usr_irq_req`/`usr_irq_ack`, PG195): held off, events stay in IRQ_PENDING.
-        self.nic.irq_ready.next = false;
+        // ---- Interrupts: the NIC's messages on the XDMA core's user interrupts (MSI-X) ----
+        self.irq.clock.next = self.pcie.axi_aclk.val();
+        self.irq.reset.next = self.core_reset.q.val();
+        self.irq.irq_valid.next = self.nic.irq_valid.val();
+        self.irq.irq_vector.next = self.nic.irq_vector.val();
+        self.nic.irq_ready.next = self.irq.irq_ready.val();
+        self.pcie.usr_irq_req.next = self.irq.usr_irq_req.val();
+        self.irq.usr_irq_ack.next = self.pcie.usr_irq_ack.val();
 
         self.tx_cdc.core_clock.next = self.pcie.axi_aclk.val();
         self.tx_cdc.core_reset.next = self.core_reset.q.val();

@@ -24,6 +24,8 @@ fn stubs(body: &str) -> String {
 /// - `dma_*`: AXI4 slave; the NIC's DMA reads and writes host memory through it
 ///   (PG195 `s_axib_*`), addresses are bus addresses (IOVAs), translation 0.
 /// - `axi_aclk` (250 MHz) and `axi_aresetn` (synchronous to it) clock the NIC core.
+/// - `usr_irq_req` / `usr_irq_ack`: the 16 user interrupts (PG195 "Interrupt Interface"); the
+///   core sends bit `i` as MSI-X vector `i` (internal MSI-X table, build.tcl).
 #[derive(LogicBlock, Default)]
 pub struct PcieBridge {
     pub refclk_p: Signal<In, Clock>,
@@ -36,6 +38,8 @@ pub struct PcieBridge {
     pub axi_aclk: Signal<Out, Clock>,
     pub axi_aresetn: Signal<Out, Bit>,
     pub link_up: Signal<Out, Bit>,
+    pub usr_irq_req: Signal<In, Bits<16>>,
+    pub usr_irq_ack: Signal<Out, Bits<16>>,
     pub bar_awid: Signal<Out, Bits<4>>,
     pub bar_awaddr: Signal<Out, Bits<64>>,
     pub bar_awlen: Signal<Out, Bits<8>>,
@@ -102,6 +106,7 @@ impl Logic for PcieBridge {
         self.axi_aclk.connect();
         self.axi_aresetn.connect();
         self.link_up.connect();
+        self.usr_irq_ack.connect();
         self.bar_awid.connect();
         self.bar_awaddr.connect();
         self.bar_awlen.connect();
@@ -142,6 +147,7 @@ impl Logic for PcieBridge {
         .sys_clk(sys_clk), .sys_clk_gt(sys_clk_gt), .sys_rst_n(perst_n),
         .pci_exp_txp(txp), .pci_exp_txn(txn), .pci_exp_rxp(rxp), .pci_exp_rxn(rxn),
         .axi_aclk(axi_aclk), .axi_aresetn(axi_aresetn), .user_lnk_up(link_up),
+        .usr_irq_req(usr_irq_req), .usr_irq_ack(usr_irq_ack),
         .m_axib_awid(bar_awid), .m_axib_awaddr(bar_awaddr), .m_axib_awlen(bar_awlen),
         .m_axib_awsize(bar_awsize),
         .m_axib_awvalid(bar_awvalid), .m_axib_awready(bar_awready),
@@ -178,7 +184,7 @@ module IBUFDS_GTE4(I, IB, CEB, O, ODIV2);
 endmodule
 (* blackbox *)
 module xdma_0(sys_clk, sys_clk_gt, sys_rst_n, pci_exp_txp, pci_exp_txn, pci_exp_rxp,
-    pci_exp_rxn, axi_aclk, axi_aresetn, user_lnk_up,
+    pci_exp_rxn, axi_aclk, axi_aresetn, user_lnk_up, usr_irq_req, usr_irq_ack,
     m_axib_awid, m_axib_awaddr, m_axib_awlen, m_axib_awsize,
     m_axib_awvalid, m_axib_awready, m_axib_wdata, m_axib_wstrb,
     m_axib_wvalid, m_axib_wready, m_axib_bid, m_axib_bresp, m_axib_bvalid,
@@ -195,6 +201,7 @@ module xdma_0(sys_clk, sys_clk_gt, sys_rst_n, pci_exp_txp, pci_exp_txn, pci_exp_
     output [15:0] pci_exp_txp; output [15:0] pci_exp_txn;
     input [15:0] pci_exp_rxp; input [15:0] pci_exp_rxn;
     output axi_aclk; output axi_aresetn; output user_lnk_up;
+    input [15:0] usr_irq_req; output [15:0] usr_irq_ack;
     output [3:0] m_axib_awid; output [63:0] m_axib_awaddr; output [7:0] m_axib_awlen;
     output [2:0] m_axib_awsize;     output m_axib_awvalid;
     input m_axib_awready; output [511:0] m_axib_wdata; output [63:0] m_axib_wstrb;
