@@ -167,6 +167,9 @@ fn print_remote(r: &RemoteReport) {
         if r.sim_clock { "simulated" } else { "wall" },
         r.wall_seconds
     );
+    if let (Some(cps), Some(total)) = (r.sim_cycles_per_sec, r.sim_total_cycles) {
+        println!(" this side's simulated world: {total} cycles at {cps:.0} cycles/s");
+    }
     println!(" verification: {}", if r.verified { "passed" } else { "FAILED" });
     println!("{RULE}");
 }

@@ -117,6 +117,10 @@ pub struct RemoteReport {
     pub interrupt_vectors: u16,
     /// Wall seconds of the transfer (client) or of the wait (server).
     pub wall_seconds: f64,
+    /// With `sim-port:`: this side's world, simulated cycles per wall second while it stepped
+    /// (its NIC and its share of the SimBricks synchronisation), and its cycles in all.
+    pub sim_cycles_per_sec: Option<f64>,
+    pub sim_total_cycles: Option<u64>,
     /// This NIC's counters after the run.
     pub counters: Counters,
 }
@@ -354,6 +358,10 @@ pub fn run_remote(o: &RemoteOptions, progress: &mut dyn FnMut(u64, u64)) -> Resu
         sim_clock: dev.clock_is_simulated(),
         interrupt_vectors: dev.interrupt_vectors(),
         wall_seconds: wall,
+        sim_cycles_per_sec: sim
+            .as_ref()
+            .and_then(|sd| sd.world().try_borrow().ok().map(|w| w.stats().cycles_per_second)),
+        sim_total_cycles: sim.as_ref().and_then(|sd| sd.world().try_borrow().ok().map(|w| w.cycles())),
         counters,
     })
 }
