@@ -52,7 +52,7 @@ fn named_pair<'a>(
     timeout: u8,
     bmem: &MemoryRegion<'_>,
 ) -> (QueuePair<'a>, QueuePair<'a>, RemoteBuffer) {
-    let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(32).set_sq_sig_all(true).build().unwrap();
+    let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(128).set_sq_sig_all(true).build().unwrap();
     let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(32).set_max_recv_wr(16).build().unwrap();
     let o = ConnectOptions {
         path_mtu: mtu,
@@ -158,7 +158,8 @@ fn a_ghost_ack_beyond_the_last_psn_sent_completes_nothing() {
         // A long ACK timeout (67 ms): nothing is resent while the responder's frames are held.
         let (mut qa, mut qb, rb) = named_pair(&h, Mtu::Mtu1024, 14, &bmr);
         qb.post_recv_one(RecvWr::new(9, rmr.sge(0..4096).unwrap())).unwrap();
-        let n = 25u64;
+        // More WRs than the send window: some are not sent while no ACK comes.
+        let n = (1u64 << rnic_contract::LOG_MAX_INFLIGHT_WQES) + 9;
         let wrs: Vec<SendWr<'_>> = (0..n)
             .map(|i| {
                 if i + 1 < n {

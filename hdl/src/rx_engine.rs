@@ -111,7 +111,7 @@ pub struct RxEngine {
     pub sent_addr: Signal<Out, Bits<6>>,
     pub sent_data: Signal<In, Bits<16>>,
     pub if_we: Signal<In, Bit>,
-    pub if_waddr: Signal<In, Bits<10>>,
+    pub if_waddr: Signal<In, Bits<12>>,
     pub if_wdata: Signal<In, InflightRec>,
     /// Write port of the READ list table (from the scheduler): `{iova 63..0, length 95..64}`
     /// of entry `k` of QP `qpn`'s READ number `s` (counting its READs and atomics) with several
@@ -293,7 +293,7 @@ pub struct RxEngine {
     /// 131..100}.
     acked_ram: RAM<Bits<181>, 6>,
     acked_tx_ram: RAM<Bits<48>, 6>,
-    inflight_ram: RAM<Bits<224>, 10>,
+    inflight_ram: RAM<Bits<224>, 12>,
     state: DFF<Bits<6>>,
     /// The write-job FIFO has room for a job this cycle: its almost-full flag (at most one free
     /// slot), registered. Safe for one job per cycle: a flag taken a cycle late still leaves
@@ -638,6 +638,10 @@ pub struct RxEngine {
     va_low: Signal<Local, Bits<3>>,
     va_req: Signal<Local, Bits<64>>,
 }
+
+// The in-flight table holds 2^LOG_MAX_INFLIGHT_WQES entries per QP (12 address bits:
+// `qpn << 6 | retired index mod 64`).
+const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_WQES + rnic_contract::LOG_NUM_QPS == 12);
 
 impl Default for RxEngine {
     fn default() -> Self {
@@ -1371,7 +1375,7 @@ impl Logic for RxEngine {
             self.cqn.next = self.ev_cq.q.val();
         }
         self.inflight_ram.read_address.next =
-            bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.acked.q.val().get_bits::<4>(0));
+            bit_cast::<12, 6>(self.qpn.q.val()) << 6 | bit_cast::<12, 6>(self.acked.q.val().get_bits::<6>(0));
         self.acked_tx_ram.read_address.next = self.acked_raddr.val();
         self.acked_rdata.next = self.acked_tx_ram.read_data.val().get_bits::<16>(0);
         self.acked_rreads.next = self.acked_tx_ram.read_data.val().get_bits::<7>(16);

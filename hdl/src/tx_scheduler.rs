@@ -126,7 +126,7 @@ pub struct TxScheduler {
     pub pg_data: Signal<Out, Bits<20>>,
     // In-flight table write port.
     pub if_we: Signal<Out, Bit>,
-    pub if_addr: Signal<Out, Bits<10>>,
+    pub if_addr: Signal<Out, Bits<12>>,
     pub if_data: Signal<Out, InflightRec>,
     /// Write port of the RX engine's READ list table: the checked, translated SGE list of a
     /// READ with several local SGEs, `{iova 63..0, length 95..64}` at
@@ -255,6 +255,9 @@ pub struct TxScheduler {
     /// fetched READ must wait for `max_rd_atomic` (registered in state 12).
     reads_sent: DFF<Bits<7>>,
     rd_full: DFF<Bit>,
+    /// 16 or more of the QP's WQEs are in flight, registered: a SEND waits (state 19) until fewer
+    /// are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]).
+    send_win_full: DFF<Bit>,
     /// The completer has retired WQEs this engine is about to resend (state 3).
     behind: DFF<Bit>,
     /// A WQE fetch is requested (state 4).
@@ -353,6 +356,10 @@ pub struct TxScheduler {
     // Queue checks (state 3, decided in state 15) and the WQE's address.
     sq_empty: DFF<Bit>,
     window_ok: DFF<Bit>,
+    /// Fewer than 16 WQEs in flight (state 3): past that a QP fetches more only while no other
+    /// QP has work, so QPs share the scheduler as they did with a 16-WQE window and one QP
+    /// alone gets the whole 64.
+    win16_ok: DFF<Bit>,
     rw_mine: DFF<Bit>,
     wqe_addr: DFF<Bits<64>>,
     /// Packets of the WQE being sent (its last PSN is `wqe_psn + npkts - 1`).
@@ -456,6 +463,12 @@ pub struct TxScheduler {
 // 19 wait for a READ slot (max_rd_atomic), 23 skip WQEs retired behind a rewind; READ responses: 16 load, 17 size a packet, 18 emit
 // it (back to 17, or to the state they interrupted: 0, 3, 10 or 19).
 
+// The send window below (`in_flight < 64`, the fetch limit `64 - in_flight`) and the in-flight
+// table's address (`qpn << 6 | index mod 64`, `if_addr`) are the contract's window.
+const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_WQES == 6 && rnic_contract::LOG_NUM_QPS == 6);
+// A SEND's window (`in_flight >= 16` holds it in state 19).
+const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_SENDS == 4);
+
 impl Logic for TxScheduler {
     #[hdl_gen]
     fn update(&mut self) {
@@ -521,6 +534,7 @@ impl Logic for TxScheduler {
             last_r,
             sq_empty,
             window_ok,
+            win16_ok,
             rw_mine,
             wqe_addr,
             npkts,
@@ -537,6 +551,7 @@ impl Logic for TxScheduler {
             rr_gap,
             reads_sent,
             rd_full,
+            send_win_full,
             behind,
             ar_pend,
             job_room,
@@ -769,7 +784,7 @@ impl Logic for TxScheduler {
         self.pf_page.next = (bit_cast::<16, 13>(4096.into())
             - bit_cast::<16, 12>(self.wqe_addr.q.val().get_bits::<12>(0)))
             >> (bit_cast::<16, 3>(self.ctx.q.val().sq_log_stride) + 6);
-        self.pf_win.next = bit_cast::<16, 5>(16.into()) - self.in_flight.val();
+        self.pf_win.next = bit_cast::<16, 7>(64.into()) - self.in_flight.val();
         self.pf_room.next =
             (bit_cast::<5, 5>(16.into()) - self.pf_total.q.val()) >> bit_cast::<5, 3>(self.ctx.q.val().sq_log_stride);
         self.pf_burst.next = bit_cast::<4, 4>(8.into()) >> bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
@@ -884,6 +899,7 @@ impl Logic for TxScheduler {
             | (bit_cast::<6, 1>(((self.op_now.val() == 5) | (self.op_now.val() == 6)).into()) << 4)
             | (bit_cast::<6, 1>((self.op_now.val() == 6).into()) << 5);
         self.is_send.next = self.wop.q.val().get_bit(0);
+        self.send_win_full.d.next = self.in_flight.val() >= 16;
         self.has_imm.next = self.wop.q.val().get_bit(1);
         self.is_read.next = self.wop.q.val().get_bit(2);
         self.emit_we_r.d.next = false;
@@ -988,7 +1004,7 @@ impl Logic for TxScheduler {
         self.job.next.rsp_qpn = self.rr.q.val().qpn;
         self.if_we.next = false;
         self.if_addr.next =
-            bit_cast::<10, 6>(self.cur_qpn.q.val()) << 4 | bit_cast::<10, 4>(self.ci.q.val().get_bits::<4>(0));
+            bit_cast::<12, 6>(self.cur_qpn.q.val()) << 6 | bit_cast::<12, 6>(self.ci.q.val().get_bits::<6>(0));
         self.if_data.next.wr_id = self.wqe.q.val().wr_id;
         self.if_data.next.byte_len = self.total.q.val();
         self.if_data.next.last_psn = self.wqe_psn.q.val() + self.npkts.q.val() - 1;
@@ -1104,8 +1120,10 @@ impl Logic for TxScheduler {
             // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed. A READ
             // with several SGEs also waits while 4 are outstanding: the RX engine keeps 4 READ
             // lists per QP, used in turn by READ number, and the 4th before it may still be
-            // filling its list.
+            // filling its list. A SEND waits while 16 WQEs are in flight (the responder's
+            // receive-WQE fetch per SEND is slower than the wire for short SENDs).
             self.rd_full.d.next = (self.is_read.val() & (self.reads_out_r.q.val() >= self.rd_limit_r.q.val()))
+                | (self.is_send.val() & self.send_win_full.q.val())
                 | (((self.send_flags.val() & 1) != 0) & (self.reads_out_r.q.val() != 0))
                 | (self.is_read.val() & self.multi_r.q.val() & (self.reads_out_r.q.val() >= 4));
             self.behind.d.next = self.in_flight.val().get_bit(15);
@@ -1189,7 +1207,8 @@ impl Logic for TxScheduler {
             }
             3 => {
                 self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
-                self.window_ok.d.next = self.in_flight.val() < 16;
+                self.window_ok.d.next = self.in_flight.val() < 64;
+                self.win16_ok.d.next = self.in_flight.val() < 16;
                 self.pf_hit.d.next = (self.pf_n.q.val() != 0)
                     & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
                     & (self.pf_ci.q.val() == self.ci.q.val())
@@ -1220,9 +1239,12 @@ impl Logic for TxScheduler {
                     // The WQE is in the prefetch buffer (or on its way): no fetch.
                     self.wb.d.next = 0.into();
                     self.state.d.next = 5.into();
-                } else if self.window_ok.q.val() {
+                } else if self.window_ok.q.val()
+                    & (self.win16_ok.q.val() | !(self.rw_other.q.val() | self.db_other.q.val()))
+                {
                     // Fetch it and the WQEs after it: whatever the buffer still holds or
-                    // awaits is discarded.
+                    // awaits is discarded. (With 16 or more in flight only while no other QP
+                    // waits: otherwise the branch below steps aside.)
                     self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
                     self.pf_n.d.next = 0.into();
                     self.pf_stale.d.next = false;

@@ -1111,7 +1111,7 @@ impl Tb {
         self.dut.set_wide("rl_wdata", &self.rng.bytes(12));
     }
 
-    /// Records WQE `sent[qpn]` of QP `qpn` in the in-flight table (`if_*`, slot `sent mod 16`)
+    /// Records WQE `sent[qpn]` of QP `qpn` in the in-flight table (`if_*`, slot `sent mod 64`)
     /// and counts it as sent.
     fn record_inflight(&mut self, qpn: u64, r: &Inflight) {
         let l = rnic_hdl::records::InflightRec::default();
@@ -1125,9 +1125,9 @@ impl Tb {
             (l.get_my_offset_wc_opcode(), 8, r.wc_opcode),
             (l.get_my_offset_local_iova(), 64, r.local_iova),
         ];
-        let slot = self.sent[qpn as usize] % 16;
+        let slot = self.sent[qpn as usize] % (1 << rnic_contract::LOG_MAX_INFLIGHT_WQES);
         let w = self.dut.width("if_wdata");
-        self.dut.set("if_waddr", qpn << 4 | slot);
+        self.dut.set("if_waddr", qpn << rnic_contract::LOG_MAX_INFLIGHT_WQES | slot);
         self.dut.set_wide("if_wdata", &pack_fields(w, &fields));
         self.dut.set("if_we", 1);
         // The scheduler reports the request packet it emits (the PSN after it, after a READ's

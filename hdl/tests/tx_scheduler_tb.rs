@@ -343,7 +343,8 @@ impl Model {
             q.reads += 1;
         }
         ev.push(Ev::Record {
-            addr: qpn << 4 | (ci & 15),
+            addr: qpn << rnic_contract::LOG_MAX_INFLIGHT_WQES
+                | (ci & ((1 << rnic_contract::LOG_MAX_INFLIGHT_WQES) - 1)),
             wr_id: w.wr_id,
             byte_len: len,
             first_psn: u64::from(psn0),
@@ -558,7 +559,7 @@ impl Tb {
             .events
             .iter()
             .map(|e| &e.1)
-            .filter(|e| matches!(e, Ev::Record { addr, .. } if addr >> 4 == qpn))
+            .filter(|e| matches!(e, Ev::Record { addr, .. } if addr >> rnic_contract::LOG_MAX_INFLIGHT_WQES == qpn))
             .collect();
         let reads = recs.iter().filter(|e| matches!(e, Ev::Record { wc_opcode: 2, .. })).count() as u64;
         let a = &mut self.acked[qpn as usize];

@@ -53,7 +53,14 @@ impl Device for MockDevice {
         Ok(match offset {
             regs::ID => regs::ID_VALUE,
             regs::VERSION => regs::VERSION_VALUE,
-            regs::CAPS => 6 | 6 << 4 | 6 << 8 | 4 << 12 | 64 << 16,
+            regs::CAPS => {
+                use rnic_contract::{regs::caps, *};
+                (LOG_NUM_QPS as u32) << caps::LOG_QPS_SHIFT
+                    | (LOG_NUM_MRS as u32) << caps::LOG_MRS_SHIFT
+                    | (LOG_NUM_CQS as u32) << caps::LOG_CQS_SHIFT
+                    | (LOG_MAX_INFLIGHT_WQES as u32) << caps::LOG_INFLIGHT_SHIFT
+                    | (DATAPATH_BYTES as u32) << caps::DATAPATH_BYTES_SHIFT
+            }
             regs::CLOCK_MHZ => 250,
             regs::QP_CAPS => regs::QP_CAPS_VALUE,
             regs::SEND_CAPS => regs::SEND_CAPS_VALUE,

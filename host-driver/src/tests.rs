@@ -532,7 +532,10 @@ fn open_checks_id_and_version() {
     assert!(e.to_string().contains("contract version"), "{e}");
     let (_, ctx) = open();
     let i = ctx.device_info();
-    assert_eq!((i.log_qps, i.log_mrs, i.log_cqs, i.log_inflight, i.datapath_bytes), (6, 6, 6, 4, 64));
+    assert_eq!(
+        (i.log_qps, i.log_mrs, i.log_cqs, i.log_inflight, i.datapath_bytes),
+        (6, 6, 6, rnic_contract::LOG_MAX_INFLIGHT_WQES as u8, 64)
+    );
     assert_eq!(
         ctx.set_port_addr(PortAddr { mac: MacAddr([1, 0, 0, 0, 0, 0]), ip: "192.0.2.1".parse().unwrap() })
             .unwrap_err()

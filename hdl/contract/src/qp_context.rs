@@ -66,7 +66,7 @@ pub const RQ_LOG_STRIDE: Field = Field::at_bit(332, 3);
 pub const RQ_BASE: Field = Field::at_bit(384, 64);
 /// RDMA READs this QP may have outstanding as requester (ibv_modify_qp(3) `max_rd_atomic`,
 /// IBTA Vol 1 11.2.4.2): the NIC sends no further READ REQUEST while that many READs await
-/// their responses. Capped at 16 (the in-flight window); 0 is taken as 1.
+/// their responses. Capped at 16 ([`crate::regs::MAX_RD_ATOMIC`]); 0 is taken as 1.
 pub const MAX_RD_ATOMIC: Field = Field::at_bit(336, 8);
 
 /// SRQ number (an index of the NIC's tables, see [`crate::srq_context`]) whose ring this QP

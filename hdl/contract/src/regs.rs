@@ -85,7 +85,7 @@ pub const LOG_MAX_SQ_WR: u32 = 15;
 pub const LOG_MAX_RQ_WR: u32 = 15;
 /// Largest `max_rd_atomic` / `max_dest_rd_atomic` the NIC honours: READs and atomics a QP has
 /// outstanding as requester, and takes as responder (the QP context's MAX_RD_ATOMIC and
-/// MAX_DEST_RD_ATOMIC are taken as 1..=16; the in-flight window is 16 WQEs).
+/// MAX_DEST_RD_ATOMIC are taken as 1..=16, within the in-flight window).
 pub const MAX_RD_ATOMIC: u32 = 16;
 
 // The limits follow from the record formats: a log size fits its context field, a full ring
