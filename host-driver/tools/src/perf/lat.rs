@@ -165,6 +165,9 @@ pub struct LatReport {
     pub p99_9_us: f64,
     /// The same distribution in NIC cycles.
     pub cycles: LatencySummary,
+    /// Every sample, for `--plot` (not in the JSON).
+    #[serde(skip)]
+    pub histogram: LatencyHistogram,
     /// Clock the µs figures use, MHz.
     pub clock_mhz: u64,
     /// Every exchange completed, every message arrived intact, no error completion.
@@ -568,6 +571,7 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
         p99_us: us(c.p99),
         p99_9_us: us(c.p99_9),
         cycles: c,
+        histogram: hist,
         clock_mhz: CORE_CLOCK_MHZ,
         verified: clean,
         first_mismatch: mismatch,

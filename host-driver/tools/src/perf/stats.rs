@@ -71,6 +71,13 @@ impl LatencyHistogram {
         self.hist.is_empty()
     }
 
+    /// Each distinct latency recorded and its number of samples, smallest first: (cycles,
+    /// already scaled; samples). Values above 2^18 cycles stand for their bucket of the
+    /// histogram (1 part in 10^5).
+    pub fn counts(&self) -> Vec<(f64, u64)> {
+        self.hist.iter_recorded().map(|v| (v.value_iterated_to() as f64 * self.scale, v.count_at_value())).collect()
+    }
+
     /// The summary (all zero without samples).
     pub fn summary(&self) -> LatencySummary {
         if self.hist.is_empty() {
