@@ -154,9 +154,8 @@ fn print_remote(r: &RemoteReport) {
     println!(" Data ex. method : Ethernet (perftest exchange, peer version {})", r.peer_version);
     println!("{RULE}");
     for (side, ep) in [("local", &r.local), ("remote", &r.remote)] {
-        let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
-        println!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va);
-        println!(" GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac);
+        println!("{}", output::address_line(side, ep));
+        println!("{}", output::gid_line(ep));
     }
     println!("{RULE}");
     println!(" #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]");
@@ -258,9 +257,9 @@ fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
             );
         }
         all_ok &= r.verified;
-        points.push(LatPoint { size, typical_us: r.t_typical_us, p99_us: r.p99_us });
+        points.push(LatPoint { size, typical_us: r.stats.t_typical_us, p99_us: r.stats.p99_us });
         if !a.sweep.all {
-            one = Some((r.histogram.counts(), r.cycles, r.mtu));
+            one = Some((r.histogram.counts(), r.stats.cycles, r.mtu));
         }
     }
     if let Some(path) = &a.plot {
@@ -326,21 +325,11 @@ fn perf_lat_remote(op: LatOp, a: &LatArgs, device: &str) -> ExitCode {
             println!(" Mtu             : {}[B]", r.mtu);
             println!(" Data ex. method : Ethernet (perftest exchange, peer version {})", r.peer_version);
             println!("{RULE}");
-            println!(
-                " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
-            );
-            println!(
-                " {:<7}{:<15}{:<15.2}{:<15.2}{:<17.2}{:<15.2}{:<16.2}{:<23.2}{:.2}",
-                r.size,
-                r.completed,
-                r.t_min_us,
-                r.t_max_us,
-                r.t_typical_us,
-                r.t_avg_us,
-                r.t_stdev_us,
-                r.p99_us,
-                r.p99_9_us
-            );
+            println!("{}", output::LAT_COLUMNS);
+            if let Err(e) = output::lat_stats_row(r.size, r.completed, &r.stats, &mut std::io::stdout()) {
+                eprintln!("rnic perf {name}: cannot print the report: {e}");
+                return ExitCode::from(1);
+            }
             println!("{RULE}");
             println!(
                 " time base: {}; verification: {}",
@@ -644,12 +633,9 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     // One line per QP and side, as perftest prints them.
     for (side, pick) in [("local", true), ("remote", false)] {
         for q in &r.per_qp {
-            let ep = if pick { &q.client } else { &q.server };
-            let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
-            println!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va);
+            println!("{}", output::address_line(side, if pick { &q.client } else { &q.server }));
         }
-        let ep = if pick { &r.client } else { &r.server };
-        println!(" GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac);
+        println!("{}", output::gid_line(if pick { &r.client } else { &r.server }));
     }
     println!("{RULE}");
     println!(" #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]");

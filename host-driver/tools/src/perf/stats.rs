@@ -46,6 +46,51 @@ impl LatencySummary {
     }
 }
 
+/// The latency figures every latency report carries (`rnic perf *-lat`, in-process or one
+/// side of a two-process run): perftest's columns in µs at [`CORE_CLOCK_MHZ`], the same
+/// distribution in cycles, and the clock. Serialized flat into its report, with the keys
+/// `t_min_us`, `t_max_us`, `t_typical_us`, `t_avg_us`, `t_stdev_us`, `p99_us`, `p99_9_us`,
+/// `cycles` and `clock_mhz` (issue 15's JSON keys).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyStats {
+    /// Smallest latency, µs.
+    pub t_min_us: f64,
+    /// Largest latency, µs.
+    pub t_max_us: f64,
+    /// Median latency (perftest's t_typical), µs.
+    pub t_typical_us: f64,
+    /// Mean latency, µs.
+    pub t_avg_us: f64,
+    /// Standard deviation, µs.
+    pub t_stdev_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p99_9_us: f64,
+    /// The same distribution in NIC cycles.
+    pub cycles: LatencySummary,
+    /// Clock the µs figures use, MHz.
+    pub clock_mhz: u64,
+}
+
+impl From<LatencySummary> for LatencyStats {
+    /// The figures of `c` in µs at [`CORE_CLOCK_MHZ`] beside `c` itself.
+    fn from(c: LatencySummary) -> Self {
+        let us = LatencySummary::us;
+        Self {
+            t_min_us: us(c.min),
+            t_max_us: us(c.max),
+            t_typical_us: us(c.typical),
+            t_avg_us: us(c.avg),
+            t_stdev_us: us(c.stdev),
+            p99_us: us(c.p99),
+            p99_9_us: us(c.p99_9),
+            cycles: c,
+            clock_mhz: CORE_CLOCK_MHZ,
+        }
+    }
+}
+
 impl LatencyHistogram {
     /// An empty histogram whose samples are reported multiplied by `scale` (1.0 or 0.5).
     pub fn new(scale: f64) -> Self {
@@ -76,6 +121,11 @@ impl LatencyHistogram {
     /// histogram (1 part in 10^5).
     pub fn counts(&self) -> Vec<(f64, u64)> {
         self.hist.iter_recorded().map(|v| (v.value_iterated_to() as f64 * self.scale, v.count_at_value())).collect()
+    }
+
+    /// The report's figures: [`Self::summary`] in µs and cycles.
+    pub fn stats(&self) -> LatencyStats {
+        self.summary().into()
     }
 
     /// The summary (all zero without samples).
