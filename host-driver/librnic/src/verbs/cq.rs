@@ -16,9 +16,9 @@ pub unsafe extern "C" fn rnic_ibv_create_cq(
         return null_mut();
     }
     let _g = lock();
-    // Twice the entries asked for (rounded up to a power of two by the driver): the driver
-    // refuses a QP whose SQ and RQ could overrun its CQs, and programs size CQs as their
-    // queue depths without that rounding.
+    // Twice the entries asked for (rounded up to a power of two by the driver): headroom for
+    // the room the driver keeps free on a CQ for each SRQ whose QPs receive on it, beside the
+    // WRs outstanding on its QPs (posts stop with ENOMEM when the CQ could overrun).
     let want = (cqe as usize).saturating_mul(2).min(rnic::cq::MAX_CQE).max(cqe as usize);
     let made = if channel.is_null() {
         ctx(c).ctx.create_cq(want)
