@@ -145,7 +145,7 @@ fn one_latency_run_draws_its_distribution() {
         "histogram of 200 samples".to_owned(),
         "cumulative distribution".to_owned(),
     ] {
-        assert!(t.iter().any(|x| *x == want), "no text {want:?}: {t:?}");
+        assert!(t.contains(&want), "no text {want:?}: {t:?}");
     }
     // The histogram's bars: blue, filled; at least one, at most one per bin.
     let bars = doc
