@@ -196,14 +196,17 @@ where
         .y_desc(y_desc)
         .x_label_formatter(&size_of)
         .draw()?;
-    for (name, color, values) in series {
+    for (k, (name, color, values)) in series.iter().enumerate() {
         let pts: Vec<(u64, f64)> = sizes.iter().zip(values).map(|(&s, &v)| (s, v)).collect();
         let color = *color;
         chart
             .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
             .label(*name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        // The first series' marks filled, the others' rings around them: equal values (a
+        // narrow latency distribution) still show both.
+        let style = if k == 0 { color.filled() } else { color.stroke_width(2) };
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, if k == 0 { 4 } else { 7 }, style)))?;
     }
     if series.len() > 1 {
         chart
