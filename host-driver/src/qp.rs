@@ -776,8 +776,9 @@ impl<'mr> QueuePair<'mr> {
     /// `bad_wr` 0) or a request is malformed (no remote address for an RDMA opcode; INLINE
     /// without data, over `max_inline_data` or on a READ or atomic; more SGEs than
     /// `max_send_sge`, or more than one on an atomic; an SGE or their sum over 2^31 bytes);
-    /// [`Error::NoMemory`] at the first request the SQ has no free entry for (poll the CQ to
-    /// retire some); backend errors at the request whose WQE could not be written (or 0 if
+    /// [`Error::NoMemory`] at the first request the SQ has no free entry for, or the send CQ
+    /// could overrun for (see [`CompletionQueue`] on overflow; poll the CQ to retire some);
+    /// backend errors at the request whose WQE could not be written (or 0 if
     /// the doorbell failed: then nothing was posted).
     pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
@@ -901,8 +902,8 @@ impl<'mr> QueuePair<'mr> {
     /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is in RESET (in ERR the NIC
     /// completes the requests with `IBV_WC_WR_FLUSH_ERR`) or has no receive queue (`bad_wr` 0),
     /// or a request has more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry
-    /// over 2^31 bytes; [`Error::NoMemory`] at the first request the RQ has no free entry for
-    /// (poll the receive CQ to retire some); backend errors (see
+    /// over 2^31 bytes; [`Error::NoMemory`] at the first request the RQ has no free entry for,
+    /// or the receive CQ could overrun for (poll the receive CQ to retire some); backend errors (see
     /// [`post_send`](Self::post_send)).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
