@@ -284,9 +284,18 @@ impl From<&Cqe> for WorkCompletion {
     }
 }
 
-/// A QP whose completions a CQ delivers: its number, its shared state and the CQ entries it
-/// reserved.
-type AttachedQp = (u32, Weak<RefCell<QpShared>>, usize);
+/// A QP whose completions a CQ delivers: its number, its shared state and which of its
+/// completions come here.
+type AttachedQp = (u32, Weak<RefCell<QpShared>>, Roles);
+
+/// Which completions of an attached QP a CQ delivers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Roles {
+    /// Its send completions (this is its send CQ).
+    pub(crate) send: bool,
+    /// Its receive completions (this is its receive CQ).
+    pub(crate) recv: bool,
+}
 
 pub(crate) struct CqInner {
     pub(crate) ctx: Rc<CtxInner>,
@@ -296,12 +305,11 @@ pub(crate) struct CqInner {
     /// Consumer index: CQEs consumed since creation (the driver's only CQ state).
     ci: Cell<u64>,
     /// QPs whose send or receive completions arrive here, to retire their SQ / RQ entries,
-    /// with the entries each one committed.
+    /// and which of their completions come here.
     qps: RefCell<Vec<AttachedQp>>,
-    /// Sum of the SQ sizes of the QPs using this CQ as send CQ and the RQ sizes of those using
-    /// it as receive CQ, plus the size of each SRQ whose QPs receive here, once per SRQ (see
-    /// [`CompletionQueue`] on overflow).
-    committed: Cell<usize>,
+    /// The size of each SRQ whose QPs receive here, once per SRQ: entries kept free for its
+    /// receive completions (see [`CompletionQueue`] on overflow).
+    srq_reserved: Cell<usize>,
     /// QPs receiving here from an SRQ: (QP number, SRQ number, SRQ size).
     srq_qps: RefCell<Vec<(u32, u32, usize)>>,
     /// The completion channel its events go to, and the interrupt vector it has for them.
@@ -315,56 +323,76 @@ impl CqInner {
         1 << self.log_size.get()
     }
 
-    /// Reserves room for `entries` completions of QP `qpn`: its SQ size if this is its send
-    /// CQ, plus its RQ size if this is its receive CQ.
-    pub(crate) fn attach(&self, qpn: u32, qp: &Rc<RefCell<QpShared>>, entries: usize) -> Result<()> {
-        let need = self.committed.get() + entries;
-        if need > self.capacity() {
-            return Err(Error::inval(format!(
-                "CQ {} has {} entries but its QPs could have {need} completions outstanding (a send CQ counts each QP's SQ size fully, since errors complete even unsignaled work requests; a receive CQ counts each QP's RQ size); create a larger CQ",
-                self.cqn,
-                self.capacity()
-            )));
-        }
-        self.committed.set(need);
-        self.qps.borrow_mut().push((qpn, Rc::downgrade(qp), entries));
-        Ok(())
+    /// Delivers the completions of QP `qpn` named by `roles` here. Nothing is reserved: the
+    /// posts check for room ([`room`](Self::room)), as ibverbs lets a CQ be smaller than its
+    /// QPs' queues.
+    pub(crate) fn attach(&self, qpn: u32, qp: &Rc<RefCell<QpShared>>, roles: Roles) {
+        self.qps.borrow_mut().push((qpn, Rc::downgrade(qp), roles));
     }
 
     /// Reserves room for the receive completions of QP `qpn` on SRQ `srqn` of `entries` WQEs:
     /// the SRQ's WQEs complete once each, whichever of its QPs takes them, so the SRQ's size is
-    /// reserved once, by its first QP here.
+    /// reserved once, by its first QP here (an SRQ's posts cannot check the CQs of QPs that
+    /// attach later).
     pub(crate) fn attach_srq(&self, qpn: u32, srqn: u32, entries: usize) -> Result<()> {
         let mut v = self.srq_qps.borrow_mut();
         if !v.iter().any(|&(_, s, _)| s == srqn) {
-            let need = self.committed.get() + entries;
-            if need > self.capacity() {
+            let need = self.srq_reserved.get() + entries;
+            let pending = self.pending();
+            if need + pending > self.capacity() {
                 return Err(Error::inval(format!(
-                    "CQ {} has {} entries but its QPs and SRQs could have {need} completions outstanding; create a larger CQ",
+                    "CQ {} has {} entries: its SRQs would reserve {need} for their receive completions, with {pending} work requests of its QPs outstanding; create a larger CQ",
                     self.cqn,
                     self.capacity()
                 )));
             }
-            self.committed.set(need);
+            self.srq_reserved.set(need);
         }
         v.push((qpn, srqn, entries));
         Ok(())
     }
 
-    /// Releases what [`attach`](Self::attach) and [`attach_srq`](Self::attach_srq) reserved
-    /// for `qpn` (an SRQ's room goes with its last QP here).
+    /// Forgets QP `qpn` (an SRQ's reserved room goes with its last QP here).
     pub(crate) fn detach(&self, qpn: u32) {
-        let mut qps = self.qps.borrow_mut();
-        let freed: usize = qps.iter().filter(|(n, _, _)| *n == qpn).map(|(_, _, e)| e).sum();
-        self.committed.set(self.committed.get().saturating_sub(freed));
-        qps.retain(|(n, _, _)| *n != qpn);
+        self.qps.borrow_mut().retain(|(n, ..)| *n != qpn);
         let mut v = self.srq_qps.borrow_mut();
         if let Some(p) = v.iter().position(|&(n, _, _)| n == qpn) {
             let (_, srqn, entries) = v.remove(p);
             if !v.iter().any(|&(_, s, _)| s == srqn) {
-                self.committed.set(self.committed.get().saturating_sub(entries));
+                self.srq_reserved.set(self.srq_reserved.get().saturating_sub(entries));
             }
         }
+    }
+
+    /// Work requests of the attached QPs that may still put a CQE here: the send WRs not yet
+    /// retired of the QPs sending here and the receive WRs (of their own RQs) of those
+    /// receiving here.
+    pub(crate) fn pending(&self) -> usize {
+        let qps = self.qps.borrow();
+        qps.iter()
+            .filter_map(|(_, w, roles)| w.upgrade().map(|q| (q, *roles)))
+            .map(|(q, roles)| {
+                let (s, r) = q.borrow().own_pending();
+                usize::from(roles.send) * s + usize::from(roles.recv) * r
+            })
+            .sum()
+    }
+
+    /// How many more work requests the QPs may post that complete here without the CQ
+    /// overrunning: its capacity less [`pending`](Self::pending) and the SRQ reservations.
+    pub(crate) fn room(&self) -> usize {
+        self.capacity().saturating_sub(self.srq_reserved.get() + self.pending())
+    }
+
+    /// The error of a post stopped at WR `i` because the CQ has no [`room`](Self::room).
+    pub(crate) fn full(&self, i: usize) -> Error {
+        Error::NoMemory(format!(
+            "CQ {} is full: WR {i} could complete on none of its {} entries ({} work requests outstanding on its QPs, {} kept for SRQs); poll it, or create a larger CQ",
+            self.cqn,
+            self.capacity(),
+            self.pending(),
+            self.srq_reserved.get()
+        ))
     }
 
     fn poll(&self, wcs: &mut [WorkCompletion]) -> Result<usize> {
@@ -398,7 +426,7 @@ impl CqInner {
     /// completion (OPCODE with bit 7 set, `IBV_WC_RECV`; the NIC sets it on receive errors too)
     /// retires receive WRs, any other completion send WRs.
     fn retire(&self, wc: &WorkCompletion) {
-        let qp = self.qps.borrow().iter().find(|(n, _, _)| *n == wc.qp_num).and_then(|(_, w, _)| w.upgrade());
+        let qp = self.qps.borrow().iter().find(|(n, ..)| *n == wc.qp_num).and_then(|(_, w, _)| w.upgrade());
         if let Some(qp) = qp {
             if wc.opcode.is_recv() {
                 qp.borrow_mut().complete_recv(wc.wr_id, wc.status);
@@ -425,12 +453,13 @@ impl Drop for CqInner {
 /// with an owner (phase) bit that flips on every lap, polled by the driver without MMIO.
 ///
 /// **Overflow.** The NIC does not know the driver's consumer index, so it would overwrite
-/// unpolled CQEs. The driver makes that impossible: a QP may only be created on CQs whose
-/// capacity is at least the sum of the SQ sizes of the QPs sending to it plus the RQ sizes of
-/// the QPs receiving to it, because a QP never has more work requests outstanding than its SQ
-/// (RQ) size, and an outstanding work request is retired only when its (or a later signaled)
-/// CQE is polled. Create the CQ with at least the total `max_send_wr` + `max_recv_wr` of its
-/// QPs (rounded up to powers of two).
+/// unpolled CQEs. The driver makes that impossible without asking more of the CQ's size than
+/// ibverbs does (a CQ may be smaller than its QPs' queues, as `ibv_rc_pingpong`'s `rx_depth +
+/// 1` for an RQ of `rx_depth` and an SQ of 1): every work request that could still complete on
+/// a CQ (posted, not yet retired: a WR is retired when its, or a later signaled, CQE is polled)
+/// holds one of its entries, and `post_send` / `post_recv` stop with [`Error::NoMemory`]
+/// (ENOMEM, like a full SQ) at the first WR the CQ has no entry left for. An SRQ's size is
+/// kept free once on each CQ its QPs receive on, from the first such QP's creation.
 ///
 /// Cheap to clone. QPs keep the CQ alive; when the last handle goes, the CQ context is
 /// invalidated and the ring freed.
@@ -496,7 +525,7 @@ impl CompletionQueue {
             log_size: Cell::new(log_size),
             ci: Cell::new(0),
             qps: RefCell::new(Vec::new()),
-            committed: Cell::new(0),
+            srq_reserved: Cell::new(0),
             srq_qps: RefCell::new(Vec::new()),
             channel: channel.zip(vector).map(|(c, v)| (Rc::clone(&c.inner), v)),
             events_unacked: Cell::new(0),
@@ -556,11 +585,11 @@ impl CompletionQueue {
             return Err(Error::inval(format!("a CQ needs 1..={MAX_CQE} entries, not {min_cqe}")));
         }
         let size = min_cqe.next_power_of_two();
-        if size < inner.committed.get() {
+        if size < inner.srq_reserved.get() {
             return Err(Error::inval(format!(
-                "CQ {} cannot shrink to {size} entries: its QPs reserved {}",
+                "CQ {} cannot shrink to {size} entries: its SRQs reserved {}",
                 inner.cqn,
-                inner.committed.get()
+                inner.srq_reserved.get()
             )));
         }
         for (qpn, qp, _) in inner.qps.borrow().iter() {

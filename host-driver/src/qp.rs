@@ -11,7 +11,7 @@ use std::sync::atomic::{fence, Ordering};
 use rnic_contract::{recv_wqe, regs, wqe};
 
 use crate::context::MacAddr;
-use crate::cq::{CompletionQueue, CqInner, WcStatus};
+use crate::cq::{CompletionQueue, CqInner, Roles, WcStatus};
 use crate::device::DmaBuffer;
 use crate::error::{Error, PostError, Result};
 use crate::mr::{AccessFlags, MemoryRegion};
@@ -69,6 +69,11 @@ pub(crate) struct QpShared {
 }
 
 impl QpShared {
+    /// Send work requests and receive work requests of the QP's own RQ not yet retired.
+    pub(crate) fn own_pending(&self) -> (usize, usize) {
+        (self.outstanding.len(), self.recv.len())
+    }
+
     /// Send and receive work requests not yet retired (receives taken from an SRQ are the
     /// SRQ's and counted there).
     pub(crate) fn pending(&self) -> (usize, usize) {
@@ -367,23 +372,22 @@ impl QpBuilder {
             srq: self.srq.as_ref().map(|s| Rc::clone(&s.shared)),
             ..QpShared::default()
         }));
-        // Receive completions of a QP on an SRQ are reserved per SRQ (attach_srq), not per QP.
-        let recv_entries = if self.srq.is_some() { 0 } else { rq_size };
         let undo = |qpn: u32| {
             self.cq.detach(qpn);
             self.recv_cq.detach(qpn);
             ctx.tables.borrow_mut().free_qpn(qpn);
         };
-        let attached = if Rc::ptr_eq(&self.cq, &self.recv_cq) {
-            self.cq.attach(qpn, &shared, (size + recv_entries) as usize)
+        // Nothing is reserved for the SQ and RQ (the posts check the CQs' room); an SRQ's
+        // receive completions are, once per SRQ and CQ (attach_srq).
+        if Rc::ptr_eq(&self.cq, &self.recv_cq) {
+            self.cq.attach(qpn, &shared, Roles { send: true, recv: true });
         } else {
-            self.cq
-                .attach(qpn, &shared, size as usize)
-                .and_then(|()| self.recv_cq.attach(qpn, &shared, recv_entries as usize))
-        };
-        let attached = match (&self.srq, attached) {
-            (Some(s), Ok(())) => self.recv_cq.attach_srq(qpn, s.srqn, s.size as usize),
-            (_, r) => r,
+            self.cq.attach(qpn, &shared, Roles { send: true, recv: false });
+            self.recv_cq.attach(qpn, &shared, Roles { send: false, recv: true });
+        }
+        let attached = match &self.srq {
+            Some(s) => self.recv_cq.attach_srq(qpn, s.srqn, s.size as usize),
+            None => Ok(()),
         };
         if let Err(e) = attached {
             undo(qpn);
@@ -772,8 +776,9 @@ impl<'mr> QueuePair<'mr> {
     /// `bad_wr` 0) or a request is malformed (no remote address for an RDMA opcode; INLINE
     /// without data, over `max_inline_data` or on a READ or atomic; more SGEs than
     /// `max_send_sge`, or more than one on an atomic; an SGE or their sum over 2^31 bytes);
-    /// [`Error::NoMemory`] at the first request the SQ has no free entry for (poll the CQ to
-    /// retire some); backend errors at the request whose WQE could not be written (or 0 if
+    /// [`Error::NoMemory`] at the first request the SQ has no free entry for, or the send CQ
+    /// could overrun for (see [`CompletionQueue`] on overflow; poll the CQ to retire some);
+    /// backend errors at the request whose WQE could not be written (or 0 if
     /// the doorbell failed: then nothing was posted).
     pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
@@ -783,10 +788,11 @@ impl<'mr> QueuePair<'mr> {
                 error: Error::inval(format!("post_send needs RTS (or ERR), QP {} is in {state:?}", self.qpn)),
             });
         }
-        let free = self.sq_size as usize - self.outstanding();
+        let sq_free = self.sq_size as usize - self.outstanding();
+        let cq_room = self.cq.room();
         let mut stop = None;
         for (i, wr) in wrs.iter().enumerate() {
-            if i == free {
+            if i == sq_free {
                 stop = Some(PostError {
                     bad_wr: i,
                     error: Error::NoMemory(format!(
@@ -794,6 +800,10 @@ impl<'mr> QueuePair<'mr> {
                         self.qpn, self.sq_size
                     )),
                 });
+                break;
+            }
+            if i == cq_room {
+                stop = Some(PostError { bad_wr: i, error: self.cq.full(i) });
                 break;
             }
             if let Err(error) = self.check_wr(i, wr) {
@@ -892,8 +902,8 @@ impl<'mr> QueuePair<'mr> {
     /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is in RESET (in ERR the NIC
     /// completes the requests with `IBV_WC_WR_FLUSH_ERR`) or has no receive queue (`bad_wr` 0),
     /// or a request has more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry
-    /// over 2^31 bytes; [`Error::NoMemory`] at the first request the RQ has no free entry for
-    /// (poll the receive CQ to retire some); backend errors (see
+    /// over 2^31 bytes; [`Error::NoMemory`] at the first request the RQ has no free entry for,
+    /// or the receive CQ could overrun for (poll the receive CQ to retire some); backend errors (see
     /// [`post_send`](Self::post_send)).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
@@ -909,9 +919,17 @@ impl<'mr> QueuePair<'mr> {
                 error: Error::inval(format!("QP {} has no receive queue (built with max_recv_wr 0)", self.qpn)),
             });
         };
-        let free = self.rq_size as usize - self.recv_outstanding();
+        let rq_free = self.rq_size as usize - self.recv_outstanding();
+        let cq_room = self.recv_cq.room();
         let what = format!("RQ of QP {}", self.qpn);
-        let (n, stop) = recv_prefix(wrs, self.attr.cap.max_recv_sge, free, self.rq_size, &what);
+        let (n, stop) = recv_prefix(wrs, self.attr.cap.max_recv_sge, rq_free.min(cq_room), self.rq_size, &what);
+        // Stopped for want of CQ entries rather than RQ ones: say so.
+        let stop = stop.map(|e| match e.error {
+            Error::NoMemory(_) if e.bad_wr == cq_room && cq_room < rq_free => {
+                PostError { bad_wr: e.bad_wr, error: self.recv_cq.full(e.bad_wr) }
+            }
+            _ => e,
+        });
         let start = self.rq_pi.get();
         let (written, stop) =
             match write_recv_wqes(ring, self.rq_stride, self.rq_size, self.attr.cap.max_recv_sge, start, &wrs[..n]) {

@@ -415,30 +415,71 @@ fn cq_poll_follows_the_owner_bit_without_mmio_reads() {
     assert_eq!(dev.reads.get(), reads, "polling never reads MMIO");
 }
 
+/// Moves `qp` from RESET through INIT and RTR to RTS.
+fn to_rts(qp: &mut QueuePair<'_>) {
+    let mut cur = QpState::Reset;
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        let (req, _) = transition_masks(cur, s).unwrap();
+        qp.modify(&full_attr(s), req | QpAttrMask::STATE).unwrap();
+        cur = s;
+    }
+}
+
+/// A CQ may be smaller than its QPs' queues, as ibverbs allows: `ibv_rc_pingpong` creates a CQ
+/// of `rx_depth + 1` entries for a QP of `rx_depth` receives and 1 send (both rounded up to
+/// powers of two here: 512 + 1 on 512 entries, which `build()` used to refuse). The CQ cannot
+/// overrun all the same: a post stops with ENOMEM at the first WR the CQ has no entry left
+/// for, counting every WR posted on its QPs and not yet retired; polling frees entries.
 #[test]
-fn cq_must_cover_its_qps() {
-    let (_dev, ctx) = open();
+fn a_cq_smaller_than_its_qps_queues_limits_the_posts_instead() {
+    let (dev, ctx) = open();
     let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(8).unwrap();
-    let a = pd.create_qp(&cq).set_max_send_wr(4).build().unwrap();
-    let e = pd.create_qp(&cq).set_max_send_wr(5).build().unwrap_err();
-    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
-    drop(a);
-    let b = pd.create_qp(&cq).set_max_send_wr(8).build().unwrap();
-    // The CQ is full: a receive queue needs room on its receive CQ too.
-    assert_eq!(pd.create_qp(&cq).set_max_send_wr(1).build().unwrap_err().errno(), Errno::EINVAL);
-    drop(b);
-    let e = pd.create_qp(&cq).set_max_send_wr(4).set_max_recv_wr(5).build().unwrap_err();
-    assert_eq!(e.errno(), Errno::EINVAL, "4 + 8 entries on a CQ of 8: {e}");
-    let a = pd.create_qp(&cq).set_max_send_wr(4).set_max_recv_wr(4).build().unwrap();
-    assert_eq!(a.rq_capacity(), 4);
-    drop(a);
-    // A separate receive CQ carries the RQ's share alone.
-    let rcq = ctx.create_cq(4).unwrap();
-    let a = pd.create_qp(&cq).set_max_send_wr(8).set_recv_cq(&rcq).set_max_recv_wr(4).build().unwrap();
-    assert_eq!(pd.create_qp(&rcq).set_max_send_wr(1).build().unwrap_err().errno(), Errno::EINVAL);
-    drop(a);
-    pd.create_qp(&rcq).set_max_send_wr(4).build().unwrap();
+    let rx_depth = 500u32;
+    let cq = ctx.create_cq(rx_depth as usize + 1).unwrap();
+    assert_eq!(cq.capacity(), 512);
+    let mut buf = vec![0u8; 4096];
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut qp = pd.create_qp(&cq).set_max_send_wr(1).set_max_recv_wr(rx_depth).build().unwrap();
+    assert_eq!((qp.sq_capacity(), qp.rq_capacity()), (1, 512));
+    to_rts(&mut qp);
+    let wr = |id: u64| RecvWr::new(id, mr.sge(0..64).unwrap());
+    let recvs: Vec<_> = (0..u64::from(rx_depth)).map(wr).collect();
+    qp.post_recv(&recvs).unwrap();
+    qp.post_send_one(SendWr::send(1000, None).signaled(true)).unwrap();
+    // 501 of the 512 entries are spoken for: 11 more receives fit, the 12th (the RQ has 12
+    // free slots) finds the CQ full.
+    let more: Vec<_> = (600..612).map(wr).collect();
+    let e = qp.post_recv(&more).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 11), "{e}");
+    assert!(e.error.to_string().contains(&format!("CQ {} is full", cq.cqn())), "{e}");
+    assert_eq!(qp.recv_outstanding(), 511);
+
+    // A CQ smaller than one SQ: 4 entries for 8 send WRs. Four sends go, the fifth is ENOMEM
+    // naming the CQ; the NIC (played by the test) completes the first, signaled: once it is
+    // polled, one more send fits.
+    let small = ctx.create_cq(4).unwrap();
+    let mut q = pd.create_qp(&small).set_max_send_wr(8).build().unwrap();
+    to_rts(&mut q);
+    let sends: Vec<_> = (0..5).map(|i| SendWr::send(i, None).signaled(i == 0)).collect();
+    let e = q.post_send(&sends).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 4), "{e}");
+    assert!(e.error.to_string().contains(&format!("CQ {} is full", small.cqn())), "{e}");
+    assert_eq!(q.outstanding(), 4);
+    assert_eq!(q.post_send_one(SendWr::send(9, None)).unwrap_err().errno(), Errno::ENOMEM);
+    let c = Cqe { wr_id: 0, qp_num: q.qp_num(), opcode: verbs::wc_opcode::SEND, owner: true, ..Cqe::default() };
+    ctx.device().dma_write(Iova(cq_base(&dev, small.cqn())), &c.pack()).unwrap();
+    let mut wcs = [WorkCompletion::default(); 4];
+    assert_eq!(small.poll(&mut wcs).unwrap(), 1);
+    assert_eq!(q.outstanding(), 3);
+    q.post_send_one(SendWr::send(9, None)).unwrap();
+    assert_eq!(q.post_send_one(SendWr::send(10, None)).unwrap_err().errno(), Errno::ENOMEM);
+    // A separate receive CQ counts the receives alone.
+    let rcq = ctx.create_cq(2).unwrap();
+    let mut r = pd.create_qp(&cq).set_max_send_wr(1).set_recv_cq(&rcq).set_max_recv_wr(8).build().unwrap();
+    to_rts(&mut r);
+    let e = r.post_recv(&[wr(1), wr(2), wr(3)]).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 2), "{e}");
+    assert!(e.error.to_string().contains(&format!("CQ {} is full", rcq.cqn())), "{e}");
     // A receive WQE holds at most 15 scatter entries.
     assert_eq!(
         pd.create_qp(&cq).set_max_recv_wr(1).set_max_recv_sge(16).build().unwrap_err().errno(),
@@ -928,8 +969,9 @@ fn reads_take_up_to_max_send_sge_and_atomics_one() {
 
 /// Creation writes the SRQ context (INIT, disarmed, its own event CQ); sizes round up and out
 /// of range ones are refused; arm_limit writes LIMIT without INIT and refuses more than max_wr.
-/// A CQ reserves an SRQ's size once for all the SRQ's QPs that receive on it (each SRQ WQE
-/// completes once), plus each QP's SQ; the room goes back with the SRQ's last QP.
+/// A CQ keeps an SRQ's size free once for all the SRQ's QPs that receive on it (each SRQ WQE
+/// completes once; the SRQ's posts cannot see the CQs of QPs that attach later), and the posts
+/// of its other QPs get only the rest; the room goes back with the SRQ's last QP.
 #[test]
 fn a_cq_reserves_an_srq_once_for_all_its_qps() {
     let (_dev, ctx) = open();
@@ -937,12 +979,24 @@ fn a_cq_reserves_an_srq_once_for_all_its_qps() {
     let cq = ctx.create_cq(16).unwrap();
     let srq = pd.create_srq(8, 1).unwrap();
     let qp = || pd.create_qp(&cq).set_max_send_wr(2).set_srq(&srq).build();
-    // 8 for the SRQ + 2 per SQ: four QPs fill the 16 entries, a fifth does not fit.
-    let qps: Vec<_> = (0..4).map(|_| qp().unwrap()).collect();
-    assert_eq!(qp().unwrap_err().errno(), Errno::EINVAL);
-    drop(qps);
-    // All gone: the SRQ's 8 are free again, so a QP with its own 8-entry RQ and an 8-entry SQ fits.
-    pd.create_qp(&cq).set_max_send_wr(8).set_max_recv_wr(8).build().unwrap();
+    // 8 for the SRQ, whatever the number of its QPs (their SQs reserve nothing).
+    let qps: Vec<_> = (0..5).map(|_| qp().unwrap()).collect();
+    // A second SRQ of 8 fills the 16 entries; a third does not fit.
+    let srq2 = pd.create_srq(8, 1).unwrap();
+    let q2 = pd.create_qp(&cq).set_max_send_wr(2).set_srq(&srq2).build().unwrap();
+    let srq3 = pd.create_srq(1, 1).unwrap();
+    let e = pd.create_qp(&cq).set_max_send_wr(2).set_srq(&srq3).build().unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
+    drop((qps, q2));
+    // With one SRQ of 8 on it, a QP with its own RQ gets the other 8 entries for receives.
+    let _keep = qp().unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut own = pd.create_qp(&cq).set_max_send_wr(1).set_max_recv_wr(16).build().unwrap();
+    to_rts(&mut own);
+    let recvs: Vec<_> = (0..9).map(|i| RecvWr::new(i, mr.sge(0..64).unwrap())).collect();
+    let e = own.post_recv(&recvs).unwrap_err();
+    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 8), "{e}");
 }
 
 #[test]

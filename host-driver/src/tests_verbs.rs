@@ -302,7 +302,9 @@ fn resize_cq_needs_a_quiet_cq() {
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16).unwrap();
     let mut qp = pd.create_qp(&cq).set_max_send_wr(8).build().unwrap();
-    assert_eq!(cq.resize(4).unwrap_err().errno(), Errno::EINVAL, "below the 8 entries the QP reserved");
+    // A quiet CQ may shrink below its QP's SQ (the posts check its room).
+    cq.resize(4).unwrap();
+    assert_eq!(cq.capacity(), 4);
     cq.resize(100).unwrap();
     assert_eq!(cq.capacity(), 128);
     let (idx, rec) = last_cmd(&dev, regs::cmd_op::WRITE_CQ);

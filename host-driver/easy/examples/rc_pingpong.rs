@@ -179,9 +179,8 @@ fn run(a: &Args) -> Result<bool, String> {
         buf.write_at(0, &(0..size).map(pattern_byte).collect::<Vec<_>>()).map_err(e)?;
     }
     let channel = if a.events { Some(ctx.create_comp_channel().map_err(e)?) } else { None };
-    // pingpong.c asks for rx_depth + 1 entries; rnic's ibv_create_qp wants the CQ to hold the
-    // QP's rings as rounded up to powers of two (RQ 500 -> 512, plus the SQ), so ask for that.
-    let cq_size = a.rx_depth.next_power_of_two() as usize + 1;
+    // rx_depth + 1 entries, as pingpong.c asks: the receives posted and the one send.
+    let cq_size = a.rx_depth as usize + 1;
     let cq = match &channel {
         Some(ch) => ctx.create_cq_with_channel(cq_size, ch),
         None => ctx.create_cq(cq_size),

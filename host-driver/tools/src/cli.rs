@@ -246,6 +246,11 @@ pub struct LatArgs {
     /// Keep the wire capture in this pcap file (with --all: the last size's).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
+    /// Draw the run into this SVG file: with -a, t_typical (median) and the 99th percentile in
+    /// µs against the message size (log2 axis); without, the latency distribution (histogram
+    /// and cumulative distribution, median, 99 % and 99.9 % marked). docs/performance.md.
+    #[arg(long, value_name = "FILE.svg", value_parser = perf::plot::check_plot_path)]
+    pub plot: Option<PathBuf>,
     /// Print one JSON object (per size) instead of the table (same as --output json).
     #[arg(long, conflicts_with = "output")]
     pub json: bool,
@@ -474,6 +479,10 @@ pub struct CommonArgs {
     #[arg(long, short = 'p', default_value_t = perf::exchange::DEFAULT_PORT, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
+    /// With -a (write, send, read): draw Gb/s and Mpps against the message size (log2 axis),
+    /// one mark per size, into this SVG file once the sweep is over (docs/performance.md).
+    #[arg(long, value_name = "FILE.svg", value_parser = perf::plot::check_plot_path)]
+    pub plot: Option<PathBuf>,
     /// Capture the wire (both directions) into this pcap file.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
@@ -656,7 +665,7 @@ mod tests {
                 let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
                 if !takes_value
                     || arg.is_positional()
-                    || ["pcap", "waveform", "atomic-type", "device", "output"].contains(&long)
+                    || ["pcap", "waveform", "atomic-type", "device", "output", "plot"].contains(&long)
                 {
                     continue;
                 }

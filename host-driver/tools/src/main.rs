@@ -6,6 +6,7 @@ use rnic::{Context, DeviceInfo};
 use rnic_tools::cli::{self, Cli, Command, CommonArgs, LatArgs, LinkArg, Op, OutputFormat, ServeArgs, SimCmd};
 use rnic_tools::output::{self, BwCsvRow, CsvOut, LatCsvRow};
 use rnic_tools::perf::lat::{self as lat, LatOp};
+use rnic_tools::perf::plot::{self, BwPoint, LatPoint, PlotError};
 use rnic_tools::perf::remote::{self, RemoteOptions, RemoteReport};
 use rnic_tools::perf::remote_lat::{self, RemoteLatOptions};
 use rnic_tools::perf::{self, AtomicType, WriteBwReport};
@@ -153,9 +154,8 @@ fn print_remote(r: &RemoteReport) {
     println!(" Data ex. method : Ethernet (perftest exchange, peer version {})", r.peer_version);
     println!("{RULE}");
     for (side, ep) in [("local", &r.local), ("remote", &r.remote)] {
-        let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
-        println!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va);
-        println!(" GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac);
+        println!("{}", output::address_line(side, ep));
+        println!("{}", output::gid_line(ep));
     }
     println!("{RULE}");
     println!(" #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]");
@@ -178,8 +178,8 @@ fn print_remote(r: &RemoteReport) {
 fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
     let name = op.name();
     if let Some(d) = a.device.as_deref().filter(|d| *d != "sim") {
-        if a.sweep.all || a.pcap.is_some() {
-            eprintln!("rnic perf {name}: --all and --pcap are for the in-process run (without --device)");
+        if a.sweep.all || a.pcap.is_some() || a.plot.is_some() {
+            eprintln!("rnic perf {name}: --all, --pcap and --plot are for the in-process run (without --device)");
             return ExitCode::from(2);
         }
         return perf_lat_remote(op, a, d);
@@ -202,6 +202,8 @@ fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
     let fmt = a.format();
     let mut csv = CsvOut::default();
     let mut all_ok = true;
+    let mut points = Vec::new();
+    let mut one = None;
     for (k, &size) in sizes.iter().enumerate() {
         let opts = a.options(op, size);
         let bar = progress_bar(fmt, a.iters, "exchanges");
@@ -258,6 +260,23 @@ fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
             );
         }
         all_ok &= r.verified;
+        points.push(LatPoint { size, typical_us: r.stats.t_typical_us, p99_us: r.stats.p99_us });
+        if !a.sweep.all {
+            one = Some((r.histogram.counts(), r.stats.cycles, r.mtu));
+        }
+    }
+    if let Some(path) = &a.plot {
+        let svg = match &one {
+            Some((counts, summary, mtu)) => plot::lat_distribution_svg(
+                &format!("rnic perf {name}: {} B, MTU {mtu}, {} samples", sizes[0], summary.samples),
+                counts,
+                summary,
+            ),
+            None => plot::lat_sweep_svg(&format!("rnic perf {name} -a: {} samples per size", a.iters), &points),
+        };
+        if let Err(code) = save_plot(name, path, svg, fmt) {
+            return code;
+        }
     }
     if all_ok {
         ExitCode::SUCCESS
@@ -316,21 +335,11 @@ fn perf_lat_remote(op: LatOp, a: &LatArgs, device: &str) -> ExitCode {
             println!(" Mtu             : {}[B]", r.mtu);
             println!(" Data ex. method : Ethernet (perftest exchange, peer version {})", r.peer_version);
             println!("{RULE}");
-            println!(
-                " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
-            );
-            println!(
-                " {:<7}{:<15}{:<15.2}{:<15.2}{:<17.2}{:<15.2}{:<16.2}{:<23.2}{:.2}",
-                r.size,
-                r.completed,
-                r.t_min_us,
-                r.t_max_us,
-                r.t_typical_us,
-                r.t_avg_us,
-                r.t_stdev_us,
-                r.p99_us,
-                r.p99_9_us
-            );
+            println!("{}", output::LAT_COLUMNS);
+            if let Err(e) = output::lat_stats_row(r.size, r.completed, &r.stats, &mut std::io::stdout()) {
+                eprintln!("rnic perf {name}: cannot print the report: {e}");
+                return ExitCode::from(1);
+            }
             println!("{RULE}");
             println!(
                 " time base: {}; verification: {}",
@@ -367,10 +376,18 @@ fn progress_bar(fmt: OutputFormat, len: u64, what: &str) -> indicatif::ProgressB
 fn perf_bw(o: Op, a: &CommonArgs) -> ExitCode {
     let name = o.op.name();
     let sweep = o.sizes.filter(|s| s.all);
+    if a.plot.is_some() && sweep.is_none() {
+        if o.sizes.is_none() {
+            eprintln!("rnic perf {name}: --plot draws a sweep of message sizes, and an atomic moves 8 bytes: there is no sweep to draw (drop --plot)");
+        } else {
+            eprintln!("rnic perf {name}: --plot draws a sweep of message sizes: add -a/--all (or drop --plot)");
+        }
+        return ExitCode::from(2);
+    }
     match a.device.as_deref() {
         Some(d) if d != "sim" => {
-            if sweep.is_some() || a.post_list.is_some() || a.format() == OutputFormat::Csv {
-                eprintln!("rnic perf {name}: --all, --post-list and --output csv are for the in-process run (without --device)");
+            if sweep.is_some() || a.post_list.is_some() || a.plot.is_some() || a.format() == OutputFormat::Csv {
+                eprintln!("rnic perf {name}: --all, --post-list, --plot and --output csv are for the in-process run (without --device)");
                 return ExitCode::from(2);
             }
             return perf_remote(o, a, d);
@@ -399,6 +416,7 @@ fn perf_bw_sweep(o: Op, a: &CommonArgs, sizes: &[u64]) -> ExitCode {
     let fmt = a.format();
     let mut csv = CsvOut::default();
     let mut all_ok = true;
+    let mut points = Vec::new();
     for (k, &size) in sizes.iter().enumerate() {
         let opts = cli::bw_options(Op { size, ..o }, a);
         let bar = progress_bar(fmt, a.iters, "messages");
@@ -460,11 +478,46 @@ fn perf_bw_sweep(o: Op, a: &CommonArgs, sizes: &[u64]) -> ExitCode {
             eprintln!("rnic perf {name} (size {size}): {e}");
         }
         all_ok &= r.verified;
+        points.push(BwPoint { size, gbps: r.gbps, mpps: r.mpps });
+    }
+    if let Some(path) = &a.plot {
+        let title = format!(
+            "rnic perf {name} -a: {} QP{}, {} messages per size, MTU {}",
+            a.qps,
+            if a.qps == 1 { "" } else { "s" },
+            a.iters,
+            a.mtu.bytes()
+        );
+        if let Err(code) = save_plot(name, path, plot::bw_sweep_svg(&title, &points), fmt) {
+            return code;
+        }
     }
     if all_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// Writes the chart of `--plot` (and says where in the table's output); exit status 1 when it
+/// cannot be drawn or written.
+fn save_plot(
+    name: &str,
+    path: &std::path::Path,
+    svg: Result<String, PlotError>,
+    fmt: OutputFormat,
+) -> Result<(), ExitCode> {
+    match svg.and_then(|svg| plot::write_svg(path, &svg)) {
+        Ok(()) => {
+            if fmt == OutputFormat::Text {
+                println!(" plot: {}", path.display());
+            }
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("rnic perf {name} --plot: {e}");
+            Err(ExitCode::from(1))
+        }
     }
 }
 
@@ -590,12 +643,9 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     // One line per QP and side, as perftest prints them.
     for (side, pick) in [("local", true), ("remote", false)] {
         for q in &r.per_qp {
-            let ep = if pick { &q.client } else { &q.server };
-            let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
-            println!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va);
+            println!("{}", output::address_line(side, if pick { &q.client } else { &q.server }));
         }
-        let ep = if pick { &r.client } else { &r.server };
-        println!(" GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac);
+        println!("{}", output::gid_line(if pick { &r.client } else { &r.server }));
     }
     println!("{RULE}");
     println!(" #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]");

@@ -2,13 +2,27 @@
 //! lines, and CSV rows (one per size).
 use std::io::Write;
 
+use rnic::Endpoint;
 use serde::Serialize;
 
 use crate::perf::lat::LatReport;
+use crate::perf::stats::{LatencyStats, LatencySummary};
 use crate::perf::WriteBwReport;
 
 /// perftest's separator line.
 pub const RULE: &str = "---------------------------------------------------------------------------------------";
+
+/// perftest's line of one side's QP and buffer: ` local address: QPN 0x0002 PSN 0x4b7371 RKey
+/// 0x00000001 VAddr 0x…` (`side` "local" or "remote"; RKey and VAddr 0 without a buffer).
+pub fn address_line(side: &str, ep: &Endpoint) -> String {
+    let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
+    format!(" {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}", ep.qpn, ep.psn, rkey, va)
+}
+
+/// perftest's line of one side's port: ` GID: ::ffff:IPv4  MAC: …` (RoCEv2's IPv4-mapped GID).
+pub fn gid_line(ep: &Endpoint) -> String {
+    format!(" GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac)
+}
 
 /// perftest's title of a latency test.
 fn lat_title(op: &str) -> &'static str {
@@ -35,34 +49,39 @@ pub fn lat_header(r: &LatReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, " Data ex. method : in-process (two simulated hosts)")?;
     writeln!(out, "{RULE}")?;
     for (side, ep) in [("local", &r.client), ("remote", &r.server)] {
-        let (rkey, va) = ep.buffer.map_or((0, 0), |b| (b.rkey, b.addr));
-        writeln!(
-            out,
-            " {side} address: QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}",
-            ep.qpn, ep.psn, rkey, va
-        )?;
-        writeln!(out, " GID: ::ffff:{}  MAC: {}", ep.ip, ep.mac)?;
+        writeln!(out, "{}", address_line(side, ep))?;
+        writeln!(out, "{}", gid_line(ep))?;
     }
     writeln!(out, "{RULE}")?;
-    writeln!(
-        out,
-        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
-    )
+    writeln!(out, "{LAT_COLUMNS}")
 }
 
-/// One row of a latency test: µs, then the same in cycles at the model clock.
-pub fn lat_row(r: &LatReport, out: &mut dyn Write) -> std::io::Result<()> {
+/// The column header of a latency test's rows, perftest's.
+pub const LAT_COLUMNS: &str = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ";
+
+/// The row of one latency run under [`LAT_COLUMNS`], as perftest prints it: message size
+/// (bytes), samples, then `s`'s figures in µs.
+pub fn lat_stats_row(size: u64, samples: u64, s: &LatencyStats, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         " {:<7}{:<15}{:<15.2}{:<15.2}{:<17.2}{:<15.2}{:<16.2}{:<23.2}{:.2}",
-        r.size, r.completed, r.t_min_us, r.t_max_us, r.t_typical_us, r.t_avg_us, r.t_stdev_us, r.p99_us, r.p99_9_us
-    )?;
-    let c = &r.cycles;
+        size, samples, s.t_min_us, s.t_max_us, s.t_typical_us, s.t_avg_us, s.t_stdev_us, s.p99_us, s.p99_9_us
+    )
+}
+
+/// The same figures in cycles at the model clock, under [`lat_stats_row`]'s.
+pub fn lat_cycles_row(c: &LatencySummary, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         " {:<7}{:<15}{:<15.1}{:<15.1}{:<17.1}{:<15.1}{:<16.1}{:<23.1}{:.1}",
         "", "[cycles]", c.min, c.max, c.typical, c.avg, c.stdev, c.p99, c.p99_9
     )
+}
+
+/// One row of a latency test: µs, then the same in cycles at the model clock.
+pub fn lat_row(r: &LatReport, out: &mut dyn Write) -> std::io::Result<()> {
+    lat_stats_row(r.size, r.completed, &r.stats, out)?;
+    lat_cycles_row(&r.stats.cycles, out)
 }
 
 /// The footer of one latency run: what a sample is, the stages, the check.
@@ -76,7 +95,7 @@ pub fn lat_footer(r: &LatReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         " a sample: {what}; cycles at {} MHz; {} cycles simulated at {:.0} cycles/s",
-        r.clock_mhz, r.run_cycles, r.sim_cycles_per_sec
+        r.stats.clock_mhz, r.run_cycles, r.sim_cycles_per_sec
     )?;
     if let Some(s) = &r.stages {
         writeln!(out, " NIC stages, cycles (min / median / p99 / max over the messages measured):")?;
@@ -146,19 +165,20 @@ impl<'a> From<&'a LatReport> for LatCsvRow<'a> {
     fn from(r: &'a LatReport) -> Self {
         let stage =
             |n: &str| r.stages.as_ref().and_then(|s| s.stages.iter().find(|x| x.name == n)).map(|x| x.cycles.typical);
+        let s = &r.stats;
         LatCsvRow {
             op: r.op,
             size: r.size,
             iters: r.completed,
-            t_min_us: r.t_min_us,
-            t_max_us: r.t_max_us,
-            t_typical_us: r.t_typical_us,
-            t_avg_us: r.t_avg_us,
-            t_stdev_us: r.t_stdev_us,
-            p99_us: r.p99_us,
-            p99_9_us: r.p99_9_us,
-            t_typical_cycles: r.cycles.typical,
-            p99_cycles: r.cycles.p99,
+            t_min_us: s.t_min_us,
+            t_max_us: s.t_max_us,
+            t_typical_us: s.t_typical_us,
+            t_avg_us: s.t_avg_us,
+            t_stdev_us: s.t_stdev_us,
+            p99_us: s.p99_us,
+            p99_9_us: s.p99_9_us,
+            t_typical_cycles: s.cycles.typical,
+            p99_cycles: s.cycles.p99,
             doorbell_to_tx_last_beat: stage("doorbell_to_tx_last_beat"),
             responder: stage("responder"),
             verified: r.verified,

@@ -24,11 +24,10 @@ use rnic::{
     AccessFlags, ConnectOptions, Context, Endpoint, Error, Mtu, PortAddr, RecvWr, Result, SendWr, WcOpcode,
     WorkCompletion,
 };
-use rnic_contract::CORE_CLOCK_MHZ;
 use serde::Serialize;
 
 use super::stages::{self, HostStamps, Stages};
-use super::stats::{LatencyHistogram, LatencySummary};
+use super::stats::{LatencyHistogram, LatencyStats};
 use super::{
     ack_timeout_cycles, fill_pattern, rnr_wait_cycles, BothCounters, Mismatch, ATOMIC_ADD, ATOMIC_BYTES, ATOMIC_INIT,
     MAX_INLINE_SIZE,
@@ -129,7 +128,7 @@ impl Default for LatOptions {
     }
 }
 
-/// The outcome of [`run_lat`]: perftest's columns in µs at [`CORE_CLOCK_MHZ`] (from the
+/// The outcome of [`run_lat`]: perftest's columns in µs at [`rnic_contract::CORE_CLOCK_MHZ`] (from the
 /// simulated clock), the same in cycles, and the per-stage breakdown.
 #[derive(Clone, Debug, Serialize)]
 pub struct LatReport {
@@ -149,24 +148,13 @@ pub struct LatReport {
     pub cq_mod: u32,
     /// Samples are round trips reported halved (WRITE, SEND) or whole (READ).
     pub halved: bool,
-    /// Smallest latency, µs.
-    pub t_min_us: f64,
-    /// Largest latency, µs.
-    pub t_max_us: f64,
-    /// Median latency, µs.
-    pub t_typical_us: f64,
-    /// Mean latency, µs.
-    pub t_avg_us: f64,
-    /// Standard deviation, µs.
-    pub t_stdev_us: f64,
-    /// 99th percentile, µs.
-    pub p99_us: f64,
-    /// 99.9th percentile, µs.
-    pub p99_9_us: f64,
-    /// The same distribution in NIC cycles.
-    pub cycles: LatencySummary,
-    /// Clock the µs figures use, MHz.
-    pub clock_mhz: u64,
+    /// The latency figures (µs and cycles; flat in the JSON: `t_min_us`, … `p99_9_us`,
+    /// `cycles`, `clock_mhz`).
+    #[serde(flatten)]
+    pub stats: LatencyStats,
+    /// Every sample, for `--plot` (not in the JSON).
+    #[serde(skip)]
+    pub histogram: LatencyHistogram,
     /// Every exchange completed, every message arrived intact, no error completion.
     pub verified: bool,
     /// The first wrong byte of a received message (`iteration`: its exchange; `qp` 1 when the
@@ -535,7 +523,6 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
     let pcap_frames = if o.pcap.is_some() { world.borrow().captured_frames() } else { 0 };
     world.borrow_mut().finish().map_err(|e| sim_error("finishing the pcap capture", e))?;
     let completed = hist.len();
-    let c = hist.summary();
     let clean = error.is_none() && !timed_out && mismatch.is_none() && completed == o.iters;
     let (stages, stages_note) = match (&cap, o.stages) {
         (_, false) => (None, None),
@@ -549,8 +536,7 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
             Err(e) => (None, Some(format!("reading the capture: {e}"))),
         },
     };
-    let stats = world.borrow().stats();
-    let us = LatencySummary::us;
+    let sim = world.borrow().stats();
     Ok(LatReport {
         op: o.op.name(),
         size: o.size,
@@ -560,15 +546,8 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
         inline_size: o.inline_size,
         cq_mod: if read { 1 } else { o.cq_mod },
         halved: o.op.halved(),
-        t_min_us: us(c.min),
-        t_max_us: us(c.max),
-        t_typical_us: us(c.typical),
-        t_avg_us: us(c.avg),
-        t_stdev_us: us(c.stdev),
-        p99_us: us(c.p99),
-        p99_9_us: us(c.p99_9),
-        cycles: c,
-        clock_mhz: CORE_CLOCK_MHZ,
+        stats: hist.stats(),
+        histogram: hist,
         verified: clean,
         first_mismatch: mismatch,
         timed_out,
@@ -576,8 +555,8 @@ pub fn run_lat(o: &LatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Lat
         stages,
         stages_note,
         run_cycles: run.end.saturating_sub(run.start),
-        sim_cycles_per_sec: stats.cycles_per_second,
-        sim_wall_seconds: stats.wall_seconds,
+        sim_cycles_per_sec: sim.cycles_per_second,
+        sim_wall_seconds: sim.wall_seconds,
         pcap_frames,
         client: run.ep_c,
         server: run.ep_s,

@@ -15,6 +15,7 @@ pub mod exchange;
 pub mod lat;
 mod layout;
 mod limits;
+pub mod plot;
 pub mod remote;
 pub mod remote_lat;
 pub mod stages;

@@ -20,13 +20,12 @@ use rnic::{
     AccessFlags, ConnectOptions, Context, Endpoint, Error, PortAddr, RecvWr, RemoteBuffer, Result, SendWr, WcOpcode,
     WorkCompletion,
 };
-use rnic_contract::CORE_CLOCK_MHZ;
 use serde::Serialize;
 
 use super::exchange::{Exchange, Key};
 use super::lat::{fill_lat_message, lat_stall_cycles, marker, LatOp, LatOptions};
 use super::remote::{sim_mac_of, Role};
-use super::stats::{LatencyHistogram, LatencySummary};
+use super::stats::{LatencyHistogram, LatencyStats};
 use super::{fill_pattern, Mismatch, ATOMIC_ADD, ATOMIC_INIT};
 
 /// Receives each side of a two-sided send-lat keeps posted.
@@ -66,24 +65,10 @@ pub struct RemoteLatReport {
     pub mtu: u32,
     /// Samples are round trips reported halved.
     pub halved: bool,
-    /// Smallest latency, µs.
-    pub t_min_us: f64,
-    /// Largest latency, µs.
-    pub t_max_us: f64,
-    /// Median latency, µs.
-    pub t_typical_us: f64,
-    /// Mean latency, µs.
-    pub t_avg_us: f64,
-    /// Standard deviation, µs.
-    pub t_stdev_us: f64,
-    /// 99th percentile, µs.
-    pub p99_us: f64,
-    /// 99.9th percentile, µs.
-    pub p99_9_us: f64,
-    /// The same in cycles.
-    pub cycles: LatencySummary,
-    /// Clock of the µs figures, MHz.
-    pub clock_mhz: u64,
+    /// The latency figures (µs and cycles; flat in the JSON: `t_min_us`, … `p99_9_us`,
+    /// `cycles`, `clock_mhz`).
+    #[serde(flatten)]
+    pub stats: LatencyStats,
     /// The time base is the simulator's cycle count (true) or wall time (false).
     pub sim_clock: bool,
     /// Every message this side received was intact, every exchange completed, no error.
@@ -300,8 +285,6 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
         x.close(&mine).map_err(|e| io_err("close", e))?;
         (local, remote)
     };
-    let c = hist.summary();
-    let us = LatencySummary::us;
     let want = match (role, read) {
         (Role::Client, _) => l.iters,
         (Role::Server, true) => 0,
@@ -317,15 +300,7 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
         completed: hist.len(),
         mtu: mtu.bytes(),
         halved: l.op.halved(),
-        t_min_us: us(c.min),
-        t_max_us: us(c.max),
-        t_typical_us: us(c.typical),
-        t_avg_us: us(c.avg),
-        t_stdev_us: us(c.stdev),
-        p99_us: us(c.p99),
-        p99_9_us: us(c.p99_9),
-        cycles: c,
-        clock_mhz: CORE_CLOCK_MHZ,
+        stats: hist.stats(),
         sim_clock: dev.clock_is_simulated(),
         verified: error.is_none() && !timed_out && mismatch.is_none() && hist.len() == want,
         first_mismatch: mismatch,
