@@ -11,6 +11,7 @@ use crate::channel::CompletionChannel;
 use crate::cq::CompletionQueue;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::event::EventQueue;
 use crate::pd::ProtectionDomain;
 use crate::srq::{self, AsyncEvent, SrqInner};
 
@@ -355,7 +356,14 @@ pub(crate) struct CtxInner {
     pub(crate) tables: RefCell<Tables>,
     /// The SRQs created on this context, for [`Context::poll_async_event`].
     pub(crate) srqs: RefCell<Vec<Weak<SrqInner>>>,
+    /// The device's asynchronous event queue (QP events), when the NIC has one (contract
+    /// minor [`ASYNC_EVENTS_MINOR`] and up).
+    pub(crate) events: Option<EventQueue>,
 }
+
+/// The contract minor version that added the QP-affiliated asynchronous events and
+/// [`regs::ASYNC_EVENT_CQ`].
+pub const ASYNC_EVENTS_MINOR: u16 = 4;
 
 /// An opened rnic device: the root of every verbs object (`struct ibv_context`).
 ///
@@ -391,8 +399,23 @@ impl Context {
         let info = DeviceInfo::read(&*dev)?;
         info.check_compatible_for(&dev.name())?;
         let tables = RefCell::new(Tables::new(&info));
+        // The event queue takes a CQ for the life of the context (ibv_get_async_event(3)
+        // reports events from open on), so `max_cq` counts one fewer.
+        let events = if info.minor() >= ASYNC_EVENTS_MINOR {
+            let cqn = tables.borrow_mut().alloc_cqn()?;
+            Some(EventQueue::new(&dev, cqn)?)
+        } else {
+            None
+        };
         Ok(Self {
-            inner: Rc::new(CtxInner { dev, info, port: Cell::new(None), tables, srqs: RefCell::new(Vec::new()) }),
+            inner: Rc::new(CtxInner {
+                dev,
+                info,
+                port: Cell::new(None),
+                tables,
+                srqs: RefCell::new(Vec::new()),
+                events,
+            }),
         })
     }
 
@@ -452,14 +475,41 @@ impl Context {
         Ok(ProtectionDomain::new(Rc::clone(&self.inner), pdn))
     }
 
-    /// Polls one asynchronous event, if any (`ibv_get_async_event(3)` without blocking): the
-    /// NIC writes each SRQ's limit event to a CQ of that SRQ; this reads them, in SRQ creation
-    /// order. Events need no acknowledgement (`ibv_ack_async_event`).
+    /// Polls one asynchronous event, if any (`ibv_get_async_event(3)` without blocking): first
+    /// the QP events the NIC wrote to the context's event queue
+    /// ([`AsyncEvent::Qp`], in the order raised), then each SRQ's limit event from a CQ of
+    /// that SRQ, in SRQ creation order. Events need no acknowledgement
+    /// (`ibv_ack_async_event`): they hold no resource.
     ///
     /// # Errors
     /// Backend errors reading the event rings.
     pub fn poll_async_event(&self) -> Result<Option<AsyncEvent>> {
+        if let Some(q) = &self.inner.events {
+            if let Some(e) = q.poll()? {
+                return Ok(Some(e));
+            }
+        }
         srq::poll_async_event(&self.inner.srqs)
+    }
+
+    /// Whether the NIC reports QP-affiliated asynchronous events to this context (contract
+    /// minor [`ASYNC_EVENTS_MINOR`] and up).
+    pub fn has_qp_events(&self) -> bool {
+        self.inner.events.is_some()
+    }
+
+    /// Waits for the next asynchronous event (`ibv_get_async_event(3)`), running the device
+    /// meanwhile (the simulator's world advances; a hardware backend polls the ring).
+    ///
+    /// # Errors
+    /// Backend errors; never returns while no event comes.
+    pub fn get_async_event(&self) -> Result<AsyncEvent> {
+        loop {
+            if let Some(e) = self.poll_async_event()? {
+                return Ok(e);
+            }
+            self.inner.dev.poll_progress();
+        }
     }
 
     /// Polls for an asynchronous event until one arrives or `budget_cycles` NIC cycles pass

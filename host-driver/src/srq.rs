@@ -48,6 +48,17 @@ pub enum AsyncEvent {
         /// Receive WQEs still posted when the NIC fired the event.
         wqes_left: u32,
     },
+    /// A QP-affiliated event (`ibv_async_event.element.qp`): `IBV_EVENT_QP_FATAL`,
+    /// `QP_REQ_ERR`, `QP_ACCESS_ERR` (the QP is now in the error state: its WRs complete with
+    /// `IBV_WC_WR_FLUSH_ERR`; reset it to use it again), `COMM_EST` or
+    /// `QP_LAST_WQE_REACHED`, from the context's event queue (`rnic_contract::regs::ASYNC_EVENT_CQ`
+    /// says what raises each).
+    Qp {
+        /// The event.
+        event_type: crate::AsyncEventType,
+        /// The QP's number ([`crate::QueuePair::qp_num`]).
+        qp_num: u32,
+    },
 }
 
 impl AsyncEvent {
@@ -55,6 +66,7 @@ impl AsyncEvent {
     pub fn event_type(&self) -> crate::AsyncEventType {
         match self {
             Self::SrqLimitReached { .. } => crate::AsyncEventType::SrqLimitReached,
+            Self::Qp { event_type, .. } => *event_type,
         }
     }
 }
