@@ -33,22 +33,27 @@ const EVENT_QUEUE_LOG_SIZE: u8 = 8;
 pub(crate) struct EventQueue {
     dev: Rc<dyn Device>,
     pub(crate) cqn: u32,
+    /// The MSI-X vector in its CQ context, when the backend delivers interrupts: arming the
+    /// CQ ([`EventQueue::arm`]) makes the next event CQE fire it.
+    pub(crate) vector: Option<u8>,
     ring: DmaBuffer,
     ci: Cell<u64>,
 }
 
 impl EventQueue {
-    /// Zeroes a ring, commits it as CQ `cqn` (WRITE_CQ) and points `ASYNC_EVENT_CQ` at it
-    /// with the enable bit.
+    /// Zeroes a ring, commits it as CQ `cqn` (WRITE_CQ) with interrupt vector `vector` and
+    /// points `ASYNC_EVENT_CQ` at it with the enable bit.
     ///
     /// # Errors
-    /// DMA allocation and backend MMIO errors (the CQ context is invalidated again).
-    pub(crate) fn new(dev: &Rc<dyn Device>, cqn: u32) -> Result<Self> {
+    /// DMA allocation and backend MMIO errors.
+    pub(crate) fn new(dev: &Rc<dyn Device>, cqn: u32, vector: Option<u8>) -> Result<Self> {
         let bytes = cqe::BYTES << EVENT_QUEUE_LOG_SIZE;
         let ring = DmaBuffer::new(dev, bytes, 4096)?;
         ring.write(0, &vec![0u8; bytes])?;
-        let rec = CqContext { valid: true, log_size: EVENT_QUEUE_LOG_SIZE, vector: 0, base: ring.iova().0 }.pack();
-        let q = Self { dev: Rc::clone(dev), cqn, ring, ci: Cell::new(0) };
+        let rec =
+            CqContext { valid: true, log_size: EVENT_QUEUE_LOG_SIZE, vector: vector.unwrap_or(0), base: ring.iova().0 }
+                .pack();
+        let q = Self { dev: Rc::clone(dev), cqn, vector, ring, ci: Cell::new(0) };
         write_context(&**dev, cmd_op::WRITE_CQ, cqn as u8, &rec)?;
         dev.mmio_write32(regs::ASYNC_EVENT_CQ, regs::async_event_cq::ENABLE | cqn)?;
         Ok(q)
@@ -86,6 +91,18 @@ impl EventQueue {
                 None => continue,
             }
         }
+    }
+}
+
+impl EventQueue {
+    /// Arms the queue's CQ for its next event CQE ([`regs::CQ_ARM`] with the consumer index):
+    /// if an event is already there unpolled, the NIC fires the vector at once.
+    ///
+    /// # Errors
+    /// Backend MMIO errors.
+    pub(crate) fn arm(&self) -> Result<()> {
+        let ci = (self.ci.get() & ((1 << regs::cq_arm::CI_BITS) - 1)) as u32;
+        self.dev.mmio_write32(regs::CQ_ARM, self.cqn << regs::cq_arm::CQN_SHIFT | ci)
     }
 }
 

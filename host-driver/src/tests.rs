@@ -955,7 +955,9 @@ fn create_srq_writes_its_context_and_arm_limit_modifies_it() {
     assert_eq!((op, u32::from(idx)), (regs::cmd_op::WRITE_SRQ, srq.srq_num()));
     assert_eq!((srq_context::INIT.get(&rec), srq_context::LIMIT.get(&rec)), (1, 0), "new and disarmed");
     let event_cq = srq_context::EVENT_CQ.get(&rec);
-    assert_ne!(event_cq, u64::from(cq.cqn()), "the SRQ has an event CQ of its own");
+    let async_cq = dev.writes.borrow().iter().rfind(|(a, _)| *a == regs::ASYNC_EVENT_CQ).unwrap().1;
+    assert_eq!(event_cq, u64::from(async_cq & regs::async_event_cq::CQN_MASK), "the context's event queue");
+    assert_ne!(event_cq, u64::from(cq.cqn()));
     // 3 WRs round up to 4; a 64-byte receive WQE holds 3 scatter entries, reported as max_sge.
     assert_eq!(srq.query(), SrqAttr { max_wr: 4, max_sge: 3, srq_limit: 0 }, "3 WRs round up to 4");
     assert_eq!(srq.outstanding(), 0);
