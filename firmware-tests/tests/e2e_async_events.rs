@@ -8,6 +8,8 @@
 //!   QP_FATAL on the requester whose READ failed with IBV_WC_REM_INV_REQ_ERR.
 //! - `a_send_longer_than_its_receive_raises_qp_req_err`: IBV_WC_LOC_LEN_ERR at the responder
 //!   (NAK invalid request too): QP_REQ_ERR; QP_FATAL at the requester.
+//! - `a_receive_into_a_read_only_mr_raises_qp_access_err`: IBV_WC_LOC_PROT_ERR at the
+//!   responder: QP_ACCESS_ERR.
 //! - `retries_exhausted_raise_qp_fatal`: a peer that never answers (its QP left in INIT): the
 //!   requester's WRITE fails with IBV_WC_RETRY_EXC_ERR and QP_FATAL follows; the silent peer
 //!   raises nothing. `rnr_retries_exhausted_raise_qp_fatal`: the same after RNR NAKs.
@@ -87,6 +89,24 @@ fn a_send_longer_than_its_receive_raises_qp_req_err() {
     assert_eq!(h.wait(&h.cb, 1, 200_000)[0].status, WcStatus::LocLenErr);
     assert_eq!(h.wait(&h.ca, 1, 200_000)[0].status, WcStatus::RemInvReqErr);
     assert_eq!(h.events_after(&h.b, 2_000), [ev(T::QpReqErr, &qb)], "responder events");
+    assert_eq!(h.events_after(&h.a, 0), [ev(T::QpFatal, &qa)], "requester events");
+}
+
+/// A receive WQE whose scatter entry's MR does not grant LOCAL_WRITE: IBV_WC_LOC_PROT_ERR at
+/// the responder (NAK remote operational error) raises QP_ACCESS_ERR; QP_FATAL at the requester.
+#[test]
+fn a_receive_into_a_read_only_mr_raises_qp_access_err() {
+    let h = hosts();
+    let mut src = pattern(3, 64);
+    let mut buf = vec![0u8; 64];
+    let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+    let mr = h.pb.register(&mut buf, AccessFlags::empty()).unwrap();
+    let (mut qa, mut qb) = pair(&h, &opts(), &opts());
+    qb.post_recv_one(RecvWr::new(0xED, mr.sge(0..64).unwrap())).unwrap();
+    qa.post_send_one(SendWr::send(0x5F, src_mr.sge(0..64).unwrap()).signaled(true)).unwrap();
+    assert_eq!(h.wait(&h.cb, 1, 200_000)[0].status, WcStatus::LocProtErr);
+    assert_eq!(h.wait(&h.ca, 1, 200_000)[0].status, WcStatus::RemOpErr);
+    assert_eq!(h.events_after(&h.b, 2_000), [ev(T::QpAccessErr, &qb)], "responder events");
     assert_eq!(h.events_after(&h.a, 0), [ev(T::QpFatal, &qa)], "requester events");
 }
 

@@ -291,10 +291,12 @@ pub struct RxEngine {
     qe_q: DFF<Bits<6>>,
     qe_cq: DFF<Bits<8>>,
     qe_data: Signal<Local, Bits<40>>,
-    /// The error event an error of this packet or job raises if it moves the QP to ERR
-    /// (ibv_event_type; 0: none, the driver's own move to ERR), chosen where the error is
-    /// detected; `err_was`: the QP's error flag as loaded (state 2), so state 9 sees it rise.
-    ev_type_r: DFF<Bits<5>>,
+    /// State 6: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
+    /// for the choice of the error event in state 9.
+    acc_r: DFF<Bit>,
+    /// The error event state 9 raises when the QP's error flag rose (ibv_event_type; 0:
+    /// none), chosen from registers: `err_was` is the flag as loaded (state 2).
+    ev_type: Signal<Local, Bits<5>>,
     err_was: DFF<Bit>,
     /// COMM_EST: the QP already raised it in this RTR (responder state bit 364, cleared by
     /// INIT_RQ_PSN and RESET); `ce_fire`: this packet is a request with the expected PSN on a
@@ -849,7 +851,8 @@ impl Default for RxEngine {
             qe_q: Default::default(),
             qe_cq: Default::default(),
             qe_data: Default::default(),
-            ev_type_r: Default::default(),
+            acc_r: Default::default(),
+            ev_type: Default::default(),
             err_was: Default::default(),
             ce_done: Default::default(),
             ce_fire: Default::default(),
@@ -1246,7 +1249,7 @@ impl Logic for RxEngine {
             qe_t,
             qe_q,
             qe_cq,
-            ev_type_r,
+            acc_r,
             err_was,
             ce_done,
             ce_fire,
@@ -1500,6 +1503,25 @@ impl Logic for RxEngine {
             }
         }
         self.ce_bit.next = self.ce_done.q.val() | self.ce_fire.q.val();
+        // Which error event the QP's error flag rising raises (regs::ASYNC_EVENT_CQ): none for
+        // the driver's own move to ERR (a flush visit); a responder class C error of state 6
+        // (`cls_c`) QP_ACCESS_ERR after a refused RETH / AtomicETH (NAK remote access error),
+        // else QP_REQ_ERR (NAK invalid request); a receive error IBV_WC_LOC_PROT_ERR (4)
+        // QP_ACCESS_ERR, IBV_WC_LOC_LEN_ERR QP_REQ_ERR; any requester error QP_FATAL.
+        self.ev_type.next = 1.into();
+        if self.src_fl.q.val() {
+            self.ev_type.next = 0.into();
+        } else if self.cls_c.q.val() {
+            self.ev_type.next = 2.into();
+            if self.acc_r.q.val() {
+                self.ev_type.next = 3.into();
+            }
+        } else if self.src_recv.q.val() {
+            self.ev_type.next = 2.into();
+            if self.status.q.val() == 4 {
+                self.ev_type.next = 3.into();
+            }
+        }
         // Responder READ/atomic slots: accepted (here) minus fully answered (the scheduler).
         self.racc_ram.read_clock.next = self.clock.val();
         self.racc_ram.write_clock.next = self.clock.val();
@@ -2078,7 +2100,6 @@ impl Logic for RxEngine {
                 self.srq_inc.d.next = false;
                 self.ev_chk.d.next = false;
                 self.ce_fire.d.next = false;
-                self.ev_type_r.d.next = 1.into();
                 self.rr_fresh.d.next = false;
                 self.rr_nak.d.next = false;
                 if self.ev_chk.q.val() & self.ev_fire_r.q.val() & !self.ev_fifo.almost_full.val() {
@@ -2271,6 +2292,8 @@ impl Logic for RxEngine {
                     & (self.ctx.q.val().state == 2)
                     & (self.op.val() != 0x11)
                     & !self.is_read_resp.val();
+                self.acc_r.d.next =
+                    self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val());
                 if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
@@ -2356,7 +2379,6 @@ impl Logic for RxEngine {
                         self.cnt_drop_key.next = true;
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x62.into();
-                        self.ev_type_r.d.next = 3.into();
                         // Then the QP goes to ERR (class C, below): the packets behind it are
                         // dropped.
                         self.nak_sent.d.next = true;
@@ -2364,7 +2386,6 @@ impl Logic for RxEngine {
                         self.cnt_drop_inv_req.next = true;
                         self.job.next.need_ack = 1.into();
                         self.reply.next.syndrome = 0x61.into();
-                        self.ev_type_r.d.next = 2.into();
                         self.nak_sent.d.next = true;
                     } else if (self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val() {
                         // max_dest_rd_atomic READs / atomics still have responses to send: too
@@ -2375,7 +2396,6 @@ impl Logic for RxEngine {
                         self.nak_sent.d.next = true;
                         self.rr_nak.d.next = true;
                         self.rr_syn_r.d.next = 0x61.into();
-                        self.ev_type_r.d.next = 2.into();
                         self.state.d.next = 24.into();
                     } else if self.is_read_req.val() {
                         // Accepted RDMA READ: the scheduler answers it with READ RESPONSE
@@ -2423,14 +2443,12 @@ impl Logic for RxEngine {
                         self.recv_need_ack.d.next = true;
                         self.status.d.next = 1.into();
                         self.recv_syn.d.next = 0x61.into();
-                        self.ev_type_r.d.next = 2.into();
                         self.cqe_wr_id.d.next = self.recv_wr_id.q.val();
                         if self.is_send_start.val() {
                             self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
                             if !self.sge_ok.val() {
                                 self.status.d.next = 4.into();
                                 self.recv_syn.d.next = 0x63.into();
-                                self.ev_type_r.d.next = 3.into();
                             }
                         }
                         self.cqe_len.d.next = 0.into();
@@ -2875,9 +2893,9 @@ impl Logic for RxEngine {
                         self.qe_cq.d.next = self.async_cq.val().get_bits::<8>(0);
                     }
                     if self.qp_err.q.val() & !self.err_was.q.val() {
-                        self.qe_err.d.next = self.ev_type_r.q.val() != 0;
+                        self.qe_err.d.next = self.ev_type.val() != 0;
                         self.qe_lw.d.next = self.ctx.q.val().use_srq.any();
-                        self.qe_t.d.next = self.ev_type_r.q.val();
+                        self.qe_t.d.next = self.ev_type.val();
                         self.qe_q.d.next = self.qpn.q.val();
                         self.qe_cq.d.next = self.async_cq.val().get_bits::<8>(0);
                     }
@@ -3185,7 +3203,6 @@ impl Logic for RxEngine {
                     // Just moved to ERR by the driver: the scheduler flushes what it has not
                     // sent, this engine what is in flight. No error event (the driver knows),
                     // but LAST_WQE_REACHED for a QP on an SRQ (state 9).
-                    self.ev_type_r.d.next = 0.into();
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
                     self.state.d.next = 33.into();
                     if !self.rw_full.val() {
