@@ -291,6 +291,10 @@ pub struct RxEngine {
     qe_q: DFF<Bits<6>>,
     qe_cq: DFF<Bits<8>>,
     qe_data: Signal<Local, Bits<40>>,
+    /// The event FIFO's almost-full flag (at most one free slot), inverted and registered: a
+    /// push in this cycle fits (at most one push per cycle), and no push waits on the FIFO's
+    /// pointer compare in the same cycle (timing).
+    ev_room: DFF<Bit>,
     /// State 6: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
     /// for the choice of the error event in state 9.
     acc_r: DFF<Bit>,
@@ -851,6 +855,7 @@ impl Default for RxEngine {
             qe_q: Default::default(),
             qe_cq: Default::default(),
             qe_data: Default::default(),
+            ev_room: Default::default(),
             acc_r: Default::default(),
             ev_type: Default::default(),
             err_was: Default::default(),
@@ -1249,6 +1254,7 @@ impl Logic for RxEngine {
             qe_t,
             qe_q,
             qe_cq,
+            ev_room,
             acc_r,
             err_was,
             ce_done,
@@ -1486,19 +1492,20 @@ impl Logic for RxEngine {
         // QP events decided in state 9 go into the event FIFO one per cycle, from registers,
         // except in the cycle after state 9 when an SRQ limit event may take the write port
         // (`ev_chk`). An event that finds the FIFO full is lost (see regs::ASYNC_EVENT_CQ).
+        self.ev_room.d.next = !self.ev_fifo.almost_full.val();
         self.qe_data.next = bit_cast::<40, 6>(self.qe_q.q.val()) | (bit_cast::<40, 8>(self.qe_cq.q.val()) << 8);
         if !self.ev_chk.q.val() {
             if self.qe_ce.q.val() {
                 self.qe_ce.d.next = false;
-                self.ev_fifo.write.next = !self.ev_fifo.full.val();
+                self.ev_fifo.write.next = self.ev_room.q.val();
                 self.ev_fifo.data_in.next = self.qe_data.val() | 0x04_0000_0000_u64;
             } else if self.qe_err.q.val() {
                 self.qe_err.d.next = false;
-                self.ev_fifo.write.next = !self.ev_fifo.full.val();
+                self.ev_fifo.write.next = self.ev_room.q.val();
                 self.ev_fifo.data_in.next = self.qe_data.val() | (bit_cast::<40, 5>(self.qe_t.q.val()) << 32);
             } else if self.qe_lw.q.val() {
                 self.qe_lw.d.next = false;
-                self.ev_fifo.write.next = !self.ev_fifo.full.val();
+                self.ev_fifo.write.next = self.ev_room.q.val();
                 self.ev_fifo.data_in.next = self.qe_data.val() | 0x10_0000_0000_u64;
             }
         }
@@ -2102,7 +2109,7 @@ impl Logic for RxEngine {
                 self.ce_fire.d.next = false;
                 self.rr_fresh.d.next = false;
                 self.rr_nak.d.next = false;
-                if self.ev_chk.q.val() & self.ev_fire_r.q.val() & !self.ev_fifo.almost_full.val() {
+                if self.ev_chk.q.val() & self.ev_fire_r.q.val() & self.ev_room.q.val() {
                     // The SRQ the last packet took from fell below its limit: disarm it and
                     // queue the event (with no room it stays armed and fires on a later WQE).
                     self.ev_fifo.write.next = true;
