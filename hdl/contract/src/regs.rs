@@ -247,8 +247,10 @@ pub const IRQ_MODERATION: u16 = 0x0118;
 ///   further SRQ WQE. It follows the error event of the same QP.
 ///
 /// Events wait in a 64-entry queue inside the NIC (each QP raises each of them at most once per
-/// connection, and the queue is served before new packets); one finding it full is lost.
-/// A driver-initiated move to ERR raises no error event (only LAST_WQE_REACHED).
+/// connection, and the queue is served before new packets); one that finds fewer than two
+/// free entries is lost. A driver-initiated move to ERR raises no error event (only
+/// LAST_WQE_REACHED). The NIC does not detect CQ overruns: `IBV_EVENT_CQ_ERR` is never raised
+/// (the driver sizes CQs so that they cannot overrun).
 pub const ASYNC_EVENT_CQ: u16 = 0x011C;
 // 0x0120..0x01FF: free.
 
