@@ -48,6 +48,11 @@
 //!   (`cnt_drop_psn`, one go-back-N request from the missing PSN) write nothing, and the next
 //!   in-order response still lands in the right entry; so do late duplicates of READs
 //!   already complete.
+//! - `qp_errors_and_comm_est_raise_async_events`, `a_qp_on_an_srq_entering_err_raises_last_wqe_reached`:
+//!   the QP-affiliated asynchronous events (rnic_contract::regs::ASYNC_EVENT_CQ, here the
+//!   `async_cq` input) as event CQE jobs on the event CQ: COMM_EST once per RTR, QP_ACCESS_ERR /
+//!   QP_REQ_ERR after the responder's class C NAKs, LAST_WQE_REACHED for a QP on an SRQ entering
+//!   ERR (after its error event, or alone when the driver moves it), nothing while disabled.
 mod harness;
 
 use harness::tables::{Mr, Peer};
@@ -1592,4 +1597,86 @@ fn qp_errors_and_comm_est_raise_async_events() {
     tb.command(1, 3, &r);
     let jobs = tb.packet_jobs(&write(3, q3.epsn, rkey, WRITE_ONLY));
     assert_eq!(event_cqes(&jobs), [(ev_cq, u64::from(ev::COMM_EST), 3)], "COMM_EST after a new RTR");
+}
+
+impl Tb {
+    /// Runs `n` cycles with no packet offered and returns the jobs written meanwhile.
+    fn settle_jobs(&mut self, n: u64) -> Vec<Vec<u8>> {
+        let mut jobs = Vec::new();
+        self.dut.set_bit(self.p.job_afull, false);
+        for _ in 0..n {
+            self.dut.set(self.p.desc_empty, 1);
+            self.dut.eval();
+            if self.dut.get_bit(self.p.job_write) {
+                jobs.push(self.dut.get_wide(self.p.job));
+            }
+            self.dut.tick();
+        }
+        jobs
+    }
+}
+
+/// A QP on an SRQ (USE_SRQ, SRQN) that enters ERR raises QP_LAST_WQE_REACHED (16) after its
+/// error event when the NIC moves it there (a NAK remote access error: QP_ACCESS_ERR, then
+/// LAST_WQE_REACHED), and LAST_WQE_REACHED alone when the driver writes its context with state
+/// ERR (the flush visit raises no error event). A QP not on an SRQ moved to ERR by the driver
+/// raises nothing.
+#[test]
+fn a_qp_on_an_srq_entering_err_raises_last_wqe_reached() {
+    use rnic_contract::{srq_context as srqc, verbs::event_type as ev};
+    let mut tb = Tb::new(0x2E61_0016);
+    let ev_cq = 9u64;
+    tb.dut.set("async_cq", 1 << 8 | ev_cq);
+    let pd = 3;
+    let m = Mr { valid: true, access: 2, tag: 0x33, pd, va: 0x2_0000, length: 0x1000, iova: 0x9000_0000 };
+    tb.write_mr(2, &m);
+    let mut srq = [0u8; 64];
+    srqc::INIT.put(&mut srq, 1);
+    tb.command(4, 20, &srq);
+    let mut rng = Rng(0x16);
+    let on_srq = |tb: &mut Tb, qpn: u64, q: &Qp, state: u64| {
+        let mut r = qp_record(q);
+        q.peer.put(&mut r);
+        qp::STATE.put(&mut r, state);
+        qp::USE_SRQ.put(&mut r, 1);
+        qp::SRQN.put(&mut r, 20);
+        tb.command(1, qpn, &r);
+    };
+    let q6 = random_qp(&mut rng, 3, 2, pd);
+    on_srq(&mut tb, 6, &q6, 3);
+    let bad = Desc {
+        start: 1,
+        nbeats: 2,
+        opcode: WRITE_ONLY,
+        hlen: 70,
+        ackreq: true,
+        plen: 16,
+        dest_qpn: 6,
+        psn: q6.epsn,
+        va: 0x2_0000,
+        rkey: 2 << 8 | 0x34,
+        len: 16,
+    };
+    let jobs = tb.packet_jobs(&bad);
+    assert_eq!(
+        event_cqes(&jobs),
+        [(ev_cq, u64::from(ev::QP_ACCESS_ERR), 6), (ev_cq, u64::from(ev::QP_LAST_WQE_REACHED), 6)],
+        "the NIC moved the QP on the SRQ to ERR"
+    );
+    // The driver moves QP 7 (on the SRQ) and QP 8 (not) to ERR.
+    let q7 = random_qp(&mut rng, 3, 2, pd);
+    on_srq(&mut tb, 7, &q7, 3);
+    on_srq(&mut tb, 7, &q7, 6);
+    let q8 = random_qp(&mut rng, 3, 2, pd);
+    tb.write_qp(8, &q8);
+    let mut r = qp_record(&q8);
+    q8.peer.put(&mut r);
+    qp::STATE.put(&mut r, 6);
+    tb.command(1, 8, &r);
+    let jobs = tb.settle_jobs(400);
+    assert_eq!(
+        event_cqes(&jobs),
+        [(ev_cq, u64::from(ev::QP_LAST_WQE_REACHED), 7)],
+        "the driver moved QP 7 (SRQ) and QP 8 to ERR"
+    );
 }
