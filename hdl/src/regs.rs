@@ -20,6 +20,9 @@ pub const NUM_COUNTERS: usize = rnic_contract::regs::counter::EVENTS as usize;
 /// registers here (`irq_mask`, `irq_moderation`, 0 after reset);
 /// [`rnic_contract::regs::IRQ_PENDING`] reads `irq_pending`.
 ///
+/// Asynchronous events: [`rnic_contract::regs::ASYNC_EVENT_CQ`] is a register here
+/// (`async_cq`: bit 8 the enable, bits 7:0 the CQ number; 0 after reset).
+///
 /// Counters: bit `i` of `count_inc` adds one to counter `i` (32-bit, wrapping). The pulses are
 /// registered first, so a count shows one cycle after its event and no engine's decision logic
 /// reaches a counter's adder in the same cycle.
@@ -67,6 +70,8 @@ pub struct BarRegs {
     pub irq_mask: Signal<Out, Bits<32>>,
     pub irq_moderation: Signal<Out, Bits<16>>,
     pub irq_pending: Signal<In, Bits<32>>,
+    /// The asynchronous event CQ: bit 8 enable, bits 7:0 the CQ number.
+    pub async_cq: Signal<Out, Bits<9>>,
     /// Context command, held until `cmd_ready`.
     pub cmd_valid: Signal<Out, Bit>,
     pub cmd_ready: Signal<In, Bit>,
@@ -79,6 +84,7 @@ pub struct BarRegs {
     ip_r: DFF<Bits<32>>,
     mask_r: DFF<Bits<32>>,
     moder_r: DFF<Bits<16>>,
+    async_r: DFF<Bits<9>>,
     staging: DFF<Bits<512>>,
     cmd_pending: DFF<Bit>,
     /// A CQ_ARM write taken, waiting for the CQ writer (its response waits with it).
@@ -113,6 +119,7 @@ pub struct BarRegs {
     a_irq_mask: Constant<Bits<16>>,
     a_irq_pending: Constant<Bits<16>>,
     a_irq_moderation: Constant<Bits<16>>,
+    a_async_cq: Constant<Bits<16>>,
     v_id: Constant<Bits<32>>,
     v_version: Constant<Bits<32>>,
     v_caps: Constant<Bits<32>>,
@@ -166,9 +173,11 @@ impl Default for BarRegs {
             arm_word: Default::default(),
             irq_mask: Default::default(),
             irq_moderation: Default::default(),
+            async_cq: Default::default(),
             irq_pending: Default::default(),
             mask_r: Default::default(),
             moder_r: Default::default(),
+            async_r: Default::default(),
             cmd_valid: Default::default(),
             cmd_ready: Default::default(),
             cmd_op: Default::default(),
@@ -209,6 +218,7 @@ impl Default for BarRegs {
             a_irq_mask: a(regs::IRQ_MASK),
             a_irq_pending: a(regs::IRQ_PENDING),
             a_irq_moderation: a(regs::IRQ_MODERATION),
+            a_async_cq: a(regs::ASYNC_EVENT_CQ),
             v_id: v(regs::ID_VALUE),
             v_version: v(regs::VERSION_VALUE),
             v_caps: v(caps),
@@ -232,6 +242,7 @@ impl Logic for BarRegs {
             ip_r,
             mask_r,
             moder_r,
+            async_r,
             staging,
             cmd_pending,
             arm_pending,
@@ -294,6 +305,10 @@ impl Logic for BarRegs {
             if self.awaddr.val() == self.a_irq_moderation.val() {
                 self.moder_r.d.next = self.wdata.val().get_bits::<16>(0);
             }
+            if self.awaddr.val() == self.a_async_cq.val() {
+                self.async_r.d.next = bit_cast::<9, 8>(self.wdata.val().get_bits::<8>(0))
+                    | (bit_cast::<9, 1>(self.wdata.val().get_bits::<1>(31)) << 8);
+            }
             if (self.awaddr.val() & 0xFFC0) == self.a_cmd_data.val() {
                 self.staging.d.next = (self.staging.q.val()
                     & !(self.c_word_mask.val() << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5)))
@@ -330,6 +345,7 @@ impl Logic for BarRegs {
         self.ip.next = self.ip_r.q.val();
         self.irq_mask.next = self.mask_r.q.val();
         self.irq_moderation.next = self.moder_r.q.val();
+        self.async_cq.next = self.async_r.q.val();
 
         // Read channel.
         self.rd_value.next = 0.into();
@@ -369,6 +385,10 @@ impl Logic for BarRegs {
         }
         if self.araddr.val() == self.a_irq_moderation.val() {
             self.rd_value.next = bit_cast::<32, 16>(self.moder_r.q.val());
+        }
+        if self.araddr.val() == self.a_async_cq.val() {
+            self.rd_value.next = bit_cast::<32, 8>(self.async_r.q.val().get_bits::<8>(0))
+                | (bit_cast::<32, 1>(self.async_r.q.val().get_bits::<1>(8)) << 31);
         }
         if self.araddr.val() == self.a_mac_lo.val() {
             self.rd_value.next = self.mac_r.q.val().get_bits::<32>(0);
@@ -420,6 +440,7 @@ impl Logic for BarRegs {
             self.arm_pending.d.next = false;
             self.mask_r.d.next = 0.into();
             self.moder_r.d.next = 0.into();
+            self.async_r.d.next = 0.into();
         }
     }
 }

@@ -154,6 +154,9 @@ pub struct RxEngine {
     /// RQ doorbell from BAR0: `qpn << 16 | producer index` (stored at once).
     pub rq_db_write: Signal<In, Bit>,
     pub rq_db_data: Signal<In, Bits<32>>,
+    /// [`rnic_contract::regs::ASYNC_EVENT_CQ`]: bit 8 enable, bits 7:0 the CQ of the
+    /// QP-affiliated asynchronous events.
+    pub async_cq: Signal<In, Bits<9>>,
     /// Receive-WQE fetch on the DMA read channel (AXI ID 2).
     pub rq_ar_valid: Signal<Out, Bit>,
     pub rq_ar_addr: Signal<Out, Bits<64>>,
@@ -274,8 +277,37 @@ pub struct RxEngine {
     /// `max_dest_rd_atomic` of them are outstanding (state 5, acted on in 6).
     rd_over_r: DFF<Bit>,
     srq_ram: RAM<Bits<24>, 6>,
-    /// SRQ limit events to write: {SRQ 5..0, event CQ 15..8, WQEs left 31..16}.
-    ev_fifo: SynchronousFIFO<Bits<32>, 3, 4, 1>,
+    /// Asynchronous events to write as event CQEs: {SRQ or QP 5..0, event CQ 15..8, WQEs
+    /// left 31..16 (an SRQ limit event; 0 otherwise), ibv_event_type 36..32}. SRQ limit events
+    /// are pushed in state 0, QP events from `qe_*` in other cycles.
+    ev_fifo: SynchronousFIFO<Bits<40>, 6, 7, 1>,
+    /// QP-affiliated events decided in state 9, pushed into `ev_fifo` one per cycle from these
+    /// registers (COMM_EST, then the error event of type `qe_t`, then LAST_WQE_REACHED) of QP
+    /// `qe_q`, with the event CQ of `async_cq`.
+    qe_ce: DFF<Bit>,
+    qe_err: DFF<Bit>,
+    qe_lw: DFF<Bit>,
+    qe_t: DFF<Bits<5>>,
+    qe_q: DFF<Bits<6>>,
+    qe_cq: DFF<Bits<8>>,
+    qe_data: Signal<Local, Bits<40>>,
+    /// The event FIFO's almost-full flag (at most one free slot), inverted and registered: a
+    /// push in this cycle fits (at most one push per cycle), and no push waits on the FIFO's
+    /// pointer compare in the same cycle (timing).
+    ev_room: DFF<Bit>,
+    /// State 6: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
+    /// for the choice of the error event in state 9.
+    acc_r: DFF<Bit>,
+    /// The error event state 9 raises when the QP's error flag rose (ibv_event_type; 0:
+    /// none), chosen from registers: `err_was` is the flag as loaded (state 2).
+    ev_type: Signal<Local, Bits<5>>,
+    err_was: DFF<Bit>,
+    /// COMM_EST: the QP already raised it in this RTR (responder state bit 364, cleared by
+    /// INIT_RQ_PSN and RESET); `ce_fire`: this packet is a request with the expected PSN on a
+    /// QP in RTR (state 6).
+    ce_done: DFF<Bit>,
+    ce_fire: DFF<Bit>,
+    ce_bit: Signal<Local, Bit>,
     /// The packet's QP takes receive WQEs from an SRQ: its indices were loaded from the SRQ's
     /// (state 5) and go back there (state 9); then the limit is checked (state 0).
     srq_took: DFF<Bit>,
@@ -809,6 +841,7 @@ impl Default for RxEngine {
             cnt_rx_rnr: Default::default(),
             rq_db_write: Default::default(),
             rq_db_data: Default::default(),
+            async_cq: Default::default(),
             rq_ar_valid: Default::default(),
             rq_ar_addr: Default::default(),
             rq_ar_len: Default::default(),
@@ -819,6 +852,20 @@ impl Default for RxEngine {
             srqci_ram: Default::default(),
             srq_ram: Default::default(),
             ev_fifo: Default::default(),
+            qe_ce: Default::default(),
+            qe_err: Default::default(),
+            qe_lw: Default::default(),
+            qe_t: Default::default(),
+            qe_q: Default::default(),
+            qe_cq: Default::default(),
+            qe_data: Default::default(),
+            ev_room: Default::default(),
+            acc_r: Default::default(),
+            ev_type: Default::default(),
+            err_was: Default::default(),
+            ce_done: Default::default(),
+            ce_fire: Default::default(),
+            ce_bit: Default::default(),
             srq_took: Default::default(),
             srq_lim: Default::default(),
             ev_chk: Default::default(),
@@ -1059,6 +1106,13 @@ impl Default for RxEngine {
 // A QP on an SRQ takes the SRQ's indices in state 5 and writes its consumer index back in 9;
 // state 0 then checks the SRQ's limit; an SRQ limit event is a CQE through 1, 2, 3, 4, 12, 9.
 
+// The event types written as literals below (rust-hdl takes no paths in `hdl_gen`).
+const _: () = {
+    use rnic_contract::verbs::event_type as e;
+    assert!(e::QP_FATAL == 1 && e::QP_REQ_ERR == 2 && e::QP_ACCESS_ERR == 3);
+    assert!(e::COMM_EST == 4 && e::SRQ_LIMIT_REACHED == 15 && e::QP_LAST_WQE_REACHED == 16);
+};
+
 impl Logic for RxEngine {
     #[hdl_gen]
     fn update(&mut self) {
@@ -1198,6 +1252,17 @@ impl Logic for RxEngine {
             ev_fire_r,
             src_ev,
             ev_cq,
+            qe_ce,
+            qe_err,
+            qe_lw,
+            qe_t,
+            qe_q,
+            qe_cq,
+            ev_room,
+            acc_r,
+            err_was,
+            ce_done,
+            ce_fire,
             fl_cmd_r,
             fl_cqpn_r,
             at_form_r,
@@ -1423,10 +1488,51 @@ impl Logic for RxEngine {
             & (self.srq_lim.q.val().get_bits::<16>(0) != 0)
             & (self.srq_left.val() < self.srq_lim.q.val().get_bits::<16>(0));
         self.ev_fifo.write.next = false;
-        self.ev_fifo.data_in.next = bit_cast::<32, 6>(self.srq_addr.val().get_bits::<6>(0))
-            | (bit_cast::<32, 8>(self.srq_lim.q.val().get_bits::<8>(16)) << 8)
-            | (bit_cast::<32, 16>(self.srq_left.val()) << 16);
+        self.ev_fifo.data_in.next = bit_cast::<40, 6>(self.srq_addr.val().get_bits::<6>(0))
+            | (bit_cast::<40, 8>(self.srq_lim.q.val().get_bits::<8>(16)) << 8)
+            | (bit_cast::<40, 16>(self.srq_left.val()) << 16)
+            | 0x0F_0000_0000_u64;
         self.ev_fifo.read.next = false;
+        // QP events decided in state 9 go into the event FIFO one per cycle, from registers,
+        // except in the cycle after state 9 when an SRQ limit event may take the write port
+        // (`ev_chk`). An event that finds the FIFO full is lost (see regs::ASYNC_EVENT_CQ).
+        self.ev_room.d.next = !self.ev_fifo.almost_full.val();
+        self.qe_data.next = bit_cast::<40, 6>(self.qe_q.q.val()) | (bit_cast::<40, 8>(self.qe_cq.q.val()) << 8);
+        if !self.ev_chk.q.val() {
+            if self.qe_ce.q.val() {
+                self.qe_ce.d.next = false;
+                self.ev_fifo.write.next = self.ev_room.q.val();
+                self.ev_fifo.data_in.next = self.qe_data.val() | 0x04_0000_0000_u64;
+            } else if self.qe_err.q.val() {
+                self.qe_err.d.next = false;
+                self.ev_fifo.write.next = self.ev_room.q.val();
+                self.ev_fifo.data_in.next = self.qe_data.val() | (bit_cast::<40, 5>(self.qe_t.q.val()) << 32);
+            } else if self.qe_lw.q.val() {
+                self.qe_lw.d.next = false;
+                self.ev_fifo.write.next = self.ev_room.q.val();
+                self.ev_fifo.data_in.next = self.qe_data.val() | 0x10_0000_0000_u64;
+            }
+        }
+        self.ce_bit.next = self.ce_done.q.val() | self.ce_fire.q.val();
+        // Which error event the QP's error flag rising raises (regs::ASYNC_EVENT_CQ): none for
+        // the driver's own move to ERR (a flush visit); a responder class C error of state 6
+        // (`cls_c`) QP_ACCESS_ERR after a refused RETH / AtomicETH (NAK remote access error),
+        // else QP_REQ_ERR (NAK invalid request); a receive error IBV_WC_LOC_PROT_ERR (4)
+        // QP_ACCESS_ERR, IBV_WC_LOC_LEN_ERR QP_REQ_ERR; any requester error QP_FATAL.
+        self.ev_type.next = 1.into();
+        if self.src_fl.q.val() {
+            self.ev_type.next = 0.into();
+        } else if self.cls_c.q.val() {
+            self.ev_type.next = 2.into();
+            if self.acc_r.q.val() {
+                self.ev_type.next = 3.into();
+            }
+        } else if self.src_recv.q.val() {
+            self.ev_type.next = 2.into();
+            if self.status.q.val() == 4 {
+                self.ev_type.next = 3.into();
+            }
+        }
         // Responder READ/atomic slots: accepted (here) minus fully answered (the scheduler).
         self.racc_ram.read_clock.next = self.clock.val();
         self.racc_ram.write_clock.next = self.clock.val();
@@ -2004,9 +2110,10 @@ impl Logic for RxEngine {
                 self.srq_took.d.next = false;
                 self.srq_inc.d.next = false;
                 self.ev_chk.d.next = false;
+                self.ce_fire.d.next = false;
                 self.rr_fresh.d.next = false;
                 self.rr_nak.d.next = false;
-                if self.ev_chk.q.val() & self.ev_fire_r.q.val() & !self.ev_fifo.almost_full.val() {
+                if self.ev_chk.q.val() & self.ev_fire_r.q.val() & self.ev_room.q.val() {
                     // The SRQ the last packet took from fell below its limit: disarm it and
                     // queue the event (with no room it stays armed and fires on a later WQE).
                     self.ev_fifo.write.next = true;
@@ -2039,8 +2146,9 @@ impl Logic for RxEngine {
                     self.qpn_ok.d.next = true;
                     self.state.d.next = 1.into();
                 } else if !self.ev_fifo.empty.val() {
-                    // An SRQ limit event: an event CQE on the SRQ's event CQ (states 1-4, 12,
-                    // 9), QP_NUM the SRQ number, BYTE_LEN the WQEs left.
+                    // An asynchronous event: an event CQE (states 1-4, 12, 9) on its event CQ:
+                    // an SRQ limit event (QP_NUM the SRQ number, BYTE_LEN the WQEs left) or a
+                    // QP event (QP_NUM the QP).
                     self.ev_fifo.read.next = true;
                     self.src_lc.d.next = false;
                     self.src_ev.d.next = true;
@@ -2050,7 +2158,7 @@ impl Logic for RxEngine {
                     self.cqe_wr_id.d.next = 0.into();
                     self.cqe_len.d.next = bit_cast::<32, 16>(self.ev_fifo.data_out.val().get_bits::<16>(16));
                     self.cqe_opcode.d.next = 255.into();
-                    self.status.d.next = 15.into();
+                    self.status.d.next = bit_cast::<8, 5>(self.ev_fifo.data_out.val().get_bits::<5>(32));
                     self.recv_need_ack.d.next = false;
                     self.state.d.next = 1.into();
                 } else if !self.desc_empty.val() {
@@ -2104,6 +2212,8 @@ impl Logic for RxEngine {
                 self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
                 self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
                 self.qp_err.d.next = self.acked_ram.read_data.val().get_bit(20);
+                self.err_was.d.next = self.acked_ram.read_data.val().get_bit(20);
+                self.ce_done.d.next = self.rdyn_now.val().get_bit(364);
                 self.rd_valid.d.next = self.acked_ram.read_data.val().get_bit(21);
                 self.rd_next.d.next = self.acked_ram.read_data.val().get_bits::<24>(32);
                 self.reads_done.d.next = self.acked_ram.read_data.val().get_bits::<7>(24);
@@ -2185,6 +2295,16 @@ impl Logic for RxEngine {
                 self.state.d.next = 6.into();
             }
             6 => {
+                // COMM_EST (IBTA Vol 1 11.6.3.1): a request with the expected PSN on a QP in
+                // RTR; state 9 raises it if the QP has not yet in this RTR.
+                self.ce_fire.d.next = !self.c_unknown.q.val()
+                    & !self.c_dup.q.val()
+                    & !self.c_gap.q.val()
+                    & (self.ctx.q.val().state == 2)
+                    & (self.op.val() != 0x11)
+                    & !self.is_read_resp.val();
+                self.acc_r.d.next =
+                    self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val());
                 if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.state.d.next = 9.into();
@@ -2768,7 +2888,29 @@ impl Logic for RxEngine {
                     | (bit_cast::<368, 64>(self.recv_wr_id.q.val()) << 256)
                     | (bit_cast::<368, 4>(self.at_slot.q.val()) << 320)
                     | (bit_cast::<368, 4>(self.sg_cur.q.val()) << 208)
-                    | (bit_cast::<368, 36>(self.tot_rem.q.val()) << 328);
+                    | (bit_cast::<368, 36>(self.tot_rem.q.val()) << 328)
+                    | (bit_cast::<368, 1>(self.ce_bit.val().into()) << 364);
+                // Asynchronous events of the QP (regs::ASYNC_EVENT_CQ), pushed into the event
+                // FIFO from the `qe_*` registers: COMM_EST once per RTR; the error event and,
+                // on an SRQ, LAST_WQE_REACHED when the QP's error flag rose during this visit
+                // (a repeat of this state raises nothing again).
+                self.ce_done.d.next = self.ce_bit.val();
+                self.ce_fire.d.next = false;
+                self.err_was.d.next = self.qp_err.q.val();
+                if self.qpn_ok.q.val() & self.async_cq.val().get_bit(8) {
+                    if self.ce_fire.q.val() & !self.ce_done.q.val() {
+                        self.qe_ce.d.next = true;
+                        self.qe_q.d.next = self.qpn.q.val();
+                        self.qe_cq.d.next = self.async_cq.val().get_bits::<8>(0);
+                    }
+                    if self.qp_err.q.val() & !self.err_was.q.val() {
+                        self.qe_err.d.next = self.ev_type.val() != 0;
+                        self.qe_lw.d.next = self.ctx.q.val().use_srq.any();
+                        self.qe_t.d.next = self.ev_type.val();
+                        self.qe_q.d.next = self.qpn.q.val();
+                        self.qe_cq.d.next = self.async_cq.val().get_bits::<8>(0);
+                    }
+                }
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
                 self.acked_ram.write_data.next = bit_cast::<181, 16>(self.acked.q.val())
@@ -3070,7 +3212,8 @@ impl Logic for RxEngine {
                 self.state.d.next = 0.into();
                 if (self.ctx.q.val().state == 6) & !self.qp_err.q.val() {
                     // Just moved to ERR by the driver: the scheduler flushes what it has not
-                    // sent, this engine what is in flight.
+                    // sent, this engine what is in flight. No error event (the driver knows),
+                    // but LAST_WQE_REACHED for a QP on an SRQ (state 9).
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
                     self.state.d.next = 33.into();
                     if !self.rw_full.val() {

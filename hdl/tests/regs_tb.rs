@@ -639,3 +639,23 @@ fn interrupt_registers_and_the_cq_arm_doorbell() {
     tb.write(regs::IRQ_MASK, 1);
     assert_eq!(tb.read(regs::IRQ_MASK).0, 1);
 }
+
+/// ASYNC_EVENT_CQ (rnic_contract::regs::ASYNC_EVENT_CQ): read-write, 0 after reset; the
+/// enable bit (31) and the CQ number (7:0) are kept, the other bits read 0, and `async_cq`
+/// carries them to the RX engine (bit 8 the enable).
+#[test]
+fn the_async_event_cq_register() {
+    use regs::async_event_cq::{CQN_MASK, ENABLE};
+    let mut tb = Tb::new(0x2E65_0015);
+    assert_eq!(tb.read(regs::ASYNC_EVENT_CQ).0, 0);
+    tb.dut.eval();
+    assert_eq!(tb.dut.get("async_cq"), 0);
+    tb.write(regs::ASYNC_EVENT_CQ, 0xFFFF_FF00 | 0x2A);
+    assert_eq!(tb.read(regs::ASYNC_EVENT_CQ).0, ENABLE | 0x2A);
+    tb.dut.eval();
+    assert_eq!(tb.dut.get("async_cq"), 1 << 8 | 0x2A);
+    tb.write(regs::ASYNC_EVENT_CQ, CQN_MASK);
+    assert_eq!(tb.read(regs::ASYNC_EVENT_CQ).0, CQN_MASK, "disabled, CQ 255");
+    tb.dut.eval();
+    assert_eq!(tb.dut.get("async_cq"), 0xFF);
+}

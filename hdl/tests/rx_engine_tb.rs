@@ -48,6 +48,11 @@
 //!   (`cnt_drop_psn`, one go-back-N request from the missing PSN) write nothing, and the next
 //!   in-order response still lands in the right entry; so do late duplicates of READs
 //!   already complete.
+//! - `qp_errors_and_comm_est_raise_async_events`, `a_qp_on_an_srq_entering_err_raises_last_wqe_reached`:
+//!   the QP-affiliated asynchronous events (rnic_contract::regs::ASYNC_EVENT_CQ, here the
+//!   `async_cq` input) as event CQE jobs on the event CQ: COMM_EST once per RTR, QP_ACCESS_ERR /
+//!   QP_REQ_ERR after the responder's class C NAKs, LAST_WQE_REACHED for a QP on an SRQ entering
+//!   ERR (after its error event, or alone when the driver moves it), nothing while disabled.
 mod harness;
 
 use harness::tables::{Mr, Peer};
@@ -1474,5 +1479,204 @@ fn read_responses_scatter_over_the_read_list() {
     assert!(
         multi_piece > 50 && strays > 30 && wrote_before > 5,
         "{multi_piece} responses over several entries, {strays} strays, {wrote_before} WRITEs before"
+    );
+}
+
+/// An event CQE the engine wrote: (CQ number, ibv_event_type, QP_NUM).
+fn event_cqes(jobs: &[Vec<u8>]) -> Vec<(u64, u64, u64)> {
+    use rnic_contract::{cqe, verbs::wc_opcode};
+    let w = WriteJob::default();
+    let c = w.get_my_offset_cqe();
+    jobs.iter()
+        .filter(|j| get(j, w.get_my_offset_kind(), 2) == 1)
+        .filter(|j| get(j, c + cqe::OPCODE.lsb, 8) == u64::from(wc_opcode::ASYNC_EVENT))
+        .map(|j| (get(j, w.get_my_offset_addr(), 8), get(j, c + cqe::STATUS.lsb, 8), get(j, c + cqe::QP_NUM.lsb, 24)))
+        .collect()
+}
+
+impl Tb {
+    /// Hands `d` in (no job-FIFO stalls) and returns every job written in the next 120 cycles:
+    /// the packet's and any asynchronous event's.
+    fn packet_jobs(&mut self, d: &Desc) -> Vec<Vec<u8>> {
+        let l = RxDesc::default();
+        let fields = [
+            (l.get_my_offset_start(), l.get_my_width_start(), d.start),
+            (l.get_my_offset_nbeats(), l.get_my_width_nbeats(), d.nbeats),
+            (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(d.opcode)),
+            (l.get_my_offset_hlen(), l.get_my_width_hlen(), d.hlen),
+            (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(d.ackreq)),
+            (l.get_my_offset_plen(), l.get_my_width_plen(), d.plen),
+            (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), d.dest_qpn),
+            (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(d.psn)),
+            (l.get_my_offset_reth_va(), l.get_my_width_reth_va(), d.va),
+            (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), u64::from(d.rkey)),
+            (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(d.len)),
+        ];
+        let w = self.dut.width(self.p.desc);
+        self.dut.set_wide(self.p.desc, &pack_fields(w, &fields));
+        self.dut.set_bit(self.p.desc_empty, false);
+        self.dut.set_bit(self.p.job_afull, false);
+        let mut jobs = Vec::new();
+        for _ in 0..120 {
+            self.dut.eval();
+            let read = self.dut.get_bit(self.p.desc_read);
+            if self.dut.get_bit(self.p.job_write) {
+                jobs.push(self.dut.get_wide(self.p.job));
+            }
+            self.dut.tick();
+            if read {
+                self.dut.set_bit(self.p.desc_empty, true);
+            }
+        }
+        jobs
+    }
+}
+
+/// QP-affiliated asynchronous events (rnic_contract::regs::ASYNC_EVENT_CQ): with the event CQ
+/// enabled, the first request with the expected PSN on a QP in RTR raises COMM_EST (4) once; a
+/// NAK remote access error that moves the QP to ERR raises QP_ACCESS_ERR (3), a NAK invalid
+/// request (a WRITE MIDDLE with no message open) QP_REQ_ERR (2): each an event CQE (OPCODE
+/// 255, STATUS the event, QP_NUM the QP) on the event CQ, after the packet's own job. A QP in
+/// RTS raises no COMM_EST; with the register's enable bit clear nothing is raised.
+#[test]
+fn qp_errors_and_comm_est_raise_async_events() {
+    use rnic_contract::verbs::event_type as ev;
+    let mut tb = Tb::new(0x2E61_0015);
+    let ev_cq = 7u64;
+    tb.dut.set("async_cq", 1 << 8 | ev_cq);
+    let pd = 5;
+    let m = Mr { valid: true, access: 2, tag: 0x21, pd, va: 0x1_0000, length: 0x1000, iova: 0x8000_0000 };
+    tb.write_mr(1, &m);
+    let rkey = 1 << 8 | 0x21;
+    let mut rng = Rng(0x15);
+    let write = |qpn: u64, psn: u32, rkey: u32, opcode: u8| Desc {
+        start: 3,
+        nbeats: 2,
+        opcode,
+        hlen: 70,
+        ackreq: true,
+        plen: 16,
+        dest_qpn: qpn,
+        psn,
+        va: 0x1_0000,
+        rkey,
+        len: 16,
+    };
+    // QP 3 in RTR: COMM_EST on its first request, not on its second; then a bad rkey.
+    let q3 = random_qp(&mut rng, 2, 2, pd);
+    tb.write_qp(3, &q3);
+    let jobs = tb.packet_jobs(&write(3, q3.epsn, rkey, WRITE_ONLY));
+    assert_eq!(event_cqes(&jobs), [(ev_cq, u64::from(ev::COMM_EST), 3)], "first request in RTR");
+    assert_eq!(jobs.len(), 2, "the packet's job and the event's");
+    let jobs = tb.packet_jobs(&write(3, (q3.epsn + 1) & 0xFF_FFFF, rkey, WRITE_ONLY));
+    assert_eq!(event_cqes(&jobs), [], "COMM_EST twice");
+    let jobs = tb.packet_jobs(&write(3, (q3.epsn + 2) & 0xFF_FFFF, rkey ^ 1, WRITE_ONLY));
+    assert_eq!(event_cqes(&jobs), [(ev_cq, u64::from(ev::QP_ACCESS_ERR), 3)], "NAK remote access error");
+    // The QP is in ERR: a later packet raises nothing more.
+    let jobs = tb.packet_jobs(&write(3, (q3.epsn + 3) & 0xFF_FFFF, rkey, WRITE_ONLY));
+    assert_eq!(event_cqes(&jobs), [], "a packet for the QP in ERR");
+    // QP 4 in RTS: no COMM_EST; a MIDDLE with no message open is an invalid request.
+    let q4 = random_qp(&mut rng, 3, 2, pd);
+    tb.write_qp(4, &q4);
+    let jobs = tb.packet_jobs(&write(4, q4.epsn, rkey, WRITE_ONLY));
+    assert_eq!(event_cqes(&jobs), [], "COMM_EST in RTS");
+    let jobs = tb.packet_jobs(&write(4, (q4.epsn + 1) & 0xFF_FFFF, rkey, WRITE_MIDDLE));
+    assert_eq!(event_cqes(&jobs), [(ev_cq, u64::from(ev::QP_REQ_ERR), 4)], "NAK invalid request");
+    // Disabled: neither COMM_EST nor the error event of QP 5.
+    tb.dut.set("async_cq", ev_cq);
+    let q5 = random_qp(&mut rng, 2, 2, pd);
+    tb.write_qp(5, &q5);
+    let mut jobs = tb.packet_jobs(&write(5, q5.epsn, rkey, WRITE_ONLY));
+    jobs.extend(tb.packet_jobs(&write(5, (q5.epsn + 1) & 0xFF_FFFF, rkey ^ 1, WRITE_ONLY)));
+    assert_eq!(event_cqes(&jobs), [], "events while ASYNC_EVENT_CQ is disabled");
+    // Re-enabled, QP 3 brought back (its context again with INIT_RQ_PSN): COMM_EST again.
+    tb.dut.set("async_cq", 1 << 8 | ev_cq);
+    let q3 = random_qp(&mut rng, 2, 2, pd);
+    let mut r = qp_record(&q3);
+    q3.peer.put(&mut r);
+    tb.command(1, 3, &r);
+    let jobs = tb.packet_jobs(&write(3, q3.epsn, rkey, WRITE_ONLY));
+    assert_eq!(event_cqes(&jobs), [(ev_cq, u64::from(ev::COMM_EST), 3)], "COMM_EST after a new RTR");
+}
+
+impl Tb {
+    /// Runs `n` cycles with no packet offered and returns the jobs written meanwhile.
+    fn settle_jobs(&mut self, n: u64) -> Vec<Vec<u8>> {
+        let mut jobs = Vec::new();
+        self.dut.set_bit(self.p.job_afull, false);
+        for _ in 0..n {
+            self.dut.set(self.p.desc_empty, 1);
+            self.dut.eval();
+            if self.dut.get_bit(self.p.job_write) {
+                jobs.push(self.dut.get_wide(self.p.job));
+            }
+            self.dut.tick();
+        }
+        jobs
+    }
+}
+
+/// A QP on an SRQ (USE_SRQ, SRQN) that enters ERR raises QP_LAST_WQE_REACHED (16) after its
+/// error event when the NIC moves it there (a NAK remote access error: QP_ACCESS_ERR, then
+/// LAST_WQE_REACHED), and LAST_WQE_REACHED alone when the driver writes its context with state
+/// ERR (the flush visit raises no error event). A QP not on an SRQ moved to ERR by the driver
+/// raises nothing.
+#[test]
+fn a_qp_on_an_srq_entering_err_raises_last_wqe_reached() {
+    use rnic_contract::{srq_context as srqc, verbs::event_type as ev};
+    let mut tb = Tb::new(0x2E61_0016);
+    let ev_cq = 9u64;
+    tb.dut.set("async_cq", 1 << 8 | ev_cq);
+    let pd = 3;
+    let m = Mr { valid: true, access: 2, tag: 0x33, pd, va: 0x2_0000, length: 0x1000, iova: 0x9000_0000 };
+    tb.write_mr(2, &m);
+    let mut srq = [0u8; 64];
+    srqc::INIT.put(&mut srq, 1);
+    tb.command(4, 20, &srq);
+    let mut rng = Rng(0x16);
+    let on_srq = |tb: &mut Tb, qpn: u64, q: &Qp, state: u64| {
+        let mut r = qp_record(q);
+        q.peer.put(&mut r);
+        qp::STATE.put(&mut r, state);
+        qp::USE_SRQ.put(&mut r, 1);
+        qp::SRQN.put(&mut r, 20);
+        tb.command(1, qpn, &r);
+    };
+    let q6 = random_qp(&mut rng, 3, 2, pd);
+    on_srq(&mut tb, 6, &q6, 3);
+    let bad = Desc {
+        start: 1,
+        nbeats: 2,
+        opcode: WRITE_ONLY,
+        hlen: 70,
+        ackreq: true,
+        plen: 16,
+        dest_qpn: 6,
+        psn: q6.epsn,
+        va: 0x2_0000,
+        rkey: 2 << 8 | 0x34,
+        len: 16,
+    };
+    let jobs = tb.packet_jobs(&bad);
+    assert_eq!(
+        event_cqes(&jobs),
+        [(ev_cq, u64::from(ev::QP_ACCESS_ERR), 6), (ev_cq, u64::from(ev::QP_LAST_WQE_REACHED), 6)],
+        "the NIC moved the QP on the SRQ to ERR"
+    );
+    // The driver moves QP 7 (on the SRQ) and QP 8 (not) to ERR.
+    let q7 = random_qp(&mut rng, 3, 2, pd);
+    on_srq(&mut tb, 7, &q7, 3);
+    on_srq(&mut tb, 7, &q7, 6);
+    let q8 = random_qp(&mut rng, 3, 2, pd);
+    tb.write_qp(8, &q8);
+    let mut r = qp_record(&q8);
+    q8.peer.put(&mut r);
+    qp::STATE.put(&mut r, 6);
+    tb.command(1, 8, &r);
+    let jobs = tb.settle_jobs(400);
+    assert_eq!(
+        event_cqes(&jobs),
+        [(ev_cq, u64::from(ev::QP_LAST_WQE_REACHED), 7)],
+        "the driver moved QP 7 (SRQ) and QP 8 to ERR"
     );
 }

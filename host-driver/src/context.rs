@@ -4,6 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::rc::{Rc, Weak};
+use std::time::{Duration, Instant};
 
 use rnic_contract::regs::{self, caps, counter, features, qp_caps, send_caps, srq_caps};
 
@@ -11,6 +12,7 @@ use crate::channel::CompletionChannel;
 use crate::cq::CompletionQueue;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::event::EventQueue;
 use crate::pd::ProtectionDomain;
 use crate::srq::{self, AsyncEvent, SrqInner};
 
@@ -279,6 +281,11 @@ impl Tables {
         Ok(v as u8)
     }
 
+    /// Takes vector `v` out of the ones [`alloc_vector`](Self::alloc_vector) hands out.
+    pub(crate) fn reserve_vector(&mut self, v: u8) {
+        self.vectors |= 1 << v;
+    }
+
     pub(crate) fn free_vector(&mut self, v: u8) {
         self.vectors &= !(1u64 << v);
     }
@@ -355,7 +362,14 @@ pub(crate) struct CtxInner {
     pub(crate) tables: RefCell<Tables>,
     /// The SRQs created on this context, for [`Context::poll_async_event`].
     pub(crate) srqs: RefCell<Vec<Weak<SrqInner>>>,
+    /// The device's asynchronous event queue (QP events), when the NIC has one (contract
+    /// minor [`ASYNC_EVENTS_MINOR`] and up).
+    pub(crate) events: Option<EventQueue>,
 }
+
+/// The contract minor version that added the QP-affiliated asynchronous events and
+/// [`regs::ASYNC_EVENT_CQ`].
+pub const ASYNC_EVENTS_MINOR: u16 = 4;
 
 /// An opened rnic device: the root of every verbs object (`struct ibv_context`).
 ///
@@ -391,8 +405,30 @@ impl Context {
         let info = DeviceInfo::read(&*dev)?;
         info.check_compatible_for(&dev.name())?;
         let tables = RefCell::new(Tables::new(&info));
+        // The event queue takes a CQ for the life of the context (ibv_get_async_event(3)
+        // reports events from open on), so `max_cq` counts one fewer.
+        // With interrupts it also takes the backend's highest vector, so that
+        // `get_async_event` sleeps until the NIC writes an event.
+        let events = if info.minor() >= ASYNC_EVENTS_MINOR {
+            let cqn = tables.borrow_mut().alloc_cqn()?;
+            let n = u32::from(dev.interrupt_vectors()).min(regs::IRQ_VECTORS);
+            let vector = n.checked_sub(1).filter(|&v| dev.interrupt_fd(v as u16).is_some()).map(|v| v as u8);
+            if let Some(v) = vector {
+                tables.borrow_mut().reserve_vector(v);
+            }
+            Some(EventQueue::new(&dev, cqn, vector)?)
+        } else {
+            None
+        };
         Ok(Self {
-            inner: Rc::new(CtxInner { dev, info, port: Cell::new(None), tables, srqs: RefCell::new(Vec::new()) }),
+            inner: Rc::new(CtxInner {
+                dev,
+                info,
+                port: Cell::new(None),
+                tables,
+                srqs: RefCell::new(Vec::new()),
+                events,
+            }),
         })
     }
 
@@ -452,14 +488,80 @@ impl Context {
         Ok(ProtectionDomain::new(Rc::clone(&self.inner), pdn))
     }
 
-    /// Polls one asynchronous event, if any (`ibv_get_async_event(3)` without blocking): the
-    /// NIC writes each SRQ's limit event to a CQ of that SRQ; this reads them, in SRQ creation
-    /// order. Events need no acknowledgement (`ibv_ack_async_event`).
+    /// Polls one asynchronous event, if any (`ibv_get_async_event(3)` without blocking): first
+    /// the QP events the NIC wrote to the context's event queue
+    /// ([`AsyncEvent::Qp`], in the order raised), then each SRQ's limit event from a CQ of
+    /// that SRQ, in SRQ creation order. Events need no acknowledgement
+    /// (`ibv_ack_async_event`): they hold no resource.
     ///
     /// # Errors
     /// Backend errors reading the event rings.
     pub fn poll_async_event(&self) -> Result<Option<AsyncEvent>> {
+        if let Some(q) = &self.inner.events {
+            if let Some(e) = q.poll()? {
+                if let AsyncEvent::SrqLimitReached { srq_num, .. } = e {
+                    srq::disarmed(&self.inner.srqs, srq_num);
+                }
+                return Ok(Some(e));
+            }
+        }
         srq::poll_async_event(&self.inner.srqs)
+    }
+
+    /// Whether the NIC reports QP-affiliated asynchronous events to this context (contract
+    /// minor [`ASYNC_EVENTS_MINOR`] and up).
+    pub fn has_qp_events(&self) -> bool {
+        self.inner.events.is_some()
+    }
+
+    /// The MSI-X vector the event queue's interrupts come on (see
+    /// [`get_async_event_timeout`](Self::get_async_event_timeout)); `None` when the backend
+    /// has no interrupts or the NIC no event queue.
+    pub fn async_event_vector(&self) -> Option<u16> {
+        self.inner.events.as_ref().and_then(|q| q.vector).map(u16::from)
+    }
+
+    /// Waits for the next asynchronous event (`ibv_get_async_event(3)`, which blocks).
+    ///
+    /// # Errors
+    /// Backend errors; never returns while no event comes.
+    pub fn get_async_event(&self) -> Result<AsyncEvent> {
+        loop {
+            if let Some(e) = self.get_async_event_timeout(Duration::from_secs(1))? {
+                return Ok(e);
+            }
+        }
+    }
+
+    /// Waits up to `timeout` (wall-clock) for the next asynchronous event. With interrupts the
+    /// thread sleeps on the event queue's vector: it arms the queue's CQ (`CQ_ARM` with its
+    /// consumer index, so an event written since the last poll fires at once), polls once more,
+    /// then waits in `Device::wait_interrupts` (the in-process simulator runs its world
+    /// meanwhile). Without interrupts it polls, calling `Device::poll_progress` between polls.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub fn get_async_event_timeout(&self, timeout: Duration) -> Result<Option<AsyncEvent>> {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(e) = self.poll_async_event()? {
+                return Ok(Some(e));
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            match self.inner.events.as_ref().and_then(|q| q.vector.map(|v| (q, v))) {
+                Some((q, v)) => {
+                    q.arm()?;
+                    if let Some(e) = self.poll_async_event()? {
+                        return Ok(Some(e));
+                    }
+                    self.inner.dev.wait_interrupts(&[u16::from(v)], left)?;
+                }
+                None => self.inner.dev.poll_progress(),
+            }
+        }
     }
 
     /// Polls for an asynchronous event until one arrives or `budget_cycles` NIC cycles pass

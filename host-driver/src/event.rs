@@ -1,10 +1,118 @@
 //! `enum ibv_event_type` (ibv_get_async_event(3)): the kinds of asynchronous events, with
-//! `Display` giving exactly `ibv_event_type_str(3)`'s text (rdma-core 44).
+//! `Display` giving exactly `ibv_event_type_str(3)`'s text (rdma-core 44), and the device's
+//! asynchronous event queue.
 //!
-//! Today the NIC raises only [`AsyncEventType::SrqLimitReached`] ([`crate::AsyncEvent`]);
-//! the QP, CQ and port events need the RTL's event queue (issue 15) and will arrive through
-//! the same [`crate::Context::poll_async_event`].
+//! The NIC raises [`AsyncEventType::SrqLimitReached`] on each SRQ's event CQ and the
+//! QP-affiliated events ([`AsyncEventType::QpFatal`], [`AsyncEventType::QpReqErr`],
+//! [`AsyncEventType::QpAccessErr`], [`AsyncEventType::CommEst`],
+//! [`AsyncEventType::QpLastWqeReached`]; see `rnic_contract::regs::ASYNC_EVENT_CQ` for what
+//! raises each) on the context's event queue, a CQ the driver takes when it opens the device;
+//! [`crate::Context::poll_async_event`] reads both. The CQ, port and device events are not
+//! raised.
+use std::cell::Cell;
 use std::fmt;
+use std::rc::Rc;
+use std::sync::atomic::{fence, Ordering};
+
+use rnic_contract::{cqe, regs, regs::cmd_op, verbs};
+
+use crate::device::{Device, DmaBuffer};
+use crate::error::Result;
+use crate::records::{owner_for, write_context, CqContext, Cqe};
+use crate::srq::AsyncEvent;
+
+/// log2 of the event queue's entries: each QP raises each event at most once per connection
+/// (at most 3 per QP between two connections: COMM_EST, an error, LAST_WQE_REACHED), and the
+/// NIC has 64 QPs, so 256 entries are not overrun by a reader that polls between connections.
+const EVENT_QUEUE_LOG_SIZE: u8 = 8;
+
+/// The device's asynchronous event queue: a CQ ring of [`rnic_contract::cqe`] entries that
+/// the NIC writes event CQEs to (`rnic_contract::regs::ASYNC_EVENT_CQ`), with this driver's
+/// consumer index. It holds the device (not the context), so the context owns it without a
+/// reference cycle.
+pub(crate) struct EventQueue {
+    dev: Rc<dyn Device>,
+    pub(crate) cqn: u32,
+    /// The MSI-X vector in its CQ context, when the backend delivers interrupts: arming the
+    /// CQ ([`EventQueue::arm`]) makes the next event CQE fire it.
+    pub(crate) vector: Option<u8>,
+    ring: DmaBuffer,
+    ci: Cell<u64>,
+}
+
+impl EventQueue {
+    /// Zeroes a ring, commits it as CQ `cqn` (WRITE_CQ) with interrupt vector `vector` and
+    /// points `ASYNC_EVENT_CQ` at it with the enable bit.
+    ///
+    /// # Errors
+    /// DMA allocation and backend MMIO errors.
+    pub(crate) fn new(dev: &Rc<dyn Device>, cqn: u32, vector: Option<u8>) -> Result<Self> {
+        let bytes = cqe::BYTES << EVENT_QUEUE_LOG_SIZE;
+        let ring = DmaBuffer::new(dev, bytes, 4096)?;
+        ring.write(0, &vec![0u8; bytes])?;
+        let rec =
+            CqContext { valid: true, log_size: EVENT_QUEUE_LOG_SIZE, vector: vector.unwrap_or(0), base: ring.iova().0 }
+                .pack();
+        let q = Self { dev: Rc::clone(dev), cqn, vector, ring, ci: Cell::new(0) };
+        write_context(&**dev, cmd_op::WRITE_CQ, cqn as u8, &rec)?;
+        dev.mmio_write32(regs::ASYNC_EVENT_CQ, regs::async_event_cq::ENABLE | cqn)?;
+        Ok(q)
+    }
+
+    /// Takes the next event CQE, if the NIC wrote one: `ibv_event_type` and QP number as an
+    /// [`AsyncEvent`] (an SRQ limit event here names the SRQ). CQEs that are not events
+    /// (none are written here) and event types ibverbs does not name are skipped.
+    ///
+    /// # Errors
+    /// Backend errors reading the ring.
+    pub(crate) fn poll(&self) -> Result<Option<AsyncEvent>> {
+        loop {
+            let ci = self.ci.get();
+            let off = ((ci & ((1 << EVENT_QUEUE_LOG_SIZE) - 1)) as usize) * cqe::BYTES;
+            // Owner byte first; the rest only after it says the NIC is done with the entry.
+            let mut owner = [0u8; 1];
+            self.ring.read(off + cqe::BYTES - 1, &mut owner)?;
+            if (owner[0] & 1 == 1) != owner_for(ci, EVENT_QUEUE_LOG_SIZE) {
+                return Ok(None);
+            }
+            fence(Ordering::Acquire);
+            let mut b = [0u8; cqe::BYTES];
+            self.ring.read(off, &mut b)?;
+            self.ci.set(ci + 1);
+            let c = Cqe::unpack(&b);
+            if c.opcode != verbs::wc_opcode::ASYNC_EVENT {
+                continue;
+            }
+            match AsyncEventType::from_raw(c.status.into()) {
+                Some(AsyncEventType::SrqLimitReached) => {
+                    return Ok(Some(AsyncEvent::SrqLimitReached { srq_num: c.qp_num, wqes_left: c.byte_len }))
+                }
+                Some(event_type) => return Ok(Some(AsyncEvent::Qp { event_type, qp_num: c.qp_num })),
+                None => continue,
+            }
+        }
+    }
+}
+
+impl EventQueue {
+    /// Arms the queue's CQ for its next event CQE ([`regs::CQ_ARM`] with the consumer index):
+    /// if an event is already there unpolled, the NIC fires the vector at once.
+    ///
+    /// # Errors
+    /// Backend MMIO errors.
+    pub(crate) fn arm(&self) -> Result<()> {
+        let ci = (self.ci.get() & ((1 << regs::cq_arm::CI_BITS) - 1)) as u32;
+        self.dev.mmio_write32(regs::CQ_ARM, self.cqn << regs::cq_arm::CQN_SHIFT | ci)
+    }
+}
+
+impl Drop for EventQueue {
+    fn drop(&mut self) {
+        // Stop the events, then invalidate the CQ before its ring is freed.
+        let _ = self.dev.mmio_write32(regs::ASYNC_EVENT_CQ, 0);
+        let _ = write_context(&*self.dev, cmd_op::WRITE_CQ, self.cqn as u8, &CqContext::default().pack());
+    }
+}
 
 /// `enum ibv_event_type`, with the ibverbs numbering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

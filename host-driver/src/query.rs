@@ -296,7 +296,8 @@ impl Context {
             max_recv_sge: i.max_recv_sge.into(),
             max_sge_rd: i.max_send_sge.into(),
             max_inline_data: i.max_inline.into(),
-            max_cq: n(i.log_cqs),
+            // Less the CQ of the context's asynchronous event queue.
+            max_cq: n(i.log_cqs).saturating_sub(u32::from(self.has_qp_events())),
             max_cqe: MAX_CQE as u32,
             max_mr: n(i.log_mrs),
             max_pd: 0xFF_FFFF,

@@ -48,6 +48,17 @@ pub enum AsyncEvent {
         /// Receive WQEs still posted when the NIC fired the event.
         wqes_left: u32,
     },
+    /// A QP-affiliated event (`ibv_async_event.element.qp`): `IBV_EVENT_QP_FATAL`,
+    /// `QP_REQ_ERR`, `QP_ACCESS_ERR` (the QP is now in the error state: its WRs complete with
+    /// `IBV_WC_WR_FLUSH_ERR`; reset it to use it again), `COMM_EST` or
+    /// `QP_LAST_WQE_REACHED`, from the context's event queue (`rnic_contract::regs::ASYNC_EVENT_CQ`
+    /// says what raises each).
+    Qp {
+        /// The event.
+        event_type: crate::AsyncEventType,
+        /// The QP's number ([`crate::QueuePair::qp_num`]).
+        qp_num: u32,
+    },
 }
 
 impl AsyncEvent {
@@ -55,6 +66,7 @@ impl AsyncEvent {
     pub fn event_type(&self) -> crate::AsyncEventType {
         match self {
             Self::SrqLimitReached { .. } => crate::AsyncEventType::SrqLimitReached,
+            Self::Qp { event_type, .. } => *event_type,
         }
     }
 }
@@ -75,7 +87,10 @@ pub(crate) struct SrqInner {
     pi: Cell<u64>,
     limit: Cell<u32>,
     pub(crate) shared: Rc<RefCell<SrqShared>>,
-    events: CompletionQueue,
+    /// The CQ its limit event goes to: the context's event queue (`event_cqn`), or, on a NIC
+    /// without one (contract minor < 4), a CQ of its own (`events`).
+    events: Option<CompletionQueue>,
+    event_cqn: u32,
 }
 
 impl SrqInner {
@@ -83,15 +98,16 @@ impl SrqInner {
     fn write(&self, limit: u32, init: bool) -> Result<()> {
         let mut r = [0u8; 64];
         srq_context::LIMIT.put(&mut r, limit.into());
-        srq_context::EVENT_CQ.put(&mut r, self.events.cqn().into());
+        srq_context::EVENT_CQ.put(&mut r, self.event_cqn.into());
         srq_context::INIT.put(&mut r, init.into());
         write_context(&*self.pd.inner.ctx.dev, regs::cmd_op::WRITE_SRQ, self.srqn as u8, &r)
     }
 
-    /// Polls one limit event of this SRQ, if any.
+    /// Polls one limit event of this SRQ from its own event CQ, if it has one.
     pub(crate) fn poll_event(&self) -> Result<Option<AsyncEvent>> {
+        let Some(events) = &self.events else { return Ok(None) };
         let mut wc = [WorkCompletion::default()];
-        while self.events.poll(&mut wc)? == 1 {
+        while events.poll(&mut wc)? == 1 {
             let w = wc[0];
             if w.opcode.as_raw() == verbs::wc_opcode::ASYNC_EVENT
                 && w.status.as_raw() == verbs::event_type::SRQ_LIMIT_REACHED
@@ -150,7 +166,14 @@ impl<'mr> SharedReceiveQueue<'mr> {
         let bytes = size as usize * recv_wqe::stride(log_stride);
         let ring = DmaBuffer::new(&ctx.dev, bytes, 4096)?;
         ring.write(0, &vec![0u8; bytes])?;
-        let events = CompletionQueue::new(Rc::clone(&ctx), EVENT_CQ_ENTRIES, None)?;
+        let (events, event_cqn) = match &ctx.events {
+            Some(q) => (None, q.cqn),
+            None => {
+                let cq = CompletionQueue::new(Rc::clone(&ctx), EVENT_CQ_ENTRIES, None)?;
+                let cqn = cq.cqn();
+                (Some(cq), cqn)
+            }
+        };
         let srqn = ctx.tables.borrow_mut().alloc_qpn()?;
         crate::pd::count(&pd.inner.srqs, true);
         let inner = SrqInner {
@@ -164,6 +187,7 @@ impl<'mr> SharedReceiveQueue<'mr> {
             limit: Cell::new(0),
             shared: Rc::new(RefCell::new(SrqShared::default())),
             events,
+            event_cqn,
         };
         // (From here on, dropping `inner` disarms the SRQ and frees its number.)
         inner.write(0, true)?;
@@ -258,6 +282,14 @@ impl<'mr> SharedReceiveQueue<'mr> {
     /// As [`post_recv`](Self::post_recv).
     pub fn post_recv_one(&self, wr: RecvWr<'mr>) -> Result<()> {
         self.post_recv(std::slice::from_ref(&wr)).map_err(Error::from)
+    }
+}
+
+/// Notes a limit event of SRQ `srqn` that came through the context's event queue: the NIC
+/// disarmed it.
+pub(crate) fn disarmed(srqs: &RefCell<Vec<Weak<SrqInner>>>, srqn: u32) {
+    if let Some(s) = srqs.borrow().iter().filter_map(Weak::upgrade).find(|s| s.srqn == srqn) {
+        s.limit.set(0);
     }
 }
 

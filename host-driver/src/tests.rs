@@ -1012,7 +1012,9 @@ fn create_srq_writes_its_context_and_arm_limit_modifies_it() {
     assert_eq!((op, u32::from(idx)), (regs::cmd_op::WRITE_SRQ, srq.srq_num()));
     assert_eq!((srq_context::INIT.get(&rec), srq_context::LIMIT.get(&rec)), (1, 0), "new and disarmed");
     let event_cq = srq_context::EVENT_CQ.get(&rec);
-    assert_ne!(event_cq, u64::from(cq.cqn()), "the SRQ has an event CQ of its own");
+    let async_cq = dev.writes.borrow().iter().rfind(|(a, _)| *a == regs::ASYNC_EVENT_CQ).unwrap().1;
+    assert_eq!(event_cq, u64::from(async_cq & regs::async_event_cq::CQN_MASK), "the context's event queue");
+    assert_ne!(event_cq, u64::from(cq.cqn()));
     // 3 WRs round up to 4; a 64-byte receive WQE holds 3 scatter entries, reported as max_sge.
     assert_eq!(srq.query(), SrqAttr { max_wr: 4, max_sge: 3, srq_limit: 0 }, "3 WRs round up to 4");
     assert_eq!(srq.outstanding(), 0);
@@ -1171,4 +1173,55 @@ fn srq_post_recv_fills_its_ring_and_completions_free_slots() {
 /// A QP on `srq`, in RESET.
 fn qp_on_srq<'a>(pd: &ProtectionDomain, cq: &CompletionQueue, srq: &SharedReceiveQueue<'a>) -> QueuePair<'a> {
     pd.create_qp(cq).set_max_send_wr(4).set_srq(srq).build().unwrap()
+}
+
+/// The context's asynchronous event queue: opening the device commits a CQ for it and points
+/// ASYNC_EVENT_CQ at it (enable bit set); event CQEs the NIC writes there come out of
+/// `poll_async_event` as QP events, in order, and other CQEs are skipped; dropping the context
+/// turns the events off and invalidates the CQ.
+#[test]
+fn qp_events_come_from_the_context_event_queue() {
+    let (dev, ctx) = open();
+    assert!(ctx.has_qp_events());
+    let w = dev.writes.borrow().clone();
+    let &(_, v) = w.iter().rfind(|(a, _)| *a == regs::ASYNC_EVENT_CQ).expect("ASYNC_EVENT_CQ written at open");
+    assert_ne!(v & regs::async_event_cq::ENABLE, 0);
+    let cqn = v & regs::async_event_cq::CQN_MASK;
+    // The CQ context committed for it, before the register named it.
+    let pos = w.iter().rposition(|(a, x)| *a == regs::CMD && *x == regs::cmd_op::WRITE_CQ << 24 | cqn).unwrap();
+    assert!(pos < w.iter().rposition(|(a, _)| *a == regs::ASYNC_EVENT_CQ).unwrap());
+    let rec: Vec<u8> = (0..16)
+        .flat_map(|i| {
+            let a = regs::CMD_DATA + 4 * i;
+            w[..pos].iter().rfind(|(x, _)| *x == a).map_or(0, |(_, v)| *v).to_le_bytes()
+        })
+        .collect();
+    let base = rnic_contract::cq_context::BASE.get(&rec);
+    assert_eq!(rnic_contract::cq_context::VALID.get(&rec), 1);
+    // A user CQ gets another number.
+    let cq = ctx.create_cq(4).unwrap();
+    assert_ne!(cq.cqn(), cqn);
+    assert_eq!(ctx.poll_async_event().unwrap(), None);
+    let event = |n: u64, opcode: u8, status: u8, qp_num: u32| {
+        let c = Cqe { opcode, status, qp_num, owner: owner_for(n, 8), ..Cqe::default() };
+        dev.dma_write(Iova(base + 32 * n), &c.pack()).unwrap();
+    };
+    event(0, verbs::wc_opcode::ASYNC_EVENT, verbs::event_type::QP_ACCESS_ERR, 5);
+    event(1, verbs::wc_opcode::RECV, 0, 6);
+    event(2, verbs::wc_opcode::ASYNC_EVENT, verbs::event_type::COMM_EST, 7);
+    assert_eq!(
+        ctx.poll_async_event().unwrap(),
+        Some(AsyncEvent::Qp { event_type: AsyncEventType::QpAccessErr, qp_num: 5 })
+    );
+    let e = ctx.poll_async_event().unwrap().unwrap();
+    assert_eq!(
+        (e.event_type(), e),
+        (AsyncEventType::CommEst, AsyncEvent::Qp { event_type: AsyncEventType::CommEst, qp_num: 7 })
+    );
+    assert_eq!(ctx.poll_async_event().unwrap(), None);
+    drop(cq);
+    drop(ctx);
+    let w = dev.writes.borrow();
+    assert_eq!(w.iter().rfind(|(a, _)| *a == regs::ASYNC_EVENT_CQ).unwrap().1, 0, "events off at close");
+    assert_eq!(w.last(), Some(&(regs::CMD, regs::cmd_op::WRITE_CQ << 24 | cqn)), "its CQ invalidated last");
 }

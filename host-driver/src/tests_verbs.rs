@@ -38,10 +38,10 @@ fn query_device_reports_the_capability_registers() {
     let reads = dev.reads.get();
     let a = ctx.query_device();
     assert_eq!(dev.reads.get(), reads, "the registers were read once, at open");
-    assert_eq!(a.fw_ver, "0.3");
+    assert_eq!(a.fw_ver, "0.4");
     assert_eq!(a.hw_ver, regs::VERSION_VALUE);
-    // 64 QP contexts less QP 0 and 1; 64 CQs and MR keys.
-    assert_eq!((a.max_qp, a.max_cq, a.max_mr, a.max_srq), (62, 64, 64, 62));
+    // 64 QP contexts less QP 0 and 1; 64 CQs less the asynchronous event queue's; 64 MR keys.
+    assert_eq!((a.max_qp, a.max_cq, a.max_mr, a.max_srq), (62, 63, 64, 62));
     assert_eq!((a.max_qp_wr, a.max_srq_wr, a.max_cqe), (1 << 15, 1 << 15, 1 << 16));
     assert_eq!((a.max_send_sge, a.max_recv_sge, a.max_sge, a.max_sge_rd, a.max_srq_sge), (16, 15, 15, 16, 15));
     assert_eq!((a.max_qp_rd_atom, a.max_qp_init_rd_atom, a.max_res_rd_atom), (16, 16, 62 * 16));

@@ -89,6 +89,13 @@ impl Hosts {
     pub fn settle(&self, n: u64) {
         self.world.borrow_mut().step_n(n);
     }
+
+    /// Steps the world `n` cycles, then takes every asynchronous event `ctx` has, in order
+    /// (`ibv_get_async_event(3)` until none is left).
+    pub fn events_after(&self, ctx: &Context, n: u64) -> Vec<rnic::AsyncEvent> {
+        self.settle(n);
+        std::iter::from_fn(|| ctx.poll_async_event().unwrap()).collect()
+    }
 }
 
 /// The counters that are not zero, by name.

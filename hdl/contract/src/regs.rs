@@ -15,8 +15,9 @@ pub const VERSION: u16 = 0x0004;
 /// Contract version implemented by this RTL and driver. Minor 2 added the capability
 /// registers [`QP_CAPS`], [`SEND_CAPS`], [`SRQ_CAPS`] and [`FEATURES`]; minor 3 the completion
 /// events: [`CQ_ARM`], the CQ context's [`crate::cq_context::VECTOR`] and the interrupt
-/// registers [`IRQ_MASK`], [`IRQ_PENDING`], [`IRQ_MODERATION`].
-pub const VERSION_VALUE: u32 = 0x0000_0003;
+/// registers [`IRQ_MASK`], [`IRQ_PENDING`], [`IRQ_MODERATION`]; minor 4 the QP-affiliated
+/// asynchronous events and [`ASYNC_EVENT_CQ`].
+pub const VERSION_VALUE: u32 = 0x0000_0004;
 /// Capabilities, see [`caps`].
 pub const CAPS: u16 = 0x0008;
 /// Core clock in MHz (reads 250).
@@ -221,7 +222,45 @@ pub const IRQ_PENDING: u16 = 0x0114;
 /// window (events within it coalesce into one interrupt at the window's end). 0 turns
 /// moderation off: each event is sent as soon as the output is free.
 pub const IRQ_MODERATION: u16 = 0x0118;
-// 0x011C..0x01FF: free.
+/// The device's asynchronous event CQ (read-write, 0 after reset; fields in [`async_event_cq`]):
+/// while [`async_event_cq::ENABLE`] is set, the NIC writes each QP-affiliated asynchronous event
+/// (ibv_get_async_event(3); IBTA Vol 1 11.6.3) as an event CQE to CQ [`async_event_cq::CQN_MASK`]
+/// of this register: OPCODE [`crate::verbs::wc_opcode::ASYNC_EVENT`], STATUS the
+/// [`crate::verbs::event_type`], QP_NUM the QP, BYTE_LEN 0 (the CQE layout of the SRQ limit
+/// event, [`crate::srq_context`]). Like any CQE it raises the CQ's completion event if the CQ
+/// is armed ([`CQ_ARM`]), so a driver blocks on the CQ's interrupt vector. While ENABLE is
+/// clear the NIC raises no QP event. The events and what raises them:
+/// - [`crate::verbs::event_type::QP_REQ_ERR`]: the responder moved the QP to ERR after a NAK
+///   invalid request (a class C error, IBTA Vol 1 9.9.3: opcode out of sequence, a READ or
+///   atomic beyond `max_dest_rd_atomic`) or a receive that a message overran
+///   (`IBV_WC_LOC_LEN_ERR`, which also NAKs invalid request);
+/// - [`crate::verbs::event_type::QP_ACCESS_ERR`]: the responder moved the QP to ERR after a
+///   NAK remote access error (a refused rkey, access or bounds) or a receive WQE whose scatter
+///   entry its lkey does not cover (`IBV_WC_LOC_PROT_ERR`);
+/// - [`crate::verbs::event_type::QP_FATAL`]: the requester moved the QP to ERR (retries or RNR
+///   retries exhausted, a NAK with an error code, a local error of a send WQE);
+/// - [`crate::verbs::event_type::COMM_EST`]: the first request packet (the expected PSN)
+///   arrived on the QP while its context said RTR (IBTA Vol 1 11.6.3.1), once per RTR
+///   (INIT_RQ_PSN or RESET re-arms it);
+/// - [`crate::verbs::event_type::QP_LAST_WQE_REACHED`]: a QP on an SRQ entered ERR, by the NIC
+///   or by the driver's WRITE_QP with state ERR (IBTA Vol 1 10.2.9.5, 11.6.3.1): it takes no
+///   further SRQ WQE. It follows the error event of the same QP.
+///
+/// Events wait in a 64-entry queue inside the NIC (each QP raises each of them at most once per
+/// connection, and the queue is served before new packets); one that finds fewer than two
+/// free entries is lost. A driver-initiated move to ERR raises no error event (only
+/// LAST_WQE_REACHED). The NIC does not detect CQ overruns: `IBV_EVENT_CQ_ERR` is never raised
+/// (the driver sizes CQs so that they cannot overrun).
+pub const ASYNC_EVENT_CQ: u16 = 0x011C;
+// 0x0120..0x01FF: free.
+
+/// Fields of [`ASYNC_EVENT_CQ`].
+pub mod async_event_cq {
+    /// Bits 7:0: the CQ number.
+    pub const CQN_MASK: u32 = 0xFF;
+    /// Bit 31: QP-affiliated events are raised.
+    pub const ENABLE: u32 = 1 << 31;
+}
 
 /// The interrupt output of the NIC top (`irq_valid`, `irq_vector`, `irq_ready`): an MSI-X-style
 /// message request to the PCIe core, held until `irq_ready`.

@@ -52,9 +52,15 @@ pub mod wc_opcode {
     pub const ASYNC_EVENT: u8 = 255;
 }
 
-/// `enum ibv_event_type` (ibv_get_async_event(3)), the events the NIC reports.
+/// `enum ibv_event_type` (ibv_get_async_event(3)), the events the NIC reports (see
+/// [`crate::regs::ASYNC_EVENT_CQ`] and [`crate::srq_context`]).
 pub mod event_type {
+    pub const QP_FATAL: u8 = 1;
+    pub const QP_REQ_ERR: u8 = 2;
+    pub const QP_ACCESS_ERR: u8 = 3;
+    pub const COMM_EST: u8 = 4;
     pub const SRQ_LIMIT_REACHED: u8 = 15;
+    pub const QP_LAST_WQE_REACHED: u8 = 16;
 }
 
 /// `enum ibv_wc_flags`.
