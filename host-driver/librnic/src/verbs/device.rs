@@ -355,7 +355,7 @@ pub unsafe extern "C" fn rnic_ibv_get_async_event(c: *mut ibv_context, ev: *mut 
     // once instead and report EAGAIN when nothing is there.
     let _g = lock();
     match ctx(c).ctx.poll_async_event() {
-        Ok(Some(e @ rnic::AsyncEvent::SrqLimitReached { .. })) => {
+        Ok(Some(e)) => {
             (*ev).element = null_mut();
             (*ev).event_type = e.event_type() as c_int;
             0
