@@ -118,8 +118,9 @@ pub struct RemoteReport {
     /// Wall seconds of the transfer (client) or of the wait (server).
     pub wall_seconds: f64,
     /// With `sim-port:`: this side's world, simulated cycles per wall second while it stepped
-    /// (its NIC and its share of the SimBricks synchronisation), and its cycles in all.
+    /// (its NIC and its share of the SimBricks synchronisation).
     pub sim_cycles_per_sec: Option<f64>,
+    /// With `sim-port:`: cycles this side's world ran in all (setup, run, exchange waits).
     pub sim_total_cycles: Option<u64>,
     /// This NIC's counters after the run.
     pub counters: Counters,
