@@ -255,8 +255,11 @@ pub struct TxScheduler {
     /// fetched READ must wait for `max_rd_atomic` (registered in state 12).
     reads_sent: DFF<Bits<7>>,
     rd_full: DFF<Bit>,
-    /// 16 or more of the QP's WQEs are in flight, registered: a SEND waits (state 19) until fewer
-    /// are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]).
+    /// 16 or more of the QP's WQEs are in flight (from `in_flight_r`: 2 cycles old): a SEND
+    /// waits (state 19) until fewer are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]); past 16 a
+    /// QP fetches more only while no other QP has work (state 34, where the flag is the count
+    /// of state 3), so QPs share the scheduler as they did with a 16-WQE window and one QP alone
+    /// gets the whole 64.
     send_win_full: DFF<Bit>,
     /// The completer has retired WQEs this engine is about to resend (state 3).
     behind: DFF<Bit>,
@@ -356,10 +359,9 @@ pub struct TxScheduler {
     // Queue checks (state 3, decided in state 15) and the WQE's address.
     sq_empty: DFF<Bit>,
     window_ok: DFF<Bit>,
-    /// Fewer than 16 WQEs in flight (state 3): past that a QP fetches more only while no other
-    /// QP has work, so QPs share the scheduler as they did with a 16-WQE window and one QP
-    /// alone gets the whole 64.
-    win16_ok: DFF<Bit>,
+    /// `in_flight`, registered (the 16-bit difference and a compare after it are too deep for
+    /// one cycle).
+    in_flight_r: DFF<Bits<16>>,
     rw_mine: DFF<Bit>,
     wqe_addr: DFF<Bits<64>>,
     /// Packets of the WQE being sent (its last PSN is `wqe_psn + npkts - 1`).
@@ -534,7 +536,7 @@ impl Logic for TxScheduler {
             last_r,
             sq_empty,
             window_ok,
-            win16_ok,
+            in_flight_r,
             rw_mine,
             wqe_addr,
             npkts,
@@ -899,7 +901,8 @@ impl Logic for TxScheduler {
             | (bit_cast::<6, 1>(((self.op_now.val() == 5) | (self.op_now.val() == 6)).into()) << 4)
             | (bit_cast::<6, 1>((self.op_now.val() == 6).into()) << 5);
         self.is_send.next = self.wop.q.val().get_bit(0);
-        self.send_win_full.d.next = self.in_flight.val() >= 16;
+        self.in_flight_r.d.next = self.in_flight.val();
+        self.send_win_full.d.next = self.in_flight_r.q.val() >= 16;
         self.has_imm.next = self.wop.q.val().get_bit(1);
         self.is_read.next = self.wop.q.val().get_bit(2);
         self.emit_we_r.d.next = false;
@@ -1208,7 +1211,6 @@ impl Logic for TxScheduler {
             3 => {
                 self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
                 self.window_ok.d.next = self.in_flight.val() < 64;
-                self.win16_ok.d.next = self.in_flight.val() < 16;
                 self.pf_hit.d.next = (self.pf_n.q.val() != 0)
                     & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
                     & (self.pf_ci.q.val() == self.ci.q.val())
@@ -1239,12 +1241,10 @@ impl Logic for TxScheduler {
                     // The WQE is in the prefetch buffer (or on its way): no fetch.
                     self.wb.d.next = 0.into();
                     self.state.d.next = 5.into();
-                } else if self.window_ok.q.val()
-                    & (self.win16_ok.q.val() | !(self.rw_other.q.val() | self.db_other.q.val()))
-                {
+                } else if self.window_ok.q.val() {
                     // Fetch it and the WQEs after it: whatever the buffer still holds or
-                    // awaits is discarded. (With 16 or more in flight only while no other QP
-                    // waits: otherwise the branch below steps aside.)
+                    // awaits is discarded. (With 16 or more in flight, state 34 steps aside
+                    // instead if another QP waits.)
                     self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
                     self.pf_n.d.next = 0.into();
                     self.pf_stale.d.next = false;
@@ -1271,6 +1271,13 @@ impl Logic for TxScheduler {
                 self.pf_raw_page.d.next = self.pf_page.val();
                 self.pf_raw_win.d.next = self.pf_win.val();
                 self.state.d.next = 37.into();
+                if self.send_win_full.q.val() & (self.rw_other.q.val() | self.db_other.q.val()) {
+                    // 16 or more in flight (as of state 3) and another QP has work: step aside
+                    // as with a 16-WQE window, rather than fetch WQEs a READ waiting for its
+                    // slot would give up to the next QP's fetch.
+                    self.rearm.next = true;
+                    self.state.d.next = 11.into();
+                }
             }
             37 => {
                 // 2: each limit saturated at 8 WQEs (and the buffer's room).
