@@ -309,7 +309,7 @@ fn jobs_wait_for_their_barriers_and_leave_in_order() {
 fn atomics_match_a_memory_model() {
     let mut rng = Rng::from_env(0xA70_0003);
     let words: Vec<u64> = (0..6).map(|k| 0x2_0000 + 0x40 * (k / 2) + 8 * (k % 2) * 3).collect();
-    let mut mem: HashMap<u64, u64> = words.iter().map(|&a| (a, rng.next_u64() >> 1)).collect();
+    let mem: HashMap<u64, u64> = words.iter().map(|&a| (a, rng.next_u64() >> 1)).collect();
     let mut model = mem.clone();
     let mut slots = [0u64; 4];
     let mut want: Vec<(Job, u64)> = Vec::new();
