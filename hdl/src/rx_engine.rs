@@ -1518,8 +1518,11 @@ impl Logic for RxEngine {
         // the driver's own move to ERR (a flush visit); a responder class C error of state 6
         // (`cls_c`) QP_ACCESS_ERR after a refused RETH / AtomicETH (NAK remote access error),
         // else QP_REQ_ERR (NAK invalid request); a receive error IBV_WC_LOC_PROT_ERR (4)
-        // QP_ACCESS_ERR, IBV_WC_LOC_LEN_ERR QP_REQ_ERR; any requester error QP_FATAL.
-        self.ev_type.next = 1.into();
+        // QP_ACCESS_ERR, IBV_WC_LOC_LEN_ERR QP_REQ_ERR; none for a requester error: its error
+        // completion reports it (IBTA Vol 1 11.6.3 keeps QP_FATAL, the local work queue
+        // catastrophic error, for errors a completion cannot report; rxe and mlx5 raise no event
+        // for retries exhausted or a remote NAK).
+        self.ev_type.next = 0.into();
         if self.src_fl.q.val() {
             self.ev_type.next = 0.into();
         } else if self.cls_c.q.val() {

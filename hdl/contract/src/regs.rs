@@ -237,8 +237,10 @@ pub const IRQ_MODERATION: u16 = 0x0118;
 /// - [`crate::verbs::event_type::QP_ACCESS_ERR`]: the responder moved the QP to ERR after a
 ///   NAK remote access error (a refused rkey, access or bounds) or a receive WQE whose scatter
 ///   entry its lkey does not cover (`IBV_WC_LOC_PROT_ERR`);
-/// - [`crate::verbs::event_type::QP_FATAL`]: the requester moved the QP to ERR (retries or RNR
-///   retries exhausted, a NAK with an error code, a local error of a send WQE);
+/// - none when the requester moves the QP to ERR (retries or RNR retries exhausted, a NAK with
+///   an error code, a local error of a send WQE): the error completion reports it, and
+///   [`crate::verbs::event_type::QP_FATAL`] (a local work queue catastrophic error, IBTA Vol 1
+///   11.6.3) is for errors a completion cannot report, which the NIC does not have;
 /// - [`crate::verbs::event_type::COMM_EST`]: the first request packet (the expected PSN)
 ///   arrived on the QP while its context said RTR (IBTA Vol 1 11.6.3.1), once per RTR
 ///   (INIT_RQ_PSN or RESET re-arms it);
