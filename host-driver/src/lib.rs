@@ -76,6 +76,8 @@ mod mock;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_srq;
+#[cfg(test)]
 mod tests_verbs;
 
 pub use backend::{open_device, DeviceSpec, OpenError};
