@@ -4,10 +4,13 @@
 //! and land within 1 % of the one-process run's cycles (on a synchronised link it lands on the
 //! same frames: each process draws the faults of its own NIC's wire as the one-process world
 //! draws them).
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{free_port, json_of, wait_output};
 use serde_json::Value;
 
 const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
@@ -16,29 +19,6 @@ const ARGS: [&str; 7] = ["--seed", "7", "--loss", "0.01", "--iters", "100", "--j
 /// A seed whose losses include one only the ACK timer finds (a message's last packet), so the
 /// timers' phase matters.
 const TIMEOUT_ARGS: [&str; 7] = ["--seed", "1", "--loss", "0.02", "--iters", "100", "--json"];
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn wait_output(mut child: Child, limit: Duration) -> Output {
-    let t = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn json_of(o: &Output) -> Value {
-    let s = String::from_utf8_lossy(&o.stdout);
-    let line = s.lines().last().unwrap_or_default();
-    serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): stdout {s} stderr {}", String::from_utf8_lossy(&o.stderr)))
-}
 
 /// One split run over a SimBricks link whose socket is in `dir`: (server report, client report).
 fn split_run(dir: &Path, args: &[&str]) -> (Value, Value) {

@@ -2,11 +2,14 @@
 //! process, `rnic perf write --device vfio-user:D/nic1.sock --json` (server) and
 //! `rnic perf write --device vfio-user:D/nic0.sock 127.0.0.1 --json` (client) in two others;
 //! both must print `"verified": true`. Also the errors a user meets when the socket is wrong.
+mod common;
+
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{free_port, json_of, wait_output};
 use serde_json::Value;
 
 const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
@@ -50,29 +53,6 @@ impl Drop for Serve {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn wait_output(mut child: Child, limit: Duration) -> Output {
-    let t = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn json_of(o: &Output) -> Value {
-    let s = String::from_utf8_lossy(&o.stdout);
-    let line = s.lines().last().unwrap_or_default();
-    serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): stdout {s} stderr {}", String::from_utf8_lossy(&o.stderr)))
 }
 
 /// Runs one two-sided test: (server report, client report).
