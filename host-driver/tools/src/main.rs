@@ -287,13 +287,6 @@ fn perf_lat(op: LatOp, a: &LatArgs) -> ExitCode {
 
 /// One side of a two-sided latency test.
 fn perf_lat_remote(op: LatOp, a: &LatArgs, device: &str) -> ExitCode {
-    if device.starts_with("sim-port:") {
-        eprintln!(
-            "rnic perf {}: --device sim-port: runs the two-sided write and read bandwidth tests only (use vfio-user:PATH for latency tests)",
-            op.name()
-        );
-        return ExitCode::from(2);
-    }
     let name = op.name();
     let lat = a.options(op, a.size_for(op));
     if let Err(e) = lat::check_lat_options(&lat) {

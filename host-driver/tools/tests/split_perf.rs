@@ -3,7 +3,7 @@
 //! by a SimBricks link. It must verify, give the same cycles, frames and counters on two runs,
 //! and land within 1 % of the one-process run's cycles (on a synchronised link it lands on the
 //! same frames: each process draws the faults of its own NIC's wire as the one-process world
-//! draws them).
+//! draws them). The latency tools run split the same way.
 mod common;
 
 use std::path::Path;
@@ -20,13 +20,14 @@ const ARGS: [&str; 7] = ["--seed", "7", "--loss", "0.01", "--iters", "100", "--j
 /// timers' phase matters.
 const TIMEOUT_ARGS: [&str; 7] = ["--seed", "1", "--loss", "0.02", "--iters", "100", "--json"];
 
-/// One split run over a SimBricks link whose socket is in `dir`: (server report, client report).
-fn split_run(dir: &Path, args: &[&str]) -> (Value, Value) {
+/// One split run of `rnic perf OP` over a SimBricks link whose socket is in `dir`: (server
+/// report, client report).
+fn split_run(dir: &Path, op: &str, args: &[&str]) -> (Value, Value) {
     let port = free_port().to_string();
     let sock = dir.join("link.sock");
     let spawn = |device: String, host: Option<&str>| {
         Command::new(RNIC)
-            .args(["perf", "write", "--device", &device, "-p", &port])
+            .args(["perf", op, "--device", &device, "-p", &port])
             .args(host)
             .args(args)
             .stdout(Stdio::piped())
@@ -46,7 +47,7 @@ fn two_split_runs(args: &[&str]) -> Vec<(Value, Value)> {
     let mut runs = Vec::new();
     for _ in 0..2 {
         let dir = tempfile::tempdir().unwrap();
-        let (s, c) = split_run(dir.path(), args);
+        let (s, c) = split_run(dir.path(), "write", args);
         for r in [&s, &c] {
             assert_eq!(r["verified"], true, "{r}");
             assert_eq!(r["device"].as_str().unwrap().split(':').next(), Some("sim-port"), "{r}");
@@ -74,8 +75,8 @@ fn perf_write_split_over_a_simbricks_link_is_deterministic_and_matches_one_proce
     let runs = two_split_runs(&ARGS);
     let (s1, c1) = &runs[0];
 
-    let (split, whole) = (c1["cycles"].as_u64().unwrap() as f64, one["cycles"].as_u64().unwrap() as f64);
-    assert!((split - whole).abs() <= 0.01 * whole, "split {split} cycles vs one process {whole}");
+    // The issue asks for 1 %; a synchronised link with cycle-exact ends gives the same cycle.
+    assert_eq!(c1["cycles"], one["cycles"], "split vs one process: the same cycles");
     // The same faults hit the same frames: each NIC sent and received what it did in one process.
     assert_eq!(c1["counters"], one["counters"]["client"], "client NIC: split vs one process");
     assert_eq!(s1["counters"], one["counters"]["server"], "server NIC: split vs one process");
@@ -86,4 +87,32 @@ fn a_split_run_that_times_out_is_deterministic_too() {
     let runs = two_split_runs(&TIMEOUT_ARGS);
     let c = &runs[0].1;
     assert!(c["counters"]["timeouts"].as_u64().unwrap() >= 1, "the seed no longer loses a last packet: {c}");
+}
+
+/// The latency tools over the same link: every sample verified, the same figures on two runs,
+/// the one-process run's fastest sample and a median within 1 % of its median (write-lat:
+/// 1.252 and 1.257 µs split against 1.252 and 1.252 in one process: the ping-pong's two
+/// sides poll in separate worlds).
+#[test]
+fn latency_tools_split_over_a_simbricks_link_are_deterministic() {
+    const LAT_ARGS: [&str; 3] = ["--iters", "100", "--json"];
+    for op in ["write-lat", "read-lat"] {
+        let one = json_of(&Command::new(RNIC).args(["perf", op]).args(LAT_ARGS).output().unwrap());
+        assert_eq!(one["verified"], true, "{one}");
+        let mut typical = Vec::new();
+        for _ in 0..2 {
+            let dir = tempfile::tempdir().unwrap();
+            let (s, c) = split_run(dir.path(), op, &LAT_ARGS);
+            for r in [&s, &c] {
+                assert_eq!(r["verified"], true, "{op}: {r}");
+            }
+            assert_eq!(c["role"], "client");
+            assert_eq!(c["completed"], 100, "{op}: {c}");
+            typical.push((c["t_min_us"].clone(), c["t_typical_us"].clone(), c["t_max_us"].clone()));
+        }
+        assert_eq!(typical[0], typical[1], "{op}: two split runs, the same latencies");
+        assert_eq!(typical[0].0, one["t_min_us"], "{op}: the fastest sample, split vs one process");
+        let (split, whole) = (typical[0].1.as_f64().unwrap(), one["t_typical_us"].as_f64().unwrap());
+        assert!((split - whole).abs() <= 0.01 * whole, "{op}: split {split} µs vs one process {whole} µs");
+    }
 }

@@ -28,6 +28,7 @@ use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use rnic::sim::SimConfig;
 use rnic::{
     AccessFlags, ConnectOptions, Context, Counters, Endpoint, Error, MacAddr, PortAddr, RemoteBuffer, Result, SendWr,
     WorkCompletion,
@@ -162,19 +163,83 @@ pub const SPLIT_START_ALIGN: u64 = 1024;
 /// Cycles a `sim-port:` side's world runs each time it finds no message from its peer.
 const IDLE_STEP_CYCLES: u64 = 256;
 
-/// This side's device: opened from the device string, or for `sim-port:SPEC` built here with the
-/// run's fault configuration, with its world kept for stepping.
-fn open_side(o: &RemoteOptions, nic: usize) -> Result<(Rc<dyn rnic::Device>, Option<rnic::sim::SimDevice>)> {
-    match o.device.parse::<rnic::DeviceSpec>()? {
-        rnic::DeviceSpec::SimPort(port) => {
-            let bridge = port
-                .parse::<rnic_sim::BridgeSpec>()
-                .map_err(|e| Error::InvalidArgument(format!("device string {}: {e}", o.device)))?;
-            let sd = rnic::sim::port_device(&bridge, o.bw.sim.clone(), nic)?;
-            Ok((Rc::new(sd.clone()), Some(sd)))
+/// One side's device and its perftest exchange, opened in the order the device needs.
+///
+/// For `sim-port:SPEC` the NIC is built here, alone in its world, with `sim`'s fault
+/// configuration for NIC `nic` (client 0, server 1); the TCP exchange is connected first
+/// (the SimBricks handshake of the port waits for the peer's), and the exchange steps the world
+/// [`IDLE_STEP_CYCLES`] at a time while it waits for a peer message. Any other device string is
+/// opened with [`rnic::open_device`] before the exchange is connected.
+pub(super) struct Side {
+    /// The device this side drives.
+    pub dev: Rc<dyn rnic::Device>,
+    /// With `sim-port:`: the in-process world, for stepping and its speed.
+    pub sim: Option<rnic::sim::SimDevice>,
+    /// The connected exchange.
+    pub exchange: Exchange,
+}
+
+impl Side {
+    /// Opens the side: `host` Some = client (connects to `host:port` for up to
+    /// `connect_timeout`), None = server (accepts on `port`).
+    ///
+    /// # Errors
+    /// A device string that does not parse, a device that cannot be opened (`Error::Open` with
+    /// a hint), the TCP connection failing.
+    pub fn open(
+        device: &str,
+        sim: &SimConfig,
+        nic: usize,
+        host: Option<&str>,
+        port: u16,
+        connect_timeout: Duration,
+    ) -> Result<Self> {
+        let connect = || match host {
+            Some(h) => {
+                Exchange::connect(h, port, connect_timeout).map_err(|e| io_err(&format!("connecting to {h}:{port}"), e))
+            }
+            None => Exchange::accept(port).map_err(|e| io_err(&format!("listening on port {port}"), e)),
+        };
+        match device.parse::<rnic::DeviceSpec>()? {
+            rnic::DeviceSpec::SimPort(spec) => {
+                let bridge = spec
+                    .parse::<rnic_sim::BridgeSpec>()
+                    .map_err(|e| Error::InvalidArgument(format!("device string {device}: {e}")))?;
+                // Connect first: opening the port waits for the peer's.
+                let exchange = connect()?;
+                let sd = rnic::sim::port_device(&bridge, sim.clone(), nic)?;
+                let world = Rc::clone(sd.world());
+                let idle: Idle = Box::new(move || {
+                    if let Ok(mut w) = world.try_borrow_mut() {
+                        w.step_n(IDLE_STEP_CYCLES);
+                    }
+                });
+                Ok(Self { dev: Rc::new(sd.clone()), sim: Some(sd), exchange: exchange.with_idle(idle) })
+            }
+            _ => {
+                // The device first, so that a device that cannot be opened fails before the peer
+                // is involved.
+                let dev = rnic::open_device(device)?;
+                Ok(Self { dev, sim: None, exchange: connect()? })
+            }
         }
-        _ => Ok((rnic::open_device(&o.device)?, None)),
     }
+}
+
+/// With `sim-port:` (`sim` Some), runs the world to the next multiple of [`SPLIT_START_ALIGN`]
+/// cycles: the client calls this just before its first timed post. Otherwise does nothing.
+///
+/// # Errors
+/// [`Error::Busy`] if the world is borrowed (never between calls of the driver).
+pub(super) fn align_split_start(sim: Option<&rnic::sim::SimDevice>) -> Result<()> {
+    if let Some(sd) = sim {
+        let mut w = sd.world().try_borrow_mut().map_err(|_| Error::Busy("the simulated world".into()))?;
+        let skew = w.cycles() % SPLIT_START_ALIGN;
+        if skew != 0 {
+            w.step_n(SPLIT_START_ALIGN - skew);
+        }
+    }
+    Ok(())
 }
 
 /// Runs one side (see the module documentation).
@@ -192,31 +257,11 @@ pub fn run_remote(o: &RemoteOptions, progress: &mut dyn FnMut(u64, u64)) -> Resu
     let size = b.size as usize;
     let total = size * b.iters as usize;
     let nic = if role == Role::Client { 0 } else { 1 };
-    let connect = || match &o.host {
-        Some(h) => Exchange::connect(h, o.port, o.connect_timeout)
-            .map_err(|e| io_err(&format!("connecting to {h}:{}", o.port), e)),
-        None => Exchange::accept(o.port).map_err(|e| io_err(&format!("listening on port {}", o.port), e)),
-    };
-    let split = o.device.starts_with("sim-port:");
-    // A split side connects first: opening its port waits for the peer's.
-    let early = if split { Some(connect()?) } else { None };
-    let (dev, sim) = open_side(o, nic)?;
+    let Side { dev, sim, exchange: mut x } =
+        Side::open(&o.device, &b.sim, nic, o.host.as_deref(), o.port, o.connect_timeout)?;
     let ctx = Context::open_shared(Rc::clone(&dev))?;
     let port = PortAddr::for_sim_nic(nic);
     ctx.set_port_addr(port)?;
-    let mut x = match early {
-        Some(x) => x,
-        None => connect()?,
-    };
-    if let Some(sd) = &sim {
-        let world = Rc::clone(sd.world());
-        let idle: Idle = Box::new(move || {
-            if let Ok(mut w) = world.try_borrow_mut() {
-                w.step_n(IDLE_STEP_CYCLES);
-            }
-        });
-        x = x.with_idle(idle);
-    }
     let peer_version = x.version().map_err(|e| io_err("version", e))?;
     x.sys_data().map_err(|e| io_err("system data", e))?;
     let mtu = x.mtu(b.mtu).map_err(|e| io_err("MTU", e))?;
@@ -282,13 +327,7 @@ pub fn run_remote(o: &RemoteOptions, progress: &mut dyn FnMut(u64, u64)) -> Resu
         let t0 = Instant::now();
         let mut run = ClientRun::default();
         if role == Role::Client {
-            if let Some(sd) = &sim {
-                let mut w = sd.world().try_borrow_mut().map_err(|_| Error::Busy("the simulated world".into()))?;
-                let skew = w.cycles() % SPLIT_START_ALIGN;
-                if skew != 0 {
-                    w.step_n(SPLIT_START_ALIGN - skew);
-                }
-            }
+            align_split_start(sim.as_ref())?;
             run = client_loop(b, &*dev, &mut qp, &cq, &mr, &remote, progress)?;
         }
         // Before the reports (bandwidth tests); the server waits here while the client runs.

@@ -22,9 +22,9 @@ use rnic::{
 };
 use serde::Serialize;
 
-use super::exchange::{Exchange, Key};
+use super::exchange::Key;
 use super::lat::{fill_lat_message, lat_stall_cycles, marker, LatOp, LatOptions};
-use super::remote::{sim_mac_of, Role};
+use super::remote::{align_split_start, sim_mac_of, Role, Side};
 use super::stats::{LatencyHistogram, LatencyStats};
 use super::{fill_pattern, Mismatch, ATOMIC_ADD, ATOMIC_INIT};
 
@@ -104,15 +104,12 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
     // `read`: one operation at a time, server passive (READ and atomic).
     let (read, send, atomic) = (l.op.one_sided(), l.op == LatOp::Send, l.op == LatOp::Atomic);
     let size = l.size as usize;
-    let dev: Rc<dyn rnic::Device> = rnic::open_device(&o.device)?;
+    let nic = if client { 0 } else { 1 };
+    let Side { dev, sim, exchange: mut x } =
+        Side::open(&o.device, &l.sim, nic, o.host.as_deref(), o.port, o.connect_timeout)?;
     let ctx = Context::open_shared(Rc::clone(&dev))?;
-    let port = PortAddr::for_sim_nic(if client { 0 } else { 1 });
+    let port = PortAddr::for_sim_nic(nic);
     ctx.set_port_addr(port)?;
-    let mut x = match &o.host {
-        Some(h) => Exchange::connect(h, o.port, o.connect_timeout)
-            .map_err(|e| io_err(&format!("connecting to {h}:{}", o.port), e))?,
-        None => Exchange::accept(o.port).map_err(|e| io_err(&format!("listening on port {}", o.port), e))?,
-    };
     let peer_version = x.version().map_err(|e| io_err("version", e))?;
     x.sys_data().map_err(|e| io_err("system data", e))?;
     let mtu = x.mtu(l.mtu).map_err(|e| io_err("MTU", e))?;
@@ -202,6 +199,9 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
         let (mut posted, mut retired, mut received) = (0u64, 0u64, 0u64);
         let mut last_seen: Option<u64> = None;
         let mut w = Waiter { l, mr: &mr, cq: &cq, dev: &*dev, wcs: [WorkCompletion::default(); 16], rx, stall };
+        if client {
+            align_split_start(sim.as_ref())?;
+        }
         for i in 0..l.iters {
             let signaled = read || (i + 1) % u64::from(l.cq_mod) == 0 || i + 1 == l.iters;
             // The server of write and send answers message i; read's server only waits.
