@@ -15,7 +15,9 @@
 //!   header and linked with `-libverbs`, connects two RC QPs of one simulated NIC and moves
 //!   and checks data (RDMA WRITE, READ, SEND with immediate, bad_wr, EBUSY, rereg_mr,
 //!   resize_cq on the NIC: the completions after it land in the new ring; an SRQ created,
-//!   armed, posted to through the inline ibv_post_srq_recv and busy while a QP uses it);
+//!   armed, posted to through the inline ibv_post_srq_recv and busy while a QP uses it;
+//!   the responder's `IBV_EVENT_QP_ACCESS_ERR` from a blocking `ibv_get_async_event` whose
+//!   `element.qp` is the program's own QP);
 //! - `c_program_on_two_nics_of_one_world`: the same program with QP A on device 0 and QP B
 //!   on device 1 of `RNIC_DEVICE=sim:2` (two NICs cabled back to back; each side its own PD,
 //!   CQ and MRs; the peer's MAC found from the device list);
@@ -228,6 +230,7 @@ fn c_program_on_one_looped_back_nic() {
     assert!(out.contains("device rnic_0 guid 000000fffe000001"), "{out}");
     assert!(out.contains("gid[1] ::ffff:192.0.2.1"), "{out}");
     assert!(out.contains("status 10: remote access error"), "{out}");
+    assert!(out.contains("async event: local access violation work queue error on QP"), "{out}");
     // The same binary on rdma-core with no RDMA device finds none and fails: the test above
     // ran on librnic.
     let (ok, out, _) = run(Command::new(&exe).env_remove("LD_LIBRARY_PATH"));

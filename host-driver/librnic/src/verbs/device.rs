@@ -94,7 +94,7 @@ pub unsafe extern "C" fn rnic_ibv_open_device(dev: *mut ibv_device) -> *mut ibv_
     };
     let mut peers: Vec<(Ipv4Addr, MacAddr)> = list.entries().iter().map(|e| (e.port.ip, e.port.mac)).collect();
     peers.extend(env_peers());
-    let mut b: Box<Ctx> = Box::new(Ctx { v: zeroed(), ctx: c, peers });
+    let mut b: Box<Ctx> = Box::new(Ctx { v: zeroed(), ctx: c, peers, qps: Vec::new(), srqs: Vec::new() });
     b.v.query_port = Some(query_port_ex);
     b.v.sz = std::mem::size_of::<verbs_context>();
     let cx = &mut b.v.context;
@@ -346,28 +346,50 @@ export!(ibv_get_pkey_index, "IBVERBS_1.5");
 
 // ---- async events ----
 
+/// How long one wait of `ibv_get_async_event` holds the library lock before letting other
+/// threads' verbs in.
+const ASYNC_WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// `ibv_get_async_event(3)`: blocks until the next asynchronous event and fills `ev`:
+/// `element.qp` / `element.srq` is the program's own `ibv_qp` / `ibv_srq` of the event (null if
+/// the program has destroyed it since), `event_type` the `enum ibv_event_type` value. The wait
+/// runs in slices of [`ASYNC_WAIT_SLICE`] with the library lock released between them, so other
+/// threads keep using the context meanwhile. `async_fd` is -1 (there is no fd to make
+/// non-blocking or to poll): a program that must not block calls this from its own thread, as
+/// ibv_asyncwatch does. Returns -1 with errno EINVAL for null arguments, or the backend's errno.
 #[no_mangle]
 pub unsafe extern "C" fn rnic_ibv_get_async_event(c: *mut ibv_context, ev: *mut ibv_async_event) -> c_int {
     if c.is_null() || ev.is_null() {
+        set_errno(EINVAL);
         return -1;
     }
-    // Blocking wait for the NIC's event queue needs an interrupt / event fd (issue 15); poll
-    // once instead and report EAGAIN when nothing is there.
-    let _g = lock();
-    match ctx(c).ctx.poll_async_event() {
-        Ok(Some(e)) => {
-            (*ev).element = null_mut();
-            (*ev).event_type = e.event_type() as c_int;
-            0
+    loop {
+        let _g = lock();
+        let cx = ctx(c);
+        match cx.ctx.get_async_event_timeout(ASYNC_WAIT_SLICE) {
+            Ok(Some(e)) => {
+                let (element, event_type) = match e {
+                    AsyncEvent::Qp { event_type, qp_num } => (
+                        cx.qps.iter().find(|(n, _)| *n == qp_num).map_or(null_mut(), |(_, p)| *p as *mut c_void),
+                        event_type,
+                    ),
+                    AsyncEvent::SrqLimitReached { srq_num, .. } => (
+                        cx.srqs.iter().find(|(n, _)| *n == srq_num).map_or(null_mut(), |(_, p)| *p as *mut c_void),
+                        e.event_type(),
+                    ),
+                };
+                (*ev).element = element;
+                (*ev).event_type = event_type as c_int;
+                return 0;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                set_errno(errno_of(&e));
+                return -1;
+            }
         }
-        Ok(None) => {
-            set_errno(11);
-            -1
-        }
-        Err(e) => {
-            set_errno(errno_of(&e));
-            -1
-        }
+        drop(_g);
+        std::thread::yield_now();
     }
 }
 export!(ibv_get_async_event, "IBVERBS_1.1");

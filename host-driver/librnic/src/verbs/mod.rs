@@ -13,9 +13,9 @@ use std::ptr::{null, null_mut};
 use std::sync::{Mutex, MutexGuard};
 
 use rnic::{
-    AccessFlags, AddressVector, CompletionChannel, CompletionQueue, Context, DeviceList, Error, MacAddr, MemoryRegion,
-    Mtu, ProtectionDomain, QpAttr, QpAttrMask, QpState, QueuePair, RecvWr, SendFlags, SendWr, Sge, SharedReceiveQueue,
-    WorkCompletion, WrOpcode,
+    AccessFlags, AddressVector, AsyncEvent, CompletionChannel, CompletionQueue, Context, DeviceList, Error, MacAddr,
+    MemoryRegion, Mtu, ProtectionDomain, QpAttr, QpAttrMask, QpState, QueuePair, RecvWr, SendFlags, SendWr, Sge,
+    SharedReceiveQueue, WorkCompletion, WrOpcode,
 };
 
 use crate::abi::*;
@@ -107,6 +107,9 @@ struct Ctx {
     ctx: Context,
     /// Known neighbours: the devices of the list and `RNIC_PEER`.
     peers: Vec<(Ipv4Addr, MacAddr)>,
+    /// The program's QPs and SRQs by number, for `ibv_async_event.element`.
+    qps: Vec<(u32, *mut ibv_qp)>,
+    srqs: Vec<(u32, *mut ibv_srq)>,
 }
 
 #[repr(C)]

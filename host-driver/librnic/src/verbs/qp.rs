@@ -88,7 +88,9 @@ pub unsafe extern "C" fn rnic_ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_i
     ibv.qp_num = qp.qp_num();
     ibv.state = 0;
     ibv.qp_type = QPT_RC;
-    Box::into_raw(Box::new(Qp { ibv, qp, sq_sig_all: a.sq_sig_all != 0 })) as *mut ibv_qp
+    let ptr = Box::into_raw(Box::new(Qp { ibv, qp, sq_sig_all: a.sq_sig_all != 0 })) as *mut ibv_qp;
+    ctx(p.ibv.context).qps.push(((*ptr).qp_num, ptr));
+    ptr
 }
 export!(ibv_create_qp, "IBVERBS_1.1");
 
@@ -238,6 +240,7 @@ pub unsafe extern "C" fn rnic_ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
         return EINVAL;
     }
     let _g = lock();
+    ctx((*qp).context).qps.retain(|&(_, p)| p != qp);
     let b = Box::from_raw(qp as *mut Qp);
     match b.qp.destroy() {
         Ok(()) => 0,

@@ -21,7 +21,9 @@ pub unsafe extern "C" fn rnic_ibv_create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq
             ibv.srq_context = a.srq_context;
             ibv.pd = pd;
             ibv.handle = srq.srq_num();
-            Box::into_raw(Box::new(Srq { ibv, srq })) as *mut ibv_srq
+            let ptr = Box::into_raw(Box::new(Srq { ibv, srq })) as *mut ibv_srq;
+            ctx(p.ibv.context).srqs.push(((*ptr).handle, ptr));
+            ptr
         }
         Err(e) => {
             set_errno(errno_of(&e));
@@ -75,6 +77,7 @@ pub unsafe extern "C" fn rnic_ibv_destroy_srq(srq: *mut ibv_srq) -> c_int {
     let q = std::ptr::read(&(*p).srq);
     match q.destroy() {
         Ok(()) => {
+            ctx((*srq).context).srqs.retain(|&(_, s)| s != srq);
             free_shell(p);
             0
         }

@@ -211,6 +211,17 @@ int main(int argc, char **argv)
 	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 6, "expected remote access error, got %s",
 	      ibv_wc_status_str(wc.status));
 	printf("status %d: %s\n", wc.status, ibv_wc_status_str(wc.status));
+	/* The responder raised IBV_EVENT_QP_ACCESS_ERR on qb (IBTA Vol 1 9.9.3): ibv_get_async_event
+	 * blocks until it is there and names the program's own ibv_qp. */
+	struct ibv_async_event aev;
+	do {
+		CHECK(ibv_get_async_event(two ? ctxb : ctx, &aev) == 0, "get_async_event errno %d", errno);
+		ibv_ack_async_event(&aev);
+	} while (aev.event_type == IBV_EVENT_COMM_EST);
+	CHECK(aev.event_type == IBV_EVENT_QP_ACCESS_ERR && aev.element.qp == qb, "async event %s on %p, expected %s on %p",
+	      ibv_event_type_str(aev.event_type), (void *)aev.element.qp, ibv_event_type_str(IBV_EVENT_QP_ACCESS_ERR),
+	      (void *)qb);
+	printf("async event: %s on QP %u\n", ibv_event_type_str(aev.event_type), aev.element.qp->qp_num);
 
 	/* A shared receive queue: created, queried, armed, posted to through the inline
 	 * ibv_post_srq_recv, busy while a QP uses it. */
