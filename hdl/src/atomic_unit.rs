@@ -4,25 +4,26 @@
 use crate::records::{ReadRespJob, RespItem, WriteJob};
 use rust_hdl::prelude::*;
 
-/// Where the unit is with the job at the head of its queue.
+/// Where the unit's execute stage is with the job at the head of its queue.
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum AuState {
-    /// Waiting for a job; popping one loads it into registers.
+    /// Waiting for a job (and room in the completion queue); popping one loads it.
     Idle,
     /// Waiting for the job's write barrier: every write the responder accepted before it is in
     /// host memory (one `bar_done` pulse per job, in queue order).
     Barrier,
-    /// An atomic: the read of the 64-byte beat holding its word is presented (AXI ID 3).
+    /// An atomic: its original value is forwarded from the previous atomic on the same word
+    /// while that one's result write is outstanding; otherwise, once no result write is
+    /// outstanding, the read of the 64-byte beat holding the word is presented (AXI ID 3).
     Fetch,
     /// Waiting for that beat; the original value is taken from it.
     Data,
     /// The new value, and whether it is written (COMPARE SWAP only on a match).
     Modify,
-    /// The result's job goes to the write-job FIFO when the RX engine leaves it a cycle.
+    /// The result's job goes to the write-job FIFO when the RX engine leaves it a cycle; the
+    /// job moves to the completion queue in the same cycle.
     Write,
-    /// Waiting until the result is in host memory (`res_done`); the replay entry is saved.
-    Written,
-    /// The READ responder's job is pushed.
+    /// A READ or ACK job moves to the completion queue.
     Respond,
 }
 
@@ -40,15 +41,28 @@ pub enum AuState {
 /// next packet; the RX writer pulses `bar_done` when everything before the barrier has been
 /// acknowledged by the host, so a barrier never waits for writes accepted after it.
 ///
-/// An atomic (`exec`) then reads its word (one 64-byte beat, AXI ID 3), computes the new
-/// value (FETCH ADD: `orig + swp` mod 2^64; COMPARE SWAP: `swp` if `orig == cmp`), writes it
-/// through the write-job FIFO (a value job with `res`, or no write when the compare fails),
-/// and once the host has acknowledged that write (`res_done`) saves `(psn, orig)` in replay
-/// slot `slot` of its QP and pushes its ATOMIC ACKNOWLEDGE, so a later READ or atomic sees the
-/// new value and the requester never learns of a result that is not in memory. Jobs leave in
-/// the order they came, so responses of a QP stay in PSN order (9.7.5.1). A later WRITE may
-/// pass an earlier READ or atomic of the same QP (IBTA's ordering rules; `IBV_SEND_FENCE` at
-/// the requester orders them).
+/// Two stages, each in queue order. The **execute** stage ([`AuState`]) takes a job once its
+/// barrier has pulsed. An atomic (`exec`) gets its word's original value, computes the new
+/// value (FETCH ADD: `orig + swp` mod 2^64; COMPARE SWAP: `swp` if `orig == cmp`) and writes it
+/// through the write-job FIFO (a value job with `res`, or no write when the compare fails);
+/// it does not wait for that write. The original value comes from a read of the beat holding
+/// the word (one 64-byte beat, AXI ID 3), made only when none of the unit's result writes is
+/// outstanding, so the read sees every earlier atomic's result; or, when the previous atomic
+/// worked on the same word and a result write is still outstanding, from that atomic's new
+/// value (forwarding: the value host memory will hold once the write lands). A stream of
+/// atomics on one word thus costs one read, not one read and one write round trip each.
+/// Every job then enters the 16-entry **completion** queue. The completion stage pops its head
+/// when the head is a READ or ACK job, or an atomic whose result write the host has
+/// acknowledged (`res_done`, one pulse per result job in order): it saves `(psn, orig)` in
+/// replay slot `slot` of the atomic's QP and pushes the job (with the AtomicAckETH's original
+/// value) to the READ responder, so the requester never learns of a result that is not in
+/// memory, and a later READ or atomic sees it. Jobs leave in the order they came, so responses
+/// of a QP stay in PSN order (9.7.5.1). A later WRITE may pass an earlier READ or atomic of the
+/// same QP (IBTA's ordering rules; `IBV_SEND_FENCE` at the requester orders them). A store by
+/// the host CPU to a word while remote atomics on it are in flight is not ordered with them
+/// (IBTA Vol 1 9.4.5: atomicity is guaranteed among the HCA's atomics only,
+/// `IBV_ATOMIC_HCA`): forwarding happens only while a result write is outstanding, so such a
+/// store is seen by the first atomic that reads after the unit's writes have drained.
 ///
 /// Replay table: 64 QPs × 16 slots × 96 bits (bit 0 valid, 31..8 PSN, 95..32 original
 /// value); the RX engine scans it for duplicate atomics through `scan_addr`/`scan_data`
@@ -59,12 +73,15 @@ pub enum AuState {
 ///
 /// Timing: 256-entry input queue (8 RAMB36: as many jobs as 16 QPs may owe at
 /// `max_dest_rd_atomic` 16, so the RX engine does not stall behind a READ responder busy
-/// with one QP's long response). A READ or ACK job leaves 4 cycles after its barrier pulse at
-/// the earliest (pop, barrier, respond); an atomic costs one DMA read and one acknowledged
-/// write after its barrier (at the simulator's latencies about 105 cycles), so atomics run one
-/// at a time at about 2.4 M/s per NIC; the RX engine spends one cycle per job instead of the
-/// whole atomic. Every path starts and ends at a register or a table port (a 64:1 bit select,
-/// a 64-bit compare, a 64-bit add: ≤ 5 LUT levels).
+/// with one QP's long response). A READ or ACK job takes 3 execute cycles after its barrier
+/// pulse at the earliest (pop, barrier, respond) and leaves the completion queue 2 cycles
+/// later; a forwarded atomic takes 5 (pop, barrier, fetch, modify, write) plus the write-job
+/// FIFO's grant, so back-to-back atomics on one word run at up to 50 M/s per NIC; an atomic
+/// on another word first waits for the outstanding result writes, then one DMA read (at the
+/// simulator's 64-cycle read and 32-cycle write latencies about 105 cycles). Every path
+/// starts and ends at a register or a table port (a 64:1 bit select, a 64-bit compare, a
+/// 64-bit add, the 61-bit word-address compare registered the cycle before its use:
+/// ≤ 5 LUT levels).
 #[derive(LogicBlock, Default)]
 pub struct AtomicUnit {
     pub clock: Signal<In, Clock>,
@@ -102,14 +119,27 @@ pub struct AtomicUnit {
     state: DFF<AuState>,
     queue: SynchronousFIFO<RespItem, 8, 9, 1>,
     replay: RAM<Bits<96>, 10>,
+    /// The completion queue: the READ responder job (with `orig` for an atomic) and, beside
+    /// it, {atomic: bit 4, replay slot: bits 3..0}; written and read together.
+    pend: SynchronousFIFO<ReadRespJob, 4, 5, 1>,
+    pend_meta: SynchronousFIFO<Bits<5>, 4, 5, 1>,
     /// The job in progress and its READ responder job.
     cur: DFF<RespItem>,
     rr: DFF<ReadRespJob>,
     /// The job's QP has not been reset since it was queued.
     live: DFF<Bit>,
-    /// Barrier pulses not yet consumed (at most one per queued job), and result pulses.
+    /// Barrier pulses not yet consumed (at most one per queued job); result pulses not yet
+    /// consumed by the completion stage (at most one per completion-queue entry).
     bars: DFF<Bits<10>>,
-    ress: DFF<Bits<2>>,
+    ress: DFF<Bits<5>>,
+    /// Result jobs granted whose `res_done` has not come yet (at most 16).
+    wr_out: DFF<Bits<5>>,
+    /// The word (address bits 63..3) of the last atomic executed and the value it left there.
+    fwd_valid: DFF<Bit>,
+    fwd_addr: DFF<Bits<61>>,
+    fwd_val: DFF<Bits<64>>,
+    /// The current job's word is `fwd_addr` (compared the cycle before).
+    hit: DFF<Bit>,
     orig: DFF<Bits<64>>,
     new_val: DFF<Bits<64>>,
     do_write: DFF<Bit>,
@@ -125,13 +155,19 @@ pub struct AtomicUnit {
     word: Signal<Local, Bits<512>>,
     bar_take: Signal<Local, Bit>,
     res_take: Signal<Local, Bit>,
+    granted: Signal<Local, Bit>,
+    pend_rr: Signal<Local, ReadRespJob>,
+    pend_m: Signal<Local, Bits<5>>,
 }
 
 impl Logic for AtomicUnit {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, cur, rr, live, bars, ress, orig, new_val, do_write, epoch);
-        clock!(self, clock, queue);
+        dff_setup!(
+            self, clock, state, cur, rr, live, bars, ress, wr_out, fwd_valid, fwd_addr, fwd_val, hit, orig, new_val,
+            do_write, epoch
+        );
+        clock!(self, clock, queue, pend, pend_meta);
         self.replay.read_clock.next = self.clock.val();
         self.replay.write_clock.next = self.clock.val();
         self.replay.read_address.next = self.scan_addr.val();
@@ -147,16 +183,17 @@ impl Logic for AtomicUnit {
         self.queue.write.next = self.in_write.val();
         self.in_full.next = self.queue.full.val();
         self.queue.read.next = false;
-        self.idle.next = self.queue.empty.val() & (self.state.q.val() == AuState::Idle);
+        self.idle.next = self.queue.empty.val() & (self.state.q.val() == AuState::Idle) & self.pend.empty.val();
 
         self.head_rr.next = self.queue.data_out.val().rr.into();
         self.cur_epoch_sh.next = self.epoch.q.val() >> bit_cast::<64, 6>(self.rr.q.val().qpn);
         // The atomic's word in the beat read (address bits 5..3 pick it).
         self.cur_iova.next = self.rr.q.val().iova;
         self.word.next = self.r_data.val() >> (bit_cast::<512, 3>(self.cur_iova.val().get_bits::<3>(3)) << 6);
+        self.hit.d.next = self.fwd_valid.q.val() & (self.fwd_addr.q.val() == self.cur_iova.val().get_bits::<61>(3));
 
         self.ar_valid.next = false;
-        self.ar_addr.next = self.rr.q.val().iova & 0xFFFF_FFFF_FFFF_FFC0_u64;
+        self.ar_addr.next = self.cur_iova.val() & 0xFFFF_FFFF_FFFF_FFC0_u64;
         self.job_valid.next = false;
         self.job.next.kind = 2.into();
         if self.do_write.q.val() {
@@ -173,25 +210,26 @@ impl Logic for AtomicUnit {
         self.job.next.rsvd1 = 0.into();
         self.job.next.plen = 0.into();
         self.job.next.rsvd2 = 0.into();
-        self.job.next.addr = self.rr.q.val().iova;
+        self.job.next.addr = self.cur_iova.val();
         self.job.next.cqe = bit_cast::<256, 64>(self.new_val.q.val());
         self.job.next.ack = 0.into();
         self.job.next.ev_vector = 0.into();
         self.job.next.rsvd3 = 0.into();
-        self.rr_write.next = false;
-        self.rr_data.next = self.rr.q.val();
-        self.replay.write_enable.next = false;
-        self.replay.write_address.next =
-            bit_cast::<10, 6>(self.rr.q.val().qpn) << 4 | bit_cast::<10, 4>(self.cur.q.val().slot);
-        self.replay.write_data.next = 1_u64.to_bits::<96>()
-            | (bit_cast::<96, 24>(self.rr.q.val().psn) << 8)
-            | (bit_cast::<96, 64>(self.orig.q.val()) << 32);
+        // Into the completion queue: the READ responder job, with the original value.
+        self.pend.data_in.next = self.rr.q.val();
+        self.pend_meta.data_in.next = bit_cast::<5, 4>(self.cur.q.val().slot);
+        if self.cur.q.val().exec.any() {
+            self.pend.data_in.next.orig = self.orig.q.val();
+            self.pend_meta.data_in.next = bit_cast::<5, 4>(self.cur.q.val().slot) | 16_u32.to_bits::<5>();
+        }
+        self.pend.write.next = false;
+        self.pend_meta.write.next = false;
         self.bar_take.next = false;
-        self.res_take.next = false;
+        self.granted.next = false;
 
         match self.state.q.val() {
             AuState::Idle => {
-                if !self.queue.empty.val() {
+                if !self.queue.empty.val() & !self.pend.full.val() {
                     self.queue.read.next = true;
                     self.cur.d.next = self.queue.data_out.val();
                     self.rr.d.next = self.head_rr.val();
@@ -212,6 +250,12 @@ impl Logic for AtomicUnit {
                 if !self.live.q.val() {
                     // The QP was reset: the old connection's atomic is not executed.
                     self.state.d.next = AuState::Idle;
+                } else if self.wr_out.q.val().any() {
+                    // A result write is outstanding: a read now could miss it.
+                    if self.hit.q.val() {
+                        self.orig.d.next = self.fwd_val.q.val();
+                        self.state.d.next = AuState::Modify;
+                    }
                 } else {
                     self.ar_valid.next = true;
                     if self.ar_ready.val() {
@@ -226,8 +270,12 @@ impl Logic for AtomicUnit {
                 }
             }
             AuState::Modify => {
-                self.new_val.d.next = self.cur.q.val().swp;
-                self.do_write.d.next = self.orig.q.val() == self.cur.q.val().cmp;
+                self.new_val.d.next = self.orig.q.val();
+                self.do_write.d.next = false;
+                if self.orig.q.val() == self.cur.q.val().cmp {
+                    self.new_val.d.next = self.cur.q.val().swp;
+                    self.do_write.d.next = true;
+                }
                 if self.cur.q.val().fadd.any() {
                     self.new_val.d.next = self.orig.q.val() + self.cur.q.val().swp;
                     self.do_write.d.next = true;
@@ -237,31 +285,59 @@ impl Logic for AtomicUnit {
             AuState::Write => {
                 self.job_valid.next = true;
                 if self.job_grant.val() {
-                    self.state.d.next = AuState::Written;
-                }
-            }
-            AuState::Written => {
-                if self.ress.q.val() != 0 {
-                    self.res_take.next = true;
-                    self.replay.write_enable.next = true;
-                    self.rr.d.next.orig = self.orig.q.val();
-                    self.state.d.next = AuState::Respond;
+                    self.granted.next = true;
+                    self.fwd_valid.d.next = true;
+                    self.fwd_addr.d.next = self.cur_iova.val().get_bits::<61>(3);
+                    self.fwd_val.d.next = self.new_val.q.val();
+                    self.pend.write.next = true;
+                    self.pend_meta.write.next = true;
+                    self.state.d.next = AuState::Idle;
                 }
             }
             AuState::Respond => {
-                if !self.live.q.val() {
-                    self.state.d.next = AuState::Idle;
-                } else if !self.rr_full.val() {
-                    self.rr_write.next = true;
-                    self.state.d.next = AuState::Idle;
+                if self.live.q.val() {
+                    self.pend.write.next = true;
+                    self.pend_meta.write.next = true;
                 }
+                self.state.d.next = AuState::Idle;
+            }
+        }
+
+        // Completion stage: the head leaves for the READ responder in queue order, an atomic
+        // once its result write is acknowledged; the atomic's replay slot is saved then.
+        self.pend_rr.next = self.pend.data_out.val();
+        self.pend_m.next = self.pend_meta.data_out.val();
+        self.pend.read.next = false;
+        self.pend_meta.read.next = false;
+        self.rr_write.next = false;
+        self.rr_data.next = self.pend_rr.val();
+        self.res_take.next = false;
+        self.replay.write_enable.next = false;
+        self.replay.write_address.next =
+            bit_cast::<10, 6>(self.pend_rr.val().qpn) << 4 | bit_cast::<10, 4>(self.pend_m.val().get_bits::<4>(0));
+        self.replay.write_data.next = 1_u64.to_bits::<96>()
+            | (bit_cast::<96, 24>(self.pend_rr.val().psn) << 8)
+            | (bit_cast::<96, 64>(self.pend_rr.val().orig) << 32);
+        if !self.pend.empty.val() & !self.rr_full.val() {
+            if !self.pend_m.val().get_bit(4) {
+                self.pend.read.next = true;
+                self.pend_meta.read.next = true;
+                self.rr_write.next = true;
+            } else if self.ress.q.val().any() {
+                self.pend.read.next = true;
+                self.pend_meta.read.next = true;
+                self.rr_write.next = true;
+                self.res_take.next = true;
+                self.replay.write_enable.next = true;
             }
         }
 
         self.bars.d.next = self.bars.q.val() + bit_cast::<10, 1>(self.bar_done.val().into())
             - bit_cast::<10, 1>(self.bar_take.val().into());
-        self.ress.d.next = self.ress.q.val() + bit_cast::<2, 1>(self.res_done.val().into())
-            - bit_cast::<2, 1>(self.res_take.val().into());
+        self.ress.d.next = self.ress.q.val() + bit_cast::<5, 1>(self.res_done.val().into())
+            - bit_cast::<5, 1>(self.res_take.val().into());
+        self.wr_out.d.next = self.wr_out.q.val() + bit_cast::<5, 1>(self.granted.val().into())
+            - bit_cast::<5, 1>(self.res_done.val().into());
         if self.clear.val() {
             self.epoch.d.next =
                 self.epoch.q.val() ^ (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.clear_qpn.val()));
@@ -270,6 +346,8 @@ impl Logic for AtomicUnit {
             self.state.d.next = AuState::Idle;
             self.bars.d.next = 0.into();
             self.ress.d.next = 0.into();
+            self.wr_out.d.next = 0.into();
+            self.fwd_valid.d.next = false;
             self.epoch.d.next = 0.into();
         }
     }
