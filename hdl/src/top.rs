@@ -131,7 +131,12 @@ pub struct NicTop {
     /// packet buffer can hold of the shortest packets, 4 beats).
     desc_fifo: SynchronousFIFO<RxDesc, 8, 9, 1>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
-    rw_fifo: SynchronousFIFO<Bits<73>, 2, 3, 1>,
+    /// The completer's go-back-N requests to the scheduler (64: the completer waits when it
+    /// is full, and with it every received packet; with 4 entries, 16 QPs retrying behind a
+    /// wire-bound scheduler kept it full long enough for READ responses to overflow the 64 KiB
+    /// receive buffer, random_load seed 2096). Coalescing a QP's requests would bound it
+    /// outright.
+    rw_fifo: SynchronousFIFO<Bits<73>, 6, 7, 1>,
     rr_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
     /// Orders the responder's READ/atomic jobs behind earlier writes, executes atomics.
     atu: AtomicUnit,
