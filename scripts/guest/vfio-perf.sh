@@ -12,19 +12,25 @@
 # --bin), and reaches the host's perftest exchange over QEMU's user network (--net).
 # Needs root and the cached guest (scripts/guest/vfio-guest.sh build). See docs/guests.md §2.
 #
-#   vfio-perf.sh [--size N] [--iters N] [--port N] [--rnic PATH]
+# With --lat the pair runs `rnic perf write-lat` instead, both sides writing their stamps
+# (--stamps), the server world capturing the wire (--pcap), and `rnic perf stages` prints the
+# per-stage NIC latency with the guest's kernel-VFIO doorbells (issue 14's doorbell → first TX
+# beat per backend).
+#
+#   vfio-perf.sh [--lat] [--size N] [--iters N] [--port N] [--rnic PATH]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 
-size=65536 iters=20 port=18515 rnic=''
+size=65536 iters=20 port=18515 rnic='' lat=0
 while [ $# -gt 0 ]; do
   case $1 in
+  --lat) lat=1; shift; continue ;;
   --size) size=$2 ;;
   --iters) iters=$2 ;;
   --port) port=$2 ;;
   --rnic) rnic=$2 ;;
-  *) die "usage: vfio-perf.sh [--size N] [--iters N] [--port N] [--rnic PATH]" ;;
+  *) die "usage: vfio-perf.sh [--lat] [--size N] [--iters N] [--port N] [--rnic PATH]" ;;
   esac
   shift 2
 done
@@ -53,13 +59,21 @@ while read -r name path; do
   bins+=(--bin "$work/libs/$name")
 done < <(ldd "$rnic" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3} $1 ~ /^\// {n=split($1, a, "/"); print a[n], $1}')
 
-"$rnic" sim serve --nics 2 --socket-dir "$work/sock" >"$work/serve.out" 2>&1 &
-pids+=($!)
+op=write serve_extra=() server_extra=() guest_extra=''
+if [ "$lat" = 1 ]; then
+  op=write-lat
+  serve_extra=(--pcap "$work/wire.pcap")
+  server_extra=(--stamps "$work/server-stamps.json")
+  guest_extra=" --stamps /tmp/client-stamps.json; cat /tmp/client-stamps.json; echo"
+fi
+"$rnic" sim serve --nics 2 --socket-dir "$work/sock" "${serve_extra[@]}" >"$work/serve.out" 2>&1 &
+serve=$!
+pids+=("$serve")
 for _ in $(seq 600); do [ -S "$work/sock/nic1.sock" ] && break; sleep 0.1; done
 [ -S "$work/sock/nic1.sock" ] || die "rnic sim serve did not start: $(cat "$work/serve.out")"
 
-"$rnic" perf write --device "vfio-user:$work/sock/nic1.sock" --json -p "$port" --size "$size" --iters "$iters" \
-  >"$work/server.json" 2>"$work/server.err" &
+"$rnic" perf "$op" --device "vfio-user:$work/sock/nic1.sock" --json -p "$port" --size "$size" --iters "$iters" \
+  "${server_extra[@]}" >"$work/server.json" 2>"$work/server.err" &
 server=$!
 pids+=("$server")
 
@@ -67,8 +81,10 @@ loader=$(basename "$(ldd "$rnic" | awk '$1 ~ /^\// {print $1}')")
 t0=$SECONDS
 rc=0
 scripts/guest/vfio-guest.sh run --socket "$work/sock/nic0.sock" --net "${bins[@]}" \
-  --cmd "$loader --library-path /opt/bin /opt/bin/rnic perf write --device vfio:0000:00:03.0 10.0.2.2 -p $port --size $size --iters $iters --json" \
-  >"$work/client.json" || rc=$?
+  --cmd "$loader --library-path /opt/bin /opt/bin/rnic perf $op --device vfio:0000:00:03.0 10.0.2.2 -p $port --size $size --iters $iters --json$guest_extra" \
+  >"$work/client.out" || rc=$?
+# The report is the guest's first JSON line; with --lat its stamps the second.
+grep '^{' "$work/client.out" | head -n 1 >"$work/client.json" || true
 wait "$server" || true
 echo "guest (client, vfio:0000:00:03.0): $(tail -n 1 "$work/client.json")"
 echo "host (server, vfio-user nic1):     $(tail -n 1 "$work/server.json") $(cat "$work/server.err")"
@@ -76,3 +92,14 @@ log "guest run: $((SECONDS - t0)) s wall (exit $rc)"
 grep -q '"verified":true' "$work/client.json" || die "the guest's client did not verify"
 grep -q '"verified":true' "$work/server.json" || die "the host's server did not verify"
 log "both sides verified"
+if [ "$lat" = 1 ]; then
+  grep '^{' "$work/client.out" | sed -n 2p >"$work/client-stamps.json"
+  kill -INT "$serve"
+  wait "$serve" || true
+  echo "the guest client's messages (kernel VFIO doorbells):"
+  "$rnic" perf stages --only client --pcap "$work/wire.pcap" --stamps "$work/client-stamps.json" \
+    --stamps "$work/server-stamps.json" || die "no per-stage breakdown"
+  echo "the host server's answers (vfio-user doorbells):"
+  "$rnic" perf stages --only server --pcap "$work/wire.pcap" --stamps "$work/client-stamps.json" \
+    --stamps "$work/server-stamps.json" || die "no per-stage breakdown"
+fi

@@ -168,6 +168,31 @@ pub enum PerfOp {
     /// Atomic latency, like ib_atomic_lat: one 8-byte fetch-and-add at a time, doorbell to
     /// completion (--size 8 only).
     AtomicLat(LatArgs),
+    /// The per-stage NIC latency of a two-sided latency run: joins the sides' `--stamps` files
+    /// with the wire capture of `rnic sim serve --pcap` (docs/performance.md).
+    Stages(StagesArgs),
+}
+
+/// `rnic perf stages`.
+#[derive(Args, Debug)]
+pub struct StagesArgs {
+    /// The wire capture of the run (`rnic sim serve --pcap FILE`, written when it stops).
+    #[arg(long)]
+    pub pcap: PathBuf,
+    /// A side's stamps (`rnic perf *-lat --device … --stamps FILE`): the client's, and for
+    /// write-lat and send-lat also the server's.
+    #[arg(long, required = true)]
+    pub stamps: Vec<PathBuf>,
+    /// Measure only the messages this side posted (`client` or `server`; default both): the
+    /// sides of a run may use different backends.
+    #[arg(long, value_parser = ["client", "server"])]
+    pub only: Option<String>,
+    /// The wire latency of the served world (its link model's, 500 ns unless changed), ns.
+    #[arg(long, default_value_t = rnic_sim::config::LinkConfig::default().latency_ns)]
+    pub latency_ns: u64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `-a` / `--size-max`: perftest's sweep of message sizes.
@@ -271,6 +296,10 @@ pub struct LatArgs {
     #[arg(long, short = 'p', default_value_t = perf::exchange::DEFAULT_PORT, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
+    /// With --device: write this side's doorbell and message stamps (simulated cycles) to
+    /// FILE, for `rnic perf stages` (the per-stage breakdown across processes).
+    #[arg(long, value_name = "FILE", requires = "device")]
+    pub stamps: Option<PathBuf>,
 }
 
 impl LatArgs {
@@ -583,7 +612,11 @@ impl PerfOp {
                 };
                 (Op { outs: a.outs, atomic_type, ..Op::plain(BwOp::Atomic, perf::ATOMIC_BYTES) }, &a.common)
             }
-            PerfOp::WriteLat(_) | PerfOp::ReadLat(_) | PerfOp::SendLat(_) | PerfOp::AtomicLat(_) => return None,
+            PerfOp::WriteLat(_)
+            | PerfOp::ReadLat(_)
+            | PerfOp::SendLat(_)
+            | PerfOp::AtomicLat(_)
+            | PerfOp::Stages(_) => return None,
         })
     }
 

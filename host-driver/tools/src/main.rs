@@ -3,7 +3,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use rnic::{Context, DeviceInfo};
-use rnic_tools::cli::{self, Cli, Command, CommonArgs, LatArgs, LinkArg, Op, OutputFormat, ServeArgs, SimCmd};
+use rnic_tools::cli::{
+    self, Cli, Command, CommonArgs, LatArgs, LinkArg, Op, OutputFormat, PerfOp, ServeArgs, SimCmd, StagesArgs,
+};
 use rnic_tools::output::{self, BwCsvRow, CsvOut, LatCsvRow};
 use rnic_tools::perf::lat::{self as lat, LatOp};
 use rnic_tools::perf::plot::{self, BwPoint, LatPoint, PlotError};
@@ -17,7 +19,10 @@ fn main() -> ExitCode {
         Command::Perf { op } => match (op.lat(), op.split()) {
             (Some((lop, a)), _) => perf_lat(lop, a),
             (None, Some((o, a))) => perf_bw(o, a),
-            (None, None) => ExitCode::from(2),
+            (None, None) => match op {
+                PerfOp::Stages(a) => perf_stages(&a),
+                _ => ExitCode::from(2),
+            },
         },
         Command::Info { json, device } => info(json, &device),
         Command::Sim { cmd: SimCmd::Serve(a) } => serve(&a),
@@ -299,6 +304,7 @@ fn perf_lat_remote(op: LatOp, a: &LatArgs, device: &str) -> ExitCode {
         host: a.host.clone(),
         port: a.port,
         connect_timeout: std::time::Duration::from_secs(30),
+        stamps: a.stamps.clone(),
     };
     let fmt = a.format();
     let r = match remote_lat::run_remote_lat(&opts, &mut |_, _| {}) {
@@ -812,4 +818,54 @@ fn info(json: bool, device: &str) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `rnic perf stages`: the per-stage breakdown of a two-sided latency run.
+fn perf_stages(a: &StagesArgs) -> ExitCode {
+    let run = || -> Result<perf::stages::Stages, String> {
+        let frames = perf::stages::read_frames(&a.pcap)?;
+        let mut sides = Vec::new();
+        for p in &a.stamps {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let s: perf::stages::SideStamps =
+                serde_json::from_str(&text).map_err(|e| format!("{}: not a stamps file: {e}", p.display()))?;
+            sides.push(s);
+        }
+        let mut msgs = perf::stages::SideStamps::host_stamps(&sides)?;
+        if let Some(only) = &a.only {
+            let ip = sides
+                .iter()
+                .find(|s| &s.role == only)
+                .map(|s| s.ip)
+                .ok_or_else(|| format!("--only {only}: no {only}'s stamps given"))?;
+            msgs.retain(|m| m.requester == Some(ip));
+        }
+        let link = rnic_sim::config::LinkConfig { latency_ns: a.latency_ns, ..Default::default() };
+        let sim = rnic_sim::SimConfig::default();
+        Ok(perf::stages::measure(&frames, &msgs, &link, (sim.dma_read_latency_cycles, sim.dma_write_latency_cycles)))
+    };
+    let st = match run() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rnic perf stages: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if a.json {
+        match serde_json::to_string(&st) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rnic perf stages: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else if let Err(e) = output::stages_table(&st, &mut std::io::stdout()) {
+        eprintln!("rnic perf stages: {e}");
+        return ExitCode::from(1);
+    }
+    if st.stages.is_empty() {
+        eprintln!("rnic perf stages: no message matched the capture");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }

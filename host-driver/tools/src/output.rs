@@ -6,6 +6,7 @@ use rnic::Endpoint;
 use serde::Serialize;
 
 use crate::perf::lat::LatReport;
+use crate::perf::stages::Stages;
 use crate::perf::stats::{LatencyStats, LatencySummary};
 use crate::perf::WriteBwReport;
 
@@ -84,6 +85,27 @@ pub fn lat_row(r: &LatReport, out: &mut dyn Write) -> std::io::Result<()> {
     lat_cycles_row(&r.stats.cycles, out)
 }
 
+/// The per-stage breakdown: one row per stage (min / median / p99 / max cycles) and the model.
+pub fn stages_table(s: &Stages, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, " NIC stages, cycles (min / median / p99 / max over the messages measured):")?;
+    for st in &s.stages {
+        let c = &st.cycles;
+        writeln!(
+            out,
+            "   {:<31} {:>7.0} / {:>7.0} / {:>7.0} / {:>7.0}  ({} msgs) {}",
+            st.name, c.min, c.typical, c.p99, c.max, c.samples, st.what
+        )?;
+    }
+    writeln!(
+        out,
+        "   model: DMA read {} cycles, DMA write {} cycles (included where the host sees a DMA's effect), wire latency {} ns{}",
+        s.dma_read_latency_cycles,
+        s.dma_write_latency_cycles,
+        s.wire_latency_ns,
+        if s.unmatched > 0 { format!("; {} messages not matched in the capture", s.unmatched) } else { String::new() }
+    )
+}
+
 /// The footer of one latency run: what a sample is, the stages, the check.
 pub fn lat_footer(r: &LatReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{RULE}")?;
@@ -98,23 +120,7 @@ pub fn lat_footer(r: &LatReport, out: &mut dyn Write) -> std::io::Result<()> {
         r.stats.clock_mhz, r.run_cycles, r.sim_cycles_per_sec
     )?;
     if let Some(s) = &r.stages {
-        writeln!(out, " NIC stages, cycles (min / median / p99 / max over the messages measured):")?;
-        for st in &s.stages {
-            let c = &st.cycles;
-            writeln!(
-                out,
-                "   {:<31} {:>7.0} / {:>7.0} / {:>7.0} / {:>7.0}  ({} msgs) {}",
-                st.name, c.min, c.typical, c.p99, c.max, c.samples, st.what
-            )?;
-        }
-        writeln!(
-            out,
-            "   model: DMA read {} cycles, DMA write {} cycles (included where the host sees a DMA's effect), wire latency {} ns{}",
-            s.dma_read_latency_cycles,
-            s.dma_write_latency_cycles,
-            s.wire_latency_ns,
-            if s.unmatched > 0 { format!("; {} messages not matched in the capture", s.unmatched) } else { String::new() }
-        )?;
+        stages_table(s, out)?;
     } else if let Some(n) = &r.stages_note {
         writeln!(out, " NIC stages: not measured ({n})")?;
     }

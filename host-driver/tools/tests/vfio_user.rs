@@ -158,3 +158,80 @@ fn latency_tests_between_two_processes_over_vfio_user_verify() {
         assert!(0.0 < lo && lo <= mid && mid <= hi, "{c}");
     }
 }
+
+/// The typical (median) cycles of stage `name` in a report's `stages` list.
+fn stage_typical(stages: &Value, name: &str) -> f64 {
+    stages["stages"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == name))
+        .and_then(|s| s["cycles"]["typical"].as_f64())
+        .unwrap_or_else(|| panic!("no stage {name} in {stages}"))
+}
+
+/// The per-stage breakdown across processes (issue 14: doorbell → first TX beat per backend):
+/// `rnic sim serve --pcap` captures the wire, both sides of a vfio-user write-lat write their
+/// stamps, and `rnic perf stages` joins them. The stages inside the NICs and on the wire are
+/// the in-process run's (the same RTL and link model); the doorbell stage, which includes the
+/// doorbell's trip from the host to the NIC, lands within 10 cycles of it.
+#[test]
+fn per_stage_latency_across_processes_matches_the_in_process_run() {
+    let one = json_of(
+        &Command::new(RNIC).args(["perf", "write-lat", "--size", "64", "--iters", "50", "--json"]).output().unwrap(),
+    );
+    assert_eq!(one["verified"], true, "{one}");
+    let dir = tempfile::tempdir().unwrap();
+    let (pcap, c_st, s_st) = (dir.path().join("wire.pcap"), dir.path().join("c.json"), dir.path().join("s.json"));
+    let serve = Serve::start(dir.path(), &["--pcap", pcap.to_str().unwrap()]);
+    let port = free_port().to_string();
+    let side = |k: usize, stamps: &Path, host: Option<&str>| {
+        let dev = format!("vfio-user:{}", dir.path().join(format!("nic{k}.sock")).display());
+        Command::new(RNIC)
+            .args(["perf", "write-lat", "--device", &dev, "--json", "-p", &port, "--size", "64", "--iters", "50"])
+            .args(["--stamps", stamps.to_str().unwrap()])
+            .args(host)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let server = side(1, &s_st, None);
+    let client = side(0, &c_st, Some("127.0.0.1"));
+    let c = json_of(&wait_output(client, Duration::from_secs(300)));
+    let s = json_of(&wait_output(server, Duration::from_secs(60)));
+    assert_eq!((c["verified"].clone(), s["verified"].clone()), (Value::Bool(true), Value::Bool(true)), "{c}\n{s}");
+    serve.stop();
+    let out = Command::new(RNIC)
+        .args(["perf", "stages", "--json", "--pcap", pcap.to_str().unwrap()])
+        .args(["--stamps", c_st.to_str().unwrap(), "--stamps", s_st.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let st = json_of(&out);
+    assert_eq!(st["unmatched"], 0, "{st}");
+    let db = st["stages"][0].clone();
+    assert_eq!(
+        (db["name"].as_str(), db["cycles"]["samples"].as_u64()),
+        (Some("doorbell_to_tx_first_beat_est"), Some(100)),
+        "every message of both sides measured: {st}"
+    );
+    for name in ["wire", "responder", "response_wire"] {
+        assert_eq!(stage_typical(&st, name), stage_typical(&one["stages"], name), "{name}: {st}");
+    }
+    let (split, whole) = (
+        stage_typical(&st, "doorbell_to_tx_first_beat_est"),
+        stage_typical(&one["stages"], "doorbell_to_tx_first_beat_est"),
+    );
+    assert!((split - whole).abs() <= 10.0, "doorbell → first TX beat: {split} over vfio-user, {whole} in process");
+    // A stamps file of another run is refused.
+    let other = dir.path().join("other.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&s_st).unwrap()).unwrap();
+    v["size"] = 128.into();
+    std::fs::write(&other, v.to_string()).unwrap();
+    let bad = Command::new(RNIC)
+        .args(["perf", "stages", "--pcap", pcap.to_str().unwrap()])
+        .args(["--stamps", c_st.to_str().unwrap(), "--stamps", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("different runs"), "{bad:?}");
+}

@@ -198,7 +198,7 @@ pub fn fill_lat_message(i: u64, side: u64, out: &mut [u8]) {
 }
 
 /// Packets of a message of `size` bytes at `mtu`.
-fn packets(size: u64, mtu: Mtu) -> u64 {
+pub(super) fn packets(size: u64, mtu: Mtu) -> u64 {
     size.div_ceil(u64::from(mtu.bytes())).max(1)
 }
 

@@ -25,6 +25,7 @@ use serde::Serialize;
 use super::exchange::Key;
 use super::lat::{fill_lat_message, lat_stall_cycles, marker, LatOp, LatOptions};
 use super::remote::{align_split_start, sim_mac_of, Role, Side};
+use super::stages::SideStamps;
 use super::stats::{LatencyHistogram, LatencyStats};
 use super::{fill_pattern, Mismatch, ATOMIC_ADD, ATOMIC_INIT};
 
@@ -44,6 +45,9 @@ pub struct RemoteLatOptions {
     pub port: u16,
     /// How long the client retries connecting.
     pub connect_timeout: Duration,
+    /// Write this side's doorbell and message stamps here (JSON, [`SideStamps`]) for
+    /// `rnic perf stages`.
+    pub stamps: Option<std::path::PathBuf>,
 }
 
 /// The outcome of one side.
@@ -198,6 +202,7 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
         let (mut expected, mut got) = (vec![0u8; size], vec![0u8; size]);
         let (mut posted, mut retired, mut received) = (0u64, 0u64, 0u64);
         let mut last_seen: Option<u64> = None;
+        let (mut doorbells, mut seen) = (Vec::new(), Vec::new());
         let mut w = Waiter { l, mr: &mr, cq: &cq, dev: &*dev, wcs: [WorkCompletion::default(); 16], rx, stall };
         if client {
             align_split_start(sim.as_ref())?;
@@ -213,6 +218,7 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
                     timed_out = error.is_none();
                     break;
                 };
+                seen.push(at);
                 if let Some(prev) = last_seen {
                     hist.record(at - prev);
                 }
@@ -260,6 +266,7 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
                 }
             };
             let t0 = dev.now_cycles();
+            doorbells.push(t0);
             qp.post_send(&[wr.signaled(signaled)]).map_err(|p| p.error)?;
             posted += 1;
             if client {
@@ -268,6 +275,7 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
                     break;
                 };
                 hist.record(at - t0);
+                seen.push(at);
                 if atomic {
                     expected.copy_from_slice(&ATOMIC_INIT.wrapping_add(i.wrapping_mul(ATOMIC_ADD)).to_le_bytes());
                 } else if read {
@@ -283,6 +291,22 @@ pub fn run_remote_lat(o: &RemoteLatOptions, progress: &mut dyn FnMut(u64, u64)) 
         // Before closing: both sides are done (the server of read-lat waits here).
         x.keys(&mine).map_err(|e| io_err("keys after the run", e))?;
         x.close(&mine).map_err(|e| io_err("close", e))?;
+        if let Some(path) = &o.stamps {
+            let st = SideStamps {
+                op: l.op.name().to_owned(),
+                role: if client { "client" } else { "server" }.to_owned(),
+                ip: port.ip,
+                size: l.size,
+                mtu: mtu.bytes(),
+                device: o.device.clone(),
+                doorbells,
+                seen,
+            };
+            let text = serde_json::to_string(&st).map_err(|e| Error::InvalidArgument(format!("stamps: {e}")))?;
+            std::fs::write(path, text).map_err(|e| {
+                Error::io(rnic::IoKind::Backend, format!("writing the stamps to {}", path.display()), e)
+            })?;
+        }
         (local, remote)
     };
     let want = match (role, read) {

@@ -9,6 +9,12 @@
 //! cycle just before the doorbell's MMIO write is submitted, and the cycle of the poll that saw a
 //! CQE or a payload byte (the host polls every cycle or two).
 //!
+//! A two-sided run (`rnic perf *-lat --device … --stamps FILE`, one process per side, the
+//! NICs served by `rnic sim serve --pcap CAP`) stamps each side's doorbells and messages seen
+//! on the world's clock (the vfio-user clock page), and [`SideStamps::host_stamps`] joins the
+//! two files for [`measure`] (`rnic perf stages --pcap CAP --stamps A --stamps B`), so the same
+//! breakdown is measured across processes and per backend.
+//!
 //! What this cannot see: when a NIC issues a DMA read or write (only the host's view of its
 //! effect, which includes the simulator's modelled DMA latency), and the first TX beat of a
 //! frame (estimated as `tlast − ⌈len / 64⌉ + 1`, i.e. assuming the frame's beats leave back to
@@ -19,7 +25,7 @@ use std::path::Path;
 use pcap_file::pcap::PcapReader;
 use rnic_contract::bth::{len as hdr, opcode};
 use rnic_sim::config::LinkConfig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::stats::{LatencyHistogram, LatencySummary};
 
@@ -117,6 +123,85 @@ pub struct HostStamps {
     pub delivered: Option<u64>,
     /// Cycle the requester's host saw the message's CQE (signaled work requests only).
     pub completed: Option<u64>,
+}
+
+/// One side's stamps of a two-sided latency run, as `--stamps FILE` writes them (JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideStamps {
+    /// "write-lat", "read-lat", "send-lat" or "atomic-lat".
+    pub op: String,
+    /// "client" or "server".
+    pub role: String,
+    /// This side's port address (the source of its requests on the wire).
+    pub ip: Ipv4Addr,
+    /// Message size, bytes.
+    pub size: u64,
+    /// Path MTU, bytes.
+    pub mtu: u32,
+    /// The device string the side ran on.
+    pub device: String,
+    /// Cycle just before the doorbell of this side's message `i` (the client's message `i`, the
+    /// server's answer `i`), by `i`.
+    pub doorbells: Vec<u64>,
+    /// Cycle this side saw the peer's message `i` (the server: the client's message; the
+    /// client: the answer, or its READ's completion), by `i`.
+    pub seen: Vec<u64>,
+}
+
+impl SideStamps {
+    /// The [`HostStamps`] of every message of a run from its sides' stamps (the client's, and
+    /// the server's for write-lat and send-lat), in the order the messages went: client
+    /// message `i`, then server answer `i`.
+    ///
+    /// # Errors
+    /// No client side, two sides of the same role, or sides of different runs (op, size, MTU).
+    pub fn host_stamps(sides: &[SideStamps]) -> Result<Vec<HostStamps>, String> {
+        let client = sides.iter().find(|s| s.role == "client").ok_or("no client's stamps")?;
+        if sides.len() > 2 || sides.iter().filter(|s| s.role == client.role).count() > 1 {
+            return Err("give one client's and at most one server's stamps".into());
+        }
+        let server = sides.iter().find(|s| s.role == "server");
+        if let Some(s) = server {
+            if (s.op.as_str(), s.size, s.mtu) != (client.op.as_str(), client.size, client.mtu) {
+                return Err(format!(
+                    "the stamps are of different runs: client {} {} B MTU {}, server {} {} B MTU {}",
+                    client.op, client.size, client.mtu, s.op, s.size, s.mtu
+                ));
+            }
+        }
+        let one_sided = matches!(client.op.as_str(), "read-lat" | "atomic-lat");
+        let mtu = u64::from(client.mtu.max(1));
+        let pkts = client.size.div_ceil(mtu).max(1);
+        let (req, resp) = match client.op.as_str() {
+            "read-lat" => (1, pkts),
+            "atomic-lat" => (1, 1),
+            _ => (pkts, 1),
+        };
+        let mut out = Vec::new();
+        for (i, &db) in client.doorbells.iter().enumerate() {
+            out.push(HostStamps {
+                requester: Some(client.ip),
+                doorbell: db,
+                request_packets: req,
+                response_packets: resp,
+                delivered: if one_sided { None } else { server.and_then(|s| s.seen.get(i).copied()) },
+                completed: None,
+            });
+            if let Some(s) = server.filter(|_| !one_sided) {
+                if let Some(&db) = s.doorbells.get(i) {
+                    out.push(HostStamps {
+                        requester: Some(s.ip),
+                        doorbell: db,
+                        request_packets: req,
+                        response_packets: resp,
+                        delivered: client.seen.get(i).copied(),
+                        completed: None,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// One stage's name, meaning and distribution in cycles.
