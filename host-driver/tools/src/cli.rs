@@ -188,7 +188,8 @@ pub struct StagesArgs {
     #[arg(long, value_parser = ["client", "server"])]
     pub only: Option<String>,
     /// The wire latency of the served world (its link model's, 500 ns unless changed), ns.
-    #[arg(long, default_value_t = rnic_sim::config::LinkConfig::default().latency_ns)]
+    #[arg(long, default_value_t = rnic_sim::config::LinkConfig::default().latency_ns, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
     pub latency_ns: u64,
     /// Print one JSON object instead of the table.
     #[arg(long)]
@@ -698,7 +699,7 @@ mod tests {
                 let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
                 if !takes_value
                     || arg.is_positional()
-                    || ["pcap", "waveform", "atomic-type", "device", "output", "plot"].contains(&long)
+                    || ["pcap", "waveform", "atomic-type", "device", "output", "plot", "stamps", "only"].contains(&long)
                 {
                     continue;
                 }
