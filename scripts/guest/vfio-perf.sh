@@ -17,20 +17,27 @@
 # per-stage NIC latency with the guest's kernel-VFIO doorbells (issue 14's doorbell → first TX
 # beat per backend).
 #
-#   vfio-perf.sh [--lat] [--size N] [--iters N] [--port N] [--rnic PATH]
+# With --events the pair runs the rc_pingpong example with completion events (-e, --chk)
+# instead: each side sleeps on its CQ's completion channel, so in the guest every completion
+# arrives as an MSI-X interrupt through the emulated IOMMU's interrupt remapping into the
+# guest kernel's vfio-pci eventfd; rc_pingpong prints the completion events it slept through,
+# at least one per iteration.
+#
+#   vfio-perf.sh [--lat | --events] [--size N] [--iters N] [--port N] [--rnic PATH]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 cd "$(dirname "$0")/../.."
 
-size=65536 iters=20 port=18515 rnic='' lat=0
+size=65536 iters=20 port=18515 rnic='' lat=0 events=0
 while [ $# -gt 0 ]; do
   case $1 in
   --lat) lat=1; shift; continue ;;
+  --events) events=1; shift; continue ;;
   --size) size=$2 ;;
   --iters) iters=$2 ;;
   --port) port=$2 ;;
   --rnic) rnic=$2 ;;
-  *) die "usage: vfio-perf.sh [--lat] [--size N] [--iters N] [--port N] [--rnic PATH]" ;;
+  *) die "usage: vfio-perf.sh [--lat | --events] [--size N] [--iters N] [--port N] [--rnic PATH]" ;;
   esac
   shift 2
 done
@@ -38,6 +45,11 @@ need_root
 if [ -z "$rnic" ]; then
   cargo build --release -p rnic-tools --bin rnic >&2
   rnic=$PWD/target/release/rnic
+fi
+pingpong=$(dirname "$rnic")/examples/rc_pingpong
+if [ "$events" = 1 ] && [ ! -x "$pingpong" ]; then
+  cargo build --release -p rnic-easy --example rc_pingpong >&2
+  pingpong=$PWD/target/release/examples/rc_pingpong
 fi
 
 work=$(mktemp -d /tmp/rnic-vfio-perf.XXXXXX)
@@ -54,6 +66,7 @@ trap cleanup EXIT
 # the binary asks for (libc.so.6, ...).
 mkdir -p "$work/libs"
 bins=(--bin "$rnic")
+[ "$events" = 1 ] && bins+=(--bin "$pingpong")
 while read -r name path; do
   cp -L "$path" "$work/libs/$name"
   bins+=(--bin "$work/libs/$name")
@@ -72,20 +85,42 @@ pids+=("$serve")
 for _ in $(seq 600); do [ -S "$work/sock/nic1.sock" ] && break; sleep 0.1; done
 [ -S "$work/sock/nic1.sock" ] || die "rnic sim serve did not start: $(cat "$work/serve.out")"
 
-"$rnic" perf "$op" --device "vfio-user:$work/sock/nic1.sock" --json -p "$port" --size "$size" --iters "$iters" \
-  "${server_extra[@]}" >"$work/server.json" 2>"$work/server.err" &
+if [ "$events" = 1 ]; then
+  "$pingpong" --device "vfio-user:$work/sock/nic1.sock" -e --chk -p "$port" -s "$size" -n "$iters" \
+    >"$work/server.json" 2>"$work/server.err" &
+else
+  "$rnic" perf "$op" --device "vfio-user:$work/sock/nic1.sock" --json -p "$port" --size "$size" --iters "$iters" \
+    "${server_extra[@]}" >"$work/server.json" 2>"$work/server.err" &
+fi
 server=$!
 pids+=("$server")
 
 loader=$(basename "$(ldd "$rnic" | awk '$1 ~ /^\// {print $1}')")
 t0=$SECONDS
 rc=0
-scripts/guest/vfio-guest.sh run --socket "$work/sock/nic0.sock" --net "${bins[@]}" \
-  --cmd "$loader --library-path /opt/bin /opt/bin/rnic perf $op --device vfio:0000:00:03.0 10.0.2.2 -p $port --size $size --iters $iters --json$guest_extra" \
+guest_cmd="$loader --library-path /opt/bin /opt/bin/rnic perf $op --device vfio:0000:00:03.0 10.0.2.2 -p $port --size $size --iters $iters --json$guest_extra"
+if [ "$events" = 1 ]; then
+  guest_cmd="$loader --library-path /opt/bin /opt/bin/rc_pingpong --device vfio:0000:00:03.0 -e --chk -p $port -s $size -n $iters 10.0.2.2; echo rc_pingpong exit \$?"
+fi
+scripts/guest/vfio-guest.sh run --socket "$work/sock/nic0.sock" --net "${bins[@]}" --cmd "$guest_cmd" \
   >"$work/client.out" || rc=$?
 # The report is the guest's first JSON line; with --lat its stamps the second.
 grep '^{' "$work/client.out" | head -n 1 >"$work/client.json" || true
-wait "$server" || true
+srv_rc=0
+wait "$server" || srv_rc=$?
+if [ "$events" = 1 ]; then
+  cat "$work/client.out"
+  echo "host (server, vfio-user nic1, exit $srv_rc):"
+  cat "$work/server.json" "$work/server.err"
+  log "guest run: $((SECONDS - t0)) s wall (exit $rc)"
+  grep -q 'rc_pingpong exit 0' "$work/client.out" || die "the guest's rc_pingpong failed"
+  [ "$srv_rc" = 0 ] || die "the host's rc_pingpong failed"
+  # Completion events the guest's rc_pingpong slept through: each an MSI-X interrupt.
+  irqs=$(sed -n 's/^\([0-9][0-9]*\) completion events.*/\1/p' "$work/client.out" | head -n 1)
+  log "guest: ${irqs:-no} completion events (MSI-X interrupts through kernel VFIO) for $iters iterations"
+  [ "${irqs:-0}" -ge "$iters" ] || die "fewer completion events than iterations"
+  exit 0
+fi
 echo "guest (client, vfio:0000:00:03.0): $(tail -n 1 "$work/client.json")"
 echo "host (server, vfio-user nic1):     $(tail -n 1 "$work/server.json") $(cat "$work/server.err")"
 log "guest run: $((SECONDS - t0)) s wall (exit $rc)"

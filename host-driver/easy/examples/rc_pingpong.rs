@@ -263,12 +263,14 @@ fn run(a: &Args) -> Result<bool, String> {
         pending |= SEND_WRID;
     }
     let (mut rcnt, mut scnt) = (0u32, 0u32);
+    let mut num_cq_events = 0u64;
     let mut wcs = [WorkCompletion::default(); 2];
     let deadline = Duration::from_secs(300);
     while rcnt < a.iters || scnt < a.iters {
         if let Some(ch) = &channel {
             let ev = ch.get_cq_event_timeout(deadline).map_err(e)?.ok_or("Failed to get cq_event")?;
             ev.ack_cq_events(1);
+            num_cq_events += 1;
             ev.req_notify(false).map_err(|x| format!("Couldn't request CQ notification: {x}"))?;
         }
         let ne = loop {
@@ -317,6 +319,10 @@ fn run(a: &Args) -> Result<bool, String> {
             "(simulated time: {cycles} NIC cycles at {} MHz; wall time {wall_s:.2} s)",
             ctx.device_info().clock_mhz
         );
+    }
+    if channel.is_some() {
+        // Each one an interrupt on the CQ's vector (ibv_get_cq_event(3)).
+        println!("{num_cq_events} completion events");
     }
     let mut ok = true;
     if a.chk {
