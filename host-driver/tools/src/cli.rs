@@ -441,7 +441,7 @@ pub struct CommonArgs {
     #[arg(long, short = 'n', default_value_t = 100, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: u64,
-    /// Connected RC QP pairs (perftest's -q), 1 ..= 16: the messages are spread over them
+    /// Connected RC QP pairs (perftest's -q), 1 ..= 62: the messages are spread over them
     /// round-robin, each QP with its own buffers and its own --tx-depth (and --outs /
     /// --rx-depth) window, all posting concurrently; at most --iters.
     #[arg(long, short = 'q', default_value_t = 1, allow_negative_numbers = true,
@@ -721,7 +721,7 @@ mod tests {
             (&["perf", "write", "--dup", "nan"], "--dup"),
             (&["perf", "send", "--corrupt", "2"], "--corrupt"),
             (&["perf", "read", "--reorder", "1.01"], "--reorder"),
-            (&["perf", "write", "--qps", "17"], "--qps"),
+            (&["perf", "write", "--qps", "63"], "--qps"),
             (&["perf", "write", "--qps", "0"], "--qps"),
             (&["perf", "write", "--mtu", "1500"], "--mtu"),
             (&["perf", "write", "--sges", "17"], "--sges"),

@@ -129,8 +129,10 @@ pub const ATOMIC_BYTES: u64 = 8;
 /// Largest `rx_depth` accepted (the RQ size limit).
 pub const MAX_RX_DEPTH: u32 = rnic::qp::MAX_RECV_WR;
 
-/// Most QP pairs a run connects ([`WriteBwOptions::qps`], perftest's `-q`).
-pub const MAX_QPS: u32 = 16;
+/// Most QP pairs a run connects ([`WriteBwOptions::qps`], perftest's `-q`): one QP per NIC
+/// per pair, so every QP context but QPN 0 and 1 (IBTA's special QPs, which the driver never
+/// hands out).
+pub const MAX_QPS: u32 = (1 << rnic_contract::LOG_NUM_QPS) - 2;
 
 /// Most SGEs a message is posted as ([`WriteBwOptions::sges`]): what the NIC gathers (or a
 /// READ scatters into) per WQE.
