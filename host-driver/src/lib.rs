@@ -53,6 +53,7 @@ assert!(wc[0].status.is_success());
 
 pub mod backend;
 pub mod channel;
+pub mod cm;
 pub mod context;
 pub mod cq;
 pub mod device;
