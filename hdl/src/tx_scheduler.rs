@@ -1,11 +1,166 @@
 //! The requester's work-queue engine: doorbell → QP context → WQE fetch → lkey check →
-//! segmentation into request packets.
+//! segmentation into request packets; it also sends the responder's READ responses and
+//! acknowledgements.
+//!
+//! One state machine, [`TxsState`], serves one QP at a time. By role:
+//! - **Scheduling.** `Idle` takes a go-back-N request, a READ response to send or an SQ
+//!   doorbell; `LoadQp` → `TakeQp` load the QP's context and transport state. Per WQE,
+//!   `CheckSq` registers the queue checks and `NextWqe` acts on them: the next WQE from the
+//!   prefetch buffer, a fetch, `Idle` on an empty SQ, `SkipRetired` past WQEs a rewind was
+//!   overtaken on, or `SaveAndYield` (save the transport state, give way to a rewind or
+//!   another QP).
+//! - **WQE fetch.** `FetchLimits` → `FetchSaturate` → `FetchMinima` → `FetchSize` size a burst
+//!   of up to 8 WQEs (`FetchLimits` also steps aside while 16 or more WQEs are in flight and
+//!   another QP has work); `FetchWqe` issues it; `WaitWqeBeats` takes the WQE's beats.
+//! - **Checks.** Per SGE `LookupLkey` → `CheckLkey` → `CheckRoom` → `CheckBounds` (key, PD,
+//!   access, offset, room, bounds); a gather list then `KeepSge` → `SelectSge` → `LoadSge`
+//!   for the next SGE, and `SumList` → `SizeList` → `CountList` after the last. `ActOnChecks`
+//!   starts the WQE, makes it wait for an issue slot (`WaitIssueSlot`: max_rd_atomic, a fence,
+//!   the SEND window) or completes it with an error (`CompleteError`).
+//! - **Request issue.** `CopyListRead` / `CopyListWrite` copy a READ's gather list to the RX
+//!   engine; `RecordWqe` records the WQE in the in-flight table; `WalkList` / `WalkListRead`
+//!   walk a gather list to the restart byte of a go-back-N; then per packet `SizePacket` →
+//!   `IssuePacket` (`SizePiece` → `IssuePiece` for each piece of a packet that spans gather
+//!   entries), back to `CheckSq` after the last.
+//! - **Responses.** `LoadResponse` → `IssueResponse` send one READ response, ATOMIC
+//!   ACKNOWLEDGE or ACKNOWLEDGE packet, then return to the state they interrupted (`Idle`,
+//!   `CheckSq`, `CompleteError` or `WaitIssueSlot`).
 use crate::context_tables::ContextTables;
 use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, TxJob, WqeRec};
 use rust_hdl::prelude::*;
 
 /// Minimum cycles between two READ response packets (see [`TxScheduler`]).
 pub const RR_MIN_CYCLES: u64 = 12;
+
+/// The [`TxScheduler`]'s state (see the module documentation for the flow).
+///
+/// The states were numbered before they were named: each variant's `(was N)` is that number,
+/// which is also what [`TxScheduler::dbg_state`] reports in the engine status register
+/// ([`rnic_contract::regs::status::TX_STATE_SHIFT`]). The variants are declared in that order
+/// (the encoding follows declaration order); number 17 was unused.
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum TxsState {
+    // Scheduling.
+    /// (was 0) Waiting for work: a go-back-N request first, then a READ response to send,
+    /// then an SQ doorbell (a QP from the ready set).
+    Idle,
+    /// (was 1) The QP's context and transport state are being read.
+    LoadQp,
+    /// (was 2) They are readable: context, next PSN, ci and READs sent into registers (a
+    /// rewind's PSN and ci instead, unless it is stale); a QP in neither RTS nor ERR is left.
+    TakeQp,
+    /// (was 3) Between WQEs: the queue checks are registered (SQ empty, send window, the next
+    /// WQE in the prefetch buffer, WQEs retired behind a rewind, rewinds waiting); a READ
+    /// response to send goes first.
+    CheckSq,
+    // WQE fetch.
+    /// (was 4) The WQE fetch (AXI ID 1) waits for the DMA read issuer to accept it.
+    FetchWqe,
+    /// (was 5) Takes the WQE's beats from the prefetch buffer: slot 0 into `wqe` (SGE 0 or the
+    /// inline length to check first), slots 1..4 into `ext0`..`ext3`.
+    WaitWqeBeats,
+    // Checks (IBTA Vol 1 10.6.3): one SGE's key, offset, room and bounds.
+    /// (was 6) The SGE's key-table entry is being read; the WQE's SGE count is checked against
+    /// its size.
+    LookupLkey,
+    /// (was 7) Key verdict (valid, tag, PD, LOCAL_WRITE for a READ) and the offset into the
+    /// region; the message is sized (packets in two halves).
+    CheckLkey,
+    // Request issue.
+    /// (was 8) Hands the sized packet's job, and its payload read, to the assembler; a rewind
+    /// for this QP stops the WQE here.
+    IssuePacket,
+    /// (was 9) Records the WQE in the in-flight table and saves `{PSN after it, ci + 1}`,
+    /// before its first packet leaves.
+    RecordWqe,
+    // Errors and yielding.
+    /// (was 10) A WQE that failed its checks (or is flushed in the error state) waits until
+    /// every earlier WQE has retired, then writes its error completion.
+    CompleteError,
+    /// (was 11) Saves the transport state and goes idle, giving way to a rewind or another QP
+    /// (or, on entering the error state, goes on to flush the SQ).
+    SaveAndYield,
+    // Checks, continued.
+    /// (was 12) Room in the region past the offset and the translated address (inline data:
+    /// the WQE's second slot, and its length against the WQE size); packet count and the
+    /// issue-slot verdict.
+    CheckRoom,
+    /// (was 13) Acts on the checks: skips a retired WQE, waits for an issue slot, fails the WQE
+    /// (error completion), or sets the message up and starts it.
+    ActOnChecks,
+    // Request issue, continued.
+    /// (was 14) Sizes the next packet (the path MTU or what is left of the message) and whether
+    /// it lies inside the current gather entry.
+    SizePacket,
+    // Scheduling, continued.
+    /// (was 15) Acts on the queue checks: skip retired WQEs, idle on an empty SQ, take the WQE
+    /// from the prefetch buffer, size a fetch, or save and step aside (window full).
+    NextWqe,
+    // Responses.
+    /// (was 16) Takes one response packet's PSN, address, length and place in its response.
+    LoadResponse,
+    /// (was 18) Hands the response packet's job to the assembler (paced by `RR_MIN_CYCLES`),
+    /// then returns to the state in `rr_ret`.
+    IssueResponse,
+    // Scheduling, continued.
+    /// (was 19) The WQE waits for an issue slot: a READ or atomic beyond max_rd_atomic, a
+    /// fenced WQE behind READs or atomics, a SEND with 16 WQEs in flight, a READ with a gather
+    /// list while 4 are outstanding; answers READs meanwhile and steps aside for a rewind or
+    /// another QP.
+    WaitIssueSlot,
+    // Checks, continued.
+    /// (was 20) The bounds verdict is registered; a gather list's SGE goes on to `KeepSge`.
+    CheckBounds,
+    // Request issue, continued.
+    /// (was 21) Sizes the next piece of a packet that spans gather entries.
+    SizePiece,
+    /// (was 22) Hands that piece's payload read job and piece record on.
+    IssuePiece,
+    // Scheduling, continued.
+    /// (was 23) Skips the WQEs the completer retired behind an overtaken rewind: resumes after
+    /// the last retired one.
+    SkipRetired,
+    // Gather list: checks.
+    /// (was 24) Keeps the checked SGE (if not empty) in the gather list; on to the next SGE or
+    /// the list's sum.
+    KeepSge,
+    /// (was 25) The next SGE's index settles (its slot and lane are chosen in `LoadSge`).
+    SelectSge,
+    /// (was 26) Sizes the message from the list's summed length.
+    SizeList,
+    /// (was 27) Packet count and issue-slot verdict for the list (also the way back from
+    /// `WaitIssueSlot`, where only the slot check is redone).
+    CountList,
+    // Request issue: go-back-N into a gathered message.
+    /// (was 28) Walks the gather list to the restart byte: skips a whole entry, or steps into
+    /// one.
+    WalkList,
+    /// (was 29) The entry after the new one is being read.
+    WalkListRead,
+    // Gather list: checks, continued.
+    /// (was 30) Loads the next SGE from the fetched slots, then back to `LookupLkey`.
+    LoadSge,
+    /// (was 31) The whole list checked: its summed length and verdict replace SGE 0's.
+    SumList,
+    // Request issue: a READ's gather list to the RX engine's READ list table.
+    /// (was 32) Reads entry `cp_i` of the gather list.
+    CopyListRead,
+    /// (was 33) Writes it to the READ list table (two cycles per entry), then `RecordWqe`.
+    CopyListWrite,
+    // WQE fetch: sizing a burst (in the order FetchLimits, FetchSaturate, FetchMinima,
+    // FetchSize).
+    /// (was 34) Each limit in WQEs registered (posted, to the ring's end, to the 4 KiB page's
+    /// end, send window); steps aside instead while 16 or more are in flight and another QP
+    /// has work.
+    FetchLimits,
+    /// (was 35) Pairwise minima of the saturated limits.
+    FetchMinima,
+    /// (was 36) The fetch in WQEs and beats, once the buffer has room for a WQE; then
+    /// `FetchWqe`.
+    FetchSize,
+    /// (was 37) Each limit saturated at 8 WQEs (and the prefetch buffer's room).
+    FetchSaturate,
+}
 
 /// Processes SQ doorbells one QP at a time.
 ///
@@ -68,7 +223,8 @@ pub const RR_MIN_CYCLES: u64 = 12;
 pub struct TxScheduler {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
-    /// The state machine's state, for the engine status register (rnic_contract::regs::STATUS).
+    /// The state machine's state, for the engine status register (rnic_contract::regs::STATUS):
+    /// the number each [`TxsState`] variant documents as `(was N)`.
     pub dbg_state: Signal<Out, Bits<6>>,
     /// Ready QPs from [`crate::doorbell::SqDoorbells`] (first-word fall-through view:
     /// `qpn << 16 | newest producer index`).
@@ -168,9 +324,9 @@ pub struct TxScheduler {
     /// The WQE's gather list after the key checks: `{iova 63..0, length 95..64}` of each
     /// non-empty SGE, in order (16 entries).
     sge_ram: RAM<Bits<96>, 4>,
-    /// Beats of the WQE fetch received (state 5).
+    /// Beats of the WQE fetch received (`WaitWqeBeats`).
     wb: DFF<Bits<3>>,
-    /// The SGE being checked (states 5-30): index, address, length, lkey.
+    /// The SGE being checked (`WaitWqeBeats` to `LoadSge`): index, address, length, lkey.
     g_idx: DFF<Bits<5>>,
     g_addr: DFF<Bits<64>>,
     g_len: DFF<Bits<32>>,
@@ -183,7 +339,7 @@ pub struct TxScheduler {
     all_ok: DFF<Bit>,
     sum_len: DFF<Bits<37>>,
     n_valid: DFF<Bits<5>>,
-    /// WQE-shape errors found in states 6/12: more SGEs than the WQE size holds, a sum over
+    /// WQE-shape errors found in `LookupLkey` / `CheckRoom`: more SGEs than the WQE size holds, a sum over
     /// 2^31 bytes, inline data longer than the WQE holds (LOC_LEN_ERR); inline data or several
     /// SGEs for a READ or atomic (LOC_QP_OP_ERR).
     nsge_bad: DFF<Bit>,
@@ -192,28 +348,30 @@ pub struct TxScheduler {
     /// Sending: the gather-list entry at `cur_iova` (`e_idx`) and its bytes left.
     e_idx: DFF<Bits<4>>,
     sge_rem: DFF<Bits<32>>,
-    /// The sized packet fits in the current entry / ends exactly at its end (state 14).
+    /// The sized packet fits in the current entry / ends exactly at its end (`SizePacket`).
     fits_r: DFF<Bit>,
     exh_r: DFF<Bit>,
     /// A packet spanning entries: its bytes not yet given a piece, and the next piece
-    /// (states 21-22).
+    /// (`SizePiece`, `IssuePiece`).
     pkt_left: DFF<Bits<13>>,
     pc_len: DFF<Bits<13>>,
     pc_last: DFF<Bit>,
     pc_exh: DFF<Bit>,
-    /// Resuming mid-message with a gather list: bytes still to skip (states 28-29).
+    /// Resuming mid-message with a gather list: bytes still to skip (`WalkList`, `WalkListRead`).
     walk: DFF<Bits<32>>,
     walk_pend: DFF<Bit>,
-    /// `walk >= sge_rem`, registered (state 28 acts on it; both move only in 13 and 28).
+    /// `walk >= sge_rem`, registered (`WalkList` acts on it; both move only in `ActOnChecks` and `WalkList`).
     walk_ge: DFF<Bit>,
     /// max_rd_atomic as a READ limit (1..=16), registered from the loaded context (it changes
-    /// in state 2, long before state 12 compares against it).
+    /// in `TakeQp`, long before `CheckRoom` compares against it).
     rd_limit_r: DFF<Bits<7>>,
     /// READs and atomics outstanding (`reads_sent - acked_reads`), registered: a cycle late,
     /// it can only overstate them (the completer's count only grows, and `reads_sent` moves
-    /// in states 2, 9 and 23, never in the cycle before the verdict of 12 or 27).
+    /// in `TakeQp`, `RecordWqe` and `SkipRetired`, never in the cycle before the verdict of
+    /// `CheckRoom` or `CountList`).
     reads_out_r: DFF<Bits<7>>,
-    /// The gather-list entry being copied to the RX engine's READ list table (states 32-33).
+    /// The gather-list entry being copied to the RX engine's READ list table (`CopyListRead`,
+    /// `CopyListWrite`).
     cp_i: DFF<Bits<5>>,
     /// The WQE's byte offset in the ring (see `wqe_addr`).
     wqe_off: DFF<Bits<64>>,
@@ -223,16 +381,16 @@ pub struct TxScheduler {
     ext1: DFF<Bits<512>>,
     ext2: DFF<Bits<512>>,
     ext3: DFF<Bits<512>>,
-    state: DFF<Bits<6>>,
+    state: DFF<TxsState>,
     /// WQE opcode classes, registered when the WQE arrives: bit 0 SEND (with or without
     /// immediate), 1 with immediate, 2 RDMA READ or atomic (answered by response packets,
     /// counted against max_rd_atomic), 3 an opcode this NIC implements, 4 atomic, 5 FETCH_AND_ADD.
     wop: DFF<Bits<6>>,
     /// RETH of the next READ request: the remote address past what was already answered.
     rd_va: DFF<Bits<64>>,
-    // The READ response being sent (states 16-18) and the state to return to.
+    // The READ response being sent (`LoadResponse`, `IssueResponse`) and the state to return to.
     rr: DFF<ReadRespJob>,
-    rr_ret: DFF<Bits<6>>,
+    rr_ret: DFF<TxsState>,
     rr_psn: DFF<Bits<24>>,
     rr_iova: DFF<Bits<64>>,
     rr_first: DFF<Bit>,
@@ -252,22 +410,22 @@ pub struct TxScheduler {
     /// Cycles before the next READ response packet may leave (see the pacing note above).
     rr_gap: DFF<Bits<4>>,
     /// READ WQEs handed to the wire (mod 128, transport-state bits 25..31), and whether the
-    /// fetched READ must wait for `max_rd_atomic` (registered in state 12).
+    /// fetched READ must wait for `max_rd_atomic` (registered in `CheckRoom` or `CountList`).
     reads_sent: DFF<Bits<7>>,
     rd_full: DFF<Bit>,
     /// 16 or more of the QP's WQEs are in flight (from `in_flight_r`: 2 cycles old): a SEND
-    /// waits (state 19) until fewer are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]); past 16 a
-    /// QP fetches more only while no other QP has work (state 34, where the flag is the count
-    /// of state 3), so QPs share the scheduler as they did with a 16-WQE window and one QP alone
+    /// waits (`WaitIssueSlot`) until fewer are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]); past 16 a
+    /// QP fetches more only while no other QP has work (`FetchLimits`, where the flag is the count
+    /// as of `CheckSq`), so QPs share the scheduler as they did with a 16-WQE window and one QP alone
     /// gets the whole 64.
     send_win_full: DFF<Bit>,
-    /// The completer has retired WQEs this engine is about to resend (state 3).
+    /// The completer has retired WQEs this engine is about to resend (`CheckSq`).
     behind: DFF<Bit>,
-    /// A WQE fetch is requested (state 4).
+    /// A WQE fetch is requested (`FetchWqe`).
     ar_pend: DFF<Bit>,
-    /// WQE prefetch: every WQE beat the DMA returns (AXI ID 1) lands in `pf_fifo`; state 5
-    /// takes a WQE's beats from its head. A fetch reads up to 8 beats: `pf_n` consecutive WQEs
-    /// of QP `pf_qpn` from index `pf_ci` on (the next one state 5 takes). `pf_total`: beats
+    /// WQE prefetch: every WQE beat the DMA returns (AXI ID 1) lands in `pf_fifo`;
+    /// `WaitWqeBeats` takes a WQE's beats from its head. A fetch reads up to 8 beats: `pf_n` consecutive WQEs
+    /// of QP `pf_qpn` from index `pf_ci` on (the next one `WaitWqeBeats` takes). `pf_total`: beats
     /// asked for and not yet taken (in flight or buffered), `pf_drop` of them to discard (a
     /// fetch that is no longer wanted: another QP, a rewind, a context command); `pf_stale`:
     /// a context command came, the buffered WQEs may belong to an old connection.
@@ -278,13 +436,13 @@ pub struct TxScheduler {
     pf_total: DFF<Bits<5>>,
     /// Beats of the fetch the DMA issuer accepted last cycle, added to `pf_total` a cycle
     /// late so the issuer's `wqe_ar_ready` does not reach the counter's adder (the cycle after
-    /// an acceptance the engine is in state 5, where nothing reads `pf_total`).
+    /// an acceptance the engine is in `WaitWqeBeats`, where nothing reads `pf_total`).
     pf_acc: DFF<Bits<5>>,
     pf_drop: DFF<Bits<5>>,
     pf_stale: DFF<Bit>,
-    /// The next WQE is in the buffer (registered in state 3).
+    /// The next WQE is in the buffer (registered in `CheckSq`).
     pf_hit: DFF<Bit>,
-    /// Sizing a fetch (states 34, 37, 35, 36): each limit, saturated at 8 WQEs, pairwise minima, and
+    /// Sizing a fetch (`FetchLimits`, `FetchSaturate`, `FetchMinima`, `FetchSize`): each limit, saturated at 8 WQEs, pairwise minima, and
     /// the fetch in WQEs and beats.
     /// Beats in the buffer (arrived, not taken): its `empty` from a register.
     pf_avail: DFF<Bits<5>>,
@@ -311,12 +469,12 @@ pub struct TxScheduler {
     /// the FIFO's head decides nothing in the cycle it is read.
     rw_empty_r: DFF<Bit>,
     rr_empty_r: DFF<Bit>,
-    /// The WQE's packet count in two halves (state 7): whole MTUs, and a partial one.
+    /// The WQE's packet count in two halves (`CheckLkey`): whole MTUs, and a partial one.
     nq_r: DFF<Bits<24>>,
     npart_r: DFF<Bit>,
-    /// The local SGE lies inside its region (state 20, from the registers of state 12).
+    /// The local SGE lies inside its region (`CheckBounds`, from the registers of `CheckRoom`).
     bounds_r: DFF<Bit>,
-    /// A rewind for another QP waits at the head of the rewind FIFO (state 3, and every cycle),
+    /// A rewind for another QP waits at the head of the rewind FIFO (`CheckSq`, and every cycle),
     /// and another QP's doorbell is offered (registered): a waiting QP steps aside for either
     /// (saving its state and re-arming its ready bit), so neither a rewind nor another QP's
     /// work waits behind it.
@@ -344,7 +502,8 @@ pub struct TxScheduler {
     skip_pending: DFF<Bit>,
     flush_req: DFF<Bit>,
     err: DFF<Bit>,
-    // Validation pipeline (states 7, 12, 13) and the sized packet (state 14).
+    // Validation pipeline (`CheckLkey`, `CheckRoom`, `ActOnChecks`) and the sized packet
+    // (`SizePacket`).
     off_r: DFF<Bits<64>>,
     len_r: DFF<Bits<32>>,
     va_ok: DFF<Bit>,
@@ -356,7 +515,7 @@ pub struct TxScheduler {
     skip_nz: DFF<Bit>,
     skip_ok: DFF<Bit>,
     mtu_r: DFF<Bits<32>>,
-    // Queue checks (state 3, decided in state 15) and the WQE's address.
+    // Queue checks (`CheckSq`, acted on in `NextWqe`) and the WQE's address.
     sq_empty: DFF<Bit>,
     window_ok: DFF<Bit>,
     /// `in_flight`, registered (the 16-bit difference and a compare after it are too deep for
@@ -422,7 +581,7 @@ pub struct TxScheduler {
     mtu_mask12: Signal<Local, Bits<12>>,
     len_lo12: Signal<Local, Bits<12>>,
     fetch_m1: Signal<Local, Bits<3>>,
-    /// The head WQE beat of the prefetch buffer, and whether state 5 may take it.
+    /// The head WQE beat of the prefetch buffer, and whether `WaitWqeBeats` may take it.
     wqe_ok: Signal<Local, Bit>,
     wqe_beat: Signal<Local, Bits<512>>,
     pf_pop: Signal<Local, Bit>,
@@ -453,22 +612,10 @@ pub struct TxScheduler {
     g_p1: Signal<Local, Bits<8>>,
 }
 
-// States.
-// 0 idle, 1 load (address), 2 load (data), 3 queue checks, 15 act on them (a WQE in the
-// prefetch buffer: straight to 5), sizing a fetch: 34 limits, 37 saturated, 35 minima, 36 the
-// fetch; 4 WQE address, 5 WQE data (every beat, from the prefetch buffer), 6 key lookup, 7 offset, 12 room, 20 bounds verdict, 13 validate, 9 record, 14 size a packet,
-// 8 emit it (back to 14, or 3 after the last), 10 local error, 11 save and yield to a rewind;
-// a gather list: 24 take the checked SGE, 25 and 30 load the next (back to 6), 26 and 27 size
-// the message (then 13); 28-29 skip into the list when resuming mid-message; 21-22 the pieces
-// of a packet that spans entries;
-// 32-33 copy a READ's SGE list to the RX engine (then 9);
-// 19 wait for a READ slot (max_rd_atomic), 23 skip WQEs retired behind a rewind; READ responses: 16 load, 17 size a packet, 18 emit
-// it (back to 17, or to the state they interrupted: 0, 3, 10 or 19).
-
 // The send window below (`in_flight < 64`, the fetch limit `64 - in_flight`) and the in-flight
 // table's address (`qpn << 6 | index mod 64`, `if_addr`) are the contract's window.
 const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_WQES == 6 && rnic_contract::LOG_NUM_QPS == 6);
-// A SEND's window (`in_flight >= 16` holds it in state 19).
+// A SEND's window (`in_flight >= 16` holds it in `WaitIssueSlot`).
 const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_SENDS == 4);
 
 impl Logic for TxScheduler {
@@ -642,18 +789,18 @@ impl Logic for TxScheduler {
         self.tables.cmd_index.next = self.cmd_index.val();
         self.tables.cmd_record.next = self.cmd_record.val();
         // Commands are taken when this engine cannot write its transport state in the same
-        // cycle (states 9, 10, 11, 23 do): the flag is registered from the states that cannot
-        // lead to one of those next cycle, so the handshake starts at a flop.
-        self.cmd_ok.d.next = !((self.state.q.val() == 2)
-            | (self.state.q.val() == 9)
-            | (self.state.q.val() == 10)
-            | (self.state.q.val() == 11)
-            | (self.state.q.val() == 13)
-            | (self.state.q.val() == 15)
-            | (self.state.q.val() == 18)
-            | (self.state.q.val() == 19)
-            | (self.state.q.val() == 23)
-            | (self.state.q.val() == 33));
+        // cycle (`RecordWqe`, `CompleteError`, `SaveAndYield` and `SkipRetired` do): the flag is
+        // registered from the states that cannot lead to one of those next cycle, so the handshake starts at a flop.
+        self.cmd_ok.d.next = !((self.state.q.val() == TxsState::TakeQp)
+            | (self.state.q.val() == TxsState::RecordWqe)
+            | (self.state.q.val() == TxsState::CompleteError)
+            | (self.state.q.val() == TxsState::SaveAndYield)
+            | (self.state.q.val() == TxsState::ActOnChecks)
+            | (self.state.q.val() == TxsState::NextWqe)
+            | (self.state.q.val() == TxsState::IssueResponse)
+            | (self.state.q.val() == TxsState::WaitIssueSlot)
+            | (self.state.q.val() == TxsState::SkipRetired)
+            | (self.state.q.val() == TxsState::CopyListWrite));
         // A command that puts the QP being served in RESET waits until this engine has left
         // the QP (the driver frees the QP's rings once the command is taken, so nothing may be
         // fetched from them afterwards); waiting states give way to it (see `rst_here_r`). The
@@ -664,7 +811,7 @@ impl Logic for TxScheduler {
             & (self.cmd_op.val() == 1)
             & (self.cmd_qp.val().state == 0)
             & (self.cmd_index.val().get_bits::<6>(0) == self.cur_qpn.q.val())
-            & (self.state.q.val() != 0);
+            & (self.state.q.val() != TxsState::Idle);
         self.cmd_ready.next = self.cmd_ok.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
         // The transport state is written by a context command (INIT_SQ_PSN) or by this engine
         // (`own_we`, in states that refuse commands); the two enables are ORed after the state
@@ -675,7 +822,8 @@ impl Logic for TxScheduler {
         self.cmd_we.next =
             (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any()) | self.rst_cmd.val();
         self.own_we.next = false;
-        // The transport-state word this engine saves (states 9, 10, 11, 23): the current
+        // The transport-state word this engine saves (`RecordWqe`, `CompleteError`,
+        // `SaveAndYield`, `SkipRetired`): the current
         // registers unless a state names other values; packed once, after the state machine.
         self.st_psn.next = self.next_psn.q.val();
         self.st_ci.next = self.ci.q.val();
@@ -757,16 +905,16 @@ impl Logic for TxScheduler {
             self.inline_max.next = 448.into();
         }
         // The prefetch buffer: every WQE beat in; stale beats out as soon as they are at the
-        // head; state 5 takes the others.
+        // head; `WaitWqeBeats` takes the others.
         self.pf_fifo.write.next = self.wqe_r_valid.val();
         self.pf_fifo.data_in.next = self.wqe_r_data.val();
         self.wqe_beat.next = self.pf_fifo.data_out.val();
         self.wqe_ok.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() == 0);
         self.drop_pop.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() != 0);
-        self.pf_pop.next = (self.state.q.val() == 5) & self.wqe_ok.val();
+        self.pf_pop.next = (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val();
         self.pf_fifo.read.next = self.drop_pop.val() | self.pf_pop.val();
         self.pf_add.next = 0.into();
-        if (self.state.q.val() == 4) & self.wqe_ar_ready.val() {
+        if (self.state.q.val() == TxsState::FetchWqe) & self.wqe_ar_ready.val() {
             self.pf_add.next = bit_cast::<5, 4>(self.pf_kb.q.val());
         }
         self.pf_acc.d.next = self.pf_add.val();
@@ -777,7 +925,7 @@ impl Logic for TxScheduler {
         self.pf_wr_r.d.next = self.wqe_r_valid.val();
         self.pf_avail.d.next = self.pf_avail.q.val() + bit_cast::<5, 1>(self.pf_wr_r.q.val().into())
             - bit_cast::<5, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
-        // Fetch limits (states 34, 37, 35, 36): WQEs posted, to the end of the ring, to the end of the
+        // Fetch limits (`FetchLimits` to `FetchSize`): WQEs posted, to the end of the ring, to the end of the
         // 4 KiB page (a burst never crosses one, AXI4 A3.4.1), in the send window, and room in
         // the buffer; bursts of at most 8 beats (8, 4 or 2 WQEs of 64, 128 or 256 bytes; a
         // 512-byte WQE is fetched alone, its first 5 beats).
@@ -797,7 +945,7 @@ impl Logic for TxScheduler {
                 self.pf_room.next = 1.into();
             }
         }
-        // The fetch's WQEs: the least of the three minima (state 36).
+        // The fetch's WQEs: the least of the three minima (`FetchSize`).
         self.pf_ksel.next = self.pf_m1.q.val();
         if (self.pf_m2.q.val() < self.pf_m1.q.val()) & (self.pf_m2.q.val() <= self.pf_m3.q.val()) {
             self.pf_ksel.next = self.pf_m2.q.val();
@@ -806,7 +954,7 @@ impl Logic for TxScheduler {
         }
         // Slots 1..4 of the WQE as they arrive; SGE k >= 1 is lane (k-1) mod 4 of slot
         // 1 + (k-1) / 4.
-        if (self.state.q.val() == 5) & self.wqe_ok.val() {
+        if (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val() {
             if self.wb.q.val() == 1 {
                 self.ext0.d.next = self.wqe_beat.val();
             }
@@ -845,22 +993,22 @@ impl Logic for TxScheduler {
         if self.ext_sel.val() == 3 {
             self.ext_lane.next = self.ext_beat.val().get_bits::<128>(384);
         }
-        // The checked gather list: entry `n_valid` written in state 24; the entry after the
+        // The checked gather list: entry `n_valid` written in `KeepSge`; the entry after the
         // current one is always being read, so moving on costs no cycle.
-        self.sge_ram.write_enable.next = (self.state.q.val() == 24) & (self.g_len.q.val() != 0);
+        self.sge_ram.write_enable.next = (self.state.q.val() == TxsState::KeepSge) & (self.g_len.q.val() != 0);
         self.sge_ram.write_address.next = self.n_valid.q.val().get_bits::<4>(0);
         self.sge_ram.write_data.next =
             bit_cast::<96, 64>(self.base_iova.q.val()) | (bit_cast::<96, 32>(self.g_len.q.val()) << 64);
         self.e_next.next = self.e_idx.q.val() + 1;
         self.sge_ram.read_address.next = self.e_next.val();
-        // States 32-33 copy a READ's list to the RX engine, entry `cp_i` (read in 32, written
-        // in 33).
+        // `CopyListRead` / `CopyListWrite` copy a READ's list to the RX engine, entry `cp_i`
+        // (read in the first, written in the second).
         self.rl_we.next = false;
         self.rl_waddr.next = bit_cast::<12, 6>(self.cur_qpn.q.val()) << 6
             | bit_cast::<12, 2>(self.reads_sent.q.val().get_bits::<2>(0)) << 4
             | bit_cast::<12, 4>(self.cp_i.q.val().get_bits::<4>(0));
         self.rl_wdata.next = self.sge_ram.read_data.val();
-        if (self.state.q.val() == 32) | (self.state.q.val() == 33) {
+        if (self.state.q.val() == TxsState::CopyListRead) | (self.state.q.val() == TxsState::CopyListWrite) {
             self.sge_ram.read_address.next = self.cp_i.q.val().get_bits::<4>(0);
         }
         self.nxt_iova.next = self.sge_ram.read_data.val().get_bits::<64>(0);
@@ -873,12 +1021,13 @@ impl Logic for TxScheduler {
         // Outputs, default idle.
         self.db_read.next = false;
         self.rw_read.next = false;
-        // The WQE fetch request is a register (set on the way into state 4), so the DMA
+        // The WQE fetch request is a register (set on the way into `FetchWqe`), so the DMA
         // issuer's ready answers a flop, not the state decoder.
         self.wqe_ar_valid.next = self.ar_pend.q.val();
         // WQE `ci` at sq_base + (ci mod size) * (64 << SQ_LOG_STRIDE): the slot offset is
-        // registered first (ci moves at least two cycles before a fetch: states 2, 9, 10, 23
-        // are followed by 3 and 15 before 4).
+        // registered first (ci moves at least two cycles before a fetch: `TakeQp`, `RecordWqe`,
+        // `CompleteError` and `SkipRetired` are followed by `CheckSq` and `NextWqe` before
+        // `FetchWqe`).
         self.wqe_off.d.next = (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val())
             << bit_cast::<64, 3>(self.ctx.q.val().sq_log_stride))
             << 6;
@@ -1002,8 +1151,10 @@ impl Logic for TxScheduler {
         self.job.next.rsvd1 = 0.into();
         self.job.next.rsvd2 = 0.into();
         // The last packet of a new READ's or atomic's response: counted when it is sent.
-        self.job.next.rsp_last =
-            bit_cast::<1, 1>(((self.state.q.val() == 18) & self.rr_last.q.val() & self.rr.q.val().fresh.any()).into());
+        self.job.next.rsp_last = bit_cast::<1, 1>(
+            ((self.state.q.val() == TxsState::IssueResponse) & self.rr_last.q.val() & self.rr.q.val().fresh.any())
+                .into(),
+        );
         self.job.next.rsp_qpn = self.rr.q.val().qpn;
         self.if_we.next = false;
         self.if_addr.next =
@@ -1063,7 +1214,7 @@ impl Logic for TxScheduler {
             self.rr_syn.next = self.rr_orig.val().get_bits::<8>(0);
         }
         self.rr_read.next = false;
-        if self.state.q.val() == 18 {
+        if self.state.q.val() == TxsState::IssueResponse {
             self.job.next.opcode = self.rr_op.val();
             self.job.next.ackreq = 0.into();
             self.job.next.se = 0.into();
@@ -1099,21 +1250,21 @@ impl Logic for TxScheduler {
             self.pg_skip.next = self.rr_iova.q.val().get_bits::<6>(0);
             self.pg_len.next = self.rr_plen.q.val().get_bits::<13>(0);
         }
-        self.tx_active.next = (self.state.q.val() == 8)
-            | (self.state.q.val() == 14)
-            | (self.state.q.val() == 21)
-            | (self.state.q.val() == 22);
+        self.tx_active.next = (self.state.q.val() == TxsState::IssuePacket)
+            | (self.state.q.val() == TxsState::SizePacket)
+            | (self.state.q.val() == TxsState::SizePiece)
+            | (self.state.q.val() == TxsState::IssuePiece);
         self.tx_qpn.next = self.cur_qpn.q.val();
 
-        // Message sizing, from the SGE's length (one SGE or inline data, state 7) or the gather
-        // list's sum (state 26): packets in the message, ceil(len / MTU), in two registered
+        // Message sizing, from the SGE's length (one SGE or inline data, `CheckLkey`) or the
+        // gather list's sum (`SizeList`): packets in the message, ceil(len / MTU), in two registered
         // halves: len >> log2(MTU) and whether bits below the MTU remain.
-        if (self.state.q.val() == 7) | (self.state.q.val() == 26) {
+        if (self.state.q.val() == TxsState::CheckLkey) | (self.state.q.val() == TxsState::SizeList) {
             self.len_r.d.next = self.len.val();
             self.nq_r.d.next = bit_cast::<24, 32>(self.len.val() >> (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
             self.npart_r.d.next = (self.len_lo12.val() & self.mtu_mask12.val()) != 0;
         }
-        if (self.state.q.val() == 12) | (self.state.q.val() == 27) {
+        if (self.state.q.val() == TxsState::CheckRoom) | (self.state.q.val() == TxsState::CountList) {
             // Packets in the message: ceil(len / MTU), and one for a zero-length message.
             self.npkts.d.next = self.nq_r.q.val() + bit_cast::<24, 1>(self.npart_r.q.val().into());
             if self.len_r.q.val() == 0 {
@@ -1139,8 +1290,8 @@ impl Logic for TxScheduler {
                 self.is_read.val() & (self.inline_r.q.val() | (self.is_atomic.val() & self.multi_r.q.val()));
         }
 
-        match self.state.q.val().index() {
-            0 => {
+        match self.state.q.val() {
+            TxsState::Idle => {
                 self.rewind.d.next = false;
                 self.flush_req.d.next = false;
                 if !self.rw_empty_r.q.val() {
@@ -1152,26 +1303,26 @@ impl Logic for TxScheduler {
                     self.rw_psn.d.next = self.rw_data.val().get_bits::<24>(24);
                     self.rw_restart.d.next = self.rw_data.val().get_bits::<24>(48);
                     self.flush_req.d.next = self.rw_data.val().get_bit(72);
-                    self.state.d.next = 1.into();
+                    self.state.d.next = TxsState::LoadQp;
                 } else if self.rr_pend.val() {
-                    // A READ the responder accepted: answer it (states 16-18), then idle.
+                    // A READ the responder accepted: answer it (`LoadResponse`, `IssueResponse`), then idle.
                     self.rr_read.next = true;
                     self.rr.d.next = self.rr_now.val();
-                    self.rr_ret.d.next = 0.into();
-                    self.state.d.next = 16.into();
+                    self.rr_ret.d.next = TxsState::Idle;
+                    self.state.d.next = TxsState::LoadResponse;
                 } else if !self.db_empty.val() {
                     self.db_read.next = true;
                     self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
                     self.pi.d.next = self.db_data.val().get_bits::<16>(0);
                     if self.db_data.val().get_bits::<10>(22) == 0 {
-                        self.state.d.next = 1.into();
+                        self.state.d.next = TxsState::LoadQp;
                     }
                 }
             }
-            1 => {
-                self.state.d.next = 2.into();
+            TxsState::LoadQp => {
+                self.state.d.next = TxsState::TakeQp;
             }
-            2 => {
+            TxsState::TakeQp => {
                 self.ctx.d.next = self.qp_now.val();
                 self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
                 self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
@@ -1201,14 +1352,14 @@ impl Logic for TxScheduler {
                 if self.flush_req.q.val() {
                     // Remember the error state before anything else.
                     self.rewind.d.next = false;
-                    self.state.d.next = 11.into();
+                    self.state.d.next = TxsState::SaveAndYield;
                 } else if (self.qp_now.val().state == 3) | (self.qp_now.val().state == 6) {
-                    self.state.d.next = 3.into();
+                    self.state.d.next = TxsState::CheckSq;
                 } else {
-                    self.state.d.next = 0.into();
+                    self.state.d.next = TxsState::Idle;
                 }
             }
-            3 => {
+            TxsState::CheckSq => {
                 self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
                 self.window_ok.d.next = self.in_flight.val() < 64;
                 self.pf_hit.d.next = (self.pf_n.q.val() != 0)
@@ -1220,66 +1371,66 @@ impl Logic for TxScheduler {
                     !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
                 self.rw_other.d.next =
                     !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
-                self.state.d.next = 15.into();
+                self.state.d.next = TxsState::NextWqe;
                 if self.rr_pend.val() {
                     // Between WQEs, READ responses go first (the peer may be waiting for them
                     // to complete its own WQEs); the WQE state stays in its registers.
                     self.rr_read.next = true;
                     self.rr.d.next = self.rr_now.val();
-                    self.rr_ret.d.next = 3.into();
-                    self.state.d.next = 16.into();
+                    self.rr_ret.d.next = TxsState::CheckSq;
+                    self.state.d.next = TxsState::LoadResponse;
                 }
             }
-            15 => {
+            TxsState::NextWqe => {
                 if self.behind.q.val() {
                     // A rewind was overtaken: an ACK or response arrived after it and retired
                     // WQEs from the rewind point on. Skip them: go on after the last retired.
-                    self.state.d.next = 23.into();
+                    self.state.d.next = TxsState::SkipRetired;
                 } else if self.sq_empty.q.val() {
-                    self.state.d.next = 0.into();
+                    self.state.d.next = TxsState::Idle;
                 } else if self.window_ok.q.val() & self.pf_hit.q.val() {
                     // The WQE is in the prefetch buffer (or on its way): no fetch.
                     self.wb.d.next = 0.into();
-                    self.state.d.next = 5.into();
+                    self.state.d.next = TxsState::WaitWqeBeats;
                 } else if self.window_ok.q.val() {
                     // Fetch it and the WQEs after it: whatever the buffer still holds or
-                    // awaits is discarded. (With 16 or more in flight, state 34 steps aside
+                    // awaits is discarded. (With 16 or more in flight, `FetchLimits` steps aside
                     // instead if another QP waits.)
                     self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
                     self.pf_n.d.next = 0.into();
                     self.pf_stale.d.next = false;
-                    self.state.d.next = 34.into();
+                    self.state.d.next = TxsState::FetchLimits;
                 } else if self.rw_mine.q.val() {
                     // The window is full because packets were lost: save the state (with the
                     // doorbell's producer index) and let the rewind take over.
-                    self.state.d.next = 11.into();
+                    self.state.d.next = TxsState::SaveAndYield;
                 } else if self.rw_other.q.val() | self.db_other.q.val() {
                     // Another QP's rewind waits (and this QP's own may queue behind it), or
                     // another QP has work: save, step aside, and come back through the ready
                     // set.
                     self.rearm.next = true;
-                    self.state.d.next = 11.into();
+                    self.state.d.next = TxsState::SaveAndYield;
                 } else {
-                    self.state.d.next = 3.into();
+                    self.state.d.next = TxsState::CheckSq;
                 }
             }
-            34 => {
+            TxsState::FetchLimits => {
                 // Sizing a fetch, 1: each limit in WQEs, registered (WQEs posted, slots to the
                 // ring's end minus one, to the page's end, room in the send window).
                 self.pf_raw_post.d.next = self.pf_posted.val();
                 self.pf_raw_ring.d.next = self.pf_ring.val();
                 self.pf_raw_page.d.next = self.pf_page.val();
                 self.pf_raw_win.d.next = self.pf_win.val();
-                self.state.d.next = 37.into();
+                self.state.d.next = TxsState::FetchSaturate;
                 if self.send_win_full.q.val() & (self.rw_other.q.val() | self.db_other.q.val()) {
-                    // 16 or more in flight (as of state 3) and another QP has work: step aside
+                    // 16 or more in flight (as of `CheckSq`) and another QP has work: step aside
                     // as with a 16-WQE window, rather than fetch WQEs a READ waiting for its
                     // slot would give up to the next QP's fetch.
                     self.rearm.next = true;
-                    self.state.d.next = 11.into();
+                    self.state.d.next = TxsState::SaveAndYield;
                 }
             }
-            37 => {
+            TxsState::FetchSaturate => {
                 // 2: each limit saturated at 8 WQEs (and the buffer's room).
                 self.pf_lim_post.d.next = self.pf_raw_post.q.val().get_bits::<4>(0);
                 if self.pf_raw_post.q.val() >= 8 {
@@ -1301,9 +1452,9 @@ impl Logic for TxScheduler {
                 if self.pf_room.val() >= 8 {
                     self.pf_lim_room.d.next = 8.into();
                 }
-                self.state.d.next = 35.into();
+                self.state.d.next = TxsState::FetchMinima;
             }
-            35 => {
+            TxsState::FetchMinima => {
                 // 3: pairwise minima.
                 self.pf_m1.d.next = self.pf_lim_post.q.val();
                 if self.pf_lim_ring.q.val() < self.pf_lim_post.q.val() {
@@ -1317,9 +1468,9 @@ impl Logic for TxScheduler {
                 if self.pf_burst.val() < self.pf_lim_room.q.val() {
                     self.pf_m3.d.next = self.pf_burst.val();
                 }
-                self.state.d.next = 36.into();
+                self.state.d.next = TxsState::FetchSize;
             }
-            36 => {
+            TxsState::FetchSize => {
                 // 4: the fetch, once the buffer has room for a WQE (discarded beats leave it
                 // as they arrive).
                 self.pf_k.d.next = self.pf_ksel.val();
@@ -1328,23 +1479,23 @@ impl Logic for TxScheduler {
                     self.pf_kb.d.next = 5.into();
                 }
                 if self.pf_m3.q.val() == 0 {
-                    self.state.d.next = 34.into();
+                    self.state.d.next = TxsState::FetchLimits;
                 } else {
                     self.ar_pend.d.next = true;
-                    self.state.d.next = 4.into();
+                    self.state.d.next = TxsState::FetchWqe;
                 }
             }
-            4 => {
+            TxsState::FetchWqe => {
                 self.wb.d.next = 0.into();
                 if self.wqe_ar_ready.val() {
                     self.ar_pend.d.next = false;
                     self.pf_qpn.d.next = self.cur_qpn.q.val();
                     self.pf_ci.d.next = self.ci.q.val();
                     self.pf_n.d.next = bit_cast::<5, 4>(self.pf_k.q.val());
-                    self.state.d.next = 5.into();
+                    self.state.d.next = TxsState::WaitWqeBeats;
                 }
             }
-            5 => {
+            TxsState::WaitWqeBeats => {
                 // The WQE's beats: slot 0 into `wqe` (and SGE 0, or the inline length, to
                 // check first), slots 1..4 into `ext0`..`ext3`.
                 if self.wqe_ok.val() {
@@ -1373,15 +1524,15 @@ impl Logic for TxScheduler {
                     if self.wb.q.val() == self.fetch_m1.val() {
                         self.pf_n.d.next = self.pf_n.q.val() - 1;
                         self.pf_ci.d.next = self.pf_ci.q.val() + 1;
-                        self.state.d.next = 6.into();
+                        self.state.d.next = TxsState::LookupLkey;
                     }
                 }
             }
-            6 => {
+            TxsState::LookupLkey => {
                 self.nsge_bad.d.next = !self.inline_r.q.val() & (self.wqe.q.val().num_sge > self.sge_limit.val());
-                self.state.d.next = 7.into();
+                self.state.d.next = TxsState::CheckLkey;
             }
-            7 => {
+            TxsState::CheckLkey => {
                 // The MR entry is readable: the offset into the region, first.
                 self.off_r.d.next = self.off.val();
                 self.va_ok.d.next = self.g_addr.q.val() >= self.mr.val().va;
@@ -1389,9 +1540,9 @@ impl Logic for TxScheduler {
                 self.key_ok_r.d.next = self.key_ok.val() & (!self.is_read.val() | ((self.mr.val().access & 1) != 0));
                 self.skip_bytes_r.d.next = self.skip_bytes.val();
                 self.skip_nz.d.next = self.skip_pkts.val() != 0;
-                self.state.d.next = 12.into();
+                self.state.d.next = TxsState::CheckRoom;
             }
-            12 => {
+            TxsState::CheckRoom => {
                 // Then what is left of the region past the offset, and the translated address.
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr.val().length;
                 self.room.d.next = self.mr.val().length - self.off_r.q.val();
@@ -1402,17 +1553,17 @@ impl Logic for TxScheduler {
                     self.base_iova.d.next = self.wqe_addr.q.val() + 64;
                     self.len_bad.d.next = self.len_r.q.val() > self.inline_max.val();
                 }
-                self.state.d.next = 20.into();
+                self.state.d.next = TxsState::CheckBounds;
             }
-            20 => {
-                // The bounds verdict, registered: state 13 only combines flags.
+            TxsState::CheckBounds => {
+                // The bounds verdict, registered: `ActOnChecks` only combines flags.
                 self.bounds_r.d.next = self.bounds_ok.val();
-                self.state.d.next = 13.into();
+                self.state.d.next = TxsState::ActOnChecks;
                 if self.multi_r.q.val() & !self.nsge_bad.q.val() {
-                    self.state.d.next = 24.into();
+                    self.state.d.next = TxsState::KeepSge;
                 }
             }
-            24 => {
+            TxsState::KeepSge => {
                 // A gather-list entry checked: keep it (if not empty) and go on to the next.
                 self.sum_len.d.next = self.sum_len.q.val() + bit_cast::<37, 32>(self.g_len.q.val());
                 if self.g_len.q.val() != 0 {
@@ -1422,43 +1573,43 @@ impl Logic for TxScheduler {
                     self.n_valid.d.next = self.n_valid.q.val() + 1;
                 }
                 self.g_idx.d.next = self.g_idx.q.val() + 1;
-                self.state.d.next = 25.into();
+                self.state.d.next = TxsState::SelectSge;
                 if self.g_p1.val() == self.wqe.q.val().num_sge {
-                    self.state.d.next = 31.into();
+                    self.state.d.next = TxsState::SumList;
                 }
             }
-            25 => {
-                // (The next SGE's index settles: its slot and lane are chosen in 30.)
-                self.state.d.next = 30.into();
+            TxsState::SelectSge => {
+                // (The next SGE's index settles: its slot and lane are chosen in `LoadSge`.)
+                self.state.d.next = TxsState::LoadSge;
             }
-            30 => {
+            TxsState::LoadSge => {
                 self.g_addr.d.next = self.ext_lane.val().get_bits::<64>(0);
                 self.g_len.d.next = self.ext_lane.val().get_bits::<32>(64);
                 self.g_lkey.d.next = self.ext_lane.val().get_bits::<32>(96);
-                self.state.d.next = 6.into();
+                self.state.d.next = TxsState::LookupLkey;
             }
-            31 => {
+            TxsState::SumList => {
                 // The whole list: its length is the message's; its verdict replaces SGE 0's.
                 self.g_len.d.next = self.sum_len.q.val().get_bits::<32>(0);
                 self.len_bad.d.next = self.sum_len.q.val() > 0x8000_0000_u64;
                 self.key_ok_r.d.next = self.all_ok.q.val();
                 self.bounds_r.d.next = true;
-                self.state.d.next = 26.into();
+                self.state.d.next = TxsState::SizeList;
             }
-            26 => {
-                self.state.d.next = 27.into();
+            TxsState::SizeList => {
+                self.state.d.next = TxsState::CountList;
             }
-            27 => {
-                self.state.d.next = 13.into();
+            TxsState::CountList => {
+                self.state.d.next = TxsState::ActOnChecks;
             }
-            13 => {
+            TxsState::ActOnChecks => {
                 if self.behind.q.val() {
                     // This WQE was retired while it was fetched or waited for a READ slot
                     // (a rewind overtaken by late responses): skip to the first unretired one.
-                    self.state.d.next = 23.into();
+                    self.state.d.next = TxsState::SkipRetired;
                 } else if self.rd_full.q.val() & !self.err.q.val() {
                     // max_rd_atomic READs await their responses: this one waits.
-                    self.state.d.next = 19.into();
+                    self.state.d.next = TxsState::WaitIssueSlot;
                 } else {
                     self.rem.d.next = self.len_r.q.val();
                     self.total.d.next = self.len_r.q.val();
@@ -1483,46 +1634,46 @@ impl Logic for TxScheduler {
                         self.first.d.next = false;
                         self.next_psn.d.next = self.rw_restart.q.val();
                         if self.multi_r.q.val() {
-                            // Walk the list to the restart point (states 28-29).
+                            // Walk the list to the restart point (`WalkList`, `WalkListRead`).
                             self.cur_iova.d.next = self.nxt_iova.val();
                             self.sge_rem.d.next = self.nxt_len.val();
                             self.walk.d.next = self.skip_bytes_r.q.val().get_bits::<32>(0);
                             self.walk_pend.d.next = true;
                         }
                     }
-                    self.state.d.next = 9.into();
+                    self.state.d.next = TxsState::RecordWqe;
                     self.cp_i.d.next = 0.into();
                     if self.is_read.val() & self.multi_r.q.val() & (self.n_valid.q.val() != 0) {
                         // A READ with several SGEs: its list goes to the RX engine first.
-                        self.state.d.next = 32.into();
+                        self.state.d.next = TxsState::CopyListRead;
                     }
                     if self.err.q.val() {
                         self.status.d.next = 5.into();
-                        self.state.d.next = 10.into();
+                        self.state.d.next = TxsState::CompleteError;
                     } else if !self.wop.q.val().get_bit(3) | self.shape_bad.q.val() {
                         // An opcode this NIC does not implement, a READ or atomic with inline
                         // data, or an atomic with several SGEs: IBV_WC_LOC_QP_OP_ERR.
                         self.status.d.next = 2.into();
-                        self.state.d.next = 10.into();
+                        self.state.d.next = TxsState::CompleteError;
                     } else if self.nsge_bad.q.val() | self.len_bad.q.val() {
                         // More SGEs than the WQE holds, over 2^31 bytes, or more inline data
                         // than the WQE holds: IBV_WC_LOC_LEN_ERR.
                         self.status.d.next = 1.into();
-                        self.state.d.next = 10.into();
+                        self.state.d.next = TxsState::CompleteError;
                     } else if self.is_atomic.val() & (self.len_r.q.val() != 8) {
                         // An atomic's local buffer is one 8-byte word (ibv_post_send(3)).
                         self.status.d.next = 1.into();
-                        self.state.d.next = 10.into();
+                        self.state.d.next = TxsState::CompleteError;
                     } else if (self.len_r.q.val() != 0)
                         & !self.inline_r.q.val()
                         & !(self.key_ok_r.q.val() & self.bounds_r.q.val())
                     {
                         self.status.d.next = 4.into();
-                        self.state.d.next = 10.into();
+                        self.state.d.next = TxsState::CompleteError;
                     }
                 }
             }
-            14 => {
+            TxsState::SizePacket => {
                 // Size the next packet: the path MTU, or what is left of the message.
                 self.last_r.d.next = self.rem.q.val() <= self.mtu_r.q.val();
                 self.plen_r.d.next = self.mtu_r.q.val();
@@ -1539,14 +1690,14 @@ impl Logic for TxScheduler {
                     self.last_r.d.next = true;
                     self.plen_r.d.next = 0.into();
                 }
-                self.state.d.next = 8.into();
+                self.state.d.next = TxsState::IssuePacket;
             }
-            8 => {
+            TxsState::IssuePacket => {
                 if self.rw_pending.q.val() {
                     // Go back N at once: the WQE is recorded, so whatever of it is not sent
                     // is resent by the rewind (or, if the rewind is stale, recovered like a
                     // loss).
-                    self.state.d.next = 0.into();
+                    self.state.d.next = TxsState::Idle;
                 } else if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.emit_we_r.d.next = true;
@@ -1563,20 +1714,20 @@ impl Logic for TxScheduler {
                         // The responses take the READ's remaining PSNs.
                         self.next_psn.d.next = self.wqe_psn.q.val() + self.npkts.q.val();
                     }
-                    self.state.d.next = 14.into();
+                    self.state.d.next = TxsState::SizePacket;
                     if self.is_last.val() {
-                        self.state.d.next = 3.into();
+                        self.state.d.next = TxsState::CheckSq;
                     }
                     if !self.fits_r.q.val() & (self.plen.val() != 0) {
-                        // The packet spans entries: its payload goes as pieces (21-22).
+                        // The packet spans entries: its payload goes as pieces (`SizePiece`, `IssuePiece`).
                         self.pkt_left.d.next = self.plen.val().get_bits::<13>(0);
                         self.cur_iova.d.next = self.cur_iova.q.val();
                         self.sge_rem.d.next = self.sge_rem.q.val();
-                        self.state.d.next = 21.into();
+                        self.state.d.next = TxsState::SizePiece;
                     }
                 }
             }
-            21 => {
+            TxsState::SizePiece => {
                 // The next piece: what is left of the packet, or of the entry.
                 self.pc_len.d.next = self.pkt_left.q.val();
                 self.pc_last.d.next = true;
@@ -1585,9 +1736,9 @@ impl Logic for TxScheduler {
                     self.pc_last.d.next = false;
                 }
                 self.pc_exh.d.next = bit_cast::<32, 13>(self.pkt_left.q.val()) >= self.sge_rem.q.val();
-                self.state.d.next = 22.into();
+                self.state.d.next = TxsState::IssuePiece;
             }
-            22 => {
+            TxsState::IssuePiece => {
                 if self.job_room.q.val() {
                     self.rj_write.next = true;
                     self.rj_len.next = self.pc_len.q.val();
@@ -1597,16 +1748,16 @@ impl Logic for TxScheduler {
                     self.cur_iova.d.next = self.cur_iova.q.val() + bit_cast::<64, 13>(self.pc_len.q.val());
                     self.sge_rem.d.next = self.sge_rem.q.val() - bit_cast::<32, 13>(self.pc_len.q.val());
                     self.advance.next = self.pc_exh.q.val() & !(self.pc_last.q.val() & self.is_last.val());
-                    self.state.d.next = 21.into();
+                    self.state.d.next = TxsState::SizePiece;
                     if self.pc_last.q.val() {
-                        self.state.d.next = 14.into();
+                        self.state.d.next = TxsState::SizePacket;
                         if self.is_last.val() {
-                            self.state.d.next = 3.into();
+                            self.state.d.next = TxsState::CheckSq;
                         }
                     }
                 }
             }
-            9 => {
+            TxsState::RecordWqe => {
                 // Record the WQE before its first packet leaves, so the completer can act on
                 // a NAK or timeout for any of its packets; the saved state is the one after it.
                 self.if_we.next = true;
@@ -1618,58 +1769,58 @@ impl Logic for TxScheduler {
                     self.reads_sent.d.next = self.reads_sent.q.val() + 1;
                 }
                 self.ci.d.next = self.ci.q.val() + 1;
-                self.state.d.next = 14.into();
+                self.state.d.next = TxsState::SizePacket;
                 if self.walk_pend.q.val() {
-                    self.state.d.next = 28.into();
+                    self.state.d.next = TxsState::WalkList;
                 }
             }
-            32 => {
+            TxsState::CopyListRead => {
                 // Copy the READ's checked list to the RX engine's READ list table: entry
                 // `cp_i` is read here...
-                self.state.d.next = 33.into();
+                self.state.d.next = TxsState::CopyListWrite;
             }
-            33 => {
+            TxsState::CopyListWrite => {
                 // ...and written here, two cycles per entry.
                 self.rl_we.next = true;
                 self.cp_i.d.next = self.cp_i.q.val() + 1;
-                self.state.d.next = 32.into();
+                self.state.d.next = TxsState::CopyListRead;
                 if (self.cp_i.q.val() + 1) == self.n_valid.q.val() {
-                    self.state.d.next = 9.into();
+                    self.state.d.next = TxsState::RecordWqe;
                 }
             }
-            28 => {
+            TxsState::WalkList => {
                 // Resuming mid-message with a gather list: skip whole entries, then into one.
                 if self.walk_ge.q.val() {
                     self.walk.d.next = self.walk.q.val() - self.sge_rem.q.val();
                     self.advance.next = true;
-                    self.state.d.next = 29.into();
+                    self.state.d.next = TxsState::WalkListRead;
                 } else {
                     self.cur_iova.d.next = self.cur_iova.q.val() + bit_cast::<64, 32>(self.walk.q.val());
                     self.sge_rem.d.next = self.sge_rem.q.val() - self.walk.q.val();
                     self.walk_pend.d.next = false;
-                    self.state.d.next = 14.into();
+                    self.state.d.next = TxsState::SizePacket;
                 }
             }
-            29 => {
+            TxsState::WalkListRead => {
                 // The entry after the new one is being read.
-                self.state.d.next = 28.into();
+                self.state.d.next = TxsState::WalkList;
             }
-            10 => {
+            TxsState::CompleteError => {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
                 if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
-                    self.state.d.next = 11.into();
+                    self.state.d.next = TxsState::SaveAndYield;
                 } else if self.rr_pend.val() {
                     // The WQEs this error waits for may wait for a peer that waits for our
                     // READ responses: answer them first.
                     self.rr_read.next = true;
                     self.rr.d.next = self.rr_now.val();
-                    self.rr_ret.d.next = 10.into();
-                    self.state.d.next = 16.into();
+                    self.rr_ret.d.next = TxsState::CompleteError;
+                    self.state.d.next = TxsState::LoadResponse;
                 } else if (self.rw_waiting.q.val() | self.db_other.q.val()) & (self.acked_data.val() != self.ci.q.val())
                 {
                     // Still waiting, and another QP's rewind or doorbell is queued: step aside.
                     self.rearm.next = true;
-                    self.state.d.next = 11.into();
+                    self.state.d.next = TxsState::SaveAndYield;
                 } else if (self.acked_data.val() == self.ci.q.val()) & !self.lc_full.val() {
                     self.lc_write.next = true;
                     self.cnt_local_err.next = self.status.q.val() != 5;
@@ -1679,20 +1830,20 @@ impl Logic for TxScheduler {
                     self.st_ci.next = self.ci_next.val();
                     self.st_err.next = true;
                     self.ci.d.next = self.ci.q.val() + 1;
-                    self.state.d.next = 3.into();
+                    self.state.d.next = TxsState::CheckSq;
                 }
             }
-            11 => {
+            TxsState::SaveAndYield => {
                 // Save {next PSN, ci, pi} and yield to a pending rewind.
                 self.own_we.next = true;
-                self.state.d.next = 0.into();
+                self.state.d.next = TxsState::Idle;
                 if self.flush_req.q.val() {
                     // Entered the error state: flush the WQEs not yet sent.
                     self.flush_req.d.next = false;
-                    self.state.d.next = 3.into();
+                    self.state.d.next = TxsState::CheckSq;
                 }
             }
-            23 => {
+            TxsState::SkipRetired => {
                 self.ci.d.next = self.acked_data.val();
                 self.next_psn.d.next = self.acked_psn.val();
                 self.reads_sent.d.next = self.acked_reads.val();
@@ -1701,29 +1852,29 @@ impl Logic for TxScheduler {
                 self.st_psn.next = self.acked_psn.val();
                 self.st_ci.next = self.acked_data.val();
                 self.st_reads.next = self.acked_reads.val();
-                self.state.d.next = 3.into();
+                self.state.d.next = TxsState::CheckSq;
             }
-            19 => {
+            TxsState::WaitIssueSlot => {
                 // Wait for a READ slot (max_rd_atomic), answering the peer's READs meanwhile
-                // and yielding to a rewind; the checks are redone from state 12.
+                // and yielding to a rewind; the checks are redone from `CheckRoom`.
                 if self.rw_pending.q.val() {
-                    self.state.d.next = 11.into();
+                    self.state.d.next = TxsState::SaveAndYield;
                 } else if self.rw_waiting.q.val() | self.db_other.q.val() {
                     self.rearm.next = true;
-                    self.state.d.next = 11.into();
+                    self.state.d.next = TxsState::SaveAndYield;
                 } else if self.rr_pend.val() {
                     self.rr_read.next = true;
                     self.rr.d.next = self.rr_now.val();
-                    self.rr_ret.d.next = 19.into();
-                    self.state.d.next = 16.into();
+                    self.rr_ret.d.next = TxsState::WaitIssueSlot;
+                    self.state.d.next = TxsState::LoadResponse;
                 } else if self.multi_r.q.val() {
                     // A gather list's checks are done: only the slot check is redone.
-                    self.state.d.next = 27.into();
+                    self.state.d.next = TxsState::CountList;
                 } else {
-                    self.state.d.next = 12.into();
+                    self.state.d.next = TxsState::CheckRoom;
                 }
             }
-            16 => {
+            TxsState::LoadResponse => {
                 // One response packet from the READ responder's sequencer: its PSN, address,
                 // payload length and place in the response (the sequencer sized it).
                 self.rr_psn.d.next = self.rr.q.val().psn;
@@ -1731,9 +1882,9 @@ impl Logic for TxScheduler {
                 self.rr_first.d.next = self.rr.q.val().first.any();
                 self.rr_last.d.next = self.rr.q.val().last.any();
                 self.rr_plen.d.next = self.rr.q.val().len;
-                self.state.d.next = 18.into();
+                self.state.d.next = TxsState::IssueResponse;
             }
-            18 => {
+            TxsState::IssueResponse => {
                 if self.job_room.q.val() & (self.rr_gap.q.val() == 0) {
                     self.job_write.next = true;
                     // RR_MIN_CYCLES - 1 cycles of wait (hdl_gen takes no Rust constants).
@@ -1744,24 +1895,21 @@ impl Logic for TxScheduler {
                     self.state.d.next = self.rr_ret.q.val();
                 }
             }
-            _ => {
-                self.state.d.next = 0.into();
-            }
         }
         if self.rst_here_r.q.val() {
             // The driver is resetting this QP: leave it at the next WQE boundary or wait (the
             // command then writes its state afresh, whatever is saved here).
             self.rearm.next = false;
-            if (self.state.q.val() == 3)
-                | (self.state.q.val() == 10)
-                | (self.state.q.val() == 13)
-                | (self.state.q.val() == 15)
-                | (self.state.q.val() == 19)
+            if (self.state.q.val() == TxsState::CheckSq)
+                | (self.state.q.val() == TxsState::CompleteError)
+                | (self.state.q.val() == TxsState::ActOnChecks)
+                | (self.state.q.val() == TxsState::NextWqe)
+                | (self.state.q.val() == TxsState::WaitIssueSlot)
             {
-                self.state.d.next = 0.into();
+                self.state.d.next = TxsState::Idle;
             }
         }
-        if self.job_write.val() & (self.state.q.val() == 18) & self.rr.q.val().ack.any() {
+        if self.job_write.val() & (self.state.q.val() == TxsState::IssueResponse) & self.rr.q.val().ack.any() {
             self.cnt_tx_ack.next = self.rr_syn.val() == 0x1F;
             self.cnt_tx_nak.next = self.rr_syn.val() != 0x1F;
         }
@@ -1794,12 +1942,54 @@ impl Logic for TxScheduler {
         self.sent_we.next = self.dyn_ram.write_enable.val();
         self.sent_waddr.next = self.dyn_ram.write_address.val();
         self.sent_wdata.next = self.dyn_ram.write_data.val().get_bits::<16>(32);
-        self.dbg_state.next = self.state.q.val();
+        // The status register shows each state's old number (its `(was N)`), so a status
+        // read stays comparable with earlier captures and notes. (Assigned first: the codes no
+        // state uses would otherwise leave it unassigned, a latch.)
+        self.dbg_state.next = 0.into();
+        match self.state.q.val() {
+            TxsState::Idle => self.dbg_state.next = 0.into(),
+            TxsState::LoadQp => self.dbg_state.next = 1.into(),
+            TxsState::TakeQp => self.dbg_state.next = 2.into(),
+            TxsState::CheckSq => self.dbg_state.next = 3.into(),
+            TxsState::FetchWqe => self.dbg_state.next = 4.into(),
+            TxsState::WaitWqeBeats => self.dbg_state.next = 5.into(),
+            TxsState::LookupLkey => self.dbg_state.next = 6.into(),
+            TxsState::CheckLkey => self.dbg_state.next = 7.into(),
+            TxsState::IssuePacket => self.dbg_state.next = 8.into(),
+            TxsState::RecordWqe => self.dbg_state.next = 9.into(),
+            TxsState::CompleteError => self.dbg_state.next = 10.into(),
+            TxsState::SaveAndYield => self.dbg_state.next = 11.into(),
+            TxsState::CheckRoom => self.dbg_state.next = 12.into(),
+            TxsState::ActOnChecks => self.dbg_state.next = 13.into(),
+            TxsState::SizePacket => self.dbg_state.next = 14.into(),
+            TxsState::NextWqe => self.dbg_state.next = 15.into(),
+            TxsState::LoadResponse => self.dbg_state.next = 16.into(),
+            TxsState::IssueResponse => self.dbg_state.next = 18.into(),
+            TxsState::WaitIssueSlot => self.dbg_state.next = 19.into(),
+            TxsState::CheckBounds => self.dbg_state.next = 20.into(),
+            TxsState::SizePiece => self.dbg_state.next = 21.into(),
+            TxsState::IssuePiece => self.dbg_state.next = 22.into(),
+            TxsState::SkipRetired => self.dbg_state.next = 23.into(),
+            TxsState::KeepSge => self.dbg_state.next = 24.into(),
+            TxsState::SelectSge => self.dbg_state.next = 25.into(),
+            TxsState::SizeList => self.dbg_state.next = 26.into(),
+            TxsState::CountList => self.dbg_state.next = 27.into(),
+            TxsState::WalkList => self.dbg_state.next = 28.into(),
+            TxsState::WalkListRead => self.dbg_state.next = 29.into(),
+            TxsState::LoadSge => self.dbg_state.next = 30.into(),
+            TxsState::SumList => self.dbg_state.next = 31.into(),
+            TxsState::CopyListRead => self.dbg_state.next = 32.into(),
+            TxsState::CopyListWrite => self.dbg_state.next = 33.into(),
+            TxsState::FetchLimits => self.dbg_state.next = 34.into(),
+            TxsState::FetchMinima => self.dbg_state.next = 35.into(),
+            TxsState::FetchSize => self.dbg_state.next = 36.into(),
+            TxsState::FetchSaturate => self.dbg_state.next = 37.into(),
+        }
         if self.cmd_fire.val() {
             self.pf_stale.d.next = true;
         }
         if self.reset.val() {
-            self.state.d.next = 0.into();
+            self.state.d.next = TxsState::Idle;
             self.ar_pend.d.next = false;
             self.pf_n.d.next = 0.into();
             self.pf_total.d.next = 0.into();
