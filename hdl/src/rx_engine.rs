@@ -6,6 +6,132 @@ use crate::records::{
 };
 use rust_hdl::prelude::*;
 
+/// The states of [`RxEngine`]'s state machine, grouped by role. A visit (one packet, ACK
+/// timeout, local completion, asynchronous event or flush step) runs from [`RxState::Idle`]
+/// through [`RxState::ReadQpState`] and [`RxState::LoadQpState`], the states of its role, and
+/// [`RxState::WriteBack`] back to `Idle`. The number in parentheses is the state's code in
+/// `dbg_state` (bits 5:0 of [`rnic_contract::regs::STATUS`]): its number from when the states
+/// were numbered, kept so the register reads as before.
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum RxState {
+    // ---- Every visit: take the work, load the QP's state, write it back ----
+    /// (0) Waiting; takes, in this order, a local completion from the scheduler, a QP marked
+    /// for flushing, an ACK or RNR timeout, an asynchronous event, a received packet. Queues
+    /// the SRQ limit event the last packet raised.
+    Idle,
+    /// (1) The QP's tables (context, key table, responder and completer state, RQ indices,
+    /// emission PSN) are read at `qpn`.
+    ReadQpState,
+    /// (2) They answer: the context and transport state are loaded, and the visit takes its
+    /// path; a packet's first checks (rkey, RETH offset, PSN delta, segment lengths) are
+    /// registered.
+    LoadQpState,
+    /// (9) The responder and completer state (and an SRQ's consumer index) are written back
+    /// and the QP's events raised; then `Idle`, the ACK owed behind READ responses
+    /// ([`RxState::QueueResponse`]) or a READ response's second check ([`RxState::RspHead`]).
+    /// Repeats while a class C error's flush request finds the go-back-N FIFO full.
+    WriteBack,
+    // ---- Responder (IBTA Vol 1 9.7): request checks and the verdict ----
+    /// (5) Request checks, 2: the region's room past the RETH offset, the payload against the
+    /// open WRITE or receive, an empty RQ (an SRQ's indices are loaded here), READs and
+    /// atomics outstanding against `max_dest_rd_atomic`.
+    CheckRegion,
+    /// (6) The packet's verdict (9.7, 9.9.3): its job goes out (payload, ACK, NAK sequence
+    /// error / invalid request / remote access error, RNR NAK, or a drop); an ACK or NAK goes
+    /// on to the completer, a READ response to its checks, a READ or atomic to the atomic
+    /// unit, a SEND or WRITE with immediate without a checked receive WQE to its fetch.
+    Decide,
+    /// (19) Duplicate atomic (9.7.5.1.1), replay-table scan: the entry at `scan_i` is read.
+    AtomicReplayRead,
+    /// (23) The entry holds the atomic's PSN: its saved original value is replayed; else the
+    /// next older entry (16 at most, then the duplicate is dropped).
+    AtomicReplayMatch,
+    /// (24) A READ, an atomic (new or replayed) or an ACK owed behind READ responses goes to
+    /// the atomic unit, with a barrier job into the write-job FIFO.
+    QueueResponse,
+    // ---- Receive scatter (9.7.4.1.3, 10.8.3): the receive WQE and a SEND's pieces ----
+    /// (7) The receive WQE at the RQ consumer index is requested (AXI ID 2), all its beats.
+    FetchRecvWqe,
+    /// (8) Its beats arrive: wr_id, num_sge and the scatter entries.
+    TakeRecvWqe,
+    /// (13) Scatter entry check, 1: the key table is read at the entry's lkey; the entries to
+    /// check (num_sge, at most what the stride holds).
+    SgeReadKey,
+    /// (14) 2: the lkey (valid, PD, LOCAL_WRITE) and the entry's offset into its region.
+    SgeCheckKey,
+    /// (15) 3: the region's room past that offset; the translated address.
+    SgeRoom,
+    /// (16) 4: the entry lies inside its region or is empty; a nonzero one is kept in
+    /// `sg_ram`. Then the next entry, the first nonzero one, or the verdict again.
+    SgeVerdict,
+    /// (35) The next scatter entry is taken from the WQE's beats (then 13..16 check it).
+    SgeSelect,
+    /// (36) Several entries: the message starts in the first nonzero one.
+    SgeFirstNonzero,
+    /// (37) The packet fits that entry, or the entries together; back to the verdict.
+    SgeFits,
+    /// (40) A packet that passes an entry's end, 1: does the entry end before the payload does
+    /// (or is it used up); the piece's offset into the packet.
+    ScatterSplit,
+    /// (41) 2: one payload job of `min(entry left, payload left)` bytes; the last piece frees
+    /// the packet's beats and carries its ACK request.
+    ScatterPiece,
+    /// (42) 3: `sg_ram` is read at the next entry...
+    ScatterReadEntry,
+    /// (43) 4: ...which becomes the current one.
+    ScatterNextEntry,
+    // ---- READ-response scatter (9.7.4.1.4): a response into its READ's SGE list ----
+    /// (44) 1: the current list entry (`rdl_ram`), past what earlier responses filled.
+    ReadListEntry,
+    /// (45) 2: does the entry end before the payload does (or is it used up); the piece's
+    /// offset into the packet.
+    ReadListSplit,
+    /// (46) 3: one payload job per piece; the last piece frees the packet's beats.
+    ReadListPiece,
+    /// (47) 4: `rdl_ram` is read at the next entry.
+    ReadListReadEntry,
+    // ---- Completer (9.7.5.1.3, 9.9.2): ACKs, NAKs and responses retire send WQEs ----
+    /// (10) Retire loop, 1: the in-flight WQE at `acked` is read; with none outstanding, the
+    /// write-back.
+    RetireLoad,
+    /// (11) 3: the head WQE's fate: retired (a CQE if signaled), failed (NAK code, retries or
+    /// RNR retries exhausted, bad response, flush), an RNR wait armed, a go-back-N rewind
+    /// asked for, or its READ resumed.
+    Retire,
+    /// (17) READ / atomic response checks, 1: the head WQE is what the response answers; the
+    /// response's offset in its PSN range; the PSN expected.
+    RspHead,
+    /// (18) 2: inside the range; the distance from the expected PSN; byte offsets.
+    RspRange,
+    /// (20) 3: in order or not; the opcode and length its place requires; where the payload
+    /// goes.
+    RspOrder,
+    /// (21) 4: the verdict: written, dropped, the READ resumed, or the WQEs it implicitly
+    /// acknowledges retired first.
+    RspAct,
+    /// (22) The scheduler is asked to resume the head READ at its first missing response
+    /// (9.7.5.1.3), once per PSN.
+    ResumeRead,
+    /// (32) Retire loop, 2: is the head WQE's last PSN covered (serial compare, registered).
+    RetireCompare,
+    // ---- Completions: CQEs of the completer, receives, local completions and events ----
+    /// (3) A cycle's pause on the way to a CQE or the retire loop.
+    CompletionWait,
+    /// (4) A local completion's fields are loaded; it, a receive completion or an event goes
+    /// to [`RxState::WriteCqe`], an ACK, NAK, response or timeout to the retire loop.
+    CompletionRoute,
+    /// (12) The CQE (a 32-byte job) of a retired or failed send WQE, a receive, a local
+    /// completion or an event; an error moves the QP to ERR and asks for the flushes.
+    WriteCqe,
+    // ---- Flush of a QP in ERR (10.3.1; asked for by a context command, a doorbell or an error) ----
+    /// (33) One flush step: a QP the driver just moved to ERR has the scheduler flush its send
+    /// queue; then each outstanding send WQE completes (retire loop), then each posted
+    /// receive WQE is fetched.
+    FlushStep,
+    /// (34) The fetched receive WQE completes with IBV_WC_WR_FLUSH_ERR.
+    FlushRecvWqe,
+}
+
 /// Decides what each received packet does, in order, and keeps the transport state.
 ///
 /// **Responder** (IBTA Vol 1 9.7): for an RDMA WRITE request on a QP in RTR or RTS:
@@ -326,7 +452,7 @@ pub struct RxEngine {
     acked_ram: RAM<Bits<181>, 6>,
     acked_tx_ram: RAM<Bits<48>, 6>,
     inflight_ram: RAM<Bits<224>, 12>,
-    state: DFF<Bits<6>>,
+    state: DFF<RxState>,
     /// The write-job FIFO has room for a job this cycle: its almost-full flag (at most one free
     /// slot), registered. Safe for one job per cycle: a flag taken a cycle late still leaves
     /// room for the job written in that cycle.
@@ -545,7 +671,7 @@ pub struct RxEngine {
     pc_lt: DFF<Bit>,
     pc_zero: DFF<Bit>,
     sc_ack: DFF<Bit>,
-    sc_next: DFF<Bits<6>>,
+    sc_next: DFF<RxState>,
     /// State 2: the packet's payload is shorter than / as long as what is left of the open
     /// WRITE; the RQ ring's index mask and RQ_LOG_STRIDE, from the context as it is loaded.
     wr_lt_r: DFF<Bit>,
@@ -1333,7 +1459,7 @@ impl Logic for RxEngine {
         self.job_room.d.next = !self.job_afull.val();
         self.at_scan_addr.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.scan_i.q.val());
         self.at_entry.next = self.at_scan_data.val();
-        self.job_free.next = self.state.q.val() == 0;
+        self.job_free.next = self.state.q.val() == RxState::Idle;
         self.arm_r.d.next = false;
         self.rnr_arm.next = self.arm_r.q.val();
         self.rnr_qpn.next = self.qpn.q.val();
@@ -1428,7 +1554,10 @@ impl Logic for RxEngine {
             }
         }
         self.tables.mr_addr.next = self.rkey.val().get_bits::<6>(8);
-        if (self.state.q.val() == 13) | (self.state.q.val() == 14) | (self.state.q.val() == 15) {
+        if (self.state.q.val() == RxState::SgeReadKey)
+            | (self.state.q.val() == RxState::SgeCheckKey)
+            | (self.state.q.val() == RxState::SgeRoom)
+        {
             self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
         }
         self.sent_addr.next = self.qpn.q.val();
@@ -1453,10 +1582,10 @@ impl Logic for RxEngine {
         // An SRQ's index comes from the QP's context: read at the SRQ number in state 2 (when
         // the context is the table's output), for state 5.
         self.srq_addr.next = self.ctx.q.val().srqn;
-        if self.state.q.val() == 2 {
+        if self.state.q.val() == RxState::LoadQpState {
             self.srq_addr.next = self.qp_now.val().srqn;
         }
-        if (self.state.q.val() == 2) & self.qp_now.val().use_srq.any() {
+        if (self.state.q.val() == RxState::LoadQpState) & self.qp_now.val().use_srq.any() {
             self.rqpi_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
         }
         if self.cmd_fire.val() & (self.cmd_op.val() == 4) & self.cmd_record.val().get_bit(24) {
@@ -1599,17 +1728,17 @@ impl Logic for RxEngine {
         // traffic, and the flush handler writes back only a QP it changed (one in ERR).
         // (A flop: set in the states that cannot reach state 9 next cycle, so the command
         // handshake, and every table write enable behind it, starts at a register.)
-        self.cmd_ok_r.d.next = !((self.state.q.val() == 2)
-            | (self.state.q.val() == 6)
-            | (self.state.q.val() == 9)
-            | (self.state.q.val() == 10)
-            | (self.state.q.val() == 11)
-            | (self.state.q.val() == 12)
-            | (self.state.q.val() == 21)
-            | (self.state.q.val() == 22)
-            | (self.state.q.val() == 23)
-            | (self.state.q.val() == 24)
-            | (self.state.q.val() == 41));
+        self.cmd_ok_r.d.next = !((self.state.q.val() == RxState::LoadQpState)
+            | (self.state.q.val() == RxState::Decide)
+            | (self.state.q.val() == RxState::WriteBack)
+            | (self.state.q.val() == RxState::RetireLoad)
+            | (self.state.q.val() == RxState::Retire)
+            | (self.state.q.val() == RxState::WriteCqe)
+            | (self.state.q.val() == RxState::RspAct)
+            | (self.state.q.val() == RxState::ResumeRead)
+            | (self.state.q.val() == RxState::AtomicReplayMatch)
+            | (self.state.q.val() == RxState::QueueResponse)
+            | (self.state.q.val() == RxState::ScatterPiece));
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         // A command that puts the QP this engine is working on in RESET waits until the engine
         // is back in state 0 (nothing more is fetched from the QP's rings, which the driver
@@ -1619,7 +1748,7 @@ impl Logic for RxEngine {
             & (self.cmd_op.val() == 1)
             & (self.cmd_qp.val().state == 0)
             & (self.cmd_index.val().get_bits::<6>(0) == self.qpn.q.val())
-            & (self.state.q.val() != 0);
+            & (self.state.q.val() != RxState::Idle);
         self.cmd_ready.next = self.cmd_ok_r.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
         self.tables.cmd_fire.next = self.cmd_fire.val();
         self.tables.cmd_op.next = self.cmd_op.val();
@@ -1808,7 +1937,7 @@ impl Logic for RxEngine {
             }
         }
         self.rq_addr_r.d.next = self.ctx.q.val().rq_base + self.rq_off.val();
-        self.rq_ar_valid.next = self.state.q.val() == 7;
+        self.rq_ar_valid.next = self.state.q.val() == RxState::FetchRecvWqe;
         // The whole receive WQE (64 << RQ_LOG_STRIDE bytes: 1, 2 or 4 beats).
         self.rq_ar_len.next = bit_cast::<3, 2>(self.rq_nb.q.val());
         self.rq_ar_addr.next = self.rq_addr_r.q.val();
@@ -2093,8 +2222,8 @@ impl Logic for RxEngine {
             & ((self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()))
                 | !self.seq_ok_r.q.val()
                 | ((self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val()));
-        match self.state.q.val().index() {
-            0 => {
+        match self.state.q.val() {
+            RxState::Idle => {
                 self.src_to.d.next = false;
                 self.src_rnr.d.next = false;
                 self.src_recv.d.next = false;
@@ -2130,7 +2259,7 @@ impl Logic for RxEngine {
                     self.lcr.d.next = self.lc.val();
                     self.qpn.d.next = self.lc_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 } else if self.fp_sel.q.val() {
                     // A QP to flush (or to check): served before new packets, so traffic on
                     // other QPs cannot starve it.
@@ -2139,7 +2268,7 @@ impl Logic for RxEngine {
                     self.fl_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fp_sel_idx.q.val());
                     self.qpn.d.next = self.fp_sel_idx.q.val();
                     self.qpn_ok.d.next = true;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 } else if !self.to_empty.val() {
                     self.to_read.next = true;
                     self.src_lc.d.next = false;
@@ -2147,7 +2276,7 @@ impl Logic for RxEngine {
                     self.src_rnr.d.next = self.to_qpn.val().get_bit(7);
                     self.qpn.d.next = self.to_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 } else if !self.ev_fifo.empty.val() {
                     // An asynchronous event: an event CQE (states 1-4, 12, 9) on its event CQ:
                     // an SRQ limit event (QP_NUM the SRQ number, BYTE_LEN the WQEs left) or a
@@ -2163,20 +2292,20 @@ impl Logic for RxEngine {
                     self.cqe_opcode.d.next = 255.into();
                     self.status.d.next = bit_cast::<8, 5>(self.ev_fifo.data_out.val().get_bits::<5>(32));
                     self.recv_need_ack.d.next = false;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 } else if !self.desc_empty.val() {
                     self.desc_read.next = true;
                     self.src_lc.d.next = false;
                     self.pkt.d.next = self.desc.val();
                     self.qpn.d.next = self.desc_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = self.desc_qpn.val().get_bits::<18>(6) == 0;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 }
             }
-            1 => {
-                self.state.d.next = 2.into();
+            RxState::ReadQpState => {
+                self.state.d.next = RxState::LoadQpState;
             }
-            2 => {
+            RxState::LoadQpState => {
                 // Every packet leaves exactly one job (which frees its buffer space in order);
                 // the tables keep answering while the job FIFO is full.
                 self.ctx.d.next = self.qp_now.val();
@@ -2231,15 +2360,15 @@ impl Logic for RxEngine {
                 self.emit_now_r.d.next = self.emit_ram.read_data.val();
                 self.sent.d.next = self.sent_data.val();
                 if self.src_lc.q.val() {
-                    self.state.d.next = 3.into();
+                    self.state.d.next = RxState::CompletionWait;
                 } else if self.src_fl.q.val() {
-                    self.state.d.next = 33.into();
+                    self.state.d.next = RxState::FlushStep;
                 } else if self.src_ev.q.val() {
-                    self.state.d.next = 3.into();
+                    self.state.d.next = RxState::CompletionWait;
                 } else if self.src_to.q.val() {
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                     if self.qp_now.val().state == 3 {
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     }
                     // A timeout of a QP the driver moved to ERR: flush what it waits for.
                     self.fl_eng.next = self.qp_now.val().state == 6;
@@ -2255,10 +2384,10 @@ impl Logic for RxEngine {
                     );
                     self.rd_zero.d.next = self.pkt.q.val().reth_len == 0;
                     self.rd_part.d.next = self.part_now.val();
-                    self.state.d.next = 5.into();
+                    self.state.d.next = RxState::CheckRegion;
                 }
             }
-            5 => {
+            RxState::CheckRegion => {
                 // What is left of the region past the offset; where the payload goes.
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
                 self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
@@ -2295,9 +2424,9 @@ impl Logic for RxEngine {
                 if self.rd_zero.q.val() {
                     self.rd_npkts.d.next = 1.into();
                 }
-                self.state.d.next = 6.into();
+                self.state.d.next = RxState::Decide;
             }
-            6 => {
+            RxState::Decide => {
                 // COMM_EST (IBTA Vol 1 11.6.3.1): a request with the expected PSN on a QP in
                 // RTR; state 9 raises it if the QP has not yet in this RTR.
                 self.ce_fire.d.next = !self.c_unknown.q.val()
@@ -2310,7 +2439,7 @@ impl Logic for RxEngine {
                     self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val());
                 if self.job_room.q.val() {
                     self.job_write.next = true;
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                     if self.class_c.val() {
                         // A responder class C error (NAK invalid request or remote access
                         // error, IBTA Vol 1 9.9.3, as rxe and ConnectX do): the QP goes to ERR
@@ -2338,7 +2467,7 @@ impl Logic for RxEngine {
                             self.cnt_rx_nak_inv_req.next = self.is_nak.val() & (self.nak_code.val() == 1);
                             self.cnt_rx_nak_rem_access.next = self.is_nak.val() & (self.nak_code.val() == 2);
                             self.cnt_rx_nak_rem_op.next = self.is_nak.val() & (self.nak_code.val() == 3);
-                            self.state.d.next = 3.into();
+                            self.state.d.next = RxState::CompletionWait;
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
@@ -2347,7 +2476,7 @@ impl Logic for RxEngine {
                         // head of the in-flight table in states 17, 18, 20, 21.
                         if self.ctx.q.val().state == 3 {
                             self.job_write.next = false;
-                            self.state.d.next = 17.into();
+                            self.state.d.next = RxState::RspHead;
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
@@ -2358,7 +2487,7 @@ impl Logic for RxEngine {
                         // one of these for the rest.
                         self.cnt_dup.next = true;
                         if (self.pkt.q.val().reth_len == 0) | (self.key_ok_r.q.val() & self.bounds_ok.val()) {
-                            self.state.d.next = 24.into();
+                            self.state.d.next = RxState::QueueResponse;
                         }
                     } else if self.c_dup.q.val() & self.is_atomic_req.val() {
                         // A duplicate atomic is never executed again: it is answered with the
@@ -2367,7 +2496,7 @@ impl Logic for RxEngine {
                         self.cnt_dup.next = true;
                         self.scan_i.d.next = self.at_slot.q.val() - 1;
                         self.scan_n.d.next = 0.into();
-                        self.state.d.next = 19.into();
+                        self.state.d.next = RxState::AtomicReplayRead;
                     } else if self.c_dup.q.val() {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
                         // message is answered with an ACK of everything received so far.
@@ -2410,14 +2539,14 @@ impl Logic for RxEngine {
                         self.nak_sent.d.next = true;
                         self.rr_nak.d.next = true;
                         self.rr_syn_r.d.next = 0x61.into();
-                        self.state.d.next = 24.into();
+                        self.state.d.next = RxState::QueueResponse;
                     } else if self.is_read_req.val() {
                         // Accepted RDMA READ: the scheduler answers it with READ RESPONSE
                         // packets; the request's PSN range is used up and the MSN counts it.
                         self.rd_acc.d.next = self.rd_acc.q.val() + 1;
                         self.rr_fresh.d.next = true;
                         self.cnt_roce_ok.next = true;
-                        self.state.d.next = 24.into();
+                        self.state.d.next = RxState::QueueResponse;
                         self.epsn.d.next = self.epsn.q.val() + self.rd_npkts.q.val();
                         self.msn.d.next = self.msn.q.val() + 1;
                         self.nak_sent.d.next = false;
@@ -2432,7 +2561,7 @@ impl Logic for RxEngine {
                         self.nak_sent.d.next = false;
                         self.at_mode.d.next = true;
                         self.at_exec.d.next = true;
-                        self.state.d.next = 24.into();
+                        self.state.d.next = RxState::QueueResponse;
                     } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() & self.rq_empty_r.q.val() {
                         // No receive WQE posted: RNR NAK with the QP's minimal RNR timer
                         // (9.7.5.2.8); the packet is not executed and the PSN stays expected.
@@ -2442,7 +2571,7 @@ impl Logic for RxEngine {
                     } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() {
                         // Fetch and check the receive WQE, then decide again.
                         self.job_write.next = false;
-                        self.state.d.next = 7.into();
+                        self.state.d.next = RxState::FetchRecvWqe;
                     } else if (self.is_send_start.val() & !self.sge_ok.val())
                         | ((self.is_send_start.val() | self.is_send_cont.val()) & !self.tot_fits_r.q.val())
                     {
@@ -2473,7 +2602,7 @@ impl Logic for RxEngine {
                             self.srq_inc.d.next = self.ctx.q.val().use_srq.any();
                         }
                         self.in_send.d.next = false;
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     } else {
                         // Accepted: the payload goes out, the responder state moves on.
                         self.cnt_roce_ok.next = true;
@@ -2516,7 +2645,7 @@ impl Logic for RxEngine {
                             self.cqe_flags.d.next = 2.into();
                             self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                             self.srq_inc.d.next = self.ctx.q.val().use_srq.any();
-                            self.state.d.next = 3.into();
+                            self.state.d.next = RxState::CompletionWait;
                         }
                         if self.is_send_start.val() | self.is_send_cont.val() {
                             // The message scatters into the receive WQE's buffer.
@@ -2553,7 +2682,7 @@ impl Logic for RxEngine {
                                     // A QP's own RQ: its WQE is retired with the message.
                                     self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                                 }
-                                self.state.d.next = 3.into();
+                                self.state.d.next = RxState::CompletionWait;
                             }
                             // What is left of the receive buffer after this packet.
                             self.tot_rem.d.next = self.tot_rem.q.val() - self.plen36.val();
@@ -2574,43 +2703,43 @@ impl Logic for RxEngine {
                                 self.sc_off.d.next = 0.into();
                                 self.sc_rem.d.next = self.pkt.q.val().plen;
                                 self.sc_ack.d.next = self.pkt.q.val().ackreq.any() & !self.is_send_end.val();
-                                self.sc_next.d.next = 9.into();
+                                self.sc_next.d.next = RxState::WriteBack;
                                 if self.is_send_end.val() {
-                                    self.sc_next.d.next = 3.into();
+                                    self.sc_next.d.next = RxState::CompletionWait;
                                 }
-                                self.state.d.next = 40.into();
+                                self.state.d.next = RxState::ScatterSplit;
                             }
                         }
                         self.nak_sent.d.next = false;
                     }
                 }
             }
-            3 => {
-                self.state.d.next = 4.into();
+            RxState::CompletionWait => {
+                self.state.d.next = RxState::CompletionRoute;
             }
-            4 => {
+            RxState::CompletionRoute => {
                 if self.src_lc.q.val() {
                     self.cqe_opcode.d.next = self.lcr.q.val().wc_opcode;
                     self.cqe_wr_id.d.next = self.lcr.q.val().wr_id;
                     self.cqe_len.d.next = 0.into();
                     self.status.d.next = self.lcr.q.val().status;
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else if self.src_recv.q.val() | self.src_ev.q.val() {
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else {
-                    self.state.d.next = 10.into();
+                    self.state.d.next = RxState::RetireLoad;
                 }
             }
-            7 => {
+            RxState::FetchRecvWqe => {
                 // Fetch the receive WQE at the RQ consumer index (AXI ID 2), all its beats.
                 self.rq_beat.d.next = 0.into();
                 self.sg_i.d.next = 0.into();
                 self.sg_n.d.next = 0.into();
                 if self.rq_ar_ready.val() {
-                    self.state.d.next = 8.into();
+                    self.state.d.next = RxState::TakeRecvWqe;
                 }
             }
-            8 => {
+            RxState::TakeRecvWqe => {
                 // Its beats in order: beat 0 holds wr_id, num_sge and entries 0..2 (entry 0 is
                 // checked first), beat k >= 1 entries 4k-1..4k+2.
                 if self.rq_r_valid.val() {
@@ -2632,14 +2761,14 @@ impl Logic for RxEngine {
                         }
                     }
                     if self.rq_beat.q.val() == self.rq_nb.q.val() {
-                        self.state.d.next = 13.into();
+                        self.state.d.next = RxState::SgeReadKey;
                         if self.src_fl.q.val() {
-                            self.state.d.next = 34.into();
+                            self.state.d.next = RxState::FlushRecvWqe;
                         }
                     }
                 }
             }
-            13 => {
+            RxState::SgeReadKey => {
                 // The key table is read at the scatter entry's lkey; the entries to check are
                 // the WQE's num_sge, at most what its stride holds.
                 self.sg_cnt.d.next = self.sg_cap.q.val();
@@ -2648,9 +2777,9 @@ impl Logic for RxEngine {
                     self.sg_cnt.d.next = bit_cast::<5, 8>(self.rwqe.q.val().num_sge);
                     self.sg_over.d.next = false;
                 }
-                self.state.d.next = 14.into();
+                self.state.d.next = RxState::SgeCheckKey;
             }
-            14 => {
+            RxState::SgeCheckKey => {
                 // A WRITE with immediate keeps its RETH checks and address: its receive WQE
                 // gives only the wr_id.
                 if self.is_send_start.val() {
@@ -2663,17 +2792,17 @@ impl Logic for RxEngine {
                     self.sge_len.d.next = self.cur_sge.q.val().get_bits::<32>(64);
                 }
                 self.sg_more.d.next = self.sg_inext.val() < self.sg_cnt.q.val();
-                self.state.d.next = 15.into();
+                self.state.d.next = RxState::SgeRoom;
             }
-            15 => {
+            RxState::SgeRoom => {
                 if self.is_send_start.val() {
                     self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
                     self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
                     self.w_addr_r.d.next = self.mr_now.val().iova + self.off_r.q.val();
                 }
-                self.state.d.next = 16.into();
+                self.state.d.next = RxState::SgeVerdict;
             }
-            16 => {
+            RxState::SgeVerdict => {
                 // The scatter entry lies inside its region (or is empty), as every entry before
                 // it; the packet fits it.
                 self.sge_ok_r.d.next = self.entry_ok.val() & (self.sg_first.val() | self.sge_ok_r.q.val());
@@ -2693,16 +2822,16 @@ impl Logic for RxEngine {
                     }
                 }
                 self.rwqe_ready.d.next = true;
-                self.state.d.next = 6.into();
+                self.state.d.next = RxState::Decide;
                 if self.is_send_start.val() & self.sg_more.q.val() {
                     // The next entry.
                     self.sg_i.d.next = self.sg_inext.val();
-                    self.state.d.next = 35.into();
+                    self.state.d.next = RxState::SgeSelect;
                 } else if !self.sg_first.val() {
-                    self.state.d.next = 36.into();
+                    self.state.d.next = RxState::SgeFirstNonzero;
                 }
             }
-            35 => {
+            RxState::SgeSelect => {
                 // Entry `sg_i` from the WQE's beats, then its checks (13..16).
                 match self.sg_i.q.val().index() {
                     1 => {
@@ -2751,29 +2880,29 @@ impl Logic for RxEngine {
                         self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(0);
                     }
                 }
-                self.state.d.next = 13.into();
+                self.state.d.next = RxState::SgeReadKey;
             }
-            36 => {
+            RxState::SgeFirstNonzero => {
                 // Several entries: the message starts in the first nonzero one.
                 self.w_addr_r.d.next = self.first_addr.q.val();
                 self.sge_len.d.next = self.first_len.q.val();
-                self.state.d.next = 37.into();
+                self.state.d.next = RxState::SgeFits;
             }
-            37 => {
+            RxState::SgeFits => {
                 // The packet fits that entry, or the entries together.
                 self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
                 self.tot_fits_r.d.next = (self.plen36.val() <= self.sg_tot.q.val()) & !self.sg_over.q.val();
-                self.state.d.next = 6.into();
+                self.state.d.next = RxState::Decide;
             }
-            40 => {
+            RxState::ScatterSplit => {
                 // Scatter, 1: does the current entry end before the payload does (or is it used
                 // up); the piece's offset into the packet.
                 self.pc_lt.d.next = self.wr_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
                 self.pc_zero.d.next = self.wr_rem.q.val() == 0;
                 self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
-                self.state.d.next = 41.into();
+                self.state.d.next = RxState::ScatterPiece;
             }
-            41 => {
+            RxState::ScatterPiece => {
                 // 2: one payload job per piece, `min(entry left, payload left)` bytes; the
                 // packet's last piece frees its beats and carries its ACK request.
                 self.job.next.kind = 0.into();
@@ -2789,7 +2918,7 @@ impl Logic for RxEngine {
                 if self.pc_zero.q.val() {
                     // The entry is used up (an earlier packet ended at its end): the next one.
                     self.sg_cur.d.next = self.sg_cur.q.val() + 1;
-                    self.state.d.next = 42.into();
+                    self.state.d.next = RxState::ScatterReadEntry;
                 } else if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.wr_addr.d.next = self.wr_addr.q.val() + bit_cast::<64, 32>(self.sg_piece.val());
@@ -2798,37 +2927,37 @@ impl Logic for RxEngine {
                     self.sc_rem.d.next = self.sc_rem.q.val() - self.sg_piece.val().get_bits::<13>(0);
                     if self.pc_lt.q.val() {
                         self.sg_cur.d.next = self.sg_cur.q.val() + 1;
-                        self.state.d.next = 42.into();
+                        self.state.d.next = RxState::ScatterReadEntry;
                     } else {
                         self.state.d.next = self.sc_next.q.val();
                     }
                 }
             }
-            42 => {
+            RxState::ScatterReadEntry => {
                 // 3: the entry table is read at the next entry...
-                self.state.d.next = 43.into();
+                self.state.d.next = RxState::ScatterNextEntry;
             }
-            43 => {
+            RxState::ScatterNextEntry => {
                 // 4: ...which becomes the current one.
                 self.wr_addr.d.next = self.sg_rd.val().get_bits::<64>(0);
                 self.wr_rem.d.next = self.sg_rd.val().get_bits::<32>(64);
-                self.state.d.next = 40.into();
+                self.state.d.next = RxState::ScatterSplit;
             }
-            44 => {
+            RxState::ReadListEntry => {
                 // READ scatter, 1: the current list entry, past what earlier responses filled.
                 self.rl_addr.d.next = self.rl_rd.val().get_bits::<64>(0) + bit_cast::<64, 32>(self.rl_used.q.val());
                 self.rl_rem.d.next = self.rl_rd.val().get_bits::<32>(64) - self.rl_used.q.val();
-                self.state.d.next = 45.into();
+                self.state.d.next = RxState::ReadListSplit;
             }
-            45 => {
+            RxState::ReadListSplit => {
                 // 2: does the entry end before the payload does (or is it used up); the
                 // piece's offset into the packet.
                 self.pc_lt.d.next = self.rl_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
                 self.pc_zero.d.next = self.rl_rem.q.val() == 0;
                 self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
-                self.state.d.next = 46.into();
+                self.state.d.next = RxState::ReadListPiece;
             }
-            46 => {
+            RxState::ReadListPiece => {
                 // 3: one payload job per piece; the packet's last piece frees its beats.
                 self.job.next.kind = 0.into();
                 self.job.next.off = self.sc_hoff.q.val();
@@ -2843,7 +2972,7 @@ impl Logic for RxEngine {
                     // The entry is used up (an earlier response ended at its end): the next.
                     self.rl_k.d.next = self.rl_k.q.val() + 1;
                     self.rl_used.d.next = 0.into();
-                    self.state.d.next = 47.into();
+                    self.state.d.next = RxState::ReadListReadEntry;
                 } else if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.rl_addr.d.next = self.rl_addr.q.val() + bit_cast::<64, 32>(self.rl_piece.val());
@@ -2854,17 +2983,17 @@ impl Logic for RxEngine {
                     if self.pc_lt.q.val() {
                         self.rl_k.d.next = self.rl_k.q.val() + 1;
                         self.rl_used.d.next = 0.into();
-                        self.state.d.next = 47.into();
+                        self.state.d.next = RxState::ReadListReadEntry;
                     } else {
                         self.state.d.next = self.sc_next.q.val();
                     }
                 }
             }
-            47 => {
+            RxState::ReadListReadEntry => {
                 // 4: the list is read at the next entry (then 44 takes it).
-                self.state.d.next = 44.into();
+                self.state.d.next = RxState::ReadListEntry;
             }
-            9 => {
+            RxState::WriteBack => {
                 // Write back the transport state (and an SRQ's consumer index).
                 self.racc_ram.write_enable.next = self.qpn_ok.q.val();
                 self.racc_ram.write_address.next = self.qpn.q.val();
@@ -2931,22 +3060,22 @@ impl Logic for RxEngine {
                     | (bit_cast::<181, 1>(self.rd_rs_ok.q.val().into()) << 156)
                     | (bit_cast::<181, 24>(self.ack_hi.q.val()) << 157);
                 // Only the completer moves the CQ producer index.
-                self.state.d.next = 0.into();
+                self.state.d.next = RxState::Idle;
                 if self.ack_div.q.val() {
                     // The packet's ACK or NAK follows the READ responses owed before it.
                     self.rr_nak.d.next = true;
-                    self.state.d.next = 24.into();
+                    self.state.d.next = RxState::QueueResponse;
                 } else if self.rsp_pending.q.val() {
                     // The WQEs before the READ have retired: check the response again.
                     self.rsp_pending.d.next = false;
-                    self.state.d.next = 17.into();
+                    self.state.d.next = RxState::RspHead;
                 }
                 // A class C error of state 6: the scheduler flushes the send queue (waiting here,
                 // the write-back repeated, while its FIFO is full), the engine the receive WQEs.
                 if self.cls_c.q.val() {
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
                     if self.rw_full.val() {
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                     } else {
                         self.rw_write.next = true;
                         self.fl_eng.next = true;
@@ -2954,7 +3083,7 @@ impl Logic for RxEngine {
                     }
                 }
             }
-            10 => {
+            RxState::RetireLoad => {
                 // The in-flight entry at `acked` is being read. Only WQEs the scheduler has
                 // recorded (serially between acked and sent) are retired.
                 self.seq_nak_r.d.next = !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
@@ -2962,17 +3091,17 @@ impl Logic for RxEngine {
                     | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
                     | self.src_rnr.q.val();
                 if (self.outstanding_wqes.val() == 0) | self.outstanding_wqes.val().get_bit(15) {
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 } else {
-                    self.state.d.next = 32.into();
+                    self.state.d.next = RxState::RetireCompare;
                 }
             }
-            32 => {
+            RxState::RetireCompare => {
                 // The in-flight entry is readable: is the head WQE covered?
                 self.psn_before_r.d.next = self.psn_diff.val().get_bit(23);
-                self.state.d.next = 11.into();
+                self.state.d.next = RxState::Retire;
             }
-            11 => {
+            RxState::Retire => {
                 self.cqe_opcode.d.next = self.entry.val().wc_opcode;
                 self.cqe_wr_id.d.next = self.entry.val().wr_id;
                 self.cqe_len.d.next = self.entry.val().byte_len;
@@ -2982,35 +3111,35 @@ impl Logic for RxEngine {
                     // IBV_WC_WR_FLUSH_ERR, signaled or not (ibv_poll_cq(3)).
                     self.status.d.next = 5.into();
                     self.cqe_len.d.next = 0.into();
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else if self.rsp_bad.q.val() {
                     // A response whose opcode or AETH does not fit its place in the READ:
                     // IBV_WC_BAD_RESP_ERR, and the QP goes to the error state (9.9.2).
                     self.status.d.next = 7.into();
                     self.cqe_len.d.next = 0.into();
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else if !self.src_to.q.val() & self.is_rnr.val() & self.psn_before_r.q.val() {
                     // RNR NAK for this WQE: the responder had no receive WQE. Wait the time its
                     // timer code names (the ACK timer holds that wait), then resend; RNR_RETRY
                     // such retries (7 = infinite), then IBV_WC_RNR_RETRY_EXC_ERR (9.7.5.2.8).
                     if self.rnr_wait.q.val() {
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                     } else if (self.ctx.q.val().rnr_retry != 7) & (self.rnr_cnt.q.val() >= self.ctx.q.val().rnr_retry) {
                         self.status.d.next = 13.into();
                         self.cqe_len.d.next = 0.into();
-                        self.state.d.next = 12.into();
+                        self.state.d.next = RxState::WriteCqe;
                     } else {
                         self.arm_r.d.next = true;
                         self.arm_code_r.d.next = self.nak_code.val();
                         self.rnr_cnt.d.next = self.rnr_cnt.q.val() + 1;
                         self.rnr_wait.d.next = true;
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                     }
                 } else if !self.src_to.q.val() & self.is_nak.val() & (self.nak_stale.val() | self.nak_repeat.val()) {
                     // A NAK older than the oldest WQE still outstanding (overtaken by a later
                     // ACK), or a second copy of the sequence NAK already acted on: nothing to
                     // do (the responder sends one sequence NAK per gap, 9.7.5.1.2).
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 } else if self.src_to.q.val() | (self.seq_nak_r.q.val() & self.psn_before_r.q.val()) {
                     // (While an RNR wait runs, sequence NAKs are the echo of the RNR'd packet:
                     // the resend waits for the RNR timer.)
@@ -3040,13 +3169,13 @@ impl Logic for RxEngine {
                                 self.rd_rs.d.next = self.restart_psn.val();
                                 self.rd_rs_ok.d.next = true;
                             }
-                            self.state.d.next = 9.into();
+                            self.state.d.next = RxState::WriteBack;
                         }
                     } else {
                         self.cnt_timeout.next = self.src_to.q.val();
                         self.status.d.next = 12.into();
                         self.cqe_len.d.next = 0.into();
-                        self.state.d.next = 12.into();
+                        self.state.d.next = RxState::WriteCqe;
                     }
                 } else if !self.psn_before_r.q.val() & self.entry_is_read.val() & !self.rsp_final.q.val() {
                     // An ACK (or a later response) covers a READ whose responses have not all
@@ -3055,13 +3184,13 @@ impl Logic for RxEngine {
                     // timeout covers a lost resumption.
                     self.rd_rw_psn.d.next = self.rd_restart.val();
                     self.rd_rw_dup.d.next = self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.rd_restart.val());
-                    self.state.d.next = 22.into();
+                    self.state.d.next = RxState::ResumeRead;
                 } else if !self.psn_before_r.q.val() {
                     self.retries.d.next = 0.into();
                     self.rnr_cnt.d.next = 0.into();
                     // Covered by the ACK: retired successfully.
                     if self.entry.val().signaled.any() {
-                        self.state.d.next = 12.into();
+                        self.state.d.next = RxState::WriteCqe;
                     } else {
                         self.acked.d.next = self.acked.q.val() + 1;
                         self.acked_psn.d.next = self.last_plus1.val();
@@ -3070,18 +3199,18 @@ impl Logic for RxEngine {
                         if self.entry_is_read.val() {
                             self.reads_done.d.next = self.reads_done.q.val() + 1;
                         }
-                        self.state.d.next = 10.into();
+                        self.state.d.next = RxState::RetireLoad;
                     }
                 } else if self.is_nak.val() & (self.nak_code.val() != 0) & (self.nak_code.val() < 4) {
                     // The WQE holding the NAKed PSN fails: REM_INV_REQ 9, REM_ACCESS 10, REM_OP 11.
                     self.status.d.next = bit_cast::<8, 5>(self.nak_code.val()) + 8;
                     self.cqe_len.d.next = 0.into();
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else {
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 }
             }
-            12 => {
+            RxState::WriteCqe => {
                 if self.src_ev.q.val() {
                     // An SRQ limit event's CQE (no ACK, no error).
                     self.job.next.kind = 1.into();
@@ -3090,7 +3219,7 @@ impl Logic for RxEngine {
                     self.job.next.need_ack = 0.into();
                     if self.job_room.q.val() {
                         self.job_write.next = true;
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                     }
                 } else if self.src_recv.q.val() {
                     // A receive completion (IBV_WC_RECV), carrying the message's ACK or NAK: the
@@ -3106,7 +3235,7 @@ impl Logic for RxEngine {
                     if self.job_room.q.val() & !(self.fatal.val() & self.rw_full.val()) {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                         if self.fatal.val() {
                             // A receive error moves the QP to ERR (IBTA Vol 1 10.8.3.3): its
                             // send queue and remaining receives are flushed.
@@ -3142,14 +3271,14 @@ impl Logic for RxEngine {
                             self.fl_eng.next = true;
                         }
                         if self.src_lc.q.val() {
-                            self.state.d.next = 9.into();
+                            self.state.d.next = RxState::WriteBack;
                         } else {
-                            self.state.d.next = 10.into();
+                            self.state.d.next = RxState::RetireLoad;
                         }
                     }
                 }
             }
-            24 => {
+            RxState::QueueResponse => {
                 // The READ, atomic or owed ACK goes to the atomic unit, and in the same cycle
                 // a barrier job (no write, nothing released) into the write-job FIFO: the unit
                 // holds the job until every write accepted before it is in host memory, so a
@@ -3167,10 +3296,10 @@ impl Logic for RxEngine {
                         // The atomic's result goes to this replay slot.
                         self.at_slot.d.next = self.at_slot.q.val() + 1;
                     }
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 }
             }
-            22 => {
+            RxState::ResumeRead => {
                 // The resumption asked for in state 11 or 21, from registers.
                 if !self.rd_rw_dup.q.val() & !self.rw_full.val() {
                     self.rw_write.next = true;
@@ -3184,58 +3313,58 @@ impl Logic for RxEngine {
                     self.rd_rs.d.next = self.rd_rw_psn.q.val();
                     self.rd_rs_ok.d.next = true;
                 }
-                self.state.d.next = 9.into();
+                self.state.d.next = RxState::WriteBack;
             }
-            19 => {
+            RxState::AtomicReplayRead => {
                 // Replay-table scan: the entry at `scan_i` is being read.
-                self.state.d.next = 23.into();
+                self.state.d.next = RxState::AtomicReplayMatch;
             }
-            23 => {
+            RxState::AtomicReplayMatch => {
                 if self.at_entry.val().get_bit(0) & (self.at_entry.val().get_bits::<24>(8) == self.pkt.q.val().psn) {
                     // Found: the ATOMIC ACKNOWLEDGE is sent again with the saved value.
                     self.at_mode.d.next = true;
                     self.at_orig.d.next = self.at_entry.val().get_bits::<64>(32);
-                    self.state.d.next = 24.into();
+                    self.state.d.next = RxState::QueueResponse;
                 } else if self.scan_n.q.val() == 15 {
                     // Older than the 16 newest atomics (more than max_rd_atomic ago): the
                     // requester cannot be waiting for it; dropped.
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 } else {
                     self.scan_i.d.next = self.scan_i.q.val() - 1;
                     self.scan_n.d.next = self.scan_n.q.val() + 1;
-                    self.state.d.next = 19.into();
+                    self.state.d.next = RxState::AtomicReplayRead;
                 }
             }
-            33 => {
+            RxState::FlushStep => {
                 // Flush, one step per visit (the QP's bit is set again until nothing is left):
                 // a QP in ERR (moved there by the driver, or by an error completion) first
                 // completes its outstanding send WQEs, then each posted receive WQE, with
                 // IBV_WC_WR_FLUSH_ERR (ibv_modify_qp(3), ibv_poll_cq(3); IBTA Vol 1 10.3.1).
                 // Nothing to do (not in ERR, or nothing left): no write-back.
-                self.state.d.next = 0.into();
+                self.state.d.next = RxState::Idle;
                 if (self.ctx.q.val().state == 6) & !self.qp_err.q.val() {
                     // Just moved to ERR by the driver: the scheduler flushes what it has not
                     // sent, this engine what is in flight. No error event (the driver knows),
                     // but LAST_WQE_REACHED for a QP on an SRQ (state 9).
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
-                    self.state.d.next = 33.into();
+                    self.state.d.next = RxState::FlushStep;
                     if !self.rw_full.val() {
                         self.rw_write.next = true;
                         self.qp_err.d.next = true;
                         self.fl_eng.next = true;
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     }
                 } else if self.qp_err.q.val() {
                     if (self.outstanding_wqes.val() != 0) & !self.outstanding_wqes.val().get_bit(15) {
                         self.fl_eng.next = true;
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     } else if (self.rq_ci.q.val() != self.rq_pi.q.val()) & !self.ctx.q.val().use_srq.any() {
                         // (An SRQ's WQEs belong to the SRQ: a QP in ERR flushes none.)
-                        self.state.d.next = 7.into();
+                        self.state.d.next = RxState::FetchRecvWqe;
                     }
                 }
             }
-            34 => {
+            RxState::FlushRecvWqe => {
                 // A receive WQE flushed: its completion on the receive CQ, no ACK.
                 self.src_recv.d.next = true;
                 self.recv_need_ack.d.next = false;
@@ -3245,9 +3374,9 @@ impl Logic for RxEngine {
                 self.cqe_len.d.next = 0.into();
                 self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                 self.fl_eng.next = true;
-                self.state.d.next = 3.into();
+                self.state.d.next = RxState::CompletionWait;
             }
-            17 => {
+            RxState::RspHead => {
                 // READ response checks, 1: the head WQE, the response's place in it, and the
                 // PSN expected next.
                 // (An ATOMIC ACKNOWLEDGE answers an atomic, a READ RESPONSE a READ.)
@@ -3261,9 +3390,9 @@ impl Logic for RxEngine {
                 self.r_past.d.next = !self.psn_diff.val().get_bit(23)
                     & (self.outstanding_wqes.val() != 0)
                     & !self.outstanding_wqes.val().get_bit(15);
-                self.state.d.next = 18.into();
+                self.state.d.next = RxState::RspRange;
             }
-            18 => {
+            RxState::RspRange => {
                 // 2: inside the READ's PSN range; distance from the expected PSN; byte offsets.
                 self.r_in.d.next = self.r_a.q.val() <= self.r_b.q.val();
                 self.r_d.d.next = self.pkt.q.val().psn - self.r_exp.q.val();
@@ -3271,9 +3400,9 @@ impl Logic for RxEngine {
                     bit_cast::<32, 24>(self.r_a.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
                 self.r_boff.d.next =
                     bit_cast::<32, 24>(self.r_b.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
-                self.state.d.next = 20.into();
+                self.state.d.next = RxState::RspOrder;
             }
-            20 => {
+            RxState::RspOrder => {
                 // 3: in order or not; the length a response at this place must have (the
                 // path MTU, or what is left on the last); where its payload goes.
                 // A READ with an SGE list that is already being answered: its cursor (state
@@ -3327,13 +3456,13 @@ impl Logic for RxEngine {
                     self.rl_k.d.next = 0.into();
                     self.rl_used.d.next = 0.into();
                 }
-                self.state.d.next = 21.into();
+                self.state.d.next = RxState::RspAct;
             }
-            21 => {
+            RxState::RspAct => {
                 // 4: act. Every response leaves one job (its payload, or nothing).
                 if self.job_room.q.val() {
                     self.job_write.next = true;
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                     if !self.r_head_read.q.val() | !self.r_in.q.val() {
                         if self.r_past.q.val() & self.r_head_read.q.val() {
                             // A later READ's response while the head READ still misses some:
@@ -3343,13 +3472,13 @@ impl Logic for RxEngine {
                             self.cnt_dup.next = true;
                             self.rd_rw_psn.d.next = self.r_exp.q.val();
                             self.rd_rw_dup.d.next = self.r_exp_dup.q.val();
-                            self.state.d.next = 22.into();
+                            self.state.d.next = RxState::ResumeRead;
                         } else if self.r_past.q.val() & !self.rsp_retired.q.val() {
                             // Past the head WQE: first retire what it implicitly acknowledges.
                             self.job_write.next = false;
                             self.rsp_pending.d.next = true;
                             self.rsp_retired.d.next = true;
-                            self.state.d.next = 3.into();
+                            self.state.d.next = RxState::CompletionWait;
                         } else {
                             // For no READ outstanding (late or duplicate): dropped.
                             self.cnt_dup.next = true;
@@ -3361,7 +3490,7 @@ impl Logic for RxEngine {
                             self.cnt_drop_psn.next = true;
                             self.rd_rw_psn.d.next = self.r_exp.q.val();
                             self.rd_rw_dup.d.next = self.r_exp_dup.q.val();
-                            self.state.d.next = 22.into();
+                            self.state.d.next = RxState::ResumeRead;
                         } else {
                             self.cnt_dup.next = true;
                         }
@@ -3370,7 +3499,7 @@ impl Logic for RxEngine {
                         // loop completes the READ with IBV_WC_BAD_RESP_ERR.
                         self.cnt_drop_inv_req.next = true;
                         self.rsp_bad.d.next = true;
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     } else if !self.r_len_ok.q.val() {
                         // A response of the wrong length is never written (it could reach
                         // past the READ's buffer).
@@ -3394,7 +3523,7 @@ impl Logic for RxEngine {
                             // after the payload.
                             self.rsp_final.d.next = true;
                             self.cover_r.d.next = self.pkt.q.val().psn;
-                            self.state.d.next = 3.into();
+                            self.state.d.next = RxState::CompletionWait;
                         }
                         if self.r_list.q.val() {
                             // The payload scatters over the READ's SGE list (44-47), one job
@@ -3402,20 +3531,17 @@ impl Logic for RxEngine {
                             self.job_write.next = false;
                             self.sc_off.d.next = 0.into();
                             self.sc_rem.d.next = self.pkt.q.val().plen;
-                            self.sc_next.d.next = 9.into();
+                            self.sc_next.d.next = RxState::WriteBack;
                             if self.is_rsp_last.val() {
-                                self.sc_next.d.next = 3.into();
+                                self.sc_next.d.next = RxState::CompletionWait;
                             }
-                            self.state.d.next = 44.into();
+                            self.state.d.next = RxState::ReadListEntry;
                             if self.rl_pre.q.val() {
-                                self.state.d.next = 45.into();
+                                self.state.d.next = RxState::ReadListSplit;
                             }
                         }
                     }
                 }
-            }
-            _ => {
-                self.state.d.next = 0.into();
             }
         }
         self.job.next.ack = self.reply.val().into();
@@ -3459,9 +3585,52 @@ impl Logic for RxEngine {
             | (bit_cast::<48, 24>(self.acked_ram.write_data.val().get_bits::<24>(64)) << 24);
         self.acked_we.next = self.acked_ram.write_enable.val();
         self.acked_waddr.next = self.acked_ram.write_address.val();
-        self.dbg_state.next = self.state.q.val();
+        // The state as its number (see `RxState`), for the status register. (The 6-bit state
+        // has codes no variant uses: without this default yosys infers a latch.)
+        self.dbg_state.next = 0.into();
+        match self.state.q.val() {
+            RxState::Idle => self.dbg_state.next = 0.into(),
+            RxState::ReadQpState => self.dbg_state.next = 1.into(),
+            RxState::LoadQpState => self.dbg_state.next = 2.into(),
+            RxState::WriteBack => self.dbg_state.next = 9.into(),
+            RxState::CheckRegion => self.dbg_state.next = 5.into(),
+            RxState::Decide => self.dbg_state.next = 6.into(),
+            RxState::AtomicReplayRead => self.dbg_state.next = 19.into(),
+            RxState::AtomicReplayMatch => self.dbg_state.next = 23.into(),
+            RxState::QueueResponse => self.dbg_state.next = 24.into(),
+            RxState::FetchRecvWqe => self.dbg_state.next = 7.into(),
+            RxState::TakeRecvWqe => self.dbg_state.next = 8.into(),
+            RxState::SgeReadKey => self.dbg_state.next = 13.into(),
+            RxState::SgeCheckKey => self.dbg_state.next = 14.into(),
+            RxState::SgeRoom => self.dbg_state.next = 15.into(),
+            RxState::SgeVerdict => self.dbg_state.next = 16.into(),
+            RxState::SgeSelect => self.dbg_state.next = 35.into(),
+            RxState::SgeFirstNonzero => self.dbg_state.next = 36.into(),
+            RxState::SgeFits => self.dbg_state.next = 37.into(),
+            RxState::ScatterSplit => self.dbg_state.next = 40.into(),
+            RxState::ScatterPiece => self.dbg_state.next = 41.into(),
+            RxState::ScatterReadEntry => self.dbg_state.next = 42.into(),
+            RxState::ScatterNextEntry => self.dbg_state.next = 43.into(),
+            RxState::ReadListEntry => self.dbg_state.next = 44.into(),
+            RxState::ReadListSplit => self.dbg_state.next = 45.into(),
+            RxState::ReadListPiece => self.dbg_state.next = 46.into(),
+            RxState::ReadListReadEntry => self.dbg_state.next = 47.into(),
+            RxState::RetireLoad => self.dbg_state.next = 10.into(),
+            RxState::Retire => self.dbg_state.next = 11.into(),
+            RxState::RspHead => self.dbg_state.next = 17.into(),
+            RxState::RspRange => self.dbg_state.next = 18.into(),
+            RxState::RspOrder => self.dbg_state.next = 20.into(),
+            RxState::RspAct => self.dbg_state.next = 21.into(),
+            RxState::ResumeRead => self.dbg_state.next = 22.into(),
+            RxState::RetireCompare => self.dbg_state.next = 32.into(),
+            RxState::CompletionWait => self.dbg_state.next = 3.into(),
+            RxState::CompletionRoute => self.dbg_state.next = 4.into(),
+            RxState::WriteCqe => self.dbg_state.next = 12.into(),
+            RxState::FlushStep => self.dbg_state.next = 33.into(),
+            RxState::FlushRecvWqe => self.dbg_state.next = 34.into(),
+        }
         if self.reset.val() {
-            self.state.d.next = 0.into();
+            self.state.d.next = RxState::Idle;
         }
     }
 }
