@@ -132,6 +132,17 @@ pub enum RxState {
     FlushRecvWqe,
 }
 
+/// The read-modify-write of a `rdone` count (fresh READ / atomic responses sent by a QP).
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum RdoneStep {
+    /// Nothing under way: the next `rsp_done` report is taken from `rdone_fifo`.
+    Idle,
+    /// `rdone_b` is read at the report's QP.
+    Read,
+    /// The count is readable: both copies are written one more.
+    Increment,
+}
+
 /// Decides what each received packet does, in order, and keeps the transport state.
 ///
 /// **Responder** (IBTA Vol 1 9.7): for an RDMA WRITE request on a QP in RTR or RTS:
@@ -316,8 +327,8 @@ pub struct RxEngine {
     rdone_a: RAM<Bits<8>, 6>,
     rdone_b: RAM<Bits<8>, 6>,
     rdone_fifo: SynchronousFIFO<Bits<6>, 2, 3, 1>,
-    /// 1: the count's address is being taken by `rdone_b`; 2: its value is readable.
-    rdone_busy: DFF<Bits<2>>,
+    /// Where the increment of `rdone_q`'s count is (`rdone_b` read, then both copies written).
+    rdone_busy: DFF<RdoneStep>,
     rdone_q: DFF<Bits<6>>,
     rd_done_data: Signal<Local, Bits<8>>,
     rdone_init: Signal<Local, Bit>,
@@ -1693,16 +1704,16 @@ impl Logic for RxEngine {
             self.rdone_a.write_enable.next = true;
             self.rdone_a.write_address.next = self.cmd_index.val().get_bits::<6>(0);
             self.rdone_a.write_data.next = 0.into();
-        } else if self.rdone_busy.q.val() == 2 {
+        } else if self.rdone_busy.q.val() == RdoneStep::Increment {
             // The count is readable: write it back one more.
             self.rdone_a.write_enable.next = true;
-            self.rdone_busy.d.next = 0.into();
-        } else if self.rdone_busy.q.val() == 1 {
-            self.rdone_busy.d.next = 2.into();
+            self.rdone_busy.d.next = RdoneStep::Idle;
+        } else if self.rdone_busy.q.val() == RdoneStep::Read {
+            self.rdone_busy.d.next = RdoneStep::Increment;
         } else if !self.rdone_fifo.empty.val() {
             self.rdone_fifo.read.next = true;
             self.rdone_q.d.next = self.rdone_fifo.data_out.val();
-            self.rdone_busy.d.next = 1.into();
+            self.rdone_busy.d.next = RdoneStep::Read;
         }
         self.rdone_b.write_enable.next = self.rdone_a.write_enable.val();
         self.rdone_b.write_address.next = self.rdone_a.write_address.val();
