@@ -1,4 +1,54 @@
-//! The RX engine: RC responder (RDMA WRITE) and requester completer (ACK/NAK → CQE).
+//! The RX engine: the RC responder (IBTA Vol 1 9.7: RDMA WRITE, SEND, RDMA READ and atomic
+//! requests) and the requester's completer (ACKs, NAKs and READ / atomic responses → CQEs).
+//!
+//! One state machine, [`RxState`], handles one thing at a time. Its states, by role:
+//! - **every visit**: [`RxState::Idle`] takes the work (a local completion, a QP to flush, an
+//!   ACK timeout, an asynchronous event, a packet), [`RxState::ReadQpState`] and
+//!   [`RxState::LoadQpState`] load the QP's context and transport state,
+//!   [`RxState::WriteBack`] stores it again;
+//! - **responder**: [`RxState::CheckRegion`], [`RxState::Decide`] (the verdict: payload, ACK,
+//!   NAK, RNR NAK or drop), [`RxState::QueueResponse`] (READs, atomics and owed ACKs to the
+//!   atomic unit), [`RxState::AtomicReplayRead`] / [`RxState::AtomicReplayMatch`] (a duplicate
+//!   atomic's saved result);
+//! - **receive scatter**: [`RxState::FetchRecvWqe`], [`RxState::TakeRecvWqe`], the entry checks
+//!   [`RxState::SgeReadKey`] .. [`RxState::SgeFits`], the piece loop [`RxState::ScatterSplit`]
+//!   .. [`RxState::ScatterNextEntry`];
+//! - **READ-response scatter**: [`RxState::ReadListEntry`] .. [`RxState::ReadListReadEntry`];
+//! - **completer**: the response checks [`RxState::RspHead`] .. [`RxState::RspAct`],
+//!   [`RxState::ResumeRead`], the retire loop [`RxState::RetireLoad`],
+//!   [`RxState::RetireCompare`], [`RxState::Retire`];
+//! - **completions**: [`RxState::CompletionWait`], [`RxState::CompletionRoute`],
+//!   [`RxState::WriteCqe`] (every CQE: send, receive, local completion, event);
+//! - **flush** of a QP in ERR: [`RxState::FlushStep`], [`RxState::FlushRecvWqe`].
+//!
+//! The paths through them (after `Idle`, `ReadQpState`, `LoadQpState`; each ends in
+//! `WriteBack`, then `Idle`, unless said otherwise):
+//! - a request: `CheckRegion`, `Decide`; an accepted or duplicate READ, an accepted atomic and
+//!   an ACK owed behind READ responses (from `WriteBack`) go on to `QueueResponse`; a duplicate
+//!   atomic to `AtomicReplayRead` and `AtomicReplayMatch` per replay-table entry, then
+//!   `QueueResponse`;
+//! - a SEND's first packet (or a WRITE with immediate's last) whose receive WQE is not yet
+//!   checked: `Decide`, `FetchRecvWqe`, `TakeRecvWqe`, `SgeReadKey` .. `SgeVerdict` per entry
+//!   (`SgeSelect` takes the next), with several entries `SgeFirstNonzero` and `SgeFits`, then
+//!   `Decide` again; a packet that passes an entry's end: `ScatterSplit`, `ScatterPiece` per
+//!   piece (`ScatterReadEntry`, `ScatterNextEntry` on each entry change), then the message's
+//!   last packet goes to `CompletionWait` for its receive CQE;
+//! - an ACK or NAK: `CheckRegion`, `Decide`, `CompletionWait`, `CompletionRoute`, then the
+//!   retire loop: `RetireLoad`, `RetireCompare`, `Retire` per WQE (`WriteCqe` for a signaled
+//!   or failed one, then `RetireLoad` again), `ResumeRead` for a READ it covers whose
+//!   responses are missing;
+//! - a READ or atomic response: `CheckRegion`, `Decide`, `RspHead`, `RspRange`, `RspOrder`,
+//!   `RspAct` (into an SGE list: `ReadListEntry`, `ReadListSplit`, `ReadListPiece` per piece,
+//!   `ReadListReadEntry` on each entry change); the READ's last response, or one that
+//!   implicitly acknowledges earlier WQEs, goes through `CompletionWait` to the retire loop;
+//! - an ACK timeout: the retire loop (QP in RTS) or `WriteBack`;
+//! - a local completion or an asynchronous event: `CompletionWait`, `CompletionRoute`,
+//!   `WriteCqe`;
+//! - a flush visit: `FlushStep`, then the retire loop (send WQEs), or `FetchRecvWqe`,
+//!   `TakeRecvWqe`, `FlushRecvWqe` and a receive CQE, or `Idle` (nothing left).
+//!
+//! A QP on an SRQ takes the SRQ's indices in `CheckRegion` and writes its consumer index back
+//! in `WriteBack`; `Idle` then checks the SRQ's limit.
 use crate::context_tables::ContextTables;
 use crate::records::{
     AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
@@ -6,12 +56,14 @@ use crate::records::{
 };
 use rust_hdl::prelude::*;
 
-/// The states of [`RxEngine`]'s state machine, grouped by role. A visit (one packet, ACK
-/// timeout, local completion, asynchronous event or flush step) runs from [`RxState::Idle`]
-/// through [`RxState::ReadQpState`] and [`RxState::LoadQpState`], the states of its role, and
-/// [`RxState::WriteBack`] back to `Idle`. The number in parentheses is the state's code in
-/// `dbg_state` (bits 5:0 of [`rnic_contract::regs::STATUS`]): its number from when the states
-/// were numbered, kept so the register reads as before.
+/// The states of [`RxEngine`]'s state machine, grouped by role (the paths through them are in
+/// the module's documentation). A visit (one packet, ACK timeout, local completion,
+/// asynchronous event or flush step) runs from [`RxState::Idle`] through
+/// [`RxState::ReadQpState`] and [`RxState::LoadQpState`], the states of its role, and (but for a
+/// flush step with nothing to do) [`RxState::WriteBack`] back to `Idle`. The number in
+/// parentheses is the state's code in `dbg_state` (bits 5:0 of
+/// [`rnic_contract::regs::STATUS`]): its number from when the states were numbered, kept so the
+/// register reads as before.
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum RxState {
     // ---- Every visit: take the work, load the QP's state, write it back ----
@@ -64,7 +116,8 @@ pub enum RxState {
     /// (16) 4: the entry lies inside its region or is empty; a nonzero one is kept in
     /// `sg_ram`. Then the next entry, the first nonzero one, or the verdict again.
     SgeVerdict,
-    /// (35) The next scatter entry is taken from the WQE's beats (then 13..16 check it).
+    /// (35) The next scatter entry is taken from the WQE's beats (then `SgeReadKey` ..
+    /// `SgeVerdict` check it).
     SgeSelect,
     /// (36) Several entries: the message starts in the first nonzero one.
     SgeFirstNonzero,
@@ -123,7 +176,7 @@ pub enum RxState {
     /// (12) The CQE (a 32-byte job) of a retired or failed send WQE, a receive, a local
     /// completion or an event; an error moves the QP to ERR and asks for the flushes.
     WriteCqe,
-    // ---- Flush of a QP in ERR (10.3.1; asked for by a context command, a doorbell or an error) ----
+    // ---- Flush of a QP in ERR (10.3.1; asked for by a command, a doorbell or an error) ----
     /// (33) One flush step: a QP the driver just moved to ERR has the scheduler flush its send
     /// queue; then each outstanding send WQE completes (retire loop), then each posted
     /// receive WQE is fetched.
@@ -203,14 +256,15 @@ pub enum RdoneStep {
 /// costs 2 cycles per piece (piece length compare, job) plus 2 per entry change (`sg_ram`
 /// read) on top of the 6; a READ response into an SGE list costs 2 cycles per piece plus
 /// 2 per entry change (`rdl_ram` read) on top of its checks, plus 1 on the READ's first
-/// response. The checks are registered in
-/// stages so no decision path is deeper than 6 LUT levels: a piece's length is a mux of registers chosen by a comparison registered
-/// the cycle before.
+/// response. The checks are registered in stages so no decision path is deeper than 6 LUT
+/// levels: a piece's length is a mux of registers chosen by a comparison registered the cycle
+/// before.
 #[derive(LogicBlock)]
 pub struct RxEngine {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
-    /// The state machine's state, for the engine status register (rnic_contract::regs::STATUS).
+    /// The state machine's state as its number (the one in parentheses in [`RxState`]), for the
+    /// engine status register (rnic_contract::regs::STATUS).
     pub dbg_state: Signal<Out, Bits<6>>,
     pub desc_empty: Signal<In, Bit>,
     pub desc: Signal<In, RxDesc>,
@@ -358,13 +412,14 @@ pub struct RxEngine {
     em_we: Signal<Local, Bit>,
     em_wa: Signal<Local, Bits<6>>,
     em_wd: Signal<Local, Bits<24>>,
-    /// The packet's QP's emission PSN (state 2) and the packet's PSN is at or past it (state 5).
+    /// The packet's QP's emission PSN (`LoadQpState`) and the packet's PSN is at or past it
+    /// (`CheckRegion`).
     emit_now_r: DFF<Bits<24>>,
     ghost_r: DFF<Bit>,
     /// READ responses: the PSN where the head READ's response stream may (re)start with FIRST
     /// or ONLY besides its first PSN: where the completer last asked for it to be resumed
     /// (completer state bits 132..155, valid bit 156; cleared when a WQE retires). The opcode
-    /// and AETH of a response fit its place (state 20); one that does not completes the READ
+    /// and AETH of a response fit its place (`RspOrder`); one that does not completes the READ
     /// with IBV_WC_BAD_RESP_ERR (`rsp_bad`, IBTA Vol 1 9.9.2, as rxe's completer does).
     rd_rs: DFF<Bits<24>>,
     rd_rs_ok: DFF<Bit>,
@@ -399,26 +454,27 @@ pub struct RxEngine {
     rr_nak: DFF<Bit>,
     rr_syn_r: DFF<Bits<8>>,
     /// A pending command puts the QP this engine works on in RESET (registered): the command
-    /// is held until the engine is back in state 0 (see `cmd_ready`).
+    /// is held until the engine is back in `Idle` (see `cmd_ready`).
     rst_here_r: DFF<Bit>,
     cmd_seen_r: DFF<Bit>,
     rst_cmd: Signal<Local, Bit>,
     rst_mask: Signal<Local, Bits<64>>,
     /// The packet's ACK or NAK was taken off its write job because the QP has READ / atomic
-    /// responses still to send (`pend_rd_r`, state 5): it goes through the READ FIFO behind
-    /// them instead (state 9 → 24), so responses leave in PSN order (IBTA Vol 1 9.7.5.1).
+    /// responses still to send (`pend_rd_r`, `CheckRegion`): it goes through the READ FIFO
+    /// behind them instead (`WriteBack` → `QueueResponse`), so responses leave in PSN order
+    /// (IBTA Vol 1 9.7.5.1).
     ack_div: DFF<Bit>,
     ack_psn_r: DFF<Bits<24>>,
     ack_msn_r: DFF<Bits<24>>,
     pend_rd_r: DFF<Bit>,
-    /// `max_dest_rd_atomic` of them are outstanding (state 5, acted on in 6).
+    /// `max_dest_rd_atomic` of them are outstanding (`CheckRegion`, acted on in `Decide`).
     rd_over_r: DFF<Bit>,
     srq_ram: RAM<Bits<24>, 6>,
     /// Asynchronous events to write as event CQEs: {SRQ or QP 5..0, event CQ 15..8, WQEs
     /// left 31..16 (an SRQ limit event; 0 otherwise), ibv_event_type 36..32}. SRQ limit events
-    /// are pushed in state 0, QP events from `qe_*` in other cycles.
+    /// are pushed in `Idle`, QP events from `qe_*` in other cycles.
     ev_fifo: SynchronousFIFO<Bits<40>, 6, 7, 1>,
-    /// QP-affiliated events decided in state 9, pushed into `ev_fifo` one per cycle from these
+    /// QP-affiliated events decided in `WriteBack`, pushed into `ev_fifo` one per cycle from these
     /// registers (COMM_EST, then the error event of type `qe_t`, then LAST_WQE_REACHED) of QP
     /// `qe_q`, with the event CQ of `async_cq`.
     qe_ce: DFF<Bit>,
@@ -432,28 +488,29 @@ pub struct RxEngine {
     /// push in this cycle fits (at most one push per cycle), and no push waits on the FIFO's
     /// pointer compare in the same cycle (timing).
     ev_room: DFF<Bit>,
-    /// State 6: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
-    /// for the choice of the error event in state 9.
+    /// `Decide`: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
+    /// for the choice of the error event in `WriteBack`.
     acc_r: DFF<Bit>,
-    /// The error event state 9 raises when the QP's error flag rose (ibv_event_type; 0:
-    /// none), chosen from registers: `err_was` is the flag as loaded (state 2).
+    /// The error event `WriteBack` raises when the QP's error flag rose (ibv_event_type; 0:
+    /// none), chosen from registers: `err_was` is the flag as loaded (`LoadQpState`).
     ev_type: Signal<Local, Bits<5>>,
     err_was: DFF<Bit>,
     /// COMM_EST: the QP already raised it in this RTR (responder state bit 364, cleared by
     /// INIT_RQ_PSN and RESET); `ce_fire`: this packet is a request with the expected PSN on a
-    /// QP in RTR (state 6).
+    /// QP in RTR (`Decide`).
     ce_done: DFF<Bit>,
     ce_fire: DFF<Bit>,
     ce_bit: Signal<Local, Bit>,
     /// The packet's QP takes receive WQEs from an SRQ: its indices were loaded from the SRQ's
-    /// (state 5) and go back there (state 9); then the limit is checked (state 0).
+    /// (`CheckRegion`) and go back there (`WriteBack`); then the limit is checked (`Idle`).
     srq_took: DFF<Bit>,
     srq_lim: DFF<Bits<24>>,
     ev_chk: DFF<Bit>,
     /// This packet took a WQE from the SRQ (only then is its limit checked).
     srq_inc: DFF<Bit>,
     ev_fire_r: DFF<Bit>,
-    /// Serving an SRQ limit event (states 1, 2, 3, 4, 12, 9) to this CQ.
+    /// Serving an asynchronous event (`ReadQpState`, `LoadQpState`, `CompletionWait`,
+    /// `CompletionRoute`, `WriteCqe`, `WriteBack`) to this CQ.
     src_ev: DFF<Bit>,
     ev_cq: DFF<Bits<8>>,
     /// Completer state by QP: {retired WQEs 15..0, retries 18..16, ERR 20, `rd_valid` 21,
@@ -471,7 +528,7 @@ pub struct RxEngine {
     /// QPs to look at for flushing (IBTA Vol 1 10.3.1: a QP in ERR completes every WQE with
     /// IBV_WC_WR_FLUSH_ERR, on the RQ too): set by an RQ doorbell, by a context command that
     /// writes state ERR, by an error that moves a QP to ERR, and by any packet or timeout for a
-    /// QP in ERR; served in state 0 (`src_fl`) one WQE at a time, lowest priority after local
+    /// QP in ERR; served from `Idle` (`src_fl`) one WQE at a time, lowest priority after local
     /// completions and timeouts. `fp_idx` scans the bits and stops at a set one (`fp_sel`).
     flush_pend: DFF<Bits<64>>,
     fp_idx: DFF<Bits<6>>,
@@ -483,7 +540,7 @@ pub struct RxEngine {
     fl_cmd_r: DFF<Bit>,
     fl_cqpn_r: DFF<Bits<6>>,
     /// The covering PSN precedes the head in-flight WQE's last PSN (24-bit serial compare),
-    /// registered in state 32 so state 11 acts on a flag, not on a subtraction.
+    /// registered in `RetireCompare` so `Retire` acts on a flag, not on a subtraction.
     psn_before_r: DFF<Bit>,
     /// An atomic request's form (no payload, aligned VA) and the CQ write-back flag, a
     /// cycle ahead of their use.
@@ -513,12 +570,13 @@ pub struct RxEngine {
     status: DFF<Bits<8>>,
     cqe_wr_id: DFF<Bits<64>>,
     cqe_len: DFF<Bits<32>>,
-    // Request checks, registered in stages (states 2, 5, then the decision in 6).
+    // Request checks, registered in stages (`LoadQpState`, `CheckRegion`, then the decision
+    // in `Decide`).
     off_r: DFF<Bits<64>>,
     va_ok: DFF<Bit>,
     key_ok_r: DFF<Bit>,
     seq_ok_r: DFF<Bit>,
-    /// Segment-length flags for `seq_ok`, registered in state 2 from the table's path MTU:
+    /// Segment-length flags for `seq_ok`, registered in `LoadQpState` from the table's path MTU:
     /// payload = MTU, payload ≤ MTU (and not 0), RETH length > MTU, payload = RETH length.
     len_eq_mtu_r: DFF<Bit>,
     len_le_mtu_r: DFF<Bit>,
@@ -551,7 +609,7 @@ pub struct RxEngine {
     cqe_opcode: DFF<Bits<8>>,
     recv_need_ack: DFF<Bit>,
     recv_syn: DFF<Bits<8>>,
-    // Decision inputs registered a state ahead, so state 6 only combines flags.
+    // Decision inputs registered a state ahead, so `Decide` only combines flags.
     bounds_ok_r: DFF<Bit>,
     sge_ok_r: DFF<Bit>,
     send_fits_r: DFF<Bit>,
@@ -594,10 +652,10 @@ pub struct RxEngine {
     src_rnr: DFF<Bit>,
     rnr_cnt: DFF<Bits<3>>,
     rnr_wait: DFF<Bit>,
-    /// The RNR arm request, registered (state 11 decides, the timer hears it a cycle later).
+    /// The RNR arm request, registered (`Retire` decides, the timer hears it a cycle later).
     arm_r: DFF<Bit>,
     arm_code_r: DFF<Bits<5>>,
-    /// State 10: the packet is a sequence NAK that may rewind (no RNR wait running), and a
+    /// `RetireLoad`: the packet is a sequence NAK that may rewind (no RNR wait running), and a
     /// rewind is still allowed (RETRY_CNT, progress, or the end of an RNR wait).
     seq_nak_r: DFF<Bit>,
     retry_ok_r: DFF<Bit>,
@@ -606,7 +664,7 @@ pub struct RxEngine {
     rsp_pending: DFF<Bit>,
     rsp_retired: DFF<Bit>,
     rsp_final: DFF<Bit>,
-    // READ response checks, registered in states 17, 18 and 20.
+    // READ response checks, registered in `RspHead`, `RspRange` and `RspOrder`.
     r_head_read: DFF<Bit>,
     r_a: DFF<Bits<24>>,
     r_b: DFF<Bits<24>>,
@@ -621,17 +679,17 @@ pub struct RxEngine {
     r_past: DFF<Bit>,
     r_addr: DFF<Bits<64>>,
     r_exp_dup: DFF<Bit>,
-    /// PSNs a READ request uses: ceil(len / MTU), at least 1 (registered in state 5).
+    /// PSNs a READ request uses: ceil(len / MTU), at least 1 (registered in `CheckRegion`).
     rd_npkts: DFF<Bits<24>>,
-    /// `rr_full`, a cycle late: only this engine writes the READ FIFO (in state 24, then it
+    /// `rr_full`, a cycle late: only this engine writes the READ FIFO (in `QueueResponse`, then it
     /// leaves), so the late copy is exact there.
     rr_full_r: DFF<Bit>,
-    /// READ length in whole MTUs (state 2) and whether it is zero, for `rd_npkts`.
+    /// READ length in whole MTUs (`LoadQpState`) and whether it is zero, for `rd_npkts`.
     rd_q: DFF<Bits<24>>,
     rd_part: DFF<Bit>,
     rd_zero: DFF<Bit>,
-    /// State 11 → 22: a READ covered by an ACK asks to be resumed (registered restart PSN and
-    /// whether that PSN was already asked for).
+    /// `Retire` → `ResumeRead`: a READ covered by an ACK asks to be resumed (registered
+    /// restart PSN and whether that PSN was already asked for).
     rd_rw_psn: DFF<Bits<24>>,
     rd_rw_dup: DFF<Bit>,
     // Receive scatter (IBTA Vol 1 9.7.4.1.3, 10.8.3; ibv_post_recv(3)).
@@ -651,7 +709,7 @@ pub struct RxEngine {
     /// far (`sg_n`: their slot in `sg_ram`).
     sg_i: DFF<Bits<5>>,
     sg_cnt: DFF<Bits<5>>,
-    /// The WQE's num_sge is more than its stride holds (state 13): a SEND into it completes
+    /// The WQE's num_sge is more than its stride holds (`SgeReadKey`): a SEND into it completes
     /// with IBV_WC_LOC_LEN_ERR, like a message longer than its entries.
     sg_over: DFF<Bit>,
     sg_more: DFF<Bit>,
@@ -672,7 +730,8 @@ pub struct RxEngine {
     tot_rem: DFF<Bits<36>>,
     /// The packet fits what is left of the receive buffer (its entries together).
     tot_fits_r: DFF<Bit>,
-    /// Scatter loop (states 40..43) for a packet that passes an entry's end: payload bytes of
+    /// Scatter loop (`ScatterSplit` .. `ScatterNextEntry`) for a packet that passes an entry's
+    /// end: payload bytes of
     /// the packet already placed and left, the next piece's byte offset into the packet, the
     /// current entry ends before the payload does (`pc_lt`) or is used up (`pc_zero`), the
     /// packet's ACK request, and the state to go to after its last piece.
@@ -683,7 +742,7 @@ pub struct RxEngine {
     pc_zero: DFF<Bit>,
     sc_ack: DFF<Bit>,
     sc_next: DFF<RxState>,
-    /// State 2: the packet's payload is shorter than / as long as what is left of the open
+    /// `LoadQpState`: the packet's payload is shorter than / as long as what is left of the open
     /// WRITE; the RQ ring's index mask and RQ_LOG_STRIDE, from the context as it is loaded.
     wr_lt_r: DFF<Bit>,
     wr_eq_r: DFF<Bit>,
@@ -715,9 +774,11 @@ pub struct RxEngine {
     rl_used: DFF<Bits<32>>,
     rl_addr: DFF<Bits<64>>,
     rl_rem: DFF<Bits<32>>,
-    /// The cursor was taken in state 20 (a response after the READ's first): skip state 44.
+    /// The cursor was taken in `RspOrder` (a response after the READ's first): skip
+    /// `ReadListEntry`.
     rl_pre: DFF<Bit>,
-    /// The response's payload goes through the READ list (states 44-47).
+    /// The response's payload goes through the READ list (`ReadListEntry` ..
+    /// `ReadListReadEntry`).
     r_list: DFF<Bit>,
     rl_rd: Signal<Local, Bits<96>>,
     rl_piece: Signal<Local, Bits<32>>,
@@ -783,7 +844,7 @@ pub struct RxEngine {
     entry_is_read: Signal<Local, Bit>,
     rd_restart: Signal<Local, Bits<24>>,
     mtu_mask: Signal<Local, Bits<32>>,
-    /// A READ's length is not a whole number of MTUs (state 2, from the table's context).
+    /// A READ's length is not a whole number of MTUs (`LoadQpState`, from the table's context).
     part_now: Signal<Local, Bit>,
     rlen: Signal<Local, Bits<32>>,
     last_plus1: Signal<Local, Bits<24>>,
@@ -798,8 +859,8 @@ pub struct RxEngine {
     /// Flush bookkeeping: bits set and cleared this cycle; this engine asks for the current QP.
     fl_set: Signal<Local, Bits<64>>,
     fl_eng: Signal<Local, Bit>,
-    /// State 6 answers a responder class C error (see there); `cls_c`: state 9 still has to
-    /// ask for the flushes.
+    /// `Decide` answers a responder class C error (see there); `cls_c`: `WriteBack` still has
+    /// to ask for the flushes.
     class_c: Signal<Local, Bit>,
     cls_c: DFF<Bit>,
     fl_clr: Signal<Local, Bits<64>>,
@@ -1224,25 +1285,6 @@ impl Default for RxEngine {
     }
 }
 
-// States.
-// 0 idle, 1 load (address), 2 load (data) + first checks, 5 region room + payload address,
-// 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait
-// (in-flight entry address), 32 entry read (coverage registered), 11 completer check, 12 CQE
-// job; for a SEND that starts a message: 7 receive-WQE address,
-// 8 receive-WQE data (1, 2 or 4 beats), 13 key-table read at the entry's lkey, 14 offset,
-// 15 region room, 16 fit, then for each further entry 35 (select it) and 13..16 again, with
-// several entries 36 (the first nonzero one) and 37 (fits), back to 6; a packet passing the
-// end of a scatter entry: 40 piece length compare, 41 piece job, 42-43 next entry from sg_ram,
-// then 3 (last packet: receive CQE) or 9; for a READ response: 17, 18, 20 checks, 21 act (a READ
-// with an SGE list: 44 entry, 45 piece length compare, 46 piece job, 47 next entry, then 3 or
-// 9); 22 resume a READ an ACK
-// covered before its responses arrived (or one whose responses are missing); 24 hand an
-// accepted or replayed READ, an accepted atomic, a replayed ATOMIC ACKNOWLEDGE or an owed ACK
-// to the atomic unit (with its barrier job); a duplicate atomic: 19, 23 scan the replay
-// table, then 24.
-// A QP on an SRQ takes the SRQ's indices in state 5 and writes its consumer index back in 9;
-// state 0 then checks the SRQ's limit; an SRQ limit event is a CQE through 1, 2, 3, 4, 12, 9.
-
 // The event types written as literals below (rust-hdl takes no paths in `hdl_gen`).
 const _: () = {
     use rnic_contract::verbs::event_type as e;
@@ -1512,7 +1554,7 @@ impl Logic for RxEngine {
         self.sg_first.next = self.sg_i.q.val() == 0;
         self.plen36.next = bit_cast::<36, 13>(self.pkt.q.val().plen);
         self.sge_len36.next = bit_cast::<36, 32>(self.sge_len.q.val());
-        // Scatter-entry table: written in state 16, read at the QP's current entry.
+        // Scatter-entry table: written in `SgeVerdict`, read at the QP's current entry.
         self.sg_ram.read_clock.next = self.clock.val();
         self.sg_ram.write_clock.next = self.clock.val();
         self.sg_ram.read_address.next =
@@ -1538,7 +1580,8 @@ impl Logic for RxEngine {
         if self.pc_lt.q.val() {
             self.rl_piece.next = self.rl_rem.q.val();
         }
-        // The scatter entry checked in states 13..16 lies inside its region, or is empty.
+        // The scatter entry checked in `SgeReadKey` .. `SgeVerdict` lies inside its region, or is
+        // empty.
         self.entry_ok.next = (self.sge_len.q.val() == 0)
             | (self.key_ok_r.q.val()
                 & self.va_ok.q.val()
@@ -1590,8 +1633,8 @@ impl Logic for RxEngine {
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
         self.rd_wr_rem.next = self.rdyn_now.val().get_bits::<32>(128);
         self.entry.next = self.inflight_ram.read_data.val().into();
-        // An SRQ's index comes from the QP's context: read at the SRQ number in state 2 (when
-        // the context is the table's output), for state 5.
+        // An SRQ's index comes from the QP's context: read at the SRQ number in `LoadQpState`
+        // (when the context is the table's output), for `CheckRegion`.
         self.srq_addr.next = self.ctx.q.val().srqn;
         if self.state.q.val() == RxState::LoadQpState {
             self.srq_addr.next = self.qp_now.val().srqn;
@@ -1613,8 +1656,8 @@ impl Logic for RxEngine {
         self.srqci_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
         self.srq_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
         // Written by a command (a new SRQ's consumer index, its limit and event CQ) or by this
-        // engine (state 9: the consumer index; state 0: disarm), never in the same cycle (no
-        // command is taken in state 9 or the cycle after it).
+        // engine (`WriteBack`: the consumer index; `Idle`: disarm), never in the same cycle (no
+        // command is taken in `WriteBack` or the cycle after it).
         self.srqci_ram.write_enable.next =
             self.cmd_fire.val() & (self.cmd_op.val() == 4) & self.cmd_record.val().get_bit(24);
         self.srqci_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
@@ -1633,8 +1676,8 @@ impl Logic for RxEngine {
             | (bit_cast::<40, 16>(self.srq_left.val()) << 16)
             | 0x0F_0000_0000_u64;
         self.ev_fifo.read.next = false;
-        // QP events decided in state 9 go into the event FIFO one per cycle, from registers,
-        // except in the cycle after state 9 when an SRQ limit event may take the write port
+        // QP events decided in `WriteBack` go into the event FIFO one per cycle, from registers,
+        // except in the cycle after `WriteBack` when an SRQ limit event may take the write port
         // (`ev_chk`). An event that finds the FIFO full is lost (see regs::ASYNC_EVENT_CQ).
         self.ev_room.d.next = !self.ev_fifo.almost_full.val();
         self.qe_data.next = bit_cast::<40, 6>(self.qe_q.q.val()) | (bit_cast::<40, 8>(self.qe_cq.q.val()) << 8);
@@ -1655,7 +1698,7 @@ impl Logic for RxEngine {
         }
         self.ce_bit.next = self.ce_done.q.val() | self.ce_fire.q.val();
         // Which error event the QP's error flag rising raises (regs::ASYNC_EVENT_CQ): none for
-        // the driver's own move to ERR (a flush visit); a responder class C error of state 6
+        // the driver's own move to ERR (a flush visit); a responder class C error of `Decide`
         // (`cls_c`) QP_ACCESS_ERR after a refused RETH / AtomicETH (NAK remote access error),
         // else QP_REQ_ERR (NAK invalid request); a receive error IBV_WC_LOC_PROT_ERR (4)
         // QP_ACCESS_ERR, IBV_WC_LOC_LEN_ERR QP_REQ_ERR; none for a requester error: its error
@@ -1733,11 +1776,11 @@ impl Logic for RxEngine {
         self.inflight_ram.write_data.next = self.if_wdata.val().into();
 
         // ---- Context commands (tables written in any cycle but write-back) ----
-        // Commands in any cycle but the write-back (state 9). A command that lands between a
+        // Commands in any cycle but the write-back (`WriteBack`). A command that lands between a
         // QP's load and its write-back is overwritten by it: commands that write the transport
         // state (INIT_SQ_PSN, INIT_RQ_PSN) come while a QP is being set up and takes no
         // traffic, and the flush handler writes back only a QP it changed (one in ERR).
-        // (A flop: set in the states that cannot reach state 9 next cycle, so the command
+        // (A flop: set in the states that cannot reach `WriteBack` next cycle, so the command
         // handshake, and every table write enable behind it, starts at a register.)
         self.cmd_ok_r.d.next = !((self.state.q.val() == RxState::LoadQpState)
             | (self.state.q.val() == RxState::Decide)
@@ -1752,7 +1795,7 @@ impl Logic for RxEngine {
             | (self.state.q.val() == RxState::ScatterPiece));
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         // A command that puts the QP this engine is working on in RESET waits until the engine
-        // is back in state 0 (nothing more is fetched from the QP's rings, which the driver
+        // is back in `Idle` (nothing more is fetched from the QP's rings, which the driver
         // frees once the command is taken); registered, taken from its second cycle.
         self.cmd_seen_r.d.next = self.cmd_valid.val() & !self.cmd_fire.val();
         self.rst_here_r.d.next = self.cmd_valid.val()
@@ -1822,10 +1865,10 @@ impl Logic for RxEngine {
         self.emit_max.write_address.next = self.em_wa.val();
         self.emit_max.write_data.next = self.em_wd.val();
 
-        // ---- Request checks (valid in state 2, when the tables answer) ----
+        // ---- Request checks (valid in `LoadQpState`, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
-        // Opcode classes (bits as documented at `opc`), registered: `pkt` is loaded in state 0,
-        // so they hold from state 2 on (IBTA Vol 1 Table 38).
+        // Opcode classes (bits as documented at `opc`), registered: `pkt` is loaded in `Idle`,
+        // so they hold from `LoadQpState` on (IBTA Vol 1 Table 38).
         self.opc.d.next = 0.into();
         match self.op.val().index() {
             0 => {
@@ -1932,7 +1975,7 @@ impl Logic for RxEngine {
         // A SEND's first packet and a WRITE with immediate's last consume a receive WQE.
         self.needs_rwqe.next = self.is_send_start.val() | self.is_write_imm.val();
         // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE): the ring mask
-        // and the stride are registered with the context (state 2), the shift is a 3-way
+        // and the stride are registered with the context (`LoadQpState`), the shift is a 3-way
         // choice of constants, so the address is one AND-mux and an adder from registers.
         self.rq_mask.next = self.rq_mask_r.q.val();
         self.rq_idx.next = bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val());
@@ -2054,7 +2097,8 @@ impl Logic for RxEngine {
         // struct field's slice.)
         self.va_req.next = self.pkt.q.val().reth_va;
         self.va_low.next = self.va_req.val().get_bits::<3>(0);
-        // (No payload, and an aligned VA, registered a state ahead: `pkt` holds from state 1.)
+        // (No payload, and an aligned VA, registered a state ahead: `pkt` holds from
+        // `ReadQpState`.)
         self.pz_r.d.next = self.plen32.val() == 0;
         self.at_form_r.d.next = (self.plen32.val() == 0) & (self.va_low.val() == 0);
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
@@ -2180,7 +2224,8 @@ impl Logic for RxEngine {
         self.rr_data.next.pkey = self.ctx.q.val().pkey;
         self.rr_data.next.dest_qpn = self.ctx.q.val().dest_qpn;
         self.rr_data.next.psn = self.pkt.q.val().psn;
-        // (Written in state 24, after state 6 moved the MSN for a new READ; a replay keeps it.)
+        // (Written in `QueueResponse`, after `Decide` moved the MSN for a new READ; a replay
+        // keeps it.)
         self.rr_data.next.msn = self.msn.q.val();
         self.rr_data.next.path_mtu = self.ctx.q.val().path_mtu;
         self.rr_data.next.rsvd0 = 0.into();
@@ -2216,13 +2261,13 @@ impl Logic for RxEngine {
         self.rr_item.next.swp = self.pkt.q.val().at_swap;
         self.rr_item.next.rsvd1 = 0.into();
         // PSNs of a READ: ceil(len / MTU), one for a zero-length READ (9.7.4.1.4), from the
-        // whole MTUs and the remainder taken in state 2 (the context is the table's output).
+        // whole MTUs and the remainder taken in `LoadQpState` (the context is the table's output).
         // The bits below the path MTU (4095 at most): a shifted constant, one LUT level.
         self.mtu_mask.next = !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.qp_now.val().path_mtu) + 7));
         self.rlen.next = self.pkt.q.val().reth_len;
         self.part_now.next = (self.rlen.val().get_bits::<12>(0) & self.mtu_mask.val().get_bits::<12>(0)) != 0;
 
-        // A responder class C error in state 6 (IBTA Vol 1 9.9.3): NAK remote access error (a
+        // A responder class C error in `Decide` (IBTA Vol 1 9.9.3): NAK remote access error (a
         // refused RETH or AtomicETH), NAK invalid request (opcode out of sequence, or a READ or
         // atomic beyond max_dest_rd_atomic), on a request with the expected PSN.
         self.class_c.next = !self.c_unknown.q.val()
@@ -2289,7 +2334,7 @@ impl Logic for RxEngine {
                     self.qpn_ok.d.next = true;
                     self.state.d.next = RxState::ReadQpState;
                 } else if !self.ev_fifo.empty.val() {
-                    // An asynchronous event: an event CQE (states 1-4, 12, 9) on its event CQ:
+                    // An asynchronous event: an event CQE (through `WriteCqe`) on its event CQ:
                     // an SRQ limit event (QP_NUM the SRQ number, BYTE_LEN the WQEs left) or a
                     // QP event (QP_NUM the QP).
                     self.ev_fifo.read.next = true;
@@ -2321,7 +2366,7 @@ impl Logic for RxEngine {
                 // the tables keep answering while the job FIFO is full.
                 self.ctx.d.next = self.qp_now.val();
                 self.mtu_r.d.next = self.mtu_now.val();
-                // The segment-length flags `seq_ok` combines in state 5.
+                // The segment-length flags `seq_ok` combines in `CheckRegion`.
                 self.len_eq_mtu_r.d.next = self.plen32.val() == self.mtu_now.val();
                 self.len_le_mtu_r.d.next = self.plen32.val() <= self.mtu_now.val();
                 self.len_nz_r.d.next = self.plen32.val() != 0;
@@ -2332,7 +2377,7 @@ impl Logic for RxEngine {
                 self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
                 self.wr_rem.d.next = self.rdyn_now.val().get_bits::<32>(128);
                 // The segment-length checks against what is left of an open WRITE, as flags
-                // (state 5 combines them per opcode); the RQ ring's mask and stride.
+                // (`CheckRegion` combines them per opcode); the RQ ring's mask and stride.
                 self.wr_lt_r.d.next = self.plen32.val() < self.rd_wr_rem.val();
                 self.wr_eq_r.d.next = self.plen32.val() == self.rd_wr_rem.val();
                 self.rq_mask_r.d.next =
@@ -2439,7 +2484,7 @@ impl Logic for RxEngine {
             }
             RxState::Decide => {
                 // COMM_EST (IBTA Vol 1 11.6.3.1): a request with the expected PSN on a QP in
-                // RTR; state 9 raises it if the QP has not yet in this RTR.
+                // RTR; `WriteBack` raises it if the QP has not yet in this RTR.
                 self.ce_fire.d.next = !self.c_unknown.q.val()
                     & !self.c_dup.q.val()
                     & !self.c_gap.q.val()
@@ -2454,7 +2499,7 @@ impl Logic for RxEngine {
                     if self.class_c.val() {
                         // A responder class C error (NAK invalid request or remote access
                         // error, IBTA Vol 1 9.9.3, as rxe and ConnectX do): the QP goes to ERR
-                        // with the NAK; in state 9 the scheduler is asked to flush its send
+                        // with the NAK; in `WriteBack` the scheduler is asked to flush its send
                         // queue and the QP is marked for this engine's flush of its receive
                         // WQEs (IBV_WC_WR_FLUSH_ERR); later packets of the connection are
                         // dropped.
@@ -2484,7 +2529,7 @@ impl Logic for RxEngine {
                         }
                     } else if self.is_read_resp.val() {
                         // A READ response for our requester: checked against the READ at the
-                        // head of the in-flight table in states 17, 18, 20, 21.
+                        // head of the in-flight table in `RspHead` .. `RspAct`.
                         if self.ctx.q.val().state == 3 {
                             self.job_write.next = false;
                             self.state.d.next = RxState::RspHead;
@@ -2503,7 +2548,8 @@ impl Logic for RxEngine {
                     } else if self.c_dup.q.val() & self.is_atomic_req.val() {
                         // A duplicate atomic is never executed again: it is answered with the
                         // original value saved when it ran (9.7.5.1.1), found by a scan of the
-                        // QP's replay table from the newest entry (states 19, 23).
+                        // QP's replay table from the newest entry (`AtomicReplayRead`,
+                        // `AtomicReplayMatch`).
                         self.cnt_dup.next = true;
                         self.scan_i.d.next = self.at_slot.q.val() - 1;
                         self.scan_n.d.next = 0.into();
@@ -2544,7 +2590,7 @@ impl Logic for RxEngine {
                     } else if (self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val() {
                         // max_dest_rd_atomic READs / atomics still have responses to send: too
                         // many outstanding, NAK invalid request (9.7.5.2.2; ibv_modify_qp(3)),
-                        // sent by the scheduler after those responses (state 24), so it does
+                        // sent by the scheduler after those responses (`QueueResponse`), so it does
                         // not overtake them.
                         self.cnt_drop_inv_req.next = true;
                         self.nak_sent.d.next = true;
@@ -2562,8 +2608,8 @@ impl Logic for RxEngine {
                         self.msn.d.next = self.msn.q.val() + 1;
                         self.nak_sent.d.next = false;
                     } else if self.is_atomic_req.val() {
-                        // Accepted atomic: handed to the atomic unit in state 24, which executes
-                        // it once every earlier write is in host memory and answers it.
+                        // Accepted atomic: handed to the atomic unit in `QueueResponse`, which
+                        // executes it once every earlier write is in host memory and answers it.
                         self.rd_acc.d.next = self.rd_acc.q.val() + 1;
                         self.rr_fresh.d.next = true;
                         self.cnt_roce_ok.next = true;
@@ -2703,7 +2749,8 @@ impl Logic for RxEngine {
                             }
                             if !self.send_fits.val() {
                                 // The payload passes the end of the current entry: it goes out
-                                // in pieces, one job per entry (states 40..43), then on to the
+                                // in pieces, one job per entry (`ScatterSplit` ..
+                                // `ScatterNextEntry`), then on to the
                                 // state chosen above.
                                 self.job_write.next = false;
                                 self.wr_addr.d.next = self.w_addr_r.q.val();
@@ -2843,7 +2890,8 @@ impl Logic for RxEngine {
                 }
             }
             RxState::SgeSelect => {
-                // Entry `sg_i` from the WQE's beats, then its checks (13..16).
+                // Entry `sg_i` from the WQE's beats, then its checks (`SgeReadKey` ..
+                // `SgeVerdict`).
                 match self.sg_i.q.val().index() {
                     1 => {
                         self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(128);
@@ -3001,7 +3049,7 @@ impl Logic for RxEngine {
                 }
             }
             RxState::ReadListReadEntry => {
-                // 4: the list is read at the next entry (then 44 takes it).
+                // 4: the list is read at the next entry (then `ReadListEntry` takes it).
                 self.state.d.next = RxState::ReadListEntry;
             }
             RxState::WriteBack => {
@@ -3081,7 +3129,7 @@ impl Logic for RxEngine {
                     self.rsp_pending.d.next = false;
                     self.state.d.next = RxState::RspHead;
                 }
-                // A class C error of state 6: the scheduler flushes the send queue (waiting here,
+                // A class C error of `Decide`: the scheduler flushes the send queue (waiting here,
                 // the write-back repeated, while its FIFO is full), the engine the receive WQEs.
                 if self.cls_c.q.val() {
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
@@ -3311,7 +3359,7 @@ impl Logic for RxEngine {
                 }
             }
             RxState::ResumeRead => {
-                // The resumption asked for in state 11 or 21, from registers.
+                // The resumption asked for in `Retire` or `RspAct`, from registers.
                 if !self.rd_rw_dup.q.val() & !self.rw_full.val() {
                     self.rw_write.next = true;
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
@@ -3356,7 +3404,7 @@ impl Logic for RxEngine {
                 if (self.ctx.q.val().state == 6) & !self.qp_err.q.val() {
                     // Just moved to ERR by the driver: the scheduler flushes what it has not
                     // sent, this engine what is in flight. No error event (the driver knows),
-                    // but LAST_WQE_REACHED for a QP on an SRQ (state 9).
+                    // but LAST_WQE_REACHED for a QP on an SRQ (`WriteBack`).
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
                     self.state.d.next = RxState::FlushStep;
                     if !self.rw_full.val() {
@@ -3416,8 +3464,9 @@ impl Logic for RxEngine {
             RxState::RspOrder => {
                 // 3: in order or not; the length a response at this place must have (the
                 // path MTU, or what is left on the last); where its payload goes.
-                // A READ with an SGE list that is already being answered: its cursor (state
-                // 44's work) is taken now, from the list entry read since state 2.
+                // A READ with an SGE list that is already being answered: its cursor
+                // (`ReadListEntry`'s work) is taken now, from the list entry read since
+                // `LoadQpState`.
                 self.rl_pre.d.next = self.rd_valid.q.val();
                 self.rl_addr.d.next = self.rl_rd.val().get_bits::<64>(0) + bit_cast::<64, 32>(self.rl_used.q.val());
                 self.rl_rem.d.next = self.rl_rd.val().get_bits::<32>(64) - self.rl_used.q.val();
@@ -3537,8 +3586,9 @@ impl Logic for RxEngine {
                             self.state.d.next = RxState::CompletionWait;
                         }
                         if self.r_list.q.val() {
-                            // The payload scatters over the READ's SGE list (44-47), one job
-                            // per piece, then on to 3 or 9.
+                            // The payload scatters over the READ's SGE list (`ReadListEntry` ..
+                            // `ReadListReadEntry`), one job per piece, then on to
+                            // `CompletionWait` or `WriteBack`.
                             self.job_write.next = false;
                             self.sc_off.d.next = 0.into();
                             self.sc_rem.d.next = self.pkt.q.val().plen;
@@ -3596,8 +3646,9 @@ impl Logic for RxEngine {
             | (bit_cast::<48, 24>(self.acked_ram.write_data.val().get_bits::<24>(64)) << 24);
         self.acked_we.next = self.acked_ram.write_enable.val();
         self.acked_waddr.next = self.acked_ram.write_address.val();
-        // The state as its number (see `RxState`), for the status register. (The 6-bit state
-        // has codes no variant uses: without this default yosys infers a latch.)
+        // The state as its number (in parentheses in `RxState`'s documentation), for the status
+        // register: the numbers the states had before they were named. (The 6-bit state has
+        // codes no variant uses: without this default yosys infers a latch.)
         self.dbg_state.next = 0.into();
         match self.state.q.val() {
             RxState::Idle => self.dbg_state.next = 0.into(),
