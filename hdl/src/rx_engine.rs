@@ -1,10 +1,200 @@
-//! The RX engine: RC responder (RDMA WRITE) and requester completer (ACK/NAK → CQE).
+//! The RX engine: the RC responder (IBTA Vol 1 9.7: RDMA WRITE, SEND, RDMA READ and atomic
+//! requests) and the requester's completer (ACKs, NAKs and READ / atomic responses → CQEs).
+//!
+//! One state machine, [`RxState`], handles one thing at a time. Its states, by role:
+//! - **every visit**: [`RxState::Idle`] takes the work (a local completion, a QP to flush, an
+//!   ACK timeout, an asynchronous event, a packet), [`RxState::ReadQpState`] and
+//!   [`RxState::LoadQpState`] load the QP's context and transport state,
+//!   [`RxState::WriteBack`] stores it again;
+//! - **responder**: [`RxState::CheckRegion`], [`RxState::Decide`] (the verdict: payload, ACK,
+//!   NAK, RNR NAK or drop), [`RxState::QueueResponse`] (READs, atomics and owed ACKs to the
+//!   atomic unit), [`RxState::AtomicReplayRead`] / [`RxState::AtomicReplayMatch`] (a duplicate
+//!   atomic's saved result);
+//! - **receive scatter**: [`RxState::FetchRecvWqe`], [`RxState::TakeRecvWqe`], the entry checks
+//!   [`RxState::SgeReadKey`] .. [`RxState::SgeFits`], the piece loop [`RxState::ScatterSplit`]
+//!   .. [`RxState::ScatterNextEntry`];
+//! - **READ-response scatter**: [`RxState::ReadListEntry`] .. [`RxState::ReadListReadEntry`];
+//! - **completer**: the response checks [`RxState::RspHead`] .. [`RxState::RspAct`],
+//!   [`RxState::ResumeRead`], the retire loop [`RxState::RetireLoad`],
+//!   [`RxState::RetireCompare`], [`RxState::Retire`];
+//! - **completions**: [`RxState::CompletionWait`], [`RxState::CompletionRoute`],
+//!   [`RxState::WriteCqe`] (every CQE: send, receive, local completion, event);
+//! - **flush** of a QP in ERR: [`RxState::FlushStep`], [`RxState::FlushRecvWqe`].
+//!
+//! The paths through them (after `Idle`, `ReadQpState`, `LoadQpState`; each ends in
+//! `WriteBack`, then `Idle`, unless said otherwise):
+//! - a request: `CheckRegion`, `Decide`; an accepted or duplicate READ, an accepted atomic and
+//!   an ACK owed behind READ responses (from `WriteBack`) go on to `QueueResponse`; a duplicate
+//!   atomic to `AtomicReplayRead` and `AtomicReplayMatch` per replay-table entry, then
+//!   `QueueResponse`;
+//! - a SEND's first packet (or a WRITE with immediate's last) whose receive WQE is not yet
+//!   checked: `Decide`, `FetchRecvWqe`, `TakeRecvWqe`, `SgeReadKey` .. `SgeVerdict` per entry
+//!   (`SgeSelect` takes the next), with several entries `SgeFirstNonzero` and `SgeFits`, then
+//!   `Decide` again; a packet that passes an entry's end: `ScatterSplit`, `ScatterPiece` per
+//!   piece (`ScatterReadEntry`, `ScatterNextEntry` on each entry change), then the message's
+//!   last packet goes to `CompletionWait` for its receive CQE;
+//! - an ACK or NAK: `CheckRegion`, `Decide`, `CompletionWait`, `CompletionRoute`, then the
+//!   retire loop: `RetireLoad`, `RetireCompare`, `Retire` per WQE (`WriteCqe` for a signaled
+//!   or failed one, then `RetireLoad` again), `ResumeRead` for a READ it covers whose
+//!   responses are missing;
+//! - a READ or atomic response: `CheckRegion`, `Decide`, `RspHead`, `RspRange`, `RspOrder`,
+//!   `RspAct` (into an SGE list: `ReadListEntry`, `ReadListSplit`, `ReadListPiece` per piece,
+//!   `ReadListReadEntry` on each entry change); the READ's last response, or one that
+//!   implicitly acknowledges earlier WQEs, goes through `CompletionWait` to the retire loop;
+//! - an ACK timeout: the retire loop (QP in RTS) or `WriteBack`;
+//! - a local completion or an asynchronous event: `CompletionWait`, `CompletionRoute`,
+//!   `WriteCqe`;
+//! - a flush visit: `FlushStep`, then the retire loop (send WQEs), or `FetchRecvWqe`,
+//!   `TakeRecvWqe`, `FlushRecvWqe` and a receive CQE, or `Idle` (nothing left).
+//!
+//! A QP on an SRQ takes the SRQ's indices in `CheckRegion` and writes its consumer index back
+//! in `WriteBack`; `Idle` then checks the SRQ's limit.
 use crate::context_tables::ContextTables;
 use crate::records::{
     AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
     WriteJob,
 };
 use rust_hdl::prelude::*;
+
+/// The states of [`RxEngine`]'s state machine, grouped by role (the paths through them are in
+/// the module's documentation). A visit (one packet, ACK timeout, local completion,
+/// asynchronous event or flush step) runs from [`RxState::Idle`] through
+/// [`RxState::ReadQpState`] and [`RxState::LoadQpState`], the states of its role, and (but for a
+/// flush step with nothing to do) [`RxState::WriteBack`] back to `Idle`. The number in
+/// parentheses is the state's code in `dbg_state` (bits 5:0 of
+/// [`rnic_contract::regs::STATUS`]): its number from when the states were numbered, kept so the
+/// register reads as before.
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum RxState {
+    // ---- Every visit: take the work, load the QP's state, write it back ----
+    /// (0) Waiting; takes, in this order, a local completion from the scheduler, a QP marked
+    /// for flushing, an ACK or RNR timeout, an asynchronous event, a received packet. Queues
+    /// the SRQ limit event the last packet raised.
+    Idle,
+    /// (1) The QP's tables (context, key table, responder and completer state, RQ indices,
+    /// emission PSN) are read at `qpn`.
+    ReadQpState,
+    /// (2) They answer: the context and transport state are loaded, and the visit takes its
+    /// path; a packet's first checks (rkey, RETH offset, PSN delta, segment lengths) are
+    /// registered.
+    LoadQpState,
+    /// (9) The responder and completer state (and an SRQ's consumer index) are written back
+    /// and the QP's events raised; then `Idle`, the ACK owed behind READ responses
+    /// ([`RxState::QueueResponse`]) or a READ response's second check ([`RxState::RspHead`]).
+    /// Repeats while a class C error's flush request finds the go-back-N FIFO full.
+    WriteBack,
+    // ---- Responder (IBTA Vol 1 9.7): request checks and the verdict ----
+    /// (5) Request checks, 2: the region's room past the RETH offset, the payload against the
+    /// open WRITE or receive, an empty RQ (an SRQ's indices are loaded here), READs and
+    /// atomics outstanding against `max_dest_rd_atomic`.
+    CheckRegion,
+    /// (6) The packet's verdict (9.7, 9.9.3): its job goes out (payload, ACK, NAK sequence
+    /// error / invalid request / remote access error, RNR NAK, or a drop); an ACK or NAK goes
+    /// on to the completer, a READ response to its checks, a READ or atomic to the atomic
+    /// unit, a SEND or WRITE with immediate without a checked receive WQE to its fetch.
+    Decide,
+    /// (19) Duplicate atomic (9.7.5.1.1), replay-table scan: the entry at `scan_i` is read.
+    AtomicReplayRead,
+    /// (23) The entry holds the atomic's PSN: its saved original value is replayed; else the
+    /// next older entry (16 at most, then the duplicate is dropped).
+    AtomicReplayMatch,
+    /// (24) A READ, an atomic (new or replayed) or an ACK owed behind READ responses goes to
+    /// the atomic unit, with a barrier job into the write-job FIFO.
+    QueueResponse,
+    // ---- Receive scatter (9.7.4.1.3, 10.8.3): the receive WQE and a SEND's pieces ----
+    /// (7) The receive WQE at the RQ consumer index is requested (AXI ID 2), all its beats.
+    FetchRecvWqe,
+    /// (8) Its beats arrive: wr_id, num_sge and the scatter entries.
+    TakeRecvWqe,
+    /// (13) Scatter entry check, 1: the key table is read at the entry's lkey; the entries to
+    /// check (num_sge, at most what the stride holds).
+    SgeReadKey,
+    /// (14) 2: the lkey (valid, PD, LOCAL_WRITE) and the entry's offset into its region.
+    SgeCheckKey,
+    /// (15) 3: the region's room past that offset; the translated address.
+    SgeRoom,
+    /// (16) 4: the entry lies inside its region or is empty; a nonzero one is kept in
+    /// `sg_ram`. Then the next entry, the first nonzero one, or the verdict again.
+    SgeVerdict,
+    /// (35) The next scatter entry is taken from the WQE's beats (then `SgeReadKey` ..
+    /// `SgeVerdict` check it).
+    SgeSelect,
+    /// (36) Several entries: the message starts in the first nonzero one.
+    SgeFirstNonzero,
+    /// (37) The packet fits that entry, or the entries together; back to the verdict.
+    SgeFits,
+    /// (40) A packet that passes an entry's end, 1: does the entry end before the payload does
+    /// (or is it used up); the piece's offset into the packet.
+    ScatterSplit,
+    /// (41) 2: one payload job of `min(entry left, payload left)` bytes; the last piece frees
+    /// the packet's beats and carries its ACK request.
+    ScatterPiece,
+    /// (42) 3: `sg_ram` is read at the next entry...
+    ScatterReadEntry,
+    /// (43) 4: ...which becomes the current one.
+    ScatterNextEntry,
+    // ---- READ-response scatter (9.7.4.1.4): a response into its READ's SGE list ----
+    /// (44) 1: the current list entry (`rdl_ram`), past what earlier responses filled.
+    ReadListEntry,
+    /// (45) 2: does the entry end before the payload does (or is it used up); the piece's
+    /// offset into the packet.
+    ReadListSplit,
+    /// (46) 3: one payload job per piece; the last piece frees the packet's beats.
+    ReadListPiece,
+    /// (47) 4: `rdl_ram` is read at the next entry.
+    ReadListReadEntry,
+    // ---- Completer (9.7.5.1.3, 9.9.2): ACKs, NAKs and responses retire send WQEs ----
+    /// (10) Retire loop, 1: the in-flight WQE at `acked` is read; with none outstanding, the
+    /// write-back.
+    RetireLoad,
+    /// (11) 3: the head WQE's fate: retired (a CQE if signaled), failed (NAK code, retries or
+    /// RNR retries exhausted, bad response, flush), an RNR wait armed, a go-back-N rewind
+    /// asked for, or its READ resumed.
+    Retire,
+    /// (17) READ / atomic response checks, 1: the head WQE is what the response answers; the
+    /// response's offset in its PSN range; the PSN expected.
+    RspHead,
+    /// (18) 2: inside the range; the distance from the expected PSN; byte offsets.
+    RspRange,
+    /// (20) 3: in order or not; the opcode and length its place requires; where the payload
+    /// goes.
+    RspOrder,
+    /// (21) 4: the verdict: written, dropped, the READ resumed, or the WQEs it implicitly
+    /// acknowledges retired first.
+    RspAct,
+    /// (22) The scheduler is asked to resume the head READ at its first missing response
+    /// (9.7.5.1.3), once per PSN.
+    ResumeRead,
+    /// (32) Retire loop, 2: is the head WQE's last PSN covered (serial compare, registered).
+    RetireCompare,
+    // ---- Completions: CQEs of the completer, receives, local completions and events ----
+    /// (3) A cycle's pause on the way to a CQE or the retire loop.
+    CompletionWait,
+    /// (4) A local completion's fields are loaded; it, a receive completion or an event goes
+    /// to [`RxState::WriteCqe`], an ACK, NAK, response or timeout to the retire loop.
+    CompletionRoute,
+    /// (12) The CQE (a 32-byte job) of a retired or failed send WQE, a receive, a local
+    /// completion or an event; an error moves the QP to ERR and asks for the flushes.
+    WriteCqe,
+    // ---- Flush of a QP in ERR (10.3.1; asked for by a command, a doorbell or an error) ----
+    /// (33) One flush step: a QP the driver just moved to ERR has the scheduler flush its send
+    /// queue; then each outstanding send WQE completes (retire loop), then each posted
+    /// receive WQE is fetched.
+    FlushStep,
+    /// (34) The fetched receive WQE completes with IBV_WC_WR_FLUSH_ERR.
+    FlushRecvWqe,
+}
+
+/// The read-modify-write of a `rdone` count (fresh READ / atomic responses sent by a QP).
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum RdoneStep {
+    /// Nothing under way: the next `rsp_done` report is taken from `rdone_fifo`.
+    Idle,
+    /// `rdone_b` is read at the report's QP.
+    Read,
+    /// The count is readable: both copies are written one more.
+    Increment,
+}
 
 /// Decides what each received packet does, in order, and keeps the transport state.
 ///
@@ -66,14 +256,15 @@ use rust_hdl::prelude::*;
 /// costs 2 cycles per piece (piece length compare, job) plus 2 per entry change (`sg_ram`
 /// read) on top of the 6; a READ response into an SGE list costs 2 cycles per piece plus
 /// 2 per entry change (`rdl_ram` read) on top of its checks, plus 1 on the READ's first
-/// response. The checks are registered in
-/// stages so no decision path is deeper than 6 LUT levels: a piece's length is a mux of registers chosen by a comparison registered
-/// the cycle before.
+/// response. The checks are registered in stages so no decision path is deeper than 6 LUT
+/// levels: a piece's length is a mux of registers chosen by a comparison registered the cycle
+/// before.
 #[derive(LogicBlock)]
 pub struct RxEngine {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
-    /// The state machine's state, for the engine status register (rnic_contract::regs::STATUS).
+    /// The state machine's state as its number (the one in parentheses in [`RxState`]), for the
+    /// engine status register (rnic_contract::regs::STATUS).
     pub dbg_state: Signal<Out, Bits<6>>,
     pub desc_empty: Signal<In, Bit>,
     pub desc: Signal<In, RxDesc>,
@@ -190,8 +381,8 @@ pub struct RxEngine {
     rdone_a: RAM<Bits<8>, 6>,
     rdone_b: RAM<Bits<8>, 6>,
     rdone_fifo: SynchronousFIFO<Bits<6>, 2, 3, 1>,
-    /// 1: the count's address is being taken by `rdone_b`; 2: its value is readable.
-    rdone_busy: DFF<Bits<2>>,
+    /// Where the increment of `rdone_q`'s count is (`rdone_b` read, then both copies written).
+    rdone_busy: DFF<RdoneStep>,
     rdone_q: DFF<Bits<6>>,
     rd_done_data: Signal<Local, Bits<8>>,
     rdone_init: Signal<Local, Bit>,
@@ -221,13 +412,14 @@ pub struct RxEngine {
     em_we: Signal<Local, Bit>,
     em_wa: Signal<Local, Bits<6>>,
     em_wd: Signal<Local, Bits<24>>,
-    /// The packet's QP's emission PSN (state 2) and the packet's PSN is at or past it (state 5).
+    /// The packet's QP's emission PSN (`LoadQpState`) and the packet's PSN is at or past it
+    /// (`CheckRegion`).
     emit_now_r: DFF<Bits<24>>,
     ghost_r: DFF<Bit>,
     /// READ responses: the PSN where the head READ's response stream may (re)start with FIRST
     /// or ONLY besides its first PSN: where the completer last asked for it to be resumed
     /// (completer state bits 132..155, valid bit 156; cleared when a WQE retires). The opcode
-    /// and AETH of a response fit its place (state 20); one that does not completes the READ
+    /// and AETH of a response fit its place (`RspOrder`); one that does not completes the READ
     /// with IBV_WC_BAD_RESP_ERR (`rsp_bad`, IBTA Vol 1 9.9.2, as rxe's completer does).
     rd_rs: DFF<Bits<24>>,
     rd_rs_ok: DFF<Bit>,
@@ -262,26 +454,27 @@ pub struct RxEngine {
     rr_nak: DFF<Bit>,
     rr_syn_r: DFF<Bits<8>>,
     /// A pending command puts the QP this engine works on in RESET (registered): the command
-    /// is held until the engine is back in state 0 (see `cmd_ready`).
+    /// is held until the engine is back in `Idle` (see `cmd_ready`).
     rst_here_r: DFF<Bit>,
     cmd_seen_r: DFF<Bit>,
     rst_cmd: Signal<Local, Bit>,
     rst_mask: Signal<Local, Bits<64>>,
     /// The packet's ACK or NAK was taken off its write job because the QP has READ / atomic
-    /// responses still to send (`pend_rd_r`, state 5): it goes through the READ FIFO behind
-    /// them instead (state 9 → 24), so responses leave in PSN order (IBTA Vol 1 9.7.5.1).
+    /// responses still to send (`pend_rd_r`, `CheckRegion`): it goes through the READ FIFO
+    /// behind them instead (`WriteBack` → `QueueResponse`), so responses leave in PSN order
+    /// (IBTA Vol 1 9.7.5.1).
     ack_div: DFF<Bit>,
     ack_psn_r: DFF<Bits<24>>,
     ack_msn_r: DFF<Bits<24>>,
     pend_rd_r: DFF<Bit>,
-    /// `max_dest_rd_atomic` of them are outstanding (state 5, acted on in 6).
+    /// `max_dest_rd_atomic` of them are outstanding (`CheckRegion`, acted on in `Decide`).
     rd_over_r: DFF<Bit>,
     srq_ram: RAM<Bits<24>, 6>,
     /// Asynchronous events to write as event CQEs: {SRQ or QP 5..0, event CQ 15..8, WQEs
     /// left 31..16 (an SRQ limit event; 0 otherwise), ibv_event_type 36..32}. SRQ limit events
-    /// are pushed in state 0, QP events from `qe_*` in other cycles.
+    /// are pushed in `Idle`, QP events from `qe_*` in other cycles.
     ev_fifo: SynchronousFIFO<Bits<40>, 6, 7, 1>,
-    /// QP-affiliated events decided in state 9, pushed into `ev_fifo` one per cycle from these
+    /// QP-affiliated events decided in `WriteBack`, pushed into `ev_fifo` one per cycle from these
     /// registers (COMM_EST, then the error event of type `qe_t`, then LAST_WQE_REACHED) of QP
     /// `qe_q`, with the event CQ of `async_cq`.
     qe_ce: DFF<Bit>,
@@ -295,28 +488,29 @@ pub struct RxEngine {
     /// push in this cycle fits (at most one push per cycle), and no push waits on the FIFO's
     /// pointer compare in the same cycle (timing).
     ev_room: DFF<Bit>,
-    /// State 6: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
-    /// for the choice of the error event in state 9.
+    /// `Decide`: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
+    /// for the choice of the error event in `WriteBack`.
     acc_r: DFF<Bit>,
-    /// The error event state 9 raises when the QP's error flag rose (ibv_event_type; 0:
-    /// none), chosen from registers: `err_was` is the flag as loaded (state 2).
+    /// The error event `WriteBack` raises when the QP's error flag rose (ibv_event_type; 0:
+    /// none), chosen from registers: `err_was` is the flag as loaded (`LoadQpState`).
     ev_type: Signal<Local, Bits<5>>,
     err_was: DFF<Bit>,
     /// COMM_EST: the QP already raised it in this RTR (responder state bit 364, cleared by
     /// INIT_RQ_PSN and RESET); `ce_fire`: this packet is a request with the expected PSN on a
-    /// QP in RTR (state 6).
+    /// QP in RTR (`Decide`).
     ce_done: DFF<Bit>,
     ce_fire: DFF<Bit>,
     ce_bit: Signal<Local, Bit>,
     /// The packet's QP takes receive WQEs from an SRQ: its indices were loaded from the SRQ's
-    /// (state 5) and go back there (state 9); then the limit is checked (state 0).
+    /// (`CheckRegion`) and go back there (`WriteBack`); then the limit is checked (`Idle`).
     srq_took: DFF<Bit>,
     srq_lim: DFF<Bits<24>>,
     ev_chk: DFF<Bit>,
     /// This packet took a WQE from the SRQ (only then is its limit checked).
     srq_inc: DFF<Bit>,
     ev_fire_r: DFF<Bit>,
-    /// Serving an SRQ limit event (states 1, 2, 3, 4, 12, 9) to this CQ.
+    /// Serving an asynchronous event (`ReadQpState`, `LoadQpState`, `CompletionWait`,
+    /// `CompletionRoute`, `WriteCqe`, `WriteBack`) to this CQ.
     src_ev: DFF<Bit>,
     ev_cq: DFF<Bits<8>>,
     /// Completer state by QP: {retired WQEs 15..0, retries 18..16, ERR 20, `rd_valid` 21,
@@ -326,7 +520,7 @@ pub struct RxEngine {
     acked_ram: RAM<Bits<181>, 6>,
     acked_tx_ram: RAM<Bits<48>, 6>,
     inflight_ram: RAM<Bits<224>, 12>,
-    state: DFF<Bits<6>>,
+    state: DFF<RxState>,
     /// The write-job FIFO has room for a job this cycle: its almost-full flag (at most one free
     /// slot), registered. Safe for one job per cycle: a flag taken a cycle late still leaves
     /// room for the job written in that cycle.
@@ -334,7 +528,7 @@ pub struct RxEngine {
     /// QPs to look at for flushing (IBTA Vol 1 10.3.1: a QP in ERR completes every WQE with
     /// IBV_WC_WR_FLUSH_ERR, on the RQ too): set by an RQ doorbell, by a context command that
     /// writes state ERR, by an error that moves a QP to ERR, and by any packet or timeout for a
-    /// QP in ERR; served in state 0 (`src_fl`) one WQE at a time, lowest priority after local
+    /// QP in ERR; served from `Idle` (`src_fl`) one WQE at a time, lowest priority after local
     /// completions and timeouts. `fp_idx` scans the bits and stops at a set one (`fp_sel`).
     flush_pend: DFF<Bits<64>>,
     fp_idx: DFF<Bits<6>>,
@@ -346,7 +540,7 @@ pub struct RxEngine {
     fl_cmd_r: DFF<Bit>,
     fl_cqpn_r: DFF<Bits<6>>,
     /// The covering PSN precedes the head in-flight WQE's last PSN (24-bit serial compare),
-    /// registered in state 32 so state 11 acts on a flag, not on a subtraction.
+    /// registered in `RetireCompare` so `Retire` acts on a flag, not on a subtraction.
     psn_before_r: DFF<Bit>,
     /// An atomic request's form (no payload, aligned VA) and the CQ write-back flag, a
     /// cycle ahead of their use.
@@ -376,12 +570,13 @@ pub struct RxEngine {
     status: DFF<Bits<8>>,
     cqe_wr_id: DFF<Bits<64>>,
     cqe_len: DFF<Bits<32>>,
-    // Request checks, registered in stages (states 2, 5, then the decision in 6).
+    // Request checks, registered in stages (`LoadQpState`, `CheckRegion`, then the decision
+    // in `Decide`).
     off_r: DFF<Bits<64>>,
     va_ok: DFF<Bit>,
     key_ok_r: DFF<Bit>,
     seq_ok_r: DFF<Bit>,
-    /// Segment-length flags for `seq_ok`, registered in state 2 from the table's path MTU:
+    /// Segment-length flags for `seq_ok`, registered in `LoadQpState` from the table's path MTU:
     /// payload = MTU, payload ≤ MTU (and not 0), RETH length > MTU, payload = RETH length.
     len_eq_mtu_r: DFF<Bit>,
     len_le_mtu_r: DFF<Bit>,
@@ -414,7 +609,7 @@ pub struct RxEngine {
     cqe_opcode: DFF<Bits<8>>,
     recv_need_ack: DFF<Bit>,
     recv_syn: DFF<Bits<8>>,
-    // Decision inputs registered a state ahead, so state 6 only combines flags.
+    // Decision inputs registered a state ahead, so `Decide` only combines flags.
     bounds_ok_r: DFF<Bit>,
     sge_ok_r: DFF<Bit>,
     send_fits_r: DFF<Bit>,
@@ -457,10 +652,10 @@ pub struct RxEngine {
     src_rnr: DFF<Bit>,
     rnr_cnt: DFF<Bits<3>>,
     rnr_wait: DFF<Bit>,
-    /// The RNR arm request, registered (state 11 decides, the timer hears it a cycle later).
+    /// The RNR arm request, registered (`Retire` decides, the timer hears it a cycle later).
     arm_r: DFF<Bit>,
     arm_code_r: DFF<Bits<5>>,
-    /// State 10: the packet is a sequence NAK that may rewind (no RNR wait running), and a
+    /// `RetireLoad`: the packet is a sequence NAK that may rewind (no RNR wait running), and a
     /// rewind is still allowed (RETRY_CNT, progress, or the end of an RNR wait).
     seq_nak_r: DFF<Bit>,
     retry_ok_r: DFF<Bit>,
@@ -469,7 +664,7 @@ pub struct RxEngine {
     rsp_pending: DFF<Bit>,
     rsp_retired: DFF<Bit>,
     rsp_final: DFF<Bit>,
-    // READ response checks, registered in states 17, 18 and 20.
+    // READ response checks, registered in `RspHead`, `RspRange` and `RspOrder`.
     r_head_read: DFF<Bit>,
     r_a: DFF<Bits<24>>,
     r_b: DFF<Bits<24>>,
@@ -484,17 +679,17 @@ pub struct RxEngine {
     r_past: DFF<Bit>,
     r_addr: DFF<Bits<64>>,
     r_exp_dup: DFF<Bit>,
-    /// PSNs a READ request uses: ceil(len / MTU), at least 1 (registered in state 5).
+    /// PSNs a READ request uses: ceil(len / MTU), at least 1 (registered in `CheckRegion`).
     rd_npkts: DFF<Bits<24>>,
-    /// `rr_full`, a cycle late: only this engine writes the READ FIFO (in state 24, then it
+    /// `rr_full`, a cycle late: only this engine writes the READ FIFO (in `QueueResponse`, then it
     /// leaves), so the late copy is exact there.
     rr_full_r: DFF<Bit>,
-    /// READ length in whole MTUs (state 2) and whether it is zero, for `rd_npkts`.
+    /// READ length in whole MTUs (`LoadQpState`) and whether it is zero, for `rd_npkts`.
     rd_q: DFF<Bits<24>>,
     rd_part: DFF<Bit>,
     rd_zero: DFF<Bit>,
-    /// State 11 → 22: a READ covered by an ACK asks to be resumed (registered restart PSN and
-    /// whether that PSN was already asked for).
+    /// `Retire` → `ResumeRead`: a READ covered by an ACK asks to be resumed (registered
+    /// restart PSN and whether that PSN was already asked for).
     rd_rw_psn: DFF<Bits<24>>,
     rd_rw_dup: DFF<Bit>,
     // Receive scatter (IBTA Vol 1 9.7.4.1.3, 10.8.3; ibv_post_recv(3)).
@@ -514,7 +709,7 @@ pub struct RxEngine {
     /// far (`sg_n`: their slot in `sg_ram`).
     sg_i: DFF<Bits<5>>,
     sg_cnt: DFF<Bits<5>>,
-    /// The WQE's num_sge is more than its stride holds (state 13): a SEND into it completes
+    /// The WQE's num_sge is more than its stride holds (`SgeReadKey`): a SEND into it completes
     /// with IBV_WC_LOC_LEN_ERR, like a message longer than its entries.
     sg_over: DFF<Bit>,
     sg_more: DFF<Bit>,
@@ -535,7 +730,8 @@ pub struct RxEngine {
     tot_rem: DFF<Bits<36>>,
     /// The packet fits what is left of the receive buffer (its entries together).
     tot_fits_r: DFF<Bit>,
-    /// Scatter loop (states 40..43) for a packet that passes an entry's end: payload bytes of
+    /// Scatter loop (`ScatterSplit` .. `ScatterNextEntry`) for a packet that passes an entry's
+    /// end: payload bytes of
     /// the packet already placed and left, the next piece's byte offset into the packet, the
     /// current entry ends before the payload does (`pc_lt`) or is used up (`pc_zero`), the
     /// packet's ACK request, and the state to go to after its last piece.
@@ -545,8 +741,8 @@ pub struct RxEngine {
     pc_lt: DFF<Bit>,
     pc_zero: DFF<Bit>,
     sc_ack: DFF<Bit>,
-    sc_next: DFF<Bits<6>>,
-    /// State 2: the packet's payload is shorter than / as long as what is left of the open
+    sc_next: DFF<RxState>,
+    /// `LoadQpState`: the packet's payload is shorter than / as long as what is left of the open
     /// WRITE; the RQ ring's index mask and RQ_LOG_STRIDE, from the context as it is loaded.
     wr_lt_r: DFF<Bit>,
     wr_eq_r: DFF<Bit>,
@@ -578,9 +774,11 @@ pub struct RxEngine {
     rl_used: DFF<Bits<32>>,
     rl_addr: DFF<Bits<64>>,
     rl_rem: DFF<Bits<32>>,
-    /// The cursor was taken in state 20 (a response after the READ's first): skip state 44.
+    /// The cursor was taken in `RspOrder` (a response after the READ's first): skip
+    /// `ReadListEntry`.
     rl_pre: DFF<Bit>,
-    /// The response's payload goes through the READ list (states 44-47).
+    /// The response's payload goes through the READ list (`ReadListEntry` ..
+    /// `ReadListReadEntry`).
     r_list: DFF<Bit>,
     rl_rd: Signal<Local, Bits<96>>,
     rl_piece: Signal<Local, Bits<32>>,
@@ -646,7 +844,7 @@ pub struct RxEngine {
     entry_is_read: Signal<Local, Bit>,
     rd_restart: Signal<Local, Bits<24>>,
     mtu_mask: Signal<Local, Bits<32>>,
-    /// A READ's length is not a whole number of MTUs (state 2, from the table's context).
+    /// A READ's length is not a whole number of MTUs (`LoadQpState`, from the table's context).
     part_now: Signal<Local, Bit>,
     rlen: Signal<Local, Bits<32>>,
     last_plus1: Signal<Local, Bits<24>>,
@@ -661,8 +859,8 @@ pub struct RxEngine {
     /// Flush bookkeeping: bits set and cleared this cycle; this engine asks for the current QP.
     fl_set: Signal<Local, Bits<64>>,
     fl_eng: Signal<Local, Bit>,
-    /// State 6 answers a responder class C error (see there); `cls_c`: state 9 still has to
-    /// ask for the flushes.
+    /// `Decide` answers a responder class C error (see there); `cls_c`: `WriteBack` still has
+    /// to ask for the flushes.
     class_c: Signal<Local, Bit>,
     cls_c: DFF<Bit>,
     fl_clr: Signal<Local, Bits<64>>,
@@ -1087,25 +1285,6 @@ impl Default for RxEngine {
     }
 }
 
-// States.
-// 0 idle, 1 load (address), 2 load (data) + first checks, 5 region room + payload address,
-// 6 decide + job, 3 CQ load (address), 4 CQ load (data), 9 write back, 10 completer wait
-// (in-flight entry address), 32 entry read (coverage registered), 11 completer check, 12 CQE
-// job; for a SEND that starts a message: 7 receive-WQE address,
-// 8 receive-WQE data (1, 2 or 4 beats), 13 key-table read at the entry's lkey, 14 offset,
-// 15 region room, 16 fit, then for each further entry 35 (select it) and 13..16 again, with
-// several entries 36 (the first nonzero one) and 37 (fits), back to 6; a packet passing the
-// end of a scatter entry: 40 piece length compare, 41 piece job, 42-43 next entry from sg_ram,
-// then 3 (last packet: receive CQE) or 9; for a READ response: 17, 18, 20 checks, 21 act (a READ
-// with an SGE list: 44 entry, 45 piece length compare, 46 piece job, 47 next entry, then 3 or
-// 9); 22 resume a READ an ACK
-// covered before its responses arrived (or one whose responses are missing); 24 hand an
-// accepted or replayed READ, an accepted atomic, a replayed ATOMIC ACKNOWLEDGE or an owed ACK
-// to the atomic unit (with its barrier job); a duplicate atomic: 19, 23 scan the replay
-// table, then 24.
-// A QP on an SRQ takes the SRQ's indices in state 5 and writes its consumer index back in 9;
-// state 0 then checks the SRQ's limit; an SRQ limit event is a CQE through 1, 2, 3, 4, 12, 9.
-
 // The event types written as literals below (rust-hdl takes no paths in `hdl_gen`).
 const _: () = {
     use rnic_contract::verbs::event_type as e;
@@ -1333,7 +1512,7 @@ impl Logic for RxEngine {
         self.job_room.d.next = !self.job_afull.val();
         self.at_scan_addr.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.scan_i.q.val());
         self.at_entry.next = self.at_scan_data.val();
-        self.job_free.next = self.state.q.val() == 0;
+        self.job_free.next = self.state.q.val() == RxState::Idle;
         self.arm_r.d.next = false;
         self.rnr_arm.next = self.arm_r.q.val();
         self.rnr_qpn.next = self.qpn.q.val();
@@ -1375,7 +1554,7 @@ impl Logic for RxEngine {
         self.sg_first.next = self.sg_i.q.val() == 0;
         self.plen36.next = bit_cast::<36, 13>(self.pkt.q.val().plen);
         self.sge_len36.next = bit_cast::<36, 32>(self.sge_len.q.val());
-        // Scatter-entry table: written in state 16, read at the QP's current entry.
+        // Scatter-entry table: written in `SgeVerdict`, read at the QP's current entry.
         self.sg_ram.read_clock.next = self.clock.val();
         self.sg_ram.write_clock.next = self.clock.val();
         self.sg_ram.read_address.next =
@@ -1401,7 +1580,8 @@ impl Logic for RxEngine {
         if self.pc_lt.q.val() {
             self.rl_piece.next = self.rl_rem.q.val();
         }
-        // The scatter entry checked in states 13..16 lies inside its region, or is empty.
+        // The scatter entry checked in `SgeReadKey` .. `SgeVerdict` lies inside its region, or is
+        // empty.
         self.entry_ok.next = (self.sge_len.q.val() == 0)
             | (self.key_ok_r.q.val()
                 & self.va_ok.q.val()
@@ -1428,7 +1608,10 @@ impl Logic for RxEngine {
             }
         }
         self.tables.mr_addr.next = self.rkey.val().get_bits::<6>(8);
-        if (self.state.q.val() == 13) | (self.state.q.val() == 14) | (self.state.q.val() == 15) {
+        if (self.state.q.val() == RxState::SgeReadKey)
+            | (self.state.q.val() == RxState::SgeCheckKey)
+            | (self.state.q.val() == RxState::SgeRoom)
+        {
             self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
         }
         self.sent_addr.next = self.qpn.q.val();
@@ -1450,13 +1633,13 @@ impl Logic for RxEngine {
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
         self.rd_wr_rem.next = self.rdyn_now.val().get_bits::<32>(128);
         self.entry.next = self.inflight_ram.read_data.val().into();
-        // An SRQ's index comes from the QP's context: read at the SRQ number in state 2 (when
-        // the context is the table's output), for state 5.
+        // An SRQ's index comes from the QP's context: read at the SRQ number in `LoadQpState`
+        // (when the context is the table's output), for `CheckRegion`.
         self.srq_addr.next = self.ctx.q.val().srqn;
-        if self.state.q.val() == 2 {
+        if self.state.q.val() == RxState::LoadQpState {
             self.srq_addr.next = self.qp_now.val().srqn;
         }
-        if (self.state.q.val() == 2) & self.qp_now.val().use_srq.any() {
+        if (self.state.q.val() == RxState::LoadQpState) & self.qp_now.val().use_srq.any() {
             self.rqpi_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
         }
         if self.cmd_fire.val() & (self.cmd_op.val() == 4) & self.cmd_record.val().get_bit(24) {
@@ -1473,8 +1656,8 @@ impl Logic for RxEngine {
         self.srqci_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
         self.srq_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
         // Written by a command (a new SRQ's consumer index, its limit and event CQ) or by this
-        // engine (state 9: the consumer index; state 0: disarm), never in the same cycle (no
-        // command is taken in state 9 or the cycle after it).
+        // engine (`WriteBack`: the consumer index; `Idle`: disarm), never in the same cycle (no
+        // command is taken in `WriteBack` or the cycle after it).
         self.srqci_ram.write_enable.next =
             self.cmd_fire.val() & (self.cmd_op.val() == 4) & self.cmd_record.val().get_bit(24);
         self.srqci_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
@@ -1493,8 +1676,8 @@ impl Logic for RxEngine {
             | (bit_cast::<40, 16>(self.srq_left.val()) << 16)
             | 0x0F_0000_0000_u64;
         self.ev_fifo.read.next = false;
-        // QP events decided in state 9 go into the event FIFO one per cycle, from registers,
-        // except in the cycle after state 9 when an SRQ limit event may take the write port
+        // QP events decided in `WriteBack` go into the event FIFO one per cycle, from registers,
+        // except in the cycle after `WriteBack` when an SRQ limit event may take the write port
         // (`ev_chk`). An event that finds the FIFO full is lost (see regs::ASYNC_EVENT_CQ).
         self.ev_room.d.next = !self.ev_fifo.almost_full.val();
         self.qe_data.next = bit_cast::<40, 6>(self.qe_q.q.val()) | (bit_cast::<40, 8>(self.qe_cq.q.val()) << 8);
@@ -1515,7 +1698,7 @@ impl Logic for RxEngine {
         }
         self.ce_bit.next = self.ce_done.q.val() | self.ce_fire.q.val();
         // Which error event the QP's error flag rising raises (regs::ASYNC_EVENT_CQ): none for
-        // the driver's own move to ERR (a flush visit); a responder class C error of state 6
+        // the driver's own move to ERR (a flush visit); a responder class C error of `Decide`
         // (`cls_c`) QP_ACCESS_ERR after a refused RETH / AtomicETH (NAK remote access error),
         // else QP_REQ_ERR (NAK invalid request); a receive error IBV_WC_LOC_PROT_ERR (4)
         // QP_ACCESS_ERR, IBV_WC_LOC_LEN_ERR QP_REQ_ERR; none for a requester error: its error
@@ -1564,16 +1747,16 @@ impl Logic for RxEngine {
             self.rdone_a.write_enable.next = true;
             self.rdone_a.write_address.next = self.cmd_index.val().get_bits::<6>(0);
             self.rdone_a.write_data.next = 0.into();
-        } else if self.rdone_busy.q.val() == 2 {
+        } else if self.rdone_busy.q.val() == RdoneStep::Increment {
             // The count is readable: write it back one more.
             self.rdone_a.write_enable.next = true;
-            self.rdone_busy.d.next = 0.into();
-        } else if self.rdone_busy.q.val() == 1 {
-            self.rdone_busy.d.next = 2.into();
+            self.rdone_busy.d.next = RdoneStep::Idle;
+        } else if self.rdone_busy.q.val() == RdoneStep::Read {
+            self.rdone_busy.d.next = RdoneStep::Increment;
         } else if !self.rdone_fifo.empty.val() {
             self.rdone_fifo.read.next = true;
             self.rdone_q.d.next = self.rdone_fifo.data_out.val();
-            self.rdone_busy.d.next = 1.into();
+            self.rdone_busy.d.next = RdoneStep::Read;
         }
         self.rdone_b.write_enable.next = self.rdone_a.write_enable.val();
         self.rdone_b.write_address.next = self.rdone_a.write_address.val();
@@ -1593,33 +1776,33 @@ impl Logic for RxEngine {
         self.inflight_ram.write_data.next = self.if_wdata.val().into();
 
         // ---- Context commands (tables written in any cycle but write-back) ----
-        // Commands in any cycle but the write-back (state 9). A command that lands between a
+        // Commands in any cycle but the write-back (`WriteBack`). A command that lands between a
         // QP's load and its write-back is overwritten by it: commands that write the transport
         // state (INIT_SQ_PSN, INIT_RQ_PSN) come while a QP is being set up and takes no
         // traffic, and the flush handler writes back only a QP it changed (one in ERR).
-        // (A flop: set in the states that cannot reach state 9 next cycle, so the command
+        // (A flop: set in the states that cannot reach `WriteBack` next cycle, so the command
         // handshake, and every table write enable behind it, starts at a register.)
-        self.cmd_ok_r.d.next = !((self.state.q.val() == 2)
-            | (self.state.q.val() == 6)
-            | (self.state.q.val() == 9)
-            | (self.state.q.val() == 10)
-            | (self.state.q.val() == 11)
-            | (self.state.q.val() == 12)
-            | (self.state.q.val() == 21)
-            | (self.state.q.val() == 22)
-            | (self.state.q.val() == 23)
-            | (self.state.q.val() == 24)
-            | (self.state.q.val() == 41));
+        self.cmd_ok_r.d.next = !((self.state.q.val() == RxState::LoadQpState)
+            | (self.state.q.val() == RxState::Decide)
+            | (self.state.q.val() == RxState::WriteBack)
+            | (self.state.q.val() == RxState::RetireLoad)
+            | (self.state.q.val() == RxState::Retire)
+            | (self.state.q.val() == RxState::WriteCqe)
+            | (self.state.q.val() == RxState::RspAct)
+            | (self.state.q.val() == RxState::ResumeRead)
+            | (self.state.q.val() == RxState::AtomicReplayMatch)
+            | (self.state.q.val() == RxState::QueueResponse)
+            | (self.state.q.val() == RxState::ScatterPiece));
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         // A command that puts the QP this engine is working on in RESET waits until the engine
-        // is back in state 0 (nothing more is fetched from the QP's rings, which the driver
+        // is back in `Idle` (nothing more is fetched from the QP's rings, which the driver
         // frees once the command is taken); registered, taken from its second cycle.
         self.cmd_seen_r.d.next = self.cmd_valid.val() & !self.cmd_fire.val();
         self.rst_here_r.d.next = self.cmd_valid.val()
             & (self.cmd_op.val() == 1)
             & (self.cmd_qp.val().state == 0)
             & (self.cmd_index.val().get_bits::<6>(0) == self.qpn.q.val())
-            & (self.state.q.val() != 0);
+            & (self.state.q.val() != RxState::Idle);
         self.cmd_ready.next = self.cmd_ok_r.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
         self.tables.cmd_fire.next = self.cmd_fire.val();
         self.tables.cmd_op.next = self.cmd_op.val();
@@ -1682,10 +1865,10 @@ impl Logic for RxEngine {
         self.emit_max.write_address.next = self.em_wa.val();
         self.emit_max.write_data.next = self.em_wd.val();
 
-        // ---- Request checks (valid in state 2, when the tables answer) ----
+        // ---- Request checks (valid in `LoadQpState`, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
-        // Opcode classes (bits as documented at `opc`), registered: `pkt` is loaded in state 0,
-        // so they hold from state 2 on (IBTA Vol 1 Table 38).
+        // Opcode classes (bits as documented at `opc`), registered: `pkt` is loaded in `Idle`,
+        // so they hold from `LoadQpState` on (IBTA Vol 1 Table 38).
         self.opc.d.next = 0.into();
         match self.op.val().index() {
             0 => {
@@ -1792,7 +1975,7 @@ impl Logic for RxEngine {
         // A SEND's first packet and a WRITE with immediate's last consume a receive WQE.
         self.needs_rwqe.next = self.is_send_start.val() | self.is_write_imm.val();
         // Receive WQE `ci` at rq_base + (ci mod size) * (64 << RQ_LOG_STRIDE): the ring mask
-        // and the stride are registered with the context (state 2), the shift is a 3-way
+        // and the stride are registered with the context (`LoadQpState`), the shift is a 3-way
         // choice of constants, so the address is one AND-mux and an adder from registers.
         self.rq_mask.next = self.rq_mask_r.q.val();
         self.rq_idx.next = bit_cast::<64, 16>(self.rq_ci.q.val() & self.rq_mask.val());
@@ -1808,7 +1991,7 @@ impl Logic for RxEngine {
             }
         }
         self.rq_addr_r.d.next = self.ctx.q.val().rq_base + self.rq_off.val();
-        self.rq_ar_valid.next = self.state.q.val() == 7;
+        self.rq_ar_valid.next = self.state.q.val() == RxState::FetchRecvWqe;
         // The whole receive WQE (64 << RQ_LOG_STRIDE bytes: 1, 2 or 4 beats).
         self.rq_ar_len.next = bit_cast::<3, 2>(self.rq_nb.q.val());
         self.rq_ar_addr.next = self.rq_addr_r.q.val();
@@ -1914,7 +2097,8 @@ impl Logic for RxEngine {
         // struct field's slice.)
         self.va_req.next = self.pkt.q.val().reth_va;
         self.va_low.next = self.va_req.val().get_bits::<3>(0);
-        // (No payload, and an aligned VA, registered a state ahead: `pkt` holds from state 1.)
+        // (No payload, and an aligned VA, registered a state ahead: `pkt` holds from
+        // `ReadQpState`.)
         self.pz_r.d.next = self.plen32.val() == 0;
         self.at_form_r.d.next = (self.plen32.val() == 0) & (self.va_low.val() == 0);
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
@@ -2040,7 +2224,8 @@ impl Logic for RxEngine {
         self.rr_data.next.pkey = self.ctx.q.val().pkey;
         self.rr_data.next.dest_qpn = self.ctx.q.val().dest_qpn;
         self.rr_data.next.psn = self.pkt.q.val().psn;
-        // (Written in state 24, after state 6 moved the MSN for a new READ; a replay keeps it.)
+        // (Written in `QueueResponse`, after `Decide` moved the MSN for a new READ; a replay
+        // keeps it.)
         self.rr_data.next.msn = self.msn.q.val();
         self.rr_data.next.path_mtu = self.ctx.q.val().path_mtu;
         self.rr_data.next.rsvd0 = 0.into();
@@ -2076,13 +2261,13 @@ impl Logic for RxEngine {
         self.rr_item.next.swp = self.pkt.q.val().at_swap;
         self.rr_item.next.rsvd1 = 0.into();
         // PSNs of a READ: ceil(len / MTU), one for a zero-length READ (9.7.4.1.4), from the
-        // whole MTUs and the remainder taken in state 2 (the context is the table's output).
+        // whole MTUs and the remainder taken in `LoadQpState` (the context is the table's output).
         // The bits below the path MTU (4095 at most): a shifted constant, one LUT level.
         self.mtu_mask.next = !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.qp_now.val().path_mtu) + 7));
         self.rlen.next = self.pkt.q.val().reth_len;
         self.part_now.next = (self.rlen.val().get_bits::<12>(0) & self.mtu_mask.val().get_bits::<12>(0)) != 0;
 
-        // A responder class C error in state 6 (IBTA Vol 1 9.9.3): NAK remote access error (a
+        // A responder class C error in `Decide` (IBTA Vol 1 9.9.3): NAK remote access error (a
         // refused RETH or AtomicETH), NAK invalid request (opcode out of sequence, or a READ or
         // atomic beyond max_dest_rd_atomic), on a request with the expected PSN.
         self.class_c.next = !self.c_unknown.q.val()
@@ -2093,8 +2278,8 @@ impl Logic for RxEngine {
             & ((self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()))
                 | !self.seq_ok_r.q.val()
                 | ((self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val()));
-        match self.state.q.val().index() {
-            0 => {
+        match self.state.q.val() {
+            RxState::Idle => {
                 self.src_to.d.next = false;
                 self.src_rnr.d.next = false;
                 self.src_recv.d.next = false;
@@ -2130,7 +2315,7 @@ impl Logic for RxEngine {
                     self.lcr.d.next = self.lc.val();
                     self.qpn.d.next = self.lc_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 } else if self.fp_sel.q.val() {
                     // A QP to flush (or to check): served before new packets, so traffic on
                     // other QPs cannot starve it.
@@ -2139,7 +2324,7 @@ impl Logic for RxEngine {
                     self.fl_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fp_sel_idx.q.val());
                     self.qpn.d.next = self.fp_sel_idx.q.val();
                     self.qpn_ok.d.next = true;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 } else if !self.to_empty.val() {
                     self.to_read.next = true;
                     self.src_lc.d.next = false;
@@ -2147,9 +2332,9 @@ impl Logic for RxEngine {
                     self.src_rnr.d.next = self.to_qpn.val().get_bit(7);
                     self.qpn.d.next = self.to_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 } else if !self.ev_fifo.empty.val() {
-                    // An asynchronous event: an event CQE (states 1-4, 12, 9) on its event CQ:
+                    // An asynchronous event: an event CQE (through `WriteCqe`) on its event CQ:
                     // an SRQ limit event (QP_NUM the SRQ number, BYTE_LEN the WQEs left) or a
                     // QP event (QP_NUM the QP).
                     self.ev_fifo.read.next = true;
@@ -2163,25 +2348,25 @@ impl Logic for RxEngine {
                     self.cqe_opcode.d.next = 255.into();
                     self.status.d.next = bit_cast::<8, 5>(self.ev_fifo.data_out.val().get_bits::<5>(32));
                     self.recv_need_ack.d.next = false;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 } else if !self.desc_empty.val() {
                     self.desc_read.next = true;
                     self.src_lc.d.next = false;
                     self.pkt.d.next = self.desc.val();
                     self.qpn.d.next = self.desc_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = self.desc_qpn.val().get_bits::<18>(6) == 0;
-                    self.state.d.next = 1.into();
+                    self.state.d.next = RxState::ReadQpState;
                 }
             }
-            1 => {
-                self.state.d.next = 2.into();
+            RxState::ReadQpState => {
+                self.state.d.next = RxState::LoadQpState;
             }
-            2 => {
+            RxState::LoadQpState => {
                 // Every packet leaves exactly one job (which frees its buffer space in order);
                 // the tables keep answering while the job FIFO is full.
                 self.ctx.d.next = self.qp_now.val();
                 self.mtu_r.d.next = self.mtu_now.val();
-                // The segment-length flags `seq_ok` combines in state 5.
+                // The segment-length flags `seq_ok` combines in `CheckRegion`.
                 self.len_eq_mtu_r.d.next = self.plen32.val() == self.mtu_now.val();
                 self.len_le_mtu_r.d.next = self.plen32.val() <= self.mtu_now.val();
                 self.len_nz_r.d.next = self.plen32.val() != 0;
@@ -2192,7 +2377,7 @@ impl Logic for RxEngine {
                 self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
                 self.wr_rem.d.next = self.rdyn_now.val().get_bits::<32>(128);
                 // The segment-length checks against what is left of an open WRITE, as flags
-                // (state 5 combines them per opcode); the RQ ring's mask and stride.
+                // (`CheckRegion` combines them per opcode); the RQ ring's mask and stride.
                 self.wr_lt_r.d.next = self.plen32.val() < self.rd_wr_rem.val();
                 self.wr_eq_r.d.next = self.plen32.val() == self.rd_wr_rem.val();
                 self.rq_mask_r.d.next =
@@ -2231,15 +2416,15 @@ impl Logic for RxEngine {
                 self.emit_now_r.d.next = self.emit_ram.read_data.val();
                 self.sent.d.next = self.sent_data.val();
                 if self.src_lc.q.val() {
-                    self.state.d.next = 3.into();
+                    self.state.d.next = RxState::CompletionWait;
                 } else if self.src_fl.q.val() {
-                    self.state.d.next = 33.into();
+                    self.state.d.next = RxState::FlushStep;
                 } else if self.src_ev.q.val() {
-                    self.state.d.next = 3.into();
+                    self.state.d.next = RxState::CompletionWait;
                 } else if self.src_to.q.val() {
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                     if self.qp_now.val().state == 3 {
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     }
                     // A timeout of a QP the driver moved to ERR: flush what it waits for.
                     self.fl_eng.next = self.qp_now.val().state == 6;
@@ -2255,10 +2440,10 @@ impl Logic for RxEngine {
                     );
                     self.rd_zero.d.next = self.pkt.q.val().reth_len == 0;
                     self.rd_part.d.next = self.part_now.val();
-                    self.state.d.next = 5.into();
+                    self.state.d.next = RxState::CheckRegion;
                 }
             }
-            5 => {
+            RxState::CheckRegion => {
                 // What is left of the region past the offset; where the payload goes.
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
                 self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
@@ -2295,11 +2480,11 @@ impl Logic for RxEngine {
                 if self.rd_zero.q.val() {
                     self.rd_npkts.d.next = 1.into();
                 }
-                self.state.d.next = 6.into();
+                self.state.d.next = RxState::Decide;
             }
-            6 => {
+            RxState::Decide => {
                 // COMM_EST (IBTA Vol 1 11.6.3.1): a request with the expected PSN on a QP in
-                // RTR; state 9 raises it if the QP has not yet in this RTR.
+                // RTR; `WriteBack` raises it if the QP has not yet in this RTR.
                 self.ce_fire.d.next = !self.c_unknown.q.val()
                     & !self.c_dup.q.val()
                     & !self.c_gap.q.val()
@@ -2310,11 +2495,11 @@ impl Logic for RxEngine {
                     self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val());
                 if self.job_room.q.val() {
                     self.job_write.next = true;
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                     if self.class_c.val() {
                         // A responder class C error (NAK invalid request or remote access
                         // error, IBTA Vol 1 9.9.3, as rxe and ConnectX do): the QP goes to ERR
-                        // with the NAK; in state 9 the scheduler is asked to flush its send
+                        // with the NAK; in `WriteBack` the scheduler is asked to flush its send
                         // queue and the QP is marked for this engine's flush of its receive
                         // WQEs (IBV_WC_WR_FLUSH_ERR); later packets of the connection are
                         // dropped.
@@ -2338,16 +2523,16 @@ impl Logic for RxEngine {
                             self.cnt_rx_nak_inv_req.next = self.is_nak.val() & (self.nak_code.val() == 1);
                             self.cnt_rx_nak_rem_access.next = self.is_nak.val() & (self.nak_code.val() == 2);
                             self.cnt_rx_nak_rem_op.next = self.is_nak.val() & (self.nak_code.val() == 3);
-                            self.state.d.next = 3.into();
+                            self.state.d.next = RxState::CompletionWait;
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
                     } else if self.is_read_resp.val() {
                         // A READ response for our requester: checked against the READ at the
-                        // head of the in-flight table in states 17, 18, 20, 21.
+                        // head of the in-flight table in `RspHead` .. `RspAct`.
                         if self.ctx.q.val().state == 3 {
                             self.job_write.next = false;
-                            self.state.d.next = 17.into();
+                            self.state.d.next = RxState::RspHead;
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
@@ -2358,16 +2543,17 @@ impl Logic for RxEngine {
                         // one of these for the rest.
                         self.cnt_dup.next = true;
                         if (self.pkt.q.val().reth_len == 0) | (self.key_ok_r.q.val() & self.bounds_ok.val()) {
-                            self.state.d.next = 24.into();
+                            self.state.d.next = RxState::QueueResponse;
                         }
                     } else if self.c_dup.q.val() & self.is_atomic_req.val() {
                         // A duplicate atomic is never executed again: it is answered with the
                         // original value saved when it ran (9.7.5.1.1), found by a scan of the
-                        // QP's replay table from the newest entry (states 19, 23).
+                        // QP's replay table from the newest entry (`AtomicReplayRead`,
+                        // `AtomicReplayMatch`).
                         self.cnt_dup.next = true;
                         self.scan_i.d.next = self.at_slot.q.val() - 1;
                         self.scan_n.d.next = 0.into();
-                        self.state.d.next = 19.into();
+                        self.state.d.next = RxState::AtomicReplayRead;
                     } else if self.c_dup.q.val() {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
                         // message is answered with an ACK of everything received so far.
@@ -2404,26 +2590,26 @@ impl Logic for RxEngine {
                     } else if (self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val() {
                         // max_dest_rd_atomic READs / atomics still have responses to send: too
                         // many outstanding, NAK invalid request (9.7.5.2.2; ibv_modify_qp(3)),
-                        // sent by the scheduler after those responses (state 24), so it does
+                        // sent by the scheduler after those responses (`QueueResponse`), so it does
                         // not overtake them.
                         self.cnt_drop_inv_req.next = true;
                         self.nak_sent.d.next = true;
                         self.rr_nak.d.next = true;
                         self.rr_syn_r.d.next = 0x61.into();
-                        self.state.d.next = 24.into();
+                        self.state.d.next = RxState::QueueResponse;
                     } else if self.is_read_req.val() {
                         // Accepted RDMA READ: the scheduler answers it with READ RESPONSE
                         // packets; the request's PSN range is used up and the MSN counts it.
                         self.rd_acc.d.next = self.rd_acc.q.val() + 1;
                         self.rr_fresh.d.next = true;
                         self.cnt_roce_ok.next = true;
-                        self.state.d.next = 24.into();
+                        self.state.d.next = RxState::QueueResponse;
                         self.epsn.d.next = self.epsn.q.val() + self.rd_npkts.q.val();
                         self.msn.d.next = self.msn.q.val() + 1;
                         self.nak_sent.d.next = false;
                     } else if self.is_atomic_req.val() {
-                        // Accepted atomic: handed to the atomic unit in state 24, which executes
-                        // it once every earlier write is in host memory and answers it.
+                        // Accepted atomic: handed to the atomic unit in `QueueResponse`, which
+                        // executes it once every earlier write is in host memory and answers it.
                         self.rd_acc.d.next = self.rd_acc.q.val() + 1;
                         self.rr_fresh.d.next = true;
                         self.cnt_roce_ok.next = true;
@@ -2432,7 +2618,7 @@ impl Logic for RxEngine {
                         self.nak_sent.d.next = false;
                         self.at_mode.d.next = true;
                         self.at_exec.d.next = true;
-                        self.state.d.next = 24.into();
+                        self.state.d.next = RxState::QueueResponse;
                     } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() & self.rq_empty_r.q.val() {
                         // No receive WQE posted: RNR NAK with the QP's minimal RNR timer
                         // (9.7.5.2.8); the packet is not executed and the PSN stays expected.
@@ -2442,7 +2628,7 @@ impl Logic for RxEngine {
                     } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() {
                         // Fetch and check the receive WQE, then decide again.
                         self.job_write.next = false;
-                        self.state.d.next = 7.into();
+                        self.state.d.next = RxState::FetchRecvWqe;
                     } else if (self.is_send_start.val() & !self.sge_ok.val())
                         | ((self.is_send_start.val() | self.is_send_cont.val()) & !self.tot_fits_r.q.val())
                     {
@@ -2473,7 +2659,7 @@ impl Logic for RxEngine {
                             self.srq_inc.d.next = self.ctx.q.val().use_srq.any();
                         }
                         self.in_send.d.next = false;
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     } else {
                         // Accepted: the payload goes out, the responder state moves on.
                         self.cnt_roce_ok.next = true;
@@ -2516,7 +2702,7 @@ impl Logic for RxEngine {
                             self.cqe_flags.d.next = 2.into();
                             self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                             self.srq_inc.d.next = self.ctx.q.val().use_srq.any();
-                            self.state.d.next = 3.into();
+                            self.state.d.next = RxState::CompletionWait;
                         }
                         if self.is_send_start.val() | self.is_send_cont.val() {
                             // The message scatters into the receive WQE's buffer.
@@ -2553,7 +2739,7 @@ impl Logic for RxEngine {
                                     // A QP's own RQ: its WQE is retired with the message.
                                     self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                                 }
-                                self.state.d.next = 3.into();
+                                self.state.d.next = RxState::CompletionWait;
                             }
                             // What is left of the receive buffer after this packet.
                             self.tot_rem.d.next = self.tot_rem.q.val() - self.plen36.val();
@@ -2563,7 +2749,8 @@ impl Logic for RxEngine {
                             }
                             if !self.send_fits.val() {
                                 // The payload passes the end of the current entry: it goes out
-                                // in pieces, one job per entry (states 40..43), then on to the
+                                // in pieces, one job per entry (`ScatterSplit` ..
+                                // `ScatterNextEntry`), then on to the
                                 // state chosen above.
                                 self.job_write.next = false;
                                 self.wr_addr.d.next = self.w_addr_r.q.val();
@@ -2574,43 +2761,43 @@ impl Logic for RxEngine {
                                 self.sc_off.d.next = 0.into();
                                 self.sc_rem.d.next = self.pkt.q.val().plen;
                                 self.sc_ack.d.next = self.pkt.q.val().ackreq.any() & !self.is_send_end.val();
-                                self.sc_next.d.next = 9.into();
+                                self.sc_next.d.next = RxState::WriteBack;
                                 if self.is_send_end.val() {
-                                    self.sc_next.d.next = 3.into();
+                                    self.sc_next.d.next = RxState::CompletionWait;
                                 }
-                                self.state.d.next = 40.into();
+                                self.state.d.next = RxState::ScatterSplit;
                             }
                         }
                         self.nak_sent.d.next = false;
                     }
                 }
             }
-            3 => {
-                self.state.d.next = 4.into();
+            RxState::CompletionWait => {
+                self.state.d.next = RxState::CompletionRoute;
             }
-            4 => {
+            RxState::CompletionRoute => {
                 if self.src_lc.q.val() {
                     self.cqe_opcode.d.next = self.lcr.q.val().wc_opcode;
                     self.cqe_wr_id.d.next = self.lcr.q.val().wr_id;
                     self.cqe_len.d.next = 0.into();
                     self.status.d.next = self.lcr.q.val().status;
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else if self.src_recv.q.val() | self.src_ev.q.val() {
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else {
-                    self.state.d.next = 10.into();
+                    self.state.d.next = RxState::RetireLoad;
                 }
             }
-            7 => {
+            RxState::FetchRecvWqe => {
                 // Fetch the receive WQE at the RQ consumer index (AXI ID 2), all its beats.
                 self.rq_beat.d.next = 0.into();
                 self.sg_i.d.next = 0.into();
                 self.sg_n.d.next = 0.into();
                 if self.rq_ar_ready.val() {
-                    self.state.d.next = 8.into();
+                    self.state.d.next = RxState::TakeRecvWqe;
                 }
             }
-            8 => {
+            RxState::TakeRecvWqe => {
                 // Its beats in order: beat 0 holds wr_id, num_sge and entries 0..2 (entry 0 is
                 // checked first), beat k >= 1 entries 4k-1..4k+2.
                 if self.rq_r_valid.val() {
@@ -2632,14 +2819,14 @@ impl Logic for RxEngine {
                         }
                     }
                     if self.rq_beat.q.val() == self.rq_nb.q.val() {
-                        self.state.d.next = 13.into();
+                        self.state.d.next = RxState::SgeReadKey;
                         if self.src_fl.q.val() {
-                            self.state.d.next = 34.into();
+                            self.state.d.next = RxState::FlushRecvWqe;
                         }
                     }
                 }
             }
-            13 => {
+            RxState::SgeReadKey => {
                 // The key table is read at the scatter entry's lkey; the entries to check are
                 // the WQE's num_sge, at most what its stride holds.
                 self.sg_cnt.d.next = self.sg_cap.q.val();
@@ -2648,9 +2835,9 @@ impl Logic for RxEngine {
                     self.sg_cnt.d.next = bit_cast::<5, 8>(self.rwqe.q.val().num_sge);
                     self.sg_over.d.next = false;
                 }
-                self.state.d.next = 14.into();
+                self.state.d.next = RxState::SgeCheckKey;
             }
-            14 => {
+            RxState::SgeCheckKey => {
                 // A WRITE with immediate keeps its RETH checks and address: its receive WQE
                 // gives only the wr_id.
                 if self.is_send_start.val() {
@@ -2663,17 +2850,17 @@ impl Logic for RxEngine {
                     self.sge_len.d.next = self.cur_sge.q.val().get_bits::<32>(64);
                 }
                 self.sg_more.d.next = self.sg_inext.val() < self.sg_cnt.q.val();
-                self.state.d.next = 15.into();
+                self.state.d.next = RxState::SgeRoom;
             }
-            15 => {
+            RxState::SgeRoom => {
                 if self.is_send_start.val() {
                     self.off_ok.d.next = self.off_r.q.val() <= self.mr_now.val().length;
                     self.room.d.next = self.mr_now.val().length - self.off_r.q.val();
                     self.w_addr_r.d.next = self.mr_now.val().iova + self.off_r.q.val();
                 }
-                self.state.d.next = 16.into();
+                self.state.d.next = RxState::SgeVerdict;
             }
-            16 => {
+            RxState::SgeVerdict => {
                 // The scatter entry lies inside its region (or is empty), as every entry before
                 // it; the packet fits it.
                 self.sge_ok_r.d.next = self.entry_ok.val() & (self.sg_first.val() | self.sge_ok_r.q.val());
@@ -2693,17 +2880,18 @@ impl Logic for RxEngine {
                     }
                 }
                 self.rwqe_ready.d.next = true;
-                self.state.d.next = 6.into();
+                self.state.d.next = RxState::Decide;
                 if self.is_send_start.val() & self.sg_more.q.val() {
                     // The next entry.
                     self.sg_i.d.next = self.sg_inext.val();
-                    self.state.d.next = 35.into();
+                    self.state.d.next = RxState::SgeSelect;
                 } else if !self.sg_first.val() {
-                    self.state.d.next = 36.into();
+                    self.state.d.next = RxState::SgeFirstNonzero;
                 }
             }
-            35 => {
-                // Entry `sg_i` from the WQE's beats, then its checks (13..16).
+            RxState::SgeSelect => {
+                // Entry `sg_i` from the WQE's beats, then its checks (`SgeReadKey` ..
+                // `SgeVerdict`).
                 match self.sg_i.q.val().index() {
                     1 => {
                         self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(128);
@@ -2751,29 +2939,29 @@ impl Logic for RxEngine {
                         self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(0);
                     }
                 }
-                self.state.d.next = 13.into();
+                self.state.d.next = RxState::SgeReadKey;
             }
-            36 => {
+            RxState::SgeFirstNonzero => {
                 // Several entries: the message starts in the first nonzero one.
                 self.w_addr_r.d.next = self.first_addr.q.val();
                 self.sge_len.d.next = self.first_len.q.val();
-                self.state.d.next = 37.into();
+                self.state.d.next = RxState::SgeFits;
             }
-            37 => {
+            RxState::SgeFits => {
                 // The packet fits that entry, or the entries together.
                 self.send_fits_r.d.next = self.plen32.val() <= self.sge_len.q.val();
                 self.tot_fits_r.d.next = (self.plen36.val() <= self.sg_tot.q.val()) & !self.sg_over.q.val();
-                self.state.d.next = 6.into();
+                self.state.d.next = RxState::Decide;
             }
-            40 => {
+            RxState::ScatterSplit => {
                 // Scatter, 1: does the current entry end before the payload does (or is it used
                 // up); the piece's offset into the packet.
                 self.pc_lt.d.next = self.wr_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
                 self.pc_zero.d.next = self.wr_rem.q.val() == 0;
                 self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
-                self.state.d.next = 41.into();
+                self.state.d.next = RxState::ScatterPiece;
             }
-            41 => {
+            RxState::ScatterPiece => {
                 // 2: one payload job per piece, `min(entry left, payload left)` bytes; the
                 // packet's last piece frees its beats and carries its ACK request.
                 self.job.next.kind = 0.into();
@@ -2789,7 +2977,7 @@ impl Logic for RxEngine {
                 if self.pc_zero.q.val() {
                     // The entry is used up (an earlier packet ended at its end): the next one.
                     self.sg_cur.d.next = self.sg_cur.q.val() + 1;
-                    self.state.d.next = 42.into();
+                    self.state.d.next = RxState::ScatterReadEntry;
                 } else if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.wr_addr.d.next = self.wr_addr.q.val() + bit_cast::<64, 32>(self.sg_piece.val());
@@ -2798,37 +2986,37 @@ impl Logic for RxEngine {
                     self.sc_rem.d.next = self.sc_rem.q.val() - self.sg_piece.val().get_bits::<13>(0);
                     if self.pc_lt.q.val() {
                         self.sg_cur.d.next = self.sg_cur.q.val() + 1;
-                        self.state.d.next = 42.into();
+                        self.state.d.next = RxState::ScatterReadEntry;
                     } else {
                         self.state.d.next = self.sc_next.q.val();
                     }
                 }
             }
-            42 => {
+            RxState::ScatterReadEntry => {
                 // 3: the entry table is read at the next entry...
-                self.state.d.next = 43.into();
+                self.state.d.next = RxState::ScatterNextEntry;
             }
-            43 => {
+            RxState::ScatterNextEntry => {
                 // 4: ...which becomes the current one.
                 self.wr_addr.d.next = self.sg_rd.val().get_bits::<64>(0);
                 self.wr_rem.d.next = self.sg_rd.val().get_bits::<32>(64);
-                self.state.d.next = 40.into();
+                self.state.d.next = RxState::ScatterSplit;
             }
-            44 => {
+            RxState::ReadListEntry => {
                 // READ scatter, 1: the current list entry, past what earlier responses filled.
                 self.rl_addr.d.next = self.rl_rd.val().get_bits::<64>(0) + bit_cast::<64, 32>(self.rl_used.q.val());
                 self.rl_rem.d.next = self.rl_rd.val().get_bits::<32>(64) - self.rl_used.q.val();
-                self.state.d.next = 45.into();
+                self.state.d.next = RxState::ReadListSplit;
             }
-            45 => {
+            RxState::ReadListSplit => {
                 // 2: does the entry end before the payload does (or is it used up); the
                 // piece's offset into the packet.
                 self.pc_lt.d.next = self.rl_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
                 self.pc_zero.d.next = self.rl_rem.q.val() == 0;
                 self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
-                self.state.d.next = 46.into();
+                self.state.d.next = RxState::ReadListPiece;
             }
-            46 => {
+            RxState::ReadListPiece => {
                 // 3: one payload job per piece; the packet's last piece frees its beats.
                 self.job.next.kind = 0.into();
                 self.job.next.off = self.sc_hoff.q.val();
@@ -2843,7 +3031,7 @@ impl Logic for RxEngine {
                     // The entry is used up (an earlier response ended at its end): the next.
                     self.rl_k.d.next = self.rl_k.q.val() + 1;
                     self.rl_used.d.next = 0.into();
-                    self.state.d.next = 47.into();
+                    self.state.d.next = RxState::ReadListReadEntry;
                 } else if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.rl_addr.d.next = self.rl_addr.q.val() + bit_cast::<64, 32>(self.rl_piece.val());
@@ -2854,17 +3042,17 @@ impl Logic for RxEngine {
                     if self.pc_lt.q.val() {
                         self.rl_k.d.next = self.rl_k.q.val() + 1;
                         self.rl_used.d.next = 0.into();
-                        self.state.d.next = 47.into();
+                        self.state.d.next = RxState::ReadListReadEntry;
                     } else {
                         self.state.d.next = self.sc_next.q.val();
                     }
                 }
             }
-            47 => {
-                // 4: the list is read at the next entry (then 44 takes it).
-                self.state.d.next = 44.into();
+            RxState::ReadListReadEntry => {
+                // 4: the list is read at the next entry (then `ReadListEntry` takes it).
+                self.state.d.next = RxState::ReadListEntry;
             }
-            9 => {
+            RxState::WriteBack => {
                 // Write back the transport state (and an SRQ's consumer index).
                 self.racc_ram.write_enable.next = self.qpn_ok.q.val();
                 self.racc_ram.write_address.next = self.qpn.q.val();
@@ -2931,22 +3119,22 @@ impl Logic for RxEngine {
                     | (bit_cast::<181, 1>(self.rd_rs_ok.q.val().into()) << 156)
                     | (bit_cast::<181, 24>(self.ack_hi.q.val()) << 157);
                 // Only the completer moves the CQ producer index.
-                self.state.d.next = 0.into();
+                self.state.d.next = RxState::Idle;
                 if self.ack_div.q.val() {
                     // The packet's ACK or NAK follows the READ responses owed before it.
                     self.rr_nak.d.next = true;
-                    self.state.d.next = 24.into();
+                    self.state.d.next = RxState::QueueResponse;
                 } else if self.rsp_pending.q.val() {
                     // The WQEs before the READ have retired: check the response again.
                     self.rsp_pending.d.next = false;
-                    self.state.d.next = 17.into();
+                    self.state.d.next = RxState::RspHead;
                 }
-                // A class C error of state 6: the scheduler flushes the send queue (waiting here,
+                // A class C error of `Decide`: the scheduler flushes the send queue (waiting here,
                 // the write-back repeated, while its FIFO is full), the engine the receive WQEs.
                 if self.cls_c.q.val() {
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
                     if self.rw_full.val() {
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                     } else {
                         self.rw_write.next = true;
                         self.fl_eng.next = true;
@@ -2954,7 +3142,7 @@ impl Logic for RxEngine {
                     }
                 }
             }
-            10 => {
+            RxState::RetireLoad => {
                 // The in-flight entry at `acked` is being read. Only WQEs the scheduler has
                 // recorded (serially between acked and sent) are retired.
                 self.seq_nak_r.d.next = !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
@@ -2962,17 +3150,17 @@ impl Logic for RxEngine {
                     | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
                     | self.src_rnr.q.val();
                 if (self.outstanding_wqes.val() == 0) | self.outstanding_wqes.val().get_bit(15) {
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 } else {
-                    self.state.d.next = 32.into();
+                    self.state.d.next = RxState::RetireCompare;
                 }
             }
-            32 => {
+            RxState::RetireCompare => {
                 // The in-flight entry is readable: is the head WQE covered?
                 self.psn_before_r.d.next = self.psn_diff.val().get_bit(23);
-                self.state.d.next = 11.into();
+                self.state.d.next = RxState::Retire;
             }
-            11 => {
+            RxState::Retire => {
                 self.cqe_opcode.d.next = self.entry.val().wc_opcode;
                 self.cqe_wr_id.d.next = self.entry.val().wr_id;
                 self.cqe_len.d.next = self.entry.val().byte_len;
@@ -2982,35 +3170,35 @@ impl Logic for RxEngine {
                     // IBV_WC_WR_FLUSH_ERR, signaled or not (ibv_poll_cq(3)).
                     self.status.d.next = 5.into();
                     self.cqe_len.d.next = 0.into();
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else if self.rsp_bad.q.val() {
                     // A response whose opcode or AETH does not fit its place in the READ:
                     // IBV_WC_BAD_RESP_ERR, and the QP goes to the error state (9.9.2).
                     self.status.d.next = 7.into();
                     self.cqe_len.d.next = 0.into();
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else if !self.src_to.q.val() & self.is_rnr.val() & self.psn_before_r.q.val() {
                     // RNR NAK for this WQE: the responder had no receive WQE. Wait the time its
                     // timer code names (the ACK timer holds that wait), then resend; RNR_RETRY
                     // such retries (7 = infinite), then IBV_WC_RNR_RETRY_EXC_ERR (9.7.5.2.8).
                     if self.rnr_wait.q.val() {
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                     } else if (self.ctx.q.val().rnr_retry != 7) & (self.rnr_cnt.q.val() >= self.ctx.q.val().rnr_retry) {
                         self.status.d.next = 13.into();
                         self.cqe_len.d.next = 0.into();
-                        self.state.d.next = 12.into();
+                        self.state.d.next = RxState::WriteCqe;
                     } else {
                         self.arm_r.d.next = true;
                         self.arm_code_r.d.next = self.nak_code.val();
                         self.rnr_cnt.d.next = self.rnr_cnt.q.val() + 1;
                         self.rnr_wait.d.next = true;
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                     }
                 } else if !self.src_to.q.val() & self.is_nak.val() & (self.nak_stale.val() | self.nak_repeat.val()) {
                     // A NAK older than the oldest WQE still outstanding (overtaken by a later
                     // ACK), or a second copy of the sequence NAK already acted on: nothing to
                     // do (the responder sends one sequence NAK per gap, 9.7.5.1.2).
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 } else if self.src_to.q.val() | (self.seq_nak_r.q.val() & self.psn_before_r.q.val()) {
                     // (While an RNR wait runs, sequence NAKs are the echo of the RNR'd packet:
                     // the resend waits for the RNR timer.)
@@ -3040,13 +3228,13 @@ impl Logic for RxEngine {
                                 self.rd_rs.d.next = self.restart_psn.val();
                                 self.rd_rs_ok.d.next = true;
                             }
-                            self.state.d.next = 9.into();
+                            self.state.d.next = RxState::WriteBack;
                         }
                     } else {
                         self.cnt_timeout.next = self.src_to.q.val();
                         self.status.d.next = 12.into();
                         self.cqe_len.d.next = 0.into();
-                        self.state.d.next = 12.into();
+                        self.state.d.next = RxState::WriteCqe;
                     }
                 } else if !self.psn_before_r.q.val() & self.entry_is_read.val() & !self.rsp_final.q.val() {
                     // An ACK (or a later response) covers a READ whose responses have not all
@@ -3055,13 +3243,13 @@ impl Logic for RxEngine {
                     // timeout covers a lost resumption.
                     self.rd_rw_psn.d.next = self.rd_restart.val();
                     self.rd_rw_dup.d.next = self.last_nak_ok.q.val() & (self.last_nak.q.val() == self.rd_restart.val());
-                    self.state.d.next = 22.into();
+                    self.state.d.next = RxState::ResumeRead;
                 } else if !self.psn_before_r.q.val() {
                     self.retries.d.next = 0.into();
                     self.rnr_cnt.d.next = 0.into();
                     // Covered by the ACK: retired successfully.
                     if self.entry.val().signaled.any() {
-                        self.state.d.next = 12.into();
+                        self.state.d.next = RxState::WriteCqe;
                     } else {
                         self.acked.d.next = self.acked.q.val() + 1;
                         self.acked_psn.d.next = self.last_plus1.val();
@@ -3070,18 +3258,18 @@ impl Logic for RxEngine {
                         if self.entry_is_read.val() {
                             self.reads_done.d.next = self.reads_done.q.val() + 1;
                         }
-                        self.state.d.next = 10.into();
+                        self.state.d.next = RxState::RetireLoad;
                     }
                 } else if self.is_nak.val() & (self.nak_code.val() != 0) & (self.nak_code.val() < 4) {
                     // The WQE holding the NAKed PSN fails: REM_INV_REQ 9, REM_ACCESS 10, REM_OP 11.
                     self.status.d.next = bit_cast::<8, 5>(self.nak_code.val()) + 8;
                     self.cqe_len.d.next = 0.into();
-                    self.state.d.next = 12.into();
+                    self.state.d.next = RxState::WriteCqe;
                 } else {
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 }
             }
-            12 => {
+            RxState::WriteCqe => {
                 if self.src_ev.q.val() {
                     // An SRQ limit event's CQE (no ACK, no error).
                     self.job.next.kind = 1.into();
@@ -3090,7 +3278,7 @@ impl Logic for RxEngine {
                     self.job.next.need_ack = 0.into();
                     if self.job_room.q.val() {
                         self.job_write.next = true;
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                     }
                 } else if self.src_recv.q.val() {
                     // A receive completion (IBV_WC_RECV), carrying the message's ACK or NAK: the
@@ -3106,7 +3294,7 @@ impl Logic for RxEngine {
                     if self.job_room.q.val() & !(self.fatal.val() & self.rw_full.val()) {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
-                        self.state.d.next = 9.into();
+                        self.state.d.next = RxState::WriteBack;
                         if self.fatal.val() {
                             // A receive error moves the QP to ERR (IBTA Vol 1 10.8.3.3): its
                             // send queue and remaining receives are flushed.
@@ -3142,14 +3330,14 @@ impl Logic for RxEngine {
                             self.fl_eng.next = true;
                         }
                         if self.src_lc.q.val() {
-                            self.state.d.next = 9.into();
+                            self.state.d.next = RxState::WriteBack;
                         } else {
-                            self.state.d.next = 10.into();
+                            self.state.d.next = RxState::RetireLoad;
                         }
                     }
                 }
             }
-            24 => {
+            RxState::QueueResponse => {
                 // The READ, atomic or owed ACK goes to the atomic unit, and in the same cycle
                 // a barrier job (no write, nothing released) into the write-job FIFO: the unit
                 // holds the job until every write accepted before it is in host memory, so a
@@ -3167,11 +3355,11 @@ impl Logic for RxEngine {
                         // The atomic's result goes to this replay slot.
                         self.at_slot.d.next = self.at_slot.q.val() + 1;
                     }
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 }
             }
-            22 => {
-                // The resumption asked for in state 11 or 21, from registers.
+            RxState::ResumeRead => {
+                // The resumption asked for in `Retire` or `RspAct`, from registers.
                 if !self.rd_rw_dup.q.val() & !self.rw_full.val() {
                     self.rw_write.next = true;
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
@@ -3184,58 +3372,58 @@ impl Logic for RxEngine {
                     self.rd_rs.d.next = self.rd_rw_psn.q.val();
                     self.rd_rs_ok.d.next = true;
                 }
-                self.state.d.next = 9.into();
+                self.state.d.next = RxState::WriteBack;
             }
-            19 => {
+            RxState::AtomicReplayRead => {
                 // Replay-table scan: the entry at `scan_i` is being read.
-                self.state.d.next = 23.into();
+                self.state.d.next = RxState::AtomicReplayMatch;
             }
-            23 => {
+            RxState::AtomicReplayMatch => {
                 if self.at_entry.val().get_bit(0) & (self.at_entry.val().get_bits::<24>(8) == self.pkt.q.val().psn) {
                     // Found: the ATOMIC ACKNOWLEDGE is sent again with the saved value.
                     self.at_mode.d.next = true;
                     self.at_orig.d.next = self.at_entry.val().get_bits::<64>(32);
-                    self.state.d.next = 24.into();
+                    self.state.d.next = RxState::QueueResponse;
                 } else if self.scan_n.q.val() == 15 {
                     // Older than the 16 newest atomics (more than max_rd_atomic ago): the
                     // requester cannot be waiting for it; dropped.
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                 } else {
                     self.scan_i.d.next = self.scan_i.q.val() - 1;
                     self.scan_n.d.next = self.scan_n.q.val() + 1;
-                    self.state.d.next = 19.into();
+                    self.state.d.next = RxState::AtomicReplayRead;
                 }
             }
-            33 => {
+            RxState::FlushStep => {
                 // Flush, one step per visit (the QP's bit is set again until nothing is left):
                 // a QP in ERR (moved there by the driver, or by an error completion) first
                 // completes its outstanding send WQEs, then each posted receive WQE, with
                 // IBV_WC_WR_FLUSH_ERR (ibv_modify_qp(3), ibv_poll_cq(3); IBTA Vol 1 10.3.1).
                 // Nothing to do (not in ERR, or nothing left): no write-back.
-                self.state.d.next = 0.into();
+                self.state.d.next = RxState::Idle;
                 if (self.ctx.q.val().state == 6) & !self.qp_err.q.val() {
                     // Just moved to ERR by the driver: the scheduler flushes what it has not
                     // sent, this engine what is in flight. No error event (the driver knows),
-                    // but LAST_WQE_REACHED for a QP on an SRQ (state 9).
+                    // but LAST_WQE_REACHED for a QP on an SRQ (`WriteBack`).
                     self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
-                    self.state.d.next = 33.into();
+                    self.state.d.next = RxState::FlushStep;
                     if !self.rw_full.val() {
                         self.rw_write.next = true;
                         self.qp_err.d.next = true;
                         self.fl_eng.next = true;
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     }
                 } else if self.qp_err.q.val() {
                     if (self.outstanding_wqes.val() != 0) & !self.outstanding_wqes.val().get_bit(15) {
                         self.fl_eng.next = true;
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     } else if (self.rq_ci.q.val() != self.rq_pi.q.val()) & !self.ctx.q.val().use_srq.any() {
                         // (An SRQ's WQEs belong to the SRQ: a QP in ERR flushes none.)
-                        self.state.d.next = 7.into();
+                        self.state.d.next = RxState::FetchRecvWqe;
                     }
                 }
             }
-            34 => {
+            RxState::FlushRecvWqe => {
                 // A receive WQE flushed: its completion on the receive CQ, no ACK.
                 self.src_recv.d.next = true;
                 self.recv_need_ack.d.next = false;
@@ -3245,9 +3433,9 @@ impl Logic for RxEngine {
                 self.cqe_len.d.next = 0.into();
                 self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                 self.fl_eng.next = true;
-                self.state.d.next = 3.into();
+                self.state.d.next = RxState::CompletionWait;
             }
-            17 => {
+            RxState::RspHead => {
                 // READ response checks, 1: the head WQE, the response's place in it, and the
                 // PSN expected next.
                 // (An ATOMIC ACKNOWLEDGE answers an atomic, a READ RESPONSE a READ.)
@@ -3261,9 +3449,9 @@ impl Logic for RxEngine {
                 self.r_past.d.next = !self.psn_diff.val().get_bit(23)
                     & (self.outstanding_wqes.val() != 0)
                     & !self.outstanding_wqes.val().get_bit(15);
-                self.state.d.next = 18.into();
+                self.state.d.next = RxState::RspRange;
             }
-            18 => {
+            RxState::RspRange => {
                 // 2: inside the READ's PSN range; distance from the expected PSN; byte offsets.
                 self.r_in.d.next = self.r_a.q.val() <= self.r_b.q.val();
                 self.r_d.d.next = self.pkt.q.val().psn - self.r_exp.q.val();
@@ -3271,13 +3459,14 @@ impl Logic for RxEngine {
                     bit_cast::<32, 24>(self.r_a.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
                 self.r_boff.d.next =
                     bit_cast::<32, 24>(self.r_b.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
-                self.state.d.next = 20.into();
+                self.state.d.next = RxState::RspOrder;
             }
-            20 => {
+            RxState::RspOrder => {
                 // 3: in order or not; the length a response at this place must have (the
                 // path MTU, or what is left on the last); where its payload goes.
-                // A READ with an SGE list that is already being answered: its cursor (state
-                // 44's work) is taken now, from the list entry read since state 2.
+                // A READ with an SGE list that is already being answered: its cursor
+                // (`ReadListEntry`'s work) is taken now, from the list entry read since
+                // `LoadQpState`.
                 self.rl_pre.d.next = self.rd_valid.q.val();
                 self.rl_addr.d.next = self.rl_rd.val().get_bits::<64>(0) + bit_cast::<64, 32>(self.rl_used.q.val());
                 self.rl_rem.d.next = self.rl_rd.val().get_bits::<32>(64) - self.rl_used.q.val();
@@ -3327,13 +3516,13 @@ impl Logic for RxEngine {
                     self.rl_k.d.next = 0.into();
                     self.rl_used.d.next = 0.into();
                 }
-                self.state.d.next = 21.into();
+                self.state.d.next = RxState::RspAct;
             }
-            21 => {
+            RxState::RspAct => {
                 // 4: act. Every response leaves one job (its payload, or nothing).
                 if self.job_room.q.val() {
                     self.job_write.next = true;
-                    self.state.d.next = 9.into();
+                    self.state.d.next = RxState::WriteBack;
                     if !self.r_head_read.q.val() | !self.r_in.q.val() {
                         if self.r_past.q.val() & self.r_head_read.q.val() {
                             // A later READ's response while the head READ still misses some:
@@ -3343,13 +3532,13 @@ impl Logic for RxEngine {
                             self.cnt_dup.next = true;
                             self.rd_rw_psn.d.next = self.r_exp.q.val();
                             self.rd_rw_dup.d.next = self.r_exp_dup.q.val();
-                            self.state.d.next = 22.into();
+                            self.state.d.next = RxState::ResumeRead;
                         } else if self.r_past.q.val() & !self.rsp_retired.q.val() {
                             // Past the head WQE: first retire what it implicitly acknowledges.
                             self.job_write.next = false;
                             self.rsp_pending.d.next = true;
                             self.rsp_retired.d.next = true;
-                            self.state.d.next = 3.into();
+                            self.state.d.next = RxState::CompletionWait;
                         } else {
                             // For no READ outstanding (late or duplicate): dropped.
                             self.cnt_dup.next = true;
@@ -3361,7 +3550,7 @@ impl Logic for RxEngine {
                             self.cnt_drop_psn.next = true;
                             self.rd_rw_psn.d.next = self.r_exp.q.val();
                             self.rd_rw_dup.d.next = self.r_exp_dup.q.val();
-                            self.state.d.next = 22.into();
+                            self.state.d.next = RxState::ResumeRead;
                         } else {
                             self.cnt_dup.next = true;
                         }
@@ -3370,7 +3559,7 @@ impl Logic for RxEngine {
                         // loop completes the READ with IBV_WC_BAD_RESP_ERR.
                         self.cnt_drop_inv_req.next = true;
                         self.rsp_bad.d.next = true;
-                        self.state.d.next = 3.into();
+                        self.state.d.next = RxState::CompletionWait;
                     } else if !self.r_len_ok.q.val() {
                         // A response of the wrong length is never written (it could reach
                         // past the READ's buffer).
@@ -3394,28 +3583,26 @@ impl Logic for RxEngine {
                             // after the payload.
                             self.rsp_final.d.next = true;
                             self.cover_r.d.next = self.pkt.q.val().psn;
-                            self.state.d.next = 3.into();
+                            self.state.d.next = RxState::CompletionWait;
                         }
                         if self.r_list.q.val() {
-                            // The payload scatters over the READ's SGE list (44-47), one job
-                            // per piece, then on to 3 or 9.
+                            // The payload scatters over the READ's SGE list (`ReadListEntry` ..
+                            // `ReadListReadEntry`), one job per piece, then on to
+                            // `CompletionWait` or `WriteBack`.
                             self.job_write.next = false;
                             self.sc_off.d.next = 0.into();
                             self.sc_rem.d.next = self.pkt.q.val().plen;
-                            self.sc_next.d.next = 9.into();
+                            self.sc_next.d.next = RxState::WriteBack;
                             if self.is_rsp_last.val() {
-                                self.sc_next.d.next = 3.into();
+                                self.sc_next.d.next = RxState::CompletionWait;
                             }
-                            self.state.d.next = 44.into();
+                            self.state.d.next = RxState::ReadListEntry;
                             if self.rl_pre.q.val() {
-                                self.state.d.next = 45.into();
+                                self.state.d.next = RxState::ReadListSplit;
                             }
                         }
                     }
                 }
-            }
-            _ => {
-                self.state.d.next = 0.into();
             }
         }
         self.job.next.ack = self.reply.val().into();
@@ -3459,9 +3646,53 @@ impl Logic for RxEngine {
             | (bit_cast::<48, 24>(self.acked_ram.write_data.val().get_bits::<24>(64)) << 24);
         self.acked_we.next = self.acked_ram.write_enable.val();
         self.acked_waddr.next = self.acked_ram.write_address.val();
-        self.dbg_state.next = self.state.q.val();
+        // The state as its number (in parentheses in `RxState`'s documentation), for the status
+        // register: the numbers the states had before they were named. (The 6-bit state has
+        // codes no variant uses: without this default yosys infers a latch.)
+        self.dbg_state.next = 0.into();
+        match self.state.q.val() {
+            RxState::Idle => self.dbg_state.next = 0.into(),
+            RxState::ReadQpState => self.dbg_state.next = 1.into(),
+            RxState::LoadQpState => self.dbg_state.next = 2.into(),
+            RxState::WriteBack => self.dbg_state.next = 9.into(),
+            RxState::CheckRegion => self.dbg_state.next = 5.into(),
+            RxState::Decide => self.dbg_state.next = 6.into(),
+            RxState::AtomicReplayRead => self.dbg_state.next = 19.into(),
+            RxState::AtomicReplayMatch => self.dbg_state.next = 23.into(),
+            RxState::QueueResponse => self.dbg_state.next = 24.into(),
+            RxState::FetchRecvWqe => self.dbg_state.next = 7.into(),
+            RxState::TakeRecvWqe => self.dbg_state.next = 8.into(),
+            RxState::SgeReadKey => self.dbg_state.next = 13.into(),
+            RxState::SgeCheckKey => self.dbg_state.next = 14.into(),
+            RxState::SgeRoom => self.dbg_state.next = 15.into(),
+            RxState::SgeVerdict => self.dbg_state.next = 16.into(),
+            RxState::SgeSelect => self.dbg_state.next = 35.into(),
+            RxState::SgeFirstNonzero => self.dbg_state.next = 36.into(),
+            RxState::SgeFits => self.dbg_state.next = 37.into(),
+            RxState::ScatterSplit => self.dbg_state.next = 40.into(),
+            RxState::ScatterPiece => self.dbg_state.next = 41.into(),
+            RxState::ScatterReadEntry => self.dbg_state.next = 42.into(),
+            RxState::ScatterNextEntry => self.dbg_state.next = 43.into(),
+            RxState::ReadListEntry => self.dbg_state.next = 44.into(),
+            RxState::ReadListSplit => self.dbg_state.next = 45.into(),
+            RxState::ReadListPiece => self.dbg_state.next = 46.into(),
+            RxState::ReadListReadEntry => self.dbg_state.next = 47.into(),
+            RxState::RetireLoad => self.dbg_state.next = 10.into(),
+            RxState::Retire => self.dbg_state.next = 11.into(),
+            RxState::RspHead => self.dbg_state.next = 17.into(),
+            RxState::RspRange => self.dbg_state.next = 18.into(),
+            RxState::RspOrder => self.dbg_state.next = 20.into(),
+            RxState::RspAct => self.dbg_state.next = 21.into(),
+            RxState::ResumeRead => self.dbg_state.next = 22.into(),
+            RxState::RetireCompare => self.dbg_state.next = 32.into(),
+            RxState::CompletionWait => self.dbg_state.next = 3.into(),
+            RxState::CompletionRoute => self.dbg_state.next = 4.into(),
+            RxState::WriteCqe => self.dbg_state.next = 12.into(),
+            RxState::FlushStep => self.dbg_state.next = 33.into(),
+            RxState::FlushRecvWqe => self.dbg_state.next = 34.into(),
+        }
         if self.reset.val() {
-            self.state.d.next = 0.into();
+            self.state.d.next = RxState::Idle;
         }
     }
 }

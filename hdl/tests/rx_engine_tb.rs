@@ -53,6 +53,9 @@
 //!   `async_cq` input) as event CQE jobs on the event CQ: COMM_EST once per RTR, QP_ACCESS_ERR /
 //!   QP_REQ_ERR after the responder's class C NAKs, LAST_WQE_REACHED for a QP on an SRQ entering
 //!   ERR (after its error event, or alone when the driver moves it), nothing while disabled.
+//! - `dbg_state_reports_the_state_numbers`: the state code on `dbg_state` (STATUS bits 5:0)
+//!   through an accepted WRITE and a refused one with its flush visit: the numbers the states
+//!   had before they were named (`rnic_hdl::rx_engine::RxState`).
 mod harness;
 
 use harness::tables::{Mr, Peer};
@@ -1678,5 +1681,79 @@ fn a_qp_on_an_srq_entering_err_raises_last_wqe_reached() {
         event_cqes(&jobs),
         [(ev_cq, u64::from(ev::QP_LAST_WQE_REACHED), 7)],
         "the driver moved QP 7 (SRQ) and QP 8 to ERR"
+    );
+}
+
+impl Tb {
+    /// Hands `d` in and runs `n` cycles; returns `dbg_state` cycle by cycle, repeats collapsed.
+    fn state_trace(&mut self, d: &Desc, n: u64) -> Vec<u64> {
+        let l = RxDesc::default();
+        let fields = [
+            (l.get_my_offset_start(), l.get_my_width_start(), d.start),
+            (l.get_my_offset_nbeats(), l.get_my_width_nbeats(), d.nbeats),
+            (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(d.opcode)),
+            (l.get_my_offset_hlen(), l.get_my_width_hlen(), d.hlen),
+            (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(d.ackreq)),
+            (l.get_my_offset_plen(), l.get_my_width_plen(), d.plen),
+            (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), d.dest_qpn),
+            (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(d.psn)),
+            (l.get_my_offset_reth_va(), l.get_my_width_reth_va(), d.va),
+            (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), u64::from(d.rkey)),
+            (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(d.len)),
+        ];
+        let w = self.dut.width(self.p.desc);
+        self.dut.set_wide(self.p.desc, &pack_fields(w, &fields));
+        self.dut.set_bit(self.p.desc_empty, false);
+        self.dut.set_bit(self.p.job_afull, false);
+        let mut trace: Vec<u64> = Vec::new();
+        for _ in 0..n {
+            self.dut.eval();
+            let s = self.dut.get("dbg_state");
+            if trace.last() != Some(&s) {
+                trace.push(s);
+            }
+            let read = self.dut.get_bit(self.p.desc_read);
+            self.dut.tick();
+            if read {
+                self.dut.set_bit(self.p.desc_empty, true);
+            }
+        }
+        trace
+    }
+}
+
+/// `dbg_state` (bits 5:0 of rnic_contract::regs::STATUS) names the engine's states by the
+/// numbers they had before they were named (in parentheses in `RxState`'s documentation): an
+/// accepted WRITE ONLY passes through `Idle` 0, `ReadQpState` 1, `LoadQpState` 2, `CheckRegion`
+/// 5, `Decide` 6 and `WriteBack` 9; a refused rkey through the same, then the flush visit of
+/// the QP its class C error put in ERR: 0, 1, 2, `FlushStep` 33 and back to 0 (nothing to
+/// flush).
+#[test]
+fn dbg_state_reports_the_state_numbers() {
+    let mut tb = Tb::new(0xD8_57A7);
+    let pd = 3;
+    let m = Mr { valid: true, access: 2, tag: 0x11, pd, va: 0x4_0000, length: 0x1000, iova: 0x9000_0000 };
+    tb.write_mr(2, &m);
+    let rkey = 2 << 8 | 0x11;
+    let q = random_qp(&mut Rng(0xD8), 2, 2, pd);
+    tb.write_qp(9, &q);
+    let write = |psn: u32, rkey: u32| Desc {
+        start: 1,
+        nbeats: 2,
+        opcode: WRITE_ONLY,
+        hlen: 70,
+        ackreq: true,
+        plen: 16,
+        dest_qpn: 9,
+        psn,
+        va: 0x4_0000,
+        rkey,
+        len: 16,
+    };
+    assert_eq!(tb.state_trace(&write(q.epsn, rkey), 40), [0, 1, 2, 5, 6, 9, 0], "an accepted WRITE ONLY");
+    assert_eq!(
+        tb.state_trace(&write((q.epsn + 1) & 0xFF_FFFF, rkey ^ 1), 200),
+        [0, 1, 2, 5, 6, 9, 0, 1, 2, 33, 0],
+        "a NAK remote access error, then the flush visit"
     );
 }
