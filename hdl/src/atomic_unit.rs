@@ -13,9 +13,11 @@ pub enum AuState {
     /// host memory (one `bar_done` pulse per job, in queue order).
     Barrier,
     /// An atomic: its original value is forwarded from the previous atomic on the same word
-    /// while that one's result write is outstanding; otherwise, once no result write is
-    /// outstanding, the read of the 64-byte beat holding the word is presented (AXI ID 3).
+    /// while that one's result write is outstanding; otherwise it waits until no result write
+    /// is outstanding.
     Fetch,
+    /// The read of the 64-byte beat holding the word is presented (AXI ID 3) until taken.
+    Read,
     /// Waiting for that beat; the original value is taken from it.
     Data,
     /// The new value, and whether it is written (COMPARE SWAP only on a match).
@@ -74,14 +76,15 @@ pub enum AuState {
 /// Timing: 256-entry input queue (8 RAMB36: as many jobs as 16 QPs may owe at
 /// `max_dest_rd_atomic` 16, so the RX engine does not stall behind a READ responder busy
 /// with one QP's long response). A READ or ACK job takes 3 execute cycles after its barrier
-/// pulse at the earliest (pop, barrier, respond) and leaves the completion queue 2 cycles
-/// later; a forwarded atomic takes 5 (pop, barrier, fetch, modify, write) plus the write-job
+/// pulse at the earliest (pop, barrier, respond) and leaves the completion queue 3 cycles
+/// later (the queue's flag is looked at a cycle late, and the stage pops at most every other
+/// cycle); a forwarded atomic takes 5 (pop, barrier, fetch, modify, write) plus the write-job
 /// FIFO's grant, so back-to-back atomics on one word run at up to 50 M/s per NIC; an atomic
 /// on another word first waits for the outstanding result writes, then one DMA read (at the
 /// simulator's 64-cycle read and 32-cycle write latencies about 105 cycles). Every path
 /// starts and ends at a register or a table port (a 64:1 bit select, a 64-bit compare, a
-/// 64-bit add, the 61-bit word-address compare registered the cycle before its use:
-/// ≤ 5 LUT levels).
+/// 64-bit add, the 61-bit word-address compare registered the cycle before its use; the read
+/// request is a state of its own, so `ar_valid` is a state decode: ≤ 6 LUT levels).
 #[derive(LogicBlock, Default)]
 pub struct AtomicUnit {
     pub clock: Signal<In, Clock>,
@@ -134,6 +137,12 @@ pub struct AtomicUnit {
     ress: DFF<Bits<5>>,
     /// Result jobs granted whose `res_done` has not come yet (at most 16).
     wr_out: DFF<Bits<5>>,
+    /// The completion stage: the queue was not empty last cycle; it popped last cycle (then
+    /// it does not pop, so the flag and `ress` are current when it next looks); that pop was
+    /// an atomic's (its result pulse is taken from `ress` now).
+    pend_ne: DFF<Bit>,
+    popped: DFF<Bit>,
+    took_res: DFF<Bit>,
     /// The word (address bits 63..3) of the last atomic executed and the value it left there.
     fwd_valid: DFF<Bit>,
     fwd_addr: DFF<Bits<61>>,
@@ -154,7 +163,6 @@ pub struct AtomicUnit {
     cur_epoch_sh: Signal<Local, Bits<64>>,
     word: Signal<Local, Bits<512>>,
     bar_take: Signal<Local, Bit>,
-    res_take: Signal<Local, Bit>,
     granted: Signal<Local, Bit>,
     pend_rr: Signal<Local, ReadRespJob>,
     pend_m: Signal<Local, Bits<5>>,
@@ -164,8 +172,8 @@ impl Logic for AtomicUnit {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, cur, rr, live, bars, ress, wr_out, fwd_valid, fwd_addr, fwd_val, hit, orig, new_val,
-            do_write, epoch
+            self, clock, state, cur, rr, live, bars, ress, wr_out, pend_ne, popped, took_res, fwd_valid, fwd_addr,
+            fwd_val, hit, orig, new_val, do_write, epoch
         );
         clock!(self, clock, queue, pend, pend_meta);
         self.replay.read_clock.next = self.clock.val();
@@ -257,10 +265,13 @@ impl Logic for AtomicUnit {
                         self.state.d.next = AuState::Modify;
                     }
                 } else {
-                    self.ar_valid.next = true;
-                    if self.ar_ready.val() {
-                        self.state.d.next = AuState::Data;
-                    }
+                    self.state.d.next = AuState::Read;
+                }
+            }
+            AuState::Read => {
+                self.ar_valid.next = true;
+                if self.ar_ready.val() {
+                    self.state.d.next = AuState::Data;
                 }
             }
             AuState::Data => {
@@ -311,23 +322,29 @@ impl Logic for AtomicUnit {
         self.pend_meta.read.next = false;
         self.rr_write.next = false;
         self.rr_data.next = self.pend_rr.val();
-        self.res_take.next = false;
         self.replay.write_enable.next = false;
         self.replay.write_address.next =
             bit_cast::<10, 6>(self.pend_rr.val().qpn) << 4 | bit_cast::<10, 4>(self.pend_m.val().get_bits::<4>(0));
         self.replay.write_data.next = 1_u64.to_bits::<96>()
             | (bit_cast::<96, 24>(self.pend_rr.val().psn) << 8)
             | (bit_cast::<96, 64>(self.pend_rr.val().orig) << 32);
-        if !self.pend.empty.val() & !self.rr_full.val() {
+        // (From registers: the queue's flag a cycle late, and never two pops in a row, so the
+        // flag and `ress` already count the last pop when the stage looks again.)
+        self.pend_ne.d.next = !self.pend.empty.val();
+        self.popped.d.next = false;
+        self.took_res.d.next = false;
+        if self.pend_ne.q.val() & !self.popped.q.val() & !self.rr_full.val() {
             if !self.pend_m.val().get_bit(4) {
                 self.pend.read.next = true;
                 self.pend_meta.read.next = true;
                 self.rr_write.next = true;
+                self.popped.d.next = true;
             } else if self.ress.q.val().any() {
                 self.pend.read.next = true;
                 self.pend_meta.read.next = true;
                 self.rr_write.next = true;
-                self.res_take.next = true;
+                self.popped.d.next = true;
+                self.took_res.d.next = true;
                 self.replay.write_enable.next = true;
             }
         }
@@ -335,7 +352,7 @@ impl Logic for AtomicUnit {
         self.bars.d.next = self.bars.q.val() + bit_cast::<10, 1>(self.bar_done.val().into())
             - bit_cast::<10, 1>(self.bar_take.val().into());
         self.ress.d.next = self.ress.q.val() + bit_cast::<5, 1>(self.res_done.val().into())
-            - bit_cast::<5, 1>(self.res_take.val().into());
+            - bit_cast::<5, 1>(self.took_res.q.val().into());
         self.wr_out.d.next = self.wr_out.q.val() + bit_cast::<5, 1>(self.granted.val().into())
             - bit_cast::<5, 1>(self.res_done.val().into());
         if self.clear.val() {
@@ -347,6 +364,9 @@ impl Logic for AtomicUnit {
             self.bars.d.next = 0.into();
             self.ress.d.next = 0.into();
             self.wr_out.d.next = 0.into();
+            self.pend_ne.d.next = false;
+            self.popped.d.next = false;
+            self.took_res.d.next = false;
             self.fwd_valid.d.next = false;
             self.epoch.d.next = 0.into();
         }

@@ -131,12 +131,16 @@ pub struct NicTop {
     /// packet buffer can hold of the shortest packets, 4 beats).
     desc_fifo: SynchronousFIFO<RxDesc, 8, 9, 1>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
-    /// The completer's go-back-N requests to the scheduler (64: the completer waits when it
-    /// is full, and with it every received packet; with 4 entries, 16 QPs retrying behind a
-    /// wire-bound scheduler kept it full long enough for READ responses to overflow the 64 KiB
-    /// receive buffer, random_load seed 2096). Coalescing a QP's requests would bound it
-    /// outright.
-    rw_fifo: SynchronousFIFO<Bits<73>, 6, 7, 1>,
+    /// The completer's go-back-N requests to the scheduler, in two FIFOs: the RX engine
+    /// writes the 64-entry `rw_big` (the completer waits when it is full, and with it every
+    /// received packet; with 4 entries, 16 QPs retrying behind a wire-bound scheduler kept it
+    /// full long enough for READ responses to overflow the 64 KiB receive buffer, random_load
+    /// seed 2096), which moves each entry on, one per cycle, into the 4-entry `rw_fifo` the
+    /// scheduler reads (its `empty` flag, a 3-bit compare, feeds the scheduler's decisions
+    /// within the 6-LUT-level bound; a 64-entry FIFO's does not). Coalescing a QP's requests
+    /// would bound them outright.
+    rw_big: SynchronousFIFO<Bits<73>, 6, 7, 1>,
+    rw_fifo: SynchronousFIFO<Bits<73>, 2, 3, 1>,
     rr_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
     /// Orders the responder's READ/atomic jobs behind earlier writes, executes atomics.
     atu: AtomicUnit,
@@ -172,7 +176,8 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
-            rxi, desc_fifo, lc_fifo, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt, irq
+            rxi, desc_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw,
+            byte_cnt, irq
         );
         dff_setup!(
             self,
@@ -315,9 +320,12 @@ impl Logic for NicTop {
         self.lc_fifo.write.next = self.txs.lc_write.val();
         self.lc_fifo.data_in.next = self.txs.lc_data.val();
         self.txs.lc_full.next = self.lc_fifo.full.val();
-        self.rw_fifo.write.next = self.rxe.rw_write.val();
-        self.rw_fifo.data_in.next = self.rxe.rw_data.val();
-        self.rxe.rw_full.next = self.rw_fifo.full.val();
+        self.rw_big.write.next = self.rxe.rw_write.val();
+        self.rw_big.data_in.next = self.rxe.rw_data.val();
+        self.rxe.rw_full.next = self.rw_big.full.val();
+        self.rw_fifo.data_in.next = self.rw_big.data_out.val();
+        self.rw_fifo.write.next = !self.rw_big.empty.val() & !self.rw_fifo.full.val();
+        self.rw_big.read.next = !self.rw_big.empty.val() & !self.rw_fifo.full.val();
         self.txs.rw_empty.next = self.rw_fifo.empty.val();
         self.txs.rw_data.next = self.rw_fifo.data_out.val();
         self.rw_fifo.read.next = self.txs.rw_read.val();
@@ -543,7 +551,7 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.desc_fifo.empty.val().into()) << 22)
             | (bit_cast::<32, 1>(self.job_fifo.empty.val().into()) << 23)
             | (bit_cast::<32, 1>(self.rxw.idle.val().into()) << 24)
-            | (bit_cast::<32, 1>(self.rw_fifo.empty.val().into()) << 25)
+            | (bit_cast::<32, 1>((self.rw_fifo.empty.val() & self.rw_big.empty.val()).into()) << 25)
             | (bit_cast::<32, 1>(self.ack_fifo.empty.val().into()) << 26)
             | (bit_cast::<32, 1>(self.icrc.out_valid.val().into()) << 27);
     }
