@@ -56,133 +56,163 @@ use crate::records::{
 };
 use rust_hdl::prelude::*;
 
-/// The states of [`RxEngine`]'s state machine, grouped by role (the paths through them are in
-/// the module's documentation). A visit (one packet, ACK timeout, local completion,
+/// The states of [`RxEngine`]'s state machine (the paths through them, by role, are in the
+/// module's documentation). A visit (one packet, ACK timeout, local completion,
 /// asynchronous event or flush step) runs from [`RxState::Idle`] through
 /// [`RxState::ReadQpState`] and [`RxState::LoadQpState`], the states of its role, and (but for a
 /// flush step with nothing to do) [`RxState::WriteBack`] back to `Idle`. The number in
 /// parentheses is the state's code in `dbg_state` (bits 5:0 of
-/// [`rnic_contract::regs::STATUS`]): its number from when the states were numbered, kept so the
-/// register reads as before.
+/// [`rnic_contract::regs::STATUS`]) and its encoding: its number from when the states were
+/// numbered, then its role. The variants are declared in that order, with the unused codes as
+/// `UnusedN`, so the encoding is the numbering the engine's timing closure was done against.
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum RxState {
-    // ---- Every visit: take the work, load the QP's state, write it back ----
-    /// (0) Waiting; takes, in this order, a local completion from the scheduler, a QP marked
+    /// (0, every visit) Waiting; takes, in this order, a local completion from the scheduler, a QP marked
     /// for flushing, an ACK or RNR timeout, an asynchronous event, a received packet. Queues
     /// the SRQ limit event the last packet raised.
     Idle,
-    /// (1) The QP's tables (context, key table, responder and completer state, RQ indices,
+    /// (1, every visit) The QP's tables (context, key table, responder and completer state, RQ indices,
     /// emission PSN) are read at `qpn`.
     ReadQpState,
-    /// (2) They answer: the context and transport state are loaded, and the visit takes its
+    /// (2, every visit) They answer: the context and transport state are loaded, and the visit takes its
     /// path; a packet's first checks (rkey, RETH offset, PSN delta, segment lengths) are
     /// registered.
     LoadQpState,
-    /// (9) The responder and completer state (and an SRQ's consumer index) are written back
-    /// and the QP's events raised; then `Idle`, the ACK owed behind READ responses
-    /// ([`RxState::QueueResponse`]) or a READ response's second check ([`RxState::RspHead`]).
-    /// Repeats while a class C error's flush request finds the go-back-N FIFO full.
-    WriteBack,
-    // ---- Responder (IBTA Vol 1 9.7): request checks and the verdict ----
-    /// (5) Request checks, 2: the region's room past the RETH offset, the payload against the
+    /// (3, completions) A cycle's pause on the way to a CQE or the retire loop.
+    CompletionWait,
+    /// (4, completions) A local completion's fields are loaded; it, a receive completion or an event goes
+    /// to [`RxState::WriteCqe`], an ACK, NAK, response or timeout to the retire loop.
+    CompletionRoute,
+    /// (5, responder) Request checks, 2: the region's room past the RETH offset, the payload against the
     /// open WRITE or receive, an empty RQ (an SRQ's indices are loaded here), READs and
     /// atomics outstanding against `max_dest_rd_atomic`.
     CheckRegion,
-    /// (6) The packet's verdict (9.7, 9.9.3): its job goes out (payload, ACK, NAK sequence
+    /// (6, responder) The packet's verdict (9.7, 9.9.3): its job goes out (payload, ACK, NAK sequence
     /// error / invalid request / remote access error, RNR NAK, or a drop); an ACK or NAK goes
     /// on to the completer, a READ response to its checks, a READ or atomic to the atomic
     /// unit, a SEND or WRITE with immediate without a checked receive WQE to its fetch.
     Decide,
-    /// (19) Duplicate atomic (9.7.5.1.1), replay-table scan: the entry at `scan_i` is read.
-    AtomicReplayRead,
-    /// (23) The entry holds the atomic's PSN: its saved original value is replayed; else the
-    /// next older entry (16 at most, then the duplicate is dropped).
-    AtomicReplayMatch,
-    /// (24) A READ, an atomic (new or replayed) or an ACK owed behind READ responses goes to
-    /// the atomic unit, with a barrier job into the write-job FIFO.
-    QueueResponse,
-    // ---- Receive scatter (9.7.4.1.3, 10.8.3): the receive WQE and a SEND's pieces ----
-    /// (7) The receive WQE at the RQ consumer index is requested (AXI ID 2), all its beats.
+    /// (7, receive scatter) The receive WQE at the RQ consumer index is requested (AXI ID 2), all its beats.
     FetchRecvWqe,
-    /// (8) Its beats arrive: wr_id, num_sge and the scatter entries.
+    /// (8, receive scatter) Its beats arrive: wr_id, num_sge and the scatter entries.
     TakeRecvWqe,
-    /// (13) Scatter entry check, 1: the key table is read at the entry's lkey; the entries to
-    /// check (num_sge, at most what the stride holds).
-    SgeReadKey,
-    /// (14) 2: the lkey (valid, PD, LOCAL_WRITE) and the entry's offset into its region.
-    SgeCheckKey,
-    /// (15) 3: the region's room past that offset; the translated address.
-    SgeRoom,
-    /// (16) 4: the entry lies inside its region or is empty; a nonzero one is kept in
-    /// `sg_ram`. Then the next entry, the first nonzero one, or the verdict again.
-    SgeVerdict,
-    /// (35) The next scatter entry is taken from the WQE's beats (then `SgeReadKey` ..
-    /// `SgeVerdict` check it).
-    SgeSelect,
-    /// (36) Several entries: the message starts in the first nonzero one.
-    SgeFirstNonzero,
-    /// (37) The packet fits that entry, or the entries together; back to the verdict.
-    SgeFits,
-    /// (40) A packet that passes an entry's end, 1: does the entry end before the payload does
-    /// (or is it used up); the piece's offset into the packet.
-    ScatterSplit,
-    /// (41) 2: one payload job of `min(entry left, payload left)` bytes; the last piece frees
-    /// the packet's beats and carries its ACK request.
-    ScatterPiece,
-    /// (42) 3: `sg_ram` is read at the next entry...
-    ScatterReadEntry,
-    /// (43) 4: ...which becomes the current one.
-    ScatterNextEntry,
-    // ---- READ-response scatter (9.7.4.1.4): a response into its READ's SGE list ----
-    /// (44) 1: the current list entry (`rdl_ram`), past what earlier responses filled.
-    ReadListEntry,
-    /// (45) 2: does the entry end before the payload does (or is it used up); the piece's
-    /// offset into the packet.
-    ReadListSplit,
-    /// (46) 3: one payload job per piece; the last piece frees the packet's beats.
-    ReadListPiece,
-    /// (47) 4: `rdl_ram` is read at the next entry.
-    ReadListReadEntry,
-    // ---- Completer (9.7.5.1.3, 9.9.2): ACKs, NAKs and responses retire send WQEs ----
-    /// (10) Retire loop, 1: the in-flight WQE at `acked` is read; with none outstanding, the
+    /// (9, every visit) The responder and completer state (and an SRQ's consumer index) are written back
+    /// and the QP's events raised; then `Idle`, the ACK owed behind READ responses
+    /// ([`RxState::QueueResponse`]) or a READ response's second check ([`RxState::RspHead`]).
+    /// Repeats while a class C error's flush request finds the go-back-N FIFO full.
+    WriteBack,
+    /// (10, completer) Retire loop, 1: the in-flight WQE at `acked` is read; with none outstanding, the
     /// write-back.
     RetireLoad,
-    /// (11) 3: the head WQE's fate: retired (a CQE if signaled), failed (NAK code, retries or
+    /// (11, completer) 3: the head WQE's fate: retired (a CQE if signaled), failed (NAK code, retries or
     /// RNR retries exhausted, bad response, flush), an RNR wait armed, a go-back-N rewind
     /// asked for, or its READ resumed.
     Retire,
-    /// (17) READ / atomic response checks, 1: the head WQE is what the response answers; the
-    /// response's offset in its PSN range; the PSN expected.
-    RspHead,
-    /// (18) 2: inside the range; the distance from the expected PSN; byte offsets.
-    RspRange,
-    /// (20) 3: in order or not; the opcode and length its place requires; where the payload
-    /// goes.
-    RspOrder,
-    /// (21) 4: the verdict: written, dropped, the READ resumed, or the WQEs it implicitly
-    /// acknowledges retired first.
-    RspAct,
-    /// (22) The scheduler is asked to resume the head READ at its first missing response
-    /// (9.7.5.1.3), once per PSN.
-    ResumeRead,
-    /// (32) Retire loop, 2: is the head WQE's last PSN covered (serial compare, registered).
-    RetireCompare,
-    // ---- Completions: CQEs of the completer, receives, local completions and events ----
-    /// (3) A cycle's pause on the way to a CQE or the retire loop.
-    CompletionWait,
-    /// (4) A local completion's fields are loaded; it, a receive completion or an event goes
-    /// to [`RxState::WriteCqe`], an ACK, NAK, response or timeout to the retire loop.
-    CompletionRoute,
-    /// (12) The CQE (a 32-byte job) of a retired or failed send WQE, a receive, a local
+    /// (12, completions) The CQE (a 32-byte job) of a retired or failed send WQE, a receive, a local
     /// completion or an event; an error moves the QP to ERR and asks for the flushes.
     WriteCqe,
-    // ---- Flush of a QP in ERR (10.3.1; asked for by a command, a doorbell or an error) ----
-    /// (33) One flush step: a QP the driver just moved to ERR has the scheduler flush its send
+    /// (13, receive scatter) Scatter entry check, 1: the key table is read at the entry's lkey; the entries to
+    /// check (num_sge, at most what the stride holds).
+    SgeReadKey,
+    /// (14, receive scatter) 2: the lkey (valid, PD, LOCAL_WRITE) and the entry's offset into its region.
+    SgeCheckKey,
+    /// (15, receive scatter) 3: the region's room past that offset; the translated address.
+    SgeRoom,
+    /// (16, receive scatter) 4: the entry lies inside its region or is empty; a nonzero one is kept in
+    /// `sg_ram`. Then the next entry, the first nonzero one, or the verdict again.
+    SgeVerdict,
+    /// (17, completer) READ / atomic response checks, 1: the head WQE is what the response answers; the
+    /// response's offset in its PSN range; the PSN expected.
+    RspHead,
+    /// (18, completer) 2: inside the range; the distance from the expected PSN; byte offsets.
+    RspRange,
+    /// (19, responder) Duplicate atomic (9.7.5.1.1), replay-table scan: the entry at `scan_i` is read.
+    AtomicReplayRead,
+    /// (20, completer) 3: in order or not; the opcode and length its place requires; where the payload
+    /// goes.
+    RspOrder,
+    /// (21, completer) 4: the verdict: written, dropped, the READ resumed, or the WQEs it implicitly
+    /// acknowledges retired first.
+    RspAct,
+    /// (22, completer) The scheduler is asked to resume the head READ at its first missing response
+    /// (9.7.5.1.3), once per PSN.
+    ResumeRead,
+    /// (23, responder) The entry holds the atomic's PSN: its saved original value is replayed; else the
+    /// next older entry (16 at most, then the duplicate is dropped).
+    AtomicReplayMatch,
+    /// (24, responder) A READ, an atomic (new or replayed) or an ACK owed behind READ responses goes to
+    /// the atomic unit, with a barrier job into the write-job FIFO.
+    QueueResponse,
+    /// (25) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused25,
+    /// (26) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused26,
+    /// (27) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused27,
+    /// (28) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused28,
+    /// (29) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused29,
+    /// (30) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused30,
+    /// (31) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused31,
+    /// (32, completer) Retire loop, 2: is the head WQE's last PSN covered (serial compare, registered).
+    RetireCompare,
+    /// (33, flush) One flush step: a QP the driver just moved to ERR has the scheduler flush its send
     /// queue; then each outstanding send WQE completes (retire loop), then each posted
     /// receive WQE is fetched.
     FlushStep,
-    /// (34) The fetched receive WQE completes with IBV_WC_WR_FLUSH_ERR.
+    /// (34, flush) The fetched receive WQE completes with IBV_WC_WR_FLUSH_ERR.
     FlushRecvWqe,
+    /// (35, receive scatter) The next scatter entry is taken from the WQE's beats (then `SgeReadKey` ..
+    /// `SgeVerdict` check it).
+    SgeSelect,
+    /// (36, receive scatter) Several entries: the message starts in the first nonzero one.
+    SgeFirstNonzero,
+    /// (37, receive scatter) The packet fits that entry, or the entries together; back to the verdict.
+    SgeFits,
+    /// (38) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused38,
+    /// (39) Unused: the variants are declared in the order of their numbers, with these
+    /// gaps, so the state register's encoding is that numbering, which the engine's
+    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
+    Unused39,
+    /// (40, receive scatter) A packet that passes an entry's end, 1: does the entry end before the payload does
+    /// (or is it used up); the piece's offset into the packet.
+    ScatterSplit,
+    /// (41, receive scatter) 2: one payload job of `min(entry left, payload left)` bytes; the last piece frees
+    /// the packet's beats and carries its ACK request.
+    ScatterPiece,
+    /// (42, receive scatter) 3: `sg_ram` is read at the next entry...
+    ScatterReadEntry,
+    /// (43, receive scatter) 4: ...which becomes the current one.
+    ScatterNextEntry,
+    /// (44, read-response scatter) 1: the current list entry (`rdl_ram`), past what earlier responses filled.
+    ReadListEntry,
+    /// (45, read-response scatter) 2: does the entry end before the payload does (or is it used up); the piece's
+    /// offset into the packet.
+    ReadListSplit,
+    /// (46, read-response scatter) 3: one payload job per piece; the last piece frees the packet's beats.
+    ReadListPiece,
+    /// (47, read-response scatter) 4: `rdl_ram` is read at the next entry.
+    ReadListReadEntry,
 }
 
 /// The read-modify-write of a `rdone` count (fresh READ / atomic responses sent by a QP).
@@ -3604,6 +3634,7 @@ impl Logic for RxEngine {
                     }
                 }
             }
+            _ => {}
         }
         self.job.next.ack = self.reply.val().into();
         if self.job_write.val() & self.job.val().need_ack.any() & self.pend_rd_r.q.val() & !self.src_fl.q.val() {
@@ -3690,6 +3721,7 @@ impl Logic for RxEngine {
             RxState::WriteCqe => self.dbg_state.next = 12.into(),
             RxState::FlushStep => self.dbg_state.next = 33.into(),
             RxState::FlushRecvWqe => self.dbg_state.next = 34.into(),
+            _ => {}
         }
         if self.reset.val() {
             self.state.d.next = RxState::Idle;
