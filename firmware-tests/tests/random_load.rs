@@ -831,7 +831,7 @@ fn random_load_seeds() {
 /// Seeds the soak (`scripts/soak.sh`) found failing, run on every CI pass as regressions.
 /// - 2096: 16 QPs at MTU 512, 5 % reordering. The completer waited on a full 4-entry go-back-N
 ///   FIFO while the scheduler was busy on the wire, and NIC 0 dropped 2,707 READ responses for
-///   RX buffer overflow (the FIFO holds 64 now).
+///   RX buffer overflow (the go-back-N requests now queue in 16 + 4 entries, hdl/src/top.rs).
 #[test]
 fn random_load_regression_seeds() {
     for seed in [2096] {
