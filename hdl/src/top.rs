@@ -154,6 +154,10 @@ pub struct NicTop {
     rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
     db_clear_r: DFF<Bit>,
+    /// `rw_big` holds 15 or more requests, a cycle late: the RX engine's `rw_full` (so the
+    /// engine's decisions start at a register, not at the FIFO's pointer compare). The engine
+    /// may write once more after the flag rises: 16 at most, the FIFO's size.
+    rw_af_r: DFF<Bit>,
     /// STATUS, registered; a payload beat taken last cycle; the write-job FIFO had two free
     /// slots last cycle.
     status_r: DFF<Bits<32>>,
@@ -182,6 +186,7 @@ impl Logic for NicTop {
         dff_setup!(
             self,
             clock,
+            rw_af_r,
             db_clear_r,
             db_clear_qpn_r,
             ack_cnt_pend,
@@ -322,7 +327,8 @@ impl Logic for NicTop {
         self.txs.lc_full.next = self.lc_fifo.full.val();
         self.rw_big.write.next = self.rxe.rw_write.val();
         self.rw_big.data_in.next = self.rxe.rw_data.val();
-        self.rxe.rw_full.next = self.rw_big.full.val();
+        self.rw_af_r.d.next = self.rw_big.almost_full.val();
+        self.rxe.rw_full.next = self.rw_af_r.q.val();
         self.rw_fifo.data_in.next = self.rw_big.data_out.val();
         self.rw_fifo.write.next = !self.rw_big.empty.val() & !self.rw_fifo.full.val();
         self.rw_big.read.next = !self.rw_big.empty.val() & !self.rw_fifo.full.val();
