@@ -770,6 +770,10 @@ pub struct RxEngine {
     sc_hoff: DFF<Bits<13>>,
     pc_lt: DFF<Bit>,
     pc_zero: DFF<Bit>,
+    /// `wr_rem` less the payload left (`sc_rem`), taken in `ScatterSplit`: what the entry keeps
+    /// after a piece that does not use it up, so `ScatterPiece` updates `wr_rem` with a mux, not
+    /// a subtraction behind the piece's own mux.
+    wr_sc: DFF<Bits<32>>,
     sc_ack: DFF<Bit>,
     sc_next: DFF<RxState>,
     /// `LoadQpState`: the packet's payload is shorter than / as long as what is left of the open
@@ -1282,6 +1286,7 @@ impl Default for RxEngine {
             sc_hoff: Default::default(),
             pc_lt: Default::default(),
             pc_zero: Default::default(),
+            wr_sc: Default::default(),
             sc_ack: Default::default(),
             sc_next: Default::default(),
             cur_addr: Default::default(),
@@ -1501,6 +1506,7 @@ impl Logic for RxEngine {
             sc_hoff,
             pc_lt,
             pc_zero,
+            wr_sc,
             sc_ack,
             sc_next,
             wr_lt_r,
@@ -2988,6 +2994,7 @@ impl Logic for RxEngine {
                 // up); the piece's offset into the packet.
                 self.pc_lt.d.next = self.wr_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
                 self.pc_zero.d.next = self.wr_rem.q.val() == 0;
+                self.wr_sc.d.next = self.wr_rem.q.val() - bit_cast::<32, 13>(self.sc_rem.q.val());
                 self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
                 self.state.d.next = RxState::ScatterPiece;
             }
@@ -3011,7 +3018,12 @@ impl Logic for RxEngine {
                 } else if self.job_room.q.val() {
                     self.job_write.next = true;
                     self.wr_addr.d.next = self.wr_addr.q.val() + bit_cast::<64, 32>(self.sg_piece.val());
-                    self.wr_rem.d.next = self.wr_rem.q.val() - self.sg_piece.val();
+                    // The piece is the whole entry (`pc_lt`: none left) or the rest of the
+                    // payload (`wr_sc` left).
+                    self.wr_rem.d.next = self.wr_sc.q.val();
+                    if self.pc_lt.q.val() {
+                        self.wr_rem.d.next = 0.into();
+                    }
                     self.sc_off.d.next = self.sc_off.q.val() + self.sg_piece.val().get_bits::<13>(0);
                     self.sc_rem.d.next = self.sc_rem.q.val() - self.sg_piece.val().get_bits::<13>(0);
                     if self.pc_lt.q.val() {
