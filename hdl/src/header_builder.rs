@@ -6,7 +6,7 @@ use rust_hdl::prelude::*;
 ///
 /// Inputs are numbers (MAC addresses as stored by [`rnic_contract::regs::MAC_LO`], byte 0 in
 /// bits 7:0; IPv4 addresses first octet in bits 31:24); `ext` is already in wire byte order
-/// and `ext_len` says how many of its bytes are present (0, 4, 12, 16, 20 or 28). Outputs: the header
+/// and `ext_len` says how many of its bytes are present (0, 4, 8, 12, 16, 20 or 28). Outputs: the header
 /// ([`RoceHeader`], wire order), its length in bytes (`hlen`) and BTH.PadCnt (`pad`) for a
 /// payload of `plen` bytes. IPv4: no options, DF set, TTL 64, ID 0, header checksum per
 /// RFC 791; UDP destination port 4791, checksum 0 (Annex A17.4.5.2); BTH: SE from `se`,

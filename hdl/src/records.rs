@@ -30,7 +30,7 @@ macro_rules! record {
 record!(
     /// QP context staging record ([`rnic_contract::qp_context`]), 448 bits.
     QpContextRec, 448, {
-        state: 3, init_sq_psn: 1, init_rq_psn: 1, rsvd0: 3, path_mtu: 3, rsvd1: 1, access: 4,
+        state: 3, init_sq_psn: 1, init_rq_psn: 1, rsvd0: 3, path_mtu: 3, qp_type: 1, access: 4,
         pd: 24, dest_qpn: 24, sq_psn: 24, timeout: 5, retry_cnt: 3, rq_psn: 24, rnr_retry: 3,
         min_rnr_timer: 5, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, sq_log_stride: 3, rsvd4: 1,
@@ -107,9 +107,13 @@ record!(
     /// bit (9.2.3). `rsp_last`: the last packet of a new READ's or atomic's response, of
     /// local QP `rsp_qpn`: when the assembler has sent it, the QP owes one fewer (the
     /// responder's `max_dest_rd_atomic` count and the order of its ACKs behind responses).
+    /// `has_deth`: a UD SEND (IBTA Vol 1 9.8): a DETH with Q_Key `reth_rkey` and source QP
+    /// `rsp_qpn` (9.3.3), then the ImmDt if `has_ext4`; once its payload has gone, the
+    /// assembler reports `{rsp_qpn, psn}` so the QP's completer retires the WQE (a UD SEND
+    /// completes when it is sent, not on an ACK).
     TxJob, 496, {
         opcode: 8, ackreq: 1, has_reth: 1, has_ext4: 1, has_atomic_eth: 1, has_atomic_ack: 1,
-        se: 1, rsp_last: 1, rsvd0: 1, psn: 24, dest_qpn: 24, pkey: 16,
+        se: 1, rsp_last: 1, has_deth: 1, psn: 24, dest_qpn: 24, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, reth_va: 64, reth_rkey: 32, reth_len: 32,
         plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32, at_swap: 64, at_cmp: 64, rsp_qpn: 6, rsvd2: 2,
     }
@@ -229,6 +233,7 @@ mod tests {
         check("init_sq_psn", q.get_my_offset_init_sq_psn(), q.get_my_width_init_sq_psn(), qp::INIT_SQ_PSN);
         check("init_rq_psn", q.get_my_offset_init_rq_psn(), q.get_my_width_init_rq_psn(), qp::INIT_RQ_PSN);
         check("path_mtu", q.get_my_offset_path_mtu(), q.get_my_width_path_mtu(), qp::PATH_MTU);
+        check("qp_type", q.get_my_offset_qp_type(), q.get_my_width_qp_type(), qp::QP_TYPE);
         check("access", q.get_my_offset_access(), q.get_my_width_access(), qp::ACCESS);
         check("pd", q.get_my_offset_pd(), q.get_my_width_pd(), qp::PD);
         check("dest_qpn", q.get_my_offset_dest_qpn(), q.get_my_width_dest_qpn(), qp::DEST_QPN);

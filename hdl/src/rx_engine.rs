@@ -2502,9 +2502,12 @@ impl Logic for RxEngine {
                 }
                 // A QP in ERR (the driver's state, or this NIC's after an error completion)
                 // takes no packets; they make it flush instead.
+                // A UD QP takes only the ACKs of its own sent datagrams (no packet-buffer beats,
+                // from the assembler), not packets from the wire.
                 self.c_unknown.d.next = !self.qpn_ok.q.val()
                     | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3))
-                    | self.qp_err.q.val();
+                    | self.qp_err.q.val()
+                    | (self.ctx.q.val().qp_type.any() & (self.pkt.q.val().nbeats != 0));
                 self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23);
                 // An ACK, NAK or response must answer a PSN already sent: at or past the PSN
                 // after the last request packet sent it is a ghost.
@@ -2553,7 +2556,7 @@ impl Logic for RxEngine {
                             if self.ack_fwd_r.q.val() {
                                 self.ack_hi.d.next = self.cover_r.q.val();
                             }
-                            self.cnt_rx_ack.next = true;
+                            self.cnt_rx_ack.next = self.pkt.q.val().nbeats != 0;
                             self.cnt_rx_rnr.next = self.is_rnr.val();
                             self.cnt_rx_nak_seq.next = self.is_nak.val() & (self.nak_code.val() == 0);
                             self.cnt_rx_nak_inv_req.next = self.is_nak.val() & (self.nak_code.val() == 1);

@@ -79,6 +79,9 @@ pub struct RxIngress {
     pub rd_ptr: Signal<In, Bits<11>>,
     pub desc_full: Signal<In, Bit>,
     pub desc_write: Signal<Out, Bit>,
+    /// A packet's checks passed last cycle (a register): `desc_write` may rise this cycle.
+    /// Other writers of the descriptor FIFO write only while it is low.
+    pub desc_try: Signal<Out, Bit>,
     pub desc: Signal<Out, RxDesc>,
     pub cnt_rx_frame: Signal<Out, Bit>,
     pub cnt_malformed: Signal<Out, Bit>,
@@ -238,6 +241,7 @@ impl Default for RxIngress {
             rd_ptr: Default::default(),
             desc_full: Default::default(),
             desc_write: Default::default(),
+            desc_try: Default::default(),
             desc: Default::default(),
             cnt_rx_frame: Default::default(),
             cnt_malformed: Default::default(),
@@ -769,6 +773,7 @@ impl Logic for RxIngress {
             (self.c_pass.q.val() | self.c_badcrc.q.val()) & (!self.fits_cur.val() | self.desc_full.val());
         self.cnt_icrc.next = self.c_badcrc.q.val() & self.fits_cur.val() & !self.desc_full.val();
         self.desc_write.next = self.c_pass.q.val() & self.fits_cur.val() & !self.desc_full.val();
+        self.desc_try.next = self.c_pass.q.val();
         if self.desc_write.val() {
             self.wr_ptr.d.next = self.wr_ptr.q.val() + bit_cast::<11, 8>(self.nb_cur.val());
         }

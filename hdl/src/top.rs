@@ -130,6 +130,16 @@ pub struct NicTop {
     /// Packets accepted by the ingress, one descriptor each (256: as many as the 1024-beat
     /// packet buffer can hold of the shortest packets, 4 beats).
     desc_fifo: SynchronousFIFO<RxDesc, 8, 9, 1>,
+    /// UD SENDs the assembler has sent, `qpn | psn << 6` (16 entries): each goes into the
+    /// descriptor FIFO as an ACK of that PSN for that QP, with no packet-buffer beats (so the
+    /// RX engine knows it from a received one), in a cycle the ingress does not write; the RX
+    /// engine's completer then retires the WQE as it retires an acknowledged one. The
+    /// assembler takes a job only while this holds fewer than 8 (`ud_room_r`): with at most 8
+    /// packets in its tag FIFO, it never overflows.
+    ud_fifo: SynchronousFIFO<Bits<30>, 4, 5, 8>,
+    ud_room_r: DFF<Bit>,
+    ud_take: Signal<Local, Bit>,
+    ud_desc: Signal<Local, RxDesc>,
     lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
     /// The completer's go-back-N requests to the scheduler, in two FIFOs: the RX engine
     /// writes the 16-entry `rw_big` (the completer waits when it is full, and with it every
@@ -180,13 +190,14 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
-            rxi, desc_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo, cqw, rxw,
-            byte_cnt, irq
+            rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo, cqw,
+            rxw, byte_cnt, irq
         );
         dff_setup!(
             self,
             clock,
             rw_af_r,
+            ud_room_r,
             db_clear_r,
             db_clear_qpn_r,
             ack_cnt_pend,
@@ -459,8 +470,36 @@ impl Logic for NicTop {
         self.rxi.buf_raddr.next = self.rxw.buf_raddr.val();
         self.rxw.buf_rdata.next = self.rxi.buf_rdata.val();
         self.rxi.rd_ptr.next = self.rxw.rd_ptr.val();
-        self.desc_fifo.write.next = self.rxi.desc_write.val();
+        // The ingress's descriptors, and in the cycles it cannot write one, the UD SENDs sent.
+        self.ud_fifo.write.next = self.asm.ud_done.val();
+        self.ud_fifo.data_in.next =
+            bit_cast::<30, 6>(self.asm.ud_done_qpn.val()) | (bit_cast::<30, 24>(self.asm.ud_done_psn.val()) << 6);
+        self.ud_room_r.d.next = !self.ud_fifo.almost_full.val();
+        self.asm.ud_room.next = self.ud_room_r.q.val();
+        self.ud_take.next = !self.rxi.desc_try.val() & !self.ud_fifo.empty.val() & !self.desc_fifo.full.val();
+        self.ud_fifo.read.next = self.ud_take.val();
+        self.ud_desc.next.start = 0.into();
+        self.ud_desc.next.nbeats = 0.into();
+        self.ud_desc.next.hlen = 0.into();
+        self.ud_desc.next.ackreq = 0.into();
+        self.ud_desc.next.plen = 0.into();
+        self.ud_desc.next.se = 0.into();
+        self.ud_desc.next.reth_va = 0.into();
+        self.ud_desc.next.reth_rkey = 0.into();
+        self.ud_desc.next.reth_len = 0.into();
+        self.ud_desc.next.aeth_msn = 0.into();
+        self.ud_desc.next.imm = 0.into();
+        self.ud_desc.next.at_swap = 0.into();
+        self.ud_desc.next.at_cmp = 0.into();
+        self.ud_desc.next.opcode = 0x11.into();
+        self.ud_desc.next.dest_qpn = bit_cast::<24, 6>(self.ud_fifo.data_out.val().get_bits::<6>(0));
+        self.ud_desc.next.psn = self.ud_fifo.data_out.val().get_bits::<24>(6);
+        self.ud_desc.next.aeth_syndrome = 0x1F.into();
+        self.desc_fifo.write.next = self.rxi.desc_write.val() | self.ud_take.val();
         self.desc_fifo.data_in.next = self.rxi.desc.val();
+        if !self.rxi.desc_try.val() {
+            self.desc_fifo.data_in.next = self.ud_desc.val();
+        }
         self.rxi.desc_full.next = self.desc_fifo.full.val();
         self.rxe.desc_empty.next = self.desc_fifo.empty.val();
         self.rxe.desc.next = self.desc_fifo.data_out.val();

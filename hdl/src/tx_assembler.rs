@@ -10,7 +10,7 @@ use rust_hdl::prelude::*;
 /// Jobs go from the job FIFO into the [`HeaderBuilder`] pipeline as soon as it has room
 /// (`job_read`), ahead of their turn, so the next packet's header is ready when the current
 /// packet ends. Per job: the header (54 bytes, +16 with a RETH, +4 with an ImmDt or AETH, +28
-/// with an AtomicETH, +12 with an AETH and AtomicAckETH) as one or two chunks, then the
+/// with an AtomicETH, +12 with an AETH and AtomicAckETH, +8 with a DETH) as one or two chunks, then the
 /// payload: the job's pieces from the piece FIFO (`skip | len << 6 | last << 19`, one per
 /// payload read job, the last flagged; a packet gathered from several SGEs has several), each
 /// `ceil((skip + len) / 64)` beats in the order the DMA read returns them, then the pad bytes
@@ -56,9 +56,19 @@ pub struct TxAssembler {
     /// into the gearbox (one-cycle pulse; [`TxJob`] `rsp_last`).
     pub rsp_done: Signal<Out, Bit>,
     pub rsp_done_qpn: Signal<Out, Bits<6>>,
-    /// Each job's `rsp_last | rsp_qpn << 1`, from when the header builder takes it until its
-    /// packet's last chunk leaves (jobs and packets keep their order).
-    tag_fifo: SynchronousFIFO<Bits<7>, 3, 4, 1>,
+    /// A UD SEND of local QP `ud_done_qpn` with PSN `ud_done_psn` went into the gearbox, its
+    /// payload read from host memory (one-cycle pulse; [`TxJob`] `has_deth`): the WQE can
+    /// complete.
+    pub ud_done: Signal<Out, Bit>,
+    pub ud_done_qpn: Signal<Out, Bits<6>>,
+    pub ud_done_psn: Signal<Out, Bits<24>>,
+    /// Room for 9 more `ud_done` reports (registered by the caller): no job is taken without
+    /// it, so the 8 packets the tag FIFO holds can always report.
+    pub ud_room: Signal<In, Bit>,
+    /// Each job's `rsp_last | rsp_qpn << 1 | has_deth << 7 | psn << 8`, from when the header
+    /// builder takes it until its packet's last chunk leaves (jobs and packets keep their
+    /// order).
+    tag_fifo: SynchronousFIFO<Bits<32>, 3, 4, 1>,
     state: DFF<Bits<3>>,
     // The payload beat being sent: skip, length, last; beats left; the last beat's length.
     bs: DFF<Bits<6>>,
@@ -135,6 +145,10 @@ impl Default for TxAssembler {
             g_last: Default::default(),
             rsp_done: Default::default(),
             rsp_done_qpn: Default::default(),
+            ud_done: Default::default(),
+            ud_done_qpn: Default::default(),
+            ud_done_psn: Default::default(),
+            ud_room: Default::default(),
             tag_fifo: Default::default(),
             state: Default::default(),
             bs: Default::default(),
@@ -220,11 +234,14 @@ impl Logic for TxAssembler {
         clock!(self, clock, hb, tag_fifo);
         self.hb.reset.next = self.reset.val();
         // ---- Jobs into the header builder, ahead of their turn ----
-        self.hb.in_valid.next = self.job_valid.val() & !self.tag_fifo.full.val();
-        self.job_read.next = self.job_valid.val() & self.hb.in_ready.val() & !self.tag_fifo.full.val();
+        self.hb.in_valid.next = self.job_valid.val() & !self.tag_fifo.full.val() & self.ud_room.val();
+        self.job_read.next =
+            self.job_valid.val() & self.hb.in_ready.val() & !self.tag_fifo.full.val() & self.ud_room.val();
         self.tag_fifo.write.next = self.job_read.val();
-        self.tag_fifo.data_in.next =
-            bit_cast::<7, 1>(self.job.val().rsp_last) | (bit_cast::<7, 6>(self.job.val().rsp_qpn) << 1);
+        self.tag_fifo.data_in.next = bit_cast::<32, 1>(self.job.val().rsp_last)
+            | (bit_cast::<32, 6>(self.job.val().rsp_qpn) << 1)
+            | (bit_cast::<32, 1>(self.job.val().has_deth) << 7)
+            | (bit_cast::<32, 24>(self.job.val().psn) << 8);
         self.hb.src_mac.next = self.src_mac.val();
         self.hb.src_ip.next = self.src_ip.val();
         self.hb.dest_mac.next = self.job.val().dest_mac;
@@ -282,6 +299,19 @@ impl Logic for TxAssembler {
             self.hb.ext.next = bit_cast::<224, 96>(self.reth.val().get_bits::<96>(0))
                 | (bit_cast::<224, 64>(self.swap_be.val()) << 96)
                 | (bit_cast::<224, 64>(self.cmp_be.val()) << 160);
+        }
+        if self.job.val().has_deth.any() {
+            // UD: DETH (Q_Key, reserved byte, source QP; IBTA Vol 1 9.3.3), then the ImmDt.
+            // The Q_Key's bytes are the RETH's R_Key bytes, already in wire order.
+            self.hb.ext_len.next = 8.into();
+            self.hb.ext.next = bit_cast::<224, 32>(self.reth.val().get_bits::<32>(64))
+                | (bit_cast::<224, 6>(self.job.val().rsp_qpn) << 56);
+            if self.job.val().has_ext4.any() {
+                self.hb.ext_len.next = 12.into();
+                self.hb.ext.next = bit_cast::<224, 32>(self.reth.val().get_bits::<32>(64))
+                    | (bit_cast::<224, 6>(self.job.val().rsp_qpn) << 56)
+                    | (bit_cast::<224, 32>(self.j_ext4.val()) << 64);
+            }
         }
         if self.job.val().has_atomic_ack.any() {
             // AETH, then AtomicAckETH: the original remote data.
@@ -388,6 +418,9 @@ impl Logic for TxAssembler {
         self.tag_fifo.read.next = self.g_valid.val() & self.g_ready.val() & self.g_last.val();
         self.rsp_done.next = self.tag_fifo.read.val() & self.tag_fifo.data_out.val().get_bit(0);
         self.rsp_done_qpn.next = self.tag_fifo.data_out.val().get_bits::<6>(1);
+        self.ud_done.next = self.tag_fifo.read.val() & self.tag_fifo.data_out.val().get_bit(7);
+        self.ud_done_qpn.next = self.tag_fifo.data_out.val().get_bits::<6>(1);
+        self.ud_done_psn.next = self.tag_fifo.data_out.val().get_bits::<24>(8);
         // The header has gone: its payload's first piece follows.
         if self.pop.val() {
             self.hb.out_ready.next = true;

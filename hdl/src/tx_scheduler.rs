@@ -345,6 +345,11 @@ pub struct TxScheduler {
     nsge_bad: DFF<Bit>,
     len_bad: DFF<Bit>,
     shape_bad: DFF<Bit>,
+    /// UD QP (IBTA Vol 1 9.8), found in `CheckRoom` / `CountList`: the WQE is not a SEND or
+    /// SEND_WITH_IMM (LOC_QP_OP_ERR), or its message is longer than one path-MTU packet
+    /// (LOC_LEN_ERR).
+    ud_op_bad: DFF<Bit>,
+    ud_long: DFF<Bit>,
     /// Sending: the gather-list entry at `cur_iova` (`e_idx`) and its bytes left.
     e_idx: DFF<Bits<4>>,
     sge_rem: DFF<Bits<32>>,
@@ -561,6 +566,13 @@ pub struct TxScheduler {
     rr_msn: Signal<Local, Bits<24>>,
     rr_syn: Signal<Local, Bits<8>>,
     rr_orig: Signal<Local, Bits<64>>,
+    /// The QP is UD ([`rnic_contract::qp_context::QP_TYPE`]); the WQE's UD address fields
+    /// ([`rnic_contract::wqe::UD_REMOTE_QPN`] .. `UD_DEST_MAC`), read from the bytes an RDMA
+    /// WQE uses for its remote address and atomic operands.
+    ud: Signal<Local, Bit>,
+    ud_ra: Signal<Local, Bits<64>>,
+    ud_ca: Signal<Local, Bits<64>>,
+    ud_qkey: Signal<Local, Bits<32>>,
     rr_op: Signal<Local, Bits<8>>,
     rr_pend: Signal<Local, Bit>,
     req_op: Signal<Local, Bits<8>>,
@@ -726,6 +738,8 @@ impl Logic for TxScheduler {
             nsge_bad,
             len_bad,
             shape_bad,
+            ud_op_bad,
+            ud_long,
             e_idx,
             sge_rem,
             fits_r,
@@ -1124,7 +1138,6 @@ impl Logic for TxScheduler {
         self.job.next.has_ext4 =
             bit_cast::<1, 1>((self.has_imm.val() & self.is_last.val() & !self.is_read.val()).into());
         self.job.next.ext4 = self.wqe.q.val().imm_data;
-        self.job.next.rsvd0 = 0.into();
         // IBV_SEND_SOLICITED: BTH.SE on the last packet of a SEND or a WRITE with immediate
         // (the packets that complete a receive, 9.2.3, ibv_post_send(3)).
         self.send_flags.next = self.wqe.q.val().send_flags;
@@ -1156,6 +1169,32 @@ impl Logic for TxScheduler {
                 .into(),
         );
         self.job.next.rsp_qpn = self.rr.q.val().qpn;
+        self.job.next.has_deth = 0.into();
+        // A UD SEND (IBTA Vol 1 9.8): one SEND ONLY (0x64, 0x65 with immediate) to the WQE's
+        // address and QP, with a DETH carrying the WQE's Q_Key (the QP's own when bit 31 of
+        // the WQE's is set, 10.2.5) and this QP as source, no AckReq; the assembler reports it
+        // once sent, and that retires it.
+        self.ud.next = self.ctx.q.val().qp_type.any();
+        self.ud_ra.next = self.wqe.q.val().remote_addr;
+        self.ud_ca.next = self.wqe.q.val().compare_add;
+        self.ud_qkey.next = self.ud_ra.val().get_bits::<32>(32);
+        if self.ud_ra.val().get_bit(63) {
+            self.ud_qkey.next = self.ctx.q.val().dest_ip;
+        }
+        if self.ud.val() {
+            self.job.next.opcode = 0x64.into();
+            if self.has_imm.val() {
+                self.job.next.opcode = 0x65.into();
+            }
+            self.job.next.ackreq = 0.into();
+            self.job.next.has_reth = 0.into();
+            self.job.next.has_deth = 1.into();
+            self.job.next.dest_qpn = self.ud_ra.val().get_bits::<24>(0);
+            self.job.next.dest_ip = self.wqe.q.val().rkey;
+            self.job.next.dest_mac = self.ud_ca.val().get_bits::<48>(0);
+            self.job.next.reth_rkey = self.ud_qkey.val();
+            self.job.next.rsp_qpn = self.cur_qpn.q.val();
+        }
         self.if_we.next = false;
         self.if_addr.next =
             bit_cast::<12, 6>(self.cur_qpn.q.val()) << 6 | bit_cast::<12, 6>(self.ci.q.val().get_bits::<6>(0));
@@ -1216,6 +1255,8 @@ impl Logic for TxScheduler {
         self.rr_read.next = false;
         if self.state.q.val() == TxsState::IssueResponse {
             self.job.next.opcode = self.rr_op.val();
+            self.job.next.has_deth = 0.into();
+            self.job.next.rsp_qpn = self.rr.q.val().qpn;
             self.job.next.ackreq = 0.into();
             self.job.next.se = 0.into();
             self.job.next.has_reth = 0.into();
@@ -1267,6 +1308,9 @@ impl Logic for TxScheduler {
         if (self.state.q.val() == TxsState::CheckRoom) | (self.state.q.val() == TxsState::CountList) {
             // Packets in the message: ceil(len / MTU), and one for a zero-length message.
             self.npkts.d.next = self.nq_r.q.val() + bit_cast::<24, 1>(self.npart_r.q.val().into());
+            self.ud_op_bad.d.next = self.ctx.q.val().qp_type.any() & !self.is_send.val();
+            self.ud_long.d.next = self.ctx.q.val().qp_type.any()
+                & ((self.nq_r.q.val() > 1) | ((self.nq_r.q.val() == 1) & self.npart_r.q.val()));
             if self.len_r.q.val() == 0 {
                 self.npkts.d.next = 1.into();
             }
@@ -1650,14 +1694,16 @@ impl Logic for TxScheduler {
                     if self.err.q.val() {
                         self.status.d.next = 5.into();
                         self.state.d.next = TxsState::CompleteError;
-                    } else if !self.wop.q.val().get_bit(3) | self.shape_bad.q.val() {
+                    } else if !self.wop.q.val().get_bit(3) | self.shape_bad.q.val() | self.ud_op_bad.q.val() {
                         // An opcode this NIC does not implement, a READ or atomic with inline
-                        // data, or an atomic with several SGEs: IBV_WC_LOC_QP_OP_ERR.
+                        // data, an atomic with several SGEs, or anything but a SEND on a UD
+                        // QP: IBV_WC_LOC_QP_OP_ERR.
                         self.status.d.next = 2.into();
                         self.state.d.next = TxsState::CompleteError;
-                    } else if self.nsge_bad.q.val() | self.len_bad.q.val() {
-                        // More SGEs than the WQE holds, over 2^31 bytes, or more inline data
-                        // than the WQE holds: IBV_WC_LOC_LEN_ERR.
+                    } else if self.nsge_bad.q.val() | self.len_bad.q.val() | self.ud_long.q.val() {
+                        // More SGEs than the WQE holds, over 2^31 bytes, more inline data
+                        // than the WQE holds, or a UD message over the path MTU:
+                        // IBV_WC_LOC_LEN_ERR.
                         self.status.d.next = 1.into();
                         self.state.d.next = TxsState::CompleteError;
                     } else if self.is_atomic.val() & (self.len_r.q.val() != 8) {

@@ -85,9 +85,9 @@ fn extension_fields_layout() {
     assert_eq!((t.get_my_offset_has_ext4(), t.get_my_width_has_ext4()), (10, 1));
     assert_eq!((t.get_my_offset_has_atomic_eth(), t.get_my_offset_has_atomic_ack()), (11, 12));
     assert_eq!((t.get_my_offset_se(), t.get_my_width_se()), (13, 1));
-    assert_eq!((t.get_my_offset_rsp_last(), t.get_my_offset_rsvd0()), (14, 15));
+    assert_eq!((t.get_my_offset_rsp_last(), t.get_my_offset_has_deth()), (14, 15));
     assert_eq!((t.get_my_offset_rsp_qpn(), t.get_my_width_rsp_qpn()), (488, 6));
-    assert_eq!(t.get_my_offset_psn(), 16, "TxJob fields after rsvd0 did not move");
+    assert_eq!(t.get_my_offset_psn(), 16, "TxJob fields after has_deth did not move");
     assert_eq!((t.get_my_offset_ext4(), t.get_my_width_ext4()), (328, 32));
     assert_eq!((t.get_my_offset_at_swap(), t.get_my_offset_at_cmp()), (360, 424));
 

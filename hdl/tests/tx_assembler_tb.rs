@@ -51,6 +51,11 @@
 //!   pieces, random gaps, pieces and jobs at random times and back-pressure; `pay_skip` holds
 //!   garbage (the geometry comes from the pieces only); each frame is the codec's frame whose
 //!   payload is the pieces' bytes concatenated.
+//! - `ud_jobs_carry_a_deth_and_report_when_sent`: UD SEND ONLY jobs (`has_deth`, with and
+//!   without ImmDt) among RC jobs: each frame is the codec's SEND ONLY frame whose payload
+//!   starts with the DETH (Q_Key from `reth_rkey`, source QP from `rsp_qpn`) and ImmDt, with
+//!   opcode 0x64 / 0x65; each UD frame, and only those, is reported on `ud_done` with its QP
+//!   and PSN, after its last chunk entered the gearbox; with `ud_room` low no job is taken.
 //! - `back_to_back_jobs_keep_pace`: with everything ready, a packet of `n` payload beats costs
 //!   at most `n + 3` cycles (+1 when the header is longer than a beat: a RETH or an atomic's
 //!   headers, +1 with pad; an ImmDt or AETH alone costs nothing, the header still fits one
@@ -68,7 +73,7 @@ mod harness;
 
 use harness::codec::{self, assert_frame_eq, AnyPacket};
 use harness::{pack_fields, Dut, Port, Rng};
-use rnic_firmware_tests::wire::{AtomicPacketRepr, RethRepr, RocePacketRepr};
+use rnic_firmware_tests::wire::{AtomicPacketRepr, ImmDtRepr, RethRepr, RocePacketRepr};
 use rnic_hdl::gearbox::Gearbox;
 use rnic_hdl::records::TxJob;
 use rnic_hdl::tx_assembler::TxAssembler;
@@ -104,6 +109,10 @@ struct AsmTop {
     pub out_data: Signal<Out, Bits<512>>,
     pub out_count: Signal<Out, Bits<7>>,
     pub out_last: Signal<Out, Bit>,
+    pub ud_room: Signal<In, Bit>,
+    pub ud_done: Signal<Out, Bit>,
+    pub ud_done_qpn: Signal<Out, Bits<6>>,
+    pub ud_done_psn: Signal<Out, Bits<24>>,
     pg_fifo: SynchronousFIFO<Bits<20>, 4, 5, 1>,
     assembler: TxAssembler,
     packer: Gearbox,
@@ -146,6 +155,10 @@ impl Logic for AsmTop {
         self.out_data.next = self.packer.out_data.val();
         self.out_count.next = self.packer.out_count.val();
         self.out_last.next = self.packer.out_last.val();
+        self.assembler.ud_room.next = self.ud_room.val();
+        self.ud_done.next = self.assembler.ud_done.val();
+        self.ud_done_qpn.next = self.assembler.ud_done_qpn.val();
+        self.ud_done_psn.next = self.assembler.ud_done_psn.val();
     }
 }
 
@@ -544,6 +557,7 @@ fn setup(seed: u64) -> (Dut, Pins, Gen) {
     let host = Host::new(&mut rng);
     dut.set("src_mac", codec::mac_bits(mac));
     dut.set("src_ip", codec::ip_bits(ip));
+    dut.set("ud_room", 1);
     dut.reset(2);
     (dut, p, Gen { rng, host, mac, ip, seed })
 }
@@ -576,6 +590,18 @@ struct Outcome {
 
 /// Runs the cases and checks the handshakes on the way (see the file's doc comment).
 fn run(dut: &mut Dut, p: &Pins, rng: &mut Rng, cases: &[Case], r: Rates) -> Outcome {
+    run_with(dut, p, rng, cases, r, &mut |_: &mut Dut| {})
+}
+
+/// [`run`], calling `hook` once per cycle just before the clock edge.
+fn run_with(
+    dut: &mut Dut,
+    p: &Pins,
+    rng: &mut Rng,
+    cases: &[Case],
+    r: Rates,
+    hook: &mut dyn FnMut(&mut Dut),
+) -> Outcome {
     let n = cases.len();
     let mut jobs: VecDeque<&Case> = VecDeque::new();
     let mut pending = cases.iter().collect::<VecDeque<_>>();
@@ -726,6 +752,7 @@ fn run(dut: &mut Dut, p: &Pins, rng: &mut Rng, cases: &[Case], r: Rates) -> Outc
                 out.frames.push(std::mem::take(&mut cur));
             }
         }
+        hook(dut);
         dut.tick();
     }
     assert!(stream.is_empty(), "{} payload beats left over", stream.len());
@@ -1079,4 +1106,129 @@ fn short_pieces_start_back_to_back() {
             g.seed
         );
     }
+}
+
+/// A UD SEND ONLY job (0x64, 0x65 with `imm`): the expected frame is the codec's RC SEND ONLY
+/// frame whose payload is the DETH (Q_Key, a reserved byte, source QP `qpn`), the ImmDt and
+/// the data, with the opcode replaced (the codec does not model DETH; the ICRC, which covers
+/// the opcode, is not part of the assembler's output).
+fn make_ud_case(g: &mut Gen, imm: Option<u32>, plen: usize, qkey: u32, qpn: u8) -> Case {
+    let rng = &mut g.rng;
+    let op = if imm.is_some() { 0x65 } else { 0x64 };
+    let mut r = codec::nic_style_repr(rng, 0x04);
+    r.eth.src_addr = g.mac;
+    r.ipv4.src_addr = g.ip;
+    r.bth.ack_req = false;
+    let data = rng.bytes(plen);
+    let mut pay = qkey.to_be_bytes().to_vec();
+    pay.extend_from_slice(&[0, 0, 0, qpn]);
+    if let Some(i) = imm {
+        pay.extend_from_slice(&i.to_be_bytes());
+    }
+    pay.extend_from_slice(&data);
+    r.payload = pay;
+    let skip = rng.range(0, 63) as usize;
+    let pieces = if plen == 0 { Vec::new() } else { vec![g.host.place(rng, skip, &data, true)] };
+    let l = TxJob::default();
+    let ext4 = imm.map_or(u64::from(rng.u32()), |i| codec::imm_bits(&ImmDtRepr { data: i }));
+    let job = vec![
+        (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(op)),
+        (l.get_my_offset_has_deth(), l.get_my_width_has_deth(), 1),
+        (l.get_my_offset_has_ext4(), l.get_my_width_has_ext4(), u64::from(imm.is_some())),
+        (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(r.bth.psn)),
+        (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), u64::from(r.bth.dest_qp)),
+        (l.get_my_offset_pkey(), l.get_my_width_pkey(), u64::from(r.bth.pkey)),
+        (l.get_my_offset_udp_sport(), l.get_my_width_udp_sport(), u64::from(r.udp.src_port)),
+        (l.get_my_offset_dest_ip(), l.get_my_width_dest_ip(), codec::ip_bits(r.ipv4.dst_addr)),
+        (l.get_my_offset_dest_mac(), l.get_my_width_dest_mac(), codec::mac_bits(r.eth.dst_addr)),
+        // The Q_Key rides in the RETH's R_Key; VA and length are garbage.
+        (l.get_my_offset_reth_va(), l.get_my_width_reth_va(), rng.next_u64()),
+        (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), u64::from(qkey)),
+        (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(rng.u32())),
+        (l.get_my_offset_plen(), l.get_my_width_plen(), plen as u64),
+        (l.get_my_offset_pay_skip(), l.get_my_width_pay_skip(), skip as u64),
+        (l.get_my_offset_ext4(), l.get_my_width_ext4(), ext4),
+        (l.get_my_offset_rsp_qpn(), l.get_my_width_rsp_qpn(), u64::from(qpn)),
+        (l.get_my_offset_at_swap(), l.get_my_width_at_swap(), rng.next_u64()),
+        (l.get_my_offset_at_cmp(), l.get_my_width_at_cmp(), rng.next_u64()),
+    ];
+    let mut want = codec::strip_icrc(&r.emit());
+    want[42] = op;
+    r.fill_lengths();
+    let hdr = 54 + 8 + if imm.is_some() { 4 } else { 0 };
+    Case {
+        job,
+        op,
+        plen,
+        skip,
+        want,
+        pieces,
+        late: None,
+        two_chunks: hdr > 64,
+        pad: r.pad_len() != 0,
+        repr: AnyPacket::Roce(r),
+    }
+}
+
+#[test]
+fn ud_jobs_carry_a_deth_and_report_when_sent() {
+    for (round, rates) in [READY, Rates { job: 50, pay: 70, out: 60, piece: 60 }].into_iter().enumerate() {
+        let (mut dut, p, mut g) = setup(0x0D_0000 + round as u64);
+        // With no room for reports, no job is taken.
+        dut.set("ud_room", 0);
+        let c0 = make_ud_case(&mut g, None, 5, 1, 1);
+        let w = dut.width(p.job);
+        dut.set_wide(p.job, &pack_fields(w, &c0.job));
+        dut.set(p.job_valid, 1);
+        for _ in 0..20 {
+            dut.tick();
+            assert!(!dut.get_bit(p.job_read), "a job taken without ud_room");
+        }
+        dut.set(p.job_valid, 0);
+        dut.set("ud_room", 1);
+        let mut cases = Vec::new();
+        let mut ud = Vec::new();
+        for k in 0..24usize {
+            let qpn = (k * 7 % 64) as u8;
+            let qkey = g.rng.u32();
+            let imm = g.rng.u32();
+            let c = match k % 4 {
+                0 => make_ud_case(&mut g, None, [0, 1, 59, 60, 61, 64, 200, 4096][k / 4 % 8], qkey, qpn),
+                1 => make_ud_case(&mut g, Some(imm), [0, 3, 55, 56, 57, 1000][k / 4 % 6], qkey, qpn),
+                2 => make_case_of(&mut g, 0x04, 100),
+                _ => make_case_of(&mut g, 0x0A, 70),
+            };
+            if k % 4 < 2 {
+                let psn = c.repr.roce().unwrap().bth.psn;
+                ud.push((u64::from(qpn), u64::from(psn)));
+            }
+            cases.push(c);
+        }
+        let out = run_watching_ud(&mut dut, &p, &mut g.rng, &cases, rates);
+        assert_eq!(out.0.frames.len(), cases.len());
+        for (i, (got, c)) in out.0.frames.iter().zip(&cases).enumerate() {
+            let ctx = format!("round {round} frame {i} opcode {:#04x} plen {} (seed {:#x})", c.op, c.plen, g.seed);
+            if c.op >= 0x64 {
+                assert_frame_eq(got, &c.want, &ctx);
+            } else {
+                check_frame(got, c, &ctx);
+            }
+        }
+        assert_eq!(out.1, ud, "round {round}: ud_done reports (QPN, PSN), one per UD frame, in order");
+    }
+}
+
+/// [`run`], also collecting every `ud_done` pulse's `(qpn, psn)` (sampled each cycle of the
+/// run through the harness's per-cycle hook).
+fn run_watching_ud(dut: &mut Dut, p: &Pins, rng: &mut Rng, cases: &[Case], r: Rates) -> (Outcome, Vec<(u64, u64)>) {
+    let done = dut.port("ud_done");
+    let qpn = dut.port("ud_done_qpn");
+    let psn = dut.port("ud_done_psn");
+    let mut seen = Vec::new();
+    let out = run_with(dut, p, rng, cases, r, &mut |d: &mut Dut| {
+        if d.get(done) == 1 {
+            seen.push((d.get(qpn), d.get(psn)));
+        }
+    });
+    (out, seen)
 }

@@ -92,8 +92,8 @@ pub use event::AsyncEventType;
 pub use mr::{AccessFlags, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{
-    AddressVector, ConnectOptions, Endpoint, Mtu, QpAttr, QpAttrMask, QpBuilder, QpCap, QpState, QueuePair, RecvWr,
-    RemoteAddr, RemoteBuffer, SendFlags, SendWr, Sge, WrOpcode,
+    AddressHandle, AddressVector, ConnectOptions, Endpoint, Mtu, QpAttr, QpAttrMask, QpBuilder, QpCap, QpState, QpType,
+    QueuePair, RecvWr, RemoteAddr, RemoteBuffer, SendFlags, SendWr, Sge, UdDest, WrOpcode,
 };
 pub use query::{AtomicCap, DeviceAttr, DeviceCapFlags, Gid, GidType, PortAttr, PortState};
 #[cfg(feature = "sim")]

@@ -85,6 +85,26 @@ impl ProtectionDomain {
         QpBuilder::new(self.clone(), send_cq)
     }
 
+    /// Creates an address handle for UD SENDs (`ibv_create_ah(3)`): the peer's MAC and IPv4
+    /// address. It holds no NIC resource: each UD work request carries its address.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a multicast or broadcast MAC, or an unspecified,
+    /// broadcast or multicast IPv4 address (multicast UD is not supported).
+    pub fn create_ah(&self, av: crate::qp::AddressVector) -> Result<crate::wr::AddressHandle> {
+        if av.dest_mac.0[0] & 1 == 1
+            || av.dest_ip.is_unspecified()
+            || av.dest_ip.is_broadcast()
+            || av.dest_ip.is_multicast()
+        {
+            return Err(crate::Error::inval(format!(
+                "address handle {} / {} is not a unicast peer",
+                av.dest_mac, av.dest_ip
+            )));
+        }
+        Ok(crate::wr::AddressHandle { av, pdn: self.inner.pdn })
+    }
+
     /// Creates a shared receive queue (`ibv_create_srq(3)`) of at least `max_wr` receive WRs
     /// of up to `max_sge` scatter entries; see [`SharedReceiveQueue`].
     ///

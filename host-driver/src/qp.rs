@@ -20,9 +20,12 @@ use crate::records::{put_sge, write_context, QpContext, Wqe};
 use crate::srq::{SharedReceiveQueue, SrqInner, SrqShared};
 
 pub(crate) use crate::qp_attr::apply;
-pub use crate::qp_attr::{transition_masks, validate_modify, AddressVector, Mtu, QpAttr, QpAttrMask, QpCap, QpState};
+pub use crate::qp_attr::{
+    transition_masks, ud_transition_masks, validate_modify, validate_modify_for, AddressVector, Mtu, QpAttr,
+    QpAttrMask, QpCap, QpState, QpType,
+};
 pub(crate) use crate::wr::{recv_prefix, write_recv_wqes};
-pub use crate::wr::{InlineData, RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WrOpcode};
+pub use crate::wr::{AddressHandle, InlineData, RecvWr, RemoteAddr, SendFlags, SendWr, Sge, UdDest, WrOpcode};
 
 /// Largest SQ, in WQEs (the context's SQ_LOG_SIZE is 4 bits).
 pub const MAX_SEND_WR: u32 = 1 << 15;
@@ -222,6 +225,7 @@ pub struct QpBuilder {
     max_inline_data: u32,
     sq_sig_all: bool,
     srq: Option<Rc<SrqInner>>,
+    qp_type: QpType,
 }
 
 impl QpBuilder {
@@ -237,7 +241,17 @@ impl QpBuilder {
             max_inline_data: 0,
             sq_sig_all: false,
             srq: None,
+            qp_type: QpType::Rc,
         }
+    }
+
+    /// The transport service (`ibv_qp_init_attr.qp_type`; default [`QpType::Rc`]). A UD QP
+    /// sends SENDs of up to one packet of the port's MTU (4096 bytes) to the address each
+    /// work request carries ([`SendWr::with_ud`]); its modifies follow
+    /// [`ud_transition_masks`].
+    pub fn set_qp_type(mut self, qp_type: QpType) -> Self {
+        self.qp_type = qp_type;
+        self
     }
 
     /// Receive from `srq` (`ibv_qp_init_attr.srq`) instead of an RQ of the QP's own:
@@ -395,6 +409,7 @@ impl QpBuilder {
         }
         let base = QpContext {
             state: QpState::Reset as u8,
+            qp_type: self.qp_type.code(),
             pd: self.pd.pdn(),
             pkey: DEFAULT_PKEY,
             udp_sport: udp_sport(qpn),
@@ -454,6 +469,7 @@ impl QpBuilder {
             rq_stride,
             _srq: self.srq,
             sq_sig_all: self.sq_sig_all,
+            qp_type: self.qp_type,
             pi: Cell::new(0),
             rq_pi: Cell::new(0),
             attr: QpAttr { cap, ..QpAttr::default() },
@@ -509,6 +525,7 @@ pub struct QueuePair<'mr> {
     /// The SRQ it receives from, kept alive while the NIC may use it.
     _srq: Option<Rc<SrqInner>>,
     sq_sig_all: bool,
+    qp_type: QpType,
     /// WQEs posted since the last RESET (the doorbell carries it mod 2^16).
     pi: Cell<u64>,
     /// Receive WQEs posted since the last RESET (the RQ doorbell carries it mod 2^16).
@@ -536,6 +553,11 @@ impl<'mr> QueuePair<'mr> {
     /// The QP number (24-bit in BTH; < 2^LOG_NUM_QPS on this NIC).
     pub fn qp_num(&self) -> u32 {
         self.qpn
+    }
+
+    /// The transport service it was created with (`ibv_qp.qp_type`).
+    pub fn qp_type(&self) -> QpType {
+        self.qp_type
     }
 
     /// The current state as the driver knows it (an error completion moves it to ERR).
@@ -595,7 +617,7 @@ impl<'mr> QueuePair<'mr> {
     /// happened; backend errors of the context write (the QP keeps its old state).
     pub fn modify(&mut self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
         let cur = self.state();
-        let next = validate_modify(cur, attr, mask)?;
+        let next = validate_modify_for(self.qp_type, cur, attr, mask)?;
         let mut a = self.attr;
         if next == QpState::Reset {
             a = QpAttr { cap: self.attr.cap, ..QpAttr::default() };
@@ -622,6 +644,17 @@ impl<'mr> QueuePair<'mr> {
             max_rd_atomic: a.max_rd_atomic,
             max_dest_rd_atomic: a.max_dest_rd_atomic,
             ..self.hw
+        };
+        let hw = match self.qp_type {
+            QpType::Rc => hw,
+            // UD: no peer, no ACK timeout; the Q_Key where an RC QP keeps its peer's IP
+            // (qp_context::QKEY); packets of up to the port's MTU (4096 bytes).
+            QpType::Ud => QpContext {
+                dest_ip: Ipv4Addr::from(a.qkey),
+                path_mtu: if next == QpState::Reset { 0 } else { Mtu::Mtu4096 as u8 },
+                timeout: 0,
+                ..hw
+            },
         };
         write_context(&*self.pd.inner.ctx.dev, regs::cmd_op::WRITE_QP, self.qpn as u8, &hw.pack())?;
         self.hw = QpContext { init_sq_psn: false, init_rq_psn: false, ..hw };
@@ -733,7 +766,21 @@ impl<'mr> QueuePair<'mr> {
                 )));
             }
         }
-        if wr.opcode.needs_remote() && wr.remote.is_none() {
+        if self.qp_type == QpType::Ud {
+            let Some(ud) = &wr.ud else {
+                return Err(Error::inval(format!("WR {i}: a UD QP needs an address (SendWr::with_ud)")));
+            };
+            if ud.ah.pdn != self.pd.pdn() {
+                return Err(Error::inval(format!(
+                    "WR {i}: the address handle is of PD {}, the QP of PD {}",
+                    ud.ah.pdn,
+                    self.pd.pdn()
+                )));
+            }
+            if ud.remote_qpn > PSN_MASK {
+                return Err(Error::inval(format!("WR {i}: remote QPN {:#x} is over 24 bits", ud.remote_qpn)));
+            }
+        } else if wr.opcode.needs_remote() && wr.remote.is_none() {
             return Err(Error::inval(format!("WR {i}: {:?} needs a remote address and rkey", wr.opcode)));
         }
         if !wr.flags.contains(SendFlags::INLINE) {
@@ -841,6 +888,12 @@ impl<'mr> QueuePair<'mr> {
             // The whole WQE, so no stale SGE or inline byte of an earlier lap survives.
             let mut buf = vec![0u8; self.sq_stride];
             buf[..wqe::BYTES].copy_from_slice(&w.pack());
+            if let (QpType::Ud, Some(ud)) = (self.qp_type, &wr.ud) {
+                wqe::UD_REMOTE_QPN.put(&mut buf, ud.remote_qpn.into());
+                wqe::UD_REMOTE_QKEY.put(&mut buf, ud.remote_qkey.into());
+                wqe::UD_DEST_IP.put(&mut buf, u32::from(ud.ah.av.dest_ip).into());
+                wqe::UD_DEST_MAC.put(&mut buf, crate::records::mac_to_u64(ud.ah.av.dest_mac.0));
+            }
             for (j, g) in sges.iter().enumerate().skip(1) {
                 put_sge(&mut buf, wqe::sge_offset(j), g.addr, g.length, g.lkey);
             }

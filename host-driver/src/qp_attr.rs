@@ -151,7 +151,38 @@ pub struct QpCap {
     pub max_inline_data: u32,
 }
 
-/// `struct ibv_qp_attr` (RC fields): the attributes [`QueuePair::modify`] sets, selected by a
+/// The transport service of a QP (`enum ibv_qp_type`, `ibv_qp_init_attr.qp_type`), chosen
+/// when it is created ([`crate::qp::QpBuilder::set_qp_type`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum QpType {
+    /// Reliable connection, `IBV_QPT_RC` (IBTA Vol 1 9.7).
+    #[default]
+    Rc,
+    /// Unreliable datagram, `IBV_QPT_UD` (IBTA Vol 1 9.8): SENDs of up to one path-MTU
+    /// packet to the address handle and QP each work request names, with a Q_Key. The NIC
+    /// sends them and completes them once sent; it does not yet receive them.
+    Ud,
+}
+
+impl QpType {
+    /// The `enum ibv_qp_type` value (IBV_QPT_RC = 2, IBV_QPT_UD = 4).
+    pub fn ibv(self) -> u32 {
+        match self {
+            QpType::Rc => 2,
+            QpType::Ud => 4,
+        }
+    }
+
+    /// The QP context's [`rnic_contract::qp_context::QP_TYPE`] code.
+    pub fn code(self) -> u8 {
+        match self {
+            QpType::Rc => rnic_contract::verbs::qp_type::RC,
+            QpType::Ud => rnic_contract::verbs::qp_type::UD,
+        }
+    }
+}
+
+/// `struct ibv_qp_attr` (RC fields, and UD's `qkey`): the attributes [`QueuePair::modify`] sets, selected by a
 /// [`QpAttrMask`], and [`QueuePair::query_qp`] reports. Units: PSNs are 24-bit, `timeout` is
 /// the exponent of 4.096 µs × 2^timeout, `min_rnr_timer` an RNR timer code (PROTOCOL.md),
 /// `retry_cnt` and `rnr_retry` counts (7 = infinite RNR retries).
@@ -189,6 +220,9 @@ pub struct QpAttr {
     pub retry_cnt: u8,
     /// RNR retries (0..=7, 7 = infinite).
     pub rnr_retry: u8,
+    /// UD: the QP's Q_Key (with [`QpAttrMask::QKEY`]), sent by a work request whose own
+    /// Q_Key has bit 31 set (IBTA Vol 1 10.2.5).
+    pub qkey: u32,
     /// Sizes (reported by [`QueuePair::query_qp`]; not modifiable).
     pub cap: QpCap,
 }
@@ -227,18 +261,59 @@ pub fn transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAt
     })
 }
 
+/// The attributes a modify must carry and may carry for a UD QP going from `cur` to `next`
+/// (IBTA Vol 1 Table 91's UD column, as in Linux `ib_modify_qp_is_ok`), `None` if the
+/// transition is not allowed:
+///
+/// | from → to | required | optional |
+/// |---|---|---|
+/// | RESET → INIT | PKEY_INDEX, PORT, QKEY | – |
+/// | INIT → INIT | – | PKEY_INDEX, PORT, QKEY |
+/// | INIT → RTR | – | PKEY_INDEX, QKEY |
+/// | RTR → RTS | SQ_PSN | CUR_STATE, QKEY |
+/// | RTS → RTS | – | CUR_STATE, QKEY |
+/// | any → RESET, any → ERR | – | – |
+pub fn ud_transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAttrMask)> {
+    use QpAttrMask as M;
+    use QpState::*;
+    let none = M::empty();
+    Some(match (cur, next) {
+        (_, Reset) | (_, Err) => (none, none),
+        (Reset, Init) => (M::PKEY_INDEX | M::PORT | M::QKEY, none),
+        (Init, Init) => (none, M::PKEY_INDEX | M::PORT | M::QKEY),
+        (Init, Rtr) => (none, M::PKEY_INDEX | M::QKEY),
+        (Rtr, Rts) => (M::SQ_PSN, M::CUR_STATE | M::QKEY),
+        (Rts, Rts) => (none, M::CUR_STATE | M::QKEY),
+        _ => return None,
+    })
+}
+
 /// Checks a modify of an RC QP in state `cur` (`ibv_modify_qp(3)` rules) and returns the next
+/// state: [`validate_modify_for`] with [`QpType::Rc`].
+///
+/// # Errors
+/// As [`validate_modify_for`].
+pub fn validate_modify(cur: QpState, attr: &QpAttr, mask: QpAttrMask) -> Result<QpState> {
+    validate_modify_for(QpType::Rc, cur, attr, mask)
+}
+
+/// Checks a modify of a QP of type `qp_type` in state `cur` (`ibv_modify_qp(3)` rules,
+/// [`transition_masks`] or [`ud_transition_masks`]) and returns the next
 /// state. Pure: touches no device, so a refused modify changes nothing.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a transition that is not allowed, a required attribute that
 /// is missing, an attribute the transition does not allow, a `cur_qp_state` that is not the
 /// current state, or an attribute value out of range.
-pub fn validate_modify(cur: QpState, attr: &QpAttr, mask: QpAttrMask) -> Result<QpState> {
+pub fn validate_modify_for(qp_type: QpType, cur: QpState, attr: &QpAttr, mask: QpAttrMask) -> Result<QpState> {
     use QpAttrMask as M;
     let next = if mask.contains(M::STATE) { attr.qp_state } else { cur };
-    let (required, optional) = transition_masks(cur, next).ok_or_else(|| {
-        Error::inval(format!("RC QP transition {cur:?} -> {next:?} is not allowed (or not supported)"))
+    let masks = match qp_type {
+        QpType::Rc => transition_masks(cur, next),
+        QpType::Ud => ud_transition_masks(cur, next),
+    };
+    let (required, optional) = masks.ok_or_else(|| {
+        Error::inval(format!("{qp_type:?} QP transition {cur:?} -> {next:?} is not allowed (or not supported)"))
     })?;
     let given = mask - M::STATE;
     let missing = required - given;
@@ -333,5 +408,8 @@ pub(crate) fn apply(to: &mut QpAttr, from: &QpAttr, mask: QpAttrMask) {
     }
     if mask.contains(M::RNR_RETRY) {
         to.rnr_retry = from.rnr_retry;
+    }
+    if mask.contains(M::QKEY) {
+        to.qkey = from.qkey;
     }
 }

@@ -39,6 +39,9 @@ pub struct QpContext {
     pub init_rq_psn: bool,
     /// ibv_mtu code (1 = 256 … 5 = 4096).
     pub path_mtu: u8,
+    /// Transport service ([`rnic_contract::verbs::qp_type`]: 0 RC, 1 UD). A UD QP keeps its
+    /// Q_Key in `dest_ip` ([`qp_context::QKEY`]).
+    pub qp_type: u8,
     /// Remote access bits of qp_access_flags.
     pub access: u8,
     /// Protection domain number.
@@ -98,6 +101,7 @@ impl Default for QpContext {
             init_sq_psn: false,
             init_rq_psn: false,
             path_mtu: 0,
+            qp_type: 0,
             access: 0,
             pd: 0,
             dest_qpn: 0,
@@ -135,6 +139,7 @@ impl QpContext {
         qp_context::INIT_SQ_PSN.put(&mut r, self.init_sq_psn.into());
         qp_context::INIT_RQ_PSN.put(&mut r, self.init_rq_psn.into());
         qp_context::PATH_MTU.put(&mut r, self.path_mtu.into());
+        qp_context::QP_TYPE.put(&mut r, self.qp_type.into());
         qp_context::ACCESS.put(&mut r, self.access.into());
         qp_context::PD.put(&mut r, self.pd.into());
         qp_context::DEST_QPN.put(&mut r, self.dest_qpn.into());

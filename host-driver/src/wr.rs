@@ -165,6 +165,36 @@ impl std::fmt::Debug for InlineData {
     }
 }
 
+/// An address handle (`struct ibv_ah`, `ibv_create_ah(3)` from
+/// [`crate::ProtectionDomain::create_ah`]): where a UD SEND goes, on a RoCEv2 port the peer's
+/// IPv4 address (its GID is the IPv4-mapped IPv6 address) and its MAC (or the next hop's).
+/// Used only with QPs of the same protection domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressHandle {
+    pub(crate) av: crate::qp_attr::AddressVector,
+    pub(crate) pdn: u32,
+}
+
+impl AddressHandle {
+    /// The address vector it was created from.
+    pub fn attr(&self) -> crate::qp_attr::AddressVector {
+        self.av
+    }
+}
+
+/// The UD part of a send work request (`ibv_send_wr.wr.ud`): the address handle, the remote
+/// QPN (24 bits) and the remote Q_Key (with bit 31 set, the QP's own Q_Key is sent instead,
+/// IBTA Vol 1 10.2.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdDest {
+    /// Where the datagram goes (`wr.ud.ah`).
+    pub ah: AddressHandle,
+    /// The destination QPN, 24 bits (`wr.ud.remote_qpn`; BTH.DestQP).
+    pub remote_qpn: u32,
+    /// The Q_Key sent in the DETH (`wr.ud.remote_qkey`); bit 31 set: the QP's own.
+    pub remote_qkey: u32,
+}
+
 /// A send work request (`struct ibv_send_wr`). Build with [`SendWr::rdma_write`],
 /// [`SendWr::rdma_read`], [`SendWr::send`], [`SendWr::atomic_cmp_and_swp`] or
 /// [`SendWr::atomic_fetch_and_add`] and the `with_*` methods ([`SendWr::with_sg_list`] for a
@@ -196,6 +226,8 @@ pub struct SendWr<'mr> {
     /// Atomics: `wr.atomic.swap` — the value IBV_WR_ATOMIC_CMP_AND_SWP writes when the compare
     /// matched (AtomicETH Swap Data). 0 for other opcodes.
     pub swap: u64,
+    /// UD QPs: where the SEND goes ([`SendWr::with_ud`]); ignored on an RC QP.
+    pub ud: Option<UdDest>,
 }
 
 impl<'mr> SendWr<'mr> {
@@ -220,7 +252,15 @@ impl<'mr> SendWr<'mr> {
             imm_data: 0,
             compare_add: 0,
             swap: 0,
+            ud: None,
         }
+    }
+
+    /// Addresses a SEND on a UD QP (`ibv_send_wr.wr.ud`): to QP `remote_qpn` behind `ah`,
+    /// with Q_Key `remote_qkey` (bit 31 set: the QP's own Q_Key).
+    pub fn with_ud(mut self, ah: &AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
+        self.ud = Some(UdDest { ah: *ah, remote_qpn, remote_qkey });
+        self
     }
 
     /// The first SGE, if any.

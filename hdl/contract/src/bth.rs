@@ -27,6 +27,13 @@ pub mod opcode {
     pub const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
 }
 
+/// UD transport opcodes (transport bits 7:5 = 011; IBTA Vol 1 9.2, Table 37): one packet per
+/// message, BTH then DETH (then ImmDt).
+pub mod ud_opcode {
+    pub const SEND_ONLY: u8 = 0x64;
+    pub const SEND_ONLY_WITH_IMMEDIATE: u8 = 0x65;
+}
+
 /// AETH syndrome values (bits 7:5 type, 4:0 value).
 pub mod syndrome {
     /// ACK with no credit information (credit code 0x1F).
@@ -50,6 +57,9 @@ pub mod len {
     pub const UDP: usize = 8;
     pub const BTH: usize = 12;
     pub const RETH: usize = 16;
+    /// Datagram Extended Transport Header: Q_Key (4), reserved (1), source QP (3); IBTA Vol 1
+    /// 9.3.3.
+    pub const DETH: usize = 8;
     pub const AETH: usize = 4;
     pub const IMMDT: usize = 4;
     pub const ICRC: usize = 4;

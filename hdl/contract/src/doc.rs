@@ -73,6 +73,7 @@ pub fn markdown() -> String {
             ("STATE", qp_context::STATE),
             ("INIT_SQ_PSN", qp_context::INIT_SQ_PSN),
             ("INIT_RQ_PSN", qp_context::INIT_RQ_PSN),
+            ("QP_TYPE (0 RC, 1 UD)", qp_context::QP_TYPE),
             ("PATH_MTU", qp_context::PATH_MTU),
             ("ACCESS", qp_context::ACCESS),
             ("PD", qp_context::PD),
@@ -85,7 +86,7 @@ pub fn markdown() -> String {
             ("MIN_RNR_TIMER", qp_context::MIN_RNR_TIMER),
             ("PKEY", qp_context::PKEY),
             ("UDP_SPORT", qp_context::UDP_SPORT),
-            ("DEST_IP", qp_context::DEST_IP),
+            ("DEST_IP (RC) / QKEY (UD)", qp_context::DEST_IP),
             ("DEST_MAC", qp_context::DEST_MAC),
             ("SEND_CQ", qp_context::SEND_CQ),
             ("SQ_LOG_SIZE", qp_context::SQ_LOG_SIZE),
@@ -157,6 +158,10 @@ pub fn markdown() -> String {
             ("SGE0_LKEY", wqe::SGE0_LKEY),
             ("COMPARE_ADD", wqe::COMPARE_ADD),
             ("SWAP", wqe::SWAP),
+            ("UD_REMOTE_QPN (UD SEND)", wqe::UD_REMOTE_QPN),
+            ("UD_REMOTE_QKEY (UD SEND; bit 31: the QP's QKEY)", wqe::UD_REMOTE_QKEY),
+            ("UD_DEST_IP (UD SEND)", wqe::UD_DEST_IP),
+            ("UD_DEST_MAC (UD SEND)", wqe::UD_DEST_MAC),
         ],
     );
     let recv_intro = format!(

@@ -39,8 +39,15 @@ pub const MIN_RNR_TIMER: Field = Field::at_bit(123, 5);
 pub const PKEY: Field = Field::at_bit(128, 16);
 /// UDP source port of this QP's packets (RoCEv2 flow entropy, Annex A17.4.5.1).
 pub const UDP_SPORT: Field = Field::at_bit(144, 16);
-/// Destination IPv4 address (first octet in bits 31:24).
+/// Destination IPv4 address (first octet in bits 31:24). RC only: a UD QP has its
+/// destination in each work request, and keeps its [`QKEY`] here instead.
 pub const DEST_IP: Field = Field::at_bit(160, 32);
+/// UD: the QP's Q_Key (ibv_modify_qp(3) `qkey`; IBTA Vol 1 10.2.5): sent in the DETH of a
+/// work request whose own Q_Key has bit 31 set, and the Q_Key received datagrams must carry.
+/// Shares its bits with [`DEST_IP`], which a UD QP does not use.
+pub const QKEY: Field = DEST_IP;
+/// The QP's transport service ([`crate::verbs::qp_type`]): 0 RC, 1 UD.
+pub const QP_TYPE: Field = Field::at_bit(11, 1);
 /// Destination MAC address (byte 0 of the address in bits 7:0).
 pub const DEST_MAC: Field = Field::at_bit(192, 48);
 /// Index of the CQ that receives this QP's send completions.
@@ -89,6 +96,7 @@ const _: () = assert!(check_disjoint(
         STATE,
         INIT_SQ_PSN,
         INIT_RQ_PSN,
+        QP_TYPE,
         PATH_MTU,
         ACCESS,
         PD,

@@ -77,6 +77,15 @@ pub mod access {
     pub const REMOTE_ATOMIC: u8 = 8;
 }
 
+/// The transport service a QP context holds ([`crate::qp_context::QP_TYPE`]); not
+/// `enum ibv_qp_type`'s numbering (IBV_QPT_RC = 2, IBV_QPT_UD = 4), which the driver maps.
+pub mod qp_type {
+    /// Reliable connection (IBTA Vol 1 9.7).
+    pub const RC: u8 = 0;
+    /// Unreliable datagram (IBTA Vol 1 9.8).
+    pub const UD: u8 = 1;
+}
+
 /// `enum ibv_qp_state`.
 pub mod qp_state {
     pub const RESET: u8 = 0;

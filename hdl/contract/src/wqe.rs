@@ -82,6 +82,38 @@ pub const COMPARE_ADD: Field = Field::at_byte(48, 64);
 /// compare matched (AtomicETH Swap Data).
 pub const SWAP: Field = Field::at_byte(56, 64);
 
+/// UD SEND: the address handle and remote QP of `ibv_send_wr.wr.ud` (ibv_post_send(3);
+/// IBTA Vol 1 9.8, Annex A17), in the bytes an RDMA or atomic WQE uses for its remote
+/// address, key and operands. The destination QPN (DETH's peer, BTH.DestQP).
+pub const UD_REMOTE_QPN: Field = Field::at_byte(16, 24);
+/// UD SEND: the remote Q_Key, sent in the DETH; with bit 31 set the QP's own
+/// [`crate::qp_context::QKEY`] is sent instead (IBTA Vol 1 10.2.5).
+pub const UD_REMOTE_QKEY: Field = Field::at_byte(20, 32);
+/// UD SEND: destination IPv4 address (first octet in bits 31:24), from the address handle's
+/// GID (an IPv4-mapped IPv6 address for RoCEv2).
+pub const UD_DEST_IP: Field = Field::at_byte(24, 32);
+/// UD SEND: destination MAC address (byte 0 of the address in bits 7:0), resolved from the
+/// address handle by the driver.
+pub const UD_DEST_MAC: Field = Field::at_byte(48, 48);
+
+const _: () = assert!(check_disjoint(
+    &[
+        WR_ID,
+        OPCODE,
+        SEND_FLAGS,
+        NUM_SGE,
+        IMM_DATA,
+        UD_REMOTE_QPN,
+        UD_REMOTE_QKEY,
+        UD_DEST_IP,
+        SGE0_ADDR,
+        SGE0_LENGTH,
+        SGE0_LKEY,
+        UD_DEST_MAC,
+    ],
+    BYTES * 8
+));
+
 const _: () = assert!(check_disjoint(
     &[
         WR_ID,
