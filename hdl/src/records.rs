@@ -72,7 +72,7 @@ record!(
     /// CQE ([`rnic_contract::cqe`]), 256 bits.
     CqeRec, 256, {
         wr_id: 64, byte_len: 32, imm_data: 32, qp_num: 24, opcode: 8, status: 8, wc_flags: 8,
-        rsvd0: 72, owner: 1, rsvd1: 7,
+        rsvd0: 16, src_qp: 24, rsvd2: 32, owner: 1, rsvd1: 7,
     }
 );
 
@@ -172,11 +172,14 @@ record!(
     /// order, except `imm` (the ImmDt's 4 bytes in wire order, as the CQE carries them). An
     /// AtomicETH gives `reth_va`, `reth_rkey`, `at_swap` (Swap or Add Data) and `at_cmp`
     /// (Compare Data); an ATOMIC ACKNOWLEDGE's AtomicAckETH gives `at_swap` (Original Remote
-    /// Data). `se`: the BTH's Solicited Event bit (IBTA Vol 1 9.2.3).
-    RxDesc, 416, {
+    /// Data). `se`: the BTH's Solicited Event bit (IBTA Vol 1 9.2.3). `ud`: a UD SEND ONLY
+    /// (0x64, 0x65 with immediate; IBTA Vol 1 9.8), described as the RC SEND ONLY it resembles
+    /// (`opcode` 0x04 / 0x05) with its DETH in `reth_va` (Q_Key bits 63:32, source QP bits
+    /// 23:0).
+    RxDesc, 417, {
         start: 10, nbeats: 8, opcode: 8, hlen: 7, ackreq: 1, plen: 13, se: 1, dest_qpn: 24,
         psn: 24, reth_va: 64, reth_rkey: 32, reth_len: 32, aeth_syndrome: 8, aeth_msn: 24,
-        imm: 32, at_swap: 64, at_cmp: 64,
+        imm: 32, at_swap: 64, at_cmp: 64, ud: 1,
     }
 );
 
@@ -308,6 +311,7 @@ mod tests {
         check("opcode", e.get_my_offset_opcode(), e.get_my_width_opcode(), cqe::OPCODE);
         check("status", e.get_my_offset_status(), e.get_my_width_status(), cqe::STATUS);
         check("wc_flags", e.get_my_offset_wc_flags(), e.get_my_width_wc_flags(), cqe::WC_FLAGS);
+        check("src_qp", e.get_my_offset_src_qp(), e.get_my_width_src_qp(), cqe::SRC_QP);
         check("owner", e.get_my_offset_owner(), e.get_my_width_owner(), cqe::OWNER);
 
         // Header offsets against the byte positions of PROTOCOL.md's framing.

@@ -129,7 +129,16 @@ pub struct BarRegs {
     v_srq_caps: Constant<Bits<32>>,
     v_features: Constant<Bits<32>>,
     c_word_mask: Constant<Bits<512>>,
+    /// The byte counts' counter indices ([`rnic_contract::regs::counter::TX_BYTES_LO`] ..
+    /// `RX_BYTES_HI`).
+    c_tx_lo: Constant<Bits<5>>,
+    c_tx_hi: Constant<Bits<5>>,
+    c_rx_lo: Constant<Bits<5>>,
+    c_rx_hi: Constant<Bits<5>>,
 }
+
+// A counter's index is 5 bits of its address (`COUNTERS + 4 * index`).
+const _: () = assert!(rnic_contract::regs::counter::COUNT <= 32);
 
 impl Default for BarRegs {
     fn default() -> Self {
@@ -228,6 +237,10 @@ impl Default for BarRegs {
             v_srq_caps: v(regs::SRQ_CAPS_VALUE),
             v_features: v(regs::FEATURES_VALUE),
             c_word_mask: Constant::new(0xFFFF_FFFF_u64.to_bits()),
+            c_tx_lo: Constant::new(u64::from(regs::counter::TX_BYTES_LO).to_bits()),
+            c_tx_hi: Constant::new(u64::from(regs::counter::TX_BYTES_HI).to_bits()),
+            c_rx_lo: Constant::new(u64::from(regs::counter::RX_BYTES_LO).to_bits()),
+            c_rx_hi: Constant::new(u64::from(regs::counter::RX_BYTES_HI).to_bits()),
         }
     }
 }
@@ -406,19 +419,19 @@ impl Logic for BarRegs {
                 }
             }
         }
-        // Byte counts: counters 26..=29 (TX low, high, RX low, high).
+        // Byte counts: the counters after the event counters (TX low, high, RX low, high).
         self.cidx.next = self.araddr.val().get_bits::<5>(2);
         if (self.araddr.val() & 0xFF80) == self.a_counters.val() {
-            if self.cidx.val() == 26 {
+            if self.cidx.val() == self.c_tx_lo.val() {
                 self.rd_value.next = self.bytes.val().get_bits::<32>(0);
             }
-            if self.cidx.val() == 27 {
+            if self.cidx.val() == self.c_tx_hi.val() {
                 self.rd_value.next = self.bytes.val().get_bits::<32>(32);
             }
-            if self.cidx.val() == 28 {
+            if self.cidx.val() == self.c_rx_lo.val() {
                 self.rd_value.next = self.bytes.val().get_bits::<32>(64);
             }
-            if self.cidx.val() == 29 {
+            if self.cidx.val() == self.c_rx_hi.val() {
                 self.rd_value.next = self.bytes.val().get_bits::<32>(96);
             }
         }

@@ -143,10 +143,13 @@ pub enum RxState {
     /// (24, responder) A READ, an atomic (new or replayed) or an ACK owed behind READ responses goes to
     /// the atomic unit, with a barrier job into the write-job FIFO.
     QueueResponse,
-    /// (25) Unused: the variants are declared in the order of their numbers, with these
-    /// gaps, so the state register's encoding is that numbering, which the engine's
-    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
-    Unused25,
+    /// (25, receive scatter) A UD SEND's receive WQE is checked: the first 40 bytes of its
+    /// first nonzero entry are the GRH area (IBTA Vol 1 9.8.4.? / Annex A17.4.5.3: for RoCEv2
+    /// over IPv4 the IPv4 header in its last 20 bytes); one job copies the packet's IPv4
+    /// header there, and the message then starts 40 bytes into the entry (`SgeFits` again,
+    /// then `Decide`). An entry shorter than 40 bytes completes the receive with
+    /// IBV_WC_LOC_LEN_ERR.
+    UdGrh,
     /// (26) Unused: the variants are declared in the order of their numbers, with these
     /// gaps, so the state register's encoding is that numbering, which the engine's
     /// timing closure was done against (a compact encoding added 7-LUT-level paths).
@@ -371,6 +374,8 @@ pub struct RxEngine {
     pub rnr_code: Signal<Out, Bits<5>>,
     /// RNR NAKs sent (no receive WQE for a SEND) and received.
     pub cnt_tx_rnr: Signal<Out, Bit>,
+    /// A UD SEND dropped: no receive WQE posted ([`rnic_contract::regs::counter::DROP_NO_RWQE`]).
+    pub cnt_drop_no_rwqe: Signal<Out, Bit>,
     pub cnt_rx_rnr: Signal<Out, Bit>,
     /// RQ doorbell from BAR0: `qpn << 16 | producer index` (stored at once).
     pub rq_db_write: Signal<In, Bit>,
@@ -667,6 +672,14 @@ pub struct RxEngine {
     // Receive completion extras: ImmDt and wc_flags.
     cqe_imm: DFF<Bits<32>>,
     cqe_flags: DFF<Bits<8>>,
+    /// The CQE's SRC_QP: a UD receive's sender (the DETH's source QP), else 0.
+    cqe_srcqp: DFF<Bits<24>>,
+    /// UD: the GRH area of this packet's receive WQE is written (`UdGrh`); its Q_Key differs
+    /// from the QP's (registered in `CheckRegion`).
+    grh_done: DFF<Bit>,
+    qkey_bad: DFF<Bit>,
+    /// The packet's DETH, as the ingress left it in `reth_va` (Q_Key 63:32, source QP 23:0).
+    deth: Signal<Local, Bits<64>>,
     /// Requester side of an RDMA READ: the next response PSN expected for the READ at the
     /// head of the in-flight table (completer state bits 32..56), valid when `rd_valid` (bit
     /// 21; cleared each time a WQE retires, when the head's first PSN is expected).
@@ -1070,6 +1083,7 @@ impl Default for RxEngine {
             lc_qpn: Default::default(),
             desc_qpn: Default::default(),
             cnt_tx_rnr: Default::default(),
+            cnt_drop_no_rwqe: Default::default(),
             cnt_rx_rnr: Default::default(),
             rq_db_write: Default::default(),
             rq_db_data: Default::default(),
@@ -1148,6 +1162,10 @@ impl Default for RxEngine {
             at_scan_data: Default::default(),
             cqe_imm: Default::default(),
             cqe_flags: Default::default(),
+            cqe_srcqp: Default::default(),
+            grh_done: Default::default(),
+            qkey_bad: Default::default(),
+            deth: Default::default(),
             rd_next: Default::default(),
             rd_valid: Default::default(),
             reads_done: Default::default(),
@@ -1395,6 +1413,9 @@ impl Logic for RxEngine {
             opc,
             cqe_imm,
             cqe_flags,
+            cqe_srcqp,
+            grh_done,
+            qkey_bad,
             rd_next,
             rd_valid,
             rsp_pending,
@@ -2177,6 +2198,8 @@ impl Logic for RxEngine {
         self.cqe.next.status = self.status.q.val();
         self.cqe.next.imm_data = self.cqe_imm.q.val();
         self.cqe.next.wc_flags = self.cqe_flags.q.val();
+        self.cqe.next.src_qp = self.cqe_srcqp.q.val();
+        self.deth.next = self.pkt.q.val().reth_va;
 
         // ---- The job for the writer (fields per state below) ----
         self.reply.next.dest_mac = self.ctx.q.val().dest_mac;
@@ -2251,6 +2274,7 @@ impl Logic for RxEngine {
         self.cnt_rx_ack.next = false;
         self.cnt_cqe.next = false;
         self.cnt_tx_rnr.next = false;
+        self.cnt_drop_no_rwqe.next = false;
         self.cnt_rx_rnr.next = false;
         // The READ the responder answers: from the requester's QP context and the RETH.
         self.rr_write.next = false;
@@ -2322,6 +2346,8 @@ impl Logic for RxEngine {
                 self.rwqe_ready.d.next = false;
                 self.cqe_opcode.d.next = 1.into();
                 self.cqe_flags.d.next = 0.into();
+                self.cqe_srcqp.d.next = 0.into();
+                self.grh_done.d.next = false;
                 self.cqe_imm.d.next = 0.into();
                 self.rsp_pending.d.next = false;
                 self.rsp_retired.d.next = false;
@@ -2507,13 +2533,17 @@ impl Logic for RxEngine {
                 self.c_unknown.d.next = !self.qpn_ok.q.val()
                     | !((self.ctx.q.val().state == 2) | (self.ctx.q.val().state == 3))
                     | self.qp_err.q.val()
-                    | (self.ctx.q.val().qp_type.any() & (self.pkt.q.val().nbeats != 0));
-                self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23);
+                    | (self.ctx.q.val().qp_type.any() & (self.pkt.q.val().nbeats != 0) & !self.pkt.q.val().ud.any())
+                    | (!self.ctx.q.val().qp_type.any() & self.pkt.q.val().ud.any());
+                // UD (IBTA Vol 1 9.8.3): no PSN checks; the Q_Key must be the QP's (10.2.5).
+                self.qkey_bad.d.next =
+                    self.pkt.q.val().ud.any() & (self.deth.val().get_bits::<32>(32) != self.ctx.q.val().dest_ip);
+                self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23) & !self.pkt.q.val().ud.any();
                 // An ACK, NAK or response must answer a PSN already sent: at or past the PSN
                 // after the last request packet sent it is a ghost.
                 self.ghost_r.d.next = !self.ghost_d.val().get_bit(23);
                 self.ack_fwd_r.d.next = !self.ack_d.val().get_bit(23) & (self.ack_d.val() != 0);
-                self.c_gap.d.next = self.psn_delta_r.q.val() != 0;
+                self.c_gap.d.next = (self.psn_delta_r.q.val() != 0) & !self.pkt.q.val().ud.any();
                 self.seq_ok_r.d.next = self.seq_ok.val();
                 self.rd_npkts.d.next = self.rd_q.q.val() + bit_cast::<24, 1>(self.rd_part.q.val().into());
                 if self.rd_zero.q.val() {
@@ -2525,6 +2555,7 @@ impl Logic for RxEngine {
                 // COMM_EST (IBTA Vol 1 11.6.3.1): a request with the expected PSN on a QP in
                 // RTR; `WriteBack` raises it if the QP has not yet in this RTR.
                 self.ce_fire.d.next = !self.c_unknown.q.val()
+                    & !self.pkt.q.val().ud.any()
                     & !self.c_dup.q.val()
                     & !self.c_gap.q.val()
                     & (self.ctx.q.val().state == 2)
@@ -2658,12 +2689,25 @@ impl Logic for RxEngine {
                         self.at_mode.d.next = true;
                         self.at_exec.d.next = true;
                         self.state.d.next = RxState::QueueResponse;
+                    } else if self.qkey_bad.q.val() {
+                        // A UD SEND with another Q_Key: dropped silently (IBTA Vol 1 10.2.5),
+                        // counted as a key violation.
+                        self.cnt_drop_key.next = true;
                     } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() & self.rq_empty_r.q.val() {
                         // No receive WQE posted: RNR NAK with the QP's minimal RNR timer
                         // (9.7.5.2.8); the packet is not executed and the PSN stays expected.
-                        self.cnt_tx_rnr.next = true;
-                        self.job.next.need_ack = 1.into();
-                        self.reply.next.syndrome = bit_cast::<8, 5>(self.ctx.q.val().min_rnr_timer) | 0x20;
+                        // A UD SEND is dropped and counted instead (9.8.3).
+                        if self.pkt.q.val().ud.any() {
+                            self.cnt_drop_no_rwqe.next = true;
+                        } else {
+                            self.cnt_tx_rnr.next = true;
+                            self.job.next.need_ack = 1.into();
+                            self.reply.next.syndrome = bit_cast::<8, 5>(self.ctx.q.val().min_rnr_timer) | 0x20;
+                        }
+                    } else if self.pkt.q.val().ud.any() & self.rwqe_ready.q.val() & !self.grh_done.q.val() {
+                        // A UD SEND's receive WQE is checked: its GRH area first (`UdGrh`).
+                        self.job_write.next = false;
+                        self.state.d.next = RxState::UdGrh;
                     } else if self.needs_rwqe.val() & !self.rwqe_ready.q.val() {
                         // Fetch and check the receive WQE, then decide again.
                         self.job_write.next = false;
@@ -2692,6 +2736,10 @@ impl Logic for RxEngine {
                         }
                         self.cqe_len.d.next = 0.into();
                         self.cqe_opcode.d.next = 128.into();
+                        if self.pkt.q.val().ud.any() {
+                            // UD: no NAK (9.8.3).
+                            self.recv_need_ack.d.next = false;
+                        }
                         // (An SRQ's WQE was taken at the message's first packet.)
                         if !self.ctx.q.val().use_srq.any() | self.is_send_start.val() {
                             self.rq_ci.d.next = self.rq_ci.q.val() + 1;
@@ -2806,6 +2854,18 @@ impl Logic for RxEngine {
                                 }
                                 self.state.d.next = RxState::ScatterSplit;
                             }
+                        }
+                        if self.pkt.q.val().ud.any() {
+                            // A UD receive (9.8.3, ibv_poll_cq(3)): no ACK; BYTE_LEN counts the
+                            // 40-byte GRH area, WC_FLAGS has IBV_WC_GRH, SRC_QP the sender.
+                            self.job.next.need_ack = 0.into();
+                            self.recv_need_ack.d.next = false;
+                            self.cqe_len.d.next = self.plen32.val() + 40;
+                            self.cqe_flags.d.next = 1.into();
+                            if self.has_imm.val() {
+                                self.cqe_flags.d.next = 3.into();
+                            }
+                            self.cqe_srcqp.d.next = self.deth.val().get_bits::<24>(0);
                         }
                         self.nak_sent.d.next = false;
                     }
@@ -2979,6 +3039,32 @@ impl Logic for RxEngine {
                     }
                 }
                 self.state.d.next = RxState::SgeReadKey;
+            }
+            RxState::UdGrh => {
+                // The GRH area: the first nonzero entry's first 40 bytes; the packet's IPv4
+                // header (frame bytes 14..34) into its last 20 (the first 20 are left as they
+                // are: reserved for RoCEv2 over IPv4, Annex A17.4.5.3). The message follows it.
+                self.grh_done.d.next = true;
+                if !self.sge_ok.val() {
+                    // A bad entry: IBV_WC_LOC_PROT_ERR in `Decide`.
+                    self.state.d.next = RxState::Decide;
+                } else if (self.sg_n.q.val() == 0) | (self.first_len.q.val() < 40) {
+                    // No room for the GRH: IBV_WC_LOC_LEN_ERR in `Decide`.
+                    self.tot_fits_r.d.next = false;
+                    self.state.d.next = RxState::Decide;
+                } else if self.job_room.q.val() {
+                    self.job_write.next = true;
+                    self.job.next.kind = 0.into();
+                    self.job.next.off = 14.into();
+                    self.job.next.plen = 20.into();
+                    self.job.next.addr = self.first_addr.q.val() + 20;
+                    self.job.next.release = 0.into();
+                    self.job.next.need_ack = 0.into();
+                    self.w_addr_r.d.next = self.first_addr.q.val() + 40;
+                    self.sge_len.d.next = self.first_len.q.val() - 40;
+                    self.sg_tot.d.next = self.sg_tot.q.val() - 40;
+                    self.state.d.next = RxState::SgeFits;
+                }
             }
             RxState::SgeFirstNonzero => {
                 // Several entries: the message starts in the first nonzero one.
@@ -3736,6 +3822,7 @@ impl Logic for RxEngine {
             RxState::WriteCqe => self.dbg_state.next = 12.into(),
             RxState::FlushStep => self.dbg_state.next = 33.into(),
             RxState::FlushRecvWqe => self.dbg_state.next = 34.into(),
+            RxState::UdGrh => self.dbg_state.next = 25.into(),
             _ => {}
         }
         if self.reset.val() {

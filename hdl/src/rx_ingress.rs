@@ -30,9 +30,9 @@ pub fn icrc_residue() -> u32 {
 /// UDP (destination port 4791, length consistent with IPv4 Total Length) and BTH (TVer 0, a
 /// supported opcode: every RC SEND and RDMA WRITE opcode with or without immediate, RDMA READ
 /// REQUEST, READ RESPONSE FIRST/MIDDLE/LAST/ONLY, ACKNOWLEDGE, ATOMIC ACKNOWLEDGE, COMPARE
-/// SWAP or FETCH ADD; payload length = Total Length − headers − pad − ICRC ≥ 0); the RETH is
+/// SWAP or FETCH ADD, UD SEND ONLY with or without immediate; payload length = Total Length − headers − pad − ICRC ≥ 0); the RETH is
 /// taken from bytes 54..70 (second beat), the AETH from bytes 54..58, the ImmDt from bytes
-/// 54..58 or, after a RETH, 70..74, the AtomicETH from bytes 54..82, the AtomicAckETH from
+/// 54..58 or, after a RETH, 70..74, or after a DETH (bytes 54..62), 62..66, the AtomicETH from bytes 54..82, the AtomicAckETH from
 /// bytes 58..66 (IBTA Vol 1 9.3.4, 9.3.5). Every beat of the frame is written into the packet buffer (at the
 /// frame's place, only into free space) while the ICRC is computed; the frame's last beat gives
 /// the verdict. Only a frame that passes every check (and the MAC's FCS, `tuser` = 0) becomes
@@ -152,6 +152,10 @@ pub struct RxIngress {
     fits_r: DFF<Bit>,
     nb_r: DFF<Bits<8>>,
     opcode_r: DFF<Bits<8>>,
+    /// The frame is a UD SEND ONLY (`RxDesc::ud`), kept from its first beat.
+    ud_r: DFF<Bit>,
+    /// The first beat's BTH opcode is a UD SEND ONLY (0x64, 0x65).
+    c_ud: Signal<Local, Bit>,
     hlen_r: DFF<Bits<7>>,
     ackreq_r: DFF<Bit>,
     /// BTH.SE of the frame being stored.
@@ -304,6 +308,8 @@ impl Default for RxIngress {
             fits_r: Default::default(),
             nb_r: Default::default(),
             opcode_r: Default::default(),
+            ud_r: Default::default(),
+            c_ud: Default::default(),
             hlen_r: Default::default(),
             ackreq_r: Default::default(),
             se_r: Default::default(),
@@ -427,6 +433,7 @@ impl Logic for RxIngress {
             fits_r,
             nb_r,
             opcode_r,
+            ud_r,
             hlen_r,
             ackreq_r,
             se_r,
@@ -568,6 +575,15 @@ impl Logic for RxIngress {
             20 => {
                 // 0x14
                 self.c_ext_len.next = 28.into();
+            }
+            // DETH: UD SEND ONLY; DETH + ImmDt: UD SEND ONLY with immediate (9.8, 9.3.3).
+            100 => {
+                // 0x64
+                self.c_ext_len.next = 8.into();
+            }
+            101 => {
+                // 0x65
+                self.c_ext_len.next = 12.into();
             }
             _ => {
                 self.c_supported.next = false;
@@ -720,8 +736,16 @@ impl Logic for RxIngress {
         self.desc.next.se = bit_cast::<1, 1>(self.se_r.q.val().into());
         self.desc.next.dest_qpn = self.dqpn_r.q.val();
         self.desc.next.psn = self.psn_r.q.val();
+        self.desc.next.ud = bit_cast::<1, 1>(self.ud_r.q.val().into());
+        // A UD SEND ONLY goes on as the RC SEND ONLY it resembles (0x64 → 0x04, 0x65 → 0x05),
+        // flagged `ud`.
+        self.c_ud.next = (self.hc.val().bth_opcode == 0x64) | (self.hc.val().bth_opcode == 0x65);
         if self.c_first.q.val() {
             self.desc.next.opcode = self.hc.val().bth_opcode;
+            self.desc.next.ud = bit_cast::<1, 1>(self.c_ud.val().into());
+            if self.c_ud.val() {
+                self.desc.next.opcode = self.hc.val().bth_opcode & 0x1F;
+            }
             self.desc.next.hlen = self.c_hlen.q.val();
             self.desc.next.ackreq = self.c_ackreq_w.val().get_bits::<1>(7);
             self.desc.next.se = self.c_flags_w.val().get_bits::<1>(7);
@@ -753,6 +777,10 @@ impl Logic for RxIngress {
         self.desc.next.imm = self.ext.val().get_bits::<32>(0);
         if self.imm_hi.val() {
             self.desc.next.imm = self.ext.val().get_bits::<32>(128);
+        }
+        if self.desc.val().ud.any() {
+            // After the DETH.
+            self.desc.next.imm = self.ext.val().get_bits::<32>(64);
         }
         // AtomicETH Swap/Add Data (ext bytes 12..20) and Compare Data (20..28); an ATOMIC
         // ACKNOWLEDGE's Original Remote Data (bytes 4..12, after the AETH) in `at_swap`.
@@ -786,6 +814,7 @@ impl Logic for RxIngress {
                 self.fits_r.d.next = !self.fits_first.val().get_bit(10);
                 self.nb_r.d.next = self.c_nb.q.val();
                 self.opcode_r.d.next = self.desc.val().opcode;
+                self.ud_r.d.next = self.desc.val().ud.any();
                 self.hlen_r.d.next = self.desc.val().hlen;
                 self.ackreq_r.d.next = self.desc.val().ackreq.any();
                 self.se_r.d.next = self.desc.val().se.any();

@@ -580,7 +580,8 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_access.val().into()) << 22)
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_op.val().into()) << 23)
             | (bit_cast::<32, 1>(self.rxe.cnt_tx_rnr.val().into()) << 24)
-            | (bit_cast::<32, 1>(self.rxe.cnt_rx_rnr.val().into()) << 25);
+            | (bit_cast::<32, 1>(self.rxe.cnt_rx_rnr.val().into()) << 25)
+            | (bit_cast::<32, 1>(self.rxe.cnt_drop_no_rwqe.val().into()) << 26);
         self.byte_cnt.tx_fire.next = self.icrc.out_valid.val() & self.m_axis_tx_tready.val();
         self.byte_cnt.tx_count.next = self.icrc.out_count.val();
         self.byte_cnt.rx_valid.next = self.s_axis_rx_tvalid.val();

@@ -9,7 +9,7 @@
 //!   for the records the block tests drive.
 //! - `extension_fields_layout`: `TxJob` is 496 bits with `has_ext4`, `has_atomic_eth`,
 //!   `has_atomic_ack`, `se` right after `has_reth` (bits 10..13; `rsp_last` at 14, `psn` still at
-//!   bit 16), `ext4` in bits 359..328, the atomic operands after it and `rsp_qpn` last; `RxDesc` is 416 bits with
+//!   bit 16), `ext4` in bits 359..328, the atomic operands after it and `rsp_qpn` last; `RxDesc` is 417 bits with
 //!   `imm` in bits 287..256 and the atomic operands after it; `RoceHeader.ext` covers frame
 //!   bytes 54..82 (an AtomicETH) and `spare` the last 6 bytes; `InflightRec` is 224 bits with
 //!   `local_iova` last; `ReadRespJob` is 360 bits with `len` still ending at bit 288;
@@ -75,7 +75,7 @@ fn declared_widths_match_the_fields() {
 fn extension_fields_layout() {
     let all = records();
     assert_eq!(declared(&all, "TxJob"), 496);
-    assert_eq!(declared(&all, "RxDesc"), 416);
+    assert_eq!(declared(&all, "RxDesc"), 417);
     assert_eq!(declared(&all, "RoceHeader"), 704);
     assert_eq!(declared(&all, "InflightRec"), 224);
     assert_eq!(declared(&all, "ReadRespJob"), 360);
@@ -137,7 +137,7 @@ fn from_bits_reads_each_field_in_place() {
     assert_eq!(word.get_bits::<32>(328).to_u64(), 0xA1B2_C3D4);
 
     let d = RxDesc::default();
-    let r = RxDesc::from(ones_at::<416>(d.get_my_offset_imm(), 32));
+    let r = RxDesc::from(ones_at::<417>(d.get_my_offset_imm(), 32));
     assert_eq!(r.imm.to_u64(), 0xFFFF_FFFF);
     assert_eq!(r, RxDesc { imm: r.imm, ..RxDesc::default() }, "only imm set");
 }

@@ -388,8 +388,13 @@ fn capability_registers_read_the_contract() {
                 | features::UD
                 | features::CQ_EVENTS
                 | features::RNR_NAK_GEN),
-            features::RC | features::SRQ | features::ATOMICS | features::CQ_EVENTS | features::RNR_NAK_GEN,
-            "feature bits: RC, SRQ, atomics, CQ events, RNR NAKs; no UD yet"
+            features::RC
+                | features::SRQ
+                | features::ATOMICS
+                | features::UD
+                | features::CQ_EVENTS
+                | features::RNR_NAK_GEN,
+            "feature bits: RC, SRQ, atomics, UD, CQ events, RNR NAKs"
         );
         assert_eq!(field(f, features::ATOMIC_CAP_SHIFT, 2), 1, "IBV_ATOMIC_HCA");
         for a in [0x0030u16, 0x0034, 0x0038, 0x003C] {

@@ -252,7 +252,7 @@ impl Tb {
         let d = &mut self.dut;
         let p = &self.p;
         let desc = if d.get_bit(p.desc_write) {
-            let bits: Bits<416> = bytes_to_bits(&d.get_wide(p.desc));
+            let bits: Bits<417> = bytes_to_bits(&d.get_wide(p.desc));
             Some(RxDesc::from(bits).into())
         } else {
             None

@@ -268,6 +268,8 @@ pub struct WorkCompletion {
     pub qp_num: u32,
     /// Flags.
     pub wc_flags: WcFlags,
+    /// UD receives: the sender's QPN (`ibv_wc.src_qp`, from the DETH); 0 otherwise.
+    pub src_qp: u32,
 }
 
 impl From<&Cqe> for WorkCompletion {
@@ -280,6 +282,7 @@ impl From<&Cqe> for WorkCompletion {
             imm_data: c.imm_data,
             qp_num: c.qp_num,
             wc_flags: WcFlags::from_bits_truncate(c.wc_flags),
+            src_qp: c.src_qp,
         }
     }
 }

@@ -106,6 +106,10 @@ pub enum AtomicCap {
     Glob = 2,
 }
 
+/// `max_ah` reported with UD: address handles are plain driver values (the WQE carries the
+/// address), so this only bounds what a program may expect, as rxe's 0x7FFF does.
+pub const MAX_AH: u32 = 0x7FFF;
+
 bitflags::bitflags! {
     /// `enum ibv_device_cap_flags` (the bits this NIC can set).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -183,7 +187,8 @@ pub struct DeviceAttr {
     pub max_srq_wr: u32,
     /// Scatter entries per SRQ receive WR.
     pub max_srq_sge: u32,
-    /// Address handles: 0 until UD exists (issue 15).
+    /// Address handles: [`MAX_AH`] with UD (FEATURES bit 3), else 0. An address handle holds
+    /// no NIC resource (each UD WQE carries its address), so the bound is nominal.
     pub max_ah: u32,
     /// P_Keys in the port's table: 1 (0xFFFF).
     pub max_pkeys: u16,
@@ -312,7 +317,7 @@ impl Context {
             max_srq: if srq { max_qp } else { 0 },
             max_srq_wr: if srq { n(i.log_max_srq_wr) } else { 0 },
             max_srq_sge: if srq { i.max_srq_sge.into() } else { 0 },
-            max_ah: 0,
+            max_ah: if i.has_feature(features::UD) { MAX_AH } else { 0 },
             max_pkeys: 1,
             local_ca_ack_delay: 15,
             phys_port_cnt: 1,

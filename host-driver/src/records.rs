@@ -336,6 +336,8 @@ pub struct Cqe {
     pub status: u8,
     /// ibv_wc_flags.
     pub wc_flags: u8,
+    /// UD receives: the sender's QPN ([`cqe::SRC_QP`]).
+    pub src_qp: u32,
     /// Owner (phase) bit.
     pub owner: bool,
 }
@@ -351,6 +353,7 @@ impl Cqe {
             opcode: cqe::OPCODE.get(b) as u8,
             status: cqe::STATUS.get(b) as u8,
             wc_flags: cqe::WC_FLAGS.get(b) as u8,
+            src_qp: cqe::SRC_QP.get(b) as u32,
             owner: cqe::OWNER.get(b) == 1,
         }
     }
@@ -365,6 +368,7 @@ impl Cqe {
         cqe::OPCODE.put(&mut r, self.opcode.into());
         cqe::STATUS.put(&mut r, self.status.into());
         cqe::WC_FLAGS.put(&mut r, self.wc_flags.into());
+        cqe::SRC_QP.put(&mut r, self.src_qp.into());
         cqe::OWNER.put(&mut r, self.owner.into());
         r
     }
@@ -410,6 +414,7 @@ mod tests {
             init_sq_psn: true,
             init_rq_psn: false,
             path_mtu: 5,
+            qp_type: 1,
             access: 0b1110,
             pd: 0xABCDEF,
             dest_qpn: 0x123456,
@@ -444,6 +449,7 @@ mod tests {
         assert_eq!(bits(&r, qp_context::STATE), 3);
         assert_eq!(bits(&r, qp_context::INIT_SQ_PSN), 1);
         assert_eq!(bits(&r, qp_context::INIT_RQ_PSN), 0);
+        assert_eq!(bits(&r, qp_context::QP_TYPE), 1);
         assert_eq!(bits(&r, qp_context::PATH_MTU), 5);
         assert_eq!(bits(&r, qp_context::ACCESS), 0b1110);
         assert_eq!(bits(&r, qp_context::PD), 0xABCDEF);
@@ -594,6 +600,7 @@ mod tests {
             opcode: 1,
             status: 4,
             wc_flags: 2,
+            src_qp: 0x12_3456,
             owner: true,
         };
         let b = c.pack();
@@ -602,6 +609,7 @@ mod tests {
         assert_eq!(b[19], 1, "opcode at byte 19");
         assert_eq!(b[20], 4, "status at byte 20");
         assert_eq!(b[21], 2, "wc_flags at byte 21");
+        assert_eq!(&b[24..27], &[0x56, 0x34, 0x12], "src_qp at bytes 24..27, little-endian");
         assert_eq!(b[31] & 1, 1, "owner in byte 31 bit 0");
     }
 

@@ -49,6 +49,7 @@ pub(crate) fn full_attr(state: QpState) -> QpAttr {
         timeout: 14,
         retry_cnt: 7,
         rnr_retry: 7,
+        qkey: 0,
         cap: QpCap::default(),
     }
 }

@@ -23,8 +23,12 @@ pub const OPCODE: Field = Field::at_byte(19, 8);
 pub const STATUS: Field = Field::at_byte(20, 8);
 /// ibv_wc_flags.
 pub const WC_FLAGS: Field = Field::at_byte(21, 8);
+/// UD receive completions: the sender's QPN (`ibv_wc.src_qp`, the DETH's source QP); 0 on
+/// every other CQE.
+pub const SRC_QP: Field = Field::at_byte(24, 24);
 /// Owner bit: equals `!(n >> log_size) & 1` for the n-th CQE written, so a fresh (zeroed) ring
 /// reads as empty and each lap flips the meaning.
 pub const OWNER: Field = Field::at_byte(31, 1);
 
-const _: () = assert!(check_disjoint(&[WR_ID, BYTE_LEN, IMM_DATA, QP_NUM, OPCODE, STATUS, WC_FLAGS, OWNER], BYTES * 8));
+const _: () =
+    assert!(check_disjoint(&[WR_ID, BYTE_LEN, IMM_DATA, QP_NUM, OPCODE, STATUS, WC_FLAGS, SRC_QP, OWNER], BYTES * 8));

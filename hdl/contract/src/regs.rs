@@ -16,8 +16,10 @@ pub const VERSION: u16 = 0x0004;
 /// registers [`QP_CAPS`], [`SEND_CAPS`], [`SRQ_CAPS`] and [`FEATURES`]; minor 3 the completion
 /// events: [`CQ_ARM`], the CQ context's [`crate::cq_context::VECTOR`] and the interrupt
 /// registers [`IRQ_MASK`], [`IRQ_PENDING`], [`IRQ_MODERATION`]; minor 4 the QP-affiliated
-/// asynchronous events and [`ASYNC_EVENT_CQ`].
-pub const VERSION_VALUE: u32 = 0x0000_0004;
+/// asynchronous events and [`ASYNC_EVENT_CQ`]; minor 5 UD QPs (the QP context's
+/// [`crate::qp_context::QP_TYPE`] and `QKEY`, the WQE's `UD_*` address, the CQE's
+/// [`crate::cqe::SRC_QP`]) and the [`counter::DROP_NO_RWQE`] counter.
+pub const VERSION_VALUE: u32 = 0x0000_0005;
 /// Capabilities, see [`caps`].
 pub const CAPS: u16 = 0x0008;
 /// Core clock in MHz (reads 250).
@@ -147,7 +149,8 @@ pub mod features {
     pub const SRQ: u32 = 1 << 1;
     /// Bit 2: COMPARE SWAP and FETCH ADD as requester and responder (IBTA Vol 1 9.4.5).
     pub const ATOMICS: u32 = 1 << 2;
-    /// Bit 3: unreliable datagram QPs (IBTA Vol 1 9.8). Not implemented yet (reads 0).
+    /// Bit 3: unreliable datagram QPs (IBTA Vol 1 9.8): SEND ONLY with a DETH, sent and
+    /// received (the GRH area, SRC_QP in the CQE), Q_Key checked ([`crate::qp_context::QP_TYPE`]).
     pub const UD: u32 = 1 << 3;
     /// Bit 4: CQ arming and completion events (`ibv_req_notify_cq(3)`): [`super::CQ_ARM`]
     /// and the interrupt output ([`super::irq`]).
@@ -162,10 +165,11 @@ pub mod features {
     pub const ATOMIC_HCA: u32 = 1;
 }
 
-/// What [`FEATURES`] reads: RC, SRQ, atomics with `IBV_ATOMIC_HCA`, CQ events, RNR NAK
+/// What [`FEATURES`] reads: RC, SRQ, UD, atomics with `IBV_ATOMIC_HCA`, CQ events, RNR NAK
 /// generation.
 pub const FEATURES_VALUE: u32 = features::RC
     | features::SRQ
+    | features::UD
     | features::ATOMICS
     | features::CQ_EVENTS
     | features::RNR_NAK_GEN
@@ -360,21 +364,24 @@ pub mod counter {
     pub const TX_RNR_NAKS: u16 = 24;
     /// RNR NAKs received by the requester.
     pub const RX_RNR_NAKS: u16 = 25;
+    /// UD SENDs dropped because their QP (or its SRQ) had no receive WQE posted (IBTA Vol 1
+    /// 9.8.3: a UD responder drops them silently; an RC SEND gets an RNR NAK instead).
+    pub const DROP_NO_RWQE: u16 = 26;
     /// Counters `0..EVENTS` count events (32-bit, wrapping); the ones after them are the
     /// halves of 64-bit byte counts.
-    pub const EVENTS: u16 = 26;
+    pub const EVENTS: u16 = 27;
     /// Bytes of the frames sent, Ethernet header through ICRC (no preamble, FCS or gap): bits
     /// 31:0 of a 64-bit count. Read HI, LO, HI and again if HI moved.
-    pub const TX_BYTES_LO: u16 = 26;
+    pub const TX_BYTES_LO: u16 = 27;
     /// Bits 63:32 of the sent-bytes count.
-    pub const TX_BYTES_HI: u16 = 27;
+    pub const TX_BYTES_HI: u16 = 28;
     /// Bytes of the frames received from the MAC (every frame, good or dropped), counted as
     /// [`TX_BYTES_LO`]: bits 31:0.
-    pub const RX_BYTES_LO: u16 = 28;
+    pub const RX_BYTES_LO: u16 = 29;
     /// Bits 63:32 of the received-bytes count.
-    pub const RX_BYTES_HI: u16 = 29;
+    pub const RX_BYTES_HI: u16 = 30;
     /// Number of counter registers.
-    pub const COUNT: u16 = 30;
+    pub const COUNT: u16 = 31;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -404,6 +411,7 @@ pub mod counter {
         "rx_nak_rem_op",
         "tx_rnr_naks",
         "rx_rnr_naks",
+        "drop_no_rwqe",
         "tx_bytes_lo",
         "tx_bytes_hi",
         "rx_bytes_lo",

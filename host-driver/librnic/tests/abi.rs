@@ -272,7 +272,7 @@ fn debian_ibv_devinfo_and_ibv_devices_run_unmodified() {
     assert!(ok, "{out}{err}");
     for want in [
         "hca_id:\trnic_0",
-        "fw_ver:\t\t\t\t0.4",
+        "fw_ver:\t\t\t\t0.5",
         "node_guid:\t\t\t0000:00ff:fe00:0001",
         "max_qp_wr:\t\t\t32768",
         "max_sge:\t\t\t15",
