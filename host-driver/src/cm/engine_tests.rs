@@ -700,3 +700,27 @@ fn bad_calls_are_typed_errors_and_send_nothing() {
     let msg = p.a.accept(0, a, &accept_params()).unwrap_err().to_string();
     assert!(msg.contains("accept") && msg.contains("Established"), "{msg}");
 }
+
+#[test]
+fn active_timeout_rej_ends_the_pending_request_on_the_passive_side() {
+    let mut p = Pair::new();
+    let mut c = params();
+    c.max_cm_retries = 1;
+    let a = p.a.connect(0, &c).unwrap();
+    p.deliver_all();
+    let b = connect_request(&p.events(Side::B)).id;
+    // B's consumer never answers; A resends once, then gives up and says so with a REJ
+    // (reason timeout) that names no remote ID: B finds its id by A's CA GUID and ID.
+    p.tick();
+    p.deliver_all();
+    p.tick();
+    assert_eq!(p.events(Side::A), vec![CmEvent::Unreachable { id: a }]);
+    let sent = p.deliver_all();
+    let CmMessage::Rej(r) = sent[0].msg() else { panic!("no REJ") };
+    assert_eq!(r.remote_comm_id, 0);
+    match p.events(Side::B).as_slice() {
+        [CmEvent::Rejected { id, reason: reject_reason::TIMEOUT, .. }] => assert_eq!(*id, b),
+        other => panic!("want REJECTED (timeout), got {other:?}"),
+    }
+    assert_eq!(p.b.state(b), None);
+}
