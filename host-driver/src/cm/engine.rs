@@ -37,8 +37,8 @@ use crate::qp_attr::Mtu;
 const DEFAULT_PKEY: u16 = 0xFFFF;
 /// The permissive LID a RoCE REQ carries in its LID fields (Annex A17.4.5.2).
 const PERMISSIVE_LID: u16 = 0xFFFF;
-/// The REQ's packet rate: 100 Gb/s (IBTA encoding 16), the rate of the rnic port.
-const PACKET_RATE_100G: u8 = 16;
+/// The REQ's packet rate field: 0, as Linux rdma_cm over rxe sends it (docs/guests.md 4.5).
+const PACKET_RATE: u8 = 0;
 /// `MessageRejected` of a REJ (IBTA Vol 1 12.6.7): the REQ, the REP, or no message (timeout).
 const REJECTED_REQ: u8 = 0;
 const REJECTED_REP: u8 = 1;
@@ -318,7 +318,8 @@ impl CmEngine {
             initiator_depth: p.initiator_depth,
             remote_cm_response_timeout: p.cm_response_timeout,
             transport_service_type: 0,
-            end_to_end_flow_control: true,
+            // The NIC's ACKs carry no credits (AETH syndrome 0x1F), as rping's REQ says too.
+            end_to_end_flow_control: false,
             starting_psn: p.starting_psn,
             local_cm_response_timeout: p.cm_response_timeout,
             retry_count: p.retry_count,
@@ -332,7 +333,7 @@ impl CmEngine {
             primary_local_gid: p.local.ip().to_ipv6_mapped().octets(),
             primary_remote_gid: p.remote.ip().to_ipv6_mapped().octets(),
             primary_flow_label: 0,
-            primary_packet_rate: PACKET_RATE_100G,
+            primary_packet_rate: PACKET_RATE,
             primary_traffic_class: p.traffic_class,
             primary_hop_limit: p.hop_limit,
             primary_sl: 0,
@@ -388,7 +389,8 @@ impl CmEngine {
             initiator_depth: p.initiator_depth,
             target_ack_delay: p.target_ack_delay,
             failover_accepted: 0,
-            end_to_end_flow_control: true,
+            // No end-to-end credits (AETH syndrome 0x1F).
+            end_to_end_flow_control: false,
             rnr_retry_count: p.rnr_retry_count,
             srq: p.srq,
             local_ca_guid: self.config.local_ca_guid,

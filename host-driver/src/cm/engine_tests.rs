@@ -224,6 +224,10 @@ fn req_carries_the_ip_cm_header_and_roce_path() {
     assert_eq!((r.local_qpn, r.starting_psn, r.path_mtu), (0x11, 0x12_3456, 3));
     assert_eq!((r.remote_cm_response_timeout, r.local_cm_response_timeout, r.max_cm_retries), (20, 20, 15));
     assert_eq!(r.transport_service_type, 0, "RC");
+    // As rping's REQ over rxe (docs/guests.md 4.5): no end-to-end credits, rate 0, not
+    // subnet-local with hop limit 64.
+    assert!(!r.end_to_end_flow_control && !r.primary_subnet_local);
+    assert_eq!((r.primary_packet_rate, r.primary_hop_limit), (0, 64));
     assert_eq!((r.primary_local_lid, r.primary_remote_lid, r.pkey), (0xFFFF, 0xFFFF, 0xFFFF));
     assert_eq!(r.primary_local_gid, A_IP.to_ipv6_mapped().octets());
     assert_eq!(r.primary_remote_gid, B_IP.to_ipv6_mapped().octets());
@@ -723,4 +727,80 @@ fn active_timeout_rej_ends_the_pending_request_on_the_passive_side() {
         other => panic!("want REJECTED (timeout), got {other:?}"),
     }
     assert_eq!(p.b.state(b), None);
+}
+
+/// A REQ with the field values Linux rdma_cm (rping over rxe) sent, as recorded in
+/// docs/guests.md 4.5, reaches a listener on port 7174 as the CONNECT_REQUEST it means; the
+/// REP answers with its TID and comm IDs; to an unlistened port it gets what rxe sent back:
+/// REJ reason 8, message REJected 0, local comm ID 0.
+#[test]
+fn a_req_as_linux_rdma_cm_sends_it() {
+    let (client, server) = (Ipv4Addr::new(192, 168, 77, 2), Ipv4Addr::new(192, 168, 77, 1));
+    let mut private_data = [0u8; private_len::REQ];
+    private_data[1] = 0x40;
+    private_data[2..4].copy_from_slice(&0xdd23u16.to_be_bytes());
+    private_data[16..20].copy_from_slice(&client.octets());
+    private_data[32..36].copy_from_slice(&server.octets());
+    let req = super::mad::Req {
+        local_comm_id: 0x62c3_564c,
+        service_id: 0x0000_0000_0106_1c06,
+        local_ca_guid: 0x5054_00ff_fe77_0002,
+        local_qkey: 0,
+        local_qpn: 0x11,
+        responder_resources: 1,
+        initiator_depth: 1,
+        remote_cm_response_timeout: 20,
+        transport_service_type: 0,
+        end_to_end_flow_control: false,
+        starting_psn: 0x2b_63b6,
+        local_cm_response_timeout: 20,
+        retry_count: 7,
+        pkey: 0xffff,
+        path_mtu: 3,
+        rnr_retry_count: 7,
+        max_cm_retries: 15,
+        srq: false,
+        primary_local_lid: 0xffff,
+        primary_remote_lid: 0xffff,
+        primary_local_gid: client.to_ipv6_mapped().octets(),
+        primary_remote_gid: server.to_ipv6_mapped().octets(),
+        primary_flow_label: 0xae343,
+        primary_packet_rate: 0,
+        primary_traffic_class: 0,
+        primary_hop_limit: 64,
+        primary_sl: 0,
+        primary_subnet_local: false,
+        primary_local_ack_timeout: 19,
+        private_data,
+    };
+    let tid = 0x0000_0002_4c56_c362;
+    let mad = CmMessage::Req(Box::new(req)).emit(tid);
+    let from = MadAddr::gsi(client);
+    let mut e = CmEngine::new(CmConfig::new(0x5054_00ff_fe77_0001, 0x1be9_d8ba));
+    e.handle_mad(0, from, &mad);
+    let rej = e.poll_transmit().unwrap();
+    let (h, CmMessage::Rej(r)) = CmMessage::parse(&rej.mad).unwrap() else { panic!("no REJ") };
+    assert_eq!((h.transaction_id, r.reason, r.message_rejected), (tid, 8, 0));
+    assert_eq!((r.local_comm_id, r.remote_comm_id), (0, 0x62c3_564c));
+    assert_eq!(rej.dest, from);
+
+    e.listen(7174).unwrap();
+    e.handle_mad(0, from, &mad);
+    let r = match e.poll_event() {
+        Some(CmEvent::ConnectRequest(r)) => r,
+        other => panic!("want CONNECT_REQUEST, got {other:?}"),
+    };
+    assert_eq!((r.src, r.dst), (SocketAddrV4::new(client, 0xdd23), SocketAddrV4::new(server, 7174)));
+    assert_eq!((r.remote_qpn, r.starting_psn, r.path_mtu), (0x11, 0x2b_63b6, Mtu::Mtu1024));
+    assert_eq!((r.responder_resources, r.initiator_depth, r.local_ack_timeout), (1, 1, 19));
+    assert_eq!(r.private_data, vec![0; 56]);
+    e.accept(0, r.id, &AcceptParams::new(0x11, 0xdb_fe36)).unwrap();
+    let rep = e.poll_transmit().unwrap();
+    let (h, CmMessage::Rep(m)) = CmMessage::parse(&rep.mad).unwrap() else { panic!("no REP") };
+    assert_eq!(h.transaction_id, tid);
+    assert_eq!((m.local_comm_id, m.remote_comm_id), (0x1be9_d8ba, 0x62c3_564c));
+    assert_eq!((m.local_qpn, m.starting_psn, m.target_ack_delay, m.rnr_retry_count), (0x11, 0xdb_fe36, 15, 7));
+    assert_eq!(m.local_ca_guid, 0x5054_00ff_fe77_0001);
+    // 4.096 µs × 2^20 + 2 × 4.096 µs × 2^16 after the REP, it is resent unless the RTU came.
+    assert_eq!(e.next_timeout(), Some(cm_timeout_ns(20) + 2 * cm_timeout_ns(16)));
 }
