@@ -19,6 +19,37 @@
 //! - a REQ for a service with no listener gets REJ "invalid service ID";
 //! - a DREQ in any connected state, or for a connection the engine does not know, gets a DREP;
 //! - REP, RTU, REJ and DREP for no live connection are dropped and counted.
+//!
+//! Two engines, the wire between them a loop (on a NIC: UD SENDs on QP1):
+//!
+//! ```
+//! use std::net::{Ipv4Addr, SocketAddrV4};
+//! use rnic::cm::{AcceptParams, CmConfig, CmEngine, CmEvent, ConnectParams, MadAddr};
+//!
+//! let (ip_a, ip_b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+//! let mut a = CmEngine::new(CmConfig::new(0xA, 1));
+//! let mut b = CmEngine::new(CmConfig::new(0xB, 1));
+//! b.listen(7174)?;
+//! let carry = |from: &mut CmEngine, to: &mut CmEngine, src: Ipv4Addr| {
+//!     while let Some(out) = from.poll_transmit() {
+//!         to.handle_mad(0, MadAddr::gsi(src), &out.mad);
+//!     }
+//! };
+//! let params = ConnectParams::new(SocketAddrV4::new(ip_a, 40000), SocketAddrV4::new(ip_b, 7174), 0x11, 100);
+//! let id_a = a.connect(0, &params)?;
+//! carry(&mut a, &mut b, ip_a);
+//! let Some(CmEvent::ConnectRequest(req)) = b.poll_event() else { panic!() };
+//! assert_eq!(req.remote_qpn, 0x11); // B's QP: RESET → INIT → RTR with these, then accept
+//! b.accept(0, req.id, &AcceptParams::new(0x22, 200))?;
+//! carry(&mut b, &mut a, ip_b);
+//! let Some(CmEvent::ConnectResponse(rep)) = a.poll_event() else { panic!() };
+//! assert_eq!((rep.remote_qpn, rep.starting_psn), (0x22, 200)); // A's QP: RTR, RTS
+//! a.establish(0, id_a)?;
+//! carry(&mut a, &mut b, ip_a);
+//! assert_eq!(a.poll_event(), Some(CmEvent::Established { id: id_a }));
+//! assert_eq!(b.poll_event(), Some(CmEvent::Established { id: req.id }));
+//! # Ok::<(), rnic::cm::CmError>(())
+//! ```
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddrV4;
