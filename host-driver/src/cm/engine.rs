@@ -130,6 +130,8 @@ struct Conn {
     answer: Option<[u8; MAD_BYTES]>,
     /// When TimeWait ends (ns).
     timewait_until: Option<u64>,
+    /// Destroyed by the consumer: kept only for TimeWait, reported no more.
+    destroyed: bool,
 }
 
 impl Conn {
@@ -216,7 +218,7 @@ impl CmEngine {
 
     /// The state of connection `id`; `None` once it is gone (Idle).
     pub fn state(&self, id: CmId) -> Option<CmState> {
-        self.conns.get(&id.0).map(|c| c.state)
+        self.conns.get(&id.0).filter(|c| !c.destroyed).map(|c| c.state)
     }
 
     /// How long a TimeWait lasts, in ns: twice the packet life time.
@@ -280,7 +282,7 @@ impl CmEngine {
     }
 
     fn conn(&self, id: CmId) -> Result<&Conn, CmError> {
-        self.conns.get(&id.0).ok_or(CmError::UnknownId(id))
+        self.conns.get(&id.0).filter(|c| !c.destroyed).ok_or(CmError::UnknownId(id))
     }
 
     fn wrong_state(&self, id: CmId, call: &'static str) -> CmError {
@@ -385,6 +387,7 @@ impl CmEngine {
             retx: None,
             answer: None,
             timewait_until: None,
+            destroyed: false,
         };
         self.conns.insert(lid, conn);
         let mad = CmMessage::Req(Box::new(req)).emit(tid);
@@ -547,6 +550,68 @@ impl CmEngine {
         Ok(())
     }
 
+    /// Destroys connection `id` (`rdma_destroy_id(3)`), telling the peer as ib_cm does when
+    /// its id is destroyed: from REQ Sent a REJ "timeout" (with our CA GUID); from REQ Rcvd,
+    /// REP Sent or REP Rcvd a REJ "consumer reject"; from Established one DREQ, not resent.
+    /// A connection that was up (Established, DREQ Sent, TimeWait) then spends TimeWait
+    /// silently, still answering strays; any other is gone at once. No event names `id`
+    /// afterwards, and a later call with it is [`CmError::UnknownId`].
+    ///
+    /// # Errors
+    /// [`CmError::UnknownId`].
+    pub fn destroy(&mut self, now_ns: u64, id: CmId) -> Result<(), CmError> {
+        let c = self.conn(id)?;
+        if c.destroyed {
+            return Err(CmError::UnknownId(id));
+        }
+        let (state, peer, tid, remote) = (c.state, c.peer, c.tid, c.remote_comm_id);
+        let rej = |reason: u16, rejected: u8, ari: [u8; 72], len: u8| {
+            CmMessage::Rej(Box::new(Rej {
+                local_comm_id: id.0,
+                remote_comm_id: remote,
+                message_rejected: rejected,
+                reject_info_length: len,
+                reason,
+                additional_reject_info: ari,
+                private_data: [0; private_len::REJ],
+            }))
+            .emit(tid)
+        };
+        match state {
+            CmState::ReqSent => {
+                let mut ari = [0u8; 72];
+                ari[..8].copy_from_slice(&self.config.local_ca_guid.to_be_bytes());
+                self.push(peer, rej(reject_reason::TIMEOUT, REJECTED_OTHER, ari, 8));
+            }
+            CmState::ReqRcvd => self.push(peer, rej(reject_reason::CONSUMER, REJECTED_REQ, [0; 72], 0)),
+            CmState::RepRcvd => self.push(peer, rej(reject_reason::CONSUMER, REJECTED_REP, [0; 72], 0)),
+            CmState::RepSent => self.push(peer, rej(reject_reason::CONSUMER, REJECTED_OTHER, [0; 72], 0)),
+            CmState::Established => {
+                let dreq = Dreq {
+                    local_comm_id: id.0,
+                    remote_comm_id: remote,
+                    remote_qpn: c.remote_qpn,
+                    private_data: [0; private_len::DREQ],
+                };
+                let dtid = self.new_tid(id.0);
+                self.push(peer, CmMessage::Dreq(Box::new(dreq)).emit(dtid));
+            }
+            CmState::DreqSent | CmState::TimeWait => {}
+        }
+        match state {
+            CmState::Established | CmState::DreqSent => self.enter_timewait(now_ns, id.0),
+            CmState::TimeWait => {}
+            _ => {
+                self.remove(id.0);
+                return Ok(());
+            }
+        }
+        if let Some(c) = self.conns.get_mut(&id.0) {
+            c.destroyed = true;
+        }
+        Ok(())
+    }
+
     /// The next MAD to send, if any: post it on QP1 as a UD SEND to `dest` with Q_Key
     /// [`super::mad::GSI_QKEY`].
     pub fn poll_transmit(&mut self) -> Option<OutMad> {
@@ -580,8 +645,11 @@ impl CmEngine {
     fn timeout_one(&mut self, now_ns: u64, lid: u32) {
         let Some(c) = self.conns.get_mut(&lid) else { return };
         if c.timewait_until.is_some_and(|t| t <= now_ns) {
+            let destroyed = c.destroyed;
             self.remove(lid);
-            self.events.push_back(CmEvent::TimewaitExit { id: CmId(lid) });
+            if !destroyed {
+                self.events.push_back(CmEvent::TimewaitExit { id: CmId(lid) });
+            }
             return;
         }
         let Some(r) = c.retx.as_mut().filter(|r| r.deadline <= now_ns) else { return };
@@ -719,6 +787,7 @@ impl CmEngine {
             retx: None,
             answer: None,
             timewait_until: None,
+            destroyed: false,
         };
         self.conns.insert(lid, conn);
         self.by_remote.insert((r.local_ca_guid, r.local_comm_id), lid);

@@ -804,3 +804,42 @@ fn a_req_as_linux_rdma_cm_sends_it() {
     // 4.096 µs × 2^20 + 2 × 4.096 µs × 2^16 after the REP, it is resent unless the RTU came.
     assert_eq!(e.next_timeout(), Some(cm_timeout_ns(20) + 2 * cm_timeout_ns(16)));
 }
+
+#[test]
+fn destroy_tells_the_peer_as_ib_cm_does_and_reports_nothing_more() {
+    // REQ Sent: the peer's pending request ends with REJ timeout.
+    let mut p = Pair::new();
+    let a = p.a.connect(0, &params()).unwrap();
+    p.deliver_all();
+    let b = connect_request(&p.events(Side::B)).id;
+    p.a.destroy(0, a).unwrap();
+    assert_eq!((p.a.state(a), p.a.next_timeout()), (None, None));
+    p.deliver_all();
+    assert!(matches!(p.events(Side::B).as_slice(), [CmEvent::Rejected { id, reason: 4, .. }] if *id == b));
+    assert!(p.events(Side::A).is_empty());
+    assert_eq!(p.a.destroy(0, a), Err(CmError::UnknownId(a)));
+
+    // REQ Rcvd: the active side is rejected by the consumer.
+    let mut p = Pair::new();
+    let a = p.a.connect(0, &params()).unwrap();
+    p.deliver_all();
+    let b = connect_request(&p.events(Side::B)).id;
+    p.b.destroy(0, b).unwrap();
+    p.deliver_all();
+    assert!(matches!(p.events(Side::A).as_slice(), [CmEvent::Rejected { id, reason: 28, .. }] if *id == a));
+
+    // Established: one DREQ, the peer disconnects; our id spends TimeWait silently.
+    let mut p = Pair::new();
+    let (a, b) = established(&mut p);
+    p.a.destroy(p.now, a).unwrap();
+    assert_eq!(p.a.state(a), None);
+    assert_eq!(p.a.disconnect(p.now, a, &[]), Err(CmError::UnknownId(a)));
+    let sent = p.deliver_all();
+    assert_eq!(sent.iter().map(Sent::attr).collect::<Vec<_>>(), vec![attr::DREQ, attr::DREP]);
+    assert_eq!(p.events(Side::B), vec![CmEvent::Disconnected { id: b }]);
+    assert!(p.a.next_timeout().is_some(), "A keeps the id for TimeWait");
+    p.tick();
+    assert!(p.events(Side::A).is_empty(), "no event for a destroyed id, not even TIMEWAIT_EXIT");
+    assert_eq!(p.events(Side::B), vec![CmEvent::TimewaitExit { id: b }]);
+    assert_eq!(p.a.next_timeout(), None);
+}
