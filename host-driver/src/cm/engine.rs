@@ -8,7 +8,7 @@
 //! [`super::mad::GSI_QKEY`]) and rdma_cm-shaped events ([`CmEngine::poll_event`]). Time is
 //! nanoseconds on any monotonic clock the caller chooses.
 //!
-//! The state machine is IBTA 12.9's (figures 146–148, [`CmState`]); what happens to
+//! The state machine is IBTA Vol 1 12.9's ([`CmState`]); what happens to
 //! duplicates and strays follows 12.9 and what Linux ib_cm does, so that a Linux peer (rxe,
 //! rdma_cm) can talk to it:
 //! - a REQ's retransmission reuses the REQ's TID; a REP, RTU and REJ answering it echo that
@@ -66,7 +66,7 @@ use crate::qp_attr::Mtu;
 
 /// The P_Key of every RoCEv2 REQ (the default partition, full membership).
 const DEFAULT_PKEY: u16 = 0xFFFF;
-/// The permissive LID a RoCE REQ carries in its LID fields (Annex A17.4.5.2).
+/// The permissive LID a RoCE REQ carries in its LID fields (Annex A17), as Linux rdma_cm sends it.
 const PERMISSIVE_LID: u16 = 0xFFFF;
 /// The REQ's packet rate field: 0, as Linux rdma_cm over rxe sends it (docs/guests.md 4.5).
 const PACKET_RATE: u8 = 0;
@@ -494,7 +494,7 @@ impl CmEngine {
     }
 
     /// The passive side's QP received its first packet before the RTU (the COMM_EST async
-    /// event, IBTA Vol 1 11.6.3 and 12.9.6, `ib_cm_notify(IB_EVENT_COMM_EST)`): stops
+    /// event, IBTA Vol 1 11.6.3 and 12.9, `ib_cm_notify(IB_EVENT_COMM_EST)`): stops
     /// resending the REP and reports [`CmEvent::Established`]. REP Sent → Established;
     /// nothing in Established (the RTU came first).
     ///
@@ -735,7 +735,7 @@ impl CmEngine {
         self.push(src, CmMessage::Rej(Box::new(rej)).emit(tid));
     }
 
-    /// REQ (IBTA Vol 1 12.6.5, 12.9.5).
+    /// REQ (IBTA Vol 1 12.6.5, 12.9).
     fn on_req(&mut self, src: MadAddr, tid: u64, r: &Req) {
         if let Some(&lid) = self.by_remote.get(&(r.local_ca_guid, r.local_comm_id)) {
             self.stats.duplicate += 1;
@@ -811,7 +811,7 @@ impl CmEngine {
         })));
     }
 
-    /// REP (IBTA Vol 1 12.6.8, 12.9.5): matched by the remote communication ID it carries
+    /// REP (IBTA Vol 1 12.6.8, 12.9): matched by the remote communication ID it carries
     /// (our ID).
     fn on_rep(&mut self, src: MadAddr, r: &Rep) {
         let key = (r.local_ca_guid, r.local_comm_id);
@@ -901,7 +901,7 @@ impl CmEngine {
         }
     }
 
-    /// DREQ (IBTA Vol 1 12.6.10, 12.9.7): answered with a DREP echoing its TID in any
+    /// DREQ (IBTA Vol 1 12.6.10, 12.9): answered with a DREP echoing its TID in any
     /// connected state, again in TimeWait, and also for a connection we do not know (the
     /// peer may have missed our DREP).
     fn on_dreq(&mut self, now_ns: u64, src: MadAddr, tid: u64, d: &Dreq) {

@@ -22,7 +22,7 @@ pub fn cm_timeout_ns(exp: u8) -> u64 {
 pub const REQ_USER_PRIVATE_DATA: usize = private_len::REQ - super::mad::IP_CM_HEADER_BYTES;
 
 /// Where a MAD comes from or goes to: the port's GID (RoCEv2: the IPv4-mapped IPv6 address,
-/// Annex A17.4.5.1) and the QPN (the GSI, QP1, for every CM MAD). The caller sends a MAD as
+/// Annex A17) and the QPN (the GSI, QP1, for every CM MAD). The caller sends a MAD as
 /// a UD SEND to this QPN with Q_Key [`super::mad::GSI_QKEY`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MadAddr {
@@ -67,7 +67,7 @@ impl std::fmt::Display for CmId {
     }
 }
 
-/// A connection's state, named as IBTA Vol 1 12.9 (figures 146–148) names it. A connection in
+/// A connection's state, named as IBTA Vol 1 12.9 names it. A connection in
 /// Idle is not kept: the engine forgets it, and [`super::engine::CmEngine::state`] answers
 /// `None`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
