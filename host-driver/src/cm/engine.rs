@@ -13,9 +13,12 @@
 //! rdma_cm) can talk to it:
 //! - a REQ's retransmission reuses the REQ's TID; a REP, RTU and REJ answering it echo that
 //!   TID; a DREQ has a TID of its own and the DREP echoes it;
-//! - a duplicate REQ gets the REP again if one was sent (nothing while the consumer decides);
-//!   a REQ for a connection in TimeWait gets REJ "stale connection";
-//! - a duplicate REP on an established connection gets the RTU again;
+//! - a duplicate REQ gets the REP again if one was sent, an MRA while the consumer decides
+//!   (as Linux does since it prepares its MRA instead of sending it at once); a REQ for a
+//!   connection in TimeWait gets REJ "stale connection";
+//! - a duplicate REP gets the RTU again on an established connection, an MRA while the
+//!   consumer decides;
+//! - an MRA for our REQ or REP stretches the wait for the answer to its service timeout;
 //! - a REQ for a service with no listener gets REJ "invalid service ID";
 //! - a DREQ in any connected state, or for a connection the engine does not know, gets a DREP;
 //! - REP, RTU, REJ and DREP for no live connection are dropped and counted.
@@ -55,8 +58,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
 use super::mad::{
-    ip_service_id, private_len, CmMessage, Drep, Dreq, IpCmHeader, MadError, Rej, Rep, Req, Rtu, IP_CM_HEADER_BYTES,
-    MAD_BYTES, METHOD_SEND,
+    ip_service_id, private_len, CmMessage, Drep, Dreq, IpCmHeader, MadError, Mra, Rej, Rep, Req, Rtu,
+    IP_CM_HEADER_BYTES, MAD_BYTES, METHOD_SEND,
 };
 use super::types::{
     cm_timeout_ns, reject_reason, AcceptParams, CmError, CmEvent, CmId, CmState, CmStats, ConnectParams,
@@ -74,6 +77,9 @@ const PACKET_RATE: u8 = 0;
 const REJECTED_REQ: u8 = 0;
 const REJECTED_REP: u8 = 1;
 const REJECTED_OTHER: u8 = 2;
+/// `MessageMRAed` of an MRA (IBTA Vol 1 12.6.6): the REQ or the REP.
+const MRAED_REQ: u8 = 0;
+const MRAED_REP: u8 = 1;
 /// The widest 24-bit value (QPN, PSN).
 const MAX_24: u32 = 0xFF_FFFF;
 
@@ -89,13 +95,16 @@ pub struct CmConfig {
     /// The first local communication ID to hand out; the caller should pass a random value,
     /// so that IDs differ across restarts (the engine has no random source of its own).
     pub comm_id_seed: u32,
+    /// Service timeout exponent of the MRAs the engine sends while its consumer decides
+    /// (4.096 µs × 2^n; rdma_cm uses 24, about 69 s).
+    pub mra_service_timeout: u8,
 }
 
 impl CmConfig {
-    /// A CA with GUID `local_ca_guid`, rdma_cm's RoCE packet life time (16), IDs from
-    /// `comm_id_seed`.
+    /// A CA with GUID `local_ca_guid`, rdma_cm's RoCE packet life time (16) and MRA service
+    /// timeout (24), IDs from `comm_id_seed`.
     pub fn new(local_ca_guid: u64, comm_id_seed: u32) -> Self {
-        Self { local_ca_guid, packet_life_time: 16, comm_id_seed }
+        Self { local_ca_guid, packet_life_time: 16, comm_id_seed, mra_service_timeout: 24 }
     }
 }
 
@@ -690,7 +699,7 @@ impl CmEngine {
 
     /// Takes a MAD that QP1 received from `src` (the sender's GID and source QPN, from the
     /// GRH and DETH), at `now_ns`. Anything that is not a CM SEND of REQ, REP, RTU, REJ,
-    /// DREQ or DREP is dropped and counted ([`CmStats`]); never panics.
+    /// DREQ, DREP or MRA is dropped and counted ([`CmStats`]); never panics.
     pub fn handle_mad(&mut self, now_ns: u64, src: MadAddr, mad: &[u8]) {
         self.stats.received += 1;
         let (hdr, msg) = match CmMessage::parse(mad) {
@@ -711,6 +720,7 @@ impl CmEngine {
         let tid = hdr.transaction_id;
         match msg {
             CmMessage::Req(r) => self.on_req(src, tid, &r),
+            CmMessage::Mra(r) => self.on_mra(now_ns, &r),
             CmMessage::Rep(r) => self.on_rep(src, &r),
             CmMessage::Rtu(r) => self.on_rtu(&r),
             CmMessage::Rej(r) => self.on_rej(&r),
@@ -745,6 +755,7 @@ impl CmEngine {
                     let peer = c.peer;
                     self.push(peer, rep);
                 }
+                (CmState::ReqRcvd, _) => self.send_mra(lid, MRAED_REQ),
                 (CmState::TimeWait, _) => {
                     let rej = Rej {
                         local_comm_id: lid,
@@ -842,12 +853,56 @@ impl CmEngine {
             }
             CmState::RepRcvd | CmState::Established if c.remote_comm_id == r.local_comm_id => {
                 self.stats.duplicate += 1;
-                if let (CmState::Established, Some(rtu)) = (c.state, c.answer) {
-                    let peer = c.peer;
-                    self.push(peer, rtu);
+                match (c.state, c.answer) {
+                    (CmState::Established, Some(rtu)) => {
+                        let peer = c.peer;
+                        self.push(peer, rtu);
+                    }
+                    (CmState::RepRcvd, _) => self.send_mra(r.remote_comm_id, MRAED_REP),
+                    _ => {}
                 }
             }
             _ => self.stats.stray += 1,
+        }
+    }
+
+    /// Sends an MRA for the REQ or REP (`mraed`) that connection `lid` received and its
+    /// consumer has not answered yet (IBTA Vol 1 12.6.6), echoing the connection's TID.
+    fn send_mra(&mut self, lid: u32, mraed: u8) {
+        let Some(c) = self.conns.get(&lid) else { return };
+        let mra = Mra {
+            local_comm_id: lid,
+            remote_comm_id: c.remote_comm_id,
+            message_mraed: mraed,
+            service_timeout: self.config.mra_service_timeout,
+            private_data: [0; private_len::MRA],
+        };
+        let (peer, tid) = (c.peer, c.tid);
+        self.push(peer, CmMessage::Mra(Box::new(mra)).emit(tid));
+    }
+
+    /// MRA (IBTA Vol 1 12.6.6): the peer got our REQ (in REQ Sent) or REP (in REP Sent) and
+    /// needs longer to answer. The wait for the answer, and each further resend, becomes the
+    /// MRA's service timeout plus twice the packet life time (as ib_cm stretches it); the
+    /// retries left stay as they are. An MRA of a REQ is matched by our ID alone.
+    fn on_mra(&mut self, now_ns: u64, m: &Mra) {
+        let wait = self.retry_interval_ns(m.service_timeout);
+        let Some(c) = self.conns.get_mut(&m.remote_comm_id) else {
+            self.stats.stray += 1;
+            return;
+        };
+        let fits = match m.message_mraed {
+            MRAED_REQ => c.state == CmState::ReqSent,
+            MRAED_REP => c.state == CmState::RepSent && c.remote_comm_id == m.local_comm_id,
+            _ => false,
+        };
+        if !fits {
+            self.stats.stray += 1;
+            return;
+        }
+        c.interval_ns = wait;
+        if let Some(r) = c.retx.as_mut() {
+            r.deadline = now_ns.saturating_add(wait);
         }
     }
 

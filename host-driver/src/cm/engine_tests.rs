@@ -416,17 +416,83 @@ fn lost_rep_duplicate_req_resends_rep_and_reports_one_request() {
     assert_eq!(p.events(Side::B), vec![CmEvent::Established { id: b }]);
 }
 
+/// A duplicate REQ while B's consumer decides gets an MRA (service timeout 24), and A then
+/// waits 4.096 µs × 2^24 + 2 × the packet life time before resending, instead of 2^20 + ….
 #[test]
-fn duplicate_req_before_accept_is_dropped() {
+fn duplicate_req_before_accept_gets_mra_and_a_longer_wait() {
     let mut p = Pair::new();
-    p.a.connect(0, &params()).unwrap();
+    let a = p.a.connect(0, &params()).unwrap();
     p.deliver_all();
-    connect_request(&p.events(Side::B));
-    p.tick();
+    let b = connect_request(&p.events(Side::B)).id;
+    let t = p.tick();
+    assert_eq!(t, p.a.retry_interval_ns(20));
     let sent = p.deliver_all();
-    assert_eq!(sent.iter().map(Sent::attr).collect::<Vec<_>>(), vec![attr::REQ], "nothing to resend yet");
-    assert!(p.events(Side::B).is_empty());
+    assert_eq!(sent.iter().map(Sent::attr).collect::<Vec<_>>(), vec![attr::REQ, attr::MRA]);
+    assert_eq!(sent[1].tid(), sent[0].tid(), "the MRA echoes the REQ's TID");
+    let CmMessage::Mra(m) = sent[1].msg() else { unreachable!() };
+    assert_eq!((m.local_comm_id, m.remote_comm_id), (b.local_comm_id(), a.local_comm_id()));
+    assert_eq!((m.message_mraed, m.service_timeout), (0, 24));
+    assert!(p.events(Side::B).is_empty(), "no second CONNECT_REQUEST");
     assert_eq!(p.b.stats().duplicate, 1);
+    assert_eq!(p.a.next_timeout(), Some(t + cm_timeout_ns(24) + 2 * cm_timeout_ns(16)));
+    assert_eq!(p.a.state(a), Some(CmState::ReqSent));
+    // The consumer accepts within the longer wait.
+    p.now = t + cm_timeout_ns(23);
+    p.b.accept(p.now, b, &accept_params()).unwrap();
+    p.deliver_all();
+    connect_response(&p.events(Side::A));
+    assert_eq!(p.a.next_timeout(), None);
+}
+
+/// A duplicate REP while A's consumer has not called establish gets an MRA: B then waits
+/// longer for the RTU instead of giving up after 1 + max CM retries short waits.
+#[test]
+fn duplicate_rep_before_establish_gets_mra() {
+    let mut p = Pair::new();
+    let mut c = params();
+    c.max_cm_retries = 1;
+    let a = p.a.connect(0, &c).unwrap();
+    p.deliver_all();
+    let b = connect_request(&p.events(Side::B)).id;
+    p.b.accept(0, b, &accept_params()).unwrap();
+    p.deliver_all();
+    connect_response(&p.events(Side::A));
+    let t = p.tick();
+    let sent = p.deliver_all();
+    assert_eq!(sent.iter().map(Sent::attr).collect::<Vec<_>>(), vec![attr::REP, attr::MRA]);
+    let CmMessage::Mra(m) = sent[1].msg() else { unreachable!() };
+    assert_eq!(m.message_mraed, 1, "the REP is acknowledged");
+    assert_eq!(p.b.next_timeout(), Some(t + p.b.retry_interval_ns(24)));
+    // Without the MRA B would have given up at 2 × the short interval.
+    p.now = 2 * t;
+    p.b.handle_timeout(p.now);
+    assert!(p.events(Side::B).is_empty());
+    p.a.establish(p.now, a).unwrap();
+    p.deliver_all();
+    assert_eq!(p.events(Side::B), vec![CmEvent::Established { id: b }]);
+}
+
+/// MRAs that fit no waiting message are dropped.
+#[test]
+fn stray_mras_are_dropped() {
+    let mut p = Pair::new();
+    let (a, _) = established(&mut p);
+    let mra = |mraed: u8, remote: u32| {
+        CmMessage::Mra(Box::new(super::mad::Mra {
+            local_comm_id: 1,
+            remote_comm_id: remote,
+            message_mraed: mraed,
+            service_timeout: 31,
+            private_data: [0; private_len::MRA],
+        }))
+        .emit(5)
+    };
+    for m in [mra(0, a.local_comm_id()), mra(1, a.local_comm_id()), mra(2, a.local_comm_id()), mra(0, 77)] {
+        p.a.handle_mad(p.now, MadAddr::gsi(B_IP), &m);
+    }
+    assert_eq!(p.a.stats().stray, 4);
+    assert_eq!(p.a.next_timeout(), None);
+    assert!(p.a.poll_event().is_none() && p.a.poll_transmit().is_none());
 }
 
 #[test]
@@ -524,10 +590,12 @@ fn unanswered_rep_is_unreachable_and_the_timeout_rej_reaches_the_active_side() {
     p.b.accept(0, b, &accept_params()).unwrap();
     p.deliver_all();
     connect_response(&p.events(Side::A));
-    // A's consumer never establishes: B resends its REP twice, A ignores the duplicates.
+    // A's consumer never establishes: B resends its REP twice; A's MRAs for the duplicates
+    // are lost, so B's wait is never stretched.
     for _ in 0..2 {
         p.tick();
-        p.deliver_all();
+        let sent = p.pump(|s| s.attr() == attr::MRA);
+        assert_eq!(sent.iter().map(Sent::attr).collect::<Vec<_>>(), vec![attr::REP, attr::MRA]);
     }
     assert!(p.events(Side::A).is_empty());
     assert_eq!(p.a.stats().duplicate, 2);
@@ -646,9 +714,9 @@ fn strays_are_dropped_and_unknown_dreq_gets_drep() {
     let mut mad = rep;
     mad[1] = 0x04;
     p.b.handle_mad(p.now, from_a, &mad);
-    let mut mra = rep;
-    mra[16..18].copy_from_slice(&attr::MRA.to_be_bytes());
-    p.b.handle_mad(p.now, from_a, &mra);
+    let mut lap = rep;
+    lap[16..18].copy_from_slice(&0x0019u16.to_be_bytes());
+    p.b.handle_mad(p.now, from_a, &lap);
     assert_eq!((p.b.stats().malformed, p.b.stats().unsupported), (2, 1));
     assert!(p.events(Side::B).is_empty() && p.b.poll_transmit().is_none());
     assert_eq!(p.b.state(b), Some(CmState::Established));

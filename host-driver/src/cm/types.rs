@@ -379,11 +379,12 @@ pub struct CmStats {
     pub retransmitted: u64,
     /// Not a CM MAD, too short, or not a SEND.
     pub malformed: u64,
-    /// CM attributes the engine does not handle (MRA, LAP, APR, SIDR).
+    /// CM attributes the engine does not handle (LAP, APR, SIDR).
     pub unsupported: u64,
     /// Messages for no live connection, or one in a state that ignores them.
     pub stray: u64,
-    /// Duplicates of a REQ, REP or DREQ already handled (answered again where IBTA says so).
+    /// Duplicates of a REQ, REP, RTU or DREQ already handled (answered again, or with an
+    /// MRA, where IBTA says so).
     pub duplicate: u64,
     /// REQs rejected by the engine itself (no listener, bad transport, MTU or header).
     pub rejected_req: u64,
