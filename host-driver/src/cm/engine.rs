@@ -698,8 +698,8 @@ impl CmEngine {
     }
 
     /// Takes a MAD that QP1 received from `src` (the sender's GID and source QPN, from the
-    /// GRH and DETH), at `now_ns`. Anything that is not a CM SEND of REQ, REP, RTU, REJ,
-    /// DREQ, DREP or MRA is dropped and counted ([`CmStats`]); never panics.
+    /// GRH and DETH), at `now_ns`. Anything that is not a CM SEND of REQ, MRA, REP, RTU, REJ,
+    /// DREQ or DREP is dropped and counted ([`CmStats`]); never panics.
     pub fn handle_mad(&mut self, now_ns: u64, src: MadAddr, mad: &[u8]) {
         self.stats.received += 1;
         let (hdr, msg) = match CmMessage::parse(mad) {

@@ -1,7 +1,7 @@
 //! Communication management (IBTA Vol 1 ch. 12; RoCEv2 per Annex A17; librdmacm's RDMA IP
 //! CM service, Annex A11): the connection messages a CM exchanges in MADs on QP1.
 //!
-//! - [`mad`]: the wire format of REQ, REP, RTU, REJ, DREQ and DREP, checked against
+//! - [`mad`]: the wire format of REQ, MRA, REP, RTU, REJ, DREQ and DREP, checked against
 //!   Wireshark's dissector;
 //! - [`engine`]: the sans-IO protocol engine ([`CmEngine`]) that sends, resends and answers
 //!   them and reports rdma_cm-shaped events ([`CmEvent`]); the caller carries its MADs on QP1
