@@ -543,20 +543,26 @@ impl CmEngine {
             return Err(self.wrong_state(id, "disconnect"));
         }
         check_private(private_data, private_len::DREQ)?;
+        self.send_dreq(now_ns, id.0, private_data);
+        Ok(())
+    }
+
+    /// Established → DREQ Sent: sends a DREQ with a new TID and resends it until the DREP.
+    fn send_dreq(&mut self, now_ns: u64, lid: u32, private_data: &[u8]) {
+        let Some(c) = self.conns.get(&lid) else { return };
         let dreq = Dreq {
-            local_comm_id: id.0,
+            local_comm_id: lid,
             remote_comm_id: c.remote_comm_id,
             remote_qpn: c.remote_qpn,
             private_data: padded(private_data),
         };
-        let tid = self.new_tid(id.0);
+        let tid = self.new_tid(lid);
         let mad = CmMessage::Dreq(Box::new(dreq)).emit(tid);
-        if let Some(c) = self.conns.get_mut(&id.0) {
+        if let Some(c) = self.conns.get_mut(&lid) {
             c.state = CmState::DreqSent;
             c.answer = None;
         }
-        self.send_reliable(now_ns, id.0, mad);
-        Ok(())
+        self.send_reliable(now_ns, lid, mad);
     }
 
     /// Destroys connection `id` (`rdma_destroy_id(3)`), telling the peer as ib_cm does when
@@ -719,7 +725,7 @@ impl CmEngine {
         }
         let tid = hdr.transaction_id;
         match msg {
-            CmMessage::Req(r) => self.on_req(src, tid, &r),
+            CmMessage::Req(r) => self.on_req(now_ns, src, tid, &r),
             CmMessage::Mra(r) => self.on_mra(now_ns, &r),
             CmMessage::Rep(r) => self.on_rep(src, &r),
             CmMessage::Rtu(r) => self.on_rtu(&r),
@@ -729,8 +735,8 @@ impl CmEngine {
         }
     }
 
-    /// The engine's own REJ of a REQ it cannot take (no listener, bad transport, MTU or
-    /// header): to the sender, echoing the REQ's TID, our communication ID 0.
+    /// The engine's own REJ of a REQ it cannot take (stale, no listener, bad transport, MTU
+    /// or header): to the sender, echoing the REQ's TID, our communication ID 0.
     fn reject_req(&mut self, src: MadAddr, tid: u64, r: &Req, reason: u16) {
         self.stats.rejected_req += 1;
         let rej = Rej {
@@ -746,7 +752,7 @@ impl CmEngine {
     }
 
     /// REQ (IBTA Vol 1 12.6.5, 12.9).
-    fn on_req(&mut self, src: MadAddr, tid: u64, r: &Req) {
+    fn on_req(&mut self, now_ns: u64, src: MadAddr, tid: u64, r: &Req) {
         if let Some(&lid) = self.by_remote.get(&(r.local_ca_guid, r.local_comm_id)) {
             self.stats.duplicate += 1;
             let Some(c) = self.conns.get(&lid) else { return };
@@ -769,6 +775,26 @@ impl CmEngine {
                     self.push(src, CmMessage::Rej(Box::new(rej)).emit(tid));
                 }
                 _ => {}
+            }
+            return;
+        }
+        // A new REQ from a QP that already has a connection here: the peer lost it (a
+        // restart). As ib_cm does, the REQ gets REJ "stale connection" and the old connection
+        // a DREQ; the peer retries once the old one is gone.
+        let stale = self
+            .conns
+            .iter()
+            .find(|(_, c)| {
+                c.peer.gid == src.gid
+                    && c.remote_qpn == r.local_qpn
+                    && !c.destroyed
+                    && !matches!(c.state, CmState::ReqSent | CmState::TimeWait)
+            })
+            .map(|(&l, c)| (l, c.state));
+        if let Some((old, state)) = stale {
+            self.reject_req(src, tid, r, reject_reason::STALE_CONNECTION);
+            if state == CmState::Established {
+                self.send_dreq(now_ns, old, &[]);
             }
             return;
         }

@@ -911,3 +911,26 @@ fn destroy_tells_the_peer_as_ib_cm_does_and_reports_nothing_more() {
     assert_eq!(p.events(Side::B), vec![CmEvent::TimewaitExit { id: b }]);
     assert_eq!(p.a.next_timeout(), None);
 }
+
+/// A restarted active side (new engine, new comm IDs) connects again from the QP the old
+/// connection used: B rejects the REQ as stale and disconnects the old connection; the
+/// next attempt, after that, succeeds.
+#[test]
+fn a_req_from_a_connected_qp_is_stale_and_ends_the_old_connection() {
+    let mut p = Pair::new();
+    let (_, b) = established(&mut p);
+    p.a = CmEngine::new(CmConfig::new(A_GUID, 0x5000));
+    let a2 = p.a.connect(p.now, &params()).unwrap();
+    let sent = p.deliver_all();
+    let attrs: Vec<_> = sent.iter().map(|s| (s.from, s.attr())).collect();
+    assert_eq!(attrs, vec![(Side::A, attr::REQ), (Side::B, attr::REJ), (Side::B, attr::DREQ), (Side::A, attr::DREP)]);
+    assert!(
+        matches!(p.events(Side::A).as_slice(), [CmEvent::Rejected { id, reason: reject_reason::STALE_CONNECTION, .. }] if *id == a2)
+    );
+    assert_eq!(p.events(Side::B), vec![CmEvent::Disconnected { id: b }], "no CONNECT_REQUEST for the stale REQ");
+    assert_eq!(p.b.state(b), Some(CmState::TimeWait));
+    // The same QP connects again: B's old connection is in TimeWait, so the REQ is taken.
+    p.a.connect(p.now, &params()).unwrap();
+    p.deliver_all();
+    connect_request(&p.events(Side::B));
+}
