@@ -8,8 +8,8 @@
 //!   and gives it the time (docs/cm.md);
 //! - [`types`]: the engine's parameters, events, states and errors.
 //!
-//! QP1 (UD QPs in the NIC) is issue 15's; until it lands two rnic hosts connect by exchanging
-//! `Endpoint`s, and the engine is exercised over an in-memory wire.
+//! QP1 (UD receive in the NIC) is issue 15's; until it lands two rnic hosts connect by
+//! exchanging `Endpoint`s, and the engine is exercised over an in-memory wire.
 pub mod engine;
 pub mod mad;
 pub mod types;
