@@ -1,6 +1,6 @@
 //! Communication management MADs on the wire (IBTA Vol 1 ch. 12.6 and 13.4; RoCEv2 per
 //! Annex A17): the 256-byte MAD a CM sends to QP1 in a UD SEND, its 24-byte common header
-//! ([`MadHeader`]) and the connection messages REQ, REP, RTU, REJ, DREQ and DREP
+//! ([`MadHeader`]) and the connection messages REQ, MRA, REP, RTU, REJ, DREQ and DREP
 //! ([`CmMessage`]), each parsed from and emitted to bytes field by field.
 //!
 //! Fields are big-endian; a bit field is named by its byte offset in the message's data area
@@ -49,6 +49,8 @@ pub mod attr {
 pub mod private_len {
     /// REQ.
     pub const REQ: usize = 92;
+    /// MRA.
+    pub const MRA: usize = 222;
     /// REP.
     pub const REP: usize = 196;
     /// RTU.
@@ -68,7 +70,7 @@ pub enum MadError {
     Truncated(usize),
     /// Not a CM MAD of class version 2 (base version, class, class version).
     NotCm(u8, u8, u8),
-    /// A CM attribute this module does not parse (MRA, LAP, APR, SIDR).
+    /// A CM attribute this module does not parse (LAP, APR, SIDR).
     UnknownAttribute(u16),
 }
 
@@ -79,7 +81,9 @@ impl fmt::Display for MadError {
             Self::NotCm(b, c, v) => {
                 write!(f, "not a CM MAD: base version {b}, class {c:#04x}, class version {v} (want 1, 0x07, 2)")
             }
-            Self::UnknownAttribute(a) => write!(f, "CM attribute {a:#06x} is not REQ, REP, RTU, REJ, DREQ or DREP"),
+            Self::UnknownAttribute(a) => {
+                write!(f, "CM attribute {a:#06x} is not REQ, MRA, REP, RTU, REJ, DREQ or DREP")
+            }
         }
     }
 }
@@ -243,6 +247,21 @@ pub struct Req {
     pub private_data: [u8; private_len::REQ],
 }
 
+/// MsgRcptAck (IBTA Vol 1 12.6.6): "your message arrived, the answer takes longer".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mra {
+    /// The sender's communication ID.
+    pub local_comm_id: u32,
+    /// The peer's (0 if unknown).
+    pub remote_comm_id: u32,
+    /// What is acknowledged: 0 REQ, 1 REP, 2 other (LAP) (2 bits).
+    pub message_mraed: u8,
+    /// How long the answer may take: 4.096 µs × 2^n (5 bits).
+    pub service_timeout: u8,
+    /// Private data ([`private_len::MRA`] bytes).
+    pub private_data: [u8; private_len::MRA],
+}
+
 /// ConnectReply (IBTA Vol 1 12.6.8).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rep {
@@ -335,6 +354,8 @@ pub struct Drep {
 pub enum CmMessage {
     /// ConnectRequest.
     Req(Box<Req>),
+    /// MsgRcptAck.
+    Mra(Box<Mra>),
     /// ConnectReply.
     Rep(Box<Rep>),
     /// ReadyToUse.
@@ -358,6 +379,7 @@ impl CmMessage {
     pub fn attribute_id(&self) -> u16 {
         match self {
             Self::Req(_) => attr::REQ,
+            Self::Mra(_) => attr::MRA,
             Self::Rep(_) => attr::REP,
             Self::Rtu(_) => attr::RTU,
             Self::Rej(_) => attr::REJ,
@@ -406,6 +428,13 @@ impl CmMessage {
                 primary_subnet_local: get(d, 94, 4, 1) == 1,
                 primary_local_ack_timeout: get(d, 95, 0, 5) as u8,
                 private_data: private(d, 140),
+            })),
+            attr::MRA => Self::Mra(Box::new(Mra {
+                local_comm_id: g32(0),
+                remote_comm_id: g32(4),
+                message_mraed: get(d, 8, 0, 2) as u8,
+                service_timeout: get(d, 9, 0, 5) as u8,
+                private_data: private(d, 10),
             })),
             attr::REP => Self::Rep(Box::new(Rep {
                 local_comm_id: g32(0),
@@ -488,6 +517,13 @@ impl CmMessage {
                 put(d, 94, 4, 1, r.primary_subnet_local.into());
                 put(d, 95, 0, 5, r.primary_local_ack_timeout.into());
                 d[140..].copy_from_slice(&r.private_data);
+            }
+            Self::Mra(r) => {
+                put(d, 0, 0, 32, r.local_comm_id.into());
+                put(d, 4, 0, 32, r.remote_comm_id.into());
+                put(d, 8, 0, 2, r.message_mraed.into());
+                put(d, 9, 0, 5, r.service_timeout.into());
+                d[10..].copy_from_slice(&r.private_data);
             }
             Self::Rep(r) => {
                 put(d, 0, 0, 32, r.local_comm_id.into());
