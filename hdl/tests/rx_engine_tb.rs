@@ -53,6 +53,9 @@
 //!   `async_cq` input) as event CQE jobs on the event CQ: COMM_EST once per RTR, QP_ACCESS_ERR /
 //!   QP_REQ_ERR after the responder's class C NAKs, LAST_WQE_REACHED for a QP on an SRQ entering
 //!   ERR (after its error event, or alone when the driver moves it), nothing while disabled.
+//! - `ud_sends_land_behind_the_grh_area`: UD SENDs on a UD QP: the GRH job, the payload 40
+//!   bytes in, the CQE's byte_len + 40, GRH flag and SRC_QP, no ACK; the Q_Key and no-WQE drops,
+//!   the short first entry (LOC_LEN_ERR), and RC/UD packets to the other kind of QP.
 //! - `dbg_state_reports_the_state_numbers`: the state code on `dbg_state` (STATUS bits 5:0)
 //!   through an accepted WRITE and a refused one with its flush visit: the numbers the states
 //!   had before they were named (`rnic_hdl::rx_engine::RxState`).
@@ -100,6 +103,8 @@ struct Desc {
     va: u64,
     rkey: u32,
     len: u32,
+    /// A UD SEND ONLY (`RxDesc::ud`), its DETH in `reth_va` (Q_Key 63:32, source QP 23:0).
+    ud: Option<u64>,
 }
 
 /// What the engine did with one packet.
@@ -170,6 +175,7 @@ impl Tb {
             "cnt_dup",
             "cnt_rx_ack",
             "cnt_cqe",
+            "cnt_drop_no_rwqe",
         ]
         .into_iter()
         .map(|n| (n, dut.port(n)))
@@ -593,6 +599,7 @@ fn write_only_key_and_bounds() {
             va,
             rkey,
             len,
+            ud: None,
         };
         let before = q.clone();
         let want = model(q, !big_qpn, &mrs, &d);
@@ -694,6 +701,7 @@ fn multi_packet_writes_follow_the_reth() {
                 va: if op == WRITE_FIRST || op == WRITE_ONLY { va } else { tb.rng.next_u64() },
                 rkey: if op == WRITE_FIRST || op == WRITE_ONLY { 0x5A } else { tb.rng.u32() },
                 len: if op == WRITE_FIRST || op == WRITE_ONLY { total as u32 } else { tb.rng.u32() },
+                ud: None,
             };
             let before = q.clone();
             let want = model(q, true, &mrs, &d);
@@ -746,6 +754,8 @@ struct JobSeen {
     need_ack: bool,
     syndrome: u64,
     cqe: Option<(u64, u64, u64, u64)>,
+    /// A CQE's WC_FLAGS and SRC_QP.
+    cqe_ud: Option<(u64, u64)>,
 }
 
 /// What one packet caused: its jobs, receive-WQE fetches (address, beats), counter pulses and
@@ -781,6 +791,10 @@ fn job_seen(job: &[u8]) -> JobSeen {
                 get(job, c + cqe::OPCODE.lsb, 8),
             )
         }),
+        cqe_ud: (kind == 1).then(|| {
+            use rnic_contract::cqe;
+            (get(job, c + cqe::WC_FLAGS.lsb, 8), get(job, c + cqe::SRC_QP.lsb, 24))
+        }),
     }
 }
 
@@ -810,7 +824,8 @@ impl Tb {
             (l.get_my_offset_plen(), l.get_my_width_plen(), d.plen),
             (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), d.dest_qpn),
             (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(d.psn)),
-            (l.get_my_offset_reth_va(), 64, self.rng.next_u64()),
+            (l.get_my_offset_reth_va(), 64, d.ud.unwrap_or_else(|| self.rng.next_u64())),
+            (l.get_my_offset_ud(), 1, u64::from(d.ud.is_some())),
             (l.get_my_offset_aeth_syndrome(), 8, 0x1F),
             (l.get_my_offset_aeth_msn(), 24, self.rng.next_u64() & 0xFF_FFFF),
         ];
@@ -1564,6 +1579,7 @@ fn qp_errors_and_comm_est_raise_async_events() {
         va: 0x1_0000,
         rkey,
         len: 16,
+        ud: None,
     };
     // QP 3 in RTR: COMM_EST on its first request, not on its second; then a bad rkey.
     let q3 = random_qp(&mut rng, 2, 2, pd);
@@ -1659,6 +1675,7 @@ fn a_qp_on_an_srq_entering_err_raises_last_wqe_reached() {
         va: 0x2_0000,
         rkey: 2 << 8 | 0x34,
         len: 16,
+        ud: None,
     };
     let jobs = tb.packet_jobs(&bad);
     assert_eq!(
@@ -1749,6 +1766,7 @@ fn dbg_state_reports_the_state_numbers() {
         va: 0x4_0000,
         rkey,
         len: 16,
+        ud: None,
     };
     assert_eq!(tb.state_trace(&write(q.epsn, rkey), 40), [0, 1, 2, 5, 6, 9, 0], "an accepted WRITE ONLY");
     assert_eq!(
@@ -1756,4 +1774,108 @@ fn dbg_state_reports_the_state_numbers() {
         [0, 1, 2, 5, 6, 9, 0, 1, 2, 33, 0],
         "a NAK remote access error, then the flush visit"
     );
+}
+
+/// UD SENDs (IBTA Vol 1 9.8.3; `RxDesc::ud`, the ingress's SEND ONLY with the DETH in
+/// `reth_va`) on a UD QP (QP_TYPE 1, its Q_Key in the context's QKEY): a good one becomes the
+/// GRH job (the packet's IPv4 header, frame bytes 14..34, to bytes 20..40 of the first entry,
+/// releasing nothing), the payload 40 bytes into the entry (releasing the packet's beats), and
+/// a receive CQE with byte_len + 40, IBV_WC_GRH (and WITH_IMM), SRC_QP = the DETH's source QP;
+/// no job asks for an ACK. A wrong Q_Key: `cnt_drop_key`, no fetch. No receive WQE:
+/// `cnt_drop_no_rwqe`, no RNR NAK. A first entry shorter than the GRH area: LOC_LEN_ERR, no
+/// payload. An RC SEND to the UD QP and a UD SEND to an RC QP: `cnt_unknown_qp`.
+#[test]
+fn ud_sends_land_behind_the_grh_area() {
+    use std::collections::HashMap;
+    let mut tb = Tb::new(0x0D_2001);
+    let (qpn, rc_qpn) = (5u64, 6u64);
+    let (rq_base, cqn, qkey) = (0x4000_0000u64, 2u64, 0x1234_5678u64);
+    let mut q = random_qp(&mut tb.rng, 3, 0x1, 7);
+    q.mtu_code = 5;
+    let good = Mr { valid: true, access: 0x1, tag: 0x11, pd: 7, va: 0x10_0000, length: 1 << 16, iova: 0x9_0000_0040 };
+    tb.write_mr(1, &good);
+    tb.write_cq(cqn, 6, 0x5000_0000);
+    let mut r = [0u8; 64];
+    qp::STATE.put(&mut r, 0);
+    tb.command(1, qpn, &r);
+    let mut r = qp_record(&q);
+    qp::QP_TYPE.put(&mut r, 1);
+    qp::QKEY.put(&mut r, qkey);
+    qp::RECV_CQ.put(&mut r, cqn);
+    qp::SEND_CQ.put(&mut r, cqn);
+    qp::RQ_LOG_SIZE.put(&mut r, 3);
+    qp::RQ_BASE.put(&mut r, rq_base);
+    tb.command(1, qpn, &r);
+    tb.write_qp(rc_qpn, &q);
+    let mut ci = 0u64;
+    // Posts a 64-byte receive WQE of `entries` (addr, len) and returns the fetchable memory.
+    let mut post = |tb: &mut Tb, entries: &[(u64, u64)], wr_id: u64| {
+        let mut wqe = vec![0u8; 64];
+        rnic_contract::recv_wqe::WR_ID.put(&mut wqe, wr_id);
+        rnic_contract::recv_wqe::NUM_SGE.put(&mut wqe, entries.len() as u64);
+        for (k, e) in entries.iter().enumerate() {
+            let o = rnic_contract::recv_wqe::sge_offset(k);
+            wqe[o..o + 8].copy_from_slice(&e.0.to_le_bytes());
+            wqe[o + 8..o + 12].copy_from_slice(&(e.1 as u32).to_le_bytes());
+            wqe[o + 12..o + 16].copy_from_slice(&(1u32 << 8 | 0x11).to_le_bytes());
+        }
+        let mut mem = HashMap::new();
+        mem.insert(rq_base + (ci % 8) * 64, wqe);
+        ci += 1;
+        tb.rq_doorbell(qpn, ci);
+        mem
+    };
+    let deth = |qk: u64, src: u64| qk << 32 | src;
+    let ud = |opcode: u8, plen: u64, dest: u64, d: u64| Desc {
+        start: 40,
+        nbeats: 2 + plen / 64,
+        opcode,
+        hlen: if opcode == 0x05 { 66 } else { 62 },
+        plen,
+        dest_qpn: dest,
+        psn: 0xABC,
+        ud: Some(d),
+        ..Desc::default()
+    };
+    let iova = |va: u64| good.iova + (va - good.va);
+    let none = HashMap::new();
+
+    // No receive WQE posted yet: dropped and counted, nothing answered, nothing fetched.
+    let r0 = tb.packet_run(&ud(SEND_ONLY, 100, qpn, deth(qkey, 9)), &none);
+    assert_eq!(r0.pulses, vec!["cnt_drop_no_rwqe"], "{r0:?}");
+    assert!(r0.fetches.is_empty() && r0.jobs.iter().all(|j| j.kind == 2 && !j.need_ack), "{r0:?}");
+    // A good one, and one with immediate.
+    for (k, (op, plen, flags)) in [(SEND_ONLY, 100u64, 1u64), (0x05, 7, 3)].into_iter().enumerate() {
+        let va = good.va + 0x1000 * (k as u64 + 1) + 3;
+        let mem = post(&mut tb, &[(va, 1000)], 0xD0 + k as u64);
+        let d = ud(op, plen, qpn, deth(qkey, 0xA_BCDE));
+        let r = tb.packet_run(&d, &mem);
+        let ctx = format!("UD SEND {k}: {r:?}");
+        assert_eq!(r.jobs.len(), 3, "{ctx}");
+        let (g, p, c) = (&r.jobs[0], &r.jobs[1], &r.jobs[2]);
+        assert_eq!((g.kind, g.off, g.plen, g.addr, g.release), (0, 14, 20, iova(va) + 20, 0), "GRH job; {ctx}");
+        assert_eq!((p.kind, p.off, p.plen, p.addr, p.release), (0, d.hlen, plen, iova(va) + 40, d.nbeats), "{ctx}");
+        assert_eq!(c.cqe, Some((0, plen + 40, 0xD0 + k as u64, 128)), "{ctx}");
+        assert_eq!(c.cqe_ud, Some((flags, 0xA_BCDE)), "{ctx}");
+        assert!(r.jobs.iter().all(|j| !j.need_ack), "no ACK for UD; {ctx}");
+    }
+    // A wrong Q_Key: dropped, counted as a key violation; the posted WQE stays for the next.
+    let mem = post(&mut tb, &[(good.va + 0x8000, 500)], 0xE0);
+    let r = tb.packet_run(&ud(SEND_ONLY, 10, qpn, deth(qkey ^ 0x100, 1)), &mem);
+    assert_eq!(r.pulses, vec!["cnt_drop_key"], "{r:?}");
+    assert!(r.fetches.is_empty() && r.jobs.iter().all(|j| j.kind == 2 && !j.need_ack), "{r:?}");
+    let r = tb.packet_run(&ud(SEND_ONLY, 10, qpn, deth(qkey, 1)), &mem);
+    assert_eq!(r.jobs.last().and_then(|j| j.cqe), Some((0, 50, 0xE0, 128)), "the kept WQE takes the next; {r:?}");
+    // A first entry shorter than the GRH area: LOC_LEN_ERR, nothing written.
+    let mem = post(&mut tb, &[(good.va + 0x9000, 39), (good.va + 0xA000, 500)], 0xE1);
+    let r = tb.packet_run(&ud(SEND_ONLY, 10, qpn, deth(qkey, 1)), &mem);
+    assert!(r.jobs.iter().all(|j| j.kind != 0 && !j.need_ack), "no payload, no NAK; {r:?}");
+    assert_eq!(r.jobs.last().and_then(|j| j.cqe).map(|c| (c.0, c.2)), Some((1, 0xE1)), "LOC_LEN_ERR; {r:?}");
+    // An RC SEND to a UD QP, a UD SEND to an RC QP.
+    let rc_send =
+        Desc { start: 40, nbeats: 2, opcode: SEND_ONLY, hlen: 54, plen: 4, dest_qpn: rc_qpn, ..Desc::default() };
+    let r = tb.packet_run(&Desc { dest_qpn: qpn, ..rc_send.clone() }, &none);
+    assert_eq!(r.pulses, vec!["cnt_unknown_qp"], "RC packet to a UD QP; {r:?}");
+    let r = tb.packet_run(&ud(SEND_ONLY, 4, rc_qpn, deth(qkey, 1)), &none);
+    assert_eq!(r.pulses, vec!["cnt_unknown_qp"], "UD packet to an RC QP; {r:?}");
 }
