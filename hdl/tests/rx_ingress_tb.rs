@@ -19,6 +19,11 @@
 //! Remote Data). Every other field an opcode does not define is left undefined (`reth_len` of
 //! an atomic too).
 //!
+//! UD SEND ONLY (0x64, 0x65; IBTA Vol 1 9.8, DETH 9.3.3) is accepted too, as the SEND ONLY it
+//! resembles with `ud` set (`ud_send_only_frames_become_ud_descriptors`; the codec does not
+//! model DETH, so those frames are RC SEND ONLY frames with the DETH in their payload and the
+//! opcode and ICRC rewritten).
+//!
 //! - `codec_places_extension_headers` (no Verilator): the reference itself: for each accepted
 //!   opcode the codec emits the RETH / AETH / ImmDt IBTA Vol 1 Table 38 lists, in that order
 //!   after the BTH, so the ImmDt is at frame bytes 54..58, or 70..74 after a RETH; the
@@ -111,6 +116,9 @@ enum Expect {
     /// Accepted: a descriptor for `repr` (whose frame, without Ethernet padding, is `frame`);
     /// its bytes are read back from the buffer and, if `release`, its space is freed.
     Good { repr: Box<AnyPacket>, frame: Vec<u8>, release: bool },
+    /// Accepted as a UD SEND ONLY (the codec does not model DETH): this descriptor (its
+    /// `start` aside; fields UD does not define are not compared), then as `Good`.
+    Ud { want: Box<RxDescView>, frame: Vec<u8> },
     /// Dropped with exactly this counter: "malformed", "icrc" or "overflow".
     Drop(&'static str),
 }
@@ -186,6 +194,7 @@ struct RxDescView {
     imm: u64,
     at_swap: u64,
     at_cmp: u64,
+    ud: bool,
 }
 
 impl From<RxDesc> for RxDescView {
@@ -207,6 +216,7 @@ impl From<RxDesc> for RxDescView {
             imm: d.imm.to_u64(),
             at_swap: d.at_swap.to_u64(),
             at_cmp: d.at_cmp.to_u64(),
+            ud: d.ud.any(),
         }
     }
 }
@@ -287,6 +297,27 @@ impl Tb {
                     data: Vec::new(),
                     frame,
                     release,
+                    ctx: ctx.clone(),
+                });
+                self.accepted.push(got);
+            }
+            Expect::Ud { want, frame } => {
+                assert!(!v.malformed && !v.icrc && !v.overflow, "{ctx}: error pulse {v:?}");
+                let got = v.desc.unwrap_or_else(|| panic!("{ctx}: no descriptor"));
+                let mut g = got.clone();
+                (g.reth_rkey, g.reth_len, g.aeth_syndrome, g.aeth_msn, g.at_swap, g.at_cmp) = (0, 0, 0, 0, 0, 0);
+                if want.opcode != 0x05 {
+                    g.imm = 0;
+                }
+                assert_eq!(g, RxDescView { start: got.start, ..*want }, "{ctx}: UD descriptor");
+                self.next_start = Some((got.start + got.nbeats) % BEATS);
+                self.reads.push_back(ReadJob {
+                    start: got.start,
+                    nbeats: got.nbeats,
+                    next: 0,
+                    data: Vec::new(),
+                    frame,
+                    release: true,
                     ctx: ctx.clone(),
                 });
                 self.accepted.push(got);
@@ -535,6 +566,7 @@ fn expected_desc(p: &AnyPacket, frame_len: usize, start: u64) -> RxDescView {
         imm: 0,
         at_swap: 0,
         at_cmp: 0,
+        ud: false,
     };
     let r = match p {
         AnyPacket::Roce(r) => r,
@@ -719,8 +751,9 @@ fn every_opcode_at_beat_edges() {
 
 #[test]
 fn only_rc_opcodes_up_to_fetch_add_are_accepted() {
-    // All 256 opcodes, each followed by a good frame: 0x00..=0x14 become descriptors, every
-    // other (RESYNC, reserved, UC, UD, CNP, manufacturer-specific) is malformed.
+    // All 256 opcodes, each followed by a good frame: 0x00..=0x14 and UD SEND ONLY (0x64,
+    // 0x65) become descriptors, every other (RESYNC, reserved, UC, the other UD opcodes, CNP,
+    // manufacturer-specific) is malformed.
     let mut tb = Tb::new(0x2F1E_0009);
     let seed = tb.rng.0;
     for op in 0..=255u8 {
@@ -730,6 +763,9 @@ fn only_rc_opcodes_up_to_fetch_add_are_accepted() {
             let plen = random_plen(&mut tb.rng, op);
             let r = good_repr_of(&mut tb.rng, op, plen);
             send_good(&mut tb, &r, 0, true, &ctx);
+        } else if op == 0x64 || op == 0x65 {
+            let plen = tb.rng.range(0, 300) as usize;
+            send_ud(&mut tb, op, plen, &ctx);
         } else {
             let f = unsupported_frame(&mut tb.rng, op);
             send_bad(&mut tb, &f, false, "malformed", &ctx);
@@ -738,8 +774,74 @@ fn only_rc_opcodes_up_to_fetch_add_are_accepted() {
         send_good(&mut tb, &r, 0, true, &format!("good frame after {ctx}"));
     }
     tb.flush();
-    assert_eq!(tb.accepted.len(), 256 + ACCEPTED.len());
+    assert_eq!(tb.accepted.len(), 256 + ACCEPTED.len() + 2);
     assert_eq!(tb.verdicts, 512);
+}
+
+/// A UD SEND ONLY (0x64, or 0x65 with immediate) of `plen` payload bytes: the codec's RC SEND
+/// ONLY frame whose payload starts with a DETH (random Q_Key, source QP) and the ImmDt, with
+/// the opcode replaced and the ICRC recomputed. Expected: the descriptor of the RC SEND ONLY
+/// it resembles (0x04 / 0x05) with `ud`, `hlen` 62 / 66, the DETH in `reth_va` (Q_Key bits
+/// 63:32, reserved byte 31:24 = 0, source QP 23:0) and the ImmDt in `imm`.
+fn send_ud(tb: &mut Tb, op: u8, plen: usize, ctx: &str) {
+    let rng = &mut tb.rng;
+    let mut r = codec::nic_style_repr(rng, 0x04);
+    randomise_masked_roce(rng, &mut r);
+    let (qkey, src) = (rng.u32(), rng.u32() & 0xFF_FFFF);
+    let imm = rng.u32();
+    let mut pay = qkey.to_be_bytes().to_vec();
+    pay.extend_from_slice(&src.to_be_bytes());
+    if op == 0x65 {
+        pay.extend_from_slice(&imm.to_be_bytes());
+    }
+    pay.extend(rng.bytes(plen));
+    r.payload = pay;
+    let mut frame = r.emit();
+    frame[42] = op;
+    refill_icrc(&mut frame);
+    let ext = if op == 0x65 { 12 } else { 8 };
+    let want = RxDescView {
+        start: 0,
+        nbeats: frame.len().div_ceil(64) as u64,
+        opcode: u64::from(op & 0x1F),
+        hlen: 54 + ext,
+        ackreq: r.bth.ack_req,
+        plen: plen as u64,
+        dest_qpn: u64::from(r.bth.dest_qp),
+        psn: u64::from(r.bth.psn),
+        reth_va: u64::from(qkey) << 32 | u64::from(src),
+        reth_rkey: 0,
+        reth_len: 0,
+        aeth_syndrome: 0,
+        aeth_msn: 0,
+        imm: if op == 0x65 { u64::from(u32::from_le_bytes(imm.to_be_bytes())) } else { 0 },
+        at_swap: 0,
+        at_cmp: 0,
+        ud: true,
+    };
+    tb.send(&frame.clone(), false, Expect::Ud { want: Box::new(want), frame }, ctx);
+}
+
+/// UD SEND ONLY frames, with and without ImmDt (whose bytes 62..66 straddle the first beat's
+/// end), payloads 0..=80 and around the beat edges up to 4096, back to back with RC frames:
+/// each a `ud` descriptor of the SEND ONLY it resembles, its DETH and ImmDt in place, its
+/// bytes read back from the buffer.
+#[test]
+fn ud_send_only_frames_become_ud_descriptors() {
+    let mut tb = Tb::new(0x0D_1001);
+    let seed = tb.rng.0;
+    for op in [0x64u8, 0x65] {
+        for plen in (0..=80).chain([120, 127, 128, 129, 1000, 4093, 4096]) {
+            let ctx = format!("opcode {op:#04x} plen {plen} (seed {seed:#x})");
+            tb.p_idle = if plen % 5 == 0 { 7 } else { 0 };
+            send_ud(&mut tb, op, plen, &ctx);
+            if plen % 7 == 0 {
+                let r = good_repr(&mut tb.rng);
+                send_good(&mut tb, &r, 0, true, &format!("RC frame after {ctx}"));
+            }
+        }
+    }
+    tb.flush();
 }
 
 #[test]
