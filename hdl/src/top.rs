@@ -495,6 +495,8 @@ impl Logic for NicTop {
         self.ud_desc.next.dest_qpn = bit_cast::<24, 6>(self.ud_fifo.data_out.val().get_bits::<6>(0));
         self.ud_desc.next.psn = self.ud_fifo.data_out.val().get_bits::<24>(6);
         self.ud_desc.next.aeth_syndrome = 0x1F.into();
+        // (An ACK of our own, not a UD packet: `ud` is the received packet's flag.)
+        self.ud_desc.next.ud = 0.into();
         self.desc_fifo.write.next = self.rxi.desc_write.val() | self.ud_take.val();
         self.desc_fifo.data_in.next = self.rxi.desc.val();
         if !self.rxi.desc_try.val() {
