@@ -388,4 +388,16 @@ fn a_ud_responder_drops_what_it_must_and_counts_it() {
     qa.post_send_one(SendWr::send(5, mr.sge(0..10).unwrap()).with_ud(&ah, to_b, QKEY)).unwrap();
     let r = h.wait(&h.cb, 1, 100_000);
     assert_eq!((r[0].wr_id, r[0].status), (8, WcStatus::LocLenErr), "{}", h.diag());
+    // The UD QP stays in RTS after it. A SEND longer than the next receive WQE takes is
+    // dropped and counted (IBTA class D), the WQE kept for the next SEND that fits.
+    qb.post_recv_one(rnic::RecvWr::new(9, dmr.sge(2048..2048 + 40 + 100).unwrap())).unwrap();
+    let (_, c5) = h.counters();
+    qa.post_send_one(SendWr::send(7, mr.sge(0..101).unwrap()).with_ud(&ah, to_b, QKEY)).unwrap();
+    h.settle(3_000);
+    let (_, c6) = h.counters();
+    assert_eq!(d(&c6, "drop_no_rwqe") - d(&c5, "drop_no_rwqe"), 1, "too long for the WQE; {}", h.diag());
+    assert_eq!(h.cb.poll(&mut none).unwrap(), 0, "no completion for a dropped datagram");
+    qa.post_send_one(SendWr::send(8, mr.sge(0..100).unwrap()).with_ud(&ah, to_b, QKEY)).unwrap();
+    let r = h.wait(&h.cb, 1, 100_000);
+    assert_eq!((r[0].wr_id, r[0].status, r[0].byte_len), (9, WcStatus::Success, 140), "{}", h.diag());
 }

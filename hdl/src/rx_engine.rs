@@ -677,6 +677,22 @@ pub struct RxEngine {
     /// UD: the GRH area of this packet's receive WQE is written (`UdGrh`); its Q_Key differs
     /// from the QP's (registered in `CheckRegion`).
     grh_done: DFF<Bit>,
+    /// `UdGrh`'s inputs, registered every cycle from the entry registers (which settle in
+    /// `SgeVerdict`, at least two cycles before `UdGrh`), so that state's decision and job start
+    /// at registers: no nonzero entry or the first shorter than 40 bytes; the GRH's address
+    /// (entry + 20); the message's start (entry + 40), the entry's and all entries' bytes after
+    /// the GRH.
+    grh_short: DFF<Bit>,
+    /// `UdGrh` found no room for the GRH: the receive completes IBV_WC_LOC_LEN_ERR (not a
+    /// drop).
+    grh_bad: DFF<Bit>,
+    grh_addr: DFF<Bits<64>>,
+    grh_msg: DFF<Bits<64>>,
+    grh_len: DFF<Bits<32>>,
+    grh_tot: DFF<Bits<36>>,
+    /// The message and the GRH area fit the WQE's entries together (checked before anything is
+    /// written, so a datagram that is dropped writes nothing).
+    grh_fits: DFF<Bit>,
     qkey_bad: DFF<Bit>,
     /// The packet's DETH, as the ingress left it in `reth_va` (Q_Key 63:32, source QP 23:0).
     deth: Signal<Local, Bits<64>>,
@@ -1164,6 +1180,13 @@ impl Default for RxEngine {
             cqe_flags: Default::default(),
             cqe_srcqp: Default::default(),
             grh_done: Default::default(),
+            grh_short: Default::default(),
+            grh_bad: Default::default(),
+            grh_addr: Default::default(),
+            grh_msg: Default::default(),
+            grh_len: Default::default(),
+            grh_tot: Default::default(),
+            grh_fits: Default::default(),
             qkey_bad: Default::default(),
             deth: Default::default(),
             rd_next: Default::default(),
@@ -1415,6 +1438,13 @@ impl Logic for RxEngine {
             cqe_flags,
             cqe_srcqp,
             grh_done,
+            grh_short,
+            grh_bad,
+            grh_addr,
+            grh_msg,
+            grh_len,
+            grh_tot,
+            grh_fits,
             qkey_bad,
             rd_next,
             rd_valid,
@@ -2200,6 +2230,12 @@ impl Logic for RxEngine {
         self.cqe.next.wc_flags = self.cqe_flags.q.val();
         self.cqe.next.src_qp = self.cqe_srcqp.q.val();
         self.deth.next = self.pkt.q.val().reth_va;
+        self.grh_short.d.next = (self.sg_n.q.val() == 0) | (self.first_len.q.val() < 40);
+        self.grh_addr.d.next = self.first_addr.q.val() + 20;
+        self.grh_msg.d.next = self.first_addr.q.val() + 40;
+        self.grh_len.d.next = self.first_len.q.val() - 40;
+        self.grh_tot.d.next = self.sg_tot.q.val() - 40;
+        self.grh_fits.d.next = (self.plen36.val() + 40) <= self.sg_tot.q.val();
 
         // ---- The job for the writer (fields per state below) ----
         self.reply.next.dest_mac = self.ctx.q.val().dest_mac;
@@ -2348,6 +2384,7 @@ impl Logic for RxEngine {
                 self.cqe_flags.d.next = 0.into();
                 self.cqe_srcqp.d.next = 0.into();
                 self.grh_done.d.next = false;
+                self.grh_bad.d.next = false;
                 self.cqe_imm.d.next = 0.into();
                 self.rsp_pending.d.next = false;
                 self.rsp_retired.d.next = false;
@@ -2712,6 +2749,15 @@ impl Logic for RxEngine {
                         // Fetch and check the receive WQE, then decide again.
                         self.job_write.next = false;
                         self.state.d.next = RxState::FetchRecvWqe;
+                    } else if self.pkt.q.val().ud.any()
+                        & self.sge_ok.val()
+                        & !self.grh_bad.q.val()
+                        & !self.sg_over.q.val()
+                        & !self.tot_fits_r.q.val()
+                    {
+                        // A UD SEND longer than its receive WQE takes: dropped and counted, the
+                        // WQE kept (IBTA Vol 1 10.8.3.3 class D, as rxe does); the QP stays.
+                        self.cnt_drop_no_rwqe.next = true;
                     } else if (self.is_send_start.val() & !self.sge_ok.val())
                         | ((self.is_send_start.val() | self.is_send_cont.val()) & !self.tot_fits_r.q.val())
                     {
@@ -3048,8 +3094,13 @@ impl Logic for RxEngine {
                 if !self.sge_ok.val() {
                     // A bad entry: IBV_WC_LOC_PROT_ERR in `Decide`.
                     self.state.d.next = RxState::Decide;
-                } else if (self.sg_n.q.val() == 0) | (self.first_len.q.val() < 40) {
+                } else if self.grh_short.q.val() {
                     // No room for the GRH: IBV_WC_LOC_LEN_ERR in `Decide`.
+                    self.tot_fits_r.d.next = false;
+                    self.grh_bad.d.next = true;
+                    self.state.d.next = RxState::Decide;
+                } else if !self.grh_fits.q.val() {
+                    // Longer than the entries take: dropped in `Decide`, nothing written.
                     self.tot_fits_r.d.next = false;
                     self.state.d.next = RxState::Decide;
                 } else if self.job_room.q.val() {
@@ -3057,12 +3108,12 @@ impl Logic for RxEngine {
                     self.job.next.kind = 0.into();
                     self.job.next.off = 14.into();
                     self.job.next.plen = 20.into();
-                    self.job.next.addr = self.first_addr.q.val() + 20;
+                    self.job.next.addr = self.grh_addr.q.val();
                     self.job.next.release = 0.into();
                     self.job.next.need_ack = 0.into();
-                    self.w_addr_r.d.next = self.first_addr.q.val() + 40;
-                    self.sge_len.d.next = self.first_len.q.val() - 40;
-                    self.sg_tot.d.next = self.sg_tot.q.val() - 40;
+                    self.w_addr_r.d.next = self.grh_msg.q.val();
+                    self.sge_len.d.next = self.grh_len.q.val();
+                    self.sg_tot.d.next = self.grh_tot.q.val();
                     self.state.d.next = RxState::SgeFits;
                 }
             }
@@ -3426,9 +3477,11 @@ impl Logic for RxEngine {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
                         self.state.d.next = RxState::WriteBack;
-                        if self.fatal.val() {
+                        if self.fatal.val() & !self.pkt.q.val().ud.any() {
                             // A receive error moves the QP to ERR (IBTA Vol 1 10.8.3.3): its
-                            // send queue and remaining receives are flushed.
+                            // send queue and remaining receives are flushed. A UD QP's (a bad
+                            // entry, no room for the GRH) completes its WQE and stays, so one
+                            // malformed receive cannot take down QP1.
                             self.qp_err.d.next = true;
                             self.rw_write.next = true;
                             self.fl_eng.next = true;

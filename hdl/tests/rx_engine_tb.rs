@@ -1782,7 +1782,8 @@ fn dbg_state_reports_the_state_numbers() {
 /// releasing nothing), the payload 40 bytes into the entry (releasing the packet's beats), and
 /// a receive CQE with byte_len + 40, IBV_WC_GRH (and WITH_IMM), SRC_QP = the DETH's source QP;
 /// no job asks for an ACK. A wrong Q_Key: `cnt_drop_key`, no fetch. No receive WQE:
-/// `cnt_drop_no_rwqe`, no RNR NAK. A first entry shorter than the GRH area: LOC_LEN_ERR, no
+/// `cnt_drop_no_rwqe`, no RNR NAK; longer than the WQE takes: dropped the same way, the WQE
+/// kept. A first entry shorter than the GRH area: LOC_LEN_ERR, no
 /// payload. An RC SEND to the UD QP and a UD SEND to an RC QP: `cnt_unknown_qp`.
 #[test]
 fn ud_sends_land_behind_the_grh_area() {
@@ -1871,6 +1872,13 @@ fn ud_sends_land_behind_the_grh_area() {
     let r = tb.packet_run(&ud(SEND_ONLY, 10, qpn, deth(qkey, 1)), &mem);
     assert!(r.jobs.iter().all(|j| j.kind != 0 && !j.need_ack), "no payload, no NAK; {r:?}");
     assert_eq!(r.jobs.last().and_then(|j| j.cqe).map(|c| (c.0, c.2)), Some((1, 0xE1)), "LOC_LEN_ERR; {r:?}");
+    // Longer than the WQE takes (after the GRH): dropped and counted, the WQE kept.
+    let mem = post(&mut tb, &[(good.va + 0xB000, 40 + 64)], 0xE2);
+    let r = tb.packet_run(&ud(SEND_ONLY, 65, qpn, deth(qkey, 1)), &mem);
+    assert_eq!(r.pulses, vec!["cnt_drop_no_rwqe"], "too long; {r:?}");
+    assert!(r.jobs.iter().all(|j| j.kind == 2 && !j.need_ack), "nothing written; {r:?}");
+    let r = tb.packet_run(&ud(SEND_ONLY, 64, qpn, deth(qkey, 1)), &mem);
+    assert_eq!(r.jobs.last().and_then(|j| j.cqe), Some((0, 104, 0xE2, 128)), "the kept WQE; {r:?}");
     // An RC SEND to a UD QP, a UD SEND to an RC QP.
     let rc_send =
         Desc { start: 40, nbeats: 2, opcode: SEND_ONLY, hlen: 54, plen: 4, dest_qpn: rc_qpn, ..Desc::default() };

@@ -364,8 +364,10 @@ pub mod counter {
     pub const TX_RNR_NAKS: u16 = 24;
     /// RNR NAKs received by the requester.
     pub const RX_RNR_NAKS: u16 = 25;
-    /// UD SENDs dropped because their QP (or its SRQ) had no receive WQE posted (IBTA Vol 1
-    /// 9.8.3: a UD responder drops them silently; an RC SEND gets an RNR NAK instead).
+    /// UD SENDs dropped for want of a receive WQE that takes them: none posted on their QP
+    /// (or its SRQ), or the one at the head too short for the message (IBTA Vol 1 9.8.3,
+    /// 10.8.3.3 class D: a UD responder drops them silently and keeps the WQE; an RC SEND gets
+    /// an RNR NAK or completes in error instead).
     pub const DROP_NO_RWQE: u16 = 26;
     /// Counters `0..EVENTS` count events (32-bit, wrapping); the ones after them are the
     /// halves of 64-bit byte counts.
