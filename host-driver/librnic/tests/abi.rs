@@ -25,6 +25,11 @@
 //!   channel through the inline `ibv_req_notify_cq`, waits with `ibv_get_cq_event` (blocking,
 //!   and non-blocking after O_NONBLOCK on the channel fd) and poll(2), checks solicited-only
 //!   arming, `ibv_ack_cq_events` and the EBUSY rules of the destroys;
+//! - `ud_program_on_one_looped_back_nic` / `ud_program_on_two_nics_of_one_world`:
+//!   `tests/c/ud.c`, UD QPs and address handles (`ibv_create_ah`, `ibv_create_ah_from_wc`):
+//!   a datagram's completion (`IBV_WC_GRH`, `byte_len` = payload + 40, `src_qp`), its payload
+//!   40 bytes in and the IPv4 header in the GRH area, the answer (inline, with immediate, the
+//!   QP's own Q_Key), a wrong Q_Key dropped, the UD modify rules and the refusals;
 //! - `debian_ibv_devinfo_and_ibv_devices_run_unmodified`: the bookworm binaries list and
 //!   describe the simulated NICs;
 //! - `perftest_sets_up_on_librnic`: bookworm's `ib_write_bw` (perftest 4.5) loads with the
@@ -258,6 +263,28 @@ fn c_program_on_two_nics_of_one_world() {
     // One NIC whose port is not looped back and no second device: device 1 is missing.
     let (ok, out, _) = run(Command::new(&exe).arg("two").env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim"));
     assert!(!ok && out.contains("device list"), "{out}");
+}
+
+#[test]
+fn ud_program_on_one_looped_back_nic() {
+    let exe = compile("ud", "ud-one");
+    let (ok, out, err) =
+        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim").env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    assert!(out.contains("recv: byte_len 1040, IBV_WC_GRH, src_qp "), "{out}");
+    assert!(out.contains("answer: imm 0xabcd from QP "), "{out}");
+}
+
+#[test]
+fn ud_program_on_two_nics_of_one_world() {
+    let exe = compile("ud", "ud-two");
+    let (ok, out, err) = run(Command::new(&exe)
+        .arg("two")
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env("RNIC_DEVICE", "sim:2")
+        .env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    assert!(out.contains("recv: byte_len 1040, IBV_WC_GRH, src_qp "), "{out}");
 }
 
 #[test]
