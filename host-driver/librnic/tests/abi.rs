@@ -6,7 +6,7 @@
 //! - `symbols_carry_rdma_core_versions`: `objdump -T` of the library shows every symbol of
 //!   `libibverbs.symbols` at its version, as default (`@@`) version, each also exported by
 //!   the system's libibverbs at that version, and covers every versioned libibverbs symbol
-//!   Debian's `ibv_devinfo`, `ibv_devices`, `ibv_rc_pingpong`, `ib_write_bw` and
+//!   Debian's `ibv_devinfo`, `ibv_devices`, `ibv_rc_pingpong`, `ibv_ud_pingpong`, `ib_write_bw` and
 //!   librdmacm import;
 //! - `strings_match_libibverbs`: one C program prints every status / event / port-state /
 //!   node-type string and rate conversion, run on rdma-core's library and on librnic: same
@@ -185,9 +185,16 @@ fn symbols_carry_rdma_core_versions() {
     assert!(raw.lines().any(|l| l.ends_with(" IBVERBS_1.1 ibv_get_device_list")), "ibv_get_device_list@@IBVERBS_1.1");
     assert!(raw.lines().any(|l| l.ends_with(" IBVERBS_PRIVATE_34 ibv_query_gid_type")));
     // Everything Debian's programs and librdmacm need from libibverbs.
-    for bin in
-        ["ibv_devinfo", "ibv_devices", "ibv_rc_pingpong", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"]
-    {
+    for bin in [
+        "ibv_devinfo",
+        "ibv_devices",
+        "ibv_rc_pingpong",
+        "ibv_ud_pingpong",
+        "ib_write_bw",
+        "ib_read_bw",
+        "ib_send_bw",
+        "ib_atomic_bw",
+    ] {
         let path = which(bin);
         for (v, name, und) in objdump_t(&path) {
             if und && v.starts_with("IBVERBS") {
