@@ -11,7 +11,7 @@ cargo test --workspace --release
 # examples and the `rnic` binary are already built by the line above; about 10 s).
 EXAMPLES_PREBUILT=1 scripts/examples.sh
 # Issue 16: rnic against Linux soft-RoCE. One rxe guest (QEMU TCG) bridged to a served NIC,
-# Debian's unmodified perftest and ibv_rc_pingpong on both sides, both directions, MTU 4096,
+# Debian's unmodified perftest, ibv_rc_pingpong and ibv_ud_pingpong on both sides, both directions, MTU 4096,
 # every capture dissected by tshark with its ICRCs checked (docs/interop.md). The guest is built
 # on first use (about 2 min with network, cached under /var/cache/rnic); the runs take 45-95 s.
 scripts/interop.sh --ci --peer rnic --out "${TMPDIR:-/tmp}/rnic-interop-ci-rnic" # the same, rnic <-> rnic, ~20 s

@@ -201,6 +201,14 @@ pub struct ibv_pd {
     pub handle: u32,
 }
 
+/// `struct ibv_ah` (ibv_create_ah(3)): an address handle for UD sends.
+#[repr(C)]
+pub struct ibv_ah {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub handle: u32,
+}
+
 #[repr(C)]
 pub struct ibv_mr {
     pub context: *mut ibv_context,
@@ -572,6 +580,7 @@ pub fn layout() -> Vec<StructLayout> {
             port_cap_flags2,
         }),
         layout!(ibv_pd { context, handle }),
+        layout!(ibv_ah { context, pd, handle }),
         layout!(ibv_mr { context, pd, addr, length, handle, lkey, rkey }),
         layout!(ibv_comp_channel { context, fd, refcnt }),
         layout!(ibv_cq {

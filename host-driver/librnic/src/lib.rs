@@ -18,9 +18,13 @@
 //! [`rnic::CompletionChannel`]: the channel's `fd` is the driver's epoll fd of its CQs'
 //! interrupt eventfds.
 //!
-//! Not supported yet (they need RTL the NIC does not have, issue 15): UD QPs and
-//! address handles (`ibv_create_ah`), multicast, memory windows, the extended verbs
-//! (`ibv_qp_to_qp_ex`, `ibv_create_cq_ex`): they fail with `EOPNOTSUPP`.
+//! RC and UD QPs: a UD QP (`IBV_QPT_UD`) sends to address handles (`ibv_create_ah`, the
+//! peer's IPv4-mapped GID; `ibv_create_ah_from_wc` from a receive's GRH area) and its receive
+//! completions carry `IBV_WC_GRH` and `src_qp` (docs/driver.md).
+//!
+//! Not supported yet (they need RTL the NIC does not have, issue 15): UC, XRC and raw packet
+//! QPs, multicast, memory windows, the extended verbs (`ibv_qp_to_qp_ex`,
+//! `ibv_create_cq_ex`): they fail with `EOPNOTSUPP`.
 #![allow(clippy::missing_safety_doc)]
 
 pub mod abi;

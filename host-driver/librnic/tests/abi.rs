@@ -6,7 +6,7 @@
 //! - `symbols_carry_rdma_core_versions`: `objdump -T` of the library shows every symbol of
 //!   `libibverbs.symbols` at its version, as default (`@@`) version, each also exported by
 //!   the system's libibverbs at that version, and covers every versioned libibverbs symbol
-//!   Debian's `ibv_devinfo`, `ibv_devices`, `ibv_rc_pingpong`, `ib_write_bw` and
+//!   Debian's `ibv_devinfo`, `ibv_devices`, `ibv_rc_pingpong`, `ibv_ud_pingpong`, `ib_write_bw` and
 //!   librdmacm import;
 //! - `strings_match_libibverbs`: one C program prints every status / event / port-state /
 //!   node-type string and rate conversion, run on rdma-core's library and on librnic: same
@@ -25,6 +25,11 @@
 //!   channel through the inline `ibv_req_notify_cq`, waits with `ibv_get_cq_event` (blocking,
 //!   and non-blocking after O_NONBLOCK on the channel fd) and poll(2), checks solicited-only
 //!   arming, `ibv_ack_cq_events` and the EBUSY rules of the destroys;
+//! - `ud_program_on_one_looped_back_nic` / `ud_program_on_two_nics_of_one_world`:
+//!   `tests/c/ud.c`, UD QPs and address handles (`ibv_create_ah`, `ibv_create_ah_from_wc`):
+//!   a datagram's completion (`IBV_WC_GRH`, `byte_len` = payload + 40, `src_qp`), its payload
+//!   40 bytes in and the IPv4 header in the GRH area, the answer (inline, with immediate, the
+//!   QP's own Q_Key), a wrong Q_Key dropped, the UD modify rules and the refusals;
 //! - `debian_ibv_devinfo_and_ibv_devices_run_unmodified`: the bookworm binaries list and
 //!   describe the simulated NICs;
 //! - `perftest_sets_up_on_librnic`: bookworm's `ib_write_bw` (perftest 4.5) loads with the
@@ -180,9 +185,16 @@ fn symbols_carry_rdma_core_versions() {
     assert!(raw.lines().any(|l| l.ends_with(" IBVERBS_1.1 ibv_get_device_list")), "ibv_get_device_list@@IBVERBS_1.1");
     assert!(raw.lines().any(|l| l.ends_with(" IBVERBS_PRIVATE_34 ibv_query_gid_type")));
     // Everything Debian's programs and librdmacm need from libibverbs.
-    for bin in
-        ["ibv_devinfo", "ibv_devices", "ibv_rc_pingpong", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"]
-    {
+    for bin in [
+        "ibv_devinfo",
+        "ibv_devices",
+        "ibv_rc_pingpong",
+        "ibv_ud_pingpong",
+        "ib_write_bw",
+        "ib_read_bw",
+        "ib_send_bw",
+        "ib_atomic_bw",
+    ] {
         let path = which(bin);
         for (v, name, und) in objdump_t(&path) {
             if und && v.starts_with("IBVERBS") {
@@ -258,6 +270,28 @@ fn c_program_on_two_nics_of_one_world() {
     // One NIC whose port is not looped back and no second device: device 1 is missing.
     let (ok, out, _) = run(Command::new(&exe).arg("two").env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim"));
     assert!(!ok && out.contains("device list"), "{out}");
+}
+
+#[test]
+fn ud_program_on_one_looped_back_nic() {
+    let exe = compile("ud", "ud-one");
+    let (ok, out, err) =
+        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim").env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    assert!(out.contains("recv: byte_len 1040, IBV_WC_GRH, src_qp "), "{out}");
+    assert!(out.contains("answer: imm 0xabcd from QP "), "{out}");
+}
+
+#[test]
+fn ud_program_on_two_nics_of_one_world() {
+    let exe = compile("ud", "ud-two");
+    let (ok, out, err) = run(Command::new(&exe)
+        .arg("two")
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env("RNIC_DEVICE", "sim:2")
+        .env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    assert!(out.contains("recv: byte_len 1040, IBV_WC_GRH, src_qp "), "{out}");
 }
 
 #[test]

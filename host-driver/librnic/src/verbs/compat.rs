@@ -75,11 +75,8 @@ macro_rules! unsupported_p {
     };
 }
 
-// UD address handles (issue 15).
-unsupported_p!(rnic_ibv_create_ah, ibv_create_ah, "IBVERBS_1.1");
-unsupported_int!(rnic_ibv_destroy_ah, ibv_destroy_ah, "IBVERBS_1.1", EOPNOTSUPP);
-unsupported_p!(rnic_ibv_create_ah_from_wc, ibv_create_ah_from_wc, "IBVERBS_1.1");
-unsupported_int!(rnic_ibv_init_ah_from_wc, ibv_init_ah_from_wc, "IBVERBS_1.1", -1);
+// The kernel's neighbour lookup for an address vector (librnic resolves MACs itself, see
+// `ibv_create_ah`).
 unsupported_int!(rnic_ibv_resolve_eth_l2_from_gid, ibv_resolve_eth_l2_from_gid, "IBVERBS_1.1", -1);
 // Multicast (UD).
 unsupported_int!(rnic_ibv_attach_mcast, ibv_attach_mcast, "IBVERBS_1.1", EOPNOTSUPP);

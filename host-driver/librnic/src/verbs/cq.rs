@@ -119,6 +119,7 @@ pub(super) unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_
                 byte_len: w.byte_len,
                 imm_data: w.imm_data.to_be(),
                 qp_num: w.qp_num,
+                src_qp: w.src_qp,
                 wc_flags: u32::from(w.wc_flags.bits()),
                 ..Default::default()
             };

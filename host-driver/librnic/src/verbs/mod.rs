@@ -5,7 +5,7 @@
 //! and the objects (the C struct first, the driver object after it). The verbs are in one
 //! module per kind of object: [`device`] (devices, contexts, queries, async events),
 //! [`pd_mr`], [`cq`] (and completion channels), [`qp`] (and the inline post functions),
-//! [`srq`], [`strings`], and [`compat`] (sysfs, fork, unsupported verbs).
+//! [`ah`] (address handles), [`srq`], [`strings`], and [`compat`] (sysfs, fork, unsupported verbs).
 use std::ffi::{c_char, c_int, c_void};
 use std::mem::{offset_of, zeroed};
 use std::net::Ipv4Addr;
@@ -13,9 +13,9 @@ use std::ptr::{null, null_mut};
 use std::sync::{Mutex, MutexGuard};
 
 use rnic::{
-    AccessFlags, AddressVector, AsyncEvent, CompletionChannel, CompletionQueue, Context, DeviceList, Error, MacAddr,
-    MemoryRegion, Mtu, ProtectionDomain, QpAttr, QpAttrMask, QpState, QueuePair, RecvWr, SendFlags, SendWr, Sge,
-    SharedReceiveQueue, WorkCompletion, WrOpcode,
+    AccessFlags, AddressHandle, AddressVector, AsyncEvent, CompletionChannel, CompletionQueue, Context, DeviceList,
+    Error, MacAddr, MemoryRegion, Mtu, ProtectionDomain, QpAttr, QpAttrMask, QpState, QpType, QueuePair, RecvWr,
+    SendFlags, SendWr, Sge, SharedReceiveQueue, WorkCompletion, WrOpcode,
 };
 
 use crate::abi::*;
@@ -143,6 +143,13 @@ struct Qp {
     ibv: ibv_qp,
     qp: QueuePair<'static>,
     sq_sig_all: bool,
+    qp_type: QpType,
+}
+
+#[repr(C)]
+struct Ah {
+    ibv: ibv_ah,
+    ah: AddressHandle,
 }
 
 #[repr(C)]
@@ -165,6 +172,7 @@ unsafe fn free_shell<T>(p: *mut T) {
     std::alloc::dealloc(p as *mut u8, std::alloc::Layout::new::<T>());
 }
 
+mod ah;
 mod compat;
 mod cq;
 mod device;

@@ -1,5 +1,5 @@
-//! Queue pairs: `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp`, `ibv_destroy_qp`, and the
-//! inline `ibv_post_send`, `ibv_post_recv` and `ibv_post_srq_recv`.
+//! Queue pairs (RC and UD): `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp`,
+//! `ibv_destroy_qp`, and the inline `ibv_post_send`, `ibv_post_recv` and `ibv_post_srq_recv`.
 use super::*;
 
 fn state_of(s: c_int) -> Option<QpState> {
@@ -28,6 +28,8 @@ fn mtu_of(m: c_int) -> Option<Mtu> {
 
 /// `IBV_QPT_RC`.
 const QPT_RC: c_int = 2;
+/// `IBV_QPT_UD`.
+const QPT_UD: c_int = 4;
 
 #[no_mangle]
 pub unsafe extern "C" fn rnic_ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
@@ -36,11 +38,15 @@ pub unsafe extern "C" fn rnic_ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_i
         return null_mut();
     }
     let a = &mut *attr;
-    if a.qp_type != QPT_RC {
-        // UD needs the RTL of issue 15; UC, XRC and raw packet QPs are not planned.
-        set_errno(EOPNOTSUPP);
-        return null_mut();
-    }
+    let qp_type = match a.qp_type {
+        QPT_RC => QpType::Rc,
+        QPT_UD => QpType::Ud,
+        _ => {
+            // UC, XRC and raw packet QPs are not planned.
+            set_errno(EOPNOTSUPP);
+            return null_mut();
+        }
+    };
     if a.send_cq.is_null() {
         set_errno(EINVAL);
         return null_mut();
@@ -51,6 +57,7 @@ pub unsafe extern "C" fn rnic_ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_i
     let rcq = if a.recv_cq.is_null() { scq } else { &obj::<Cq>(a.recv_cq).cq };
     let mut b =
         p.pd.create_qp(scq)
+            .set_qp_type(qp_type)
             .set_recv_cq(rcq)
             .set_max_send_wr(a.cap.max_send_wr.max(1))
             .set_max_send_sge(a.cap.max_send_sge.max(1))
@@ -87,23 +94,24 @@ pub unsafe extern "C" fn rnic_ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_i
     ibv.handle = qp.qp_num();
     ibv.qp_num = qp.qp_num();
     ibv.state = 0;
-    ibv.qp_type = QPT_RC;
-    let ptr = Box::into_raw(Box::new(Qp { ibv, qp, sq_sig_all: a.sq_sig_all != 0 })) as *mut ibv_qp;
+    ibv.qp_type = a.qp_type;
+    let ptr = Box::into_raw(Box::new(Qp { ibv, qp, sq_sig_all: a.sq_sig_all != 0, qp_type })) as *mut ibv_qp;
     ctx(p.ibv.context).qps.push(((*ptr).qp_num, ptr));
     ptr
 }
 export!(ibv_create_qp, "IBVERBS_1.1");
 
-/// The peer's IPv4 address and MAC of a RoCEv2 address vector: the IPv4-mapped destination
-/// GID, and the MAC of a known neighbour.
-fn av_of(c: &Ctx, ah: &ibv_ah_attr) -> Result<AddressVector, c_int> {
+/// The peer's IPv4 address and MAC of a RoCEv2 address vector (a QP's path, or an address
+/// handle's): the IPv4-mapped destination GID, and the MAC of a known neighbour (the devices
+/// of the list, `RNIC_PEER`). `what` names the verb in the `RNIC_DEBUG` message.
+pub(super) fn av_of(c: &Ctx, ah: &ibv_ah_attr, what: &str) -> Result<AddressVector, c_int> {
     if ah.is_global == 0 {
         // RoCE has no LIDs: the destination is the GID (ibv_rc_pingpong -g, perftest -x).
         return Err(EINVAL);
     }
     let ip = std::net::Ipv6Addr::from(ah.grh.dgid.raw).to_ipv4_mapped().ok_or(EINVAL)?;
     let mac = c.peers.iter().find(|(p, _)| *p == ip).map(|(_, m)| *m).ok_or_else(|| {
-        debug("ibv_modify_qp", &format!("no MAC known for peer {ip}: set RNIC_PEER=IP,MAC"));
+        debug(what, &format!("no MAC known for peer {ip}: set RNIC_PEER=IP,MAC"));
         EINVAL
     })?;
     Ok(AddressVector { dest_mac: mac, dest_ip: ip })
@@ -147,7 +155,7 @@ pub unsafe extern "C" fn rnic_ibv_modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_a
         }
     }
     if mask.contains(QpAttrMask::AV) {
-        match av_of(ctx(q.ibv.context), &a.ah_attr) {
+        match av_of(ctx(q.ibv.context), &a.ah_attr, "ibv_modify_qp") {
             Ok(av) => r.ah_attr = av,
             Err(e) => return e,
         }
@@ -163,6 +171,7 @@ pub unsafe extern "C" fn rnic_ibv_modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_a
     r.timeout = a.timeout;
     r.retry_cnt = a.retry_cnt;
     r.rnr_retry = a.rnr_retry;
+    r.qkey = a.qkey;
     match q.qp.modify(&r, mask) {
         Ok(()) => {
             q.ibv.state = q.qp.state() as c_int;
@@ -208,6 +217,7 @@ pub unsafe extern "C" fn rnic_ibv_query_qp(
         sq_psn: a.sq_psn,
         dest_qp_num: a.dest_qp_num,
         qp_access_flags: a.qp_access_flags.bits(),
+        qkey: a.qkey,
         cap,
         ah_attr: ah,
         pkey_index: a.pkey_index,
@@ -227,7 +237,7 @@ pub unsafe extern "C" fn rnic_ibv_query_qp(
         i.recv_cq = q.ibv.recv_cq;
         i.srq = q.ibv.srq;
         i.cap = cap;
-        i.qp_type = QPT_RC;
+        i.qp_type = q.ibv.qp_type;
         i.sq_sig_all = c_int::from(q.sq_sig_all);
     }
     0
@@ -260,8 +270,8 @@ unsafe fn sges(list: *mut ibv_sge, n: c_int) -> Result<Vec<Sge<'static>>, c_int>
 /// `IBV_SEND_INLINE`.
 const SEND_INLINE: u32 = 8;
 
-/// One C send WR as the driver's.
-unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr<'static>, c_int> {
+/// One C send WR as the driver's; on a UD QP (`ud`) with its `wr.ud` destination.
+unsafe fn send_wr(w: &ibv_send_wr, ud: bool) -> Result<SendWr<'static>, c_int> {
     let op = u32::try_from(w.opcode).ok().and_then(WrOpcode::from_raw).ok_or(EINVAL)?;
     let list = sges(w.sg_list, w.num_sge)?;
     let flags = SendFlags::from_bits(w.send_flags as u8).filter(|_| w.send_flags <= 0xF).ok_or(EINVAL)?;
@@ -291,7 +301,16 @@ unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr<'static>, c_int> {
         },
         WrOpcode::Send | WrOpcode::SendWithImm => wr,
     };
-    Ok(wr.with_imm(u32::from_be(w.imm_data)))
+    let wr = wr.with_imm(u32::from_be(w.imm_data));
+    if !ud {
+        return Ok(wr);
+    }
+    // ibv_post_send(3): a UD SEND names its address handle, QPN and Q_Key.
+    let d = w.wr.ud;
+    if d.ah.is_null() {
+        return Err(EINVAL);
+    }
+    Ok(wr.with_ud(&obj::<Ah>(d.ah).ah, d.remote_qpn, d.remote_qkey))
 }
 
 pub(super) unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
@@ -300,12 +319,13 @@ pub(super) unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr,
     }
     let _g = lock();
     let q = obj::<Qp>(qp);
+    let ud = q.qp_type == QpType::Ud;
     let mut ptrs = Vec::new();
     let mut wrs = Vec::new();
     let mut stop = None;
     let mut p = wr;
     while !p.is_null() {
-        match send_wr(&*p) {
+        match send_wr(&*p, ud) {
             Ok(w) => {
                 ptrs.push(p);
                 wrs.push(w);

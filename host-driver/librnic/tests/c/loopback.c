@@ -118,9 +118,9 @@ int main(int argc, char **argv)
 	ia.send_cq = ia.recv_cq = cq;
 	CHECK(qa && qb && (two || qa->qp_num != qb->qp_num), "create_qp errno %d", errno);
 	CHECK(ibv_destroy_cq(cq) == EBUSY, "destroy_cq with QPs must be EBUSY");
-	struct ibv_qp_init_attr ud = ia;
-	ud.qp_type = IBV_QPT_UD;
-	CHECK(ibv_create_qp(pd, &ud) == NULL && errno == EOPNOTSUPP, "UD QP: EOPNOTSUPP (errno %d)", errno);
+	struct ibv_qp_init_attr uc = ia;
+	uc.qp_type = IBV_QPT_UC;
+	CHECK(ibv_create_qp(pd, &uc) == NULL && errno == EOPNOTSUPP, "UC QP: EOPNOTSUPP (errno %d)", errno);
 	connect_qp(qa, qb->qp_num, 0x1234, 0x777, &gidb, IBV_MTU_1024);
 	connect_qp(qb, qa->qp_num, 0x777, 0x1234, &gid1, IBV_MTU_1024);
 	struct ibv_qp_attr qattr;
