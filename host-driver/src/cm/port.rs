@@ -34,31 +34,41 @@ pub const SEND_SLOTS: usize = 16;
 const SEND_WR: u64 = 1 << 32;
 
 /// How the CM's addresses map to MACs. rnic has no ARP (no raw Ethernet path) yet: a peer's
-/// MAC comes from this table, filled by [`Neighbors::add`], and otherwise from the simulator's
-/// convention [`PortAddr::for_sim_nic`] (NIC *i* is `192.0.2.(i+1)` with MAC
-/// `02:00:00:00:00:(i+1)`), which is what every simulated world uses.
+/// MAC comes from this table, filled by [`Neighbors::add`]. On a simulated NIC (the
+/// in-process world, `rnic sim serve`) an address not in the table gets the simulator's MAC
+/// rule, the one `rnic_easy::sim_mac_of` and `rnic perf` use: `02:00:00:00:00:<last octet>`
+/// ([`PortAddr::for_sim_nic`] gives NIC *i* `192.0.2.(i+1)` and `02:00:00:00:00:(i+1)`).
+/// On hardware an address not in the table does not resolve.
 #[derive(Clone, Debug, Default)]
 pub struct Neighbors {
     table: HashMap<Ipv4Addr, MacAddr>,
+    /// Apply the simulator's rule to addresses not in the table.
+    sim_rule: bool,
 }
 
 impl Neighbors {
+    /// An empty table; `simulated`: fall back on the simulator's MAC rule.
+    pub fn new(simulated: bool) -> Self {
+        Self { table: HashMap::new(), sim_rule: simulated }
+    }
+
     /// Adds (or replaces) a static neighbor entry (`ip neigh add`).
     pub fn add(&mut self, ip: Ipv4Addr, mac: MacAddr) {
         self.table.insert(ip, mac);
     }
 
-    /// The MAC of `ip`: the table's entry, or the simulator's for `192.0.2.1`…`192.0.2.254`.
+    /// The MAC of `ip`: the table's entry, else on a simulated NIC the simulator's rule for a
+    /// unicast address whose last octet is 1…254; `None` otherwise.
     pub fn resolve(&self, ip: Ipv4Addr) -> Option<MacAddr> {
         if let Some(m) = self.table.get(&ip) {
             return Some(*m);
         }
-        let o = ip.octets();
-        if o[..3] == [192, 0, 2] && (1..=254).contains(&o[3]) {
-            let sim = PortAddr::for_sim_nic(usize::from(o[3]) - 1);
-            return (sim.ip == ip).then_some(sim.mac);
-        }
-        None
+        let last = ip.octets()[3];
+        let unicast = !(ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast());
+        (self.sim_rule && unicast && (1..=254).contains(&last)).then(|| {
+            let sim = PortAddr::for_sim_nic(usize::from(last) - 1);
+            sim.mac
+        })
     }
 }
 
@@ -157,7 +167,7 @@ impl Agent {
             waiting: VecDeque::new(),
             engine: CmEngine::new(config),
             ahs: HashMap::new(),
-            neighbors: Neighbors::default(),
+            neighbors: Neighbors::new(ctx.device().clock_is_simulated()),
             clock_mhz: u64::from(ctx.device_info().clock_mhz.max(1)),
             stats: AgentStats::default(),
         };
