@@ -13,7 +13,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use common::frames::tshark_fields;
 use common::{pattern, Hosts};
 use rnic::cm::{ChannelConfig, CmEventType, ConnParam, EventChannel, RdmaCmEvent, RdmaCmId};
-use rnic::{AccessFlags, Errno, QpState, RecvWr, SendWr, WcOpcode, WcStatus};
+use rnic::{
+    AccessFlags, AddressVector, Errno, QpAttr, QpAttrMask, QpState, QpType, RecvWr, SendWr, WcOpcode, WcStatus,
+};
 use rnic_firmware_tests::oracle;
 use rnic_sim::SimConfig;
 
@@ -451,4 +453,57 @@ fn address_resolution_the_event_fd_and_one_gsi_qp_per_port() {
     assert_eq!(frames.len(), 1, "the REQ");
     assert_eq!(&frames[0].1[0..6], &mac.0, "to the neighbor entry's MAC");
     assert_eq!(&frames[0].1[30..34], &far.ip().octets(), "and its IPv4 address");
+}
+
+/// Datagrams on QP1 that are not CM MADs cost the CM nothing: from an ordinary UD QP on host A,
+/// 1000 bytes of junk and a 256-byte MAD of another management class reach B's QP1 (Q_Key
+/// 0x8001_0000) and are handed to the engine, which drops and counts both as malformed;
+/// 4096 bytes (a full datagram) land too, since QP1's buffers hold any datagram, so no
+/// receive error ever moves QP1 to ERR; a datagram with another Q_Key is dropped by B's NIC.
+/// A connection made afterwards comes up as usual.
+#[test]
+fn junk_on_qp1_is_counted_and_the_cm_goes_on() {
+    let h = Hosts::new(SimConfig::default());
+    let mut junk = pattern(5, 4096);
+    let mr = h.pa.register(&mut junk, AccessFlags::LOCAL_WRITE).unwrap();
+    let sa = EventChannel::new(&h.a).unwrap();
+    let sb = EventChannel::new(&h.b).unwrap();
+    let mut ud = h.pa.create_qp(&h.ca).set_qp_type(QpType::Ud).build().unwrap();
+    use QpAttrMask as M;
+    let init = QpAttr { qp_state: QpState::Init, port_num: 1, qkey: 0x8001_0000, ..QpAttr::default() };
+    ud.modify(&init, M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY).unwrap();
+    ud.modify(&QpAttr { qp_state: QpState::Rtr, ..QpAttr::default() }, M::STATE).unwrap();
+    ud.modify(&QpAttr { qp_state: QpState::Rts, ..QpAttr::default() }, M::STATE | M::SQ_PSN).unwrap();
+    let b = h.b.port_addr().unwrap();
+    let ah = h.pa.create_ah(AddressVector { dest_mac: b.mac, dest_ip: b.ip }).unwrap();
+    let mut other_class = [0u8; 256];
+    other_class[0] = 1; // base version 1
+    other_class[1] = 0x81; // management class: directed-route SMP, not CM
+    other_class[2] = 2;
+    other_class[3] = 3;
+    mr.write_at(0, &other_class).unwrap();
+    ud.post_send(&[
+        SendWr::send(1, mr.sge(0..1000).unwrap()).with_ud(&ah, 1, 0x8001_0000).signaled(true),
+        SendWr::send(2, mr.sge(0..256).unwrap()).with_ud(&ah, 1, 0x8001_0000).signaled(true),
+        SendWr::send(3, mr.sge(0..4096).unwrap()).with_ud(&ah, 1, 0x8001_0000).signaled(true),
+        SendWr::send(4, mr.sge(0..256).unwrap()).with_ud(&ah, 1, 0x1234).signaled(true),
+    ])
+    .unwrap();
+    h.wait(&h.ca, 4, STEP);
+    h.settle(10_000);
+    sb.process().unwrap();
+    let (e, q) = sb.stats().unwrap();
+    assert_eq!((q.mads_received, q.not_a_mad, q.errors, q.recoveries), (3, 2, 0, 0), "{q:?}");
+    assert_eq!(e.malformed, 3, "{e:?}");
+    let (_, cb) = h.counters();
+    assert_eq!(cb.get("drop_key"), Some(1), "the wrong Q_Key; {}", h.diag());
+    assert!(sb.poll_cm_event().is_none());
+    let _l = listener(&sb);
+    let c = resolved_client(&h, &sa, &sb, PORT);
+    c.connect(&ConnParam::default()).unwrap();
+    let (s, _, _) = expect(&h, &sb, &sa, CmEventType::ConnectRequest, STEP);
+    s.create_qp(h.pb.create_qp(&h.cb)).unwrap();
+    s.accept(&ConnParam::default()).unwrap();
+    expect(&h, &sa, &sb, CmEventType::Established, STEP);
+    expect(&h, &sb, &sa, CmEventType::Established, STEP);
 }

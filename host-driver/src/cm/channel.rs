@@ -161,7 +161,7 @@ impl<'mr> EventChannel<'mr> {
 
     /// The CM of `ctx`'s port: creates QP1 (a UD QP with QP number 1 and Q_Key
     /// `GSI_QKEY`, 0x8001_0000, in RTS, IBTA Vol 1 13.5 and Annex A17) with its own PD, a
-    /// 32-entry CQ and 16 receive buffers of 296 bytes posted, and a CM engine whose CA GUID is
+    /// 32-entry CQ and 16 receive buffers of 40 + 4096 bytes posted, and a CM engine whose CA GUID is
     /// the port's EUI-64.
     ///
     /// # Errors

@@ -3,7 +3,11 @@
 //!
 //! QP1 is a UD QP with QP number 1 and Q_Key [`GSI_QKEY`]. The agent keeps [`RECV_SLOTS`]
 //! receive WQEs posted on it, each a [`RECV_SLOT_BYTES`]-byte buffer: the 40-byte GRH area
-//! (the frame's IPv4 header in its last 20 bytes) followed by the 256-byte MAD. Each receive
+//! (the frame's IPv4 header in its last 20 bytes) followed by room for the largest datagram
+//! (4096 bytes, the port's MTU), of which a MAD uses the first 256. A datagram of any size
+//! therefore lands and is judged by the engine (a receive too long for its buffer would be a
+//! LOC_LEN_ERR that moves QP1 to ERR); should QP1 reach ERR anyway, the agent takes it back
+//! through RESET to RTS and posts its buffers again. Each receive
 //! completion goes to [`CmEngine::handle_mad`] with the sender's GID (the IPv4-mapped source
 //! address of that header) and QPN (`src_qp`); each MAD the engine wants sent goes out as a
 //! UD SEND from one of [`SEND_SLOTS`] 256-byte send buffers to the peer's QP1, with an address
@@ -24,8 +28,10 @@ use crate::qp::{AddressHandle, AddressVector, QpAttr, QpAttrMask, QpState, Queue
 
 /// Bytes of the GRH area in front of a UD receive's payload (IBTA Vol 1 11.4.1.2).
 pub const GRH_BYTES: usize = 40;
-/// Bytes of one QP1 receive buffer: the GRH area and one MAD.
-pub const RECV_SLOT_BYTES: usize = GRH_BYTES + MAD_BYTES;
+/// Bytes of the largest UD payload (one packet of the port's 4096-byte MTU).
+pub const MAX_DATAGRAM: usize = 4096;
+/// Bytes of one QP1 receive buffer: the GRH area and the largest datagram (a MAD is 256).
+pub const RECV_SLOT_BYTES: usize = GRH_BYTES + MAX_DATAGRAM;
 /// Receive WQEs QP1 keeps posted.
 pub const RECV_SLOTS: usize = 16;
 /// MADs QP1 may have in flight on its send queue; more wait in the agent's queue.
@@ -83,6 +89,11 @@ pub struct AgentStats {
     pub unresolved: u64,
     /// QP1 completions with an error status (a receive is posted again).
     pub errors: u64,
+    /// Received datagrams that are not one MAD (shorter or longer than 256 bytes); they
+    /// still go to the engine, which drops and counts them as malformed.
+    pub not_a_mad: u64,
+    /// Times QP1 was found in ERR and brought back to RTS.
+    pub recoveries: u64,
 }
 
 /// QP1's buffers: a leaked boxed slice registered as one MR, freed after the MR is gone.
@@ -150,11 +161,7 @@ impl Agent {
         let cq = ctx.create_cq(RECV_SLOTS + SEND_SLOTS)?;
         let mut qp1 =
             pd.create_qp(&cq).gsi().set_max_send_wr(SEND_SLOTS as u32).set_max_recv_wr(RECV_SLOTS as u32).build()?;
-        use QpAttrMask as M;
-        let init = QpAttr { qp_state: QpState::Init, pkey_index: 0, port_num: 1, qkey: GSI_QKEY, ..QpAttr::default() };
-        qp1.modify(&init, M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY)?;
-        qp1.modify(&QpAttr { qp_state: QpState::Rtr, ..QpAttr::default() }, M::STATE)?;
-        qp1.modify(&QpAttr { qp_state: QpState::Rts, sq_psn: 0, ..QpAttr::default() }, M::STATE | M::SQ_PSN)?;
+        gsi_to_rts(&mut qp1)?;
         let bufs = Buffers::new(&pd, RECV_SLOTS * RECV_SLOT_BYTES + SEND_SLOTS * MAD_BYTES)?;
         let mut agent = Self {
             ctx: ctx.clone(),
@@ -175,6 +182,21 @@ impl Agent {
             agent.post_recv(slot)?;
         }
         Ok(agent)
+    }
+
+    /// Brings QP1 back from ERR (a receive error moves a QP there): RESET, then RTS again,
+    /// every send buffer free and every receive posted again. MADs it was sending are lost;
+    /// the engine's timers resend what matters.
+    fn recover(&mut self) -> Result<()> {
+        self.stats.recoveries += 1;
+        let reset = QpAttr { qp_state: QpState::Reset, ..QpAttr::default() };
+        self.qp1.modify(&reset, QpAttrMask::STATE)?;
+        gsi_to_rts(&mut self.qp1)?;
+        self.free_send = (0..SEND_SLOTS).rev().collect();
+        for slot in 0..RECV_SLOTS {
+            self.post_recv(slot)?;
+        }
+        Ok(())
     }
 
     /// QP1's QP number (1).
@@ -208,6 +230,9 @@ impl Agent {
                 break;
             }
         }
+        if self.qp1.state() == QpState::Err {
+            self.recover()?;
+        }
         let now = self.now_ns();
         if self.engine.next_timeout().is_some_and(|t| t <= now) {
             self.engine.handle_timeout(now);
@@ -228,9 +253,17 @@ impl Agent {
         if slot >= RECV_SLOTS {
             return Ok(());
         }
+        if self.qp1.state() == QpState::Err {
+            // A flushed receive: `recover` posts every buffer again.
+            self.stats.errors += 1;
+            return Ok(());
+        }
         if wc.status.is_success() && wc.opcode == WcOpcode::Recv {
-            let mut buf = [0u8; RECV_SLOT_BYTES];
+            let mut buf = vec![0u8; RECV_SLOT_BYTES];
             let len = (wc.byte_len as usize).min(RECV_SLOT_BYTES);
+            if len != GRH_BYTES + MAD_BYTES {
+                self.stats.not_a_mad += 1;
+            }
             self.bufs.mr().read_at(slot * RECV_SLOT_BYTES, &mut buf[..len])?;
             // The GRH area's last 20 bytes are the IPv4 header: its source address at 12..16.
             let src = Ipv4Addr::new(buf[32], buf[33], buf[34], buf[35]);
@@ -287,4 +320,13 @@ impl Agent {
         self.ahs.insert(ip, ah);
         Ok(Some(ah))
     }
+}
+
+/// Takes QP1 from RESET to RTS with ibverbs' UD transitions: INIT with the GSI Q_Key, RTR, RTS.
+fn gsi_to_rts(qp1: &mut QueuePair<'static>) -> Result<()> {
+    use QpAttrMask as M;
+    let init = QpAttr { qp_state: QpState::Init, pkey_index: 0, port_num: 1, qkey: GSI_QKEY, ..QpAttr::default() };
+    qp1.modify(&init, M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY)?;
+    qp1.modify(&QpAttr { qp_state: QpState::Rtr, ..QpAttr::default() }, M::STATE)?;
+    qp1.modify(&QpAttr { qp_state: QpState::Rts, sq_psn: 0, ..QpAttr::default() }, M::STATE | M::SQ_PSN)
 }
