@@ -507,3 +507,48 @@ fn junk_on_qp1_is_counted_and_the_cm_goes_on() {
     expect(&h, &sa, &sb, CmEventType::Established, STEP);
     expect(&h, &sb, &sa, CmEventType::Established, STEP);
 }
+
+/// The link loses the client's RTU (its second frame) and the CM keeps rdma_cm's timing (a REP
+/// resend only after 4.8 s): the server stays in REP Sent, yet its QP is in RTS and takes the
+/// client's first SEND. On that receive the server calls `rdma_notify(IBV_EVENT_COMM_EST)`
+/// and gets ESTABLISHED at once, without resending anything.
+#[test]
+fn a_lost_rtu_is_covered_by_rdma_notify_on_the_first_receive() {
+    let h = Hosts::new(SimConfig {
+        faults: rnic_sim::FaultConfig { drop_frames: vec![(0, 1)], ..Default::default() },
+        ..SimConfig::default()
+    });
+    let mut a_mem = pattern(3, 256);
+    let mut b_mem = vec![0u8; 256];
+    let a_mr = h.pa.register(&mut a_mem, AccessFlags::LOCAL_WRITE).unwrap();
+    let b_mr = h.pb.register(&mut b_mem, AccessFlags::LOCAL_WRITE).unwrap();
+    let sa = EventChannel::new(&h.a).unwrap();
+    let sb = EventChannel::new(&h.b).unwrap();
+    let _l = listener(&sb);
+    let c = resolved_client(&h, &sa, &sb, PORT);
+    c.connect(&ConnParam::default()).unwrap();
+    let (s, _, _) = expect(&h, &sb, &sa, CmEventType::ConnectRequest, STEP);
+    s.create_qp(h.pb.create_qp(&h.cb).set_max_recv_wr(4)).unwrap();
+    s.qp().unwrap().post_recv_one(RecvWr::new(5, b_mr.sge(0..256).unwrap())).unwrap();
+    assert!(s.notify(rnic::AsyncEventType::QpReqErr).is_err(), "only COMM_EST");
+    s.accept(&ConnParam::default()).unwrap();
+    expect(&h, &sa, &sb, CmEventType::Established, STEP);
+    for _ in 0..200 {
+        sa.process().unwrap();
+        sb.process().unwrap();
+        h.settle(100);
+    }
+    assert!(sb.poll_cm_event().is_none(), "the RTU was lost: no ESTABLISHED on the server");
+    assert_eq!(s.cm_state(), Some(rnic::cm::CmState::RepSent));
+    c.qp().unwrap().post_send_one(SendWr::send(1, a_mr.sge(0..256).unwrap()).signaled(true)).unwrap();
+    let wc = h.wait(&h.cb, 1, STEP);
+    assert_eq!((wc[0].wr_id, wc[0].status, wc[0].byte_len), (5, WcStatus::Success, 256));
+    s.notify(rnic::AsyncEventType::CommEst).unwrap();
+    let (id, _, _) = expect(&h, &sb, &sa, CmEventType::Established, STEP);
+    assert_eq!(id, s);
+    assert_eq!(s.cm_state(), Some(rnic::cm::CmState::Established));
+    assert_eq!(sb.stats().unwrap().0.retransmitted, 0, "nothing resent");
+    s.notify(rnic::AsyncEventType::CommEst).unwrap();
+    sb.process().unwrap();
+    assert!(sb.poll_cm_event().is_none(), "a second COMM_EST changes nothing");
+}

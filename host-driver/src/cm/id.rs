@@ -485,6 +485,31 @@ impl<'mr> RdmaCmId<'mr> {
         }
     }
 
+    /// Tells the CM of an asynchronous event on the id's QP (`rdma_notify(3)`). Only
+    /// `IBV_EVENT_COMM_EST` means anything to it: the QP received its first packet, so the
+    /// peer has the REP even if its RTU is lost, and a passive connection waiting in REP Sent
+    /// becomes established (IBTA Vol 1 12.9.7.1, `CmEngine::comm_established`) and reports
+    /// `Established` at once instead of after the REP's resend. The NIC raises COMM_EST only
+    /// for a packet taken in RTR, and `accept` moves the QP on to RTS at once, so an
+    /// application calls this when its first receive completes on a connection not yet
+    /// reported established.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for another event type or an id with no connection;
+    /// [`Error::Busy`] if the connection is in no state to take it (not yet accepted, or
+    /// disconnecting). On an established connection it does nothing.
+    pub fn notify(&self, event: crate::AsyncEventType) -> Result<()> {
+        if event != crate::AsyncEventType::CommEst {
+            return Err(Error::inval(format!("rdma_notify takes IBV_EVENT_COMM_EST, not {event:?}")));
+        }
+        let chan = self.chan()?;
+        let conn = self.inner.st()?.conn.ok_or_else(|| Error::inval("notify needs a connection"))?;
+        let mut a = chan.agent()?;
+        let now = a.now_ns();
+        a.engine.comm_established(now, conn).map_err(cm_error)?;
+        a.flush()
+    }
+
     /// Destroys the id (`rdma_destroy_id(3)`): the engine forgets its connection (a REJ or
     /// DREQ tells the peer, as ib_cm does) or listener, and its QP is destroyed. Other
     /// handles of the id see an id without QP or connection.
