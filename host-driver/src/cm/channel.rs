@@ -118,6 +118,13 @@ impl<'mr> ChanInner<'mr> {
         unsafe { libc::write(self.efd.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
+    /// Makes the fd unreadable (no events queued).
+    fn clear_fd(&self) {
+        let mut n = 0u64;
+        // SAFETY: an eventfd and 8 bytes; EAGAIN (already zero) is fine.
+        unsafe { libc::read(self.efd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+    }
+
     /// An ephemeral source port (rdma_cm's range: 32768…60999, as Linux's).
     pub(crate) fn ephemeral_port(&self) -> u16 {
         let p = self.next_port.get();
@@ -261,15 +268,22 @@ impl<'mr> EventChannel<'mr> {
     pub fn process(&self) -> Result<usize> {
         let before = self.inner.events.borrow().len();
         let mut evs = self.inner.agent()?.process()?;
+        // Every engine event is dispatched even if one fails; the first failure is returned.
+        let mut failed = None;
         while !evs.is_empty() {
             for ev in evs {
-                self.dispatch(ev)?;
+                if let Err(e) = self.dispatch(ev) {
+                    failed.get_or_insert(e);
+                }
             }
             let mut a = self.inner.agent()?;
             a.flush()?;
             evs = std::iter::from_fn(|| a.engine.poll_event()).collect();
         }
-        Ok(self.inner.events.borrow().len() - before)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(self.inner.events.borrow().len() - before),
+        }
     }
 
     /// Takes the next event if one is queued (`rdma_get_cm_event(3)` on a non-blocking
@@ -278,9 +292,7 @@ impl<'mr> EventChannel<'mr> {
         let mut q = self.inner.events.borrow_mut();
         let ev = q.pop_front()?;
         if q.is_empty() {
-            let mut n = 0u64;
-            // SAFETY: an eventfd and 8 bytes; EAGAIN (already zero) is fine.
-            unsafe { libc::read(self.inner.efd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+            self.inner.clear_fd();
         }
         self.inner.unacked.set(self.inner.unacked.get() + 1);
         Some(ev)
@@ -424,7 +436,12 @@ impl<'mr> EventChannel<'mr> {
             e.event == CmEventType::ConnectRequest
                 && e.listen_id.as_ref().is_some_and(|l| Rc::ptr_eq(&l.inner, listener))
         })?;
-        q.remove(i)
+        let ev = q.remove(i);
+        if q.is_empty() {
+            self.inner.clear_fd();
+        }
+        self.inner.unacked.set(self.inner.unacked.get() + 1);
+        ev
     }
 }
 
