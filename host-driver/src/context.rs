@@ -302,6 +302,18 @@ impl Tables {
         Ok(i as u32)
     }
 
+    /// Takes QP number 1, the GSI QP's (IBTA Vol 1 13.5), which [`alloc_qpn`](Self::alloc_qpn)
+    /// never hands out.
+    pub(crate) fn alloc_gsi_qpn(&mut self) -> Result<u32> {
+        match self.qps.get_mut(1) {
+            Some(s) if !*s => {
+                *s = true;
+                Ok(1)
+            }
+            _ => Err(Error::NoMemory("QP 1 (the GSI QP) already exists on this port".into())),
+        }
+    }
+
     pub(crate) fn free_qpn(&mut self, qpn: u32) {
         if let Some(s) = self.qps.get_mut(qpn as usize) {
             *s = false;

@@ -226,6 +226,8 @@ pub struct QpBuilder {
     sq_sig_all: bool,
     srq: Option<Rc<SrqInner>>,
     qp_type: QpType,
+    /// Take QP number 1 (the GSI QP, for the CM layer) instead of a free one.
+    gsi: bool,
 }
 
 impl QpBuilder {
@@ -242,7 +244,17 @@ impl QpBuilder {
             sq_sig_all: false,
             srq: None,
             qp_type: QpType::Rc,
+            gsi: false,
         }
+    }
+
+    /// Makes the QP the port's GSI QP (IBTA Vol 1 13.5, Annex A17): a UD QP with QP number 1,
+    /// which the driver keeps out of [`Self::build`]'s allocation. Only the CM layer
+    /// ([`crate::cm::EventChannel`]) creates it; a second one fails with `NoMemory`.
+    pub(crate) fn gsi(mut self) -> Self {
+        self.qp_type = QpType::Ud;
+        self.gsi = true;
+        self
     }
 
     /// The transport service (`ibv_qp_init_attr.qp_type`; default [`QpType::Rc`]). A UD QP
@@ -381,7 +393,8 @@ impl QpBuilder {
             r.write(0, &vec![0u8; rq_size as usize * rq_stride])?;
             Some(r)
         };
-        let qpn = ctx.tables.borrow_mut().alloc_qpn()?;
+        let qpn =
+            if self.gsi { ctx.tables.borrow_mut().alloc_gsi_qpn()? } else { ctx.tables.borrow_mut().alloc_qpn()? };
         let shared = Rc::new(RefCell::new(QpShared {
             srq: self.srq.as_ref().map(|s| Rc::clone(&s.shared)),
             ..QpShared::default()

@@ -6,15 +6,24 @@
 //! - [`engine`]: the sans-IO protocol engine ([`CmEngine`]) that sends, resends and answers
 //!   them and reports rdma_cm-shaped events ([`CmEvent`]); the caller carries its MADs on QP1
 //!   and gives it the time (docs/cm.md);
-//! - [`types`]: the engine's parameters, events, states and errors.
-//!
-//! QP1 (UD receive in the NIC) is issue 15's; until it lands two rnic hosts connect by
-//! exchanging `Endpoint`s, and the engine is exercised over an in-memory wire.
+//! - [`types`]: the engine's parameters, events, states and errors;
+//! - [`port`]: QP1 (the GSI QP: UD, QP number 1, Q_Key `GSI_QKEY`) carrying the engine's
+//!   MADs, and the neighbor table that stands in for ARP;
+//! - [`channel`] and [`id`]: the librdmacm-shaped API on top ([`EventChannel`],
+//!   [`RdmaCmId`], `rdma_cm(7)`): resolve, connect, listen, accept, reject, disconnect, and
+//!   events with private data. Progress is [`EventChannel::process`], which
+//!   [`EventChannel::get_cm_event`] runs while it waits (docs/cm.md).
+pub mod channel;
 pub mod engine;
+pub mod id;
 pub mod mad;
+pub mod port;
 pub mod types;
 
+pub use channel::{ChannelConfig, CmEventType, EventChannel, RdmaCmEvent};
 pub use engine::{CmConfig, CmEngine};
+pub use id::{ConnParam, RdmaCmId};
+pub use port::{AgentStats, Neighbors};
 pub use types::{
     cm_timeout_ns, reject_reason, AcceptParams, CmError, CmEvent, CmId, CmState, CmStats, ConnectParams,
     ConnectRequest, ConnectResponse, MadAddr, OutMad, REQ_USER_PRIVATE_DATA,
