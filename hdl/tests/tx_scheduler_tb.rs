@@ -59,6 +59,11 @@
 //!   IBV_WC_LOC_PROT_ERR for the READ (opcode IBV_WC_RDMA_READ) only once the WRITE retired;
 //!   the WQE after it completes with IBV_WC_WR_FLUSH_ERR.
 //!
+//! - `ud_wqes_become_send_only_with_a_deth`: on UD QPs, SENDs of up to one MTU become one SEND
+//!   ONLY each with a DETH (the WQE's Q_Key or, bit 31 set, the QP's; this QP as source),
+//!   addressed from the WQE, no AckReq; RDMA WRITE / READ and a SEND over the MTU complete
+//!   locally (LOC_QP_OP_ERR, LOC_LEN_ERR) with nothing sent.
+//!
 //! `RNIC_TB_SEED` (decimal or `0x` hex) replaces every test's seed.
 mod harness;
 
@@ -86,6 +91,8 @@ struct QpCfg {
     log_stride: u64,
     sq_base: u64,
     max_rd_atomic: u64,
+    /// A UD QP with this Q_Key (`qp_context::QP_TYPE` 1, `QKEY`).
+    ud_qkey: Option<u64>,
 }
 
 impl QpCfg {
@@ -100,6 +107,7 @@ impl QpCfg {
             log_stride,
             sq_base: (rng.next_u64() & 0x0000_7FFF_FFFF_F000) | 0x1000,
             max_rd_atomic: 16,
+            ud_qkey: None,
         }
     }
     fn mtu(&self) -> u64 {
@@ -123,6 +131,8 @@ struct Wqe {
     remote_addr: u64,
     rkey: u32,
     sges: Vec<Sge>,
+    /// UD: (remote QPN, remote Q_Key, destination IP, destination MAC).
+    ud: Option<(u64, u64, u64, u64)>,
 }
 
 impl Wqe {
@@ -141,6 +151,12 @@ impl Wqe {
             b[o..o + 8].copy_from_slice(&s.addr.to_le_bytes());
             b[o + 8..o + 12].copy_from_slice(&s.len.to_le_bytes());
             b[o + 12..o + 16].copy_from_slice(&s.lkey.to_le_bytes());
+        }
+        if let Some((qpn, qkey, ip, mac)) = self.ud {
+            wqe::UD_REMOTE_QPN.put(&mut b, qpn);
+            wqe::UD_REMOTE_QKEY.put(&mut b, qkey);
+            wqe::UD_DEST_IP.put(&mut b, ip);
+            wqe::UD_DEST_MAC.put(&mut b, mac);
         }
         b
     }
@@ -181,6 +197,8 @@ struct Job {
     reth: Option<(u64, u64, u64)>,
     /// ImmDt, when `has_ext4`.
     ext4: Option<u64>,
+    /// DETH (Q_Key, source QP), when `has_deth`.
+    deth: Option<(u64, u64)>,
 }
 
 /// One thing the scheduler did.
@@ -315,9 +333,13 @@ impl Model {
             }
         }
         let len: u64 = list.iter().map(|e| e.1).sum::<u64>();
+        let ud = cfg.ud_qkey.is_some();
         let status = if err {
             wc_status::WR_FLUSH_ERR
-        } else if w.sges.len() > sge_limit {
+        } else if ud && !w.is_send() {
+            // UD: only SEND and SEND_WITH_IMM (IBTA Vol 1 9.8).
+            wc_status::LOC_QP_OP_ERR
+        } else if w.sges.len() > sge_limit || (ud && len > cfg.mtu()) {
             wc_status::LOC_LEN_ERR
         } else if !all_ok {
             wc_status::LOC_PROT_ERR
@@ -365,7 +387,26 @@ impl Model {
             pay_skip: None,
             reth: None,
             ext4: None,
+            deth: None,
         };
+        if let (Some(own), Some((rqpn, rqkey, ip, mac))) = (cfg.ud_qkey, w.ud) {
+            // One SEND ONLY with a DETH, to the WQE's address, no AckReq.
+            ev.push(Ev::Job(Job {
+                opcode: 0x64 | u64::from(w.has_imm()),
+                se: w.flags & send_flags::SOLICITED != 0,
+                plen: len,
+                pay_skip: (len != 0).then(|| list[0].0 & 63),
+                ext4: w.has_imm().then_some(u64::from(w.imm)),
+                peer: Peer { dest_qpn: rqpn, dest_ip: ip, dest_mac: mac, ..cfg.peer.clone() },
+                deth: Some((if rqkey >> 31 == 1 { own } else { rqkey }, qpn)),
+                ..job(psn0)
+            }));
+            if len != 0 {
+                let a = list[0].0;
+                ev.push(Ev::Read { addr: a, len, pg_skip: a & 63, pg_len: len, pg_last: true });
+            }
+            return ev;
+        }
         if w.is_read() {
             ev.push(Ev::Job(Job {
                 opcode: 0x0C,
@@ -521,6 +562,10 @@ impl Tb {
         qp::SQ_BASE.put(&mut r, c.sq_base);
         qp::MAX_RD_ATOMIC.put(&mut r, c.max_rd_atomic);
         qp::SEND_CQ.put(&mut r, 1);
+        if let Some(qk) = c.ud_qkey {
+            qp::QP_TYPE.put(&mut r, 1);
+            qp::QKEY.put(&mut r, qk);
+        }
         self.command(1, qpn, &r);
         self.model.qps.insert(qpn, QpModel { cfg: c.clone(), next_psn: c.sq_psn, ci: 0, err: false, reads: 0 });
         self.acked[qpn as usize] = Acked { wqes: 0, reads: 0, psn: c.sq_psn };
@@ -679,6 +724,8 @@ impl Tb {
                         )
                     }),
                     ext4: has_ext4.then(|| get(&d, l.get_my_offset_ext4(), 32)),
+                    deth: (get(&d, l.get_my_offset_has_deth(), 1) == 1)
+                        .then(|| (get(&d, l.get_my_offset_reth_rkey(), 32), get(&d, l.get_my_offset_rsp_qpn(), 6))),
                 }),
             ));
         }
@@ -846,6 +893,7 @@ fn write_one_sge_every_path_mtu() {
                     remote_addr: rng.next_u64(),
                     rkey: rng.u32(),
                     sges,
+                    ud: None,
                 });
             }
             let lens: Vec<u64> = wqes.iter().map(|w| w.sges.first().map_or(0, |s| u64::from(s.len))).collect();
@@ -908,6 +956,7 @@ fn gather_lists_tile_the_message() {
                     remote_addr: rng.next_u64(),
                     rkey: rng.u32(),
                     sges,
+                    ud: None,
                 });
             }
             let ctx = format!(
@@ -1024,6 +1073,7 @@ fn read_list_goes_to_the_rx_engine_first() {
                 remote_addr: rng.next_u64(),
                 rkey: rng.u32(),
                 sges: sges.clone(),
+                ud: None,
             };
             let m = rng.pick(&mrs).clone();
             let len = rng.range(0, 2 * mtu);
@@ -1035,6 +1085,7 @@ fn read_list_goes_to_the_rx_engine_first() {
                 remote_addr: rng.next_u64(),
                 rkey: rng.u32(),
                 sges: vec![sge_in(rng, &m, len)],
+                ud: None,
             };
             let psn0 = tb.model.qps[&qpn].next_psn;
             let read_no = tb.model.qps[&qpn].reads;
@@ -1112,6 +1163,7 @@ fn multi_sge_read_waits_for_earlier_reads() {
                     sge_in(rng, &m, len)
                 })
                 .collect(),
+            ud: None,
         };
         // Five one-SGE READs, a READ with a list, a WRITE.
         let mut wqes: Vec<Wqe> = (0..5).map(|i| read(rng, i, 1)).collect();
@@ -1127,6 +1179,7 @@ fn multi_sge_read_waits_for_earlier_reads() {
             remote_addr: rng.next_u64(),
             rkey: rng.u32(),
             sges: vec![sge_in(rng, &m, len6)],
+            ud: None,
         });
         let want = tb.post(qpn, &wqes);
         // Split the expected events at each WQE's fetch.
@@ -1195,6 +1248,7 @@ fn bad_lkey_in_a_read_list_completes_locally() {
             remote_addr: rng.next_u64(),
             rkey: rng.u32(),
             sges: vec![s],
+            ud: None,
         };
         let s0 = sge(rng);
         let w0 = write(rng, 0, s0);
@@ -1219,6 +1273,7 @@ fn bad_lkey_in_a_read_list_completes_locally() {
             remote_addr: rng.next_u64(),
             rkey: rng.u32(),
             sges,
+            ud: None,
         };
         let s2 = sge(rng);
         let w2 = write(rng, 2, s2);
@@ -1297,6 +1352,7 @@ fn wqes_are_fetched_in_bursts() {
                         remote_addr: rng.next_u64(),
                         rkey: rng.u32(),
                         sges: vec![sge_in(rng, &m, len)],
+                        ud: None,
                     }
                 })
                 .collect();
@@ -1324,4 +1380,83 @@ fn wqes_are_fetched_in_bursts() {
     }
     // One fetch per WQE before the prefetch buffer; now far fewer.
     assert!(total.0 * 2 < total.1, "{} fetches for {} WQEs", total.0, total.1);
+}
+
+/// UD QPs (`QP_TYPE` 1; IBTA Vol 1 9.8): each SEND / SEND WITH IMMEDIATE of up to one path MTU
+/// becomes one SEND ONLY (0x64 / 0x65) with AckReq clear, BTH.SE for SOLICITED, addressed from
+/// the WQE (remote QPN, IP, MAC; P_Key and UDP port from the context), with `has_deth`: Q_Key
+/// the WQE's, or the QP's when the WQE's has bit 31 set, and this QP as the source; recorded in
+/// the in-flight table like any WQE (the assembler's report of the sent frame retires it). An
+/// RDMA WRITE or READ on a UD QP completes IBV_WC_LOC_QP_OP_ERR, a message over the path MTU
+/// IBV_WC_LOC_LEN_ERR, nothing sent, and the WQEs behind them are flushed.
+#[test]
+fn ud_wqes_become_send_only_with_a_deth() {
+    let mut tb = Tb::new(0x0D_3001);
+    let seed = tb.rng.0;
+    let pd = 0x777;
+    let mrs = good_mrs(&mut tb, 2, 2, pd);
+    let qkey = 0x1357_9BDFu64;
+    for (round, qpn) in [9u64, 21, 33].into_iter().enumerate() {
+        let stride = tb.rng.range(0, 3);
+        let mut cfg = QpCfg::random(&mut tb.rng, 3, pd, stride);
+        cfg.ud_qkey = Some(qkey);
+        tb.create_qp(qpn, &cfg);
+        let mtu = cfg.mtu();
+        for batch in 0..3u64 {
+            tb.backpressure = batch % 2 == 1;
+            let mut wqes = Vec::new();
+            for k in 0..tb.rng.range(1, 6) {
+                let rng = &mut tb.rng;
+                let m = rng.pick(&mrs).clone();
+                let any = rng.range(1, mtu);
+                let len = *rng.pick(&[0, 1, 63, 64, 65, mtu - 1, mtu, any]);
+                let opcode = *rng.pick(&[wr_opcode::SEND, wr_opcode::SEND_WITH_IMM]);
+                let wq = if rng.chance(1, 3) { 0x8000_0000 | u64::from(rng.u32()) } else { u64::from(rng.u32() >> 1) };
+                wqes.push(Wqe {
+                    wr_id: 0xD0D0_0000 | (round as u64) << 12 | batch << 8 | k,
+                    opcode,
+                    flags: random_flags(rng),
+                    imm: rng.u32(),
+                    remote_addr: 0,
+                    rkey: 0,
+                    sges: if len == 0 && rng.chance(1, 2) { vec![] } else { vec![sge_in(rng, &m, len)] },
+                    ud: Some((
+                        u64::from(rng.u32() & 0xFF_FFFF),
+                        wq,
+                        u64::from(rng.u32()),
+                        rng.next_u64() & 0xFFFF_FFFF_FFFF,
+                    )),
+                });
+            }
+            let ctx = format!("UD QP {qpn} batch {batch} (seed {seed:#x})");
+            tb.post_and_check(qpn, &wqes, &ctx);
+            tb.retire_all(qpn);
+        }
+        // Then what a UD QP cannot send: an RDMA WRITE (round 0), an RDMA READ (1), a SEND
+        // one byte over the MTU (2); a good SEND behind it is flushed.
+        let m = mrs[0].clone();
+        let ud = Some((5, 5, 0x0A00_0001, 0x02_0000_0001));
+        let bad = match round {
+            0 => Wqe { opcode: wr_opcode::RDMA_WRITE, sges: vec![sge_in(&mut tb.rng, &m, 8)], ..base_wqe(1, ud) },
+            1 => Wqe { opcode: wr_opcode::RDMA_READ, sges: vec![sge_in(&mut tb.rng, &m, 8)], ..base_wqe(1, ud) },
+            _ => Wqe { sges: vec![sge_in(&mut tb.rng, &m, mtu + 1)], ..base_wqe(1, ud) },
+        };
+        let good = Wqe { sges: vec![sge_in(&mut tb.rng, &m, 10)], ..base_wqe(2, ud) };
+        let got = tb.post_and_check(qpn, &[bad, good], &format!("UD QP {qpn} refusals (seed {seed:#x})"));
+        assert!(!got.iter().any(|e| matches!(e, Ev::Job(_))), "nothing sent: {got:?}");
+    }
+}
+
+/// A signaled SEND of no SGE with UD address `ud`.
+fn base_wqe(wr_id: u64, ud: Option<(u64, u64, u64, u64)>) -> Wqe {
+    Wqe {
+        wr_id,
+        opcode: wr_opcode::SEND,
+        flags: send_flags::SIGNALED,
+        imm: 0,
+        remote_addr: 0,
+        rkey: 0,
+        sges: vec![],
+        ud,
+    }
 }
