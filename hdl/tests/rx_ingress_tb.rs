@@ -276,6 +276,25 @@ impl Tb {
         }
     }
 
+    /// An accepted frame's descriptor `got`: its `start` continues where the previous frame
+    /// ended; its bytes are read back (and its space released, if `release`) later.
+    fn accept(&mut self, got: RxDescView, frame: Vec<u8>, release: bool, ctx: String) {
+        if let Some(ns) = self.next_start {
+            assert_eq!(got.start, ns, "{ctx}: start (the previous frame ended at {ns})");
+        }
+        self.next_start = Some((got.start + got.nbeats) % BEATS);
+        self.reads.push_back(ReadJob {
+            start: got.start,
+            nbeats: got.nbeats,
+            next: 0,
+            data: Vec::new(),
+            frame,
+            release,
+            ctx,
+        });
+        self.accepted.push(got);
+    }
+
     /// Checks the verdict due in this cycle.
     fn check(&mut self, v: Verdict, pend: Pending) {
         let ctx = pend.ctx;
@@ -286,20 +305,7 @@ impl Tb {
                 let got = v.desc.unwrap_or_else(|| panic!("{ctx}: no descriptor"));
                 let want = expected_desc(&repr, frame.len(), got.start);
                 check_desc(&got, &want, &ctx);
-                if let Some(ns) = self.next_start {
-                    assert_eq!(got.start, ns, "{ctx}: start (the previous frame ended at {ns})");
-                }
-                self.next_start = Some((got.start + got.nbeats) % BEATS);
-                self.reads.push_back(ReadJob {
-                    start: got.start,
-                    nbeats: got.nbeats,
-                    next: 0,
-                    data: Vec::new(),
-                    frame,
-                    release,
-                    ctx: ctx.clone(),
-                });
-                self.accepted.push(got);
+                self.accept(got, frame, release, ctx);
             }
             Expect::Ud { want, frame } => {
                 assert!(!v.malformed && !v.icrc && !v.overflow, "{ctx}: error pulse {v:?}");
@@ -310,17 +316,7 @@ impl Tb {
                     g.imm = 0;
                 }
                 assert_eq!(g, RxDescView { start: got.start, ..*want }, "{ctx}: UD descriptor");
-                self.next_start = Some((got.start + got.nbeats) % BEATS);
-                self.reads.push_back(ReadJob {
-                    start: got.start,
-                    nbeats: got.nbeats,
-                    next: 0,
-                    data: Vec::new(),
-                    frame,
-                    release: true,
-                    ctx: ctx.clone(),
-                });
-                self.accepted.push(got);
+                self.accept(got, frame, true, ctx);
             }
             Expect::Drop(kind) => {
                 assert!(v.desc.is_none(), "{ctx}: a descriptor was written for a bad frame: {:?}", v.desc);
