@@ -92,11 +92,7 @@ impl ProtectionDomain {
     /// [`crate::Error::InvalidArgument`] for a multicast or broadcast MAC, or an unspecified,
     /// broadcast or multicast IPv4 address (multicast UD is not supported).
     pub fn create_ah(&self, av: crate::qp::AddressVector) -> Result<crate::wr::AddressHandle> {
-        if av.dest_mac.0[0] & 1 == 1
-            || av.dest_ip.is_unspecified()
-            || av.dest_ip.is_broadcast()
-            || av.dest_ip.is_multicast()
-        {
+        if !av.is_unicast() {
             return Err(crate::Error::inval(format!(
                 "address handle {} / {} is not a unicast peer",
                 av.dest_mac, av.dest_ip

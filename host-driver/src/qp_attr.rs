@@ -126,6 +126,17 @@ pub struct AddressVector {
     pub dest_ip: Ipv4Addr,
 }
 
+impl AddressVector {
+    /// Whether it names one peer: a unicast MAC and an IPv4 address that is neither
+    /// unspecified, broadcast nor multicast (RC paths and UD address handles both need one).
+    pub fn is_unicast(&self) -> bool {
+        self.dest_mac.0[0] & 1 == 0
+            && !self.dest_ip.is_unspecified()
+            && !self.dest_ip.is_broadcast()
+            && !self.dest_ip.is_multicast()
+    }
+}
+
 impl Default for AddressVector {
     fn default() -> Self {
         Self { dest_mac: MacAddr::default(), dest_ip: Ipv4Addr::UNSPECIFIED }
@@ -344,11 +355,7 @@ pub fn validate_modify_for(qp_type: QpType, cur: QpState, attr: &QpAttr, mask: Q
     }
     if mask.contains(M::AV) {
         let av = &attr.ah_attr;
-        if av.dest_mac.0[0] & 1 == 1
-            || av.dest_ip.is_unspecified()
-            || av.dest_ip.is_broadcast()
-            || av.dest_ip.is_multicast()
-        {
+        if !av.is_unicast() {
             return Err(Error::inval(format!("address vector {} / {} is not a unicast peer", av.dest_mac, av.dest_ip)));
         }
     }
