@@ -43,7 +43,15 @@ impl PortAddr {
     /// ever exist on the simulated wire).
     pub fn for_sim_nic(i: usize) -> Self {
         let n = (i % 254) as u8 + 1;
-        Self { mac: MacAddr([0x02, 0, 0, 0, 0, n]), ip: Ipv4Addr::new(192, 0, 2, n) }
+        let ip = Ipv4Addr::new(192, 0, 2, n);
+        Self { mac: Self::sim_mac_of(ip), ip }
+    }
+
+    /// The MAC [`for_sim_nic`](Self::for_sim_nic) gives the port of IPv4 address `ip`:
+    /// `02:00:00:00:00:<last octet>`. How a host that knows only a simulated peer's IP (or GID)
+    /// addresses it while rnic resolves no addresses (no ARP).
+    pub fn sim_mac_of(ip: Ipv4Addr) -> MacAddr {
+        MacAddr([0x02, 0, 0, 0, 0, ip.octets()[3]])
     }
 }
 

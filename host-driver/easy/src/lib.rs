@@ -57,7 +57,7 @@ pub fn parse_device(s: &str) -> std::result::Result<String, String> {
 /// `ibv_rc_pingpong` does) addresses its frames, because rnic resolves no addresses (no ARP)
 /// yet. `rnic perf --device` uses the same rule.
 pub fn sim_mac_of(ip: std::net::Ipv4Addr) -> rnic::MacAddr {
-    rnic::MacAddr([0x02, 0, 0, 0, 0, ip.octets()[3]])
+    rnic::PortAddr::sim_mac_of(ip)
 }
 
 /// Polls `cq` (`ibv_poll_cq(3)`) until one completion arrives or `timeout` (wall time) passes.

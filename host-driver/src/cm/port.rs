@@ -71,10 +71,7 @@ impl Neighbors {
         }
         let last = ip.octets()[3];
         let unicast = !(ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast());
-        (self.sim_rule && unicast && (1..=254).contains(&last)).then(|| {
-            let sim = PortAddr::for_sim_nic(usize::from(last) - 1);
-            sim.mac
-        })
+        (self.sim_rule && unicast && (1..=254).contains(&last)).then(|| PortAddr::sim_mac_of(ip))
     }
 }
 

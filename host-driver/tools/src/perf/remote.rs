@@ -133,7 +133,7 @@ fn io_err(what: &str, e: std::io::Error) -> Error {
 
 /// The MAC of a simulated port from its IPv4 address (`PortAddr::for_sim_nic`'s rule).
 pub fn sim_mac_of(ip: Ipv4Addr) -> MacAddr {
-    MacAddr([0x02, 0, 0, 0, 0, ip.octets()[3]])
+    rnic::PortAddr::sim_mac_of(ip)
 }
 
 /// Checks what a two-sided run supports.
