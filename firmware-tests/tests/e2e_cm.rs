@@ -167,8 +167,11 @@ fn connect_accept_move_data_both_ways_and_disconnect() {
     assert_eq!((cq.qp_state, sq.qp_state), (QpState::Rts, QpState::Rts));
     assert_eq!(cq.dest_qp_num, s.qp_num().unwrap(), "the client's QP talks to the server's");
     assert_eq!(sq.dest_qp_num, c.qp_num().unwrap());
-    assert_eq!(cq.rq_psn, s.qp().unwrap().local_psn(), "expects the server's first PSN");
-    assert_eq!(sq.rq_psn, c.qp().unwrap().local_psn());
+    // IBTA's Starting PSN (and Linux ib_cm's reading of it): each side announces the PSN it
+    // expects to receive, and the peer sends from it.
+    assert_eq!(cq.rq_psn, c.qp().unwrap().local_psn(), "the client expects the PSN its REQ announced");
+    assert_eq!(sq.rq_psn, s.qp().unwrap().local_psn(), "the server expects the PSN its REP announced");
+    assert_eq!((cq.sq_psn, sq.sq_psn), (sq.rq_psn, cq.rq_psn), "each sends from the PSN the other announced");
 
     // Data both ways: a SEND and an RDMA WRITE from each side.
     let (b_addr, b_rkey) = read_advert(&rep_pd);

@@ -450,7 +450,10 @@ pub(crate) struct Path {
     pub(crate) av: AddressVector,
     pub(crate) mtu: crate::Mtu,
     pub(crate) dest_qpn: u32,
+    /// The PSN the QP expects first: the one this side announced (REQ or REP).
     pub(crate) rq_psn: u32,
+    /// The PSN the QP sends first: the one the peer announced.
+    pub(crate) sq_psn: u32,
     pub(crate) max_dest_rd_atomic: u8,
     pub(crate) max_rd_atomic: u8,
     pub(crate) timeout: u8,
@@ -470,7 +473,7 @@ pub(crate) fn to_rts(qp: &mut QueuePair<'_>, p: &Path) -> Result<()> {
         rq_psn: p.rq_psn,
         max_dest_rd_atomic: p.max_dest_rd_atomic.clamp(1, max),
         min_rnr_timer: 12,
-        sq_psn: qp.local_psn(),
+        sq_psn: p.sq_psn,
         timeout: p.timeout,
         retry_cnt: p.retry_cnt,
         rnr_retry: p.rnr_retry,

@@ -92,13 +92,17 @@ impl<'mr> IdInner<'mr> {
     /// Active side, on the REP: the QP to RTR and RTS with the peer's QPN and PSN.
     pub(crate) fn ready_active(&self, rep: &ConnectResponse) -> Result<()> {
         let mut st = self.st()?;
+        let qp_psn = st.qp.as_ref().ok_or_else(|| Error::inval("the id has no QP"))?.local_psn();
         let remote = st.remote.ok_or_else(|| Error::inval("no remote address"))?;
         let mac = st.dest_mac.ok_or_else(|| Error::inval("no resolved MAC"))?;
         let path = Path {
             av: AddressVector { dest_mac: mac, dest_ip: *remote.ip() },
             mtu: st.path_mtu.unwrap_or(Mtu::Mtu4096),
             dest_qpn: rep.remote_qpn,
-            rq_psn: rep.starting_psn,
+            // IBTA's Starting PSN is what the message's sender expects to receive (ib_cm:
+            // the active side's rq_psn is its REQ's, its sq_psn the REP's).
+            rq_psn: qp_psn,
+            sq_psn: rep.starting_psn,
             max_dest_rd_atomic: rep.responder_resources,
             max_rd_atomic: rep.initiator_depth,
             timeout: 14,
@@ -330,6 +334,29 @@ impl<'mr> RdmaCmId<'mr> {
         self.inner.st.try_borrow().ok()?.qp.as_ref().map(|q| q.qp_num())
     }
 
+    /// Destroys the id's QP (`rdma_destroy_qp(3)`, or `ibv_destroy_qp(3)` on `id->qp`); the
+    /// id stays, without a QP. Nothing happens on an id without one.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] while the QP is borrowed ([`qp`](Self::qp)); the QP's destroy errors
+    /// (the QP is gone either way).
+    pub fn destroy_qp(&self) -> Result<()> {
+        let qp = self.inner.st()?.qp.take();
+        qp.map_or(Ok(()), QueuePair::destroy)
+    }
+
+    /// The connection request a passive id came from (its REQ's QPN, PSN, resources, retry
+    /// counts and path, IBTA Vol 1 12.6.5), for `struct rdma_cm_event`'s `param.conn`.
+    pub fn connect_request(&self) -> Option<ConnectRequest> {
+        self.inner.st.try_borrow().ok()?.request.as_deref().cloned()
+    }
+
+    /// The resolved path MTU (4096 on an active id after `RouteResolved`; the REQ's on a
+    /// passive id), and the peer's MAC, once known.
+    pub fn path(&self) -> (Option<Mtu>, Option<MacAddr>) {
+        self.inner.st.try_borrow().map_or((None, None), |st| (st.path_mtu, st.dest_mac))
+    }
+
     /// Connects (`rdma_connect(3)`): sends a REQ to the resolved peer's port with the QP's
     /// QPN and first PSN and `param` (IBTA Vol 1 12.6.5, Annex A11), resent per the channel's
     /// [`super::ChannelConfig`]. On the REP the CM moves the QP to RTR and RTS, sends the RTU
@@ -426,7 +453,9 @@ impl<'mr> RdmaCmId<'mr> {
             av: AddressVector { dest_mac: mac, dest_ip: *req.src.ip() },
             mtu: req.path_mtu,
             dest_qpn: req.remote_qpn,
-            rq_psn: req.starting_psn,
+            // We expect the PSN our REP announces; we send from the one the REQ announced.
+            rq_psn: st.qp.as_ref().map_or(0, |q| q.local_psn()),
+            sq_psn: req.starting_psn,
             max_dest_rd_atomic: req.responder_resources.min(param.responder_resources),
             max_rd_atomic: req.initiator_depth.min(param.initiator_depth),
             timeout: req.local_ack_timeout,

@@ -100,7 +100,9 @@ pub struct ConnectParams {
     pub remote: SocketAddrV4,
     /// The local RC QP's QPN (24 bits).
     pub qpn: u32,
-    /// The local QP's starting send PSN (24 bits).
+    /// The first PSN the local QP expects to receive (24 bits): the REQ's Starting PSN, from
+    /// which the passive side sends (IBTA Vol 1 12.7.23; ib_cm sets the passive side's
+    /// `sq_psn` to it).
     pub starting_psn: u32,
     /// RDMA READs/atomics this side accepts as responder at once (its `max_dest_rd_atomic`).
     pub responder_resources: u8,
@@ -161,7 +163,8 @@ impl ConnectParams {
 pub struct AcceptParams {
     /// The local RC QP's QPN (24 bits).
     pub qpn: u32,
-    /// The local QP's starting send PSN (24 bits).
+    /// The first PSN the local QP expects to receive (24 bits): the REP's Starting PSN, from
+    /// which the active side sends.
     pub starting_psn: u32,
     /// RDMA READs/atomics this side accepts as responder at once.
     pub responder_resources: u8,
@@ -214,7 +217,8 @@ pub struct ConnectRequest {
     pub peer_gid: Ipv6Addr,
     /// The active side's QPN: this side's QP's destination QPN.
     pub remote_qpn: u32,
-    /// The active side's starting PSN: this side's QP's expected receive PSN.
+    /// The REQ's Starting PSN, the first PSN the active side expects: this side's QP's first
+    /// send PSN.
     pub starting_psn: u32,
     /// READs/atomics this side must accept as responder (the REQ's initiator depth).
     pub responder_resources: u8,
@@ -242,7 +246,8 @@ pub struct ConnectResponse {
     pub id: CmId,
     /// The passive side's QPN: this side's QP's destination QPN.
     pub remote_qpn: u32,
-    /// The passive side's starting PSN: this side's expected receive PSN.
+    /// The REP's Starting PSN, the first PSN the passive side expects: this side's QP's first
+    /// send PSN.
     pub starting_psn: u32,
     /// READs/atomics this side must accept as responder (the REP's initiator depth).
     pub responder_resources: u8,
