@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what rnic's build and tests need on Debian, as root, idempotently, and says what it did:
-# Verilator (>= 5.006), g++, make, yosys, tshark, rdma-core's libibverbs-dev, ibverbs-utils
-# and perftest (librnic's tests), and python3 with scapy in a project-local
+# Verilator (>= 5.006), g++, make, yosys, tshark, rdma-core's libibverbs-dev, ibverbs-utils,
+# librdmacm-dev, rdmacm-utils and perftest (librnic's tests), and python3 with scapy in a project-local
 # virtualenv (.venv). Safe to run repeatedly: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,9 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 # its symbol versions and strings are compared with, and the unmodified programs it runs.
 [ -f /usr/include/infiniband/verbs.h ] || need_apt+=(libibverbs-dev)
 command -v ibv_devinfo >/dev/null || need_apt+=(ibverbs-utils)
+# librdmacm's header (layouts of librnic's librdmacm.so.1) and rping (run unmodified on it).
+[ -f /usr/include/rdma/rdma_cma.h ] || need_apt+=(librdmacm-dev)
+command -v rping >/dev/null || need_apt+=(rdmacm-utils)
 command -v ib_write_bw >/dev/null || need_apt+=(perftest)
 command -v objdump >/dev/null || need_apt+=(binutils)
 
@@ -31,7 +34,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 else
-  say "apt packages present (verilator, g++, make, yosys, tshark, python3-venv, libibverbs-dev, ibverbs-utils, perftest)"
+  say "apt packages present (verilator, g++, make, yosys, tshark, python3-venv, libibverbs-dev, ibverbs-utils, librdmacm-dev, rdmacm-utils, perftest)"
 fi
 
 vver=$(verilator --version | awk '{print $2}')

@@ -1,6 +1,6 @@
 //! Links `libibverbs.so` with soname `libibverbs.so.1` and the version nodes of rdma-core 44
-//! (`IBVERBS_1.0` … `IBVERBS_1.14`, `IBVERBS_PRIVATE_34`), generated from
-//! `libibverbs.symbols`. The symbols themselves get their versions from `.symver` directives
+//! (`IBVERBS_1.0` … `IBVERBS_1.14`, `IBVERBS_PRIVATE_34`, and librdmacm's `RDMACM_1.0` …
+//! `RDMACM_1.3`), generated from `libibverbs.symbols` and `librdmacm.symbols`. The symbols themselves get their versions from `.symver` directives
 //! in `src/lib.rs` (rustc's own version script would otherwise leave them unversioned).
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -8,9 +8,12 @@ use std::path::PathBuf;
 fn main() {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    let list = dir.join("libibverbs.symbols");
-    println!("cargo:rerun-if-changed={}", list.display());
-    let text = std::fs::read_to_string(&list).expect("read libibverbs.symbols");
+    let mut text = String::new();
+    for name in ["libibverbs.symbols", "librdmacm.symbols"] {
+        let list = dir.join(name);
+        println!("cargo:rerun-if-changed={}", list.display());
+        text += &std::fs::read_to_string(&list).expect("read the symbol lists");
+    }
     let mut versions: Vec<(String, Vec<String>)> = Vec::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         let (v, sym) = line.split_once(' ').expect("VERSION name");
@@ -19,21 +22,23 @@ fn main() {
             None => versions.push((v.to_string(), vec![sym.to_string()])),
         }
     }
-    // The public versions inherit each from the one before, as in libibverbs.map.in.
+    // The public versions inherit each from the one before, as in libibverbs.map.in and
+    // librdmacm.map (each family its own chain).
     let mut map = String::new();
     let mut prev: Option<String> = None;
+    let family = |v: &str| ["IBVERBS_1.", "RDMACM_1."].into_iter().find(|f| v.starts_with(f));
     for (v, syms) in &versions {
         let _ = write!(map, "{v} {{\n  global:\n");
         for s in syms {
             let _ = writeln!(map, "    {s};");
         }
-        match (&prev, v.starts_with("IBVERBS_1.")) {
-            (Some(p), true) => {
+        match &prev {
+            Some(p) if family(v).is_some() && family(v) == family(p) => {
                 let _ = writeln!(map, "}} {p};");
             }
             _ => map.push_str("};\n"),
         }
-        if v.starts_with("IBVERBS_1.") {
+        if family(v).is_some() {
             prev = Some(v.clone());
         }
     }

@@ -1,4 +1,5 @@
-//! The public structs of rdma-core 44's `<infiniband/verbs.h>` (x86-64 Linux), as
+//! The public structs of rdma-core 44's `<infiniband/verbs.h>` and `<rdma/rdma_cma.h>`
+//! (x86-64 Linux), as
 //! `#[repr(C)]` Rust, with the field names of the header. `tests/layout.rs` compiles a C file
 //! of `offsetof` / `sizeof` assertions generated from [`LAYOUT`] against the installed
 //! header, so a field in the wrong place fails a test.
@@ -497,6 +498,148 @@ pub struct ibv_async_event {
     pub event_type: c_int,
 }
 
+// ---- <rdma/rdma_cma.h> and <infiniband/sa.h> (librdmacm 44) ----
+
+/// `struct rdma_event_channel`.
+#[repr(C)]
+pub struct rdma_event_channel {
+    pub fd: c_int,
+}
+
+/// `struct rdma_ib_addr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct rdma_ib_addr {
+    pub sgid: ibv_gid,
+    pub dgid: ibv_gid,
+    pub pkey: u16,
+}
+
+/// `struct rdma_addr`: its unions of socket addresses as their `sockaddr_storage` view.
+#[repr(C)]
+pub struct rdma_addr {
+    pub src_storage: libc::sockaddr_storage,
+    pub dst_storage: libc::sockaddr_storage,
+    pub ibaddr: rdma_ib_addr,
+}
+
+/// `struct ibv_sa_path_rec` (`<infiniband/sa.h>`; big-endian fields as `__be16`/`__be32`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_sa_path_rec {
+    pub dgid: ibv_gid,
+    pub sgid: ibv_gid,
+    pub dlid: u16,
+    pub slid: u16,
+    pub raw_traffic: c_int,
+    pub flow_label: u32,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    pub reversible: c_int,
+    pub numb_path: u8,
+    pub pkey: u16,
+    pub sl: u8,
+    pub mtu_selector: u8,
+    pub mtu: u8,
+    pub rate_selector: u8,
+    pub rate: u8,
+    pub packet_life_time_selector: u8,
+    pub packet_life_time: u8,
+    pub preference: u8,
+}
+
+/// `struct rdma_route`.
+#[repr(C)]
+pub struct rdma_route {
+    pub addr: rdma_addr,
+    pub path_rec: *mut ibv_sa_path_rec,
+    pub num_paths: c_int,
+}
+
+/// `struct rdma_cm_id`.
+#[repr(C)]
+pub struct rdma_cm_id {
+    pub verbs: *mut ibv_context,
+    pub channel: *mut rdma_event_channel,
+    pub context: *mut c_void,
+    pub qp: *mut ibv_qp,
+    pub route: rdma_route,
+    pub ps: c_int,
+    pub port_num: u8,
+    pub event: *mut rdma_cm_event,
+    pub send_cq_channel: *mut ibv_comp_channel,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq_channel: *mut ibv_comp_channel,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut ibv_srq,
+    pub pd: *mut ibv_pd,
+    pub qp_type: c_int,
+}
+
+/// `struct rdma_conn_param`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rdma_conn_param {
+    pub private_data: *const c_void,
+    pub private_data_len: u8,
+    pub responder_resources: u8,
+    pub initiator_depth: u8,
+    pub flow_control: u8,
+    pub retry_count: u8,
+    pub rnr_retry_count: u8,
+    pub srq: u8,
+    pub qp_num: u32,
+}
+
+/// `struct rdma_ud_param`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rdma_ud_param {
+    pub private_data: *const c_void,
+    pub private_data_len: u8,
+    pub ah_attr: ibv_ah_attr,
+    pub qp_num: u32,
+    pub qkey: u32,
+}
+
+/// The `param` union of `struct rdma_cm_event`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union rdma_cm_event_param {
+    pub conn: rdma_conn_param,
+    pub ud: rdma_ud_param,
+}
+
+/// `struct rdma_cm_event`.
+#[repr(C)]
+pub struct rdma_cm_event {
+    pub id: *mut rdma_cm_id,
+    pub listen_id: *mut rdma_cm_id,
+    pub event: c_int,
+    pub status: c_int,
+    pub param: rdma_cm_event_param,
+}
+
+/// `struct rdma_addrinfo`.
+#[repr(C)]
+pub struct rdma_addrinfo {
+    pub ai_flags: c_int,
+    pub ai_family: c_int,
+    pub ai_qp_type: c_int,
+    pub ai_port_space: c_int,
+    pub ai_src_len: libc::socklen_t,
+    pub ai_dst_len: libc::socklen_t,
+    pub ai_src_addr: *mut libc::sockaddr,
+    pub ai_dst_addr: *mut libc::sockaddr,
+    pub ai_src_canonname: *mut c_char,
+    pub ai_dst_canonname: *mut c_char,
+    pub ai_route_len: usize,
+    pub ai_route: *mut c_void,
+    pub ai_connect_len: usize,
+    pub ai_connect: *mut c_void,
+    pub ai_next: *mut rdma_addrinfo,
+}
+
 /// One struct's layout: its C name, `sizeof`, and `(C field path, offsetof)` pairs.
 pub type StructLayout = (&'static str, usize, Vec<(&'static str, usize)>);
 
@@ -669,11 +812,88 @@ pub fn layout() -> Vec<StructLayout> {
         layout!(ibv_srq_init_attr { srq_context, attr }),
         layout!(ibv_gid_entry { gid, gid_index, port_num, gid_type, ndev_ifindex }),
         layout!(ibv_async_event { element, event_type }),
+        layout!(rdma_event_channel { fd }),
+        layout!(rdma_ib_addr { sgid, dgid, pkey }),
+        layout!(rdma_addr { src_storage, dst_storage, ibaddr }),
+        layout!(ibv_sa_path_rec {
+            dgid,
+            sgid,
+            dlid,
+            slid,
+            raw_traffic,
+            flow_label,
+            hop_limit,
+            traffic_class,
+            reversible,
+            numb_path,
+            pkey,
+            sl,
+            mtu_selector,
+            mtu,
+            rate_selector,
+            rate,
+            packet_life_time_selector,
+            packet_life_time,
+            preference,
+        }),
+        layout!(rdma_route { addr, path_rec, num_paths }),
+        layout!(rdma_cm_id {
+            verbs,
+            channel,
+            context,
+            qp,
+            route,
+            ps,
+            port_num,
+            event,
+            send_cq_channel,
+            send_cq,
+            recv_cq_channel,
+            recv_cq,
+            srq,
+            pd,
+            qp_type,
+        }),
+        layout!(rdma_conn_param {
+            private_data,
+            private_data_len,
+            responder_resources,
+            initiator_depth,
+            flow_control,
+            retry_count,
+            rnr_retry_count,
+            srq,
+            qp_num,
+        }),
+        layout!(rdma_ud_param { private_data, private_data_len, ah_attr, qp_num, qkey }),
+        layout!(rdma_cm_event_param { conn, ud }),
+        layout!(rdma_cm_event { id, listen_id, event, status, param }),
+        layout!(rdma_addrinfo {
+            ai_flags,
+            ai_family,
+            ai_qp_type,
+            ai_port_space,
+            ai_src_len,
+            ai_dst_len,
+            ai_src_addr,
+            ai_dst_addr,
+            ai_src_canonname,
+            ai_dst_canonname,
+            ai_route_len,
+            ai_route,
+            ai_connect_len,
+            ai_connect,
+            ai_next,
+        }),
     ]
 }
 
 /// The entries of [`layout`] that are C unions, not structs.
 pub const UNIONS: &[&str] = &["ibv_gid"];
+
+/// Entries of [`layout`] that have no C name of their own: (Rust name, the C struct that
+/// holds them, the member path there). Checked as offsets inside that struct.
+pub const ANONYMOUS: &[(&str, &str, &str)] = &[("rdma_cm_event_param", "rdma_cm_event", "param")];
 
 /// C field paths whose name differs from the Rust field: (struct, Rust path, C path).
 pub const C_NAMES: &[(&str, &str, &str)] = &[
@@ -681,4 +901,5 @@ pub const C_NAMES: &[(&str, &str, &str)] = &[
     ("ibv_send_wr", "qp_type", "qp_type.xrc.remote_srqn"),
     ("ibv_send_wr", "ext", "bind_mw"),
     ("ibv_async_event", "element", "element.cq"),
+    ("rdma_addr", "ibaddr", "addr.ibaddr"),
 ];

@@ -65,9 +65,13 @@ fn lib_dir() -> PathBuf {
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-lib-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("libibverbs.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&so, &link).unwrap();
+    // One object under both names: librdmacm.so.1 is a link to the same file, so the loader
+    // maps it once and the CM and the verbs share one driver state.
+    for name in ["libibverbs.so.1", "librdmacm.so.1"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&so, &link).unwrap();
+    }
     dir
 }
 
@@ -109,11 +113,16 @@ fn run(cmd: &mut Command) -> (bool, String, String) {
 /// installed `-libverbs` (so the binary binds to rdma-core's symbol versions), as `<out>`
 /// (tests running in parallel use different names).
 fn compile(name: &str, out: &str) -> PathBuf {
+    compile_with(name, out, &["-libverbs"])
+}
+
+/// [`compile`] with other libraries (`-lrdmacm -lpthread` for the CM programs, whose
+/// `<rdma/rdma_cma.h>` comes with `librdmacm-dev`).
+fn compile_with(name: &str, out: &str, libs: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
     let exe = tmp(out);
-    let (ok, o, e) =
-        run(Command::new("cc").args(["-O1", "-Wall", "-Werror", "-o"]).arg(&exe).arg(&src).arg("-libverbs"));
-    assert!(ok, "compiling {}: {o}{e} (needs libibverbs-dev)", src.display());
+    let (ok, o, e) = run(Command::new("cc").args(["-O1", "-Wall", "-Werror", "-o"]).arg(&exe).arg(&src).args(libs));
+    assert!(ok, "compiling {}: {o}{e} (needs libibverbs-dev, librdmacm-dev)", src.display());
     exe
 }
 
@@ -140,9 +149,21 @@ const SYSTEM_LIB: &str = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1";
 
 #[test]
 fn layout_matches_the_rdma_core_header() {
-    let mut c = String::from("#include <stddef.h>\n#include <infiniband/verbs.h>\n");
+    let mut c = String::from("#include <stddef.h>\n#include <infiniband/verbs.h>\n#include <rdma/rdma_cma.h>\n");
     let mut n = 0;
     for (name, size, fields) in ibverbs::abi::layout() {
+        if let Some(&(_, outer, member)) = ibverbs::abi::ANONYMOUS.iter().find(|a| a.0 == name) {
+            // A member type with no C name: checked as a member of the struct that holds it.
+            let outer = format!("struct {outer}");
+            c += &format!("_Static_assert(sizeof((({outer} *)0)->{member}) == {size}, \"sizeof {name}\");\n");
+            for (f, off) in fields {
+                c += &format!(
+                    "_Static_assert(offsetof({outer}, {member}.{f}) - offsetof({outer}, {member}) == {off}, \"{name}.{f}\");\n"
+                );
+                n += 1;
+            }
+            continue;
+        }
         let name =
             if ibverbs::abi::UNIONS.contains(&name) { format!("union {name}") } else { format!("struct {name}") };
         let name = name.as_str();
@@ -157,8 +178,8 @@ fn layout_matches_the_rdma_core_header() {
     let file = tmp("layout.c");
     std::fs::write(&file, &c).unwrap();
     let (ok, o, e) = run(Command::new("cc").args(["-std=gnu11", "-c", "-o"]).arg(tmp("layout.o")).arg(&file));
-    assert!(ok, "the Rust layouts disagree with <infiniband/verbs.h>:\n{o}{e}");
-    assert!(n > 200, "only {n} fields checked");
+    assert!(ok, "the Rust layouts disagree with <infiniband/verbs.h> / <rdma/rdma_cma.h>:\n{o}{e}");
+    assert!(n > 260, "only {n} fields checked");
     // And a deliberately wrong offset must fail the same way (the check can fail).
     let bad = c.replace("offsetof(struct ibv_wc, byte_len) == 20", "offsetof(struct ibv_wc, byte_len) == 24");
     assert_ne!(bad, c);
@@ -207,6 +228,59 @@ fn symbols_carry_rdma_core_versions() {
             assert!(ours.iter().any(|(ov, on, u)| *ov == v && *on == name && !u), "librdmacm needs {name}@{v}");
         }
     }
+}
+
+#[test]
+fn rdmacm_symbols_carry_rdma_core_versions() {
+    let ours = objdump_t(&so_path());
+    let system = objdump_t(Path::new(SYSTEM_RDMACM));
+    let list = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("librdmacm.symbols")).unwrap();
+    let mut count = 0;
+    for line in list.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+        let (v, name) = line.split_once(' ').unwrap();
+        assert!(ours.iter().any(|(ov, on, und)| ov == v && on == name && !und), "{name}@@{v} not exported by librnic");
+        assert!(system.iter().any(|(sv, sn, und)| sv == v && sn == name && !und), "librdmacm exports no {name}@{v}");
+        count += 1;
+    }
+    assert!(count >= 40, "{count} symbols");
+    // Everything Debian's rdmacm-utils programs that rnic runs import from librdmacm (and
+    // libibverbs, which librnic also is).
+    for bin in ["rping"] {
+        let path = which(bin);
+        for (v, name, und) in objdump_t(&path) {
+            if und && (v.starts_with("RDMACM") || v.starts_with("IBVERBS")) {
+                assert!(ours.iter().any(|(ov, on, u)| *ov == v && *on == name && !u), "{bin} needs {name}@{v}");
+            }
+        }
+    }
+}
+
+/// Debian's librdmacm.
+const SYSTEM_RDMACM: &str = "/usr/lib/x86_64-linux-gnu/librdmacm.so.1";
+
+#[test]
+fn rdma_event_str_matches_librdmacm() {
+    let exe = compile_with("cm_strings", "cm-strings", &["-lrdmacm"]);
+    let (ok, theirs, e) = run(&mut Command::new(&exe));
+    assert!(ok, "{e}");
+    let (ok, ours, e) = run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()));
+    assert!(ok, "{e}");
+    assert!(theirs.contains("9 RDMA_CM_EVENT_ESTABLISHED"), "{theirs}");
+    assert_eq!(ours, theirs, "librnic vs librdmacm");
+}
+
+#[test]
+fn c_program_connects_through_rdma_cm() {
+    let exe = compile_with("cm", "cm-two", &["-lrdmacm", "-libverbs", "-lpthread"]);
+    let (ok, out, err) =
+        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim:2").env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    assert!(out.contains("route: 192.0.2.1 -> 192.0.2.2, MTU 4096"), "{out}");
+    assert!(out.contains("no listener: REJECTED status 8"), "{out}");
+    // The same binary on rdma-core with no RDMA device cannot resolve (no device has the
+    // address): the run above was librnic's.
+    let (ok, out, _) = run(Command::new(&exe).env_remove("LD_LIBRARY_PATH"));
+    assert!(!ok && !out.contains("PASS"), "{out}");
 }
 
 fn which(bin: &str) -> PathBuf {

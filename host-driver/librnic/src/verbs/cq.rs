@@ -189,8 +189,13 @@ export!(ibv_destroy_comp_channel, "IBVERBS_1.0");
 
 /// `ibv_get_cq_event(3)`: waits for the next event of a CQ of `channel` (or, if the program
 /// made the channel's fd non-blocking, fails with EAGAIN when none is there), and stores the
-/// CQ and its `cq_context`. Returns 0, or -1 with errno. The global lock is released every
-/// 20 ms of waiting, so other threads' verbs run meanwhile.
+/// CQ and its `cq_context`. Returns 0, or -1 with errno.
+///
+/// On a device that raises interrupts (vfio-user, VFIO) the wait is a `poll(2)` on the
+/// channel's fd **without the global lock**, so the program's other threads (rping's CM
+/// thread and main thread beside its CQ thread) run their verbs meanwhile. On the in-process
+/// simulator, which raises none (the wait itself runs the simulation), the lock is held for
+/// slices of 1 ms with a yield between them.
 #[no_mangle]
 pub unsafe extern "C" fn rnic_ibv_get_cq_event(
     channel: *mut ibv_comp_channel,
@@ -202,9 +207,13 @@ pub unsafe extern "C" fn rnic_ibv_get_cq_event(
         return -1;
     }
     let nonblock = libc::fcntl((*channel).fd, libc::F_GETFL) & libc::O_NONBLOCK != 0;
-    let slice = if nonblock { std::time::Duration::ZERO } else { std::time::Duration::from_millis(20) };
-    loop {
+    let interrupts = {
         let _g = lock();
+        ctx((*channel).context).ctx.device().interrupt_vectors() > 0
+    };
+    let slice = if nonblock || interrupts { std::time::Duration::ZERO } else { std::time::Duration::from_millis(1) };
+    loop {
+        let g = lock();
         let ch = obj::<Chan>(channel);
         match ch.ch.get_cq_event_timeout(slice) {
             Ok(Some(q)) => {
@@ -228,6 +237,14 @@ pub unsafe extern "C" fn rnic_ibv_get_cq_event(
                 set_errno(errno_of(&e));
                 return -1;
             }
+        }
+        drop(g);
+        if interrupts {
+            // The channel's fd is the driver's epoll set of its CQs' interrupt eventfds.
+            let mut pfd = libc::pollfd { fd: (*channel).fd, events: libc::POLLIN, revents: 0 };
+            libc::poll(&mut pfd, 1, 20);
+        } else {
+            std::thread::yield_now();
         }
     }
 }

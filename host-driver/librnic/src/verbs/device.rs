@@ -80,18 +80,25 @@ fn env_peers() -> Vec<(Ipv4Addr, MacAddr)> {
 #[no_mangle]
 pub unsafe extern "C" fn rnic_ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context {
     let g = lock();
-    let (Some(i), Some(list)) = (device_index(&g, dev), &g.list) else {
-        set_errno(ENODEV);
-        return null_mut();
-    };
-    let c = match list.open(i) {
+    match open_context(&g, dev) {
         Ok(c) => c,
         Err(e) => {
-            debug("ibv_open_device", &e);
-            set_errno(errno_of(&e));
-            return null_mut();
+            set_errno(e);
+            null_mut()
         }
+    }
+}
+
+/// `ibv_open_device`'s work, with the lock held: a new context of `dev` (one of the list's
+/// devices), its neighbours and its `ibv_context_ops`. ENODEV for a device not in the list.
+pub(super) unsafe fn open_context(g: &Global, dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
+    let (Some(i), Some(list)) = (device_index(g, dev), &g.list) else {
+        return Err(ENODEV);
     };
+    let c = list.open(i).map_err(|e| {
+        debug("ibv_open_device", &e);
+        errno_of(&e)
+    })?;
     let mut peers: Vec<(Ipv4Addr, MacAddr)> = list.entries().iter().map(|e| (e.port.ip, e.port.mac)).collect();
     peers.extend(env_peers());
     let mut b: Box<Ctx> = Box::new(Ctx { v: zeroed(), ctx: c, peers, qps: Vec::new(), srqs: Vec::new() });
@@ -109,7 +116,7 @@ pub unsafe extern "C" fn rnic_ibv_open_device(dev: *mut ibv_device) -> *mut ibv_
     cx.ops.post_recv = Some(post_recv);
     cx.ops.post_srq_recv = Some(post_srq_recv);
     let p = Box::into_raw(b);
-    &mut (*p).v.context
+    Ok(&mut (*p).v.context)
 }
 export!(ibv_open_device, "IBVERBS_1.1");
 

@@ -58,6 +58,10 @@ fn debug(what: &str, e: &dyn std::fmt::Display) {
 struct Global {
     list: Option<DeviceList>,
     devices: Vec<*mut ibv_device>,
+    /// The rdma_cm ports ([`cm`]), one per device an id was bound to.
+    cm_ports: Vec<cm::CmPort>,
+    /// Whether the CM's progress thread runs.
+    cm_progress: bool,
 }
 
 // SAFETY: the state (and every verbs object, reached only through it or through pointers the
@@ -65,7 +69,8 @@ struct Global {
 // never used by two threads at once.
 unsafe impl Send for Global {}
 
-static LOCK: Mutex<Global> = Mutex::new(Global { list: None, devices: Vec::new() });
+static LOCK: Mutex<Global> =
+    Mutex::new(Global { list: None, devices: Vec::new(), cm_ports: Vec::new(), cm_progress: false });
 
 fn lock() -> MutexGuard<'static, Global> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
@@ -141,9 +146,32 @@ struct Chan {
 #[repr(C)]
 struct Qp {
     ibv: ibv_qp,
-    qp: QueuePair<'static>,
+    hold: QpHold,
     sq_sig_all: bool,
     qp_type: QpType,
+}
+
+/// Who holds a program's QP: the program (`ibv_create_qp`), or an rdma_cm id
+/// (`rdma_create_qp`), whose connection manager moves it through RTR and RTS. (The sizes
+/// differ; the whole `Qp` is boxed, one per QP.)
+#[allow(clippy::large_enum_variant)]
+enum QpHold {
+    Own(QueuePair<'static>),
+    Cm(rnic::cm::RdmaCmId<'static>),
+}
+
+impl Qp {
+    /// Runs `f` on the driver's QP. EINVAL when an rdma_cm id's QP is gone (its id was
+    /// destroyed) or is in use by the connection manager.
+    fn with<R>(&mut self, f: impl FnOnce(&mut QueuePair<'static>) -> R) -> Result<R, c_int> {
+        match &mut self.hold {
+            QpHold::Own(q) => Ok(f(q)),
+            QpHold::Cm(id) => match id.qp() {
+                Some(mut q) => Ok(f(&mut q)),
+                None => Err(EINVAL),
+            },
+        }
+    }
 }
 
 #[repr(C)]
@@ -173,6 +201,7 @@ unsafe fn free_shell<T>(p: *mut T) {
 }
 
 mod ah;
+mod cm;
 mod compat;
 mod cq;
 mod device;

@@ -52,10 +52,23 @@ pub unsafe extern "C" fn rnic_ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_i
         return null_mut();
     }
     let _g = lock();
-    let p = obj::<Pd>(pd);
+    let b = qp_builder(obj::<Pd>(pd), a, qp_type);
+    match b.build() {
+        Ok(q) => wrap_qp(pd, a, qp_type, QpHold::Own(q)),
+        Err(e) => {
+            debug("ibv_create_qp", &e);
+            set_errno(errno_of(&e));
+            null_mut()
+        }
+    }
+}
+
+/// The driver's QP builder for `ibv_qp_init_attr` `a` (its CQs, SRQ and capacities) on `p`.
+/// `a.send_cq` must not be null.
+pub(super) unsafe fn qp_builder(p: &Pd, a: &ibv_qp_init_attr, qp_type: QpType) -> rnic::QpBuilder {
     let scq = &obj::<Cq>(a.send_cq).cq;
     let rcq = if a.recv_cq.is_null() { scq } else { &obj::<Cq>(a.recv_cq).cq };
-    let mut b =
+    let b =
         p.pd.create_qp(scq)
             .set_qp_type(qp_type)
             .set_recv_cq(rcq)
@@ -64,19 +77,21 @@ pub unsafe extern "C" fn rnic_ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_i
             .set_max_inline_data(a.cap.max_inline_data)
             .set_sq_sig_all(a.sq_sig_all != 0);
     if a.srq.is_null() {
-        b = b.set_max_recv_wr(a.cap.max_recv_wr).set_max_recv_sge(a.cap.max_recv_sge.max(1));
+        b.set_max_recv_wr(a.cap.max_recv_wr).set_max_recv_sge(a.cap.max_recv_sge.max(1))
     } else {
-        b = b.set_srq(&obj::<Srq>(a.srq).srq);
+        b.set_srq(&obj::<Srq>(a.srq).srq)
     }
-    let qp = match b.build() {
-        Ok(q) => q,
-        Err(e) => {
-            debug("ibv_create_qp", &e);
-            set_errno(errno_of(&e));
-            return null_mut();
-        }
+}
+
+/// The program's `ibv_qp` for a QP made from `a` on `pd`: fills `a.cap` with what the QP
+/// got, and registers the QP for async events. Null (errno EINVAL) if `hold` has no QP.
+pub(super) unsafe fn wrap_qp(pd: *mut ibv_pd, a: &mut ibv_qp_init_attr, qp_type: QpType, hold: QpHold) -> *mut ibv_qp {
+    let p = obj::<Pd>(pd);
+    let mut q = Qp { ibv: zeroed(), hold, sq_sig_all: a.sq_sig_all != 0, qp_type };
+    let Ok((cap, qpn, state)) = q.with(|qp| (qp.query_qp().cap, qp.qp_num(), qp.state() as c_int)) else {
+        set_errno(EINVAL);
+        return null_mut();
     };
-    let cap = qp.query_qp().cap;
     a.cap = ibv_qp_cap {
         max_send_wr: cap.max_send_wr,
         max_recv_wr: cap.max_recv_wr,
@@ -84,19 +99,19 @@ pub unsafe extern "C" fn rnic_ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_i
         max_recv_sge: cap.max_recv_sge,
         max_inline_data: cap.max_inline_data,
     };
-    let mut ibv: ibv_qp = zeroed();
+    let ibv = &mut q.ibv;
     ibv.context = p.ibv.context;
     ibv.qp_context = a.qp_context;
     ibv.pd = pd;
     ibv.send_cq = a.send_cq;
     ibv.recv_cq = if a.recv_cq.is_null() { a.send_cq } else { a.recv_cq };
     ibv.srq = a.srq;
-    ibv.handle = qp.qp_num();
-    ibv.qp_num = qp.qp_num();
-    ibv.state = 0;
+    ibv.handle = qpn;
+    ibv.qp_num = qpn;
+    ibv.state = state;
     ibv.qp_type = a.qp_type;
-    let ptr = Box::into_raw(Box::new(Qp { ibv, qp, sq_sig_all: a.sq_sig_all != 0, qp_type })) as *mut ibv_qp;
-    ctx(p.ibv.context).qps.push(((*ptr).qp_num, ptr));
+    let ptr = Box::into_raw(Box::new(q)) as *mut ibv_qp;
+    ctx(p.ibv.context).qps.push((qpn, ptr));
     ptr
 }
 export!(ibv_create_qp, "IBVERBS_1.1");
@@ -172,15 +187,16 @@ pub unsafe extern "C" fn rnic_ibv_modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_a
     r.retry_cnt = a.retry_cnt;
     r.rnr_retry = a.rnr_retry;
     r.qkey = a.qkey;
-    match q.qp.modify(&r, mask) {
-        Ok(()) => {
-            q.ibv.state = q.qp.state() as c_int;
+    match q.with(|qp| qp.modify(&r, mask).map(|()| qp.state() as c_int)) {
+        Ok(Ok(state)) => {
+            q.ibv.state = state;
             0
         }
-        Err(e) => {
+        Ok(Err(e)) => {
             debug("ibv_modify_qp", &e);
             errno_of(&e)
         }
+        Err(e) => e,
     }
 }
 export!(ibv_modify_qp, "IBVERBS_1.1");
@@ -197,7 +213,10 @@ pub unsafe extern "C" fn rnic_ibv_query_qp(
     }
     let _g = lock();
     let q = obj::<Qp>(qp);
-    let a = q.qp.query_qp();
+    let a = match q.with(|qp| qp.query_qp()) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
     let cap = ibv_qp_cap {
         max_send_wr: a.cap.max_send_wr,
         max_recv_wr: a.cap.max_recv_wr,
@@ -250,9 +269,19 @@ pub unsafe extern "C" fn rnic_ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
         return EINVAL;
     }
     let _g = lock();
+    destroy_qp(qp)
+}
+
+/// `ibv_destroy_qp`'s work, with the lock held: the QP (the program's, or its rdma_cm id's,
+/// which then has none) and the program's `ibv_qp`.
+pub(super) unsafe fn destroy_qp(qp: *mut ibv_qp) -> c_int {
     ctx((*qp).context).qps.retain(|&(_, p)| p != qp);
     let b = Box::from_raw(qp as *mut Qp);
-    match b.qp.destroy() {
+    let r = match b.hold {
+        QpHold::Own(q) => q.destroy(),
+        QpHold::Cm(id) => id.destroy_qp(),
+    };
+    match r {
         Ok(()) => 0,
         Err(e) => errno_of(&e),
     }
@@ -337,8 +366,13 @@ pub(super) unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr,
         }
         p = (*p).next;
     }
-    let r = q.qp.post_send(&wrs);
-    q.ibv.state = q.qp.state() as c_int;
+    let r = match q.with(|qp| (qp.post_send(&wrs), qp.state() as c_int)) {
+        Ok((r, state)) => {
+            q.ibv.state = state;
+            r
+        }
+        Err(e) => return e,
+    };
     let (at, e) = match (r, stop) {
         (Ok(()), None) => return 0,
         (Ok(()), Some((p, e))) => (p, e),
@@ -396,7 +430,10 @@ pub(super) unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr,
     let _g = lock();
     let q = obj::<Qp>(qp);
     let (ptrs, wrs, stop) = recv_wrs(wr);
-    let r = q.qp.post_recv(&wrs);
+    let r = match q.with(|qp| qp.post_recv(&wrs)) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
     finish_recv(r, &ptrs, stop, bad)
 }
 
