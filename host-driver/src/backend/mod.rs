@@ -18,8 +18,6 @@ use crate::error::{Error, IoKind, Result};
 
 #[cfg(any(feature = "vfio-user", feature = "vfio"))]
 mod shared_mem;
-#[cfg(feature = "vfio-user")]
-mod user_pages;
 #[cfg(feature = "vfio")]
 mod vfio;
 #[cfg(feature = "vfio-user")]

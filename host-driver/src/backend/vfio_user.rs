@@ -8,22 +8,20 @@
 //! - **Application buffers** ([`Device::map_user`]): vfio-user can only share fd-backed memory,
 //!   and the rust-vmm server implements no `DMA_READ` / `DMA_WRITE`, so a buffer the application
 //!   allocated (a `Vec`, malloc) cannot be reached as it is.
-//!   - The **pages holding the buffer are moved onto shared memory in place**
-//!     (`user_pages.rs`): their bytes are copied into a memfd that is then mapped over the same
-//!     addresses (`mmap(MAP_SHARED | MAP_FIXED)`), and those pages are `DMA_MAP`ped (one
-//!     message per run of pages contiguous in one memfd; a page two registrations share moves
-//!     once). The program keeps its pointers and sees the NIC's writes at once, as with a real
-//!     device behind an IOMMU, which also maps whole pages (ib_write_lat polls its buffer for
-//!     the peer's WRITE; rping reads the peer's advertisement out of a `malloc`ed struct). When
-//!     the last registration on a page goes, the page moves back onto private memory.
-//!   - A buffer near the calling thread's stack pointer (its pages are being written by the
-//!     call itself), or one the kernel refuses to remap, is registered through a shared copy:
-//!     at `map_user` its bytes are copied into a new memfd that is `DMA_MAP`ped in its place;
-//!     while it is mapped, the CPU reaches it through [`Device::dma_read`] /
-//!     [`Device::dma_write`] at its IOVA (which is what `MemoryRegion::read_at` / `write_at`
-//!     do); at `unmap`, after the `DMA_UNMAP` is answered (the NIC can no longer reach it), the
-//!     copy's bytes are copied back into the buffer. The NIC's writes therefore reach such a
-//!     buffer only at deregistration.
+//!   - A buffer of **whole pages** (page-aligned address and length, as perftest's and
+//!     `ibv_rc_pingpong`'s `memalign`ed buffers are) that overlaps no other such registration
+//!     is **moved onto shared memory in place**: its bytes are copied into a new memfd, which
+//!     is then mapped over the same addresses (`mmap(MAP_SHARED | MAP_FIXED)`) and `DMA_MAP`ped.
+//!     The program keeps its pointer and sees the NIC's writes at once, as with a real device
+//!     (ib_write_lat polls its buffer for the peer's WRITE). The pages stay on the memfd after
+//!     deregistration (same contents; a `fork` would share them with the child).
+//!   - Any other buffer is registered through a shared copy: at `map_user` its bytes are copied
+//!     into a new memfd that is `DMA_MAP`ped in its place; while it is mapped, the CPU reaches it
+//!     through [`Device::dma_read`] / [`Device::dma_write`] at its IOVA (which is what
+//!     `MemoryRegion::read_at` / `write_at` do); at `unmap`, after the `DMA_UNMAP` is answered
+//!     (the NIC can no longer reach it), the copy's bytes are copied back into the buffer. The
+//!     NIC's writes therefore reach the buffer at deregistration, and the MR's accessors see them
+//!     at once.
 //! - **Doorbell ordering**: descriptors are plain stores into shared memory; every MMIO write is
 //!   preceded by a sequentially consistent fence and sent over the socket (a system call), and
 //!   the server performs it only after receiving it, so the NIC's DMA of the descriptors happens
@@ -33,7 +31,6 @@
 //! - **Time**: the simulator's cycle count from its clock page (BAR4, mmapped); without one,
 //!   wall time at the contract's clock.
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -43,7 +40,6 @@ use std::time::{Duration, Instant};
 use memmap2::{MmapOptions, MmapRaw};
 
 use super::shared_mem::{Alloc, DmaSpace, SharedMem, PAGE};
-use super::user_pages::{page_span, UserPages};
 use super::OpenError;
 use crate::device::{Device, Iova};
 use crate::error::{Error, IoKind, Result};
@@ -66,18 +62,9 @@ pub struct VfioUserDevice {
     clock: Option<MmapRaw>,
     started: Instant,
     eventfds: Vec<File>,
-    /// The program's pages moved onto shared memory (see the module documentation).
-    pages: RefCell<UserPages>,
-    /// Buffers registered in place: first IOVA of the pages -> their registration.
-    in_place: RefCell<BTreeMap<u64, InPlace>>,
-}
-
-/// A buffer registered in place: its pages `[lo, hi)` at IOVA `base`, `DMA_MAP`ped as `runs`
-/// (IOVA, bytes).
-struct InPlace {
-    lo: usize,
-    hi: usize,
-    runs: Vec<(u64, u64)>,
+    /// Buffers moved onto shared memory in place (see the module documentation): IOVA ->
+    /// (address, length in bytes).
+    in_place: RefCell<std::collections::BTreeMap<u64, (usize, usize)>>,
 }
 
 impl std::fmt::Debug for VfioUserDevice {
@@ -178,7 +165,6 @@ impl VfioUserDevice {
             clock,
             started: Instant::now(),
             eventfds,
-            pages: RefCell::default(),
             in_place: RefCell::default(),
         })
     }
@@ -218,62 +204,50 @@ impl VfioUserDevice {
         Ok(Iova(iova))
     }
 
-    /// Registers a buffer in place: moves the pages holding it onto shared memory (those not
-    /// moved yet) and maps them for the device; `Ok(None)` when they cannot move (near the
-    /// stack, or the kernel refuses the mapping), so the caller falls back to a shared copy.
+    /// Moves a buffer of whole pages onto a memfd at the same addresses and maps that for the
+    /// device; `Ok(None)` when the buffer does not qualify (not whole pages, overlapping
+    /// another in-place buffer) or the kernel refuses the mapping, so the caller falls back to
+    /// a shared copy.
     ///
     /// # Safety
-    /// As [`Device::map_user`]; in addition no other thread may write the pages holding
-    /// `ptr[..len]` during the call (their bytes are copied, then the pages replaced).
+    /// As [`Device::map_user`]; in addition no other thread may write `ptr[..len]` during the
+    /// call (its bytes are copied, then the pages replaced).
     unsafe fn map_user_in_place(&self, ptr: *mut u8, len: usize) -> Result<Option<Iova>> {
-        let addr = ptr as usize;
-        let (lo, hi) = page_span(addr, len).ok_or_else(|| Error::InvalidArgument("buffer wraps around".into()))?;
-        // SAFETY: the pages holding a buffer valid for reads and writes (the contract) are
-        // mapped readable and writable; no other thread writes them (the contract).
-        let runs = match unsafe { self.pages.borrow_mut().pin(lo, hi) } {
-            Ok(r) => r,
-            Err(_) => return Ok(None),
-        };
-        let unpin = || {
-            // SAFETY: as above; the device reaches none of this registration's pages.
-            unsafe { self.pages.borrow_mut().unpin(lo, hi) }
-        };
-        let (base, _) = match self.space.borrow_mut().reserve(hi - lo, PAGE as usize) {
-            Ok(r) => r,
-            Err(e) => {
-                unpin();
-                return Err(e);
-            }
-        };
-        let mut mapped: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
-        for r in &runs {
-            let iova = base + (r.va - lo) as u64;
-            let done = self.client().and_then(|mut c| {
-                c.dma_map(r.off, iova, r.len, r.mem.file.as_raw_fd())
-                    .map_err(|e| self.io(format!("DMA_MAP of {} bytes at IOVA {iova:#x}", r.len), e))
-            });
-            if let Err(e) = done {
-                if let Ok(mut c) = self.client() {
-                    for &(i, l) in &mapped {
-                        let _ = c.dma_unmap(i, l);
-                    }
-                }
-                unpin();
-                return Err(e);
-            }
-            mapped.push((iova, r.len));
+        let (addr, page) = (ptr as usize, PAGE as usize);
+        if !addr.is_multiple_of(page) || !len.is_multiple_of(page) {
+            return Ok(None);
         }
-        self.in_place.borrow_mut().insert(base, InPlace { lo, hi, runs: mapped });
-        Ok(Some(Iova(base + (addr - lo) as u64)))
-    }
-
-    /// The in-place registration holding `[iova, iova + len)`: its first IOVA and the address
-    /// `iova` stands for.
-    fn in_place_at(&self, iova: Iova, len: usize) -> Option<(u64, usize)> {
-        let m = self.in_place.borrow();
-        let (&base, r) = m.range(..=iova.0).next_back()?;
-        let off = usize::try_from(iova.0 - base).ok()?;
-        (off.checked_add(len)? <= r.hi - r.lo).then_some((base, r.lo + off))
+        let end = addr.checked_add(len).ok_or_else(|| Error::InvalidArgument("buffer wraps around".into()))?;
+        if self.in_place.borrow().values().any(|&(a, l)| a < end && addr < a + l) {
+            return Ok(None);
+        }
+        let (iova, span) = self.space.borrow_mut().reserve(len, page)?;
+        let mem =
+            SharedMem::new(span, "rnic-user").map_err(|e| Error::NoMemory(format!("memfd of {span} bytes: {e}")))?;
+        // SAFETY: `ptr[..len]` is readable (the caller's contract); the memfd mapping has
+        // `span == len` bytes and is a different object.
+        unsafe { std::ptr::copy_nonoverlapping(ptr, mem.ptr(), len) };
+        // SAFETY: replaces the caller's pages `ptr[..len]` (page-aligned, its own allocation by
+        // the contract) with a shared mapping of the memfd, which holds the same bytes.
+        let m = unsafe {
+            libc::mmap(
+                ptr.cast(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                mem.file.as_raw_fd(),
+                0,
+            )
+        };
+        if m == libc::MAP_FAILED {
+            return Ok(None);
+        }
+        self.client()?
+            .dma_map(0, iova, span, mem.file.as_raw_fd())
+            .map_err(|e| self.io(format!("DMA_MAP of {span} bytes at IOVA {iova:#x}"), e))?;
+        self.space.borrow_mut().allocs.insert(iova, Alloc { mem, len, span, user: None });
+        self.in_place.borrow_mut().insert(iova, (addr, len));
+        Ok(Some(Iova(iova)))
     }
 
     fn unmap_any(&self, iova: Iova) -> Result<Alloc> {
@@ -324,21 +298,10 @@ impl Device for VfioUserDevice {
 
     fn dma_read(&self, iova: Iova, out: &mut [u8]) -> Result<()> {
         fence(Ordering::Acquire);
-        if let Some((_, va)) = self.in_place_at(iova, out.len()) {
-            // SAFETY: inside the pages of a live in-place registration (mapped, and valid
-            // while registered by `map_user`'s contract).
-            unsafe { std::ptr::copy_nonoverlapping(va as *const u8, out.as_mut_ptr(), out.len()) };
-            return Ok(());
-        }
         self.space.borrow().read(iova, out)
     }
 
     fn dma_write(&self, iova: Iova, data: &[u8]) -> Result<()> {
-        if let Some((_, va)) = self.in_place_at(iova, data.len()) {
-            // SAFETY: as in `dma_read`.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), va as *mut u8, data.len()) };
-            return Ok(());
-        }
         self.space.borrow().write(iova, data)
     }
 
@@ -354,24 +317,8 @@ impl Device for VfioUserDevice {
     }
 
     fn unmap(&self, iova: Iova) -> Result<()> {
-        if let Some((base, _)) = self.in_place_at(iova, 1) {
-            let r = self.in_place.borrow_mut().remove(&base).expect("just found");
-            let mut failed = None;
-            for &(i, l) in &r.runs {
-                if let Err(e) = self
-                    .client()
-                    .and_then(|mut c| c.dma_unmap(i, l).map_err(|e| self.io(format!("DMA_UNMAP at IOVA {i:#x}"), e)))
-                {
-                    failed.get_or_insert(e);
-                }
-            }
-            if failed.is_none() {
-                // SAFETY: the pages of a registration whose DMA_UNMAPs were answered.
-                unsafe { self.pages.borrow_mut().unpin(r.lo, r.hi) };
-            }
-            return failed.map_or(Ok(()), Err);
-        }
         let a = self.unmap_any(iova)?;
+        self.in_place.borrow_mut().remove(&iova.0);
         if let Some(dst) = a.user {
             // SAFETY: `map_user`'s contract keeps `dst[..len]` valid until this returns; the
             // device can no longer write the copy (its DMA_UNMAP was answered).
