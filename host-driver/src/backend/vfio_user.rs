@@ -15,13 +15,21 @@
 //!     The program keeps its pointer and sees the NIC's writes at once, as with a real device
 //!     (ib_write_lat polls its buffer for the peer's WRITE). The pages stay on the memfd after
 //!     deregistration (same contents; a `fork` would share them with the child).
-//!   - Any other buffer is registered through a shared copy: at `map_user` its bytes are copied
-//!     into a new memfd that is `DMA_MAP`ped in its place; while it is mapped, the CPU reaches it
-//!     through [`Device::dma_read`] / [`Device::dma_write`] at its IOVA (which is what
+//!   - Any other buffer (a `malloc`ed struct, a `Vec`, an array on the stack: rping's
+//!     advertisement and ping buffers) is **reached through the process's own
+//!     `/proc/self/mem`**: the driver opens it once and `DMA_MAP`s the pages holding the
+//!     buffer with that descriptor and the pages' virtual address as the offset. The server
+//!     cannot mmap such a file, so it reads and writes the program's memory with
+//!     `pread`/`pwrite` at that offset (`rnic-vfio-server`'s `iova.rs`): the NIC sees the
+//!     program's stores and the program the NIC's at once, nothing is copied or remapped, as
+//!     with pinned pages behind an IOMMU. The descriptor grants the server what the process
+//!     may do to itself, no more; it is closed when the device is.
+//!   - If `/proc/self/mem` cannot be opened (or the server refuses it), the buffer is
+//!     registered through a shared copy: at `map_user` its bytes are copied into a new memfd
+//!     that is `DMA_MAP`ped in its place; while it is mapped, the CPU reaches it through
+//!     [`Device::dma_read`] / [`Device::dma_write`] at its IOVA (which is what
 //!     `MemoryRegion::read_at` / `write_at` do); at `unmap`, after the `DMA_UNMAP` is answered
-//!     (the NIC can no longer reach it), the copy's bytes are copied back into the buffer. The
-//!     NIC's writes therefore reach the buffer at deregistration, and the MR's accessors see them
-//!     at once.
+//!     (the NIC can no longer reach it), the copy's bytes are copied back into the buffer.
 //! - **Doorbell ordering**: descriptors are plain stores into shared memory; every MMIO write is
 //!   preceded by a sequentially consistent fence and sent over the socket (a system call), and
 //!   the server performs it only after receiving it, so the NIC's DMA of the descriptors happens
@@ -65,6 +73,11 @@ pub struct VfioUserDevice {
     /// Buffers moved onto shared memory in place (see the module documentation): IOVA ->
     /// (address, length in bytes).
     in_place: RefCell<std::collections::BTreeMap<u64, (usize, usize)>>,
+    /// `/proc/self/mem`, opened on first use (`None` inside: it could not be).
+    proc_mem: std::cell::OnceCell<Option<File>>,
+    /// Buffers reached through `/proc/self/mem`: first IOVA of their pages -> the pages'
+    /// address range `[lo, hi)`.
+    proc_maps: RefCell<std::collections::BTreeMap<u64, (usize, usize)>>,
 }
 
 impl std::fmt::Debug for VfioUserDevice {
@@ -166,6 +179,8 @@ impl VfioUserDevice {
             started: Instant::now(),
             eventfds,
             in_place: RefCell::default(),
+            proc_mem: std::cell::OnceCell::new(),
+            proc_maps: RefCell::default(),
         })
     }
 
@@ -250,6 +265,36 @@ impl VfioUserDevice {
         Ok(Some(Iova(iova)))
     }
 
+    /// Maps the pages holding `ptr[..len]` for the device through `/proc/self/mem` (see the
+    /// module documentation); `Ok(None)` if that file cannot be opened or the server refuses
+    /// it, so the caller falls back to a shared copy.
+    fn map_user_proc(&self, ptr: *mut u8, len: usize) -> Result<Option<Iova>> {
+        let Some(mem) =
+            self.proc_mem.get_or_init(|| File::options().read(true).write(true).open("/proc/self/mem").ok())
+        else {
+            return Ok(None);
+        };
+        let page = PAGE as usize;
+        let addr = ptr as usize;
+        let end = addr.checked_add(len).ok_or_else(|| Error::InvalidArgument("buffer wraps around".into()))?;
+        let (lo, hi) = (addr & !(page - 1), end.div_ceil(page) * page);
+        let (base, span) = self.space.borrow_mut().reserve(hi - lo, page)?;
+        if self.client()?.dma_map(lo as u64, base, span, mem.as_raw_fd()).is_err() {
+            return Ok(None);
+        }
+        self.proc_maps.borrow_mut().insert(base, (lo, hi));
+        Ok(Some(Iova(base + (addr - lo) as u64)))
+    }
+
+    /// The buffer reached through `/proc/self/mem` that holds `[iova, iova + len)`: its first
+    /// IOVA and the address `iova` stands for.
+    fn proc_at(&self, iova: Iova, len: usize) -> Option<(u64, usize)> {
+        let m = self.proc_maps.borrow();
+        let (&base, &(lo, hi)) = m.range(..=iova.0).next_back()?;
+        let off = usize::try_from(iova.0 - base).ok()?;
+        (off.checked_add(len)? <= hi - lo).then_some((base, lo + off))
+    }
+
     fn unmap_any(&self, iova: Iova) -> Result<Alloc> {
         let span = self
             .space
@@ -298,10 +343,21 @@ impl Device for VfioUserDevice {
 
     fn dma_read(&self, iova: Iova, out: &mut [u8]) -> Result<()> {
         fence(Ordering::Acquire);
+        if let Some((_, va)) = self.proc_at(iova, out.len()) {
+            // SAFETY: inside the pages of a live registration of this process's memory
+            // (valid while registered, by `map_user`'s contract).
+            unsafe { std::ptr::copy_nonoverlapping(va as *const u8, out.as_mut_ptr(), out.len()) };
+            return Ok(());
+        }
         self.space.borrow().read(iova, out)
     }
 
     fn dma_write(&self, iova: Iova, data: &[u8]) -> Result<()> {
+        if let Some((_, va)) = self.proc_at(iova, data.len()) {
+            // SAFETY: as in `dma_read`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), va as *mut u8, data.len()) };
+            return Ok(());
+        }
         self.space.borrow().write(iova, data)
     }
 
@@ -313,10 +369,21 @@ impl Device for VfioUserDevice {
         if let Some(iova) = unsafe { self.map_user_in_place(ptr, len) }? {
             return Ok(iova);
         }
+        if let Some(iova) = self.map_user_proc(ptr, len)? {
+            return Ok(iova);
+        }
         self.map_new(len, PAGE as usize, Some(ptr))
     }
 
     fn unmap(&self, iova: Iova) -> Result<()> {
+        if let Some((base, _)) = self.proc_at(iova, 1) {
+            let (lo, hi) = self.proc_maps.borrow_mut().remove(&base).expect("just found");
+            let span = (hi - lo) as u64;
+            return self
+                .client()?
+                .dma_unmap(base, span)
+                .map_err(|e| self.io(format!("DMA_UNMAP at IOVA {base:#x}"), e));
+        }
         let a = self.unmap_any(iova)?;
         self.in_place.borrow_mut().remove(&iova.0);
         if let Some(dst) = a.user {

@@ -10,6 +10,12 @@
 //! the kernel's default map count). Files are told apart by (device, inode), because every message
 //! carries a new descriptor for the same memfd.
 //!
+//! A client may also pass **its own `/proc/self/mem`** with the offset the buffer's virtual
+//! address (rnic's driver does, for a buffer it registers that is not whole pages): that file
+//! cannot be mmapped, so the entry reaches the client's memory with `pread`/`pwrite` at the
+//! offset, as an IOMMU reaches pinned pages: nothing is copied or remapped on the client's side.
+//! The client opened the file itself, so it grants exactly what the client may do to itself.
+//!
 //! `DMA_MAP` without a file (QEMU sends those for ROM and other memory it cannot share) is
 //! accepted and ignored: the device is never pointed at it. `DMA_UNMAP` removes exactly the bytes
 //! it names (splitting an entry if needed); `UNMAP_ALL` empties the table.
@@ -62,12 +68,38 @@ struct Mapping {
     map: MmapRaw,
 }
 
+/// Where an entry's bytes are.
+#[derive(Clone)]
+enum Backing {
+    /// An mmapped file (a memfd).
+    Map(Arc<Mapping>),
+    /// A client's `/proc/<pid>/mem`, read and written at the entry's offset.
+    Mem(Arc<File>),
+}
+
 #[derive(Clone)]
 struct Entry {
     len: u64,
-    map: Arc<Mapping>,
+    backing: Backing,
     offset: u64,
     writable: bool,
+}
+
+/// One piece of an access: its place and length, and whether it may be written.
+enum Piece {
+    Ptr(*mut u8, usize, bool),
+    Mem(Arc<File>, u64, usize, bool),
+}
+
+/// `PROC_SUPER_MAGIC` (`statfs(2)`): the file is in procfs.
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+
+fn is_proc_file(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstatfs(2) on a live descriptor into a zeroed struct; the result is checked.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
+    r == 0 && st.f_type as i64 == PROC_SUPER_MAGIC
 }
 
 /// IOVA → (mapping, offset), one entry per `DMA_MAP`.
@@ -143,6 +175,11 @@ impl IovaTable {
                 return Err(IovaError::Overlap { iova, size, existing: s });
             }
         }
+        if is_proc_file(file) {
+            let f = file.try_clone().map_err(|e| IovaError::Mmap(e.to_string()))?;
+            self.entries.insert(iova, Entry { len: size, backing: Backing::Mem(Arc::new(f)), offset, writable });
+            return Ok(());
+        }
         let meta = file.metadata().map_err(|e| IovaError::Mmap(e.to_string()))?;
         let key = (meta.dev(), meta.ino());
         let cached = self.files.get(&key).and_then(Weak::upgrade).filter(|m| m.map.len() as u64 >= file_end);
@@ -160,7 +197,7 @@ impl IovaTable {
                 m
             }
         };
-        self.entries.insert(iova, Entry { len: size, map, offset, writable });
+        self.entries.insert(iova, Entry { len: size, backing: Backing::Map(map), offset, writable });
         Ok(())
     }
 
@@ -196,9 +233,8 @@ impl IovaTable {
         self.files.clear();
     }
 
-    /// The pieces of `[iova, iova + len)`: (host pointer, bytes, writable) in order, or `None`
-    /// unless every byte is mapped.
-    fn pieces(&self, iova: u64, len: u64) -> Option<Vec<(*mut u8, usize, bool)>> {
+    /// The pieces of `[iova, iova + len)` in order, or `None` unless every byte is mapped.
+    fn pieces(&self, iova: u64, len: u64) -> Option<Vec<Piece>> {
         let mut out = Vec::with_capacity(1);
         let mut at = iova;
         let end = iova.checked_add(len)?;
@@ -208,11 +244,18 @@ impl IovaTable {
                 return None;
             }
             let n = (s + e.len).min(end) - at;
-            let off = usize::try_from(e.offset + (at - s)).ok()?;
-            // SAFETY: `off + n` is inside the mapping (checked when the entry was made: the
-            // entry lies inside the file, and the mapping covers the file as it was then).
-            let ptr = unsafe { e.map.map.as_mut_ptr().add(off) };
-            out.push((ptr, n as usize, e.writable));
+            let off = e.offset.checked_add(at - s)?;
+            match &e.backing {
+                Backing::Map(m) => {
+                    let off = usize::try_from(off).ok()?;
+                    // SAFETY: `off + n` is inside the mapping (checked when the entry was made:
+                    // the entry lies inside the file, and the mapping covers the file as it
+                    // was then).
+                    let ptr = unsafe { m.map.as_mut_ptr().add(off) };
+                    out.push(Piece::Ptr(ptr, n as usize, e.writable));
+                }
+                Backing::Mem(f) => out.push(Piece::Mem(Arc::clone(f), off, n as usize, e.writable)),
+            }
             at += n;
         }
         Some(out)
@@ -225,34 +268,69 @@ impl DmaMemory for IovaTable {
     }
 
     fn dma_read(&self, iova: u64, out: &mut [u8]) -> bool {
+        use std::os::unix::fs::FileExt;
         let Some(pieces) = self.pieces(iova, out.len() as u64) else { return false };
         let mut at = 0;
-        for (ptr, n, _) in pieces {
-            // SAFETY: `ptr[..n]` is inside a live shared mapping (see `pieces`); the client may
-            // write it concurrently, as it may on a real bus: the bytes are then old or new.
-            unsafe { std::ptr::copy_nonoverlapping(ptr, out[at..at + n].as_mut_ptr(), n) };
-            at += n;
+        for p in pieces {
+            match p {
+                Piece::Ptr(ptr, n, _) => {
+                    // SAFETY: `ptr[..n]` is inside a live shared mapping (see `pieces`); the
+                    // client may write it concurrently, as it may on a real bus: the bytes are
+                    // then old or new.
+                    unsafe { std::ptr::copy_nonoverlapping(ptr, out[at..at + n].as_mut_ptr(), n) };
+                    at += n;
+                }
+                Piece::Mem(f, off, n, _) => {
+                    if f.read_exact_at(&mut out[at..at + n], off).is_err() {
+                        return false;
+                    }
+                    at += n;
+                }
+            }
         }
         true
     }
 
     fn dma_write_masked(&mut self, iova: u64, data: &[u8], mask: u64) -> bool {
+        use std::os::unix::fs::FileExt;
         let Some(pieces) = self.pieces(iova, data.len() as u64) else { return false };
         let mut ok = true;
         let mut at = 0;
-        for (ptr, n, writable) in pieces {
-            if !writable {
-                ok = false;
-                at += n;
-                continue;
-            }
-            for i in 0..n {
-                if mask >> (at + i) & 1 == 1 {
-                    // SAFETY: inside the live mapping, as in `dma_read`.
-                    unsafe { ptr.add(i).write_volatile(data[at + i]) };
+        for p in pieces {
+            match p {
+                Piece::Ptr(_, n, false) | Piece::Mem(_, _, n, false) => {
+                    ok = false;
+                    at += n;
+                }
+                Piece::Ptr(ptr, n, true) => {
+                    for i in 0..n {
+                        if mask >> (at + i) & 1 == 1 {
+                            // SAFETY: inside the live mapping, as in `dma_read`.
+                            unsafe { ptr.add(i).write_volatile(data[at + i]) };
+                        }
+                    }
+                    at += n;
+                }
+                Piece::Mem(f, off, n, true) => {
+                    // Each run of enabled bytes is one write: the others are left as the
+                    // client has them.
+                    let mut i = 0;
+                    while i < n {
+                        if mask >> (at + i) & 1 == 0 {
+                            i += 1;
+                            continue;
+                        }
+                        let start = i;
+                        while i < n && mask >> (at + i) & 1 == 1 {
+                            i += 1;
+                        }
+                        if f.write_all_at(&data[at + start..at + i], off + start as u64).is_err() {
+                            ok = false;
+                        }
+                    }
+                    at += n;
                 }
             }
-            at += n;
         }
         ok
     }
@@ -378,5 +456,33 @@ mod tests {
         assert_eq!(b, [9; 4]);
         t.unmap_all();
         assert!(!t.is_mapped(0x1000, 1));
+    }
+
+    /// A client's `/proc/self/mem` (here this process's) with the buffer's address as the
+    /// offset: reads and masked writes reach the buffer itself, across a boundary with a memfd
+    /// entry, and a write's disabled bytes keep what the client has there.
+    #[test]
+    fn proc_mem_entries_reach_the_clients_memory_in_place() {
+        let mem = File::options().read(true).write(true).open("/proc/self/mem").unwrap();
+        assert!(is_proc_file(&mem) && !is_proc_file(&memfd(16, |_| 0)));
+        let mut buf: Vec<u8> = (0..64).collect();
+        let mut t = IovaTable::new();
+        t.map(0x10_0000, 64, buf.as_ptr() as u64, Some(&mem), true).unwrap();
+        // A memfd page right after it: one access spans both kinds.
+        let f = memfd(4096, |_| 0xEE);
+        t.map(0x10_0040, 4096, 0, Some(&f), true).unwrap();
+        assert_eq!(t.mapped_files(), 1, "/proc/self/mem is not mmapped");
+        let mut b = [0u8; 8];
+        assert!(t.dma_read(0x10_0000 + 60, &mut b));
+        assert_eq!(b, [60, 61, 62, 63, 0xEE, 0xEE, 0xEE, 0xEE]);
+        // Bytes 1 and 3 disabled.
+        assert!(t.dma_write_masked(0x10_0000 + 8, &[0xA0, 0xA1, 0xA2, 0xA3], 0b0101));
+        assert_eq!(&buf[8..12], &[0xA0, 9, 0xA2, 11], "written in the buffer itself");
+        buf[20] = 0x55;
+        assert!(t.dma_read(0x10_0000 + 20, &mut b[..1]));
+        assert_eq!(b[0], 0x55, "the client's store is seen at once");
+        assert!(!t.dma_read(0x10_0000 + 4096 + 60, &mut b), "past both entries");
+        t.unmap(0x10_0000, 64);
+        assert!(!t.is_mapped(0x10_0000, 1));
     }
 }
