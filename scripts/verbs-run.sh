@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs an unmodified rdma-core program on rnic: builds librnic (libibverbs.so.1 over the rnic
-# driver) and the stub libmlx5.so.1 / libefa.so.1 perftest links, puts them in
+# Runs an unmodified rdma-core program on rnic: builds librnic (libibverbs.so.1 and
+# librdmacm.so.1 over the rnic driver) and the stub libmlx5.so.1 / libefa.so.1 perftest links, puts them in
 # target/librnic/, and runs the command with LD_LIBRARY_PATH pointing there. RNIC_DEVICE picks
 # the NICs (default sim: one in-process simulated NIC, port looped back; sim:N for N).
 #   scripts/verbs-run.sh ibv_devinfo -v
@@ -15,6 +15,9 @@ mkdir -p "$lib"
 for l in ibverbs mlx5 efa; do
   ln -sf "$target/release/lib$l.so" "$lib/lib$l.so.1"
 done
+# librnic is also librdmacm.so.1 (rping, the rdma_cm programs): the same object under a second
+# name, so that the connection manager and the verbs share one driver state.
+ln -sf "$target/release/libibverbs.so" "$lib/librdmacm.so.1"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export RNIC_DEVICE="${RNIC_DEVICE:-sim}"
 exec "$@"

@@ -555,3 +555,33 @@ fn a_lost_rtu_is_covered_by_rdma_notify_on_the_first_receive() {
     sb.process().unwrap();
     assert!(sb.poll_cm_event().is_none(), "a second COMM_EST changes nothing");
 }
+
+/// Many connections, one after another, on the same two CM agents: each resolves, connects,
+/// is accepted, established on both sides, disconnected on both sides and destroyed. QP1's
+/// receive ring goes round several times (16 buffers, 2 or 3 MADs per connection per side).
+#[test]
+fn forty_connections_in_a_row() {
+    let h = Hosts::new(SimConfig::default());
+    let sa = EventChannel::new(&h.a).unwrap();
+    let sb = EventChannel::new(&h.b).unwrap();
+    let l = listener(&sb);
+    for i in 0..40 {
+        let c = resolved_client(&h, &sa, &sb, PORT);
+        c.connect(&ConnParam::default()).unwrap();
+        let (s, _, _) = expect(&h, &sb, &sa, CmEventType::ConnectRequest, STEP);
+        s.create_qp(h.pb.create_qp(&h.cb).set_max_recv_wr(8)).unwrap();
+        s.accept(&ConnParam::default()).unwrap();
+        let (got, _, _) = expect(&h, &sa, &sb, CmEventType::Established, STEP);
+        assert_eq!(got, c, "connection {i}");
+        expect(&h, &sb, &sa, CmEventType::Established, STEP);
+        c.disconnect().unwrap();
+        expect(&h, &sb, &sa, CmEventType::Disconnected, STEP);
+        expect(&h, &sa, &sb, CmEventType::Disconnected, STEP);
+        c.destroy();
+        s.destroy();
+    }
+    let ((_, qa), (_, qb)) = (sa.stats().unwrap(), sb.stats().unwrap());
+    assert_eq!((qa.mads_sent, qa.mads_received), (120, 80), "REQ RTU DREQ out, REP DREP in, per connection");
+    assert_eq!((qb.mads_sent, qb.mads_received), (80, 120));
+    drop(l);
+}
