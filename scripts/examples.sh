@@ -197,10 +197,8 @@ else
 fi
 
 # UD through librnic: Debian's unmodified ibv_ud_pingpong on both sides (UD QPs, an address
-# handle of the peer's GID, receives with the 40-byte GRH area). 4056 bytes make its buffer
-# (size + 40) one whole page, which the vfio-user backend shares in place, so --chk sees the
-# bytes the client writes after registering it (a buffer of part pages is a copy the NIC reads
-# as it was at ibv_reg_mr: docs/driver.md); 4096 bytes is the largest datagram, one MTU.
+# handle of the peer's GID, receives with the 40-byte GRH area), with --chk at 4056 bytes and
+# without at 4096 bytes, the largest datagram (one MTU).
 if command -v ibv_ud_pingpong >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-user:PATH' "$LIBRNIC"; then
     mkdir -p "$DIR/lib"
     ln -sf "$PWD/$LIBRNIC" "$DIR/lib/libibverbs.so.1"
@@ -229,6 +227,22 @@ if command -v ibv_ud_pingpong >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-
     done
 else
     row ud_pingpong.ibv "no ibv_ud_pingpong, or librnic without vfio-user" SKIP "-"
+fi
+
+# rdma_cm through librnic: Debian's unmodified rping (rdmacm-utils) on both sides, connecting
+# in band (CM REQ/REP/RTU on QP1) to nic1's RoCE address, 20 pings verified (-V).
+if command -v rping >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-user:PATH' "$LIBRNIC"; then
+    mkdir -p "$DIR/lib"
+    ln -sf "$PWD/$LIBRNIC" "$DIR/lib/libibverbs.so.1"
+    ln -sf "$PWD/$LIBRNIC" "$DIR/lib/librdmacm.so.1"
+    P=$((PORT + 11))
+    pair rping.rdmacm "LD_LIBRARY_PATH=$DIR/lib RNIC_DEVICE=$NIC1 rping -s -v -V -C 20 -a 192.0.2.2 -p $P" \
+        "sleep 2; LD_LIBRARY_PATH=$DIR/lib RNIC_DEVICE=$NIC0 rping -c -v -V -C 20 -a 192.0.2.2 -p $P" \
+        '^server ping data: rdma-ping-19: ' \
+        '^ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ;;^ping data: rdma-ping-19: ' \
+        's/^(ping data: rdma-ping-19): .*$/\1 (20 verified)/p' "rping both sides (librdmacm)"
+else
+    row rping.rdmacm "no rping, or librnic without vfio-user" SKIP "-"
 fi
 
 T1=$(date +%s%N)
