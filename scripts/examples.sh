@@ -22,7 +22,7 @@ LIBRNIC=target/release/libibverbs.so
 if [ -z "${EXAMPLES_PREBUILT:-}" ] || [ ! -x "$RNIC" ] || [ ! -x "$EX/rc_pingpong" ]; then
     cargo build --release -q -p rnic-tools --bin rnic
     cargo build --release -q -p rnic-easy --examples
-    cargo build --release -q -p librnic --features rnic/vfio-user,rnic/vfio
+    cargo build --release -q -p librnic --features rnic/vfio-user,rnic/vfio -p librnic-mlx5-stub -p librnic-efa-stub
 elif [ -f target/release/deps/libibverbs.so ]; then
     # cargo test leaves the cdylib in deps/.
     LIBRNIC=target/release/deps/libibverbs.so
@@ -230,8 +230,11 @@ else
 fi
 
 # rdma_cm through librnic: Debian's unmodified rping (rdmacm-utils) on both sides, connecting
-# in band (CM REQ/REP/RTU on QP1) to nic1's RoCE address, 20 pings verified (-V).
+# in band (CM REQ/REP/RTU on QP1) to nic1's RoCE address, 20 pings verified (-V). The CM's
+# timers run on the simulated clock: RNIC_CM_TIMEOUT=6 resends a REQ that reached nic1 before
+# its server was listening after ~0.8 ms of simulated time, not rdma_cm's 4.3 s (hours here).
 if command -v rping >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-user:PATH' "$LIBRNIC"; then
+    export RNIC_CM_TIMEOUT=6
     mkdir -p "$DIR/lib"
     ln -sf "$PWD/$LIBRNIC" "$DIR/lib/libibverbs.so.1"
     ln -sf "$PWD/$LIBRNIC" "$DIR/lib/librdmacm.so.1"
@@ -241,6 +244,25 @@ if command -v rping >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-user:PATH'
         '^server ping data: rdma-ping-19: ' \
         '^ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ;;^ping data: rdma-ping-19: ' \
         's/^(ping data: rdma-ping-19): .*$/\1 (20 verified)/p' "rping both sides (librdmacm)"
+    # ucmatose (rdmacm-utils): two connections, 4 messages each way on each.
+    P=$((PORT + 12))
+    pair ucmatose.rdmacm "LD_LIBRARY_PATH=$DIR/lib RNIC_DEVICE=$NIC1 ucmatose -b 192.0.2.2 -p $P -c 2 -C 4" \
+        "sleep 2; LD_LIBRARY_PATH=$DIR/lib RNIC_DEVICE=$NIC0 ucmatose -s 192.0.2.2 -p $P -c 2 -C 4" \
+        '^data transfers complete$;;^return status 0$' '^data transfers complete$;;^return status 0$' \
+        's/^(return status 0)$/2 connections, 4 messages each: \1/p' "ucmatose both sides (librdmacm)"
+    # perftest with its connection and exchange over rdma_cm (-R): no TCP, no RNIC_PEER.
+    P=$((PORT + 13))
+    # perftest links libmlx5.so.1 and libefa.so.1: librnic's stubs (cargo test leaves them in deps/).
+    for l in mlx5 efa; do
+        for f in target/release/lib$l.so target/release/deps/lib$l.so; do
+            if [ -f "$f" ]; then ln -sf "$PWD/$f" "$DIR/lib/lib$l.so.1"; fi
+        done
+    done
+    pair write_bw.rdmacm "LD_LIBRARY_PATH=$DIR/lib RNIC_DEVICE=$NIC1 ib_write_bw -d rnic_0 -R -p $P -n 20 -F --report_gbits -u 8" \
+        "sleep 2; LD_LIBRARY_PATH=$DIR/lib RNIC_DEVICE=$NIC0 ib_write_bw -d rnic_0 -R -p $P -n 20 -F --report_gbits -u 8 192.0.2.2" \
+        '^ Data ex. method : rdma_cm' '^ Data ex. method : rdma_cm;;^ 65536 +20 +[0-9.]+ +[0-9.]+' \
+        's/^ 65536 +20 +[0-9.]+ +([0-9.]+) .*$/64 KiB x 20: \1 Gb\/s wall/p' "ib_write_bw -R both sides"
+    unset RNIC_CM_TIMEOUT
 else
     row rping.rdmacm "no rping, or librnic without vfio-user" SKIP "-"
 fi

@@ -18,15 +18,15 @@
 //!
 //! **Not supported** (they fail with `EOPNOTSUPP`, or `ENOSYS` for options): the UDP and
 //! IPoIB port spaces (UD ids need SIDR), QPs the program creates itself and connects with
-//! `rdma_init_qp_attr` (beyond INIT) and `rdma_establish`, `rdma_create_ep`,
-//! `rdma_getaddrinfo`, multicast, `rdma_create_srq`, ECE, and rsockets (`rpoll` is
-//! `poll(2)`: there are no rsocket descriptors). Addresses are IPv4 (RoCEv2 GIDs are
+//! `rdma_init_qp_attr` (beyond INIT) and `rdma_establish`, `rdma_create_ep`, multicast,
+//! `rdma_create_srq`, ECE, and rsockets (`rpoll` is `poll(2)`: there are no rsocket
+//! descriptors). Addresses are IPv4 (RoCEv2 GIDs are
 //! IPv4-mapped); an id bound to 0.0.0.0 uses the first device.
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::time::Duration;
 
-use rnic::cm::{CmEventType, ConnParam, EventChannel, RdmaCmId};
+use rnic::cm::{ChannelConfig, CmEventType, ConnParam, EventChannel, RdmaCmId};
 
 use super::device::open_context;
 use super::qp::{destroy_qp, qp_builder, wrap_qp};
@@ -186,7 +186,7 @@ unsafe fn port_for(g: &mut Global, dev: usize) -> Result<usize, c_int> {
     }
     let devp = *g.devices.get(dev).ok_or(ENODEV)?;
     let c = open_context(g, devp)?;
-    let chan = match EventChannel::new(&ctx(c).ctx) {
+    let chan = match EventChannel::with_config(&ctx(c).ctx, channel_config()) {
         Ok(ch) => ch,
         Err(e) => {
             debug("rdma_cm: the port's CM (QP1)", &e);
@@ -211,6 +211,22 @@ unsafe fn port_for(g: &mut Global, dev: usize) -> Result<usize, c_int> {
         }
     }
     Ok(g.cm_ports.len() - 1)
+}
+
+/// The CM's timing: rdma_cm's (`ChannelConfig::default`), or with `RNIC_CM_TIMEOUT=N` (0..=20)
+/// a CM response timeout and a packet life time of 4.096 µs × 2^N each. The timers run on the
+/// NIC's clock, which a simulator runs thousands of times slower than wall time: rdma_cm's
+/// 4.3 s before a lost REQ is resent are hours there; `RNIC_CM_TIMEOUT=6` resends after about
+/// 0.8 ms of simulated time (200 k cycles). Only between simulated NICs: a REQ announces its
+/// response timeout, and a peer in real time (Linux) would resend its REP at that pace and give
+/// up long before the simulated side's RTU comes.
+fn channel_config() -> ChannelConfig {
+    let mut c = ChannelConfig::default();
+    if let Some(n) = std::env::var("RNIC_CM_TIMEOUT").ok().and_then(|v| v.parse::<u8>().ok()).filter(|&n| n <= 20) {
+        c.cm_response_timeout = n;
+        c.packet_life_time = n;
+    }
+    c
 }
 
 /// The device whose port has address `ip` (the first device for 0.0.0.0).
@@ -513,6 +529,12 @@ export!(rdma_create_id, "RDMACM_1.0");
 /// it, and the id's queued events are dropped.
 #[no_mangle]
 pub unsafe extern "C" fn rnic_rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
+    destroy_id(id)
+}
+export!(rdma_destroy_id, "RDMACM_1.0");
+
+/// `rdma_destroy_id`'s work (also `rdma_destroy_ep`'s).
+unsafe fn destroy_id(id: *mut rdma_cm_id) -> c_int {
     if id.is_null() {
         return ret(Err(EINVAL));
     }
@@ -545,7 +567,6 @@ pub unsafe extern "C" fn rnic_rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
     }
     0
 }
-export!(rdma_destroy_id, "RDMACM_1.0");
 
 /// `rdma_bind_addr(3)`: an IPv4 address of an rnic device (or 0.0.0.0: the first device)
 /// and a port (0: an ephemeral one).
@@ -877,209 +898,4 @@ pub unsafe extern "C" fn rnic_rdma_ack_cm_event(event: *mut rdma_cm_event) -> c_
 }
 export!(rdma_ack_cm_event, "RDMACM_1.0");
 
-unsafe fn port_of(s: &libc::sockaddr_storage) -> u16 {
-    (*(s as *const libc::sockaddr_storage as *const libc::sockaddr_in)).sin_port
-}
-
-/// `rdma_get_src_port(3)`: the local port, network byte order (0 if unbound).
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_get_src_port(id: *mut rdma_cm_id) -> u16 {
-    if id.is_null() {
-        return 0;
-    }
-    port_of(&(*id).route.addr.src_storage)
-}
-export!(rdma_get_src_port, "RDMACM_1.0");
-
-/// `rdma_get_dst_port(3)`: the peer's port, network byte order.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_get_dst_port(id: *mut rdma_cm_id) -> u16 {
-    if id.is_null() {
-        return 0;
-    }
-    port_of(&(*id).route.addr.dst_storage)
-}
-export!(rdma_get_dst_port, "RDMACM_1.0");
-
-/// `rdma_get_devices(3)`: the ports' contexts (every device gets its port), null-terminated.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_get_devices(num_devices: *mut c_int) -> *mut *mut ibv_context {
-    let mut g = lock();
-    if let Err(e) = load(&mut g) {
-        set_errno(errno_of(&e));
-        return null_mut();
-    }
-    let mut out = Vec::new();
-    for dev in 0..g.devices.len() {
-        match port_for(&mut g, dev) {
-            Ok(pi) => out.push(g.cm_ports[pi].ctx),
-            Err(e) => {
-                set_errno(e);
-                return null_mut();
-            }
-        }
-    }
-    if !num_devices.is_null() {
-        *num_devices = out.len() as c_int;
-    }
-    out.push(null_mut());
-    Box::into_raw(out.into_boxed_slice()) as *mut *mut ibv_context
-}
-export!(rdma_get_devices, "RDMACM_1.0");
-
-/// `rdma_free_devices(3)`.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_free_devices(list: *mut *mut ibv_context) {
-    if list.is_null() {
-        return;
-    }
-    let mut n = 0;
-    while !(*list.add(n)).is_null() {
-        n += 1;
-    }
-    drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(list, n + 1)));
-}
-export!(rdma_free_devices, "RDMACM_1.0");
-
-/// `rdma_migrate_id(3)`: the id's later events go to `channel`.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_migrate_id(id: *mut rdma_cm_id, channel: *mut rdma_event_channel) -> c_int {
-    if id.is_null() || channel.is_null() {
-        return ret(Err(EINVAL));
-    }
-    let _g = lock();
-    (*id).channel = channel;
-    0
-}
-export!(rdma_migrate_id, "RDMACM_1.0");
-
-/// `rdma_set_option(3)`: `RDMA_OPTION_ID_REUSEADDR` and `RDMA_OPTION_ID_AFONLY` are taken
-/// (they change nothing here); the type of service and ACK timeout are not settable (ENOSYS).
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_set_option(
-    id: *mut rdma_cm_id,
-    level: c_int,
-    optname: c_int,
-    _optval: *mut c_void,
-    _optlen: usize,
-) -> c_int {
-    if id.is_null() {
-        return ret(Err(EINVAL));
-    }
-    match (level, optname) {
-        (0, 1) | (0, 2) => 0,
-        _ => {
-            debug("rdma_set_option", &format!("level {level} option {optname} is not supported"));
-            ret(Err(ENOSYS))
-        }
-    }
-}
-export!(rdma_set_option, "RDMACM_1.0");
-
-/// `rdma_init_qp_attr(3)` for INIT (P_Key index 0, port 1, remote READ and WRITE): the
-/// state a QP made with `ibv_create_qp` needs before its receives are posted. RTR and RTS
-/// are not given: rnic's CM connects only the QP of `rdma_create_qp` (EOPNOTSUPP).
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_init_qp_attr(
-    id: *mut rdma_cm_id,
-    attr: *mut ibv_qp_attr,
-    mask: *mut c_int,
-) -> c_int {
-    if id.is_null() || attr.is_null() || mask.is_null() {
-        return ret(Err(EINVAL));
-    }
-    if (*attr).qp_state != 1 {
-        debug("rdma_init_qp_attr", &"only IBV_QPS_INIT: rnic's CM moves the QP of rdma_create_qp itself");
-        return ret(Err(EOPNOTSUPP));
-    }
-    (*attr).pkey_index = 0;
-    (*attr).port_num = 1;
-    (*attr).qp_access_flags = (AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ).bits();
-    *mask = (QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS).bits() as c_int;
-    0
-}
-export!(rdma_init_qp_attr, "RDMACM_1.2");
-
-/// `rpoll`: rnic has no rsockets, so every descriptor is a kernel one: `poll(2)`.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rpoll(fds: *mut libc::pollfd, nfds: libc::nfds_t, timeout: c_int) -> c_int {
-    libc::poll(fds, nfds, timeout)
-}
-export!(rpoll, "RDMACM_1.0");
-
-/// Defines librdmacm calls rnic does not support: they fail with EOPNOTSUPP (and say so
-/// under `RNIC_DEBUG`); a pointer-returning one returns null.
-macro_rules! unsupported {
-    ($($name:ident($($arg:ident: $t:ty),*) -> $r:ty = $v:expr, $ver:literal;)*) => {$(
-        paste_unsupported!($name, ($($arg: $t),*), $r, $v, $ver);
-    )*};
-}
-macro_rules! paste_unsupported {
-    ($name:ident, ($($arg:ident: $t:ty),*), $r:ty, $v:expr, $ver:literal) => {
-        #[export_name = concat!("rnic_", stringify!($name))]
-        pub unsafe extern "C" fn $name($(_: $t),*) -> $r {
-            debug(stringify!($name), &"not supported by rnic");
-            set_errno(EOPNOTSUPP);
-            $v
-        }
-        export!($name, $ver);
-    };
-}
-
-unsupported! {
-    rdma_create_qp_ex(a: *mut rdma_cm_id, b: *mut c_void) -> c_int = -1, "RDMACM_1.0";
-    rdma_establish(a: *mut rdma_cm_id) -> c_int = -1, "RDMACM_1.2";
-    rdma_create_ep(a: *mut *mut rdma_cm_id, b: *mut rdma_addrinfo, c: *mut ibv_pd, d: *mut ibv_qp_init_attr) -> c_int = -1, "RDMACM_1.0";
-    rdma_getaddrinfo(a: *const c_char, b: *const c_char, c: *const rdma_addrinfo, d: *mut *mut rdma_addrinfo) -> c_int = -1, "RDMACM_1.0";
-    rdma_join_multicast(a: *mut rdma_cm_id, b: *mut libc::sockaddr, c: *mut c_void) -> c_int = -1, "RDMACM_1.0";
-    rdma_leave_multicast(a: *mut rdma_cm_id, b: *mut libc::sockaddr) -> c_int = -1, "RDMACM_1.0";
-    rdma_join_multicast_ex(a: *mut rdma_cm_id, b: *mut c_void, c: *mut c_void) -> c_int = -1, "RDMACM_1.1";
-    rdma_create_srq(a: *mut rdma_cm_id, b: *mut ibv_pd, c: *mut ibv_srq_init_attr) -> c_int = -1, "RDMACM_1.0";
-    rdma_create_srq_ex(a: *mut rdma_cm_id, b: *mut c_void) -> c_int = -1, "RDMACM_1.0";
-    rdma_set_local_ece(a: *mut rdma_cm_id, b: *mut c_void) -> c_int = -1, "RDMACM_1.3";
-    rdma_get_remote_ece(a: *mut rdma_cm_id, b: *mut c_void) -> c_int = -1, "RDMACM_1.3";
-}
-
-/// `rdma_destroy_ep(3)` of an id `rdma_create_ep` (unsupported) cannot have made: destroys
-/// the id.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_destroy_ep(id: *mut rdma_cm_id) {
-    rnic_rdma_destroy_id(id);
-}
-export!(rdma_destroy_ep, "RDMACM_1.0");
-
-/// `rdma_destroy_srq(3)`: no SRQ can have been made through an id.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_destroy_srq(_id: *mut rdma_cm_id) {}
-export!(rdma_destroy_srq, "RDMACM_1.0");
-
-/// `rdma_freeaddrinfo(3)`: `rdma_getaddrinfo` returns none.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_freeaddrinfo(_res: *mut rdma_addrinfo) {}
-export!(rdma_freeaddrinfo, "RDMACM_1.0");
-
-/// `rdma_event_str(3)`: librdmacm's names of the events.
-#[no_mangle]
-pub unsafe extern "C" fn rnic_rdma_event_str(event: c_int) -> *const c_char {
-    let s: &'static [u8] = match event {
-        0 => b"RDMA_CM_EVENT_ADDR_RESOLVED\0",
-        1 => b"RDMA_CM_EVENT_ADDR_ERROR\0",
-        2 => b"RDMA_CM_EVENT_ROUTE_RESOLVED\0",
-        3 => b"RDMA_CM_EVENT_ROUTE_ERROR\0",
-        4 => b"RDMA_CM_EVENT_CONNECT_REQUEST\0",
-        5 => b"RDMA_CM_EVENT_CONNECT_RESPONSE\0",
-        6 => b"RDMA_CM_EVENT_CONNECT_ERROR\0",
-        7 => b"RDMA_CM_EVENT_UNREACHABLE\0",
-        8 => b"RDMA_CM_EVENT_REJECTED\0",
-        9 => b"RDMA_CM_EVENT_ESTABLISHED\0",
-        10 => b"RDMA_CM_EVENT_DISCONNECTED\0",
-        11 => b"RDMA_CM_EVENT_DEVICE_REMOVAL\0",
-        12 => b"RDMA_CM_EVENT_MULTICAST_JOIN\0",
-        13 => b"RDMA_CM_EVENT_MULTICAST_ERROR\0",
-        14 => b"RDMA_CM_EVENT_ADDR_CHANGE\0",
-        15 => b"RDMA_CM_EVENT_TIMEWAIT_EXIT\0",
-        _ => b"UNKNOWN EVENT\0",
-    };
-    s.as_ptr().cast()
-}
-export!(rdma_event_str, "RDMACM_1.0");
+mod misc;

@@ -20,7 +20,9 @@ use rnic::{
 
 use crate::abi::*;
 
-/// Gives `rnic_<name>` the symbol `<name>@@<version>`.
+/// Gives `rnic_<name>` the symbol `<name>@@<version>`. Call an exported function only from its
+/// own module: a call from another one can put its definition in another codegen unit than the
+/// `.symver` directive, which the assembler then refuses.
 macro_rules! export {
     ($name:ident, $ver:literal) => {
         std::arch::global_asm!(concat!(".symver rnic_", stringify!($name), ", ", stringify!($name), "@@", $ver));

@@ -16,8 +16,9 @@
  *    (EAGAIN);
  *  - a synchronous id (no channel), from a second thread: rdma_resolve_addr /
  *    rdma_resolve_route / rdma_connect return when their event has come;
+ *  - rdma_getaddrinfo, active and passive;
  *  - refusals: RDMA_PS_UDP ids, rdma_bind_addr to an address no device has, rdma_connect
- *    without a QP, rdma_getaddrinfo.
+ *    without a QP.
  * Prints "PASS" and exits 0, or names the first failure and exits 1. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -116,8 +117,18 @@ int main(void)
 
 	/* Refusals. */
 	CHECK(rdma_create_id(NULL, &client, NULL, RDMA_PS_UDP) == -1 && errno == EOPNOTSUPP, "UDP id accepted");
-	struct rdma_addrinfo *ai;
-	CHECK(rdma_getaddrinfo("192.0.2.2", "7471", NULL, &ai) != 0, "rdma_getaddrinfo");
+	/* rdma_getaddrinfo: an active lookup gives the destination, a passive one the source. */
+	struct rdma_addrinfo *ai, hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP };
+	CHECK(rdma_getaddrinfo("192.0.2.2", "7471", NULL, &ai) == 0, "rdma_getaddrinfo");
+	CHECK(ai->ai_family == AF_INET && ai->ai_qp_type == IBV_QPT_RC && ai->ai_port_space == RDMA_PS_TCP &&
+	      ai->ai_dst_addr && !ai->ai_src_addr && ai->ai_dst_len == sizeof(struct sockaddr_in), "active addrinfo");
+	CHECK(((struct sockaddr_in *)ai->ai_dst_addr)->sin_port == htons(7471) &&
+	      ((struct sockaddr_in *)ai->ai_dst_addr)->sin_addr.s_addr == htonl(0xc0000202), "active address");
+	rdma_freeaddrinfo(ai);
+	CHECK(rdma_getaddrinfo(NULL, "7471", &hints, &ai) == 0 && ai->ai_src_addr && !ai->ai_dst_addr &&
+	      ((struct sockaddr_in *)ai->ai_src_addr)->sin_addr.s_addr == 0, "passive addrinfo");
+	rdma_freeaddrinfo(ai);
+	CHECK(rdma_getaddrinfo("192.0.2.2", "no-such-port", NULL, &ai) != 0, "a bad service");
 
 	ch = rdma_create_event_channel();
 	CHECK(ch && ch->fd >= 0, "rdma_create_event_channel");
