@@ -10,10 +10,10 @@
 #   scripts/interop.sh [--out DIR] [--iters N] [--lat-iters N] [--mtus "1024 4096"]
 #                      [--losses "0 0.01"] [--dirs "client server"] [--peer rxe|rnic] [--ci] [TEST...]
 #
-# TEST: write_bw read_bw send_bw atomic_bw write_lat rc_pingpong ud_pingpong rping (default:
-# all; ud_pingpong, being unreliable, and rping, whose CM retries wait seconds of simulated
-# time, only without loss). --dirs names rnic's role: "client" = rnic
-# client, rxe server; "server" = the reverse. --peer rnic runs the same binaries between two
+# TEST: write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat rc_pingpong ud_pingpong
+# rping (default: all; ud_pingpong, being unreliable, and rping, whose CM retries wait seconds
+# of simulated time, only without loss; --ci leaves read_lat and send_lat out). --dirs names
+# rnic's role: "client" = rnic client, rxe server; "server" = the reverse. --peer rnic runs the same binaries between two
 # served rnic NICs cabled back to back, no guest. --ci runs the subset scripts/test.sh runs.
 # Exit status 1 if a run failed.
 set -euo pipefail
@@ -22,7 +22,7 @@ guest=$root/scripts/guest
 . "$guest/common.sh"
 
 usage() {
-  sed -n '10,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '10,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -48,9 +48,12 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $PEER in rxe) ;; rnic) DIRS=client ;; *) die "--peer $PEER: rxe or rnic" ;; esac
-[ ${#tests[@]} -gt 0 ] || tests=(write_bw read_bw send_bw atomic_bw write_lat rc_pingpong ud_pingpong rping)
+[ ${#tests[@]} -gt 0 ] || tests=(write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat rc_pingpong ud_pingpong rping)
 for t in "${tests[@]}"; do
-  case $t in write_bw | read_bw | send_bw | atomic_bw | write_lat | rc_pingpong | ud_pingpong | rping) ;; *) die "unknown test $t" ;; esac
+  case $t in
+  write_bw | read_bw | send_bw | atomic_bw | write_lat | read_lat | send_lat | rc_pingpong | ud_pingpong | rping) ;;
+  *) die "unknown test $t" ;;
+  esac
 done
 
 # ---- build (cached by cargo and rxe-guest.sh) ----
@@ -127,6 +130,7 @@ tool_cmd() {
   case $1 in
   read_bw | atomic_bw) echo "ib_$1 -d $2 -x 1 -F -n $ITERS --report_gbits -o 16" ;;
   *_bw) echo "ib_$1 -d $2 -x 1 -F -n $ITERS --report_gbits" ;;
+  read_lat) echo "ib_read_lat -d $2 -x 1 -F -n $LAT_ITERS -o 16" ;;
   *_lat) echo "ib_$1 -d $2 -x 1 -F -n $LAT_ITERS" ;;
   rc_pingpong) echo "ibv_rc_pingpong -d $2 -g 1 -n $ITERS --chk -m $MTU" ;;
   # UD: datagrams of one path MTU (the largest; ibv_ud_pingpong refuses more than the port's

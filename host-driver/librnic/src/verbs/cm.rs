@@ -44,16 +44,6 @@ const RDMA_PS_IB: c_int = 0x013F;
 const QPT_RC: c_int = 2;
 /// `IBV_EVENT_COMM_EST`.
 const IBV_EVENT_COMM_EST: c_int = 9;
-/// `IBV_MTU_*` of a path MTU in bytes.
-fn ibv_mtu(m: rnic::Mtu) -> u8 {
-    match m.bytes() {
-        256 => 1,
-        512 => 2,
-        1024 => 3,
-        2048 => 4,
-        _ => 5,
-    }
-}
 
 /// One device's CM (see the module doc).
 pub(super) struct CmPort {
@@ -167,7 +157,7 @@ fn sync_route(o: &mut CmIdObj) {
             numb_path: 1,
             pkey: 0xffffu16.to_be(),
             mtu_selector: 2, // exactly
-            mtu: ibv_mtu(mtu),
+            mtu: mtu as u8,  // rnic::Mtu has enum ibv_mtu's values
             rate_selector: 2,
             rate: 18, // IBV_RATE_100_GBPS... as the NIC's port reports (100 GbE)
             packet_life_time_selector: 2,

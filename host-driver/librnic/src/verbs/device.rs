@@ -25,14 +25,7 @@ export!(ibv_get_device_list, "IBVERBS_1.1");
 
 #[no_mangle]
 pub unsafe extern "C" fn rnic_ibv_free_device_list(list: *mut *mut ibv_device) {
-    if list.is_null() {
-        return;
-    }
-    let mut n = 0;
-    while !(*list.add(n)).is_null() {
-        n += 1;
-    }
-    drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(list, n + 1)));
+    free_list(list);
 }
 export!(ibv_free_device_list, "IBVERBS_1.1");
 

@@ -196,6 +196,19 @@ unsafe fn obj<'a, T>(p: *mut impl Sized) -> &'a mut T {
     &mut *(p as *mut T)
 }
 
+/// Frees a null-terminated list of pointers made with `Box::into_raw(v.into_boxed_slice())`
+/// (`ibv_get_device_list`, `rdma_get_devices`).
+unsafe fn free_list<T>(list: *mut *mut T) {
+    if list.is_null() {
+        return;
+    }
+    let mut n = 0;
+    while !(*list.add(n)).is_null() {
+        n += 1;
+    }
+    drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(list, n + 1)));
+}
+
 /// Frees the allocation of a boxed object whose driver object was moved out (the C struct
 /// in front of it has no destructor).
 unsafe fn free_shell<T>(p: *mut T) {

@@ -56,14 +56,7 @@ export!(rdma_get_devices, "RDMACM_1.0");
 /// `rdma_free_devices(3)`.
 #[no_mangle]
 pub unsafe extern "C" fn rnic_rdma_free_devices(list: *mut *mut ibv_context) {
-    if list.is_null() {
-        return;
-    }
-    let mut n = 0;
-    while !(*list.add(n)).is_null() {
-        n += 1;
-    }
-    drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(list, n + 1)));
+    free_list(list);
 }
 export!(rdma_free_devices, "RDMACM_1.0");
 
