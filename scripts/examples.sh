@@ -197,8 +197,9 @@ else
 fi
 
 # UD through librnic: Debian's unmodified ibv_ud_pingpong on both sides (UD QPs, an address
-# handle of the peer's GID, receives with the 40-byte GRH area), with --chk at 4056 bytes and
-# without at 4096 bytes, the largest datagram (one MTU).
+# handle of the peer's GID, receives with the 40-byte GRH area), with --chk at 4056 bytes
+# (size + 40: one whole page, shared in place) and at 4096 bytes, the largest datagram (one
+# MTU; part pages, reached through /proc/self/mem).
 if command -v ibv_ud_pingpong >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-user:PATH' "$LIBRNIC"; then
     mkdir -p "$DIR/lib"
     ln -sf "$PWD/$LIBRNIC" "$DIR/lib/libibverbs.so.1"
@@ -215,11 +216,11 @@ if command -v ibv_ud_pingpong >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-
         "${UDR}2\$;;^162240 bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$;;^20 iters in [0-9.]+ seconds" \
         's/^20 iters in .* = ([0-9.]+ usec\/iter)$/4056 B, --chk, events: \1 wall/p' "ibv_ud_pingpong both sides"
     P=$((PORT + 10))
-    pair ud_pingpong.4096 "$UD1 -s 4096 -p $P" "$(listening $P) $UD0 -s 4096 -p $P 127.0.0.1" \
+    pair ud_pingpong.4096 "$UD1 -s 4096 -c -p $P" "$(listening $P) $UD0 -s 4096 -c -p $P 127.0.0.1" \
         "${UDR}1\$;;^163840 bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$;;^20 iters in [0-9.]+ seconds" \
         "${UDR}2\$;;^163840 bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$;;^20 iters in [0-9.]+ seconds" \
-        's/^20 iters in .* = ([0-9.]+ usec\/iter)$/4096 B (one MTU): \1 wall/p' "ibv_ud_pingpong both sides"
-    for f in "$DIR"/ud_pingpong.ibv.*; do
+        's/^20 iters in .* = ([0-9.]+ usec\/iter)$/4096 B (one MTU), --chk: \1 wall/p' "ibv_ud_pingpong both sides"
+    for f in "$DIR"/ud_pingpong.*; do
         if grep -q 'invalid data' "$f"; then
             echo "examples: $(basename "$f"): ibv_ud_pingpong --chk found invalid data" >&2
             FAILED=1

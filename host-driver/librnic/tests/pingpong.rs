@@ -8,24 +8,34 @@
 //!   the run, the first byte of each page of what it last received against what the client
 //!   wrote) and completion events (`-e`). 4056 + 40 bytes (the GRH area) is one whole page,
 //!   which the vfio-user backend shares in place (docs/driver.md, librnic);
-//! - `ibv_ud_pingpong_sends_one_mtu`: 4096 bytes, the largest datagram (one path MTU), and
-//!   `-s 4097` refused by the program itself against the port's active MTU.
+//! - `ibv_ud_pingpong_sends_one_mtu`: 4096 bytes, the largest datagram (one path MTU), with
+//!   `-c`: its buffer of 4136 bytes is part pages, which the server reaches through the
+//!   program's `/proc/self/mem` (before, through a copy: `invalid data`); and `-s 4097`
+//!   refused by the program itself against the port's active MTU;
+//! - `rping_runs_unmodified_between_two_processes`: rdmacm-utils' `rping -v -V` on librnic's
+//!   `librdmacm.so.1`, 10 pings verified, the connection made in band (CM MADs on QP1); the
+//!   client starts first, so its first REQ finds no QP1 at the server and is resent
+//!   (`RNIC_CM_TIMEOUT=6`).
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use rnic_vfio_server::{serve, ServeHandle, ServeOptions};
 
-/// A directory holding `libibverbs.so.1` → the librnic cargo built for this run.
+/// A directory holding `libibverbs.so.1` and `librdmacm.so.1` → the librnic cargo built for
+/// this run.
 fn lib_dir(tag: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let so = exe.parent().expect("target/<profile>/deps").join("libibverbs.so");
     assert!(so.exists(), "{} not built", so.display());
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-pp-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("libibverbs.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&so, &link).unwrap();
+    // librdmacm.so.1 is the same object (one driver state for the CM and the verbs).
+    for name in ["libibverbs.so.1", "librdmacm.so.1"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&so, &link).unwrap();
+    }
     dir
 }
 
@@ -111,7 +121,7 @@ fn ibv_ud_pingpong_checks_its_data() {
 
 #[test]
 fn ibv_ud_pingpong_sends_one_mtu() {
-    let (s, c) = pingpong("mtu", port(1), &["-n", "5", "-s", "4096"]);
+    let (s, c) = pingpong("mtu", port(1), &["-n", "5", "-s", "4096", "-c"]);
     assert_ran(&s, &c, 4096 * 5 * 2, 5);
     let lib = lib_dir("mtu-refused");
     let (_world, dir) = world("refused");
@@ -122,4 +132,39 @@ fn ibv_ud_pingpong_sends_one_mtu() {
         .output()
         .unwrap();
     assert!(!o.status.success() && text(&o).contains("Requested size larger than port MTU (4096)"), "{}", text(&o));
+}
+
+#[test]
+fn rping_runs_unmodified_between_two_processes() {
+    let (_world, dir) = world("rping");
+    let lib = lib_dir("rping");
+    let rping = which("rping");
+    let p = port(2).to_string();
+    let side = |nic: &str, role: &str| {
+        let mut c = Command::new("timeout");
+        c.args(["120", "stdbuf", "-o0"]).arg(&rping).args([role, "-v", "-V", "-C", "10", "-a", "192.0.2.2", "-p", &p]);
+        c.env("LD_LIBRARY_PATH", &lib)
+            .env("RNIC_DEVICE", format!("vfio-user:{}", dir.join(nic).display()))
+            .env("RNIC_CM_TIMEOUT", "6")
+            .env_remove("RNIC_PEER")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let client = side("nic0.sock", "-c").spawn().expect("rping client");
+    std::thread::sleep(Duration::from_secs(1));
+    let server = side("nic1.sock", "-s").output().expect("rping server");
+    let client = client.wait_with_output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let (s, c) = (text(&server), text(&client));
+    assert!(server.status.success() && client.status.success(), "--- server\n{s}\n--- client\n{c}");
+    for i in 0..10 {
+        assert!(
+            c.contains(&format!("\nping data: rdma-ping-{i}: "))
+                || c.starts_with(&format!("ping data: rdma-ping-{i}: ")),
+            "{c}"
+        );
+        assert!(s.contains(&format!("server ping data: rdma-ping-{i}: ")), "{s}");
+    }
+    assert!(!c.contains("mismatch") && !s.contains("mismatch"), "{c}{s}");
 }
