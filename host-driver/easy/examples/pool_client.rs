@@ -112,7 +112,7 @@ fn run(a: &Args) -> Result<String, String> {
     };
 
     let Msg::RespAlloc { ok, first, count, addr, rkey, len } =
-        rpc(&mut *qp, Msg::ReqAlloc { bytes: total as u64, chunk: a.chunk })?
+        rpc(&mut qp, Msg::ReqAlloc { bytes: total as u64, chunk: a.chunk })?
     else {
         return Err("the server did not answer REQ_ALLOC with RESP_ALLOC".into());
     };
@@ -156,7 +156,7 @@ fn run(a: &Args) -> Result<String, String> {
     }
     let us = (dev.now_cycles() - t0) as f64 / f64::from(ctx.device_info().clock_mhz.max(1));
 
-    let Msg::RespFree { ok, verified, bad } = rpc(&mut *qp, Msg::ReqFree { first, count })? else {
+    let Msg::RespFree { ok, verified, bad } = rpc(&mut qp, Msg::ReqFree { first, count })? else {
         return Err("the server did not answer REQ_FREE with RESP_FREE".into());
     };
     println!(
