@@ -322,10 +322,10 @@ impl Cm {
     /// its RC QP from `qp` (`rdma_create_qp(3)`), runs `ready` on the id (the place to post
     /// receives; it is given the REQ's private data, 56 bytes, and returns the REP's), accepts
     /// with `param` and that private data (`rdma_accept(3)`: the QP goes to RTR and RTS, the
-    /// REP goes out) and waits for
-    /// `ESTABLISHED` (the RTU). A request whose client gives up before the RTU (a REJ: it
-    /// timed out and tries again with a new id) is dropped and the next one taken. Returns the
-    /// id and the REQ's private data. All within `timeout` of wall time.
+    /// REP goes out) and waits for `ESTABLISHED` (the RTU). A request whose client gives up
+    /// before the RTU (a REJ: it timed out and tries again with a new id), before or after the
+    /// REP, is dropped and the next one taken. Returns the id and the REQ's private data. All
+    /// within `timeout` of wall time.
     ///
     /// # Errors
     /// [`EasyError::TimedOut`]; `ready`'s error (the request is rejected with the error's text
@@ -345,6 +345,14 @@ impl Cm {
                 e.event == CmEventType::ConnectRequest && e.listen_id.as_ref() == Some(listener)
             })?;
             let id = req.id;
+            // A request that waited here while the server was busy may have been given up by
+            // its client already (a REJ after its wall-clock wait; it has sent a new REQ).
+            self.pump()?;
+            if id.comm_id().is_none() {
+                self.forget(&id);
+                id.destroy();
+                continue;
+            }
             let rep = id.create_qp(qp.clone()).map_err(EasyError::from).and_then(|()| ready(&id, &req.private_data));
             let rep = match rep {
                 Ok(rep) => rep,
@@ -354,7 +362,15 @@ impl Cm {
                     return Err(err);
                 }
             };
-            id.accept(&ConnParam { private_data: rep, ..param.clone() })?;
+            if let Err(err) = id.accept(&ConnParam { private_data: rep, ..param.clone() }) {
+                if id.comm_id().is_none() {
+                    // Given up by the client in the meantime: take the next request.
+                    self.forget(&id);
+                    id.destroy();
+                    continue;
+                }
+                return Err(err.into());
+            }
             let left = timeout.saturating_sub(start.elapsed());
             let e = self.wait("ESTABLISHED after the REP", left, |e| {
                 e.id == id

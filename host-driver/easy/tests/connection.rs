@@ -239,3 +239,52 @@ fn a_peer_disconnect_ends_the_other_sides_waits() {
     srv.join().unwrap().unwrap();
     h.stop().unwrap();
 }
+
+/// A server busy elsewhere while a second client connects: the client's REQs go unanswered,
+/// so it gives each one up after its wall-clock wait (a REJ) and sends a new one, and the
+/// server's CM queues every request and every REJ meanwhile. When the server accepts, it
+/// skips the requests their client gave up and connects the live one; both connections of the
+/// client's context (one QP1) then carry data.
+#[test]
+fn a_busy_server_skips_requests_their_client_gave_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = server(dir.path());
+    let (tx, rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let d1 = dev(dir.path(), 1);
+    let srv = thread::spawn(move || -> rnic_easy::Result<u64> {
+        let l = listen(&d1, "0.0.0.0:0", opts(0))?;
+        tx.send(l.local_addr()?).unwrap();
+        let mut c1 = l.accept()?;
+        assert_eq!(c1.recv()?, b"one");
+        // Busy for 2.5 s, running the CM (it queues the second client's REQs and REJs).
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(2500) {
+            l.cm().pump()?;
+            thread::sleep(Duration::from_millis(2));
+        }
+        let mut c2 = l.accept()?;
+        assert_eq!(c2.recv()?, b"two");
+        c1.send(b"bye 1")?;
+        c2.send(b"bye 2")?;
+        let reqs = l.cm().channel().stats()?.0.received;
+        done_rx.recv().unwrap();
+        Ok(reqs)
+    });
+    let addr = rx.recv().unwrap();
+    let mut c1 = connect(&dev(dir.path(), 0), addr, opts(0)).unwrap();
+    c1.send(b"one").unwrap();
+    let t = Instant::now();
+    let quick = Options { timeout: Duration::from_secs(20), ..opts(0) };
+    let mut c2 = connect_on_context(&c1.context().clone(), addr, quick).unwrap();
+    assert!(t.elapsed() >= Duration::from_secs(1), "the second connect waited for the busy server");
+    c2.send(b"two").unwrap();
+    assert_eq!(c1.recv().unwrap(), b"bye 1");
+    assert_eq!(c2.recv().unwrap(), b"bye 2");
+    drop((c1, c2));
+    done_tx.send(()).unwrap();
+    let received = srv.join().unwrap().unwrap();
+    // c1: REQ, RTU; c2: at least two given-up REQs with their REJs, the live REQ and its RTU.
+    assert!(received >= 2 + 6, "the server's CM saw the retries: {received} MADs");
+    h.stop().unwrap();
+}
