@@ -299,7 +299,9 @@ impl Parts {
 /// with the buffers the easy calls need, all released when it is dropped (`krdma_release`:
 /// the id is destroyed, which sends a DREQ to a still connected peer and destroys the QP;
 /// then the MRs are deregistered, the CQs and the PD freed). [`close`](Self::close)
-/// disconnects first and waits for the peer's answer.
+/// disconnects first and waits for the peer's answer; prefer it when this is the context's
+/// last connection, since dropping that one also drops the port's CM (its QP1) right after
+/// posting the DREQ, which may then never leave the NIC.
 ///
 /// What it holds: a PD; a send CQ and a receive CQ; a send buffer of `msg_size` bytes;
 /// `recv_depth` receive buffers of `msg_size` bytes, all posted; with `rw_size` > 0 an
