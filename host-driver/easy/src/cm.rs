@@ -312,6 +312,7 @@ impl Cm {
                 }
                 Err(e) => {
                     self.forget(&id);
+                    id.destroy();
                     return Err(e);
                 }
             }
