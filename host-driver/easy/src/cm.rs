@@ -337,7 +337,28 @@ impl Cm {
         qp: &QpBuilder,
         param: &ConnParam,
         timeout: Duration,
+        ready: impl FnMut(&RdmaCmId<'static>, &[u8]) -> Result<Vec<u8>>,
+    ) -> Result<(RdmaCmId<'static>, Vec<u8>)> {
+        self.accept_qp_with(listener, qp, param, timeout, ready, || Ok(false))
+    }
+
+    /// As [`accept_qp`](Self::accept_qp), covering a lost RTU: while it waits for
+    /// `ESTABLISHED`, `first_receive` is asked whether the QP has received (e.g. a receive
+    /// completion the caller polled and keeps); if so the client is in RTS, and
+    /// `rdma_notify(IBV_EVENT_COMM_EST)` establishes the connection at once (IBTA Vol 1
+    /// 12.9.7.1), instead of after the REP's resend, which rdma_cm times in seconds of device
+    /// time.
+    ///
+    /// # Errors
+    /// As [`accept_qp`](Self::accept_qp); `first_receive`'s.
+    pub fn accept_qp_with(
+        &self,
+        listener: &RdmaCmId<'static>,
+        qp: &QpBuilder,
+        param: &ConnParam,
+        timeout: Duration,
         mut ready: impl FnMut(&RdmaCmId<'static>, &[u8]) -> Result<Vec<u8>>,
+        mut first_receive: impl FnMut() -> Result<bool>,
     ) -> Result<(RdmaCmId<'static>, Vec<u8>)> {
         let start = Instant::now();
         loop {
@@ -372,8 +393,7 @@ impl Cm {
                 }
                 return Err(err.into());
             }
-            let left = timeout.saturating_sub(start.elapsed());
-            let e = self.wait("ESTABLISHED after the REP", left, |e| {
+            let answered = |e: &Event| {
                 e.id == id
                     && matches!(
                         e.event,
@@ -382,7 +402,24 @@ impl Cm {
                             | CmEventType::Unreachable
                             | CmEventType::Disconnected
                     )
-            })?;
+            };
+            let mut notified = false;
+            let e = loop {
+                self.pump()?;
+                if let Some(e) = self.take(answered) {
+                    break e;
+                }
+                if !notified && first_receive()? {
+                    // The RTU is lost or late, but the client sends: it has the REP.
+                    id.notify(rnic::AsyncEventType::CommEst)?;
+                    notified = true;
+                    continue;
+                }
+                if start.elapsed() >= timeout {
+                    return Err(EasyError::TimedOut { op: "ESTABLISHED after the REP", after: timeout });
+                }
+                self.ctx.device().poll_progress();
+            };
             if e.event == CmEventType::Established {
                 return Ok((id, req.private_data));
             }

@@ -160,14 +160,31 @@ impl Listener {
         let mine = parts.advert(&self.opts);
         let param = self.opts.conn_param(&mine);
         let mut peer = None;
-        let (id, _) =
-            self.cm.accept_qp(&self.id, &parts.builder(&self.opts), &param, self.opts.timeout, |id, pdata| {
+        // A receive completion polled while waiting for the RTU (a lost RTU) is kept for the
+        // first recv.
+        let early = std::cell::RefCell::new(Vec::new());
+        let (id, _) = self.cm.accept_qp_with(
+            &self.id,
+            &parts.builder(&self.opts),
+            &param,
+            self.opts.timeout,
+            |id, pdata| {
                 peer = Some(Advert::decode(pdata)?);
                 parts.post_receives(id, &self.opts)?;
                 Ok(mine.encode())
-            })?;
+            },
+            || {
+                let mut wc = [WorkCompletion::default(); 1];
+                if parts.recv_cq.poll(&mut wc)? == 1 {
+                    early.borrow_mut().push(wc[0]);
+                }
+                Ok(!early.borrow().is_empty())
+            },
+        )?;
         let peer = peer.ok_or_else(|| EasyError::Protocol("no advertisement from the client".into()))?;
-        Connection::new(&self.cm, id, parts, peer, self.opts)
+        let c = Connection::new(&self.cm, id, parts, peer, self.opts)?;
+        c.early.borrow_mut().extend(early.into_inner());
+        Ok(c)
     }
 }
 
@@ -329,6 +346,8 @@ pub struct Connection {
     next_wr_id: u64,
     /// When the CM reported `DISCONNECTED` for the id.
     disconnected: Cell<Option<Instant>>,
+    /// Receive completions polled by `accept` before the connection was established.
+    early: std::cell::RefCell<std::collections::VecDeque<WorkCompletion>>,
     last_pump: Cell<Instant>,
 }
 
@@ -381,6 +400,7 @@ impl Connection {
             opts,
             next_wr_id: 1 << 32,
             disconnected: Cell::new(None),
+            early: Default::default(),
             last_pump: Cell::new(Instant::now()),
         })
     }
@@ -465,8 +485,12 @@ impl Connection {
         let start = Instant::now();
         let mut wc = [WorkCompletion::default(); 1];
         loop {
-            if cq.poll(&mut wc)? == 1 {
-                let w = wc[0];
+            let early = if recv { self.early.borrow_mut().pop_front() } else { None };
+            let got = match early {
+                Some(w) => Some(w),
+                None => (cq.poll(&mut wc)? == 1).then_some(wc[0]),
+            };
+            if let Some(w) = got {
                 if !w.status.is_success() {
                     // A flush after the peer's DREQ moved the QP to ERR is the disconnect.
                     if w.status == WcStatus::WrFlushErr {

@@ -288,3 +288,45 @@ fn a_busy_server_skips_requests_their_client_gave_up() {
     assert!(received >= 2 + 6, "the server's CM saw the retries: {received} MADs");
     h.stop().unwrap();
 }
+
+/// The link loses the client's RTU (NIC 0's second frame, after the REQ): rdma_cm's timing
+/// would resend the REP only after 4.8 s of device time, hours of wall time here. The server's
+/// `accept` sees the client's first SEND complete on its QP, which proves the client has the
+/// REP; it calls `rdma_notify(IBV_EVENT_COMM_EST)`, is established at once with nothing
+/// resent, and that message is the first its `recv` returns.
+#[test]
+fn a_lost_rtu_is_covered_by_the_first_receive() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = rnic_sim::FaultConfig { drop_frames: vec![(0, 1)], ..Default::default() };
+    let h = serve(&ServeOptions {
+        nics: 2,
+        socket_dir: dir.path().to_owned(),
+        config: rnic_sim::SimConfig { faults, ..Default::default() },
+        ..ServeOptions::default()
+    })
+    .expect("serve");
+    let (tx, rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let d1 = dev(dir.path(), 1);
+    let srv = thread::spawn(move || -> rnic_easy::Result<(u64, u64)> {
+        let l = listen(&d1, "0.0.0.0:0", Options { timeout: Duration::from_secs(30), ..opts(0) })?;
+        tx.send(l.local_addr()?).unwrap();
+        let mut c = l.accept()?;
+        assert_eq!(c.recv()?, b"first", "the receive that established the connection");
+        assert_eq!(c.recv()?, b"second");
+        c.send(b"ack")?;
+        let (e, q) = l.cm().channel().stats()?;
+        done_rx.recv().unwrap();
+        Ok((e.retransmitted, q.mads_received))
+    });
+    let addr = rx.recv().unwrap();
+    let mut c = connect(&dev(dir.path(), 0), addr, Options { timeout: Duration::from_secs(30), ..opts(0) }).unwrap();
+    c.send(b"first").unwrap();
+    c.send(b"second").unwrap();
+    assert_eq!(c.recv().unwrap(), b"ack");
+    drop(c);
+    done_tx.send(()).unwrap();
+    let (resent, received) = srv.join().unwrap().unwrap();
+    assert_eq!((resent, received), (0, 1), "only the REQ reached the server's QP1, nothing was resent");
+    h.stop().unwrap();
+}
