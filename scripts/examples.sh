@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Issue 15's example programs (host-driver/easy/examples, docs/examples.md) as users run them:
 # `rnic sim serve --nics 2` serves two simulated NICs, cabled back to back, as vfio-user
-# sockets; every server runs as one process on NIC 1 and its client as another on NIC 0, and
-# they meet over TCP on 127.0.0.1. Each run's exit codes and key output lines are checked;
+# sockets; every server runs as one process on NIC 1 (192.0.2.2) and its client as another on
+# NIC 0 (192.0.2.1). The easy-API programs (krdma_*, pool_*) meet in band through the NICs'
+# connection managers (IB CM MADs on QP1), the client connecting to 192.0.2.2; rc_pingpong and
+# rdma-core's programs meet over TCP on 127.0.0.1, as ibv_rc_pingpong does. Each run's exit
+# codes and key output lines are checked;
 # a table gives program, roles, result and a key figure. Exits 1 if any run failed.
 #
 #   scripts/examples.sh            # builds the examples (release) if needed, then runs them
@@ -47,7 +50,8 @@ done
 [ -S "$DIR/nic1.sock" ] || { echo "examples: the vfio-user sockets did not appear" >&2; exit 1; }
 NIC0="vfio-user:$DIR/nic0.sock"
 NIC1="vfio-user:$DIR/nic1.sock"
-# TCP ports of the exchanges: one per run, away from perftest's 18515.
+# Ports (CM service ports of the easy-API runs, TCP ports of the others): one per run, away
+# from perftest's 18515.
 PORT=$((20000 + $$ % 20000))
 
 ROWS=()
@@ -127,31 +131,31 @@ single rdmatest "sim, looped back, in-process" \
 
 P=$((PORT + 1))
 pair krdma_sr "$EX/krdma_sr --device $NIC1 --role server --addr 0.0.0.0:$P" \
-    "$EX/krdma_sr --device $NIC0 --role client --addr 127.0.0.1:$P" \
+    "$EX/krdma_sr --device $NIC0 --role client --addr 192.0.2.2:$P" \
     '^krdma_sr server: 20 messages of 1024 bytes received, verified and echoed$' \
     '^krdma_sr client: 20 round trips of 1024 bytes verified' \
     's/.*verified, ([0-9.]+ us per round trip).*/\1/p'
 
 P=$((PORT + 2))
 pair krdma_rw "$EX/krdma_rw --device $NIC1 --role node0 --addr 0.0.0.0:$P" \
-    "$EX/krdma_rw --device $NIC0 --role node1 --addr 127.0.0.1:$P" \
+    "$EX/krdma_rw --device $NIC0 --role node1 --addr 192.0.2.2:$P" \
     '^krdma_rw server: 16 slots of 1024 bytes written by the client verified$' \
     '^krdma_rw client: 16 WRITE\+READ pairs of 1024 bytes verified.*server verified$' \
     's/.*verified, ([0-9.]+ us per pair).*/WRITE+READ: \1/p'
 
 P=$((PORT + 3))
 pair pool_server "$EX/pool_server --device $NIC1 --addr 0.0.0.0:$P" \
-    "$EX/pool_client --device $NIC0 --addr 127.0.0.1:$P" \
-    '^client 1: doorbell \(IBV_WC_RECV_RDMA_WITH_IMM;;^pool_server: 1 client\(s\), 4 doorbells, 16384 bytes verified, 0 wrong, 6 receives reposted on the SRQ' \
+    "$EX/pool_client --device $NIC0 --addr 192.0.2.2:$P" \
+    '^client 1: doorbell \(IBV_WC_RECV_RDMA_WITH_IMM;;^pool_server: 1 client\(s\), 4 doorbells, 16384 bytes verified, 0 wrong, 6 receives reposted on the SRQ.*, 1 DISCONNECTED$' \
     '^RESP_ALLOC: slices 0\.\.3;;^RESP_FREE: freed; the server verified 16384 bytes, 0 wrong$;;^pool_client: 32 WRITEs of 512 bytes in 4 doorbells' \
     's/^pool_client: .* (4 doorbells), ([0-9]+ bytes verified).*/\1, \2/p'
 
 P=$((PORT + 4))
 pair pool_server_ev "$EX/pool_server_ev --device $NIC1 --addr 0.0.0.0:$P" \
-    "$EX/pool_client --device $NIC0 --addr 127.0.0.1:$P" \
-    '^pool_server_ev: 1 client\(s\), 4 doorbells, 16384 bytes verified, 0 wrong.* 2 send buffers freed on IBV_WC_SEND, [1-9][0-9]* completion events' \
-    '^RESP_FREE: freed; the server verified 16384 bytes, 0 wrong$' \
-    's/^pool_server_ev: .*, ([0-9]+ completion events for [0-9]+ completions)$/\1/p'
+    "$EX/pool_client --device $NIC0 --addr 192.0.2.2:$P" \
+    '^pool_server_ev: 1 client\(s\), 4 doorbells, 16384 bytes verified, 0 wrong.* 2 send buffers freed on IBV_WC_SEND, [1-9][0-9]* completion events for [0-9]+ completions, 1 DISCONNECTED from [1-9][0-9]* CM fd wakeups$;;^client 1: DISCONNECTED \(RDMA_CM_EVENT_DISCONNECTED\)$' \
+    '^connected \(CM\) in [0-9]+ cycles;;^RESP_FREE: freed; the server verified 16384 bytes, 0 wrong$;;^DISCONNECTED \(the server.s DREP\)$' \
+    's/^pool_server_ev: .*, ([0-9]+ completion events for [0-9]+ completions), (1 DISCONNECTED) from [0-9]+ CM fd wakeups$/\1; \2 on the CM fd/p'
 
 P=$((PORT + 5))
 pair rc_pingpong "$EX/rc_pingpong --device $NIC1 -p $P" \

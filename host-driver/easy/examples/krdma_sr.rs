@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! krdma_sr --device vfio-user:D/nic1.sock --role server
-//! krdma_sr --device vfio-user:D/nic0.sock --role client --addr 127.0.0.1:7471
+//! krdma_sr --device vfio-user:D/nic0.sock --role client --addr 192.0.2.2:7471
 //! ```
 use std::process::ExitCode;
 

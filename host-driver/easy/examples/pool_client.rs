@@ -4,20 +4,24 @@
 //! with one doorbell per post list — where the last WRITE of each batch is a signaled
 //! RDMA WRITE WITH IMMEDIATE (the doorbell: the server gets `IBV_WC_RECV_RDMA_WITH_IMM` and
 //! checks the batch), then frees the run (`REQ_FREE`) and checks the server's count of
-//! verified bytes in `RESP_FREE`.
+//! verified bytes in `RESP_FREE`, and disconnects (`rdma_disconnect`: the server sees
+//! `RDMA_CM_EVENT_DISCONNECTED`). It connects through the CM (`rnic_easy::Cm::connect_qp`:
+//! `rdma_resolve_addr`, `rdma_resolve_route`, `rdma_create_qp`, `rdma_connect`; the REQ and
+//! REP travel on QP1).
 //!
 //! ```text
 //! pool_server --device vfio-user:D/nic1.sock
-//! pool_client --device vfio-user:D/nic0.sock --addr 127.0.0.1:7472
+//! pool_client --device vfio-user:D/nic0.sock --addr 192.0.2.2:7472
 //! ```
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use rnic::{AccessFlags, ConnectOptions, PortAddr, QueuePair, RecvWr, SendWr, WcOpcode, WrOpcode};
-use rnic_easy::exchange::{Channel, Hello, PROTOCOL_VERSION, READY};
+use rnic::cm::{CmEventType, ConnParam};
+use rnic::{AccessFlags, PortAddr, QueuePair, RecvWr, SendWr, WcOpcode, WrOpcode};
+use rnic_easy::cm::ipv4_of;
 use rnic_easy::pool::{doorbell_imm, stream_byte, Msg, MSG_BYTES};
-use rnic_easy::{parse_device, poll_one, OwnedMr};
+use rnic_easy::{parse_device, poll_one, Advert, Cm, EasyError, OwnedMr};
 
 /// pool_client: REQ_ALLOC, an unsignaled WRITE stream with WRITE_WITH_IMM doorbells, REQ_FREE.
 #[derive(Parser, Debug)]
@@ -26,8 +30,9 @@ struct Args {
     /// The NIC (`sim`, `vfio-user:PATH` of `rnic sim serve`, `vfio:BDF`).
     #[arg(long, env = "RNIC_DEVICE", value_parser = parse_device)]
     device: String,
-    /// The server's TCP address.
-    #[arg(long, default_value = "127.0.0.1:7472")]
+    /// The server's CM address: its NIC's IPv4 address (NIC 1 of `rnic sim serve`: 192.0.2.2)
+    /// and port.
+    #[arg(long, default_value = "192.0.2.2:7472")]
     addr: String,
     /// RDMA WRITEs in the stream (1..=4096).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -58,28 +63,33 @@ fn run(a: &Args) -> Result<String, String> {
     let ctl_recv = OwnedMr::new(&pd, 2 * MSG_BYTES, AccessFlags::LOCAL_WRITE).map_err(e)?;
     let send_cq = ctx.create_cq(every + 4).map_err(e)?;
     let recv_cq = ctx.create_cq(4).map_err(e)?;
-    let mut qp: QueuePair<'static> = pd
-        .create_qp(&send_cq)
-        .set_recv_cq(&recv_cq)
-        .set_max_send_wr(every as u32 + 2)
-        .set_max_recv_wr(2)
-        .build()
+    let builder = pd.create_qp(&send_cq).set_recv_cq(&recv_cq).set_max_send_wr(every as u32 + 2).set_max_recv_wr(2);
+    let cm = Cm::for_context(&ctx).map_err(e)?;
+    let dst = ipv4_of(a.addr.as_str()).map_err(e)?;
+    let param = ConnParam::with_private_data(&Advert { msg_size: MSG_BYTES as u64, buffer: None }.encode());
+    let t_connect = std::time::Instant::now();
+    let c0 = ctx.device().now_cycles();
+    // The receives are posted while the QP is in INIT, before the REQ goes out.
+    let (id, rep) = cm
+        .connect_qp(dst, &builder, &param, timeout, |id| {
+            let mut qp = id.qp().ok_or_else(|| EasyError::Protocol("the QP is borrowed".into()))?;
+            for slot in 0..2 {
+                let at = slot * MSG_BYTES;
+                qp.post_recv_one(RecvWr::new(slot as u64, ctl_recv.sge(at..at + MSG_BYTES)?))?;
+            }
+            Ok(())
+        })
         .map_err(e)?;
-    let stream = rnic_easy::tcp_connect(&a.addr, timeout).map_err(e)?;
-    let mut chan = Channel::new(stream, true).map_err(e)?;
-    let mine = Hello { version: PROTOCOL_VERSION, endpoint: qp.endpoint().map_err(e)?, msg_size: MSG_BYTES as u64 };
-    let peer = chan.hello(&mine).map_err(e)?;
-    qp.connect_with(&peer.endpoint, &ConnectOptions::default()).map_err(e)?;
-    for slot in 0..2 {
-        let at = slot * MSG_BYTES;
-        qp.post_recv_one(RecvWr::new(slot as u64, ctl_recv.sge(at..at + MSG_BYTES).map_err(e)?)).map_err(e)?;
-    }
-    chan.barrier(READY).map_err(e)?;
+    Advert::decode(&rep).map_err(e)?;
+    let mut qp: std::cell::RefMut<'_, QueuePair<'static>> = id.qp().ok_or("the QP is borrowed")?;
+    let peer = qp.query_qp();
     println!(
-        "connected: local QPN {:#08x}, remote QPN {:#08x} at {}",
+        "connected (CM) in {} cycles, {:.0} ms wall: local QPN {:#08x}, remote QPN {:#08x} at {}",
+        ctx.device().now_cycles() - c0,
+        t_connect.elapsed().as_secs_f64() * 1e3,
         qp.qp_num(),
-        peer.endpoint.qpn,
-        peer.endpoint.ip
+        peer.dest_qp_num,
+        peer.ah_attr.dest_ip
     );
 
     // One control round trip: SEND a request, wait for its IBV_WC_SEND, then the response.
@@ -153,8 +163,20 @@ fn run(a: &Args) -> Result<String, String> {
         "RESP_FREE: {}; the server verified {verified} bytes, {bad} wrong",
         if ok { "freed" } else { "NOT freed" }
     );
-    // The server's last barrier comes after RESP_FREE's ACK reached it.
-    chan.barrier(b'D').map_err(e)?;
+    // rdma_disconnect: the server's DISCONNECTED; ours on its DREP (the DREQ has left before
+    // this process does, and RESP_FREE's ACK before the DREQ).
+    drop(qp);
+    id.disconnect().map_err(e)?;
+    let disc = cm.wait("DISCONNECTED", Duration::from_secs(5).min(timeout), |ev| {
+        ev.id == id && ev.event == CmEventType::Disconnected
+    });
+    println!(
+        "{}",
+        match disc {
+            Ok(_) => "DISCONNECTED (the server's DREP)".to_string(),
+            Err(x) => format!("no DREP from the server: {x}"),
+        }
+    );
     if !ok || bad != 0 || verified != total as u64 {
         return Err(format!("the server verified {verified} of {total} bytes ({bad} wrong, freed {ok})"));
     }

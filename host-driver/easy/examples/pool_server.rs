@@ -2,7 +2,9 @@
 //! polling (`ibv_poll_cq` in a loop). It lends slices of one registered region to clients
 //! (`REQ_ALLOC` / `RESP_ALLOC` over SEND / RECV, a bitmap of slices), receives on an SRQ whose
 //! receives it reposts, and on every `IBV_WC_RECV_RDMA_WITH_IMM` (a client's doorbell) reads
-//! and checks the batch the client wrote. See docs/examples.md for the walk-through.
+//! and checks the batch the client wrote. Clients connect through the CM (in band, on QP1);
+//! the loop runs the CM every millisecond to see their `DISCONNECTED`. See docs/examples.md
+//! for the walk-through.
 //!
 //! ```text
 //! pool_server --device vfio-user:D/nic1.sock
@@ -28,8 +30,8 @@ fn main() -> ExitCode {
     match pool_srv::run(&a.server, false) {
         Ok(t) => {
             println!(
-                "pool_server: {} client(s), {} doorbells, {} bytes verified, {} wrong, {} receives reposted on the SRQ, {} send buffers freed on IBV_WC_SEND",
-                t.clients, t.doorbells, t.verified, t.bad, t.reposted, t.sends_freed
+                "pool_server: {} client(s), {} doorbells, {} bytes verified, {} wrong, {} receives reposted on the SRQ, {} send buffers freed on IBV_WC_SEND, {} DISCONNECTED",
+                t.clients, t.doorbells, t.verified, t.bad, t.reposted, t.sends_freed, t.disconnects
             );
             if t.bad == 0 && t.doorbells > 0 {
                 ExitCode::SUCCESS

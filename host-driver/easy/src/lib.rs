@@ -5,7 +5,7 @@
 //! ```no_run
 //! # fn main() -> rnic_easy::Result<()> {
 //! use rnic_easy::{connect, listen, Options};
-//! // Process 1, on NIC 1 of `rnic sim serve --nics 2 --socket-dir /tmp/d`:
+//! // Process 1, on NIC 1 of `rnic sim serve --nics 2 --socket-dir /tmp/d` (192.0.2.2):
 //! let l = listen("vfio-user:/tmp/d/nic1.sock", "0.0.0.0:7471", Options::default())?;
 //! let mut c = l.accept()?;
 //! let msg = c.recv()?; // a buffer, its receive reposted for you
@@ -13,32 +13,43 @@
 //! # Ok(()) }
 //! # fn client() -> rnic_easy::Result<()> {
 //! # use rnic_easy::{connect, Options};
-//! // Process 2, on NIC 0:
-//! let mut c = connect("vfio-user:/tmp/d/nic0.sock", "127.0.0.1:7471", Options::default())?;
+//! // Process 2, on NIC 0 (192.0.2.1), connecting to NIC 1's address:
+//! let mut c = connect("vfio-user:/tmp/d/nic0.sock", "192.0.2.2:7471", Options::default())?;
 //! c.send(b"hello")?;
 //! assert_eq!(c.recv()?, b"hello");
+//! c.close()?; // DISCONNECTED on both sides
 //! # Ok(()) }
 //! ```
 //!
-//! **How two sides meet.** rnic has no connection manager yet (no librdmacm `rdma_cm` and no
-//! UD QP1 for its MADs): [`connect`] and [`Listener::accept`] exchange the QP attributes
-//! (QPN, first PSN, port MAC and IPv4 address, the advertised buffer's address, rkey and
-//! length, the receive buffer size) as one JSON line each way over a TCP socket
-//! ([`exchange`]), as `ibv_rc_pingpong` and perftest do, and then each side takes its QP
-//! RESET→INIT→RTR→RTS (`ibv_modify_qp(3)`). The CM is the intended replacement for the TCP
-//! exchange; the calls of this crate will keep their shape when it lands.
+//! **How two sides meet.** In band, through the port's connection manager (`rnic::cm`,
+//! docs/cm.md): [`listen`] is `rdma_bind_addr` + `rdma_listen` on the port's CM,
+//! [`connect`] is `rdma_resolve_addr` + `rdma_resolve_route` + `rdma_create_qp` +
+//! `rdma_connect`, and [`Listener::accept`] is `rdma_get_request` + `rdma_create_qp` +
+//! `rdma_accept`; the REQ, REP and RTU travel as IB CM MADs on QP1 of the two NICs, and the CM
+//! moves both QPs to RTS. What the CM does not carry itself (the receive buffer size and the
+//! buffer advertised for the peer's RDMA READ / WRITE: address, rkey, length) rides in the
+//! private data of the REQ and the REP ([`cm::Advert`]). Every receive is posted before the
+//! REQ or REP goes out, so either side may send as soon as it is connected. The address to
+//! connect to is the server NIC's IPv4 address and the listening port; the peer's MAC comes
+//! from the CM's neighbor table (on a simulated NIC the simulator's rule,
+//! `02:00:00:00:00:<last octet>`).
+//!
+//! Nothing runs behind the caller: the CM moves while a call of this crate waits
+//! ([`cm::Cm::pump`], which also answers the peer's disconnect), so a peer's `close` or drop
+//! ends this side's wait with [`EasyError::Disconnected`].
 //!
 //! Every call maps to ibverbs calls, named in its documentation; sizes are in bytes, timeouts in
 //! wall time. Errors are [`EasyError`]. Everything a connection holds is released when it is
 //! dropped (QP first, then its memory regions, CQs and PD).
 #![warn(missing_docs)]
 
+pub mod cm;
 pub mod conn;
 pub mod error;
-pub mod exchange;
 pub mod pool;
 pub mod region;
 
+pub use cm::{Advert, Cm};
 pub use conn::{connect, connect_on_context, listen, open, tcp_connect, Connection, Listener, Options};
 pub use error::{EasyError, Result};
 pub use region::OwnedMr;
@@ -55,7 +66,7 @@ pub fn parse_device(s: &str) -> std::result::Result<String, String> {
 /// The MAC of a simulated port from its IPv4 address (`rnic::PortAddr::for_sim_nic`'s rule,
 /// `02:00:00:00:00:<last octet>`): how a program that learned only the peer's GID (as
 /// `ibv_rc_pingpong` does) addresses its frames, because rnic resolves no addresses (no ARP)
-/// yet. `rnic perf --device` uses the same rule.
+/// yet. `rnic perf --device` and the CM's neighbor table on a simulated NIC use the same rule.
 pub fn sim_mac_of(ip: std::net::Ipv4Addr) -> rnic::MacAddr {
     rnic::PortAddr::sim_mac_of(ip)
 }

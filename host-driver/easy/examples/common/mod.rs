@@ -24,8 +24,9 @@ pub struct Side {
     /// server (node0) or client (node1).
     #[arg(long, value_enum)]
     pub role: Role,
-    /// TCP address of the connection exchange: the server listens on it (default
-    /// 0.0.0.0:7471), the client connects to it (default 127.0.0.1:7471).
+    /// The CM address: the server listens on it (default 0.0.0.0:7471, i.e. its port's own
+    /// IPv4 address), the client connects to it (default 192.0.2.2:7471: NIC 1 of `rnic sim
+    /// serve`, the server's NIC).
     #[arg(long)]
     pub addr: Option<String>,
 }
@@ -35,7 +36,7 @@ impl Side {
     pub fn addr(&self) -> String {
         self.addr.clone().unwrap_or_else(|| match self.role {
             Role::Server => "0.0.0.0:7471".into(),
-            Role::Client => "127.0.0.1:7471".into(),
+            Role::Client => "192.0.2.2:7471".into(),
         })
     }
 }

@@ -1,17 +1,17 @@
 //! The server side of the pool + doorbell demo, shared by `pool_server` (busy polling) and
-//! `pool_server_ev` (a completion channel in a poll(2) loop). See docs/examples.md.
-use std::net::TcpListener;
-use std::os::fd::AsRawFd;
+//! `pool_server_ev` (a completion channel and the CM event channel in one poll(2) loop). See
+//! docs/examples.md.
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use rnic::cm::{CmEventType, ConnParam, RdmaCmId};
 use rnic::{
-    AccessFlags, CompletionChannel, CompletionQueue, ConnectOptions, Context, PortAddr, QueuePair, RecvWr, SendWr,
-    SharedReceiveQueue, WcOpcode, WorkCompletion,
+    AccessFlags, CompletionChannel, CompletionQueue, PortAddr, RecvWr, SendWr, SharedReceiveQueue, WcOpcode, WcStatus,
+    WorkCompletion,
 };
-use rnic_easy::exchange::{Channel, Hello, PROTOCOL_VERSION, READY};
+use rnic_easy::cm::ipv4_of;
 use rnic_easy::pool::{doorbell_fields, stream_byte, Msg, SlicePool, MSG_BYTES};
-use rnic_easy::{parse_device, OwnedMr};
+use rnic_easy::{parse_device, Advert, Cm, OwnedMr};
 
 /// The server's options.
 #[derive(Args, Debug, Clone)]
@@ -19,7 +19,7 @@ pub struct ServerArgs {
     /// The NIC (`sim`, `vfio-user:PATH` of `rnic sim serve`, `vfio:BDF`).
     #[arg(long, env = "RNIC_DEVICE", value_parser = parse_device)]
     pub device: String,
-    /// TCP address to listen on for the connection exchange.
+    /// The CM address to listen on (0.0.0.0 or the port's IPv4 address, and a port).
     #[arg(long, default_value = "0.0.0.0:7472")]
     pub addr: String,
     /// Slices in the pool (1..=64).
@@ -44,9 +44,9 @@ pub struct ServerArgs {
 pub enum Waiter {
     /// `ibv_poll_cq` in a loop.
     Poll,
-    /// `ibv_req_notify_cq` + poll(2) on the channel's fd (and on the exchange socket, which
-    /// stands in for the CM event channel's fd until the CM exists) + `ibv_get_cq_event` +
-    /// `ibv_ack_cq_events`.
+    /// `ibv_req_notify_cq` + poll(2) on the completion channel's fd and the CM event
+    /// channel's fd + `ibv_get_cq_event` + `ibv_ack_cq_events`; `RDMA_CM_EVENT_DISCONNECTED`
+    /// comes through the CM fd.
     Events(CompletionChannel),
 }
 
@@ -61,10 +61,15 @@ pub struct Totals {
     pub events: u64,
     pub completions: u64,
     pub sends_freed: u64,
+    /// Times poll(2) found the CM event channel's fd readable.
+    pub cm_fd_wakeups: u64,
+    /// `RDMA_CM_EVENT_DISCONNECTED`s taken.
+    pub disconnects: u64,
 }
 
-/// The byte of the last TCP barrier, after RESP_FREE.
-pub const DONE: u8 = b'D';
+/// The longest poll(2) wait of `pool_server_ev`, ms: the CM's fd does not wake for MADs
+/// arriving on QP1, so the loop runs the CM (`process`) at least this often.
+const POLL_MS: i32 = 2;
 
 /// Send slots for responses; freed on their IBV_WC_SEND by wr_id.
 const SEND_SLOTS: usize = 4;
@@ -90,6 +95,8 @@ struct Server<'a> {
     free_sends: Vec<usize>,
     totals: Totals,
     armed: bool,
+    cm: std::rc::Rc<Cm>,
+    last_pump: Instant,
 }
 
 fn e<E: std::fmt::Display>(x: E) -> String {
@@ -97,8 +104,9 @@ fn e<E: std::fmt::Display>(x: E) -> String {
 }
 
 impl Server<'_> {
-    /// Waits for completions into `wcs`; returns how many.
-    fn next(&mut self, wcs: &mut [WorkCompletion], tcp: &std::net::TcpStream) -> Result<usize, String> {
+    /// Waits for completions into `wcs`, or for the client's `DISCONNECTED` (then returns 0,
+    /// once the CQ is polled empty).
+    fn next(&mut self, wcs: &mut [WorkCompletion], id: &RdmaCmId<'static>, gone: &mut bool) -> Result<usize, String> {
         let start = Instant::now();
         let limit = Duration::from_secs(self.args.timeout_secs);
         loop {
@@ -107,51 +115,70 @@ impl Server<'_> {
                 self.totals.completions += n as u64;
                 return Ok(n);
             }
+            if *gone {
+                return Ok(0);
+            }
             if start.elapsed() > limit {
                 return Err(format!("no completion within {limit:?}"));
             }
-            if let Waiter::Events(ch) = &self.waiter {
-                if !self.armed {
-                    // The CQ is polled empty: arm it, then poll once more before sleeping (a
-                    // completion that landed between the poll and the arm is caught by that
-                    // poll; rnic's arm also fires at once for a CQE still unpolled).
-                    self.cq.req_notify(false).map_err(e)?;
-                    self.armed = true;
-                    continue;
-                }
-                let mut fds = [
-                    libc::pollfd { fd: ch.fd(), events: libc::POLLIN, revents: 0 },
-                    libc::pollfd { fd: tcp.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                ];
-                // SAFETY: poll(2) on two valid descriptors owned by this process.
-                let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, 1000) };
-                if r < 0 {
-                    return Err(format!("poll: {}", std::io::Error::last_os_error()));
-                }
-                if fds[1].revents != 0 {
-                    let mut b = [0u8; 1];
-                    if tcp.peek(&mut b).map_err(e)? == 0 {
-                        return Err(
-                            "the client closed its exchange socket (DISCONNECTED) before freeing its slices".into()
-                        );
+            match &self.waiter {
+                Waiter::Poll => {
+                    if self.last_pump.elapsed() >= Duration::from_millis(1) {
+                        self.last_pump = Instant::now();
+                        self.cm.pump().map_err(e)?;
+                        *gone |= Self::took_disconnect(&self.cm, &mut self.totals, id);
                     }
                 }
-                if fds[0].revents & libc::POLLIN != 0 {
-                    if let Some(cq) = ch.get_cq_event_timeout(Duration::ZERO).map_err(e)? {
-                        cq.ack_cq_events(1);
-                        self.totals.events += 1;
-                        self.armed = false;
+                Waiter::Events(ch) => {
+                    if !self.armed {
+                        // The CQ is polled empty: arm it, then poll once more before sleeping (a
+                        // completion that landed between the poll and the arm is caught by that
+                        // poll; rnic's arm also fires at once for a CQE still unpolled).
+                        self.cq.req_notify(false).map_err(e)?;
+                        self.armed = true;
+                        continue;
+                    }
+                    // The CM moves only when run; its fd then shows the events it queued.
+                    self.cm.process().map_err(e)?;
+                    let mut fds = [
+                        libc::pollfd { fd: ch.fd(), events: libc::POLLIN, revents: 0 },
+                        libc::pollfd { fd: self.cm.fd(), events: libc::POLLIN, revents: 0 },
+                    ];
+                    // SAFETY: poll(2) on two valid descriptors owned by this process.
+                    let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, POLL_MS) };
+                    if r < 0 {
+                        return Err(format!("poll: {}", std::io::Error::last_os_error()));
+                    }
+                    if fds[1].revents & libc::POLLIN != 0 {
+                        self.totals.cm_fd_wakeups += 1;
+                        self.cm.drain();
+                        *gone |= Self::took_disconnect(&self.cm, &mut self.totals, id);
+                    }
+                    if fds[0].revents & libc::POLLIN != 0 {
+                        if let Some(cq) = ch.get_cq_event_timeout(Duration::ZERO).map_err(e)? {
+                            cq.ack_cq_events(1);
+                            self.totals.events += 1;
+                            self.armed = false;
+                        }
                     }
                 }
             }
         }
     }
 
-    fn respond(&mut self, qp: &mut QueuePair<'static>, m: Msg) -> Result<u64, String> {
+    fn took_disconnect(cm: &Cm, totals: &mut Totals, id: &RdmaCmId<'static>) -> bool {
+        let took = cm.take_for(id, &[CmEventType::Disconnected]).is_some();
+        totals.disconnects += u64::from(took);
+        took
+    }
+
+    fn respond(&mut self, id: &RdmaCmId<'static>, m: Msg) -> Result<u64, String> {
         let slot = self.free_sends.pop().ok_or("no free send buffer (responses not completing)")?;
         let at = slot * MSG_BYTES;
         self.send_mr.write_at(at, &m.encode()).map_err(e)?;
-        qp.post_send_one(SendWr::send(slot as u64, self.send_mr.sge(at..at + MSG_BYTES).map_err(e)?).signaled(true))
+        id.qp()
+            .ok_or("the QP is borrowed")?
+            .post_send_one(SendWr::send(slot as u64, self.send_mr.sge(at..at + MSG_BYTES).map_err(e)?).signaled(true))
             .map_err(e)?;
         Ok(slot as u64)
     }
@@ -185,34 +212,63 @@ impl Server<'_> {
     fn client(
         &mut self,
         k: u32,
-        ctx: &Context,
+        listener: &RdmaCmId<'static>,
         srq: &SharedReceiveQueue<'static>,
-        l: &TcpListener,
     ) -> Result<(), String> {
         let pd = self.pool_mr.pd().clone();
-        let mut qp: QueuePair<'static> =
-            pd.create_qp(&self.cq).set_srq(srq).set_max_send_wr(SEND_SLOTS as u32).build().map_err(e)?;
-        let (stream, peer_addr) = l.accept().map_err(e)?;
-        let tcp = stream.try_clone().map_err(e)?;
-        let mut chan = Channel::new(stream, false).map_err(e)?;
-        let mine = Hello { version: PROTOCOL_VERSION, endpoint: qp.endpoint().map_err(e)?, msg_size: MSG_BYTES as u64 };
-        let peer = chan.hello(&mine).map_err(e)?;
-        let opts = ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..ConnectOptions::default() };
-        qp.connect_with(&peer.endpoint, &opts).map_err(e)?;
-        chan.barrier(READY).map_err(e)?;
+        let qp = pd.create_qp(&self.cq).set_srq(srq).set_max_send_wr(SEND_SLOTS as u32);
+        let limit = Duration::from_secs(self.args.timeout_secs);
+        let mine = Advert { msg_size: MSG_BYTES as u64, buffer: None }.encode();
+        // rdma_get_request + rdma_create_qp + rdma_accept (the REP carries our advertisement),
+        // then ESTABLISHED on the RTU.
+        let (id, _) = self
+            .cm
+            .clone()
+            .accept_qp(listener, &qp, &ConnParam::default(), limit, |_, pdata| {
+                Advert::decode(pdata)?;
+                Ok(mine.clone())
+            })
+            .map_err(e)?;
+        let (peer_qpn, peer_ip) = {
+            let q = id.qp().ok_or("the QP is borrowed")?;
+            let a = q.query_qp();
+            (a.dest_qp_num, a.ah_attr.dest_ip)
+        };
         println!(
-            "client {k}: {peer_addr} connected, local QPN {:#08x}, remote QPN {:#08x} at {}",
-            qp.qp_num(),
-            peer.endpoint.qpn,
-            peer.endpoint.ip
+            "client {k}: {} connected (CM), local QPN {:#08x}, remote QPN {:#08x} at {peer_ip}",
+            id.remote_addr().map_or("?".into(), |a| a.to_string()),
+            id.qp_num().unwrap_or(0),
+            peer_qpn,
         );
-        let _ = ctx;
+        let r = self.serve(k, &id, srq);
+        self.cm.forget(&id);
+        id.destroy();
+        r
+    }
+
+    fn serve(&mut self, k: u32, id: &RdmaCmId<'static>, srq: &SharedReceiveQueue<'static>) -> Result<(), String> {
         let mut alloc: Option<Alloc> = None;
         let mut last_send: Option<u64> = None;
+        let mut freed = false;
+        let mut gone = false;
         let mut wcs = [WorkCompletion::default(); 8];
         loop {
-            let n = self.next(&mut wcs, &tcp)?;
+            let n = self.next(&mut wcs, id, &mut gone)?;
+            if n == 0 {
+                // DISCONNECTED, and the CQ is empty.
+                if !freed {
+                    return Err(format!(
+                        "client {k} disconnected (RDMA_CM_EVENT_DISCONNECTED) before freeing its slices"
+                    ));
+                }
+                println!("client {k}: DISCONNECTED (RDMA_CM_EVENT_DISCONNECTED)");
+                self.totals.clients += 1;
+                return Ok(());
+            }
             for wc in wcs[..n].iter().copied() {
+                if gone && wc.status == WcStatus::WrFlushErr {
+                    continue; // the disconnect flushed the QP
+                }
                 if !wc.status.is_success() {
                     return Err(format!("completion {:?} wr_id {} failed: {}", wc.opcode, wc.wr_id, wc.status));
                 }
@@ -221,11 +277,8 @@ impl Server<'_> {
                         self.free_sends.push(wc.wr_id as usize);
                         self.totals.sends_freed += 1;
                         if last_send == Some(wc.wr_id) {
-                            // RESP_FREE is acknowledged: a last TCP barrier, so the client
-                            // leaves (and its NIC is reset) only after that ACK.
-                            chan.barrier(DONE).map_err(e)?;
-                            self.totals.clients += 1;
-                            return Ok(());
+                            // RESP_FREE is acknowledged; the client disconnects next.
+                            freed = true;
                         }
                     }
                     WcOpcode::Recv => {
@@ -259,7 +312,7 @@ impl Server<'_> {
                                         Msg::RespAlloc { ok: false, first: 0, count: 0, addr: 0, rkey: 0, len: 0 }
                                     }
                                 };
-                                self.respond(&mut qp, resp)?;
+                                self.respond(id, resp)?;
                             }
                             Msg::ReqFree { first, count } => {
                                 let ok = self.pool.release(first, count);
@@ -269,7 +322,7 @@ impl Server<'_> {
                                     first + count.max(1) - 1,
                                     if ok { "freed" } else { "refused (not allocated)" }
                                 );
-                                last_send = Some(self.respond(&mut qp, Msg::RespFree { ok, verified, bad })?);
+                                last_send = Some(self.respond(id, Msg::RespFree { ok, verified, bad })?);
                             }
                             other => return Err(format!("client {k}: unexpected {other:?}")),
                         }
@@ -321,16 +374,17 @@ pub fn run(args: &ServerArgs, events: bool) -> Result<Totals, String> {
         let at = slot * MSG_BYTES;
         srq.post_recv_one(RecvWr::new(slot as u64, recv_mr.sge(at..at + MSG_BYTES).map_err(e)?)).map_err(e)?;
     }
-    let l = TcpListener::bind(&args.addr).map_err(|x| format!("listen on {}: {x}", args.addr))?;
+    let cm = Cm::for_context(&ctx).map_err(e)?;
+    let listener = cm.listen(ipv4_of(args.addr.as_str()).map_err(e)?).map_err(e)?;
     println!(
-        "listening on {}: pool of {} slices of {} bytes (rkey {:#x}), SRQ {} of {} receives, {}",
-        args.addr,
+        "listening on {} (CM): pool of {} slices of {} bytes (rkey {:#x}), SRQ {} of {} receives, {}",
+        listener.local_addr().map_or(args.addr.clone(), |a| a.to_string()),
         args.slices,
         args.slice_size,
         pool_mr.rkey(),
         srq.srq_num(),
         depth,
-        if events { "completion channel + poll(2)" } else { "busy polling" }
+        if events { "completion channel + CM event fd in poll(2)" } else { "busy polling" }
     );
     let mut s = Server {
         args,
@@ -343,9 +397,11 @@ pub fn run(args: &ServerArgs, events: bool) -> Result<Totals, String> {
         free_sends: (0..SEND_SLOTS).rev().collect(),
         totals: Totals::default(),
         armed: false,
+        cm: cm.clone(),
+        last_pump: Instant::now(),
     };
     for k in 1..=args.clients {
-        s.client(k, &ctx, &srq, &l)?;
+        s.client(k, &listener, &srq)?;
     }
     if s.pool.free() != s.pool.slices() {
         return Err(format!("{} slices still allocated after the clients left", s.pool.slices() - s.pool.free()));
