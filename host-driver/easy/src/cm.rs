@@ -32,11 +32,15 @@ use crate::error::{EasyError, Result};
 
 /// The first wall-clock wait for an answer to a REQ before the connect is tried again with a
 /// new id; doubled on each silent attempt up to [`ATTEMPT_MAX`]. A connect takes about
-/// 1,500 NIC cycles (docs/cm.md), 25 ms of wall time at the simulator's 65 k cycles/s.
-const ATTEMPT_FIRST: Duration = Duration::from_millis(200);
-/// The longest wall-clock wait for an answer to one REQ (40 times a connect's wall time on
-/// the simulator: a REP that comes later only costs a retry, which the server absorbs).
-const ATTEMPT_MAX: Duration = Duration::from_secs(1);
+/// 1,500 NIC cycles (docs/cm.md), 25 ms of wall time at the simulator's 65 k cycles/s, but on
+/// a loaded machine (2 cores, a test binary's servers in threads beside it) the server's
+/// accept can take several hundred ms: at 200 ms a slow REP made the client give up its id,
+/// and when the REJ that told the server so was lost, the server held the old connection and
+/// refused every new REQ from the same QPN as stale.
+const ATTEMPT_FIRST: Duration = Duration::from_secs(1);
+/// The longest wall-clock wait for an answer to one REQ (a REP that comes later only costs a
+/// retry, which the server absorbs).
+const ATTEMPT_MAX: Duration = Duration::from_secs(4);
 /// Pause between two connects refused with REJ reason 8.
 const REFUSED_PAUSE: Duration = Duration::from_millis(20);
 
@@ -220,7 +224,7 @@ impl Cm {
     /// A REQ refused with REJ reason 8 (no listener on the port yet) or 10 (a stale
     /// connection: the server still holds an earlier attempt) or unanswered (no CM on the peer
     /// yet) is retried with a new id and QP until `timeout` (wall time); each silent
-    /// attempt waits twice as long as the previous one, from 200 ms to 1 s.
+    /// attempt waits twice as long as the previous one, from 1 s to 4 s.
     ///
     /// # Errors
     /// [`EasyError::Unreachable`] for a loopback or multicast `dst` or one the neighbor table

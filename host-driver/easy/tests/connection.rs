@@ -257,9 +257,10 @@ fn a_busy_server_skips_requests_their_client_gave_up() {
         tx.send(l.local_addr()?).unwrap();
         let mut c1 = l.accept()?;
         assert_eq!(c1.recv()?, b"one");
-        // Busy for 2.5 s, running the CM (it queues the second client's REQs and REJs).
+        // Busy for 3.5 s, running the CM (it queues the second client's REQs and REJs): the
+        // client gives its REQs up after 1 s and 2 s, so two are given up by then.
         let t = Instant::now();
-        while t.elapsed() < Duration::from_millis(2500) {
+        while t.elapsed() < Duration::from_millis(3500) {
             l.cm().pump()?;
             thread::sleep(Duration::from_millis(2));
         }
