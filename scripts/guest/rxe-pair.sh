@@ -55,7 +55,9 @@ test_cmds() {
 
 # tshark's guess that an RDMA payload of a few bytes is an Ethertype-framed packet ends in
 # "Malformed Packet: CRTP" for ib_write_lat's 2-byte WRITEs; the payload is opaque data.
-TSHARK_OPTS=(--disable-heuristic eth_over_ib)
+# So does its RPC-over-RDMA heuristic of ib_send_lat's 2-byte SENDs ("Malformed Packet:
+# RPCoRDMA" on every one, from rxe and from rnic alike).
+TSHARK_OPTS=(--disable-heuristic eth_over_ib --disable-heuristic rpcrdma_infiniband)
 
 # wire_check PCAP: "<RoCE packets>/<malformed or error per tshark>/<bad ICRC>".
 wire_check() {
