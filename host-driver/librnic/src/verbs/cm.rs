@@ -841,13 +841,9 @@ export!(rdma_notify, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rnic_rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
     let mut g = lock();
-    let r = bound(id).and_then(|(o, d)| {
-        drv("rdma_disconnect", d.disconnect())?;
-        if !o.c.qp.is_null() {
-            (*o.c.qp).state = 6; // IBV_QPS_ERR
-        }
-        Ok(())
-    });
+    // (`id->qp`'s `state` is refreshed by its next verb: the program may already have
+    // destroyed that `ibv_qp`, so it is not touched here.)
+    let r = bound(id).and_then(|(_, d)| drv("rdma_disconnect", d.disconnect()));
     pump(&mut g);
     ret(r)
 }
