@@ -585,3 +585,60 @@ fn forty_connections_in_a_row() {
     assert_eq!((qb.mads_sent, qb.mads_received), (80, 120));
     drop(l);
 }
+
+/// librdmacm's `<rdma/rdma_verbs.h>` helpers on a connected id: `rdma_post_recv`,
+/// `rdma_post_send`, `rdma_post_write`, `rdma_post_read` (the id's QP, one SGE each), checked by
+/// their completions and the bytes that moved; `id->pd`.
+#[test]
+fn rdma_verbs_helpers_post_on_the_ids_qp() {
+    // The buffers outlive the ids, whose work requests borrow them.
+    let mut a_buf = pattern(7, 4096);
+    let mut b_buf = vec![0u8; 4096];
+    let mut r_buf = pattern(9, 1024);
+    let h = Hosts::new(SimConfig::default());
+    let a_mr = h.pa.register(&mut a_buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let b_mr = h.pb.register(&mut b_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+    let r_mr = h.pb.register(&mut r_buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ).unwrap();
+    let sa = EventChannel::new(&h.a).unwrap();
+    let sb = EventChannel::new(&h.b).unwrap();
+    let _l = listener(&sb);
+    let c = resolved_client(&h, &sa, &sb, PORT);
+    c.connect(&ConnParam::default()).unwrap();
+    let (s, _, _) = expect(&h, &sb, &sa, CmEventType::ConnectRequest, STEP);
+    s.create_qp(h.pb.create_qp(&h.cb).set_max_recv_wr(8)).unwrap();
+    s.accept(&ConnParam::default()).unwrap();
+    expect(&h, &sa, &sb, CmEventType::Established, STEP);
+    expect(&h, &sb, &sa, CmEventType::Established, STEP);
+    assert!(s.pd().is_some_and(|p| p.pdn() == h.pb.pdn()), "id->pd is its QP's");
+    s.post_recv(11, b_mr.sge(0..512).unwrap()).unwrap();
+    c.post_send(12, a_mr.sge(0..300).unwrap(), rnic::SendFlags::SIGNALED).unwrap();
+    let to_b = rnic::RemoteAddr { addr: b_mr.addr() + 1024, rkey: b_mr.rkey() };
+    c.post_write(13, a_mr.sge(1000..3000).unwrap(), to_b, rnic::SendFlags::SIGNALED).unwrap();
+    // READ the server's readable buffer into the client's, past the bytes it sent.
+    let from_r = rnic::RemoteAddr { addr: r_mr.addr() + 100, rkey: r_mr.rkey() };
+    c.post_read(14, a_mr.sge(3000..3500).unwrap(), from_r, rnic::SendFlags::SIGNALED).unwrap();
+    let mut wa = h.wait(&h.ca, 3, 500_000);
+    wa.sort_by_key(|w| w.wr_id);
+    let got: Vec<_> = wa.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (12, WcStatus::Success, WcOpcode::Send),
+            (13, WcStatus::Success, WcOpcode::RdmaWrite),
+            (14, WcStatus::Success, WcOpcode::RdmaRead)
+        ]
+    );
+    let wb = h.wait(&h.cb, 1, 500_000);
+    assert_eq!((wb[0].wr_id, wb[0].status, wb[0].byte_len), (11, WcStatus::Success, 300));
+    let mut b_now = vec![0u8; 4096];
+    b_mr.read_at(0, &mut b_now).unwrap();
+    let want = pattern(7, 4096);
+    assert_eq!(&b_now[..300], &want[..300], "the SEND");
+    assert_eq!(&b_now[1024..3024], &want[1000..3000], "the WRITE");
+    let mut a_now = vec![0u8; 4096];
+    a_mr.read_at(0, &mut a_now).unwrap();
+    assert_eq!(&a_now[3000..3500], &pattern(9, 1024)[100..600], "the READ");
+    // Without a QP the helpers refuse.
+    let bare = sa.create_id();
+    assert!(bare.pd().is_none() && bare.post_recv(1, a_mr.sge(0..8).unwrap()).is_err());
+}

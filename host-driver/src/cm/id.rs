@@ -11,7 +11,9 @@ use super::channel::{to_rts, ChanInner, CmEventType, EventChannel, Path, RdmaCmE
 use super::types::{AcceptParams, CmError, CmId, CmState, ConnectParams, ConnectRequest, ConnectResponse};
 use crate::context::MacAddr;
 use crate::error::{Error, Result};
+use crate::pd::ProtectionDomain;
 use crate::qp::{AddressVector, Mtu, QpAttr, QpAttrMask, QpBuilder, QpState, QpType, QueuePair};
+use crate::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge};
 
 /// `struct rdma_conn_param` (`rdma_connect(3)`, `rdma_accept(3)`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -343,6 +345,50 @@ impl<'mr> RdmaCmId<'mr> {
     pub fn destroy_qp(&self) -> Result<()> {
         let qp = self.inner.st()?.qp.take();
         qp.map_or(Ok(()), QueuePair::destroy)
+    }
+
+    /// The PD of the id's QP (`rdma_cm_id.pd`), if it has one. (`rdma_reg_msgs(3)` is
+    /// `pd.register(buf, AccessFlags::LOCAL_WRITE)`; the region must be registered before the
+    /// id is created for its SGEs to be posted on the id, which borrows them for its life.)
+    pub fn pd(&self) -> Option<ProtectionDomain> {
+        self.inner.st.try_borrow().ok()?.qp.as_ref().map(|q| q.pd().clone())
+    }
+
+    fn qp_for(&self, what: &str) -> Result<RefMut<'_, QueuePair<'mr>>> {
+        self.qp().ok_or_else(|| Error::inval(format!("{what} needs the id's QP (create_qp), not borrowed elsewhere")))
+    }
+
+    /// `rdma_post_send(3)`: one SEND of `sge` on the id's QP; `wr_id` is the completion's,
+    /// `flags` the `IBV_SEND_*` flags (`SIGNALED`, `INLINE`, `SOLICITED`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] without a QP; as [`QueuePair::post_send_one`].
+    pub fn post_send(&self, wr_id: u64, sge: Sge<'mr>, flags: SendFlags) -> Result<()> {
+        self.qp_for("rdma_post_send")?.post_send_one(SendWr::send(wr_id, sge).with_flags(flags))
+    }
+
+    /// `rdma_post_recv(3)`: one receive of up to `sge.length` bytes on the id's QP.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] without a QP; as [`QueuePair::post_recv_one`].
+    pub fn post_recv(&self, wr_id: u64, sge: Sge<'mr>) -> Result<()> {
+        self.qp_for("rdma_post_recv")?.post_recv_one(RecvWr::new(wr_id, sge))
+    }
+
+    /// `rdma_post_read(3)`: an RDMA READ of `sge.length` bytes at `remote` into `sge`.
+    ///
+    /// # Errors
+    /// As [`post_send`](Self::post_send).
+    pub fn post_read(&self, wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr, flags: SendFlags) -> Result<()> {
+        self.qp_for("rdma_post_read")?.post_send_one(SendWr::rdma_read(wr_id, sge, remote).with_flags(flags))
+    }
+
+    /// `rdma_post_write(3)`: an RDMA WRITE of `sge` to `remote`.
+    ///
+    /// # Errors
+    /// As [`post_send`](Self::post_send).
+    pub fn post_write(&self, wr_id: u64, sge: Sge<'mr>, remote: RemoteAddr, flags: SendFlags) -> Result<()> {
+        self.qp_for("rdma_post_write")?.post_send_one(SendWr::rdma_write(wr_id, sge, remote).with_flags(flags))
     }
 
     /// The connection request a passive id came from (its REQ's QPN, PSN, resources, retry
