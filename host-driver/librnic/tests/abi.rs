@@ -275,6 +275,7 @@ fn c_program_connects_through_rdma_cm() {
     assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
     assert!(out.contains("route: 192.0.2.1 -> 192.0.2.2, MTU 4096"), "{out}");
     assert!(out.contains("no listener: REJECTED status 8"), "{out}");
+    assert!(out.contains("listener without a channel: REJECTED status 28"), "{out}");
     // The same binary on rdma-core with no RDMA device cannot resolve (no device has the
     // address): the run above was librnic's.
     let (ok, out, _) = run(Command::new(&exe).env_remove("LD_LIBRARY_PATH"));

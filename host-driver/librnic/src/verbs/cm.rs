@@ -332,6 +332,11 @@ unsafe fn route(g: &mut Global, pi: usize, ev: &rnic::cm::RdmaCmEvent<'static>) 
     let mut conn: rdma_conn_param = zeroed();
     let (o, listen) = if ev.event == CmEventType::ConnectRequest {
         let Some(l) = ev.listen_id.as_ref().and_then(find) else { return };
+        if (*l).c.channel.is_null() {
+            // The listener's channel was destroyed: nobody could take the request. Dropping
+            // the driver's new id rejects it (as ib_cm does for a destroyed id).
+            return;
+        }
         // The new connection's id: the listener's channel, context and port.
         let mut c: rdma_cm_id = zeroed();
         c.verbs = port.ctx;
@@ -469,7 +474,16 @@ pub unsafe extern "C" fn rnic_rdma_destroy_event_channel(channel: *mut rdma_even
     if channel.is_null() {
         return;
     }
-    let _g = lock();
+    let g = lock();
+    // Ids still on the channel (librdmacm leaves that to the program) lose it: their later
+    // events are dropped, not queued on freed memory.
+    for port in &g.cm_ports {
+        for &o in &port.ids {
+            if (*o).c.channel == channel {
+                (*o).c.channel = null_mut();
+            }
+        }
+    }
     let ch = Box::from_raw(channel as *mut EvChan);
     for ev in ch.queue.iter() {
         free_event(*ev);

@@ -13,7 +13,7 @@
  *    rejected request: REJECTED, status 28, with the server's private data;
  *  - rdma_disconnect: DISCONNECTED on both sides, the QP's receives flushed;
  *  - the channel fd: readable (poll) exactly while events wait; non-blocking after O_NONBLOCK
- *    (EAGAIN);
+ *    (EAGAIN); a listener whose channel was destroyed rejects its requests;
  *  - a synchronous id (no channel), from a second thread: rdma_resolve_addr /
  *    rdma_resolve_route / rdma_connect return when their event has come;
  *  - rdma_getaddrinfo, active and passive;
@@ -308,6 +308,28 @@ int main(void)
 	wc = poll_one(cs.cq);
 	CHECK(wc.status == IBV_WC_WR_FLUSH_ERR, "client receive after disconnect: status %d", wc.status);
 	printf("disconnected: both sides\n");
+
+	/* A listener whose channel the program destroyed takes no request: the client is
+	 * rejected, nothing is queued on freed memory. */
+	struct rdma_event_channel *ch2 = rdma_create_event_channel();
+	struct rdma_cm_id *l4, *c4;
+	struct side c4s;
+	CHECK(ch2 && rdma_create_id(ch2, &l4, NULL, RDMA_PS_TCP) == 0, "l4");
+	struct sockaddr_in l4a = addr("192.0.2.2", 7475);
+	CHECK(rdma_bind_addr(l4, (struct sockaddr *)&l4a) == 0 && rdma_listen(l4, 1) == 0, "listen 7475");
+	rdma_destroy_event_channel(ch2);
+	CHECK(rdma_create_id(ch, &c4, NULL, RDMA_PS_TCP) == 0, "c4");
+	struct sockaddr_in l4dst = addr("192.0.2.2", 7475);
+	CHECK(rdma_resolve_addr(c4, NULL, (struct sockaddr *)&l4dst, 2000) == 0, "resolve 7475");
+	rdma_ack_cm_event(expect(RDMA_CM_EVENT_ADDR_RESOLVED));
+	CHECK(rdma_resolve_route(c4, 2000) == 0, "route 7475");
+	rdma_ack_cm_event(expect(RDMA_CM_EVENT_ROUTE_RESOLVED));
+	setup(&c4s, c4);
+	CHECK(rdma_connect(c4, NULL) == 0, "connect 7475");
+	ev = expect(RDMA_CM_EVENT_REJECTED);
+	printf("listener without a channel: REJECTED status %d\n", ev->status);
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_destroy_id(l4) == 0 && rdma_destroy_id(c4) == 0, "destroy l4, c4");
 
 	rdma_destroy_qp(client);
 	CHECK(client->qp == NULL, "rdma_destroy_qp left id->qp");
