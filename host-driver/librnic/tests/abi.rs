@@ -39,6 +39,8 @@
 //!   (a SimBricks link or the bridged wire), so the run is cut off there;
 //! - `ibv_rc_pingpong_sets_up_on_librnic`: the same for bookworm's `ibv_rc_pingpong -g 1`
 //!   (ibverbs-utils 44): both sides print their and the peer's QPN, PSN and GID.
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -54,25 +56,11 @@ fn so_path() -> PathBuf {
     profile_dir().join("deps/libibverbs.so")
 }
 
-/// A directory with `libibverbs.so.1` → librnic (and the stub `libmlx5.so.1` /
-/// `libefa.so.1`, when built), for `LD_LIBRARY_PATH`.
+/// A directory with `libibverbs.so.1` and `librdmacm.so.1` → librnic (and the stub
+/// `libmlx5.so.1` / `libefa.so.1`, when built), for `LD_LIBRARY_PATH`; one per call.
 fn lib_dir() -> PathBuf {
-    let so = so_path();
-    assert!(so.exists(), "{} not built", so.display());
-    // One directory per call: tests run in parallel threads, and two of them replacing the
-    // same link raced (EEXIST).
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-lib-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // One object under both names: librdmacm.so.1 is a link to the same file, so the loader
-    // maps it once and the CM and the verbs share one driver state.
-    for name in ["libibverbs.so.1", "librdmacm.so.1"] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&so, &link).unwrap();
-    }
-    dir
+    common::librnic_dir(&CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_string())
 }
 
 /// [`lib_dir`] with the stub providers perftest links, built here with cargo (they are
@@ -124,6 +112,18 @@ fn compile_with(name: &str, out: &str, libs: &[&str]) -> PathBuf {
     let (ok, o, e) = run(Command::new("cc").args(["-O1", "-Wall", "-Werror", "-o"]).arg(&exe).arg(&src).args(libs));
     assert!(ok, "compiling {}: {o}{e} (needs libibverbs-dev, librdmacm-dev)", src.display());
     exe
+}
+
+/// Runs the C test `exe` with `args` on librnic (`RNIC_DEVICE=device`, no `RNIC_PEER`), checks
+/// that it exits 0 and ends with "PASS", and returns its standard output.
+fn passes_on_librnic(exe: &Path, args: &[&str], device: &str) -> String {
+    let (ok, out, err) = run(Command::new(exe)
+        .args(args)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env("RNIC_DEVICE", device)
+        .env_remove("RNIC_PEER"));
+    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    out
 }
 
 fn objdump_t(path: &Path) -> Vec<(String, String, bool)> {
@@ -270,9 +270,7 @@ fn rdma_event_str_matches_librdmacm() {
 #[test]
 fn c_program_connects_through_rdma_cm() {
     let exe = compile_with("cm", "cm-two", &["-lrdmacm", "-libverbs", "-lpthread"]);
-    let (ok, out, err) =
-        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim:2").env_remove("RNIC_PEER"));
-    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    let out = passes_on_librnic(&exe, &[], "sim:2");
     assert!(out.contains("route: 192.0.2.1 -> 192.0.2.2, MTU 4096"), "{out}");
     assert!(out.contains("no listener: REJECTED status 8"), "{out}");
     assert!(out.contains("listener without a channel: REJECTED status 28"), "{out}");
@@ -309,9 +307,7 @@ fn strings_match_libibverbs() {
 #[test]
 fn c_program_on_one_looped_back_nic() {
     let exe = compile("loopback", "loopback-one");
-    let (ok, out, err) =
-        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim").env_remove("RNIC_PEER"));
-    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    let out = passes_on_librnic(&exe, &[], "sim");
     assert!(out.contains("device rnic_0 guid 000000fffe000001"), "{out}");
     assert!(out.contains("gid[1] ::ffff:192.0.2.1"), "{out}");
     assert!(out.contains("status 10: remote access error"), "{out}");
@@ -325,20 +321,13 @@ fn c_program_on_one_looped_back_nic() {
 #[test]
 fn c_program_with_completion_events() {
     let exe = compile("events", "events-one");
-    let (ok, out, err) =
-        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim").env_remove("RNIC_PEER"));
-    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    passes_on_librnic(&exe, &[], "sim");
 }
 
 #[test]
 fn c_program_on_two_nics_of_one_world() {
     let exe = compile("loopback", "loopback-two");
-    let (ok, out, err) = run(Command::new(&exe)
-        .arg("two")
-        .env("LD_LIBRARY_PATH", lib_dir())
-        .env("RNIC_DEVICE", "sim:2")
-        .env_remove("RNIC_PEER"));
-    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    let out = passes_on_librnic(&exe, &["two"], "sim:2");
     assert!(out.contains("gid[1] ::ffff:192.0.2.1") && out.contains("gid[1] of B ::ffff:192.0.2.2"), "{out}");
     // One NIC whose port is not looped back and no second device: device 1 is missing.
     let (ok, out, _) = run(Command::new(&exe).arg("two").env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim"));
@@ -348,9 +337,7 @@ fn c_program_on_two_nics_of_one_world() {
 #[test]
 fn ud_program_on_one_looped_back_nic() {
     let exe = compile("ud", "ud-one");
-    let (ok, out, err) =
-        run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim").env_remove("RNIC_PEER"));
-    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    let out = passes_on_librnic(&exe, &[], "sim");
     assert!(out.contains("recv: byte_len 1040, IBV_WC_GRH, src_qp "), "{out}");
     assert!(out.contains("answer: imm 0xabcd from QP "), "{out}");
 }
@@ -358,12 +345,7 @@ fn ud_program_on_one_looped_back_nic() {
 #[test]
 fn ud_program_on_two_nics_of_one_world() {
     let exe = compile("ud", "ud-two");
-    let (ok, out, err) = run(Command::new(&exe)
-        .arg("two")
-        .env("LD_LIBRARY_PATH", lib_dir())
-        .env("RNIC_DEVICE", "sim:2")
-        .env_remove("RNIC_PEER"));
-    assert!(ok && out.ends_with("PASS\n"), "{out}\n{err}");
+    let out = passes_on_librnic(&exe, &["two"], "sim:2");
     assert!(out.contains("recv: byte_len 1040, IBV_WC_GRH, src_qp "), "{out}");
 }
 

@@ -16,6 +16,8 @@
 //!   `librdmacm.so.1`, 10 pings verified, the connection made in band (CM MADs on QP1); the
 //!   client starts first, so its first REQ finds no QP1 at the server and is resent
 //!   (`RNIC_CM_TIMEOUT=6`).
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -25,18 +27,7 @@ use rnic_vfio_server::{serve, ServeHandle, ServeOptions};
 /// A directory holding `libibverbs.so.1` and `librdmacm.so.1` → the librnic cargo built for
 /// this run.
 fn lib_dir(tag: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let so = exe.parent().expect("target/<profile>/deps").join("libibverbs.so");
-    assert!(so.exists(), "{} not built", so.display());
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("librnic-pp-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // librdmacm.so.1 is the same object (one driver state for the CM and the verbs).
-    for name in ["libibverbs.so.1", "librdmacm.so.1"] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&so, &link).unwrap();
-    }
-    dir
+    common::librnic_dir(&format!("pp-{tag}"))
 }
 
 fn which(bin: &str) -> PathBuf {

@@ -30,7 +30,8 @@
 #include <string.h>
 #include <rdma/rdma_cma.h>
 
-#define CHECK(c, ...) do { if (!(c)) { printf("FAIL line %d: ", __LINE__); printf(__VA_ARGS__); printf("\n"); exit(1); } } while (0)
+#include "common.h"
+
 #define SIZE 4096
 
 static struct rdma_event_channel *ch;
@@ -75,19 +76,6 @@ static void setup(struct side *s, struct rdma_cm_id *id)
 	struct ibv_sge sge = { .addr = (uintptr_t)s->buf, .length = 64, .lkey = s->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad;
 	CHECK(ibv_post_recv(id->qp, &wr, &bad) == 0, "post_recv before the connection");
-}
-
-static struct ibv_wc poll_one(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	for (long i = 0; i < 20000000; i++) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		CHECK(n >= 0, "ibv_poll_cq returned %d", n);
-		if (n == 1)
-			return wc;
-	}
-	CHECK(0, "no completion");
-	return wc;
 }
 
 /* A synchronous client: every call returns once its event has come. */

@@ -14,21 +14,9 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-#define CHECK(c, ...) do { if (!(c)) { printf("FAIL line %d: ", __LINE__); printf(__VA_ARGS__); printf("\n"); exit(1); } } while (0)
-#define SIZE 4096
+#include "common.h"
 
-static struct ibv_wc poll_one(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	for (long i = 0; i < 20000000; i++) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		CHECK(n >= 0, "ibv_poll_cq returned %d", n);
-		if (n == 1)
-			return wc;
-	}
-	CHECK(0, "no completion");
-	return wc;
-}
+#define SIZE 4096
 
 static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn, union ibv_gid *gid)
 {
