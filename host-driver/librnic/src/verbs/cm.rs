@@ -308,7 +308,7 @@ pub(super) unsafe fn pump(g: &mut Global) {
         if let Err(e) = g.cm_ports[pi].chan.process() {
             debug("rdma_cm: processing QP1", &e);
         }
-        if std::env::var_os("RNIC_DEBUG").is_some() {
+        if debugging() {
             if let Ok(st) = g.cm_ports[pi].chan.stats() {
                 let now = (st.1.mads_received, st.1.mads_sent, st.1.errors, st.1.unresolved);
                 if now != g.cm_ports[pi].seen {

@@ -50,9 +50,15 @@ fn errno_of(e: &Error) -> c_int {
 
 /// Reports `e` on stderr when `RNIC_DEBUG` is set (the C API has only errno).
 fn debug(what: &str, e: &dyn std::fmt::Display) {
-    if std::env::var_os("RNIC_DEBUG").is_some() {
+    if debugging() {
         eprintln!("librnic: {what}: {e}");
     }
+}
+
+/// Whether `RNIC_DEBUG` is set, read once (the CM's progress thread asks every millisecond).
+fn debugging() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RNIC_DEBUG").is_some())
 }
 
 /// Process-wide state: the device list and its `struct ibv_device`s, which live as long as
