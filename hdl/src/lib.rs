@@ -20,6 +20,8 @@ pub mod gearbox;
 pub mod header_builder;
 pub mod icrc;
 pub mod irq;
+pub mod raw_rx;
+pub mod raw_tx;
 pub mod read_responder;
 pub mod records;
 pub mod regs;

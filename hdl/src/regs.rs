@@ -78,6 +78,18 @@ pub struct BarRegs {
     pub cmd_op: Signal<Out, Bits<8>>,
     pub cmd_index: Signal<Out, Bits<8>>,
     pub cmd_record: Signal<Out, Bits<512>>,
+    /// Raw frame to send ([`rnic_contract::regs::RAW_TX_SEND`]): the staged beat and length,
+    /// held until `raw_send_ready` (the write's response waits with it).
+    pub raw_send_valid: Signal<Out, Bit>,
+    pub raw_send_ready: Signal<In, Bit>,
+    pub raw_send_data: Signal<Out, Bits<512>>,
+    pub raw_send_len: Signal<Out, Bits<7>>,
+    /// The raw receive queue's head beat and status word ([`rnic_contract::regs::RAW_RX_DATA`],
+    /// [`rnic_contract::regs::RAW_RX_STATUS`]); `raw_pop`: a one-cycle pulse on a
+    /// [`rnic_contract::regs::RAW_RX_POP`] write.
+    pub raw_rx_data: Signal<In, Bits<512>>,
+    pub raw_rx_status: Signal<In, Bits<32>>,
+    pub raw_pop: Signal<Out, Bit>,
     counters: [DFF<Bits<32>>; NUM_COUNTERS],
     inc_r: DFF<Bits<32>>,
     mac_r: DFF<Bits<48>>,
@@ -86,6 +98,9 @@ pub struct BarRegs {
     moder_r: DFF<Bits<16>>,
     async_r: DFF<Bits<9>>,
     staging: DFF<Bits<512>>,
+    raw_stage: DFF<Bits<512>>,
+    raw_pending: DFF<Bit>,
+    raw_len: DFF<Bits<7>>,
     cmd_pending: DFF<Bit>,
     /// A CQ_ARM write taken, waiting for the CQ writer (its response waits with it).
     arm_pending: DFF<Bit>,
@@ -97,7 +112,9 @@ pub struct BarRegs {
     rdata_r: DFF<Bits<32>>,
     wr_accept: Signal<Local, Bit>,
     rd_value: Signal<Local, Bits<32>>,
-    cidx: Signal<Local, Bits<5>>,
+    cidx: Signal<Local, Bits<6>>,
+    /// The head raw frame shifted so that the addressed word is in bits 31:0.
+    raw_word: Signal<Local, Bits<512>>,
     a_id: Constant<Bits<16>>,
     a_version: Constant<Bits<16>>,
     a_caps: Constant<Bits<16>>,
@@ -120,6 +137,11 @@ pub struct BarRegs {
     a_irq_pending: Constant<Bits<16>>,
     a_irq_moderation: Constant<Bits<16>>,
     a_async_cq: Constant<Bits<16>>,
+    a_raw_tx_data: Constant<Bits<16>>,
+    a_raw_tx_send: Constant<Bits<16>>,
+    a_raw_rx_data: Constant<Bits<16>>,
+    a_raw_rx_status: Constant<Bits<16>>,
+    a_raw_rx_pop: Constant<Bits<16>>,
     v_id: Constant<Bits<32>>,
     v_version: Constant<Bits<32>>,
     v_caps: Constant<Bits<32>>,
@@ -131,14 +153,16 @@ pub struct BarRegs {
     c_word_mask: Constant<Bits<512>>,
     /// The byte counts' counter indices ([`rnic_contract::regs::counter::TX_BYTES_LO`] ..
     /// `RX_BYTES_HI`).
-    c_tx_lo: Constant<Bits<5>>,
-    c_tx_hi: Constant<Bits<5>>,
-    c_rx_lo: Constant<Bits<5>>,
-    c_rx_hi: Constant<Bits<5>>,
+    c_tx_lo: Constant<Bits<6>>,
+    c_tx_hi: Constant<Bits<6>>,
+    c_rx_lo: Constant<Bits<6>>,
+    c_rx_hi: Constant<Bits<6>>,
 }
 
-// A counter's index is 5 bits of its address (`COUNTERS + 4 * index`).
-const _: () = assert!(rnic_contract::regs::counter::COUNT <= 32);
+// A counter's index is 6 bits of its address (`COUNTERS + 4 * index`); one increment bit per
+// event counter.
+const _: () = assert!(rnic_contract::regs::counter::COUNT <= 64);
+const _: () = assert!(rnic_contract::regs::counter::EVENTS <= 32);
 
 impl Default for BarRegs {
     fn default() -> Self {
@@ -192,6 +216,16 @@ impl Default for BarRegs {
             cmd_op: Default::default(),
             cmd_index: Default::default(),
             cmd_record: Default::default(),
+            raw_send_valid: Default::default(),
+            raw_send_ready: Default::default(),
+            raw_send_data: Default::default(),
+            raw_send_len: Default::default(),
+            raw_rx_data: Default::default(),
+            raw_rx_status: Default::default(),
+            raw_pop: Default::default(),
+            raw_stage: Default::default(),
+            raw_pending: Default::default(),
+            raw_len: Default::default(),
             counters: std::array::from_fn(|_| Default::default()),
             inc_r: Default::default(),
             mac_r: Default::default(),
@@ -206,6 +240,7 @@ impl Default for BarRegs {
             wr_accept: Default::default(),
             rd_value: Default::default(),
             cidx: Default::default(),
+            raw_word: Default::default(),
             a_id: a(regs::ID),
             a_version: a(regs::VERSION),
             a_caps: a(regs::CAPS),
@@ -228,6 +263,11 @@ impl Default for BarRegs {
             a_irq_pending: a(regs::IRQ_PENDING),
             a_irq_moderation: a(regs::IRQ_MODERATION),
             a_async_cq: a(regs::ASYNC_EVENT_CQ),
+            a_raw_tx_data: a(regs::RAW_TX_DATA),
+            a_raw_tx_send: a(regs::RAW_TX_SEND),
+            a_raw_rx_data: a(regs::RAW_RX_DATA),
+            a_raw_rx_status: a(regs::RAW_RX_STATUS),
+            a_raw_rx_pop: a(regs::RAW_RX_POP),
             v_id: v(regs::ID_VALUE),
             v_version: v(regs::VERSION_VALUE),
             v_caps: v(caps),
@@ -257,6 +297,9 @@ impl Logic for BarRegs {
             moder_r,
             async_r,
             staging,
+            raw_stage,
+            raw_pending,
+            raw_len,
             cmd_pending,
             arm_pending,
             arm_word,
@@ -281,12 +324,14 @@ impl Logic for BarRegs {
             & self.wvalid.val()
             & !self.bvalid_r.q.val()
             & !self.cmd_pending.q.val()
-            & !self.arm_pending.q.val();
+            & !self.arm_pending.q.val()
+            & !self.raw_pending.q.val();
         self.awready.next = self.wr_accept.val();
         self.wready.next = self.wr_accept.val();
         self.db_write.next = false;
         self.rq_db_write.next = false;
         self.arm_write.next = false;
+        self.raw_pop.next = false;
         self.db_data.next = self.wdata.val();
         if self.wr_accept.val() {
             self.bvalid_r.d.next = true;
@@ -328,6 +373,21 @@ impl Logic for BarRegs {
                     | (bit_cast::<512, 32>(self.wdata.val())
                         << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5));
             }
+            if (self.awaddr.val() & 0xFFC0) == self.a_raw_tx_data.val() {
+                self.raw_stage.d.next = (self.raw_stage.q.val()
+                    & !(self.c_word_mask.val() << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5)))
+                    | (bit_cast::<512, 32>(self.wdata.val())
+                        << (bit_cast::<512, 4>(self.awaddr.val().get_bits::<4>(2)) << 5));
+            }
+            if self.awaddr.val() == self.a_raw_tx_send.val() {
+                // The response waits for the raw TX path to take the frame.
+                self.bvalid_r.d.next = false;
+                self.raw_pending.d.next = true;
+                self.raw_len.d.next = self.wdata.val().get_bits::<7>(0);
+            }
+            if self.awaddr.val() == self.a_raw_rx_pop.val() {
+                self.raw_pop.next = true;
+            }
             if self.awaddr.val() == self.a_cmd.val() {
                 // The response waits for the tables to take the command.
                 self.bvalid_r.d.next = false;
@@ -346,6 +406,13 @@ impl Logic for BarRegs {
             self.cmd_pending.d.next = false;
             self.bvalid_r.d.next = true;
         }
+        if self.raw_pending.q.val() & self.raw_send_ready.val() {
+            self.raw_pending.d.next = false;
+            self.bvalid_r.d.next = true;
+        }
+        self.raw_send_valid.next = self.raw_pending.q.val();
+        self.raw_send_data.next = self.raw_stage.q.val();
+        self.raw_send_len.next = self.raw_len.q.val();
         if self.bvalid_r.q.val() & self.bready.val() {
             self.bvalid_r.d.next = false;
         }
@@ -412,16 +479,23 @@ impl Logic for BarRegs {
         if self.araddr.val() == self.a_ip.val() {
             self.rd_value.next = self.ip_r.q.val();
         }
+        self.raw_word.next = self.raw_rx_data.val() >> (bit_cast::<512, 4>(self.araddr.val().get_bits::<4>(2)) << 5);
+        if self.araddr.val() == self.a_raw_rx_status.val() {
+            self.rd_value.next = self.raw_rx_status.val();
+        }
+        if (self.araddr.val() & 0xFFC0) == self.a_raw_rx_data.val() {
+            self.rd_value.next = self.raw_word.val().get_bits::<32>(0);
+        }
         for i in 0..NUM_COUNTERS {
-            if (self.araddr.val() & 0xFF80) == self.a_counters.val() {
-                if self.araddr.val().get_bits::<5>(2).index() == i {
+            if (self.araddr.val() & 0xFF00) == self.a_counters.val() {
+                if self.araddr.val().get_bits::<6>(2).index() == i {
                     self.rd_value.next = self.counters[i].q.val();
                 }
             }
         }
         // Byte counts: the counters after the event counters (TX low, high, RX low, high).
-        self.cidx.next = self.araddr.val().get_bits::<5>(2);
-        if (self.araddr.val() & 0xFF80) == self.a_counters.val() {
+        self.cidx.next = self.araddr.val().get_bits::<6>(2);
+        if (self.araddr.val() & 0xFF00) == self.a_counters.val() {
             if self.cidx.val() == self.c_tx_lo.val() {
                 self.rd_value.next = self.bytes.val().get_bits::<32>(0);
             }
@@ -451,6 +525,7 @@ impl Logic for BarRegs {
             self.rvalid_r.d.next = false;
             self.cmd_pending.d.next = false;
             self.arm_pending.d.next = false;
+            self.raw_pending.d.next = false;
             self.mask_r.d.next = 0.into();
             self.moder_r.d.next = 0.into();
             self.async_r.d.next = 0.into();

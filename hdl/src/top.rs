@@ -8,6 +8,8 @@ use crate::doorbell::SqDoorbells;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
 use crate::irq::IrqGen;
+use crate::raw_rx::RawRxQueue;
+use crate::raw_tx::RawTxMux;
 use crate::read_responder::ReadResponder;
 use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJob};
 use crate::regs::BarRegs;
@@ -126,6 +128,10 @@ pub struct NicTop {
     arb: TxArbiter,
     ack_fifo: SynchronousFIFO<AckJob, 3, 4, 1>,
     icrc: IcrcInsert,
+    /// The raw Ethernet path ([`rnic_contract::regs::raw`]): frames the driver sends join
+    /// the stream after the ICRC; non-RoCE frames to the port are queued for it.
+    raw_tx: RawTxMux,
+    raw_rx: RawRxQueue,
     rxi: RxIngress,
     /// Packets accepted by the ingress, one descriptor each (256: as many as the 1024-beat
     /// packet buffer can hold of the shortest packets, 4 beats).
@@ -191,7 +197,7 @@ impl Logic for NicTop {
         clock!(
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
             rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo, cqw,
-            rxw, byte_cnt, irq
+            rxw, byte_cnt, irq, raw_tx, raw_rx
         );
         dff_setup!(
             self,
@@ -221,6 +227,8 @@ impl Logic for NicTop {
         self.cqw.reset.next = self.reset.val();
         self.timer.reset.next = self.reset.val();
         self.irq.reset.next = self.reset.val();
+        self.raw_tx.reset.next = self.reset.val();
+        self.raw_rx.reset.next = self.reset.val();
 
         // ---- BAR0 ----
         self.regs.awaddr.next = self.s_axil_awaddr.val();
@@ -454,12 +462,23 @@ impl Logic for NicTop {
         self.icrc.in_data.next = self.arb.out_data.val();
         self.icrc.in_count.next = self.arb.out_count.val();
         self.icrc.in_last.next = self.arb.out_last.val();
-        self.m_axis_tx_tvalid.next = self.icrc.out_valid.val();
-        self.m_axis_tx_tdata.next = self.icrc.out_data.val();
-        self.m_axis_tx_tkeep.next = (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.icrc.out_count.val())) - 1;
-        self.m_axis_tx_tlast.next = self.icrc.out_last.val();
-        self.icrc.out_ready.next = self.m_axis_tx_tready.val();
-        self.tx_frame_done.next = self.icrc.out_valid.val() & self.m_axis_tx_tready.val() & self.icrc.out_last.val();
+        // Raw frames from BAR0 go out between RoCE frames.
+        self.raw_tx.send_valid.next = self.regs.raw_send_valid.val();
+        self.regs.raw_send_ready.next = self.raw_tx.send_ready.val();
+        self.raw_tx.send_data.next = self.regs.raw_send_data.val();
+        self.raw_tx.send_len.next = self.regs.raw_send_len.val();
+        self.raw_tx.in_valid.next = self.icrc.out_valid.val();
+        self.icrc.out_ready.next = self.raw_tx.in_ready.val();
+        self.raw_tx.in_data.next = self.icrc.out_data.val();
+        self.raw_tx.in_count.next = self.icrc.out_count.val();
+        self.raw_tx.in_last.next = self.icrc.out_last.val();
+        self.m_axis_tx_tvalid.next = self.raw_tx.out_valid.val();
+        self.m_axis_tx_tdata.next = self.raw_tx.out_data.val();
+        self.m_axis_tx_tkeep.next = (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 7>(self.raw_tx.out_count.val())) - 1;
+        self.m_axis_tx_tlast.next = self.raw_tx.out_last.val();
+        self.raw_tx.out_ready.next = self.m_axis_tx_tready.val();
+        self.tx_frame_done.next =
+            self.raw_tx.out_valid.val() & self.m_axis_tx_tready.val() & self.raw_tx.out_last.val();
 
         // ---- RX ----
         self.rxi.tdata.next = self.s_axis_rx_tdata.val();
@@ -467,6 +486,17 @@ impl Logic for NicTop {
         self.rxi.tlast.next = self.s_axis_rx_tlast.val();
         self.rxi.tvalid.next = self.s_axis_rx_tvalid.val();
         self.rxi.tuser.next = self.s_axis_rx_tuser.val();
+        self.raw_rx.tdata.next = self.s_axis_rx_tdata.val();
+        self.raw_rx.tkeep.next = self.s_axis_rx_tkeep.val();
+        self.raw_rx.tlast.next = self.s_axis_rx_tlast.val();
+        self.raw_rx.tvalid.next = self.s_axis_rx_tvalid.val();
+        self.raw_rx.tuser.next = self.s_axis_rx_tuser.val();
+        self.raw_rx.mac.next = self.regs.mac.val();
+        self.raw_rx.pop.next = self.regs.raw_pop.val();
+        self.regs.raw_rx_data.next = self.raw_rx.head_data.val();
+        self.regs.raw_rx_status.next = bit_cast::<32, 16>(self.raw_rx.taken.val())
+            | (bit_cast::<32, 7>(self.raw_rx.head_len.val()) << 16)
+            | (bit_cast::<32, 1>(self.raw_rx.head_valid.val().into()) << 31);
         self.rxi.buf_raddr.next = self.rxw.buf_raddr.val();
         self.rxw.buf_rdata.next = self.rxi.buf_rdata.val();
         self.rxi.rd_ptr.next = self.rxw.rd_ptr.val();
@@ -561,7 +591,8 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.tx_frame_done.val().into()) << 1)
             | (bit_cast::<32, 1>(self.rxe.cnt_roce_ok.val().into()) << 2)
             | (bit_cast::<32, 1>(self.rxi.cnt_icrc.val().into()) << 3)
-            | (bit_cast::<32, 1>(self.rxi.cnt_malformed.val().into()) << 4)
+            // A frame the raw queue took is not malformed (the two verdicts are aligned).
+            | (bit_cast::<32, 1>((self.rxi.cnt_malformed.val() & !self.raw_rx.took.val()).into()) << 4)
             | (bit_cast::<32, 1>(self.rxe.cnt_unknown_qp.val().into()) << 5)
             | (bit_cast::<32, 1>(self.rxe.cnt_drop_key.val().into()) << 6)
             | (bit_cast::<32, 1>(self.rxe.cnt_drop_psn.val().into()) << 7)
@@ -583,9 +614,10 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_op.val().into()) << 23)
             | (bit_cast::<32, 1>(self.rxe.cnt_tx_rnr.val().into()) << 24)
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_rnr.val().into()) << 25)
-            | (bit_cast::<32, 1>(self.rxe.cnt_drop_no_rwqe.val().into()) << 26);
-        self.byte_cnt.tx_fire.next = self.icrc.out_valid.val() & self.m_axis_tx_tready.val();
-        self.byte_cnt.tx_count.next = self.icrc.out_count.val();
+            | (bit_cast::<32, 1>(self.rxe.cnt_drop_no_rwqe.val().into()) << 26)
+            | (bit_cast::<32, 1>(self.raw_rx.cnt_drop.val().into()) << 27);
+        self.byte_cnt.tx_fire.next = self.raw_tx.out_valid.val() & self.m_axis_tx_tready.val();
+        self.byte_cnt.tx_count.next = self.raw_tx.out_count.val();
         self.byte_cnt.rx_valid.next = self.s_axis_rx_tvalid.val();
         self.byte_cnt.rx_keep.next = self.s_axis_rx_tkeep.val();
         self.regs.bytes.next = self.byte_cnt.bytes.val();

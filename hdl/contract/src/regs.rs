@@ -18,8 +18,9 @@ pub const VERSION: u16 = 0x0004;
 /// registers [`IRQ_MASK`], [`IRQ_PENDING`], [`IRQ_MODERATION`]; minor 4 the QP-affiliated
 /// asynchronous events and [`ASYNC_EVENT_CQ`]; minor 5 UD QPs (the QP context's
 /// [`crate::qp_context::QP_TYPE`] and `QKEY`, the WQE's `UD_*` address, the CQE's
-/// [`crate::cqe::SRC_QP`]) and the [`counter::DROP_NO_RWQE`] counter.
-pub const VERSION_VALUE: u32 = 0x0000_0005;
+/// [`crate::cqe::SRC_QP`]) and the [`counter::DROP_NO_RWQE`] counter; minor 6 the raw
+/// Ethernet path ([`raw`], [`features::RAW_ETH`], [`counter::DROP_RAW`]).
+pub const VERSION_VALUE: u32 = 0x0000_0006;
 /// Capabilities, see [`caps`].
 pub const CAPS: u16 = 0x0008;
 /// Core clock in MHz (reads 250).
@@ -163,16 +164,20 @@ pub mod features {
     pub const ATOMIC_CAP_SHIFT: u32 = 8;
     /// `IBV_ATOMIC_HCA`.
     pub const ATOMIC_HCA: u32 = 1;
+    /// Bit 6: the raw Ethernet path ([`super::raw`]): a queue of received frames that are
+    /// not RoCEv2 (ARP and other control frames), read by MMIO, and frames the driver sends.
+    pub const RAW_ETH: u32 = 1 << 6;
 }
 
 /// What [`FEATURES`] reads: RC, SRQ, UD, atomics with `IBV_ATOMIC_HCA`, CQ events, RNR NAK
-/// generation.
+/// generation, the raw Ethernet path.
 pub const FEATURES_VALUE: u32 = features::RC
     | features::SRQ
     | features::UD
     | features::ATOMICS
     | features::CQ_EVENTS
     | features::RNR_NAK_GEN
+    | features::RAW_ETH
     | features::ATOMIC_HCA << features::ATOMIC_CAP_SHIFT;
 
 /// SQ doorbell: write `qpn << 16 | sq_producer_index` (the producer index counts WQEs posted,
@@ -280,6 +285,61 @@ pub mod irq {
 }
 const _: () = assert!(1 << irq::VECTOR_BITS == IRQ_VECTORS);
 
+/// The raw Ethernet path: frames that are not RoCEv2 packets (ARP, IEEE 802.3 control, any
+/// EtherType but IPv4 UDP to port 4791), in and out, for the driver's own protocols (ARP for
+/// `rdma_resolve_addr(3)`, RFC 826). Both directions carry frames of one datapath beat, at most
+/// [`raw::MAX_FRAME_BYTES`] bytes without the FCS: enough for ARP (42 bytes, 60 with padding).
+///
+/// **Receive:** a frame from the MAC that is not a RoCEv2 packet, arrives whole in one beat
+/// with a good FCS, and is addressed to the port's MAC ([`MAC_LO`]) or to the broadcast
+/// address is appended to a queue of [`raw::RX_SLOTS`] frames inside the NIC (it is not
+/// counted in [`counter::DROP_MALFORMED`]). One that finds the queue full, or a longer
+/// non-RoCE frame to the port, is dropped and counted in [`counter::DROP_RAW`]. The driver
+/// reads [`RAW_RX_STATUS`], the head frame's words at [`RAW_RX_DATA`], and [`RAW_RX_POP`]s it.
+///
+/// **Send:** the driver writes the frame's bytes to [`RAW_TX_DATA`] and its length to
+/// [`RAW_TX_SEND`]; the NIC sends it between two RoCE frames, as it is (no ICRC, no header of
+/// its own; the MAC adds the FCS). It counts in [`counter::TX_FRAMES`] and the TX byte count.
+pub mod raw {
+    /// Largest raw frame in bytes (one 64-byte beat of the datapath), FCS excluded.
+    pub const MAX_FRAME_BYTES: u32 = 64;
+    /// Shortest frame on the wire without the FCS (IEEE 802.3): a shorter [`super::RAW_TX_SEND`]
+    /// length is sent as this many bytes, the bytes after the frame as staged.
+    pub const MIN_FRAME_BYTES: u32 = 60;
+    /// Frames the receive queue holds.
+    pub const RX_SLOTS: u32 = 8;
+    /// [`super::RAW_RX_STATUS`] bits 15:0: frames the queue has taken since reset, modulo 2^16.
+    pub const RX_TAKEN_MASK: u32 = 0xFFFF;
+    /// [`super::RAW_RX_STATUS`] bits 22:16: the length in bytes of the frame at the head.
+    pub const RX_LEN_SHIFT: u32 = 16;
+    /// Mask of the head frame's length after the shift.
+    pub const RX_LEN_MASK: u32 = 0x7F;
+    /// [`super::RAW_RX_STATUS`] bit 31: a frame is at the head of the queue.
+    pub const RX_HEAD_VALID: u32 = 1 << 31;
+    /// Words of [`super::RAW_TX_DATA`] and [`super::RAW_RX_DATA`].
+    pub const DATA_WORDS: usize = 16;
+}
+const _: () = assert!(raw::MAX_FRAME_BYTES as usize == 4 * raw::DATA_WORDS);
+const _: () = assert!(raw::MAX_FRAME_BYTES as usize == crate::DATAPATH_BYTES);
+
+/// Raw frame to send, 16 write-only words at `RAW_TX_DATA + 4*i`: word `i` holds frame bytes
+/// `4i..4i+3`, byte `4i` in bits 7:0 (wire order: byte 0 is the first byte of the destination
+/// MAC). The words keep their values after a send.
+pub const RAW_TX_DATA: u16 = 0x0800;
+/// Send the staged raw frame: write its length in bytes (bits 6:0; below
+/// [`raw::MIN_FRAME_BYTES`] it is sent as that many, above [`raw::MAX_FRAME_BYTES`] as that
+/// many). The write's response comes once the NIC has taken the frame (at most one frame waits
+/// to be sent), so the staging words can be rewritten as soon as it returns.
+pub const RAW_TX_SEND: u16 = 0x0840;
+/// The received raw frame at the head of the queue, 16 read-only words at `RAW_RX_DATA + 4*i`,
+/// laid out as [`RAW_TX_DATA`]; bytes past its length read as received (padding) or 0.
+pub const RAW_RX_DATA: u16 = 0x0880;
+/// Raw receive queue status (read-only; fields in [`raw`]): head valid, head length, frames
+/// taken.
+pub const RAW_RX_STATUS: u16 = 0x08C0;
+/// Write any value: the head frame leaves the raw receive queue (no effect when it is empty).
+pub const RAW_RX_POP: u16 = 0x08C4;
+
 /// Context-command staging words: 16 registers at `CMD_DATA + 4*i` holding the 512-bit record
 /// (word `i` = record bits `32*i+31 .. 32*i`) that the next [`CMD`] commits.
 pub const CMD_DATA: u16 = 0x0200;
@@ -369,21 +429,24 @@ pub mod counter {
     /// 10.8.3.3 class D: a UD responder drops them silently and keeps the WQE; an RC SEND gets
     /// an RNR NAK or completes in error instead).
     pub const DROP_NO_RWQE: u16 = 26;
+    /// Non-RoCE frames to the port that the raw receive queue ([`super::raw`]) could not take:
+    /// the queue was full, or the frame was longer than one beat.
+    pub const DROP_RAW: u16 = 27;
     /// Counters `0..EVENTS` count events (32-bit, wrapping); the ones after them are the
     /// halves of 64-bit byte counts.
-    pub const EVENTS: u16 = 27;
+    pub const EVENTS: u16 = 28;
     /// Bytes of the frames sent, Ethernet header through ICRC (no preamble, FCS or gap): bits
     /// 31:0 of a 64-bit count. Read HI, LO, HI and again if HI moved.
-    pub const TX_BYTES_LO: u16 = 27;
+    pub const TX_BYTES_LO: u16 = 28;
     /// Bits 63:32 of the sent-bytes count.
-    pub const TX_BYTES_HI: u16 = 28;
+    pub const TX_BYTES_HI: u16 = 29;
     /// Bytes of the frames received from the MAC (every frame, good or dropped), counted as
     /// [`TX_BYTES_LO`]: bits 31:0.
-    pub const RX_BYTES_LO: u16 = 29;
+    pub const RX_BYTES_LO: u16 = 30;
     /// Bits 63:32 of the received-bytes count.
-    pub const RX_BYTES_HI: u16 = 30;
+    pub const RX_BYTES_HI: u16 = 31;
     /// Number of counter registers.
-    pub const COUNT: u16 = 31;
+    pub const COUNT: u16 = 32;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -414,6 +477,7 @@ pub mod counter {
         "tx_rnr_naks",
         "rx_rnr_naks",
         "drop_no_rwqe",
+        "drop_raw",
         "tx_bytes_lo",
         "tx_bytes_hi",
         "rx_bytes_lo",
