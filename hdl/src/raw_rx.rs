@@ -6,7 +6,7 @@ use rust_hdl::prelude::*;
 pub const LOG_SLOTS: usize = 3;
 const _: () = assert!(1 << LOG_SLOTS == rnic_contract::regs::raw::RX_SLOTS);
 
-/// Cycles from a frame's (only) beat at the input to `took` / `cnt_drop`; the same as the
+/// Cycles from a frame's last beat at the input to `took` / `cnt_drop`; the same as the
 /// verdict latency of [`crate::rx_ingress::RxIngress`] ([`crate::rx_ingress::LATENCY`]), so
 /// that the top level can tell its "malformed" pulse for a frame taken here.
 pub const LATENCY: usize = 3;
@@ -27,7 +27,8 @@ const _: () = assert!(LATENCY == crate::rx_ingress::LATENCY);
 ///
 /// Pipeline: the input beat is classified into registers (destination, RoCE, the one-hot
 /// position of the last kept byte), the next cycle writes the slot (data and length RAMs) and
-/// moves the write pointer; `took` / `cnt_drop` follow [`LATENCY`] cycles after the beat. No
+/// moves the write pointer; `took` / `cnt_drop` follow [`LATENCY`] cycles after the frame's
+/// last beat (a longer frame is dropped at its end). No
 /// back-pressure: one beat per cycle. The head slot is read continuously (`head_data`,
 /// `head_len`); `head_valid` and the data follow a pop or a write two cycles later. Every
 /// path is at most 4 LUT levels.
@@ -60,6 +61,9 @@ pub struct RawRxQueue {
     /// Stage 1: the beat and its classification.
     s_one: DFF<Bit>,
     s_raw: DFF<Bit>,
+    s_last: DFF<Bit>,
+    /// A longer frame for the queue is coming in: dropped at its last beat.
+    long_pend: DFF<Bit>,
     s_data: DFF<Bits<512>>,
     s_end: DFF<Bits<64>>,
     wr_ptr: DFF<Bits<4>>,
@@ -75,6 +79,7 @@ pub struct RawRxQueue {
     roce: Signal<Local, Bit>,
     room: Signal<Local, Bit>,
     take: Signal<Local, Bit>,
+    drop_now: Signal<Local, Bit>,
     idx: Signal<Local, Bits<7>>,
     len: Signal<Local, Bits<7>>,
     c_m0: Constant<Bits<64>>,
@@ -119,6 +124,8 @@ impl Default for RawRxQueue {
             in_frame: Default::default(),
             s_one: Default::default(),
             s_raw: Default::default(),
+            s_last: Default::default(),
+            long_pend: Default::default(),
             s_data: Default::default(),
             s_end: Default::default(),
             wr_ptr: Default::default(),
@@ -134,6 +141,7 @@ impl Default for RawRxQueue {
             roce: Default::default(),
             room: Default::default(),
             take: Default::default(),
+            drop_now: Default::default(),
             idx: Default::default(),
             len: Default::default(),
             c_m0: Constant::new(index_mask(0).to_bits()),
@@ -154,8 +162,8 @@ impl Logic for RawRxQueue {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, in_frame, s_one, s_raw, s_data, s_end, wr_ptr, rd_ptr, count, took_r, took_d, drop_r, drop_d,
-            valid_r
+            self, clock, in_frame, s_one, s_raw, s_last, long_pend, s_data, s_end, wr_ptr, rd_ptr, count, took_r,
+            took_d, drop_r, drop_d, valid_r
         );
         self.data_ram.read_clock.next = self.clock.val();
         self.data_ram.write_clock.next = self.clock.val();
@@ -174,6 +182,7 @@ impl Logic for RawRxQueue {
             & (self.tdata.val().get_bits::<16>(288) == self.c_port.val());
         self.s_raw.d.next = self.first.val() & self.to_us.val() & !self.roce.val();
         self.s_one.d.next = self.tlast.val() & !self.tuser.val();
+        self.s_last.d.next = self.tvalid.val() & self.tlast.val();
         self.s_data.d.next = self.tdata.val();
         // The last kept byte, one-hot (tkeep is contiguous from byte 0).
         self.s_end.d.next = self.tkeep.val() & !(self.tkeep.val() >> 1);
@@ -202,7 +211,17 @@ impl Logic for RawRxQueue {
         }
         self.took_r.d.next = self.take.val();
         self.took_d.d.next = self.took_r.q.val();
-        self.drop_r.d.next = self.s_raw.q.val() & !self.take.val();
+        // A one-beat frame is dropped at once; a longer one at its last beat, so that the pulse
+        // lines up with the ingress's verdict on the same frame.
+        self.drop_now.next = (self.s_raw.q.val() & self.s_last.q.val() & !self.take.val())
+            | (self.long_pend.q.val() & self.s_last.q.val());
+        if self.s_raw.q.val() & !self.s_last.q.val() {
+            self.long_pend.d.next = true;
+        }
+        if self.long_pend.q.val() & self.s_last.q.val() {
+            self.long_pend.d.next = false;
+        }
+        self.drop_r.d.next = self.drop_now.val();
         self.drop_d.d.next = self.drop_r.q.val();
         self.took.next = self.took_d.q.val();
         self.cnt_drop.next = self.drop_d.q.val();
@@ -224,6 +243,8 @@ impl Logic for RawRxQueue {
         if self.reset.val() {
             self.in_frame.d.next = false;
             self.s_raw.d.next = false;
+            self.s_last.d.next = false;
+            self.long_pend.d.next = false;
             self.wr_ptr.d.next = 0.into();
             self.rd_ptr.d.next = 0.into();
             self.count.d.next = 0.into();

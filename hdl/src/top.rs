@@ -591,8 +591,10 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.tx_frame_done.val().into()) << 1)
             | (bit_cast::<32, 1>(self.rxe.cnt_roce_ok.val().into()) << 2)
             | (bit_cast::<32, 1>(self.rxi.cnt_icrc.val().into()) << 3)
-            // A frame the raw queue took is not malformed (the two verdicts are aligned).
-            | (bit_cast::<32, 1>((self.rxi.cnt_malformed.val() & !self.raw_rx.took.val()).into()) << 4)
+            // A frame for the raw queue counts there, not as malformed (the verdicts are aligned).
+            | (bit_cast::<32, 1>(
+                (self.rxi.cnt_malformed.val() & !(self.raw_rx.took.val() | self.raw_rx.cnt_drop.val())).into(),
+            ) << 4)
             | (bit_cast::<32, 1>(self.rxe.cnt_unknown_qp.val().into()) << 5)
             | (bit_cast::<32, 1>(self.rxe.cnt_drop_key.val().into()) << 6)
             | (bit_cast::<32, 1>(self.rxe.cnt_drop_psn.val().into()) << 7)

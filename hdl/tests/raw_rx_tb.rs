@@ -101,7 +101,8 @@ struct Model {
 
 /// The decision in cycle `c` on the frame whose first beat came in cycle `c - 1`.
 fn decide(q: &mut Model, kind: Kind, bytes: Vec<u8>, c: u64) {
-    if kind == Kind::Roce || kind == Kind::OtherMac {
+    // A long frame is dropped at its last beat (counted where that beat is sent).
+    if matches!(kind, Kind::Roce | Kind::OtherMac | Kind::Long) {
         return;
     }
     if matches!(kind, Kind::Arp | Kind::Ours) && q.wr - q.rd < 8 {
@@ -130,7 +131,7 @@ fn keeps_non_roce_frames_to_the_port() {
     // The frame whose first beat entered last cycle, decided this cycle.
     let mut stage: Option<(Kind, Vec<u8>)> = None;
     // Beats to send: data, tkeep, tlast, tuser, and on a first beat its frame.
-    type Beat = ([u8; 64], u64, bool, bool, Option<(Kind, Vec<u8>)>);
+    type Beat = ([u8; 64], u64, bool, bool, Option<(Kind, Vec<u8>)>, Kind);
     let mut beats: VecDeque<Beat> = VecDeque::new();
     let mut read = 0usize;
     let mut counts = [0usize; 6];
@@ -151,7 +152,7 @@ fn keeps_non_roce_frames_to_the_port() {
                     let keep = if part.len() == 64 { u64::MAX } else { (1u64 << part.len()) - 1 };
                     let last = i + 1 == nb;
                     let first = (i == 0).then(|| (f.kind, f.bytes.clone()));
-                    beats.push_back((d, keep, last, last && f.kind == Kind::BadFcs, first));
+                    beats.push_back((d, keep, last, last && f.kind == Kind::BadFcs, first, f.kind));
                 }
             }
             // The decision on the frame whose first beat came last cycle.
@@ -160,7 +161,11 @@ fn keeps_non_roce_frames_to_the_port() {
             }
             let beat = if rng.chance(4, 5) { beats.pop_front() } else { None };
             dut.set_bit("tvalid", beat.is_some());
-            if let Some((d, keep, last, user, first)) = beat {
+            if let Some((d, keep, last, user, first, kind)) = beat {
+                if last && kind == Kind::Long {
+                    q.want_drops += 1;
+                    q.drop_at.push_back(c + LATENCY as u64);
+                }
                 dut.set_wide("tdata", &d);
                 dut.set("tkeep", keep);
                 dut.set_bit("tlast", last);

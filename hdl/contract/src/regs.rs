@@ -292,9 +292,10 @@ const _: () = assert!(1 << irq::VECTOR_BITS == IRQ_VECTORS);
 ///
 /// **Receive:** a frame from the MAC that is not a RoCEv2 packet, arrives whole in one beat
 /// with a good FCS, and is addressed to the port's MAC ([`MAC_LO`]) or to the broadcast
-/// address is appended to a queue of [`raw::RX_SLOTS`] frames inside the NIC (it is not
-/// counted in [`counter::DROP_MALFORMED`]). One that finds the queue full, or a longer
-/// non-RoCE frame to the port, is dropped and counted in [`counter::DROP_RAW`]. The driver
+/// address is appended to a queue of [`raw::RX_SLOTS`] frames inside the NIC. One that finds
+/// the queue full, a longer non-RoCE frame to the port, or one with a bad FCS is dropped and
+/// counted in [`counter::DROP_RAW`]; a non-RoCE frame to the port counts in one of the two,
+/// never in [`counter::DROP_MALFORMED`]. The driver
 /// reads [`RAW_RX_STATUS`], the head frame's words at [`RAW_RX_DATA`], and [`RAW_RX_POP`]s it.
 ///
 /// **Send:** the driver writes the frame's bytes to [`RAW_TX_DATA`] and its length to
@@ -378,7 +379,8 @@ pub mod counter {
     pub const DROP_ICRC: u16 = 3;
     /// Dropped: not a well-formed Ethernet/IPv4/UDP:4791/BTH packet (bad EtherType, IP version or
     /// header length, fragments, lengths that disagree with the frame, unknown or unsupported
-    /// opcode, MAC-signalled FCS error).
+    /// opcode, MAC-signalled FCS error), except the non-RoCE frames to the port, which the raw
+    /// path counts ([`super::raw`], [`DROP_RAW`]).
     pub const DROP_MALFORMED: u16 = 4;
     /// Dropped: destination QP does not exist or is not in a state that receives.
     pub const DROP_UNKNOWN_QP: u16 = 5;
@@ -430,7 +432,7 @@ pub mod counter {
     /// an RNR NAK or completes in error instead).
     pub const DROP_NO_RWQE: u16 = 26;
     /// Non-RoCE frames to the port that the raw receive queue ([`super::raw`]) could not take:
-    /// the queue was full, or the frame was longer than one beat.
+    /// the queue was full, the frame was longer than one beat, or its FCS was bad.
     pub const DROP_RAW: u16 = 27;
     /// Counters `0..EVENTS` count events (32-bit, wrapping); the ones after them are the
     /// halves of 64-bit byte counts.
