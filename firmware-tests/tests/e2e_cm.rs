@@ -60,6 +60,14 @@ fn expect<'a>(
     r
 }
 
+/// Static neighbor entries for both hosts, so that no ARP runs: for the tests that count or
+/// drop frames by their order on the wire.
+fn static_neighbors(h: &Hosts, sa: &EventChannel<'_>, sb: &EventChannel<'_>) {
+    let (a, b) = (h.a.port_addr().unwrap(), h.b.port_addr().unwrap());
+    sa.add_neighbor(b.ip, b.mac).unwrap();
+    sb.add_neighbor(a.ip, a.mac).unwrap();
+}
+
 /// Host B listening on [`PORT`].
 fn listener<'a>(sb: &EventChannel<'a>) -> RdmaCmId<'a> {
     let l = sb.create_id();
@@ -123,6 +131,7 @@ fn connect_accept_move_data_both_ways_and_disconnect() {
     let b_mr = h.pb.register(&mut b_mem, access).unwrap();
     let sa = EventChannel::new(&h.a).unwrap();
     let sb = EventChannel::new(&h.b).unwrap();
+    static_neighbors(&h, &sa, &sb);
     assert_eq!((sa.gsi_qp_num().unwrap(), sb.gsi_qp_num().unwrap()), (1, 1), "the CM's QP is QP 1");
     let l = listener(&sb);
     let c = resolved_client(&h, &sa, &sb, PORT);
@@ -316,6 +325,7 @@ fn connect_losing(nic: usize, n: u64) -> (u64, u64) {
     });
     let sa = EventChannel::with_config(&h.a, FAST).unwrap();
     let sb = EventChannel::with_config(&h.b, FAST).unwrap();
+    static_neighbors(&h, &sa, &sb);
     let _l = listener(&sb);
     let c = resolved_client(&h, &sa, &sb, PORT);
     let t0 = h.world.borrow().cycles();
@@ -527,6 +537,7 @@ fn a_lost_rtu_is_covered_by_rdma_notify_on_the_first_receive() {
     let b_mr = h.pb.register(&mut b_mem, AccessFlags::LOCAL_WRITE).unwrap();
     let sa = EventChannel::new(&h.a).unwrap();
     let sb = EventChannel::new(&h.b).unwrap();
+    static_neighbors(&h, &sa, &sb);
     let _l = listener(&sb);
     let c = resolved_client(&h, &sa, &sb, PORT);
     c.connect(&ConnParam::default()).unwrap();
@@ -641,4 +652,67 @@ fn rdma_verbs_helpers_post_on_the_ids_qp() {
     // Without a QP the helpers refuse.
     let bare = sa.create_id();
     assert!(bare.pd().is_none() && bare.post_recv(1, a_mr.sge(0..8).unwrap()).is_err());
+}
+
+/// ARP on the raw Ethernet path (RFC 826, `rdma_resolve_addr(3)`): B's port has a MAC the
+/// simulator's rule does not give (02:11:22:33:44:55), and nobody has a static entry. A's
+/// resolution sends an ARP request, B's agent answers it and learns A from it, A learns B's
+/// MAC from the reply and reports ADDR_RESOLVED with it; the connection then comes up with
+/// that MAC on A's frames (tshark reads the REQ's destination and both ARP packets), and
+/// the capture is clean to both oracles.
+#[test]
+fn address_resolution_by_arp_finds_a_mac_the_sim_rule_would_not() {
+    let h = Hosts::new(SimConfig::default());
+    let pcap = std::env::temp_dir().join(format!("rnic-e2e-cm-arp-{}.pcap", std::process::id()));
+    h.world.borrow_mut().capture_pcap(&pcap).unwrap();
+    let b_port =
+        rnic::PortAddr { mac: rnic::MacAddr([0x02, 0x11, 0x22, 0x33, 0x44, 0x55]), ..h.b.port_addr().unwrap() };
+    h.b.set_port_addr(b_port).unwrap();
+    let sa = EventChannel::new(&h.a).unwrap();
+    let sb = EventChannel::new(&h.b).unwrap();
+    let _l = listener(&sb);
+    let c = resolved_client(&h, &sa, &sb, PORT);
+    assert_eq!(c.path().1, Some(b_port.mac), "the MAC ARP found");
+    let (a, b) = (sa.arp_stats().unwrap(), sb.arp_stats().unwrap());
+    assert!(a.requests_sent >= 1 && a.received >= 1 && a.timeouts == 0, "A: {a:?}");
+    assert!(b.replies_sent >= 1 && b.received >= 1, "B: {b:?}");
+    c.connect(&ConnParam::default()).unwrap();
+    let (s, _, _) = expect(&h, &sb, &sa, CmEventType::ConnectRequest, STEP);
+    assert_eq!(s.path().1, h.a.port_addr().map(|p| p.mac), "B learned A's MAC from its request");
+    s.create_qp(h.pb.create_qp(&h.cb)).unwrap();
+    s.accept(&ConnParam::default()).unwrap();
+    expect(&h, &sa, &sb, CmEventType::Established, STEP);
+    expect(&h, &sb, &sa, CmEventType::Established, STEP);
+    h.world.borrow_mut().finish().unwrap();
+    let fields = tshark_fields(&pcap, &["eth.dst", "arp.opcode", "arp.dst.proto_ipv4", "infiniband.mad.attributeid"]);
+    let arp: Vec<_> = fields.iter().filter(|f| !f[1].is_empty()).collect();
+    assert!(arp.len() >= 2, "an ARP request and a reply on the wire: {fields:?}");
+    assert_eq!((arp[0][0].as_str(), arp[0][1].as_str()), ("ff:ff:ff:ff:ff:ff", "1"), "a broadcast request");
+    assert_eq!(arp[0][2], b_port.ip.to_string());
+    assert!(arp.iter().any(|f| f[1] == "2" && f[0] == h.a.port_addr().unwrap().mac.to_string()), "B's reply to A");
+    let req = fields.iter().find(|f| f[3] == "0x0010").expect("a REQ on the wire");
+    assert_eq!(req[0], b_port.mac.to_string(), "the REQ goes to the MAC ARP found");
+    let v = oracle::check_capture(&pcap).unwrap();
+    assert!(v.all_clean(fields.len()), "{}", v.summary());
+    let _ = std::fs::remove_file(&pcap);
+}
+
+/// An address no host answers for: A sends ARP requests until the timeout, then, on a
+/// simulated NIC, falls back on the simulator's MAC rule (ADDR_RESOLVED with
+/// 02:00:00:00:00:77) and counts the timeout.
+#[test]
+fn an_unanswered_arp_falls_back_on_the_sim_rule_after_the_timeout() {
+    let h = Hosts::new(SimConfig::default());
+    let sa = EventChannel::new(&h.a).unwrap();
+    let sb = EventChannel::new(&h.b).unwrap();
+    let c = sa.create_id();
+    let ip = Ipv4Addr::new(192, 0, 2, 0x77);
+    let t0 = std::time::Instant::now();
+    c.resolve_addr_timeout(None, SocketAddrV4::new(ip, PORT), std::time::Duration::from_millis(500)).unwrap();
+    expect(&h, &sa, &sb, CmEventType::AddrResolved, u64::MAX / 2);
+    assert!(t0.elapsed() >= std::time::Duration::from_millis(500), "only after the timeout");
+    assert_eq!(c.path().1, Some(rnic::MacAddr([2, 0, 0, 0, 0, 0x77])));
+    let a = sa.arp_stats().unwrap();
+    assert!(a.requests_sent >= 2 && a.timeouts == 1, "requests every 200 ms until the timeout: {a:?}");
+    assert_eq!(sb.arp_stats().unwrap().replies_sent, 0, "B does not answer for another address");
 }

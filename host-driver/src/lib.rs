@@ -66,6 +66,7 @@ pub mod pd;
 pub mod qp;
 pub mod qp_attr;
 pub mod query;
+pub mod raw;
 pub mod records;
 #[cfg(feature = "sim")]
 pub mod sim;

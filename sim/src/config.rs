@@ -108,7 +108,8 @@ pub struct FaultConfig {
     /// 4 KiB, or forty of 256 bytes, at 100 Gb/s). Must be at least 1 when reordering is on.
     pub reorder_delay_ns: u64,
     /// Scripted losses: `(nic, n)` drops the `n`-th frame (0-based) that NIC `nic` transmits,
-    /// whatever the probabilities say. For tests that need one exact loss.
+    /// whatever the probabilities say, counting every frame but ARP (so the count does not
+    /// depend on whether address resolution ran first). For tests that need one exact loss.
     pub drop_frames: Vec<(usize, u64)>,
 }
 

@@ -95,7 +95,8 @@ pub struct StartedFrame {
 /// the thread that steps the transmitting NIC.
 #[derive(Debug)]
 pub(crate) struct TxHalf {
-    /// Frames pushed so far (the ordinal of the next one, for scripted drops).
+    /// Frames pushed so far, ARP frames not counted (the ordinal of the next one, for scripted
+    /// drops).
     pushed: u64,
     /// The NIC that `FaultConfig::drop_frames` names for this link's frames.
     drop_label: usize,
@@ -291,7 +292,7 @@ impl TxHalf {
 
     pub(crate) fn push(&mut self, data: Vec<u8>, end_cycle: u64) {
         let ready = end_cycle.saturating_add(1).saturating_mul(self.bits_per_cycle);
-        let fate = self.decide_fate(data.len());
+        let fate = self.decide_fate(&data);
         let duplicate = !self.faults.is_none() && self.rng.gen::<f64>() < self.faults.duplicate_probability;
         let copy = duplicate.then(|| data.clone());
         let delay_bits = self.decide_delay();
@@ -303,9 +304,13 @@ impl TxHalf {
         }
     }
 
-    fn decide_fate(&mut self, len: usize) -> Fate {
-        let ordinal = self.pushed;
-        self.pushed += 1;
+    fn decide_fate(&mut self, data: &[u8]) -> Fate {
+        let len = data.len();
+        // ARP frames (EtherType 0x0806, the NICs' address resolution) do not count, so that a
+        // scripted drop names the same frame whether or not ARP ran first.
+        let arp = data.get(12..14) == Some(&[0x08, 0x06][..]);
+        let ordinal = if arp { u64::MAX } else { self.pushed };
+        self.pushed += u64::from(!arp);
         if self.faults.is_none() {
             return Fate::Deliver;
         }
@@ -576,10 +581,16 @@ mod tests {
         let mut l = Link::new(0, 1, 0, &LinkConfig::default(), &faults).unwrap();
         for i in 0..8u64 {
             l.push(vec![i as u8; 100], i * 10);
+            if i == 1 {
+                // An ARP frame between them is not counted, and not dropped.
+                let mut arp = vec![0xAA; 60];
+                arp[12..14].copy_from_slice(&[0x08, 0x06]);
+                l.push(arp, i * 10 + 5);
+            }
         }
         let (got, _) = run(&mut l, 5000);
         let firsts: Vec<u8> = got.iter().map(|(_, f)| f.data[0]).collect();
-        assert_eq!(firsts, vec![0, 1, 2, 4, 6, 7]);
+        assert_eq!(firsts, vec![0, 1, 0xAA, 2, 4, 6, 7]);
         assert_eq!(l.stats().dropped, 2);
     }
 

@@ -359,9 +359,11 @@ fn debian_ibv_devinfo_and_ibv_devices_run_unmodified() {
     let (ok, out, err) =
         run(Command::new(which("ibv_devinfo")).arg("-v").env("LD_LIBRARY_PATH", lib_dir()).env("RNIC_DEVICE", "sim"));
     assert!(ok, "{out}{err}");
+    let v = rnic_contract::regs::VERSION_VALUE;
+    let fw_ver = format!("fw_ver:\t\t\t\t{}.{}", v >> 16, v & 0xFFFF);
     for want in [
         "hca_id:\trnic_0",
-        "fw_ver:\t\t\t\t0.5",
+        &fw_ver,
         "node_guid:\t\t\t0000:00ff:fe00:0001",
         "max_qp_wr:\t\t\t32768",
         "max_sge:\t\t\t15",

@@ -99,6 +99,8 @@ pub(crate) struct ChanInner<'mr> {
     pub(crate) conns: RefCell<BTreeMap<u32, Weak<IdInner<'mr>>>>,
     /// Listening ids by port.
     pub(crate) listeners: RefCell<HashMap<u16, Weak<IdInner<'mr>>>>,
+    /// Ids whose address ARP is resolving.
+    pub(crate) resolving: RefCell<Vec<Weak<IdInner<'mr>>>>,
     events: RefCell<VecDeque<RdmaCmEvent<'mr>>>,
     unacked: Cell<usize>,
     next_port: Cell<u16>,
@@ -202,6 +204,7 @@ impl<'mr> EventChannel<'mr> {
                 config,
                 conns: RefCell::new(BTreeMap::new()),
                 listeners: RefCell::new(HashMap::new()),
+                resolving: RefCell::new(Vec::new()),
                 events: RefCell::new(VecDeque::new()),
                 unacked: Cell::new(0),
                 next_port: Cell::new(32768 + (seed % 28000) as u16),
@@ -221,6 +224,14 @@ impl<'mr> EventChannel<'mr> {
     /// Creates a connection id (`rdma_create_id(3)` with `RDMA_PS_TCP`, an RC QP).
     pub fn create_id(&self) -> RdmaCmId<'mr> {
         RdmaCmId { inner: Rc::new(IdInner { chan: Rc::downgrade(&self.inner), st: RefCell::new(IdState::default()) }) }
+    }
+
+    /// ARP's counters on this channel's port ([`super::arp`]).
+    ///
+    /// # Errors
+    /// [`Error::Busy`] while the channel is processing.
+    pub fn arp_stats(&self) -> Result<super::ArpStats> {
+        Ok(self.inner.agent()?.neighbors.stats())
     }
 
     /// Adds a static neighbor (IPv4 → MAC) for address resolution; see [`super::Neighbors`].
@@ -268,6 +279,7 @@ impl<'mr> EventChannel<'mr> {
     pub fn process(&self) -> Result<usize> {
         let before = self.inner.events.borrow().len();
         let mut evs = self.inner.agent()?.process()?;
+        self.address_resolutions()?;
         // Every engine event is dispatched even if one fails; the first failure is returned.
         let mut failed = None;
         while !evs.is_empty() {
@@ -284,6 +296,44 @@ impl<'mr> EventChannel<'mr> {
             Some(e) => Err(e),
             None => Ok(self.inner.events.borrow().len() - before),
         }
+    }
+
+    /// Reports the address resolutions ARP ended: `AddrResolved` for an answer (or, on a
+    /// simulated NIC, the simulator's rule after a timeout), `AddrError` with `-ETIMEDOUT`
+    /// otherwise, to every id waiting for that address.
+    fn address_resolutions(&self) -> Result<()> {
+        let (ended, fallback): (Vec<_>, Vec<_>) = {
+            let mut a = self.inner.agent()?;
+            let ended = std::mem::take(&mut a.resolved);
+            let fb = ended.iter().map(|(ip, _)| a.neighbors.sim_fallback(*ip)).collect();
+            (ended, fb)
+        };
+        if ended.is_empty() {
+            return Ok(());
+        }
+        let waiting: Vec<_> = self.inner.resolving.borrow().iter().filter_map(Weak::upgrade).collect();
+        for ((ip, mac), fb) in ended.into_iter().zip(fallback) {
+            let mac = mac.or(fb);
+            for inner in &waiting {
+                let id = RdmaCmId { inner: Rc::clone(inner) };
+                let mut st = inner.st.borrow_mut();
+                if !st.resolving || st.remote.map(|r| *r.ip()) != Some(ip) {
+                    continue;
+                }
+                st.resolving = false;
+                st.dest_mac = mac;
+                st.addr_resolved = mac.is_some();
+                drop(st);
+                let (ev, status) = if mac.is_some() {
+                    (CmEventType::AddrResolved, 0)
+                } else {
+                    (CmEventType::AddrError, -libc::ETIMEDOUT)
+                };
+                self.inner.push(RdmaCmEvent { event: ev, id, listen_id: None, status, private_data: Vec::new() });
+            }
+        }
+        self.inner.resolving.borrow_mut().retain(|w| w.upgrade().is_some_and(|i| i.st.borrow().resolving));
+        Ok(())
     }
 
     /// Takes the next event if one is queued (`rdma_get_cm_event(3)` on a non-blocking

@@ -6,6 +6,7 @@
 use std::cell::{RefCell, RefMut};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::{Rc, Weak};
+use std::time::Duration;
 
 use super::channel::{to_rts, ChanInner, CmEventType, EventChannel, Path, RdmaCmEvent, QP_ACCESS};
 use super::types::{AcceptParams, CmError, CmId, CmState, ConnectParams, ConnectRequest, ConnectResponse};
@@ -14,6 +15,9 @@ use crate::error::{Error, Result};
 use crate::pd::ProtectionDomain;
 use crate::qp::{AddressVector, Mtu, QpAttr, QpAttrMask, QpBuilder, QpState, QpType, QueuePair};
 use crate::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge};
+
+/// How long [`RdmaCmId::resolve_addr`] lets ARP try (rping's and most examples' 2000 ms).
+pub const DEFAULT_RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
 
 /// `struct rdma_conn_param` (`rdma_connect(3)`, `rdma_accept(3)`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +60,8 @@ pub(crate) struct IdState<'mr> {
     pub(crate) remote: Option<SocketAddrV4>,
     pub(crate) dest_mac: Option<MacAddr>,
     pub(crate) addr_resolved: bool,
+    /// ARP is resolving the remote address (`AddrResolved` or `AddrError` to come).
+    pub(crate) resolving: bool,
     pub(crate) route_resolved: bool,
     /// The path MTU (4096 once the route is resolved; a REQ's for a passive id).
     pub(crate) path_mtu: Option<Mtu>,
@@ -246,30 +252,49 @@ impl<'mr> RdmaCmId<'mr> {
         Ok(())
     }
 
-    /// Resolves `dst` to the port's neighbor (`rdma_resolve_addr(3)`): binds the id (to `src`
-    /// if given, else the port's address and an ephemeral port) and looks up the peer's MAC.
-    /// rnic has no ARP: the MAC comes from the channel's [`super::Neighbors`] (static entries,
-    /// then the simulator's address convention). Queues `AddrResolved`, or `AddrError` with
-    /// status `-EHOSTUNREACH`.
+    /// Resolves `dst` to the port's neighbor (`rdma_resolve_addr(3)`) within
+    /// [`DEFAULT_RESOLVE_TIMEOUT`]; see [`resolve_addr_timeout`](Self::resolve_addr_timeout).
     ///
     /// # Errors
     /// As [`bind_addr`](Self::bind_addr).
     pub fn resolve_addr(&self, src: Option<SocketAddrV4>, dst: SocketAddrV4) -> Result<()> {
+        self.resolve_addr_timeout(src, dst, DEFAULT_RESOLVE_TIMEOUT)
+    }
+
+    /// Resolves `dst` to the port's neighbor (`rdma_resolve_addr(3)` with `timeout_ms`):
+    /// binds the id (to `src` if given, else the port's address and an ephemeral port) and
+    /// finds the peer's MAC ([`super::Neighbors`]): a static entry or one ARP learned queues
+    /// `AddrResolved` at once; otherwise ARP asks on the port's raw Ethernet path and
+    /// [`EventChannel::process`](super::EventChannel::process) queues `AddrResolved` when
+    /// the answer comes, or after `timeout` `AddrError` with status `-ETIMEDOUT` (on a
+    /// simulated NIC, the simulator's MAC rule and `AddrResolved` instead). A multicast,
+    /// broadcast or unspecified `dst` queues `AddrError` with `-EHOSTUNREACH` at once.
+    ///
+    /// # Errors
+    /// As [`bind_addr`](Self::bind_addr).
+    pub fn resolve_addr_timeout(&self, src: Option<SocketAddrV4>, dst: SocketAddrV4, timeout: Duration) -> Result<()> {
         let chan = self.chan()?;
         if let Some(src) = src {
             self.bind_addr(src)?;
         } else if self.local_addr().is_none() {
             self.bind_addr(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
         }
-        let mac = chan.agent()?.neighbors.resolve(*dst.ip());
+        let ip = *dst.ip();
+        let unicast = !(ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast());
+        let mac = chan.agent()?.neighbors.lookup(ip);
         let mut st = self.inner.st()?;
         st.remote = Some(dst);
         st.dest_mac = mac;
         st.addr_resolved = mac.is_some();
+        st.resolving = mac.is_none() && unicast;
         drop(st);
-        match mac {
-            Some(_) => self.event(&chan, CmEventType::AddrResolved, 0),
-            None => self.event(&chan, CmEventType::AddrError, -libc::EHOSTUNREACH),
+        if mac.is_some() {
+            self.event(&chan, CmEventType::AddrResolved, 0);
+        } else if !unicast {
+            self.event(&chan, CmEventType::AddrError, -libc::EHOSTUNREACH);
+        } else {
+            chan.agent()?.neighbors.start(ip, timeout);
+            chan.resolving.borrow_mut().push(Rc::downgrade(&self.inner));
         }
         Ok(())
     }

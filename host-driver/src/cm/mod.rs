@@ -8,11 +8,13 @@
 //!   and gives it the time (docs/cm.md);
 //! - [`types`]: the engine's parameters, events, states and errors;
 //! - [`port`]: QP1 (the GSI QP: UD, QP number 1, Q_Key `GSI_QKEY`) carrying the engine's
-//!   MADs, and the neighbor table that stands in for ARP;
+//!   MADs;
+//! - [`arp`]: the neighbor table and ARP (RFC 826) on the port's raw Ethernet path;
 //! - [`channel`] and [`id`]: the librdmacm-shaped API on top ([`EventChannel`],
 //!   [`RdmaCmId`], `rdma_cm(7)`): resolve, connect, listen, accept, reject, disconnect, and
 //!   events with private data. Progress is [`EventChannel::process`], which
 //!   [`EventChannel::get_cm_event`] runs while it waits (docs/cm.md).
+pub mod arp;
 pub mod channel;
 pub mod engine;
 pub mod id;
@@ -20,10 +22,11 @@ pub mod mad;
 pub mod port;
 pub mod types;
 
+pub use arp::{ArpStats, Neighbors};
 pub use channel::{ChannelConfig, CmEventType, EventChannel, RdmaCmEvent};
 pub use engine::{CmConfig, CmEngine};
 pub use id::{ConnParam, RdmaCmId};
-pub use port::{AgentStats, Neighbors};
+pub use port::AgentStats;
 pub use types::{
     cm_timeout_ns, reject_reason, AcceptParams, CmError, CmEvent, CmId, CmState, CmStats, ConnectParams,
     ConnectRequest, ConnectResponse, MadAddr, OutMad, REQ_USER_PRIVATE_DATA,

@@ -16,6 +16,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
+use super::arp::Neighbors;
 use super::engine::{CmConfig, CmEngine};
 use super::mad::{GSI_QKEY, MAD_BYTES};
 use super::types::{CmEvent, MadAddr, OutMad};
@@ -38,42 +39,6 @@ pub const RECV_SLOTS: usize = 16;
 pub const SEND_SLOTS: usize = 16;
 /// `wr_id` bit of QP1's send work requests (the low bits are the slot).
 const SEND_WR: u64 = 1 << 32;
-
-/// How the CM's addresses map to MACs. rnic has no ARP (no raw Ethernet path) yet: a peer's
-/// MAC comes from this table, filled by [`Neighbors::add`]. On a simulated NIC (the
-/// in-process world, `rnic sim serve`) an address not in the table gets the simulator's MAC
-/// rule, the one `rnic_easy::sim_mac_of` and `rnic perf` use: `02:00:00:00:00:<last octet>`
-/// ([`PortAddr::for_sim_nic`] gives NIC *i* `192.0.2.(i+1)` and `02:00:00:00:00:(i+1)`).
-/// On hardware an address not in the table does not resolve.
-#[derive(Clone, Debug, Default)]
-pub struct Neighbors {
-    table: HashMap<Ipv4Addr, MacAddr>,
-    /// Apply the simulator's rule to addresses not in the table.
-    sim_rule: bool,
-}
-
-impl Neighbors {
-    /// An empty table; `simulated`: fall back on the simulator's MAC rule.
-    pub fn new(simulated: bool) -> Self {
-        Self { table: HashMap::new(), sim_rule: simulated }
-    }
-
-    /// Adds (or replaces) a static neighbor entry (`ip neigh add`).
-    pub fn add(&mut self, ip: Ipv4Addr, mac: MacAddr) {
-        self.table.insert(ip, mac);
-    }
-
-    /// The MAC of `ip`: the table's entry, else on a simulated NIC the simulator's rule for a
-    /// unicast address whose last octet is 1…254; `None` otherwise.
-    pub fn resolve(&self, ip: Ipv4Addr) -> Option<MacAddr> {
-        if let Some(m) = self.table.get(&ip) {
-            return Some(*m);
-        }
-        let last = ip.octets()[3];
-        let unicast = !(ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast());
-        (self.sim_rule && unicast && (1..=254).contains(&last)).then(|| PortAddr::sim_mac_of(ip))
-    }
-}
 
 /// What the agent counted besides the engine's own [`super::CmStats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -143,6 +108,8 @@ pub(crate) struct Agent {
     pub(crate) engine: CmEngine,
     ahs: HashMap<Ipv4Addr, AddressHandle>,
     pub(crate) neighbors: Neighbors,
+    /// Address resolutions ARP ended in the last [`Agent::process`] (the channel reports them).
+    pub(crate) resolved: Vec<(Ipv4Addr, Option<MacAddr>)>,
     clock_mhz: u64,
     pub(crate) stats: AgentStats,
 }
@@ -172,6 +139,7 @@ impl Agent {
             engine: CmEngine::new(config),
             ahs: HashMap::new(),
             neighbors: Neighbors::new(ctx.device().clock_is_simulated()),
+            resolved: Vec::new(),
             clock_mhz: u64::from(ctx.device_info().clock_mhz.max(1)),
             stats: AgentStats::default(),
         };
@@ -213,19 +181,25 @@ impl Agent {
         self.qp1.post_recv_one(RecvWr::new(slot as u64, sge))
     }
 
-    /// One round of work: takes QP1's completions (feeding received MADs to the engine and
-    /// posting their buffers again), runs the engine's timers if due, and sends what it
-    /// queued. Returns the engine's events, in order.
+    /// One round of work: takes QP1's completions, runs ARP on the raw path (answers,
+    /// resolutions that ended go to `resolved`), feeds the received MADs to the engine (posting
+    /// their buffers again), runs the engine's timers if due, and sends what it queued.
+    /// Returns the engine's events, in order.
     pub(crate) fn process(&mut self) -> Result<Vec<CmEvent>> {
         let mut wcs = [WorkCompletion::default(); 16];
+        let mut got = Vec::new();
         loop {
             let n = self.cq.poll(&mut wcs)?;
-            for wc in &wcs[..n] {
-                self.completion(wc)?;
-            }
+            got.extend_from_slice(&wcs[..n]);
             if n < wcs.len() {
                 break;
             }
+        }
+        // ARP first: a client's ARP request comes before its REQ, so the REP finds its MAC.
+        let ended = self.neighbors.service(&self.ctx, self.port, !got.is_empty())?;
+        self.resolved.extend(ended);
+        for wc in &got {
+            self.completion(wc)?;
         }
         if self.qp1.state() == QpState::Err {
             self.recover()?;

@@ -595,15 +595,16 @@ pub unsafe extern "C" fn rnic_rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut lib
 export!(rdma_bind_addr, "RDMACM_1.0");
 
 /// `rdma_resolve_addr(3)`: binds the id if it is not (to `src_addr`'s device, else the
-/// first device that does not own `dst_addr`), and finds the peer's MAC (static neighbours: the devices of the list and
-/// `RNIC_PEER`, then on a simulated NIC the simulator's MAC rule). ADDR_RESOLVED or
-/// ADDR_ERROR follows; `timeout_ms` is not needed (the lookup is local).
+/// first device that does not own `dst_addr`), and finds the peer's MAC: static neighbours
+/// (the devices of the list and `RNIC_PEER`), else ARP on the port's raw Ethernet path for
+/// up to `timeout_ms` (2000 if not positive; on a simulated NIC the simulator's MAC rule
+/// after that). ADDR_RESOLVED or ADDR_ERROR (`-ETIMEDOUT`) follows.
 #[no_mangle]
 pub unsafe extern "C" fn rnic_rdma_resolve_addr(
     id: *mut rdma_cm_id,
     src_addr: *mut libc::sockaddr,
     dst_addr: *mut libc::sockaddr,
-    _timeout_ms: c_int,
+    timeout_ms: c_int,
 ) -> c_int {
     let mut g = lock();
     let r = (|| {
@@ -622,7 +623,11 @@ pub unsafe extern "C" fn rnic_rdma_resolve_addr(
         }
         let (o, d) = bound(id)?;
         let src = src.filter(|_| d.local_addr().is_none());
-        drv("rdma_resolve_addr", d.resolve_addr(src, dst))?;
+        let timeout = match u64::try_from(timeout_ms) {
+            Ok(ms) if ms > 0 => std::time::Duration::from_millis(ms),
+            _ => rnic::cm::id::DEFAULT_RESOLVE_TIMEOUT,
+        };
+        drv("rdma_resolve_addr", d.resolve_addr_timeout(src, dst, timeout))?;
         sync_route(o);
         Ok(())
     })();
