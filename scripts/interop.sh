@@ -8,13 +8,16 @@
 # prints one row. See docs/interop.md.
 #
 #   scripts/interop.sh [--out DIR] [--iters N] [--lat-iters N] [--mtus "1024 4096"]
-#                      [--losses "0 0.01"] [--dirs "client server"] [--peer rxe|rnic] [--ci] [TEST...]
+#                      [--losses "0 0.01"] [--dirs "client server"] [--peer rxe|rnic] [--arp] [--ci] [TEST...]
 #
 # TEST: write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat rc_pingpong ud_pingpong
 # rping (default: all; ud_pingpong, being unreliable, and rping, whose CM retries wait seconds
 # of simulated time, only without loss; --ci leaves read_lat and send_lat out). --dirs names
 # rnic's role: "client" = rnic client, rxe server; "server" = the reverse. --peer rnic runs the same binaries between two
 # served rnic NICs cabled back to back, no guest. --ci runs the subset scripts/test.sh runs.
+# --arp: no static neighbour on either side (no RNIC_PEER, none in the guest): the CM's
+# address resolution runs ARP over rnic's raw Ethernet path (rping only: the other tools take
+# the peer's MAC from RNIC_PEER).
 # Exit status 1 if a run failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +25,7 @@ guest=$root/scripts/guest
 . "$guest/common.sh"
 
 usage() {
-  sed -n '10,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '10,21p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
   --losses) LOSSES=$2 && shift ;;
   --dirs) DIRS=$2 && shift ;;
   --peer) PEER=$2 && shift ;;
+  --arp) ARP=1 ;;
   # No loss in CI, so no minutes-long retransmissions: a stuck run fails after 240 s.
   --ci) MTUS=4096 LOSSES=0 TIMEOUT=${RNIC_INTEROP_TIMEOUT:-240} tests=(write_bw read_bw send_bw atomic_bw write_lat rc_pingpong ud_pingpong rping) ;;
   -h | --help) usage ;;
@@ -51,6 +55,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $PEER in rxe) ;; rnic) DIRS=client ;; *) die "--peer $PEER: rxe or rnic" ;; esac
+if [ "${ARP:-0}" = 1 ]; then
+  [ "$PEER" = rxe ] || die "--arp is for --peer rxe"
+  [ ${#tests[@]} -gt 0 ] || tests=(rping)
+  for t in "${tests[@]}"; do [ "$t" = rping ] || die "--arp runs rping only (the CM resolves addresses; $t needs RNIC_PEER)"; done
+fi
 [ ${#tests[@]} -gt 0 ] || tests=(write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat rc_pingpong ud_pingpong rping)
 for t in "${tests[@]}"; do
   case $t in
@@ -99,8 +108,11 @@ until [ -e /mnt/host/jobs/quit ]; do
   sleep 0.2
 done'
   GUEST_PORT=$(free_port) SIM_PORT=$(free_port) FWD_PORT=$(free_port)
+  # The guest's static neighbour entry for rnic, unless --arp leaves it to ARP.
+  GUEST_PEER_ARGS=(--peer "$RNIC_IP,$RNIC_MAC")
+  [ "${ARP:-0}" = 1 ] && GUEST_PEER_ARGS=()
   "$guest/rxe-guest.sh" run --workdir "$OUT/guest" --wire "udp:$GUEST_PORT:$SIM_PORT" \
-    --ip "$GUEST_IP/24" --mac "$GUEST_MAC" --peer "$RNIC_IP,$RNIC_MAC" --mtu 1500 \
+    --ip "$GUEST_IP/24" --mac "$GUEST_MAC" "${GUEST_PEER_ARGS[@]}" --mtu 1500 \
     --hostfwd "$FWD_PORT" --timeout 7200 --cmd "$GUEST_LOOP" >"$OUT/guest.log" 2>&1 &
   GUEST_PID=$!
   t_boot=$SECONDS
@@ -203,6 +215,7 @@ run_one() {
   # No RNIC_CM_TIMEOUT here (see run_rnic_pair): a REQ announces its CM response timeout, and
   # rxe, in real time, would give up on our RTU after 15 resends of its REP at that pace.
   export LD_LIBRARY_PATH=$OUT/lib RNIC_DEVICE=vfio-user:$d/sock/nic0.sock RNIC_PEER=$GUEST_IP,$GUEST_MAC
+  [ "${ARP:-0}" = 1 ] && unset RNIC_PEER
   if [ "$t" = rping ] && [ "$dir" = client ]; then
     # rping's server prints nothing until a client comes: give it 2 s to listen.
     guest_job "$name" "${prefix}timeout $TIMEOUT $guest_cmd -s -a $GUEST_IP & pid=\$!; sleep 2; touch /mnt/host/jobs/$name.ready; wait \$pid"
@@ -249,6 +262,13 @@ run_one() {
   # --chk / -c report bad data on stdout, not always in the exit status.
   if grep -qs 'invalid data' "$d/rnic.log" "$d/rxe.log"; then verdict=FAIL; fi
   figure=$(summary "$t" "$client_log")
+  if [ "${ARP:-0}" = 1 ]; then
+    # Both ARP exchanges on the wire: rnic asks for the guest (as client) or answers it.
+    local arps
+    arps=$(tshark -r "$d/wire.pcap" -Y 'arp.opcode == 2' 2>/dev/null | wc -l)
+    [ "$arps" -ge 1 ] || verdict=FAIL
+    figure="$figure, $arps ARP replies"
+  fi
   [ "$verdict" = PASS ] || { FAILED=$((FAILED + 1)) && figure="rnic rc $rc_h, rxe rc ${rc_g:-none}"; }
   RUN=$((RUN + 1))
   local direction="rnic client, rxe server"

@@ -41,7 +41,7 @@ pub fn markdown() -> String {
         (regs::SRQ_CAPS, "SRQ_CAPS (log2 max SRQ WQEs 3:0, max SRQ SGEs 15:8)", "RO"),
         (
             regs::FEATURES,
-            "FEATURES (RC 0, SRQ 1, atomics 2, UD 3, CQ events 4, RNR NAK generation 5; ibv_atomic_cap 9:8)",
+            "FEATURES (RC 0, SRQ 1, atomics 2, UD 3, CQ events 4, RNR NAK generation 5, raw Ethernet path 6; ibv_atomic_cap 9:8)",
             "RO",
         ),
         (regs::SQ_DOORBELL, "SQ_DOORBELL (qpn << 16 | SQ producer index)", "WO"),
@@ -63,6 +63,16 @@ pub fn markdown() -> String {
     }
     for (i, name) in regs::counter::NAMES.iter().enumerate() {
         let _ = writeln!(o, "| 0x{:04X} | counter `{name}` | RO |", regs::COUNTERS as usize + 4 * i);
+    }
+    for (off, name, acc) in [
+        (regs::RAW_TX_DATA, "RAW_TX_DATA[0..16] (raw frame to send, word i = bytes 4i..4i+3, byte 4i in 7:0)", "WO"),
+        (regs::RAW_TX_SEND, "RAW_TX_SEND (length in bytes 6:0, sent as 60..=64; response once the NIC holds the frame)", "WO"),
+        (regs::RAW_RX_DATA, "RAW_RX_DATA[0..16] (the raw receive queue's head frame, laid out as RAW_TX_DATA)", "RO"),
+        (regs::RAW_RX_STATUS, "RAW_RX_STATUS (head valid << 31 | head length 22:16 | frames taken mod 2^16)", "RO"),
+        (regs::RAW_RX_POP, "RAW_RX_POP (any value: the head frame leaves the queue)", "WO"),
+    ] {
+        let name = name.replace('|', "\\|");
+        let _ = writeln!(o, "| 0x{off:04X} | {name} | {acc} |");
     }
     o.push('\n');
     table(
