@@ -15,9 +15,9 @@
 # of simulated time, only without loss; --ci leaves read_lat and send_lat out). --dirs names
 # rnic's role: "client" = rnic client, rxe server; "server" = the reverse. --peer rnic runs the same binaries between two
 # served rnic NICs cabled back to back, no guest. --ci runs the subset scripts/test.sh runs.
-# --arp: no static neighbour on either side (no RNIC_PEER, none in the guest): the CM's
-# address resolution runs ARP over rnic's raw Ethernet path (rping only: the other tools take
-# the peer's MAC from RNIC_PEER).
+# --arp: no static neighbour on either side (no RNIC_PEER, none in the guest): librnic finds
+# the guest's MAC by ARP over rnic's raw Ethernet path (rdma_resolve_addr, ibv_modify_qp,
+# ibv_create_ah) and answers the guest's ARP; each row counts the ARP replies on the wire.
 # Exit status 1 if a run failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,11 +55,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $PEER in rxe) ;; rnic) DIRS=client ;; *) die "--peer $PEER: rxe or rnic" ;; esac
-if [ "${ARP:-0}" = 1 ]; then
-  [ "$PEER" = rxe ] || die "--arp is for --peer rxe"
-  [ ${#tests[@]} -gt 0 ] || tests=(rping)
-  for t in "${tests[@]}"; do [ "$t" = rping ] || die "--arp runs rping only (the CM resolves addresses; $t needs RNIC_PEER)"; done
-fi
+[ "${ARP:-0}" = 0 ] || [ "$PEER" = rxe ] || die "--arp is for --peer rxe"
 [ ${#tests[@]} -gt 0 ] || tests=(write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat rc_pingpong ud_pingpong rping)
 for t in "${tests[@]}"; do
   case $t in

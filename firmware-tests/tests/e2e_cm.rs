@@ -716,3 +716,31 @@ fn an_unanswered_arp_falls_back_on_the_sim_rule_after_the_timeout() {
     assert!(a.requests_sent >= 2 && a.timeouts == 1, "requests every 200 ms until the timeout: {a:?}");
     assert_eq!(sb.arp_stats().unwrap().replies_sent, 0, "B does not answer for another address");
 }
+
+/// The passive side resolves its client before it answers: A knows B statically (so it sends
+/// no ARP request B could learn from) and has a MAC the simulator's rule does not give. B's
+/// agent holds the REQ, asks ARP for A, and reports CONNECT_REQUEST with the MAC A answered;
+/// the REP reaches A and both sides are ESTABLISHED.
+#[test]
+fn a_server_asks_arp_for_a_client_it_has_not_heard_from() {
+    let h = Hosts::new(SimConfig::default());
+    let a_port =
+        rnic::PortAddr { mac: rnic::MacAddr([0x02, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE]), ..h.a.port_addr().unwrap() };
+    h.a.set_port_addr(a_port).unwrap();
+    let sa = EventChannel::new(&h.a).unwrap();
+    let sb = EventChannel::new(&h.b).unwrap();
+    let b = h.b.port_addr().unwrap();
+    sa.add_neighbor(b.ip, b.mac).unwrap();
+    let _l = listener(&sb);
+    let c = resolved_client(&h, &sa, &sb, PORT);
+    assert_eq!(sa.arp_stats().unwrap().requests_sent, 0, "A resolved B statically");
+    c.connect(&ConnParam::default()).unwrap();
+    let (s, _, _) = expect(&h, &sb, &sa, CmEventType::ConnectRequest, STEP);
+    assert_eq!(s.path().1, Some(a_port.mac), "B asked ARP for A before reporting the REQ");
+    let (a, bs) = (sa.arp_stats().unwrap(), sb.arp_stats().unwrap());
+    assert!(bs.requests_sent >= 1 && a.replies_sent >= 1, "A: {a:?} B: {bs:?}");
+    s.create_qp(h.pb.create_qp(&h.cb)).unwrap();
+    s.accept(&ConnParam::default()).unwrap();
+    expect(&h, &sa, &sb, CmEventType::Established, STEP);
+    expect(&h, &sb, &sa, CmEventType::Established, STEP);
+}

@@ -66,7 +66,11 @@ pub fn markdown() -> String {
     }
     for (off, name, acc) in [
         (regs::RAW_TX_DATA, "RAW_TX_DATA[0..16] (raw frame to send, word i = bytes 4i..4i+3, byte 4i in 7:0)", "WO"),
-        (regs::RAW_TX_SEND, "RAW_TX_SEND (length in bytes 6:0, sent as 60..=64; response once the NIC holds the frame)", "WO"),
+        (
+            regs::RAW_TX_SEND,
+            "RAW_TX_SEND (length in bytes 6:0, sent as 60..=64; response once the NIC holds the frame)",
+            "WO",
+        ),
         (regs::RAW_RX_DATA, "RAW_RX_DATA[0..16] (the raw receive queue's head frame, laid out as RAW_TX_DATA)", "RO"),
         (regs::RAW_RX_STATUS, "RAW_RX_STATUS (head valid << 31 | head length 22:16 | frames taken mod 2^16)", "RO"),
         (regs::RAW_RX_POP, "RAW_RX_POP (any value: the head frame leaves the queue)", "WO"),

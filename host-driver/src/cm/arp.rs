@@ -115,9 +115,9 @@ impl Neighbors {
         p.deadline = p.deadline.max(now + timeout);
     }
 
-    /// True while an address is being resolved.
-    pub fn resolving(&self) -> bool {
-        !self.pending.is_empty()
+    /// True while `ip` is being resolved.
+    pub fn is_resolving(&self, ip: Ipv4Addr) -> bool {
+        self.pending.contains_key(&ip)
     }
 
     /// One round of ARP on `ctx`'s port (address `port`): reads the raw receive queue (every

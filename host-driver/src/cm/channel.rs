@@ -101,6 +101,8 @@ pub(crate) struct ChanInner<'mr> {
     pub(crate) listeners: RefCell<HashMap<u16, Weak<IdInner<'mr>>>>,
     /// Ids whose address ARP is resolving.
     pub(crate) resolving: RefCell<Vec<Weak<IdInner<'mr>>>>,
+    /// REQs from addresses ARP is resolving: reported once their MAC is known.
+    deferred: RefCell<Vec<Box<ConnectRequest>>>,
     events: RefCell<VecDeque<RdmaCmEvent<'mr>>>,
     unacked: Cell<usize>,
     next_port: Cell<u16>,
@@ -205,6 +207,7 @@ impl<'mr> EventChannel<'mr> {
                 conns: RefCell::new(BTreeMap::new()),
                 listeners: RefCell::new(HashMap::new()),
                 resolving: RefCell::new(Vec::new()),
+                deferred: RefCell::new(Vec::new()),
                 events: RefCell::new(VecDeque::new()),
                 unacked: Cell::new(0),
                 next_port: Cell::new(32768 + (seed % 28000) as u16),
@@ -224,6 +227,40 @@ impl<'mr> EventChannel<'mr> {
     /// Creates a connection id (`rdma_create_id(3)` with `RDMA_PS_TCP`, an RC QP).
     pub fn create_id(&self) -> RdmaCmId<'mr> {
         RdmaCmId { inner: Rc::new(IdInner { chan: Rc::downgrade(&self.inner), st: RefCell::new(IdState::default()) }) }
+    }
+
+    /// The MAC of `ip` for a QP's or an address handle's path (what the kernel's
+    /// `ib_resolve_eth_dmac` does for `ibv_modify_qp(3)` and `ibv_create_ah(3)` on RoCE):
+    /// a static entry or one ARP learned at once, else ARP on the port's raw path, running the
+    /// channel (`process`) until the answer or `timeout`; then, on a simulated NIC, the
+    /// simulator's rule. Blocks for up to `timeout`. `None`: no answer.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] while the channel is processing; errors of [`Self::process`].
+    pub fn resolve_neighbor(
+        &self,
+        ip: std::net::Ipv4Addr,
+        timeout: std::time::Duration,
+    ) -> Result<Option<crate::MacAddr>> {
+        if let Some(m) = self.inner.agent()?.neighbors.lookup(ip) {
+            return Ok(Some(m));
+        }
+        if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() {
+            return Ok(None);
+        }
+        self.inner.agent()?.neighbors.start(ip, timeout);
+        loop {
+            self.process()?;
+            let a = self.inner.agent()?;
+            if let Some(m) = a.neighbors.lookup(ip) {
+                return Ok(Some(m));
+            }
+            if !a.neighbors.is_resolving(ip) {
+                return Ok(a.neighbors.sim_fallback(ip));
+            }
+            drop(a);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     /// ARP's counters on this channel's port ([`super::arp`]).
@@ -311,6 +348,7 @@ impl<'mr> EventChannel<'mr> {
         if ended.is_empty() {
             return Ok(());
         }
+        let ended_ips: Vec<_> = ended.iter().copied().zip(fallback.iter().copied()).collect();
         let waiting: Vec<_> = self.inner.resolving.borrow().iter().filter_map(Weak::upgrade).collect();
         for ((ip, mac), fb) in ended.into_iter().zip(fallback) {
             let mac = mac.or(fb);
@@ -333,6 +371,15 @@ impl<'mr> EventChannel<'mr> {
             }
         }
         self.inner.resolving.borrow_mut().retain(|w| w.upgrade().is_some_and(|i| i.st.borrow().resolving));
+        // REQs that waited for their sender's MAC.
+        for ((ip, mac), fb) in ended_ips.into_iter() {
+            let (now_ready, rest): (Vec<_>, Vec<_>) =
+                self.inner.deferred.take().into_iter().partition(|r| *r.src.ip() == ip);
+            *self.inner.deferred.borrow_mut() = rest;
+            for req in now_ready {
+                self.request_with_mac(req, mac.or(fb))?;
+            }
+        }
         Ok(())
     }
 
@@ -450,13 +497,37 @@ impl<'mr> EventChannel<'mr> {
 
     /// A REQ for one of our listeners: a new id, reported to the listener's owner.
     fn connect_request(&self, req: Box<ConnectRequest>) -> Result<()> {
+        if !self.inner.listeners.borrow().get(&req.dst.port()).is_some_and(|l| l.upgrade().is_some()) {
+            let now = self.inner.agent()?.now_ns();
+            let _ = self.inner.agent()?.engine.reject(now, req.id, &[]);
+            return Ok(());
+        }
+        // The sender's MAC: known (a static entry, or ARP learned it from the client's own
+        // request), else ARP is asked and the REQ waits for the answer (the REP must reach it).
+        let src = *req.src.ip();
+        let mac = {
+            let mut a = self.inner.agent()?;
+            let m = a.neighbors.lookup(src);
+            if m.is_none() && !(src.is_unspecified() || src.is_broadcast() || src.is_multicast()) {
+                a.neighbors.start(src, super::id::DEFAULT_RESOLVE_TIMEOUT);
+                drop(a);
+                self.inner.deferred.borrow_mut().push(req);
+                return Ok(());
+            }
+            m
+        };
+        self.request_with_mac(req, mac)
+    }
+
+    /// Reports a REQ whose sender's MAC is `mac` to its listener (a REJ if the listener is gone
+    /// or the MAC unknown).
+    fn request_with_mac(&self, req: Box<ConnectRequest>, mac: Option<crate::MacAddr>) -> Result<()> {
         let listener = self.inner.listeners.borrow().get(&req.dst.port()).and_then(Weak::upgrade);
-        let Some(listener) = listener else {
+        let (Some(listener), Some(_)) = (listener, mac) else {
             let now = self.inner.agent()?.now_ns();
             let _ = self.inner.agent()?.engine.reject(now, req.id, &[]);
             return Ok(());
         };
-        let mac = self.inner.agent()?.neighbors.resolve(*req.src.ip());
         let id = self.create_id();
         {
             let mut st = id.inner.st.borrow_mut();

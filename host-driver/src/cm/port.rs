@@ -261,6 +261,12 @@ impl Agent {
                 self.free_send.push(slot);
                 continue;
             };
+            if self.ahs.get(&ip).is_none() && self.neighbors.lookup(ip).is_none() && self.neighbors.is_resolving(ip) {
+                // ARP is asking for this address: the MAD waits for the answer (or the timeout).
+                self.free_send.push(slot);
+                self.waiting.push_front(out);
+                break;
+            }
             let Some(ah) = self.ah(ip)? else {
                 self.stats.unresolved += 1;
                 self.free_send.push(slot);

@@ -17,9 +17,9 @@ pub unsafe extern "C" fn rnic_ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_a
         set_errno(EINVAL);
         return null_mut();
     }
-    let _g = lock();
+    let mut g = lock();
     let p = obj::<Pd>(pd);
-    let av = match av_of(ctx(p.ibv.context), &*attr, "ibv_create_ah") {
+    let av = match av_of(&mut g, ctx(p.ibv.context), &*attr, "ibv_create_ah") {
         Ok(av) => av,
         Err(e) => {
             set_errno(e);

@@ -203,6 +203,21 @@ unsafe fn port_for(g: &mut Global, dev: usize) -> Result<usize, c_int> {
     Ok(g.cm_ports.len() - 1)
 }
 
+/// The MAC of `ip` for a QP or address handle of context `c` (`ibv_modify_qp`,
+/// `ibv_create_ah`): ARP on the port of `c`'s device, through its CM agent (made on first use;
+/// it then answers other hosts' ARP too), for up to 2 s (`EventChannel::resolve_neighbor`).
+pub(super) unsafe fn neighbor_mac(g: &mut Global, c: &Ctx, ip: Ipv4Addr) -> Option<rnic::MacAddr> {
+    let dev = device_for(g, c.ctx.port_addr()?.ip).ok()?;
+    let pi = port_for(g, dev).ok()?;
+    match g.cm_ports[pi].chan.resolve_neighbor(ip, rnic::cm::id::DEFAULT_RESOLVE_TIMEOUT) {
+        Ok(m) => m,
+        Err(e) => {
+            debug("ARP", &e);
+            None
+        }
+    }
+}
+
 /// The CM's timing: rdma_cm's (`ChannelConfig::default`), or with `RNIC_CM_TIMEOUT=N` (0..=20)
 /// a CM response timeout and a packet life time of 4.096 µs × 2^N each. The timers run on the
 /// NIC's clock, which a simulator runs thousands of times slower than wall time: rdma_cm's

@@ -118,17 +118,23 @@ export!(ibv_create_qp, "IBVERBS_1.1");
 
 /// The peer's IPv4 address and MAC of a RoCEv2 address vector (a QP's path, or an address
 /// handle's): the IPv4-mapped destination GID, and the MAC of a known neighbour (the devices
-/// of the list, `RNIC_PEER`). `what` names the verb in the `RNIC_DEBUG` message.
-pub(super) fn av_of(c: &Ctx, ah: &ibv_ah_attr, what: &str) -> Result<AddressVector, c_int> {
+/// of the list, `RNIC_PEER`), else one ARP finds on the device's port (blocking for up to
+/// 2 s, as the kernel's `ib_resolve_eth_dmac` does for rxe and mlx5; the port's CM agent
+/// does the ARP, [`super::cm::neighbor_mac`]). `what` names the verb in the `RNIC_DEBUG`
+/// message.
+pub(super) unsafe fn av_of(g: &mut Global, c: &Ctx, ah: &ibv_ah_attr, what: &str) -> Result<AddressVector, c_int> {
     if ah.is_global == 0 {
         // RoCE has no LIDs: the destination is the GID (ibv_rc_pingpong -g, perftest -x).
         return Err(EINVAL);
     }
     let ip = std::net::Ipv6Addr::from(ah.grh.dgid.raw).to_ipv4_mapped().ok_or(EINVAL)?;
-    let mac = c.peers.iter().find(|(p, _)| *p == ip).map(|(_, m)| *m).ok_or_else(|| {
-        debug(what, &format!("no MAC known for peer {ip}: set RNIC_PEER=IP,MAC"));
-        EINVAL
-    })?;
+    let mac = match c.peers.iter().find(|(p, _)| *p == ip) {
+        Some((_, m)) => *m,
+        None => super::cm::neighbor_mac(g, c, ip).ok_or_else(|| {
+            debug(what, &format!("no MAC for peer {ip}: ARP had no answer (or set RNIC_PEER=IP,MAC)"));
+            EINVAL
+        })?,
+    };
     Ok(AddressVector { dest_mac: mac, dest_ip: ip })
 }
 
@@ -137,7 +143,7 @@ pub unsafe extern "C" fn rnic_ibv_modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_a
     if qp.is_null() || attr.is_null() {
         return EINVAL;
     }
-    let _g = lock();
+    let mut g = lock();
     let q = obj::<Qp>(qp);
     let a = &*attr;
     let mask = match QpAttrMask::from_bits(mask as u32) {
@@ -170,7 +176,7 @@ pub unsafe extern "C" fn rnic_ibv_modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_a
         }
     }
     if mask.contains(QpAttrMask::AV) {
-        match av_of(ctx(q.ibv.context), &a.ah_attr, "ibv_modify_qp") {
+        match av_of(&mut g, ctx(q.ibv.context), &a.ah_attr, "ibv_modify_qp") {
             Ok(av) => r.ah_attr = av,
             Err(e) => return e,
         }
