@@ -9,7 +9,7 @@
 //!   next RoCE frame once the one in progress has ended.
 mod harness;
 
-use harness::{Dut, Rng};
+use harness::{codec, Dut, Rng};
 use rnic_contract::regs::raw::{MAX_FRAME_BYTES, MIN_FRAME_BYTES};
 use rnic_hdl::raw_tx::RawTxMux;
 use std::collections::VecDeque;
@@ -35,14 +35,7 @@ fn raw_frames_between_roce_frames() {
             .collect();
         let mut beats: VecDeque<([u8; 64], usize, bool)> = VecDeque::new();
         for f in &roce {
-            let n = f.len().div_ceil(64);
-            for k in 0..n {
-                let part = &f[64 * k..f.len().min(64 * k + 64)];
-                let mut d = [0u8; 64];
-                d.copy_from_slice(&rng.bytes(64));
-                d[..part.len()].copy_from_slice(part);
-                beats.push_back((d, part.len(), k + 1 == n));
-            }
+            beats.extend(codec::frame_beats(&mut rng, f));
         }
         let (mut next_raw, mut raw_out, mut roce_out) = (0usize, 0usize, 0usize);
         let mut held = false;

@@ -131,14 +131,7 @@ fn acks_between_request_frames() {
         // Request beats (data, count, last, frame).
         let mut beats: VecDeque<([u8; 64], usize, bool)> = VecDeque::new();
         for f in &reqs {
-            let n = f.len().div_ceil(64);
-            for k in 0..n {
-                let part = &f[64 * k..f.len().min(64 * k + 64)];
-                let mut d = [0u8; 64];
-                d.copy_from_slice(&rng.bytes(64));
-                d[..part.len()].copy_from_slice(part);
-                beats.push_back((d, part.len(), k + 1 == n));
-            }
+            beats.extend(codec::frame_beats(&mut rng, f));
         }
         let mut next_ack = 0usize; // next ACK to offer (FIFO head)
         let mut acks_avail = 0usize; // ACKs pushed into the FIFO so far

@@ -4,6 +4,12 @@
 use crate::{cq_context, cqe, mr_entry, qp_context, recv_wqe, regs, srq_context, wqe, Field};
 use std::fmt::Write;
 
+/// One row of the register table (a `|` in the name escaped for Markdown).
+fn reg_row(o: &mut String, off: u16, name: &str, acc: &str) {
+    let name = name.replace('|', "\\|");
+    let _ = writeln!(o, "| 0x{off:04X} | {name} | {acc} |");
+}
+
 fn table(out: &mut String, title: &str, intro: &str, fields: &[(&str, Field)]) {
     let _ = writeln!(out, "## {title}\n\n{intro}\n");
     let _ = writeln!(out, "| field | byte | bits | width |\n|---|---|---|---|");
@@ -58,8 +64,7 @@ pub fn markdown() -> String {
         (regs::CMD_DATA, "CMD_DATA[0..16] (512-bit staging record, word i = bits 32i+31..32i)", "WO"),
         (regs::CMD, "CMD (op << 24 | index; op 1 WRITE_QP, 2 WRITE_MR, 3 WRITE_CQ, 4 WRITE_SRQ)", "WO"),
     ] {
-        let name = name.replace('|', "\\|");
-        let _ = writeln!(o, "| 0x{off:04X} | {name} | {acc} |");
+        reg_row(&mut o, off, name, acc);
     }
     for (i, name) in regs::counter::NAMES.iter().enumerate() {
         let _ = writeln!(o, "| 0x{:04X} | counter `{name}` | RO |", regs::COUNTERS as usize + 4 * i);
@@ -75,8 +80,7 @@ pub fn markdown() -> String {
         (regs::RAW_RX_STATUS, "RAW_RX_STATUS (head valid << 31 | head length 22:16 | frames taken mod 2^16)", "RO"),
         (regs::RAW_RX_POP, "RAW_RX_POP (any value: the head frame leaves the queue)", "WO"),
     ] {
-        let name = name.replace('|', "\\|");
-        let _ = writeln!(o, "| 0x{off:04X} | {name} | {acc} |");
+        reg_row(&mut o, off, name, acc);
     }
     o.push('\n');
     table(

@@ -341,3 +341,18 @@ impl AnyPacket {
         }
     }
 }
+
+/// A frame cut into 64-byte stream beats: (data, valid bytes, last). The bytes of a last beat
+/// past the frame are random (a stream's `tkeep`/count marks them invalid).
+pub fn frame_beats(rng: &mut Rng, frame: &[u8]) -> Vec<([u8; 64], usize, bool)> {
+    let n = frame.len().div_ceil(64);
+    (0..n)
+        .map(|k| {
+            let part = &frame[64 * k..frame.len().min(64 * k + 64)];
+            let mut d = [0u8; 64];
+            d.copy_from_slice(&rng.bytes(64));
+            d[..part.len()].copy_from_slice(part);
+            (d, part.len(), k + 1 == n)
+        })
+        .collect()
+}
