@@ -191,8 +191,10 @@ if command -v ibv_rc_pingpong >/dev/null && [ -f "$LIBRNIC" ] && grep -aq 'vfio-
         '^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.2$;;^20 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' \
         's/^20 iters in .* = ([0-9.]+ usec\/iter)$/\1 (ours)/p' "ibv_rc_pingpong nic1 / ours nic0"
     P=$((PORT + 8))
+    # rdma-core's client tries the server's TCP port once: wait until ours listens (under load
+    # opening the device takes the server longer than the client's start).
     pair ibv.rc_pingpong "$EX/rc_pingpong --device $NIC1 -p $P -n 20" \
-        "$IBV=$NIC0 RNIC_PEER=192.0.2.2,02:00:00:00:00:02 ibv_rc_pingpong -d rnic_0 -g 1 -n 20 -p $P 127.0.0.1" \
+        "for i in \$(seq 600); do ss -ltn | grep -q ':$P ' && break; sleep 0.1; done; $IBV=$NIC0 RNIC_PEER=192.0.2.2,02:00:00:00:00:02 ibv_rc_pingpong -d rnic_0 -g 1 -n 20 -p $P 127.0.0.1" \
         '^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.1$;;^20 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' \
         '^  remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.2$;;^20 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' \
         's/^20 iters in .* = ([0-9.]+ usec\/iter)$/\1 (ours)/p' "ours nic1 / ibv_rc_pingpong nic0" server

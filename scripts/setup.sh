@@ -20,6 +20,8 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 # its symbol versions and strings are compared with, and the unmodified programs it runs.
 [ -f /usr/include/infiniband/verbs.h ] || need_apt+=(libibverbs-dev)
 command -v ibv_devinfo >/dev/null || need_apt+=(ibverbs-utils)
+# ss(8): examples.sh waits for a server's TCP port before rdma-core's one-shot client.
+command -v ss >/dev/null || need_apt+=(iproute2)
 # librdmacm's header (layouts of librnic's librdmacm.so.1) and rping (run unmodified on it).
 [ -f /usr/include/rdma/rdma_cma.h ] || need_apt+=(librdmacm-dev)
 command -v rping >/dev/null || need_apt+=(rdmacm-utils)
