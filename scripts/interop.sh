@@ -17,7 +17,8 @@
 # served rnic NICs cabled back to back, no guest. --ci runs the subset scripts/test.sh runs.
 # --arp: no static neighbour on either side (no RNIC_PEER, none in the guest): librnic finds
 # the guest's MAC by ARP over rnic's raw Ethernet path (rdma_resolve_addr, ibv_modify_qp,
-# ibv_create_ah) and answers the guest's ARP; each row counts the ARP replies on the wire.
+# ibv_create_ah) and answers the guest's ARP (with --peer rnic: the other NIC's); each row
+# counts the ARP replies on the wire.
 # Exit status 1 if a run failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +56,6 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $PEER in rxe) ;; rnic) DIRS=client ;; *) die "--peer $PEER: rxe or rnic" ;; esac
-[ "${ARP:-0}" = 0 ] || [ "$PEER" = rxe ] || die "--arp is for --peer rxe"
 [ ${#tests[@]} -gt 0 ] || tests=(write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat rc_pingpong ud_pingpong rping)
 for t in "${tests[@]}"; do
   case $t in
@@ -304,13 +304,16 @@ run_rnic_pair() {
       timeout "$TIMEOUT" $cmd -c -a 192.0.2.2 >"$d/client.log" 2>&1 || rc_c=$?
     unset RNIC_CM_TIMEOUT
   else
+  # Each side's static neighbour for the other, unless --arp leaves it to ARP.
+  local peer1=(RNIC_PEER=192.0.2.1,02:00:00:00:00:01) peer0=(RNIC_PEER=192.0.2.2,02:00:00:00:00:02)
+  [ "${ARP:-0}" = 1 ] && peer1=() peer0=()
   # shellcheck disable=SC2086
-  LD_LIBRARY_PATH=$OUT/lib RNIC_DEVICE=vfio-user:$d/sock/nic1.sock RNIC_PEER=192.0.2.1,02:00:00:00:00:01 \
+  env LD_LIBRARY_PATH="$OUT/lib" RNIC_DEVICE="vfio-user:$d/sock/nic1.sock" "${peer1[@]}" \
     timeout "$TIMEOUT" $cmd -p "$hp" >"$d/server.log" 2>&1 &
   pid_s=$!
   wait_for 60 listening "$hp" || true
   # shellcheck disable=SC2086
-  LD_LIBRARY_PATH=$OUT/lib RNIC_DEVICE=vfio-user:$d/sock/nic0.sock RNIC_PEER=192.0.2.2,02:00:00:00:00:02 \
+  env LD_LIBRARY_PATH="$OUT/lib" RNIC_DEVICE="vfio-user:$d/sock/nic0.sock" "${peer0[@]}" \
     timeout "$TIMEOUT" $cmd -p "$hp" 127.0.0.1 >"$d/client.log" 2>&1 || rc_c=$?
   fi
   wait "$pid_s" || rc_s=$?
@@ -324,6 +327,12 @@ run_rnic_pair() {
   if [ "$t" = rping ]; then rping_ok "$d/client.log" || verdict=FAIL; fi
   if grep -qs 'invalid data' "$d/client.log" "$d/server.log"; then verdict=FAIL; fi
   figure=$(summary "$t" "$d/client.log")
+  if [ "${ARP:-0}" = 1 ]; then
+    local arps
+    arps=$(tshark -r "$d/wire.pcap" -Y 'arp.opcode == 2' 2>/dev/null | wc -l)
+    [ "$arps" -ge 1 ] || verdict=FAIL
+    figure="$figure, $arps ARP replies"
+  fi
   [ "$verdict" = PASS ] || { FAILED=$((FAILED + 1)) && figure="client rc $rc_c, server rc $rc_s"; }
   RUN=$((RUN + 1))
   printf '%-12s %-22s %-5s %-5s %-6s %-16s %-18s %ss\n' "$t" "rnic client, rnic server" "$MTU" "$loss" \

@@ -15,6 +15,7 @@ EXAMPLES_PREBUILT=1 scripts/examples.sh
 # every capture dissected by tshark with its ICRCs checked (docs/interop.md). The guest is built
 # on first use (about 2 min with network, cached under /var/cache/rnic); the runs take 45-95 s.
 scripts/interop.sh --ci --peer rnic --out "${TMPDIR:-/tmp}/rnic-interop-ci-rnic" # the same, rnic <-> rnic, ~20 s
+scripts/interop.sh --ci --peer rnic --arp --out "${TMPDIR:-/tmp}/rnic-interop-ci-rnic-arp" # the same by ARP, ~80 s
 scripts/interop.sh --ci --out "${TMPDIR:-/tmp}/rnic-interop-ci"
 # The same subset with no static neighbour on either side: librnic finds the guest by ARP over
 # rnic's raw Ethernet path and answers the guest's ARP (docs/interop.md), ~2 min.
