@@ -12,6 +12,7 @@ pub mod board;
 pub mod bswap;
 pub mod byte_counters;
 pub mod context_tables;
+pub mod counter_strobes;
 pub mod cq_writer;
 pub mod crc;
 pub mod dma_read;

@@ -2,6 +2,7 @@
 use crate::ack_timer::AckTimer;
 use crate::atomic_unit::AtomicUnit;
 use crate::byte_counters::ByteCounters;
+use crate::counter_strobes::CounterStrobes;
 use crate::cq_writer::CqWriter;
 use crate::dma_read::DmaReadIssuer;
 use crate::doorbell::SqDoorbells;
@@ -132,6 +133,8 @@ pub struct NicTop {
     /// the stream after the ICRC; non-RoCE frames to the port are queued for it.
     raw_tx: RawTxMux,
     raw_rx: RawRxQueue,
+    /// The counters' pulses onto their contract indices.
+    strobes: CounterStrobes,
     rxi: RxIngress,
     /// Packets accepted by the ingress, one descriptor each (256: as many as the 1024-beat
     /// packet buffer can hold of the shortest packets, 4 beats).
@@ -587,37 +590,38 @@ impl Logic for NicTop {
         self.nak_cnt_out.next = (self.nak_cnt_pend.q.val() != 0) & !self.rxw.cnt_tx_nak.val();
         self.nak_cnt_pend.d.next = self.nak_cnt_pend.q.val() + bit_cast::<2, 1>(self.txs.cnt_tx_nak.val().into())
             - bit_cast::<2, 1>(self.nak_cnt_out.val().into());
-        self.regs.count_inc.next = bit_cast::<32, 1>(self.rxi.cnt_rx_frame.val().into())
-            | (bit_cast::<32, 1>(self.tx_frame_done.val().into()) << 1)
-            | (bit_cast::<32, 1>(self.rxe.cnt_roce_ok.val().into()) << 2)
-            | (bit_cast::<32, 1>(self.rxi.cnt_icrc.val().into()) << 3)
-            // A frame for the raw queue counts there, not as malformed (the verdicts are aligned).
-            | (bit_cast::<32, 1>(
-                (self.rxi.cnt_malformed.val() & !(self.raw_rx.took.val() | self.raw_rx.cnt_drop.val())).into(),
-            ) << 4)
-            | (bit_cast::<32, 1>(self.rxe.cnt_unknown_qp.val().into()) << 5)
-            | (bit_cast::<32, 1>(self.rxe.cnt_drop_key.val().into()) << 6)
-            | (bit_cast::<32, 1>(self.rxe.cnt_drop_psn.val().into()) << 7)
-            | (bit_cast::<32, 1>(self.rxi.cnt_overflow.val().into()) << 8)
-            | (bit_cast::<32, 1>((self.rxw.cnt_tx_ack.val() | self.ack_cnt_out.val()).into()) << 9)
-            | (bit_cast::<32, 1>((self.rxw.cnt_tx_nak.val() | self.nak_cnt_out.val()).into()) << 10)
-            | (bit_cast::<32, 1>(self.rxe.cnt_rx_ack.val().into()) << 11)
-            | (bit_cast::<32, 1>(self.rxe.cnt_cqe.val().into()) << 12)
-            | (bit_cast::<32, 1>(self.txs.cnt_tx_req.val().into()) << 13)
-            | (bit_cast::<32, 1>(self.txs.cnt_local_err.val().into()) << 14)
-            | (bit_cast::<32, 1>(self.rxe.cnt_drop_inv_req.val().into()) << 15)
-            | (bit_cast::<32, 1>(self.rxe.cnt_dup.val().into()) << 16)
-            | (bit_cast::<32, 1>(self.rxe.cnt_retransmit.val().into()) << 17)
-            | (bit_cast::<32, 1>(self.rxe.cnt_timeout.val().into()) << 18)
-            | (bit_cast::<32, 1>(self.rxe.cnt_tx_nak_seq.val().into()) << 19)
-            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_seq.val().into()) << 20)
-            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_inv_req.val().into()) << 21)
-            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_access.val().into()) << 22)
-            | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_op.val().into()) << 23)
-            | (bit_cast::<32, 1>(self.rxe.cnt_tx_rnr.val().into()) << 24)
-            | (bit_cast::<32, 1>(self.rxe.cnt_rx_rnr.val().into()) << 25)
-            | (bit_cast::<32, 1>(self.rxe.cnt_drop_no_rwqe.val().into()) << 26)
-            | (bit_cast::<32, 1>(self.raw_rx.cnt_drop.val().into()) << 27);
+        // Each counter's pulse by name; CounterStrobes puts it on its contract index.
+        self.strobes.rx_frames.next = self.rxi.cnt_rx_frame.val();
+        self.strobes.tx_frames.next = self.tx_frame_done.val();
+        self.strobes.rx_roce_ok.next = self.rxe.cnt_roce_ok.val();
+        self.strobes.drop_icrc.next = self.rxi.cnt_icrc.val();
+        // A frame for the raw queue counts there, not as malformed (the verdicts are aligned).
+        self.strobes.drop_malformed.next =
+            self.rxi.cnt_malformed.val() & !(self.raw_rx.took.val() | self.raw_rx.cnt_drop.val());
+        self.strobes.drop_unknown_qp.next = self.rxe.cnt_unknown_qp.val();
+        self.strobes.drop_key.next = self.rxe.cnt_drop_key.val();
+        self.strobes.drop_psn.next = self.rxe.cnt_drop_psn.val();
+        self.strobes.drop_rx_overflow.next = self.rxi.cnt_overflow.val();
+        self.strobes.tx_acks.next = self.rxw.cnt_tx_ack.val() | self.ack_cnt_out.val();
+        self.strobes.tx_naks.next = self.rxw.cnt_tx_nak.val() | self.nak_cnt_out.val();
+        self.strobes.rx_acks.next = self.rxe.cnt_rx_ack.val();
+        self.strobes.cqes.next = self.rxe.cnt_cqe.val();
+        self.strobes.tx_requests.next = self.txs.cnt_tx_req.val();
+        self.strobes.local_errors.next = self.txs.cnt_local_err.val();
+        self.strobes.drop_inv_req.next = self.rxe.cnt_drop_inv_req.val();
+        self.strobes.rx_duplicates.next = self.rxe.cnt_dup.val();
+        self.strobes.retransmits.next = self.rxe.cnt_retransmit.val();
+        self.strobes.timeouts.next = self.rxe.cnt_timeout.val();
+        self.strobes.tx_nak_seq.next = self.rxe.cnt_tx_nak_seq.val();
+        self.strobes.rx_nak_seq.next = self.rxe.cnt_rx_nak_seq.val();
+        self.strobes.rx_nak_inv_req.next = self.rxe.cnt_rx_nak_inv_req.val();
+        self.strobes.rx_nak_rem_access.next = self.rxe.cnt_rx_nak_rem_access.val();
+        self.strobes.rx_nak_rem_op.next = self.rxe.cnt_rx_nak_rem_op.val();
+        self.strobes.tx_rnr_naks.next = self.rxe.cnt_tx_rnr.val();
+        self.strobes.rx_rnr_naks.next = self.rxe.cnt_rx_rnr.val();
+        self.strobes.drop_no_rwqe.next = self.rxe.cnt_drop_no_rwqe.val();
+        self.strobes.drop_raw.next = self.raw_rx.cnt_drop.val();
+        self.regs.count_inc.next = self.strobes.inc.val();
         self.byte_cnt.tx_fire.next = self.raw_tx.out_valid.val() & self.m_axis_tx_tready.val();
         self.byte_cnt.tx_count.next = self.raw_tx.out_count.val();
         self.byte_cnt.rx_valid.next = self.s_axis_rx_tvalid.val();
