@@ -256,6 +256,10 @@ impl Logic for NicTop {
         self.cqw.arm_write.next = self.regs.arm_write.val();
         self.cqw.arm_data.next = self.regs.arm_data.val();
         self.regs.arm_ready.next = self.cqw.arm_ready.val();
+        self.cqw.ci_write.next = self.regs.ci_write.val();
+        self.cqw.ci_data.next = self.regs.ci_data.val();
+        self.regs.ci_ready.next = self.cqw.ci_ready.val();
+        self.cqw.async_cq.next = self.regs.async_cq.val();
         self.irq.ev0_valid.next = self.cqw.ev_valid.val();
         self.irq.ev0_vector.next = self.cqw.ev_vector.val();
         self.irq.ev1_valid.next = self.rxw.ev_valid.val();
@@ -583,7 +587,8 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_nak_rem_op.val().into()) << 23)
             | (bit_cast::<32, 1>(self.rxe.cnt_tx_rnr.val().into()) << 24)
             | (bit_cast::<32, 1>(self.rxe.cnt_rx_rnr.val().into()) << 25)
-            | (bit_cast::<32, 1>(self.rxe.cnt_drop_no_rwqe.val().into()) << 26);
+            | (bit_cast::<32, 1>(self.rxe.cnt_drop_no_rwqe.val().into()) << 26)
+            | (bit_cast::<32, 1>(self.cqw.cnt_overrun.val().into()) << 27);
         self.byte_cnt.tx_fire.next = self.icrc.out_valid.val() & self.m_axis_tx_tready.val();
         self.byte_cnt.tx_count.next = self.icrc.out_count.val();
         self.byte_cnt.rx_valid.next = self.s_axis_rx_tvalid.val();
