@@ -55,7 +55,7 @@ pub enum CqwState {
 /// is not a CQE takes 1 cycle of latency, one per 2 cycles (the register is refilled the cycle
 /// after it is read: `in_read` never depends on `out_read`, which is the RX writer's decision);
 /// a CQE takes 5 (CQ number registered, table read, taken, slot and owner, loaded), one per 5
-/// cycles. Every path starts and ends at a register or a table port (≤ 6 LUT levels). Tables:
+/// cycles. Every path starts and ends at a register or a table port (≤ 5 LUT levels). Tables:
 /// CQ context (64 × 128 bits), producer index and error flag (64 × 33 bits) and known
 /// consumer index (64 × 23 bits) in block RAM. A `WRITE_CQ` command is taken while no CQE is
 /// in progress, zeroes the CQ's index and consumer index, clears its error and disarms it.
