@@ -211,7 +211,8 @@ fn qp_on_srq<'a>(pd: &ProtectionDomain, cq: &CompletionQueue, srq: &SharedReceiv
 
 /// The context's asynchronous event queue: opening the device commits a CQ for it and points
 /// ASYNC_EVENT_CQ at it (enable bit set); event CQEs the NIC writes there come out of
-/// `poll_async_event` as QP events, in order, and other CQEs are skipped; dropping the context
+/// `poll_async_event` as QP events (a CQ_ERR as `AsyncEvent::CqErr`), in order, and other CQEs
+/// are skipped; the consumer index is reported (CQ_CI) every 128 events; dropping the context
 /// turns the events off and invalidates the CQ.
 #[test]
 fn qp_events_come_from_the_context_event_queue() {
@@ -253,6 +254,21 @@ fn qp_events_come_from_the_context_event_queue() {
         (AsyncEventType::CommEst, AsyncEvent::Qp { event_type: AsyncEventType::CommEst, qp_num: 7 })
     );
     assert_eq!(ctx.poll_async_event().unwrap(), None);
+    // IBV_EVENT_CQ_ERR (STATUS 0) names the CQ in QP_NUM.
+    event(3, verbs::wc_opcode::ASYNC_EVENT, verbs::event_type::CQ_ERR, cq.cqn());
+    let e = ctx.poll_async_event().unwrap().unwrap();
+    assert_eq!((e.event_type(), e), (AsyncEventType::CqErr, AsyncEvent::CqErr { cq_num: cq.cqn() }));
+    // The queue reports its consumer index (CQ_CI) once 128 CQEs were taken, at the next poll.
+    let ci_writes = || -> Vec<u32> { dev.writes.borrow().iter().filter(|w| w.0 == regs::CQ_CI).map(|w| w.1).collect() };
+    for n in 4..128 {
+        event(n, verbs::wc_opcode::ASYNC_EVENT, verbs::event_type::COMM_EST, 1);
+    }
+    for _ in 4..128 {
+        assert!(ctx.poll_async_event().unwrap().is_some());
+    }
+    assert_eq!(ci_writes(), Vec::<u32>::new(), "not yet reported");
+    assert_eq!(ctx.poll_async_event().unwrap(), None);
+    assert_eq!(ci_writes(), [cqn << regs::cq_arm::CQN_SHIFT | 128]);
     drop(cq);
     drop(ctx);
     let w = dev.writes.borrow();
