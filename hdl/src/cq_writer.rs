@@ -145,6 +145,11 @@ pub struct CqWriter {
     evj: DFF<Bit>,
     /// An arm's consumer index less the stored one (bit 22 set: the arm's is older).
     cid: DFF<Bits<23>>,
+    /// `state != Pass`, and `state == Load` for an input job (not a CQ_ERR event), kept beside
+    /// the state so that `in_read` is one LUT of registers, `in_empty` and the head's kind
+    /// (it feeds the write-job FIFO's read address).
+    busy: DFF<Bit>,
+    ld_rd: DFF<Bit>,
     full_c: Signal<Local, Bit>,
     src: Signal<Local, WriteJob>,
     dropped: Signal<Local, WriteJob>,
@@ -195,7 +200,8 @@ impl Logic for CqWriter {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, ov, oj, cqn, cq, pi, mask, slot_addr, owner, arm_pend, arm_word, armst, u, sa, is_sol,
-            pi_next, ev_r, ev_vec_r, arm_last, ci_pend, ci_word, used, err, drop, raise, ev_pend, ev_of, evj, cid
+            pi_next, ev_r, ev_vec_r, arm_last, ci_pend, ci_word, used, err, drop, raise, ev_pend, ev_of, evj, cid,
+            busy, ld_rd
         );
         self.ci_ram.read_clock.next = self.clock.val();
         self.ci_ram.write_clock.next = self.clock.val();
@@ -293,7 +299,10 @@ impl Logic for CqWriter {
         if self.out_read.val() {
             self.ov.d.next = false;
         }
-        self.in_read.next = false;
+        // The input is read by a job passing through (`Pass`, the head not a CQE) or by the
+        // CQE placed or dropped in `Load` (not by a CQ_ERR event), into an empty output register.
+        self.in_read.next = self.room.val()
+            & ((!self.busy.q.val() & !self.in_empty.val() & !self.head_is_cqe.val()) | self.ld_rd.q.val());
         self.dbg_state.next = 0.into();
         match self.state.q.val() {
             CqwState::Pass => {
@@ -313,23 +322,25 @@ impl Logic for CqWriter {
                             self.evj.d.next = true;
                             self.cqn.d.next = self.async_cq.val().get_bits::<6>(0);
                             self.state.d.next = CqwState::Lookup;
+                            self.busy.d.next = true;
                         } else if self.arm_pend.q.val() & !self.arm_last.q.val() {
                             self.arm_pend.d.next = false;
                             self.arm_last.d.next = true;
                             self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
                             self.state.d.next = CqwState::ArmLookup;
+                            self.busy.d.next = true;
                         } else {
                             self.arm_last.d.next = false;
                             self.evj.d.next = false;
                             self.cqn.d.next = self.in_cqn.val().get_bits::<6>(0);
                             self.state.d.next = CqwState::Lookup;
+                            self.busy.d.next = true;
                         }
                     }
                 } else {
                     if !self.in_empty.val() & self.room.val() {
                         // Not a CQE: through as it is (an arm may start in the same cycle: the
                         // arm states leave the output register alone).
-                        self.in_read.next = true;
                         self.ov.d.next = true;
                         self.oj.d.next = self.in_job.val();
                     }
@@ -338,11 +349,13 @@ impl Logic for CqWriter {
                         self.evj.d.next = true;
                         self.cqn.d.next = self.async_cq.val().get_bits::<6>(0);
                         self.state.d.next = CqwState::Lookup;
+                        self.busy.d.next = true;
                     } else if self.arm_pend.q.val() & !self.cmd_cq.val() {
                         self.arm_pend.d.next = false;
                         self.arm_last.d.next = true;
                         self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
                         self.state.d.next = CqwState::ArmLookup;
+                        self.busy.d.next = true;
                     }
                 }
             }
@@ -369,6 +382,7 @@ impl Logic for CqWriter {
                 self.is_sol.d.next =
                     self.evj.q.val() | self.in_job.val().se.any() | self.in_cqe.val().get_bits::<8>(160).any();
                 self.pi_next.d.next = self.pi.q.val() + 1;
+                self.ld_rd.d.next = !self.evj.q.val();
                 // Full: the ring holds 2^LOG_SIZE CQEs the driver has not reported consumed.
                 self.drop.d.next = self.full_c.val() | self.err.q.val();
                 self.raise.d.next = self.full_c.val()
@@ -399,10 +413,11 @@ impl Logic for CqWriter {
                         bit_cast::<33, 32>(self.pi.q.val()) | (bit_cast::<33, 1>(1.into()) << 32);
                 }
                 if self.room.val() {
-                    // The input is read unless this is a CQ_ERR event (which is no input job).
-                    self.in_read.next = !self.evj.q.val();
+                    // (`in_read` above: the input job is read unless this is a CQ_ERR event.)
                     self.pi_ram.write_enable.next = true;
                     self.state.d.next = CqwState::Pass;
+                    self.busy.d.next = false;
+                    self.ld_rd.d.next = false;
                     if self.drop.q.val() {
                         self.cnt_overrun.next = true;
                         self.ov.d.next = !self.evj.q.val();
@@ -456,6 +471,7 @@ impl Logic for CqWriter {
                         ) << 33);
                 }
                 self.state.d.next = CqwState::Pass;
+                self.busy.d.next = false;
             }
         }
         if self.reset.val() {
@@ -465,6 +481,8 @@ impl Logic for CqWriter {
             self.ev_r.d.next = false;
             self.ci_pend.d.next = false;
             self.ev_pend.d.next = false;
+            self.busy.d.next = false;
+            self.ld_rd.d.next = false;
         }
     }
 }
