@@ -147,7 +147,8 @@ pub struct CqWriter {
     cid: DFF<Bits<23>>,
     /// `state != Pass`, and `state == Load` for an input job (not a CQ_ERR event), kept beside
     /// the state so that `in_read` is one LUT of registers, `in_empty` and the head's kind
-    /// (it feeds the write-job FIFO's read address).
+    /// (it feeds the write-job FIFO's read address) and `cmd_ready` is a register (it feeds
+    /// the other tables' command paths through `NicTop`'s `cmd_fire`).
     busy: DFF<Bit>,
     ld_rd: DFF<Bit>,
     full_c: Signal<Local, Bit>,
@@ -217,7 +218,7 @@ impl Logic for CqWriter {
 
         // Commands: WRITE_CQ writes the context and starts the ring at index 0; taken only
         // while passing, so it never meets this block's own index write.
-        self.cmd_ready.next = self.state.q.val() == CqwState::Pass;
+        self.cmd_ready.next = !self.busy.q.val();
         self.cmd_cq.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
         self.cq_ram.write_enable.next = self.cmd_cq.val();
         self.cq_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
