@@ -78,4 +78,5 @@ counter_strobes!(
     rx_rnr_naks / k_rx_rnr_naks = counter::RX_RNR_NAKS,
     drop_no_rwqe / k_drop_no_rwqe = counter::DROP_NO_RWQE,
     drop_raw / k_drop_raw = counter::DROP_RAW,
+    drop_cq_overrun / k_drop_cq_overrun = counter::DROP_CQ_OVERRUN,
 );

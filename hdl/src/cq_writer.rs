@@ -4,18 +4,31 @@
 use crate::records::{CqContextRec, WriteJob};
 use rust_hdl::prelude::*;
 
+// The CQ_ERR event CQE below is built from literals (OPCODE 255 at CQE bit 152, STATUS 0 at
+// bit 160, QP_NUM at bit 128): they must be the contract's.
+const _: () = assert!(
+    rnic_contract::verbs::wc_opcode::ASYNC_EVENT == 255
+        && rnic_contract::verbs::event_type::CQ_ERR == 0
+        && rnic_contract::cqe::QP_NUM.lsb == 128
+        && rnic_contract::cqe::OPCODE.lsb == 152
+        && rnic_contract::cqe::STATUS.lsb == 160
+);
+
 /// Where the CQ writer is with the CQE at the head of its input.
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum CqwState {
-    /// Passing jobs through; a CQE at the head starts a lookup of its CQ.
+    /// Passing jobs through; a CQE at the head (or a CQ_ERR event waiting) starts a lookup of
+    /// its CQ; a consumer index ([`rnic_contract::regs::CQ_CI`]) waiting is stored.
     Pass,
-    /// The CQ number is registered: the context and producer index are being read.
+    /// The CQ number is registered: the context, producer index, error flag and known
+    /// consumer index are being read.
     Lookup,
-    /// They are readable: taken into registers.
+    /// They are readable: taken into registers, the CQEs the ring holds (`pi - ci`) counted.
     Take,
-    /// The slot address and owner bit are computed.
+    /// The slot address and owner bit are computed, and whether the ring is full.
     Place,
-    /// The placed CQE goes to the output register (with its event, if its CQ was armed for it).
+    /// The placed CQE goes to the output register (with its event, if its CQ was armed for it);
+    /// or, the ring full or the CQ in error, it is dropped.
     Load,
     /// A CQ arm ([`rnic_contract::regs::CQ_ARM`]): its CQ's context, index and arm state are
     /// being read.
@@ -42,9 +55,23 @@ pub enum CqwState {
 /// is not a CQE takes 1 cycle of latency, one per 2 cycles (the register is refilled the cycle
 /// after it is read: `in_read` never depends on `out_read`, which is the RX writer's decision);
 /// a CQE takes 5 (CQ number registered, table read, taken, slot and owner, loaded), one per 5
-/// cycles. Every path starts and ends at a register or a table port (≤ 5 LUT levels). Tables: CQ context (64 × 128 bits) and
-/// producer index (64 × 32 bits) in block RAM. A `WRITE_CQ` command is taken while no CQE is
-/// in progress, zeroes the CQ's index and disarms it.
+/// cycles. Every path starts and ends at a register or a table port (≤ 5 LUT levels). Tables:
+/// CQ context (64 × 128 bits), producer index and error flag (64 × 33 bits) and known
+/// consumer index (64 × 23 bits) in block RAM. A `WRITE_CQ` command is taken while no CQE is
+/// in progress, zeroes the CQ's index and consumer index, clears its error and disarms it.
+///
+/// Overruns ([`rnic_contract::regs::CQ_CI`]): the consumer index of a `CQ_CI` doorbell (one
+/// waits at a time: `ci_ready` is low meanwhile) is stored in the cycle after it is taken if
+/// the block is passing jobs, else when it is back to passing (at most 5 cycles); an arm stores
+/// its index too, unless it is older than the stored one. In `Take` the CQ's fill
+/// `(pi - ci) mod 2^23` is computed, in `Place` compared with the ring size: a CQE that finds
+/// the ring full, or its CQ in error, leaves as a job of kind 2 (nothing written; its
+/// `release`, ACK and barriers kept), pulses `cnt_overrun`, and sets the CQ's error flag
+/// (producer index unchanged, arm state untouched). The first such drop of a CQ error, with
+/// `async_cq`'s enable set and another CQ as event CQ, leaves a CQ_ERR event waiting (one
+/// register): from `Pass` it goes first, through `Lookup`..`Load` like a CQE (5 cycles, input
+/// not read) as an event CQE (OPCODE `ASYNC_EVENT`, STATUS `CQ_ERR`, QP_NUM the overrun CQ),
+/// itself dropped and counted if the event CQ is full or in error.
 ///
 /// Completion events: an arm ([`rnic_contract::regs::CQ_ARM`], one pending at a time:
 /// `arm_ready` is low while one waits) is served between CQEs, before the next one unless the
@@ -84,12 +111,49 @@ pub struct CqWriter {
     /// An event raised by an arm (the CQ already held a CQE for it): one-cycle pulse, registered.
     pub ev_valid: Signal<Out, Bit>,
     pub ev_vector: Signal<Out, Bits<5>>,
+    /// CQ consumer-index doorbell from BAR0 (one-cycle pulse, `ci_data` as
+    /// [`rnic_contract::regs::CQ_CI`]), taken only while `ci_ready`.
+    pub ci_write: Signal<In, Bit>,
+    pub ci_data: Signal<In, Bits<32>>,
+    pub ci_ready: Signal<Out, Bit>,
+    /// [`rnic_contract::regs::ASYNC_EVENT_CQ`]: bit 8 enable, bits 7:0 the event CQ.
+    pub async_cq: Signal<In, Bits<9>>,
+    /// A CQE dropped (its CQ full or in error): one-cycle pulse from registers
+    /// ([`rnic_contract::regs::counter::DROP_CQ_OVERRUN`]).
+    pub cnt_overrun: Signal<Out, Bit>,
     /// 0 Pass, 1 Lookup, 2 Take, 3 Place, 4 Load, 5 ArmLookup, 6 ArmTake, 7 ArmDecide (for the
     /// engine status register).
     pub dbg_state: Signal<Out, Bits<3>>,
     state: DFF<CqwState>,
     cq_ram: RAM<Bits<128>, 6>,
-    pi_ram: RAM<Bits<32>, 6>,
+    /// Per CQ: bits 31..0 the producer index, 32 the CQ is in error (it overran).
+    pi_ram: RAM<Bits<33>, 6>,
+    /// Per CQ: the last consumer index the driver reported (CQ_CI or CQ_ARM), mod 2^23.
+    ci_ram: RAM<Bits<23>, 6>,
+    /// The CQ_CI doorbell waiting to be stored.
+    ci_pend: DFF<Bit>,
+    ci_word: DFF<Bits<32>>,
+    /// The CQE being placed: CQEs its ring holds by the known consumer index, its CQ's error
+    /// flag, and (from `Place`) whether it is dropped and whether it raises CQ_ERR.
+    used: DFF<Bits<23>>,
+    err: DFF<Bit>,
+    drop: DFF<Bit>,
+    raise: DFF<Bit>,
+    /// A CQ_ERR event waiting (for CQ `ev_of`), and whether the CQE being placed is it.
+    ev_pend: DFF<Bit>,
+    ev_of: DFF<Bits<6>>,
+    evj: DFF<Bit>,
+    /// An arm's consumer index less the stored one (bit 22 set: the arm's is older).
+    cid: DFF<Bits<23>>,
+    /// `state != Pass`, and `state == Load` for an input job (not a CQ_ERR event), kept beside
+    /// the state so that `in_read` is one LUT of registers, `in_empty` and the head's kind
+    /// (it feeds the write-job FIFO's read address) and `cmd_ready` is a register (it feeds
+    /// the other tables' command paths through `NicTop`'s `cmd_fire`).
+    busy: DFF<Bit>,
+    ld_rd: DFF<Bit>,
+    full_c: Signal<Local, Bit>,
+    src: Signal<Local, WriteJob>,
+    dropped: Signal<Local, WriteJob>,
     /// Per CQ: bits 31..0 the index after its last solicited CQE, 32 armed, 33 solicited-only.
     arm_ram: RAM<Bits<34>, 6>,
     /// The arm waiting to be served, and whether the last thing served was an arm (then a CQE
@@ -137,8 +201,11 @@ impl Logic for CqWriter {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, ov, oj, cqn, cq, pi, mask, slot_addr, owner, arm_pend, arm_word, armst, u, sa, is_sol,
-            pi_next, ev_r, ev_vec_r, arm_last
+            pi_next, ev_r, ev_vec_r, arm_last, ci_pend, ci_word, used, err, drop, raise, ev_pend, ev_of, evj, cid,
+            busy, ld_rd
         );
+        self.ci_ram.read_clock.next = self.clock.val();
+        self.ci_ram.write_clock.next = self.clock.val();
         self.arm_ram.read_clock.next = self.clock.val();
         self.arm_ram.write_clock.next = self.clock.val();
         self.cq_ram.read_clock.next = self.clock.val();
@@ -151,7 +218,7 @@ impl Logic for CqWriter {
 
         // Commands: WRITE_CQ writes the context and starts the ring at index 0; taken only
         // while passing, so it never meets this block's own index write.
-        self.cmd_ready.next = self.state.q.val() == CqwState::Pass;
+        self.cmd_ready.next = !self.busy.q.val();
         self.cmd_cq.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
         self.cq_ram.write_enable.next = self.cmd_cq.val();
         self.cq_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
@@ -162,6 +229,10 @@ impl Logic for CqWriter {
         self.arm_ram.write_enable.next = self.cmd_cq.val();
         self.arm_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.arm_ram.write_data.next = 0.into();
+        self.ci_ram.write_enable.next = self.cmd_cq.val();
+        self.ci_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.ci_ram.write_data.next = 0.into();
+        self.ci_ram.read_address.next = self.cqn.q.val();
         self.cq_ram.read_address.next = self.cqn.q.val();
         self.pi_ram.read_address.next = self.cqn.q.val();
         self.arm_ram.read_address.next = self.cqn.q.val();
@@ -175,6 +246,13 @@ impl Logic for CqWriter {
             self.arm_word.d.next = self.arm_data.val();
         }
         self.arm_ci.next = self.arm_word.q.val().get_bits::<23>(0);
+        // Consumer indices: one waits at a time, like an arm.
+        self.ci_ready.next = !self.ci_pend.q.val();
+        if self.ci_write.val() & !self.ci_pend.q.val() {
+            self.ci_pend.d.next = true;
+            self.ci_word.d.next = self.ci_data.val();
+        }
+        self.cnt_overrun.next = false;
         self.arm_sol.next = self.arm_word.q.val().get_bit(23);
         self.ev_r.d.next = false;
         self.ev_valid.next = self.ev_r.q.val();
@@ -186,11 +264,29 @@ impl Logic for CqWriter {
 
         // The slot and owner of CQE number `pi`.
         self.lap.next = self.pi.q.val() >> bit_cast::<32, 5>(self.cq.q.val().log_size);
-        self.placed.next = self.in_job.val();
+        self.full_c.next = self.used.q.val() > self.mask.q.val().get_bits::<23>(0);
+        // What is placed: the head job, or a CQ_ERR event CQE (nothing else of it is used: no
+        // ACK, no release, no barrier).
+        self.src.next = self.in_job.val();
+        if self.evj.q.val() {
+            self.src.next.kind = 1.into();
+            self.src.next.need_ack = 0.into();
+            self.src.next.se = 0.into();
+            self.src.next.bar = 0.into();
+            self.src.next.res = 0.into();
+            self.src.next.release = 0.into();
+            self.src.next.cqe =
+                (bit_cast::<256, 6>(self.ev_of.q.val()) << 128) | (bit_cast::<256, 8>(255.into()) << 152);
+        }
+        // A dropped CQE: nothing to write, its duties kept (the RX writer's kind 2).
+        self.dropped.next = self.in_job.val();
+        self.dropped.next.kind = 2.into();
+        self.dropped.next.ev = 0.into();
+        self.placed.next = self.src.val();
         self.placed.next.addr = self.slot_addr.q.val();
         self.placed.next.ev = bit_cast::<1, 1>(self.fire.val().into());
         self.placed.next.ev_vector = self.cq.q.val().vector;
-        self.placed.next.cqe = (self.in_job.val().cqe & !(bit_cast::<256, 1>(1.into()) << 248))
+        self.placed.next.cqe = (self.src.val().cqe & !(bit_cast::<256, 1>(1.into()) << 248))
             | (bit_cast::<256, 1>(self.owner.q.val().into()) << 248);
 
         // The output register: emptied when read, refilled from the next cycle. Its room is the
@@ -204,38 +300,63 @@ impl Logic for CqWriter {
         if self.out_read.val() {
             self.ov.d.next = false;
         }
-        self.in_read.next = false;
+        // The input is read by a job passing through (`Pass`, the head not a CQE) or by the
+        // CQE placed or dropped in `Load` (not by a CQ_ERR event), into an empty output register.
+        self.in_read.next = self.room.val()
+            & ((!self.busy.q.val() & !self.in_empty.val() & !self.head_is_cqe.val()) | self.ld_rd.q.val());
         self.dbg_state.next = 0.into();
         match self.state.q.val() {
             CqwState::Pass => {
+                // A consumer index is stored (a command goes first: it may be its CQ's).
+                if self.ci_pend.q.val() & !self.cmd_cq.val() {
+                    self.ci_pend.d.next = false;
+                    self.ci_ram.write_enable.next = true;
+                    self.ci_ram.write_address.next = self.ci_word.q.val().get_bits::<6>(24);
+                    self.ci_ram.write_data.next = self.ci_word.q.val().get_bits::<23>(0);
+                }
                 if self.head_is_cqe.val() {
-                    // A CQE goes next, or an arm first unless the last one served was an arm
-                    // (a command goes before both: it may be their CQ's).
+                    // A CQ_ERR event goes first; then a CQE, or an arm first unless the last
+                    // one served was an arm (a command goes before all: it may be their CQ's).
                     if !self.cmd_cq.val() {
-                        if self.arm_pend.q.val() & !self.arm_last.q.val() {
+                        if self.ev_pend.q.val() {
+                            self.ev_pend.d.next = false;
+                            self.evj.d.next = true;
+                            self.cqn.d.next = self.async_cq.val().get_bits::<6>(0);
+                            self.state.d.next = CqwState::Lookup;
+                            self.busy.d.next = true;
+                        } else if self.arm_pend.q.val() & !self.arm_last.q.val() {
                             self.arm_pend.d.next = false;
                             self.arm_last.d.next = true;
                             self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
                             self.state.d.next = CqwState::ArmLookup;
+                            self.busy.d.next = true;
                         } else {
                             self.arm_last.d.next = false;
+                            self.evj.d.next = false;
                             self.cqn.d.next = self.in_cqn.val().get_bits::<6>(0);
                             self.state.d.next = CqwState::Lookup;
+                            self.busy.d.next = true;
                         }
                     }
                 } else {
                     if !self.in_empty.val() & self.room.val() {
                         // Not a CQE: through as it is (an arm may start in the same cycle: the
                         // arm states leave the output register alone).
-                        self.in_read.next = true;
                         self.ov.d.next = true;
                         self.oj.d.next = self.in_job.val();
                     }
-                    if self.arm_pend.q.val() & !self.cmd_cq.val() {
+                    if self.ev_pend.q.val() & !self.cmd_cq.val() {
+                        self.ev_pend.d.next = false;
+                        self.evj.d.next = true;
+                        self.cqn.d.next = self.async_cq.val().get_bits::<6>(0);
+                        self.state.d.next = CqwState::Lookup;
+                        self.busy.d.next = true;
+                    } else if self.arm_pend.q.val() & !self.cmd_cq.val() {
                         self.arm_pend.d.next = false;
                         self.arm_last.d.next = true;
                         self.cqn.d.next = self.arm_word.q.val().get_bits::<6>(24);
                         self.state.d.next = CqwState::ArmLookup;
+                        self.busy.d.next = true;
                     }
                 }
             }
@@ -246,7 +367,9 @@ impl Logic for CqWriter {
             CqwState::Take => {
                 self.dbg_state.next = 2.into();
                 self.cq.d.next = self.ram_cq.val();
-                self.pi.d.next = self.pi_ram.read_data.val();
+                self.pi.d.next = self.pi_ram.read_data.val().get_bits::<32>(0);
+                self.err.d.next = self.pi_ram.read_data.val().get_bit(32);
+                self.used.d.next = self.pi_ram.read_data.val().get_bits::<23>(0) - self.ci_ram.read_data.val();
                 self.armst.d.next = self.ram_arm.val();
                 self.mask.d.next = (bit_cast::<32, 1>(1.into()) << bit_cast::<32, 5>(self.ram_cq.val().log_size)) - 1;
                 self.state.d.next = CqwState::Place;
@@ -256,8 +379,18 @@ impl Logic for CqWriter {
                 self.slot_addr.d.next =
                     self.cq.q.val().base + (bit_cast::<64, 32>(self.pi.q.val() & self.mask.q.val()) << 5);
                 self.owner.d.next = !self.lap.val().get_bit(0);
-                self.is_sol.d.next = self.in_job.val().se.any() | self.in_cqe.val().get_bits::<8>(160).any();
+                // An event CQE is solicited (it wakes any arm of the event CQ).
+                self.is_sol.d.next =
+                    self.evj.q.val() | self.in_job.val().se.any() | self.in_cqe.val().get_bits::<8>(160).any();
                 self.pi_next.d.next = self.pi.q.val() + 1;
+                self.ld_rd.d.next = !self.evj.q.val();
+                // Full: the ring holds 2^LOG_SIZE CQEs the driver has not reported consumed.
+                self.drop.d.next = self.full_c.val() | self.err.q.val();
+                self.raise.d.next = self.full_c.val()
+                    & !self.err.q.val()
+                    & !self.evj.q.val()
+                    & self.async_cq.val().get_bit(8)
+                    & (self.async_cq.val().get_bits::<6>(0) != self.cqn.q.val());
                 self.state.d.next = CqwState::Load;
             }
             CqwState::Load => {
@@ -273,15 +406,32 @@ impl Logic for CqWriter {
                         | (bit_cast::<34, 1>((self.armst.q.val().get_bit(32) & !self.fire.val()).into()) << 32)
                         | bit_cast::<34, 32>(self.pi_next.q.val());
                 }
+                self.pi_ram.write_address.next = self.cqn.q.val();
+                self.pi_ram.write_data.next = bit_cast::<33, 32>(self.pi_next.q.val());
+                if self.drop.q.val() {
+                    // Dropped: the index stays, the CQ is in error until its next WRITE_CQ.
+                    self.pi_ram.write_data.next =
+                        bit_cast::<33, 32>(self.pi.q.val()) | (bit_cast::<33, 1>(1.into()) << 32);
+                }
                 if self.room.val() {
-                    self.in_read.next = true;
-                    self.ov.d.next = true;
-                    self.oj.d.next = self.placed.val();
+                    // (`in_read` above: the input job is read unless this is a CQ_ERR event.)
                     self.pi_ram.write_enable.next = true;
-                    self.pi_ram.write_address.next = self.cqn.q.val();
-                    self.pi_ram.write_data.next = self.pi_next.q.val();
-                    self.arm_ram.write_enable.next = true;
                     self.state.d.next = CqwState::Pass;
+                    self.busy.d.next = false;
+                    self.ld_rd.d.next = false;
+                    if self.drop.q.val() {
+                        self.cnt_overrun.next = true;
+                        self.ov.d.next = !self.evj.q.val();
+                        self.oj.d.next = self.dropped.val();
+                        if self.raise.q.val() {
+                            self.ev_pend.d.next = true;
+                            self.ev_of.d.next = self.cqn.q.val();
+                        }
+                    } else {
+                        self.ov.d.next = true;
+                        self.oj.d.next = self.placed.val();
+                        self.arm_ram.write_enable.next = true;
+                    }
                 }
             }
             CqwState::ArmLookup => {
@@ -294,6 +444,7 @@ impl Logic for CqWriter {
                 self.armst.d.next = self.ram_arm.val();
                 self.u.d.next = self.pi_ram.read_data.val().get_bits::<23>(0) - self.arm_ci.val();
                 self.sa.d.next = self.pi_ram.read_data.val().get_bits::<23>(0) - self.ram_arm.val().get_bits::<23>(0);
+                self.cid.d.next = self.arm_ci.val() - self.ci_ram.read_data.val();
                 self.state.d.next = CqwState::ArmDecide;
             }
             CqwState::ArmDecide => {
@@ -301,6 +452,10 @@ impl Logic for CqWriter {
                 // Fire now if a CQE the driver has not consumed qualifies; else arm. Arming for
                 // any CQE widens an arm for solicited ones; solicited-only keeps a wide arm wide.
                 self.ev_vec_r.d.next = self.cq.q.val().vector;
+                // The arm's consumer index is stored unless a newer one is (mod 2^23).
+                self.ci_ram.write_enable.next = !self.cid.q.val().get_bit(22);
+                self.ci_ram.write_address.next = self.cqn.q.val();
+                self.ci_ram.write_data.next = self.arm_ci.val();
                 self.arm_ram.write_enable.next = true;
                 self.arm_ram.write_address.next = self.cqn.q.val();
                 if (self.arm_sol.val() & (self.sa.q.val() < self.u.q.val()))
@@ -317,6 +472,7 @@ impl Logic for CqWriter {
                         ) << 33);
                 }
                 self.state.d.next = CqwState::Pass;
+                self.busy.d.next = false;
             }
         }
         if self.reset.val() {
@@ -324,6 +480,10 @@ impl Logic for CqWriter {
             self.ov.d.next = false;
             self.arm_pend.d.next = false;
             self.ev_r.d.next = false;
+            self.ci_pend.d.next = false;
+            self.ev_pend.d.next = false;
+            self.busy.d.next = false;
+            self.ld_rd.d.next = false;
         }
     }
 }

@@ -14,7 +14,8 @@ pub const NUM_COUNTERS: usize = rnic_contract::regs::counter::EVENTS as usize;
 /// AR. Doorbell writes wait (AW/W not ready) while the doorbell FIFO is full. A
 /// [`rnic_contract::regs::CQ_ARM`] write is taken into a register and handed to the CQ writer
 /// when it can take it (`arm_ready`); like `CMD`, its response waits until then (a few cycles
-/// at most), and no other write is taken meanwhile.
+/// at most), and no other write is taken meanwhile. A [`rnic_contract::regs::CQ_CI`] write
+/// is handed over the same way (`ci_write`, `ci_ready`).
 ///
 /// Interrupts: [`rnic_contract::regs::IRQ_MASK`] and [`rnic_contract::regs::IRQ_MODERATION`] are
 /// registers here (`irq_mask`, `irq_moderation`, 0 after reset);
@@ -66,6 +67,11 @@ pub struct BarRegs {
     pub arm_write: Signal<Out, Bit>,
     pub arm_data: Signal<Out, Bits<32>>,
     pub arm_ready: Signal<In, Bit>,
+    /// CQ consumer-index doorbell: one cycle pulse with `ci_data` = the
+    /// [`rnic_contract::regs::CQ_CI`] word, in a cycle `ci_ready` is high.
+    pub ci_write: Signal<Out, Bit>,
+    pub ci_data: Signal<Out, Bits<32>>,
+    pub ci_ready: Signal<In, Bit>,
     /// Interrupt masks and moderation window; the pending bits to read.
     pub irq_mask: Signal<Out, Bits<32>>,
     pub irq_moderation: Signal<Out, Bits<16>>,
@@ -105,6 +111,9 @@ pub struct BarRegs {
     /// A CQ_ARM write taken, waiting for the CQ writer (its response waits with it).
     arm_pending: DFF<Bit>,
     arm_word: DFF<Bits<32>>,
+    /// A CQ_CI write taken, waiting for the CQ writer (its response waits with it).
+    ci_pending: DFF<Bit>,
+    ci_word: DFF<Bits<32>>,
     cmd_op_r: DFF<Bits<8>>,
     cmd_index_r: DFF<Bits<8>>,
     bvalid_r: DFF<Bit>,
@@ -133,6 +142,7 @@ pub struct BarRegs {
     a_counters: Constant<Bits<16>>,
     a_status: Constant<Bits<16>>,
     a_cq_arm: Constant<Bits<16>>,
+    a_cq_ci: Constant<Bits<16>>,
     a_irq_mask: Constant<Bits<16>>,
     a_irq_pending: Constant<Bits<16>>,
     a_irq_moderation: Constant<Bits<16>>,
@@ -204,6 +214,11 @@ impl Default for BarRegs {
             arm_ready: Default::default(),
             arm_pending: Default::default(),
             arm_word: Default::default(),
+            ci_write: Default::default(),
+            ci_data: Default::default(),
+            ci_ready: Default::default(),
+            ci_pending: Default::default(),
+            ci_word: Default::default(),
             irq_mask: Default::default(),
             irq_moderation: Default::default(),
             async_cq: Default::default(),
@@ -259,6 +274,7 @@ impl Default for BarRegs {
             a_counters: a(regs::COUNTERS),
             a_status: a(regs::STATUS),
             a_cq_arm: a(regs::CQ_ARM),
+            a_cq_ci: a(regs::CQ_CI),
             a_irq_mask: a(regs::IRQ_MASK),
             a_irq_pending: a(regs::IRQ_PENDING),
             a_irq_moderation: a(regs::IRQ_MODERATION),
@@ -303,6 +319,8 @@ impl Logic for BarRegs {
             cmd_pending,
             arm_pending,
             arm_word,
+            ci_pending,
+            ci_word,
             cmd_op_r,
             cmd_index_r,
             bvalid_r,
@@ -325,13 +343,15 @@ impl Logic for BarRegs {
             & !self.bvalid_r.q.val()
             & !self.cmd_pending.q.val()
             & !self.arm_pending.q.val()
-            & !self.raw_pending.q.val();
+            & !self.raw_pending.q.val()
+            & !self.ci_pending.q.val();
         self.awready.next = self.wr_accept.val();
         self.wready.next = self.wr_accept.val();
         self.db_write.next = false;
         self.rq_db_write.next = false;
         self.arm_write.next = false;
         self.raw_pop.next = false;
+        self.ci_write.next = false;
         self.db_data.next = self.wdata.val();
         if self.wr_accept.val() {
             self.bvalid_r.d.next = true;
@@ -356,6 +376,12 @@ impl Logic for BarRegs {
                 self.bvalid_r.d.next = false;
                 self.arm_pending.d.next = true;
                 self.arm_word.d.next = self.wdata.val();
+            }
+            if self.awaddr.val() == self.a_cq_ci.val() {
+                // The response waits for the CQ writer to take the index.
+                self.bvalid_r.d.next = false;
+                self.ci_pending.d.next = true;
+                self.ci_word.d.next = self.wdata.val();
             }
             if self.awaddr.val() == self.a_irq_mask.val() {
                 self.mask_r.d.next = self.wdata.val();
@@ -400,6 +426,12 @@ impl Logic for BarRegs {
         self.arm_data.next = self.arm_word.q.val();
         if self.arm_pending.q.val() & self.arm_ready.val() {
             self.arm_pending.d.next = false;
+            self.bvalid_r.d.next = true;
+        }
+        self.ci_write.next = self.ci_pending.q.val() & self.ci_ready.val();
+        self.ci_data.next = self.ci_word.q.val();
+        if self.ci_pending.q.val() & self.ci_ready.val() {
+            self.ci_pending.d.next = false;
             self.bvalid_r.d.next = true;
         }
         if self.cmd_pending.q.val() & self.cmd_ready.val() {
@@ -526,6 +558,7 @@ impl Logic for BarRegs {
             self.cmd_pending.d.next = false;
             self.arm_pending.d.next = false;
             self.raw_pending.d.next = false;
+            self.ci_pending.d.next = false;
             self.mask_r.d.next = 0.into();
             self.moder_r.d.next = 0.into();
             self.async_r.d.next = 0.into();

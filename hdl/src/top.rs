@@ -267,6 +267,10 @@ impl Logic for NicTop {
         self.cqw.arm_write.next = self.regs.arm_write.val();
         self.cqw.arm_data.next = self.regs.arm_data.val();
         self.regs.arm_ready.next = self.cqw.arm_ready.val();
+        self.cqw.ci_write.next = self.regs.ci_write.val();
+        self.cqw.ci_data.next = self.regs.ci_data.val();
+        self.regs.ci_ready.next = self.cqw.ci_ready.val();
+        self.cqw.async_cq.next = self.regs.async_cq.val();
         self.irq.ev0_valid.next = self.cqw.ev_valid.val();
         self.irq.ev0_vector.next = self.cqw.ev_vector.val();
         self.irq.ev1_valid.next = self.rxw.ev_valid.val();
@@ -621,6 +625,7 @@ impl Logic for NicTop {
         self.strobes.rx_rnr_naks.next = self.rxe.cnt_rx_rnr.val();
         self.strobes.drop_no_rwqe.next = self.rxe.cnt_drop_no_rwqe.val();
         self.strobes.drop_raw.next = self.raw_rx.cnt_drop.val();
+        self.strobes.drop_cq_overrun.next = self.cqw.cnt_overrun.val();
         self.regs.count_inc.next = self.strobes.inc.val();
         self.byte_cnt.tx_fire.next = self.raw_tx.out_valid.val() & self.m_axis_tx_tready.val();
         self.byte_cnt.tx_count.next = self.raw_tx.out_count.val();

@@ -18,6 +18,8 @@
 //!   accepted while it is pending.
 //! - `counters_count_inc_bits`: random `count_inc` every cycle; every counter read (at random
 //!   times, during counting) equals the number of set bits so far.
+//! - `the_cq_ci_doorbell_waits_for_the_cq_writer`: a CQ_CI write is handed to the CQ writer
+//!   (`ci_write` with the word) when `ci_ready`, and answered only then.
 //! - `doorbells_are_never_refused`: doorbell writes back to back (AW and W at random relative
 //!   times, `bready` delays) are each accepted within 2 cycles of both being valid, with exactly
 //!   one `db_write` pulse carrying the data, in order (a posted PCIe write must not wait on the
@@ -640,6 +642,47 @@ fn interrupt_registers_and_the_cq_arm_doorbell() {
     tb.dut.eval();
     // Other writes do not wait for arm_ready.
     tb.dut.set("arm_ready", 0);
+    tb.dut.tick();
+    tb.write(regs::IRQ_MASK, 1);
+    assert_eq!(tb.read(regs::IRQ_MASK).0, 1);
+}
+
+/// CQ_CI (rnic_contract::regs::CQ_CI): like CQ_ARM, taken at once, handed to the CQ writer
+/// when `ci_ready` (one `ci_write` pulse with the word) and only then answered; no other write
+/// is taken meanwhile.
+#[test]
+fn the_cq_ci_doorbell_waits_for_the_cq_writer() {
+    let mut tb = Tb::new(0x2E65_0016);
+    let word: u32 = 9 << regs::cq_arm::CQN_SHIFT | 0x7A_BCDE;
+    tb.dut.set("ci_ready", 0);
+    tb.dut.set(tb.p.awaddr, u64::from(regs::CQ_CI));
+    tb.dut.set(tb.p.wdata, u64::from(word));
+    tb.dut.set_bit(tb.p.awvalid, true);
+    tb.dut.set_bit(tb.p.wvalid, true);
+    tb.dut.set_bit(tb.p.bready, true);
+    tb.dut.eval();
+    assert!(tb.dut.get_bit(tb.p.awready), "the CQ_CI write is taken");
+    tb.dut.tick();
+    tb.dut.set(tb.p.awaddr, u64::from(regs::IRQ_MASK));
+    tb.dut.set(tb.p.wdata, 7);
+    for _ in 0..5 {
+        tb.dut.eval();
+        assert!(!tb.dut.get_bit("ci_write"), "no ci_write while the CQ writer is busy");
+        assert!(!tb.dut.get_bit("arm_write"), "a CQ_CI write is no arm");
+        assert!(!tb.dut.get_bit(tb.p.bvalid), "the response waits for the CQ writer");
+        assert!(!tb.dut.get_bit(tb.p.awready), "no other write while the index waits");
+        tb.dut.tick();
+    }
+    tb.dut.set("ci_ready", 1);
+    tb.dut.eval();
+    assert!(tb.dut.get_bit("ci_write"), "one ci_write pulse when the CQ writer is ready");
+    assert_eq!(tb.dut.get("ci_data"), u64::from(word));
+    tb.dut.tick();
+    tb.dut.set_bit(tb.p.awvalid, false);
+    tb.dut.set_bit(tb.p.wvalid, false);
+    tb.dut.eval();
+    assert!(!tb.dut.get_bit("ci_write"), "one pulse per write");
+    assert!(tb.dut.get_bit(tb.p.bvalid), "answered once taken");
     tb.dut.tick();
     tb.write(regs::IRQ_MASK, 1);
     assert_eq!(tb.read(regs::IRQ_MASK).0, 1);

@@ -206,10 +206,16 @@ impl DeviceInfo {
 pub const MIN_MINOR: u16 = 2;
 
 /// A snapshot of the NIC's statistics counters ([`regs::counter`]), read by MMIO.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counters {
     /// Values indexed by [`regs::counter`] index.
     pub values: [u32; counter::COUNT as usize],
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self { values: [0; counter::COUNT as usize] }
+    }
 }
 
 impl Counters {

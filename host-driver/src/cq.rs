@@ -13,7 +13,7 @@ use crate::error::{Error, Refused, Result};
 use crate::qp::QpShared;
 use crate::records::{owner_for, write_context, CqContext, Cqe};
 
-/// Largest CQ this driver creates, in entries (a 2 MiB ring).
+/// Largest CQ this driver creates, in entries (`cqe`; a 4 MiB ring, see [`CompletionQueue`]).
 pub const MAX_CQE: usize = 1 << 16;
 
 /// `enum ibv_wc_status` (ibv_poll_cq(3)), with the ibverbs numbering. `Display` gives
@@ -304,17 +304,16 @@ pub(crate) struct CqInner {
     pub(crate) ctx: Rc<CtxInner>,
     pub(crate) cqn: u32,
     ring: RefCell<DmaBuffer>,
+    /// log2 of the ring's entries: twice [`capacity`](Self::capacity) (see
+    /// [`CompletionQueue`] on overruns).
     log_size: Cell<u8>,
-    /// Consumer index: CQEs consumed since creation (the driver's only CQ state).
+    /// Consumer index: CQEs consumed since creation.
     ci: Cell<u64>,
+    /// The consumer index the NIC was last told ([`regs::CQ_CI`] or [`regs::CQ_ARM`]).
+    reported: Cell<u64>,
     /// QPs whose send or receive completions arrive here, to retire their SQ / RQ entries,
     /// and which of their completions come here.
     qps: RefCell<Vec<AttachedQp>>,
-    /// The size of each SRQ whose QPs receive here, once per SRQ: entries kept free for its
-    /// receive completions (see [`CompletionQueue`] on overflow).
-    srq_reserved: Cell<usize>,
-    /// QPs receiving here from an SRQ: (QP number, SRQ number, SRQ size).
-    srq_qps: RefCell<Vec<(u32, u32, usize)>>,
     /// The completion channel its events go to, and the interrupt vector it has for them.
     pub(crate) channel: Option<(Rc<ChanInner>, u8)>,
     /// Events delivered by [`CompletionChannel::get_cq_event`] and not yet acknowledged.
@@ -322,80 +321,40 @@ pub(crate) struct CqInner {
 }
 
 impl CqInner {
+    /// The CQ's `cqe`: half the ring (the other half is the slack that lets the driver report
+    /// its consumer index only once per `cqe` completions).
     pub(crate) fn capacity(&self) -> usize {
-        1 << self.log_size.get()
+        1 << (self.log_size.get() - 1)
     }
 
-    /// Delivers the completions of QP `qpn` named by `roles` here. Nothing is reserved: the
-    /// posts check for room ([`room`](Self::room)), as ibverbs lets a CQ be smaller than its
-    /// QPs' queues.
+    /// Delivers the completions of QP `qpn` named by `roles` here. Nothing is reserved or
+    /// checked: as in ibverbs, keeping the completions within the CQ's `cqe` is the program's
+    /// job, and the NIC reports an overrun (see [`CompletionQueue`]).
     pub(crate) fn attach(&self, qpn: u32, qp: &Rc<RefCell<QpShared>>, roles: Roles) {
         self.qps.borrow_mut().push((qpn, Rc::downgrade(qp), roles));
     }
 
-    /// Reserves room for the receive completions of QP `qpn` on SRQ `srqn` of `entries` WQEs:
-    /// the SRQ's WQEs complete once each, whichever of its QPs takes them, so the SRQ's size is
-    /// reserved once, by its first QP here (an SRQ's posts cannot check the CQs of QPs that
-    /// attach later).
-    pub(crate) fn attach_srq(&self, qpn: u32, srqn: u32, entries: usize) -> Result<()> {
-        let mut v = self.srq_qps.borrow_mut();
-        if !v.iter().any(|&(_, s, _)| s == srqn) {
-            let need = self.srq_reserved.get() + entries;
-            let pending = self.pending();
-            if need + pending > self.capacity() {
-                return Err(Error::inval(format!(
-                    "CQ {} has {} entries: its SRQs would reserve {need} for their receive completions, with {pending} work requests of its QPs outstanding; create a larger CQ",
-                    self.cqn,
-                    self.capacity()
-                )));
-            }
-            self.srq_reserved.set(need);
+    /// Tells the NIC the consumer index ([`regs::CQ_CI`]) once `capacity` CQEs were consumed
+    /// since it was last told (see [`CompletionQueue`] on overruns).
+    ///
+    /// # Errors
+    /// Backend MMIO errors (then it is tried again at the next poll).
+    fn report_ci(&self) -> Result<()> {
+        let ci = self.ci.get();
+        if ci - self.reported.get() < self.capacity() as u64 {
+            return Ok(());
         }
-        v.push((qpn, srqn, entries));
+        // The slots are read before the NIC may reuse them.
+        fence(Ordering::SeqCst);
+        let word = self.cqn << regs::cq_arm::CQN_SHIFT | (ci as u32 & ((1 << regs::cq_arm::CI_BITS) - 1));
+        self.ctx.dev.mmio_write32(regs::CQ_CI, word)?;
+        self.reported.set(ci);
         Ok(())
     }
 
-    /// Forgets QP `qpn` (an SRQ's reserved room goes with its last QP here).
+    /// Forgets QP `qpn`.
     pub(crate) fn detach(&self, qpn: u32) {
         self.qps.borrow_mut().retain(|(n, ..)| *n != qpn);
-        let mut v = self.srq_qps.borrow_mut();
-        if let Some(p) = v.iter().position(|&(n, _, _)| n == qpn) {
-            let (_, srqn, entries) = v.remove(p);
-            if !v.iter().any(|&(_, s, _)| s == srqn) {
-                self.srq_reserved.set(self.srq_reserved.get().saturating_sub(entries));
-            }
-        }
-    }
-
-    /// Work requests of the attached QPs that may still put a CQE here: the send WRs not yet
-    /// retired of the QPs sending here and the receive WRs (of their own RQs) of those
-    /// receiving here.
-    pub(crate) fn pending(&self) -> usize {
-        let qps = self.qps.borrow();
-        qps.iter()
-            .filter_map(|(_, w, roles)| w.upgrade().map(|q| (q, *roles)))
-            .map(|(q, roles)| {
-                let (s, r) = q.borrow().own_pending();
-                usize::from(roles.send) * s + usize::from(roles.recv) * r
-            })
-            .sum()
-    }
-
-    /// How many more work requests the QPs may post that complete here without the CQ
-    /// overrunning: its capacity less [`pending`](Self::pending) and the SRQ reservations.
-    pub(crate) fn room(&self) -> usize {
-        self.capacity().saturating_sub(self.srq_reserved.get() + self.pending())
-    }
-
-    /// The error of a post stopped at WR `i` because the CQ has no [`room`](Self::room).
-    pub(crate) fn full(&self, i: usize) -> Error {
-        Error::NoMemory(format!(
-            "CQ {} is full: WR {i} could complete on none of its {} entries ({} work requests outstanding on its QPs, {} kept for SRQs); poll it, or create a larger CQ",
-            self.cqn,
-            self.capacity(),
-            self.pending(),
-            self.srq_reserved.get()
-        ))
     }
 
     fn poll(&self, wcs: &mut [WorkCompletion]) -> Result<usize> {
@@ -422,7 +381,11 @@ impl CqInner {
             wcs[n] = wc;
             n += 1;
         }
-        Ok(n)
+        // A failed report loses no completion: it is tried again at the next poll.
+        match self.report_ci() {
+            Err(e) if n == 0 => Err(e),
+            _ => Ok(n),
+        }
     }
 
     /// Tells the QP that owns `wc` which of its work requests are finished: a receive
@@ -455,14 +418,22 @@ impl Drop for CqInner {
 /// A completion queue: a ring of `capacity()` 32-byte CQEs in DMA memory, written by the NIC
 /// with an owner (phase) bit that flips on every lap, polled by the driver without MMIO.
 ///
-/// **Overflow.** The NIC does not know the driver's consumer index, so it would overwrite
-/// unpolled CQEs. The driver makes that impossible without asking more of the CQ's size than
-/// ibverbs does (a CQ may be smaller than its QPs' queues, as `ibv_rc_pingpong`'s `rx_depth +
-/// 1` for an RQ of `rx_depth` and an SQ of 1): every work request that could still complete on
-/// a CQ (posted, not yet retired: a WR is retired when its, or a later signaled, CQE is polled)
-/// holds one of its entries, and `post_send` / `post_recv` stop with [`Error::NoMemory`]
-/// (ENOMEM, like a full SQ) at the first WR the CQ has no entry left for. An SRQ's size is
-/// kept free once on each CQ its QPs receive on, from the first such QP's creation.
+/// **Overruns** (IBTA Vol 1 11.4.2.1; ibv_create_cq(3)): as in ibverbs, the program keeps the
+/// completions it has not polled within the CQ's `cqe` ([`capacity`](Self::capacity)); posts
+/// are not refused for CQ room. The NIC detects an overrun ([`regs::CQ_CI`]): a CQE that finds
+/// the ring full is not written (no unpolled CQE is overwritten), the CQ stops taking CQEs,
+/// and [`crate::Context::poll_async_event`] delivers [`crate::AsyncEvent::CqErr`] with the CQ's
+/// number (`IBV_EVENT_CQ_ERR`); the CQ is then unusable (destroy it).
+///
+/// The NIC judges fullness by the consumer index the driver last reported, not by this
+/// handle's own. The ring holds `2 * cqe` entries and the driver writes [`regs::CQ_CI`] at the
+/// end of a poll once `cqe` or more CQEs were consumed since the last report (an arm reports
+/// too), so one MMIO write per `cqe` completions. The bound: after every poll the reported
+/// index `r` trails the consumer index `c` by at most `cqe - 1`, and the NIC takes a report
+/// before any CQE of a work request posted after it. A program within `cqe` posts the work
+/// request of CQE `n` only when `n - c < cqe`, so `n - r < 2 * cqe - 1`: the ring never looks
+/// full to the NIC. A program that goes past `cqe` is caught when a CQE finds `2 * cqe` CQEs
+/// not reported consumed: that CQE and every later one are dropped.
 ///
 /// Cheap to clone. QPs keep the CQ alive; when the last handle goes, the CQ context is
 /// invalidated and the ring freed.
@@ -478,9 +449,10 @@ impl std::fmt::Debug for CompletionQueue {
 }
 
 impl CompletionQueue {
-    /// Creates a CQ of at least `min_cqe` entries (rounded up to a power of two): allocates and
-    /// zeroes the ring (a zeroed ring reads empty), then commits the CQ context (WRITE_CQ with
-    /// VALID, LOG_SIZE, BASE), which resets the NIC's producer index.
+    /// Creates a CQ of at least `min_cqe` entries (`cqe` rounded up to a power of two):
+    /// allocates and zeroes a ring of twice that (a zeroed ring reads empty), then commits the
+    /// CQ context (WRITE_CQ with VALID, LOG_SIZE, BASE), which resets the NIC's producer index,
+    /// consumer index and overrun state.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for `min_cqe` of 0 or above [`MAX_CQE`];
@@ -494,7 +466,8 @@ impl CompletionQueue {
                 return Err(Error::inval("the completion channel belongs to another context"));
             }
         }
-        let size = min_cqe.next_power_of_two();
+        // The ring: twice the CQ's `cqe` (see the type's doc on overruns).
+        let size = 2 * min_cqe.next_power_of_two();
         let log_size = size.trailing_zeros() as u8;
         let ring = DmaBuffer::new(&ctx.dev, size * cqe::BYTES, 4096)?;
         ring.write(0, &vec![0u8; size * cqe::BYTES])?;
@@ -527,9 +500,8 @@ impl CompletionQueue {
             ring: RefCell::new(ring),
             log_size: Cell::new(log_size),
             ci: Cell::new(0),
+            reported: Cell::new(0),
             qps: RefCell::new(Vec::new()),
-            srq_reserved: Cell::new(0),
-            srq_qps: RefCell::new(Vec::new()),
             channel: channel.zip(vector).map(|(c, v)| (Rc::clone(&c.inner), v)),
             events_unacked: Cell::new(0),
         };
@@ -569,7 +541,8 @@ impl CompletionQueue {
     /// Resizes the CQ to at least `min_cqe` entries, rounded up to a power of two
     /// (`ibv_resize_cq(3)`): a new zeroed ring, then one context write (WRITE_CQ with the new
     /// BASE and LOG_SIZE, which restarts the NIC's producer index at 0), then the old ring is
-    /// freed. It may shrink as far as the reservations of the attached QPs allow.
+    /// freed. The ring is twice the new `cqe`, as at creation; a CQ in error (overrun) works
+    /// again after a resize.
     ///
     /// The NIC has no command that moves a CQ to a new ring while it may be writing a CQE
     /// into it (a context write racing a CQE job is overwritten by its index write-back), so
@@ -578,8 +551,7 @@ impl CompletionQueue {
     /// waiting in the ring.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for 0 or more than [`MAX_CQE`] entries, or fewer than the
-    /// attached QPs reserved; [`Error::Busy`] (EBUSY) while an attached QP has work requests
+    /// [`Error::InvalidArgument`] for 0 or more than [`MAX_CQE`] entries; [`Error::Busy`] (EBUSY) while an attached QP has work requests
     /// outstanding or a CQE is unpolled; [`Error::NoMemory`] for the ring; backend errors
     /// (then the CQ keeps its old ring).
     pub fn resize(&self, min_cqe: usize) -> Result<()> {
@@ -587,14 +559,7 @@ impl CompletionQueue {
         if min_cqe == 0 || min_cqe > MAX_CQE {
             return Err(Error::inval(format!("a CQ needs 1..={MAX_CQE} entries, not {min_cqe}")));
         }
-        let size = min_cqe.next_power_of_two();
-        if size < inner.srq_reserved.get() {
-            return Err(Error::inval(format!(
-                "CQ {} cannot shrink to {size} entries: its SRQs reserved {}",
-                inner.cqn,
-                inner.srq_reserved.get()
-            )));
-        }
+        let size = 2 * min_cqe.next_power_of_two();
         for (qpn, qp, _) in inner.qps.borrow().iter() {
             if let Some(q) = qp.upgrade() {
                 let (s, r) = q.borrow().pending();
@@ -630,6 +595,7 @@ impl CompletionQueue {
         *inner.ring.borrow_mut() = ring;
         inner.log_size.set(log_size);
         inner.ci.set(0);
+        inner.reported.set(0);
         Ok(())
     }
 
@@ -638,7 +604,16 @@ impl CompletionQueue {
         self.inner.cqn
     }
 
-    /// Number of CQEs the ring holds (`cqe` as returned by ibv_create_cq).
+    /// Where the ring the NIC writes lies: its IOVA (the CQ context's BASE) and its length in
+    /// bytes (twice [`capacity`](Self::capacity) CQEs of 32 bytes). For diagnostics and for
+    /// tests that inspect host memory through [`crate::Device::dma_read`].
+    pub fn ring(&self) -> (crate::Iova, usize) {
+        let ring = self.inner.ring.borrow();
+        (ring.iova(), cqe::BYTES << self.inner.log_size.get())
+    }
+
+    /// The CQ's `cqe` (as returned by ibv_create_cq): how many completions the program may
+    /// leave unpolled. The ring in host memory holds twice as many (see the type's doc).
     pub fn capacity(&self) -> usize {
         self.inner.capacity()
     }
@@ -673,7 +648,10 @@ impl CompletionQueue {
         let sol = if solicited_only { regs::cq_arm::SOLICITED } else { 0 };
         // The consumer index must be current in the NIC's eyes: earlier ring reads are done.
         fence(Ordering::SeqCst);
-        self.inner.ctx.dev.mmio_write32(regs::CQ_ARM, self.inner.cqn << regs::cq_arm::CQN_SHIFT | sol | ci)
+        self.inner.ctx.dev.mmio_write32(regs::CQ_ARM, self.inner.cqn << regs::cq_arm::CQN_SHIFT | sol | ci)?;
+        // The arm told the NIC the consumer index too.
+        self.inner.reported.set(self.inner.ci.get());
+        Ok(())
     }
 
     /// Acknowledges `nevents` events delivered for this CQ (`ibv_ack_cq_events(3)`); more than

@@ -6,8 +6,9 @@
 //! QP-affiliated events ([`AsyncEventType::QpFatal`], [`AsyncEventType::QpReqErr`],
 //! [`AsyncEventType::QpAccessErr`], [`AsyncEventType::CommEst`],
 //! [`AsyncEventType::QpLastWqeReached`]; see `rnic_contract::regs::ASYNC_EVENT_CQ` for what
-//! raises each) on the context's event queue, a CQ the driver takes when it opens the device;
-//! [`crate::Context::poll_async_event`] reads both. The CQ, port and device events are not
+//! raises each) and [`AsyncEventType::CqErr`] (a CQ overran, `rnic_contract::regs::CQ_CI`) on
+//! the context's event queue, a CQ the driver takes when it opens the device;
+//! [`crate::Context::poll_async_event`] reads both. The port and device events are not
 //! raised.
 use std::cell::Cell;
 use std::fmt;
@@ -38,7 +39,14 @@ pub(crate) struct EventQueue {
     pub(crate) vector: Option<u8>,
     ring: DmaBuffer,
     ci: Cell<u64>,
+    /// The consumer index the NIC was last told (`CQ_CI` or `CQ_ARM`).
+    reported: Cell<u64>,
 }
+
+/// Event CQEs consumed between two `CQ_CI` reports: half the ring, so the NIC, which judges
+/// the ring full by the reported index, never drops an event a reader polling between
+/// connections would take (see [`EVENT_QUEUE_LOG_SIZE`]).
+const EVENT_QUEUE_REPORT: u64 = 1 << (EVENT_QUEUE_LOG_SIZE - 1);
 
 impl EventQueue {
     /// Zeroes a ring, commits it as CQ `cqn` (WRITE_CQ) with interrupt vector `vector` and
@@ -53,19 +61,28 @@ impl EventQueue {
         let rec =
             CqContext { valid: true, log_size: EVENT_QUEUE_LOG_SIZE, vector: vector.unwrap_or(0), base: ring.iova().0 }
                 .pack();
-        let q = Self { dev: Rc::clone(dev), cqn, vector, ring, ci: Cell::new(0) };
+        let q = Self { dev: Rc::clone(dev), cqn, vector, ring, ci: Cell::new(0), reported: Cell::new(0) };
         write_context(&**dev, cmd_op::WRITE_CQ, cqn as u8, &rec)?;
         dev.mmio_write32(regs::ASYNC_EVENT_CQ, regs::async_event_cq::ENABLE | cqn)?;
         Ok(q)
     }
 
     /// Takes the next event CQE, if the NIC wrote one: `ibv_event_type` and QP number as an
-    /// [`AsyncEvent`] (an SRQ limit event here names the SRQ). CQEs that are not events
-    /// (none are written here) and event types ibverbs does not name are skipped.
+    /// [`AsyncEvent`] (an SRQ limit event here names the SRQ, a CQ error the CQ). CQEs that
+    /// are not events (none are written here) and event types ibverbs does not name are
+    /// skipped. Every [`EVENT_QUEUE_REPORT`] events it tells the NIC its consumer index
+    /// (`CQ_CI`), so the NIC sees the ring's room.
     ///
     /// # Errors
-    /// Backend errors reading the ring.
+    /// Backend errors reading the ring or writing `CQ_CI`.
     pub(crate) fn poll(&self) -> Result<Option<AsyncEvent>> {
+        let ci = self.ci.get();
+        if ci - self.reported.get() >= EVENT_QUEUE_REPORT {
+            fence(Ordering::SeqCst);
+            let word = self.cqn << regs::cq_arm::CQN_SHIFT | (ci & ((1 << regs::cq_arm::CI_BITS) - 1)) as u32;
+            self.dev.mmio_write32(regs::CQ_CI, word)?;
+            self.reported.set(ci);
+        }
         loop {
             let ci = self.ci.get();
             let off = ((ci & ((1 << EVENT_QUEUE_LOG_SIZE) - 1)) as usize) * cqe::BYTES;
@@ -87,6 +104,7 @@ impl EventQueue {
                 Some(AsyncEventType::SrqLimitReached) => {
                     return Ok(Some(AsyncEvent::SrqLimitReached { srq_num: c.qp_num, wqes_left: c.byte_len }))
                 }
+                Some(AsyncEventType::CqErr) => return Ok(Some(AsyncEvent::CqErr { cq_num: c.qp_num })),
                 Some(event_type) => return Ok(Some(AsyncEvent::Qp { event_type, qp_num: c.qp_num })),
                 None => continue,
             }
@@ -102,7 +120,10 @@ impl EventQueue {
     /// Backend MMIO errors.
     pub(crate) fn arm(&self) -> Result<()> {
         let ci = (self.ci.get() & ((1 << regs::cq_arm::CI_BITS) - 1)) as u32;
-        self.dev.mmio_write32(regs::CQ_ARM, self.cqn << regs::cq_arm::CQN_SHIFT | ci)
+        self.dev.mmio_write32(regs::CQ_ARM, self.cqn << regs::cq_arm::CQN_SHIFT | ci)?;
+        // The arm told the NIC the consumer index too.
+        self.reported.set(self.ci.get());
+        Ok(())
     }
 }
 
@@ -214,6 +235,8 @@ mod tests {
         }
         assert_eq!(AsyncEventType::SrqLimitReached.to_string(), "SRQ limit reached");
         assert_eq!(AsyncEventType::str_of(20), "unknown");
+        assert_eq!(AsyncEventType::CqErr as u32, u32::from(rnic_contract::verbs::event_type::CQ_ERR));
+        assert_eq!(AsyncEventType::CqErr.to_string(), "CQ error");
         assert_eq!(
             AsyncEventType::SrqLimitReached as u32,
             u32::from(rnic_contract::verbs::event_type::SRQ_LIMIT_REACHED)

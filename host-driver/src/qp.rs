@@ -72,11 +72,6 @@ pub(crate) struct QpShared {
 }
 
 impl QpShared {
-    /// Send work requests and receive work requests of the QP's own RQ not yet retired.
-    pub(crate) fn own_pending(&self) -> (usize, usize) {
-        (self.outstanding.len(), self.recv.len())
-    }
-
     /// Send and receive work requests not yet retired (receives taken from an SRQ are the
     /// SRQ's and counted there).
     pub(crate) fn pending(&self) -> (usize, usize) {
@@ -327,13 +322,13 @@ impl QpBuilder {
     /// Creates the QP in RESET: allocates a QP number, the SQ ring and, with
     /// `max_recv_wr > 0`, the RQ ring (zeroed DMA memory, power-of-two entries of the smallest
     /// WQE size that holds `max_send_sge` SGEs and `max_inline_data` bytes, or `max_recv_sge`
-    /// scatter entries), reserves room on the send and receive CQs, writes its context (state RESET,
+    /// scatter entries), attaches it to its CQs, writes its context (state RESET,
     /// SEND_CQ / SQ ring, RECV_CQ / RQ ring). No doorbell is rung: writing state RESET clears
     /// every per-QP index and state the NIC keeps, the RQ producer index included.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for sizes out of range, a CQ of another context, or a CQ too
-    /// small for its QPs; [`Error::NotSupported`] for more SGEs or inline bytes than the NIC
+    /// [`Error::InvalidArgument`] for sizes out of range or a CQ of another context;
+    /// [`Error::NotSupported`] for more SGEs or inline bytes than the NIC
     /// takes ([`MAX_SEND_SGE`], [`MAX_INLINE_DATA`], [`MAX_RECV_SGE`]);
     /// [`Error::NoMemory`] when no QP context or DMA memory is free; backend errors.
     pub fn build<'mr>(self) -> Result<QueuePair<'mr>> {
@@ -404,21 +399,13 @@ impl QpBuilder {
             self.recv_cq.detach(qpn);
             ctx.tables.borrow_mut().free_qpn(qpn);
         };
-        // Nothing is reserved for the SQ and RQ (the posts check the CQs' room); an SRQ's
-        // receive completions are, once per SRQ and CQ (attach_srq).
+        // Nothing is reserved on the CQs: keeping within a CQ is the program's job, and the NIC
+        // reports an overrun (IBV_EVENT_CQ_ERR).
         if Rc::ptr_eq(&self.cq, &self.recv_cq) {
             self.cq.attach(qpn, &shared, Roles { send: true, recv: true });
         } else {
             self.cq.attach(qpn, &shared, Roles { send: true, recv: false });
             self.recv_cq.attach(qpn, &shared, Roles { send: false, recv: true });
-        }
-        let attached = match &self.srq {
-            Some(s) => self.recv_cq.attach_srq(qpn, s.srqn, s.size as usize),
-            None => Ok(()),
-        };
-        if let Err(e) = attached {
-            undo(qpn);
-            return Err(e);
         }
         let base = QpContext {
             state: QpState::Reset as u8,
@@ -836,8 +823,8 @@ impl<'mr> QueuePair<'mr> {
     /// `bad_wr` 0) or a request is malformed (no remote address for an RDMA opcode; INLINE
     /// without data, over `max_inline_data` or on a READ or atomic; more SGEs than
     /// `max_send_sge`, or more than one on an atomic; an SGE or their sum over 2^31 bytes);
-    /// [`Error::NoMemory`] at the first request the SQ has no free entry for, or the send CQ
-    /// could overrun for (see [`CompletionQueue`] on overflow; poll the CQ to retire some);
+    /// [`Error::NoMemory`] at the first request the SQ has no free entry for (poll the send CQ
+    /// to retire some; the CQ's room is not checked: see [`CompletionQueue`] on overruns);
     /// backend errors at the request whose WQE could not be written (or 0 if
     /// the doorbell failed: then nothing was posted).
     pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> std::result::Result<(), PostError> {
@@ -849,7 +836,6 @@ impl<'mr> QueuePair<'mr> {
             });
         }
         let sq_free = self.sq_size as usize - self.outstanding();
-        let cq_room = self.cq.room();
         let mut stop = None;
         for (i, wr) in wrs.iter().enumerate() {
             if i == sq_free {
@@ -860,10 +846,6 @@ impl<'mr> QueuePair<'mr> {
                         self.qpn, self.sq_size
                     )),
                 });
-                break;
-            }
-            if i == cq_room {
-                stop = Some(PostError { bad_wr: i, error: self.cq.full(i) });
                 break;
             }
             if let Err(error) = self.check_wr(i, wr) {
@@ -968,8 +950,8 @@ impl<'mr> QueuePair<'mr> {
     /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is in RESET (in ERR the NIC
     /// completes the requests with `IBV_WC_WR_FLUSH_ERR`) or has no receive queue (`bad_wr` 0),
     /// or a request has more than `max_recv_sge` ([`MAX_RECV_SGE`]) scatter entries or an entry
-    /// over 2^31 bytes; [`Error::NoMemory`] at the first request the RQ has no free entry for,
-    /// or the receive CQ could overrun for (poll the receive CQ to retire some); backend errors (see
+    /// over 2^31 bytes; [`Error::NoMemory`] at the first request the RQ has no free entry for
+    /// (poll the receive CQ to retire some; its room is not checked); backend errors (see
     /// [`post_send`](Self::post_send)).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
@@ -986,16 +968,8 @@ impl<'mr> QueuePair<'mr> {
             });
         };
         let rq_free = self.rq_size as usize - self.recv_outstanding();
-        let cq_room = self.recv_cq.room();
         let what = format!("RQ of QP {}", self.qpn);
-        let (n, stop) = recv_prefix(wrs, self.attr.cap.max_recv_sge, rq_free.min(cq_room), self.rq_size, &what);
-        // Stopped for want of CQ entries rather than RQ ones: say so.
-        let stop = stop.map(|e| match e.error {
-            Error::NoMemory(_) if e.bad_wr == cq_room && cq_room < rq_free => {
-                PostError { bad_wr: e.bad_wr, error: self.recv_cq.full(e.bad_wr) }
-            }
-            _ => e,
-        });
+        let (n, stop) = recv_prefix(wrs, self.attr.cap.max_recv_sge, rq_free, self.rq_size, &what);
         let start = self.rq_pi.get();
         let (written, stop) =
             match write_recv_wqes(ring, self.rq_stride, self.rq_size, self.attr.cap.max_recv_sge, start, &wrs[..n]) {

@@ -48,6 +48,13 @@ pub enum AsyncEvent {
         /// Receive WQEs still posted when the NIC fired the event.
         wqes_left: u32,
     },
+    /// `IBV_EVENT_CQ_ERR` (`ibv_async_event.element.cq`): CQ `cq_num` overran (the NIC found
+    /// its ring full, `rnic_contract::regs::CQ_CI`): completions are lost from then on and the
+    /// CQ takes none until it is destroyed (or resized).
+    CqErr {
+        /// The CQ's number ([`crate::CompletionQueue::cqn`]).
+        cq_num: u32,
+    },
     /// A QP-affiliated event (`ibv_async_event.element.qp`): `IBV_EVENT_QP_FATAL`,
     /// `QP_REQ_ERR`, `QP_ACCESS_ERR` (the QP is now in the error state: its WRs complete with
     /// `IBV_WC_WR_FLUSH_ERR`; reset it to use it again), `COMM_EST` or
@@ -66,6 +73,7 @@ impl AsyncEvent {
     pub fn event_type(&self) -> crate::AsyncEventType {
         match self {
             Self::SrqLimitReached { .. } => crate::AsyncEventType::SrqLimitReached,
+            Self::CqErr { .. } => crate::AsyncEventType::CqErr,
             Self::Qp { event_type, .. } => *event_type,
         }
     }

@@ -9,36 +9,28 @@ use crate::*;
 
 // ---- Shared receive queues (ibv_create_srq(3), ibv_post_srq_recv(3), ibv_modify_srq(3)) ----
 
-/// Creation writes the SRQ context (INIT, disarmed, its own event CQ); sizes round up and out
-/// of range ones are refused; arm_limit writes LIMIT without INIT and refuses more than max_wr.
-/// A CQ keeps an SRQ's size free once for all the SRQ's QPs that receive on it (each SRQ WQE
-/// completes once; the SRQ's posts cannot see the CQs of QPs that attach later), and the posts
-/// of its other QPs get only the rest; the room goes back with the SRQ's last QP.
+/// A CQ reserves nothing for the SRQs its QPs receive from: any number of QPs on SRQs of any
+/// size attach to a small CQ, and posts on its other QPs are limited by their RQ alone (an
+/// overrun is the program's to avoid; the NIC reports it as IBV_EVENT_CQ_ERR).
 #[test]
-fn a_cq_reserves_an_srq_once_for_all_its_qps() {
+fn a_cq_reserves_nothing_for_srqs() {
     let (_dev, ctx) = open();
     let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(16).unwrap();
-    let srq = pd.create_srq(8, 1).unwrap();
-    let qp = || pd.create_qp(&cq).set_max_send_wr(2).set_srq(&srq).build();
-    // 8 for the SRQ, whatever the number of its QPs (their SQs reserve nothing).
-    let qps: Vec<_> = (0..5).map(|_| qp().unwrap()).collect();
-    // A second SRQ of 8 fills the 16 entries; a third does not fit.
-    let srq2 = pd.create_srq(8, 1).unwrap();
-    let q2 = pd.create_qp(&cq).set_max_send_wr(2).set_srq(&srq2).build().unwrap();
-    let srq3 = pd.create_srq(1, 1).unwrap();
-    let e = pd.create_qp(&cq).set_max_send_wr(2).set_srq(&srq3).build().unwrap_err();
-    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
-    drop((qps, q2));
-    // With one SRQ of 8 on it, a QP with its own RQ gets the other 8 entries for receives.
-    let _keep = qp().unwrap();
+    let cq = ctx.create_cq(4).unwrap();
+    let srq = pd.create_srq(64, 1).unwrap();
+    let srq2 = pd.create_srq(64, 1).unwrap();
+    let qps: Vec<_> = (0..3)
+        .map(|i| pd.create_qp(&cq).set_max_send_wr(2).set_srq(if i == 0 { &srq } else { &srq2 }).build())
+        .collect();
+    assert!(qps.iter().all(Result::is_ok), "QPs on SRQs larger than their CQ are built");
     let mut buf = vec![0u8; 4096];
     let mr = pd.register(&mut buf, AccessFlags::LOCAL_WRITE).unwrap();
     let mut own = pd.create_qp(&cq).set_max_send_wr(1).set_max_recv_wr(16).build().unwrap();
     to_rts(&mut own);
-    let recvs: Vec<_> = (0..9).map(|i| RecvWr::new(i, mr.sge(0..64).unwrap())).collect();
+    let recvs: Vec<_> = (0..17).map(|i| RecvWr::new(i, mr.sge(0..64).unwrap())).collect();
     let e = own.post_recv(&recvs).unwrap_err();
-    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 8), "{e}");
+    assert_eq!((e.errno(), e.bad_wr), (Errno::ENOMEM, 16), "the RQ's 16 entries limit the post, not the CQ's 4");
+    assert!(e.error.to_string().contains("RQ of QP"), "{e}");
 }
 
 #[test]
@@ -219,7 +211,8 @@ fn qp_on_srq<'a>(pd: &ProtectionDomain, cq: &CompletionQueue, srq: &SharedReceiv
 
 /// The context's asynchronous event queue: opening the device commits a CQ for it and points
 /// ASYNC_EVENT_CQ at it (enable bit set); event CQEs the NIC writes there come out of
-/// `poll_async_event` as QP events, in order, and other CQEs are skipped; dropping the context
+/// `poll_async_event` as QP events (a CQ_ERR as `AsyncEvent::CqErr`), in order, and other CQEs
+/// are skipped; the consumer index is reported (CQ_CI) every 128 events; dropping the context
 /// turns the events off and invalidates the CQ.
 #[test]
 fn qp_events_come_from_the_context_event_queue() {
@@ -261,6 +254,21 @@ fn qp_events_come_from_the_context_event_queue() {
         (AsyncEventType::CommEst, AsyncEvent::Qp { event_type: AsyncEventType::CommEst, qp_num: 7 })
     );
     assert_eq!(ctx.poll_async_event().unwrap(), None);
+    // IBV_EVENT_CQ_ERR (STATUS 0) names the CQ in QP_NUM.
+    event(3, verbs::wc_opcode::ASYNC_EVENT, verbs::event_type::CQ_ERR, cq.cqn());
+    let e = ctx.poll_async_event().unwrap().unwrap();
+    assert_eq!((e.event_type(), e), (AsyncEventType::CqErr, AsyncEvent::CqErr { cq_num: cq.cqn() }));
+    // The queue reports its consumer index (CQ_CI) once 128 CQEs were taken, at the next poll.
+    let ci_writes = || -> Vec<u32> { dev.writes.borrow().iter().filter(|w| w.0 == regs::CQ_CI).map(|w| w.1).collect() };
+    for n in 4..128 {
+        event(n, verbs::wc_opcode::ASYNC_EVENT, verbs::event_type::COMM_EST, 1);
+    }
+    for _ in 4..128 {
+        assert!(ctx.poll_async_event().unwrap().is_some());
+    }
+    assert_eq!(ci_writes(), Vec::<u32>::new(), "not yet reported");
+    assert_eq!(ctx.poll_async_event().unwrap(), None);
+    assert_eq!(ci_writes(), [cqn << regs::cq_arm::CQN_SHIFT | 128]);
     drop(cq);
     drop(ctx);
     let w = dev.writes.borrow();

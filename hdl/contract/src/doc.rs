@@ -53,12 +53,17 @@ pub fn markdown() -> String {
         (regs::SQ_DOORBELL, "SQ_DOORBELL (qpn << 16 | SQ producer index)", "WO"),
         (regs::RQ_DOORBELL, "RQ_DOORBELL (qpn << 16 | RQ producer index)", "WO"),
         (regs::CQ_ARM, "CQ_ARM (cqn << 24 | solicited << 23 | consumer index mod 2^23)", "WO"),
+        (
+            regs::CQ_CI,
+            "CQ_CI (cqn << 24 | consumer index mod 2^23): the CQ's consumer index for overrun detection",
+            "WO",
+        ),
         (regs::IRQ_MASK, "IRQ_MASK (bit v masks interrupt vector v)", "RW"),
         (regs::IRQ_PENDING, "IRQ_PENDING (bit v: vector v has an event not yet sent)", "RO"),
         (regs::IRQ_MODERATION, "IRQ_MODERATION (15:0 window in units of 256 cycles; 0 off)", "RW"),
         (
             regs::ASYNC_EVENT_CQ,
-            "ASYNC_EVENT_CQ (enable << 31 | CQ number 7:0): event CQEs (OPCODE 255, STATUS = ibv_event_type, QP_NUM = QP) of QP_REQ_ERR 2, QP_ACCESS_ERR 3, COMM_EST 4, QP_LAST_WQE_REACHED 16 (none for requester errors: their error CQE reports them)",
+            "ASYNC_EVENT_CQ (enable << 31 | CQ number 7:0): event CQEs (OPCODE 255, STATUS = ibv_event_type, QP_NUM = QP) of QP_REQ_ERR 2, QP_ACCESS_ERR 3, COMM_EST 4, QP_LAST_WQE_REACHED 16 (none for requester errors: their error CQE reports them); CQ_ERR 0 with QP_NUM = the overrun CQ",
             "RW",
         ),
         (regs::CMD_DATA, "CMD_DATA[0..16] (512-bit staging record, word i = bits 32i+31..32i)", "WO"),

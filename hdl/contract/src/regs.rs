@@ -19,8 +19,10 @@ pub const VERSION: u16 = 0x0004;
 /// asynchronous events and [`ASYNC_EVENT_CQ`]; minor 5 UD QPs (the QP context's
 /// [`crate::qp_context::QP_TYPE`] and `QKEY`, the WQE's `UD_*` address, the CQE's
 /// [`crate::cqe::SRC_QP`]) and the [`counter::DROP_NO_RWQE`] counter; minor 6 the raw
-/// Ethernet path ([`raw`], [`features::RAW_ETH`], [`counter::DROP_RAW`]).
-pub const VERSION_VALUE: u32 = 0x0000_0006;
+/// Ethernet path ([`raw`], [`features::RAW_ETH`], [`counter::DROP_RAW`]); minor 7 CQ overrun
+/// detection: the consumer-index doorbell [`CQ_CI`], the [`counter::DROP_CQ_OVERRUN`] counter
+/// and `IBV_EVENT_CQ_ERR` on [`ASYNC_EVENT_CQ`] (the byte counters moved up by one each time).
+pub const VERSION_VALUE: u32 = 0x0000_0007;
 /// Capabilities, see [`caps`].
 pub const CAPS: u16 = 0x0008;
 /// Core clock in MHz (reads 250).
@@ -215,6 +217,28 @@ pub mod cq_arm {
     pub const CQN_SHIFT: u32 = 24;
 }
 
+/// CQ consumer-index doorbell: write `cqn << 24 | consumer index mod 2^23` (the fields of
+/// [`cq_arm`] without its solicited bit, which must be 0). The consumer index counts the CQEs
+/// the driver has taken from the CQ since its `WRITE_CQ`, as in [`CQ_ARM`], which reports it
+/// too.
+///
+/// **CQ overrun** (IBTA Vol 1 11.4.2.1, `IBV_EVENT_CQ_ERR` of ibv_get_async_event(3)): the NIC
+/// keeps, per CQ, the last consumer index reported by this doorbell or by [`CQ_ARM`] (0 after
+/// `WRITE_CQ`). It places CQE `n` of a CQ only while `(n - ci) mod 2^23 < 2^LOG_SIZE`; a CQE
+/// that finds the ring full by that index is not written (nothing in the ring is
+/// overwritten), is counted in [`counter::DROP_CQ_OVERRUN`] and puts the CQ in error: every
+/// later CQE for it is dropped and counted too, until the next `WRITE_CQ` of the CQ. The first
+/// drop of each error raises [`crate::verbs::event_type::CQ_ERR`] as an event CQE on the
+/// [`ASYNC_EVENT_CQ`] (QP_NUM the overrun CQ's number) while its ENABLE is set, unless the
+/// overrun CQ is that event CQ itself (then the drop is only counted). A dropped CQE's other
+/// duties are kept: the ACK/NAK of a receive completion is still sent.
+///
+/// The index the NIC knows may lag the driver's: a driver reports it often enough that the
+/// ring never looks full while the program keeps within the CQ's `cqe` (see the driver's
+/// `CompletionQueue`). The write's response comes once the NIC took the index (a few cycles),
+/// and it is in effect for every CQE the NIC starts placing after that.
+pub const CQ_CI: u16 = 0x010C;
+
 /// Number of interrupt vectors (MSI-X table entries) of the NIC: its `irq_vector` output has
 /// 5 bits, and [`IRQ_MASK`] / [`IRQ_PENDING`] one bit per vector.
 pub const IRQ_VECTORS: u32 = 32;
@@ -260,8 +284,13 @@ pub const IRQ_MODERATION: u16 = 0x0118;
 /// Events wait in a 64-entry queue inside the NIC (each QP raises each of them at most once per
 /// connection, and the queue is served before new packets); one that finds fewer than two
 /// free entries is lost. A driver-initiated move to ERR raises no error event (only
-/// LAST_WQE_REACHED). The NIC does not detect CQ overruns: `IBV_EVENT_CQ_ERR` is never raised
-/// (the driver sizes CQs so that they cannot overrun).
+/// LAST_WQE_REACHED).
+///
+/// The CQ writer adds [`crate::verbs::event_type::CQ_ERR`]: a CQ overran (see [`CQ_CI`]); its
+/// event CQE has QP_NUM the overrun CQ's number, once per CQ error. It does not go through the
+/// 64-entry queue (the CQ writer holds one such event at a time, and places it before the next
+/// CQE), and it is solicited (wakes a solicited-only arm). If the event CQ is itself full, the
+/// event is dropped and counted in [`counter::DROP_CQ_OVERRUN`] like any CQE.
 pub const ASYNC_EVENT_CQ: u16 = 0x011C;
 // 0x0120..0x01FF: free.
 
@@ -396,7 +425,8 @@ pub mod counter {
     pub const TX_NAKS: u16 = 10;
     /// ACK/NAK packets received by the requester.
     pub const RX_ACKS: u16 = 11;
-    /// CQEs written to host memory.
+    /// CQEs the engines completed (work completions, flushes), whether placed in their CQ or
+    /// dropped by [`DROP_CQ_OVERRUN`]; not the asynchronous event CQEs.
     pub const CQES: u16 = 12;
     /// Request packets sent.
     pub const TX_REQUESTS: u16 = 13;
@@ -434,21 +464,24 @@ pub mod counter {
     /// Non-RoCE frames to the port that the raw receive queue ([`super::raw`]) could not take:
     /// the queue was full, the frame was longer than one beat, or its FCS was bad.
     pub const DROP_RAW: u16 = 27;
+    /// CQEs not written because their CQ was full or in error (a CQ overrun, see
+    /// [`super::CQ_CI`]): completions and asynchronous event CQEs alike.
+    pub const DROP_CQ_OVERRUN: u16 = 28;
     /// Counters `0..EVENTS` count events (32-bit, wrapping); the ones after them are the
     /// halves of 64-bit byte counts.
-    pub const EVENTS: u16 = 28;
+    pub const EVENTS: u16 = 29;
     /// Bytes of the frames sent, Ethernet header through ICRC (no preamble, FCS or gap): bits
     /// 31:0 of a 64-bit count. Read HI, LO, HI and again if HI moved.
-    pub const TX_BYTES_LO: u16 = 28;
+    pub const TX_BYTES_LO: u16 = 29;
     /// Bits 63:32 of the sent-bytes count.
-    pub const TX_BYTES_HI: u16 = 29;
+    pub const TX_BYTES_HI: u16 = 30;
     /// Bytes of the frames received from the MAC (every frame, good or dropped), counted as
     /// [`TX_BYTES_LO`]: bits 31:0.
-    pub const RX_BYTES_LO: u16 = 30;
+    pub const RX_BYTES_LO: u16 = 31;
     /// Bits 63:32 of the received-bytes count.
-    pub const RX_BYTES_HI: u16 = 31;
+    pub const RX_BYTES_HI: u16 = 32;
     /// Number of counter registers.
-    pub const COUNT: u16 = 32;
+    pub const COUNT: u16 = 33;
 
     /// Human-readable names, indexed by counter.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -480,6 +513,7 @@ pub mod counter {
         "rx_rnr_naks",
         "drop_no_rwqe",
         "drop_raw",
+        "drop_cq_overrun",
         "tx_bytes_lo",
         "tx_bytes_hi",
         "rx_bytes_lo",

@@ -55,6 +55,8 @@ pub mod wc_opcode {
 /// `enum ibv_event_type` (ibv_get_async_event(3)), the events the NIC reports (see
 /// [`crate::regs::ASYNC_EVENT_CQ`] and [`crate::srq_context`]).
 pub mod event_type {
+    /// `IBV_EVENT_CQ_ERR`: a CQ overran (see [`crate::regs::CQ_CI`]); the event names the CQ.
+    pub const CQ_ERR: u8 = 0;
     pub const QP_FATAL: u8 = 1;
     pub const QP_REQ_ERR: u8 = 2;
     pub const QP_ACCESS_ERR: u8 = 3;

@@ -17,7 +17,9 @@
 //!   resize_cq on the NIC: the completions after it land in the new ring; an SRQ created,
 //!   armed, posted to through the inline ibv_post_srq_recv and busy while a QP uses it;
 //!   the responder's `IBV_EVENT_QP_ACCESS_ERR` from a blocking `ibv_get_async_event` whose
-//!   `element.qp` is the program's own QP);
+//!   `element.qp` is the program's own QP; a send CQ of cqe 1 left unpolled under three
+//!   signaled WRITEs, posted without refusal, raises `IBV_EVENT_CQ_ERR` with `element.cq` the
+//!   program's own CQ);
 //! - `c_program_on_two_nics_of_one_world`: the same program with QP A on device 0 and QP B
 //!   on device 1 of `RNIC_DEVICE=sim:2` (two NICs cabled back to back; each side its own PD,
 //!   CQ and MRs; the peer's MAC found from the device list);
@@ -312,6 +314,7 @@ fn c_program_on_one_looped_back_nic() {
     assert!(out.contains("gid[1] ::ffff:192.0.2.1"), "{out}");
     assert!(out.contains("status 10: remote access error"), "{out}");
     assert!(out.contains("async event: local access violation work queue error on QP"), "{out}");
+    assert!(out.contains("async event: CQ error on the CQ of cqe 1 after 3 WRITEs"), "{out}");
     // The same binary on rdma-core with no RDMA device finds none and fails: the test above
     // ran on librnic.
     let (ok, out, _) = run(Command::new(&exe).env_remove("LD_LIBRARY_PATH"));

@@ -16,14 +16,11 @@ pub unsafe extern "C" fn rnic_ibv_create_cq(
         return null_mut();
     }
     let _g = lock();
-    // Twice the entries asked for (rounded up to a power of two by the driver): headroom for
-    // the room the driver keeps free on a CQ for each SRQ whose QPs receive on it, beside the
-    // WRs outstanding on its QPs (posts stop with ENOMEM when the CQ could overrun).
-    let want = (cqe as usize).saturating_mul(2).min(rnic::cq::MAX_CQE).max(cqe as usize);
+    // `cqe` rounded up to a power of two; an overrun raises IBV_EVENT_CQ_ERR.
     let made = if channel.is_null() {
-        ctx(c).ctx.create_cq(want)
+        ctx(c).ctx.create_cq(cqe as usize)
     } else {
-        ctx(c).ctx.create_cq_with_channel(want, &obj::<Chan>(channel).ch)
+        ctx(c).ctx.create_cq_with_channel(cqe as usize, &obj::<Chan>(channel).ch)
     };
     match made {
         Ok(cq) => {
@@ -35,6 +32,7 @@ pub unsafe extern "C" fn rnic_ibv_create_cq(
             ibv.cqe = cq.capacity() as c_int;
             let cqn = cq.cqn();
             let p = Box::into_raw(Box::new(Cq { ibv, cq })) as *mut ibv_cq;
+            ctx(c).cqs.push((cqn, p));
             if !channel.is_null() {
                 let ch = obj::<Chan>(channel);
                 ch.cqs.push((cqn, p));
@@ -79,6 +77,7 @@ pub unsafe extern "C" fn rnic_ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
     let q = std::ptr::read(&(*p).cq);
     match q.destroy() {
         Ok(()) => {
+            ctx((*p).ibv.context).cqs.retain(|c| c.1 != cq);
             if !channel.is_null() {
                 let ch = obj::<Chan>(channel);
                 ch.cqs.retain(|c| c.1 != cq);

@@ -94,7 +94,8 @@ pub(super) unsafe fn open_context(g: &Global, dev: *mut ibv_device) -> Result<*m
     })?;
     let mut peers: Vec<(Ipv4Addr, MacAddr)> = list.entries().iter().map(|e| (e.port.ip, e.port.mac)).collect();
     peers.extend(env_peers());
-    let mut b: Box<Ctx> = Box::new(Ctx { v: zeroed(), ctx: c, peers, qps: Vec::new(), srqs: Vec::new() });
+    let mut b: Box<Ctx> =
+        Box::new(Ctx { v: zeroed(), ctx: c, peers, qps: Vec::new(), srqs: Vec::new(), cqs: Vec::new() });
     b.v.query_port = Some(query_port_ex);
     b.v.sz = std::mem::size_of::<verbs_context>();
     let cx = &mut b.v.context;
@@ -351,8 +352,9 @@ export!(ibv_get_pkey_index, "IBVERBS_1.5");
 const ASYNC_WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// `ibv_get_async_event(3)`: blocks until the next asynchronous event and fills `ev`:
-/// `element.qp` / `element.srq` is the program's own `ibv_qp` / `ibv_srq` of the event (null if
-/// the program has destroyed it since), `event_type` the `enum ibv_event_type` value. The wait
+/// `element.qp` / `element.srq` / `element.cq` is the program's own `ibv_qp` / `ibv_srq` /
+/// `ibv_cq` of the event (`IBV_EVENT_CQ_ERR`: the CQ that overran; null if the program has
+/// destroyed it since), `event_type` the `enum ibv_event_type` value. The wait
 /// runs in slices of [`ASYNC_WAIT_SLICE`] with the library lock released between them, so other
 /// threads keep using the context meanwhile. `async_fd` is -1 (there is no fd to make
 /// non-blocking or to poll): a program that must not block calls this from its own thread, as
@@ -375,6 +377,10 @@ pub unsafe extern "C" fn rnic_ibv_get_async_event(c: *mut ibv_context, ev: *mut 
                     ),
                     AsyncEvent::SrqLimitReached { srq_num, .. } => (
                         cx.srqs.iter().find(|(n, _)| *n == srq_num).map_or(null_mut(), |(_, p)| *p as *mut c_void),
+                        e.event_type(),
+                    ),
+                    AsyncEvent::CqErr { cq_num } => (
+                        cx.cqs.iter().find(|(n, _)| *n == cq_num).map_or(null_mut(), |(_, p)| *p as *mut c_void),
                         e.event_type(),
                     ),
                 };

@@ -120,9 +120,10 @@ struct Ctx {
     ctx: Context,
     /// Known neighbours: the devices of the list and `RNIC_PEER`.
     peers: Vec<(Ipv4Addr, MacAddr)>,
-    /// The program's QPs and SRQs by number, for `ibv_async_event.element`.
+    /// The program's QPs, SRQs and CQs by number, for `ibv_async_event.element`.
     qps: Vec<(u32, *mut ibv_qp)>,
     srqs: Vec<(u32, *mut ibv_srq)>,
+    cqs: Vec<(u32, *mut ibv_cq)>,
 }
 
 #[repr(C)]

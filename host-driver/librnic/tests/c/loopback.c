@@ -230,6 +230,44 @@ int main(int argc, char **argv)
 	CHECK(ibv_destroy_srq(srq) == EBUSY, "destroy_srq with a QP on it must be EBUSY");
 	CHECK(ibv_destroy_qp(qs) == 0 && ibv_destroy_srq(srq) == 0, "destroy the SRQ after its QP");
 
+	/* A CQ overrun: a send CQ of cqe 1 that is never polled takes three signaled WRITEs (the
+	 * posts are not refused); the NIC finds it full and raises IBV_EVENT_CQ_ERR naming the
+	 * program's own ibv_cq. */
+	struct ibv_cq *small = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	CHECK(small && small->cqe >= 1, "create_cq 1");
+	struct ibv_qp_init_attr oa = ia;
+	oa.send_cq = small;
+	struct ibv_qp *qo = ibv_create_qp(pd, &oa);
+	oa.send_cq = oa.recv_cq = cqb;
+	struct ibv_qp *qq = ibv_create_qp(pdb, &oa);
+	CHECK(qo && qq, "create_qp for the overrun errno %d", errno);
+	connect_qp(qo, qq->qp_num, 0x4000, 0x5000, &gidb, IBV_MTU_1024);
+	connect_qp(qq, qo->qp_num, 0x5000, 0x4000, &gid1, IBV_MTU_1024);
+	struct ibv_mr *md = ibv_reg_mr(pdb, c, 64, acc);
+	CHECK(md, "reg_mr for the overrun errno %d", errno);
+	struct ibv_sge osge = { .addr = (uintptr_t)a, .length = 8, .lkey = ma->lkey };
+	struct ibv_send_wr owr = { .sg_list = &osge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED };
+	owr.wr.rdma.remote_addr = (uintptr_t)c;
+	owr.wr.rdma.rkey = md->rkey;
+	int writes = 2 * small->cqe + 1;
+	for (int k = 0; k < writes; k++) {
+		owr.wr_id = 100 + k;
+		CHECK(ibv_post_send(qo, &owr, &bad) == 0, "post WRITE %d on a CQ of cqe %d", k, small->cqe);
+	}
+	int seen = 0;
+	do {
+		CHECK(ibv_get_async_event(ctx, &aev) == 0, "get_async_event errno %d", errno);
+		ibv_ack_async_event(&aev);
+	} while (aev.event_type != IBV_EVENT_CQ_ERR && ++seen < 10);
+	CHECK(aev.event_type == IBV_EVENT_CQ_ERR && aev.element.cq == small, "async event %s on %p, expected %s on %p",
+	      ibv_event_type_str(aev.event_type), (void *)aev.element.cq, ibv_event_type_str(IBV_EVENT_CQ_ERR),
+	      (void *)small);
+	printf("async event: %s on the CQ of cqe %d after %d WRITEs\n", ibv_event_type_str(aev.event_type), small->cqe,
+	       writes);
+	CHECK(ibv_destroy_qp(qo) == 0 && ibv_destroy_qp(qq) == 0 && ibv_destroy_cq(small) == 0 && ibv_dereg_mr(md) == 0,
+	      "destroy the overrun's objects");
+
 	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0, "destroy_qp");
 	CHECK(ibv_destroy_cq(cq) == 0 && (!two || ibv_destroy_cq(cqb) == 0), "destroy_cq");
 	CHECK(ibv_dereg_mr(ma) == 0 && ibv_dereg_mr(mb) == 0 && ibv_dereg_mr(mc) == 0, "dereg_mr");
