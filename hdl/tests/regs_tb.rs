@@ -281,6 +281,53 @@ impl Tb {
         fired
     }
 
+    /// A write whose response waits for a consumer (`CQ_ARM`, `CQ_CI`, `RAW_TX_SEND`): with
+    /// `ready` low it is taken at once; for 5 cycles `held` checks the outputs, no response
+    /// comes and no other write (an `IRQ_MASK` one waiting) is taken; when `ready` rises `taken`
+    /// checks the outputs in the cycle the consumer takes it; a cycle later `after` checks them
+    /// again and the response is there.
+    fn held_write(
+        &mut self,
+        addr: u16,
+        word: u32,
+        ready: &str,
+        held: impl Fn(&mut Dut),
+        taken: impl Fn(&mut Dut),
+        after: impl Fn(&mut Dut),
+    ) {
+        let p = &self.p;
+        let d = &mut self.dut;
+        d.set(ready, 0);
+        d.set(p.awaddr, u64::from(addr));
+        d.set(p.wdata, u64::from(word));
+        d.set_bit(p.awvalid, true);
+        d.set_bit(p.wvalid, true);
+        d.set_bit(p.bready, true);
+        d.eval();
+        assert!(d.get_bit(p.awready), "the write to {addr:#x} is taken");
+        d.tick();
+        d.set(p.awaddr, u64::from(regs::IRQ_MASK));
+        d.set(p.wdata, 7);
+        for _ in 0..5 {
+            d.eval();
+            held(d);
+            assert!(!d.get_bit(p.bvalid), "the response waits for the consumer");
+            assert!(!d.get_bit(p.awready), "no other write while {addr:#x} waits");
+            d.tick();
+        }
+        d.set(ready, 1);
+        d.eval();
+        taken(d);
+        d.tick();
+        d.set_bit(p.awvalid, false);
+        d.set_bit(p.wvalid, false);
+        d.eval();
+        after(d);
+        assert!(d.get_bit(p.bvalid), "answered once taken");
+        d.tick();
+        d.eval();
+    }
+
     /// An AXI4-Lite read with a random `rready` delay.
     fn read(&mut self, addr: u16) -> (u32, [u32; NUM_COUNTERS]) {
         self.dut.set(self.p.araddr, u64::from(addr));
@@ -610,36 +657,17 @@ fn interrupt_registers_and_the_cq_arm_doorbell() {
     // CQ_ARM: taken at once; handed to the CQ writer when it is ready (one pulse with the
     // word), and only then answered; no other write is taken meanwhile.
     let word = 5 << regs::cq_arm::CQN_SHIFT | regs::cq_arm::SOLICITED | 0x1234;
-    tb.dut.set("arm_ready", 0);
-    tb.dut.set(tb.p.awaddr, u64::from(regs::CQ_ARM));
-    tb.dut.set(tb.p.wdata, u64::from(word));
-    tb.dut.set_bit(tb.p.awvalid, true);
-    tb.dut.set_bit(tb.p.wvalid, true);
-    tb.dut.set_bit(tb.p.bready, true);
-    tb.dut.eval();
-    assert!(tb.dut.get_bit(tb.p.awready), "the arm write is taken");
-    tb.dut.tick();
-    tb.dut.set(tb.p.awaddr, u64::from(regs::IRQ_MASK));
-    tb.dut.set(tb.p.wdata, 7);
-    for _ in 0..5 {
-        tb.dut.eval();
-        assert!(!tb.dut.get_bit("arm_write"), "no arm_write while the CQ writer is busy");
-        assert!(!tb.dut.get_bit(tb.p.bvalid), "the response waits for the CQ writer");
-        assert!(!tb.dut.get_bit(tb.p.awready), "no other write while the arm waits");
-        tb.dut.tick();
-    }
-    tb.dut.set("arm_ready", 1);
-    tb.dut.eval();
-    assert!(tb.dut.get_bit("arm_write"), "one arm_write pulse when the CQ writer is ready");
-    assert_eq!(tb.dut.get("arm_data"), u64::from(word));
-    tb.dut.tick();
-    tb.dut.set_bit(tb.p.awvalid, false);
-    tb.dut.set_bit(tb.p.wvalid, false);
-    tb.dut.eval();
-    assert!(!tb.dut.get_bit("arm_write"), "one pulse per write");
-    assert!(tb.dut.get_bit(tb.p.bvalid), "answered once taken");
-    tb.dut.tick();
-    tb.dut.eval();
+    tb.held_write(
+        regs::CQ_ARM,
+        word,
+        "arm_ready",
+        |d| assert!(!d.get_bit("arm_write"), "no arm_write while the CQ writer is busy"),
+        |d| {
+            assert!(d.get_bit("arm_write"), "one arm_write pulse when the CQ writer is ready");
+            assert_eq!(d.get("arm_data"), u64::from(word));
+        },
+        |d| assert!(!d.get_bit("arm_write"), "one pulse per write"),
+    );
     // Other writes do not wait for arm_ready.
     tb.dut.set("arm_ready", 0);
     tb.dut.tick();
@@ -654,36 +682,20 @@ fn interrupt_registers_and_the_cq_arm_doorbell() {
 fn the_cq_ci_doorbell_waits_for_the_cq_writer() {
     let mut tb = Tb::new(0x2E65_0016);
     let word: u32 = 9 << regs::cq_arm::CQN_SHIFT | 0x7A_BCDE;
-    tb.dut.set("ci_ready", 0);
-    tb.dut.set(tb.p.awaddr, u64::from(regs::CQ_CI));
-    tb.dut.set(tb.p.wdata, u64::from(word));
-    tb.dut.set_bit(tb.p.awvalid, true);
-    tb.dut.set_bit(tb.p.wvalid, true);
-    tb.dut.set_bit(tb.p.bready, true);
-    tb.dut.eval();
-    assert!(tb.dut.get_bit(tb.p.awready), "the CQ_CI write is taken");
-    tb.dut.tick();
-    tb.dut.set(tb.p.awaddr, u64::from(regs::IRQ_MASK));
-    tb.dut.set(tb.p.wdata, 7);
-    for _ in 0..5 {
-        tb.dut.eval();
-        assert!(!tb.dut.get_bit("ci_write"), "no ci_write while the CQ writer is busy");
-        assert!(!tb.dut.get_bit("arm_write"), "a CQ_CI write is no arm");
-        assert!(!tb.dut.get_bit(tb.p.bvalid), "the response waits for the CQ writer");
-        assert!(!tb.dut.get_bit(tb.p.awready), "no other write while the index waits");
-        tb.dut.tick();
-    }
-    tb.dut.set("ci_ready", 1);
-    tb.dut.eval();
-    assert!(tb.dut.get_bit("ci_write"), "one ci_write pulse when the CQ writer is ready");
-    assert_eq!(tb.dut.get("ci_data"), u64::from(word));
-    tb.dut.tick();
-    tb.dut.set_bit(tb.p.awvalid, false);
-    tb.dut.set_bit(tb.p.wvalid, false);
-    tb.dut.eval();
-    assert!(!tb.dut.get_bit("ci_write"), "one pulse per write");
-    assert!(tb.dut.get_bit(tb.p.bvalid), "answered once taken");
-    tb.dut.tick();
+    tb.held_write(
+        regs::CQ_CI,
+        word,
+        "ci_ready",
+        |d| {
+            assert!(!d.get_bit("ci_write"), "no ci_write while the CQ writer is busy");
+            assert!(!d.get_bit("arm_write"), "a CQ_CI write is no arm");
+        },
+        |d| {
+            assert!(d.get_bit("ci_write"), "one ci_write pulse when the CQ writer is ready");
+            assert_eq!(d.get("ci_data"), u64::from(word));
+        },
+        |d| assert!(!d.get_bit("ci_write"), "one pulse per write"),
+    );
     tb.write(regs::IRQ_MASK, 1);
     assert_eq!(tb.read(regs::IRQ_MASK).0, 1);
 }
@@ -727,38 +739,15 @@ fn raw_ethernet_registers() {
         words[i] = tb.rng.u32();
         tb.write(regs::RAW_TX_DATA + 4 * i as u16, words[i]);
     }
-    tb.dut.set("raw_send_ready", 0);
-    tb.dut.set(tb.p.awaddr, u64::from(regs::RAW_TX_SEND));
-    tb.dut.set(tb.p.wdata, 0xFFFF_FF00 | 42);
-    tb.dut.set_bit(tb.p.awvalid, true);
-    tb.dut.set_bit(tb.p.wvalid, true);
-    tb.dut.set_bit(tb.p.bready, true);
-    tb.dut.eval();
-    assert!(tb.dut.get_bit(tb.p.awready), "the send write is taken");
-    tb.dut.tick();
-    tb.dut.set(tb.p.awaddr, u64::from(regs::IRQ_MASK));
-    tb.dut.set(tb.p.wdata, 7);
     let beat: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    for _ in 0..5 {
-        tb.dut.eval();
-        assert!(tb.dut.get_bit("raw_send_valid"), "the frame is offered until taken");
-        assert_eq!(tb.dut.get("raw_send_len"), 42);
-        assert_eq!(tb.dut.get_wide("raw_send_data"), beat);
-        assert!(!tb.dut.get_bit(tb.p.bvalid), "the response waits for the raw TX path");
-        assert!(!tb.dut.get_bit(tb.p.awready), "no other write while the frame waits");
-        tb.dut.tick();
-    }
-    tb.dut.set("raw_send_ready", 1);
-    tb.dut.eval();
-    assert!(tb.dut.get_bit("raw_send_valid"));
-    tb.dut.tick();
-    tb.dut.set_bit(tb.p.awvalid, false);
-    tb.dut.set_bit(tb.p.wvalid, false);
-    tb.dut.eval();
-    assert!(!tb.dut.get_bit("raw_send_valid"), "offered once");
-    assert!(tb.dut.get_bit(tb.p.bvalid), "answered once taken");
-    tb.dut.tick();
-    tb.dut.eval();
+    let offered = |d: &mut Dut| {
+        assert!(d.get_bit("raw_send_valid"), "the frame is offered until taken");
+        assert_eq!(d.get("raw_send_len"), 42);
+        assert_eq!(d.get_wide("raw_send_data"), beat);
+    };
+    tb.held_write(regs::RAW_TX_SEND, 0xFFFF_FF00 | 42, "raw_send_ready", offered, offered, |d| {
+        assert!(!d.get_bit("raw_send_valid"), "offered once")
+    });
 
     // Receive side.
     let head = tb.rng.bytes(64);

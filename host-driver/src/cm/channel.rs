@@ -232,9 +232,10 @@ impl<'mr> EventChannel<'mr> {
     /// The MAC of `ip` for a QP's or an address handle's path (what the kernel's
     /// `ib_resolve_eth_dmac` does for `ibv_modify_qp(3)` and `ibv_create_ah(3)` on RoCE):
     /// a static entry or one ARP learned at once, else ARP on the port's raw path, running the
-    /// channel (`process`) until the answer or `timeout`. Blocks for up to `timeout`. `None`: no
-    /// answer (no fallback on the simulator's MAC rule here, unlike `resolve_addr`: a verbs
-    /// program names its peers, and an unknown one is an error).
+    /// channel (`process`) until the answer or `timeout`; then, on a simulated NIC, the
+    /// simulator's rule (a peer process answers ARP only once its own port agent exists:
+    /// `ibv_rc_pingpong`'s server resolves its client while the client waits for it). Blocks
+    /// for up to `timeout`. `None`: no answer.
     ///
     /// # Errors
     /// [`Error::Busy`] while the channel is processing; errors of [`Self::process`].
@@ -257,7 +258,7 @@ impl<'mr> EventChannel<'mr> {
                 return Ok(Some(m));
             }
             if !a.neighbors.is_resolving(ip) {
-                return Ok(None);
+                return Ok(a.neighbors.sim_fallback(ip));
             }
             drop(a);
             std::thread::sleep(std::time::Duration::from_millis(1));
