@@ -341,19 +341,17 @@ impl<'mr> EventChannel<'mr> {
     /// simulated NIC, the simulator's rule after a timeout), `AddrError` with `-ETIMEDOUT`
     /// otherwise, to every id waiting for that address.
     fn address_resolutions(&self) -> Result<()> {
-        let (ended, fallback): (Vec<_>, Vec<_>) = {
+        // Each ended resolution's MAC: ARP's answer, else the simulator's rule (simulated NIC).
+        let ended: Vec<_> = {
             let mut a = self.inner.agent()?;
             let ended = std::mem::take(&mut a.resolved);
-            let fb = ended.iter().map(|(ip, _)| a.neighbors.sim_fallback(*ip)).collect();
-            (ended, fb)
+            ended.into_iter().map(|(ip, mac)| (ip, mac.or_else(|| a.neighbors.sim_fallback(ip)))).collect()
         };
         if ended.is_empty() {
             return Ok(());
         }
-        let ended_ips: Vec<_> = ended.iter().copied().zip(fallback.iter().copied()).collect();
         let waiting: Vec<_> = self.inner.resolving.borrow().iter().filter_map(Weak::upgrade).collect();
-        for ((ip, mac), fb) in ended.into_iter().zip(fallback) {
-            let mac = mac.or(fb);
+        for &(ip, mac) in &ended {
             for inner in &waiting {
                 let id = RdmaCmId { inner: Rc::clone(inner) };
                 let mut st = inner.st.borrow_mut();
@@ -374,12 +372,12 @@ impl<'mr> EventChannel<'mr> {
         }
         self.inner.resolving.borrow_mut().retain(|w| w.upgrade().is_some_and(|i| i.st.borrow().resolving));
         // REQs that waited for their sender's MAC.
-        for ((ip, mac), fb) in ended_ips.into_iter() {
+        for (ip, mac) in ended {
             let (now_ready, rest): (Vec<_>, Vec<_>) =
                 self.inner.deferred.take().into_iter().partition(|r| *r.src.ip() == ip);
             *self.inner.deferred.borrow_mut() = rest;
             for req in now_ready {
-                self.request_with_mac(req, mac.or(fb))?;
+                self.request_with_mac(req, mac)?;
             }
         }
         Ok(())
