@@ -102,7 +102,7 @@ pub(crate) struct ChanInner<'mr> {
     /// Ids whose address ARP is resolving.
     pub(crate) resolving: RefCell<Vec<Weak<IdInner<'mr>>>>,
     /// REQs from addresses ARP is resolving: reported once their MAC is known.
-    deferred: RefCell<Vec<Box<ConnectRequest>>>,
+    deferred: RefCell<Vec<ConnectRequest>>,
     events: RefCell<VecDeque<RdmaCmEvent<'mr>>>,
     unacked: Cell<usize>,
     next_port: Cell<u16>,
@@ -377,7 +377,7 @@ impl<'mr> EventChannel<'mr> {
                 self.inner.deferred.take().into_iter().partition(|r| *r.src.ip() == ip);
             *self.inner.deferred.borrow_mut() = rest;
             for req in now_ready {
-                self.request_with_mac(req, mac)?;
+                self.request_with_mac(Box::new(req), mac)?;
             }
         }
         Ok(())
@@ -497,7 +497,7 @@ impl<'mr> EventChannel<'mr> {
 
     /// A REQ for one of our listeners: a new id, reported to the listener's owner.
     fn connect_request(&self, req: Box<ConnectRequest>) -> Result<()> {
-        if !self.inner.listeners.borrow().get(&req.dst.port()).is_some_and(|l| l.upgrade().is_some()) {
+        if self.inner.listeners.borrow().get(&req.dst.port()).is_none_or(|l| l.upgrade().is_none()) {
             let now = self.inner.agent()?.now_ns();
             let _ = self.inner.agent()?.engine.reject(now, req.id, &[]);
             return Ok(());
@@ -511,7 +511,7 @@ impl<'mr> EventChannel<'mr> {
             if m.is_none() && !(src.is_unspecified() || src.is_broadcast() || src.is_multicast()) {
                 a.neighbors.start(src, super::id::DEFAULT_RESOLVE_TIMEOUT);
                 drop(a);
-                self.inner.deferred.borrow_mut().push(req);
+                self.inner.deferred.borrow_mut().push(*req);
                 return Ok(());
             }
             m

@@ -261,7 +261,7 @@ impl Agent {
                 self.free_send.push(slot);
                 continue;
             };
-            if self.ahs.get(&ip).is_none() && self.neighbors.lookup(ip).is_none() && self.neighbors.is_resolving(ip) {
+            if !self.ahs.contains_key(&ip) && self.neighbors.lookup(ip).is_none() && self.neighbors.is_resolving(ip) {
                 // ARP is asking for this address: the MAD waits for the answer (or the timeout).
                 self.free_send.push(slot);
                 self.waiting.push_front(out);
