@@ -15,7 +15,9 @@ use rust_hdl::prelude::*;
 /// `rearm` puts a QP the scheduler stepped aside from (waiting for in-flight room, a READ
 /// slot, or its error's turn) back into the set, so other QPs' doorbells pass a waiting QP.
 /// `clear` (a context command that puts the QP in RESET) drops its bit and zeroes its index,
-/// so nothing of a QP's last connection survives a reset.
+/// so nothing of a QP's last connection survives a reset. `poke` (a context command that puts
+/// the QP in RTS or SQD) sets its bit with its index unchanged: the scheduler then starts an SQ
+/// drain, or resumes the WQEs rung while the QP drained.
 ///
 /// The search visits one group of 8 QPs per cycle, round-robin, and picks the lowest set bit
 /// of the group; after a pick it moves on to the next group, so a busy QP cannot starve the
@@ -45,6 +47,9 @@ pub struct SqDoorbells {
     /// A context command put QP `clear_qpn` in RESET: forget its doorbells.
     pub clear: Signal<In, Bit>,
     pub clear_qpn: Signal<In, Bits<6>>,
+    /// A context command put QP `poke_qpn` in RTS or SQD: offer it (index unchanged).
+    pub poke: Signal<In, Bit>,
+    pub poke_qpn: Signal<In, Bits<6>>,
     /// First-word fall-through view for the scheduler.
     pub empty: Signal<Out, Bit>,
     pub data: Signal<Out, Bits<32>>,
@@ -68,6 +73,7 @@ pub struct SqDoorbells {
     rd_r: DFF<Bit>,
     rd_set_r: DFF<Bit>,
     rearm_hit: Signal<Local, Bit>,
+    poke_hit: Signal<Local, Bit>,
     searching: Signal<Local, Bit>,
     set_mask: Signal<Local, Bits<64>>,
     clr_mask: Signal<Local, Bits<64>>,
@@ -127,8 +133,12 @@ impl Logic for SqDoorbells {
             self.set_mask.next =
                 self.set_mask.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rearm_qpn_r.q.val()));
         }
+        if self.poke.val() {
+            self.set_mask.next =
+                self.set_mask.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.poke_qpn.val()));
+        }
         // A read clears its QP's bit a cycle later (the candidate is still `cand` then), unless
-        // a doorbell or rearm of the QP came with the read.
+        // a doorbell, rearm or poke of the QP came with the read.
         self.clr_mask.next = 0.into();
         if self.rd_r.q.val() & !self.rd_set_r.q.val() {
             self.clr_mask.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cand.q.val());
@@ -183,13 +193,14 @@ impl Logic for SqDoorbells {
         self.db_hit.next = self.db_w_r.q.val() & (self.db_d_r.q.val().get_bits::<6>(16) == self.cand.q.val());
         self.clr_hit.next = self.clear.val() & (self.clear_qpn.val() == self.cand.q.val());
         self.rearm_hit.next = self.rearm_r.q.val() & (self.rearm_qpn_r.q.val() == self.cand.q.val());
+        self.poke_hit.next = self.poke.val() & (self.poke_qpn.val() == self.cand.q.val());
         self.shown.d.next = self.cand_valid.q.val() & !self.db_hit.val() & !self.clr_hit.val() & !self.rd_r.q.val();
         if self.clr_hit.val() & !self.rd_r.q.val() {
             self.cand_valid.d.next = false;
         }
         // The read itself only reaches these two registers.
         self.rd_r.d.next = self.read.val() & self.shown.q.val() & !self.rd_r.q.val();
-        self.rd_set_r.d.next = self.db_hit.val() | self.rearm_hit.val();
+        self.rd_set_r.d.next = self.db_hit.val() | self.rearm_hit.val() | self.poke_hit.val();
         self.empty.next = !self.shown.q.val() | self.rd_r.q.val();
         self.data.next = (bit_cast::<32, 6>(self.cand.q.val()) << 16) | bit_cast::<32, 16>(self.pi_ram.read_data.val());
         if self.reset.val() {

@@ -30,7 +30,7 @@ macro_rules! record {
 record!(
     /// QP context staging record ([`rnic_contract::qp_context`]), 448 bits.
     QpContextRec, 448, {
-        state: 3, init_sq_psn: 1, init_rq_psn: 1, rsvd0: 3, path_mtu: 3, qp_type: 1, access: 4,
+        state: 3, init_sq_psn: 1, init_rq_psn: 1, sq_drain: 1, sqd_notify: 1, rsvd0: 1, path_mtu: 3, qp_type: 1, access: 4,
         pd: 24, dest_qpn: 24, sq_psn: 24, timeout: 5, retry_cnt: 3, rq_psn: 24, rnr_retry: 3,
         min_rnr_timer: 5, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, send_cq: 8, sq_log_size: 4, sq_log_stride: 3, rsvd4: 1,
@@ -260,6 +260,8 @@ mod tests {
         check("rq_base", q.get_my_offset_rq_base(), q.get_my_width_rq_base(), qp::RQ_BASE);
         check("max_rd_atomic", q.get_my_offset_max_rd_atomic(), q.get_my_width_max_rd_atomic(), qp::MAX_RD_ATOMIC);
         check("srqn", q.get_my_offset_srqn(), q.get_my_width_srqn(), qp::SRQN);
+        check("sq_drain", q.get_my_offset_sq_drain(), q.get_my_width_sq_drain(), qp::SQ_DRAIN);
+        check("sqd_notify", q.get_my_offset_sqd_notify(), q.get_my_width_sqd_notify(), qp::SQD_NOTIFY);
         check("use_srq", q.get_my_offset_use_srq(), q.get_my_width_use_srq(), qp::USE_SRQ);
         check(
             "max_dest_rd_atomic",

@@ -426,6 +426,10 @@ pub struct RxEngine {
     pub emit_we: Signal<In, Bit>,
     pub emit_qpn: Signal<In, Bits<6>>,
     pub emit_psn: Signal<In, Bits<24>>,
+    /// The scheduler's drain report: QP `sq_stop_qpn`, draining (SQD), starts no further WQE
+    /// (see [`crate::tx_scheduler::TxScheduler::sq_stop`]).
+    pub sq_stop: Signal<In, Bit>,
+    pub sq_stop_qpn: Signal<In, Bits<6>>,
     /// The PSN after the last request packet sent, per QP (INIT_SQ_PSN writes the first PSN):
     /// an ACK, NAK or response for a PSN at or past it answers nothing we sent (a ghost) and
     /// is dropped (`cnt_drop_psn`). An emission that meets a command write waits one cycle in
@@ -519,6 +523,27 @@ pub struct RxEngine {
     qe_q: DFF<Bits<6>>,
     qe_cq: DFF<Bits<8>>,
     qe_data: Signal<Local, Bits<40>>,
+    /// SQ_DRAINED of QP `qe_q` to push (decided in `FlushStep`).
+    qe_sd: DFF<Bit>,
+    /// SQ drains armed, by QP (IBTA Vol 1 10.3.1, 11.6.3.1): set by the scheduler's drain
+    /// report (which also asks for a check visit through `flush_pend`), cleared by any
+    /// context command of the QP (a new state, SQD again included: its report comes after)
+    /// and when `FlushStep` raises IBV_EVENT_SQ_DRAINED. While a QP's bit is set, every visit
+    /// that writes its state back asks for a check visit again, so the ACK that retires the
+    /// last outstanding WQE leads to the event.
+    sqd_arm: DFF<Bits<64>>,
+    /// Drains that raised their event, by QP (cleared by the QP's next context command).
+    sqd_done: DFF<Bits<64>>,
+    sqd_set: Signal<Local, Bits<64>>,
+    sqd_fired: Signal<Local, Bits<64>>,
+    /// The report and the command, registered; the visit's QP's arm bit (`LoadQpState`).
+    sqs_r: DFF<Bit>,
+    sqs_q_r: DFF<Bits<6>>,
+    sqd_cmd_r: DFF<Bit>,
+    sqd_here: DFF<Bit>,
+    sqd_word: Signal<Local, Bits<64>>,
+    sqd_raise: Signal<Local, Bit>,
+    sqd_clr: Signal<Local, Bits<64>>,
     /// The event FIFO's almost-full flag (at most one free slot), inverted and registered: a
     /// push in this cycle fits (at most one push per cycle), and no push waits on the FIFO's
     /// pointer compare in the same cycle (timing).
@@ -1121,6 +1146,18 @@ impl Default for RxEngine {
             qe_q: Default::default(),
             qe_cq: Default::default(),
             qe_data: Default::default(),
+            qe_sd: Default::default(),
+            sqd_arm: Default::default(),
+            sqd_done: Default::default(),
+            sqd_set: Default::default(),
+            sqd_fired: Default::default(),
+            sqs_r: Default::default(),
+            sqs_q_r: Default::default(),
+            sqd_cmd_r: Default::default(),
+            sqd_here: Default::default(),
+            sqd_word: Default::default(),
+            sqd_raise: Default::default(),
+            sqd_clr: Default::default(),
             ev_room: Default::default(),
             acc_r: Default::default(),
             ev_type: Default::default(),
@@ -1249,6 +1286,8 @@ impl Default for RxEngine {
             emit_we: Default::default(),
             emit_qpn: Default::default(),
             emit_psn: Default::default(),
+            sq_stop: Default::default(),
+            sq_stop_qpn: Default::default(),
             emit_ram: Default::default(),
             em_hold_v: Default::default(),
             em_hold_q: Default::default(),
@@ -1522,6 +1561,13 @@ impl Logic for RxEngine {
             qe_lw,
             qe_t,
             qe_q,
+            qe_sd,
+            sqd_arm,
+            sqd_done,
+            sqs_r,
+            sqs_q_r,
+            sqd_cmd_r,
+            sqd_here,
             qe_cq,
             ev_room,
             acc_r,
@@ -1590,6 +1636,8 @@ impl Logic for RxEngine {
         self.fl_cqpn_r.d.next = self.cmd_index.val().get_bits::<6>(0);
         self.fl_eng.next = false;
         self.fl_clr.next = 0.into();
+        self.sqd_raise.next = false;
+        self.sqd_word.next = self.sqd_arm.q.val() >> bit_cast::<64, 6>(self.qpn.q.val());
         self.fp_word.next = self.flush_pend.q.val() >> bit_cast::<64, 6>(self.fp_idx.q.val());
         self.fp_sel.d.next = self.fp_word.val().get_bit(0);
         self.fp_sel_idx.d.next = self.fp_idx.q.val();
@@ -1781,6 +1829,10 @@ impl Logic for RxEngine {
                 self.qe_lw.d.next = false;
                 self.ev_fifo.write.next = self.ev_room.q.val();
                 self.ev_fifo.data_in.next = self.qe_data.val() | 0x10_0000_0000_u64;
+            } else if self.qe_sd.q.val() {
+                self.qe_sd.d.next = false;
+                self.ev_fifo.write.next = self.ev_room.q.val();
+                self.ev_fifo.data_in.next = self.qe_data.val() | 0x05_0000_0000_u64;
             }
         }
         self.ce_bit.next = self.ce_done.q.val() | self.ce_fire.q.val();
@@ -2514,6 +2566,7 @@ impl Logic for RxEngine {
                 self.ack_hi.d.next = self.acked_ram.read_data.val().get_bits::<24>(157);
                 self.emit_now_r.d.next = self.emit_ram.read_data.val();
                 self.sent.d.next = self.sent_data.val();
+                self.sqd_here.d.next = self.sqd_word.val().get_bit(0);
                 if self.src_lc.q.val() {
                     self.state.d.next = RxState::CompletionWait;
                 } else if self.src_fl.q.val() {
@@ -3605,6 +3658,16 @@ impl Logic for RxEngine {
                         // (An SRQ's WQEs belong to the SRQ: a QP in ERR flushes none.)
                         self.state.d.next = RxState::FetchRecvWqe;
                     }
+                } else if self.ctx.q.val().sq_drain.any() & self.sqd_here.q.val() & (self.outstanding_wqes.val() == 0) {
+                    // SQD, the requester stopped, and every WQE it started has completed: the
+                    // SQ is drained (IBTA Vol 1 10.3.1). Disarm; IBV_EVENT_SQ_DRAINED if asked
+                    // for (`en_sqd_async_notify`) and events are enabled.
+                    self.sqd_raise.next = true;
+                    if self.ctx.q.val().sqd_notify.any() & self.async_cq.val().get_bit(8) {
+                        self.qe_sd.d.next = true;
+                        self.qe_q.d.next = self.qpn.q.val();
+                        self.qe_cq.d.next = self.async_cq.val().get_bits::<8>(0);
+                    }
                 }
             }
             RxState::FlushRecvWqe => {
@@ -3812,8 +3875,40 @@ impl Logic for RxEngine {
         if self.fl_cmd_r.q.val() {
             self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fl_cqpn_r.q.val());
         }
-        if self.fl_eng.val() {
+        if self.fl_eng.val()
+            | ((self.state.q.val() == RxState::WriteBack) & self.sqd_here.q.val() & !self.src_fl.q.val())
+        {
+            // (A visit of a QP whose SQ drain is armed asks for a check visit.)
             self.fl_set.next = self.fl_set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.qpn.q.val()));
+        }
+        // SQ drains: a drain report arms its QP and asks for a check visit; a context command
+        // of the QP or the event disarms it (the report wins over a command in the same cycle:
+        // it comes from a context that already said SQD).
+        self.sqs_r.d.next = self.sq_stop.val();
+        self.sqs_q_r.d.next = self.sq_stop_qpn.val();
+        self.sqd_cmd_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
+        self.sqd_clr.next = 0.into();
+        if self.sqd_cmd_r.q.val() {
+            self.sqd_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fl_cqpn_r.q.val());
+        }
+        self.sqd_fired.next = 0.into();
+        if self.sqd_raise.val() {
+            self.sqd_fired.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.qpn.q.val());
+        }
+        self.sqd_set.next = 0.into();
+        if self.sqs_r.q.val() {
+            self.fl_set.next =
+                self.fl_set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.sqs_q_r.q.val()));
+            self.sqd_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.sqs_q_r.q.val());
+        }
+        // Once drained, a QP stays disarmed until its next context command: a doorbell rung in
+        // SQD brings another report, which must not raise the event again.
+        self.sqd_arm.d.next = (self.sqd_arm.q.val() & !self.sqd_clr.val() & !self.sqd_fired.val())
+            | (self.sqd_set.val() & !self.sqd_done.q.val() & !self.sqd_fired.val());
+        self.sqd_done.d.next = (self.sqd_done.q.val() & !self.sqd_clr.val()) | self.sqd_fired.val();
+        if self.reset.val() {
+            self.sqd_arm.d.next = 0.into();
+            self.sqd_done.d.next = 0.into();
         }
         self.rst_mask.next = 0.into();
         if self.rst_cmd.val() {

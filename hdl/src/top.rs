@@ -46,6 +46,15 @@ use rust_hdl::prelude::*;
 /// RX writer. Completion events: the [`CqWriter`] decides them (CQ arms from BAR0), the
 /// [`RxWriter`] releases a CQE's event once the CQE is written, and [`IrqGen`] turns both into
 /// interrupt messages.
+// The context commands decoded below by literal (WRITE_QP 1; STATE in record bits 2:0, RTS 3,
+// RESET 0) must be the contract's.
+const _: () = assert!(
+    rnic_contract::regs::cmd_op::WRITE_QP == 1
+        && rnic_contract::qp_context::STATE.lsb == 0
+        && rnic_contract::verbs::qp_state::RTS == 3
+        && rnic_contract::verbs::qp_state::RESET == 0
+);
+
 #[derive(LogicBlock, Default)]
 pub struct NicTop {
     pub clock: Signal<In, Clock>,
@@ -173,6 +182,7 @@ pub struct NicTop {
     rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
     db_clear_r: DFF<Bit>,
+    db_poke_r: DFF<Bit>,
     /// `rw_big` holds 15 or more requests, a cycle late: the RX engine's `rw_full` (so the
     /// engine's decisions start at a register, not at the FIFO's pointer compare). The engine
     /// may write once more after the flag rises: 16 at most, the FIFO's size.
@@ -208,6 +218,7 @@ impl Logic for NicTop {
             rw_af_r,
             ud_room_r,
             db_clear_r,
+            db_poke_r,
             db_clear_qpn_r,
             ack_cnt_pend,
             nak_cnt_pend,
@@ -298,6 +309,12 @@ impl Logic for NicTop {
         self.db_clear_qpn_r.d.next = self.regs.cmd_index.val().get_bits::<6>(0);
         self.doorbells.clear.next = self.db_clear_r.q.val();
         self.doorbells.clear_qpn.next = self.db_clear_qpn_r.q.val();
+        // A QP context written in RTS or SQD (STATE = RTS, with or without SQ_DRAIN) is offered
+        // to the scheduler, which starts the drain or resumes what was rung while it drained.
+        self.db_poke_r.d.next =
+            self.cmd_fire.val() & (self.regs.cmd_op.val() == 1) & (self.regs.cmd_record.val().get_bits::<3>(0) == 3);
+        self.doorbells.poke.next = self.db_poke_r.q.val();
+        self.doorbells.poke_qpn.next = self.db_clear_qpn_r.q.val();
 
         // ---- TX: scheduler ----
         self.txs.db_empty.next = self.doorbells.empty.val();
@@ -317,6 +334,8 @@ impl Logic for NicTop {
         self.rxe.emit_we.next = self.txs.emit_we.val();
         self.rxe.emit_qpn.next = self.txs.emit_qpn.val();
         self.rxe.emit_psn.next = self.txs.emit_psn.val();
+        self.rxe.sq_stop.next = self.txs.sq_stop.val();
+        self.rxe.sq_stop_qpn.next = self.txs.sq_stop_qpn.val();
         self.txs.wqe_ar_ready.next = self.rd_issuer.wqe_ready.val();
         self.r_is_wqe.next = self.m_axi_rid.val() == 1;
         self.txs.wqe_r_valid.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();

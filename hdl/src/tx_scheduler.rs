@@ -235,6 +235,12 @@ pub struct TxScheduler {
     /// in-flight room, a READ slot or its error's turn) so other QPs can be served.
     pub rearm: Signal<Out, Bit>,
     pub rearm_qpn: Signal<Out, Bits<6>>,
+    /// A one-cycle pulse: QP `sq_stop_qpn`, whose context says SQ_DRAIN
+    /// ([`rnic_contract::qp_context::SQ_DRAIN`]), has nothing more to start: every WQE up to
+    /// the producer index it had taken before the drain was started (resends may follow). The
+    /// completer raises `IBV_EVENT_SQ_DRAINED` once they have all completed.
+    pub sq_stop: Signal<Out, Bit>,
+    pub sq_stop_qpn: Signal<Out, Bits<6>>,
     // Go-back-N requests from the completer (first-word fall-through FIFO).
     pub rw_empty: Signal<In, Bit>,
     pub rw_data: Signal<In, Bits<73>>,
@@ -769,6 +775,8 @@ impl Logic for TxScheduler {
         self.rw_waiting.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
         self.rearm.next = false;
         self.rearm_qpn.next = self.cur_qpn.q.val();
+        self.sq_stop.next = false;
+        self.sq_stop_qpn.next = self.cur_qpn.q.val();
         self.job_room.d.next = !self.job_afull.val() & !self.rj_afull.val() & !self.pg_afull.val();
         self.rw_empty_r.d.next = self.rw_empty.val();
         self.rr_empty_r.d.next = self.rr_empty.val();
@@ -1379,6 +1387,12 @@ impl Logic for TxScheduler {
                     // A rewind serves the QP's posted WQEs up to its saved producer index.
                     self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
                 }
+                if self.qp_now.val().sq_drain.any() {
+                    // SQD (IBTA Vol 1 10.3.1): serve only the WQEs taken before the drain, up
+                    // to the producer index saved with this QP's state; a doorbell rung since
+                    // waits in the ready set's table for the move back to RTS.
+                    self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
+                }
                 if self.rewind.q.val()
                     & !self.flush_req.q.val()
                     & !self.dyn_now.val().get_bit(24)
@@ -1431,6 +1445,8 @@ impl Logic for TxScheduler {
                     // WQEs from the rewind point on. Skip them: go on after the last retired.
                     self.state.d.next = TxsState::SkipRetired;
                 } else if self.sq_empty.q.val() {
+                    // Draining (SQD): nothing more to start; tell the completer.
+                    self.sq_stop.next = self.ctx.q.val().sq_drain.any();
                     self.state.d.next = TxsState::Idle;
                 } else if self.window_ok.q.val() & self.pf_hit.q.val() {
                     // The WQE is in the prefetch buffer (or on its way): no fetch.

@@ -1,13 +1,14 @@
 //! `SqDoorbells` in Verilator against a reference model of what a scheduler may rely on.
 //!
 //! - `every_doorbell_is_served_with_the_newest_index`: random doorbells (up to one per cycle,
-//!   many QPs, bursts on one QP), rearms and RESET clears, and a consumer that reads at random
+//!   many QPs, bursts on one QP), rearms, RESET clears and RTS/SQD pokes, and a consumer that reads at random
 //!   times. Properties: a doorbell is never lost (after the last doorbell of a QP, the QP is
 //!   offered at least once more with exactly that index, unless a clear came later); every
 //!   offer carries the QP's newest index at the time the offer was read, or one overtaken by a
 //!   doorbell taking effect in the same cycle as the read (which re-arms the QP); a doorbell
 //!   and a rearm count from the cycle after they are presented (the block registers both); a
-//!   cleared QP with no later doorbell or rearm is never offered; no QP is offered twice for
+//!   cleared QP with no later doorbell, rearm or poke is never offered (a poke acts in its own
+//!   cycle, like a clear); no QP is offered twice for
 //!   one arming.
 //! - `ready_qps_are_served_round_robin`: with all 64 QPs kept ready, no QP waits for more than
 //!   64 offers between two of its own.
@@ -19,6 +20,8 @@ use rnic_hdl::doorbell::SqDoorbells;
 struct Tb {
     dut: Dut,
     rng: Rng,
+    /// A context command's poke (RTS or SQD) for the next cycle.
+    poke: Option<u8>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -35,7 +38,7 @@ impl Tb {
     fn new(seed: u64) -> Tb {
         let mut dut = Dut::build::<SqDoorbells>("sq_doorbells").expect("build SqDoorbells");
         dut.reset(2);
-        Tb { dut, rng: Rng::from_env(seed) }
+        Tb { dut, rng: Rng::from_env(seed), poke: None }
     }
 
     /// One cycle with the given inputs; returns the offer (qpn, pi) if `read` consumed one.
@@ -48,6 +51,9 @@ impl Tb {
         d.set("rearm_qpn", u64::from(rearm.unwrap_or(0)));
         d.set_bit("clear", clear.is_some());
         d.set("clear_qpn", u64::from(clear.unwrap_or(0)));
+        let poke = self.poke.take();
+        d.set_bit("poke", poke.is_some());
+        d.set("poke_qpn", u64::from(poke.unwrap_or(0)));
         d.eval();
         let offered = !d.get_bit("empty");
         let data = d.get("data");
@@ -84,6 +90,11 @@ fn every_doorbell_is_served_with_the_newest_index() {
         // doorbell, nor the cycle after one).
         let clear = (!draining && db.is_none() && prev_db.is_none() && tb.rng.chance(1, 200))
             .then(|| tb.rng.range(0, 63) as u8);
+        // A poke (a context command writing RTS or SQD) comes alone too, and never with a
+        // clear (one command per cycle).
+        let poke = (!draining && clear.is_none() && db.is_none() && prev_db.is_none() && tb.rng.chance(1, 150))
+            .then(|| tb.rng.range(0, 63) as u8);
+        tb.poke = poke;
         let read = draining || tb.rng.chance(1, 2);
         let got = tb.cycle(db, rearm, clear, read);
         if let Some((q, pi)) = got {
@@ -105,6 +116,11 @@ fn every_doorbell_is_served_with_the_newest_index() {
         if let Some(c) = clear {
             model[c as usize] = Qp { pi: 0, armed: false, cleared: true };
             pi_next[c as usize] = 0;
+        }
+        // A poke acts in its own cycle: the QP is offered again with its newest index.
+        if let Some(p) = poke {
+            model[p as usize].armed = true;
+            model[p as usize].cleared = false;
         }
         // A doorbell is taken a cycle late (registered in the block).
         if let Some((q, pi)) = prev_db {

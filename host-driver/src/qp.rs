@@ -626,8 +626,16 @@ impl<'mr> QueuePair<'mr> {
         }
         a.qp_state = next;
         a.cur_qp_state = next;
+        // SQD: the NIC holds it as RTS with SQ_DRAIN (qp_context::STATE); the notify flag is
+        // the RTS → SQD modify's, kept through SQD → SQD.
+        let draining = next == QpState::Sqd;
+        if !draining || (cur != QpState::Sqd && !mask.contains(QpAttrMask::EN_SQD_ASYNC_NOTIFY)) {
+            a.en_sqd_async_notify = false;
+        }
         let hw = QpContext {
-            state: next as u8,
+            state: if draining { QpState::Rts as u8 } else { next as u8 },
+            sq_drain: draining,
+            sqd_notify: draining && a.en_sqd_async_notify,
             init_sq_psn: mask.contains(QpAttrMask::SQ_PSN),
             init_rq_psn: mask.contains(QpAttrMask::RQ_PSN),
             path_mtu: if next == QpState::Reset { 0 } else { a.path_mtu as u8 },
@@ -818,7 +826,8 @@ impl<'mr> QueuePair<'mr> {
     /// [`PostError::bad_wr`] is its index.
     ///
     /// # Errors
-    /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is not in RTS or ERR (in ERR
+    /// [`PostError`] carrying [`Error::InvalidArgument`] if the QP is not in RTS, SQD or ERR (in SQD
+    /// the WQEs wait for the move back to RTS; in ERR
     /// the NIC completes the requests with `IBV_WC_WR_FLUSH_ERR`, as ibv_post_send(3) allows;
     /// `bad_wr` 0) or a request is malformed (no remote address for an RDMA opcode; INLINE
     /// without data, over `max_inline_data` or on a READ or atomic; more SGEs than
@@ -829,10 +838,10 @@ impl<'mr> QueuePair<'mr> {
     /// the doorbell failed: then nothing was posted).
     pub fn post_send(&mut self, wrs: &[SendWr<'mr>]) -> std::result::Result<(), PostError> {
         let state = self.state();
-        if !matches!(state, QpState::Rts | QpState::Err) {
+        if !matches!(state, QpState::Rts | QpState::Sqd | QpState::Err) {
             return Err(PostError {
                 bad_wr: 0,
-                error: Error::inval(format!("post_send needs RTS (or ERR), QP {} is in {state:?}", self.qpn)),
+                error: Error::inval(format!("post_send needs RTS (or SQD, ERR), QP {} is in {state:?}", self.qpn)),
             });
         }
         let sq_free = self.sq_size as usize - self.outstanding();

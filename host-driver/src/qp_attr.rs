@@ -23,7 +23,10 @@ pub enum QpState {
     Rtr = 2,
     /// 3: ready to send.
     Rts = 3,
-    /// 4: send queue drained (not supported by this NIC).
+    /// 4: send queue drain (IBTA Vol 1 10.3.1): the requester finishes the work requests it
+    /// had started and starts no new one (requests posted meanwhile wait for RTS); the
+    /// responder works as in RTS. With `en_sqd_async_notify` the NIC raises
+    /// `IBV_EVENT_SQ_DRAINED` once the started ones have all completed.
     Sqd = 4,
     /// 5: send queue error (not used by RC).
     Sqe = 5,
@@ -75,7 +78,7 @@ bitflags::bitflags! {
         const STATE = 1 << 0;
         /// `cur_qp_state`.
         const CUR_STATE = 1 << 1;
-        /// `en_sqd_async_notify` (not supported).
+        /// `en_sqd_async_notify` (RTS → SQD).
         const EN_SQD_ASYNC_NOTIFY = 1 << 2;
         /// `qp_access_flags`.
         const ACCESS_FLAGS = 1 << 3;
@@ -234,14 +237,20 @@ pub struct QpAttr {
     /// UD: the QP's Q_Key (with [`QpAttrMask::QKEY`]), sent by a work request whose own
     /// Q_Key has bit 31 set (IBTA Vol 1 10.2.5).
     pub qkey: u32,
+    /// RTS → SQD (with [`QpAttrMask::EN_SQD_ASYNC_NOTIFY`]): raise `IBV_EVENT_SQ_DRAINED`
+    /// when the send queue has drained.
+    pub en_sqd_async_notify: bool,
     /// Sizes (reported by [`QueuePair::query_qp`]; not modifiable).
     pub cap: QpCap,
 }
 
 /// The attributes a modify must carry and may carry for an RC QP going from `cur` to `next`
 /// (IBTA Vol 1 Table 91 as in Linux `ib_modify_qp_is_ok`), `None` if the transition is not
-/// allowed. [`QpAttrMask::STATE`] is not part of either set. Transitions involving SQD/SQE and
-/// the optional alternate-path attributes are not supported by this NIC, so they are absent.
+/// allowed. [`QpAttrMask::STATE`] is not part of either set. SQE and the alternate-path
+/// attributes are not supported by this NIC, so they are absent.
+/// SQD → SQD may change attributes before the drain has finished; IBTA Vol 1 10.3.1 leaves
+/// what then happens to the requests in flight to the implementation: here the requester
+/// resends them with the new attributes.
 ///
 /// | from → to | required | optional |
 /// |---|---|---|
@@ -250,6 +259,9 @@ pub struct QpAttr {
 /// | INIT → RTR | AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER | ACCESS_FLAGS, PKEY_INDEX |
 /// | RTR → RTS | SQ_PSN, TIMEOUT, RETRY_CNT, RNR_RETRY, MAX_QP_RD_ATOMIC | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
 /// | RTS → RTS | – | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
+/// | RTS → SQD | – | EN_SQD_ASYNC_NOTIFY |
+/// | SQD → RTS | – | CUR_STATE, ACCESS_FLAGS, MIN_RNR_TIMER |
+/// | SQD → SQD | – | AV, TIMEOUT, RETRY_CNT, RNR_RETRY, MAX_QP_RD_ATOMIC, MAX_DEST_RD_ATOMIC, ACCESS_FLAGS, PKEY_INDEX, MIN_RNR_TIMER |
 /// | any → RESET, any → ERR | – | – |
 pub fn transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAttrMask)> {
     use QpAttrMask as M;
@@ -268,6 +280,20 @@ pub fn transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAt
             M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER,
         ),
         (Rts, Rts) => (none, M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER),
+        (Rts, Sqd) => (none, M::EN_SQD_ASYNC_NOTIFY),
+        (Sqd, Rts) => (none, M::CUR_STATE | M::ACCESS_FLAGS | M::MIN_RNR_TIMER),
+        (Sqd, Sqd) => (
+            none,
+            M::AV
+                | M::TIMEOUT
+                | M::RETRY_CNT
+                | M::RNR_RETRY
+                | M::MAX_QP_RD_ATOMIC
+                | M::MAX_DEST_RD_ATOMIC
+                | M::ACCESS_FLAGS
+                | M::PKEY_INDEX
+                | M::MIN_RNR_TIMER,
+        ),
         _ => return None,
     })
 }
@@ -283,6 +309,9 @@ pub fn transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAt
 /// | INIT → RTR | – | PKEY_INDEX, QKEY |
 /// | RTR → RTS | SQ_PSN | CUR_STATE, QKEY |
 /// | RTS → RTS | – | CUR_STATE, QKEY |
+/// | RTS → SQD | – | EN_SQD_ASYNC_NOTIFY |
+/// | SQD → RTS | – | CUR_STATE, QKEY |
+/// | SQD → SQD | – | PKEY_INDEX, QKEY |
 /// | any → RESET, any → ERR | – | – |
 pub fn ud_transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, QpAttrMask)> {
     use QpAttrMask as M;
@@ -295,6 +324,9 @@ pub fn ud_transition_masks(cur: QpState, next: QpState) -> Option<(QpAttrMask, Q
         (Init, Rtr) => (none, M::PKEY_INDEX | M::QKEY),
         (Rtr, Rts) => (M::SQ_PSN, M::CUR_STATE | M::QKEY),
         (Rts, Rts) => (none, M::CUR_STATE | M::QKEY),
+        (Rts, Sqd) => (none, M::EN_SQD_ASYNC_NOTIFY),
+        (Sqd, Rts) => (none, M::CUR_STATE | M::QKEY),
+        (Sqd, Sqd) => (none, M::PKEY_INDEX | M::QKEY),
         _ => return None,
     })
 }
@@ -418,5 +450,8 @@ pub(crate) fn apply(to: &mut QpAttr, from: &QpAttr, mask: QpAttrMask) {
     }
     if mask.contains(M::QKEY) {
         to.qkey = from.qkey;
+    }
+    if mask.contains(M::EN_SQD_ASYNC_NOTIFY) {
+        to.en_sqd_async_notify = from.en_sqd_async_notify;
     }
 }

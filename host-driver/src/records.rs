@@ -31,8 +31,12 @@ pub fn ip_to_u32(ip: Ipv4Addr) -> u32 {
 /// ([`rnic_contract::qp_context`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpContext {
-    /// ibv_qp_state value.
+    /// ibv_qp_state value (SQD is written as RTS with [`Self::sq_drain`]).
     pub state: u8,
+    /// The send queue drains ([`qp_context::SQ_DRAIN`]: `IBV_QPS_SQD`).
+    pub sq_drain: bool,
+    /// Raise `IBV_EVENT_SQ_DRAINED` when drained ([`qp_context::SQD_NOTIFY`]).
+    pub sqd_notify: bool,
     /// Reload the requester's PSN from `sq_psn` and reset the SQ indices.
     pub init_sq_psn: bool,
     /// Reload the responder's expected PSN from `rq_psn` and reset the MSN.
@@ -98,6 +102,8 @@ impl Default for QpContext {
     fn default() -> Self {
         Self {
             state: 0,
+            sq_drain: false,
+            sqd_notify: false,
             init_sq_psn: false,
             init_rq_psn: false,
             path_mtu: 0,
@@ -138,6 +144,8 @@ impl QpContext {
         qp_context::STATE.put(&mut r, self.state.into());
         qp_context::INIT_SQ_PSN.put(&mut r, self.init_sq_psn.into());
         qp_context::INIT_RQ_PSN.put(&mut r, self.init_rq_psn.into());
+        qp_context::SQ_DRAIN.put(&mut r, self.sq_drain.into());
+        qp_context::SQD_NOTIFY.put(&mut r, self.sqd_notify.into());
         qp_context::PATH_MTU.put(&mut r, self.path_mtu.into());
         qp_context::QP_TYPE.put(&mut r, self.qp_type.into());
         qp_context::ACCESS.put(&mut r, self.access.into());
@@ -413,6 +421,8 @@ mod tests {
             state: 3,
             init_sq_psn: true,
             init_rq_psn: false,
+            sq_drain: true,
+            sqd_notify: false,
             path_mtu: 5,
             qp_type: 1,
             access: 0b1110,
@@ -449,6 +459,7 @@ mod tests {
         assert_eq!(bits(&r, qp_context::STATE), 3);
         assert_eq!(bits(&r, qp_context::INIT_SQ_PSN), 1);
         assert_eq!(bits(&r, qp_context::INIT_RQ_PSN), 0);
+        assert_eq!((bits(&r, qp_context::SQ_DRAIN), bits(&r, qp_context::SQD_NOTIFY)), (1, 0));
         assert_eq!(bits(&r, qp_context::QP_TYPE), 1);
         assert_eq!(bits(&r, qp_context::PATH_MTU), 5);
         assert_eq!(bits(&r, qp_context::ACCESS), 0b1110);
@@ -479,8 +490,8 @@ mod tests {
         assert_eq!(bits(&r, qp_context::RQ_BASE), 0x2_0000_1240);
         assert_eq!(r[40], 11, "RECV_CQ at byte 40");
         assert_eq!(u64::from_le_bytes(r[48..56].try_into().unwrap()), 0x2_0000_1240, "RQ_BASE at byte 48");
-        // Byte 0: state 3 | init_sq_psn << 3.
-        assert_eq!(r[0], 0b0000_1011);
+        // Byte 0: state 3 | init_sq_psn << 3 | sq_drain << 5.
+        assert_eq!(r[0], 0b0010_1011);
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub(crate) fn full_attr(state: QpState) -> QpAttr {
         retry_cnt: 7,
         rnr_retry: 7,
         qkey: 0,
+        en_sqd_async_notify: false,
         cap: QpCap::default(),
     }
 }
@@ -62,6 +63,7 @@ pub(crate) fn qp_in<'a>(pd: &ProtectionDomain, cq: &CompletionQueue, state: QpSt
         QpState::Init => &[QpState::Init],
         QpState::Rtr => &[QpState::Init, QpState::Rtr],
         QpState::Rts => &[QpState::Init, QpState::Rtr, QpState::Rts],
+        QpState::Sqd => &[QpState::Init, QpState::Rtr, QpState::Rts, QpState::Sqd],
         QpState::Err => &[QpState::Err],
         _ => unreachable!(),
     };
@@ -75,7 +77,8 @@ pub(crate) fn qp_in<'a>(pd: &ProtectionDomain, cq: &CompletionQueue, state: QpSt
     qp
 }
 
-const ALL_STATES: [QpState; 5] = [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts, QpState::Err];
+const ALL_STATES: [QpState; 6] =
+    [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts, QpState::Sqd, QpState::Err];
 
 #[test]
 fn modify_table_missing_and_extra_attributes_are_einval_without_mmio() {
@@ -118,12 +121,17 @@ fn modify_table_missing_and_extra_attributes_are_einval_without_mmio() {
             let (op, idx, rec) = last_cmd(&dev);
             assert_eq!(op, regs::cmd_op::WRITE_QP);
             assert_eq!(u32::from(idx), qp.qp_num());
-            assert_eq!(qp_context::STATE.get(&rec), next as u64);
+            // SQD goes to the NIC as RTS with SQ_DRAIN (qp_context::STATE).
+            let sqd = next == QpState::Sqd;
+            let hw_state = if sqd { QpState::Rts } else { next };
+            assert_eq!(qp_context::STATE.get(&rec), hw_state as u64, "{cur:?}->{next:?}");
+            assert_eq!(qp_context::SQ_DRAIN.get(&rec), u64::from(sqd), "{cur:?}->{next:?}");
+            assert_eq!(qp_context::SQD_NOTIFY.get(&rec), 0, "{cur:?}->{next:?}: notify not asked for");
             assert_eq!(qp.state(), next);
             checked += 1;
         }
     }
-    assert_eq!(checked, 25);
+    assert_eq!(checked, 36);
 }
 
 #[test]

@@ -7,8 +7,20 @@
 use crate::field::{check_disjoint, Field};
 
 /// ibv_qp_state value (`IBV_QPS_RESET` = 0, INIT = 1, RTR = 2, RTS = 3, ERR = 6), see
-/// [`crate::verbs::qp_state`].
+/// [`crate::verbs::qp_state`]. `IBV_QPS_SQD` is written as RTS with [`SQ_DRAIN`] set: in SQD
+/// the responder and the completer work as in RTS (IBTA Vol 1 10.3.1), only the requester
+/// stops starting work requests.
 pub const STATE: Field = Field::at_bit(0, 3);
+/// 1: the send queue drains (`IBV_QPS_SQD`, IBTA Vol 1 10.3.1 "SQ Drain"; with [`STATE`] =
+/// RTS). The requester finishes the work requests it had taken from the SQ (those up to the
+/// last SQ doorbell it served before this context was written), resends them as often as
+/// the transport needs, and starts no other one; work requests posted meanwhile wait for the
+/// move back to RTS (this bit clear), which the NIC resumes by itself.
+pub const SQ_DRAIN: Field = Field::at_bit(5, 1);
+/// 1 (with [`SQ_DRAIN`]): once every work request the requester started has completed, raise
+/// `IBV_EVENT_SQ_DRAINED` on [`crate::regs::ASYNC_EVENT_CQ`], once per move to SQD
+/// (ibv_modify_qp(3) `en_sqd_async_notify`; IBTA Vol 1 11.6.3.1).
+pub const SQD_NOTIFY: Field = Field::at_bit(6, 1);
 /// 1: load the requester's next PSN from [`SQ_PSN`] and reset the SQ indices.
 pub const INIT_SQ_PSN: Field = Field::at_bit(3, 1);
 /// 1: load the responder's expected PSN from [`RQ_PSN`] and reset the MSN.
@@ -96,6 +108,8 @@ const _: () = assert!(check_disjoint(
         STATE,
         INIT_SQ_PSN,
         INIT_RQ_PSN,
+        SQ_DRAIN,
+        SQD_NOTIFY,
         QP_TYPE,
         PATH_MTU,
         ACCESS,

@@ -21,8 +21,10 @@ pub const VERSION: u16 = 0x0004;
 /// [`crate::cqe::SRC_QP`]) and the [`counter::DROP_NO_RWQE`] counter; minor 6 the raw
 /// Ethernet path ([`raw`], [`features::RAW_ETH`], [`counter::DROP_RAW`]); minor 7 CQ overrun
 /// detection: the consumer-index doorbell [`CQ_CI`], the [`counter::DROP_CQ_OVERRUN`] counter
-/// and `IBV_EVENT_CQ_ERR` on [`ASYNC_EVENT_CQ`] (the byte counters moved up by one each time).
-pub const VERSION_VALUE: u32 = 0x0000_0007;
+/// and `IBV_EVENT_CQ_ERR` on [`ASYNC_EVENT_CQ`] (the byte counters moved up by one each time);
+/// minor 8 the send-queue-drain state: the QP context's [`crate::qp_context::SQ_DRAIN`] and
+/// [`crate::qp_context::SQD_NOTIFY`], and `IBV_EVENT_SQ_DRAINED` on [`ASYNC_EVENT_CQ`].
+pub const VERSION_VALUE: u32 = 0x0000_0008;
 /// Capabilities, see [`caps`].
 pub const CAPS: u16 = 0x0008;
 /// Core clock in MHz (reads 250).
@@ -279,7 +281,11 @@ pub const IRQ_MODERATION: u16 = 0x0118;
 ///   (INIT_RQ_PSN or RESET re-arms it);
 /// - [`crate::verbs::event_type::QP_LAST_WQE_REACHED`]: a QP on an SRQ entered ERR, by the NIC
 ///   or by the driver's WRITE_QP with state ERR (IBTA Vol 1 10.2.9.5, 11.6.3.1): it takes no
-///   further SRQ WQE. It follows the error event of the same QP.
+///   further SRQ WQE. It follows the error event of the same QP;
+/// - [`crate::verbs::event_type::SQ_DRAINED`]: a QP moved to SQD
+///   ([`crate::qp_context::SQ_DRAIN`]) with [`crate::qp_context::SQD_NOTIFY`] has every work
+///   request its requester started completed (IBTA Vol 1 11.6.3.1), once per move to SQD; not
+///   if the QP enters ERR first.
 ///
 /// Events wait in a 64-entry queue inside the NIC (each QP raises each of them at most once per
 /// connection, and the queue is served before new packets); one that finds fewer than two

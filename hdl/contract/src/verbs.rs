@@ -61,6 +61,9 @@ pub mod event_type {
     pub const QP_REQ_ERR: u8 = 2;
     pub const QP_ACCESS_ERR: u8 = 3;
     pub const COMM_EST: u8 = 4;
+    /// `IBV_EVENT_SQ_DRAINED`: a QP in SQD with [`crate::qp_context::SQD_NOTIFY`] has
+    /// completed every work request it started.
+    pub const SQ_DRAINED: u8 = 5;
     pub const SRQ_LIMIT_REACHED: u8 = 15;
     pub const QP_LAST_WQE_REACHED: u8 = 16;
 }

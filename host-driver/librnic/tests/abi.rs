@@ -14,7 +14,9 @@
 //! - `c_program_on_one_looped_back_nic`: `tests/c/loopback.c`, compiled against the real
 //!   header and linked with `-libverbs`, connects two RC QPs of one simulated NIC and moves
 //!   and checks data (RDMA WRITE, READ, SEND with immediate, bad_wr, EBUSY, rereg_mr,
-//!   resize_cq on the NIC: the completions after it land in the new ring; an SRQ created,
+//!   resize_cq on the NIC: the completions after it land in the new ring; RTS → SQD with
+//!   `en_sqd_async_notify`, `IBV_EVENT_SQ_DRAINED`, a WRITE held in SQD and resumed by RTS;
+//!   an SRQ created,
 //!   armed, posted to through the inline ibv_post_srq_recv and busy while a QP uses it;
 //!   the responder's `IBV_EVENT_QP_ACCESS_ERR` from a blocking `ibv_get_async_event` whose
 //!   `element.qp` is the program's own QP; a send CQ of cqe 1 left unpolled under three
@@ -313,6 +315,7 @@ fn c_program_on_one_looped_back_nic() {
     assert!(out.contains("device rnic_0 guid 000000fffe000001"), "{out}");
     assert!(out.contains("gid[1] ::ffff:192.0.2.1"), "{out}");
     assert!(out.contains("status 10: remote access error"), "{out}");
+    assert!(out.contains("async event: send queue drained on QP"), "{out}");
     assert!(out.contains("async event: local access violation work queue error on QP"), "{out}");
     assert!(out.contains("async event: CQ error on the CQ of cqe 1 after 3 WRITEs"), "{out}");
     // The same binary on rdma-core with no RDMA device finds none and fails: the test above

@@ -193,6 +193,7 @@ pub unsafe extern "C" fn rnic_ibv_modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_a
     r.retry_cnt = a.retry_cnt;
     r.rnr_retry = a.rnr_retry;
     r.qkey = a.qkey;
+    r.en_sqd_async_notify = a.en_sqd_async_notify != 0;
     match q.with(|qp| qp.modify(&r, mask).map(|()| qp.state() as c_int)) {
         Ok(Ok(state)) => {
             q.ibv.state = state;
@@ -253,6 +254,7 @@ pub unsafe extern "C" fn rnic_ibv_query_qp(
         timeout: a.timeout,
         retry_cnt: a.retry_cnt,
         rnr_retry: a.rnr_retry,
+        en_sqd_async_notify: a.en_sqd_async_notify.into(),
         ..Default::default()
     };
     if !init.is_null() {

@@ -187,6 +187,32 @@ int main(int argc, char **argv)
 	wc = poll_one(cq);
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 4, "the WR before bad_wr completed");
 
+	/* SQD (IBTA Vol 1 10.3.1): RTS -> SQD with en_sqd_async_notify. Nothing is outstanding, so
+	 * the SQ drains at once: IBV_EVENT_SQ_DRAINED on qa. A WRITE posted in SQD waits (no
+	 * completion over 20000 polls) until SQD -> RTS, which resumes it without a new post. */
+	struct ibv_qp_attr sqd = { .qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1 };
+	CHECK(ibv_modify_qp(qa, &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0 && qa->state == IBV_QPS_SQD,
+	      "to SQD");
+	CHECK(ibv_query_qp(qa, &qattr, IBV_QP_STATE, &qinit) == 0 && qattr.qp_state == IBV_QPS_SQD, "query_qp in SQD");
+	struct ibv_async_event sev;
+	do {
+		CHECK(ibv_get_async_event(ctx, &sev) == 0, "get_async_event errno %d", errno);
+		ibv_ack_async_event(&sev);
+	} while (sev.event_type == IBV_EVENT_COMM_EST);
+	CHECK(sev.event_type == IBV_EVENT_SQ_DRAINED && sev.element.qp == qa, "async event %s on %p, expected %s on %p",
+	      ibv_event_type_str(sev.event_type), (void *)sev.element.qp, ibv_event_type_str(IBV_EVENT_SQ_DRAINED),
+	      (void *)qa);
+	printf("async event: %s on QP %u\n", ibv_event_type_str(sev.event_type), sev.element.qp->qp_num);
+	w1.next = NULL;
+	w1.wr_id = 7;
+	CHECK(ibv_post_send(qa, &w1, &bad) == 0, "post WRITE in SQD");
+	for (int i = 0; i < 20000; i++)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "a WRITE completed in SQD (wr_id %llu)", (unsigned long long)wc.wr_id);
+	sqd.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(qa, &sqd, IBV_QP_STATE) == 0 && qa->state == IBV_QPS_RTS, "SQD to RTS");
+	wc = poll_one(cq);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 7, "the WRITE held in SQD: %s", ibv_wc_status_str(wc.status));
+
 	/* rereg_mr: access in place, keys kept. */
 	uint32_t lkey = mb->lkey;
 	CHECK(ibv_rereg_mr(mb, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE) == 0 && mb->lkey == lkey,
