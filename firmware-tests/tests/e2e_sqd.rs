@@ -2,7 +2,8 @@
 //! ibv_modify_qp(3) `en_sqd_async_notify`): the NIC holds SQD as RTS with the QP context's
 //! SQ_DRAIN bit. Its requester finishes the work requests it had already taken from the SQ,
 //! starts none posted afterwards, and raises SQ_DRAINED once every one it started has
-//! completed; SQD → RTS resumes the held ones without another doorbell.
+//! completed; SQD → RTS resumes the held ones (the driver rings the SQ doorbell again after
+//! the context write).
 //!
 //! - `an_idle_qp_drains_at_once`: nothing outstanding: the event follows the modify, once,
 //!   also after a doorbell rung in SQD (which starts nothing).
@@ -123,7 +124,7 @@ fn an_idle_qp_drains_at_once() {
     assert_eq!(h.events_after(&h.a, 20_000), [], "one event per move to SQD");
     assert_eq!(h.ca.poll(&mut [WorkCompletion::default(); 4]).unwrap(), 0, "a WRITE ran in SQD");
     assert_eq!(h.counters().1.values[rnic_contract::regs::counter::RX_ROCE_OK as usize], 0, "a packet left in SQD");
-    // SQD -> RTS resumes it, with no event and no new doorbell.
+    // SQD -> RTS resumes it (with the driver's doorbell after the modify), with no event.
     to_rts(&mut qa);
     let w = h.wait(&h.ca, 1, 200_000);
     assert_eq!((w[0].wr_id, w[0].status), (0, WcStatus::Success));

@@ -16,8 +16,8 @@ use rust_hdl::prelude::*;
 /// slot, or its error's turn) back into the set, so other QPs' doorbells pass a waiting QP.
 /// `clear` (a context command that puts the QP in RESET) drops its bit and zeroes its index,
 /// so nothing of a QP's last connection survives a reset. `poke` (a context command that puts
-/// the QP in RTS or SQD) sets its bit with its index unchanged: the scheduler then starts an SQ
-/// drain, or resumes the WQEs rung while the QP drained.
+/// the QP in SQD) sets its bit with its index unchanged: the scheduler then starts the SQ
+/// drain even if nothing was rung.
 ///
 /// The search visits one group of 8 QPs per cycle, round-robin, and picks the lowest set bit
 /// of the group; after a pick it moves on to the next group, so a busy QP cannot starve the
@@ -47,7 +47,7 @@ pub struct SqDoorbells {
     /// A context command put QP `clear_qpn` in RESET: forget its doorbells.
     pub clear: Signal<In, Bit>,
     pub clear_qpn: Signal<In, Bits<6>>,
-    /// A context command put QP `poke_qpn` in RTS or SQD: offer it (index unchanged).
+    /// A context command put QP `poke_qpn` in SQD: offer it (index unchanged).
     pub poke: Signal<In, Bit>,
     pub poke_qpn: Signal<In, Bits<6>>,
     /// First-word fall-through view for the scheduler.

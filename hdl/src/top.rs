@@ -47,10 +47,11 @@ use rust_hdl::prelude::*;
 /// [`RxWriter`] releases a CQE's event once the CQE is written, and [`IrqGen`] turns both into
 /// interrupt messages.
 // The context commands decoded below by literal (WRITE_QP 1; STATE in record bits 2:0, RTS 3,
-// RESET 0) must be the contract's.
+// RESET 0; SQ_DRAIN bit 5) must be the contract's.
 const _: () = assert!(
     rnic_contract::regs::cmd_op::WRITE_QP == 1
         && rnic_contract::qp_context::STATE.lsb == 0
+        && rnic_contract::qp_context::SQ_DRAIN.lsb == 5
         && rnic_contract::verbs::qp_state::RTS == 3
         && rnic_contract::verbs::qp_state::RESET == 0
 );
@@ -309,10 +310,14 @@ impl Logic for NicTop {
         self.db_clear_qpn_r.d.next = self.regs.cmd_index.val().get_bits::<6>(0);
         self.doorbells.clear.next = self.db_clear_r.q.val();
         self.doorbells.clear_qpn.next = self.db_clear_qpn_r.q.val();
-        // A QP context written in RTS or SQD (STATE = RTS, with or without SQ_DRAIN) is offered
-        // to the scheduler, which starts the drain or resumes what was rung while it drained.
-        self.db_poke_r.d.next =
-            self.cmd_fire.val() & (self.regs.cmd_op.val() == 1) & (self.regs.cmd_record.val().get_bits::<3>(0) == 3);
+        // A QP context written in SQD (STATE = RTS with SQ_DRAIN) is offered to the scheduler,
+        // which starts the drain even if nothing was rung. (SQD -> RTS is followed by the
+        // driver's doorbell, which resumes what was rung while the QP drained; other context
+        // writes offer nothing, so they cost the scheduler no cycle.)
+        self.db_poke_r.d.next = self.cmd_fire.val()
+            & (self.regs.cmd_op.val() == 1)
+            & (self.regs.cmd_record.val().get_bits::<3>(0) == 3)
+            & self.regs.cmd_record.val().get_bit(5);
         self.doorbells.poke.next = self.db_poke_r.q.val();
         self.doorbells.poke_qpn.next = self.db_clear_qpn_r.q.val();
 

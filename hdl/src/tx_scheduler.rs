@@ -1390,7 +1390,8 @@ impl Logic for TxScheduler {
                 if self.qp_now.val().sq_drain.any() {
                     // SQD (IBTA Vol 1 10.3.1): serve only the WQEs taken before the drain, up
                     // to the producer index saved with this QP's state; a doorbell rung since
-                    // waits in the ready set's table for the move back to RTS.
+                    // waits in the ready set's table for the move back to RTS (and the
+                    // driver's doorbell after it).
                     self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
                 }
                 if self.rewind.q.val()

@@ -1,7 +1,7 @@
 //! `SqDoorbells` in Verilator against a reference model of what a scheduler may rely on.
 //!
 //! - `every_doorbell_is_served_with_the_newest_index`: random doorbells (up to one per cycle,
-//!   many QPs, bursts on one QP), rearms, RESET clears and RTS/SQD pokes, and a consumer that reads at random
+//!   many QPs, bursts on one QP), rearms, RESET clears and SQD pokes, and a consumer that reads at random
 //!   times. Properties: a doorbell is never lost (after the last doorbell of a QP, the QP is
 //!   offered at least once more with exactly that index, unless a clear came later); every
 //!   offer carries the QP's newest index at the time the offer was read, or one overtaken by a
@@ -90,7 +90,7 @@ fn every_doorbell_is_served_with_the_newest_index() {
         // doorbell, nor the cycle after one).
         let clear = (!draining && db.is_none() && prev_db.is_none() && tb.rng.chance(1, 200))
             .then(|| tb.rng.range(0, 63) as u8);
-        // A poke (a context command writing RTS or SQD) comes alone too, and never with a
+        // A poke (a context command writing SQD) comes alone too, and never with a
         // clear (one command per cycle).
         let poke = (!draining && clear.is_none() && db.is_none() && prev_db.is_none() && tb.rng.chance(1, 150))
             .then(|| tb.rng.range(0, 63) as u8);

@@ -614,7 +614,8 @@ impl<'mr> QueuePair<'mr> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] as [`validate_modify`] — then nothing changed and no MMIO
-    /// happened; backend errors of the context write (the QP keeps its old state).
+    /// happened; backend errors of the context write (the QP keeps its old state) or of the
+    /// SQ doorbell rung after SQD → RTS (the QP is in RTS).
     pub fn modify(&mut self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
         let cur = self.state();
         let next = validate_modify_for(self.qp_type, cur, attr, mask)?;
@@ -676,6 +677,13 @@ impl<'mr> QueuePair<'mr> {
                 self.pi.set(0);
                 self.rq_pi.set(0);
             }
+        }
+        if cur == QpState::Sqd && next == QpState::Rts {
+            // The NIC held the WQEs rung in SQD: ring again so it serves them (its doorbell
+            // table kept the index; this offers the QP to the requester once more). The QP is
+            // in RTS even if this write fails.
+            let doorbell = self.qpn << 16 | (self.pi.get() & 0xFFFF) as u32;
+            self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell)?;
         }
         Ok(())
     }

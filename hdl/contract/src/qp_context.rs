@@ -15,7 +15,10 @@ pub const STATE: Field = Field::at_bit(0, 3);
 /// RTS). The requester finishes the work requests it had taken from the SQ (those up to the
 /// last SQ doorbell it served before this context was written), resends them as often as
 /// the transport needs, and starts no other one; work requests posted meanwhile wait for the
-/// move back to RTS (this bit clear), which the NIC resumes by itself.
+/// move back to RTS (this bit clear) and the SQ doorbell the driver rings after it (the NIC
+/// keeps the index of a doorbell rung in SQD, but serves it only after the move). Writing a
+/// context with this bit offers the QP to the requester, so the drain starts without a
+/// doorbell.
 pub const SQ_DRAIN: Field = Field::at_bit(5, 1);
 /// 1 (with [`SQ_DRAIN`]): once every work request the requester started has completed, raise
 /// `IBV_EVENT_SQ_DRAINED` on [`crate::regs::ASYNC_EVENT_CQ`], once per move to SQD
