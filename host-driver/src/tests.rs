@@ -115,9 +115,15 @@ fn modify_table_missing_and_extra_attributes_are_einval_without_mmio() {
             }
             assert_eq!(dev.writes.borrow().len(), writes, "{cur:?}->{next:?}: refused modify wrote MMIO");
             assert_eq!(qp.state(), cur, "refused modify changed the state");
-            // Required plus all optional is fine, and writes exactly one context command.
+            // Required plus all optional is fine, and writes exactly one context command (and,
+            // after SQD -> RTS, the SQ doorbell that serves what was posted in SQD).
             qp.modify(&attr, QpAttrMask::STATE | required | optional).unwrap();
-            assert_eq!(dev.writes.borrow().len(), writes + regs::CMD_DATA_WORDS + 1);
+            let resume = cur == QpState::Sqd && next == QpState::Rts;
+            assert_eq!(dev.writes.borrow().len(), writes + regs::CMD_DATA_WORDS + 1 + usize::from(resume));
+            if resume {
+                let last = *dev.writes.borrow().last().unwrap();
+                assert_eq!(last, (regs::SQ_DOORBELL, qp.qp_num() << 16), "SQD -> RTS rings the SQ doorbell");
+            }
             let (op, idx, rec) = last_cmd(&dev);
             assert_eq!(op, regs::cmd_op::WRITE_QP);
             assert_eq!(u32::from(idx), qp.qp_num());
