@@ -40,6 +40,13 @@ record!(
 );
 
 record!(
+    /// An asynchronous event waiting to be written as an event CQE
+    /// ([`crate::event_queue::AsyncEventQueue`]): the QP (or the SRQ of an SRQ limit event),
+    /// the event CQ, the WQEs left (an SRQ limit event; 0 otherwise) and the `ibv_event_type`.
+    AsyncEventRec, 40, { qpn: 6, rsvd0: 2, cq: 8, left: 16, event_type: 5, rsvd1: 3 }
+);
+
+record!(
     /// Receive WQE ([`rnic_contract::recv_wqe`]), 512 bits: one DMA beat.
     RecvWqeRec, 512, {
         wr_id: 64, num_sge: 8, rsvd0: 56, sge0_addr: 64, sge0_length: 32, sge0_lkey: 32,

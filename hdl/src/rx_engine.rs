@@ -50,6 +50,8 @@
 //! A QP on an SRQ takes the SRQ's indices in `CheckRegion` and writes its consumer index back
 //! in `WriteBack`; `Idle` then checks the SRQ's limit.
 use crate::context_tables::ContextTables;
+use crate::event_queue::AsyncEventQueue;
+use crate::qp_check_set::QpCheckSet;
 use crate::records::{
     AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
     WriteJob,
@@ -497,7 +499,6 @@ pub struct RxEngine {
     rst_here_r: DFF<Bit>,
     cmd_seen_r: DFF<Bit>,
     rst_cmd: Signal<Local, Bit>,
-    rst_mask: Signal<Local, Bits<64>>,
     /// The packet's ACK or NAK was taken off its write job because the QP has READ / atomic
     /// responses still to send (`pend_rd_r`, `CheckRegion`): it goes through the READ FIFO
     /// behind them instead (`WriteBack` → `QueueResponse`), so responses leave in PSN order
@@ -509,45 +510,14 @@ pub struct RxEngine {
     /// `max_dest_rd_atomic` of them are outstanding (`CheckRegion`, acted on in `Decide`).
     rd_over_r: DFF<Bit>,
     srq_ram: RAM<Bits<24>, 6>,
-    /// Asynchronous events to write as event CQEs: {SRQ or QP 5..0, event CQ 15..8, WQEs
-    /// left 31..16 (an SRQ limit event; 0 otherwise), ibv_event_type 36..32}. SRQ limit events
-    /// are pushed in `Idle`, QP events from `qe_*` in other cycles.
-    ev_fifo: SynchronousFIFO<Bits<40>, 6, 7, 1>,
-    /// QP-affiliated events decided in `WriteBack`, pushed into `ev_fifo` one per cycle from these
-    /// registers (COMM_EST, then the error event of type `qe_t`, then LAST_WQE_REACHED) of QP
-    /// `qe_q`, with the event CQ of `async_cq`.
-    qe_ce: DFF<Bit>,
-    qe_err: DFF<Bit>,
-    qe_lw: DFF<Bit>,
-    qe_t: DFF<Bits<5>>,
-    qe_q: DFF<Bits<6>>,
-    qe_cq: DFF<Bits<8>>,
-    qe_data: Signal<Local, Bits<40>>,
-    /// SQ_DRAINED of QP `qe_q` to push (decided in `FlushStep`).
-    qe_sd: DFF<Bit>,
-    /// SQ drains armed, by QP (IBTA Vol 1 10.3.1, 11.6.3.1): set by the scheduler's drain
-    /// report (which also asks for a check visit through `flush_pend`), cleared by any
-    /// context command of the QP (a new state, SQD again included: its report comes after)
-    /// and when `FlushStep` raises IBV_EVENT_SQ_DRAINED. While a QP's bit is set, every visit
-    /// that writes its state back asks for a check visit again, so the ACK that retires the
-    /// last outstanding WQE leads to the event.
-    sqd_arm: DFF<Bits<64>>,
-    /// Drains that raised their event, by QP (cleared by the QP's next context command).
-    sqd_done: DFF<Bits<64>>,
-    sqd_set: Signal<Local, Bits<64>>,
-    sqd_fired: Signal<Local, Bits<64>>,
-    /// The report and the command, registered; the visit's QP's arm bit (`LoadQpState`).
-    sqs_r: DFF<Bit>,
-    sqs_q_r: DFF<Bits<6>>,
-    sqd_cmd_r: DFF<Bit>,
+    /// Asynchronous events waiting to be written as event CQEs: the QP events decided in
+    /// `WriteBack` (COMM_EST, the error event, LAST_WQE_REACHED) and `FlushStep`
+    /// (SQ_DRAINED), the SRQ limit events pushed in `Idle`; served from `Idle`.
+    evq: AsyncEventQueue,
+    /// The visit's QP's SQ drain is armed (`LoadQpState`, from [`QpCheckSet::armed`]): then
+    /// every visit that writes its state back asks for a check visit again, so the ACK that
+    /// retires the last outstanding WQE leads to `FlushStep` raising IBV_EVENT_SQ_DRAINED.
     sqd_here: DFF<Bit>,
-    sqd_word: Signal<Local, Bits<64>>,
-    sqd_raise: Signal<Local, Bit>,
-    sqd_clr: Signal<Local, Bits<64>>,
-    /// The event FIFO's almost-full flag (at most one free slot), inverted and registered: a
-    /// push in this cycle fits (at most one push per cycle), and no push waits on the FIFO's
-    /// pointer compare in the same cycle (timing).
-    ev_room: DFF<Bit>,
     /// `Decide`: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
     /// for the choice of the error event in `WriteBack`.
     acc_r: DFF<Bit>,
@@ -586,19 +556,11 @@ pub struct RxEngine {
     /// room for the job written in that cycle.
     job_room: DFF<Bit>,
     /// QPs to look at for flushing (IBTA Vol 1 10.3.1: a QP in ERR completes every WQE with
-    /// IBV_WC_WR_FLUSH_ERR, on the RQ too): set by an RQ doorbell, by a context command that
-    /// writes state ERR, by an error that moves a QP to ERR, and by any packet or timeout for a
-    /// QP in ERR; served from `Idle` (`src_fl`) one WQE at a time, lowest priority after local
-    /// completions and timeouts. `fp_idx` scans the bits and stops at a set one (`fp_sel`).
-    flush_pend: DFF<Bits<64>>,
-    fp_idx: DFF<Bits<6>>,
-    fp_sel: DFF<Bit>,
-    fp_sel_idx: DFF<Bits<6>>,
+    /// IBV_WC_WR_FLUSH_ERR, on the RQ too) or for an SQ drain check, and the drains' arming:
+    /// served from `Idle` (`src_fl`) one WQE at a time, after local completions and before
+    /// timeouts and packets.
+    chk: QpCheckSet,
     src_fl: DFF<Bit>,
-    fl_db_r: DFF<Bit>,
-    fl_qpn_r: DFF<Bits<6>>,
-    fl_cmd_r: DFF<Bit>,
-    fl_cqpn_r: DFF<Bits<6>>,
     /// The covering PSN precedes the head in-flight WQE's last PSN (24-bit serial compare),
     /// registered in `RetireCompare` so `Retire` acts on a flag, not on a subtraction.
     psn_before_r: DFF<Bit>,
@@ -944,15 +906,12 @@ pub struct RxEngine {
     /// Bytes a request's RETH or AtomicETH covers at the responder (8 for an atomic).
     req_len: Signal<Local, Bits<32>>,
     at_entry: Signal<Local, Bits<96>>,
-    /// Flush bookkeeping: bits set and cleared this cycle; this engine asks for the current QP.
-    fl_set: Signal<Local, Bits<64>>,
+    /// This engine asks for another visit of the current QP ([`QpCheckSet::again`]).
     fl_eng: Signal<Local, Bit>,
     /// `Decide` answers a responder class C error (see there); `cls_c`: `WriteBack` still has
     /// to ask for the flushes.
     class_c: Signal<Local, Bit>,
     cls_c: DFF<Bit>,
-    fl_clr: Signal<Local, Bits<64>>,
-    fp_word: Signal<Local, Bits<64>>,
     va_low: Signal<Local, Bits<3>>,
     va_req: Signal<Local, Bits<64>>,
 }
@@ -1026,21 +985,10 @@ impl Default for RxEngine {
             inflight_ram: Default::default(),
             state: Default::default(),
             job_room: Default::default(),
-            flush_pend: Default::default(),
-            fp_idx: Default::default(),
-            fp_sel: Default::default(),
-            fp_sel_idx: Default::default(),
             src_fl: Default::default(),
-            fl_db_r: Default::default(),
-            fl_qpn_r: Default::default(),
-            fl_cmd_r: Default::default(),
-            fl_cqpn_r: Default::default(),
-            fl_set: Default::default(),
             fl_eng: Default::default(),
             class_c: Default::default(),
             cls_c: Default::default(),
-            fl_clr: Default::default(),
-            fp_word: Default::default(),
             va_low: Default::default(),
             va_req: Default::default(),
             psn_before_r: Default::default(),
@@ -1138,27 +1086,9 @@ impl Default for RxEngine {
             rqpi_ram: Default::default(),
             srqci_ram: Default::default(),
             srq_ram: Default::default(),
-            ev_fifo: Default::default(),
-            qe_ce: Default::default(),
-            qe_err: Default::default(),
-            qe_lw: Default::default(),
-            qe_t: Default::default(),
-            qe_q: Default::default(),
-            qe_cq: Default::default(),
-            qe_data: Default::default(),
-            qe_sd: Default::default(),
-            sqd_arm: Default::default(),
-            sqd_done: Default::default(),
-            sqd_set: Default::default(),
-            sqd_fired: Default::default(),
-            sqs_r: Default::default(),
-            sqs_q_r: Default::default(),
-            sqd_cmd_r: Default::default(),
+            evq: Default::default(),
+            chk: Default::default(),
             sqd_here: Default::default(),
-            sqd_word: Default::default(),
-            sqd_raise: Default::default(),
-            sqd_clr: Default::default(),
-            ev_room: Default::default(),
             acc_r: Default::default(),
             ev_type: Default::default(),
             err_was: Default::default(),
@@ -1321,7 +1251,6 @@ impl Default for RxEngine {
             rst_here_r: Default::default(),
             cmd_seen_r: Default::default(),
             rst_cmd: Default::default(),
-            rst_mask: Default::default(),
             ack_div: Default::default(),
             ack_psn_r: Default::default(),
             ack_msn_r: Default::default(),
@@ -1529,13 +1458,7 @@ impl Logic for RxEngine {
             scan_n,
             job_room,
             psn_before_r,
-            flush_pend,
-            fp_idx,
-            fp_sel,
-            fp_sel_idx,
             src_fl,
-            fl_db_r,
-            fl_qpn_r,
             srq_took,
             srq_lim,
             ev_chk,
@@ -1556,26 +1479,11 @@ impl Logic for RxEngine {
             ev_fire_r,
             src_ev,
             ev_cq,
-            qe_ce,
-            qe_err,
-            qe_lw,
-            qe_t,
-            qe_q,
-            qe_sd,
-            sqd_arm,
-            sqd_done,
-            sqs_r,
-            sqs_q_r,
-            sqd_cmd_r,
             sqd_here,
-            qe_cq,
-            ev_room,
             acc_r,
             err_was,
             ce_done,
             ce_fire,
-            fl_cmd_r,
-            fl_cqpn_r,
             at_form_r,
             pz_r,
             cmd_ok_r,
@@ -1631,19 +1539,21 @@ impl Logic for RxEngine {
             ack_hi,
             ack_fwd_r
         );
-        self.fl_db_r.d.next = self.rq_db_write.val();
-        self.fl_qpn_r.d.next = self.rq_db_data.val().get_bits::<6>(16);
-        self.fl_cqpn_r.d.next = self.cmd_index.val().get_bits::<6>(0);
+        // The QPs to visit for a flush or a drain check: RQ doorbells, context commands (ERR
+        // sets, RESET clears, any clears a drain's arming), the scheduler's drain reports.
+        self.chk.reset.next = self.reset.val();
+        self.chk.cmd_fire.next = self.cmd_fire.val();
+        self.chk.cmd_op.next = self.cmd_op.val();
+        self.chk.cmd_index.next = self.cmd_index.val();
+        self.chk.cmd_state.next = self.cmd_record.val().get_bits::<3>(0);
+        self.chk.rq_db.next = self.rq_db_write.val();
+        self.chk.rq_db_qpn.next = self.rq_db_data.val().get_bits::<6>(16);
+        self.chk.visit_qpn.next = self.qpn.q.val();
+        self.chk.stop.next = self.sq_stop.val();
+        self.chk.stop_qpn.next = self.sq_stop_qpn.val();
+        self.chk.take.next = false;
+        self.chk.drained.next = false;
         self.fl_eng.next = false;
-        self.fl_clr.next = 0.into();
-        self.sqd_raise.next = false;
-        self.sqd_word.next = self.sqd_arm.q.val() >> bit_cast::<64, 6>(self.qpn.q.val());
-        self.fp_word.next = self.flush_pend.q.val() >> bit_cast::<64, 6>(self.fp_idx.q.val());
-        self.fp_sel.d.next = self.fp_word.val().get_bit(0);
-        self.fp_sel_idx.d.next = self.fp_idx.q.val();
-        if !self.fp_sel.q.val() {
-            self.fp_idx.d.next = self.fp_idx.q.val() + 1;
-        }
         self.job_room.d.next = !self.job_afull.val();
         self.at_scan_addr.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.scan_i.q.val());
         self.at_entry.next = self.at_scan_data.val();
@@ -1783,7 +1693,7 @@ impl Logic for RxEngine {
             self.rqpi_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
             self.rqpi_ram.write_data.next = 0.into();
         }
-        clock!(self, clock, ev_fifo);
+        clock!(self, clock, evq, chk);
         self.srqci_ram.read_clock.next = self.clock.val();
         self.srqci_ram.write_clock.next = self.clock.val();
         self.srq_ram.read_clock.next = self.clock.val();
@@ -1805,36 +1715,24 @@ impl Logic for RxEngine {
         self.ev_fire_r.d.next = self.srq_took.q.val()
             & (self.srq_lim.q.val().get_bits::<16>(0) != 0)
             & (self.srq_left.val() < self.srq_lim.q.val().get_bits::<16>(0));
-        self.ev_fifo.write.next = false;
-        self.ev_fifo.data_in.next = bit_cast::<40, 6>(self.srq_addr.val().get_bits::<6>(0))
-            | (bit_cast::<40, 8>(self.srq_lim.q.val().get_bits::<8>(16)) << 8)
-            | (bit_cast::<40, 16>(self.srq_left.val()) << 16)
-            | 0x0F_0000_0000_u64;
-        self.ev_fifo.read.next = false;
-        // QP events decided in `WriteBack` go into the event FIFO one per cycle, from registers,
-        // except in the cycle after `WriteBack` when an SRQ limit event may take the write port
-        // (`ev_chk`). An event that finds the FIFO full is lost (see regs::ASYNC_EVENT_CQ).
-        self.ev_room.d.next = !self.ev_fifo.almost_full.val();
-        self.qe_data.next = bit_cast::<40, 6>(self.qe_q.q.val()) | (bit_cast::<40, 8>(self.qe_cq.q.val()) << 8);
-        if !self.ev_chk.q.val() {
-            if self.qe_ce.q.val() {
-                self.qe_ce.d.next = false;
-                self.ev_fifo.write.next = self.ev_room.q.val();
-                self.ev_fifo.data_in.next = self.qe_data.val() | 0x04_0000_0000_u64;
-            } else if self.qe_err.q.val() {
-                self.qe_err.d.next = false;
-                self.ev_fifo.write.next = self.ev_room.q.val();
-                self.ev_fifo.data_in.next = self.qe_data.val() | (bit_cast::<40, 5>(self.qe_t.q.val()) << 32);
-            } else if self.qe_lw.q.val() {
-                self.qe_lw.d.next = false;
-                self.ev_fifo.write.next = self.ev_room.q.val();
-                self.ev_fifo.data_in.next = self.qe_data.val() | 0x10_0000_0000_u64;
-            } else if self.qe_sd.q.val() {
-                self.qe_sd.d.next = false;
-                self.ev_fifo.write.next = self.ev_room.q.val();
-                self.ev_fifo.data_in.next = self.qe_data.val() | 0x05_0000_0000_u64;
-            }
-        }
+        // The event queue: the SRQ limit event of the last packet's SRQ (pushed from `Idle`),
+        // the QP events of a visit (`WriteBack`, `FlushStep`), held back in the cycle after
+        // `WriteBack`, when the SRQ event may come (`ev_chk`).
+        self.evq.srq_push.next = false;
+        self.evq.srq_data.next.qpn = self.srq_addr.val().get_bits::<6>(0);
+        self.evq.srq_data.next.rsvd0 = 0.into();
+        self.evq.srq_data.next.rsvd1 = 0.into();
+        self.evq.srq_data.next.cq = self.srq_lim.q.val().get_bits::<8>(16);
+        self.evq.srq_data.next.left = self.srq_left.val();
+        self.evq.srq_data.next.event_type = 15.into();
+        self.evq.hold.next = self.ev_chk.q.val();
+        self.evq.pop.next = false;
+        self.evq.set_ce.next = false;
+        self.evq.set_err.next = false;
+        self.evq.set_lw.next = false;
+        self.evq.set_sd.next = false;
+        self.evq.qpn.next = self.qpn.q.val();
+        self.evq.cq.next = self.async_cq.val().get_bits::<8>(0);
         self.ce_bit.next = self.ce_done.q.val() | self.ce_fire.q.val();
         // Which error event the QP's error flag rising raises (regs::ASYNC_EVENT_CQ): none for
         // the driver's own move to ERR (a flush visit); a responder class C error of `Decide`
@@ -1858,6 +1756,7 @@ impl Logic for RxEngine {
                 self.ev_type.next = 3.into();
             }
         }
+        self.evq.err_type.next = self.ev_type.val();
         // Responder READ/atomic slots: accepted (here) minus fully answered (the scheduler).
         self.racc_ram.read_clock.next = self.clock.val();
         self.racc_ram.write_clock.next = self.clock.val();
@@ -2452,10 +2351,10 @@ impl Logic for RxEngine {
                 self.ce_fire.d.next = false;
                 self.rr_fresh.d.next = false;
                 self.rr_nak.d.next = false;
-                if self.ev_chk.q.val() & self.ev_fire_r.q.val() & self.ev_room.q.val() {
+                if self.ev_chk.q.val() & self.ev_fire_r.q.val() & self.evq.room.val() {
                     // The SRQ the last packet took from fell below its limit: disarm it and
                     // queue the event (with no room it stays armed and fires on a later WQE).
-                    self.ev_fifo.write.next = true;
+                    self.evq.srq_push.next = true;
                     self.srq_ram.write_enable.next = true;
                     self.srq_ram.write_address.next = self.srq_addr.val().get_bits::<6>(0);
                     self.srq_ram.write_data.next = bit_cast::<24, 8>(self.srq_lim.q.val().get_bits::<8>(16)) << 16;
@@ -2467,13 +2366,13 @@ impl Logic for RxEngine {
                     self.qpn.d.next = self.lc_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
                     self.state.d.next = RxState::ReadQpState;
-                } else if self.fp_sel.q.val() {
+                } else if self.chk.sel.val() {
                     // A QP to flush (or to check): served before new packets, so traffic on
                     // other QPs cannot starve it.
                     self.src_lc.d.next = false;
                     self.src_fl.d.next = true;
-                    self.fl_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fp_sel_idx.q.val());
-                    self.qpn.d.next = self.fp_sel_idx.q.val();
+                    self.chk.take.next = true;
+                    self.qpn.d.next = self.chk.sel_qpn.val();
                     self.qpn_ok.d.next = true;
                     self.state.d.next = RxState::ReadQpState;
                 } else if !self.to_empty.val() {
@@ -2484,20 +2383,20 @@ impl Logic for RxEngine {
                     self.qpn.d.next = self.to_qpn.val().get_bits::<6>(0);
                     self.qpn_ok.d.next = true;
                     self.state.d.next = RxState::ReadQpState;
-                } else if !self.ev_fifo.empty.val() {
+                } else if !self.evq.empty.val() {
                     // An asynchronous event: an event CQE (through `WriteCqe`) on its event CQ:
                     // an SRQ limit event (QP_NUM the SRQ number, BYTE_LEN the WQEs left) or a
                     // QP event (QP_NUM the QP).
-                    self.ev_fifo.read.next = true;
+                    self.evq.pop.next = true;
                     self.src_lc.d.next = false;
                     self.src_ev.d.next = true;
-                    self.ev_cq.d.next = self.ev_fifo.data_out.val().get_bits::<8>(8);
-                    self.qpn.d.next = self.ev_fifo.data_out.val().get_bits::<6>(0);
+                    self.ev_cq.d.next = self.evq.data.val().cq;
+                    self.qpn.d.next = self.evq.data.val().qpn;
                     self.qpn_ok.d.next = true;
                     self.cqe_wr_id.d.next = 0.into();
-                    self.cqe_len.d.next = bit_cast::<32, 16>(self.ev_fifo.data_out.val().get_bits::<16>(16));
+                    self.cqe_len.d.next = bit_cast::<32, 16>(self.evq.data.val().left);
                     self.cqe_opcode.d.next = 255.into();
-                    self.status.d.next = bit_cast::<8, 5>(self.ev_fifo.data_out.val().get_bits::<5>(32));
+                    self.status.d.next = bit_cast::<8, 5>(self.evq.data.val().event_type);
                     self.recv_need_ack.d.next = false;
                     self.state.d.next = RxState::ReadQpState;
                 } else if !self.desc_empty.val() {
@@ -2566,7 +2465,7 @@ impl Logic for RxEngine {
                 self.ack_hi.d.next = self.acked_ram.read_data.val().get_bits::<24>(157);
                 self.emit_now_r.d.next = self.emit_ram.read_data.val();
                 self.sent.d.next = self.sent_data.val();
-                self.sqd_here.d.next = self.sqd_word.val().get_bit(0);
+                self.sqd_here.d.next = self.chk.armed.val();
                 if self.src_lc.q.val() {
                     self.state.d.next = RxState::CompletionWait;
                 } else if self.src_fl.q.val() {
@@ -3316,25 +3215,18 @@ impl Logic for RxEngine {
                     | (bit_cast::<368, 4>(self.sg_cur.q.val()) << 208)
                     | (bit_cast::<368, 36>(self.tot_rem.q.val()) << 328)
                     | (bit_cast::<368, 1>(self.ce_bit.val().into()) << 364);
-                // Asynchronous events of the QP (regs::ASYNC_EVENT_CQ), pushed into the event
-                // FIFO from the `qe_*` registers: COMM_EST once per RTR; the error event and,
-                // on an SRQ, LAST_WQE_REACHED when the QP's error flag rose during this visit
-                // (a repeat of this state raises nothing again).
+                // Asynchronous events of the QP (regs::ASYNC_EVENT_CQ), into the event queue:
+                // COMM_EST once per RTR; the error event and, on an SRQ, LAST_WQE_REACHED when
+                // the QP's error flag rose during this visit (a repeat of this state raises
+                // nothing again).
                 self.ce_done.d.next = self.ce_bit.val();
                 self.ce_fire.d.next = false;
                 self.err_was.d.next = self.qp_err.q.val();
                 if self.qpn_ok.q.val() & self.async_cq.val().get_bit(8) {
-                    if self.ce_fire.q.val() & !self.ce_done.q.val() {
-                        self.qe_ce.d.next = true;
-                        self.qe_q.d.next = self.qpn.q.val();
-                        self.qe_cq.d.next = self.async_cq.val().get_bits::<8>(0);
-                    }
+                    self.evq.set_ce.next = self.ce_fire.q.val() & !self.ce_done.q.val();
                     if self.qp_err.q.val() & !self.err_was.q.val() {
-                        self.qe_err.d.next = self.ev_type.val() != 0;
-                        self.qe_lw.d.next = self.ctx.q.val().use_srq.any();
-                        self.qe_t.d.next = self.ev_type.val();
-                        self.qe_q.d.next = self.qpn.q.val();
-                        self.qe_cq.d.next = self.async_cq.val().get_bits::<8>(0);
+                        self.evq.set_err.next = self.ev_type.val() != 0;
+                        self.evq.set_lw.next = self.ctx.q.val().use_srq.any();
                     }
                 }
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
@@ -3662,12 +3554,8 @@ impl Logic for RxEngine {
                     // SQD, the requester stopped, and every WQE it started has completed: the
                     // SQ is drained (IBTA Vol 1 10.3.1). Disarm; IBV_EVENT_SQ_DRAINED if asked
                     // for (`en_sqd_async_notify`) and events are enabled.
-                    self.sqd_raise.next = true;
-                    if self.ctx.q.val().sqd_notify.any() & self.async_cq.val().get_bit(8) {
-                        self.qe_sd.d.next = true;
-                        self.qe_q.d.next = self.qpn.q.val();
-                        self.qe_cq.d.next = self.async_cq.val().get_bits::<8>(0);
-                    }
+                    self.chk.drained.next = true;
+                    self.evq.set_sd.next = self.ctx.q.val().sqd_notify.any() & self.async_cq.val().get_bit(8);
                 }
             }
             RxState::FlushRecvWqe => {
@@ -3864,59 +3752,10 @@ impl Logic for RxEngine {
             self.ack_psn_r.d.next = self.reply.val().psn;
             self.ack_msn_r.d.next = self.reply.val().msn;
         }
-        // Flush requests: cleared when taken, set by doorbells, commands and this engine.
-        self.fl_set.next = 0.into();
-        self.fl_cmd_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 6);
-        // (Doorbells and commands are registered first: their decode does not meet BAR0's
-        // write-accept logic in one cycle.)
-        if self.fl_db_r.q.val() {
-            self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fl_qpn_r.q.val());
-        }
-        if self.fl_cmd_r.q.val() {
-            self.fl_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fl_cqpn_r.q.val());
-        }
-        if self.fl_eng.val()
-            | ((self.state.q.val() == RxState::WriteBack) & self.sqd_here.q.val() & !self.src_fl.q.val())
-        {
-            // (A visit of a QP whose SQ drain is armed asks for a check visit.)
-            self.fl_set.next = self.fl_set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.qpn.q.val()));
-        }
-        // SQ drains: a drain report arms its QP and asks for a check visit; a context command
-        // of the QP or the event disarms it (the report wins over a command in the same cycle:
-        // it comes from a context that already said SQD).
-        self.sqs_r.d.next = self.sq_stop.val();
-        self.sqs_q_r.d.next = self.sq_stop_qpn.val();
-        self.sqd_cmd_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
-        self.sqd_clr.next = 0.into();
-        if self.sqd_cmd_r.q.val() {
-            self.sqd_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.fl_cqpn_r.q.val());
-        }
-        self.sqd_fired.next = 0.into();
-        if self.sqd_raise.val() {
-            self.sqd_fired.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.qpn.q.val());
-        }
-        self.sqd_set.next = 0.into();
-        if self.sqs_r.q.val() {
-            self.fl_set.next =
-                self.fl_set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.sqs_q_r.q.val()));
-            self.sqd_set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.sqs_q_r.q.val());
-        }
-        // Once drained, a QP stays disarmed until its next context command: a doorbell rung in
-        // SQD brings another report, which must not raise the event again.
-        self.sqd_arm.d.next = (self.sqd_arm.q.val() & !self.sqd_clr.val() & !self.sqd_fired.val())
-            | (self.sqd_set.val() & !self.sqd_done.q.val() & !self.sqd_fired.val());
-        self.sqd_done.d.next = (self.sqd_done.q.val() & !self.sqd_clr.val()) | self.sqd_fired.val();
-        if self.reset.val() {
-            self.sqd_arm.d.next = 0.into();
-            self.sqd_done.d.next = 0.into();
-        }
-        self.rst_mask.next = 0.into();
-        if self.rst_cmd.val() {
-            self.rst_mask.next =
-                bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cmd_index.val().get_bits::<6>(0));
-        }
-        self.flush_pend.d.next =
-            ((self.flush_pend.q.val() & !self.fl_clr.val()) | self.fl_set.val()) & !self.rst_mask.val();
+        // Another visit of this QP: a flush goes on one WQE per visit, and a visit of a QP
+        // whose SQ drain is armed asks for a check visit.
+        self.chk.again.next = self.fl_eng.val()
+            | ((self.state.q.val() == RxState::WriteBack) & self.sqd_here.q.val() & !self.src_fl.q.val());
         self.acked_tx_ram.write_enable.next = self.acked_ram.write_enable.val();
         self.acked_tx_ram.write_address.next = self.acked_ram.write_address.val();
         self.acked_wdata.next = bit_cast::<24, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))
