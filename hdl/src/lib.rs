@@ -31,6 +31,7 @@ pub mod regs;
 pub mod rx_engine;
 pub mod rx_ingress;
 pub mod rx_writer;
+pub mod sent_psn;
 pub mod top;
 pub mod tx_arbiter;
 pub mod tx_assembler;

@@ -56,6 +56,7 @@ use crate::records::{
     AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
     WriteJob,
 };
+use crate::sent_psn::SentPsnTable;
 use rust_hdl::prelude::*;
 
 /// The states of [`RxEngine`]'s state machine (the paths through them, by role, are in the
@@ -432,27 +433,10 @@ pub struct RxEngine {
     /// (see [`crate::tx_scheduler::TxScheduler::sq_stop`]).
     pub sq_stop: Signal<In, Bit>,
     pub sq_stop_qpn: Signal<In, Bits<6>>,
-    /// The PSN after the last request packet sent, per QP (INIT_SQ_PSN writes the first PSN):
-    /// an ACK, NAK or response for a PSN at or past it answers nothing we sent (a ghost) and
-    /// is dropped (`cnt_drop_psn`). An emission that meets a command write waits one cycle in
-    /// `em_hold` (emissions come at most one per 2 cycles).
-    emit_ram: RAM<Bits<24>, 6>,
-    em_hold_v: DFF<Bit>,
-    em_hold_q: DFF<Bits<6>>,
-    em_hold_p: DFF<Bits<24>>,
-    /// A second copy of `emit_ram`, read at the emission's QP: an emission raises the QP's
-    /// entry only if it is ahead of it (a go-back-N resend re-emits PSNs already sent and must
-    /// not lower it, or the ACKs and NAKs of the first sending would look like ghosts).
-    emit_max: RAM<Bits<24>, 6>,
-    /// The emission being compared (one cycle after the scheduler's report).
-    em_v: DFF<Bit>,
-    em_q: DFF<Bits<6>>,
-    em_p: DFF<Bits<24>>,
-    em_d: Signal<Local, Bits<24>>,
-    em_ahead: Signal<Local, Bit>,
-    em_we: Signal<Local, Bit>,
-    em_wa: Signal<Local, Bits<6>>,
-    em_wd: Signal<Local, Bits<24>>,
+    /// The PSN after the highest request packet sent, per QP (INIT_SQ_PSN writes the first
+    /// PSN): an ACK, NAK or response for a PSN at or past it answers nothing we sent (a ghost)
+    /// and is dropped (`cnt_drop_psn`).
+    sent_psns: SentPsnTable,
     /// The packet's QP's emission PSN (`LoadQpState`) and the packet's PSN is at or past it
     /// (`CheckRegion`).
     emit_now_r: DFF<Bits<24>>,
@@ -1088,6 +1072,7 @@ impl Default for RxEngine {
             srq_ram: Default::default(),
             evq: Default::default(),
             chk: Default::default(),
+            sent_psns: Default::default(),
             sqd_here: Default::default(),
             acc_r: Default::default(),
             ev_type: Default::default(),
@@ -1218,19 +1203,6 @@ impl Default for RxEngine {
             emit_psn: Default::default(),
             sq_stop: Default::default(),
             sq_stop_qpn: Default::default(),
-            emit_ram: Default::default(),
-            em_hold_v: Default::default(),
-            em_hold_q: Default::default(),
-            em_hold_p: Default::default(),
-            emit_max: Default::default(),
-            em_v: Default::default(),
-            em_q: Default::default(),
-            em_p: Default::default(),
-            em_d: Default::default(),
-            em_ahead: Default::default(),
-            em_we: Default::default(),
-            em_wa: Default::default(),
-            em_wd: Default::default(),
             emit_now_r: Default::default(),
             ghost_r: Default::default(),
             rd_rs: Default::default(),
@@ -1524,12 +1496,6 @@ impl Logic for RxEngine {
             rl_rem,
             rl_pre,
             r_list,
-            em_hold_v,
-            em_hold_q,
-            em_hold_p,
-            em_v,
-            em_q,
-            em_p,
             emit_now_r,
             ghost_r,
             rd_rs,
@@ -1693,7 +1659,7 @@ impl Logic for RxEngine {
             self.rqpi_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
             self.rqpi_ram.write_data.next = 0.into();
         }
-        clock!(self, clock, evq, chk);
+        clock!(self, clock, evq, chk, sent_psns);
         self.srqci_ram.read_clock.next = self.clock.val();
         self.srqci_ram.write_clock.next = self.clock.val();
         self.srq_ram.read_clock.next = self.clock.val();
@@ -1858,50 +1824,14 @@ impl Logic for RxEngine {
             (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any()) | self.rst_cmd.val();
         self.acked_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.acked_ram.write_data.next = bit_cast::<181, 24>(self.cmd_qp.val().sq_psn - 1) << 157;
-        // Emission PSNs: a command (INIT_SQ_PSN: the first PSN) wins the write port; an
-        // emission meeting it waits a cycle in `em_hold`.
-        self.emit_ram.read_clock.next = self.clock.val();
-        self.emit_ram.write_clock.next = self.clock.val();
-        self.emit_ram.read_address.next = self.qpn.q.val();
-        self.emit_max.read_clock.next = self.clock.val();
-        self.emit_max.write_clock.next = self.clock.val();
-        // An emission is registered while its QP's entry is read, then kept only if ahead of
-        // it (mod 2^24): the entry is the PSN after the highest request packet ever sent.
-        self.emit_max.read_address.next = self.emit_qpn.val();
-        self.em_v.d.next = self.emit_we.val();
-        self.em_q.d.next = self.emit_qpn.val();
-        self.em_p.d.next = self.emit_psn.val();
-        self.em_d.next = self.em_p.q.val() - self.emit_max.read_data.val();
-        self.em_ahead.next = self.em_v.q.val() & !self.em_d.val().get_bit(23) & self.em_d.val().any();
-        self.em_we.next = false;
-        self.em_wa.next = self.em_q.q.val();
-        self.em_wd.next = self.em_p.q.val();
-        if self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any() {
-            self.em_we.next = true;
-            self.em_wa.next = self.cmd_index.val().get_bits::<6>(0);
-            self.em_wd.next = self.cmd_qp.val().sq_psn;
-            if self.em_ahead.val() {
-                self.em_hold_v.d.next = true;
-                self.em_hold_q.d.next = self.em_q.q.val();
-                self.em_hold_p.d.next = self.em_p.q.val();
-            }
-        } else if self.em_hold_v.q.val() {
-            self.em_we.next = true;
-            self.em_wa.next = self.em_hold_q.q.val();
-            self.em_wd.next = self.em_hold_p.q.val();
-            self.em_hold_v.d.next = self.em_ahead.val();
-            self.em_hold_q.d.next = self.em_q.q.val();
-            self.em_hold_p.d.next = self.em_p.q.val();
-        } else {
-            self.em_we.next = self.em_ahead.val();
-        }
-        // Both copies are written with the same address and data in the same cycle.
-        self.emit_ram.write_enable.next = self.em_we.val();
-        self.emit_ram.write_address.next = self.em_wa.val();
-        self.emit_ram.write_data.next = self.em_wd.val();
-        self.emit_max.write_enable.next = self.em_we.val();
-        self.emit_max.write_address.next = self.em_wa.val();
-        self.emit_max.write_data.next = self.em_wd.val();
+        // What the requester has sent, per QP (the scheduler's reports; INIT_SQ_PSN).
+        self.sent_psns.emit.next = self.emit_we.val();
+        self.sent_psns.emit_qpn.next = self.emit_qpn.val();
+        self.sent_psns.emit_psn.next = self.emit_psn.val();
+        self.sent_psns.init.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any();
+        self.sent_psns.init_qpn.next = self.cmd_index.val().get_bits::<6>(0);
+        self.sent_psns.init_psn.next = self.cmd_qp.val().sq_psn;
+        self.sent_psns.read_qpn.next = self.qpn.q.val();
 
         // ---- Request checks (valid in `LoadQpState`, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
@@ -2463,7 +2393,7 @@ impl Logic for RxEngine {
                 self.rd_rs.d.next = self.acked_ram.read_data.val().get_bits::<24>(132);
                 self.rd_rs_ok.d.next = self.acked_ram.read_data.val().get_bit(156);
                 self.ack_hi.d.next = self.acked_ram.read_data.val().get_bits::<24>(157);
-                self.emit_now_r.d.next = self.emit_ram.read_data.val();
+                self.emit_now_r.d.next = self.sent_psns.read_psn.val();
                 self.sent.d.next = self.sent_data.val();
                 self.sqd_here.d.next = self.chk.armed.val();
                 if self.src_lc.q.val() {
