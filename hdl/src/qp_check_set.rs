@@ -23,7 +23,9 @@ const _: () = assert!(
 /// unless a request of the QP acts in the same cycle: then it stays set, for another visit);
 /// the scan moves on two cycles later. An offer made before a RESET of its QP may show for two
 /// more cycles (the engine's visit then finds the QP in RESET with nothing to do). Doorbells and commands are registered first (their
-/// decode does not meet BAR0's write logic in one cycle), so they act a cycle late.
+/// decode does not meet BAR0's write logic in one cycle), and so are the engine's `again` and
+/// `drained` (they come from deep in its decisions): all act a cycle late; a RESET acts in its
+/// own cycle.
 ///
 /// **SQ drains.** A drain report (`stop`, `stop_qpn`: the scheduler has nothing more to start
 /// for a QP in SQD) arms the QP, unless its drain already fired since its last context
@@ -71,6 +73,9 @@ pub struct QpCheckSet {
     cmd_q_r: DFF<Bits<6>>,
     stop_r: DFF<Bit>,
     stop_q_r: DFF<Bits<6>>,
+    again_r: DFF<Bit>,
+    drained_r: DFF<Bit>,
+    visit_q_r: DFF<Bits<6>>,
     arm: DFF<Bits<64>>,
     done: DFF<Bits<64>>,
     word: Signal<Local, Bits<64>>,
@@ -87,8 +92,8 @@ impl Logic for QpCheckSet {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, pend, idx, sel_r, sel_idx, db_r, db_q_r, err_cmd_r, any_cmd_r, cmd_q_r, stop_r, stop_q_r, arm,
-            done
+            self, clock, pend, idx, sel_r, sel_idx, db_r, db_q_r, err_cmd_r, any_cmd_r, cmd_q_r, stop_r, stop_q_r,
+            again_r, drained_r, visit_q_r, arm, done
         );
         self.db_r.d.next = self.rq_db.val();
         self.db_q_r.d.next = self.rq_db_qpn.val();
@@ -97,6 +102,10 @@ impl Logic for QpCheckSet {
         self.cmd_q_r.d.next = self.cmd_index.val().get_bits::<6>(0);
         self.stop_r.d.next = self.stop.val();
         self.stop_q_r.d.next = self.stop_qpn.val();
+        // (The engine's `again` and `drained` come from deep in its decisions: registered.)
+        self.again_r.d.next = self.again.val();
+        self.drained_r.d.next = self.drained.val();
+        self.visit_q_r.d.next = self.visit_qpn.val();
 
         // The scan: one QP per cycle, held while its bit is offered.
         self.word.next = self.pend.q.val() >> bit_cast::<64, 6>(self.idx.q.val());
@@ -121,8 +130,8 @@ impl Logic for QpCheckSet {
         if self.err_cmd_r.q.val() {
             self.set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cmd_q_r.q.val());
         }
-        if self.again.val() {
-            self.set.next = self.set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.visit_qpn.val()));
+        if self.again_r.q.val() {
+            self.set.next = self.set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.visit_q_r.q.val()));
         }
         if self.stop_r.q.val() {
             self.set.next = self.set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.stop_q_r.q.val()));
@@ -141,8 +150,8 @@ impl Logic for QpCheckSet {
             self.cmd_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cmd_q_r.q.val());
         }
         self.fired.next = 0.into();
-        if self.drained.val() {
-            self.fired.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.visit_qpn.val());
+        if self.drained_r.q.val() {
+            self.fired.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.visit_q_r.q.val());
         }
         self.arm_set.next = 0.into();
         if self.stop_r.q.val() {

@@ -5,14 +5,15 @@
 //!   asks for a visit, RESET forgets one, others do neither), the engine's own requests
 //!   (`again`) and drain reports, and an engine that takes an offer at random times (and is
 //!   busy for 4-12 cycles after each). Properties: an offered QP has a request the model holds
-//!   (doorbells, commands and reports count from the cycle after they are presented, `again`
-//!   and RESET in their own cycle; an offer made before a RESET may show for two more cycles);
+//!   (doorbells, commands, reports and `again` count from the cycle after they are presented,
+//!   RESET in its own cycle; an offer made before a RESET may show for two more cycles);
 //!   a taken QP is not offered again without a new request;
 //!   every request is offered in the end, unless a RESET came after it; each offer arrives
 //!   within 66 free cycles of the engine (the scan's length, plus the two cycles after a take).
 //! - `a_drain_is_armed_by_a_report_until_it_fires_once_per_command`: a report arms its QP (a
 //!   cycle late), `armed` shows the arm bit of `visit_qpn`; `drained` disarms it, and a later
-//!   report of that QP arms nothing until a context command of the QP (any state); a command
+//!   report of that QP arms nothing until a context command of the QP (any state); `drained`
+//!   and a command act a cycle late (registered); a command
 //!   disarms too; a report and a command in the same cycle leave the QP armed.
 mod harness;
 
@@ -118,9 +119,6 @@ fn every_request_is_offered_and_reset_forgets() {
         }
         // Requests act after the take of their cycle (a set wins over a clear), those presented
         // last cycle now, a RESET after them; this cycle's registered ones next cycle.
-        if i.again {
-            pend[i.visit as usize] = true;
-        }
         for q in late.drain(..) {
             pend[q as usize] = true;
         }
@@ -137,6 +135,9 @@ fn every_request_is_offered_and_reset_forgets() {
         }
         if let Some(q) = i.stop {
             late.push(q);
+        }
+        if i.again {
+            late.push(i.visit);
         }
     }
     assert!(pend.iter().all(|&p| !p) && late.is_empty(), "requests never offered: {pend:?}");
@@ -158,6 +159,8 @@ fn a_drain_is_armed_by_a_report_until_it_fires_once_per_command() {
     assert!(armed(&mut tb, 5) && !armed(&mut tb, 4), "QP 5 armed, QP 4 not");
     // It fires: disarmed, and a later report (a doorbell in SQD) arms nothing.
     step(&mut tb, In { visit: 5, drained: true, ..In::default() });
+    assert!(armed(&mut tb, 5), "`drained` acts a cycle late");
+    step(&mut tb, In::default());
     assert!(!armed(&mut tb, 5));
     step(&mut tb, In { stop: Some(5), ..In::default() });
     step(&mut tb, In::default());
