@@ -21,6 +21,11 @@
 //!   already in RTS.
 //! - `a_qp_on_an_srq_raises_last_wqe_reached_when_it_enters_err`: after its error event when
 //!   the NIC moves it to ERR, alone when the driver does.
+//! - `a_send_wqe_the_nic_cannot_read_raises_qp_fatal`: the SQ ring unmapped behind the
+//!   driver's back (as an IOMMU fault would) after a WRITE is posted: the NIC's DMA read of the
+//!   WQE is answered DECERR, the WQE completes with IBV_WC_LOC_QP_OP_ERR, nothing reaches the
+//!   peer, the QP is in ERR, and QP_FATAL (a local work queue catastrophic error) is raised on
+//!   the requester only. SQ_DRAINED is provoked in `e2e_sqd.rs`.
 //! - The responder's QP_ACCESS_ERR is checked in `e2e_write.rs`
 //!   (`a_remote_access_error_puts_the_responder_qp_in_error`).
 mod common;
@@ -247,4 +252,31 @@ fn a_qp_on_an_srq_raises_last_wqe_reached_when_it_enters_err() {
     qb2.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, QpAttrMask::STATE).unwrap();
     assert_eq!(h.events_after(&h.b, 2_000), [ev(T::QpLastWqeReached, &qb2)], "the driver moved it to ERR");
     assert_eq!(srq.outstanding(), 3, "no SRQ WQE flushed");
+}
+
+#[test]
+fn a_send_wqe_the_nic_cannot_read_raises_qp_fatal() {
+    let h = hosts();
+    let mut src = pattern(6, 64);
+    let mut dst = vec![0u8; 64];
+    let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE).unwrap();
+    let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+    let o = ConnectOptions { access: AccessFlags::REMOTE_WRITE, ..opts() };
+    let (mut qa, qb) = pair(&h, &o, &o);
+    let remote = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
+    let b0 = h.counters().1;
+    qa.post_send_one(SendWr::rdma_write(0x77, src_mr.sge(0..64).unwrap(), remote.at(0)).signaled(true)).unwrap();
+    // The doorbell is rung; the WQE's read is answered 64 cycles after the NIC asks for it, and
+    // the simulator checks the mapping for each beat: unmapping the ring now makes it DECERR.
+    let ring = rnic_sim::host_memory::Iova(qa.sq_ring_iova().0);
+    h.world.borrow_mut().memory_mut(0).unwrap().unmap(ring).unwrap();
+    let w = h.wait(&h.ca, 1, 200_000)[0];
+    assert_eq!((w.status, w.qp_num), (WcStatus::LocQpOpErr, qa.qp_num()), "{w:?}\n{}", h.diag());
+    assert_eq!(h.events_after(&h.a, 2_000), [ev(T::QpFatal, &qa)], "requester events");
+    assert_eq!(h.events_after(&h.b, 0), [], "responder events");
+    assert_eq!(qa.query_qp().qp_state, QpState::Err);
+    let b1 = h.counters().1;
+    assert_eq!(common::delta(&b1, &b0, rnic_contract::regs::counter::RX_ROCE_OK), 0, "a packet reached the peer");
+    drop(dst_mr);
+    assert!(dst.iter().all(|&b| b == 0), "the peer's buffer changed");
 }

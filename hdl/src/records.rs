@@ -149,8 +149,9 @@ record!(
 
 record!(
     /// A WQE that failed before reaching the wire; the completer writes its error CQE in SQ
-    /// order (128 bits).
-    LocalCompletion, 128, { wr_id: 64, qpn: 8, status: 8, wc_opcode: 8, rsvd: 40 }
+    /// order (128 bits). `fatal`: the WQE could not be read (its DMA read was answered with an
+    /// error): the QP's error is a local work queue catastrophic error (QP_FATAL).
+    LocalCompletion, 128, { wr_id: 64, qpn: 8, status: 8, wc_opcode: 8, fatal: 1, rsvd: 39 }
 );
 
 record!(

@@ -1704,10 +1704,11 @@ impl Logic for RxEngine {
         // the driver's own move to ERR (a flush visit); a responder class C error of `Decide`
         // (`cls_c`) QP_ACCESS_ERR after a refused RETH / AtomicETH (NAK remote access error),
         // else QP_REQ_ERR (NAK invalid request); a receive error IBV_WC_LOC_PROT_ERR (4)
-        // QP_ACCESS_ERR, IBV_WC_LOC_LEN_ERR QP_REQ_ERR; none for a requester error: its error
-        // completion reports it (IBTA Vol 1 11.6.3 keeps QP_FATAL, the local work queue
-        // catastrophic error, for errors a completion cannot report; rxe and mlx5 raise no event
-        // for retries exhausted or a remote NAK).
+        // QP_ACCESS_ERR, IBV_WC_LOC_LEN_ERR QP_REQ_ERR; QP_FATAL for a send WQE the scheduler
+        // could not read (a local work queue catastrophic error, IBTA Vol 1 11.6.3: the DMA read
+        // was answered with an error); none for any other requester error: its error
+        // completion reports it (rxe and mlx5 raise no event for retries exhausted or a remote
+        // NAK).
         self.ev_type.next = 0.into();
         if self.src_fl.q.val() {
             self.ev_type.next = 0.into();
@@ -1721,6 +1722,9 @@ impl Logic for RxEngine {
             if self.status.q.val() == 4 {
                 self.ev_type.next = 3.into();
             }
+        } else if self.src_lc.q.val() & self.lcr.q.val().fatal.any() {
+            // A send WQE the scheduler could not read: QP_FATAL.
+            self.ev_type.next = 1.into();
         }
         self.evq.err_type.next = self.ev_type.val();
         // Responder READ/atomic slots: accepted (here) minus fully answered (the scheduler).

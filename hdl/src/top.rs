@@ -356,6 +356,7 @@ impl Logic for NicTop {
         self.rxe.rq_db_data.next = self.regs.db_data.val();
         self.rxe.async_cq.next = self.regs.async_cq.val();
         self.txs.wqe_r_data.next = self.m_axi_rdata.val();
+        self.txs.wqe_r_err.next = self.m_axi_rresp.val() != 0;
         self.job_fifo.write.next = self.txs.job_write.val();
         self.job_fifo.data_in.next = self.txs.job.val();
         self.txs.job_afull.next = self.job_fifo.almost_full.val();

@@ -272,6 +272,9 @@ pub struct TxScheduler {
     pub wqe_ar_len: Signal<Out, Bits<3>>,
     pub wqe_r_valid: Signal<In, Bit>,
     pub wqe_r_data: Signal<In, Bits<512>>,
+    /// The beat's DMA read was answered with an error (AXI RRESP SLVERR or DECERR: an IOMMU
+    /// fault, an unmapped ring): its data is not the WQE.
+    pub wqe_r_err: Signal<In, Bit>,
     // Packet jobs: `job_afull` / `rj_afull` are the job FIFOs' almost-full flags (see `job_room`).
     pub job_afull: Signal<In, Bit>,
     pub job_write: Signal<Out, Bit>,
@@ -441,6 +444,11 @@ pub struct TxScheduler {
     /// fetch that is no longer wanted: another QP, a rewind, a context command); `pf_stale`:
     /// a context command came, the buffered WQEs may belong to an old connection.
     pf_fifo: SynchronousFIFO<Bits<512>, 4, 5, 1>,
+    /// Each prefetched beat's read error, in step with `pf_fifo`.
+    pf_err_fifo: SynchronousFIFO<Bit, 4, 5, 1>,
+    /// A beat of the WQE being taken came with a read error (`WaitWqeBeats`): it completes with
+    /// IBV_WC_LOC_QP_OP_ERR, marked fatal (the RX engine raises QP_FATAL), and sends nothing.
+    wqe_bad: DFF<Bit>,
     pf_qpn: DFF<Bits<6>>,
     pf_ci: DFF<Bits<16>>,
     pf_n: DFF<Bits<5>>,
@@ -744,6 +752,7 @@ impl Logic for TxScheduler {
             nsge_bad,
             len_bad,
             shape_bad,
+            wqe_bad,
             ud_op_bad,
             ud_long,
             e_idx,
@@ -792,7 +801,7 @@ impl Logic for TxScheduler {
         self.sge_ram.write_clock.next = self.clock.val();
 
         // Table reads: addresses follow the current QP and WQE.
-        clock!(self, clock, tables, pf_fifo);
+        clock!(self, clock, tables, pf_fifo, pf_err_fifo);
         self.tables.qp_addr.next = self.cur_qpn.q.val();
         self.dyn_ram.read_address.next = self.cur_qpn.q.val();
         self.lkey.next = self.g_lkey.q.val();
@@ -935,6 +944,9 @@ impl Logic for TxScheduler {
         self.drop_pop.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() != 0);
         self.pf_pop.next = (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val();
         self.pf_fifo.read.next = self.drop_pop.val() | self.pf_pop.val();
+        self.pf_err_fifo.write.next = self.wqe_r_valid.val();
+        self.pf_err_fifo.data_in.next = self.wqe_r_err.val();
+        self.pf_err_fifo.read.next = self.pf_fifo.read.val();
         self.pf_add.next = 0.into();
         if (self.state.q.val() == TxsState::FetchWqe) & self.wqe_ar_ready.val() {
             self.pf_add.next = bit_cast::<5, 4>(self.pf_kb.q.val());
@@ -977,6 +989,11 @@ impl Logic for TxScheduler {
         // Slots 1..4 of the WQE as they arrive; SGE k >= 1 is lane (k-1) mod 4 of slot
         // 1 + (k-1) / 4.
         if (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val() {
+            // A read error on any of the WQE's beats spoils the WQE.
+            self.wqe_bad.d.next = self.wqe_bad.q.val() | self.pf_err_fifo.data_out.val();
+            if self.wb.q.val() == 0 {
+                self.wqe_bad.d.next = self.pf_err_fifo.data_out.val();
+            }
             if self.wb.q.val() == 1 {
                 self.ext0.d.next = self.wqe_beat.val();
             }
@@ -1235,6 +1252,7 @@ impl Logic for TxScheduler {
         self.lc_data.next.qpn = bit_cast::<8, 6>(self.cur_qpn.q.val());
         self.lc_data.next.status = self.status.q.val();
         self.lc_data.next.wc_opcode = self.if_data.val().wc_opcode;
+        self.lc_data.next.fatal = self.wqe_bad.q.val().into();
         self.lc_data.next.rsvd = 0.into();
         self.cnt_tx_req.next = false;
         self.cnt_tx_ack.next = false;
@@ -1710,6 +1728,11 @@ impl Logic for TxScheduler {
                     }
                     if self.err.q.val() {
                         self.status.d.next = 5.into();
+                        self.state.d.next = TxsState::CompleteError;
+                    } else if self.wqe_bad.q.val() {
+                        // The WQE could not be read (IBTA Vol 1 11.6.3: a local work queue
+                        // catastrophic error): IBV_WC_LOC_QP_OP_ERR, and QP_FATAL.
+                        self.status.d.next = 2.into();
                         self.state.d.next = TxsState::CompleteError;
                     } else if !self.wop.q.val().get_bit(3) | self.shape_bad.q.val() | self.ud_op_bad.q.val() {
                         // An opcode this NIC does not implement, a READ or atomic with inline

@@ -555,6 +555,12 @@ impl<'mr> QueuePair<'mr> {
         self.qpn
     }
 
+    /// The IOVA of the QP's SQ ring in host memory (the QP context's SQ_BASE), where the NIC
+    /// reads the send WQEs; for tools and tests that look at the NIC's DMA.
+    pub fn sq_ring_iova(&self) -> crate::device::Iova {
+        self.ring.iova()
+    }
+
     /// The transport service it was created with (`ibv_qp.qp_type`).
     pub fn qp_type(&self) -> QpType {
         self.qp_type

@@ -63,7 +63,7 @@ pub fn markdown() -> String {
         (regs::IRQ_MODERATION, "IRQ_MODERATION (15:0 window in units of 256 cycles; 0 off)", "RW"),
         (
             regs::ASYNC_EVENT_CQ,
-            "ASYNC_EVENT_CQ (enable << 31 | CQ number 7:0): event CQEs (OPCODE 255, STATUS = ibv_event_type, QP_NUM = QP) of QP_REQ_ERR 2, QP_ACCESS_ERR 3, COMM_EST 4, QP_LAST_WQE_REACHED 16 (none for requester errors: their error CQE reports them); CQ_ERR 0 with QP_NUM = the overrun CQ",
+            "ASYNC_EVENT_CQ (enable << 31 | CQ number 7:0): event CQEs (OPCODE 255, STATUS = ibv_event_type, QP_NUM = QP) of QP_FATAL 1 (a send WQE the NIC could not read), QP_REQ_ERR 2, QP_ACCESS_ERR 3, COMM_EST 4, SQ_DRAINED 5, QP_LAST_WQE_REACHED 16 (none for other requester errors: their error CQE reports them); CQ_ERR 0 with QP_NUM = the overrun CQ",
             "RW",
         ),
         (regs::CMD_DATA, "CMD_DATA[0..16] (512-bit staging record, word i = bits 32i+31..32i)", "WO"),

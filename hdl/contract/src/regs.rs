@@ -272,10 +272,14 @@ pub const IRQ_MODERATION: u16 = 0x0118;
 /// - [`crate::verbs::event_type::QP_ACCESS_ERR`]: the responder moved the QP to ERR after a
 ///   NAK remote access error (a refused rkey, access or bounds) or a receive WQE whose scatter
 ///   entry its lkey does not cover (`IBV_WC_LOC_PROT_ERR`);
-/// - none when the requester moves the QP to ERR (retries or RNR retries exhausted, a NAK with
-///   an error code, a local error of a send WQE): the error completion reports it, and
-///   [`crate::verbs::event_type::QP_FATAL`] (a local work queue catastrophic error, IBTA Vol 1
-///   11.6.3) is for errors a completion cannot report, which the NIC does not have;
+/// - [`crate::verbs::event_type::QP_FATAL`] (a local work queue catastrophic error, IBTA Vol 1
+///   11.6.3): the requester could not read a send WQE (its DMA read was answered SLVERR or
+///   DECERR: an IOMMU fault, a ring no longer mapped). The WQE completes with
+///   `IBV_WC_LOC_QP_OP_ERR` (its wr_id is what the read returned, zero from the simulator) and
+///   nothing of it is sent; the QP enters ERR;
+/// - none when the requester moves the QP to ERR for any other reason (retries or RNR retries
+///   exhausted, a NAK with an error code, a local error of a send WQE): the error completion
+///   reports it;
 /// - [`crate::verbs::event_type::COMM_EST`]: the first request packet (the expected PSN)
 ///   arrived on the QP while its context said RTR (IBTA Vol 1 11.6.3.1), once per RTR
 ///   (INIT_RQ_PSN or RESET re-arms it);
