@@ -33,7 +33,6 @@ struct In {
     again: bool,
     drained: bool,
     stop: Option<u64>,
-    take: bool,
 }
 
 impl Tb {
