@@ -110,7 +110,7 @@ fn every_request_is_offered_and_reset_forgets() {
             starve = 0;
         }
         tb.tick(take);
-        // The model: a take and a RESET act now, as does `again` (after the take: a set wins).
+        // The model: a take acts now.
         if take {
             pend[sel.unwrap() as usize] = false;
             offers += 1;
