@@ -502,6 +502,10 @@ pub struct RxEngine {
     /// every visit that writes its state back asks for a check visit again, so the ACK that
     /// retires the last outstanding WQE leads to `FlushStep` raising IBV_EVENT_SQ_DRAINED.
     sqd_here: DFF<Bit>,
+    /// `FlushStep` decided SQ_DRAINED for the visit's QP: handed to the event queue the next
+    /// cycle (`Idle`, where `qpn` still names the QP), so the decision's depth does not meet
+    /// the queue's latches in one cycle.
+    sd_req: DFF<Bit>,
     /// `Decide`: the packet's RETH or AtomicETH is refused (the access half of `class_c`),
     /// for the choice of the error event in `WriteBack`.
     acc_r: DFF<Bit>,
@@ -1074,6 +1078,7 @@ impl Default for RxEngine {
             chk: Default::default(),
             sent_psns: Default::default(),
             sqd_here: Default::default(),
+            sd_req: Default::default(),
             acc_r: Default::default(),
             ev_type: Default::default(),
             err_was: Default::default(),
@@ -1452,6 +1457,7 @@ impl Logic for RxEngine {
             src_ev,
             ev_cq,
             sqd_here,
+            sd_req,
             acc_r,
             err_was,
             ce_done,
@@ -1696,7 +1702,8 @@ impl Logic for RxEngine {
         self.evq.set_ce.next = false;
         self.evq.set_err.next = false;
         self.evq.set_lw.next = false;
-        self.evq.set_sd.next = false;
+        self.evq.set_sd.next = self.sd_req.q.val();
+        self.sd_req.d.next = false;
         self.evq.qpn.next = self.qpn.q.val();
         self.evq.cq.next = self.async_cq.val().get_bits::<8>(0);
         self.ce_bit.next = self.ce_done.q.val() | self.ce_fire.q.val();
@@ -3489,7 +3496,7 @@ impl Logic for RxEngine {
                     // SQ is drained (IBTA Vol 1 10.3.1). Disarm; IBV_EVENT_SQ_DRAINED if asked
                     // for (`en_sqd_async_notify`) and events are enabled.
                     self.chk.drained.next = true;
-                    self.evq.set_sd.next = self.ctx.q.val().sqd_notify.any() & self.async_cq.val().get_bit(8);
+                    self.sd_req.d.next = self.ctx.q.val().sqd_notify.any() & self.async_cq.val().get_bit(8);
                 }
             }
             RxState::FlushRecvWqe => {
