@@ -688,10 +688,19 @@ impl<'mr> QueuePair<'mr> {
             // The NIC held the WQEs rung in SQD: ring again so it serves them (its doorbell
             // table kept the index; this offers the QP to the requester once more). The QP is
             // in RTS even if this write fails.
-            let doorbell = self.qpn << 16 | (self.pi.get() & 0xFFFF) as u32;
-            self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell)?;
+            self.ring_sq_doorbell(self.pi.get())?;
         }
         Ok(())
+    }
+
+    /// Rings the SQ doorbell (`SQ_DOORBELL = qpn << 16 | pi mod 2^16`): the NIC serves the
+    /// WQEs posted up to producer index `pi`.
+    ///
+    /// # Errors
+    /// Backend errors of the MMIO write.
+    fn ring_sq_doorbell(&self, pi: u64) -> Result<()> {
+        let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
+        self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell)
     }
 
     /// This QP's side of a connection, to hand to the peer. Fill in a buffer with
@@ -931,8 +940,7 @@ impl<'mr> QueuePair<'mr> {
         let pi = start + written as u64;
         // The WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);
-        let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
-        if let Err(error) = self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell) {
+        if let Err(error) = self.ring_sq_doorbell(pi) {
             return Err(PostError { bad_wr: 0, error });
         }
         self.pi.set(pi);
