@@ -404,8 +404,11 @@ fn a_peer_without_a_cm_is_unreachable() {
     let sa = EventChannel::with_config(&h.a, FAST).unwrap();
     let b_ip = h.b.port_addr().unwrap().ip;
     let c = sa.create_id();
-    c.resolve_addr(None, SocketAddrV4::new(b_ip, PORT)).unwrap();
-    assert_eq!(sa.get_cm_event(STEP).unwrap().event, CmEventType::AddrResolved);
+    // B runs no port agent, so nothing answers A's ARP request: the address resolves by the
+    // simulator's MAC rule once the (wall-clock) ARP timeout passes. A short timeout and an
+    // unbounded cycle budget keep this independent of how fast the simulator runs.
+    c.resolve_addr_timeout(None, SocketAddrV4::new(b_ip, PORT), std::time::Duration::from_millis(100)).unwrap();
+    assert_eq!(sa.get_cm_event(u64::MAX / 2).unwrap().event, CmEventType::AddrResolved);
     c.resolve_route().unwrap();
     assert_eq!(sa.get_cm_event(STEP).unwrap().event, CmEventType::RouteResolved);
     c.create_qp(h.pa.create_qp(&h.ca)).unwrap();
