@@ -27,6 +27,7 @@ pub mod raw_rx;
 pub mod raw_tx;
 pub mod read_responder;
 pub mod records;
+pub mod recv_prefetch;
 pub mod regs;
 pub mod rx_engine;
 pub mod rx_ingress;

@@ -386,11 +386,17 @@ pub struct RxEngine {
     /// [`rnic_contract::regs::ASYNC_EVENT_CQ`]: bit 8 enable, bits 7:0 the CQ of the
     /// QP-affiliated asynchronous events.
     pub async_cq: Signal<In, Bits<9>>,
-    /// Receive-WQE fetch on the DMA read channel (AXI ID 2).
+    /// Receive-WQE read, through [`crate::recv_prefetch::RecvWqePrefetch`]: the WQE at
+    /// `rq_ar_addr`, entry `rq_ar_ci` of the ring at `rq_ar_base` (index mask `rq_ar_mask`,
+    /// producer index `rq_ar_pi`: the QP's RQ or its SRQ).
     pub rq_ar_valid: Signal<Out, Bit>,
     pub rq_ar_addr: Signal<Out, Bits<64>>,
-    /// Beats of the receive-WQE fetch minus one.
+    /// Beats of the receive WQE minus one.
     pub rq_ar_len: Signal<Out, Bits<3>>,
+    pub rq_ar_base: Signal<Out, Bits<64>>,
+    pub rq_ar_ci: Signal<Out, Bits<16>>,
+    pub rq_ar_pi: Signal<Out, Bits<16>>,
+    pub rq_ar_mask: Signal<Out, Bits<16>>,
     pub rq_ar_ready: Signal<In, Bit>,
     pub rq_r_valid: Signal<In, Bit>,
     pub rq_r_data: Signal<In, Bits<512>>,
@@ -1068,6 +1074,10 @@ impl Default for RxEngine {
             rq_ar_valid: Default::default(),
             rq_ar_addr: Default::default(),
             rq_ar_len: Default::default(),
+            rq_ar_base: Default::default(),
+            rq_ar_ci: Default::default(),
+            rq_ar_pi: Default::default(),
+            rq_ar_mask: Default::default(),
             rq_ar_ready: Default::default(),
             rq_r_valid: Default::default(),
             rq_r_data: Default::default(),
@@ -1974,6 +1984,10 @@ impl Logic for RxEngine {
         // The whole receive WQE (64 << RQ_LOG_STRIDE bytes: 1, 2 or 4 beats).
         self.rq_ar_len.next = bit_cast::<3, 2>(self.rq_nb.q.val());
         self.rq_ar_addr.next = self.rq_addr_r.q.val();
+        self.rq_ar_base.next = self.ctx.q.val().rq_base;
+        self.rq_ar_ci.next = self.rq_ci.q.val();
+        self.rq_ar_pi.next = self.rq_pi.q.val();
+        self.rq_ar_mask.next = self.rq_mask.val();
         // The receive SGE: a valid key of this PD granting LOCAL_WRITE, inside its region.
         self.lkey_ok.next = self.mr_now.val().valid.any()
             & (self.mr_now.val().tag == self.lkey.val().get_bits::<8>(0))

@@ -13,6 +13,7 @@ use crate::raw_rx::RawRxQueue;
 use crate::raw_tx::RawTxMux;
 use crate::read_responder::ReadResponder;
 use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJob};
+use crate::recv_prefetch::RecvWqePrefetch;
 use crate::regs::BarRegs;
 use crate::rx_engine::RxEngine;
 use crate::rx_ingress::RxIngress;
@@ -134,6 +135,8 @@ pub struct NicTop {
     /// Payload pieces for the assembler, one per payload read job (16 entries).
     pg_fifo: SynchronousFIFO<Bits<20>, 4, 5, 1>,
     rd_issuer: DmaReadIssuer,
+    /// The responder's receive WQEs, read ahead between the RX engine and the DMA issuer.
+    rqpf: RecvWqePrefetch,
     asm: TxAssembler,
     tx_gb: Gearbox,
     arb: TxArbiter,
@@ -209,9 +212,9 @@ impl Logic for NicTop {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(
-            self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, asm, tx_gb, arb, ack_fifo, icrc,
-            rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo, cqw,
-            rxw, byte_cnt, irq, raw_tx, raw_rx
+            self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, rqpf, asm, tx_gb, arb, ack_fifo,
+            icrc, rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo,
+            cqw, rxw, byte_cnt, irq, raw_tx, raw_rx
         );
         dff_setup!(
             self,
@@ -232,6 +235,7 @@ impl Logic for NicTop {
         self.byte_cnt.reset.next = self.reset.val();
         self.txs.reset.next = self.reset.val();
         self.rd_issuer.reset.next = self.reset.val();
+        self.rqpf.reset.next = self.reset.val();
         self.asm.reset.next = self.reset.val();
         self.tx_gb.reset.next = self.reset.val();
         self.arb.reset.next = self.reset.val();
@@ -346,12 +350,23 @@ impl Logic for NicTop {
         self.txs.wqe_r_valid.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();
         // Receive WQEs (AXI ID 2) for the responder; RQ doorbells straight into its table.
         self.r_is_rwqe.next = self.m_axi_rid.val() == 2;
-        self.rd_issuer.rq_valid.next = self.rxe.rq_ar_valid.val();
-        self.rd_issuer.rq_addr.next = self.rxe.rq_ar_addr.val();
-        self.rd_issuer.rq_len.next = self.rxe.rq_ar_len.val();
-        self.rxe.rq_ar_ready.next = self.rd_issuer.rq_ready.val();
-        self.rxe.rq_r_valid.next = self.m_axi_rvalid.val() & self.r_is_rwqe.val();
-        self.rxe.rq_r_data.next = self.m_axi_rdata.val();
+        self.rqpf.req_valid.next = self.rxe.rq_ar_valid.val();
+        self.rqpf.req_addr.next = self.rxe.rq_ar_addr.val();
+        self.rqpf.req_nb.next = bit_cast::<2, 3>(self.rxe.rq_ar_len.val());
+        self.rqpf.req_base.next = self.rxe.rq_ar_base.val();
+        self.rqpf.req_ci.next = self.rxe.rq_ar_ci.val();
+        self.rqpf.req_pi.next = self.rxe.rq_ar_pi.val();
+        self.rqpf.req_mask.next = self.rxe.rq_ar_mask.val();
+        self.rxe.rq_ar_ready.next = self.rqpf.req_ready.val();
+        self.rxe.rq_r_valid.next = self.rqpf.r_valid.val();
+        self.rxe.rq_r_data.next = self.rqpf.r_data.val();
+        self.rqpf.flush.next = self.cmd_fire.val();
+        self.rd_issuer.rq_valid.next = self.rqpf.ar_valid.val();
+        self.rd_issuer.rq_addr.next = self.rqpf.ar_addr.val();
+        self.rd_issuer.rq_len.next = self.rqpf.ar_len.val();
+        self.rqpf.ar_ready.next = self.rd_issuer.rq_ready.val();
+        self.rqpf.in_valid.next = self.m_axi_rvalid.val() & self.r_is_rwqe.val();
+        self.rqpf.in_data.next = self.m_axi_rdata.val();
         self.rxe.rq_db_write.next = self.regs.rq_db_write.val();
         self.rxe.rq_db_data.next = self.regs.db_data.val();
         self.rxe.async_cq.next = self.regs.async_cq.val();
