@@ -160,6 +160,11 @@ pub enum TxsState {
     FetchSize,
     /// (was 37) Each limit saturated at 8 WQEs (and the prefetch buffer's room).
     FetchSaturate,
+    // WQE fetch ahead (an append: the next WQEs read while the buffer still holds this one).
+    /// (38) The append's first WQE (`fci`, the index after the buffer's last) as a slot offset.
+    AheadOff,
+    /// (39) Its address; then `FetchLimits` sizes the append from `fci`.
+    AheadAddr,
 }
 
 /// Processes SQ doorbells one QP at a time.
@@ -459,6 +464,21 @@ pub struct TxScheduler {
     pf_acc: DFF<Bits<5>>,
     pf_drop: DFF<Bits<5>>,
     pf_stale: DFF<Bit>,
+    /// Fetch ahead: `pf_next` is the index after the buffer's last WQE (set as a fetch is
+    /// accepted); `pf_more` (registered in `CheckSq`) says WQEs are posted from there on, the
+    /// buffer has room for a burst and the send window for 24 more WQEs; `pf_app` marks the
+    /// fetch being sized as an append from `fci` (at `f_addr`) rather than a fresh fetch from
+    /// `ci`.
+    pf_next: DFF<Bits<16>>,
+    pf_more: DFF<Bit>,
+    pf_app: DFF<Bit>,
+    fci: DFF<Bits<16>>,
+    f_off: DFF<Bits<64>>,
+    f_addr: DFF<Bits<64>>,
+    /// The first index and address of the fetch being sized: `fci`/`f_addr` for an append,
+    /// `ci`/`wqe_addr` otherwise.
+    fci_now: Signal<Local, Bits<16>>,
+    f_addr_now: Signal<Local, Bits<64>>,
     /// The next WQE is in the buffer (registered in `CheckSq`).
     pf_hit: DFF<Bit>,
     /// Sizing a fetch (`FetchLimits`, `FetchSaturate`, `FetchMinima`, `FetchSize`): each limit, saturated at 8 WQEs, pairwise minima, and
@@ -658,6 +678,12 @@ impl Logic for TxScheduler {
             pf_acc,
             pf_drop,
             pf_stale,
+            pf_next,
+            pf_more,
+            pf_app,
+            fci,
+            f_off,
+            f_addr,
             pf_hit,
             pf_avail,
             pf_wr_r,
@@ -963,10 +989,16 @@ impl Logic for TxScheduler {
         // 4 KiB page (a burst never crosses one, AXI4 A3.4.1), in the send window, and room in
         // the buffer; bursts of at most 8 beats (8, 4 or 2 WQEs of 64, 128 or 256 bytes; a
         // 512-byte WQE is fetched alone, its first 5 beats).
-        self.pf_posted.next = self.pi.q.val() - self.ci.q.val();
-        self.pf_ring.next = !self.ci.q.val() & self.sq_mask.val();
+        self.fci_now.next = self.ci.q.val();
+        self.f_addr_now.next = self.wqe_addr.q.val();
+        if self.pf_app.q.val() {
+            self.fci_now.next = self.fci.q.val();
+            self.f_addr_now.next = self.f_addr.q.val();
+        }
+        self.pf_posted.next = self.pi.q.val() - self.fci_now.val();
+        self.pf_ring.next = !self.fci_now.val() & self.sq_mask.val();
         self.pf_page.next = (bit_cast::<16, 13>(4096.into())
-            - bit_cast::<16, 12>(self.wqe_addr.q.val().get_bits::<12>(0)))
+            - bit_cast::<16, 12>(self.f_addr_now.val().get_bits::<12>(0)))
             >> (bit_cast::<16, 3>(self.ctx.q.val().sq_log_stride) + 6);
         self.pf_win.next = bit_cast::<16, 7>(64.into()) - self.in_flight.val();
         self.pf_room.next =
@@ -1071,7 +1103,12 @@ impl Logic for TxScheduler {
             << bit_cast::<64, 3>(self.ctx.q.val().sq_log_stride))
             << 6;
         self.wqe_addr.d.next = self.ctx.q.val().sq_base + self.wqe_off.q.val();
-        self.wqe_ar_addr.next = self.wqe_addr.q.val();
+        self.wqe_ar_addr.next = self.f_addr_now.val();
+        // An append's first WQE: sq_base + (fci mod size) * stride, over two registers.
+        self.f_off.d.next = (bit_cast::<64, 16>(self.fci.q.val() & self.sq_mask.val())
+            << bit_cast::<64, 3>(self.ctx.q.val().sq_log_stride))
+            << 6;
+        self.f_addr.d.next = self.ctx.q.val().sq_base + self.f_off.q.val();
         self.pf_kb_m1.next = self.pf_kb.q.val() - 1;
         self.wqe_ar_len.next = self.pf_kb_m1.val().get_bits::<3>(0);
         self.job_write.next = false;
@@ -1443,6 +1480,10 @@ impl Logic for TxScheduler {
                     & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
                     & (self.pf_ci.q.val() == self.ci.q.val())
                     & !self.pf_stale.q.val();
+                self.pf_more.d.next = (self.pf_next.q.val() != self.pi.q.val())
+                    & (self.pf_total.q.val() <= 8)
+                    & (self.in_flight.val() < 40)
+                    & (self.ctx.q.val().sq_log_stride != 3);
                 self.behind.d.next = self.in_flight.val().get_bit(15);
                 self.rw_mine.d.next =
                     !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
@@ -1467,6 +1508,12 @@ impl Logic for TxScheduler {
                     // Draining (SQD): nothing more to start; tell the completer.
                     self.sq_stop.next = self.ctx.q.val().sq_drain.any();
                     self.state.d.next = TxsState::Idle;
+                } else if self.window_ok.q.val() & self.pf_hit.q.val() & self.pf_more.q.val() {
+                    // The WQE is in the prefetch buffer (or on its way) and the buffer has room
+                    // for more: read the next posted WQEs first, behind the buffered ones, so
+                    // they are there when this QP gets to them.
+                    self.fci.d.next = self.pf_next.q.val();
+                    self.state.d.next = TxsState::AheadOff;
                 } else if self.window_ok.q.val() & self.pf_hit.q.val() {
                     // The WQE is in the prefetch buffer (or on its way): no fetch.
                     self.wb.d.next = 0.into();
@@ -1478,6 +1525,7 @@ impl Logic for TxScheduler {
                     self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
                     self.pf_n.d.next = 0.into();
                     self.pf_stale.d.next = false;
+                    self.pf_app.d.next = false;
                     self.state.d.next = TxsState::FetchLimits;
                 } else if self.rw_mine.q.val() {
                     // The window is full because packets were lost: save the state (with the
@@ -1501,7 +1549,7 @@ impl Logic for TxScheduler {
                 self.pf_raw_page.d.next = self.pf_page.val();
                 self.pf_raw_win.d.next = self.pf_win.val();
                 self.state.d.next = TxsState::FetchSaturate;
-                if self.send_win_full.q.val() & (self.rw_other.q.val() | self.db_other.q.val()) {
+                if !self.pf_app.q.val() & self.send_win_full.q.val() & (self.rw_other.q.val() | self.db_other.q.val()) {
                     // 16 or more in flight (as of `CheckSq`) and another QP has work: step aside
                     // as with a 16-WQE window, rather than fetch WQEs a READ waiting for its
                     // slot would give up to the next QP's fetch.
@@ -1557,7 +1605,12 @@ impl Logic for TxScheduler {
                 if self.ctx.q.val().sq_log_stride == 3 {
                     self.pf_kb.d.next = 5.into();
                 }
-                if self.pf_m3.q.val() == 0 {
+                if (self.pf_m3.q.val() == 0) & self.pf_app.q.val() {
+                    // No room for an append after all: take the buffered WQE.
+                    self.pf_app.d.next = false;
+                    self.wb.d.next = 0.into();
+                    self.state.d.next = TxsState::WaitWqeBeats;
+                } else if self.pf_m3.q.val() == 0 {
                     self.state.d.next = TxsState::FetchLimits;
                 } else {
                     self.ar_pend.d.next = true;
@@ -1568,11 +1621,27 @@ impl Logic for TxScheduler {
                 self.wb.d.next = 0.into();
                 if self.wqe_ar_ready.val() {
                     self.ar_pend.d.next = false;
-                    self.pf_qpn.d.next = self.cur_qpn.q.val();
-                    self.pf_ci.d.next = self.ci.q.val();
-                    self.pf_n.d.next = bit_cast::<5, 4>(self.pf_k.q.val());
+                    self.pf_next.d.next = self.fci_now.val() + bit_cast::<16, 4>(self.pf_k.q.val());
+                    self.pf_app.d.next = false;
+                    if self.pf_app.q.val() {
+                        // Appended: the buffer's head is still the WQE at `ci`.
+                        self.pf_n.d.next = self.pf_n.q.val() + bit_cast::<5, 4>(self.pf_k.q.val());
+                    } else {
+                        self.pf_qpn.d.next = self.cur_qpn.q.val();
+                        self.pf_ci.d.next = self.ci.q.val();
+                        self.pf_n.d.next = bit_cast::<5, 4>(self.pf_k.q.val());
+                    }
                     self.state.d.next = TxsState::WaitWqeBeats;
                 }
+            }
+            TxsState::AheadOff => {
+                // (`f_off` is registered from `fci` this cycle.)
+                self.state.d.next = TxsState::AheadAddr;
+            }
+            TxsState::AheadAddr => {
+                // (`f_addr` is registered from `f_off` this cycle.)
+                self.pf_app.d.next = true;
+                self.state.d.next = TxsState::FetchLimits;
             }
             TxsState::WaitWqeBeats => {
                 // The WQE's beats: slot 0 into `wqe` (and SGE 0, or the inline length, to
@@ -2070,6 +2139,8 @@ impl Logic for TxScheduler {
             TxsState::FetchMinima => self.dbg_state.next = 35.into(),
             TxsState::FetchSize => self.dbg_state.next = 36.into(),
             TxsState::FetchSaturate => self.dbg_state.next = 37.into(),
+            TxsState::AheadOff => self.dbg_state.next = 38.into(),
+            TxsState::AheadAddr => self.dbg_state.next = 39.into(),
         }
         if self.cmd_fire.val() {
             self.pf_stale.d.next = true;

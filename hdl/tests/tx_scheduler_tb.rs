@@ -1460,3 +1460,59 @@ fn base_wqe(wr_id: u64, ud: Option<(u64, u64, u64, u64)>) -> Wqe {
         ud,
     }
 }
+
+/// The next WQEs are read while the prefetch buffer still holds some (a fetch appended behind
+/// them), so a QP with many WQEs posted never waits a whole DMA read between bursts: 32
+/// one-beat WRITEs posted at once cost 4 fetches of 8 consecutive slots, each slot read once,
+/// and every fetch after the first is issued before the packet of the last WQE the fetches
+/// before it read has gone out.
+#[test]
+fn the_next_wqes_are_fetched_while_the_buffer_holds_some() {
+    let mut tb = Tb::new(0x75C4_0007);
+    let seed = tb.rng.0;
+    let pd = 0x2468;
+    let mrs = good_mrs(&mut tb, 2, 2, pd);
+    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
+    cfg.log_size = 6;
+    cfg.sq_base &= !0xFFF;
+    let qpn = 7;
+    tb.create_qp(qpn, &cfg);
+    let wqes: Vec<Wqe> = (0..32u64)
+        .map(|k| {
+            let rng = &mut tb.rng;
+            let m = rng.pick(&mrs).clone();
+            let len = rng.range(1, 64);
+            Wqe {
+                wr_id: 0xA11E_0000 | k,
+                opcode: wr_opcode::RDMA_WRITE,
+                flags: send_flags::SIGNALED,
+                imm: 0,
+                remote_addr: rng.next_u64(),
+                rkey: rng.u32(),
+                sges: vec![sge_in(rng, &m, len)],
+                ud: None,
+            }
+        })
+        .collect();
+    let first = tb.events.len();
+    tb.post_and_check(qpn, &wqes, &format!("32 WRITEs (seed {seed:#x})"));
+    let evs = &tb.events[first..];
+    let fetches: Vec<(u64, u64, u64)> = evs
+        .iter()
+        .filter_map(|(t, e)| if let Ev::Fetch { addr, beats } = e { Some((*t, *addr, *beats)) } else { None })
+        .collect();
+    let jobs: Vec<u64> = evs.iter().filter_map(|(t, e)| matches!(e, Ev::Job(_)).then_some(*t)).collect();
+    assert_eq!(jobs.len(), 32, "one packet per WRITE");
+    let want: Vec<(u64, u64)> = (0..4).map(|k| (cfg.sq_base + 512 * k, 8)).collect();
+    assert_eq!(fetches.iter().map(|f| (f.1, f.2)).collect::<Vec<_>>(), want, "4 bursts of 8, each slot once");
+    for k in 1..4usize {
+        assert!(
+            fetches[k].0 < jobs[8 * k - 1],
+            "fetch {k} at cycle {} only after WQE {}'s packet at {}",
+            fetches[k].0,
+            8 * k - 1,
+            jobs[8 * k - 1]
+        );
+    }
+    tb.retire_all(qpn);
+}
