@@ -11,7 +11,10 @@
 //!   another QP).
 //! - **WQE fetch.** `FetchLimits` → `FetchSaturate` → `FetchMinima` → `FetchSize` size a burst
 //!   of up to 8 WQEs (`FetchLimits` also steps aside while 16 or more WQEs are in flight and
-//!   another QP has work); `FetchWqe` issues it; `WaitWqeBeats` takes the WQE's beats.
+//!   another QP has work); `FetchWqe` issues it; `WaitWqeBeats` takes the WQE's beats. While
+//!   the buffer still holds the next WQE but has room for a burst and more WQEs are posted,
+//!   `NextWqe` first appends one: `AheadOff` → `AheadAddr` compute the address after the
+//!   buffered WQEs, and the same sizing states read from there.
 //! - **Checks.** Per SGE `LookupLkey` → `CheckLkey` → `CheckRoom` → `CheckBounds` (key, PD,
 //!   access, offset, room, bounds); a gather list then `KeepSge` → `SelectSge` → `LoadSge`
 //!   for the next SGE, and `SumList` → `SizeList` → `CountList` after the last. `ActOnChecks`
@@ -1480,10 +1483,18 @@ impl Logic for TxScheduler {
                     & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
                     & (self.pf_ci.q.val() == self.ci.q.val())
                     & !self.pf_stale.q.val();
+                // (Not while the QP drains (SQD): appends keep a draining QP from stepping aside
+                // for its own go-back-N request, which then runs after the drain was reported;
+                // its first save lowers the `sent` copy the completer counts outstanding WQEs
+                // with to the rewind point, which equals `acked`, and SQ_DRAINED was raised with
+                // WQEs still to resend (e2e_sqd, drain through losses, seed 1). The drain check
+                // itself should count from the highest WQE sent; until it does, a draining QP
+                // keeps the old timing.)
                 self.pf_more.d.next = (self.pf_next.q.val() != self.pi.q.val())
                     & (self.pf_total.q.val() <= 8)
                     & (self.in_flight.val() < 40)
-                    & (self.ctx.q.val().sq_log_stride != 3);
+                    & (self.ctx.q.val().sq_log_stride != 3)
+                    & !self.ctx.q.val().sq_drain.any();
                 self.behind.d.next = self.in_flight.val().get_bit(15);
                 self.rw_mine.d.next =
                     !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
