@@ -1492,7 +1492,7 @@ impl Logic for TxScheduler {
                 // keeps the old timing.)
                 self.pf_more.d.next = (self.pf_next.q.val() != self.pi.q.val())
                     & (self.pf_total.q.val() <= 8)
-                    & (self.in_flight.val() < 40)
+                    & (self.in_flight_r.q.val() < 40)
                     & (self.ctx.q.val().sq_log_stride != 3)
                     & !self.ctx.q.val().sq_drain.any();
                 self.behind.d.next = self.in_flight.val().get_bit(15);
