@@ -74,7 +74,7 @@ pub enum RecvPrefetchState {
 /// one per discarded beat, and its first beat follows 2 cycles after the acceptance (the
 /// FIFO's read and an output register). A miss adds the drain, one cycle to size the burst and
 /// the AR handshake; the beats then follow the DMA read's latency. Initiation interval: one
-/// request at a time. Logic: 16-bit subtracts and compares and a 64-bit equality, each
+/// request at a time. `reset` (held for at least 16 cycles) empties the buffer. Logic: 16-bit subtracts and compares and a 64-bit equality, each
 /// between registers, ≤ 6 LUT levels.
 #[derive(LogicBlock, Default)]
 pub struct RecvWqePrefetch {
@@ -377,6 +377,10 @@ impl Logic for RecvWqePrefetch {
             }
         }
         if self.reset.val() {
+            // The FIFO has no reset: what it holds is discarded while reset is held, a beat per
+            // cycle (the buffer holds at most 16; the simulator holds reset for 16 cycles and
+            // forgets DMA reads in flight, as a function-level reset does).
+            self.fifo.read.next = !self.fifo.empty.val();
             self.state.d.next = RecvPrefetchState::Idle;
             self.tag_valid.d.next = false;
             self.owed.d.next = 0.into();

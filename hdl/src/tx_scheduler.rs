@@ -2164,6 +2164,11 @@ impl Logic for TxScheduler {
             self.pf_acc.d.next = 0.into();
             self.pf_drop.d.next = 0.into();
             self.pf_avail.d.next = 0.into();
+            // The prefetch FIFO has no reset: its beats are discarded while reset is held, one
+            // per cycle (16 at most; the simulator holds reset for 16 cycles and forgets DMA
+            // reads in flight), or the next fetch's WQEs would queue behind stale ones.
+            self.pf_fifo.read.next = !self.pf_fifo.empty.val();
+            self.pf_err_fifo.read.next = !self.pf_fifo.empty.val();
         }
     }
 }

@@ -305,3 +305,37 @@ fn a_stream_of_requests_reads_each_wqe_once() {
     assert_eq!((tb.ars, tb.ar_beats), (8, 64), "each WQE read once, 8 per burst");
     assert_eq!((tb.misses, tb.hits), (1, 63));
 }
+
+/// A reset (16 cycles, as the simulator's) while the buffer holds prefetched WQEs, then the
+/// host rewrites the ring (a new program at the same addresses, as after a vfio-user client
+/// leaves): the next request is served the new bytes, not the buffered ones.
+#[test]
+fn a_reset_empties_the_buffer() {
+    let mut tb = Tb::new(0x8ECF_0003);
+    let mut ring = Ring { base: 0x30_0000, nb: 0, log_size: 4, ci: 0, pi: 16 };
+    for ci in 0..16 {
+        let r = ring.clone();
+        tb.write_slot(&r, ci);
+    }
+    let rings = vec![ring.clone()];
+    // One WQE served: the rest of its burst (7) and a top-up (8) stay buffered.
+    while !tb.step(Some(&ring), false, &rings, true).0 {}
+    for _ in 0..200 {
+        tb.step(None, false, &rings, true);
+    }
+    assert!(tb.ar_beats >= 9, "a top-up read ahead ({} beats)", tb.ar_beats);
+    tb.dut.reset(16);
+    // The new program: indices from 0, every slot rewritten.
+    ring.ci = 0;
+    for ci in 0..16 {
+        let r = ring.clone();
+        tb.write_slot(&r, ci);
+    }
+    while !tb.step(Some(&ring), false, &rings, true).0 {}
+    loop {
+        if let (_, Some(b)) = tb.step(None, false, &rings, true) {
+            assert_eq!(b, tb.beat(ring.addr(0)), "a stale beat after the reset");
+            break;
+        }
+    }
+}
