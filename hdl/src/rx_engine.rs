@@ -686,6 +686,11 @@ pub struct RxEngine {
     reads_done: DFF<Bits<7>>,
     /// The PSN after the last WQE retired (completer state bits 64..87).
     acked_psn: DFF<Bits<24>>,
+    /// `LoadQpState`: every request packet this QP sent is acknowledged (the PSN after the last
+    /// WQE retired is the PSN after the highest packet ever sent, [`SentPsnTable`]). An SQ
+    /// drain needs it besides `sent == acked`: a go-back-N rewind lowers `sent` to the rewind
+    /// point, which is `acked`, while the WQEs after it still wait to be resent.
+    all_acked_r: DFF<Bit>,
     /// The timeout being handled is the end of an RNR wait; RNR NAKs counted against
     /// RNR_RETRY since the last progress, and an RNR wait in progress (completer state bits
     /// 88..90, 91).
@@ -1162,6 +1167,7 @@ impl Default for RxEngine {
             acked_rreads: Default::default(),
             acked_rpsn: Default::default(),
             acked_psn: Default::default(),
+            all_acked_r: Default::default(),
             rsp_pending: Default::default(),
             rsp_retired: Default::default(),
             rsp_final: Default::default(),
@@ -1429,6 +1435,7 @@ impl Logic for RxEngine {
             rd_rw_dup,
             r_exp_dup,
             acked_psn,
+            all_acked_r,
             src_rnr,
             rnr_cnt,
             rnr_wait,
@@ -1844,7 +1851,9 @@ impl Logic for RxEngine {
         self.acked_ram.write_enable.next =
             (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any()) | self.rst_cmd.val();
         self.acked_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.acked_ram.write_data.next = bit_cast::<181, 24>(self.cmd_qp.val().sq_psn - 1) << 157;
+        // (The PSN after the last WQE retired starts at the first PSN: nothing sent, all acked.)
+        self.acked_ram.write_data.next = (bit_cast::<181, 24>(self.cmd_qp.val().sq_psn - 1) << 157)
+            | (bit_cast::<181, 24>(self.cmd_qp.val().sq_psn) << 64);
         // What the requester has sent, per QP (the scheduler's reports; INIT_SQ_PSN).
         self.sent_psns.emit.next = self.emit_we.val();
         self.sent_psns.emit_qpn.next = self.emit_qpn.val();
@@ -2419,6 +2428,8 @@ impl Logic for RxEngine {
                 self.rd_rs_ok.d.next = self.acked_ram.read_data.val().get_bit(156);
                 self.ack_hi.d.next = self.acked_ram.read_data.val().get_bits::<24>(157);
                 self.emit_now_r.d.next = self.sent_psns.read_psn.val();
+                self.all_acked_r.d.next =
+                    self.sent_psns.read_psn.val() == self.acked_ram.read_data.val().get_bits::<24>(64);
                 self.sent.d.next = self.sent_data.val();
                 self.sqd_here.d.next = self.chk.armed.val();
                 if self.src_lc.q.val() {
@@ -3505,7 +3516,11 @@ impl Logic for RxEngine {
                         // (An SRQ's WQEs belong to the SRQ: a QP in ERR flushes none.)
                         self.state.d.next = RxState::FetchRecvWqe;
                     }
-                } else if self.ctx.q.val().sq_drain.any() & self.sqd_here.q.val() & (self.outstanding_wqes.val() == 0) {
+                } else if self.ctx.q.val().sq_drain.any()
+                    & self.sqd_here.q.val()
+                    & (self.outstanding_wqes.val() == 0)
+                    & (self.all_acked_r.q.val() | self.ctx.q.val().qp_type.any())
+                {
                     // SQD, the requester stopped, and every WQE it started has completed: the
                     // SQ is drained (IBTA Vol 1 10.3.1). Disarm; IBV_EVENT_SQ_DRAINED if asked
                     // for (`en_sqd_async_notify`) and events are enabled.

@@ -1483,18 +1483,10 @@ impl Logic for TxScheduler {
                     & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
                     & (self.pf_ci.q.val() == self.ci.q.val())
                     & !self.pf_stale.q.val();
-                // (Not while the QP drains (SQD): appends keep a draining QP from stepping aside
-                // for its own go-back-N request, which then runs after the drain was reported;
-                // its first save lowers the `sent` copy the completer counts outstanding WQEs
-                // with to the rewind point, which equals `acked`, and SQ_DRAINED was raised with
-                // WQEs still to resend (e2e_sqd, drain through losses, seed 1). The drain check
-                // itself should count from the highest WQE sent; until it does, a draining QP
-                // keeps the old timing.)
                 self.pf_more.d.next = (self.pf_next.q.val() != self.pi.q.val())
                     & (self.pf_total.q.val() <= 8)
                     & (self.in_flight_r.q.val() < 40)
-                    & (self.ctx.q.val().sq_log_stride != 3)
-                    & !self.ctx.q.val().sq_drain.any();
+                    & (self.ctx.q.val().sq_log_stride != 3);
                 self.behind.d.next = self.in_flight.val().get_bit(15);
                 self.rw_mine.d.next =
                     !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
