@@ -1316,6 +1316,22 @@ fn bad_lkey_in_a_read_list_completes_locally() {
     check_tx_req(&tb, "all");
 }
 
+/// A signaled one-SGE RDMA WRITE of 1..=64 bytes from one of `mrs`, to a random remote address.
+fn small_write(rng: &mut Rng, mrs: &[(u64, Mr)], wr_id: u64) -> Wqe {
+    let m = rng.pick(mrs).clone();
+    let len = rng.range(1, 64);
+    Wqe {
+        wr_id,
+        opcode: wr_opcode::RDMA_WRITE,
+        flags: send_flags::SIGNALED,
+        imm: 0,
+        remote_addr: rng.next_u64(),
+        rkey: rng.u32(),
+        sges: vec![sge_in(rng, &m, len)],
+        ud: None,
+    }
+}
+
 /// Small WRITEs posted several at a time are fetched in bursts of consecutive WQEs (up to 8
 /// beats, never across the ring's end or a 4 KiB page), and each WQE is still acted on exactly
 /// as the model says, across ring wraps and with the buffer refilled between batches.
@@ -1339,23 +1355,8 @@ fn wqes_are_fetched_in_bursts() {
         for batch in 0..6 {
             // (Never more than the ring holds.)
             let n = tb.rng.range(1, 12).min(1 << log_size);
-            let wqes: Vec<Wqe> = (0..n)
-                .map(|k| {
-                    let rng = &mut tb.rng;
-                    let m = rng.pick(&mrs).clone();
-                    let len = rng.range(1, 64);
-                    Wqe {
-                        wr_id: 0xB0B0_0000 | (qpn << 12) | (batch << 8) | k,
-                        opcode: wr_opcode::RDMA_WRITE,
-                        flags: send_flags::SIGNALED,
-                        imm: 0,
-                        remote_addr: rng.next_u64(),
-                        rkey: rng.u32(),
-                        sges: vec![sge_in(rng, &m, len)],
-                        ud: None,
-                    }
-                })
-                .collect();
+            let wqes: Vec<Wqe> =
+                (0..n).map(|k| small_write(&mut tb.rng, &mrs, 0xB0B0_0000 | (qpn << 12) | (batch << 8) | k)).collect();
             let ctx = format!("QP {qpn} stride {stride} ring {} batch {batch} (seed {seed:#x})", 1 << log_size);
             tb.post_and_check(qpn, &wqes, &ctx);
             tb.retire_all(qpn);
@@ -1477,23 +1478,7 @@ fn the_next_wqes_are_fetched_while_the_buffer_holds_some() {
     cfg.sq_base &= !0xFFF;
     let qpn = 7;
     tb.create_qp(qpn, &cfg);
-    let wqes: Vec<Wqe> = (0..32u64)
-        .map(|k| {
-            let rng = &mut tb.rng;
-            let m = rng.pick(&mrs).clone();
-            let len = rng.range(1, 64);
-            Wqe {
-                wr_id: 0xA11E_0000 | k,
-                opcode: wr_opcode::RDMA_WRITE,
-                flags: send_flags::SIGNALED,
-                imm: 0,
-                remote_addr: rng.next_u64(),
-                rkey: rng.u32(),
-                sges: vec![sge_in(rng, &m, len)],
-                ud: None,
-            }
-        })
-        .collect();
+    let wqes: Vec<Wqe> = (0..32u64).map(|k| small_write(&mut tb.rng, &mrs, 0xA11E_0000 | k)).collect();
     let first = tb.events.len();
     tb.post_and_check(qpn, &wqes, &format!("32 WRITEs (seed {seed:#x})"));
     let evs = &tb.events[first..];
