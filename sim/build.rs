@@ -10,7 +10,7 @@
 //! `build_stats.json` (wall-clock seconds of each step, read by `rnic_sim::build_info`).
 use std::env;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -161,6 +161,10 @@ fn run() -> Result<(), String> {
     // 6. The C ABI shim. Same defines as the model so the class layout agrees.
     let t_shim = Instant::now();
     let trace = if waveform { "1" } else { "0" };
+    // Waveform dumps take their change flags from Verilator's own eval_step, which the fast
+    // cycle bypasses at the rising edge: a waveform build evaluates the reference way.
+    let fast_cycle = !waveform && fast_cycle_supported(&obj_dir, &verilator_version(&verilator)?);
+    println!("cargo:rustc-env=RNIC_SIM_FAST_CYCLE_BUILT={}", u8::from(fast_cycle));
     cc::Build::new()
         .cpp(true)
         .cpp_link_stdlib(None) // linked explicitly below, after the static libraries
@@ -175,6 +179,9 @@ fn run() -> Result<(), String> {
         .define("VM_TRACE_VCD", "0")
         .define("RNIC_PREFIX_HEADER", Some(format!("\"{PREFIX}.h\"").as_str()))
         .define("RNIC_MODEL", PREFIX)
+        .define("RNIC_ROOT", format!("{PREFIX}___024root").as_str())
+        .define("RNIC_ROOT_HEADER", Some(format!("\"{PREFIX}___024root.h\"").as_str()))
+        .define("RNIC_FAST_CYCLE", if fast_cycle { "1" } else { "0" })
         .flag_if_supported("-std=c++17")
         .flag_if_supported("-faligned-new")
         .flag_if_supported("-Wno-unused-parameter")
@@ -247,6 +254,39 @@ fn model_fingerprint(cmd: &Command, verilator: &str, sources: &[PathBuf]) -> Res
         eat(&fs::read(src).map_err(|e| format!("read {}: {e}", src.display()))?);
     }
     Ok(h)
+}
+
+/// Verilator versions whose generated scheduler (`_eval`: an input-combinational loop, then the
+/// active/NBA loop) the shim's fast cycle reproduces; `RNIC_SIM_FAST_CYCLE=1` forces it on for
+/// another version (checked mode: `RNIC_SIM_EVAL=checked`), `=0` off.
+const FAST_CYCLE_VERSIONS: &[&str] = &["Verilator 5.006 "];
+
+/// True when the shim may skip evaluations it knows the result of (sim/csrc/nic_shim.cpp): a
+/// known Verilator version whose generated model has the scheduling members and functions the
+/// fast path uses.
+fn fast_cycle_supported(obj_dir: &Path, version: &str) -> bool {
+    println!("cargo:rerun-if-env-changed=RNIC_SIM_FAST_CYCLE");
+    let forced = env::var("RNIC_SIM_FAST_CYCLE").ok();
+    if forced.as_deref() == Some("0") {
+        return false;
+    }
+    let known = FAST_CYCLE_VERSIONS.iter().any(|v| version.starts_with(v)) || forced.as_deref() == Some("1");
+    let root = format!("{PREFIX}___024root");
+    let header = fs::read_to_string(obj_dir.join(format!("{root}.h"))).unwrap_or_default();
+    let members =
+        ["__Vtrigrprev__TOP__clock;", "__VactTriggered;", "__VnbaTriggered;", "__VactIterCount;", "__VactContinue;"];
+    let functions = ["___eval_triggers__act", "___eval_act", "___eval_nba"];
+    let sources: String = fs::read_dir(obj_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cpp"))
+        .filter_map(|p| fs::read_to_string(p).ok())
+        .collect();
+    known
+        && members.iter().all(|m| header.contains(m))
+        && functions.iter().all(|f| sources.contains(&format!("void {root}{f}({root}* vlSelf) {{")))
 }
 
 /// `verilator --version`, e.g. "Verilator 5.006 2023-01-22 rev (Debian 5.006-3)".

@@ -38,7 +38,7 @@ use rnic::{
     WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 use rnic_contract::regs::counter;
-use rnic_sim::{FaultConfig, SimConfig};
+use rnic_sim::{EvalMode, FaultConfig, SimConfig};
 
 /// Seeds CI runs (0.2-17 s each on a755c2b; about a minute in all).
 const CI_SEEDS: u64 = 24;
@@ -405,7 +405,9 @@ fn sges<'a>(mr: &'a MemoryRegion<'_>, list: &[(usize, usize)]) -> Vec<Sge<'a>> {
 
 /// Runs one seed; panics with the shape and both NICs' counters on any wrong byte, completion
 /// or counter; returns a one-line summary.
-fn load_case(seed: u64) -> String {
+/// One seed on a world whose NICs are evaluated the `eval` way (`EvalMode::Checked` also steps a
+/// second copy of each NIC the reference way and panics at the first cycle their outputs differ).
+fn load_case(seed: u64, eval: EvalMode) -> String {
     let s = shape(seed);
     let p = place(&s);
     let m = s.mtu.bytes() as usize;
@@ -425,7 +427,7 @@ fn load_case(seed: u64) -> String {
         ..FaultConfig::default()
     };
     let fault_free = s.faults == "none";
-    let (world, da, db) = sim_pair(SimConfig { faults, ..SimConfig::default() }).expect("simulated world");
+    let (world, da, db) = sim_pair(SimConfig { faults, eval, ..SimConfig::default() }).expect("simulated world");
     if let Ok(path) = std::env::var("RNIC_PCAP") {
         // Replaying one seed: its wire, for Wireshark.
         world.borrow_mut().capture_pcap(path.as_ref()).expect("pcap capture");
@@ -823,9 +825,15 @@ fn load_case(seed: u64) -> String {
     )
 }
 
+/// The seeds also check the simulator: in `EvalMode::Checked` every NIC cycle of these random
+/// shapes is evaluated both the fast way (`EvalMode::Fast`, every other test) and Verilator's
+/// reference way, and the outputs must agree (about twice the time of `Fast`; a model built
+/// without the fast path runs `Reference` alone). `RNIC_SIM_EVAL` set chooses another mode
+/// (e.g. `fast` for a long soak).
 #[test]
 fn random_load_seeds() {
-    common::seeds::run_seeds("random_load", CI_SEEDS, load_case);
+    let eval = if std::env::var_os("RNIC_SIM_EVAL").is_some() { SimConfig::default().eval } else { EvalMode::Checked };
+    common::seeds::run_seeds("random_load", CI_SEEDS, |seed| load_case(seed, eval));
 }
 
 /// Seeds the soak (`scripts/soak.sh`) found failing, run on every CI pass as regressions.
@@ -835,6 +843,6 @@ fn random_load_seeds() {
 #[test]
 fn random_load_regression_seeds() {
     for seed in [2096] {
-        println!("SEED {seed} ok {}", load_case(seed));
+        println!("SEED {seed} ok {}", load_case(seed, SimConfig::default().eval));
     }
 }

@@ -7,6 +7,19 @@
 // Field encoding: every signal of up to 32 bits is a uint32_t (masked to the port width here),
 // 64-bit signals are uint64_t, 512-bit signals are 16 little-endian uint32_t words (word 0 holds
 // bits 31..0), which is Verilator's VlWide layout.
+//
+// Evaluation (docs/simulator.md, "One evaluation per cycle"): Verilator's eval() re-runs the
+// input-combinational region (`ico`) on every call, so the textbook "clock low, eval; clock high,
+// eval" evaluates most of this design's combinational logic three times per cycle. When build.rs
+// finds Verilator 5.006's scheduler in the generated model (RNIC_FAST_CYCLE=1), the fast mode
+// skips the two passes whose results are already known, with identical results:
+//  - the clock-low eval when this cycle's inputs equal the last evaluated ones (the logic settled
+//    on exactly these inputs after the previous rising edge): only the clock's edge detector is
+//    told that the clock was low;
+//  - at the rising edge, the `ico` pass (the inputs did not change since the logic settled on
+//    them): only Verilator's active/NBA loop runs, as in its own _eval.
+// The checked mode steps a second model the textbook way beside it and reports the first cycle
+// whose outputs differ; the reference mode is the textbook way alone.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -14,6 +27,9 @@
 
 #include "verilated.h"
 #include RNIC_PREFIX_HEADER
+#if RNIC_FAST_CYCLE
+#include RNIC_ROOT_HEADER
+#endif
 #if VM_TRACE
 #include "verilated_fst_c.h"
 #endif
@@ -94,10 +110,23 @@ struct NicOutputs {
     uint32_t irq_vector;
 };
 
+// Evaluation modes (rnic_nic_set_eval_mode); the numbers are EvalMode in sim/src/ffi.rs.
+enum EvalMode : uint32_t { EVAL_REFERENCE = 0, EVAL_FAST = 1, EVAL_CHECKED = 2 };
+
 struct RnicNic {
     std::unique_ptr<VerilatedContext> ctx;
     std::unique_ptr<RNIC_MODEL> top;
     uint64_t cycle = 0;
+    uint32_t mode = EVAL_REFERENCE;
+    // The inputs of the last clock-low evaluation (valid once `evaluated`).
+    NicInputs last_in{};
+    bool evaluated = false;
+    // Checked mode: the same design stepped the textbook way, and the first divergence.
+    std::unique_ptr<VerilatedContext> ref_ctx;
+    std::unique_ptr<RNIC_MODEL> ref;
+    uint64_t mismatch_cycle = 0;
+    uint32_t mismatch_word = 0;
+    bool mismatched = false;
 #if VM_TRACE
     std::unique_ptr<VerilatedFstC> tfp;
 #endif
@@ -152,9 +181,7 @@ static inline void copy_wide_out(uint32_t* dst, const VlWide<16>& src) {
 // One clock cycle: apply `in` with the clock low and evaluate; copy the outputs (the values in
 // effect during this cycle, including combinational responses to `in`); raise the clock and
 // evaluate (the registers take their next values).
-void rnic_nic_cycle(RnicNic* nic, const NicInputs* in, NicOutputs* out) {
-    RNIC_MODEL* t = nic->top.get();
-    t->clock = 0;
+static void apply_inputs(RNIC_MODEL* t, const NicInputs* in) {
     t->reset = in->reset & 1;
 
     t->s_axil_awaddr = in->s_axil_awaddr & 0xFFFF;
@@ -187,11 +214,9 @@ void rnic_nic_cycle(RnicNic* nic, const NicInputs* in, NicOutputs* out) {
     t->s_axis_rx_tuser = in->s_axis_rx_tuser & 1;
     t->irq_ready = in->irq_ready & 1;
 
-    t->eval();
-#if VM_TRACE
-    if (nic->tfp) nic->tfp->dump(nic->cycle * 4000);
-#endif
+}
 
+static void read_outputs(RNIC_MODEL* t, NicOutputs* out) {
     out->s_axil_awready = t->s_axil_awready;
     out->s_axil_wready = t->s_axil_wready;
     out->s_axil_bresp = t->s_axil_bresp;
@@ -227,13 +252,161 @@ void rnic_nic_cycle(RnicNic* nic, const NicInputs* in, NicOutputs* out) {
     out->irq_valid = t->irq_valid;
     out->irq_vector = t->irq_vector;
 
+}
+
+#if RNIC_FAST_CYCLE
+#define RNIC_CAT2(a, b) a##b
+#define RNIC_CAT(a, b) RNIC_CAT2(a, b)
+#define RNIC_ROOT_FN(name) RNIC_CAT(RNIC_ROOT, name)
+// Verilator 5.006's scheduling functions of the generated model (external linkage, declared only
+// inside the generated sources). build.rs enables this path only when it finds them.
+// (This file's functions are extern "C"; these are C++ functions of the model.)
+extern "C++" {
+void RNIC_ROOT_FN(___eval_triggers__act)(RNIC_ROOT* vlSelf);
+void RNIC_ROOT_FN(___eval_act)(RNIC_ROOT* vlSelf);
+void RNIC_ROOT_FN(___eval_nba)(RNIC_ROOT* vlSelf);
+}
+
+// The rising edge without the input-combinational pass: the active/NBA loop of the generated
+// _eval (same order, same convergence limit of 100 iterations).
+static void eval_rising_edge(RNIC_ROOT* r) {
+    uint32_t nba_iter = 0;
+    bool nba_continue = true;
+    while (nba_continue) {
+        nba_continue = false;
+        r->__VnbaTriggered.clear();
+        r->__VactIterCount = 0;
+        r->__VactContinue = 1;
+        while (r->__VactContinue) {
+            r->__VactContinue = 0;
+            RNIC_ROOT_FN(___eval_triggers__act)(r);
+            if (r->__VactTriggered.any()) {
+                r->__VactContinue = 1;
+                if (VL_UNLIKELY(r->__VactIterCount > 100)) {
+                    VL_FATAL_MT(__FILE__, __LINE__, "", "Active region did not converge.");
+                }
+                r->__VactIterCount += 1;
+                r->__VnbaTriggered.set(r->__VactTriggered);
+                RNIC_ROOT_FN(___eval_act)(r);
+            }
+        }
+        if (r->__VnbaTriggered.any()) {
+            nba_continue = true;
+            if (VL_UNLIKELY(nba_iter > 100)) {
+                VL_FATAL_MT(__FILE__, __LINE__, "", "NBA region did not converge.");
+            }
+            nba_iter += 1;
+            RNIC_ROOT_FN(___eval_nba)(r);
+        }
+    }
+}
+#endif
+
+// The textbook cycle: inputs with the clock low, eval, outputs; clock high, eval.
+static void cycle_reference(RNIC_MODEL* t, const NicInputs* in, NicOutputs* out) {
+    t->clock = 0;
+    apply_inputs(t, in);
+    t->eval();
+    read_outputs(t, out);
     t->clock = 1;
     t->eval();
+}
+
+// One clock cycle: apply `in` with the clock low and evaluate; copy the outputs (the values in
+// effect during this cycle, including combinational responses to `in`); raise the clock and
+// evaluate (the registers take their next values). Same results in every mode.
+void rnic_nic_cycle(RnicNic* nic, const NicInputs* in, NicOutputs* out) {
+    RNIC_MODEL* t = nic->top.get();
+#if RNIC_FAST_CYCLE
+    if (nic->mode != EVAL_REFERENCE) {
+        RNIC_ROOT* r = t->rootp;
+        if (nic->evaluated && std::memcmp(&nic->last_in, in, sizeof(NicInputs)) == 0) {
+            // Settled on these inputs at the last rising edge: only the edge detector must see
+            // the clock low, as the skipped eval would have recorded it.
+            r->__Vtrigrprev__TOP__clock = 0;
+        } else {
+            t->clock = 0;
+            apply_inputs(t, in);
+            t->eval();
+            nic->last_in = *in;
+            nic->evaluated = true;
+        }
+#if VM_TRACE
+        if (nic->tfp) nic->tfp->dump(nic->cycle * 4000);
+#endif
+        read_outputs(t, out);
+        t->clock = 1;
+        eval_rising_edge(r);
+        if (nic->ref) {
+            NicOutputs want;
+            cycle_reference(nic->ref.get(), in, &want);
+            if (!nic->mismatched) {
+                const uint32_t* a = reinterpret_cast<const uint32_t*>(out);
+                const uint32_t* b = reinterpret_cast<const uint32_t*>(&want);
+                for (uint32_t i = 0; i < sizeof(NicOutputs) / 4; ++i) {
+                    if (a[i] != b[i]) {
+                        nic->mismatched = true;
+                        nic->mismatch_cycle = nic->cycle;
+                        nic->mismatch_word = i;
+                        break;
+                    }
+                }
+            }
+        }
+    } else
+#endif
+    {
+        t->clock = 0;
+        apply_inputs(t, in);
+        t->eval();
+#if VM_TRACE
+        if (nic->tfp) nic->tfp->dump(nic->cycle * 4000);
+#endif
+        read_outputs(t, out);
+        t->clock = 1;
+        t->eval();
+    }
 #if VM_TRACE
     if (nic->tfp) nic->tfp->dump(nic->cycle * 4000 + 2000);
 #endif
     nic->cycle += 1;
     nic->ctx->time(nic->cycle * 4000);
+}
+
+// Selects how rnic_nic_cycle evaluates the model (EvalMode). Call before the first cycle. Returns
+// the mode in effect: EVAL_REFERENCE when the model was built without the fast path, or when the
+// checked mode's second model cannot be created.
+uint32_t rnic_nic_set_eval_mode(RnicNic* nic, uint32_t mode) {
+#if RNIC_FAST_CYCLE
+    if (mode == EVAL_CHECKED && !nic->ref) {
+        try {
+            nic->ref_ctx = std::make_unique<VerilatedContext>();
+            nic->ref = std::make_unique<RNIC_MODEL>(nic->ref_ctx.get(), "nic_ref");
+            nic->ref->clock = 0;
+            nic->ref->reset = 0;
+            nic->ref->eval();
+        } catch (...) {
+            nic->ref.reset();
+            nic->mode = EVAL_REFERENCE;
+            return nic->mode;
+        }
+    }
+    if (mode != EVAL_CHECKED) nic->ref.reset();
+    nic->mode = mode <= EVAL_CHECKED ? mode : EVAL_REFERENCE;
+#else
+    (void)mode;
+    nic->mode = EVAL_REFERENCE;
+#endif
+    return nic->mode;
+}
+
+// Checked mode: 1 and the first cycle and output word (32-bit index into NicOutputs) at which the
+// fast evaluation's outputs differed from the textbook evaluation's; 0 while they agree.
+uint32_t rnic_nic_eval_mismatch(const RnicNic* nic, uint64_t* cycle, uint32_t* word) {
+    if (!nic->mismatched) return 0;
+    *cycle = nic->mismatch_cycle;
+    *word = nic->mismatch_word;
+    return 1;
 }
 
 // Starts an FST waveform dump into `path` (NUL-terminated). Returns 0 on success, 1 if the model

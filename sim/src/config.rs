@@ -38,6 +38,55 @@ pub struct SimConfig {
     /// longer than the wires' lookahead (minimum frame time + latency: 126 cycles by default),
     /// with exactly the results of one thread; at most one thread per NIC is used.
     pub threads: usize,
+    /// How the verilated model is evaluated each cycle (default [`EvalMode::Fast`], or the
+    /// environment variable `RNIC_SIM_EVAL` = `fast`, `reference` or `checked`). Every mode gives
+    /// the same cycles and outputs; see [`EvalMode`].
+    pub eval: EvalMode,
+}
+
+/// How the shim evaluates the verilated model in one clock cycle (docs/simulator.md, "One
+/// evaluation per cycle").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EvalMode {
+    /// Verilator's textbook cycle: inputs with the clock low, `eval()`; clock high, `eval()`.
+    /// Verilator re-runs its input-combinational region in both, so most combinational logic is
+    /// evaluated three times per cycle.
+    Reference,
+    /// Skips the passes whose results are known: the clock-low `eval()` when the inputs equal the
+    /// last evaluated ones, and the input-combinational pass at the rising edge. Needs a model
+    /// whose scheduler the shim knows (Verilator 5.006) built without the `waveform` feature;
+    /// otherwise it is `Reference` ([`crate::ffi::fast_cycle_built`]).
+    #[default]
+    Fast,
+    /// `Fast`, plus a second model stepped the `Reference` way with the same inputs; the first
+    /// cycle whose outputs differ panics with the cycle and the output word. For tests.
+    Checked,
+}
+
+impl EvalMode {
+    /// `fast`, `reference` or `checked`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fast => "fast",
+            Self::Reference => "reference",
+            Self::Checked => "checked",
+        }
+    }
+
+    /// Parses `fast`, `reference` or `checked` (the values of `RNIC_SIM_EVAL`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "fast" => Some(Self::Fast),
+            "reference" => Some(Self::Reference),
+            "checked" => Some(Self::Checked),
+            _ => None,
+        }
+    }
+}
+
+/// `RNIC_SIM_EVAL` from the environment ([`EvalMode::Fast`] when unset or not a known mode).
+fn eval_from_env() -> EvalMode {
+    std::env::var("RNIC_SIM_EVAL").ok().and_then(|v| EvalMode::parse(&v)).unwrap_or_default()
 }
 
 /// `RNIC_SIM_THREADS` from the environment (1 when unset or not a number >= 1).
@@ -58,6 +107,7 @@ impl Default for SimConfig {
             link: LinkConfig::default(),
             faults: FaultConfig::default(),
             threads: threads_from_env(),
+            eval: eval_from_env(),
         }
     }
 }

@@ -7,6 +7,7 @@
 use std::ffi::{c_char, CString};
 use std::path::Path;
 
+use crate::config::EvalMode;
 use crate::SimError;
 
 /// Values the environment drives into the NIC for one clock cycle.
@@ -97,6 +98,16 @@ extern "C" {
     fn rnic_nic_cycle(nic: *mut RawNic, inputs: *const NicInputs, outputs: *mut NicOutputs);
     fn rnic_nic_trace_open(nic: *mut RawNic, path: *const c_char) -> u32;
     fn rnic_nic_trace_close(nic: *mut RawNic);
+    fn rnic_nic_set_eval_mode(nic: *mut RawNic, mode: u32) -> u32;
+    fn rnic_nic_eval_mismatch(nic: *const RawNic, cycle: *mut u64, word: *mut u32) -> u32;
+}
+
+/// True when the shim was built with the fast evaluation ([`EvalMode::Fast`]): build.rs found a
+/// Verilator whose generated scheduler the shim reproduces (5.006, or `RNIC_SIM_FAST_CYCLE=1` at
+/// build time) and the model has no waveform support. Without it every mode runs as
+/// [`EvalMode::Reference`].
+pub fn fast_cycle_built() -> bool {
+    env!("RNIC_SIM_FAST_CYCLE_BUILT") == "1"
 }
 
 /// True when the model was compiled with waveform support (cargo feature `waveform`).
@@ -108,6 +119,7 @@ pub fn has_waveform_support() -> bool {
 /// One verilated NIC, exclusively owned. Dropping it frees the C++ model.
 pub struct Model {
     raw: *mut RawNic,
+    mode: EvalMode,
 }
 
 // SAFETY: the C++ model has its own VerilatedContext and no thread affinity; `Model` owns it
@@ -141,7 +153,39 @@ impl Model {
         if raw.is_null() {
             return Err(SimError::ModelCreate);
         }
-        Ok(Self { raw })
+        Ok(Self { raw, mode: EvalMode::Reference })
+    }
+
+    /// Selects how each cycle is evaluated (see [`EvalMode`]); call before the first cycle.
+    /// Returns the mode in effect: [`EvalMode::Reference`] when the shim was built without the
+    /// fast path ([`fast_cycle_built`]) or the checked mode's second model could not be created.
+    pub fn set_eval_mode(&mut self, mode: EvalMode) -> EvalMode {
+        let code = match mode {
+            EvalMode::Reference => 0,
+            EvalMode::Fast => 1,
+            EvalMode::Checked => 2,
+        };
+        // SAFETY: `raw` is live and exclusively borrowed; no cycle is running.
+        self.mode = match unsafe { rnic_nic_set_eval_mode(self.raw, code) } {
+            1 => EvalMode::Fast,
+            2 => EvalMode::Checked,
+            _ => EvalMode::Reference,
+        };
+        self.mode
+    }
+
+    /// The evaluation mode in effect.
+    pub fn eval_mode(&self) -> EvalMode {
+        self.mode
+    }
+
+    /// In [`EvalMode::Checked`]: the first cycle (counted from the model's creation) and the
+    /// index of the 32-bit word of [`NicOutputs`] at which the fast evaluation's outputs differed
+    /// from the reference evaluation's; `None` while they agree (and in the other modes).
+    pub fn eval_mismatch(&self) -> Option<(u64, u32)> {
+        let (mut cycle, mut word) = (0u64, 0u32);
+        // SAFETY: `raw` is live; both pointers are valid for one write.
+        (unsafe { rnic_nic_eval_mismatch(self.raw, &mut cycle, &mut word) } != 0).then_some((cycle, word))
     }
 
     /// Runs one clock cycle: applies `inputs` with the clock low, returns the outputs in effect
@@ -152,6 +196,14 @@ impl Model {
         // `inputs`/`outputs` are valid references to structs whose layout the constructor
         // checked against the shim's.
         unsafe { rnic_nic_cycle(self.raw, inputs, outputs) }
+        if self.mode == EvalMode::Checked {
+            if let Some((cycle, word)) = self.eval_mismatch() {
+                panic!(
+                    "fast evaluation diverged from Verilator's reference evaluation at cycle {cycle}: \
+                     output word {word} of NicOutputs differs (run with RNIC_SIM_EVAL=reference)"
+                );
+            }
+        }
     }
 
     /// Starts dumping an FST waveform of every signal into `path`, from the next cycle on.

@@ -40,7 +40,7 @@ pub mod world;
 
 pub use axi_slave::DmaStats;
 pub use bridge::{BridgeSpec, TapPort, TcpBridgeListener, TcpPort, UdpPort, BRIDGE_CONNECT_TIMEOUT};
-pub use config::{FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
+pub use config::{EvalMode, FaultConfig, LinkConfig, SimConfig, CLOCK_MHZ, CYCLE_NS};
 pub use dma::{DmaMemory, InterruptSink};
 pub use error::SimError;
 pub use host_memory::{HostMemory, Iova};

@@ -114,7 +114,9 @@ impl Nic {
     /// # Errors
     /// If the verilated model cannot be created (see [`Model::new`]).
     pub fn with_config(config: &SimConfig) -> Result<Self, SimError> {
-        Ok(Self::with_core(Box::new(Model::new()?), config))
+        let mut model = Model::new()?;
+        model.set_eval_mode(config.eval);
+        Ok(Self::with_core(Box::new(model), config))
     }
 
     /// A NIC around another core than the verilated RTL (a Rust fake in tests), not yet reset.

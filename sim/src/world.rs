@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::config::{SimConfig, CYCLE_NS};
+use crate::config::{EvalMode, SimConfig, CYCLE_NS};
 use crate::host_memory::HostMemory;
 use crate::mmio::{MmioCompletion, MmioRequest};
 use crate::nic::{Nic, NicCore, NicStats};
@@ -84,6 +84,9 @@ pub struct WorldStats {
     pub ports: Vec<PortReport>,
     /// Threads stepping the NICs (`SimConfig::threads`, 1 when the wires leave no lookahead).
     pub threads: usize,
+    /// How the verilated NICs are evaluated: `SimConfig::eval`, or [`EvalMode::Reference`] when
+    /// the shim was built without the fast path ([`crate::ffi::fast_cycle_built`]).
+    pub eval: EvalMode,
 }
 
 /// N simulated NICs with their hosts and wires, on one clock.
@@ -786,6 +789,7 @@ impl World {
             outbox_dropped: self.outbox_dropped,
             ports: self.port_reports(),
             threads: self.threads(),
+            eval: if crate::ffi::fast_cycle_built() { self.config.eval } else { EvalMode::Reference },
         }
     }
 }

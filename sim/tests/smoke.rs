@@ -88,3 +88,22 @@ fn build_info_is_recorded() {
     assert!(rnic_sim::verilator_build_seconds() >= b.verilate_seconds);
     assert_eq!(b.waveform, rnic_sim::has_waveform_support());
 }
+
+/// The fast evaluation (`EvalMode::Fast`, the default) is built with the Verilator that
+/// `scripts/setup.sh` installs (Debian's 5.006), so CI measures and checks the path users run;
+/// a checked model reports `Checked`, and a reference one `Reference`.
+#[test]
+fn the_fast_evaluation_is_built_with_the_supported_verilator() {
+    let verilator = std::env::var("VERILATOR").unwrap_or_else(|_| "verilator".to_string());
+    let version = std::process::Command::new(verilator).arg("--version").output().expect("verilator --version");
+    let version = String::from_utf8_lossy(&version.stdout).to_string();
+    if !version.starts_with("Verilator 5.006 ") || rnic_sim::ffi::has_waveform_support() {
+        eprintln!("{version}: not the version the fast evaluation was written against, or a waveform build");
+        return;
+    }
+    assert!(rnic_sim::ffi::fast_cycle_built(), "{version} but the shim was built without the fast evaluation");
+    let mut m = rnic_sim::ffi::Model::new().expect("model");
+    assert_eq!(m.set_eval_mode(rnic_sim::EvalMode::Checked), rnic_sim::EvalMode::Checked);
+    let mut r = rnic_sim::ffi::Model::new().expect("model");
+    assert_eq!(r.set_eval_mode(rnic_sim::EvalMode::Reference), rnic_sim::EvalMode::Reference);
+}

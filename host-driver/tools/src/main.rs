@@ -657,8 +657,8 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
         r.clock_mhz
     );
     println!(
-        " simulator: {:.0} cycles/s ({} cycles in {:.2} s wall); Verilator build {:.1} s",
-        r.sim_cycles_per_sec, r.sim_total_cycles, r.sim_wall_seconds, r.verilator_build_seconds
+        " simulator: {:.0} cycles/s ({} cycles in {:.2} s wall, {} evaluation); Verilator build {:.1} s",
+        r.sim_cycles_per_sec, r.sim_total_cycles, r.sim_wall_seconds, r.sim_eval, r.verilator_build_seconds
     );
     println!(
         " doorbells: {} SQ doorbells for {} WRs ({:.2} WRs per doorbell, {} post_send calls)",

@@ -322,6 +322,9 @@ pub struct WriteBwReport {
     pub sim_cycles_per_sec: f64,
     /// Wall-clock seconds the simulator stepped.
     pub sim_wall_seconds: f64,
+    /// How the simulator evaluated the RTL each cycle (`fast`, `reference`, `checked`:
+    /// `RNIC_SIM_EVAL`, docs/simulator.md).
+    pub sim_eval: &'static str,
     /// All cycles simulated (setup included).
     pub sim_total_cycles: u64,
     /// Wall-clock seconds Verilator took to build the model (from rnic-sim's build).
@@ -851,6 +854,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         error,
         sim_cycles_per_sec: stats.cycles_per_second,
         sim_wall_seconds: stats.wall_seconds,
+        sim_eval: stats.eval.name(),
         sim_total_cycles: stats.cycles,
         verilator_build_seconds: rnic_sim::verilator_build_seconds(),
         pcap_frames,
