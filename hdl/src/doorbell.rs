@@ -19,13 +19,21 @@ use rust_hdl::prelude::*;
 /// the QP in SQD) sets its bit with its index unchanged: the scheduler then starts the SQ
 /// drain even if nothing was rung.
 ///
-/// The search visits one group of 8 QPs per cycle, round-robin, and picks the lowest set bit
-/// of the group; after a pick it moves on to the next group, so a busy QP cannot starve the
-/// others. Latency: a doorbell into an idle set is offered 4-11 cycles after the cycle it is
+/// The search visits one group of 8 QPs per cycle, round-robin, and picks in the group the
+/// first ready QP after the one it picked there last (each group keeps its own pointer), or
+/// else the lowest; after a pick it moves on to the next group. So with every QP ready, each
+/// is offered once in every 64 offers, and a QP that is rung again as soon as it is served
+/// cannot starve the others of its group (a lowest-first pick did: a busy QP 2 kept QP 3
+/// waiting for as long as it was busy).
+///
+/// `others` says that a QP other than the offered one is ready. A scheduler that is serving the
+/// offered QP (rung again while served) takes the offer when `others` is set, so that the next
+/// QP is offered and the scheduler sees it waiting; without that, the offer of the served QP
+/// would hide every other doorbell until the served QP runs out of work. Latency: a doorbell into an idle set is offered 4-11 cycles after the cycle it is
 /// presented in (input register, ready set, search, index read); after a read the next QP is
 /// offered at least 3 cycles later.
-/// Initiation interval: one QP per 3 cycles. Logic: an 8-bit priority pick and a 64-bit
-/// set/clear, ≤ 4 LUT levels.
+/// Initiation interval: one QP per 3 cycles. Logic: a 16-bit priority pick (the group's QPs
+/// after its pointer, then all of them) and a 64-bit set/clear, ≤ 6 LUT levels.
 ///
 /// Registered inputs: a doorbell (`db_write`, `db_data`) is taken into a register first and
 /// acts from the next cycle, and `read` only sets a register: `empty` rises the cycle after a
@@ -54,6 +62,8 @@ pub struct SqDoorbells {
     pub empty: Signal<Out, Bit>,
     pub data: Signal<Out, Bits<32>>,
     pub read: Signal<In, Bit>,
+    /// A QP other than the offered one is ready (registered: a cycle behind the ready set).
+    pub others: Signal<Out, Bit>,
     /// Newest producer index per QP.
     pi_ram: RAM<Bits<16>, 6>,
     ready: DFF<Bits<64>>,
@@ -72,6 +82,20 @@ pub struct SqDoorbells {
     /// QP came in the same cycle (then its bit stays set).
     rd_r: DFF<Bit>,
     rd_set_r: DFF<Bit>,
+    /// Per group of 8 QPs (bits 3g..3g+2), the QP the search picked there last.
+    rr: DFF<Bits<24>>,
+    /// The ready set masked to the QPs after their group's pointer (registered with `ready`).
+    eligible: DFF<Bits<64>>,
+    /// A pick happened last cycle (its group's pointer moves to it this cycle).
+    picked_r: DFF<Bit>,
+    others_r: DFF<Bit>,
+    ready_next: Signal<Local, Bits<64>>,
+    /// Bit position of the picked group's pointer in `rr` (3 × group).
+    rr_at: Signal<Local, Bits<5>>,
+    after_ptr: Signal<Local, Bits<64>>,
+    el_shifted: Signal<Local, Bits<64>>,
+    group_el: Signal<Local, Bits<8>>,
+    pick_el: Signal<Local, Bits<3>>,
     rearm_hit: Signal<Local, Bit>,
     poke_hit: Signal<Local, Bit>,
     searching: Signal<Local, Bit>,
@@ -100,7 +124,11 @@ impl Logic for SqDoorbells {
             db_w_r,
             db_d_r,
             rd_r,
-            rd_set_r
+            rd_set_r,
+            rr,
+            eligible,
+            picked_r,
+            others_r
         );
         // (The doorbell is taken into a register: BAR0's address decode ends there.)
         self.db_w_r.d.next = self.db_write.val();
@@ -147,7 +175,46 @@ impl Logic for SqDoorbells {
             self.clr_mask.next =
                 self.clr_mask.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.clear_qpn.val()));
         }
-        self.ready.d.next = (self.ready.q.val() & !self.clr_mask.val()) | self.set_mask.val();
+        self.ready_next.next = (self.ready.q.val() & !self.clr_mask.val()) | self.set_mask.val();
+        self.ready.d.next = self.ready_next.val();
+        // Each group's QPs after its pointer (a pointer is at most 2 cycles old when its group is
+        // searched again: the search has visited the 7 other groups in between).
+        // (Masked to 8 bits before each group's shift: Verilog widens the shift to 64 bits.)
+        self.after_ptr.next = ((bit_cast::<64, 8>(0xFE.into()) << bit_cast::<64, 3>(self.rr.q.val().get_bits::<3>(0)))
+            & bit_cast::<64, 8>(0xFF.into()))
+            | (((bit_cast::<64, 8>(0xFE.into()) << bit_cast::<64, 3>(self.rr.q.val().get_bits::<3>(3)))
+                & bit_cast::<64, 8>(0xFF.into()))
+                << 8)
+            | (((bit_cast::<64, 8>(0xFE.into()) << bit_cast::<64, 3>(self.rr.q.val().get_bits::<3>(6)))
+                & bit_cast::<64, 8>(0xFF.into()))
+                << 16)
+            | (((bit_cast::<64, 8>(0xFE.into()) << bit_cast::<64, 3>(self.rr.q.val().get_bits::<3>(9)))
+                & bit_cast::<64, 8>(0xFF.into()))
+                << 24)
+            | (((bit_cast::<64, 8>(0xFE.into()) << bit_cast::<64, 3>(self.rr.q.val().get_bits::<3>(12)))
+                & bit_cast::<64, 8>(0xFF.into()))
+                << 32)
+            | (((bit_cast::<64, 8>(0xFE.into()) << bit_cast::<64, 3>(self.rr.q.val().get_bits::<3>(15)))
+                & bit_cast::<64, 8>(0xFF.into()))
+                << 40)
+            | (((bit_cast::<64, 8>(0xFE.into()) << bit_cast::<64, 3>(self.rr.q.val().get_bits::<3>(18)))
+                & bit_cast::<64, 8>(0xFF.into()))
+                << 48)
+            | (((bit_cast::<64, 8>(0xFE.into()) << bit_cast::<64, 3>(self.rr.q.val().get_bits::<3>(21)))
+                & bit_cast::<64, 8>(0xFF.into()))
+                << 56);
+        self.eligible.d.next = self.ready_next.val() & self.after_ptr.val();
+        // The group of the last pick moves its pointer to it.
+        self.picked_r.d.next = false;
+        self.rr_at.next = (bit_cast::<5, 3>(self.cand.q.val().get_bits::<3>(3)) << 1)
+            + bit_cast::<5, 3>(self.cand.q.val().get_bits::<3>(3));
+        if self.picked_r.q.val() {
+            self.rr.d.next = (self.rr.q.val() & !(bit_cast::<24, 3>(7.into()) << bit_cast::<24, 5>(self.rr_at.val())))
+                | (bit_cast::<24, 3>(self.cand.q.val().get_bits::<3>(0)) << bit_cast::<24, 5>(self.rr_at.val()));
+        }
+        self.others_r.d.next =
+            (self.ready.q.val() & !(bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cand.q.val()))).any();
+        self.others.next = self.others_r.q.val();
 
         // The search: the lowest set bit of this cycle's group.
         self.shifted.next = self.ready.q.val() >> (bit_cast::<64, 3>(self.grp.q.val()) << 3);
@@ -174,6 +241,34 @@ impl Logic for SqDoorbells {
         if self.group.val().get_bit(1) {
             self.pick.next = 1.into();
         }
+        if self.group.val().get_bit(0) {
+            self.pick.next = 0.into();
+        }
+        // The first ready QP after the group's pointer, if any, goes first.
+        self.el_shifted.next = self.eligible.q.val() >> (bit_cast::<64, 3>(self.grp.q.val()) << 3);
+        self.group_el.next = self.el_shifted.val().get_bits::<8>(0);
+        self.pick_el.next = 7.into();
+        if self.group_el.val().get_bit(6) {
+            self.pick_el.next = 6.into();
+        }
+        if self.group_el.val().get_bit(5) {
+            self.pick_el.next = 5.into();
+        }
+        if self.group_el.val().get_bit(4) {
+            self.pick_el.next = 4.into();
+        }
+        if self.group_el.val().get_bit(3) {
+            self.pick_el.next = 3.into();
+        }
+        if self.group_el.val().get_bit(2) {
+            self.pick_el.next = 2.into();
+        }
+        if self.group_el.val().get_bit(1) {
+            self.pick_el.next = 1.into();
+        }
+        if self.group_el.val().any() {
+            self.pick.next = self.pick_el.val();
+        }
         // The cycle after a read the search goes on (its group is the one after the
         // candidate's, whose stale bit it cannot see); a new pick replaces the candidate.
         self.searching.next = !self.cand_valid.q.val() | self.rd_r.q.val();
@@ -185,6 +280,7 @@ impl Logic for SqDoorbells {
             if self.group.val().any() {
                 self.cand.d.next = (bit_cast::<6, 3>(self.grp.q.val()) << 3) | bit_cast::<6, 3>(self.pick.val());
                 self.cand_valid.d.next = true;
+                self.picked_r.d.next = true;
             }
         }
         // The index is read the cycle after the pick; then the candidate is offered. A
@@ -205,6 +301,9 @@ impl Logic for SqDoorbells {
         self.data.next = (bit_cast::<32, 6>(self.cand.q.val()) << 16) | bit_cast::<32, 16>(self.pi_ram.read_data.val());
         if self.reset.val() {
             self.ready.d.next = 0.into();
+            self.eligible.d.next = 0.into();
+            self.rr.d.next = 0.into();
+            self.picked_r.d.next = false;
             self.cand_valid.d.next = false;
             self.shown.d.next = false;
             self.db_w_r.d.next = false;

@@ -329,6 +329,7 @@ impl Logic for NicTop {
         self.txs.db_empty.next = self.doorbells.empty.val();
         self.txs.db_data.next = self.doorbells.data.val();
         self.doorbells.read.next = self.txs.db_read.val();
+        self.txs.db_others.next = self.doorbells.others.val();
         self.rxe.acked_raddr.next = self.txs.acked_addr.val();
         self.txs.acked_data.next = self.rxe.acked_rdata.val();
         self.txs.acked_reads.next = self.rxe.acked_rreads.val();

@@ -239,6 +239,13 @@ pub struct TxScheduler {
     pub db_empty: Signal<In, Bit>,
     pub db_data: Signal<In, Bits<32>>,
     pub db_read: Signal<Out, Bit>,
+    /// A QP other than the offered one is ready ([`crate::doorbell::SqDoorbells`]'s `others`).
+    /// While the offer is the QP being served (rung again), the scheduler takes it so that the
+    /// next QP is offered, and puts the served QP back into the ready set when it leaves it
+    /// (`self_rung`): otherwise the served QP's own offer hides every other QP's doorbell, and a
+    /// QP that keeps its send queue full starves the others (a READ stream on one QP kept a
+    /// second QP's READs waiting for 50 000 cycles).
+    pub db_others: Signal<In, Bit>,
     /// Puts QP `rearm_qpn` back into the ready set: it stepped aside while it waited (for
     /// in-flight room, a READ slot or its error's turn) so other QPs can be served.
     pub rearm: Signal<Out, Bit>,
@@ -523,6 +530,12 @@ pub struct TxScheduler {
     rw_other: DFF<Bit>,
     rw_waiting: DFF<Bit>,
     db_other: DFF<Bit>,
+    /// The engine is serving QP `cur_qpn` (from taking its doorbell or rewind in `Idle` until it
+    /// is back in `Idle`; not while it only answers READs from `Idle`).
+    serving: DFF<Bit>,
+    /// The served QP's own doorbell was taken while serving it (see `db_others`): `Idle` puts it
+    /// back into the ready set.
+    self_rung: DFF<Bit>,
     /// Context commands may be taken this cycle (see `cmd_ready`).
     cmd_ok: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
@@ -767,6 +780,8 @@ impl Logic for TxScheduler {
             rw_other,
             rw_waiting,
             db_other,
+            serving,
+            self_rung,
             cmd_ok,
             wb,
             g_idx,
@@ -1403,6 +1418,12 @@ impl Logic for TxScheduler {
         match self.state.q.val() {
             TxsState::Idle => {
                 self.rewind.d.next = false;
+                self.serving.d.next = false;
+                if self.self_rung.q.val() {
+                    // The last QP served was rung while it was served: back into the ready set.
+                    self.rearm.next = true;
+                    self.self_rung.d.next = false;
+                }
                 self.flush_req.d.next = false;
                 if !self.rw_empty_r.q.val() {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
@@ -1413,6 +1434,7 @@ impl Logic for TxScheduler {
                     self.rw_psn.d.next = self.rw_data.val().get_bits::<24>(24);
                     self.rw_restart.d.next = self.rw_data.val().get_bits::<24>(48);
                     self.flush_req.d.next = self.rw_data.val().get_bit(72);
+                    self.serving.d.next = true;
                     self.state.d.next = TxsState::LoadQp;
                 } else if self.rr_pend.val() {
                     // A READ the responder accepted: answer it (`LoadResponse`, `IssueResponse`), then idle.
@@ -1425,6 +1447,7 @@ impl Logic for TxScheduler {
                     self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
                     self.pi.d.next = self.db_data.val().get_bits::<16>(0);
                     if self.db_data.val().get_bits::<10>(22) == 0 {
+                        self.serving.d.next = true;
                         self.state.d.next = TxsState::LoadQp;
                     }
                 }
@@ -2148,8 +2171,22 @@ impl Logic for TxScheduler {
         if self.cmd_fire.val() {
             self.pf_stale.d.next = true;
         }
+        // The served QP is offered again (rung while served) and another QP waits: take the
+        // offer, so the other QP is offered and `db_other` lets this one step aside for it; the
+        // served QP goes back into the ready set from `Idle`.
+        if self.serving.q.val()
+            & (self.state.q.val() != TxsState::Idle)
+            & !self.db_empty.val()
+            & self.db_others.val()
+            & (self.db_data.val().get_bits::<6>(16) == self.cur_qpn.q.val())
+        {
+            self.db_read.next = true;
+            self.self_rung.d.next = true;
+        }
         if self.reset.val() {
             self.state.d.next = TxsState::Idle;
+            self.serving.d.next = false;
+            self.self_rung.d.next = false;
             self.ar_pend.d.next = false;
             self.pf_n.d.next = 0.into();
             self.pf_total.d.next = 0.into();

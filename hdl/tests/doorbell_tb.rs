@@ -10,8 +10,12 @@
 //!   cleared QP with no later doorbell, rearm or poke is never offered (a poke acts in its own
 //!   cycle, like a clear); no QP is offered twice for
 //!   one arming.
-//! - `ready_qps_are_served_round_robin`: with all 64 QPs kept ready, no QP waits for more than
-//!   64 offers between two of its own.
+//! - `ready_qps_are_served_round_robin`: with all 64 QPs kept ready, every QP is offered once in
+//!   every 64 offers.
+//! - `a_qp_rung_again_when_served_does_not_starve_its_group`: a QP rung again in the cycle it is
+//!   served does not keep the QPs of its group (or any other) waiting (it did with a
+//!   lowest-first pick in the group).
+//! - `others_says_whether_another_qp_is_ready`: the `others` output against the ready set.
 mod harness;
 
 use harness::{Dut, Rng};
@@ -148,6 +152,7 @@ fn ready_qps_are_served_round_robin() {
         tb.cycle(Some((q, 1)), None, None, false);
     }
     let mut last = [0u64; 64];
+    let mut count = [0u64; 64];
     let mut offers = 0u64;
     let mut rearm = None;
     for _ in 0..20_000 {
@@ -155,13 +160,91 @@ fn ready_qps_are_served_round_robin() {
             offers += 1;
             if last[q as usize] != 0 {
                 let gap = offers - last[q as usize];
-                assert!(gap <= 64, "QP {q} waited {gap} offers");
+                assert_eq!(gap, 64, "QP {q} offered again after {gap} offers");
             }
             last[q as usize] = offers;
+            count[q as usize] += 1;
             rearm = Some(q);
         }
     }
     assert!(offers > 5_000, "only {offers} offers in 20000 cycles");
+    for (q, &n) in count.iter().enumerate() {
+        assert!(n + 1 >= offers / 64, "QP {q} offered {n} times in {offers} offers");
+    }
+}
+
+/// The scheduler's pattern that starved QPs: QP `busy` is rung again in the cycle it is served
+/// (a program that keeps its send queue full), the others of its group and one of another group
+/// are rung once. Each of them is offered within a few offers of `busy`, whatever the group.
+#[test]
+fn a_qp_rung_again_when_served_does_not_starve_its_group() {
+    let mut tb = Tb::new(0xD00B_E113);
+    for busy in [0u8, 2, 5, 7, 13, 40, 63] {
+        let g = busy & !7;
+        let waiting: Vec<u8> = (g..g + 8).filter(|&q| q != busy).chain([(busy + 8) % 64]).collect();
+        let mut pi = 1u16;
+        tb.cycle(Some((busy, pi)), None, None, false);
+        for &q in &waiting {
+            tb.cycle(Some((q, 1)), None, None, false);
+        }
+        let mut left = waiting.clone();
+        let mut busy_offers = 0;
+        let mut db = None;
+        for _ in 0..2_000 {
+            match tb.cycle(db.take(), None, None, true) {
+                Some((q, _)) if q == busy => {
+                    busy_offers += 1;
+                    pi += 1;
+                    db = Some((busy, pi));
+                }
+                Some((q, _)) => {
+                    assert!(left.contains(&q), "QP {q} offered twice for one doorbell");
+                    left.retain(|&x| x != q);
+                }
+                None => {}
+            }
+            if left.is_empty() {
+                break;
+            }
+        }
+        assert!(left.is_empty(), "busy QP {busy}: QPs {left:?} never offered ({busy_offers} offers of QP {busy})");
+        assert!(busy_offers <= waiting.len() + 1, "busy QP {busy} was offered {busy_offers} times before the others");
+        // Drain: nothing else is ready but `busy`'s last doorbell.
+        for _ in 0..40 {
+            tb.cycle(None, None, None, true);
+        }
+    }
+}
+
+/// `others` is set (a cycle behind the ready set) when a QP other than the offered one is ready,
+/// and clear when the offered QP is the only one.
+#[test]
+fn others_says_whether_another_qp_is_ready() {
+    let mut tb = Tb::new(0xD00B_E114);
+    tb.cycle(Some((9, 1)), None, None, false);
+    for _ in 0..12 {
+        tb.cycle(None, None, None, false);
+    }
+    assert!(!tb.dut.get_bit("empty"), "QP 9 is offered");
+    assert!(!tb.dut.get_bit("others"), "only QP 9 is ready");
+    tb.cycle(Some((9, 2)), None, None, false);
+    for _ in 0..3 {
+        tb.cycle(None, None, None, false);
+    }
+    assert!(!tb.dut.get_bit("others"), "QP 9 rung again is still the only one");
+    tb.cycle(Some((33, 1)), None, None, false);
+    tb.cycle(None, None, None, false);
+    tb.cycle(None, None, None, false);
+    assert!(tb.dut.get_bit("others"), "QP 33 is ready besides the offered QP 9");
+    // Take QP 9: QP 33 is offered next, alone.
+    let mut got = Vec::new();
+    for _ in 0..30 {
+        if let Some((q, _)) = tb.cycle(None, None, None, true) {
+            got.push(q);
+        }
+    }
+    assert_eq!(got, vec![9, 33]);
+    assert!(!tb.dut.get_bit("others"), "nothing is ready");
 }
 
 /// A doorbell into an idle set is offered in the 4th to 11th cycle after the one it is

@@ -474,8 +474,11 @@ struct Tb {
     model: Model,
     /// Host memory, by 64-byte beat address.
     mem: HashMap<u64, Vec<u8>>,
-    /// The doorbell FIFO.
+    /// The doorbell FIFO (a rearm puts the QP at its end, with its newest index, unless it is in).
     db: VecDeque<u64>,
+    /// Doorbell reads (cycle, `dbg_state` at the read: 0 is `Idle`) and rearms (cycle, QP).
+    db_reads: Vec<(u64, u64)>,
+    rearms: Vec<(u64, u64)>,
     /// WQE beats to deliver: (earliest cycle, data).
     beats: VecDeque<(u64, Vec<u8>)>,
     acked: Vec<Acked>,
@@ -508,6 +511,8 @@ impl Tb {
             model: Model::default(),
             mem: HashMap::new(),
             db: VecDeque::new(),
+            db_reads: Vec::new(),
+            rearms: Vec::new(),
             beats: VecDeque::new(),
             acked: vec![Acked::default(); 64],
             acked_sel: 0,
@@ -628,6 +633,9 @@ impl Tb {
         let ar_ready = !bp || self.rng.chance(2, 3);
         self.dut.set_bit("wqe_ar_ready", ar_ready);
         self.dut.set_bit("db_empty", self.db.is_empty());
+        // The doorbell block's `others`: a QP other than the offered one is ready.
+        let front_qp = self.db.front().map(|d| d >> 16);
+        self.dut.set_bit("db_others", self.db.iter().any(|&d| Some(d >> 16) != front_qp));
         self.dut.set("db_data", self.db.front().copied().unwrap_or(u64::from(self.rng.u32()) & 0x3F_FFFF));
         let beat = self.beats.front().filter(|b| b.0 <= c).map(|b| b.1.clone());
         self.dut.set_bit("wqe_r_valid", beat.is_some());
@@ -641,6 +649,15 @@ impl Tb {
 
         if self.dut.get_bit("db_read") {
             assert!(self.db.pop_front().is_some(), "cycle {c}: doorbell read from an empty FIFO");
+            self.db_reads.push((c, self.dut.get("dbg_state")));
+        }
+        if self.dut.get_bit("rearm") {
+            // Back into the ready set: offered again with its newest index (once).
+            let q = self.dut.get("rearm_qpn");
+            self.rearms.push((c, q));
+            if !self.db.iter().any(|&d| d >> 16 == q) {
+                self.db.push_back(q << 16 | (self.posted[q as usize] & 0xFFFF));
+            }
         }
         if beat.is_some() {
             self.beats.pop_front();
@@ -1500,4 +1517,46 @@ fn the_next_wqes_are_fetched_while_the_buffer_holds_some() {
         );
     }
     tb.retire_all(qpn);
+}
+
+/// A QP rung again while it is served, with another QP waiting behind its offer (`db_others`),
+/// does not keep that QP waiting until it runs out of work: the scheduler takes its own offer
+/// while serving (so the doorbell block can offer the next QP), serves the waiting QP next, and
+/// puts itself back into the ready set (`rearm`) when it leaves; its WQEs posted meanwhile come
+/// after the other QP's. Before, the served QP's own offer hid the other QP: a READ stream on
+/// one QP kept another QP's READs waiting for 50 000 cycles (`rnic perf read --qps 2`).
+#[test]
+fn a_qp_rung_while_served_lets_a_waiting_qp_go_next() {
+    let mut tb = Tb::new(0x75C4_0009);
+    let seed = tb.rng.0;
+    let pd = 0x1357;
+    let mrs = good_mrs(&mut tb, 2, 2, pd);
+    let (a, b) = (7u64, 21u64);
+    for q in [a, b] {
+        let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
+        cfg.log_size = 6;
+        tb.create_qp(q, &cfg);
+    }
+    let first: Vec<Wqe> = (0..8).map(|k| small_write(&mut tb.rng, &mrs, 0xA000 | k)).collect();
+    let mut want = tb.post(a, &first);
+    let from = tb.events.len();
+    while !tb.events[from..].iter().any(|e| matches!(e.1, Ev::Job(_))) {
+        tb.step();
+    }
+    // QP a is being served: it is rung again, and QP b is rung behind it.
+    let again: Vec<Wqe> = (0..8).map(|k| small_write(&mut tb.rng, &mrs, 0xA100 | k)).collect();
+    let want_again = tb.post(a, &again);
+    let other: Vec<Wqe> = (0..4).map(|k| small_write(&mut tb.rng, &mrs, 0xB000 | k)).collect();
+    want.extend(tb.post(b, &other));
+    want.extend(want_again);
+    let reads_before = tb.db_reads.len();
+    let mut got: Vec<Ev> = tb.events[from..].iter().map(|e| e.1.clone()).collect();
+    got.extend(tb.run_quiet(200));
+    assert_events(&want, &got, &format!("QP {a}'s first WQEs, then QP {b}'s, then QP {a}'s (seed {seed:#x})"));
+    assert!(
+        tb.db_reads[reads_before..].iter().any(|&(_, st)| st != 0),
+        "QP {a}'s own offer was not taken while it was served: {:?}",
+        &tb.db_reads[reads_before..]
+    );
+    assert!(tb.rearms.iter().any(|&(_, q)| q == a), "QP {a} was not put back into the ready set");
 }
