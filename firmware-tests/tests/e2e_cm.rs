@@ -524,14 +524,16 @@ fn junk_on_qp1_is_counted_and_the_cm_goes_on() {
     expect(&h, &sb, &sa, CmEventType::Established, STEP);
 }
 
-/// The link loses the client's RTU (its second frame) and the CM keeps rdma_cm's timing (a REP
+/// The link loses the client's RTU (found by its MAD attribute ID, 0x0014 at byte 78 of the
+/// frame, not by its place among the client's frames, which the NIC's arbitration between QP1
+/// and the RC QP may change) and the CM keeps rdma_cm's timing (a REP
 /// resend only after 4.8 s): the server stays in REP Sent, yet its QP is in RTS and takes the
 /// client's first SEND. On that receive the server calls `rdma_notify(IBV_EVENT_COMM_EST)`
 /// and gets ESTABLISHED at once, without resending anything.
 #[test]
 fn a_lost_rtu_is_covered_by_rdma_notify_on_the_first_receive() {
     let h = Hosts::new(SimConfig {
-        faults: rnic_sim::FaultConfig { drop_frames: vec![(0, 1)], ..Default::default() },
+        faults: rnic_sim::FaultConfig { drop_first_matching: vec![(0, 78, vec![0x00, 0x14])], ..Default::default() },
         ..SimConfig::default()
     });
     let mut a_mem = pattern(3, 256);

@@ -161,6 +161,11 @@ pub struct FaultConfig {
     /// whatever the probabilities say, counting every frame but ARP (so the count does not
     /// depend on whether address resolution ran first). For tests that need one exact loss.
     pub drop_frames: Vec<(usize, u64)>,
+    /// Scripted losses by content: `(nic, offset, bytes)` drops the first frame NIC `nic`
+    /// transmits whose bytes from `offset` equal `bytes` (e.g. a CM MAD by its attribute ID),
+    /// whatever the order in which the NIC sends its QPs' frames. For tests that must lose one
+    /// particular message.
+    pub drop_first_matching: Vec<(usize, usize, Vec<u8>)>,
 }
 
 impl Default for FaultConfig {
@@ -173,6 +178,7 @@ impl Default for FaultConfig {
             reorder_probability: 0.0,
             reorder_delay_ns: 1000,
             drop_frames: Vec::new(),
+            drop_first_matching: Vec::new(),
         }
     }
 }
@@ -184,6 +190,7 @@ impl FaultConfig {
             || self.corrupt_probability > 0.0
             || self.duplicate_probability > 0.0
             || self.reorder_probability > 0.0
-            || !self.drop_frames.is_empty())
+            || !self.drop_frames.is_empty()
+            || !self.drop_first_matching.is_empty())
     }
 }

@@ -98,6 +98,8 @@ pub(crate) struct TxHalf {
     /// Frames pushed so far, ARP frames not counted (the ordinal of the next one, for scripted
     /// drops).
     pushed: u64,
+    /// Which of `FaultConfig::drop_first_matching` already dropped their frame on this link.
+    matched: Vec<bool>,
     /// The NIC that `FaultConfig::drop_frames` names for this link's frames.
     drop_label: usize,
     index: usize,
@@ -191,6 +193,7 @@ impl Link {
             fifo_capacity: cfg.tx_fifo_bytes,
             faults: faults.clone(),
             pushed: 0,
+            matched: vec![false; faults.drop_first_matching.len()],
             rng: ChaCha8Rng::seed_from_u64(seed),
             waiting: VecDeque::new(),
             waiting_bytes: 0,
@@ -316,6 +319,15 @@ impl TxHalf {
         }
         if self.faults.drop_frames.contains(&(self.drop_label, ordinal)) {
             return Fate::Drop;
+        }
+        for (k, (nic, offset, bytes)) in self.faults.drop_first_matching.iter().enumerate() {
+            if *nic == self.drop_label
+                && !self.matched[k]
+                && data.get(*offset..offset + bytes.len()) == Some(&bytes[..])
+            {
+                self.matched[k] = true;
+                return Fate::Drop;
+            }
         }
         if self.rng.gen::<f64>() < self.faults.drop_probability {
             return Fate::Drop;
@@ -592,6 +604,27 @@ mod tests {
         let firsts: Vec<u8> = got.iter().map(|(_, f)| f.data[0]).collect();
         assert_eq!(firsts, vec![0, 1, 0xAA, 2, 4, 6, 7]);
         assert_eq!(l.stats().dropped, 2);
+    }
+
+    #[test]
+    fn a_drop_by_content_takes_the_first_matching_frame_of_its_sender_only() {
+        // Frames 2 and 5 carry the pattern at offset 20; NIC 1's rule names another sender.
+        let faults = FaultConfig {
+            drop_first_matching: vec![(0, 20, vec![0x5A, 0xA5]), (1, 0, vec![3])],
+            ..FaultConfig::default()
+        };
+        let mut l = Link::new(0, 1, 0, &LinkConfig::default(), &faults).unwrap();
+        for i in 0..7u64 {
+            let mut f = vec![i as u8; 100];
+            if i == 2 || i == 5 {
+                f[20..22].copy_from_slice(&[0x5A, 0xA5]);
+            }
+            l.push(f, i * 10);
+        }
+        let (got, _) = run(&mut l, 5000);
+        let firsts: Vec<u8> = got.iter().map(|(_, f)| f.data[0]).collect();
+        assert_eq!(firsts, vec![0, 1, 3, 4, 5, 6]);
+        assert_eq!(l.stats().dropped, 1);
     }
 
     #[test]

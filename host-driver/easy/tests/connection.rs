@@ -290,7 +290,10 @@ fn a_busy_server_skips_requests_their_client_gave_up() {
     h.stop().unwrap();
 }
 
-/// The link loses the client's RTU (NIC 0's second frame, after the REQ): rdma_cm's timing
+/// The link loses the client's RTU (found by its MAD attribute ID, 0x0014, at byte 78 of the
+/// frame: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + DETH 8 + 16 bytes into the MAD header; not
+/// by its place among NIC 0's frames, since the NIC may send the client's first SEND, on
+/// another QP, before it): rdma_cm's timing
 /// would resend the REP only after 4.8 s of device time, hours of wall time here. The server's
 /// `accept` sees the client's first SEND complete on its QP, which proves the client has the
 /// REP; it calls `rdma_notify(IBV_EVENT_COMM_EST)`, is established at once with nothing
@@ -298,7 +301,7 @@ fn a_busy_server_skips_requests_their_client_gave_up() {
 #[test]
 fn a_lost_rtu_is_covered_by_the_first_receive() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = rnic_sim::FaultConfig { drop_frames: vec![(0, 1)], ..Default::default() };
+    let faults = rnic_sim::FaultConfig { drop_first_matching: vec![(0, 78, vec![0x00, 0x14])], ..Default::default() };
     let h = serve(&ServeOptions {
         nics: 2,
         socket_dir: dir.path().to_owned(),
@@ -315,8 +318,10 @@ fn a_lost_rtu_is_covered_by_the_first_receive() {
         let mut c = l.accept()?;
         assert_eq!(c.recv()?, b"first", "the receive that established the connection");
         assert_eq!(c.recv()?, b"second");
-        c.send(b"ack")?;
+        // Counted before the "ack": the client, waiting for it, has not yet disconnected (its
+        // DREQ would be a second MAD).
         let (e, q) = l.cm().channel().stats()?;
+        c.send(b"ack")?;
         done_rx.recv().unwrap();
         Ok((e.retransmitted, q.mads_received))
     });
