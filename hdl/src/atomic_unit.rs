@@ -2,6 +2,7 @@
 //! for the writes accepted before them, atomics run here, and the duplicate-atomic replay table
 //! lives here (IBTA Vol 1 9.4.5 atomics, 9.5 ordering, 9.7.5.1.1 duplicate atomics).
 use crate::records::{ReadRespJob, RespItem, WriteJob};
+use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
 /// Where the unit's execute stage is with the job at the head of its queue.
@@ -120,12 +121,12 @@ pub struct AtomicUnit {
     /// Nothing queued and no job in progress (for the engine status register).
     pub idle: Signal<Out, Bit>,
     state: DFF<AuState>,
-    queue: SynchronousFIFO<RespItem, 8, 9, 1>,
+    queue: ResetFifo<RespItem, 8, 9, 1>,
     replay: RAM<Bits<96>, 10>,
     /// The completion queue: the READ responder job (with `orig` for an atomic) and, beside
     /// it, {atomic: bit 4, replay slot: bits 3..0}; written and read together.
-    pend: SynchronousFIFO<ReadRespJob, 4, 5, 1>,
-    pend_meta: SynchronousFIFO<Bits<5>, 4, 5, 1>,
+    pend: ResetFifo<ReadRespJob, 4, 5, 1>,
+    pend_meta: ResetFifo<Bits<5>, 4, 5, 1>,
     /// The job in progress and its READ responder job.
     cur: DFF<RespItem>,
     rr: DFF<ReadRespJob>,
@@ -176,6 +177,9 @@ impl Logic for AtomicUnit {
             fwd_val, hit, orig, new_val, do_write, epoch
         );
         clock!(self, clock, queue, pend, pend_meta);
+        self.pend_meta.reset.next = self.reset.val();
+        self.pend.reset.next = self.reset.val();
+        self.queue.reset.next = self.reset.val();
         self.replay.read_clock.next = self.clock.val();
         self.replay.write_clock.next = self.clock.val();
         self.replay.read_address.next = self.scan_addr.val();

@@ -2,6 +2,7 @@
 //! on the context's event CQ ([`rnic_contract::regs::ASYNC_EVENT_CQ`]; IBTA Vol 1 11.6.3,
 //! ibv_get_async_event(3)).
 use crate::records::AsyncEventRec;
+use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
 // The event types pushed below by literal must be the contract's.
@@ -32,6 +33,8 @@ const _: () = assert!(
 #[derive(LogicBlock, Default)]
 pub struct AsyncEventQueue {
     pub clock: Signal<In, Clock>,
+    /// Empties the queue (synchronous, active high).
+    pub reset: Signal<In, Bit>,
     /// A visit's events (one-cycle pulses) and their QP, error type and event CQ.
     pub set_ce: Signal<In, Bit>,
     pub set_err: Signal<In, Bit>,
@@ -54,7 +57,7 @@ pub struct AsyncEventQueue {
     pub data: Signal<Out, AsyncEventRec>,
     pub pop: Signal<In, Bit>,
     /// (Almost full from 61 entries: see `room`.)
-    fifo: SynchronousFIFO<AsyncEventRec, 6, 7, 3>,
+    fifo: ResetFifo<AsyncEventRec, 6, 7, 3>,
     ce: DFF<Bit>,
     err: DFF<Bit>,
     lw: DFF<Bit>,
@@ -71,6 +74,7 @@ impl Logic for AsyncEventQueue {
     fn update(&mut self) {
         dff_setup!(self, clock, ce, err, lw, sd, etype, qpn_r, cq_r, room_r);
         clock!(self, clock, fifo);
+        self.fifo.reset.next = self.reset.val();
         self.room_r.d.next = !self.fifo.almost_full.val();
         self.room.next = self.room_r.q.val();
         self.empty.next = self.fifo.empty.val();

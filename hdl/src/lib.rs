@@ -29,6 +29,7 @@ pub mod read_responder;
 pub mod records;
 pub mod recv_prefetch;
 pub mod regs;
+pub mod reset_fifo;
 pub mod rx_engine;
 pub mod rx_ingress;
 pub mod rx_writer;

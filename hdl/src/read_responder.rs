@@ -2,6 +2,7 @@
 //! ACKs the responder accepted into one job per response packet, interleaving the QPs
 //! (IBTA Vol 1 9.7.4.1.4 READ responses, 9.7.5.1 response order).
 use crate::records::ReadRespJob;
+use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
 /// Where the sequencer is with the QP it serves.
@@ -85,8 +86,8 @@ pub struct ReadResponder {
     settled: DFF<Bit>,
     later_r: DFF<Bit>,
     later_ok: DFF<Bit>,
-    ring: SynchronousFIFO<Bits<6>, 6, 7, 1>,
-    out_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
+    ring: ResetFifo<Bits<6>, 6, 7, 1>,
+    out_fifo: ResetFifo<ReadRespJob, 2, 3, 1>,
     /// QPs whose entry holds a response still sending, and QPs in the ring.
     busy: DFF<Bits<64>>,
     queued: DFF<Bits<64>>,
@@ -134,6 +135,8 @@ impl Logic for ReadResponder {
         self.next_psn.read_clock.next = self.clock.val();
         self.next_psn.write_clock.next = self.clock.val();
         clock!(self, clock, ring, out_fifo);
+        self.out_fifo.reset.next = self.reset.val();
+        self.ring.reset.next = self.reset.val();
         self.slots.read_address.next = self.cur.q.val();
         self.ram_ent.next = self.slots.read_data.val();
         self.cur_busy.next = self.busy.q.val() >> bit_cast::<64, 6>(self.cur.q.val());

@@ -7,6 +7,7 @@
 //! receive-WQE read port and the DMA read issuer: a read that misses its buffer fetches the
 //! requested WQE and the posted ones after it, up to 8 beats, in one burst; the following
 //! requests of the same ring take theirs from the buffer without a DMA read.
+use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
 /// Beats a burst reads at most (the buffer holds one burst).
@@ -74,7 +75,7 @@ pub enum RecvPrefetchState {
 /// one per discarded beat, and its first beat follows 2 cycles after the acceptance (the
 /// FIFO's read and an output register). A miss adds the drain, one cycle to size the burst and
 /// the AR handshake; the beats then follow the DMA read's latency. Initiation interval: one
-/// request at a time. `reset` (held for at least 16 cycles) empties the buffer. Logic: 16-bit subtracts and compares and a 64-bit equality, each
+/// request at a time. `reset` empties the buffer (a [`crate::reset_fifo::ResetFifo`]). Logic: 16-bit subtracts and compares and a 64-bit equality, each
 /// between registers, ≤ 6 LUT levels.
 #[derive(LogicBlock, Default)]
 pub struct RecvWqePrefetch {
@@ -106,7 +107,7 @@ pub struct RecvWqePrefetch {
     pub hit: Signal<Out, Bit>,
     pub miss: Signal<Out, Bit>,
     state: DFF<RecvPrefetchState>,
-    fifo: SynchronousFIFO<Bits<512>, 4, 5, 1>,
+    fifo: ResetFifo<Bits<512>, 4, 5, 1>,
     /// The request (or a top-up's first WQE), registered.
     l_addr: DFF<Bits<64>>,
     l_base: DFF<Bits<64>>,
@@ -168,6 +169,7 @@ impl Logic for RecvWqePrefetch {
             serve_left, idx_r, more_r, o_valid, o_data
         );
         clock!(self, clock, fifo);
+        self.fifo.reset.next = self.reset.val();
         self.fifo.write.next = self.in_valid.val();
         self.fifo.data_in.next = self.in_data.val();
         self.pop.next = false;
@@ -377,10 +379,7 @@ impl Logic for RecvWqePrefetch {
             }
         }
         if self.reset.val() {
-            // The FIFO has no reset: what it holds is discarded while reset is held, a beat per
-            // cycle (the buffer holds at most 16; the simulator holds reset for 16 cycles and
-            // forgets DMA reads in flight, as a function-level reset does).
-            self.fifo.read.next = !self.fifo.empty.val();
+            // (The FIFO is emptied by the reset itself: `ResetFifo`.)
             self.state.d.next = RecvPrefetchState::Idle;
             self.tag_valid.d.next = false;
             self.owed.d.next = 0.into();

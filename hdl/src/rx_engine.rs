@@ -56,6 +56,7 @@ use crate::records::{
     AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
     WriteJob,
 };
+use crate::reset_fifo::ResetFifo;
 use crate::sent_psn::SentPsnTable;
 use rust_hdl::prelude::*;
 
@@ -424,7 +425,7 @@ pub struct RxEngine {
     /// `rdone_fifo`; INIT_RQ_PSN zeroes both and wins the write port).
     rdone_a: RAM<Bits<8>, 6>,
     rdone_b: RAM<Bits<8>, 6>,
-    rdone_fifo: SynchronousFIFO<Bits<6>, 2, 3, 1>,
+    rdone_fifo: ResetFifo<Bits<6>, 2, 3, 1>,
     /// Where the increment of `rdone_q`'s count is (`rdone_b` read, then both copies written).
     rdone_busy: DFF<RdoneStep>,
     rdone_q: DFF<Bits<6>>,
@@ -1683,6 +1684,7 @@ impl Logic for RxEngine {
             self.rqpi_ram.write_data.next = 0.into();
         }
         clock!(self, clock, evq, chk, sent_psns);
+        self.evq.reset.next = self.reset.val();
         self.srqci_ram.read_clock.next = self.clock.val();
         self.srqci_ram.write_clock.next = self.clock.val();
         self.srq_ram.read_clock.next = self.clock.val();
@@ -1761,6 +1763,7 @@ impl Logic for RxEngine {
         self.racc_ram.write_data.next = 0.into();
         // Responses sent (see `rdone_a`): zeroed by INIT_RQ_PSN, one more per `rsp_done`.
         clock!(self, clock, rdone_fifo);
+        self.rdone_fifo.reset.next = self.reset.val();
         self.rdone_a.read_clock.next = self.clock.val();
         self.rdone_a.write_clock.next = self.clock.val();
         self.rdone_b.read_clock.next = self.clock.val();

@@ -1,6 +1,7 @@
 //! RX writer: moves accepted payloads and CQEs to host memory and releases ACKs in order.
 use crate::gearbox::Gearbox;
 use crate::records::{AckJob, WriteJob};
+use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
 /// Executes [`WriteJob`]s from the RX engine, in order, at one AXI beat per cycle.
@@ -65,11 +66,11 @@ pub struct RxWriter {
     /// registers its own view of it and must not see it a cycle late.
     pub idle_next: Signal<Out, Bit>,
     gb: Gearbox,
-    aq: SynchronousFIFO<Bits<80>, 2, 3, 1>,
+    aq: ResetFifo<Bits<80>, 2, 3, 1>,
     /// ACKs and completion events behind their jobs' writes: bits 255..0 the ACK, 271..256 the
     /// write-response count to wait for, 272 an ACK to send, 273 an event to raise, 278..274
     /// its vector, 279 a `bar` barrier, 280 a `res` barrier.
-    pa: SynchronousFIFO<Bits<281>, 3, 4, 1>,
+    pa: ResetFifo<Bits<281>, 3, 4, 1>,
     bar_r: DFF<Bit>,
     res_r: DFF<Bit>,
     pa_any: Signal<Local, Bit>,
@@ -154,6 +155,8 @@ impl Logic for RxWriter {
             idle_r
         );
         clock!(self, clock, gb, aq, pa);
+        self.pa.reset.next = self.reset.val();
+        self.aq.reset.next = self.reset.val();
         dff_setup!(self, clock, ev_r, ev_vec_r, bar_r, res_r);
         self.gb.reset.next = self.reset.val();
         self.rd_ptr.next = self.rdp.q.val();

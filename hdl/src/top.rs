@@ -15,6 +15,7 @@ use crate::read_responder::ReadResponder;
 use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJob};
 use crate::recv_prefetch::RecvWqePrefetch;
 use crate::regs::BarRegs;
+use crate::reset_fifo::ResetFifo;
 use crate::rx_engine::RxEngine;
 use crate::rx_ingress::RxIngress;
 use crate::rx_writer::RxWriter;
@@ -130,17 +131,17 @@ pub struct NicTop {
     byte_cnt: ByteCounters,
     doorbells: SqDoorbells,
     txs: TxScheduler,
-    job_fifo: SynchronousFIFO<TxJob, 3, 4, 1>,
-    rj_fifo: SynchronousFIFO<Bits<80>, 3, 4, 1>,
+    job_fifo: ResetFifo<TxJob, 3, 4, 1>,
+    rj_fifo: ResetFifo<Bits<80>, 3, 4, 1>,
     /// Payload pieces for the assembler, one per payload read job (16 entries).
-    pg_fifo: SynchronousFIFO<Bits<20>, 4, 5, 1>,
+    pg_fifo: ResetFifo<Bits<20>, 4, 5, 1>,
     rd_issuer: DmaReadIssuer,
     /// The responder's receive WQEs, read ahead between the RX engine and the DMA issuer.
     rqpf: RecvWqePrefetch,
     asm: TxAssembler,
     tx_gb: Gearbox,
     arb: TxArbiter,
-    ack_fifo: SynchronousFIFO<AckJob, 3, 4, 1>,
+    ack_fifo: ResetFifo<AckJob, 3, 4, 1>,
     icrc: IcrcInsert,
     /// The raw Ethernet path ([`rnic_contract::regs::raw`]): frames the driver sends join
     /// the stream after the ICRC; non-RoCE frames to the port are queued for it.
@@ -151,18 +152,18 @@ pub struct NicTop {
     rxi: RxIngress,
     /// Packets accepted by the ingress, one descriptor each (256: as many as the 1024-beat
     /// packet buffer can hold of the shortest packets, 4 beats).
-    desc_fifo: SynchronousFIFO<RxDesc, 8, 9, 1>,
+    desc_fifo: ResetFifo<RxDesc, 8, 9, 1>,
     /// UD SENDs the assembler has sent, `qpn | psn << 6` (16 entries): each goes into the
     /// descriptor FIFO as an ACK of that PSN for that QP, with no packet-buffer beats (so the
     /// RX engine knows it from a received one), in a cycle the ingress does not write; the RX
     /// engine's completer then retires the WQE as it retires an acknowledged one. The
     /// assembler takes a job only while this holds fewer than 8 (`ud_room_r`): with at most 8
     /// packets in its tag FIFO, it never overflows.
-    ud_fifo: SynchronousFIFO<Bits<30>, 4, 5, 8>,
+    ud_fifo: ResetFifo<Bits<30>, 4, 5, 8>,
     ud_room_r: DFF<Bit>,
     ud_take: Signal<Local, Bit>,
     ud_desc: Signal<Local, RxDesc>,
-    lc_fifo: SynchronousFIFO<LocalCompletion, 2, 3, 1>,
+    lc_fifo: ResetFifo<LocalCompletion, 2, 3, 1>,
     /// The completer's go-back-N requests to the scheduler, in two FIFOs: the RX engine
     /// writes the 16-entry `rw_big` (the completer waits when it is full, and with it every
     /// received packet; with only the 4 entries of `rw_fifo`, 16 QPs retrying behind a
@@ -171,17 +172,17 @@ pub struct NicTop {
     /// the 4-entry `rw_fifo` the scheduler reads (its `empty` flag, a 3-bit compare, feeds the
     /// scheduler's decisions within the 6-LUT-level bound). 64 entries in `rw_big` put its own
     /// `full` → write enable at 7 levels. Coalescing a QP's requests would bound them outright.
-    rw_big: SynchronousFIFO<Bits<73>, 4, 5, 1>,
-    rw_fifo: SynchronousFIFO<Bits<73>, 2, 3, 1>,
-    rr_fifo: SynchronousFIFO<ReadRespJob, 2, 3, 1>,
+    rw_big: ResetFifo<Bits<73>, 4, 5, 1>,
+    rw_fifo: ResetFifo<Bits<73>, 2, 3, 1>,
+    rr_fifo: ResetFifo<ReadRespJob, 2, 3, 1>,
     /// Orders the responder's READ/atomic jobs behind earlier writes, executes atomics.
     atu: AtomicUnit,
     /// Sequences the responder's jobs into response packets, QPs in turn.
     rrs: ReadResponder,
     timer: AckTimer,
-    to_fifo: SynchronousFIFO<Bits<8>, 2, 3, 1>,
+    to_fifo: ResetFifo<Bits<8>, 2, 3, 1>,
     rxe: RxEngine,
-    wj_fifo: SynchronousFIFO<WriteJob, 3, 4, 1>,
+    wj_fifo: ResetFifo<WriteJob, 3, 4, 1>,
     cqw: CqWriter,
     rxw: RxWriter,
     cmd_fire: Signal<Local, Bit>,
@@ -216,6 +217,18 @@ impl Logic for NicTop {
             icrc, rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo,
             cqw, rxw, byte_cnt, irq, raw_tx, raw_rx
         );
+        self.wj_fifo.reset.next = self.reset.val();
+        self.to_fifo.reset.next = self.reset.val();
+        self.rr_fifo.reset.next = self.reset.val();
+        self.rw_fifo.reset.next = self.reset.val();
+        self.rw_big.reset.next = self.reset.val();
+        self.lc_fifo.reset.next = self.reset.val();
+        self.ud_fifo.reset.next = self.reset.val();
+        self.desc_fifo.reset.next = self.reset.val();
+        self.ack_fifo.reset.next = self.reset.val();
+        self.pg_fifo.reset.next = self.reset.val();
+        self.rj_fifo.reset.next = self.reset.val();
+        self.job_fifo.reset.next = self.reset.val();
         dff_setup!(
             self,
             clock,

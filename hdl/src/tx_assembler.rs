@@ -2,6 +2,7 @@
 use crate::bswap::Bswap64;
 use crate::header_builder::HeaderBuilder;
 use crate::records::TxJob;
+use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
 /// Builds request frames (without ICRC) from [`TxJob`]s and payload beats, into a
@@ -68,7 +69,7 @@ pub struct TxAssembler {
     /// Each job's `rsp_last | rsp_qpn << 1 | has_deth << 7 | psn << 8`, from when the header
     /// builder takes it until its packet's last chunk leaves (jobs and packets keep their
     /// order).
-    tag_fifo: SynchronousFIFO<Bits<32>, 3, 4, 1>,
+    tag_fifo: ResetFifo<Bits<32>, 3, 4, 1>,
     state: DFF<Bits<3>>,
     // The payload beat being sent: skip, length, last; beats left; the last beat's length.
     bs: DFF<Bits<6>>,
@@ -232,6 +233,7 @@ impl Logic for TxAssembler {
             qb_last
         );
         clock!(self, clock, hb, tag_fifo);
+        self.tag_fifo.reset.next = self.reset.val();
         self.hb.reset.next = self.reset.val();
         // ---- Jobs into the header builder, ahead of their turn ----
         self.hb.in_valid.next = self.job_valid.val() & !self.tag_fifo.full.val() & self.ud_room.val();

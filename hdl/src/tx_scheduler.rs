@@ -30,6 +30,7 @@
 //!   `CheckSq`, `CompleteError` or `WaitIssueSlot`).
 use crate::context_tables::ContextTables;
 use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, TxJob, WqeRec};
+use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
 /// Minimum cycles between two READ response packets (see [`TxScheduler`]).
@@ -458,9 +459,9 @@ pub struct TxScheduler {
     /// asked for and not yet taken (in flight or buffered), `pf_drop` of them to discard (a
     /// fetch that is no longer wanted: another QP, a rewind, a context command); `pf_stale`:
     /// a context command came, the buffered WQEs may belong to an old connection.
-    pf_fifo: SynchronousFIFO<Bits<512>, 4, 5, 1>,
+    pf_fifo: ResetFifo<Bits<512>, 4, 5, 1>,
     /// Each prefetched beat's read error, in step with `pf_fifo`.
-    pf_err_fifo: SynchronousFIFO<Bit, 4, 5, 1>,
+    pf_err_fifo: ResetFifo<Bit, 4, 5, 1>,
     /// A beat of the WQE being taken came with a read error (`WaitWqeBeats`): it completes with
     /// IBV_WC_LOC_QP_OP_ERR, marked fatal (the RX engine raises QP_FATAL), and sends nothing.
     wqe_bad: DFF<Bit>,
@@ -846,6 +847,8 @@ impl Logic for TxScheduler {
 
         // Table reads: addresses follow the current QP and WQE.
         clock!(self, clock, tables, pf_fifo, pf_err_fifo);
+        self.pf_err_fifo.reset.next = self.reset.val();
+        self.pf_fifo.reset.next = self.reset.val();
         self.tables.qp_addr.next = self.cur_qpn.q.val();
         self.dyn_ram.read_address.next = self.cur_qpn.q.val();
         self.lkey.next = self.g_lkey.q.val();
@@ -2193,11 +2196,7 @@ impl Logic for TxScheduler {
             self.pf_acc.d.next = 0.into();
             self.pf_drop.d.next = 0.into();
             self.pf_avail.d.next = 0.into();
-            // The prefetch FIFO has no reset: its beats are discarded while reset is held, one
-            // per cycle (16 at most; the simulator holds reset for 16 cycles and forgets DMA
-            // reads in flight), or the next fetch's WQEs would queue behind stale ones.
-            self.pf_fifo.read.next = !self.pf_fifo.empty.val();
-            self.pf_err_fifo.read.next = !self.pf_fifo.empty.val();
+            // (The prefetch FIFOs are emptied by the reset itself: `ResetFifo`.)
         }
     }
 }
