@@ -71,13 +71,14 @@ shopt -u nullglob
 [ ${#sources[@]} -gt 0 ] || die "no .v files in $vdir"
 
 # Modules that hold a memory (`reg [..] mem [..]`, rust-hdl's RAM), and the ones among them that
-# are a FIFO's buffer (a sibling `read_logic` exists): these stay LUTRAM, the rest are tables.
+# are a FIFO's buffer (a sibling `wr_ptr_late`, hdl/src/reset_fifo.rs, or `read_logic`, rust-hdl's
+# SynchronousFIFO): these stay LUTRAM, the rest are tables.
 mem_modules=$(awk '/^module /{m=$2; sub(/\(.*/,"",m)} /reg *\[[^]]*\] *mem *\[/{print m}' "${sources[@]}" | sort -u)
 fifo_modules=""
 tables=""
 for m in $mem_modules; do
   parent=${m%\$*}
-  if [ "${m##*\$}" = ram ] && grep -qF "module ${parent}\$read_logic(" "${sources[@]}"; then
+  if [ "${m##*\$}" = ram ] && grep -qE "module ${parent//\$/\\\$}\\\$(wr_ptr_late|read_logic)\(" "${sources[@]}"; then
     fifo_modules+="$m "
   else
     tables+="$m "
