@@ -443,6 +443,12 @@ pub struct TxScheduler {
     /// fetched READ must wait for `max_rd_atomic` (registered in `CheckRoom` or `CountList`).
     reads_sent: DFF<Bits<7>>,
     rd_full: DFF<Bit>,
+    /// The fetched WQE is a SEND waiting for the SEND window (16 in flight; registered with
+    /// `rd_full`): it waits without stepping aside for another QP's doorbell, so at most about
+    /// one QP's window of SENDs is in flight towards the responder (with every waiting QP
+    /// stepping aside, 8 QPs put 8 windows of 1 KiB SENDs in flight and overran the
+    /// responder's receive buffer on a perfect wire).
+    send_wait: DFF<Bit>,
     /// 16 or more of the QP's WQEs are in flight (from `in_flight_r`: 2 cycles old): a SEND
     /// waits (`WaitIssueSlot`) until fewer are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]); past 16 a
     /// QP fetches more only while no other QP has work (`FetchLimits`, where the flag is the count
@@ -769,6 +775,7 @@ impl Logic for TxScheduler {
             rr_gap,
             reads_sent,
             rd_full,
+            send_wait,
             send_win_full,
             behind,
             ar_pend,
@@ -1404,6 +1411,7 @@ impl Logic for TxScheduler {
             // lists per QP, used in turn by READ number, and the 4th before it may still be
             // filling its list. A SEND waits while 16 WQEs are in flight (the responder's
             // receive-WQE fetch per SEND is slower than the wire for short SENDs).
+            self.send_wait.d.next = self.is_send.val() & self.send_win_full.q.val();
             self.rd_full.d.next = (self.is_read.val() & (self.reads_out_r.q.val() >= self.rd_limit_r.q.val()))
                 | (self.is_send.val() & self.send_win_full.q.val())
                 | (((self.send_flags.val() & 1) != 0) & (self.reads_out_r.q.val() != 0))
@@ -2043,7 +2051,7 @@ impl Logic for TxScheduler {
                 // and yielding to a rewind; the checks are redone from `CheckRoom`.
                 if self.rw_pending.q.val() {
                     self.state.d.next = TxsState::SaveAndYield;
-                } else if self.rw_waiting.q.val() | self.db_other.q.val() {
+                } else if self.rw_waiting.q.val() | (self.db_other.q.val() & !self.send_wait.q.val()) {
                     self.rearm.next = true;
                     self.state.d.next = TxsState::SaveAndYield;
                 } else if self.rr_pend.val() {
