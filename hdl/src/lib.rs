@@ -6,6 +6,7 @@
 //! code rather than expressed in rust-hdl (the CRC XOR trees).
 #![allow(clippy::needless_range_loop)]
 
+pub mod ack_coalescer;
 pub mod ack_timer;
 pub mod atomic_unit;
 pub mod board;

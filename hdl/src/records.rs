@@ -128,10 +128,12 @@ record!(
 
 record!(
     /// An ACK or NAK the responder asks the TX side to send (256 bits): the peer's addresses
-    /// from the QP context, the PSN acknowledged and the AETH (IBTA Vol 1 9.7.5).
+    /// from the QP context, the PSN acknowledged and the AETH (IBTA Vol 1 9.7.5). `prompt`:
+    /// not to be held back for coalescing (a SEND's: the requester keeps few SENDs in flight,
+    /// see [`crate::ack_coalescer`]).
     AckJob, 256, {
         dest_mac: 48, dest_ip: 32, udp_sport: 16, pkey: 16, dest_qpn: 24, psn: 24,
-        syndrome: 8, msn: 24, rsvd: 64,
+        syndrome: 8, msn: 24, prompt: 1, rsvd: 63,
     }
 );
 

@@ -2164,6 +2164,8 @@ impl Logic for RxEngine {
         self.reply.next.psn = self.pkt.q.val().psn;
         self.reply.next.syndrome = 0x1F.into();
         self.reply.next.msn = self.msn.q.val();
+        // A SEND's ACK leaves at once: the requester's SEND window is short.
+        self.reply.next.prompt = (self.is_send_start.val() | self.is_send_cont.val() | self.is_send_end.val()).into();
         self.reply.next.rsvd = 0.into();
         self.job.next.kind = 2.into();
         self.job.next.need_ack = 0.into();

@@ -65,6 +65,9 @@ pub struct RxWriter {
     /// What `idle` will be in the next cycle (the input of its register), for a user that
     /// registers its own view of it and must not see it a cycle late.
     pub idle_next: Signal<Out, Bit>,
+    /// More ACK-queue entries or jobs wait behind the entry leaving this cycle (for
+    /// [`crate::ack_coalescer::AckCoalescer`]: a later ACK may replace the one released).
+    pub ack_more: Signal<Out, Bit>,
     gb: Gearbox,
     aq: ResetFifo<Bits<80>, 2, 3, 1>,
     /// ACKs and completion events behind their jobs' writes: bits 255..0 the ACK, 271..256 the
@@ -93,6 +96,8 @@ pub struct RxWriter {
     /// Bytes of the CQE-path chunk: 32 for a CQE, 8 for an atomic's result.
     val_len: DFF<Bits<7>>,
     idle_r: DFF<Bit>,
+    /// Entries in the ACK queue (written, not yet read).
+    pa_cnt: DFF<Bits<4>>,
     idle_c: Signal<Local, Bit>,
     rdp: DFF<Bits<11>>,
     beats_planned: DFF<Bits<16>>,
@@ -157,7 +162,7 @@ impl Logic for RxWriter {
         clock!(self, clock, gb, aq, pa);
         self.pa.reset.next = self.reset.val();
         self.aq.reset.next = self.reset.val();
-        dff_setup!(self, clock, ev_r, ev_vec_r, bar_r, res_r);
+        dff_setup!(self, clock, ev_r, ev_vec_r, bar_r, res_r, pa_cnt);
         self.gb.reset.next = self.reset.val();
         self.rd_ptr.next = self.rdp.q.val();
 
@@ -373,6 +378,10 @@ impl Logic for RxWriter {
                 }
             }
         }
+        self.pa_cnt.d.next = self.pa_cnt.q.val() + bit_cast::<4, 1>(self.pa.write.val().into())
+            - bit_cast::<4, 1>(self.pa.read.val().into());
+        self.ack_more.next =
+            !self.job_empty.val() | (self.pa_cnt.q.val() != bit_cast::<4, 1>(self.pa.read.val().into()));
         self.ev_vec_r.d.next = self.pa.data_out.val().get_bits::<5>(274);
         self.ev_valid.next = self.ev_r.q.val();
         self.ev_vector.next = self.ev_vec_r.q.val();
@@ -389,6 +398,7 @@ impl Logic for RxWriter {
             self.w_done.d.next = false;
             self.beats_planned.d.next = 0.into();
             self.b_count.d.next = 0.into();
+            self.pa_cnt.d.next = 0.into();
         }
     }
 }

@@ -1,4 +1,5 @@
 //! The NIC top level: standard AXI edges around the RoCEv2 engines.
+use crate::ack_coalescer::AckCoalescer;
 use crate::ack_timer::AckTimer;
 use crate::atomic_unit::AtomicUnit;
 use crate::byte_counters::ByteCounters;
@@ -141,6 +142,8 @@ pub struct NicTop {
     asm: TxAssembler,
     tx_gb: Gearbox,
     arb: TxArbiter,
+    /// The responder's ACKs, coalesced per peer QP on their way to the ACK FIFO.
+    ackc: AckCoalescer,
     ack_fifo: ResetFifo<AckJob, 3, 4, 1>,
     icrc: IcrcInsert,
     /// The raw Ethernet path ([`rnic_contract::regs::raw`]): frames the driver sends join
@@ -213,9 +216,9 @@ impl Logic for NicTop {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(
-            self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, rqpf, asm, tx_gb, arb, ack_fifo,
-            icrc, rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe, wj_fifo,
-            cqw, rxw, byte_cnt, irq, raw_tx, raw_rx
+            self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, rqpf, asm, tx_gb, arb, ackc,
+            ack_fifo, icrc, rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe,
+            wj_fifo, cqw, rxw, byte_cnt, irq, raw_tx, raw_rx
         );
         self.wj_fifo.reset.next = self.reset.val();
         self.to_fifo.reset.next = self.reset.val();
@@ -619,9 +622,14 @@ impl Logic for NicTop {
         self.rxw.job_empty.next = self.cqw.out_empty.val();
         self.rxw.job.next = self.cqw.out_job.val();
         self.cqw.out_read.next = self.rxw.job_read.val();
-        self.ack_fifo.write.next = self.rxw.ack_write.val();
-        self.ack_fifo.data_in.next = self.rxw.ack.val();
-        self.rxw.ack_full.next = self.ack_fifo.full.val();
+        self.ackc.reset.next = self.reset.val();
+        self.ackc.in_write.next = self.rxw.ack_write.val();
+        self.ackc.in_ack.next = self.rxw.ack.val();
+        self.ackc.more.next = self.rxw.ack_more.val();
+        self.rxw.ack_full.next = self.ackc.full.val();
+        self.ack_fifo.write.next = self.ackc.out_write.val();
+        self.ack_fifo.data_in.next = self.ackc.out_ack.val();
+        self.ackc.out_full.next = self.ack_fifo.full.val();
 
         // ---- RX: DMA writes (AW/W/B) ----
         self.m_axi_awid.next = 0.into();
@@ -640,12 +648,13 @@ impl Logic for NicTop {
         self.rxw.bvalid.next = self.m_axi_bvalid.val();
 
         // ---- Counters ([`rnic_contract::regs::counter`]) ----
-        // ACKNOWLEDGEs leave from two places (the RX writer, and the scheduler for a QP that
-        // owes READ responses); a scheduler pulse meeting a writer pulse waits in a small count.
-        self.ack_cnt_out.next = (self.ack_cnt_pend.q.val() != 0) & !self.rxw.cnt_tx_ack.val();
+        // ACKNOWLEDGEs leave from two places (the RX writer through the coalescer, and the
+        // scheduler for a QP that owes READ responses); a scheduler pulse meeting a coalescer
+        // pulse waits in a small count.
+        self.ack_cnt_out.next = (self.ack_cnt_pend.q.val() != 0) & !self.ackc.cnt_tx_ack.val();
         self.ack_cnt_pend.d.next = self.ack_cnt_pend.q.val() + bit_cast::<2, 1>(self.txs.cnt_tx_ack.val().into())
             - bit_cast::<2, 1>(self.ack_cnt_out.val().into());
-        self.nak_cnt_out.next = (self.nak_cnt_pend.q.val() != 0) & !self.rxw.cnt_tx_nak.val();
+        self.nak_cnt_out.next = (self.nak_cnt_pend.q.val() != 0) & !self.ackc.cnt_tx_nak.val();
         self.nak_cnt_pend.d.next = self.nak_cnt_pend.q.val() + bit_cast::<2, 1>(self.txs.cnt_tx_nak.val().into())
             - bit_cast::<2, 1>(self.nak_cnt_out.val().into());
         // Each counter's pulse by name; CounterStrobes puts it on its contract index.
@@ -660,8 +669,8 @@ impl Logic for NicTop {
         self.strobes.drop_key.next = self.rxe.cnt_drop_key.val();
         self.strobes.drop_psn.next = self.rxe.cnt_drop_psn.val();
         self.strobes.drop_rx_overflow.next = self.rxi.cnt_overflow.val();
-        self.strobes.tx_acks.next = self.rxw.cnt_tx_ack.val() | self.ack_cnt_out.val();
-        self.strobes.tx_naks.next = self.rxw.cnt_tx_nak.val() | self.nak_cnt_out.val();
+        self.strobes.tx_acks.next = self.ackc.cnt_tx_ack.val() | self.ack_cnt_out.val();
+        self.strobes.tx_naks.next = self.ackc.cnt_tx_nak.val() | self.nak_cnt_out.val();
         self.strobes.rx_acks.next = self.rxe.cnt_rx_ack.val();
         self.strobes.cqes.next = self.rxe.cnt_cqe.val();
         self.strobes.tx_requests.next = self.txs.cnt_tx_req.val();
@@ -697,7 +706,7 @@ impl Logic for NicTop {
             | (bit_cast::<32, 1>(self.job_fifo.empty.val().into()) << 23)
             | (bit_cast::<32, 1>(self.rxw.idle.val().into()) << 24)
             | (bit_cast::<32, 1>((self.rw_fifo.empty.val() & self.rw_big.empty.val()).into()) << 25)
-            | (bit_cast::<32, 1>(self.ack_fifo.empty.val().into()) << 26)
+            | (bit_cast::<32, 1>((self.ack_fifo.empty.val() & !self.ackc.holding.val()).into()) << 26)
             | (bit_cast::<32, 1>(self.icrc.out_valid.val().into()) << 27);
     }
 }

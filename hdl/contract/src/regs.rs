@@ -80,8 +80,9 @@ pub mod status {
     /// CQ writer state (bits 18:16).
     pub const CQ_STATE_SHIFT: u32 = 16;
     /// Write-job FIFO empty (bit 20), READ-response FIFO full (21), RX descriptor FIFO empty
-    /// (22), TX job FIFO empty (23), RX writer idle (24), go-back-N FIFO empty (25), ACK FIFO
-    /// empty (26), a TX frame waiting for the MAC (27).
+    /// (22), TX job FIFO empty (23), RX writer idle (24), go-back-N FIFO empty (25), no ACK
+    /// waiting (26: the ACK FIFO empty and none held for coalescing), a TX frame waiting for
+    /// the MAC (27).
     pub const FLAGS_SHIFT: u32 = 20;
 }
 
