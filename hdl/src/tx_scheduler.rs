@@ -596,6 +596,8 @@ pub struct TxScheduler {
     cmd_qp: Signal<Local, QpContextRec>,
     dyn_now: Signal<Local, Bits<64>>,
     lkey: Signal<Local, Bits<32>>,
+    /// The key of SGE 0 in the prefetch buffer's head beat (`WaitWqeBeats`' first beat).
+    beat_lkey: Signal<Local, Bits<32>>,
     len: Signal<Local, Bits<32>>,
     off: Signal<Local, Bits<64>>,
     key_ok: Signal<Local, Bit>,
@@ -994,6 +996,12 @@ impl Logic for TxScheduler {
         self.pf_fifo.write.next = self.wqe_r_valid.val();
         self.pf_fifo.data_in.next = self.wqe_r_data.val();
         self.wqe_beat.next = self.pf_fifo.data_out.val();
+        self.beat_lkey.next = self.wqe_beat.val().get_bits::<32>(352);
+        if (self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0) {
+            // A WQE's first beat: its SGE 0 key is read as the beat arrives (`g_lkey` holds it
+            // from the next cycle), so `CheckLkey` follows the last beat.
+            self.tables.mr_addr.next = self.beat_lkey.val().get_bits::<6>(8);
+        }
         self.wqe_ok.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() == 0);
         self.drop_pop.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() != 0);
         self.pf_pop.next = (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val();
@@ -1382,8 +1390,48 @@ impl Logic for TxScheduler {
             self.pg_skip.next = self.rr_iova.q.val().get_bits::<6>(0);
             self.pg_len.next = self.rr_plen.q.val().get_bits::<13>(0);
         }
+        // The queue checks `NextWqe` acts on, registered in `CheckSq` and in the states that
+        // send a WQE's packets, so that its last packet goes straight on to `NextWqe`.
+        if (self.state.q.val() == TxsState::CheckSq)
+            | (self.state.q.val() == TxsState::IssuePacket)
+            | (self.state.q.val() == TxsState::IssuePiece)
+        {
+            self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
+            self.window_ok.d.next = self.in_flight.val() < 64;
+            self.pf_hit.d.next = (self.pf_n.q.val() != 0)
+                & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
+                & (self.pf_ci.q.val() == self.ci.q.val())
+                & !self.pf_stale.q.val();
+            self.pf_more.d.next = (self.pf_next.q.val() != self.pi.q.val())
+                & (self.pf_total.q.val() <= 8)
+                & (self.in_flight_r.q.val() < 40)
+                & (self.ctx.q.val().sq_log_stride != 3);
+            self.behind.d.next = self.in_flight.val().get_bit(15);
+            self.rw_mine.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
+            self.rw_other.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
+        }
+        // Packet sizing (`SizePacket`, and `RecordWqe` for a WQE's first packet): the path MTU
+        // or what is left of the message; whether the packet lies inside the current gather
+        // entry, and ends at its end. (A walk to a restart point resizes in `SizePacket`.)
+        if (self.state.q.val() == TxsState::SizePacket) | (self.state.q.val() == TxsState::RecordWqe) {
+            self.last_r.d.next = self.rem.q.val() <= self.mtu_r.q.val();
+            self.plen_r.d.next = self.mtu_r.q.val();
+            self.fits_r.d.next = self.mtu_r.q.val() <= self.sge_rem.q.val();
+            self.exh_r.d.next = self.mtu_r.q.val() == self.sge_rem.q.val();
+            if self.rem.q.val() <= self.mtu_r.q.val() {
+                self.plen_r.d.next = self.rem.q.val();
+                self.fits_r.d.next = self.rem.q.val() <= self.sge_rem.q.val();
+                self.exh_r.d.next = self.rem.q.val() == self.sge_rem.q.val();
+            }
+            if self.is_read.val() {
+                // One request packet, no payload.
+                self.last_r.d.next = true;
+                self.plen_r.d.next = 0.into();
+            }
+        }
         self.tx_active.next = (self.state.q.val() == TxsState::IssuePacket)
             | (self.state.q.val() == TxsState::SizePacket)
+            | (self.state.q.val() == TxsState::RecordWqe)
             | (self.state.q.val() == TxsState::SizePiece)
             | (self.state.q.val() == TxsState::IssuePiece);
         self.tx_qpn.next = self.cur_qpn.q.val();
@@ -1511,21 +1559,7 @@ impl Logic for TxScheduler {
                 }
             }
             TxsState::CheckSq => {
-                self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
-                self.window_ok.d.next = self.in_flight.val() < 64;
-                self.pf_hit.d.next = (self.pf_n.q.val() != 0)
-                    & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
-                    & (self.pf_ci.q.val() == self.ci.q.val())
-                    & !self.pf_stale.q.val();
-                self.pf_more.d.next = (self.pf_next.q.val() != self.pi.q.val())
-                    & (self.pf_total.q.val() <= 8)
-                    & (self.in_flight_r.q.val() < 40)
-                    & (self.ctx.q.val().sq_log_stride != 3);
-                self.behind.d.next = self.in_flight.val().get_bit(15);
-                self.rw_mine.d.next =
-                    !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
-                self.rw_other.d.next =
-                    !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
+                // (The queue checks are registered below.)
                 self.state.d.next = TxsState::NextWqe;
                 if self.rr_pend.val() {
                     // Between WQEs, READ responses go first (the peer may be waiting for them
@@ -1709,15 +1743,17 @@ impl Logic for TxScheduler {
                     if self.wb.q.val() == self.fetch_m1.val() {
                         self.pf_n.d.next = self.pf_n.q.val() - 1;
                         self.pf_ci.d.next = self.pf_ci.q.val() + 1;
-                        self.state.d.next = TxsState::LookupLkey;
+                        // SGE 0's key-table entry was addressed in this WQE's first beat.
+                        self.state.d.next = TxsState::CheckLkey;
                     }
                 }
             }
             TxsState::LookupLkey => {
-                self.nsge_bad.d.next = !self.inline_r.q.val() & (self.wqe.q.val().num_sge > self.sge_limit.val());
+                // (A gather list's next SGE: its key-table entry is addressed from `g_lkey`.)
                 self.state.d.next = TxsState::CheckLkey;
             }
             TxsState::CheckLkey => {
+                self.nsge_bad.d.next = !self.inline_r.q.val() & (self.wqe.q.val().num_sge > self.sge_limit.val());
                 // The MR entry is readable: the offset into the region, first.
                 self.off_r.d.next = self.off.val();
                 self.va_ok.d.next = self.g_addr.q.val() >= self.mr.val().va;
@@ -1866,22 +1902,7 @@ impl Logic for TxScheduler {
                 }
             }
             TxsState::SizePacket => {
-                // Size the next packet: the path MTU, or what is left of the message.
-                self.last_r.d.next = self.rem.q.val() <= self.mtu_r.q.val();
-                self.plen_r.d.next = self.mtu_r.q.val();
-                // Whether the packet lies inside the current gather entry, and ends at its end.
-                self.fits_r.d.next = self.mtu_r.q.val() <= self.sge_rem.q.val();
-                self.exh_r.d.next = self.mtu_r.q.val() == self.sge_rem.q.val();
-                if self.rem.q.val() <= self.mtu_r.q.val() {
-                    self.plen_r.d.next = self.rem.q.val();
-                    self.fits_r.d.next = self.rem.q.val() <= self.sge_rem.q.val();
-                    self.exh_r.d.next = self.rem.q.val() == self.sge_rem.q.val();
-                }
-                if self.is_read.val() {
-                    // One request packet, no payload.
-                    self.last_r.d.next = true;
-                    self.plen_r.d.next = 0.into();
-                }
+                // The next packet is sized (below, as in `RecordWqe`).
                 self.state.d.next = TxsState::IssuePacket;
             }
             TxsState::IssuePacket => {
@@ -1908,7 +1929,12 @@ impl Logic for TxScheduler {
                     }
                     self.state.d.next = TxsState::SizePacket;
                     if self.is_last.val() {
-                        self.state.d.next = TxsState::CheckSq;
+                        // The queue checks were registered this cycle: on to the next WQE
+                        // (through `CheckSq` when a READ response waits to go first).
+                        self.state.d.next = TxsState::NextWqe;
+                        if self.rr_pend.val() {
+                            self.state.d.next = TxsState::CheckSq;
+                        }
                     }
                     if !self.fits_r.q.val() & (self.plen.val() != 0) {
                         // The packet spans entries: its payload goes as pieces (`SizePiece`, `IssuePiece`).
@@ -1944,7 +1970,10 @@ impl Logic for TxScheduler {
                     if self.pc_last.q.val() {
                         self.state.d.next = TxsState::SizePacket;
                         if self.is_last.val() {
-                            self.state.d.next = TxsState::CheckSq;
+                            self.state.d.next = TxsState::NextWqe;
+                            if self.rr_pend.val() {
+                                self.state.d.next = TxsState::CheckSq;
+                            }
                         }
                     }
                 }
@@ -1961,7 +1990,8 @@ impl Logic for TxScheduler {
                     self.reads_sent.d.next = self.reads_sent.q.val() + 1;
                 }
                 self.ci.d.next = self.ci.q.val() + 1;
-                self.state.d.next = TxsState::SizePacket;
+                // The first packet is sized here (below, as in `SizePacket`).
+                self.state.d.next = TxsState::IssuePacket;
                 if self.walk_pend.q.val() {
                     self.state.d.next = TxsState::WalkList;
                 }
