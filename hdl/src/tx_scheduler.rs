@@ -5,10 +5,11 @@
 //! One state machine, [`TxsState`], serves one QP at a time. By role:
 //! - **Scheduling.** `Idle` takes a go-back-N request, a READ response to send or an SQ
 //!   doorbell; `LoadQp` → `TakeQp` load the QP's context and transport state. Per WQE,
-//!   `CheckSq` registers the queue checks and `NextWqe` acts on them: the next WQE from the
-//!   prefetch buffer, a fetch, `Idle` on an empty SQ, `SkipRetired` past WQEs a rewind was
-//!   overtaken on, or `SaveAndYield` (save the transport state, give way to a rewind or
-//!   another QP).
+//!   `CheckSq` (or the state issuing the last packet of the WQE before) registers the queue
+//!   checks and `NextWqe` acts on them: the next WQE from the prefetch buffer (a one-beat WQE
+//!   at the buffer's head is taken by `NextWqe` itself), a fetch, `Idle` on an empty SQ,
+//!   `SkipRetired` past WQEs a rewind was overtaken on, or `SaveAndYield` (save the transport
+//!   state, give way to a rewind or another QP).
 //! - **WQE fetch.** `FetchLimits` → `FetchSaturate` → `FetchMinima` → `FetchSize` size a burst
 //!   of up to 8 WQEs (`FetchLimits` also steps aside while 16 or more WQEs are in flight and
 //!   another QP has work); `FetchWqe` issues it; `WaitWqeBeats` takes the WQE's beats. While
@@ -16,18 +17,24 @@
 //!   `NextWqe` first appends one: `AheadOff` → `AheadAddr` compute the address after the
 //!   buffered WQEs, and the same sizing states read from there.
 //! - **Checks.** Per SGE `LookupLkey` → `CheckLkey` → `CheckRoom` → `CheckBounds` (key, PD,
-//!   access, offset, room, bounds); a gather list then `KeepSge` → `SelectSge` → `LoadSge`
+//!   access, offset, room, bounds; SGE 0's key entry is addressed as slot 0 is taken, so it
+//!   starts at `CheckLkey`); a gather list then `KeepSge` → `SelectSge` → `LoadSge`
 //!   for the next SGE, and `SumList` → `SizeList` → `CountList` after the last. `ActOnChecks`
 //!   starts the WQE, makes it wait for an issue slot (`WaitIssueSlot`: max_rd_atomic, a fence,
 //!   the SEND window) or completes it with an error (`CompleteError`).
 //! - **Request issue.** `CopyListRead` / `CopyListWrite` copy a READ's gather list to the RX
 //!   engine; `RecordWqe` records the WQE in the in-flight table; `WalkList` / `WalkListRead`
 //!   walk a gather list to the restart byte of a go-back-N; then per packet `SizePacket` →
-//!   `IssuePacket` (`SizePiece` → `IssuePiece` for each piece of a packet that spans gather
-//!   entries), back to `CheckSq` after the last.
+//!   `IssuePacket` (`RecordWqe` sizes the first packet itself; `SizePiece` → `IssuePiece` for
+//!   each piece of a packet that spans gather entries), on to `NextWqe` after the last
+//!   (through `CheckSq` when a READ response waits to be sent).
 //! - **Responses.** `LoadResponse` → `IssueResponse` send one READ response, ATOMIC
 //!   ACKNOWLEDGE or ACKNOWLEDGE packet, then return to the state they interrupted (`Idle`,
 //!   `CheckSq`, `CompleteError` or `WaitIssueSlot`).
+//!
+//! A 64-byte WRITE from the prefetch buffer takes 7 cycles, one per state: `NextWqe`,
+//! `CheckLkey`, `CheckRoom`, `CheckBounds`, `ActOnChecks`, `RecordWqe`, `IssuePacket` (11
+//! before stop 28), plus the append of the next burst (7 states) every 8 WQEs.
 use crate::context_tables::ContextTables;
 use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, TxJob, WqeRec};
 use crate::reset_fifo::ResetFifo;
@@ -55,27 +62,29 @@ pub enum TxsState {
     TakeQp,
     /// (was 3) Between WQEs: the queue checks are registered (SQ empty, send window, the next
     /// WQE in the prefetch buffer, WQEs retired behind a rewind, rewinds waiting); a READ
-    /// response to send goes first.
+    /// response to send goes first. (After a WQE's last packet the checks are registered as it
+    /// issues, and this state is skipped unless a READ response waits.)
     CheckSq,
     // WQE fetch.
     /// (was 4) The WQE fetch (AXI ID 1) waits for the DMA read issuer to accept it.
     FetchWqe,
     /// (was 5) Takes the WQE's beats from the prefetch buffer: slot 0 into `wqe` (SGE 0 or the
-    /// inline length to check first), slots 1..4 into `ext0`..`ext3`.
+    /// inline length to check first; its key-table entry is addressed from the beat),
+    /// slots 1..4 into `ext0`..`ext3`; then `CheckLkey`.
     WaitWqeBeats,
     // Checks (IBTA Vol 1 10.6.3): one SGE's key, offset, room and bounds.
-    /// (was 6) The SGE's key-table entry is being read; the WQE's SGE count is checked against
-    /// its size.
+    /// (was 6) A gather list's next SGE: its key-table entry is being read.
     LookupLkey,
     /// (was 7) Key verdict (valid, tag, PD, LOCAL_WRITE for a READ) and the offset into the
-    /// region; the message is sized (packets in two halves).
+    /// region; the message is sized (packets in two halves); the WQE's SGE count is checked
+    /// against its size.
     CheckLkey,
     // Request issue.
     /// (was 8) Hands the sized packet's job, and its payload read, to the assembler; a rewind
     /// for this QP stops the WQE here.
     IssuePacket,
     /// (was 9) Records the WQE in the in-flight table and saves `{PSN after it, ci + 1}`,
-    /// before its first packet leaves.
+    /// before its first packet leaves; sizes that packet as `SizePacket` does.
     RecordWqe,
     // Errors and yielding.
     /// (was 10) A WQE that failed its checks (or is flushed in the error state) waits until
@@ -94,11 +103,13 @@ pub enum TxsState {
     ActOnChecks,
     // Request issue, continued.
     /// (was 14) Sizes the next packet (the path MTU or what is left of the message) and whether
-    /// it lies inside the current gather entry.
+    /// it lies inside the current gather entry (a WQE's first packet is sized in `RecordWqe`,
+    /// unless a go-back-N walks its gather list first).
     SizePacket,
     // Scheduling, continued.
     /// (was 15) Acts on the queue checks: skip retired WQEs, idle on an empty SQ, take the WQE
-    /// from the prefetch buffer, size a fetch, or save and step aside (window full).
+    /// from the prefetch buffer (a one-beat WQE at its head is taken here, and `CheckLkey`
+    /// follows), size a fetch, or save and step aside (window full).
     NextWqe,
     // Responses.
     /// (was 16) Takes one response packet's PSN, address, length and place in its response.
@@ -656,6 +667,10 @@ pub struct TxScheduler {
     wqe_ok: Signal<Local, Bit>,
     wqe_beat: Signal<Local, Bits<512>>,
     pf_pop: Signal<Local, Bit>,
+    /// `NextWqe` takes the head beat (a one-beat WQE, buffered); the beat taken is a WQE's
+    /// slot 0.
+    take_now: Signal<Local, Bit>,
+    first_beat: Signal<Local, Bit>,
     drop_pop: Signal<Local, Bit>,
     pf_add: Signal<Local, Bits<5>>,
     pf_posted: Signal<Local, Bits<16>>,
@@ -997,14 +1012,28 @@ impl Logic for TxScheduler {
         self.pf_fifo.data_in.next = self.wqe_r_data.val();
         self.wqe_beat.next = self.pf_fifo.data_out.val();
         self.beat_lkey.next = self.wqe_beat.val().get_bits::<32>(352);
-        if (self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0) {
+        if ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0))
+            | (self.state.q.val() == TxsState::NextWqe)
+        {
             // A WQE's first beat: its SGE 0 key is read as the beat arrives (`g_lkey` holds it
             // from the next cycle), so `CheckLkey` follows the last beat.
             self.tables.mr_addr.next = self.beat_lkey.val().get_bits::<6>(8);
         }
         self.wqe_ok.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() == 0);
         self.drop_pop.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() != 0);
-        self.pf_pop.next = (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val();
+        // `NextWqe` takes a one-beat WQE that is at the buffer's head itself (no
+        // `WaitWqeBeats`).
+        self.take_now.next = (self.state.q.val() == TxsState::NextWqe)
+            & !self.behind.q.val()
+            & !self.sq_empty.q.val()
+            & self.window_ok.q.val()
+            & self.pf_hit.q.val()
+            & !self.pf_more.q.val()
+            & self.wqe_ok.val()
+            & (self.fetch_m1.val() == 0);
+        self.pf_pop.next = ((self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val()) | self.take_now.val();
+        self.first_beat.next =
+            self.take_now.val() | ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0));
         self.pf_fifo.read.next = self.drop_pop.val() | self.pf_pop.val();
         self.pf_err_fifo.write.next = self.wqe_r_valid.val();
         self.pf_err_fifo.data_in.next = self.wqe_r_err.val();
@@ -1056,12 +1085,14 @@ impl Logic for TxScheduler {
         }
         // Slots 1..4 of the WQE as they arrive; SGE k >= 1 is lane (k-1) mod 4 of slot
         // 1 + (k-1) / 4.
-        if (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val() {
+        if self.pf_pop.val() {
             // A read error on any of the WQE's beats spoils the WQE.
             self.wqe_bad.d.next = self.wqe_bad.q.val() | self.pf_err_fifo.data_out.val();
-            if self.wb.q.val() == 0 {
+            if self.first_beat.val() {
                 self.wqe_bad.d.next = self.pf_err_fifo.data_out.val();
             }
+        }
+        if (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val() {
             if self.wb.q.val() == 1 {
                 self.ext0.d.next = self.wqe_beat.val();
             }
@@ -1390,6 +1421,28 @@ impl Logic for TxScheduler {
             self.pg_skip.next = self.rr_iova.q.val().get_bits::<6>(0);
             self.pg_len.next = self.rr_plen.q.val().get_bits::<13>(0);
         }
+        // A WQE's slot 0 (`WaitWqeBeats`' first beat, or `NextWqe` taking it): the WQE, and SGE
+        // 0 (or the inline length) to check first.
+        if self.pf_pop.val() & self.first_beat.val() {
+            self.wqe.d.next = self.wqe_beat.val().into();
+            self.wop.d.next = self.wop_now.val();
+            self.g_idx.d.next = 0.into();
+            self.g_addr.d.next = self.wqe_beat.val().get_bits::<64>(256);
+            self.g_lkey.d.next = self.wqe_beat.val().get_bits::<32>(352);
+            self.g_len.d.next = 0.into();
+            // NUM_SGE (byte 10) > 0, or IBV_SEND_INLINE (byte 9, bit 3): SGE 0's length field
+            // is the length.
+            if (self.wqe_beat.val().get_bits::<8>(80) != 0) | self.wqe_beat.val().get_bit(75) {
+                self.g_len.d.next = self.wqe_beat.val().get_bits::<32>(320);
+            }
+            self.inline_r.d.next = self.wqe_beat.val().get_bit(75);
+            self.multi_r.d.next = (self.wqe_beat.val().get_bits::<8>(80) > 1) & !self.wqe_beat.val().get_bit(75);
+            self.all_ok.d.next = true;
+            self.sum_len.d.next = 0.into();
+            self.n_valid.d.next = 0.into();
+            // Entry 0 of the gather list is read while the list is built.
+            self.e_idx.d.next = 15.into();
+        }
         // The queue checks `NextWqe` acts on, registered in `CheckSq` and in the states that
         // send a WQE's packets, so that its last packet goes straight on to `NextWqe`.
         if (self.state.q.val() == TxsState::CheckSq)
@@ -1586,9 +1639,16 @@ impl Logic for TxScheduler {
                     self.fci.d.next = self.pf_next.q.val();
                     self.state.d.next = TxsState::AheadOff;
                 } else if self.window_ok.q.val() & self.pf_hit.q.val() {
-                    // The WQE is in the prefetch buffer (or on its way): no fetch.
+                    // The WQE is in the prefetch buffer (or on its way): no fetch. A one-beat
+                    // WQE already at the buffer's head is taken here (below), its key-table
+                    // entry addressed from the beat.
                     self.wb.d.next = 0.into();
                     self.state.d.next = TxsState::WaitWqeBeats;
+                    if self.take_now.val() {
+                        self.pf_n.d.next = self.pf_n.q.val() - 1;
+                        self.pf_ci.d.next = self.pf_ci.q.val() + 1;
+                        self.state.d.next = TxsState::CheckLkey;
+                    }
                 } else if self.window_ok.q.val() {
                     // Fetch it and the WQEs after it: whatever the buffer still holds or
                     // awaits is discarded. (With 16 or more in flight, `FetchLimits` steps aside
@@ -1718,28 +1778,8 @@ impl Logic for TxScheduler {
                 // The WQE's beats: slot 0 into `wqe` (and SGE 0, or the inline length, to
                 // check first), slots 1..4 into `ext0`..`ext3`.
                 if self.wqe_ok.val() {
+                    // (Slot 0 is taken below, as in `NextWqe`.)
                     self.wb.d.next = self.wb.q.val() + 1;
-                    if self.wb.q.val() == 0 {
-                        self.wqe.d.next = self.wqe_beat.val().into();
-                        self.wop.d.next = self.wop_now.val();
-                        self.g_idx.d.next = 0.into();
-                        self.g_addr.d.next = self.wqe_beat.val().get_bits::<64>(256);
-                        self.g_lkey.d.next = self.wqe_beat.val().get_bits::<32>(352);
-                        self.g_len.d.next = 0.into();
-                        // NUM_SGE (byte 10) > 0, or IBV_SEND_INLINE (byte 9, bit 3): SGE 0's
-                        // length field is the length.
-                        if (self.wqe_beat.val().get_bits::<8>(80) != 0) | self.wqe_beat.val().get_bit(75) {
-                            self.g_len.d.next = self.wqe_beat.val().get_bits::<32>(320);
-                        }
-                        self.inline_r.d.next = self.wqe_beat.val().get_bit(75);
-                        self.multi_r.d.next =
-                            (self.wqe_beat.val().get_bits::<8>(80) > 1) & !self.wqe_beat.val().get_bit(75);
-                        self.all_ok.d.next = true;
-                        self.sum_len.d.next = 0.into();
-                        self.n_valid.d.next = 0.into();
-                        // Entry 0 of the gather list is read while the list is built.
-                        self.e_idx.d.next = 15.into();
-                    }
                     if self.wb.q.val() == self.fetch_m1.val() {
                         self.pf_n.d.next = self.pf_n.q.val() - 1;
                         self.pf_ci.d.next = self.pf_ci.q.val() + 1;
