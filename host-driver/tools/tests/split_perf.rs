@@ -90,9 +90,10 @@ fn a_split_run_that_times_out_is_deterministic_too() {
 }
 
 /// The latency tools over the same link: every sample verified, the same figures on two runs,
-/// the one-process run's fastest sample and a median within 1 % of its median (write-lat:
-/// 1.252 and 1.257 µs split against 1.252 and 1.252 in one process: the ping-pong's two
-/// sides poll in separate worlds).
+/// the fastest sample within one cycle (4 ns) of the one-process run's and a median within 1 %
+/// of its median (write-lat: 1.252 and 1.257 µs split against 1.252 and 1.252 in one process;
+/// read-lat at stop 28: a fastest sample of 2.016 µs split against 2.012: the ping-pong's two
+/// sides poll in separate worlds, a host every cycle or two).
 #[test]
 fn latency_tools_split_over_a_simbricks_link_are_deterministic() {
     const LAT_ARGS: [&str; 3] = ["--iters", "100", "--json"];
@@ -111,7 +112,11 @@ fn latency_tools_split_over_a_simbricks_link_are_deterministic() {
             typical.push((c["t_min_us"].clone(), c["t_typical_us"].clone(), c["t_max_us"].clone()));
         }
         assert_eq!(typical[0], typical[1], "{op}: two split runs, the same latencies");
-        assert_eq!(typical[0].0, one["t_min_us"], "{op}: the fastest sample, split vs one process");
+        let (split_min, whole_min) = (typical[0].0.as_f64().unwrap(), one["t_min_us"].as_f64().unwrap());
+        assert!(
+            (split_min - whole_min).abs() <= 0.004 + 1e-9,
+            "{op}: the fastest sample, split {split_min} µs vs one process {whole_min} µs"
+        );
         let (split, whole) = (typical[0].1.as_f64().unwrap(), one["t_typical_us"].as_f64().unwrap());
         assert!((split - whole).abs() <= 0.01 * whole, "{op}: split {split} µs vs one process {whole} µs");
     }
