@@ -17,31 +17,34 @@ pub const ACK_HOLD_CYCLES: u64 = 64;
 /// owed, whatever the hold time).
 pub const ACK_COALESCE_MAX: u64 = 15;
 
-/// Holds the last ACK the RX writer released (its request's writes are in host memory) in a
-/// register, and replaces it with the next one when that is a plain ACK (AETH syndrome type
+/// Takes each ACK the RX writer releases (its request's writes are in host memory) into an
+/// input register, holds the last one in a second register, and replaces it with the next one when that is a plain ACK (AETH syndrome type
 /// ACK, bits 7:5 = 0) to the same peer QP (destination QPN and IP): the later ACK acknowledges
 /// everything the held one did. The held ACK goes to the ACK FIFO when
 /// - the next ACK cannot replace it (another peer QP, a NAK or RNR NAK): the held one goes
 ///   first, so ACKs leave in the order they were released;
-/// - it is a NAK or RNR NAK or marked `prompt` (never held longer than a cycle), or it has
+/// - it is a NAK or RNR NAK or marked `prompt` (it leaves in the next cycle), or it has
 ///   replaced [`ACK_COALESCE_MAX`] ACKs;
 /// - `more` is low (the writer holds no job and no ACK-queue entry behind it: nothing is coming
 ///   that could replace it), or it has waited [`ACK_HOLD_CYCLES`].
 ///
 /// An ACK released while nothing is held and `more` is low (a lone request), a NAK and a
-/// `prompt` ACK go straight through in the same cycle (a prompt ACK that replaces the held one
-/// too), so they are not delayed at all. The RX engine marks a SEND's ACKs prompt: the
+/// `prompt` ACK go straight on from the input register (a prompt ACK that replaces the held
+/// one too): one cycle later than without the coalescer. The RX engine marks a SEND's ACKs prompt: the
 /// requester starts a SEND only while fewer than 16 WQEs of its QP are in flight
 /// ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]), and a held ACK keeps that window shut (64-byte
 /// SENDs on 8 QPs fell from 8.8 to 7.9 Mpps when they were held).
 ///
-/// Ports: `in_write`/`in_ack` from the writer, which hands an ACK over only while `full` is low
-/// (`full` is the ACK FIFO's: an arrival may have to push the held ACK out in its cycle);
-/// `out_write`/`out_ack` to the ACK FIFO; `cnt_tx_ack`/`cnt_tx_nak` pulse with each ACK / NAK
-/// sent (the `tx_acks`/`tx_naks` counters count frames on the wire, not ACKs replaced).
+/// Ports: `in_write`/`in_ack`/`more` from the writer, which hands an ACK over only while `full`
+/// is low (the ACK FIFO is full, or the input register is taken: at most one ACK every other
+/// cycle, against one per packet of at least 3 beats); an arrival that must go to a full FIFO
+/// waits in the input register. `out_write`/`out_ack` to the ACK FIFO;
+/// `cnt_tx_ack`/`cnt_tx_nak` pulse with each ACK / NAK sent (the `tx_acks`/`tx_naks` counters
+/// count frames on the wire, not ACKs replaced); `holding`: an ACK is in either register.
 ///
-/// Timing: 0 cycles for a pass-through, else the hold; one ACK in and one out per cycle. Every
-/// output is a mux of the input and registers (≤ 3 LUT levels: the QPN/IP compare).
+/// Timing: 1 cycle for a pass-through, else the hold. The writer's release logic ends at the
+/// input register (it was 9 LUT levels through the coalescer to the counters without it);
+/// every path starts at a register: the QPN/IP compare, the case, the FIFO write.
 #[derive(LogicBlock)]
 pub struct AckCoalescer {
     pub clock: Signal<In, Clock>,
@@ -58,6 +61,14 @@ pub struct AckCoalescer {
     pub cnt_tx_nak: Signal<Out, Bit>,
     /// An ACK is held (for the status register's "no ACK waiting" flag).
     pub holding: Signal<Out, Bit>,
+    /// The ACK handed over in the last cycle (valid, the ACK) and `more` as of then: the
+    /// input register, so the writer's release logic ends at a flop.
+    iv: DFF<Bit>,
+    ia: DFF<AckJob>,
+    im: DFF<Bit>,
+    /// The registered arrival is taken this cycle (it waits while it must be written into a
+    /// full ACK FIFO).
+    consume: Signal<Local, Bit>,
     /// The held ACK, whether one is held, its age in cycles (saturating) and how many ACKs it
     /// replaced.
     held: DFF<Bit>,
@@ -96,6 +107,10 @@ impl Default for AckCoalescer {
             cnt_tx_ack: Default::default(),
             cnt_tx_nak: Default::default(),
             holding: Default::default(),
+            iv: Default::default(),
+            ia: Default::default(),
+            im: Default::default(),
+            consume: Default::default(),
             held: Default::default(),
             hold: Default::default(),
             age: Default::default(),
@@ -118,66 +133,84 @@ impl Default for AckCoalescer {
 impl Logic for AckCoalescer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, held, hold, age, n);
+        dff_setup!(self, clock, iv, ia, im, held, hold, age, n);
         self.hold_syn.next = self.hold.q.val().syndrome;
-        self.in_syn.next = self.in_ack.val().syndrome;
+        self.in_syn.next = self.ia.q.val().syndrome;
         self.hold_prompt.next = self.hold.q.val().prompt.any();
-        self.in_prompt.next = self.in_ack.val().prompt.any();
+        self.in_prompt.next = self.ia.q.val().prompt.any();
         self.hold_plain.next = self.hold_syn.val().get_bits::<3>(5) == 0;
         self.in_plain.next = self.in_syn.val().get_bits::<3>(5) == 0;
         self.replace.next = self.held.q.val()
             & self.hold_plain.val()
             & self.in_plain.val()
-            & (self.in_ack.val().dest_qpn == self.hold.q.val().dest_qpn)
-            & (self.in_ack.val().dest_ip == self.hold.q.val().dest_ip)
+            & (self.ia.q.val().dest_qpn == self.hold.q.val().dest_qpn)
+            & (self.ia.q.val().dest_ip == self.hold.q.val().dest_ip)
             & (self.n.q.val() != self.coalesce_max.val());
         self.due.next = self.held.q.val()
             & (!self.hold_plain.val()
                 | self.hold_prompt.val()
-                | !self.more.val()
+                | !self.im.q.val()
                 | (self.age.q.val() == self.hold_max.val())
                 | (self.n.q.val() == self.coalesce_max.val()));
-        self.full.next = self.out_full.val();
-        self.holding.next = self.held.q.val();
+        // One ACK in the input register at a time: the writer hands one over every other
+        // cycle at most (an ACK answers a packet of at least 3 beats).
+        self.full.next = self.out_full.val() | self.iv.q.val();
+        self.holding.next = self.held.q.val() | self.iv.q.val();
         self.out_write.next = false;
         self.send.next = self.hold.q.val();
+        self.im.d.next = self.more.val();
         if self.held.q.val() & (self.age.q.val() != self.hold_max.val()) {
             self.age.d.next = self.age.q.val() + 1;
         }
-        if self.in_write.val() {
+        self.consume.next = true;
+        if self.iv.q.val() {
             if self.replace.val() & (self.in_prompt.val() | self.hold_prompt.val()) {
                 // A prompt ACK replaces the held one and leaves at once (and an ACK replacing
                 // a prompt one leaves in its place).
-                self.out_write.next = true;
-                self.send.next = self.in_ack.val();
-                self.held.d.next = false;
+                self.consume.next = !self.out_full.val();
+                if !self.out_full.val() {
+                    self.out_write.next = true;
+                    self.send.next = self.ia.q.val();
+                    self.held.d.next = false;
+                }
             } else if self.replace.val() {
-                self.hold.d.next = self.in_ack.val();
+                self.hold.d.next = self.ia.q.val();
                 self.n.d.next = self.n.q.val() + 1;
             } else if self.held.q.val() {
                 // The held ACK leaves first; the arrival is held in its place.
-                self.out_write.next = true;
-                self.hold.d.next = self.in_ack.val();
-                self.age.d.next = 0.into();
-                self.n.d.next = 0.into();
-            } else if self.more.val() & self.in_plain.val() & !self.in_prompt.val() {
+                self.consume.next = !self.out_full.val();
+                if !self.out_full.val() {
+                    self.out_write.next = true;
+                    self.hold.d.next = self.ia.q.val();
+                    self.age.d.next = 0.into();
+                    self.n.d.next = 0.into();
+                }
+            } else if self.im.q.val() & self.in_plain.val() & !self.in_prompt.val() {
                 self.held.d.next = true;
-                self.hold.d.next = self.in_ack.val();
+                self.hold.d.next = self.ia.q.val();
                 self.age.d.next = 0.into();
                 self.n.d.next = 0.into();
             } else {
                 // Nothing held and nothing coming (or a NAK): straight through.
-                self.out_write.next = true;
-                self.send.next = self.in_ack.val();
+                self.consume.next = !self.out_full.val();
+                if !self.out_full.val() {
+                    self.out_write.next = true;
+                    self.send.next = self.ia.q.val();
+                }
             }
         } else if self.due.val() & !self.out_full.val() {
             self.out_write.next = true;
             self.held.d.next = false;
         }
+        self.iv.d.next = self.in_write.val() | (self.iv.q.val() & !self.consume.val());
+        if self.in_write.val() {
+            self.ia.d.next = self.in_ack.val();
+        }
         self.out_ack.next = self.send.val();
         self.cnt_tx_ack.next = self.out_write.val() & (self.send.val().syndrome == 0x1F);
         self.cnt_tx_nak.next = self.out_write.val() & (self.send.val().syndrome != 0x1F);
         if self.reset.val() {
+            self.iv.d.next = false;
             self.held.d.next = false;
         }
     }
