@@ -36,15 +36,18 @@ pub const ACK_COALESCE_MAX: u64 = 15;
 /// SENDs on 8 QPs fell from 8.8 to 7.9 Mpps when they were held).
 ///
 /// Ports: `in_write`/`in_ack`/`more` from the writer, which hands an ACK over only while `full`
-/// is low (the ACK FIFO is full, or the input register is taken: at most one ACK every other
-/// cycle, against one per packet of at least 3 beats); an arrival that must go to a full FIFO
-/// waits in the input register. `out_write`/`out_ack` to the ACK FIFO;
-/// `cnt_tx_ack`/`cnt_tx_nak` pulse with each ACK / NAK sent (the `tx_acks`/`tx_naks` counters
-/// count frames on the wire, not ACKs replaced); `holding`: an ACK is in either register.
+/// is low (the ACK FIFO was full in the last cycle, or the input register is taken: at most
+/// one ACK every other cycle, against one per packet of at least 3 beats); an arrival that must
+/// go to a full FIFO waits in the input register. `out_write`/`out_ack` to the ACK FIFO;
+/// `cnt_tx_ack`/`cnt_tx_nak` pulse a cycle after each ACK / NAK sent (the `tx_acks`/`tx_naks`
+/// counters count frames on the wire, not ACKs replaced); `holding`: an ACK is in either
+/// register.
 ///
 /// Timing: 1 cycle for a pass-through, else the hold. The writer's release logic ends at the
-/// input register (it was 9 LUT levels through the coalescer to the counters without it);
-/// every path starts at a register: the QPN/IP compare, the case, the FIFO write.
+/// input register, and `full` and the counter pulses are registered (without them the paths
+/// from the writer's, or the FIFO's, read pointer through the case to the counters and back
+/// into the writer were 7 to 9 LUT levels); what is left is the FIFO's `full` through the
+/// case into the FIFO's write.
 #[derive(LogicBlock)]
 pub struct AckCoalescer {
     pub clock: Signal<In, Clock>,
@@ -66,6 +69,11 @@ pub struct AckCoalescer {
     iv: DFF<Bit>,
     ia: DFF<AckJob>,
     im: DFF<Bit>,
+    /// The ACK FIFO's `full` a cycle late (for `full`: the input register waits when the
+    /// FIFO turns out full), and the counter pulses, registered.
+    of_r: DFF<Bit>,
+    ack_r: DFF<Bit>,
+    nak_r: DFF<Bit>,
     /// The registered arrival is taken this cycle (it waits while it must be written into a
     /// full ACK FIFO).
     consume: Signal<Local, Bit>,
@@ -110,6 +118,9 @@ impl Default for AckCoalescer {
             iv: Default::default(),
             ia: Default::default(),
             im: Default::default(),
+            of_r: Default::default(),
+            ack_r: Default::default(),
+            nak_r: Default::default(),
             consume: Default::default(),
             held: Default::default(),
             hold: Default::default(),
@@ -133,7 +144,7 @@ impl Default for AckCoalescer {
 impl Logic for AckCoalescer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, iv, ia, im, held, hold, age, n);
+        dff_setup!(self, clock, iv, ia, im, of_r, ack_r, nak_r, held, hold, age, n);
         self.hold_syn.next = self.hold.q.val().syndrome;
         self.in_syn.next = self.ia.q.val().syndrome;
         self.hold_prompt.next = self.hold.q.val().prompt.any();
@@ -154,7 +165,8 @@ impl Logic for AckCoalescer {
                 | (self.n.q.val() == self.coalesce_max.val()));
         // One ACK in the input register at a time: the writer hands one over every other
         // cycle at most (an ACK answers a packet of at least 3 beats).
-        self.full.next = self.out_full.val() | self.iv.q.val();
+        self.of_r.d.next = self.out_full.val();
+        self.full.next = self.of_r.q.val() | self.iv.q.val();
         self.holding.next = self.held.q.val() | self.iv.q.val();
         self.out_write.next = false;
         self.send.next = self.hold.q.val();
@@ -207,11 +219,15 @@ impl Logic for AckCoalescer {
             self.ia.d.next = self.in_ack.val();
         }
         self.out_ack.next = self.send.val();
-        self.cnt_tx_ack.next = self.out_write.val() & (self.send.val().syndrome == 0x1F);
-        self.cnt_tx_nak.next = self.out_write.val() & (self.send.val().syndrome != 0x1F);
+        self.ack_r.d.next = self.out_write.val() & (self.send.val().syndrome == 0x1F);
+        self.nak_r.d.next = self.out_write.val() & (self.send.val().syndrome != 0x1F);
+        self.cnt_tx_ack.next = self.ack_r.q.val();
+        self.cnt_tx_nak.next = self.nak_r.q.val();
         if self.reset.val() {
             self.iv.d.next = false;
             self.held.d.next = false;
+            self.ack_r.d.next = false;
+            self.nak_r.d.next = false;
         }
     }
 }
