@@ -1428,7 +1428,7 @@ impl Logic for TxScheduler {
             self.wop.d.next = self.wop_now.val();
             self.g_idx.d.next = 0.into();
             self.g_addr.d.next = self.wqe_beat.val().get_bits::<64>(256);
-            self.g_lkey.d.next = self.wqe_beat.val().get_bits::<32>(352);
+            self.g_lkey.d.next = self.beat_lkey.val();
             self.g_len.d.next = 0.into();
             // NUM_SGE (byte 10) > 0, or IBV_SEND_INLINE (byte 9, bit 3): SGE 0's length field
             // is the length.
