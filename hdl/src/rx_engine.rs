@@ -33,14 +33,15 @@
 //!   `Decide` again; a packet that passes an entry's end: `ScatterSplit`, `ScatterPiece` per
 //!   piece (`ScatterReadEntry`, `ScatterNextEntry` on each entry change), then the message's
 //!   last packet goes to `CompletionWait` for its receive CQE;
-//! - an ACK or NAK: `CheckRegion`, `Decide`, `CompletionWait`, `CompletionRoute`, then the
-//!   retire loop: `RetireLoad`, `RetireCompare`, `Retire` per WQE (`WriteCqe` for a signaled
-//!   or failed one, then `RetireLoad` again), `ResumeRead` for a READ it covers whose
-//!   responses are missing;
+//! - an ACK or NAK: `CheckRegion`, `Decide`, then the retire loop: `RetireLoad`,
+//!   `RetireCompare`, `Retire` per WQE (`WriteCqe` for a signaled or failed one, then
+//!   `RetireLoad` again, or `WriteBack` when the WQE ended at an ACK's PSN), `ResumeRead` for a
+//!   READ it covers whose responses are missing;
 //! - a READ or atomic response: `CheckRegion`, `Decide`, `RspHead`, `RspRange`, `RspOrder`,
 //!   `RspAct` (into an SGE list: `ReadListEntry`, `ReadListSplit`, `ReadListPiece` per piece,
-//!   `ReadListReadEntry` on each entry change); the READ's last response, or one that
-//!   implicitly acknowledges earlier WQEs, goes through `CompletionWait` to the retire loop;
+//!   `ReadListReadEntry` on each entry change); the READ's last response goes on to
+//!   `RetireCompare` (its READ is the head WQE, already read) and `Retire`, one that implicitly
+//!   acknowledges earlier WQEs to `RetireLoad`;
 //! - an ACK timeout: the retire loop (QP in RTS) or `WriteBack`;
 //! - a local completion or an asynchronous event: `CompletionWait`, `CompletionRoute`,
 //!   `WriteCqe`;
@@ -82,7 +83,8 @@ pub enum RxState {
     /// path; a packet's first checks (rkey, RETH offset, PSN delta, segment lengths) are
     /// registered.
     LoadQpState,
-    /// (3, completions) A cycle's pause on the way to a CQE or the retire loop.
+    /// (3, completions) A cycle's pause on the way to a CQE, or to the retire loop for an
+    /// ACK timeout.
     CompletionWait,
     /// (4, completions) A local completion's fields are loaded; it, a receive completion or an event goes
     /// to [`RxState::WriteCqe`], an ACK, NAK, response or timeout to the retire loop.
@@ -287,7 +289,10 @@ pub enum RdoneStep {
 /// Timing: 6 cycles per request packet (issue, table read, first checks, region room, decide,
 /// write back), fewer than the writer's 1 + payload beats from MTU 512 up (a 256-byte packet
 /// takes 5 beats, so at MTU 256 this engine sets the pace: 256 bytes per 6 cycles, 85 Gb/s);
-/// an ACK costs 6 cycles plus 4 per WQE retired. A receive WQE costs its DMA fetch plus 4
+/// an ACK costs 6 cycles plus 3 per WQE retired (plus 1 per CQE), and 3 more to find the
+/// end when its PSN falls inside a WQE rather than at the end of the last it retires; a READ or atomic response that completes its READ costs 12
+/// (issue, table read, first checks, region, decide, 4 response checks, compare, retire,
+/// write back). A receive WQE costs its DMA fetch plus 4
 /// cycles for entry 0 and 5 for each further entry checked (entry select, key read, offset,
 /// room, verdict) plus 2 to pick the first nonzero entry; a packet that crosses scatter entries
 /// costs 2 cycles per piece (piece length compare, job) plus 2 per entry change (`sg_ram`
@@ -701,10 +706,19 @@ pub struct RxEngine {
     /// The RNR arm request, registered (`Retire` decides, the timer hears it a cycle later).
     arm_r: DFF<Bit>,
     arm_code_r: DFF<Bits<5>>,
-    /// `RetireLoad`: the packet is a sequence NAK that may rewind (no RNR wait running), and a
-    /// rewind is still allowed (RETRY_CNT, progress, or the end of an RNR wait).
+    /// The packet is a sequence NAK that may rewind (no RNR wait running), and a rewind is
+    /// still allowed (RETRY_CNT, progress, or the end of an RNR wait); registered every cycle
+    /// from registers the retire loop's `RetireLoad` and `RetireCompare` do not change, so
+    /// `Retire` sees them whether the loop started at `RetireLoad` or at `RetireCompare`.
     seq_nak_r: DFF<Bit>,
     retry_ok_r: DFF<Bit>,
+    /// `RetireCompare`: the head WQE ends exactly at the covering PSN of an ACK or a READ /
+    /// atomic response, and no NAK, RNR NAK, timeout, error or bad response is being acted
+    /// on: once it retires, the next WQE (first PSN one later) cannot be covered, so the
+    /// loop ends at `WriteBack` instead of reading it (3 cycles less per ACK or response).
+    stop_r: DFF<Bit>,
+    /// What `stop_r` needs besides the PSN match.
+    stop_ok: Signal<Local, Bit>,
     /// A READ response waits for the WQEs before its READ to retire (implicit ACK), then is
     /// checked again (`rsp_retired`); `rsp_final` lets the retire loop complete the READ.
     rsp_pending: DFF<Bit>,
@@ -1196,6 +1210,8 @@ impl Default for RxEngine {
             arm_code_r: Default::default(),
             seq_nak_r: Default::default(),
             retry_ok_r: Default::default(),
+            stop_r: Default::default(),
+            stop_ok: Default::default(),
             rd_zero: Default::default(),
             rd_rw_psn: Default::default(),
             rd_rw_dup: Default::default(),
@@ -1444,6 +1460,7 @@ impl Logic for RxEngine {
             arm_code_r,
             seq_nak_r,
             retry_ok_r,
+            stop_r,
             at_mode,
             at_slot,
             at_orig,
@@ -2131,6 +2148,16 @@ impl Logic for RxEngine {
         self.psn_diff.next = self.cover_r.q.val() - self.entry.val().last_psn;
         self.outstanding_wqes.next = self.sent.q.val() - self.acked.q.val();
         self.seq_progress.next = !self.src_to.q.val() & self.nak_moved.q.val();
+        self.seq_nak_r.d.next = !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
+        self.retry_ok_r.d.next = (self.retries.q.val() < self.ctx.q.val().retry_cnt)
+            | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
+            | self.src_rnr.q.val();
+        self.stop_ok.next = !self.is_nak.val()
+            & !self.is_rnr.val()
+            & !self.src_to.q.val()
+            & !self.src_fl.q.val()
+            & !self.qp_err.q.val()
+            & !self.rsp_bad.q.val();
         self.nak_age.next = self.pkt.q.val().psn - self.entry.val().first_psn;
         self.nak_stale.next = self.nak_age.val().get_bit(23);
         self.nak_repeat.next = (self.nak_code.val() == 0) & self.last_nak_ok.q.val() & !self.nak_moved.q.val();
@@ -2553,7 +2580,7 @@ impl Logic for RxEngine {
                             self.cnt_rx_nak_inv_req.next = self.is_nak.val() & (self.nak_code.val() == 1);
                             self.cnt_rx_nak_rem_access.next = self.is_nak.val() & (self.nak_code.val() == 2);
                             self.cnt_rx_nak_rem_op.next = self.is_nak.val() & (self.nak_code.val() == 3);
-                            self.state.d.next = RxState::CompletionWait;
+                            self.state.d.next = RxState::RetireLoad;
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
@@ -3243,10 +3270,6 @@ impl Logic for RxEngine {
             RxState::RetireLoad => {
                 // The in-flight entry at `acked` is being read. Only WQEs the scheduler has
                 // recorded (serially between acked and sent) are retired.
-                self.seq_nak_r.d.next = !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
-                self.retry_ok_r.d.next = (self.retries.q.val() < self.ctx.q.val().retry_cnt)
-                    | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
-                    | self.src_rnr.q.val();
                 if (self.outstanding_wqes.val() == 0) | self.outstanding_wqes.val().get_bit(15) {
                     self.state.d.next = RxState::WriteBack;
                 } else {
@@ -3256,6 +3279,7 @@ impl Logic for RxEngine {
             RxState::RetireCompare => {
                 // The in-flight entry is readable: is the head WQE covered?
                 self.psn_before_r.d.next = self.psn_diff.val().get_bit(23);
+                self.stop_r.d.next = (self.cover_r.q.val() == self.entry.val().last_psn) & self.stop_ok.val();
                 self.state.d.next = RxState::Retire;
             }
             RxState::Retire => {
@@ -3357,6 +3381,9 @@ impl Logic for RxEngine {
                             self.reads_done.d.next = self.reads_done.q.val() + 1;
                         }
                         self.state.d.next = RxState::RetireLoad;
+                        if self.stop_r.q.val() {
+                            self.state.d.next = RxState::WriteBack;
+                        }
                     }
                 } else if self.is_nak.val() & (self.nak_code.val() != 0) & (self.nak_code.val() < 4) {
                     // The WQE holding the NAKed PSN fails: REM_INV_REQ 9, REM_ACCESS 10, REM_OP 11.
@@ -3429,7 +3456,7 @@ impl Logic for RxEngine {
                             // The receive queue is flushed too.
                             self.fl_eng.next = true;
                         }
-                        if self.src_lc.q.val() {
+                        if self.src_lc.q.val() | self.stop_r.q.val() {
                             self.state.d.next = RxState::WriteBack;
                         } else {
                             self.state.d.next = RxState::RetireLoad;
@@ -3648,7 +3675,7 @@ impl Logic for RxEngine {
                             self.job_write.next = false;
                             self.rsp_pending.d.next = true;
                             self.rsp_retired.d.next = true;
-                            self.state.d.next = RxState::CompletionWait;
+                            self.state.d.next = RxState::RetireLoad;
                         } else {
                             // For no READ outstanding (late or duplicate): dropped.
                             self.cnt_dup.next = true;
@@ -3669,7 +3696,7 @@ impl Logic for RxEngine {
                         // loop completes the READ with IBV_WC_BAD_RESP_ERR.
                         self.cnt_drop_inv_req.next = true;
                         self.rsp_bad.d.next = true;
-                        self.state.d.next = RxState::CompletionWait;
+                        self.state.d.next = RxState::RetireLoad;
                     } else if !self.r_len_ok.q.val() {
                         // A response of the wrong length is never written (it could reach
                         // past the READ's buffer).
@@ -3693,18 +3720,18 @@ impl Logic for RxEngine {
                             // after the payload.
                             self.rsp_final.d.next = true;
                             self.cover_r.d.next = self.pkt.q.val().psn;
-                            self.state.d.next = RxState::CompletionWait;
+                            self.state.d.next = RxState::RetireCompare;
                         }
                         if self.r_list.q.val() {
                             // The payload scatters over the READ's SGE list (`ReadListEntry` ..
                             // `ReadListReadEntry`), one job per piece, then on to
-                            // `CompletionWait` or `WriteBack`.
+                            // `RetireCompare` or `WriteBack`.
                             self.job_write.next = false;
                             self.sc_off.d.next = 0.into();
                             self.sc_rem.d.next = self.pkt.q.val().plen;
                             self.sc_next.d.next = RxState::WriteBack;
                             if self.is_rsp_last.val() {
-                                self.sc_next.d.next = RxState::CompletionWait;
+                                self.sc_next.d.next = RxState::RetireCompare;
                             }
                             self.state.d.next = RxState::ReadListEntry;
                             if self.rl_pre.q.val() {
