@@ -14,8 +14,8 @@
 //!   of up to 8 WQEs (`FetchLimits` also steps aside while 16 or more WQEs are in flight and
 //!   another QP has work); `FetchWqe` issues it; `WaitWqeBeats` takes the WQE's beats. While
 //!   the buffer still holds the next WQE but has room for a burst and more WQEs are posted,
-//!   `NextWqe` first appends one: `AheadOff` → `AheadAddr` compute the address after the
-//!   buffered WQEs, and the same sizing states read from there.
+//!   `NextWqe` starts an append in a second, concurrent machine ([`AheadStep`]: the address
+//!   after the buffered WQEs, then the same sizing steps from there) and takes the WQE at once.
 //! - **Checks.** Per SGE `LookupLkey` → `CheckLkey` → `CheckRoom` → `CheckBounds` (key, PD,
 //!   access, offset, room, bounds; SGE 0's key entry is addressed as slot 0 is taken, so it
 //!   starts at `CheckLkey`); a gather list then `KeepSge` → `SelectSge` → `LoadSge`
@@ -34,7 +34,10 @@
 //!
 //! A 64-byte WRITE from the prefetch buffer takes 7 cycles, one per state: `NextWqe`,
 //! `CheckLkey`, `CheckRoom`, `CheckBounds`, `ActOnChecks`, `RecordWqe`, `IssuePacket` (11
-//! before stop 28), plus the append of the next burst (7 states) every 8 WQEs.
+//! before stop 28); the append of the next burst runs beside them (until stop 29 it took 7
+//! more states every 8 WQEs). The prefetch buffer holds 32 beats, so an append started while
+//! 16 or more one-beat WQEs are buffered arrives (7 + 64 cycles of DMA read latency) before
+//! they are used up; a QP's first fetch is followed by an append at once.
 use crate::context_tables::ContextTables;
 use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, TxJob, WqeRec};
 use crate::reset_fifo::ResetFifo;
@@ -175,11 +178,37 @@ pub enum TxsState {
     FetchSize,
     /// (was 37) Each limit saturated at 8 WQEs (and the prefetch buffer's room).
     FetchSaturate,
-    // WQE fetch ahead (an append: the next WQEs read while the buffer still holds this one).
-    /// (38) The append's first WQE (`fci`, the index after the buffer's last) as a slot offset.
-    AheadOff,
-    /// (39) Its address; then `FetchLimits` sizes the append from `fci`.
-    AheadAddr,
+}
+
+/// The fetch-ahead machine of [`TxScheduler`]: it appends the next posted WQEs to the prefetch
+/// buffer while the main state machine ([`TxsState`]) goes on taking the buffered ones, so an
+/// append costs the WQE path no cycle. `NextWqe` starts it (WQEs posted past the buffer's
+/// last, room for a burst, none running); it sizes the burst with the same registers and
+/// steps as a fetch from `NextWqe` (`FetchLimits` .. `FetchSize`: the main machine fetches only
+/// while this one is idle, and this one starts only from `NextWqe`, so they never size at
+/// once) and issues it. Latency: 7 cycles from `NextWqe` to the read request, then `Done`.
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum AheadStep {
+    /// Nothing to append.
+    Idle,
+    /// The append's first WQE (`fci`, the index after the buffer's last) as a slot offset.
+    Off,
+    /// Its address (`f_addr`); the fetch is marked an append (`pf_app`).
+    Addr,
+    /// As `FetchLimits`: each limit in WQEs, registered.
+    Limits,
+    /// As `FetchSaturate`: saturated at 8 WQEs.
+    Saturate,
+    /// As `FetchMinima`: pairwise minima.
+    Minima,
+    /// As `FetchSize`: the burst in WQEs and beats; none (the buffer filled meanwhile) ends it.
+    Size,
+    /// The read request waits for the DMA read issuer; as it is accepted, `pf_n` and `pf_next`
+    /// count the appended WQEs.
+    Issue,
+    /// One cycle more, so `pf_total` counts the burst (two cycles after the acceptance)
+    /// before anything that waits for this machine to be idle reads it.
+    Done,
 }
 
 /// Processes SQ doorbells one QP at a time.
@@ -231,7 +260,9 @@ pub enum TxsState {
 /// A doorbell for a QP that is not in RTS is ignored (the WQEs stay posted).
 ///
 /// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + (beats − 1) + 6
-/// cycles (+7 per SGE after the first, +4 once for a list), and one packet job every 2 cycles
+/// cycles when it must be fetched, 7 for a one-beat WQE in the prefetch buffer (which the
+/// fetch-ahead machine, [`AheadStep`], keeps filled in parallel), +7 per SGE after the first,
+/// +4 once for a list; one packet job every 2 cycles
 /// (+2 per extra piece of a packet spanning entries) while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued
 /// in 32 cycles; the shortest packet, 256 bytes, is 5 beats on the wire). Every stage is at most
 /// 6 LUT levels: the queue checks are registered before they are acted on, the key and bounds
@@ -470,36 +501,50 @@ pub struct TxScheduler {
     behind: DFF<Bit>,
     /// A WQE fetch is requested (`FetchWqe`).
     ar_pend: DFF<Bit>,
-    /// WQE prefetch: every WQE beat the DMA returns (AXI ID 1) lands in `pf_fifo`;
-    /// `WaitWqeBeats` takes a WQE's beats from its head. A fetch reads up to 8 beats: `pf_n` consecutive WQEs
+    /// WQE prefetch: every WQE beat the DMA returns (AXI ID 1) lands in `pf_fifo` (32 beats:
+    /// the same block RAM or LUTRAM as 16); `WaitWqeBeats` takes a WQE's beats from its head.
+    /// A fetch reads up to 8 beats: `pf_n` consecutive WQEs
     /// of QP `pf_qpn` from index `pf_ci` on (the next one `WaitWqeBeats` takes). `pf_total`: beats
     /// asked for and not yet taken (in flight or buffered), `pf_drop` of them to discard (a
     /// fetch that is no longer wanted: another QP, a rewind, a context command); `pf_stale`:
     /// a context command came, the buffered WQEs may belong to an old connection.
-    pf_fifo: ResetFifo<Bits<512>, 4, 5, 1>,
+    pf_fifo: ResetFifo<Bits<512>, 5, 6, 1>,
     /// Each prefetched beat's read error, in step with `pf_fifo`.
-    pf_err_fifo: ResetFifo<Bit, 4, 5, 1>,
+    pf_err_fifo: ResetFifo<Bit, 5, 6, 1>,
     /// A beat of the WQE being taken came with a read error (`WaitWqeBeats`): it completes with
     /// IBV_WC_LOC_QP_OP_ERR, marked fatal (the RX engine raises QP_FATAL), and sends nothing.
     wqe_bad: DFF<Bit>,
     pf_qpn: DFF<Bits<6>>,
     pf_ci: DFF<Bits<16>>,
-    pf_n: DFF<Bits<5>>,
-    pf_total: DFF<Bits<5>>,
+    pf_n: DFF<Bits<6>>,
+    pf_total: DFF<Bits<6>>,
     /// Beats of the fetch the DMA issuer accepted last cycle, added to `pf_total` a cycle
-    /// late so the issuer's `wqe_ar_ready` does not reach the counter's adder (the cycle after
-    /// an acceptance the engine is in `WaitWqeBeats`, where nothing reads `pf_total`).
-    pf_acc: DFF<Bits<5>>,
-    pf_drop: DFF<Bits<5>>,
+    /// late so the issuer's `wqe_ar_ready` does not reach the counter's adder (`pf_total`
+    /// counts a burst two cycles after its acceptance: the main machine is in `WaitWqeBeats`
+    /// then, and the fetch-ahead machine in `Done`).
+    pf_acc: DFF<Bits<6>>,
+    pf_drop: DFF<Bits<6>>,
     pf_stale: DFF<Bit>,
     /// Fetch ahead: `pf_next` is the index after the buffer's last WQE (set as a fetch is
     /// accepted); `pf_more` (registered in `CheckSq`) says WQEs are posted from there on, the
-    /// buffer has room for a burst and the send window for 24 more WQEs; `pf_app` marks the
+    /// buffer has room for a burst (8 of its 32 beats), fewer than 40 WQEs are in flight and
+    /// no append is under way; `pf_app` marks the
     /// fetch being sized as an append from `fci` (at `f_addr`) rather than a fresh fetch from
     /// `ci`.
     pf_next: DFF<Bits<16>>,
     pf_more: DFF<Bit>,
     pf_app: DFF<Bit>,
+    /// The fetch-ahead machine's step ([`AheadStep`]).
+    ah: DFF<AheadStep>,
+    /// It was idle when the queue checks were registered (with `pf_hit` and `pf_more`): it
+    /// can only start in `NextWqe`, so the buffer counts those checks saw are final.
+    ah_idle_r: DFF<Bit>,
+    /// The main machine's fetch was accepted last cycle: the fetch-ahead machine appends the
+    /// next burst at once if more WQEs are posted, so a QP's first burst is not drained before
+    /// the second is asked for.
+    ah_kick: DFF<Bit>,
+    /// The main machine takes a WQE off the buffer this cycle (`pf_n` one less).
+    pf_take: Signal<Local, Bit>,
     fci: DFF<Bits<16>>,
     f_off: DFF<Bits<64>>,
     f_addr: DFF<Bits<64>>,
@@ -512,7 +557,7 @@ pub struct TxScheduler {
     /// Sizing a fetch (`FetchLimits`, `FetchSaturate`, `FetchMinima`, `FetchSize`): each limit, saturated at 8 WQEs, pairwise minima, and
     /// the fetch in WQEs and beats.
     /// Beats in the buffer (arrived, not taken): its `empty` from a register.
-    pf_avail: DFF<Bits<5>>,
+    pf_avail: DFF<Bits<6>>,
     pf_wr_r: DFF<Bit>,
     pf_raw_post: DFF<Bits<16>>,
     pf_raw_ring: DFF<Bits<16>>,
@@ -672,12 +717,12 @@ pub struct TxScheduler {
     take_now: Signal<Local, Bit>,
     first_beat: Signal<Local, Bit>,
     drop_pop: Signal<Local, Bit>,
-    pf_add: Signal<Local, Bits<5>>,
+    pf_add: Signal<Local, Bits<6>>,
     pf_posted: Signal<Local, Bits<16>>,
     pf_ring: Signal<Local, Bits<16>>,
     pf_page: Signal<Local, Bits<16>>,
     pf_win: Signal<Local, Bits<16>>,
-    pf_room: Signal<Local, Bits<5>>,
+    pf_room: Signal<Local, Bits<6>>,
     pf_burst: Signal<Local, Bits<4>>,
     pf_kb_m1: Signal<Local, Bits<4>>,
     pf_ksel: Signal<Local, Bits<4>>,
@@ -721,6 +766,9 @@ impl Logic for TxScheduler {
             pf_next,
             pf_more,
             pf_app,
+            ah,
+            ah_idle_r,
+            ah_kick,
             fci,
             f_off,
             f_addr,
@@ -1028,7 +1076,6 @@ impl Logic for TxScheduler {
             & !self.sq_empty.q.val()
             & self.window_ok.q.val()
             & self.pf_hit.q.val()
-            & !self.pf_more.q.val()
             & self.wqe_ok.val()
             & (self.fetch_m1.val() == 0);
         self.pf_pop.next = ((self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val()) | self.take_now.val();
@@ -1039,17 +1086,18 @@ impl Logic for TxScheduler {
         self.pf_err_fifo.data_in.next = self.wqe_r_err.val();
         self.pf_err_fifo.read.next = self.pf_fifo.read.val();
         self.pf_add.next = 0.into();
-        if (self.state.q.val() == TxsState::FetchWqe) & self.wqe_ar_ready.val() {
-            self.pf_add.next = bit_cast::<5, 4>(self.pf_kb.q.val());
+        if self.ar_pend.q.val() & self.wqe_ar_ready.val() {
+            // A fetch (the main machine's or an append) is accepted.
+            self.pf_add.next = bit_cast::<6, 4>(self.pf_kb.q.val());
         }
         self.pf_acc.d.next = self.pf_add.val();
         self.pf_total.d.next = self.pf_total.q.val() + self.pf_acc.q.val()
-            - bit_cast::<5, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
-        self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
+            - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
+        self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
         // (A beat written in cycle t is counted from t + 2: never before the FIFO shows it.)
         self.pf_wr_r.d.next = self.wqe_r_valid.val();
-        self.pf_avail.d.next = self.pf_avail.q.val() + bit_cast::<5, 1>(self.pf_wr_r.q.val().into())
-            - bit_cast::<5, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
+        self.pf_avail.d.next = self.pf_avail.q.val() + bit_cast::<6, 1>(self.pf_wr_r.q.val().into())
+            - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
         // Fetch limits (`FetchLimits` to `FetchSize`): WQEs posted, to the end of the ring, to the end of the
         // 4 KiB page (a burst never crosses one, AXI4 A3.4.1), in the send window, and room in
         // the buffer; bursts of at most 8 beats (8, 4 or 2 WQEs of 64, 128 or 256 bytes; a
@@ -1067,12 +1115,12 @@ impl Logic for TxScheduler {
             >> (bit_cast::<16, 3>(self.ctx.q.val().sq_log_stride) + 6);
         self.pf_win.next = bit_cast::<16, 7>(64.into()) - self.in_flight.val();
         self.pf_room.next =
-            (bit_cast::<5, 5>(16.into()) - self.pf_total.q.val()) >> bit_cast::<5, 3>(self.ctx.q.val().sq_log_stride);
+            (bit_cast::<6, 6>(32.into()) - self.pf_total.q.val()) >> bit_cast::<6, 3>(self.ctx.q.val().sq_log_stride);
         self.pf_burst.next = bit_cast::<4, 4>(8.into()) >> bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
         if self.ctx.q.val().sq_log_stride == 3 {
             self.pf_burst.next = 1.into();
             self.pf_room.next = 0.into();
-            if self.pf_total.q.val() <= 11 {
+            if self.pf_total.q.val() <= 27 {
                 self.pf_room.next = 1.into();
             }
         }
@@ -1180,6 +1228,7 @@ impl Logic for TxScheduler {
         self.wqe_ar_len.next = self.pf_kb_m1.val().get_bits::<3>(0);
         self.job_write.next = false;
         self.rj_write.next = false;
+        self.ah_kick.d.next = false;
         self.rj_addr.next = self.cur_iova.q.val();
         self.rj_len.next = self.plen.val().get_bits::<13>(0);
         // WQE opcode classes (ibv_wr_opcode: RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1, SEND 2,
@@ -1455,8 +1504,10 @@ impl Logic for TxScheduler {
                 & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
                 & (self.pf_ci.q.val() == self.ci.q.val())
                 & !self.pf_stale.q.val();
-            self.pf_more.d.next = (self.pf_next.q.val() != self.pi.q.val())
-                & (self.pf_total.q.val() <= 8)
+            self.ah_idle_r.d.next = self.ah.q.val() == AheadStep::Idle;
+            self.pf_more.d.next = (self.ah.q.val() == AheadStep::Idle)
+                & (self.pf_next.q.val() != self.pi.q.val())
+                & (self.pf_total.q.val() <= 24)
                 & (self.in_flight_r.q.val() < 40)
                 & (self.ctx.q.val().sq_log_stride != 3);
             self.behind.d.next = self.in_flight.val().get_bit(15);
@@ -1537,7 +1588,9 @@ impl Logic for TxScheduler {
                     self.self_rung.d.next = false;
                 }
                 self.flush_req.d.next = false;
-                if !self.rw_empty_r.q.val() {
+                if self.ah.q.val() != AheadStep::Idle {
+                    // The last QP's append is still being issued (with its context): wait.
+                } else if !self.rw_empty_r.q.val() {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
                     self.rw_read.next = true;
                     self.rewind.d.next = true;
@@ -1632,16 +1685,16 @@ impl Logic for TxScheduler {
                     // Draining (SQD): nothing more to start; tell the completer.
                     self.sq_stop.next = self.ctx.q.val().sq_drain.any();
                     self.state.d.next = TxsState::Idle;
-                } else if self.window_ok.q.val() & self.pf_hit.q.val() & self.pf_more.q.val() {
-                    // The WQE is in the prefetch buffer (or on its way) and the buffer has room
-                    // for more: read the next posted WQEs first, behind the buffered ones, so
-                    // they are there when this QP gets to them.
-                    self.fci.d.next = self.pf_next.q.val();
-                    self.state.d.next = TxsState::AheadOff;
                 } else if self.window_ok.q.val() & self.pf_hit.q.val() {
                     // The WQE is in the prefetch buffer (or on its way): no fetch. A one-beat
                     // WQE already at the buffer's head is taken here (below), its key-table
                     // entry addressed from the beat.
+                    if self.pf_more.q.val() {
+                        // The buffer has room for more: the fetch-ahead machine reads the next
+                        // posted WQEs, behind the buffered ones, while this one goes on.
+                        self.fci.d.next = self.pf_next.q.val();
+                        self.ah.d.next = AheadStep::Off;
+                    }
                     self.wb.d.next = 0.into();
                     self.state.d.next = TxsState::WaitWqeBeats;
                     if self.take_now.val() {
@@ -1649,11 +1702,15 @@ impl Logic for TxScheduler {
                         self.pf_ci.d.next = self.pf_ci.q.val() + 1;
                         self.state.d.next = TxsState::CheckLkey;
                     }
+                } else if self.window_ok.q.val() & !self.ah_idle_r.q.val() {
+                    // An append is being sized or issued: once it is, the WQE may be in the
+                    // buffer (and a discard must count its beats).
+                    self.state.d.next = TxsState::CheckSq;
                 } else if self.window_ok.q.val() {
                     // Fetch it and the WQEs after it: whatever the buffer still holds or
                     // awaits is discarded. (With 16 or more in flight, `FetchLimits` steps aside
                     // instead if another QP waits.)
-                    self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<5, 1>(self.drop_pop.val().into());
+                    self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
                     self.pf_n.d.next = 0.into();
                     self.pf_stale.d.next = false;
                     self.pf_app.d.next = false;
@@ -1673,14 +1730,10 @@ impl Logic for TxScheduler {
                 }
             }
             TxsState::FetchLimits => {
-                // Sizing a fetch, 1: each limit in WQEs, registered (WQEs posted, slots to the
-                // ring's end minus one, to the page's end, room in the send window).
-                self.pf_raw_post.d.next = self.pf_posted.val();
-                self.pf_raw_ring.d.next = self.pf_ring.val();
-                self.pf_raw_page.d.next = self.pf_page.val();
-                self.pf_raw_win.d.next = self.pf_win.val();
+                // Sizing a fetch, 1: each limit in WQEs, registered (below, shared with the
+                // fetch-ahead machine).
                 self.state.d.next = TxsState::FetchSaturate;
-                if !self.pf_app.q.val() & self.send_win_full.q.val() & (self.rw_other.q.val() | self.db_other.q.val()) {
+                if self.send_win_full.q.val() & (self.rw_other.q.val() | self.db_other.q.val()) {
                     // 16 or more in flight (as of `CheckSq`) and another QP has work: step aside
                     // as with a 16-WQE window, rather than fetch WQEs a READ waiting for its
                     // slot would give up to the next QP's fetch.
@@ -1689,59 +1742,17 @@ impl Logic for TxScheduler {
                 }
             }
             TxsState::FetchSaturate => {
-                // 2: each limit saturated at 8 WQEs (and the buffer's room).
-                self.pf_lim_post.d.next = self.pf_raw_post.q.val().get_bits::<4>(0);
-                if self.pf_raw_post.q.val() >= 8 {
-                    self.pf_lim_post.d.next = 8.into();
-                }
-                self.pf_lim_ring.d.next = self.pf_raw_ring.q.val().get_bits::<4>(0) + 1;
-                if self.pf_raw_ring.q.val() >= 7 {
-                    self.pf_lim_ring.d.next = 8.into();
-                }
-                self.pf_lim_page.d.next = self.pf_raw_page.q.val().get_bits::<4>(0);
-                if self.pf_raw_page.q.val() >= 8 {
-                    self.pf_lim_page.d.next = 8.into();
-                }
-                self.pf_lim_win.d.next = self.pf_raw_win.q.val().get_bits::<4>(0);
-                if self.pf_raw_win.q.val() >= 8 {
-                    self.pf_lim_win.d.next = 8.into();
-                }
-                self.pf_lim_room.d.next = self.pf_room.val().get_bits::<4>(0);
-                if self.pf_room.val() >= 8 {
-                    self.pf_lim_room.d.next = 8.into();
-                }
+                // 2: each limit saturated at 8 WQEs (below).
                 self.state.d.next = TxsState::FetchMinima;
             }
             TxsState::FetchMinima => {
-                // 3: pairwise minima.
-                self.pf_m1.d.next = self.pf_lim_post.q.val();
-                if self.pf_lim_ring.q.val() < self.pf_lim_post.q.val() {
-                    self.pf_m1.d.next = self.pf_lim_ring.q.val();
-                }
-                self.pf_m2.d.next = self.pf_lim_page.q.val();
-                if self.pf_lim_win.q.val() < self.pf_lim_page.q.val() {
-                    self.pf_m2.d.next = self.pf_lim_win.q.val();
-                }
-                self.pf_m3.d.next = self.pf_lim_room.q.val();
-                if self.pf_burst.val() < self.pf_lim_room.q.val() {
-                    self.pf_m3.d.next = self.pf_burst.val();
-                }
+                // 3: pairwise minima (below).
                 self.state.d.next = TxsState::FetchSize;
             }
             TxsState::FetchSize => {
-                // 4: the fetch, once the buffer has room for a WQE (discarded beats leave it
-                // as they arrive).
-                self.pf_k.d.next = self.pf_ksel.val();
-                self.pf_kb.d.next = self.pf_ksel.val() << bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
-                if self.ctx.q.val().sq_log_stride == 3 {
-                    self.pf_kb.d.next = 5.into();
-                }
-                if (self.pf_m3.q.val() == 0) & self.pf_app.q.val() {
-                    // No room for an append after all: take the buffered WQE.
-                    self.pf_app.d.next = false;
-                    self.wb.d.next = 0.into();
-                    self.state.d.next = TxsState::WaitWqeBeats;
-                } else if self.pf_m3.q.val() == 0 {
+                // 4: the fetch (sized below), once the buffer has room for a WQE (discarded
+                // beats leave it as they arrive).
+                if self.pf_m3.q.val() == 0 {
                     self.state.d.next = TxsState::FetchLimits;
                 } else {
                     self.ar_pend.d.next = true;
@@ -1753,26 +1764,12 @@ impl Logic for TxScheduler {
                 if self.wqe_ar_ready.val() {
                     self.ar_pend.d.next = false;
                     self.pf_next.d.next = self.fci_now.val() + bit_cast::<16, 4>(self.pf_k.q.val());
-                    self.pf_app.d.next = false;
-                    if self.pf_app.q.val() {
-                        // Appended: the buffer's head is still the WQE at `ci`.
-                        self.pf_n.d.next = self.pf_n.q.val() + bit_cast::<5, 4>(self.pf_k.q.val());
-                    } else {
-                        self.pf_qpn.d.next = self.cur_qpn.q.val();
-                        self.pf_ci.d.next = self.ci.q.val();
-                        self.pf_n.d.next = bit_cast::<5, 4>(self.pf_k.q.val());
-                    }
+                    self.pf_qpn.d.next = self.cur_qpn.q.val();
+                    self.pf_ci.d.next = self.ci.q.val();
+                    self.pf_n.d.next = bit_cast::<6, 4>(self.pf_k.q.val());
+                    self.ah_kick.d.next = true;
                     self.state.d.next = TxsState::WaitWqeBeats;
                 }
-            }
-            TxsState::AheadOff => {
-                // (`f_off` is registered from `fci` this cycle.)
-                self.state.d.next = TxsState::AheadAddr;
-            }
-            TxsState::AheadAddr => {
-                // (`f_addr` is registered from `f_off` this cycle.)
-                self.pf_app.d.next = true;
-                self.state.d.next = TxsState::FetchLimits;
             }
             TxsState::WaitWqeBeats => {
                 // The WQE's beats: slot 0 into `wqe` (and SGE 0, or the inline length, to
@@ -2096,7 +2093,8 @@ impl Logic for TxScheduler {
                 }
             }
             TxsState::SaveAndYield => {
-                // Save {next PSN, ci, pi} and yield to a pending rewind.
+                // Save {next PSN, ci, pi} and yield to a pending rewind (`Idle` waits for an
+                // append of this QP's to be issued before it serves another).
                 self.own_we.next = true;
                 self.state.d.next = TxsState::Idle;
                 if self.flush_req.q.val() {
@@ -2246,8 +2244,122 @@ impl Logic for TxScheduler {
             TxsState::FetchMinima => self.dbg_state.next = 35.into(),
             TxsState::FetchSize => self.dbg_state.next = 36.into(),
             TxsState::FetchSaturate => self.dbg_state.next = 37.into(),
-            TxsState::AheadOff => self.dbg_state.next = 38.into(),
-            TxsState::AheadAddr => self.dbg_state.next = 39.into(),
+        }
+        // Sizing a fetch, shared by the main machine (`FetchLimits` .. `FetchSize`) and the
+        // fetch-ahead machine (`Limits` .. `Size`), never both at once: 1, each limit in WQEs
+        // (posted, slots to the ring's end minus one, to the page's end, room in the send
+        // window), registered.
+        if (self.state.q.val() == TxsState::FetchLimits) | (self.ah.q.val() == AheadStep::Limits) {
+            self.pf_raw_post.d.next = self.pf_posted.val();
+            self.pf_raw_ring.d.next = self.pf_ring.val();
+            self.pf_raw_page.d.next = self.pf_page.val();
+            self.pf_raw_win.d.next = self.pf_win.val();
+        }
+        if (self.state.q.val() == TxsState::FetchSaturate) | (self.ah.q.val() == AheadStep::Saturate) {
+            // 2: each limit saturated at 8 WQEs (and the buffer's room).
+            self.pf_lim_post.d.next = self.pf_raw_post.q.val().get_bits::<4>(0);
+            if self.pf_raw_post.q.val() >= 8 {
+                self.pf_lim_post.d.next = 8.into();
+            }
+            self.pf_lim_ring.d.next = self.pf_raw_ring.q.val().get_bits::<4>(0) + 1;
+            if self.pf_raw_ring.q.val() >= 7 {
+                self.pf_lim_ring.d.next = 8.into();
+            }
+            self.pf_lim_page.d.next = self.pf_raw_page.q.val().get_bits::<4>(0);
+            if self.pf_raw_page.q.val() >= 8 {
+                self.pf_lim_page.d.next = 8.into();
+            }
+            self.pf_lim_win.d.next = self.pf_raw_win.q.val().get_bits::<4>(0);
+            if self.pf_raw_win.q.val() >= 8 {
+                self.pf_lim_win.d.next = 8.into();
+            }
+            self.pf_lim_room.d.next = self.pf_room.val().get_bits::<4>(0);
+            if self.pf_room.val() >= 8 {
+                self.pf_lim_room.d.next = 8.into();
+            }
+        }
+        if (self.state.q.val() == TxsState::FetchMinima) | (self.ah.q.val() == AheadStep::Minima) {
+            // 3: pairwise minima.
+            self.pf_m1.d.next = self.pf_lim_post.q.val();
+            if self.pf_lim_ring.q.val() < self.pf_lim_post.q.val() {
+                self.pf_m1.d.next = self.pf_lim_ring.q.val();
+            }
+            self.pf_m2.d.next = self.pf_lim_page.q.val();
+            if self.pf_lim_win.q.val() < self.pf_lim_page.q.val() {
+                self.pf_m2.d.next = self.pf_lim_win.q.val();
+            }
+            self.pf_m3.d.next = self.pf_lim_room.q.val();
+            if self.pf_burst.val() < self.pf_lim_room.q.val() {
+                self.pf_m3.d.next = self.pf_burst.val();
+            }
+        }
+        if (self.state.q.val() == TxsState::FetchSize) | (self.ah.q.val() == AheadStep::Size) {
+            // 4: the fetch in WQEs and beats.
+            self.pf_k.d.next = self.pf_ksel.val();
+            self.pf_kb.d.next = self.pf_ksel.val() << bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
+            if self.ctx.q.val().sq_log_stride == 3 {
+                self.pf_kb.d.next = 5.into();
+            }
+        }
+        // The fetch-ahead machine ([`AheadStep`]).
+        self.pf_take.next = self.take_now.val()
+            | ((self.state.q.val() == TxsState::WaitWqeBeats)
+                & self.wqe_ok.val()
+                & (self.wb.q.val() == self.fetch_m1.val()));
+        match self.ah.q.val() {
+            AheadStep::Idle => {
+                if self.ah_kick.q.val()
+                    & (self.pf_next.q.val() != self.pi.q.val())
+                    & (self.in_flight_r.q.val() < 40)
+                    & (self.ctx.q.val().sq_log_stride != 3)
+                {
+                    self.fci.d.next = self.pf_next.q.val();
+                    self.ah.d.next = AheadStep::Off;
+                }
+            }
+            AheadStep::Off => {
+                // (`f_off` is registered from `fci` this cycle.)
+                self.ah.d.next = AheadStep::Addr;
+            }
+            AheadStep::Addr => {
+                // (`f_addr` is registered from `f_off` this cycle.)
+                self.pf_app.d.next = true;
+                self.ah.d.next = AheadStep::Limits;
+            }
+            AheadStep::Limits => {
+                self.ah.d.next = AheadStep::Saturate;
+            }
+            AheadStep::Saturate => {
+                self.ah.d.next = AheadStep::Minima;
+            }
+            AheadStep::Minima => {
+                self.ah.d.next = AheadStep::Size;
+            }
+            AheadStep::Size => {
+                if self.pf_m3.q.val() == 0 {
+                    // No room after all.
+                    self.pf_app.d.next = false;
+                    self.ah.d.next = AheadStep::Idle;
+                } else {
+                    self.ar_pend.d.next = true;
+                    self.ah.d.next = AheadStep::Issue;
+                }
+            }
+            AheadStep::Issue => {
+                if self.wqe_ar_ready.val() {
+                    // Appended: the buffer's head is still the main machine's next WQE, which
+                    // it may be taking this very cycle.
+                    self.ar_pend.d.next = false;
+                    self.pf_next.d.next = self.fci_now.val() + bit_cast::<16, 4>(self.pf_k.q.val());
+                    self.pf_app.d.next = false;
+                    self.pf_n.d.next = self.pf_n.q.val() + bit_cast::<6, 4>(self.pf_k.q.val())
+                        - bit_cast::<6, 1>(self.pf_take.val().into());
+                    self.ah.d.next = AheadStep::Done;
+                }
+            }
+            AheadStep::Done => {
+                self.ah.d.next = AheadStep::Idle;
+            }
         }
         if self.cmd_fire.val() {
             self.pf_stale.d.next = true;
@@ -2269,6 +2381,8 @@ impl Logic for TxScheduler {
             self.serving.d.next = false;
             self.self_rung.d.next = false;
             self.ar_pend.d.next = false;
+            self.ah.d.next = AheadStep::Idle;
+            self.pf_app.d.next = false;
             self.pf_n.d.next = 0.into();
             self.pf_total.d.next = 0.into();
             self.pf_acc.d.next = 0.into();
