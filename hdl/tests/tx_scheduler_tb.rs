@@ -59,6 +59,9 @@
 //!   IBV_WC_LOC_PROT_ERR for the READ (opcode IBV_WC_RDMA_READ) only once the WRITE retired;
 //!   the WQE after it completes with IBV_WC_WR_FLUSH_ERR.
 //!
+//! - `the_second_burst_is_asked_for_before_the_first_is_used`: the fetch-ahead machine asks
+//!   for a QP's second burst as its first is accepted, and for later ones while the buffer
+//!   still holds 8 or more unsent WQEs.
 //! - `ud_wqes_become_send_only_with_a_deth`: on UD QPs, SENDs of up to one MTU become one SEND
 //!   ONLY each with a DETH (the WQE's Q_Key or, bit 31 set, the QP's; this QP as source),
 //!   addressed from the WQE, no AckReq; RDMA WRITE / READ and a SEND over the MTU complete
@@ -1514,6 +1517,52 @@ fn the_next_wqes_are_fetched_while_the_buffer_holds_some() {
             fetches[k].0,
             8 * k - 1,
             jobs[8 * k - 1]
+        );
+    }
+    tb.retire_all(qpn);
+}
+
+/// A QP's second burst is asked for as soon as its first is accepted (the fetch-ahead
+/// machine's kick), before any WQE of the first is used, and appends go on while the WQE path
+/// works: 40 one-beat WRITEs are fetched as 5 bursts of 8, each slot once, the first two before
+/// the first packet, and every later burst while at least 8 fetched WQEs are not yet sent (the
+/// 32-beat buffer); the events equal the model's.
+#[test]
+fn the_second_burst_is_asked_for_before_the_first_is_used() {
+    let mut tb = Tb::new(0x75C4_000A);
+    let seed = tb.rng.0;
+    let pd = 0x2469;
+    let mrs = good_mrs(&mut tb, 2, 2, pd);
+    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
+    cfg.log_size = 6;
+    cfg.sq_base &= !0xFFF;
+    let qpn = 9;
+    tb.create_qp(qpn, &cfg);
+    let wqes: Vec<Wqe> = (0..40u64).map(|k| small_write(&mut tb.rng, &mrs, 0xA12E_0000 | k)).collect();
+    let first = tb.events.len();
+    tb.post_and_check(qpn, &wqes, &format!("40 WRITEs (seed {seed:#x})"));
+    let evs = &tb.events[first..];
+    let fetches: Vec<(u64, u64, u64)> = evs
+        .iter()
+        .filter_map(|(t, e)| if let Ev::Fetch { addr, beats } = e { Some((*t, *addr, *beats)) } else { None })
+        .collect();
+    let jobs: Vec<u64> = evs.iter().filter_map(|(t, e)| matches!(e, Ev::Job(_)).then_some(*t)).collect();
+    assert_eq!(jobs.len(), 40, "one packet per WRITE");
+    let want: Vec<(u64, u64)> = (0..5).map(|k| (cfg.sq_base + 512 * k, 8)).collect();
+    assert_eq!(fetches.iter().map(|f| (f.1, f.2)).collect::<Vec<_>>(), want, "5 bursts of 8, each slot once");
+    assert!(
+        fetches[1].0 < jobs[0],
+        "the second burst at cycle {} only after the first packet at {} (seed {seed:#x})",
+        fetches[1].0,
+        jobs[0]
+    );
+    for (k, f) in fetches.iter().enumerate().skip(2) {
+        let sent = jobs.iter().filter(|&&t| t < f.0).count();
+        assert!(
+            8 * k - sent >= 8,
+            "burst {k} asked for at cycle {} with only {} fetched WQEs unsent (seed {seed:#x})",
+            f.0,
+            8 * k - sent
         );
     }
     tb.retire_all(qpn);
