@@ -32,7 +32,7 @@
 //!   (`SgeSelect` takes the next), with several entries `SgeFirstNonzero` and `SgeFits`, then
 //!   `Decide` again; a packet that passes an entry's end: `ScatterSplit`, `ScatterPiece` per
 //!   piece (`ScatterReadEntry`, `ScatterNextEntry` on each entry change), then the message's
-//!   last packet goes to `CompletionWait` for its receive CQE;
+//!   last packet goes straight on to `WriteCqe` for its receive CQE;
 //! - an ACK or NAK: `CheckRegion`, `Decide`, then the retire loop: `RetireLoad`,
 //!   `RetireCompare`, `Retire` per WQE (`WriteCqe` for a signaled or failed one, then
 //!   `RetireLoad` again, or `WriteBack` when the WQE ended at an ACK's PSN), `ResumeRead` for a
@@ -83,8 +83,8 @@ pub enum RxState {
     /// path; a packet's first checks (rkey, RETH offset, PSN delta, segment lengths) are
     /// registered.
     LoadQpState,
-    /// (3, completions) A cycle's pause on the way to a CQE, or to the retire loop for an
-    /// ACK timeout.
+    /// (3, completions) A cycle's pause on the way to the CQE of a local completion, an event
+    /// or a flushed receive WQE, or to the retire loop for an ACK timeout.
     CompletionWait,
     /// (4, completions) A local completion's fields are loaded; it, a receive completion or an event goes
     /// to [`RxState::WriteCqe`], an ACK, NAK, response or timeout to the retire loop.
@@ -2742,7 +2742,7 @@ impl Logic for RxEngine {
                             self.srq_inc.d.next = self.ctx.q.val().use_srq.any();
                         }
                         self.in_send.d.next = false;
-                        self.state.d.next = RxState::CompletionWait;
+                        self.state.d.next = RxState::WriteCqe;
                     } else {
                         // Accepted: the payload goes out, the responder state moves on.
                         self.cnt_roce_ok.next = true;
@@ -2785,7 +2785,7 @@ impl Logic for RxEngine {
                             self.cqe_flags.d.next = 2.into();
                             self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                             self.srq_inc.d.next = self.ctx.q.val().use_srq.any();
-                            self.state.d.next = RxState::CompletionWait;
+                            self.state.d.next = RxState::WriteCqe;
                         }
                         if self.is_send_start.val() | self.is_send_cont.val() {
                             // The message scatters into the receive WQE's buffer.
@@ -2822,7 +2822,7 @@ impl Logic for RxEngine {
                                     // A QP's own RQ: its WQE is retired with the message.
                                     self.rq_ci.d.next = self.rq_ci.q.val() + 1;
                                 }
-                                self.state.d.next = RxState::CompletionWait;
+                                self.state.d.next = RxState::WriteCqe;
                             }
                             // What is left of the receive buffer after this packet.
                             self.tot_rem.d.next = self.tot_rem.q.val() - self.plen36.val();
@@ -2846,7 +2846,7 @@ impl Logic for RxEngine {
                                 self.sc_ack.d.next = self.pkt.q.val().ackreq.any() & !self.is_send_end.val();
                                 self.sc_next.d.next = RxState::WriteBack;
                                 if self.is_send_end.val() {
-                                    self.sc_next.d.next = RxState::CompletionWait;
+                                    self.sc_next.d.next = RxState::WriteCqe;
                                 }
                                 self.state.d.next = RxState::ScatterSplit;
                             }

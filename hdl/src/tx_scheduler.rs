@@ -2364,17 +2364,32 @@ impl Logic for TxScheduler {
         if self.cmd_fire.val() {
             self.pf_stale.d.next = true;
         }
-        // The served QP is offered again (rung while served) and another QP waits: take the
+        // The served QP is offered again (rung while served). Another QP waits: take the
         // offer, so the other QP is offered and `db_other` lets this one step aside for it; the
-        // served QP goes back into the ready set from `Idle`.
+        // served QP goes back into the ready set from `Idle`. No other QP waits: take the offer
+        // and serve the new WQEs in this visit (its producer index is the newest), so the
+        // fetch-ahead machine goes on appending instead of the SQ running dry, a trip through
+        // `Idle` and a fresh 64-cycle WQE read per batch the host posts; not while a rewind or
+        // an SQ drain bounds the visit by a saved producer index, nor before `TakeQp` has set
+        // it. (`Idle` still puts the QP back into the ready set, in case it leaves with work.)
         if self.serving.q.val()
             & (self.state.q.val() != TxsState::Idle)
             & !self.db_empty.val()
-            & self.db_others.val()
             & (self.db_data.val().get_bits::<6>(16) == self.cur_qpn.q.val())
         {
-            self.db_read.next = true;
-            self.self_rung.d.next = true;
+            if self.db_others.val() {
+                self.db_read.next = true;
+                self.self_rung.d.next = true;
+            } else if (self.state.q.val() != TxsState::LoadQp)
+                & (self.state.q.val() != TxsState::TakeQp)
+                & !self.rewind.q.val()
+                & !self.ctx.q.val().sq_drain.any()
+                & (self.db_data.val().get_bits::<10>(22) == 0)
+            {
+                self.db_read.next = true;
+                self.self_rung.d.next = true;
+                self.pi.d.next = self.db_data.val().get_bits::<16>(0);
+            }
         }
         if self.reset.val() {
             self.state.d.next = TxsState::Idle;
