@@ -599,6 +599,10 @@ pub struct TxScheduler {
     /// The served QP's own doorbell was taken while serving it (see `db_others`): `Idle` puts it
     /// back into the ready set.
     self_rung: DFF<Bit>,
+    /// The served QP's producer index may be extended in place by its own doorbell: set in
+    /// `TakeQp`, cleared by any context command (a move to SQD, among others, bounds the visit
+    /// by the producer index it saved).
+    ext_ok: DFF<Bit>,
     /// Context commands may be taken this cycle (see `cmd_ready`).
     cmd_ok: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
@@ -855,6 +859,7 @@ impl Logic for TxScheduler {
             db_other,
             serving,
             self_rung,
+            ext_ok,
             cmd_ok,
             wb,
             g_idx,
@@ -1621,6 +1626,7 @@ impl Logic for TxScheduler {
                 self.state.d.next = TxsState::TakeQp;
             }
             TxsState::TakeQp => {
+                self.ext_ok.d.next = true;
                 self.ctx.d.next = self.qp_now.val();
                 self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
                 self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
@@ -2363,6 +2369,7 @@ impl Logic for TxScheduler {
         }
         if self.cmd_fire.val() {
             self.pf_stale.d.next = true;
+            self.ext_ok.d.next = false;
         }
         // The served QP is offered again (rung while served). Another QP waits: take the
         // offer, so the other QP is offered and `db_other` lets this one step aside for it; the
@@ -2371,7 +2378,9 @@ impl Logic for TxScheduler {
         // fetch-ahead machine goes on appending instead of the SQ running dry, a trip through
         // `Idle` and a fresh 64-cycle WQE read per batch the host posts; not while a rewind or
         // an SQ drain bounds the visit by a saved producer index, nor before `TakeQp` has set
-        // it. (`Idle` still puts the QP back into the ready set, in case it leaves with work.)
+        // it, nor after a context command (`ext_ok`: the move to SQD may have come after
+        // `TakeQp` loaded the context). (`Idle` still puts the QP back into the ready set, in
+        // case it leaves with work.)
         if self.serving.q.val()
             & (self.state.q.val() != TxsState::Idle)
             & !self.db_empty.val()
@@ -2382,6 +2391,7 @@ impl Logic for TxScheduler {
                 self.self_rung.d.next = true;
             } else if (self.state.q.val() != TxsState::LoadQp)
                 & (self.state.q.val() != TxsState::TakeQp)
+                & self.ext_ok.q.val()
                 & !self.rewind.q.val()
                 & !self.ctx.q.val().sq_drain.any()
                 & (self.db_data.val().get_bits::<10>(22) == 0)
