@@ -62,6 +62,8 @@
 //! - `the_second_burst_is_asked_for_before_the_first_is_used`: the fetch-ahead machine asks
 //!   for a QP's second burst as its first is accepted, and for later ones while the buffer
 //!   still holds 8 or more unsent WQEs.
+//! - `a_qp_rung_while_served_alone_serves_its_new_wqes_in_place`: with no other QP waiting, a
+//!   doorbell of the served QP extends its producer index in place; every slot is fetched once.
 //! - `ud_wqes_become_send_only_with_a_deth`: on UD QPs, SENDs of up to one MTU become one SEND
 //!   ONLY each with a DETH (the WQE's Q_Key or, bit 31 set, the QP's; this QP as source),
 //!   addressed from the WQE, no AckReq; RDMA WRITE / READ and a SEND over the MTU complete
@@ -1352,6 +1354,29 @@ fn small_write(rng: &mut Rng, mrs: &[(u64, Mr)], wr_id: u64) -> Wqe {
     }
 }
 
+/// Posts `n` one-beat WRITEs on a fresh QP `qpn` (64-entry ring on a page boundary) at once and
+/// checks the events against the model; returns the ring's base, the fetches (cycle, address,
+/// beats) and the cycles of the packet jobs.
+fn burst_run(tb: &mut Tb, pd: u64, qpn: u64, n: u64, tag: u64) -> (u64, Vec<(u64, u64, u64)>, Vec<u64>) {
+    let seed = tb.rng.0;
+    let mrs = good_mrs(tb, 2, 2, pd);
+    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
+    cfg.log_size = 6;
+    cfg.sq_base &= !0xFFF;
+    tb.create_qp(qpn, &cfg);
+    let wqes: Vec<Wqe> = (0..n).map(|k| small_write(&mut tb.rng, &mrs, tag | k)).collect();
+    let first = tb.events.len();
+    tb.post_and_check(qpn, &wqes, &format!("{n} WRITEs (seed {seed:#x})"));
+    let evs = &tb.events[first..];
+    let fetches: Vec<(u64, u64, u64)> = evs
+        .iter()
+        .filter_map(|(t, e)| if let Ev::Fetch { addr, beats } = e { Some((*t, *addr, *beats)) } else { None })
+        .collect();
+    let jobs: Vec<u64> = evs.iter().filter_map(|(t, e)| matches!(e, Ev::Job(_)).then_some(*t)).collect();
+    assert_eq!(jobs.len() as u64, n, "one packet per WRITE (seed {seed:#x})");
+    (cfg.sq_base, fetches, jobs)
+}
+
 /// Small WRITEs posted several at a time are fetched in bursts of consecutive WQEs (up to 8
 /// beats, never across the ring's end or a 4 KiB page), and each WQE is still acted on exactly
 /// as the model says, across ring wraps and with the buffer refilled between batches.
@@ -1490,25 +1515,9 @@ fn base_wqe(wr_id: u64, ud: Option<(u64, u64, u64, u64)>) -> Wqe {
 #[test]
 fn the_next_wqes_are_fetched_while_the_buffer_holds_some() {
     let mut tb = Tb::new(0x75C4_0007);
-    let seed = tb.rng.0;
-    let pd = 0x2468;
-    let mrs = good_mrs(&mut tb, 2, 2, pd);
-    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
-    cfg.log_size = 6;
-    cfg.sq_base &= !0xFFF;
     let qpn = 7;
-    tb.create_qp(qpn, &cfg);
-    let wqes: Vec<Wqe> = (0..32u64).map(|k| small_write(&mut tb.rng, &mrs, 0xA11E_0000 | k)).collect();
-    let first = tb.events.len();
-    tb.post_and_check(qpn, &wqes, &format!("32 WRITEs (seed {seed:#x})"));
-    let evs = &tb.events[first..];
-    let fetches: Vec<(u64, u64, u64)> = evs
-        .iter()
-        .filter_map(|(t, e)| if let Ev::Fetch { addr, beats } = e { Some((*t, *addr, *beats)) } else { None })
-        .collect();
-    let jobs: Vec<u64> = evs.iter().filter_map(|(t, e)| matches!(e, Ev::Job(_)).then_some(*t)).collect();
-    assert_eq!(jobs.len(), 32, "one packet per WRITE");
-    let want: Vec<(u64, u64)> = (0..4).map(|k| (cfg.sq_base + 512 * k, 8)).collect();
+    let (base, fetches, jobs) = burst_run(&mut tb, 0x2468, qpn, 32, 0xA11E_0000);
+    let want: Vec<(u64, u64)> = (0..4).map(|k| (base + 512 * k, 8)).collect();
     assert_eq!(fetches.iter().map(|f| (f.1, f.2)).collect::<Vec<_>>(), want, "4 bursts of 8, each slot once");
     for k in 1..4usize {
         assert!(
@@ -1531,24 +1540,9 @@ fn the_next_wqes_are_fetched_while_the_buffer_holds_some() {
 fn the_second_burst_is_asked_for_before_the_first_is_used() {
     let mut tb = Tb::new(0x75C4_000A);
     let seed = tb.rng.0;
-    let pd = 0x2469;
-    let mrs = good_mrs(&mut tb, 2, 2, pd);
-    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
-    cfg.log_size = 6;
-    cfg.sq_base &= !0xFFF;
     let qpn = 9;
-    tb.create_qp(qpn, &cfg);
-    let wqes: Vec<Wqe> = (0..40u64).map(|k| small_write(&mut tb.rng, &mrs, 0xA12E_0000 | k)).collect();
-    let first = tb.events.len();
-    tb.post_and_check(qpn, &wqes, &format!("40 WRITEs (seed {seed:#x})"));
-    let evs = &tb.events[first..];
-    let fetches: Vec<(u64, u64, u64)> = evs
-        .iter()
-        .filter_map(|(t, e)| if let Ev::Fetch { addr, beats } = e { Some((*t, *addr, *beats)) } else { None })
-        .collect();
-    let jobs: Vec<u64> = evs.iter().filter_map(|(t, e)| matches!(e, Ev::Job(_)).then_some(*t)).collect();
-    assert_eq!(jobs.len(), 40, "one packet per WRITE");
-    let want: Vec<(u64, u64)> = (0..5).map(|k| (cfg.sq_base + 512 * k, 8)).collect();
+    let (base, fetches, jobs) = burst_run(&mut tb, 0x2469, qpn, 40, 0xA12E_0000);
+    let want: Vec<(u64, u64)> = (0..5).map(|k| (base + 512 * k, 8)).collect();
     assert_eq!(fetches.iter().map(|f| (f.1, f.2)).collect::<Vec<_>>(), want, "5 bursts of 8, each slot once");
     assert!(
         fetches[1].0 < jobs[0],
@@ -1608,4 +1602,47 @@ fn a_qp_rung_while_served_lets_a_waiting_qp_go_next() {
         &tb.db_reads[reads_before..]
     );
     assert!(tb.rearms.iter().any(|&(_, q)| q == a), "QP {a} was not put back into the ready set");
+}
+
+/// A QP rung again while it is served, with no other QP waiting, serves the new WQEs in the
+/// same visit: its own offer is taken while it is served (not from `Idle`), its producer index
+/// extended in place (the QP still goes back into the ready set when it leaves, and is found
+/// with nothing left), and the new WQEs' slots are fetched once each, appended behind the
+/// first batch's, never read again from scratch; the events equal the model's. Before, the QP
+/// ran dry at the first doorbell's producer index, went back through `Idle` and started over
+/// with a fresh WQE read (64-byte WRITEs on one QP: 20.7 Mpps, 23.4 with it).
+#[test]
+fn a_qp_rung_while_served_alone_serves_its_new_wqes_in_place() {
+    let mut tb = Tb::new(0x75C4_000B);
+    let seed = tb.rng.0;
+    let pd = 0x1358;
+    let mrs = good_mrs(&mut tb, 2, 2, pd);
+    let a = 11u64;
+    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
+    cfg.log_size = 6;
+    cfg.sq_base &= !0xFFF;
+    tb.create_qp(a, &cfg);
+    let first: Vec<Wqe> = (0..16).map(|k| small_write(&mut tb.rng, &mrs, 0xC000 | k)).collect();
+    let mut want = tb.post(a, &first);
+    let from = tb.events.len();
+    while !tb.events[from..].iter().any(|e| matches!(e.1, Ev::Job(_))) {
+        tb.step();
+    }
+    let reads_before = tb.db_reads.len();
+    let again: Vec<Wqe> = (0..16).map(|k| small_write(&mut tb.rng, &mrs, 0xC100 | k)).collect();
+    want.extend(tb.post(a, &again));
+    let mut got: Vec<Ev> = tb.events[from..].iter().map(|e| e.1.clone()).collect();
+    got.extend(tb.run_quiet(200));
+    assert_events(&want, &got, &format!("QP {a}'s two batches in order (seed {seed:#x})"));
+    let reads = &tb.db_reads[reads_before..];
+    // (A later read from `Idle` is the QP's return to the ready set, `self_rung`, with nothing left.)
+    assert!(reads.first().is_some_and(|&(_, st)| st != 0), "the second doorbell was taken from Idle: {reads:?}");
+    let mut slots: Vec<u64> = Vec::new();
+    for e in &got {
+        if let Ev::Fetch { addr, beats } = e {
+            slots.extend((0..*beats).map(|k| (addr - cfg.sq_base) / 64 + k));
+        }
+    }
+    assert_eq!(slots, (0..32).collect::<Vec<_>>(), "each slot fetched once, in order (seed {seed:#x})");
+    tb.retire_all(a);
 }
