@@ -600,9 +600,12 @@ pub struct TxScheduler {
     /// back into the ready set.
     self_rung: DFF<Bit>,
     /// The served QP's producer index may be extended in place by its own doorbell: set in
-    /// `TakeQp`, cleared by any context command (a move to SQD, among others, bounds the visit
+    /// `LoadQp`, cleared by any context command from then on (a move to SQD, among others, bounds the visit
     /// by the producer index it saved).
     ext_ok: DFF<Bit>,
+    /// A context command fired while the engine was in `LoadQp`: `TakeQp` reads the context
+    /// again.
+    cmd_in_load: DFF<Bit>,
     /// Context commands may be taken this cycle (see `cmd_ready`).
     cmd_ok: DFF<Bit>,
     cur_qpn: DFF<Bits<6>>,
@@ -860,6 +863,7 @@ impl Logic for TxScheduler {
             serving,
             self_rung,
             ext_ok,
+            cmd_in_load,
             cmd_ok,
             wb,
             g_idx,
@@ -957,8 +961,8 @@ impl Logic for TxScheduler {
             | (self.state.q.val() == TxsState::SkipRetired)
             | (self.state.q.val() == TxsState::CopyListWrite));
         // A command that puts the QP being served in RESET waits until this engine has left
-        // the QP (the driver frees the QP's rings once the command is taken, so nothing may be
-        // fetched from them afterwards); waiting states give way to it (see `rst_here_r`). The
+        // the QP, its fetch-ahead machine included (the driver frees the QP's rings once the
+        // command is taken, so nothing may be fetched from them afterwards); waiting states give way to it (see `rst_here_r`). The
         // checks are registered, and a command is taken only from its second cycle, so the
         // handshake still starts at registers.
         self.cmd_seen_r.d.next = self.cmd_valid.val() & !self.cmd_fire.val();
@@ -966,7 +970,7 @@ impl Logic for TxScheduler {
             & (self.cmd_op.val() == 1)
             & (self.cmd_qp.val().state == 0)
             & (self.cmd_index.val().get_bits::<6>(0) == self.cur_qpn.q.val())
-            & (self.state.q.val() != TxsState::Idle);
+            & ((self.state.q.val() != TxsState::Idle) | (self.ah.q.val() != AheadStep::Idle));
         self.cmd_ready.next = self.cmd_ok.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
         // The transport state is written by a context command (INIT_SQ_PSN) or by this engine
         // (`own_we`, in states that refuse commands); the two enables are ORed after the state
@@ -1623,10 +1627,12 @@ impl Logic for TxScheduler {
                 }
             }
             TxsState::LoadQp => {
+                // (A command in this cycle or the next clears it below: the context `TakeQp`
+                // loads may be the one from before the command.)
+                self.ext_ok.d.next = true;
                 self.state.d.next = TxsState::TakeQp;
             }
             TxsState::TakeQp => {
-                self.ext_ok.d.next = true;
                 self.ctx.d.next = self.qp_now.val();
                 self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
                 self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
@@ -1668,6 +1674,13 @@ impl Logic for TxScheduler {
                     self.state.d.next = TxsState::CheckSq;
                 } else {
                     self.state.d.next = TxsState::Idle;
+                }
+                if self.cmd_in_load.q.val() {
+                    // A context command fired in `LoadQp`, as the context was read: what this
+                    // state loaded may be from before it (a RESET of this QP is held back
+                    // only from `TakeQp` on, `rst_here_r`). Read it again.
+                    self.rewind.d.next = self.rewind.q.val();
+                    self.state.d.next = TxsState::LoadQp;
                 }
             }
             TxsState::CheckSq => {
@@ -2371,6 +2384,7 @@ impl Logic for TxScheduler {
             self.pf_stale.d.next = true;
             self.ext_ok.d.next = false;
         }
+        self.cmd_in_load.d.next = self.cmd_fire.val() & (self.state.q.val() == TxsState::LoadQp);
         // The served QP is offered again (rung while served). Another QP waits: take the
         // offer, so the other QP is offered and `db_other` lets this one step aside for it; the
         // served QP goes back into the ready set from `Idle`. No other QP waits: take the offer

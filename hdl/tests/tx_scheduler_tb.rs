@@ -64,6 +64,8 @@
 //!   still holds 8 or more unsent WQEs.
 //! - `a_qp_rung_while_served_alone_serves_its_new_wqes_in_place`: with no other QP waiting, a
 //!   doorbell of the served QP extends its producer index in place; every slot is fetched once.
+//! - `a_reset_of_the_served_qp_ends_its_ring_reads`: a RESET of the served QP at every cycle
+//!   offset from its doorbell: no WQE read once the command is taken.
 //! - `ud_wqes_become_send_only_with_a_deth`: on UD QPs, SENDs of up to one MTU become one SEND
 //!   ONLY each with a DETH (the WQE's Q_Key or, bit 31 set, the QP's; this QP as source),
 //!   addressed from the WQE, no AckReq; RDMA WRITE / READ and a SEND over the MTU complete
@@ -1645,4 +1647,41 @@ fn a_qp_rung_while_served_alone_serves_its_new_wqes_in_place() {
     }
     assert_eq!(slots, (0..32).collect::<Vec<_>>(), "each slot fetched once, in order (seed {seed:#x})");
     tb.retire_all(a);
+}
+
+/// A RESET of the QP being served, at every cycle offset from its doorbell: once the command is
+/// taken (the driver then frees the QP's rings), the engine reads nothing more from the ring,
+/// whether the command came while it was loading the QP's context (`LoadQp`: the context it then
+/// loads is read again, `cmd_in_load`), serving it, or waiting in `Idle` for an append of the
+/// fetch-ahead machine to be issued (`rst_here_r` holds the command back for both machines).
+#[test]
+fn a_reset_of_the_served_qp_ends_its_ring_reads() {
+    for off in 0..48u64 {
+        let mut tb = Tb::new(0x75C4_0C00 + off);
+        let seed = tb.rng.0;
+        let pd = 0x2470;
+        let mrs = good_mrs(&mut tb, 2, 2, pd);
+        let qpn = 5;
+        let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
+        cfg.log_size = 6;
+        tb.create_qp(qpn, &cfg);
+        let wqes: Vec<Wqe> = (0..40u64).map(|k| small_write(&mut tb.rng, &mrs, 0xD000 | k)).collect();
+        tb.post(qpn, &wqes);
+        for _ in 0..off {
+            tb.step();
+        }
+        let mut r = [0u8; 64];
+        qp::STATE.put(&mut r, 0);
+        tb.command(1, qpn, &r);
+        let taken = tb.cycle;
+        for _ in 0..400 {
+            tb.step();
+        }
+        let late: Vec<(u64, Ev)> =
+            tb.events.iter().filter(|(t, e)| *t >= taken && matches!(e, Ev::Fetch { .. })).cloned().collect();
+        assert!(
+            late.is_empty(),
+            "offset {off}: ring read after the RESET was taken at {taken}: {late:?} (seed {seed:#x})"
+        );
+    }
 }
