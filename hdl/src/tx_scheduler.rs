@@ -715,6 +715,10 @@ pub struct TxScheduler {
     mtu_mask12: Signal<Local, Bits<12>>,
     len_lo12: Signal<Local, Bits<12>>,
     fetch_m1: Signal<Local, Bits<3>>,
+    /// `fetch_m1`, registered: the stride is the served QP's, loaded in `TakeQp` at least two
+    /// cycles before a WQE is taken (`CheckSq` comes between), and the beat count's compare
+    /// then starts at a register on its way into `pf_n` (7 LUT levels from `ctx` otherwise).
+    fetch_m1_r: DFF<Bits<3>>,
     /// The head WQE beat of the prefetch buffer, and whether `WaitWqeBeats` may take it.
     wqe_ok: Signal<Local, Bit>,
     wqe_beat: Signal<Local, Bits<512>>,
@@ -864,6 +868,7 @@ impl Logic for TxScheduler {
             self_rung,
             ext_ok,
             cmd_in_load,
+            fetch_m1_r,
             cmd_ok,
             wb,
             g_idx,
@@ -1063,6 +1068,7 @@ impl Logic for TxScheduler {
             self.sge_limit.next = 16.into();
             self.inline_max.next = 448.into();
         }
+        self.fetch_m1_r.d.next = self.fetch_m1.val();
         // The prefetch buffer: every WQE beat in; stale beats out as soon as they are at the
         // head; `WaitWqeBeats` takes the others.
         self.pf_fifo.write.next = self.wqe_r_valid.val();
@@ -1086,7 +1092,7 @@ impl Logic for TxScheduler {
             & self.window_ok.q.val()
             & self.pf_hit.q.val()
             & self.wqe_ok.val()
-            & (self.fetch_m1.val() == 0);
+            & (self.fetch_m1_r.q.val() == 0);
         self.pf_pop.next = ((self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val()) | self.take_now.val();
         self.first_beat.next =
             self.take_now.val() | ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0));
@@ -1796,7 +1802,7 @@ impl Logic for TxScheduler {
                 if self.wqe_ok.val() {
                     // (Slot 0 is taken below, as in `NextWqe`.)
                     self.wb.d.next = self.wb.q.val() + 1;
-                    if self.wb.q.val() == self.fetch_m1.val() {
+                    if self.wb.q.val() == self.fetch_m1_r.q.val() {
                         self.pf_n.d.next = self.pf_n.q.val() - 1;
                         self.pf_ci.d.next = self.pf_ci.q.val() + 1;
                         // SGE 0's key-table entry was addressed in this WQE's first beat.
@@ -2324,7 +2330,7 @@ impl Logic for TxScheduler {
         self.pf_take.next = self.take_now.val()
             | ((self.state.q.val() == TxsState::WaitWqeBeats)
                 & self.wqe_ok.val()
-                & (self.wb.q.val() == self.fetch_m1.val()));
+                & (self.wb.q.val() == self.fetch_m1_r.q.val()));
         match self.ah.q.val() {
             AheadStep::Idle => {
                 if self.ah_kick.q.val()
