@@ -206,8 +206,9 @@ pub enum AheadStep {
     /// The read request waits for the DMA read issuer; as it is accepted, `pf_n` and `pf_next`
     /// count the appended WQEs.
     Issue,
-    /// One cycle more, so `pf_total` counts the burst (two cycles after the acceptance)
-    /// before anything that waits for this machine to be idle reads it.
+    /// One cycle more, so `pf_n` (through `pf_inc`) and `pf_total` count the burst (both two
+    /// cycles after the acceptance) before anything that waits for this machine to be idle
+    /// reads them.
     Done,
 }
 
@@ -545,6 +546,10 @@ pub struct TxScheduler {
     ah_kick: DFF<Bit>,
     /// The main machine takes a WQE off the buffer this cycle (`pf_n` one less).
     pf_take: Signal<Local, Bit>,
+    /// WQEs of an append accepted last cycle, added to `pf_n` now (with a take: one less).
+    pf_inc: DFF<Bits<4>>,
+    pf_n_inc: Signal<Local, Bits<6>>,
+    pf_n_inc_m1: Signal<Local, Bits<6>>,
     fci: DFF<Bits<16>>,
     f_off: DFF<Bits<64>>,
     f_addr: DFF<Bits<64>>,
@@ -869,6 +874,7 @@ impl Logic for TxScheduler {
             ext_ok,
             cmd_in_load,
             fetch_m1_r,
+            pf_inc,
             cmd_ok,
             wb,
             g_idx,
@@ -1723,7 +1729,7 @@ impl Logic for TxScheduler {
                     self.wb.d.next = 0.into();
                     self.state.d.next = TxsState::WaitWqeBeats;
                     if self.take_now.val() {
-                        self.pf_n.d.next = self.pf_n.q.val() - 1;
+                        // (`pf_n` counts the take below, with any append.)
                         self.pf_ci.d.next = self.pf_ci.q.val() + 1;
                         self.state.d.next = TxsState::CheckLkey;
                     }
@@ -1803,7 +1809,7 @@ impl Logic for TxScheduler {
                     // (Slot 0 is taken below, as in `NextWqe`.)
                     self.wb.d.next = self.wb.q.val() + 1;
                     if self.wb.q.val() == self.fetch_m1_r.q.val() {
-                        self.pf_n.d.next = self.pf_n.q.val() - 1;
+                        // (`pf_n` counts the take below, with any append.)
                         self.pf_ci.d.next = self.pf_ci.q.val() + 1;
                         // SGE 0's key-table entry was addressed in this WQE's first beat.
                         self.state.d.next = TxsState::CheckLkey;
@@ -2331,6 +2337,7 @@ impl Logic for TxScheduler {
             | ((self.state.q.val() == TxsState::WaitWqeBeats)
                 & self.wqe_ok.val()
                 & (self.wb.q.val() == self.fetch_m1_r.q.val()));
+        self.pf_inc.d.next = 0.into();
         match self.ah.q.val() {
             AheadStep::Idle => {
                 if self.ah_kick.q.val()
@@ -2372,19 +2379,29 @@ impl Logic for TxScheduler {
             }
             AheadStep::Issue => {
                 if self.wqe_ar_ready.val() {
-                    // Appended: the buffer's head is still the main machine's next WQE, which
-                    // it may be taking this very cycle.
+                    // Appended: `pf_n` counts the burst next cycle (`pf_inc`, below); the
+                    // buffer's head is still the main machine's next WQE.
                     self.ar_pend.d.next = false;
                     self.pf_next.d.next = self.fci_now.val() + bit_cast::<16, 4>(self.pf_k.q.val());
                     self.pf_app.d.next = false;
-                    self.pf_n.d.next = self.pf_n.q.val() + bit_cast::<6, 4>(self.pf_k.q.val())
-                        - bit_cast::<6, 1>(self.pf_take.val().into());
+                    self.pf_inc.d.next = self.pf_k.q.val();
                     self.ah.d.next = AheadStep::Done;
                 }
             }
             AheadStep::Done => {
                 self.ah.d.next = AheadStep::Idle;
             }
+        }
+        // `pf_n`: a WQE the main machine takes (one less) and an append accepted last cycle
+        // (`pf_inc` more), in one place, the take only choosing between two sums of registers
+        // (a discard, or the main machine's own fetch, sets it in the state machine above and
+        // never meets either: both need the fetch-ahead machine idle since the queue checks).
+        self.pf_n_inc.next = self.pf_n.q.val() + bit_cast::<6, 4>(self.pf_inc.q.val());
+        self.pf_n_inc_m1.next = self.pf_n.q.val() + bit_cast::<6, 4>(self.pf_inc.q.val()) - 1;
+        if self.pf_take.val() {
+            self.pf_n.d.next = self.pf_n_inc_m1.val();
+        } else if self.pf_inc.q.val() != 0 {
+            self.pf_n.d.next = self.pf_n_inc.val();
         }
         if self.cmd_fire.val() {
             self.pf_stale.d.next = true;
