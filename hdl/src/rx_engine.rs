@@ -156,10 +156,10 @@ pub enum RxState {
     /// then `Decide`). An entry shorter than 40 bytes completes the receive with
     /// IBV_WC_LOC_LEN_ERR.
     UdGrh,
-    /// (26) Unused: the variants are declared in the order of their numbers, with these
-    /// gaps, so the state register's encoding is that numbering, which the engine's
-    /// timing closure was done against (a compact encoding added 7-LUT-level paths).
-    Unused26,
+    /// (26, completions) The asynchronous event at the event queue's head is taken: its
+    /// fields are loaded and it is popped. (`Idle` only chooses it: popping there put the
+    /// queue's empty flag, the choice and the queue's read address in one 7-level path.)
+    EventTake,
     /// (27) Unused: the variants are declared in the order of their numbers, with these
     /// gaps, so the state register's encoding is that numbering, which the engine's
     /// timing closure was done against (a compact encoding added 7-LUT-level paths).
@@ -712,6 +712,14 @@ pub struct RxEngine {
     /// `Retire` sees them whether the loop started at `RetireLoad` or at `RetireCompare`.
     seq_nak_r: DFF<Bit>,
     retry_ok_r: DFF<Bit>,
+    /// `RetireCompare`: the packet is a NAK to ignore (older than the head WQE, or a second
+    /// copy of the sequence NAK already acted on), registered so `Retire`'s rewind request
+    /// does not wait on a 24-bit subtraction.
+    nak_drop_r: DFF<Bit>,
+    /// No send WQE is outstanding (`sent` − `acked` is zero, or negative as a 16-bit serial
+    /// number): kept beside `acked`, set where `acked` is loaded or advanced, so the retire
+    /// loop's `RetireLoad` and the flush decide on a flag rather than on a subtraction.
+    none_out: DFF<Bit>,
     /// `RetireCompare`: the head WQE ends exactly at the covering PSN of an ACK or a READ /
     /// atomic response, and no NAK, RNR NAK, timeout, error or bad response is being acted
     /// on: once it retires, the next WQE (first PSN one later) cannot be covered, so the
@@ -892,7 +900,10 @@ pub struct RxEngine {
     psn_delta: Signal<Local, Bits<24>>,
     reply: Signal<Local, AckJob>,
     restart_psn: Signal<Local, Bits<24>>,
-    outstanding_wqes: Signal<Local, Bits<16>>,
+    /// `sent` − `acked` as the QP's tables give them (`LoadQpState`), and `sent` − `acked` − 1
+    /// (what is outstanding once `acked` advances).
+    out_load: Signal<Local, Bits<16>>,
+    out_m1: Signal<Local, Bits<16>>,
     seq_progress: Signal<Local, Bit>,
     nak_stale: Signal<Local, Bit>,
     nak_repeat: Signal<Local, Bit>,
@@ -1070,7 +1081,8 @@ impl Default for RxEngine {
             zero_cqe: Constant::new(CqeRec::default()),
             w_addr: Default::default(),
             restart_psn: Default::default(),
-            outstanding_wqes: Default::default(),
+            out_load: Default::default(),
+            out_m1: Default::default(),
             seq_progress: Default::default(),
             nak_stale: Default::default(),
             nak_repeat: Default::default(),
@@ -1209,6 +1221,8 @@ impl Default for RxEngine {
             arm_r: Default::default(),
             arm_code_r: Default::default(),
             seq_nak_r: Default::default(),
+            nak_drop_r: Default::default(),
+            none_out: Default::default(),
             retry_ok_r: Default::default(),
             stop_r: Default::default(),
             stop_ok: Default::default(),
@@ -1460,6 +1474,8 @@ impl Logic for RxEngine {
             arm_code_r,
             seq_nak_r,
             retry_ok_r,
+            nak_drop_r,
+            none_out,
             stop_r,
             at_mode,
             at_slot,
@@ -2146,7 +2162,8 @@ impl Logic for RxEngine {
             self.cover_psn.next = self.pkt.q.val().psn - 1;
         }
         self.psn_diff.next = self.cover_r.q.val() - self.entry.val().last_psn;
-        self.outstanding_wqes.next = self.sent.q.val() - self.acked.q.val();
+        self.out_load.next = self.sent_data.val() - self.acked_ram.read_data.val().get_bits::<16>(0);
+        self.out_m1.next = self.sent.q.val() + !self.acked.q.val();
         self.seq_progress.next = !self.src_to.q.val() & self.nak_moved.q.val();
         self.seq_nak_r.d.next = !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
         self.retry_ok_r.d.next = (self.retries.q.val() < self.ctx.q.val().retry_cnt)
@@ -2380,21 +2397,10 @@ impl Logic for RxEngine {
                     self.qpn_ok.d.next = true;
                     self.state.d.next = RxState::ReadQpState;
                 } else if !self.evq.empty.val() {
-                    // An asynchronous event: an event CQE (through `WriteCqe`) on its event CQ:
-                    // an SRQ limit event (QP_NUM the SRQ number, BYTE_LEN the WQEs left) or a
-                    // QP event (QP_NUM the QP).
-                    self.evq.pop.next = true;
+                    // An asynchronous event: an event CQE (through `WriteCqe`) on its event CQ.
                     self.src_lc.d.next = false;
                     self.src_ev.d.next = true;
-                    self.ev_cq.d.next = self.evq.data.val().cq;
-                    self.qpn.d.next = self.evq.data.val().qpn;
-                    self.qpn_ok.d.next = true;
-                    self.cqe_wr_id.d.next = 0.into();
-                    self.cqe_len.d.next = bit_cast::<32, 16>(self.evq.data.val().left);
-                    self.cqe_opcode.d.next = 255.into();
-                    self.status.d.next = bit_cast::<8, 5>(self.evq.data.val().event_type);
-                    self.recv_need_ack.d.next = false;
-                    self.state.d.next = RxState::ReadQpState;
+                    self.state.d.next = RxState::EventTake;
                 } else if !self.desc_empty.val() {
                     self.desc_read.next = true;
                     self.src_lc.d.next = false;
@@ -2403,6 +2409,21 @@ impl Logic for RxEngine {
                     self.qpn_ok.d.next = self.desc_qpn.val().get_bits::<18>(6) == 0;
                     self.state.d.next = RxState::ReadQpState;
                 }
+            }
+            RxState::EventTake => {
+                // The event at the queue's head (it stays there until this pop): an SRQ limit
+                // event (QP_NUM the SRQ number, BYTE_LEN the WQEs left) or a QP event (QP_NUM
+                // the QP).
+                self.evq.pop.next = true;
+                self.ev_cq.d.next = self.evq.data.val().cq;
+                self.qpn.d.next = self.evq.data.val().qpn;
+                self.qpn_ok.d.next = true;
+                self.cqe_wr_id.d.next = 0.into();
+                self.cqe_len.d.next = bit_cast::<32, 16>(self.evq.data.val().left);
+                self.cqe_opcode.d.next = 255.into();
+                self.status.d.next = bit_cast::<8, 5>(self.evq.data.val().event_type);
+                self.recv_need_ack.d.next = false;
+                self.state.d.next = RxState::ReadQpState;
             }
             RxState::ReadQpState => {
                 self.state.d.next = RxState::LoadQpState;
@@ -2463,6 +2484,7 @@ impl Logic for RxEngine {
                 self.all_acked_r.d.next =
                     self.sent_psns.read_psn.val() == self.acked_ram.read_data.val().get_bits::<24>(64);
                 self.sent.d.next = self.sent_data.val();
+                self.none_out.d.next = (self.out_load.val() == 0) | self.out_load.val().get_bit(15);
                 self.sqd_here.d.next = self.chk.armed.val();
                 if self.src_lc.q.val() {
                     self.state.d.next = RxState::CompletionWait;
@@ -3270,7 +3292,7 @@ impl Logic for RxEngine {
             RxState::RetireLoad => {
                 // The in-flight entry at `acked` is being read. Only WQEs the scheduler has
                 // recorded (serially between acked and sent) are retired.
-                if (self.outstanding_wqes.val() == 0) | self.outstanding_wqes.val().get_bit(15) {
+                if self.none_out.q.val() {
                     self.state.d.next = RxState::WriteBack;
                 } else {
                     self.state.d.next = RxState::RetireCompare;
@@ -3280,6 +3302,8 @@ impl Logic for RxEngine {
                 // The in-flight entry is readable: is the head WQE covered?
                 self.psn_before_r.d.next = self.psn_diff.val().get_bit(23);
                 self.stop_r.d.next = (self.cover_r.q.val() == self.entry.val().last_psn) & self.stop_ok.val();
+                self.nak_drop_r.d.next =
+                    !self.src_to.q.val() & self.is_nak.val() & (self.nak_stale.val() | self.nak_repeat.val());
                 self.state.d.next = RxState::Retire;
             }
             RxState::Retire => {
@@ -3316,7 +3340,7 @@ impl Logic for RxEngine {
                         self.rnr_wait.d.next = true;
                         self.state.d.next = RxState::WriteBack;
                     }
-                } else if !self.src_to.q.val() & self.is_nak.val() & (self.nak_stale.val() | self.nak_repeat.val()) {
+                } else if self.nak_drop_r.q.val() {
                     // A NAK older than the oldest WQE still outstanding (overtaken by a later
                     // ACK), or a second copy of the sequence NAK already acted on: nothing to
                     // do (the responder sends one sequence NAK per gap, 9.7.5.1.2).
@@ -3374,6 +3398,7 @@ impl Logic for RxEngine {
                         self.state.d.next = RxState::WriteCqe;
                     } else {
                         self.acked.d.next = self.acked.q.val() + 1;
+                        self.none_out.d.next = (self.out_m1.val() == 0) | self.out_m1.val().get_bit(15);
                         self.acked_psn.d.next = self.last_plus1.val();
                         self.rd_valid.d.next = false;
                         self.rd_rs_ok.d.next = false;
@@ -3441,6 +3466,7 @@ impl Logic for RxEngine {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
                         self.acked.d.next = self.acked.q.val() + 1;
+                        self.none_out.d.next = (self.out_m1.val() == 0) | self.out_m1.val().get_bit(15);
                         self.rd_valid.d.next = false;
                         self.rd_rs_ok.d.next = false;
                         if !self.src_lc.q.val() {
@@ -3541,7 +3567,7 @@ impl Logic for RxEngine {
                         self.state.d.next = RxState::CompletionWait;
                     }
                 } else if self.qp_err.q.val() {
-                    if (self.outstanding_wqes.val() != 0) & !self.outstanding_wqes.val().get_bit(15) {
+                    if !self.none_out.q.val() {
                         self.fl_eng.next = true;
                         self.state.d.next = RxState::CompletionWait;
                     } else if (self.rq_ci.q.val() != self.rq_pi.q.val()) & !self.ctx.q.val().use_srq.any() {
@@ -3550,7 +3576,7 @@ impl Logic for RxEngine {
                     }
                 } else if self.ctx.q.val().sq_drain.any()
                     & self.sqd_here.q.val()
-                    & (self.outstanding_wqes.val() == 0)
+                    & self.none_out.q.val()
                     & (self.all_acked_r.q.val() | self.ctx.q.val().qp_type.any())
                 {
                     // SQD, the requester stopped, and every WQE it started has completed: the
@@ -3578,14 +3604,11 @@ impl Logic for RxEngine {
                 // (An ATOMIC ACKNOWLEDGE answers an atomic, a READ RESPONSE a READ.)
                 self.r_head_read.d.next = self.entry_is_read.val()
                     & (self.entry_is_atomic.val() == self.is_atomic_ack.val())
-                    & (self.outstanding_wqes.val() != 0)
-                    & !self.outstanding_wqes.val().get_bit(15);
+                    & !self.none_out.q.val();
                 self.r_a.d.next = self.pkt.q.val().psn - self.entry.val().first_psn;
                 self.r_b.d.next = self.entry.val().last_psn - self.entry.val().first_psn;
                 self.r_exp.d.next = self.rd_restart.val();
-                self.r_past.d.next = !self.psn_diff.val().get_bit(23)
-                    & (self.outstanding_wqes.val() != 0)
-                    & !self.outstanding_wqes.val().get_bit(15);
+                self.r_past.d.next = !self.psn_diff.val().get_bit(23) & !self.none_out.q.val();
                 self.state.d.next = RxState::RspRange;
             }
             RxState::RspRange => {
