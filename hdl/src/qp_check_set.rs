@@ -66,6 +66,9 @@ pub struct QpCheckSet {
     idx: DFF<Bits<6>>,
     sel_r: DFF<Bit>,
     sel_idx: DFF<Bits<6>>,
+    /// `sel_idx` decoded (one bit set), registered beside it: a take clears the offered QP's
+    /// pending bit through one AND, not a 6-bit decode behind the engine's choice.
+    sel_hot: DFF<Bits<64>>,
     db_r: DFF<Bit>,
     db_q_r: DFF<Bits<6>>,
     err_cmd_r: DFF<Bit>,
@@ -92,8 +95,8 @@ impl Logic for QpCheckSet {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, pend, idx, sel_r, sel_idx, db_r, db_q_r, err_cmd_r, any_cmd_r, cmd_q_r, stop_r, stop_q_r,
-            again_r, drained_r, visit_q_r, arm, done
+            self, clock, pend, idx, sel_r, sel_idx, sel_hot, db_r, db_q_r, err_cmd_r, any_cmd_r, cmd_q_r, stop_r,
+            stop_q_r, again_r, drained_r, visit_q_r, arm, done
         );
         self.db_r.d.next = self.rq_db.val();
         self.db_q_r.d.next = self.rq_db_qpn.val();
@@ -111,6 +114,7 @@ impl Logic for QpCheckSet {
         self.word.next = self.pend.q.val() >> bit_cast::<64, 6>(self.idx.q.val());
         self.sel_r.d.next = self.word.val().get_bit(0);
         self.sel_idx.d.next = self.idx.q.val();
+        self.sel_hot.d.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.idx.q.val());
         if !self.sel_r.q.val() {
             self.idx.d.next = self.idx.q.val() + 1;
         }
@@ -121,7 +125,7 @@ impl Logic for QpCheckSet {
         // the command, as the engine's own tables), set by the sources above.
         self.clr.next = 0.into();
         if self.take.val() {
-            self.clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.sel_idx.q.val());
+            self.clr.next = self.sel_hot.q.val();
         }
         self.set.next = 0.into();
         if self.db_r.q.val() {
