@@ -525,6 +525,11 @@ pub struct TxScheduler {
     /// then, and the fetch-ahead machine in `Done`).
     pf_acc: DFF<Bits<6>>,
     pf_drop: DFF<Bits<6>>,
+    /// Beats of discarded fetches still to arrive: dropped as they come, never written into
+    /// `pf_fifo`, so they take no room from the next QP's first fetch (before, a QP that
+    /// stepped aside with a burst in flight left the next QP a 2-WQE fetch and a 10-cycle
+    /// stall at its tenth WQE: `rnic perf read|atomic --qps 8 --post-list 16`).
+    pf_drop_in: DFF<Bits<6>>,
     pf_stale: DFF<Bit>,
     /// Fetch ahead: `pf_next` is the index after the buffer's last WQE (set as a fetch is
     /// accepted); `pf_more` (registered in `CheckSq`) says WQEs are posted from there on, the
@@ -733,6 +738,10 @@ pub struct TxScheduler {
     take_now: Signal<Local, Bit>,
     first_beat: Signal<Local, Bit>,
     drop_pop: Signal<Local, Bit>,
+    /// A returned WQE beat is kept (written into `pf_fifo`): no discarded beat is still due.
+    wr_keep: Signal<Local, Bit>,
+    /// Beats written into `pf_fifo` and not taken, as they will be next cycle.
+    pf_held: Signal<Local, Bits<6>>,
     pf_add: Signal<Local, Bits<6>>,
     pf_posted: Signal<Local, Bits<16>>,
     pf_ring: Signal<Local, Bits<16>>,
@@ -778,6 +787,7 @@ impl Logic for TxScheduler {
             pf_total,
             pf_acc,
             pf_drop,
+            pf_drop_in,
             pf_stale,
             pf_next,
             pf_more,
@@ -1077,7 +1087,8 @@ impl Logic for TxScheduler {
         self.fetch_m1_r.d.next = self.fetch_m1.val();
         // The prefetch buffer: every WQE beat in; stale beats out as soon as they are at the
         // head; `WaitWqeBeats` takes the others.
-        self.pf_fifo.write.next = self.wqe_r_valid.val();
+        self.wr_keep.next = self.wqe_r_valid.val() & (self.pf_drop_in.q.val() == 0);
+        self.pf_fifo.write.next = self.wr_keep.val();
         self.pf_fifo.data_in.next = self.wqe_r_data.val();
         self.wqe_beat.next = self.pf_fifo.data_out.val();
         self.beat_lkey.next = self.wqe_beat.val().get_bits::<32>(352);
@@ -1103,7 +1114,7 @@ impl Logic for TxScheduler {
         self.first_beat.next =
             self.take_now.val() | ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0));
         self.pf_fifo.read.next = self.drop_pop.val() | self.pf_pop.val();
-        self.pf_err_fifo.write.next = self.wqe_r_valid.val();
+        self.pf_err_fifo.write.next = self.wr_keep.val();
         self.pf_err_fifo.data_in.next = self.wqe_r_err.val();
         self.pf_err_fifo.read.next = self.pf_fifo.read.val();
         self.pf_add.next = 0.into();
@@ -1115,8 +1126,14 @@ impl Logic for TxScheduler {
         self.pf_total.d.next = self.pf_total.q.val() + self.pf_acc.q.val()
             - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
         self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
+        self.pf_drop_in.d.next = self.pf_drop_in.q.val()
+            - bit_cast::<6, 1>((self.wqe_r_valid.val() & (self.pf_drop_in.q.val() != 0)).into());
         // (A beat written in cycle t is counted from t + 2: never before the FIFO shows it.)
-        self.pf_wr_r.d.next = self.wqe_r_valid.val();
+        self.pf_wr_r.d.next = self.wr_keep.val();
+        self.pf_held.next = self.pf_avail.q.val()
+            + bit_cast::<6, 1>(self.pf_wr_r.q.val().into())
+            + bit_cast::<6, 1>(self.wr_keep.val().into())
+            - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
         self.pf_avail.d.next = self.pf_avail.q.val() + bit_cast::<6, 1>(self.pf_wr_r.q.val().into())
             - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
         // Fetch limits (`FetchLimits` to `FetchSize`): WQEs posted, to the end of the ring, to the end of the
@@ -1739,9 +1756,17 @@ impl Logic for TxScheduler {
                     self.state.d.next = TxsState::CheckSq;
                 } else if self.window_ok.q.val() {
                     // Fetch it and the WQEs after it: whatever the buffer still holds or
-                    // awaits is discarded. (With 16 or more in flight, `FetchLimits` steps aside
-                    // instead if another QP waits.)
-                    self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
+                    // awaits is discarded, the held beats popped, the awaited ones dropped
+                    // as they arrive (they come before this fetch's: one AXI ID, in order);
+                    // only the held ones still take room. (With 16 or more in flight,
+                    // `FetchLimits` steps aside instead if another QP waits.)
+                    self.pf_drop.d.next = self.pf_held.val();
+                    self.pf_drop_in.d.next = self.pf_drop_in.q.val()
+                        - bit_cast::<6, 1>((self.wqe_r_valid.val() & (self.pf_drop_in.q.val() != 0)).into())
+                        + self.pf_total.q.val()
+                        - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into())
+                        - self.pf_held.val();
+                    self.pf_total.d.next = self.pf_held.val();
                     self.pf_n.d.next = 0.into();
                     self.pf_stale.d.next = false;
                     self.pf_app.d.next = false;
@@ -2449,6 +2474,7 @@ impl Logic for TxScheduler {
             self.pf_total.d.next = 0.into();
             self.pf_acc.d.next = 0.into();
             self.pf_drop.d.next = 0.into();
+            self.pf_drop_in.d.next = 0.into();
             self.pf_avail.d.next = 0.into();
             // (The prefetch FIFOs are emptied by the reset itself: `ResetFifo`.)
         }
