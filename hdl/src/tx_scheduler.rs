@@ -492,6 +492,14 @@ pub struct TxScheduler {
     /// stepping aside, 8 QPs put 8 windows of 1 KiB SENDs in flight and overran the
     /// responder's receive buffer on a perfect wire).
     send_wait: DFF<Bit>,
+    /// Between WQEs, the next one will have to wait for a READ slot: the prefetch buffer's
+    /// head is a READ or atomic (its first beat shown), `max_rd_atomic` READs and atomics are
+    /// outstanding, and another QP has work (no rewind of this QP waits). Registered every
+    /// cycle, so `NextWqe` steps aside at once instead of taking the WQE through its checks
+    /// to `WaitIssueSlot` (5 cycles) and appending WQEs it cannot send (the next QP's `Idle`
+    /// then waits for that append): a READ or atomic stream over 8 QPs changes QP every
+    /// `max_rd_atomic` WQEs. A wrong guess only costs a visit.
+    rd_blk_r: DFF<Bit>,
     /// 16 or more of the QP's WQEs are in flight (from `in_flight_r`: 2 cycles old): a SEND
     /// waits (`WaitIssueSlot`) until fewer are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]); past 16 a
     /// QP fetches more only while no other QP has work (`FetchLimits`, where the flag is the count
@@ -867,6 +875,7 @@ impl Logic for TxScheduler {
             reads_sent,
             rd_full,
             send_wait,
+            rd_blk_r,
             send_win_full,
             behind,
             ar_pend,
@@ -1104,6 +1113,7 @@ impl Logic for TxScheduler {
         // `NextWqe` takes a one-beat WQE that is at the buffer's head itself (no
         // `WaitWqeBeats`).
         self.take_now.next = (self.state.q.val() == TxsState::NextWqe)
+            & !self.rd_blk_r.q.val()
             & !self.behind.q.val()
             & !self.sq_empty.q.val()
             & self.window_ok.q.val()
@@ -1279,6 +1289,12 @@ impl Logic for TxScheduler {
             | (bit_cast::<6, 1>((self.op_now.val() <= 6).into()) << 3)
             | (bit_cast::<6, 1>(((self.op_now.val() == 5) | (self.op_now.val() == 6)).into()) << 4)
             | (bit_cast::<6, 1>((self.op_now.val() == 6).into()) << 5);
+        self.rd_blk_r.d.next = self.wqe_ok.val()
+            & self.wop_now.val().get_bit(2)
+            & (self.reads_out.val() >= self.rd_limit_r.q.val())
+            & !self.db_empty.val()
+            & (self.db_data.val().get_bits::<6>(16) != self.cur_qpn.q.val())
+            & !(!self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()));
         self.is_send.next = self.wop.q.val().get_bit(0);
         self.in_flight_r.d.next = self.in_flight.val();
         self.send_win_full.d.next = self.in_flight_r.q.val() >= 16;
@@ -1733,6 +1749,11 @@ impl Logic for TxScheduler {
                     // Draining (SQD): nothing more to start; tell the completer.
                     self.sq_stop.next = self.ctx.q.val().sq_drain.any();
                     self.state.d.next = TxsState::Idle;
+                } else if self.window_ok.q.val() & self.pf_hit.q.val() & self.rd_blk_r.q.val() {
+                    // It is a READ or atomic with no slot free, and another QP has work: step
+                    // aside now, as `WaitIssueSlot` would after the WQE's checks.
+                    self.rearm.next = true;
+                    self.state.d.next = TxsState::SaveAndYield;
                 } else if self.window_ok.q.val() & self.pf_hit.q.val() {
                     // The WQE is in the prefetch buffer (or on its way): no fetch. A one-beat
                     // WQE already at the buffer's head is taken here (below), its key-table

@@ -68,7 +68,7 @@
 //!   offset from its doorbell: no WQE read once the command is taken.
 //! - `a_qp_that_steps_aside_leaves_the_prefetch_buffer_to_the_next`: with a 64-cycle fetch, a
 //!   QP out of READ credits steps aside with fetched beats still in flight; they are dropped
-//!   unwritten and the next QP's first fetch is a full burst of 8.
+//!   unwritten and the next QP's first fetch is a full burst of 8, 12 cycles after the last READ.
 //! - `ud_wqes_become_send_only_with_a_deth`: on UD QPs, SENDs of up to one MTU become one SEND
 //!   ONLY each with a DETH (the WQE's Q_Key or, bit 31 set, the QP's; this QP as source),
 //!   addressed from the WQE, no AckReq; RDMA WRITE / READ and a SEND over the MTU complete
@@ -1698,7 +1698,9 @@ fn a_reset_of_the_served_qp_ends_its_ring_reads() {
 /// take no room from the next QP's first fetch. QP a (max_rd_atomic 16) has 56 one-SGE READs
 /// posted, fetched ahead while it sends its first 16 (a fetch takes 64 cycles here, as the
 /// simulator's PCIe model); then it must wait for responses and steps aside for QP b, whose
-/// first fetch is a full burst of 8 WQEs (before: the 2 that its undelivered beats left); every
+/// first fetch is a full burst of 8 WQEs (before: the 2 that its undelivered beats left),
+/// asked for 12 cycles after a's last READ (a steps aside as the 17th reaches the buffer's
+/// head, `rd_blk_r`, instead of taking it through its checks first: 19); every
 /// event equals the model's, a's READs resuming as the test retires them. (`rnic perf read
 /// --qps 8 --post-list 16`: 19.71 Mpps with the old accounting, 20.34 with this.)
 #[test]
@@ -1761,6 +1763,18 @@ fn a_qp_that_steps_aside_leaves_the_prefetch_buffer_to_the_next() {
         })
         .expect("b's WQEs were fetched");
     assert_eq!(b_first, 8, "b's first fetch: a full burst, not what a's dropped beats left (seed {seed:#x})");
+    // a steps aside as its 17th READ reaches the head of the buffer (no slot), not after
+    // taking it through the checks: b's fetch follows a's last request closely.
+    let evs = &tb.events[from..];
+    let last_a = evs.iter().filter(|(_, e)| matches!(e, Ev::Job(_))).map(|&(c, _)| c).nth(15).expect("16 READs");
+    let b_fetch = evs
+        .iter()
+        .find_map(|(c, e)| matches!(e, Ev::Fetch { addr, .. } if in_ring(*addr, bases[1])).then_some(*c))
+        .expect("b fetched");
+    assert!(
+        b_fetch <= last_a + 12,
+        "a's last READ at cycle {last_a}, b's first fetch only at {b_fetch} (seed {seed:#x})"
+    );
     // a's READs go on as their responses come back.
     for (k, r) in [(1, 16..32), (2, 32..48), (3, 48..56)] {
         tb.retire_all(a);
