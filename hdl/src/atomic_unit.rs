@@ -14,8 +14,9 @@ pub enum AuState {
     /// host memory (one `bar_done` pulse per job, in queue order).
     Barrier,
     /// An atomic: its original value is forwarded from the previous atomic on the same word
-    /// while that one's result write is outstanding; otherwise it waits until no result write
-    /// is outstanding.
+    /// while a result write is outstanding; otherwise it waits until no result write to a word
+    /// before the previous atomic's is outstanding (the previous atomic's word is not this
+    /// one), then reads.
     Fetch,
     /// The read of the 64-byte beat holding the word is presented (AXI ID 3) until taken.
     Read,
@@ -49,8 +50,10 @@ pub enum AuState {
 /// value (FETCH ADD: `orig + swp` mod 2^64; COMPARE SWAP: `swp` if `orig == cmp`) and writes it
 /// through the write-job FIFO (a value job with `res`, or no write when the compare fails);
 /// it does not wait for that write. The original value comes from a read of the beat holding
-/// the word (one 64-byte beat, AXI ID 3), made only when none of the unit's result writes is
-/// outstanding, so the read sees every earlier atomic's result; or, when the previous atomic
+/// the word (one 64-byte beat, AXI ID 3), made only when no result write to this word can be
+/// outstanding, so the read sees every earlier atomic's result: the writes still outstanding
+/// are all to the previous atomic's word (`wr_old`, the writes granted before the atomics on
+/// that word, is zero), and that word is another; or, when the previous atomic
 /// worked on the same word and a result write is still outstanding, from that atomic's new
 /// value (forwarding: the value host memory will hold once the write lands). A stream of
 /// atomics on one word thus costs one read, not one read and one write round trip each.
@@ -81,8 +84,10 @@ pub enum AuState {
 /// later (the queue's flag is looked at a cycle late, and the stage pops at most every other
 /// cycle); a forwarded atomic takes 5 (pop, barrier, fetch, modify, write) plus the write-job
 /// FIFO's grant, so back-to-back atomics on one word run at up to 50 M/s per NIC; an atomic
-/// on another word first waits for the outstanding result writes, then one DMA read (at the
-/// simulator's 64-cycle read and 32-cycle write latencies about 105 cycles). Every path
+/// on another word makes one DMA read (about 70 cycles at the simulator's 64-cycle read
+/// latency), without waiting for the previous word's result writes (it waited for every
+/// outstanding write before, ~105 cycles, which held 8 QPs' atomic streams, one word each, to
+/// 20 M/s). Every path
 /// starts and ends at a register or a table port (a 64:1 bit select, a 64-bit compare, a
 /// 64-bit add, the 61-bit word-address compare registered the cycle before its use; the read
 /// request is a state of its own, so `ar_valid` is a state decode: ≤ 6 LUT levels).
@@ -136,8 +141,11 @@ pub struct AtomicUnit {
     /// consumed by the completion stage (at most one per completion-queue entry).
     bars: DFF<Bits<10>>,
     ress: DFF<Bits<5>>,
-    /// Result jobs granted whose `res_done` has not come yet (at most 16).
+    /// Result jobs granted whose `res_done` has not come yet (at most 16), and how many of
+    /// them are for words other than `fwd_addr` (granted before the atomics on that word:
+    /// the pulses come in grant order, so these are the first to be acknowledged).
     wr_out: DFF<Bits<5>>,
+    wr_old: DFF<Bits<5>>,
     /// The completion stage: the queue was not empty last cycle; it popped last cycle (then
     /// it does not pop, so the flag and `ress` are current when it next looks); that pop was
     /// an atomic's (its result pulse is taken from `ress` now).
@@ -174,7 +182,7 @@ impl Logic for AtomicUnit {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, cur, rr, live, bars, ress, wr_out, pend_ne, popped, took_res, fwd_valid, fwd_addr,
-            fwd_val, hit, orig, new_val, do_write, epoch
+            wr_old, fwd_val, hit, orig, new_val, do_write, epoch
         );
         clock!(self, clock, queue, pend, pend_meta);
         self.pend_meta.reset.next = self.reset.val();
@@ -262,12 +270,13 @@ impl Logic for AtomicUnit {
                 if !self.live.q.val() {
                     // The QP was reset: the old connection's atomic is not executed.
                     self.state.d.next = AuState::Idle;
-                } else if self.wr_out.q.val().any() {
-                    // A result write is outstanding: a read now could miss it.
-                    if self.hit.q.val() {
-                        self.orig.d.next = self.fwd_val.q.val();
-                        self.state.d.next = AuState::Modify;
-                    }
+                } else if self.wr_out.q.val().any() & self.hit.q.val() {
+                    // The last atomic's word, its result write outstanding: forwarded.
+                    self.orig.d.next = self.fwd_val.q.val();
+                    self.state.d.next = AuState::Modify;
+                } else if self.wr_old.q.val().any() {
+                    // A result write to a word before the last one is outstanding: a read
+                    // now could miss it. (The last word's writes cannot be this word's.)
                 } else {
                     self.state.d.next = AuState::Read;
                 }
@@ -359,6 +368,12 @@ impl Logic for AtomicUnit {
             - bit_cast::<5, 1>(self.took_res.q.val().into());
         self.wr_out.d.next = self.wr_out.q.val() + bit_cast::<5, 1>(self.granted.val().into())
             - bit_cast::<5, 1>(self.res_done.val().into());
+        self.wr_old.d.next =
+            self.wr_old.q.val() - bit_cast::<5, 1>((self.res_done.val() & self.wr_old.q.val().any()).into());
+        if self.granted.val() & !self.hit.q.val() {
+            // An atomic on a new word: every write outstanding before it is to another word.
+            self.wr_old.d.next = self.wr_out.q.val() - bit_cast::<5, 1>(self.res_done.val().into());
+        }
         if self.clear.val() {
             self.epoch.d.next =
                 self.epoch.q.val() ^ (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.clear_qpn.val()));
@@ -368,6 +383,7 @@ impl Logic for AtomicUnit {
             self.bars.d.next = 0.into();
             self.ress.d.next = 0.into();
             self.wr_out.d.next = 0.into();
+            self.wr_old.d.next = 0.into();
             self.pend_ne.d.next = false;
             self.popped.d.next = false;
             self.took_res.d.next = false;
