@@ -336,6 +336,25 @@ impl LatArgs {
     }
 }
 
+/// `--waveform-nic`: the NIC whose signals `--waveform` dumps.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaveformNic {
+    /// The requester (NIC 0).
+    Client,
+    /// The responder (NIC 1).
+    Server,
+}
+
+impl WaveformNic {
+    /// The simulated NIC's index in the world: 0 (client) or 1 (server).
+    pub fn index(self) -> usize {
+        match self {
+            WaveformNic::Client => 0,
+            WaveformNic::Server => 1,
+        }
+    }
+}
+
 /// `--atomic-type` (perftest's `-A, --atomic_type`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum AtomicTypeArg {
@@ -516,10 +535,14 @@ pub struct CommonArgs {
     /// Capture the wire (both directions) into this pcap file.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
-    /// Dump an FST waveform of the client NIC into this file (needs the `waveform` feature:
+    /// Dump an FST waveform of one NIC into this file (needs the `waveform` feature:
     /// cargo build --release -p rnic-tools --features waveform).
     #[arg(long)]
     pub waveform: Option<PathBuf>,
+    /// Which NIC `--waveform` dumps: the requester (`client`, NIC 0) or the responder
+    /// (`server`, NIC 1).
+    #[arg(long, value_enum, default_value_t = WaveformNic::Client, requires = "waveform")]
+    pub waveform_nic: WaveformNic,
     /// Probability, 0 ..= 1, that the wire loses a frame (each direction).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
     pub loss: f64,
@@ -653,6 +676,7 @@ pub fn bw_options(o: Op, a: &CommonArgs) -> WriteBwOptions {
         budget_cycles: a.timeout_cycles,
         pcap: a.pcap.clone(),
         waveform: a.waveform.clone(),
+        waveform_nic: a.waveform_nic.index(),
         qp_timeout: a.qp_timeout,
         sim: rnic_sim::SimConfig {
             faults: rnic_sim::FaultConfig {
@@ -699,7 +723,8 @@ mod tests {
                 let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
                 if !takes_value
                     || arg.is_positional()
-                    || ["pcap", "waveform", "atomic-type", "device", "output", "plot", "stamps", "only"].contains(&long)
+                    || ["pcap", "waveform", "waveform-nic", "atomic-type", "device", "output", "plot", "stamps", "only"]
+                        .contains(&long)
                 {
                     continue;
                 }

@@ -677,7 +677,7 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
         );
     }
     if let Some(p) = &a.waveform {
-        println!(" waveform (NIC 0): {}", p.display());
+        println!(" waveform (NIC {}): {}", a.waveform_nic.index(), p.display());
     }
     if r.verified && r.op == "atomic" && r.qps == 1 {
         println!(

@@ -197,8 +197,10 @@ pub struct WriteBwOptions {
     pub budget_cycles: Option<u64>,
     /// Capture both directions of the wire into this pcap file.
     pub pcap: Option<PathBuf>,
-    /// Dump an FST waveform of the client NIC (NIC 0) into this file.
+    /// Dump an FST waveform of NIC `waveform_nic` (0: the client, 1: the server) into this
+    /// file.
     pub waveform: Option<PathBuf>,
+    pub waveform_nic: usize,
     /// Local ACK timeout exponent of both QPs (4.096 µs × 2^n). The default, 4 (65.5 µs),
     /// suits the simulated wire's microsecond round trip; perftest's 14 (67 ms) would cost 17 M
     /// simulated cycles per timeout.
@@ -227,6 +229,7 @@ impl Default for WriteBwOptions {
             budget_cycles: None,
             pcap: None,
             waveform: None,
+            waveform_nic: 0,
             qp_timeout: 4,
             sim: SimConfig::default(),
         }
@@ -433,7 +436,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
     if let Some(p) = &o.waveform {
         world
             .borrow_mut()
-            .dump_waveform(0, p)
+            .dump_waveform(o.waveform_nic, p)
             .map_err(|e| sim_error(format!("waveform dump into {}", p.display()), e))?;
     }
     let client = Context::open_with_port(dev_c, PortAddr::for_sim_nic(0))?;
