@@ -395,26 +395,27 @@ fn atomics_match_a_memory_model() {
     }
 }
 
-/// A stream of FETCH ADDs on one word (with a few on a second word in between): each atomic
-/// after the first of a run on a word takes its original value from the previous one while
-/// that one's result write is outstanding, instead of reading host memory, and every
-/// AtomicAckETH still carries the value before it.
-#[test]
-fn atomics_on_one_word_are_forwarded_not_reread() {
-    let mut rng = Rng::from_env(0xA70_0005);
-    let (a, b) = (0x4_0008_u64, 0x4_0100_u64);
-    let mem: HashMap<u64, u64> = [(a, 1000), (b, 5)].into_iter().collect();
+/// `n` FETCH ADDs of random addends, atomic `k` on QP and word `at(k)`, over host memory
+/// `init` (word address, value): the jobs, the original value each must return, the memory
+/// model after them, and the memory before.
+fn fetch_add_stream(
+    rng: &mut Rng,
+    init: &[(u64, u64)],
+    n: usize,
+    at: impl Fn(usize) -> (u64, u64),
+) -> (Vec<Job>, Vec<u64>, HashMap<u64, u64>, HashMap<u64, u64>) {
+    let mem: HashMap<u64, u64> = init.iter().copied().collect();
     let mut model = mem.clone();
     let mut want = Vec::new();
-    let jobs: Vec<Job> = (0..200)
+    let jobs = (0..n)
         .map(|k| {
-            let w = if k % 50 == 49 { b } else { a };
+            let (qpn, w) = at(k);
             let swp = rng.range(1, 1 << 20);
             let cur = model[&w];
             model.insert(w, cur.wrapping_add(swp));
             want.push(cur);
             Job {
-                qpn: 1,
+                qpn,
                 psn: k as u64,
                 iova: w,
                 len: 0,
@@ -429,6 +430,19 @@ fn atomics_on_one_word_are_forwarded_not_reread() {
             }
         })
         .collect();
+    (jobs, want, model, mem)
+}
+
+/// A stream of FETCH ADDs on one word (with a few on a second word in between): each atomic
+/// after the first of a run on a word takes its original value from the previous one while
+/// that one's result write is outstanding, instead of reading host memory, and every
+/// AtomicAckETH still carries the value before it.
+#[test]
+fn atomics_on_one_word_are_forwarded_not_reread() {
+    let mut rng = Rng::from_env(0xA70_0005);
+    let (a, b) = (0x4_0008_u64, 0x4_0100_u64);
+    let (jobs, want, model, mem) =
+        fetch_add_stream(&mut rng, &[(a, 1000), (b, 5)], 200, |k| (1, if k % 50 == 49 { b } else { a }));
     let mut tb = Tb::new(0xA70_0006, jobs.clone(), mem);
     tb.run_until(jobs.len(), 400_000);
     let got: Vec<u64> = tb.out.iter().map(|(o, _, _)| o.6).collect();
@@ -446,32 +460,10 @@ fn atomics_on_one_word_are_forwarded_not_reread() {
 fn a_new_words_read_does_not_wait_for_the_last_words_writes() {
     let mut rng = Rng::from_env(0xA70_0007);
     let (a, b) = (0x6_0010_u64, 0x6_0200_u64);
-    let mem: HashMap<u64, u64> = [(a, 7), (b, 1 << 40)].into_iter().collect();
-    let mut model = mem.clone();
-    let mut want = Vec::new();
-    let jobs: Vec<Job> = (0..96)
-        .map(|k| {
-            let w = if (k / 8) % 2 == 0 { a } else { b };
-            let swp = rng.range(1, 1 << 20);
-            let cur = model[&w];
-            model.insert(w, cur.wrapping_add(swp));
-            want.push(cur);
-            Job {
-                qpn: 2 + (k / 8) % 2,
-                psn: k as u64,
-                iova: w,
-                len: 0,
-                atomic: true,
-                ack: false,
-                orig: 0,
-                exec: true,
-                fadd: true,
-                cmp: 0,
-                swp,
-                slot: k as u64 % 16,
-            }
-        })
-        .collect();
+    let (jobs, want, model, mem) = fetch_add_stream(&mut rng, &[(a, 7), (b, 1 << 40)], 96, |k| {
+        let other = (k / 8) % 2 == 1;
+        (2 + u64::from(other), if other { b } else { a })
+    });
     let mut tb = Tb::new(0xA70_0008, jobs.clone(), mem);
     tb.run_until(jobs.len(), 200_000);
     let got: Vec<u64> = tb.out.iter().map(|(o, _, _)| o.6).collect();
