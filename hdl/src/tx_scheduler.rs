@@ -538,6 +538,12 @@ pub struct TxScheduler {
     /// stepped aside with a burst in flight left the next QP a 2-WQE fetch and a 10-cycle
     /// stall at its tenth WQE: `rnic perf read|atomic --qps 8 --post-list 16`).
     pf_drop_in: DFF<Bits<6>>,
+    /// Beats written into `pf_fifo` and not taken (exact: a write counts in its cycle).
+    pf_h: DFF<Bits<6>>,
+    /// A discard was decided last cycle (every committed beat into `pf_drop`): this cycle
+    /// moves the ones still due from `pf_drop` to `pf_drop_in` and from `pf_total`, from
+    /// registers (deciding and splitting in one cycle put 10 LUT levels before `pf_drop_in`).
+    pf_split: DFF<Bit>,
     pf_stale: DFF<Bit>,
     /// Fetch ahead: `pf_next` is the index after the buffer's last WQE (set as a fetch is
     /// accepted); `pf_more` (registered in `CheckSq`) says WQEs are posted from there on, the
@@ -748,8 +754,6 @@ pub struct TxScheduler {
     drop_pop: Signal<Local, Bit>,
     /// A returned WQE beat is kept (written into `pf_fifo`): no discarded beat is still due.
     wr_keep: Signal<Local, Bit>,
-    /// Beats written into `pf_fifo` and not taken, as they will be next cycle.
-    pf_held: Signal<Local, Bits<6>>,
     pf_add: Signal<Local, Bits<6>>,
     pf_posted: Signal<Local, Bits<16>>,
     pf_ring: Signal<Local, Bits<16>>,
@@ -796,6 +800,8 @@ impl Logic for TxScheduler {
             pf_acc,
             pf_drop,
             pf_drop_in,
+            pf_h,
+            pf_split,
             pf_stale,
             pf_next,
             pf_more,
@@ -1140,10 +1146,9 @@ impl Logic for TxScheduler {
             - bit_cast::<6, 1>((self.wqe_r_valid.val() & (self.pf_drop_in.q.val() != 0)).into());
         // (A beat written in cycle t is counted from t + 2: never before the FIFO shows it.)
         self.pf_wr_r.d.next = self.wr_keep.val();
-        self.pf_held.next = self.pf_avail.q.val()
-            + bit_cast::<6, 1>(self.pf_wr_r.q.val().into())
-            + bit_cast::<6, 1>(self.wr_keep.val().into())
+        self.pf_h.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
             - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
+        self.pf_split.d.next = false;
         self.pf_avail.d.next = self.pf_avail.q.val() + bit_cast::<6, 1>(self.pf_wr_r.q.val().into())
             - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
         // Fetch limits (`FetchLimits` to `FetchSize`): WQEs posted, to the end of the ring, to the end of the
@@ -1777,17 +1782,13 @@ impl Logic for TxScheduler {
                     self.state.d.next = TxsState::CheckSq;
                 } else if self.window_ok.q.val() {
                     // Fetch it and the WQEs after it: whatever the buffer still holds or
-                    // awaits is discarded, the held beats popped, the awaited ones dropped
-                    // as they arrive (they come before this fetch's: one AXI ID, in order);
-                    // only the held ones still take room. (With 16 or more in flight,
+                    // awaits is discarded, the held beats popped, the awaited ones (split off
+                    // next cycle, `pf_split`) dropped as they arrive (they come before this
+                    // fetch's: one AXI ID, in order), so only the held ones still take room
+                    // when `FetchSaturate` sizes the fetch. (With 16 or more in flight,
                     // `FetchLimits` steps aside instead if another QP waits.)
-                    self.pf_drop.d.next = self.pf_held.val();
-                    self.pf_drop_in.d.next = self.pf_drop_in.q.val()
-                        - bit_cast::<6, 1>((self.wqe_r_valid.val() & (self.pf_drop_in.q.val() != 0)).into())
-                        + self.pf_total.q.val()
-                        - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into())
-                        - self.pf_held.val();
-                    self.pf_total.d.next = self.pf_held.val();
+                    self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
+                    self.pf_split.d.next = true;
                     self.pf_n.d.next = 0.into();
                     self.pf_stale.d.next = false;
                     self.pf_app.d.next = false;
@@ -2484,6 +2485,20 @@ impl Logic for TxScheduler {
                 self.pi.d.next = self.db_data.val().get_bits::<16>(0);
             }
         }
+        if self.pf_split.q.val() {
+            // The discard's second cycle: every buffered beat is one to discard, so those not
+            // yet written (`pf_drop` − `pf_h`, less one arriving now unless it is dropped
+            // already) are dropped as they arrive and leave `pf_drop` and `pf_total`, which
+            // keep the written ones (less a pop now). (No fetch is accepted in these cycles:
+            // the discard needs the fetch-ahead machine idle.)
+            self.pf_drop_in.d.next = self.pf_drop_in.q.val() + self.pf_drop.q.val()
+                - self.pf_h.q.val()
+                - bit_cast::<6, 1>(self.wqe_r_valid.val().into());
+            self.pf_drop.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
+                - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
+            self.pf_total.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
+                - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
+        }
         if self.reset.val() {
             self.state.d.next = TxsState::Idle;
             self.serving.d.next = false;
@@ -2496,6 +2511,8 @@ impl Logic for TxScheduler {
             self.pf_acc.d.next = 0.into();
             self.pf_drop.d.next = 0.into();
             self.pf_drop_in.d.next = 0.into();
+            self.pf_h.d.next = 0.into();
+            self.pf_split.d.next = false;
             self.pf_avail.d.next = 0.into();
             // (The prefetch FIFOs are emptied by the reset itself: `ResetFifo`.)
         }
