@@ -66,9 +66,16 @@ pub struct QpCheckSet {
     idx: DFF<Bits<6>>,
     sel_r: DFF<Bit>,
     sel_idx: DFF<Bits<6>>,
-    /// `sel_idx` decoded (one bit set), registered beside it: a take clears the offered QP's
-    /// pending bit through one AND, not a 6-bit decode behind the engine's choice.
+    /// `sel_idx` decoded (one bit set), registered beside it.
     sel_hot: DFF<Bits<64>>,
+    /// A take clears the offered QP's pending bit a cycle later, from registers (`clr_r`: the
+    /// taken bit), except where a request set it in the take's cycle (`set_r`), so that
+    /// request still gets its visit; the engine's choice in `Idle` then ends at a register (in
+    /// the take's cycle it reached the 64 pending bits at 7 LUT levels). The bit stays visible
+    /// one cycle longer; the engine is back in `Idle` 4 cycles after a take at the earliest,
+    /// when the scan no longer offers it.
+    clr_r: DFF<Bits<64>>,
+    set_r: DFF<Bits<64>>,
     db_r: DFF<Bit>,
     db_q_r: DFF<Bits<6>>,
     err_cmd_r: DFF<Bit>,
@@ -95,8 +102,8 @@ impl Logic for QpCheckSet {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, pend, idx, sel_r, sel_idx, sel_hot, db_r, db_q_r, err_cmd_r, any_cmd_r, cmd_q_r, stop_r,
-            stop_q_r, again_r, drained_r, visit_q_r, arm, done
+            self, clock, pend, idx, sel_r, sel_idx, sel_hot, clr_r, set_r, db_r, db_q_r, err_cmd_r, any_cmd_r, cmd_q_r,
+            stop_r, stop_q_r, again_r, drained_r, visit_q_r, arm, done
         );
         self.db_r.d.next = self.rq_db.val();
         self.db_q_r.d.next = self.rq_db_qpn.val();
@@ -123,10 +130,11 @@ impl Logic for QpCheckSet {
 
         // Pending visits: cleared when taken or by RESET (not registered: the same cycle as
         // the command, as the engine's own tables), set by the sources above.
-        self.clr.next = 0.into();
+        self.clr_r.d.next = 0.into();
         if self.take.val() {
-            self.clr.next = self.sel_hot.q.val();
+            self.clr_r.d.next = self.sel_hot.q.val();
         }
+        self.clr.next = self.clr_r.q.val() & !self.set_r.q.val();
         self.set.next = 0.into();
         if self.db_r.q.val() {
             self.set.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.db_q_r.q.val());
@@ -145,6 +153,7 @@ impl Logic for QpCheckSet {
             self.rst.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cmd_index.val().get_bits::<6>(0));
         }
         self.pend.d.next = ((self.pend.q.val() & !self.clr.val()) | self.set.val()) & !self.rst.val();
+        self.set_r.d.next = self.set.val();
 
         // SQ drains.
         self.arm_word.next = self.arm.q.val() >> bit_cast::<64, 6>(self.visit_qpn.val());
@@ -169,6 +178,8 @@ impl Logic for QpCheckSet {
         if self.reset.val() {
             self.arm.d.next = 0.into();
             self.done.d.next = 0.into();
+            self.clr_r.d.next = 0.into();
+            self.set_r.d.next = 0.into();
         }
     }
 }
