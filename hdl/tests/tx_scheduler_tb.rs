@@ -1363,16 +1363,23 @@ fn small_write(rng: &mut Rng, mrs: &[(u64, Mr)], wr_id: u64) -> Wqe {
     }
 }
 
+/// Creates QP `qpn` in PD `pd` with a random context at path MTU code 2 and one-beat WQEs, its
+/// ring 64 entries (4 KiB) on a page boundary; returns the context.
+fn ring64_qp(tb: &mut Tb, qpn: u64, pd: u64) -> QpCfg {
+    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
+    cfg.log_size = 6;
+    cfg.sq_base &= !0xFFF;
+    tb.create_qp(qpn, &cfg);
+    cfg
+}
+
 /// Posts `n` one-beat WRITEs on a fresh QP `qpn` (64-entry ring on a page boundary) at once and
 /// checks the events against the model; returns the ring's base, the fetches (cycle, address,
 /// beats) and the cycles of the packet jobs.
 fn burst_run(tb: &mut Tb, pd: u64, qpn: u64, n: u64, tag: u64) -> (u64, Vec<(u64, u64, u64)>, Vec<u64>) {
     let seed = tb.rng.0;
     let mrs = good_mrs(tb, 2, 2, pd);
-    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
-    cfg.log_size = 6;
-    cfg.sq_base &= !0xFFF;
-    tb.create_qp(qpn, &cfg);
+    let cfg = ring64_qp(tb, qpn, pd);
     let wqes: Vec<Wqe> = (0..n).map(|k| small_write(&mut tb.rng, &mrs, tag | k)).collect();
     let first = tb.events.len();
     tb.post_and_check(qpn, &wqes, &format!("{n} WRITEs (seed {seed:#x})"));
@@ -1627,10 +1634,7 @@ fn a_qp_rung_while_served_alone_serves_its_new_wqes_in_place() {
     let pd = 0x1358;
     let mrs = good_mrs(&mut tb, 2, 2, pd);
     let a = 11u64;
-    let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
-    cfg.log_size = 6;
-    cfg.sq_base &= !0xFFF;
-    tb.create_qp(a, &cfg);
+    let cfg = ring64_qp(&mut tb, a, pd);
     let first: Vec<Wqe> = (0..16).map(|k| small_write(&mut tb.rng, &mrs, 0xC000 | k)).collect();
     let mut want = tb.post(a, &first);
     let from = tb.events.len();
@@ -1713,12 +1717,8 @@ fn a_qp_that_steps_aside_leaves_the_prefetch_buffer_to_the_next() {
     let (a, b) = (13u64, 29u64);
     let mut bases = Vec::new();
     for q in [a, b] {
-        let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, 0);
-        cfg.log_size = 6;
-        cfg.sq_base &= !0xFFF;
-        cfg.max_rd_atomic = 16;
-        tb.create_qp(q, &cfg);
-        bases.push(cfg.sq_base);
+        // (max_rd_atomic 16, `QpCfg::random`'s.)
+        bases.push(ring64_qp(&mut tb, q, pd).sq_base);
     }
     let reads: Vec<Wqe> = (0..56)
         .map(|k| {
