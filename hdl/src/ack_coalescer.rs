@@ -31,7 +31,7 @@ pub const ACK_COALESCE_MAX: u64 = 15;
 /// An ACK released while nothing is held and `more` is low (a lone request), a NAK and a
 /// `prompt` ACK go straight on from the input register (a prompt ACK that replaces the held
 /// one too): one cycle later than without the coalescer. The RX engine marks a SEND's ACKs prompt: the
-/// requester starts a SEND only while fewer than 16 WQEs of its QP are in flight
+/// requester starts a SEND only while fewer than 32 WQEs of its QP are in flight
 /// ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]), and a held ACK keeps that window shut (64-byte
 /// SENDs on 8 QPs fell from 8.8 to 7.9 Mpps when they were held).
 ///

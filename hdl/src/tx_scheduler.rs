@@ -122,7 +122,7 @@ pub enum TxsState {
     IssueResponse,
     // Scheduling, continued.
     /// (was 19) The WQE waits for an issue slot: a READ or atomic beyond max_rd_atomic, a
-    /// fenced WQE behind READs or atomics, a SEND with 16 WQEs in flight, a READ with a gather
+    /// fenced WQE behind READs or atomics, a SEND with 32 WQEs in flight, a READ with a gather
     /// list while 4 are outstanding; answers READs meanwhile and steps aside for a rewind or
     /// another QP.
     WaitIssueSlot,
@@ -486,7 +486,7 @@ pub struct TxScheduler {
     /// fetched READ must wait for `max_rd_atomic` (registered in `CheckRoom` or `CountList`).
     reads_sent: DFF<Bits<7>>,
     rd_full: DFF<Bit>,
-    /// The fetched WQE is a SEND waiting for the SEND window (16 in flight; registered with
+    /// The fetched WQE is a SEND waiting for the SEND window (32 in flight; registered with
     /// `rd_full`): it waits without stepping aside for another QP's doorbell, so at most about
     /// one QP's window of SENDs is in flight towards the responder (with every waiting QP
     /// stepping aside, 8 QPs put 8 windows of 1 KiB SENDs in flight and overran the
@@ -500,11 +500,11 @@ pub struct TxScheduler {
     /// then waits for that append): a READ or atomic stream over 8 QPs changes QP every
     /// `max_rd_atomic` WQEs. A wrong guess only costs a visit.
     rd_blk_r: DFF<Bit>,
-    /// 16 or more of the QP's WQEs are in flight (from `in_flight_r`: 2 cycles old): a SEND
-    /// waits (`WaitIssueSlot`) until fewer are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]); past 16 a
+    /// 32 or more of the QP's WQEs are in flight (from `in_flight_r`: 2 cycles old): a SEND
+    /// waits (`WaitIssueSlot`) until fewer are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]); past 32 a
     /// QP fetches more only while no other QP has work (`FetchLimits`, where the flag is the count
-    /// as of `CheckSq`), so QPs share the scheduler as they did with a 16-WQE window and one QP alone
-    /// gets the whole 64.
+    /// as of `CheckSq`), so QPs share the scheduler and one QP alone gets the whole 64. (At 16,
+    /// stop 30's threshold, the WRITE, READ and atomic figures were the same cycle for cycle.)
     send_win_full: DFF<Bit>,
     /// The completer has retired WQEs this engine is about to resend (`CheckSq`).
     behind: DFF<Bit>,
@@ -783,8 +783,8 @@ pub struct TxScheduler {
 // The send window below (`in_flight < 64`, the fetch limit `64 - in_flight`) and the in-flight
 // table's address (`qpn << 6 | index mod 64`, `if_addr`) are the contract's window.
 const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_WQES == 6 && rnic_contract::LOG_NUM_QPS == 6);
-// A SEND's window (`in_flight >= 16` holds it in `WaitIssueSlot`).
-const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_SENDS == 4);
+// A SEND's window (`in_flight >= 32` holds it in `WaitIssueSlot`).
+const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_SENDS == 5);
 
 impl Logic for TxScheduler {
     #[hdl_gen]
@@ -1302,7 +1302,7 @@ impl Logic for TxScheduler {
             & !(!self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()));
         self.is_send.next = self.wop.q.val().get_bit(0);
         self.in_flight_r.d.next = self.in_flight.val();
-        self.send_win_full.d.next = self.in_flight_r.q.val() >= 16;
+        self.send_win_full.d.next = self.in_flight_r.q.val() >= 32;
         self.has_imm.next = self.wop.q.val().get_bit(1);
         self.is_read.next = self.wop.q.val().get_bit(2);
         self.emit_we_r.d.next = false;
@@ -1620,8 +1620,8 @@ impl Logic for TxScheduler {
             // (IBV_SEND_FENCE) waits until every earlier READ and atomic has completed. A READ
             // with several SGEs also waits while 4 are outstanding: the RX engine keeps 4 READ
             // lists per QP, used in turn by READ number, and the 4th before it may still be
-            // filling its list. A SEND waits while 16 WQEs are in flight (the responder's
-            // receive-WQE fetch per SEND is slower than the wire for short SENDs).
+            // filling its list. A SEND waits while 32 WQEs are in flight (the responder's
+            // visit per SEND is slower than the wire for short SENDs).
             self.send_wait.d.next = self.is_send.val() & self.send_win_full.q.val();
             self.rd_full.d.next = (self.is_read.val() & (self.reads_out_r.q.val() >= self.rd_limit_r.q.val()))
                 | (self.is_send.val() & self.send_win_full.q.val())
@@ -1812,8 +1812,8 @@ impl Logic for TxScheduler {
                 // fetch-ahead machine).
                 self.state.d.next = TxsState::FetchSaturate;
                 if self.send_win_full.q.val() & (self.rw_other.q.val() | self.db_other.q.val()) {
-                    // 16 or more in flight (as of `CheckSq`) and another QP has work: step aside
-                    // as with a 16-WQE window, rather than fetch WQEs a READ waiting for its
+                    // 32 or more in flight (as of `CheckSq`) and another QP has work: step aside
+                    // as with a smaller window, rather than fetch WQEs a READ waiting for its
                     // slot would give up to the next QP's fetch.
                     self.rearm.next = true;
                     self.state.d.next = TxsState::SaveAndYield;

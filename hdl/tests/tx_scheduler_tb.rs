@@ -1784,3 +1784,41 @@ fn a_qp_that_steps_aside_leaves_the_prefetch_buffer_to_the_next() {
     tb.retire_all(a);
     tb.retire_all(b);
 }
+
+/// A SEND starts only while fewer than `1 << LOG_MAX_INFLIGHT_SENDS` (32) WQEs of its QP are in
+/// flight: with 40 small SENDs posted and no ACK, exactly 32 are recorded and sent; each WQE
+/// the completer retires lets one more go, and the WRITE posted behind the held SENDs waits
+/// its turn (a QP's WQEs start in order).
+#[test]
+fn a_send_waits_for_the_send_window() {
+    let mut tb = Tb::new(0x75C4_0031);
+    let seed = tb.rng.0;
+    let pd = 0x5A;
+    let qpn = 21;
+    let mrs = good_mrs(&mut tb, 12, 2, pd);
+    ring64_qp(&mut tb, qpn, pd);
+    let win = 1u64 << rnic_contract::LOG_MAX_INFLIGHT_SENDS;
+    let n = win + 8;
+    let mut wqes: Vec<Wqe> =
+        (0..n).map(|k| Wqe { opcode: wr_opcode::SEND, ..small_write(&mut tb.rng, &mrs, 0x5E00 | k) }).collect();
+    wqes.push(small_write(&mut tb.rng, &mrs, 0x5EFF));
+    let want = tb.post(qpn, &wqes);
+    let jobs = |ev: &[Ev]| ev.iter().filter(|e| matches!(e, Ev::Job(_))).count() as u64;
+    let ctx = format!("{n} SENDs and a WRITE, no ACK (seed {seed:#x})");
+    let got = tb.run_quiet(400);
+    assert_eq!(jobs(&got), win, "{ctx}: the window's SENDs go, the rest wait");
+    let mut all = got;
+    // Three WQEs retired: three more SENDs.
+    let records: Vec<u32> = all
+        .iter()
+        .filter_map(|e| if let Ev::Record { last_psn, .. } = e { Some(*last_psn as u32) } else { None })
+        .collect();
+    tb.acked[qpn as usize] = Acked { wqes: 3, reads: 0, psn: (records[2] + 1) & PSN_MASK };
+    let got = tb.run_quiet(400);
+    assert_eq!(jobs(&got), 3, "{ctx}: three retired, three more SENDs");
+    all.extend(got);
+    // All retired: the rest, the WRITE last, exactly as the model says.
+    tb.retire_all(qpn);
+    all.extend(tb.run_quiet(400));
+    assert_events(&want, &all, &ctx);
+}

@@ -43,11 +43,14 @@ pub const LOG_NUM_CQS: usize = 6;
 /// window. 64 WQEs cover a round trip of a 64-byte WRITE stream on one QP (about 1.3 µs of
 /// wire and NIC at 20 M messages/s needs 26 in flight).
 pub const LOG_MAX_INFLIGHT_WQES: usize = 6;
-/// log2 of the WQEs a QP may have in flight when it starts a SEND or SEND_WITH_IMM: a SEND
-/// waits until fewer are unacknowledged. The responder takes a receive WQE by DMA for every
-/// SEND and falls behind the wire for short ones (64-byte SENDs: about 80 cycles each), so a
-/// full 64-WQE window of SENDs from several QPs would overrun its 64 KiB receive buffer on a
-/// perfect wire; RDMA WRITEs and READs use the whole window.
-pub const LOG_MAX_INFLIGHT_SENDS: usize = 4;
+/// log2 of the WQEs a QP may have in flight when it starts a SEND or SEND_WITH_IMM (32): a
+/// SEND waits until fewer are unacknowledged. The responder spends a visit of about 20 cycles
+/// on every SEND (its receive WQE, scatter-entry check and receive CQE) and falls behind the
+/// wire for SENDs shorter than about 1 KiB, so the full 64-WQE window of 64- to 512-byte SENDs
+/// from 8 QPs overran its 64 KiB receive buffer on a perfect wire (thousands of
+/// `drop_rx_overflow`); 32 covers the round trip of 1 KiB SENDs on one QP (about 500 cycles
+/// over a 500 ns wire: 23 SENDs of 22.4 cycles), which 16 did not (65 Gb/s of 92.6). RDMA
+/// WRITEs and READs use the whole window.
+pub const LOG_MAX_INFLIGHT_SENDS: usize = 5;
 /// UDP destination port of RoCEv2 (IANA, Annex A17.2.1).
 pub const ROCEV2_UDP_PORT: u16 = 4791;
