@@ -212,6 +212,39 @@ pub enum AheadStep {
     Done,
 }
 
+/// The head check of [`TxScheduler`]: the checks of the WQE at the prefetch buffer's head (the
+/// one after the WQE being worked on), run while that WQE is acted on, recorded and issued, so
+/// that `NextWqe` takes the head WQE straight to `ActOnChecks` with its verdicts instead of
+/// through `CheckLkey`, `CheckRoom` and `CheckBounds` (IBTA Vol 1 10.6.3: the lkey, the
+/// region's bounds and its translation). Only a one-beat WQE (64-byte SQ stride) of an RC QP
+/// qualifies: an RDMA WRITE, with or without immediate, one SGE, neither inline nor fenced;
+/// every other WQE takes the three states. (A SEND does not: its window check in `CheckRoom`
+/// reads the in-flight count two cycles after `NextWqe`, when the WQE before it is counted; in
+/// `NextWqe` it is not yet, and `tx_scheduler_tb::a_send_waits_for_the_send_window` saw a 33rd
+/// SEND leave.) Each step registers the same values its
+/// state in the main machine would (one cycle each: `Key` is `CheckLkey`, `Room` is
+/// `CheckRoom`; `NextWqe` does `CheckBounds`' compare), so `ActOnChecks` acts on the same flags.
+/// A pop or drop at the buffer's head, a context command (which may rewrite the key table or
+/// the QP's context) or a QP load discards the check.
+///
+/// Latency: 3 cycles (`ActOnChecks` → `Ready` in the cycle of the WQE's first packet), so a
+/// stream of one-packet WRITEs from the buffer takes 4 cycles per WQE (`NextWqe`,
+/// `ActOnChecks`, `RecordWqe`, `IssuePacket`) instead of 7.
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum HeadStep {
+    /// Nothing checked; in `ActOnChecks` an eligible WQE at the head is taken: its SGE's
+    /// address, length and lkey into registers, its key-table entry addressed.
+    Idle,
+    /// The entry is readable (the main machine is in `RecordWqe`, which reads no entry, and the
+    /// entry stays addressed): the offset into the region, the VA and key verdicts, the packet
+    /// count's halves.
+    Key,
+    /// The room in the region past the offset, the translated address, the packet count.
+    Room,
+    /// The checks wait for `NextWqe`.
+    Ready,
+}
+
 /// Processes SQ doorbells one QP at a time.
 ///
 /// For a doorbell `(qpn, pi)` it loads the QP's context and transport state (next PSN, SQ
@@ -778,6 +811,32 @@ pub struct TxScheduler {
     ext_slot: Signal<Local, Bits<2>>,
     g_m1: Signal<Local, Bits<5>>,
     g_p1: Signal<Local, Bits<8>>,
+    /// The head check ([`HeadStep`]) and what it registered of the WQE at the buffer's head:
+    /// SGE 0's address, lkey and length (bytes); then the offset into
+    /// the region, the VA and key verdicts, the packet count's halves (`len >> log2(MTU)`, a
+    /// remainder); then the room past the offset (bytes), the offset verdict, the translated
+    /// address and the packet count.
+    hc: DFF<HeadStep>,
+    hc_addr: DFF<Bits<64>>,
+    hc_lkey: DFF<Bits<32>>,
+    hc_len: DFF<Bits<32>>,
+    hc_off: DFF<Bits<64>>,
+    hc_va_ok: DFF<Bit>,
+    hc_key_ok: DFF<Bit>,
+    hc_nq: DFF<Bits<24>>,
+    hc_npart: DFF<Bit>,
+    hc_room: DFF<Bits<64>>,
+    hc_off_ok: DFF<Bit>,
+    hc_base: DFF<Bits<64>>,
+    hc_npkts: DFF<Bits<24>>,
+    /// The buffer's head beat as a WQE record; whether it qualifies for the head check; the
+    /// check is discarded this cycle; its bounds verdict; `NextWqe` takes the head WQE with
+    /// its checks.
+    hc_w: Signal<Local, WqeRec>,
+    hc_elig: Signal<Local, Bit>,
+    hc_kill: Signal<Local, Bit>,
+    hc_bounds: Signal<Local, Bit>,
+    hc_fast: Signal<Local, Bit>,
 }
 
 // The send window below (`in_flight < 64`, the fetch limit `64 - in_flight`) and the in-flight
@@ -940,7 +999,20 @@ impl Logic for TxScheduler {
             emit_qpn_r,
             emit_psn_r,
             rst_here_r,
-            cmd_seen_r
+            cmd_seen_r,
+            hc,
+            hc_addr,
+            hc_lkey,
+            hc_len,
+            hc_off,
+            hc_va_ok,
+            hc_key_ok,
+            hc_nq,
+            hc_npart,
+            hc_room,
+            hc_off_ok,
+            hc_base,
+            hc_npkts
         );
         self.db_other.d.next = !self.db_empty.val() & (self.db_data.val().get_bits::<6>(16) != self.cur_qpn.q.val());
         self.rw_waiting.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
@@ -1637,6 +1709,64 @@ impl Logic for TxScheduler {
                 self.is_read.val() & (self.inline_r.q.val() | (self.is_atomic.val() & self.multi_r.q.val()));
         }
 
+        // The head check (`HeadStep`): the WQE at the buffer's head is checked while the one
+        // before it is acted on, recorded and issued. (`take_now` is `NextWqe` taking it.)
+        self.hc_w.next = self.wqe_beat.val().into();
+        self.hc_elig.next = (self.hc_w.val().opcode <= 1)
+            & (self.hc_w.val().num_sge == 1)
+            & ((self.hc_w.val().send_flags & 9) == 0)
+            & (self.fetch_m1_r.q.val() == 0)
+            & !self.ctx.q.val().qp_type.any();
+        self.hc_kill.next = self.pf_fifo.read.val() | self.cmd_fire.val() | (self.state.q.val() == TxsState::LoadQp);
+        self.hc_bounds.next = self.hc_va_ok.q.val()
+            & self.hc_off_ok.q.val()
+            & (bit_cast::<64, 32>(self.hc_len.q.val()) <= self.hc_room.q.val());
+        self.hc_fast.next = self.take_now.val() & (self.hc.q.val() == HeadStep::Ready) & !self.skip_pending.q.val();
+        match self.hc.q.val() {
+            HeadStep::Idle => {
+                // (FENCE is send flag 1, INLINE 8; RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1.)
+                if (self.state.q.val() == TxsState::ActOnChecks) & self.wqe_ok.val() & self.hc_elig.val() {
+                    self.tables.mr_addr.next = self.beat_lkey.val().get_bits::<6>(8);
+                    self.hc_addr.d.next = self.hc_w.val().sge0_addr;
+                    self.hc_lkey.d.next = self.hc_w.val().sge0_lkey;
+                    self.hc_len.d.next = self.hc_w.val().sge0_length;
+                    self.hc.d.next = HeadStep::Key;
+                }
+            }
+            HeadStep::Key => {
+                // As `CheckLkey` (a READ's LOCAL_WRITE check does not apply).
+                self.hc.d.next = HeadStep::Idle;
+                if self.state.q.val() == TxsState::RecordWqe {
+                    self.tables.mr_addr.next = self.hc_lkey.q.val().get_bits::<6>(8);
+                    self.hc_off.d.next = self.hc_addr.q.val() - self.mr.val().va;
+                    self.hc_va_ok.d.next = self.hc_addr.q.val() >= self.mr.val().va;
+                    self.hc_key_ok.d.next = self.mr.val().valid.any()
+                        & (self.mr.val().tag == self.hc_lkey.q.val().get_bits::<8>(0))
+                        & (self.hc_lkey.q.val().get_bits::<18>(14) == 0)
+                        & (self.mr.val().pd == self.ctx.q.val().pd);
+                    self.hc_nq.d.next =
+                        bit_cast::<24, 32>(self.hc_len.q.val() >> (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
+                    self.hc_npart.d.next = (self.hc_len.q.val().get_bits::<12>(0) & self.mtu_mask12.val()) != 0;
+                    self.hc.d.next = HeadStep::Room;
+                }
+            }
+            HeadStep::Room => {
+                // As `CheckRoom` (no inline data here).
+                self.hc_off_ok.d.next = self.hc_off.q.val() <= self.mr.val().length;
+                self.hc_room.d.next = self.mr.val().length - self.hc_off.q.val();
+                self.hc_base.d.next = self.mr.val().iova + self.hc_off.q.val();
+                self.hc_npkts.d.next = self.hc_nq.q.val() + bit_cast::<24, 1>(self.hc_npart.q.val().into());
+                if self.hc_len.q.val() == 0 {
+                    self.hc_npkts.d.next = 1.into();
+                }
+                self.hc.d.next = HeadStep::Ready;
+            }
+            HeadStep::Ready => {}
+        }
+        if self.hc_kill.val() {
+            self.hc.d.next = HeadStep::Idle;
+        }
+
         match self.state.q.val() {
             TxsState::Idle => {
                 self.rewind.d.next = false;
@@ -1775,6 +1905,33 @@ impl Logic for TxScheduler {
                         // (`pf_n` counts the take below, with any append.)
                         self.pf_ci.d.next = self.pf_ci.q.val() + 1;
                         self.state.d.next = TxsState::CheckLkey;
+                    }
+                    if self.hc_fast.val() {
+                        // The head check has checked it: on to `ActOnChecks` with the flags
+                        // `CheckLkey`, `CheckRoom` and `CheckBounds` would have registered
+                        // (an RDMA WRITE: one SGE, RC, not inline or fenced, no rewind to skip
+                        // into).
+                        self.state.d.next = TxsState::ActOnChecks;
+                        self.nsge_bad.d.next = false;
+                        self.off_r.d.next = self.hc_off.q.val();
+                        self.va_ok.d.next = self.hc_va_ok.q.val();
+                        self.key_ok_r.d.next = self.hc_key_ok.q.val();
+                        self.off_ok.d.next = self.hc_off_ok.q.val();
+                        self.room.d.next = self.hc_room.q.val();
+                        self.base_iova.d.next = self.hc_base.q.val();
+                        self.len_bad.d.next = false;
+                        self.bounds_r.d.next = self.hc_bounds.val();
+                        self.len_r.d.next = self.hc_len.q.val();
+                        self.nq_r.d.next = self.hc_nq.q.val();
+                        self.npart_r.d.next = self.hc_npart.q.val();
+                        self.npkts.d.next = self.hc_npkts.q.val();
+                        self.ud_op_bad.d.next = false;
+                        self.ud_long.d.next = false;
+                        self.send_wait.d.next = false;
+                        self.rd_full.d.next = false;
+                        self.behind.d.next = self.in_flight.val().get_bit(15);
+                        self.skip_ok.d.next = false;
+                        self.shape_bad.d.next = false;
                     }
                 } else if self.window_ok.q.val() & !self.ah_idle_r.q.val() {
                     // An append is being sized or issued: once it is, the WQE may be in the

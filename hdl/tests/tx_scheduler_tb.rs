@@ -1822,3 +1822,57 @@ fn a_send_waits_for_the_send_window() {
     all.extend(tb.run_quiet(400));
     assert_events(&want, &all, &ctx);
 }
+
+/// The head check (`HeadStep`) gives a buffered one-SGE WRITE the verdicts `CheckLkey`,
+/// `CheckRoom` and `CheckBounds` would: 16 one-beat WRITEs posted at once (each checked while
+/// the one before it is issued), one of them with a bad SGE (stale tag, invalid entry, another
+/// PD, past or before its region, key bits above the table) and one from a region without
+/// LOCAL_WRITE (which a WRITE's source needs not grant). The WRITEs before the bad one go, it
+/// fails with IBV_WC_LOC_PROT_ERR once they are retired, and the rest are flushed, exactly as
+/// the model says.
+#[test]
+fn buffered_writes_get_the_key_and_bounds_verdicts_of_the_slow_path() {
+    let mut tb = Tb::new(0x75C4_0032);
+    let seed = tb.rng.0;
+    let pd = 0x3C;
+    let mrs = good_mrs(&mut tb, 40, 2, pd);
+    let base = Mr { valid: true, access: 0x1, tag: 0x5D, pd, va: 0x2000_0000, length: 1 << 16, iova: 0x9_0000_0000 };
+    tb.write_mr(50, &Mr { valid: false, ..base.clone() });
+    tb.write_mr(51, &Mr { pd: pd + 1, ..base.clone() });
+    tb.write_mr(52, &Mr { access: 0x6, ..base.clone() });
+    let kinds = ["stale tag", "invalid entry", "other PD", "past the region", "before the region", "key bits above"];
+    for (vi, kind) in kinds.iter().enumerate() {
+        let qpn = 3 + vi as u64 * 9;
+        ring64_qp(&mut tb, qpn, pd);
+        tb.backpressure = vi % 2 == 1;
+        let tag = 0xB0C0_0000 + (vi as u64) * 64;
+        let mut wqes: Vec<Wqe> = (0..16).map(|k| small_write(&mut tb.rng, &mrs, tag | k)).collect();
+        let k = tb.rng.range(2, 15) as usize;
+        // A good WQE from a region without LOCAL_WRITE just before the bad one.
+        wqes[k - 1].sges[0] = Sge { addr: base.va + 64, len: 32, lkey: (52 << 8) | 0x5D };
+        let (i0, m0) = &mrs[0];
+        let bad = &mut wqes[k].sges[0];
+        match vi {
+            0 => bad.lkey ^= 1 << tb.rng.range(0, 7),
+            1 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (50 << 8) | 0x5D },
+            2 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (51 << 8) | 0x5D },
+            3 => *bad = Sge { addr: m0.va + m0.length - 63, len: 64, lkey: lkey_of(*i0, m0) },
+            4 => *bad = Sge { addr: m0.va - 1, len: 8, lkey: lkey_of(*i0, m0) },
+            _ => bad.lkey |= 1 << tb.rng.range(14, 31),
+        }
+        let want = tb.post(qpn, &wqes);
+        let ctx = format!("QP {qpn}: WRITE {k} {kind} (seed {seed:#x})");
+        let locals: Vec<(u64, u64)> = want
+            .iter()
+            .filter_map(|e| if let Ev::Local { wr_id, status, .. } = e { Some((*wr_id, *status)) } else { None })
+            .collect();
+        assert_eq!(locals[0], (tag | k as u64, u64::from(wc_status::LOC_PROT_ERR)), "{ctx}: the model");
+        assert_eq!(locals.len(), 16 - k, "{ctx}: the model flushes the rest");
+        let mut got = tb.run_quiet(400);
+        let jobs = got.iter().filter(|e| matches!(e, Ev::Job(_))).count();
+        assert_eq!(jobs, k, "{ctx}: the WRITEs before the bad one go");
+        tb.retire_all(qpn);
+        got.extend(tb.run_quiet(400));
+        assert_events(&want, &got, &ctx);
+    }
+}
