@@ -939,6 +939,10 @@ pub struct RxEngine {
     cls_c: DFF<Bit>,
     va_low: Signal<Local, Bits<3>>,
     va_req: Signal<Local, Bits<64>>,
+    /// `WriteBack` takes the next received packet itself, as `Idle` would in the next cycle:
+    /// the visit ends plainly (no diverted ACK, response recheck, flush request, SRQ count,
+    /// event or error of its own) and nothing `Idle` serves before packets waits.
+    wb_pkt: Signal<Local, Bit>,
 }
 
 // The in-flight table holds 2^LOG_MAX_INFLIGHT_WQES entries per QP (12 address bits:
@@ -1349,6 +1353,7 @@ impl Default for RxEngine {
             r_list: Default::default(),
             rl_rd: Default::default(),
             rl_piece: Default::default(),
+            wb_pkt: Default::default(),
         }
     }
 }
@@ -2338,6 +2343,18 @@ impl Logic for RxEngine {
             & ((self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()))
                 | !self.seq_ok_r.q.val()
                 | ((self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val()));
+        self.wb_pkt.next = !self.ack_div.q.val()
+            & !self.rsp_pending.q.val()
+            & !self.cls_c.q.val()
+            & !self.srq_took.q.val()
+            & !self.ev_chk.q.val()
+            & !self.ce_fire.q.val()
+            & !self.qp_err.q.val()
+            & self.lc_empty.val()
+            & !self.chk.sel.val()
+            & self.to_empty.val()
+            & self.evq.empty.val()
+            & !self.desc_empty.val();
         match self.state.q.val() {
             RxState::Idle => {
                 self.src_to.d.next = false;
@@ -3275,6 +3292,38 @@ impl Logic for RxEngine {
                     // The WQEs before the READ have retired: check the response again.
                     self.rsp_pending.d.next = false;
                     self.state.d.next = RxState::RspHead;
+                }
+                if self.wb_pkt.val() {
+                    // The next packet at once (one cycle per visit less): `Idle`'s resets and
+                    // its packet branch, which it would take next cycle (everything it serves
+                    // first is empty). The tables are written at the end of this cycle and
+                    // read from the next, so the packet's visit sees this write-back.
+                    self.src_to.d.next = false;
+                    self.src_rnr.d.next = false;
+                    self.src_recv.d.next = false;
+                    self.rwqe_ready.d.next = false;
+                    self.cqe_opcode.d.next = 1.into();
+                    self.cqe_flags.d.next = 0.into();
+                    self.cqe_srcqp.d.next = 0.into();
+                    self.grh_done.d.next = false;
+                    self.grh_bad.d.next = false;
+                    self.cqe_imm.d.next = 0.into();
+                    self.rsp_retired.d.next = false;
+                    self.rsp_final.d.next = false;
+                    self.rsp_bad.d.next = false;
+                    self.at_mode.d.next = false;
+                    self.at_exec.d.next = false;
+                    self.src_fl.d.next = false;
+                    self.src_ev.d.next = false;
+                    self.srq_inc.d.next = false;
+                    self.rr_fresh.d.next = false;
+                    self.rr_nak.d.next = false;
+                    self.desc_read.next = true;
+                    self.src_lc.d.next = false;
+                    self.pkt.d.next = self.desc.val();
+                    self.qpn.d.next = self.desc_qpn.val().get_bits::<6>(0);
+                    self.qpn_ok.d.next = self.desc_qpn.val().get_bits::<18>(6) == 0;
+                    self.state.d.next = RxState::ReadQpState;
                 }
                 // A class C error of `Decide`: the scheduler flushes the send queue (waiting here,
                 // the write-back repeated, while its FIFO is full), the engine the receive WQEs.
