@@ -71,8 +71,9 @@ pub enum RecvPrefetchState {
 /// the buffer holds cannot change underneath it; `flush` (any context command: a QP or SRQ
 /// reset, a ring moved) drops the tag, so the next request misses.
 ///
-/// **Timing**: a hit on a buffered WQE accepts the request 4 cycles after it is presented plus
-/// one per discarded beat, and its first beat follows 2 cycles after the acceptance (the
+/// **Timing**: a hit on the buffer's head WQE (the WQE after the last one served) accepts the
+/// request 3 cycles after it is presented (`Idle`, `Compare`, `Route`), a hit further in 4
+/// plus one per discarded beat (`Skip`), and its first beat follows 2 cycles after the acceptance (the
 /// FIFO's read and an output register). A miss adds the drain, one cycle to size the burst and
 /// the AR handshake; the beats then follow the DMA read's latency. Initiation interval: one
 /// request at a time. `reset` empties the buffer (a [`crate::reset_fifo::ResetFifo`]). Logic: 16-bit subtracts and compares and a 64-bit equality, each
@@ -268,6 +269,11 @@ impl Logic for RecvWqePrefetch {
                     self.n_left.d.next = self.n_left.q.val() - self.k5.val();
                     self.head_ci.d.next = self.l_ci.q.val();
                     self.state.d.next = RecvPrefetchState::Skip;
+                    if self.k5.val() == 0 {
+                        // It is the buffer's head (the usual case: the WQE after the last one
+                        // served): nothing to skip.
+                        self.state.d.next = RecvPrefetchState::Accept;
+                    }
                 } else {
                     self.miss.next = true;
                     self.tag_valid.d.next = false;
