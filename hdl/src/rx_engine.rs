@@ -941,7 +941,10 @@ pub struct RxEngine {
     va_req: Signal<Local, Bits<64>>,
     /// `WriteBack` takes the next received packet itself, as `Idle` would in the next cycle:
     /// the visit ends plainly (no diverted ACK, response recheck, flush request, SRQ count,
-    /// event or error of its own) and nothing `Idle` serves before packets waits.
+    /// event or error of its own), nothing `Idle` serves before packets waits, and no context
+    /// command waits (a RESET of the QP being served is taken only once the engine passes
+    /// through `Idle`: a stream of back-to-back packets would hold it off for as long as it
+    /// lasts).
     wb_pkt: Signal<Local, Bit>,
 }
 
@@ -2354,6 +2357,7 @@ impl Logic for RxEngine {
             & !self.chk.sel.val()
             & self.to_empty.val()
             & self.evq.empty.val()
+            & !self.cmd_valid.val()
             & !self.desc_empty.val();
         match self.state.q.val() {
             RxState::Idle => {

@@ -861,6 +861,64 @@ fn back_to_back_packets_see_the_previous_write_back() {
     }
 }
 
+/// A command waits for no stream of packets: while a QP's packets arrive back to back (each
+/// visit could take the next packet from `WriteBack`), a command putting that QP in RESET,
+/// which must wait until the engine has left the QP, is still taken within a visit or two.
+#[test]
+fn a_reset_is_taken_while_the_qps_packets_keep_coming() {
+    let mut tb = Tb::new(0x2E61_000A);
+    let mut q = random_qp(&mut tb.rng, 3, 0x2, 4);
+    q.mtu_code = 3;
+    let m = Mr { valid: true, access: 0x2, tag: 0x3C, pd: 4, va: 0x20_0000_0000, length: 1 << 20, iova: 0x5_0000_0040 };
+    tb.write_qp(5, &q);
+    tb.write_mr(0, &m);
+    let ds: Vec<Desc> = (0..200u32)
+        .map(|k| Desc {
+            start: 0,
+            nbeats: 2,
+            opcode: WRITE_ONLY,
+            hlen: 70,
+            plen: 64,
+            dest_qpn: 5,
+            psn: q.epsn.wrapping_add(k) & 0xFF_FFFF,
+            va: m.va + 64 * u64::from(k),
+            rkey: 0x3C,
+            len: 64,
+            ..Desc::default()
+        })
+        .collect();
+    let reset = Qp { state: 0, ..q.clone() };
+    let mut next = 0;
+    let mut asked = None;
+    for c in 0..3000 {
+        if next < ds.len() {
+            tb.set_desc(&ds[next]);
+        }
+        tb.dut.set_bit(tb.p.desc_empty, next == ds.len());
+        tb.dut.set_bit(tb.p.job_afull, false);
+        if c == 100 {
+            // The driver's RESET of QP 5, in the middle of the stream.
+            tb.dut.set(tb.p.cmd_op, 1);
+            tb.dut.set(tb.p.cmd_index, 5);
+            tb.dut.set_wide(tb.p.cmd_record, &qp_record(&reset));
+            tb.dut.set("cmd_valid", 1);
+            asked = Some(next);
+        }
+        tb.dut.eval();
+        if asked.is_some() && tb.dut.get_bit(tb.p.cmd_ready) {
+            let taken = next - asked.unwrap();
+            assert!(next < ds.len(), "the RESET waited for the whole stream");
+            assert!(taken <= 3, "the RESET waited {taken} packets");
+            return;
+        }
+        if tb.dut.get_bit(tb.p.desc_read) {
+            next += 1;
+        }
+        tb.dut.tick();
+    }
+    panic!("the RESET was never taken");
+}
+
 // ---- Receive scatter (SEND into a receive WQE of up to 15 entries) ----
 
 const SEND_FIRST: u8 = 0x00;
