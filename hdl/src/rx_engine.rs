@@ -946,6 +946,15 @@ pub struct RxEngine {
     /// through `Idle`: a stream of back-to-back packets would hold it off for as long as it
     /// lasts).
     wb_pkt: Signal<Local, Bit>,
+    /// As of the last cycle: nothing `Idle` serves before packets waited (no local
+    /// completion, flush or check, timeout, event or context command), and a descriptor was
+    /// there and not read (so one is there now: only this engine reads them). Registered so
+    /// that the descriptor FIFO's read in `WriteBack` starts at flops (with the FIFO's `empty`
+    /// and the queues' flags in the same cycle, its read pointer was 7 LUT levels deep). Seen
+    /// a cycle late, an item that just arrived waits one more visit; a waiting one sends the
+    /// next `WriteBack` through `Idle`.
+    idle_clear_r: DFF<Bit>,
+    desc_avail_r: DFF<Bit>,
 }
 
 // The in-flight table holds 2^LOG_MAX_INFLIGHT_WQES entries per QP (12 address bits:
@@ -1357,6 +1366,8 @@ impl Default for RxEngine {
             rl_rd: Default::default(),
             rl_piece: Default::default(),
             wb_pkt: Default::default(),
+            idle_clear_r: Default::default(),
+            desc_avail_r: Default::default(),
         }
     }
 }
@@ -1568,7 +1579,9 @@ impl Logic for RxEngine {
             r_opc_ok,
             rsp_bad,
             ack_hi,
-            ack_fwd_r
+            ack_fwd_r,
+            idle_clear_r,
+            desc_avail_r
         );
         // The QPs to visit for a flush or a drain check: RQ doorbells, context commands (ERR
         // sets, RESET clears, any clears a drain's arming), the scheduler's drain reports.
@@ -2346,6 +2359,11 @@ impl Logic for RxEngine {
             & ((self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val()))
                 | !self.seq_ok_r.q.val()
                 | ((self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val()));
+        self.idle_clear_r.d.next = self.lc_empty.val()
+            & !self.chk.sel.val()
+            & self.to_empty.val()
+            & self.evq.empty.val()
+            & !self.cmd_valid.val();
         self.wb_pkt.next = !self.ack_div.q.val()
             & !self.rsp_pending.q.val()
             & !self.cls_c.q.val()
@@ -2353,12 +2371,8 @@ impl Logic for RxEngine {
             & !self.ev_chk.q.val()
             & !self.ce_fire.q.val()
             & !self.qp_err.q.val()
-            & self.lc_empty.val()
-            & !self.chk.sel.val()
-            & self.to_empty.val()
-            & self.evq.empty.val()
-            & !self.cmd_valid.val()
-            & !self.desc_empty.val();
+            & self.idle_clear_r.q.val()
+            & self.desc_avail_r.q.val();
         match self.state.q.val() {
             RxState::Idle => {
                 self.src_to.d.next = false;
@@ -3830,6 +3844,8 @@ impl Logic for RxEngine {
             self.ack_psn_r.d.next = self.reply.val().psn;
             self.ack_msn_r.d.next = self.reply.val().msn;
         }
+        // (After the state machine: `desc_read` is final here.)
+        self.desc_avail_r.d.next = !self.desc_empty.val() & !self.desc_read.val();
         // Another visit of this QP: a flush goes on one WQE per visit, and a visit of a QP
         // whose SQ drain is armed asks for a check visit.
         self.chk.again.next = self.fl_eng.val()
