@@ -946,6 +946,8 @@ pub struct RxEngine {
     /// through `Idle`: a stream of back-to-back packets would hold it off for as long as it
     /// lasts).
     wb_pkt: Signal<Local, Bit>,
+    /// A visit starts this cycle (`Idle`, or `WriteBack` with `wb_pkt`): its flags are cleared.
+    visit_start: Signal<Local, Bit>,
     /// As of the last cycle: nothing `Idle` serves before packets waited (no local
     /// completion, flush or check, timeout, event or context command), and a descriptor was
     /// there and not read (so one is there now: only this engine reads them). Registered so
@@ -1366,6 +1368,7 @@ impl Default for RxEngine {
             rl_rd: Default::default(),
             rl_piece: Default::default(),
             wb_pkt: Default::default(),
+            visit_start: Default::default(),
             idle_clear_r: Default::default(),
             desc_avail_r: Default::default(),
         }
@@ -2373,32 +2376,38 @@ impl Logic for RxEngine {
             & !self.qp_err.q.val()
             & self.idle_clear_r.q.val()
             & self.desc_avail_r.q.val();
+        // A visit starts: in `Idle`, or in `WriteBack` taking the next packet itself. The
+        // visit's flags start clear (the states below may set them in the same cycle).
+        self.visit_start.next =
+            (self.state.q.val() == RxState::Idle) | ((self.state.q.val() == RxState::WriteBack) & self.wb_pkt.val());
+        if self.visit_start.val() {
+            self.src_to.d.next = false;
+            self.src_rnr.d.next = false;
+            self.src_recv.d.next = false;
+            self.rwqe_ready.d.next = false;
+            self.cqe_opcode.d.next = 1.into();
+            self.cqe_flags.d.next = 0.into();
+            self.cqe_srcqp.d.next = 0.into();
+            self.grh_done.d.next = false;
+            self.grh_bad.d.next = false;
+            self.cqe_imm.d.next = 0.into();
+            self.rsp_pending.d.next = false;
+            self.rsp_retired.d.next = false;
+            self.rsp_final.d.next = false;
+            self.rsp_bad.d.next = false;
+            self.at_mode.d.next = false;
+            self.at_exec.d.next = false;
+            self.src_fl.d.next = false;
+            self.src_ev.d.next = false;
+            self.srq_took.d.next = false;
+            self.srq_inc.d.next = false;
+            self.ev_chk.d.next = false;
+            self.ce_fire.d.next = false;
+            self.rr_fresh.d.next = false;
+            self.rr_nak.d.next = false;
+        }
         match self.state.q.val() {
             RxState::Idle => {
-                self.src_to.d.next = false;
-                self.src_rnr.d.next = false;
-                self.src_recv.d.next = false;
-                self.rwqe_ready.d.next = false;
-                self.cqe_opcode.d.next = 1.into();
-                self.cqe_flags.d.next = 0.into();
-                self.cqe_srcqp.d.next = 0.into();
-                self.grh_done.d.next = false;
-                self.grh_bad.d.next = false;
-                self.cqe_imm.d.next = 0.into();
-                self.rsp_pending.d.next = false;
-                self.rsp_retired.d.next = false;
-                self.rsp_final.d.next = false;
-                self.rsp_bad.d.next = false;
-                self.at_mode.d.next = false;
-                self.at_exec.d.next = false;
-                self.src_fl.d.next = false;
-                self.src_ev.d.next = false;
-                self.srq_took.d.next = false;
-                self.srq_inc.d.next = false;
-                self.ev_chk.d.next = false;
-                self.ce_fire.d.next = false;
-                self.rr_fresh.d.next = false;
-                self.rr_nak.d.next = false;
                 if self.ev_chk.q.val() & self.ev_fire_r.q.val() & self.evq.room.val() {
                     // The SRQ the last packet took from fell below its limit: disarm it and
                     // queue the event (with no room it stays armed and fires on a later WQE).
@@ -3312,30 +3321,10 @@ impl Logic for RxEngine {
                     self.state.d.next = RxState::RspHead;
                 }
                 if self.wb_pkt.val() {
-                    // The next packet at once (one cycle per visit less): `Idle`'s resets and
-                    // its packet branch, which it would take next cycle (everything it serves
-                    // first is empty). The tables are written at the end of this cycle and
+                    // The next packet at once (one cycle per visit less): `Idle`'s packet
+                    // branch, which it would take next cycle (its resets are shared, above
+                    // the state machine). The tables are written at the end of this cycle and
                     // read from the next, so the packet's visit sees this write-back.
-                    self.src_to.d.next = false;
-                    self.src_rnr.d.next = false;
-                    self.src_recv.d.next = false;
-                    self.rwqe_ready.d.next = false;
-                    self.cqe_opcode.d.next = 1.into();
-                    self.cqe_flags.d.next = 0.into();
-                    self.cqe_srcqp.d.next = 0.into();
-                    self.grh_done.d.next = false;
-                    self.grh_bad.d.next = false;
-                    self.cqe_imm.d.next = 0.into();
-                    self.rsp_retired.d.next = false;
-                    self.rsp_final.d.next = false;
-                    self.rsp_bad.d.next = false;
-                    self.at_mode.d.next = false;
-                    self.at_exec.d.next = false;
-                    self.src_fl.d.next = false;
-                    self.src_ev.d.next = false;
-                    self.srq_inc.d.next = false;
-                    self.rr_fresh.d.next = false;
-                    self.rr_nak.d.next = false;
                     self.desc_read.next = true;
                     self.src_lc.d.next = false;
                     self.pkt.d.next = self.desc.val();
