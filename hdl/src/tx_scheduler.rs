@@ -295,7 +295,9 @@ pub enum HeadStep {
 ///
 /// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + (beats − 1) + 6
 /// cycles when it must be fetched, 7 for a one-beat WQE in the prefetch buffer (which the
-/// fetch-ahead machine, [`AheadStep`], keeps filled in parallel), +7 per SGE after the first,
+/// fetch-ahead machine, [`AheadStep`], keeps filled in parallel), 4 for a one-SGE RDMA WRITE
+/// there that the head check ([`HeadStep`]) checked while the WQE before it was issued, +7 per
+/// SGE after the first,
 /// +4 once for a list; one packet job every 2 cycles
 /// (+2 per extra piece of a packet spanning entries) while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued
 /// in 32 cycles; the shortest packet, 256 bytes, is 5 beats on the wire). Every stage is at most
