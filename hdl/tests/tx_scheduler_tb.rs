@@ -1244,17 +1244,24 @@ fn multi_sge_read_waits_for_earlier_reads() {
     }
 }
 
+/// Key-table entries 50..=52 for bad keys, all a 64 KiB region at `va` (IOVA `iova`) with tag
+/// `tag`: 50 invalid, 51 of PD `pd + 1`, 52 of PD `pd` without LOCAL_WRITE (REMOTE_WRITE and
+/// REMOTE_READ only). Returns the valid LOCAL_WRITE entry they are variants of.
+fn bad_key_mrs(tb: &mut Tb, pd: u64, tag: u64, va: u64, iova: u64) -> Mr {
+    let base = Mr { valid: true, access: 0x1, tag, pd, va, length: 1 << 16, iova };
+    tb.write_mr(50, &Mr { valid: false, ..base.clone() });
+    tb.write_mr(51, &Mr { pd: pd + 1, ..base.clone() });
+    tb.write_mr(52, &Mr { access: 0x6, ..base.clone() });
+    base
+}
+
 #[test]
 fn bad_lkey_in_a_read_list_completes_locally() {
     let mut tb = Tb::new(0x75C4_0005);
     let seed = tb.rng.0;
     let pd = 0x31;
     let mrs = good_mrs(&mut tb, 40, 2, pd);
-    // Entries for the bad keys: an invalid one, one of another PD, one without LOCAL_WRITE.
-    let base = Mr { valid: true, access: 0x1, tag: 0x5C, pd, va: 0x1000_0000, length: 1 << 16, iova: 0x8_0000_0000 };
-    tb.write_mr(50, &Mr { valid: false, ..base.clone() });
-    tb.write_mr(51, &Mr { pd: pd + 1, ..base.clone() });
-    tb.write_mr(52, &Mr { access: 0x6, ..base.clone() });
+    let base = bad_key_mrs(&mut tb, pd, 0x5C, 0x1000_0000, 0x8_0000_0000);
     let kinds =
         ["stale tag", "invalid entry", "other PD", "no LOCAL_WRITE", "past the region", "key bits above the table"];
     let mut local_errs = 0;
@@ -1836,10 +1843,7 @@ fn buffered_writes_get_the_key_and_bounds_verdicts_of_the_slow_path() {
     let seed = tb.rng.0;
     let pd = 0x3C;
     let mrs = good_mrs(&mut tb, 40, 2, pd);
-    let base = Mr { valid: true, access: 0x1, tag: 0x5D, pd, va: 0x2000_0000, length: 1 << 16, iova: 0x9_0000_0000 };
-    tb.write_mr(50, &Mr { valid: false, ..base.clone() });
-    tb.write_mr(51, &Mr { pd: pd + 1, ..base.clone() });
-    tb.write_mr(52, &Mr { access: 0x6, ..base.clone() });
+    let base = bad_key_mrs(&mut tb, pd, 0x5D, 0x2000_0000, 0x9_0000_0000);
     let kinds = ["stale tag", "invalid entry", "other PD", "past the region", "before the region", "key bits above"];
     for (vi, kind) in kinds.iter().enumerate() {
         let qpn = 3 + vi as u64 * 9;
