@@ -21,8 +21,9 @@ pub enum RrState {
 }
 
 /// Sits between the responder's job FIFO ([`ReadRespJob`]: a READ to answer, an ATOMIC
-/// ACKNOWLEDGE or an ACKNOWLEDGE owed behind responses) and the scheduler, and hands the
-/// scheduler one job per response packet, taking the QPs in turn.
+/// ACKNOWLEDGE or an ACKNOWLEDGE owed behind responses) and the packet generator
+/// ([`crate::response_gen::ResponseGen`]), and hands it one job per response packet, taking
+/// the QPs in turn.
 ///
 /// Each QP has one entry in a 64-entry table: the response it is sending, with the next PSN,
 /// the next local address and the bytes still to send. A job at the head of the input is
@@ -53,8 +54,8 @@ pub enum RrState {
 /// Timing: a job is taken into the table one cycle after it reaches the head of the input (a
 /// replay of a busy QP three, for the PSN comparison: table read, compare, decide); a
 /// packet's job leaves 5 cycles after its QP is popped (pop, read, take, size, emit), so the
-/// initiation interval is 5 cycles per packet (the scheduler spends at least
-/// [`crate::tx_scheduler::RR_MIN_CYCLES`] per response packet). Every path starts and ends at a
+/// initiation interval is 5 cycles per packet (the packet generator spends at least
+/// [`crate::response_gen::RR_MIN_CYCLES`] per response packet). Every path starts and ends at a
 /// register or a table port (a 64:1 bit select and a 32-bit compare, ≤ 5 LUT levels). Tables:
 /// 64 × 360 bits (entries) in block RAM, a 64-deep ring of QPNs, a 64-bit busy set and a 64-bit
 /// in-ring set.
@@ -69,7 +70,7 @@ pub struct ReadResponder {
     /// A context command put QP `clear_qpn` in RESET.
     pub clear: Signal<In, Bit>,
     pub clear_qpn: Signal<In, Bits<6>>,
-    /// One job per response packet, for the scheduler (first-word fall-through FIFO view).
+    /// One job per response packet, for the packet generator (first-word fall-through FIFO view).
     pub out_empty: Signal<Out, Bit>,
     pub out_job: Signal<Out, ReadRespJob>,
     pub out_read: Signal<In, Bit>,
@@ -141,7 +142,7 @@ impl Logic for ReadResponder {
         self.ram_ent.next = self.slots.read_data.val();
         self.cur_busy.next = self.busy.q.val() >> bit_cast::<64, 6>(self.cur.q.val());
 
-        // The output FIFO faces the scheduler.
+        // The output FIFO faces the packet generator.
         self.out_empty.next = self.out_fifo.empty.val();
         self.out_job.next = self.out_fifo.data_out.val();
         self.out_fifo.read.next = self.out_read.val();

@@ -103,8 +103,9 @@ record!(
 );
 
 record!(
-    /// One packet for the TX assembler, produced by the scheduler (496 bits): a request, a
-    /// READ response or an ATOMIC ACKNOWLEDGE. `pay_skip` is the payload's host address modulo
+    /// One packet for the TX assembler (496 bits): a request (from the scheduler), or a READ
+    /// response, ATOMIC ACKNOWLEDGE or ACKNOWLEDGE (from
+    /// [`crate::response_gen::ResponseGen`]). `pay_skip` is the payload's host address modulo
     /// 64: where the payload starts in its first DMA beat. `ext4` (wire order) is a 4-byte
     /// extension header after the RETH if any: the ImmDt of a `*_WITH_IMMEDIATE` request, or a
     /// READ response's or ATOMIC ACKNOWLEDGE's AETH. `has_atomic_eth`: the extension header is
@@ -157,7 +158,7 @@ record!(
 );
 
 record!(
-    /// An RDMA READ the responder accepted (or replays), for the scheduler to answer with READ
+    /// An RDMA READ the responder accepted (or replays), for the TX side to answer with READ
     /// RESPONSE packets (360 bits): the requester's addresses from the QP context, the first
     /// response PSN, the MSN for the AETH, the translated local address and length (IBTA Vol 1
     /// 9.7.4.1.4, 9.5). With `atomic` set it is instead an ATOMIC ACKNOWLEDGE to send (one
@@ -168,8 +169,9 @@ record!(
     /// order), or the NAK invalid request of a READ beyond `max_dest_rd_atomic`. `fresh`: a new
     /// request, not a replay, counted against `max_dest_rd_atomic` of the local
     /// QP `qpn` until its last packet is sent. `first`/`last`: the place of one packet in its
-    /// response, on the jobs [`crate::read_responder::ReadResponder`] hands the scheduler (one per
-    /// packet; `len` is then the packet's payload length); 0 on the responder's jobs.
+    /// response, on the jobs [`crate::read_responder::ReadResponder`] hands the packet
+    /// generator (one per packet; `len` is then the packet's payload length); 0 on the
+    /// responder's jobs.
     ReadRespJob, 360, {
         dest_mac: 48, dest_ip: 32, udp_sport: 16, pkey: 16, dest_qpn: 24, psn: 24, msn: 24,
         path_mtu: 3, atomic: 1, ack: 1, first: 1, last: 1, rsvd0: 1, iova: 64, len: 32, orig: 64, fresh: 1, qpn: 6, rsvd1: 1,

@@ -17,6 +17,7 @@ use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJ
 use crate::recv_prefetch::RecvWqePrefetch;
 use crate::regs::BarRegs;
 use crate::reset_fifo::ResetFifo;
+use crate::response_gen::ResponseGen;
 use crate::rx_engine::RxEngine;
 use crate::rx_ingress::RxIngress;
 use crate::rx_writer::RxWriter;
@@ -187,6 +188,8 @@ pub struct NicTop {
     atu: AtomicUnit,
     /// Sequences the responder's jobs into response packets, QPs in turn.
     rrs: ReadResponder,
+    /// The responder's packets as transmit jobs, merged with the scheduler's.
+    rgen: ResponseGen,
     timer: AckTimer,
     to_fifo: ResetFifo<Bits<8>, 2, 3, 1>,
     rxe: RxEngine,
@@ -222,8 +225,8 @@ impl Logic for NicTop {
     fn update(&mut self) {
         clock!(
             self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, rqpf, asm, tx_gb, arb, ackc,
-            ack_fifo, icrc, rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, timer, to_fifo, rxe,
-            wj_fifo, cqw, rxw, byte_cnt, irq, raw_tx, raw_rx
+            ack_fifo, icrc, rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, rgen, timer, to_fifo,
+            rxe, wj_fifo, cqw, rxw, byte_cnt, irq, raw_tx, raw_rx
         );
         self.wj_fifo.reset.next = self.reset.val();
         self.to_fifo.reset.next = self.reset.val();
@@ -394,16 +397,32 @@ impl Logic for NicTop {
         self.rxe.async_cq.next = self.regs.async_cq.val();
         self.txs.wqe_r_data.next = self.m_axi_rdata.val();
         self.txs.wqe_r_err.next = self.m_axi_rresp.val() != 0;
-        self.job_fifo.write.next = self.txs.job_write.val();
+        // The scheduler's request packets and the responder's response packets share the
+        // three FIFOs: the response generator takes a cycle the scheduler leaves free (it
+        // claims it a cycle ahead, `job_hold`), and its write flag is a flop.
+        self.job_fifo.write.next = self.txs.job_write.val() | self.rgen.write.val();
         self.job_fifo.data_in.next = self.txs.job.val();
+        if self.rgen.write.val() {
+            self.job_fifo.data_in.next = self.rgen.job.val();
+        }
         self.txs.job_afull.next = self.job_fifo.almost_full.val();
-        self.rj_fifo.write.next = self.txs.rj_write.val();
+        self.rj_fifo.write.next = self.txs.rj_write.val() | self.rgen.rj_write.val();
         self.rj_fifo.data_in.next =
             bit_cast::<80, 64>(self.txs.rj_addr.val()) | (bit_cast::<80, 13>(self.txs.rj_len.val()) << 64);
         self.txs.rj_afull.next = self.rj_fifo.almost_full.val();
-        self.pg_fifo.write.next = self.txs.pg_write.val();
+        self.pg_fifo.write.next = self.txs.pg_write.val() | self.rgen.rj_write.val();
         self.pg_fifo.data_in.next = self.txs.pg_data.val();
         self.txs.pg_afull.next = self.pg_fifo.almost_full.val();
+        if self.rgen.write.val() {
+            self.rj_fifo.data_in.next =
+                bit_cast::<80, 64>(self.rgen.rj_addr.val()) | (bit_cast::<80, 13>(self.rgen.rj_len.val()) << 64);
+            self.pg_fifo.data_in.next = self.rgen.pg_data.val();
+        }
+        self.rgen.job_afull.next = self.job_fifo.almost_full.val();
+        self.rgen.rj_afull.next = self.rj_fifo.almost_full.val();
+        self.rgen.pg_afull.next = self.pg_fifo.almost_full.val();
+        self.rgen.req_lock.next = self.txs.job_lock.val();
+        self.txs.job_hold.next = self.rgen.hold.val();
         self.rxe.if_we.next = self.txs.if_we.val();
         self.rxe.if_waddr.next = self.txs.if_addr.val();
         self.rxe.if_wdata.next = self.txs.if_data.val();
@@ -449,9 +468,10 @@ impl Logic for NicTop {
         self.rr_fifo.read.next = self.rrs.in_read.val();
         self.rrs.clear.next = self.db_clear_r.q.val();
         self.rrs.clear_qpn.next = self.db_clear_qpn_r.q.val();
-        self.txs.rr_empty.next = self.rrs.out_empty.val();
-        self.txs.rr_data.next = self.rrs.out_job.val();
-        self.rrs.out_read.next = self.txs.rr_read.val();
+        self.rgen.reset.next = self.reset.val();
+        self.rgen.in_empty.next = self.rrs.out_empty.val();
+        self.rgen.in_job.next = self.rrs.out_job.val();
+        self.rrs.out_read.next = self.rgen.in_read.val();
         // Local ACK timeouts.
         self.timer.cmd_fire.next = self.cmd_fire.val();
         self.timer.cmd_op.next = self.regs.cmd_op.val();
@@ -654,13 +674,13 @@ impl Logic for NicTop {
 
         // ---- Counters ([`rnic_contract::regs::counter`]) ----
         // ACKNOWLEDGEs leave from two places (the RX writer through the coalescer, and the
-        // scheduler for a QP that owes READ responses); a scheduler pulse meeting a coalescer
+        // response generator for a QP that owes READ responses); a generator pulse meeting a coalescer
         // pulse waits in a small count.
         self.ack_cnt_out.next = (self.ack_cnt_pend.q.val() != 0) & !self.ackc.cnt_tx_ack.val();
-        self.ack_cnt_pend.d.next = self.ack_cnt_pend.q.val() + bit_cast::<2, 1>(self.txs.cnt_tx_ack.val().into())
+        self.ack_cnt_pend.d.next = self.ack_cnt_pend.q.val() + bit_cast::<2, 1>(self.rgen.cnt_tx_ack.val().into())
             - bit_cast::<2, 1>(self.ack_cnt_out.val().into());
         self.nak_cnt_out.next = (self.nak_cnt_pend.q.val() != 0) & !self.ackc.cnt_tx_nak.val();
-        self.nak_cnt_pend.d.next = self.nak_cnt_pend.q.val() + bit_cast::<2, 1>(self.txs.cnt_tx_nak.val().into())
+        self.nak_cnt_pend.d.next = self.nak_cnt_pend.q.val() + bit_cast::<2, 1>(self.rgen.cnt_tx_nak.val().into())
             - bit_cast::<2, 1>(self.nak_cnt_out.val().into());
         // Each counter's pulse by name; CounterStrobes puts it on its contract index.
         self.strobes.rx_frames.next = self.rxi.cnt_rx_frame.val();

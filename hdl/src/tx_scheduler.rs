@@ -1,10 +1,10 @@
 //! The requester's work-queue engine: doorbell → QP context → WQE fetch → lkey check →
-//! segmentation into request packets; it also sends the responder's READ responses and
-//! acknowledgements.
+//! segmentation into request packets. (The responder's READ responses and the
+//! acknowledgements owed behind them are sent by [`crate::response_gen::ResponseGen`], which
+//! writes the same FIFOs in the cycles this engine leaves free.)
 //!
 //! One state machine, [`TxsState`], serves one QP at a time. By role:
-//! - **Scheduling.** `Idle` takes a go-back-N request, a READ response to send or an SQ
-//!   doorbell; `LoadQp` → `TakeQp` load the QP's context and transport state. Per WQE,
+//! - **Scheduling.** `Idle` takes a go-back-N request or an SQ doorbell; `LoadQp` → `TakeQp` load the QP's context and transport state. Per WQE,
 //!   `CheckSq` (or the state issuing the last packet of the WQE before) registers the queue
 //!   checks and `NextWqe` acts on them: the next WQE from the prefetch buffer (a one-beat WQE
 //!   at the buffer's head is taken by `NextWqe` itself), a fetch, `Idle` on an empty SQ,
@@ -26,11 +26,7 @@
 //!   engine; `RecordWqe` records the WQE in the in-flight table; `WalkList` / `WalkListRead`
 //!   walk a gather list to the restart byte of a go-back-N; then per packet `SizePacket` →
 //!   `IssuePacket` (`RecordWqe` sizes the first packet itself; `SizePiece` → `IssuePiece` for
-//!   each piece of a packet that spans gather entries), on to `NextWqe` after the last
-//!   (through `CheckSq` when a READ response waits to be sent).
-//! - **Responses.** `LoadResponse` → `IssueResponse` send one READ response, ATOMIC
-//!   ACKNOWLEDGE or ACKNOWLEDGE packet, then return to the state they interrupted (`Idle`,
-//!   `CheckSq`, `CompleteError` or `WaitIssueSlot`).
+//!   each piece of a packet that spans gather entries), on to `NextWqe` after the last.
 //!
 //! A 64-byte WRITE from the prefetch buffer takes 7 cycles, one per state: `NextWqe`,
 //! `CheckLkey`, `CheckRoom`, `CheckBounds`, `ActOnChecks`, `RecordWqe`, `IssuePacket` (11
@@ -39,24 +35,21 @@
 //! 16 or more one-beat WQEs are buffered arrives (7 + 64 cycles of DMA read latency) before
 //! they are used up; a QP's first fetch is followed by an append at once.
 use crate::context_tables::ContextTables;
-use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, TxJob, WqeRec};
+use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, TxJob, WqeRec};
 use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
-
-/// Minimum cycles between two READ response packets (see [`TxScheduler`]).
-pub const RR_MIN_CYCLES: u64 = 12;
 
 /// The [`TxScheduler`]'s state (see the module documentation for the flow).
 ///
 /// The states were numbered before they were named: each variant's `(was N)` is that number,
 /// which is also what [`TxScheduler::dbg_state`] reports in the engine status register
 /// ([`rnic_contract::regs::status::TX_STATE_SHIFT`]). The variants are declared in that order
-/// (the encoding follows declaration order); number 17 was unused.
+/// (the encoding follows declaration order); number 17 was unused, 16 and 18 are since stop 32.
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum TxsState {
     // Scheduling.
-    /// (was 0) Waiting for work: a go-back-N request first, then a READ response to send,
-    /// then an SQ doorbell (a QP from the ready set).
+    /// (was 0) Waiting for work: a go-back-N request first, then an SQ doorbell (a QP from
+    /// the ready set).
     Idle,
     /// (was 1) The QP's context and transport state are being read.
     LoadQp,
@@ -64,9 +57,8 @@ pub enum TxsState {
     /// rewind's PSN and ci instead, unless it is stale); a QP in neither RTS nor ERR is left.
     TakeQp,
     /// (was 3) Between WQEs: the queue checks are registered (SQ empty, send window, the next
-    /// WQE in the prefetch buffer, WQEs retired behind a rewind, rewinds waiting); a READ
-    /// response to send goes first. (After a WQE's last packet the checks are registered as it
-    /// issues, and this state is skipped unless a READ response waits.)
+    /// WQE in the prefetch buffer, WQEs retired behind a rewind, rewinds waiting). (After a
+    /// WQE's last packet the checks are registered as it issues, and this state is skipped.)
     CheckSq,
     // WQE fetch.
     /// (was 4) The WQE fetch (AXI ID 1) waits for the DMA read issuer to accept it.
@@ -114,17 +106,16 @@ pub enum TxsState {
     /// from the prefetch buffer (a one-beat WQE at its head is taken here, and `CheckLkey`
     /// follows), size a fetch, or save and step aside (window full).
     NextWqe,
-    // Responses.
-    /// (was 16) Takes one response packet's PSN, address, length and place in its response.
-    LoadResponse,
-    /// (was 18) Hands the response packet's job to the assembler (paced by `RR_MIN_CYCLES`),
-    /// then returns to the state in `rr_ret`.
-    IssueResponse,
+    /// (was 16) Unused: the scheduler's `LoadResponse` until stop 32, when the responder's
+    /// packets moved to [`crate::response_gen::ResponseGen`]; kept so the later states keep
+    /// their encoding (the order of declaration), which timing closure was done against.
+    Unused16,
+    /// (was 18) Unused: `IssueResponse` until stop 32 (see `Unused16`).
+    Unused18,
     // Scheduling, continued.
     /// (was 19) The WQE waits for an issue slot: a READ or atomic beyond max_rd_atomic, a
     /// fenced WQE behind READs or atomics, a SEND with 32 WQEs in flight, a READ with a gather
-    /// list while 4 are outstanding; answers READs meanwhile and steps aside for a rewind or
-    /// another QP.
+    /// list while 4 are outstanding; steps aside for a rewind or another QP.
     WaitIssueSlot,
     // Checks, continued.
     /// (was 20) The bounds verdict is registered; a gather list's SGE goes on to `KeepSge`.
@@ -274,18 +265,10 @@ pub enum HeadStep {
 ///    with immediate; `IBV_SEND_FENCE` makes the WQE wait (like a READ beyond `max_rd_atomic`)
 ///    until every earlier READ and atomic of the QP has completed.
 ///
-/// It also sends the responder's packets, one [`ReadRespJob`] per packet as the
-/// [`crate::read_responder::ReadResponder`] sequences them: READ RESPONSE
-/// FIRST/MIDDLE/LAST/ONLY packets by path MTU with the AETH on the first and last (IBTA Vol 1
-/// 9.7.4.1.4), the payload read from host memory like a request's; the ATOMIC
-/// ACKNOWLEDGEs of the atomics it executed (one packet, AETH + AtomicAckETH, 9.5.3); and the
-/// ACKNOWLEDGEs owed behind them. A response packet is sent when the engine is idle, between
-/// WQEs, or while an error completion waits, never in the middle of a message; one packet per
-/// visit, so a long response interleaves with requests and with other QPs' responses. READ response packets leave at most one per [`RR_MIN_CYCLES`] cycles:
-/// the requester's RX engine takes 10 cycles to check a response against its READ (11 to drop
-/// one after a loss), so at path MTU 256 and 512 an unpaced stream, or one paced at exactly
-/// that rate plus the wire's duplicates, overflows its packet buffer; from MTU 1024 up the
-/// wire is slower than that anyway.
+/// The responder's packets (READ responses, ATOMIC ACKNOWLEDGEs, ACKNOWLEDGEs owed behind
+/// them) are [`crate::response_gen::ResponseGen`]'s: it claims a cycle of the job, payload-read
+/// and piece FIFOs a cycle ahead with `job_hold` (this engine's `job_room` is low in that
+/// cycle), never while `job_lock` says a request packet and its pieces are going in.
 ///
 /// Go-back-N (IBTA Vol 1 9.7.5.1.2): a rewind request from the completer for the QP being
 /// served stops the WQE at the next packet boundary, and the engine resends from the WQE and
@@ -404,14 +387,12 @@ pub struct TxScheduler {
     // Counter pulses.
     pub cnt_tx_req: Signal<Out, Bit>,
     pub cnt_local_err: Signal<Out, Bit>,
-    /// ACKNOWLEDGE jobs sent from the READ FIFO (see [`ReadRespJob`]): ACKs (syndrome 0x1F)
-    /// and NAKs, counted like the RX writer's.
-    pub cnt_tx_ack: Signal<Out, Bit>,
-    pub cnt_tx_nak: Signal<Out, Bit>,
-    /// READ responses to send, from the RX engine (first-word fall-through FIFO).
-    pub rr_empty: Signal<In, Bit>,
-    pub rr_data: Signal<In, ReadRespJob>,
-    pub rr_read: Signal<Out, Bit>,
+    /// The READ/atomic responder's packet generator ([`crate::response_gen::ResponseGen`])
+    /// writes the FIFOs in the next cycle: `job_room` is low then.
+    pub job_hold: Signal<In, Bit>,
+    /// This engine is issuing a request packet or its pieces (`IssuePacket`, `SizePiece`,
+    /// `IssuePiece`): the responder's generator must not write next cycle.
+    pub job_lock: Signal<Out, Bit>,
     /// Packets of QP `cur_qpn` are being emitted (for the ACK timer).
     pub tx_active: Signal<Out, Bit>,
     pub tx_qpn: Signal<Out, Bits<6>>,
@@ -496,14 +477,6 @@ pub struct TxScheduler {
     wop: DFF<Bits<6>>,
     /// RETH of the next READ request: the remote address past what was already answered.
     rd_va: DFF<Bits<64>>,
-    // The READ response being sent (`LoadResponse`, `IssueResponse`) and the state to return to.
-    rr: DFF<ReadRespJob>,
-    rr_ret: DFF<TxsState>,
-    rr_psn: DFF<Bits<24>>,
-    rr_iova: DFF<Bits<64>>,
-    rr_first: DFF<Bit>,
-    rr_last: DFF<Bit>,
-    rr_plen: DFF<Bits<32>>,
     /// A pending command puts the QP being served in RESET (registered): the engine leaves
     /// the QP at its next wait or WQE boundary, and the command is held until it has.
     rst_here_r: DFF<Bit>,
@@ -515,8 +488,6 @@ pub struct TxScheduler {
     emit_we_r: DFF<Bit>,
     emit_qpn_r: DFF<Bits<6>>,
     emit_psn_r: DFF<Bits<24>>,
-    /// Cycles before the next READ response packet may leave (see the pacing note above).
-    rr_gap: DFF<Bits<4>>,
     /// READ WQEs handed to the wire (mod 128, transport-state bits 25..31), and whether the
     /// fetched READ must wait for `max_rd_atomic` (registered in `CheckRoom` or `CountList`).
     reads_sent: DFF<Bits<7>>,
@@ -639,7 +610,6 @@ pub struct TxScheduler {
     /// that is not re-entered within two cycles, so the late flag never offers a read twice;
     /// the FIFO's head decides nothing in the cycle it is read.
     rw_empty_r: DFF<Bit>,
-    rr_empty_r: DFF<Bit>,
     /// The WQE's packet count in two halves (`CheckLkey`): whole MTUs, and a partial one.
     nq_r: DFF<Bits<24>>,
     npart_r: DFF<Bit>,
@@ -743,10 +713,6 @@ pub struct TxScheduler {
     se_now: Signal<Local, Bit>,
     is_fadd: Signal<Local, Bit>,
     op_now: Signal<Local, Bits<8>>,
-    rr_now: Signal<Local, ReadRespJob>,
-    rr_msn: Signal<Local, Bits<24>>,
-    rr_syn: Signal<Local, Bits<8>>,
-    rr_orig: Signal<Local, Bits<64>>,
     /// The QP is UD ([`rnic_contract::qp_context::QP_TYPE`]); the WQE's UD address fields
     /// ([`rnic_contract::wqe::UD_REMOTE_QPN`] .. `UD_DEST_MAC`), read from the bytes an RDMA
     /// WQE uses for its remote address and atomic operands.
@@ -754,8 +720,6 @@ pub struct TxScheduler {
     ud_ra: Signal<Local, Bits<64>>,
     ud_ca: Signal<Local, Bits<64>>,
     ud_qkey: Signal<Local, Bits<32>>,
-    rr_op: Signal<Local, Bits<8>>,
-    rr_pend: Signal<Local, Bit>,
     req_op: Signal<Local, Bits<8>>,
     rd_limit: Signal<Local, Bits<7>>,
     mra: Signal<Local, Bits<8>>,
@@ -931,14 +895,6 @@ impl Logic for TxScheduler {
             rw_pending,
             wop,
             rd_va,
-            rr,
-            rr_ret,
-            rr_psn,
-            rr_iova,
-            rr_first,
-            rr_last,
-            rr_plen,
-            rr_gap,
             reads_sent,
             rd_full,
             send_wait,
@@ -948,7 +904,6 @@ impl Logic for TxScheduler {
             ar_pend,
             job_room,
             rw_empty_r,
-            rr_empty_r,
             nq_r,
             npart_r,
             bounds_r,
@@ -1022,12 +977,9 @@ impl Logic for TxScheduler {
         self.rearm_qpn.next = self.cur_qpn.q.val();
         self.sq_stop.next = false;
         self.sq_stop_qpn.next = self.cur_qpn.q.val();
-        self.job_room.d.next = !self.job_afull.val() & !self.rj_afull.val() & !self.pg_afull.val();
+        self.job_room.d.next =
+            !self.job_afull.val() & !self.rj_afull.val() & !self.pg_afull.val() & !self.job_hold.val();
         self.rw_empty_r.d.next = self.rw_empty.val();
-        self.rr_empty_r.d.next = self.rr_empty.val();
-        if self.rr_gap.q.val() != 0 {
-            self.rr_gap.d.next = self.rr_gap.q.val() - 1;
-        }
         self.rw_pending.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
@@ -1066,7 +1018,6 @@ impl Logic for TxScheduler {
             | (self.state.q.val() == TxsState::SaveAndYield)
             | (self.state.q.val() == TxsState::ActOnChecks)
             | (self.state.q.val() == TxsState::NextWqe)
-            | (self.state.q.val() == TxsState::IssueResponse)
             | (self.state.q.val() == TxsState::WaitIssueSlot)
             | (self.state.q.val() == TxsState::SkipRetired)
             | (self.state.q.val() == TxsState::CopyListWrite));
@@ -1475,11 +1426,8 @@ impl Logic for TxScheduler {
         self.job.next.rsvd1 = 0.into();
         self.job.next.rsvd2 = 0.into();
         // The last packet of a new READ's or atomic's response: counted when it is sent.
-        self.job.next.rsp_last = bit_cast::<1, 1>(
-            ((self.state.q.val() == TxsState::IssueResponse) & self.rr_last.q.val() & self.rr.q.val().fresh.any())
-                .into(),
-        );
-        self.job.next.rsp_qpn = self.rr.q.val().qpn;
+        self.job.next.rsp_last = 0.into();
+        self.job.next.rsp_qpn = self.cur_qpn.q.val();
         self.job.next.has_deth = 0.into();
         // A UD SEND (IBTA Vol 1 9.8): one SEND ONLY (0x64, 0x65 with immediate) to the WQE's
         // address and QP, with a DETH carrying the WQE's Q_Key (the QP's own when bit 31 of
@@ -1541,68 +1489,7 @@ impl Logic for TxScheduler {
         self.lc_data.next.fatal = self.wqe_bad.q.val().into();
         self.lc_data.next.rsvd = 0.into();
         self.cnt_tx_req.next = false;
-        self.cnt_tx_ack.next = false;
-        self.cnt_tx_nak.next = false;
         self.cnt_local_err.next = false;
-        // READ RESPONSE FIRST/MIDDLE/LAST/ONLY = 0x0D/0E/0F/10; FIRST, LAST and ONLY carry an
-        // AETH (ACK syndrome 0x1F, the MSN big-endian), 9.7.4.1.4.
-        self.rr_now.next = self.rr_data.val();
-        self.rr_pend.next = !self.rr_empty_r.q.val();
-        self.rr_op.next = 0x0E.into();
-        if self.rr_first.q.val() & self.rr_last.q.val() {
-            self.rr_op.next = 0x10.into();
-        } else if self.rr_first.q.val() {
-            self.rr_op.next = 0x0D.into();
-        } else if self.rr_last.q.val() {
-            self.rr_op.next = 0x0F.into();
-        }
-        self.rr_msn.next = self.rr.q.val().msn;
-        // AETH syndrome: ACK (0x1F) on READ responses; an ACKNOWLEDGE job carries its own.
-        self.rr_syn.next = 0x1F.into();
-        // (A Local first: yosys takes no bit select of a struct field's slice.)
-        self.rr_orig.next = self.rr.q.val().orig;
-        if self.rr.q.val().ack.any() {
-            self.rr_syn.next = self.rr_orig.val().get_bits::<8>(0);
-        }
-        self.rr_read.next = false;
-        if self.state.q.val() == TxsState::IssueResponse {
-            self.job.next.opcode = self.rr_op.val();
-            self.job.next.has_deth = 0.into();
-            self.job.next.rsp_qpn = self.rr.q.val().qpn;
-            self.job.next.ackreq = 0.into();
-            self.job.next.se = 0.into();
-            self.job.next.has_reth = 0.into();
-            self.job.next.has_ext4 = bit_cast::<1, 1>((self.rr_first.q.val() | self.rr_last.q.val()).into());
-            self.job.next.ext4 = (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(16)) << 8)
-                | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(8)) << 16)
-                | (bit_cast::<32, 8>(self.rr_msn.val().get_bits::<8>(0)) << 24)
-                | bit_cast::<32, 8>(self.rr_syn.val());
-            self.job.next.has_atomic_eth = 0.into();
-            if self.rr.q.val().ack.any() {
-                // An ACKNOWLEDGE (0x11, AETH only), queued behind the responses the QP owed
-                // before it.
-                self.job.next.opcode = 0x11.into();
-                self.job.next.has_ext4 = 1.into();
-            }
-            if self.rr.q.val().atomic.any() {
-                // ATOMIC ACKNOWLEDGE (0x12): AETH and AtomicAckETH with the original value.
-                self.job.next.opcode = 0x12.into();
-                self.job.next.has_atomic_ack = 1.into();
-                self.job.next.at_swap = self.rr.q.val().orig;
-            }
-            self.job.next.psn = self.rr_psn.q.val();
-            self.job.next.dest_qpn = self.rr.q.val().dest_qpn;
-            self.job.next.pkey = self.rr.q.val().pkey;
-            self.job.next.udp_sport = self.rr.q.val().udp_sport;
-            self.job.next.dest_ip = self.rr.q.val().dest_ip;
-            self.job.next.dest_mac = self.rr.q.val().dest_mac;
-            self.job.next.plen = self.rr_plen.q.val().get_bits::<13>(0);
-            self.job.next.pay_skip = self.rr_iova.q.val().get_bits::<6>(0);
-            self.rj_addr.next = self.rr_iova.q.val();
-            self.rj_len.next = self.rr_plen.q.val().get_bits::<13>(0);
-            self.pg_skip.next = self.rr_iova.q.val().get_bits::<6>(0);
-            self.pg_len.next = self.rr_plen.q.val().get_bits::<13>(0);
-        }
         // A WQE's slot 0 (`WaitWqeBeats`' first beat, or `NextWqe` taking it): the WQE, and SGE
         // 0 (or the inline length) to check first.
         if self.pf_pop.val() & self.first_beat.val() {
@@ -1672,6 +1559,10 @@ impl Logic for TxScheduler {
             | (self.state.q.val() == TxsState::SizePiece)
             | (self.state.q.val() == TxsState::IssuePiece);
         self.tx_qpn.next = self.cur_qpn.q.val();
+        // A request packet's job and its pieces go into the FIFOs as one run (see `job_lock`).
+        self.job_lock.next = (self.state.q.val() == TxsState::IssuePacket)
+            | (self.state.q.val() == TxsState::SizePiece)
+            | (self.state.q.val() == TxsState::IssuePiece);
 
         // Message sizing, from the SGE's length (one SGE or inline data, `CheckLkey`) or the
         // gather list's sum (`SizeList`): packets in the message, ceil(len / MTU), in two registered
@@ -1792,12 +1683,6 @@ impl Logic for TxScheduler {
                     self.flush_req.d.next = self.rw_data.val().get_bit(72);
                     self.serving.d.next = true;
                     self.state.d.next = TxsState::LoadQp;
-                } else if self.rr_pend.val() {
-                    // A READ the responder accepted: answer it (`LoadResponse`, `IssueResponse`), then idle.
-                    self.rr_read.next = true;
-                    self.rr.d.next = self.rr_now.val();
-                    self.rr_ret.d.next = TxsState::Idle;
-                    self.state.d.next = TxsState::LoadResponse;
                 } else if !self.db_empty.val() {
                     self.db_read.next = true;
                     self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
@@ -1868,14 +1753,6 @@ impl Logic for TxScheduler {
             TxsState::CheckSq => {
                 // (The queue checks are registered below.)
                 self.state.d.next = TxsState::NextWqe;
-                if self.rr_pend.val() {
-                    // Between WQEs, READ responses go first (the peer may be waiting for them
-                    // to complete its own WQEs); the WQE state stays in its registers.
-                    self.rr_read.next = true;
-                    self.rr.d.next = self.rr_now.val();
-                    self.rr_ret.d.next = TxsState::CheckSq;
-                    self.state.d.next = TxsState::LoadResponse;
-                }
             }
             TxsState::NextWqe => {
                 if self.behind.q.val() {
@@ -2203,12 +2080,8 @@ impl Logic for TxScheduler {
                     }
                     self.state.d.next = TxsState::SizePacket;
                     if self.is_last.val() {
-                        // The queue checks were registered this cycle: on to the next WQE
-                        // (through `CheckSq` when a READ response waits to go first).
+                        // The queue checks were registered this cycle: on to the next WQE.
                         self.state.d.next = TxsState::NextWqe;
-                        if self.rr_pend.val() {
-                            self.state.d.next = TxsState::CheckSq;
-                        }
                     }
                     if !self.fits_r.q.val() & (self.plen.val() != 0) {
                         // The packet spans entries: its payload goes as pieces (`SizePiece`, `IssuePiece`).
@@ -2245,9 +2118,6 @@ impl Logic for TxScheduler {
                         self.state.d.next = TxsState::SizePacket;
                         if self.is_last.val() {
                             self.state.d.next = TxsState::NextWqe;
-                            if self.rr_pend.val() {
-                                self.state.d.next = TxsState::CheckSq;
-                            }
                         }
                     }
                 }
@@ -2305,13 +2175,6 @@ impl Logic for TxScheduler {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
                 if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
                     self.state.d.next = TxsState::SaveAndYield;
-                } else if self.rr_pend.val() {
-                    // The WQEs this error waits for may wait for a peer that waits for our
-                    // READ responses: answer them first.
-                    self.rr_read.next = true;
-                    self.rr.d.next = self.rr_now.val();
-                    self.rr_ret.d.next = TxsState::CompleteError;
-                    self.state.d.next = TxsState::LoadResponse;
                 } else if (self.rw_waiting.q.val() | self.db_other.q.val()) & (self.acked_data.val() != self.ci.q.val())
                 {
                     // Still waiting, and another QP's rewind or doorbell is queued: step aside.
@@ -2352,18 +2215,13 @@ impl Logic for TxScheduler {
                 self.state.d.next = TxsState::CheckSq;
             }
             TxsState::WaitIssueSlot => {
-                // Wait for a READ slot (max_rd_atomic), answering the peer's READs meanwhile
+                // Wait for a READ slot (max_rd_atomic), stepping aside for another QP
                 // and yielding to a rewind; the checks are redone from `CheckRoom`.
                 if self.rw_pending.q.val() {
                     self.state.d.next = TxsState::SaveAndYield;
                 } else if self.rw_waiting.q.val() | (self.db_other.q.val() & !self.send_wait.q.val()) {
                     self.rearm.next = true;
                     self.state.d.next = TxsState::SaveAndYield;
-                } else if self.rr_pend.val() {
-                    self.rr_read.next = true;
-                    self.rr.d.next = self.rr_now.val();
-                    self.rr_ret.d.next = TxsState::WaitIssueSlot;
-                    self.state.d.next = TxsState::LoadResponse;
                 } else if self.multi_r.q.val() {
                     // A gather list's checks are done: only the slot check is redone.
                     self.state.d.next = TxsState::CountList;
@@ -2371,26 +2229,10 @@ impl Logic for TxScheduler {
                     self.state.d.next = TxsState::CheckRoom;
                 }
             }
-            TxsState::LoadResponse => {
-                // One response packet from the READ responder's sequencer: its PSN, address,
-                // payload length and place in the response (the sequencer sized it).
-                self.rr_psn.d.next = self.rr.q.val().psn;
-                self.rr_iova.d.next = self.rr.q.val().iova;
-                self.rr_first.d.next = self.rr.q.val().first.any();
-                self.rr_last.d.next = self.rr.q.val().last.any();
-                self.rr_plen.d.next = self.rr.q.val().len;
-                self.state.d.next = TxsState::IssueResponse;
-            }
-            TxsState::IssueResponse => {
-                if self.job_room.q.val() & (self.rr_gap.q.val() == 0) {
-                    self.job_write.next = true;
-                    // RR_MIN_CYCLES - 1 cycles of wait (hdl_gen takes no Rust constants).
-                    self.rr_gap.d.next = 11.into();
-                    self.rj_write.next = self.rr_plen.q.val() != 0;
-                    // One packet per visit: other QPs' responses and this side's own
-                    // requests interleave with a long response.
-                    self.state.d.next = self.rr_ret.q.val();
-                }
+            _ => {
+                // The codes no state uses (16, 18: the scheduler's response states until stop
+                // 32) are never entered.
+                self.state.d.next = TxsState::Idle;
             }
         }
         if self.rst_here_r.q.val() {
@@ -2405,10 +2247,6 @@ impl Logic for TxScheduler {
             {
                 self.state.d.next = TxsState::Idle;
             }
-        }
-        if self.job_write.val() & (self.state.q.val() == TxsState::IssueResponse) & self.rr.q.val().ack.any() {
-            self.cnt_tx_ack.next = self.rr_syn.val() == 0x1F;
-            self.cnt_tx_nak.next = self.rr_syn.val() != 0x1F;
         }
         if self.advance.val() {
             self.cur_iova.d.next = self.nxt_iova.val();
@@ -2460,8 +2298,6 @@ impl Logic for TxScheduler {
             TxsState::ActOnChecks => self.dbg_state.next = 13.into(),
             TxsState::SizePacket => self.dbg_state.next = 14.into(),
             TxsState::NextWqe => self.dbg_state.next = 15.into(),
-            TxsState::LoadResponse => self.dbg_state.next = 16.into(),
-            TxsState::IssueResponse => self.dbg_state.next = 18.into(),
             TxsState::WaitIssueSlot => self.dbg_state.next = 19.into(),
             TxsState::CheckBounds => self.dbg_state.next = 20.into(),
             TxsState::SizePiece => self.dbg_state.next = 21.into(),
@@ -2481,6 +2317,7 @@ impl Logic for TxScheduler {
             TxsState::FetchMinima => self.dbg_state.next = 35.into(),
             TxsState::FetchSize => self.dbg_state.next = 36.into(),
             TxsState::FetchSaturate => self.dbg_state.next = 37.into(),
+            _ => {}
         }
         // Sizing a fetch, shared by the main machine (`FetchLimits` .. `FetchSize`) and the
         // fetch-ahead machine (`Limits` .. `Size`), never both at once: 1, each limit in WQEs
