@@ -7,7 +7,8 @@
 //! entries of odd lengths and alignments and packets that straddle entries; zero-length entries
 //! are skipped; a bad entry anywhere fails the WR with LOC_PROT_ERR and nothing is sent; inline
 //! data of 1..=448 bytes arrives and its source buffer is free at once; the QP's capabilities
-//! follow from its WQE size; shape errors are refused by the driver. (READs scattered into
+//! follow from its WQE size; shape errors are refused by the driver; a NIC answering READs
+//! while it sends gather-list WRITEs keeps both streams intact. (READs scattered into
 //! several SGEs are in `e2e_read_sges.rs`.)
 mod common;
 
@@ -109,6 +110,77 @@ fn a_lost_packet_mid_list_is_resent_from_inside_the_right_entry() {
         gather_write_dropping(Mtu::Mtu256, &pieces, 9, &[drop]);
     }
     gather_write_dropping(Mtu::Mtu1024, &[(5, 3000), (4000, 1), (5000, 2500)], 0, &[1, 3]);
+}
+
+/// One NIC sends gather-list WRITEs (packets whose payload is pieces of several entries) while
+/// it answers its peer's READs: its READ responses and its requests share the transmit FIFOs,
+/// and a response must never fall between a request packet's job and its pieces (the
+/// scheduler's `job_lock`, `ResponseGen`). Six 16-entry WRITEs from A at MTU 256 (~21 packets
+/// each, most of them pieced) and eight 4 KiB READs of A's memory by B, all posted at once:
+/// every byte arrives at both ends.
+#[test]
+fn gather_writes_and_read_responses_leave_one_nic_together() {
+    let h = Hosts::new(SimConfig::default());
+    let pieces: Vec<(usize, usize)> =
+        (0..16).map(|i| (i * 3000 + 2 * i, [1, 255, 256, 257, 700, 1000, 3][i % 7])).collect();
+    let total: usize = pieces.iter().map(|&(_, l)| l).sum();
+    let (writes, reads, rlen) = (6usize, 8usize, 4096usize);
+    let mut src = pattern(41, 64 * 1024);
+    let want_w: Vec<u8> = (0..writes).flat_map(|_| pieces.iter().flat_map(|&(o, l)| src[o..o + l].to_vec())).collect();
+    let want_r = src[..reads * rlen].to_vec();
+    let mut dst = vec![GUARD; writes * total];
+    let mut rdst = vec![GUARD; reads * rlen];
+    {
+        let src_mr = h.pa.register(&mut src, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ).unwrap();
+        let dst_mr = h.pb.register(&mut dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+        let rd_mr = h.pb.register(&mut rdst, AccessFlags::LOCAL_WRITE).unwrap();
+        let mut qa = h.pa.create_qp(&h.ca).set_max_send_wr(16).set_max_send_sge(16).build().unwrap();
+        let mut qb = h.pb.create_qp(&h.cb).set_max_send_wr(16).set_max_recv_wr(16).build().unwrap();
+        let opts = ConnectOptions {
+            path_mtu: Mtu::Mtu256,
+            access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+            max_rd_atomic: 8,
+            max_dest_rd_atomic: 8,
+            ..ConnectOptions::default()
+        };
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        qa.connect_with(&eb, &opts).unwrap();
+        qb.connect_with(&ea, &opts).unwrap();
+        let remote_w = qb.endpoint().unwrap().with_buffer(&dst_mr).buffer.unwrap();
+        let remote_r = qa.endpoint().unwrap().with_buffer(&src_mr).buffer.unwrap();
+        let sges: Vec<Sge> = pieces.iter().map(|&(o, l)| src_mr.sge(o..o + l).unwrap()).collect();
+        let wa: Vec<SendWr<'_>> = (0..writes)
+            .map(|k| {
+                SendWr::rdma_write(k as u64, Sge::raw(0, 0, 0), remote_w.at((k * total) as u64))
+                    .with_sg_list(&sges)
+                    .unwrap()
+                    .signaled(true)
+            })
+            .collect();
+        let wb: Vec<SendWr<'_>> = (0..reads)
+            .map(|k| {
+                SendWr::rdma_read(
+                    100 + k as u64,
+                    rd_mr.sge(k * rlen..(k + 1) * rlen).unwrap(),
+                    remote_r.at((k * rlen) as u64),
+                )
+                .signaled(true)
+            })
+            .collect();
+        qb.post_send(&wb).unwrap();
+        qa.post_send(&wa).unwrap();
+        let ga = h.wait(&h.ca, writes, budget(writes * total + reads * rlen));
+        let gb = h.wait(&h.cb, reads, budget(reads * rlen));
+        assert!(ga.iter().chain(&gb).all(|w| w.status == WcStatus::Success), "{ga:?} {gb:?}");
+        assert_eq!(ga.iter().map(|w| w.wr_id).collect::<Vec<_>>(), (0..writes as u64).collect::<Vec<_>>());
+        assert_eq!(gb.iter().map(|w| w.wr_id).collect::<Vec<_>>(), (100..100 + reads as u64).collect::<Vec<_>>());
+    }
+    if let Some(d) = common::first_difference(&dst, &want_w) {
+        panic!("WRITEs: {d}");
+    }
+    if let Some(d) = common::first_difference(&rdst, &want_r) {
+        panic!("READs: {d}");
+    }
 }
 
 #[test]
