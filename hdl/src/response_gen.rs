@@ -96,6 +96,8 @@ pub struct ResponseGen {
     syn: Signal<Local, Bits<8>>,
     msn: Signal<Local, Bits<24>>,
     orig: Signal<Local, Bits<64>>,
+    iova: Signal<Local, Bits<64>>,
+    len: Signal<Local, Bits<32>>,
 }
 
 /// Minimum cycles between two response packets (see [`ResponseGen`]).
@@ -142,8 +144,10 @@ impl Logic for ResponseGen {
             self.op.next = 0x0F.into();
         }
         self.msn.next = self.rr.q.val().msn;
-        // (A Local first: yosys takes no bit select of a struct field's slice.)
+        // (Locals first: yosys takes no bit select of a struct field's slice.)
         self.orig.next = self.rr.q.val().orig;
+        self.iova.next = self.rr.q.val().iova;
+        self.len.next = self.rr.q.val().len;
         // AETH syndrome: ACK (0x1F) on READ responses; an ACKNOWLEDGE job carries its own.
         self.syn.next = 0x1F.into();
         if self.rr.q.val().ack.any() {
@@ -187,17 +191,17 @@ impl Logic for ResponseGen {
         self.job.next.udp_sport = self.rr.q.val().udp_sport;
         self.job.next.dest_ip = self.rr.q.val().dest_ip;
         self.job.next.dest_mac = self.rr.q.val().dest_mac;
-        self.job.next.plen = self.rr.q.val().len.get_bits::<13>(0);
-        self.job.next.pay_skip = self.rr.q.val().iova.get_bits::<6>(0);
+        self.job.next.plen = self.len.val().get_bits::<13>(0);
+        self.job.next.pay_skip = self.iova.val().get_bits::<6>(0);
         // The last packet of a new READ's or atomic's response: counted when it is sent.
         self.job.next.rsp_last = bit_cast::<1, 1>((self.rr.q.val().last.any() & self.rr.q.val().fresh.any()).into());
         self.job.next.rsp_qpn = self.rr.q.val().qpn;
         self.write.next = self.emit_r.q.val();
         self.rj_write.next = self.emit_r.q.val() & self.pay_r.q.val();
         self.rj_addr.next = self.rr.q.val().iova;
-        self.rj_len.next = self.rr.q.val().len.get_bits::<13>(0);
-        self.pg_data.next = bit_cast::<20, 6>(self.rr.q.val().iova.get_bits::<6>(0))
-            | (bit_cast::<20, 13>(self.rr.q.val().len.get_bits::<13>(0)) << 6)
+        self.rj_len.next = self.len.val().get_bits::<13>(0);
+        self.pg_data.next = bit_cast::<20, 6>(self.iova.val().get_bits::<6>(0))
+            | (bit_cast::<20, 13>(self.len.val().get_bits::<13>(0)) << 6)
             | (bit_cast::<20, 1>(1.into()) << 19);
         self.cnt_tx_ack.next = self.emit_r.q.val() & self.rr.q.val().ack.any() & (self.syn.val() == 0x1F);
         self.cnt_tx_nak.next = self.emit_r.q.val() & self.rr.q.val().ack.any() & (self.syn.val() != 0x1F);
