@@ -12,8 +12,10 @@
 //! block RAM's one-cycle latency and moved only by the test (a local completion is retired by
 //! the model completer a few cycles after `lc_write`, as the RX engine does). The rewind and
 //! READ-response FIFOs stay empty. The job FIFOs' almost-full flags (`job_afull`, `rj_afull`,
-//! `pg_afull`) and `lc_full` rise at random: the block must not write a packet or payload job
-//! in the cycle after any almost-full flag was high, nor a local completion while `lc_full`.
+//! `pg_afull`), the response generator's claim (`job_hold`) and `lc_full` rise at random: the
+//! block must not write a packet or payload job in the cycle after any almost-full flag or a
+//! claim was high, nor a local completion while `lc_full`; and `job_lock` must be high in the
+//! cycle before every cycle in which a packet's job is written and its pieces are not.
 //!
 //! Every output is recorded as an event, in order: a WQE fetch (address, beats), a READ list
 //! write (`rl_*`), an in-flight record (`if_*`), a packet job (`job`), a payload read job with
@@ -506,6 +508,11 @@ struct Tb {
     /// models the PCIe round trip).
     wqe_latency: u64,
     prev_afull: bool,
+    /// `job_lock` last cycle, and whether a packet job was written whose pieces are still
+    /// owed (the response generator may write only in a cycle after `job_lock` was low, so
+    /// it must be high in the cycle before every cycle with pieces owed).
+    prev_lock: bool,
+    pieces_owed: bool,
     cycle: u64,
     pulses_tx_req: u64,
     pulses_local_err: u64,
@@ -516,7 +523,6 @@ impl Tb {
         let mut dut = Dut::build::<TxScheduler>("tx_scheduler").expect("build the TX scheduler model");
         dut.set("db_empty", 1);
         dut.set("rw_empty", 1);
-        dut.set("rr_empty", 1);
         dut.reset(2);
         Tb {
             dut,
@@ -536,6 +542,8 @@ impl Tb {
             backpressure: false,
             wqe_latency: 2,
             prev_afull: false,
+            prev_lock: false,
+            pieces_owed: false,
             cycle: 0,
             pulses_tx_req: 0,
             pulses_local_err: 0,
@@ -639,6 +647,9 @@ impl Tb {
         let c = self.cycle;
         let bp = self.backpressure;
         let (ja, ra, pa) = (bp && self.rng.chance(1, 8), bp && self.rng.chance(1, 10), bp && self.rng.chance(1, 10));
+        // The response generator claims the next cycle's FIFO write (as `job_afull` does).
+        let hold = bp && self.rng.chance(1, 10);
+        self.dut.set_bit("job_hold", hold);
         self.dut.set_bit("job_afull", ja);
         self.dut.set_bit("rj_afull", ra);
         self.dut.set_bit("pg_afull", pa);
@@ -721,8 +732,21 @@ impl Tb {
             "cycle {c}: a piece record without its read job, or the reverse"
         );
         if job_write || rj_write {
-            assert!(!self.prev_afull, "cycle {c}: a job written the cycle after an almost-full flag");
+            assert!(!self.prev_afull, "cycle {c}: a job written the cycle after an almost-full flag or a claim");
         }
+        assert!(
+            !self.pieces_owed || self.prev_lock,
+            "cycle {c}: a packet's pieces are still owed but `job_lock` was low the cycle before"
+        );
+        let plen_now =
+            if job_write { get(&self.dut.get_wide("job"), TxJob::default().get_my_offset_plen(), 13) } else { 0 };
+        if job_write && plen_now != 0 && !rj_write {
+            self.pieces_owed = true;
+        }
+        if rj_write && self.dut.get("pg_data") >> 19 & 1 == 1 {
+            self.pieces_owed = false;
+        }
+        let lock_now = self.dut.get_bit("job_lock");
         if job_write {
             let d = self.dut.get_wide("job");
             let l = TxJob::default();
@@ -802,7 +826,8 @@ impl Tb {
         }
         // The completer's table is a block RAM: the address of this cycle answers in the next.
         self.acked_sel = self.dut.get("acked_addr") as usize;
-        self.prev_afull = ja || ra || pa;
+        self.prev_afull = ja || ra || pa || hold;
+        self.prev_lock = lock_now;
         self.dut.tick();
         self.cycle += 1;
     }
