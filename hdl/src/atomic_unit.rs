@@ -31,6 +31,21 @@ pub enum AuState {
     Respond,
 }
 
+/// Where the completion stage is with the duplicate atomic at its head (a lookup in the replay
+/// table, one slot per three cycles).
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum LookStep {
+    /// No lookup under way: the head is not a duplicate atomic, or its lookup starts now at
+    /// the QP's newest slot.
+    Off,
+    /// The slot `look_i` is presented to the table's read port.
+    Read,
+    /// Its entry is compared with the duplicate's PSN; the verdict is registered.
+    Compare,
+    /// The verdict is acted on: answered, the next older slot, or dropped after 16.
+    Act,
+}
+
 /// Takes the responder's READ, ATOMIC and owed-ACK jobs ([`RespItem`]) in order, holds each
 /// until every write the RX engine accepted before it has reached host memory, executes
 /// atomics, and passes each job on to the READ responder's input FIFO.
@@ -70,9 +85,15 @@ pub enum AuState {
 /// `IBV_ATOMIC_HCA`): forwarding happens only while a result write is outstanding, so such a
 /// store is seen by the first atomic that reads after the unit's writes have drained.
 ///
-/// Replay table: 64 QPs × 16 slots × 96 bits (bit 0 valid, 31..8 PSN, 95..32 original
-/// value); the RX engine scans it for duplicate atomics through `scan_addr`/`scan_data`
-/// (`qpn << 4 | slot`, data the cycle after the address).
+/// Replay table (the responder's duplicate-atomic cache, IBTA Vol 1 9.7.5.1.1): 64 QPs × 16
+/// slots × 96 bits (bit 0 valid, 31..8 PSN, 95..32 original value) at `qpn << 4 | slot`. A
+/// duplicate atomic comes from the RX engine as an ATOMIC ACKNOWLEDGE job not to execute,
+/// with the QP's next slot; it passes its barrier like any job, and at the completion queue's
+/// head ([`LookStep`]) the QP's slots are read from the newest down, 3 cycles each: the first
+/// whose PSN is the duplicate's gives the original value for its ATOMIC ACKNOWLEDGE, and after
+/// 16 misses the duplicate is dropped. In queue order, so an atomic accepted before its
+/// duplicate has saved its value by then (until stop 32 the RX engine scanned the table as
+/// the duplicate arrived, and missed an original still queued here).
 ///
 /// Reset: `clear` (QP `clear_qpn` put in RESET) flips that QP's epoch bit; a queued job whose
 /// stamp no longer matches still consumes its barrier but is neither executed nor answered.
@@ -87,7 +108,8 @@ pub enum AuState {
 /// on another word makes one DMA read (about 70 cycles at the simulator's 64-cycle read
 /// latency), without waiting for the previous word's result writes (it waited for every
 /// outstanding write before, ~105 cycles, which held 8 QPs' atomic streams, one word each, to
-/// 20 M/s). Every path
+/// 20 M/s). A duplicate atomic holds the completion queue 3 cycles per replay slot it reads
+/// (at most 16). Every path
 /// starts and ends at a register or a table port (a 64:1 bit select, a 64-bit compare, a
 /// 64-bit add, the 61-bit word-address compare registered the cycle before its use; the read
 /// request is a state of its own, so `ar_valid` is a state decode: ≤ 6 LUT levels).
@@ -120,18 +142,24 @@ pub struct AtomicUnit {
     /// A context command put QP `clear_qpn` in RESET.
     pub clear: Signal<In, Bit>,
     pub clear_qpn: Signal<In, Bits<6>>,
-    /// The replay table's read port, for the RX engine's duplicate-atomic scan.
-    pub scan_addr: Signal<In, Bits<10>>,
-    pub scan_data: Signal<Out, Bits<96>>,
     /// Nothing queued and no job in progress (for the engine status register).
     pub idle: Signal<Out, Bit>,
     state: DFF<AuState>,
     queue: ResetFifo<RespItem, 8, 9, 1>,
     replay: RAM<Bits<96>, 10>,
     /// The completion queue: the READ responder job (with `orig` for an atomic) and, beside
-    /// it, {atomic: bit 4, replay slot: bits 3..0}; written and read together.
+    /// it, {duplicate atomic to look up: bit 5, atomic executed: bit 4, replay slot: bits
+    /// 3..0}; written and read together.
     pend: ResetFifo<ReadRespJob, 4, 5, 1>,
-    pend_meta: ResetFifo<Bits<5>, 4, 5, 1>,
+    pend_meta: ResetFifo<Bits<6>, 4, 5, 1>,
+    /// The lookup of a duplicate atomic at the completion queue's head: where it is, the slot
+    /// being read and how many were read, and the last slot's verdict (registered).
+    look: DFF<LookStep>,
+    look_i: DFF<Bits<4>>,
+    look_n: DFF<Bits<4>>,
+    look_hit: DFF<Bit>,
+    look_orig: DFF<Bits<64>>,
+    entry: Signal<Local, Bits<96>>,
     /// The job in progress and its READ responder job.
     cur: DFF<RespItem>,
     rr: DFF<ReadRespJob>,
@@ -174,7 +202,7 @@ pub struct AtomicUnit {
     bar_take: Signal<Local, Bit>,
     granted: Signal<Local, Bit>,
     pend_rr: Signal<Local, ReadRespJob>,
-    pend_m: Signal<Local, Bits<5>>,
+    pend_m: Signal<Local, Bits<6>>,
 }
 
 impl Logic for AtomicUnit {
@@ -182,7 +210,7 @@ impl Logic for AtomicUnit {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, cur, rr, live, bars, ress, wr_out, pend_ne, popped, took_res, fwd_valid, fwd_addr,
-            wr_old, fwd_val, hit, orig, new_val, do_write, epoch
+            wr_old, fwd_val, hit, orig, new_val, do_write, epoch, look, look_i, look_n, look_hit, look_orig
         );
         clock!(self, clock, queue, pend, pend_meta);
         self.pend_meta.reset.next = self.reset.val();
@@ -190,8 +218,6 @@ impl Logic for AtomicUnit {
         self.queue.reset.next = self.reset.val();
         self.replay.read_clock.next = self.clock.val();
         self.replay.write_clock.next = self.clock.val();
-        self.replay.read_address.next = self.scan_addr.val();
-        self.scan_data.next = self.replay.read_data.val();
 
         // Input: stamped with the QP's epoch on the way in.
         self.in_rr.next = self.in_item.val().rr.into();
@@ -237,10 +263,14 @@ impl Logic for AtomicUnit {
         self.job.next.rsvd3 = 0.into();
         // Into the completion queue: the READ responder job, with the original value.
         self.pend.data_in.next = self.rr.q.val();
-        self.pend_meta.data_in.next = bit_cast::<5, 4>(self.cur.q.val().slot);
+        self.pend_meta.data_in.next = bit_cast::<6, 4>(self.cur.q.val().slot);
+        if self.rr.q.val().atomic.any() {
+            // A duplicate atomic (not to execute): looked up at the completion queue's head.
+            self.pend_meta.data_in.next = bit_cast::<6, 4>(self.cur.q.val().slot) | 32_u32.to_bits::<6>();
+        }
         if self.cur.q.val().exec.any() {
             self.pend.data_in.next.orig = self.orig.q.val();
-            self.pend_meta.data_in.next = bit_cast::<5, 4>(self.cur.q.val().slot) | 16_u32.to_bits::<5>();
+            self.pend_meta.data_in.next = bit_cast::<6, 4>(self.cur.q.val().slot) | 16_u32.to_bits::<6>();
         }
         self.pend.write.next = false;
         self.pend_meta.write.next = false;
@@ -338,6 +368,13 @@ impl Logic for AtomicUnit {
         self.replay.write_enable.next = false;
         self.replay.write_address.next =
             bit_cast::<10, 6>(self.pend_rr.val().qpn) << 4 | bit_cast::<10, 4>(self.pend_m.val().get_bits::<4>(0));
+        // A duplicate atomic's lookup reads its QP's slots from the newest down (9.7.5.1.1).
+        self.replay.read_address.next =
+            bit_cast::<10, 6>(self.pend_rr.val().qpn) << 4 | bit_cast::<10, 4>(self.look_i.q.val());
+        self.entry.next = self.replay.read_data.val();
+        self.look_hit.d.next =
+            self.entry.val().get_bit(0) & (self.entry.val().get_bits::<24>(8) == self.pend_rr.val().psn);
+        self.look_orig.d.next = self.entry.val().get_bits::<64>(32);
         self.replay.write_data.next = 1_u64.to_bits::<96>()
             | (bit_cast::<96, 24>(self.pend_rr.val().psn) << 8)
             | (bit_cast::<96, 64>(self.pend_rr.val().orig) << 32);
@@ -346,7 +383,47 @@ impl Logic for AtomicUnit {
         self.pend_ne.d.next = !self.pend.empty.val();
         self.popped.d.next = false;
         self.took_res.d.next = false;
-        if self.pend_ne.q.val() & !self.popped.q.val() & !self.rr_full.val() {
+        if self.pend_ne.q.val() & !self.popped.q.val() & self.pend_m.val().get_bit(5) {
+            // A duplicate atomic: each slot is read (`Read`), its verdict registered
+            // (`Compare`), then acted on (`Act`): the saved original value goes out in the
+            // ATOMIC ACKNOWLEDGE, or the next older slot is read; after 16 (more than
+            // max_dest_rd_atomic atomics ago: the requester cannot be waiting for it) the
+            // duplicate is dropped.
+            match self.look.q.val() {
+                LookStep::Off => {
+                    self.look_i.d.next = self.pend_m.val().get_bits::<4>(0) - 1;
+                    self.look_n.d.next = 0.into();
+                    self.look.d.next = LookStep::Read;
+                }
+                LookStep::Read => {
+                    self.look.d.next = LookStep::Compare;
+                }
+                LookStep::Compare => {
+                    self.look.d.next = LookStep::Act;
+                }
+                LookStep::Act => {
+                    if self.look_hit.q.val() {
+                        if !self.rr_full.val() {
+                            self.pend.read.next = true;
+                            self.pend_meta.read.next = true;
+                            self.rr_write.next = true;
+                            self.rr_data.next.orig = self.look_orig.q.val();
+                            self.popped.d.next = true;
+                            self.look.d.next = LookStep::Off;
+                        }
+                    } else if self.look_n.q.val() == 15 {
+                        self.pend.read.next = true;
+                        self.pend_meta.read.next = true;
+                        self.popped.d.next = true;
+                        self.look.d.next = LookStep::Off;
+                    } else {
+                        self.look_i.d.next = self.look_i.q.val() - 1;
+                        self.look_n.d.next = self.look_n.q.val() + 1;
+                        self.look.d.next = LookStep::Read;
+                    }
+                }
+            }
+        } else if self.pend_ne.q.val() & !self.popped.q.val() & !self.rr_full.val() {
             if !self.pend_m.val().get_bit(4) {
                 self.pend.read.next = true;
                 self.pend_meta.read.next = true;
@@ -380,6 +457,7 @@ impl Logic for AtomicUnit {
         }
         if self.reset.val() {
             self.state.d.next = AuState::Idle;
+            self.look.d.next = LookStep::Off;
             self.bars.d.next = 0.into();
             self.ress.d.next = 0.into();
             self.wr_out.d.next = 0.into();

@@ -8,8 +8,7 @@
 //!   [`RxState::WriteBack`] stores it again;
 //! - **responder**: [`RxState::CheckRegion`], [`RxState::Decide`] (the verdict: payload, ACK,
 //!   NAK, RNR NAK or drop), [`RxState::QueueResponse`] (READs, atomics and owed ACKs to the
-//!   atomic unit), [`RxState::AtomicReplayRead`] / [`RxState::AtomicReplayMatch`] (a duplicate
-//!   atomic's saved result);
+//!   atomic unit, which also answers a duplicate atomic from its replay table);
 //! - **receive scatter**: [`RxState::FetchRecvWqe`], [`RxState::TakeRecvWqe`], the entry checks
 //!   [`RxState::SgeReadKey`] .. [`RxState::SgeFits`], the piece loop [`RxState::ScatterSplit`]
 //!   .. [`RxState::ScatterNextEntry`];
@@ -24,8 +23,7 @@
 //! The paths through them (after `Idle`, `ReadQpState`, `LoadQpState`; each ends in
 //! `WriteBack`, then `Idle`, unless said otherwise):
 //! - a request: `CheckRegion`, `Decide`; an accepted or duplicate READ, an accepted atomic and
-//!   an ACK owed behind READ responses (from `WriteBack`) go on to `QueueResponse`; a duplicate
-//!   atomic to `AtomicReplayRead` and `AtomicReplayMatch` per replay-table entry, then
+//!   an ACK owed behind READ responses (from `WriteBack`) and a duplicate atomic go on to
 //!   `QueueResponse`;
 //! - a SEND's first packet (or a WRITE with immediate's last) whose receive WQE is not yet
 //!   checked: `Decide`, `FetchRecvWqe`, `TakeRecvWqe`, `SgeReadKey` .. `SgeVerdict` per entry
@@ -132,8 +130,9 @@ pub enum RxState {
     RspHead,
     /// (18, completer) 2: inside the range; the distance from the expected PSN; byte offsets.
     RspRange,
-    /// (19, responder) Duplicate atomic (9.7.5.1.1), replay-table scan: the entry at `scan_i` is read.
-    AtomicReplayRead,
+    /// (19) Unused: `AtomicReplayRead` until stop 32, when the duplicate-atomic lookup moved
+    /// to [`crate::atomic_unit::AtomicUnit`]; kept so the later states keep their encoding.
+    Unused19,
     /// (20, completer) 3: in order or not; the opcode and length its place requires; where the payload
     /// goes.
     RspOrder,
@@ -143,9 +142,8 @@ pub enum RxState {
     /// (22, completer) The scheduler is asked to resume the head READ at its first missing response
     /// (9.7.5.1.3), once per PSN.
     ResumeRead,
-    /// (23, responder) The entry holds the atomic's PSN: its saved original value is replayed; else the
-    /// next older entry (16 at most, then the duplicate is dropped).
-    AtomicReplayMatch,
+    /// (23) Unused: `AtomicReplayMatch` until stop 32 (see `Unused19`).
+    Unused23,
     /// (24, responder) A READ, an atomic (new or replayed) or an ACK owed behind READ responses goes to
     /// the atomic unit, with a barrier job into the write-job FIFO.
     QueueResponse,
@@ -412,13 +410,9 @@ pub struct RxEngine {
     pub rr_full: Signal<In, Bit>,
     pub rr_write: Signal<Out, Bit>,
     pub rr_item: Signal<Out, RespItem>,
-    /// The duplicate-atomic replay table of [`crate::atomic_unit::AtomicUnit`]: the entry at
-    /// `qpn << 4 | slot` is `at_scan_data` the cycle after `at_scan_addr`.
-    pub at_scan_addr: Signal<Out, Bits<10>>,
     /// The engine is in its idle state, where it never writes the write-job FIFO: the atomic
     /// unit may push its result job this cycle.
     pub job_free: Signal<Out, Bit>,
-    pub at_scan_data: Signal<In, Bits<96>>,
     /// The assembler sent the last packet of a new READ's or atomic's response of local QP
     /// `rsp_done_qpn` ([`crate::tx_assembler::TxAssembler`]): the QP owes one fewer.
     pub rsp_done: Signal<In, Bit>,
@@ -648,14 +642,11 @@ pub struct RxEngine {
     /// 12 COMPARE SWAP or FETCH ADD, 13 FETCH ADD, 14 ATOMIC ACKNOWLEDGE (with 9 and 10).
     opc: DFF<Bits<15>>,
     /// Responder atomics: the job is an ATOMIC ACKNOWLEDGE (`at_mode`), of an atomic to execute
-    /// (`at_exec`, not a replay); the QP's next replay-table slot (responder-state bits
-    /// 320..323); a replay's original value; the replay-table scan's slot and count.
+    /// (`at_exec`; else a replay, which the atomic unit looks up); the QP's next replay-table
+    /// slot (responder-state bits 320..323).
     at_mode: DFF<Bit>,
     at_exec: DFF<Bit>,
     at_slot: DFF<Bits<4>>,
-    at_orig: DFF<Bits<64>>,
-    scan_i: DFF<Bits<4>>,
-    scan_n: DFF<Bits<4>>,
     // Receive completion extras: ImmDt and wc_flags.
     cqe_imm: DFF<Bits<32>>,
     cqe_flags: DFF<Bits<8>>,
@@ -930,7 +921,6 @@ pub struct RxEngine {
     entry_is_atomic: Signal<Local, Bit>,
     /// Bytes a request's RETH or AtomicETH covers at the responder (8 for an atomic).
     req_len: Signal<Local, Bits<32>>,
-    at_entry: Signal<Local, Bits<96>>,
     /// This engine asks for another visit of the current QP ([`QpCheckSet::again`]).
     fl_eng: Signal<Local, Bit>,
     /// `Decide` answers a responder class C error (see there); `cls_c`: `WriteBack` still has
@@ -1190,9 +1180,7 @@ impl Default for RxEngine {
             rr_write: Default::default(),
             rr_item: Default::default(),
             rr_data: Default::default(),
-            at_scan_addr: Default::default(),
             job_free: Default::default(),
-            at_scan_data: Default::default(),
             cqe_imm: Default::default(),
             cqe_flags: Default::default(),
             cqe_srcqp: Default::default(),
@@ -1302,16 +1290,12 @@ impl Default for RxEngine {
             mdra: Default::default(),
             at_mode: Default::default(),
             at_slot: Default::default(),
-            at_orig: Default::default(),
             at_exec: Default::default(),
-            scan_i: Default::default(),
-            scan_n: Default::default(),
             is_atomic_req: Default::default(),
             is_fadd: Default::default(),
             is_atomic_ack: Default::default(),
             entry_is_atomic: Default::default(),
             req_len: Default::default(),
-            at_entry: Default::default(),
             sgb0: Default::default(),
             sgb1: Default::default(),
             sgb2: Default::default(),
@@ -1501,11 +1485,8 @@ impl Logic for RxEngine {
             stop_r,
             at_mode,
             at_slot,
-            at_orig,
             at_exec,
             cls_c,
-            scan_i,
-            scan_n,
             job_room,
             psn_before_r,
             src_fl,
@@ -1602,8 +1583,6 @@ impl Logic for RxEngine {
         self.chk.drained.next = false;
         self.fl_eng.next = false;
         self.job_room.d.next = !self.job_afull.val();
-        self.at_scan_addr.next = bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.scan_i.q.val());
-        self.at_entry.next = self.at_scan_data.val();
         self.job_free.next = self.state.q.val() == RxState::Idle;
         self.arm_r.d.next = false;
         self.rnr_arm.next = self.arm_r.q.val();
@@ -1882,7 +1861,6 @@ impl Logic for RxEngine {
             | (self.state.q.val() == RxState::WriteCqe)
             | (self.state.q.val() == RxState::RspAct)
             | (self.state.q.val() == RxState::ResumeRead)
-            | (self.state.q.val() == RxState::AtomicReplayMatch)
             | (self.state.q.val() == RxState::QueueResponse)
             | (self.state.q.val() == RxState::ScatterPiece));
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
@@ -2318,7 +2296,9 @@ impl Logic for RxEngine {
         self.rr_data.next.iova = self.w_addr_r.q.val();
         self.rr_data.next.len = self.pkt.q.val().reth_len;
         self.rr_data.next.atomic = bit_cast::<1, 1>(self.at_mode.q.val().into());
-        self.rr_data.next.orig = self.at_orig.q.val();
+        // (An atomic's original value is the atomic unit's: from host memory, or from its
+        // replay table for a duplicate.)
+        self.rr_data.next.orig = 0.into();
         self.rr_data.next.rsvd1 = 0.into();
         self.rr_data.next.fresh = bit_cast::<1, 1>(self.rr_fresh.q.val().into());
         self.rr_data.next.ack = bit_cast::<1, 1>(self.rr_nak.q.val().into());
@@ -2670,13 +2650,12 @@ impl Logic for RxEngine {
                         }
                     } else if self.c_dup.q.val() & self.is_atomic_req.val() {
                         // A duplicate atomic is never executed again: it is answered with the
-                        // original value saved when it ran (9.7.5.1.1), found by a scan of the
-                        // QP's replay table from the newest entry (`AtomicReplayRead`,
-                        // `AtomicReplayMatch`).
+                        // original value saved when it ran (9.7.5.1.1). The atomic unit, which
+                        // keeps the replay table, looks it up in order behind the atomics
+                        // before it (an ATOMIC ACKNOWLEDGE job, not to execute).
                         self.cnt_dup.next = true;
-                        self.scan_i.d.next = self.at_slot.q.val() - 1;
-                        self.scan_n.d.next = 0.into();
-                        self.state.d.next = RxState::AtomicReplayRead;
+                        self.at_mode.d.next = true;
+                        self.state.d.next = RxState::QueueResponse;
                     } else if self.c_dup.q.val() {
                         // Duplicate (9.7.5.1.1): not executed again; the last packet of a
                         // message is answered with an ACK of everything received so far.
@@ -3583,26 +3562,6 @@ impl Logic for RxEngine {
                 }
                 self.state.d.next = RxState::WriteBack;
             }
-            RxState::AtomicReplayRead => {
-                // Replay-table scan: the entry at `scan_i` is being read.
-                self.state.d.next = RxState::AtomicReplayMatch;
-            }
-            RxState::AtomicReplayMatch => {
-                if self.at_entry.val().get_bit(0) & (self.at_entry.val().get_bits::<24>(8) == self.pkt.q.val().psn) {
-                    // Found: the ATOMIC ACKNOWLEDGE is sent again with the saved value.
-                    self.at_mode.d.next = true;
-                    self.at_orig.d.next = self.at_entry.val().get_bits::<64>(32);
-                    self.state.d.next = RxState::QueueResponse;
-                } else if self.scan_n.q.val() == 15 {
-                    // Older than the 16 newest atomics (more than max_rd_atomic ago): the
-                    // requester cannot be waiting for it; dropped.
-                    self.state.d.next = RxState::WriteBack;
-                } else {
-                    self.scan_i.d.next = self.scan_i.q.val() - 1;
-                    self.scan_n.d.next = self.scan_n.q.val() + 1;
-                    self.state.d.next = RxState::AtomicReplayRead;
-                }
-            }
             RxState::FlushStep => {
                 // Flush, one step per visit (the QP's bit is set again until nothing is left):
                 // a QP in ERR (moved there by the driver, or by an error completion) first
@@ -3859,8 +3818,6 @@ impl Logic for RxEngine {
             RxState::WriteBack => self.dbg_state.next = 9.into(),
             RxState::CheckRegion => self.dbg_state.next = 5.into(),
             RxState::Decide => self.dbg_state.next = 6.into(),
-            RxState::AtomicReplayRead => self.dbg_state.next = 19.into(),
-            RxState::AtomicReplayMatch => self.dbg_state.next = 23.into(),
             RxState::QueueResponse => self.dbg_state.next = 24.into(),
             RxState::FetchRecvWqe => self.dbg_state.next = 7.into(),
             RxState::TakeRecvWqe => self.dbg_state.next = 8.into(),

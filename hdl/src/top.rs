@@ -449,8 +449,6 @@ impl Logic for NicTop {
         self.rxe.rr_full.next = self.atu.in_full.val();
         self.atu.bar_done.next = self.rxw.bar_done.val();
         self.atu.res_done.next = self.rxw.res_done.val();
-        self.atu.scan_addr.next = self.rxe.at_scan_addr.val();
-        self.rxe.at_scan_data.next = self.atu.scan_data.val();
         self.atu.clear.next = self.db_clear_r.q.val();
         self.atu.clear_qpn.next = self.db_clear_qpn_r.q.val();
         self.r_is_at.next = self.m_axi_rid.val() == 3;

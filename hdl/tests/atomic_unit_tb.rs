@@ -243,19 +243,6 @@ impl Tb {
             self.cycle();
         }
     }
-
-    fn replay_entry(&mut self, qpn: u64, slot: u64) -> (bool, u64, u64) {
-        let d = &mut self.dut;
-        d.set_bit("in_write", false);
-        d.set_bit("bar_done", false);
-        d.set_bit("res_done", false);
-        d.set("scan_addr", qpn << 4 | slot);
-        d.eval();
-        d.tick();
-        d.eval();
-        let e = d.get_wide("scan_data");
-        (field(&e, 0, 1) == 1, field(&e, 8, 24), field(&e, 32, 64))
-    }
 }
 
 fn read_job(rng: &mut Rng, qpn: u64, psn: u64) -> Job {
@@ -276,29 +263,62 @@ fn read_job(rng: &mut Rng, qpn: u64, psn: u64) -> Job {
     }
 }
 
+/// What the unit must do with a job of `jobs_wait_for_their_barriers_and_leave_in_order`.
+#[derive(Clone, Copy, Debug)]
+enum Fate {
+    /// Answered unchanged (a READ or an owed ACK).
+    Plain,
+    /// Executed: answered with its word's value.
+    Exec,
+    /// A duplicate of the atomic at this index, one of its QP's 16 newest: answered with that
+    /// atomic's original value.
+    Replay(usize),
+    /// A duplicate of nothing in the replay table (never executed, or 16 or more atomics
+    /// ago): dropped.
+    Lost,
+}
+
 #[test]
 fn jobs_wait_for_their_barriers_and_leave_in_order() {
     let mut rng = Rng::from_env(0xA70_0001);
     let mut slots = [0u64; 8];
+    // Per QP, the executed atomics by slot: (job index, PSN), and how many were executed.
+    let mut table: Vec<Vec<Option<(usize, u64)>>> = vec![vec![None; 16]; 8];
+    let mut execs: Vec<Vec<usize>> = vec![Vec::new(); 8];
+    let mut fates = Vec::new();
     let jobs: Vec<Job> = (0..300)
         .map(|k| {
             let q = rng.range(0, 7);
             let psn = k as u64 * 3;
             if rng.chance(1, 4) {
-                // An atomic: fresh (executed) or a replay carrying its saved value.
+                // An atomic: fresh (executed) or a duplicate, of one of the QP's executed
+                // atomics (its newest 16 are found, older ones not) or of nothing.
                 let exec = rng.chance(1, 2);
                 let slot = slots[q as usize];
+                let mut dup_psn = psn + 1;
+                let mut fate = Fate::Lost;
                 if exec {
                     slots[q as usize] = (slot + 1) % 16;
+                    table[q as usize][slot as usize] = Some((k, psn));
+                    execs[q as usize].push(k);
+                    fate = Fate::Exec;
+                } else if !execs[q as usize].is_empty() && rng.chance(3, 4) {
+                    let e = &execs[q as usize];
+                    let m = e[e.len() - 1 - rng.range(0, (e.len() as u64 - 1).min(20)) as usize];
+                    dup_psn = m as u64 * 3;
+                    if table[q as usize].contains(&Some((m, dup_psn))) {
+                        fate = Fate::Replay(m);
+                    }
                 }
+                fates.push(fate);
                 Job {
                     qpn: q,
-                    psn,
+                    psn: if exec { psn } else { dup_psn },
                     iova: 0x1000 + 8 * rng.range(0, 63),
                     len: 0,
                     atomic: true,
                     ack: false,
-                    orig: if exec { 0 } else { rng.next_u64() },
+                    orig: 0,
                     exec,
                     fadd: rng.chance(1, 2),
                     cmp: rng.next_u64(),
@@ -306,19 +326,44 @@ fn jobs_wait_for_their_barriers_and_leave_in_order() {
                     slot,
                 }
             } else {
+                fates.push(Fate::Plain);
                 read_job(&mut rng, q, psn)
             }
         })
         .collect();
-    let mut tb = Tb::new(0xA70_0002, jobs.clone(), HashMap::new());
-    tb.run_until(jobs.len(), 400_000);
-    assert_eq!(tb.out.len(), jobs.len(), "every job answered exactly once");
-    for (k, (j, (o, bars, _))) in jobs.iter().zip(&tb.out).enumerate() {
+    let answered = fates.iter().filter(|f| !matches!(f, Fate::Lost)).count();
+    let replays = fates.iter().filter(|f| matches!(f, Fate::Replay(_))).count();
+    let lost = jobs.len() - answered;
+    assert!(replays > 10 && lost > 5, "{replays} replays and {lost} lost duplicates exercised");
+    let mem: HashMap<u64, u64> = (0..64).map(|w| (0x1000 + 8 * w, rng.next_u64())).collect();
+    let mut tb = Tb::new(0xA70_0002, jobs.clone(), mem);
+    tb.run_until(answered, 400_000);
+    for _ in 0..500 {
+        tb.cycle();
+    }
+    assert_eq!(tb.out.len(), answered, "every job but the lost duplicates answered exactly once");
+    // Each job's answer, by job index (the output cursor skips the dropped duplicates).
+    let mut at: Vec<Option<usize>> = vec![None; jobs.len()];
+    let mut n = 0;
+    for (k, f) in fates.iter().enumerate() {
+        if !matches!(f, Fate::Lost) {
+            at[k] = Some(n);
+            n += 1;
+        }
+    }
+    for (k, (j, f)) in jobs.iter().zip(&fates).enumerate() {
+        let Some(i) = at[k] else { continue };
+        let (o, bars, _) = &tb.out[i];
         assert!(*bars > k, "job {k} ({j:?}) left after only {bars} barrier pulses");
-        if j.exec {
-            assert_eq!((o.0, o.1, o.4), (j.qpn, j.psn, true), "job {k}: the atomic's ACKNOWLEDGE in its place");
-        } else {
-            assert_eq!(*o, out_of(j), "job {k} left changed or out of order");
+        match *f {
+            Fate::Exec => {
+                assert_eq!((o.0, o.1, o.4), (j.qpn, j.psn, true), "job {k}: the atomic's ACKNOWLEDGE in its place")
+            }
+            Fate::Replay(m) => {
+                let orig = tb.out[at[m].expect("the original was answered")].0 .6;
+                assert_eq!(*o, (j.qpn, j.psn, j.iova, 0, true, false, orig), "job {k}: the duplicate of job {m}");
+            }
+            _ => assert_eq!(*o, out_of(j), "job {k} left changed or out of order"),
         }
     }
 }
@@ -367,9 +412,25 @@ fn atomics_match_a_memory_model() {
             j
         })
         .collect();
-    let mut tb = Tb::new(0xA70_0004, jobs.clone(), mem);
-    tb.run_until(jobs.len(), 800_000);
-    assert_eq!(tb.out.len(), jobs.len());
+    // Then a duplicate of each QP's 16 newest atomics (answered from the replay table with the
+    // value the atomic returned, not executed again) and of its 17th newest (dropped).
+    let mut dups: Vec<(Job, Option<u64>)> = Vec::new();
+    for q in 0..4u64 {
+        let mine: Vec<&(Job, u64)> = want.iter().filter(|(j, _)| j.qpn == q).collect();
+        for (back, (j, orig)) in mine.iter().rev().take(17).enumerate() {
+            let d = Job { exec: false, slot: slots[q as usize], ..j.clone() };
+            dups.push((d, (back < 16).then_some(*orig)));
+        }
+    }
+    let mut input = jobs.clone();
+    input.extend(dups.iter().map(|(d, _)| d.clone()));
+    let found: Vec<(Job, u64)> = dups.iter().filter_map(|(d, o)| o.map(|o| (d.clone(), o))).collect();
+    let mut tb = Tb::new(0xA70_0004, input, mem);
+    tb.run_until(jobs.len() + found.len(), 800_000);
+    for _ in 0..500 {
+        tb.cycle();
+    }
+    assert_eq!(tb.out.len(), jobs.len() + found.len(), "the 17th newest atomic's duplicates are dropped");
     for (k, ((j, orig), (o, _, ress))) in want.iter().zip(&tb.out).enumerate() {
         assert_eq!(
             *o,
@@ -385,13 +446,8 @@ fn atomics_match_a_memory_model() {
     let failed_cas = want.iter().filter(|(j, orig)| !j.fadd && *orig != j.cmp).count();
     assert_eq!(tb.writes.len(), jobs.len() - failed_cas, "a failed compare writes nothing, every other atomic once");
     assert!(failed_cas > 50 && failed_cas < jobs.len() / 2, "both compare outcomes exercised");
-    // The newest 16 atomics of each QP are in its replay slots.
-    let mut newest: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
-    for (j, orig) in &want {
-        newest.insert((j.qpn, j.slot), (j.psn, *orig));
-    }
-    for ((q, s), (psn, orig)) in newest {
-        assert_eq!(tb.replay_entry(q, s), (true, psn, orig), "replay slot {s} of QP {q}");
+    for (k, ((d, orig), (o, _, _))) in found.iter().zip(&tb.out[jobs.len()..]).enumerate() {
+        assert_eq!(*o, (d.qpn, d.psn, d.iova, 0, true, false, *orig), "duplicate {k}: the saved original value");
     }
 }
 
