@@ -118,12 +118,15 @@ record!(
     /// `has_deth`: a UD SEND (IBTA Vol 1 9.8): a DETH with Q_Key `reth_rkey` and source QP
     /// `rsp_qpn` (9.3.3), then the ImmDt if `has_ext4`; once its payload has gone, the
     /// assembler reports `{rsp_qpn, psn}` so the QP's completer retires the WQE (a UD SEND
-    /// completes when it is sent, not on an ACK).
+    /// completes when it is sent, not on an ACK). `drop_ok`: a request packet of an RC QP,
+    /// which the assembler drops instead of sending if the QP went back N since it was queued
+    /// (`epoch`, the QP's rewind count mod 2 then, differs from the scheduler's now): the
+    /// rewind resends it.
     TxJob, 496, {
         opcode: 8, ackreq: 1, has_reth: 1, has_ext4: 1, has_atomic_eth: 1, has_atomic_ack: 1,
         se: 1, rsp_last: 1, has_deth: 1, psn: 24, dest_qpn: 24, pkey: 16,
         udp_sport: 16, dest_ip: 32, dest_mac: 48, reth_va: 64, reth_rkey: 32, reth_len: 32,
-        plen: 13, pay_skip: 6, rsvd1: 5, ext4: 32, at_swap: 64, at_cmp: 64, rsp_qpn: 6, rsvd2: 2,
+        plen: 13, pay_skip: 6, drop_ok: 1, epoch: 1, rsvd1: 3, ext4: 32, at_swap: 64, at_cmp: 64, rsp_qpn: 6, rsvd2: 2,
     }
 );
 

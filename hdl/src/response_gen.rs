@@ -165,6 +165,9 @@ impl Logic for ResponseGen {
         self.job.next.reth_rkey = 0.into();
         self.job.next.reth_len = 0.into();
         self.job.next.rsvd1 = 0.into();
+        // A response is never dropped for a rewind of the requester (same QP numbers).
+        self.job.next.drop_ok = 0.into();
+        self.job.next.epoch = 0.into();
         self.job.next.at_swap = 0.into();
         self.job.next.at_cmp = 0.into();
         self.job.next.rsvd2 = 0.into();

@@ -515,6 +515,7 @@ impl Logic for NicTop {
         // ---- TX: assembly, arbitration, ICRC ----
         self.asm.src_mac.next = self.regs.mac.val();
         self.asm.src_ip.next = self.regs.ip.val();
+        self.asm.req_epoch.next = self.txs.req_epoch.val();
         self.asm.job_valid.next = !self.job_fifo.empty.val();
         self.asm.job.next = self.job_fifo.data_out.val();
         self.job_fifo.read.next = self.asm.job_read.val();

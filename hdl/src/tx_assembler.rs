@@ -66,10 +66,27 @@ pub struct TxAssembler {
     /// Room for 9 more `ud_done` reports (registered by the caller): no job is taken without
     /// it, so the 8 packets the tag FIFO holds can always report.
     pub ud_room: Signal<In, Bit>,
-    /// Each job's `rsp_last | rsp_qpn << 1 | has_deth << 7 | psn << 8`, from when the header
-    /// builder takes it until its packet's last chunk leaves (jobs and packets keep their
-    /// order).
-    tag_fifo: ResetFifo<Bits<32>, 3, 4, 1>,
+    /// The scheduler's go-back-N rewinds per QP, mod 2 ([`TxJob`] `epoch`): a request packet
+    /// (`drop_ok`) whose stamp differs when it is about to leave is dropped (its payload beats
+    /// are taken and discarded): the rewind resends it.
+    pub req_epoch: Signal<In, Bits<64>>,
+    /// A request packet was dropped that way (one-cycle pulse, at its last chunk).
+    pub cnt_stale: Signal<Out, Bit>,
+    /// Each job's `rsp_last | rsp_qpn << 1 | has_deth << 7 | psn << 8 | drop_ok << 32 | epoch
+    /// << 33`, from when the header builder takes it until its packet's last chunk leaves
+    /// (jobs and packets keep their order).
+    tag_fifo: ResetFifo<Bits<34>, 3, 4, 1>,
+    /// The tag FIFO's head packet is stale (registered each cycle: the head changes only
+    /// after a packet's last chunk, and the idle cycle that follows every packet gives this
+    /// a cycle before the next packet's first chunk).
+    stale_r: DFF<Bit>,
+    /// The packet being sent is dropped (latched at its first chunk).
+    drop_r: DFF<Bit>,
+    ep_sh: Signal<Local, Bits<64>>,
+    /// This cycle's packet is dropped; the gearbox's ready, or a dropped packet's.
+    dr: Signal<Local, Bit>,
+    rdy: Signal<Local, Bit>,
+    gv: Signal<Local, Bit>,
     state: DFF<Bits<3>>,
     // The payload beat being sent: skip, length, last; beats left; the last beat's length.
     bs: DFF<Bits<6>>,
@@ -150,7 +167,15 @@ impl Default for TxAssembler {
             ud_done_qpn: Default::default(),
             ud_done_psn: Default::default(),
             ud_room: Default::default(),
+            req_epoch: Default::default(),
+            cnt_stale: Default::default(),
             tag_fifo: Default::default(),
+            stale_r: Default::default(),
+            drop_r: Default::default(),
+            ep_sh: Default::default(),
+            dr: Default::default(),
+            rdy: Default::default(),
+            gv: Default::default(),
             state: Default::default(),
             bs: Default::default(),
             bl: Default::default(),
@@ -212,6 +237,8 @@ impl Logic for TxAssembler {
             self,
             clock,
             state,
+            stale_r,
+            drop_r,
             bs,
             bl,
             blast,
@@ -240,10 +267,12 @@ impl Logic for TxAssembler {
         self.job_read.next =
             self.job_valid.val() & self.hb.in_ready.val() & !self.tag_fifo.full.val() & self.ud_room.val();
         self.tag_fifo.write.next = self.job_read.val();
-        self.tag_fifo.data_in.next = bit_cast::<32, 1>(self.job.val().rsp_last)
-            | (bit_cast::<32, 6>(self.job.val().rsp_qpn) << 1)
-            | (bit_cast::<32, 1>(self.job.val().has_deth) << 7)
-            | (bit_cast::<32, 24>(self.job.val().psn) << 8);
+        self.tag_fifo.data_in.next = bit_cast::<34, 1>(self.job.val().rsp_last)
+            | (bit_cast::<34, 6>(self.job.val().rsp_qpn) << 1)
+            | (bit_cast::<34, 1>(self.job.val().has_deth) << 7)
+            | (bit_cast::<34, 24>(self.job.val().psn) << 8)
+            | (bit_cast::<34, 1>(self.job.val().drop_ok) << 32)
+            | (bit_cast::<34, 1>(self.job.val().epoch) << 33);
         self.hb.src_mac.next = self.src_mac.val();
         self.hb.src_ip.next = self.src_ip.val();
         self.hb.dest_mac.next = self.job.val().dest_mac;
@@ -335,22 +364,34 @@ impl Logic for TxAssembler {
         self.h_two.next = self.h_len.val() > 64;
 
         // ---- Chunks into the gearbox ----
+        // A stale request packet (see `req_epoch`) goes through the states as if the gearbox
+        // were always ready, and nothing of it reaches the gearbox.
+        self.ep_sh.next = self.req_epoch.val() >> bit_cast::<64, 6>(self.tag_fifo.data_out.val().get_bits::<6>(1));
+        self.stale_r.d.next = self.tag_fifo.data_out.val().get_bit(32)
+            & !self.tag_fifo.empty.val()
+            & (self.ep_sh.val().get_bit(0) != self.tag_fifo.data_out.val().get_bit(33));
+        self.dr.next = self.drop_r.q.val();
+        if self.state.q.val() == 0 {
+            self.dr.next = self.stale_r.q.val();
+            self.drop_r.d.next = self.stale_r.q.val();
+        }
+        self.rdy.next = self.g_ready.val() | self.dr.val();
         self.hb.out_ready.next = false;
         self.pop.next = false;
         self.pay_ready.next = false;
-        self.g_valid.next = false;
+        self.gv.next = false;
         self.g_data.next = self.hdr_bits.val().get_bits::<512>(0);
         self.g_skip.next = 0.into();
         self.g_len.next = 64.into();
         self.g_last.next = false;
         match self.state.q.val().index() {
             0 => {
-                self.g_valid.next = self.hb.out_valid.val();
+                self.gv.next = self.hb.out_valid.val();
                 if !self.h_two.val() {
                     self.g_len.next = self.h_len.val();
                 }
                 self.g_last.next = self.t_empty.val() & !self.h_two.val();
-                if self.hb.out_valid.val() & self.g_ready.val() {
+                if self.hb.out_valid.val() & self.rdy.val() {
                     if self.h_two.val() {
                         self.state.d.next = 1.into();
                     } else {
@@ -359,22 +400,22 @@ impl Logic for TxAssembler {
                 }
             }
             1 => {
-                self.g_valid.next = true;
+                self.gv.next = true;
                 self.g_data.next = bit_cast::<512, 192>(self.hdr_bits.val().get_bits::<192>(512));
                 self.g_len.next = self.h_len.val() - 64;
                 self.g_last.next = self.t_empty.val();
-                if self.g_ready.val() {
+                if self.rdy.val() {
                     self.pop.next = true;
                 }
             }
             2 => {
-                self.g_valid.next = self.pay_valid.val();
-                self.pay_ready.next = self.g_ready.val();
+                self.gv.next = self.pay_valid.val();
+                self.pay_ready.next = self.rdy.val();
                 self.g_data.next = self.pay_data.val();
                 self.g_skip.next = bit_cast::<7, 6>(self.bs.q.val());
                 self.g_len.next = self.bl.q.val();
                 self.g_last.next = self.blast.q.val() & self.p_last.q.val() & (self.pad.q.val() == 0);
-                if self.pay_valid.val() & self.g_ready.val() {
+                if self.pay_valid.val() & self.rdy.val() {
                     self.bs.d.next = 0.into();
                     self.left.d.next = self.left.q.val() - 1;
                     self.blast.d.next = self.left.q.val() == 2;
@@ -404,11 +445,11 @@ impl Logic for TxAssembler {
                 }
             }
             3 => {
-                self.g_valid.next = true;
+                self.gv.next = true;
                 self.g_data.next = 0.into();
                 self.g_len.next = bit_cast::<7, 2>(self.pad.q.val());
                 self.g_last.next = true;
-                if self.g_ready.val() {
+                if self.rdy.val() {
                     self.state.d.next = 4.into();
                 }
             }
@@ -416,8 +457,10 @@ impl Logic for TxAssembler {
                 self.state.d.next = 0.into();
             }
         }
-        // A packet's last chunk went: its tag leaves too.
-        self.tag_fifo.read.next = self.g_valid.val() & self.g_ready.val() & self.g_last.val();
+        self.g_valid.next = self.gv.val() & !self.dr.val();
+        // A packet's last chunk went (or was dropped): its tag leaves too.
+        self.tag_fifo.read.next = self.gv.val() & self.rdy.val() & self.g_last.val();
+        self.cnt_stale.next = self.tag_fifo.read.val() & self.dr.val();
         self.rsp_done.next = self.tag_fifo.read.val() & self.tag_fifo.data_out.val().get_bit(0);
         self.rsp_done_qpn.next = self.tag_fifo.data_out.val().get_bits::<6>(1);
         self.ud_done.next = self.tag_fifo.read.val() & self.tag_fifo.data_out.val().get_bit(7);

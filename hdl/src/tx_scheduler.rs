@@ -393,6 +393,9 @@ pub struct TxScheduler {
     /// This engine is issuing a request packet or its pieces (`IssuePacket`, `SizePiece`,
     /// `IssuePiece`): the responder's generator must not write next cycle.
     pub job_lock: Signal<Out, Bit>,
+    /// Per QP, the number of go-back-N rewinds taken, mod 2 (bit `qpn`): a queued request job
+    /// stamped with another value is stale, and the assembler drops it ([`TxJob`] `drop_ok`).
+    pub req_epoch: Signal<Out, Bits<64>>,
     /// Packets of QP `cur_qpn` are being emitted (for the ACK timer).
     pub tx_active: Signal<Out, Bit>,
     pub tx_qpn: Signal<Out, Bits<6>>,
@@ -484,6 +487,10 @@ pub struct TxScheduler {
     /// their second cycle, once `rst_here_r` has seen them).
     cmd_seen_r: DFF<Bit>,
     rst_cmd: Signal<Local, Bit>,
+    /// Rewinds taken per QP, mod 2 (`req_epoch`).
+    rw_epoch: DFF<Bits<64>>,
+    /// It shifted down to the served QP's bit.
+    ep_sh: Signal<Local, Bits<64>>,
     /// The emission report, registered (see `emit_we`).
     emit_we_r: DFF<Bit>,
     emit_qpn_r: DFF<Bits<6>>,
@@ -953,6 +960,7 @@ impl Logic for TxScheduler {
             rd_limit_r,
             reads_out_r,
             emit_we_r,
+            rw_epoch,
             emit_qpn_r,
             emit_psn_r,
             rst_here_r,
@@ -1424,6 +1432,11 @@ impl Logic for TxScheduler {
         self.job.next.plen = self.plen.val().get_bits::<13>(0);
         self.job.next.pay_skip = self.cur_iova.q.val().get_bits::<6>(0);
         self.job.next.rsvd1 = 0.into();
+        // Stamped with the QP's rewind count: dropped by the assembler if a rewind is taken
+        // before it leaves (everything queued then is at or past the rewind's PSN).
+        self.ep_sh.next = self.rw_epoch.q.val() >> bit_cast::<64, 6>(self.cur_qpn.q.val());
+        self.job.next.drop_ok = 1.into();
+        self.job.next.epoch = self.ep_sh.val().get_bits::<1>(0);
         self.job.next.rsvd2 = 0.into();
         // The last packet of a new READ's or atomic's response: counted when it is sent.
         self.job.next.rsp_last = 0.into();
@@ -1453,6 +1466,8 @@ impl Logic for TxScheduler {
             self.job.next.dest_mac = self.ud_ca.val().get_bits::<48>(0);
             self.job.next.reth_rkey = self.ud_qkey.val();
             self.job.next.rsp_qpn = self.cur_qpn.q.val();
+            // A UD SEND is never resent: always sent (and reported).
+            self.job.next.drop_ok = 0.into();
         }
         self.if_we.next = false;
         self.if_addr.next =
@@ -1560,6 +1575,7 @@ impl Logic for TxScheduler {
             | (self.state.q.val() == TxsState::IssuePiece);
         self.tx_qpn.next = self.cur_qpn.q.val();
         // A request packet's job and its pieces go into the FIFOs as one run (see `job_lock`).
+        self.req_epoch.next = self.rw_epoch.q.val();
         self.job_lock.next = (self.state.q.val() == TxsState::IssuePacket)
             | (self.state.q.val() == TxsState::SizePiece)
             | (self.state.q.val() == TxsState::IssuePiece);
@@ -1676,6 +1692,8 @@ impl Logic for TxScheduler {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
                     self.rw_read.next = true;
                     self.rewind.d.next = true;
+                    self.rw_epoch.d.next = self.rw_epoch.q.val()
+                        ^ (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_data.val().get_bits::<6>(0)));
                     self.cur_qpn.d.next = self.rw_data.val().get_bits::<6>(0);
                     self.rw_ci.d.next = self.rw_data.val().get_bits::<16>(8);
                     self.rw_psn.d.next = self.rw_data.val().get_bits::<24>(24);
@@ -2497,6 +2515,7 @@ impl Logic for TxScheduler {
         }
         if self.reset.val() {
             self.state.d.next = TxsState::Idle;
+            self.rw_epoch.d.next = 0.into();
             self.serving.d.next = false;
             self.self_rung.d.next = false;
             self.ar_pend.d.next = false;

@@ -113,6 +113,8 @@ struct AsmTop {
     pub ud_done: Signal<Out, Bit>,
     pub ud_done_qpn: Signal<Out, Bits<6>>,
     pub ud_done_psn: Signal<Out, Bits<24>>,
+    pub req_epoch: Signal<In, Bits<64>>,
+    pub cnt_stale: Signal<Out, Bit>,
     pg_fifo: SynchronousFIFO<Bits<20>, 4, 5, 1>,
     assembler: TxAssembler,
     packer: Gearbox,
@@ -159,6 +161,8 @@ impl Logic for AsmTop {
         self.ud_done.next = self.assembler.ud_done.val();
         self.ud_done_qpn.next = self.assembler.ud_done_qpn.val();
         self.ud_done_psn.next = self.assembler.ud_done_psn.val();
+        self.assembler.req_epoch.next = self.req_epoch.val();
+        self.cnt_stale.next = self.assembler.cnt_stale.val();
     }
 }
 
@@ -183,6 +187,7 @@ struct Pins {
     out_data: Port,
     out_count: Port,
     out_last: Port,
+    cnt_stale: Port,
 }
 
 /// One payload piece: where its first byte sits in its first beat, its length, whether it ends
@@ -241,6 +246,9 @@ struct Case {
     pad: bool,
     /// The reference frame's meaning (lengths filled in).
     repr: AnyPacket,
+    /// A stale request packet (`drop_ok` and an `epoch` other than its QP's in `req_epoch`):
+    /// its pieces and beats are taken, nothing reaches the gearbox, `cnt_stale` pulses.
+    drop: bool,
 }
 
 impl Case {
@@ -386,6 +394,7 @@ fn make_case_pieces(g: &mut Gen, op: u8, geometry: &[(usize, usize)], pay_skip: 
         two_chunks: r.reth.is_some(),
         pad: r.pad_len() != 0,
         repr: AnyPacket::Roce(r),
+        drop: false,
     }
 }
 
@@ -441,6 +450,7 @@ fn make_atomic_case(rng: &mut Rng, mut a: AtomicPacketRepr) -> Case {
         two_chunks: true,
         pad: false,
         repr: AnyPacket::Atomic(a),
+        drop: false,
     }
 }
 
@@ -526,6 +536,7 @@ fn setup(seed: u64) -> (Dut, Pins, Gen) {
         "out_data",
         "out_count",
         "out_last",
+        "cnt_stale",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
     let p = Pins {
@@ -549,6 +560,7 @@ fn setup(seed: u64) -> (Dut, Pins, Gen) {
         out_data: q[17],
         out_count: q[18],
         out_last: q[19],
+        cnt_stale: q[20],
     };
     let mut rng = Rng::from_env(seed);
     let seed = rng.0;
@@ -603,6 +615,8 @@ fn run_with(
     hook: &mut dyn FnMut(&mut Dut),
 ) -> Outcome {
     let n = cases.len();
+    // The cases that become frames, in order (the others are dropped as stale).
+    let sent: Vec<usize> = (0..n).filter(|&i| !cases[i].drop).collect();
     let mut jobs: VecDeque<&Case> = VecDeque::new();
     let mut pending = cases.iter().collect::<VecDeque<_>>();
     // Every piece, in order: (job, piece).
@@ -624,7 +638,7 @@ fn run_with(
         Outcome { frames: Vec::new(), cycles: 0, ends: Vec::new(), late_writes: 0, full_cycles: 0, afull_cycles: 0 };
     let limit = 100_000 + 30 * cases.iter().map(|c| c.beats() as u64 + 6).sum::<u64>();
     let mut cur = Vec::new();
-    while out.frames.len() < n {
+    while out.frames.len() < sent.len() || asm_job < n {
         out.cycles += 1;
         let cycles = out.cycles;
         assert!(
@@ -705,7 +719,13 @@ fn run_with(
         out.afull_cycles += u64::from(dut.get_bit(p.pg_almost_full));
         let pay_fire = pv && dut.get_bit(p.pay_ready);
         let g_fire = dut.get_bit(p.g_fire);
-        assert!(!pay_fire || g_fire, "cycle {cycles}: a payload beat taken but no chunk into the gearbox");
+        let dropping = asm_job < n && cases[asm_job].drop;
+        assert!(!pay_fire || g_fire || dropping, "cycle {cycles}: a payload beat taken but no chunk into the gearbox");
+        assert!(!(g_fire && dropping), "cycle {cycles}: a chunk of stale job {asm_job} reached the gearbox");
+        if dropping {
+            // Nothing of it is seen: its header counts as gone once it is this job's turn.
+            hdr_done[asm_job] = true;
+        }
         if pay_fire {
             stream.pop_front();
             let j = job_of_beat.pop_front().unwrap();
@@ -729,6 +749,7 @@ fn run_with(
                 }
             }
             if dut.get_bit(p.g_last) {
+                assert!(!dut.get_bit(p.cnt_stale), "cycle {cycles}: a sent packet counted as stale");
                 assert!(hdr_done[asm_job], "cycle {cycles}: job {asm_job} ended within its header");
                 assert_eq!(
                     beats_taken[asm_job],
@@ -741,13 +762,19 @@ fn run_with(
                 hdr_chunks = 0;
             }
         }
+        if dut.get_bit(p.cnt_stale) {
+            assert!(dropping, "cycle {cycles}: job {asm_job} counted as stale");
+            assert_eq!(beats_taken[asm_job], cases[asm_job].beats(), "cycle {cycles}: stale job {asm_job}'s beats");
+            asm_job += 1;
+            hdr_chunks = 0;
+        }
         if or && dut.get_bit(p.out_valid) {
             let cnt = dut.get(p.out_count) as usize;
             let last = dut.get_bit(p.out_last);
             assert!(last || cnt == 64, "a non-last beat with {cnt} bytes");
             cur.extend_from_slice(&dut.get_wide(p.out_data)[..cnt]);
             if last {
-                let i = out.frames.len();
+                let i = sent[out.frames.len()];
                 assert_eq!(beats_taken[i], cases[i].beats(), "frame {i}: payload beats taken");
                 out.frames.push(std::mem::take(&mut cur));
             }
@@ -762,8 +789,9 @@ fn run_with(
 
 /// Checks every frame of `out` against its case.
 fn check_frames(out: &Outcome, cases: &[Case], what: &str, seed: u64) {
-    assert_eq!(out.frames.len(), cases.len());
-    for (i, (got, c)) in out.frames.iter().zip(cases).enumerate() {
+    let sent: Vec<&Case> = cases.iter().filter(|c| !c.drop).collect();
+    assert_eq!(out.frames.len(), sent.len());
+    for (i, (got, c)) in out.frames.iter().zip(sent).enumerate() {
         let ctx = format!(
             "{what} frame {i}: opcode {:#04x} plen {} pay_skip {} pieces {} late {:?} (seed {seed:#x})",
             c.op,
@@ -1001,6 +1029,38 @@ fn gathered_payloads_become_codec_frames() {
     assert!(late > 0, "no piece was written late");
 }
 
+/// A go-back-N rewind makes the request packets already queued for the assembler stale: each
+/// [`TxJob`] carries `drop_ok` and its QP's rewind count mod 2 (`epoch`), and a packet whose
+/// `epoch` differs from its QP's bit of `req_epoch` when it is about to leave is dropped whole:
+/// its pieces and payload beats are taken (the DMA reads were issued), nothing of it reaches
+/// the gearbox, `cnt_stale` pulses once. 400 random and gathered jobs on 64 QPs, half of them
+/// `drop_ok` with a random stamp, under four back-pressure patterns: the stale ones vanish,
+/// every other frame is the codec's, and a job without `drop_ok` always leaves.
+#[test]
+fn stale_request_packets_are_dropped_whole() {
+    let rounds =
+        [READY, Rates { job: 40, pay: 60, out: 50, piece: 50 }, Rates { job: 90, pay: 30, out: 90, piece: 80 }];
+    for (round, r) in rounds.into_iter().enumerate() {
+        let (mut dut, p, mut g) = setup(0x57A1_E000 + round as u64);
+        let epochs = g.rng.next_u64();
+        dut.set("req_epoch", epochs);
+        let l = TxJob::default();
+        let mut cases: Vec<Case> =
+            (0..400).map(|k| if k % 2 == 0 { make_case(&mut g) } else { gathered_case(&mut g, false) }).collect();
+        for c in &mut cases {
+            let (q, e, ok) = (g.rng.range(0, 63), g.rng.range(0, 1), g.rng.chance(1, 2));
+            c.job.push((l.get_my_offset_rsp_qpn(), 6, q));
+            c.job.push((l.get_my_offset_epoch(), 1, e));
+            c.job.push((l.get_my_offset_drop_ok(), 1, u64::from(ok)));
+            c.drop = ok && e != epochs >> q & 1;
+        }
+        let dropped = cases.iter().filter(|c| c.drop).count();
+        assert!(dropped > 50 && dropped < 150, "{dropped} of 400 stale");
+        let out = run(&mut dut, &p, &mut g.rng, &cases, r);
+        check_frames(&out, &cases, &format!("round {round}"), g.seed);
+    }
+}
+
 /// Packets of `k` = 1..=6 pieces that each fit one beat (`skip + len <= 64`) and of `k` pieces
 /// of 65..=600 bytes, ten of each, SEND ONLY.
 fn short_and_long_piece_cases(g: &mut Gen) -> Vec<Case> {
@@ -1167,6 +1227,7 @@ fn make_ud_case(g: &mut Gen, imm: Option<u32>, plen: usize, qkey: u32, qpn: u8) 
         two_chunks: hdr > 64,
         pad: r.pad_len() != 0,
         repr: AnyPacket::Roce(r),
+        drop: false,
     }
 }
 
