@@ -46,11 +46,12 @@ use rust_hdl::prelude::*;
 /// (as the job in the scheduler's registers did before), like those already in the
 /// sequencer's 4-entry output FIFO.
 ///
-/// Timing: a job is taken one cycle after it reaches the head of the input when nothing is
-/// held (or in the cycle the held one is written); `hold` one cycle after that at the
-/// earliest, the write the cycle after `hold`: 2 cycles from input to FIFO write, initiation
-/// interval [`RR_MIN_CYCLES`] cycles. Every path is a register, a few LUTs, a register (the
-/// job's fields are its input's fields or constants; `hold` is a 4-input AND).
+/// Timing: a job is taken (`in_read`) in the cycle it is at the head of the input when nothing
+/// is held (or the held one is written that cycle); `hold` the cycle after at the earliest,
+/// the write the cycle after `hold`: 2 cycles from input to FIFO write, initiation interval
+/// [`RR_MIN_CYCLES`] cycles. Every path is a register, a few LUTs, a register (the job's
+/// fields are its input's fields or constants; `hold` is an AND of 8 register bits and the
+/// scheduler's lock, a decode of its state register).
 #[derive(LogicBlock, Default)]
 pub struct ResponseGen {
     pub clock: Signal<In, Clock>,

@@ -477,9 +477,9 @@ pub struct RxEngine {
     /// Fresh READs and atomics accepted as responder, by QP (mod 256).
     racc_ram: RAM<Bits<8>, 6>,
     rd_acc: DFF<Bits<8>>,
-    /// The READ / atomic handed to the scheduler is a new request (not a replay).
+    /// The READ / atomic handed to the TX side is a new request (not a replay).
     rr_fresh: DFF<Bit>,
-    /// The job handed to the scheduler is an ACKNOWLEDGE with syndrome `rr_syn_r`: the NAK
+    /// The job handed to the TX side is an ACKNOWLEDGE with syndrome `rr_syn_r`: the NAK
     /// invalid request of a READ / atomic beyond `max_dest_rd_atomic`, or an ACK or NAK
     /// diverted because the QP still owes READ responses (`ack_div`).
     rr_nak: DFF<Bit>,
@@ -2692,7 +2692,7 @@ impl Logic for RxEngine {
                     } else if (self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val() {
                         // max_dest_rd_atomic READs / atomics still have responses to send: too
                         // many outstanding, NAK invalid request (9.7.5.2.2; ibv_modify_qp(3)),
-                        // sent by the scheduler after those responses (`QueueResponse`), so it does
+                        // sent by the response generator after those responses (`QueueResponse`), so it does
                         // not overtake them.
                         self.cnt_drop_inv_req.next = true;
                         self.nak_sent.d.next = true;
@@ -2700,7 +2700,7 @@ impl Logic for RxEngine {
                         self.rr_syn_r.d.next = 0x61.into();
                         self.state.d.next = RxState::QueueResponse;
                     } else if self.is_read_req.val() {
-                        // Accepted RDMA READ: the scheduler answers it with READ RESPONSE
+                        // Accepted RDMA READ: the response generator answers it with READ RESPONSE
                         // packets; the request's PSN range is used up and the MSN counts it.
                         self.rd_acc.d.next = self.rd_acc.q.val() + 1;
                         self.rr_fresh.d.next = true;

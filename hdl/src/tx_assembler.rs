@@ -5,6 +5,25 @@ use crate::records::TxJob;
 use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
+/// Where [`TxAssembler`] is with the packet whose chunks go into the gearbox. (Declared in
+/// the order of the numbers the states had before they were named, so the encoding is the
+/// same.)
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+pub enum AsmState {
+    /// The first header chunk, or waiting for a header.
+    Header,
+    /// The second header chunk (a header longer than 64 bytes).
+    Header2,
+    /// The current payload piece's beats.
+    Payload,
+    /// The pad chunk (1–3 zero bytes, BTH.PadCnt).
+    Pad,
+    /// The idle cycle after every packet.
+    Gap,
+    /// Waiting for the packet's next payload piece (its piece record is not in yet).
+    WaitPiece,
+}
+
 /// Builds request frames (without ICRC) from [`TxJob`]s and payload beats, into a
 /// [`crate::gearbox::Gearbox`].
 ///
@@ -87,7 +106,7 @@ pub struct TxAssembler {
     dr: Signal<Local, Bit>,
     rdy: Signal<Local, Bit>,
     gv: Signal<Local, Bit>,
-    state: DFF<Bits<3>>,
+    state: DFF<AsmState>,
     // The payload beat being sent: skip, length, last; beats left; the last beat's length.
     bs: DFF<Bits<6>>,
     bl: DFF<Bits<7>>,
@@ -225,10 +244,6 @@ impl Default for TxAssembler {
         }
     }
 }
-
-// States.
-// 0 first header chunk (or waiting for a header), 1 second header chunk, 2 payload, 3 pad,
-// 4 the idle cycle after a packet, 5 waiting for the next payload piece.
 
 impl Logic for TxAssembler {
     #[hdl_gen]
@@ -371,7 +386,7 @@ impl Logic for TxAssembler {
             & !self.tag_fifo.empty.val()
             & (self.ep_sh.val().get_bit(0) != self.tag_fifo.data_out.val().get_bit(33));
         self.dr.next = self.drop_r.q.val();
-        if self.state.q.val() == 0 {
+        if self.state.q.val() == AsmState::Header {
             self.dr.next = self.stale_r.q.val();
             self.drop_r.d.next = self.stale_r.q.val();
         }
@@ -384,8 +399,8 @@ impl Logic for TxAssembler {
         self.g_skip.next = 0.into();
         self.g_len.next = 64.into();
         self.g_last.next = false;
-        match self.state.q.val().index() {
-            0 => {
+        match self.state.q.val() {
+            AsmState::Header => {
                 self.gv.next = self.hb.out_valid.val();
                 if !self.h_two.val() {
                     self.g_len.next = self.h_len.val();
@@ -393,13 +408,13 @@ impl Logic for TxAssembler {
                 self.g_last.next = self.t_empty.val() & !self.h_two.val();
                 if self.hb.out_valid.val() & self.rdy.val() {
                     if self.h_two.val() {
-                        self.state.d.next = 1.into();
+                        self.state.d.next = AsmState::Header2;
                     } else {
                         self.pop.next = true;
                     }
                 }
             }
-            1 => {
+            AsmState::Header2 => {
                 self.gv.next = true;
                 self.g_data.next = bit_cast::<512, 192>(self.hdr_bits.val().get_bits::<192>(512));
                 self.g_len.next = self.h_len.val() - 64;
@@ -408,7 +423,7 @@ impl Logic for TxAssembler {
                     self.pop.next = true;
                 }
             }
-            2 => {
+            AsmState::Payload => {
                 self.gv.next = self.pay_valid.val();
                 self.pay_ready.next = self.rdy.val();
                 self.g_data.next = self.pay_data.val();
@@ -428,33 +443,33 @@ impl Logic for TxAssembler {
                             // The packet's next piece (from another SGE).
                             self.take.next = self.qb_v.q.val();
                             if !self.qb_v.q.val() {
-                                self.state.d.next = 5.into();
+                                self.state.d.next = AsmState::WaitPiece;
                             }
                         } else if self.pad.q.val() != 0 {
-                            self.state.d.next = 3.into();
+                            self.state.d.next = AsmState::Pad;
                         } else {
-                            self.state.d.next = 4.into();
+                            self.state.d.next = AsmState::Gap;
                         }
                     }
                 }
             }
-            5 => {
+            AsmState::WaitPiece => {
                 if self.qb_v.q.val() {
                     self.take.next = true;
-                    self.state.d.next = 2.into();
+                    self.state.d.next = AsmState::Payload;
                 }
             }
-            3 => {
+            AsmState::Pad => {
                 self.gv.next = true;
                 self.g_data.next = 0.into();
                 self.g_len.next = bit_cast::<7, 2>(self.pad.q.val());
                 self.g_last.next = true;
                 if self.rdy.val() {
-                    self.state.d.next = 4.into();
+                    self.state.d.next = AsmState::Gap;
                 }
             }
-            _ => {
-                self.state.d.next = 0.into();
+            AsmState::Gap => {
+                self.state.d.next = AsmState::Header;
             }
         }
         self.g_valid.next = self.gv.val() & !self.dr.val();
@@ -471,12 +486,12 @@ impl Logic for TxAssembler {
             self.hb.out_ready.next = true;
             self.pad.d.next = self.hb.pad.val();
             if self.t_empty.val() {
-                self.state.d.next = 4.into();
+                self.state.d.next = AsmState::Gap;
             } else if self.qb_v.q.val() {
                 self.take.next = true;
-                self.state.d.next = 2.into();
+                self.state.d.next = AsmState::Payload;
             } else {
-                self.state.d.next = 5.into();
+                self.state.d.next = AsmState::WaitPiece;
             }
         }
         // A piece starts: its geometry from stage B.
@@ -523,7 +538,7 @@ impl Logic for TxAssembler {
             self.qb_last.d.next = self.qa_last.q.val();
         }
         if self.reset.val() {
-            self.state.d.next = 0.into();
+            self.state.d.next = AsmState::Header;
             self.qa_v.d.next = false;
             self.qb_v.d.next = false;
         }

@@ -487,8 +487,11 @@ pub struct TxScheduler {
     /// their second cycle, once `rst_here_r` has seen them).
     cmd_seen_r: DFF<Bit>,
     rst_cmd: Signal<Local, Bit>,
-    /// Rewinds taken per QP, mod 2 (`req_epoch`).
+    /// Rewinds applied per QP, mod 2 (`req_epoch`), and the flip of the served QP's bit,
+    /// registered from `TakeQp` (a rewind it applies, not one it finds overtaken: then the
+    /// engine resumes after everything already queued, which must still go out).
     rw_epoch: DFF<Bits<64>>,
+    rw_flip_r: DFF<Bit>,
     /// It shifted down to the served QP's bit.
     ep_sh: Signal<Local, Bits<64>>,
     /// The emission report, registered (see `emit_we`).
@@ -611,9 +614,10 @@ pub struct TxScheduler {
     pf_k: DFF<Bits<4>>,
     pf_kb: DFF<Bits<4>>,
     /// The packet-job and payload-job FIFOs have room: their almost-full flags (at most one
-    /// free slot), registered; safe for one job per cycle.
+    /// free slot), registered, and no claim of the response generator (`job_hold`) for the
+    /// cycle it is valid in; safe for one job per cycle.
     job_room: DFF<Bit>,
-    /// The rewind and READ FIFOs' empty flags, a cycle late: a FIFO is read only in a state
+    /// The rewind FIFO's empty flag, a cycle late: a FIFO is read only in a state
     /// that is not re-entered within two cycles, so the late flag never offers a read twice;
     /// the FIFO's head decides nothing in the cycle it is read.
     rw_empty_r: DFF<Bit>,
@@ -961,6 +965,7 @@ impl Logic for TxScheduler {
             reads_out_r,
             emit_we_r,
             rw_epoch,
+            rw_flip_r,
             emit_qpn_r,
             emit_psn_r,
             rst_here_r,
@@ -1576,6 +1581,11 @@ impl Logic for TxScheduler {
         self.tx_qpn.next = self.cur_qpn.q.val();
         // A request packet's job and its pieces go into the FIFOs as one run (see `job_lock`).
         self.req_epoch.next = self.rw_epoch.q.val();
+        self.rw_flip_r.d.next = false;
+        if self.rw_flip_r.q.val() {
+            self.rw_epoch.d.next =
+                self.rw_epoch.q.val() ^ (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cur_qpn.q.val()));
+        }
         self.job_lock.next = (self.state.q.val() == TxsState::IssuePacket)
             | (self.state.q.val() == TxsState::SizePiece)
             | (self.state.q.val() == TxsState::IssuePiece);
@@ -1692,8 +1702,6 @@ impl Logic for TxScheduler {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
                     self.rw_read.next = true;
                     self.rewind.d.next = true;
-                    self.rw_epoch.d.next = self.rw_epoch.q.val()
-                        ^ (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_data.val().get_bits::<6>(0)));
                     self.cur_qpn.d.next = self.rw_data.val().get_bits::<6>(0);
                     self.rw_ci.d.next = self.rw_data.val().get_bits::<16>(8);
                     self.rw_psn.d.next = self.rw_data.val().get_bits::<24>(24);
@@ -1744,6 +1752,9 @@ impl Logic for TxScheduler {
                 {
                     self.next_psn.d.next = self.rw_psn.q.val();
                     self.ci.d.next = self.rw_ci.q.val();
+                    // Everything of this QP still queued for the assembler is at or past the
+                    // rewind's PSN (none of it was sent): stale from now on.
+                    self.rw_flip_r.d.next = !self.cmd_in_load.q.val();
                     // Every READ from the rewind point on is to be sent again.
                     self.reads_sent.d.next = self.acked_reads.val();
                 }
@@ -2516,6 +2527,7 @@ impl Logic for TxScheduler {
         if self.reset.val() {
             self.state.d.next = TxsState::Idle;
             self.rw_epoch.d.next = 0.into();
+            self.rw_flip_r.d.next = false;
             self.serving.d.next = false;
             self.self_rung.d.next = false;
             self.ar_pend.d.next = false;

@@ -10,8 +10,8 @@
 //! `wqe_ar_len + 1` beats on `wqe_r_*` a few cycles later, with random gaps); the completer's
 //! per-QP counts (`acked_data`, `acked_reads`, `acked_psn`) are served at `acked_addr` with a
 //! block RAM's one-cycle latency and moved only by the test (a local completion is retired by
-//! the model completer a few cycles after `lc_write`, as the RX engine does). The rewind and
-//! READ-response FIFOs stay empty. The job FIFOs' almost-full flags (`job_afull`, `rj_afull`,
+//! the model completer a few cycles after `lc_write`, as the RX engine does). The rewind FIFO
+//! stays empty. The job FIFOs' almost-full flags (`job_afull`, `rj_afull`,
 //! `pg_afull`), the response generator's claim (`job_hold`) and `lc_full` rise at random: the
 //! block must not write a packet or payload job in the cycle after any almost-full flag or a
 //! claim was high, nor a local completion while `lc_full`; and `job_lock` must be high in the
