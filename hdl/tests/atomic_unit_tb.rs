@@ -25,6 +25,7 @@
 mod harness;
 
 use harness::{pack_fields, Dut, Rng};
+use rnic_contract::Field;
 use rnic_hdl::atomic_unit::AtomicUnit;
 use rnic_hdl::records::{ReadRespJob, RespItem, WriteJob};
 use std::collections::{HashMap, VecDeque};
@@ -46,8 +47,9 @@ struct Job {
     slot: u64,
 }
 
+/// A field of a record read from a port (the contract's bit-field reader).
 fn field(bytes: &[u8], off: usize, width: usize) -> u64 {
-    (0..width).fold(0, |v, k| v | (u64::from(bytes[(off + k) / 8] >> ((off + k) % 8) & 1) << k))
+    Field::at_bit(off, width).get(bytes)
 }
 
 fn encode(j: &Job) -> Vec<u8> {

@@ -17,6 +17,7 @@
 mod harness;
 
 use harness::{pack_fields, Dut, Rng};
+use rnic_contract::Field;
 use rnic_hdl::read_responder::ReadResponder;
 use rnic_hdl::records::ReadRespJob;
 use std::collections::VecDeque;
@@ -71,8 +72,9 @@ fn encode(j: &Job) -> Vec<u8> {
     )
 }
 
+/// A field of a record read from a port (the contract's bit-field reader).
 fn field(bytes: &[u8], off: usize, width: usize) -> u64 {
-    (0..width).fold(0, |v, k| v | (u64::from(bytes[(off + k) / 8] >> ((off + k) % 8) & 1) << k))
+    Field::at_bit(off, width).get(bytes)
 }
 
 fn decode(b: &[u8]) -> Pkt {

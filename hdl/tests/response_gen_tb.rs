@@ -21,6 +21,7 @@
 mod harness;
 
 use harness::{pack_fields, Dut, Rng};
+use rnic_contract::Field;
 use rnic_hdl::records::{ReadRespJob, TxJob};
 use rnic_hdl::response_gen::{ResponseGen, RR_MIN_CYCLES};
 use std::collections::VecDeque;
@@ -74,8 +75,9 @@ fn encode(p: &Pkt) -> Vec<u8> {
     )
 }
 
+/// A field of a record read from a port (the contract's bit-field reader).
 fn field(bytes: &[u8], off: usize, width: usize) -> u64 {
-    (0..width).fold(0, |v, k| v | (u64::from(bytes[(off + k) / 8] >> ((off + k) % 8) & 1) << k))
+    Field::at_bit(off, width).get(bytes)
 }
 
 /// The transmit job's fields a response sets, by name, as read from the port (or expected).
