@@ -17,8 +17,9 @@ const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
 /// The command; `--iters 100` is the default, written out so the test says what it runs.
 const ARGS: [&str; 7] = ["--seed", "7", "--loss", "0.01", "--iters", "100", "--json"];
 /// A seed whose losses include one only the ACK timer finds (a message's last packet), so the
-/// timers' phase matters.
-const TIMEOUT_ARGS: [&str; 7] = ["--seed", "1", "--loss", "0.02", "--iters", "100", "--json"];
+/// timers' phase matters. (Seed 1 did until stop 32: dropping stale queued packets after a
+/// rewind changed which frames the wire's losses hit; seeds 3, 6 and 12 each time out once.)
+const TIMEOUT_ARGS: [&str; 7] = ["--seed", "3", "--loss", "0.02", "--iters", "100", "--json"];
 
 /// One split run of `rnic perf OP` over a SimBricks link whose socket is in `dir`: (server
 /// report, client report).
