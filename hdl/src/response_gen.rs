@@ -76,7 +76,7 @@ pub struct ResponseGen {
     pub rj_addr: Signal<Out, Bits<64>>,
     pub rj_len: Signal<Out, Bits<13>>,
     /// `{last 19, len 18:6, skip 5:0}` as the scheduler's pieces.
-    pub pg_data: Signal<Out, Bits<20>>,
+    pub pg_data: Signal<Out, Bits<21>>,
     /// An ACKNOWLEDGE with syndrome 0x1F went out / one with a NAK syndrome.
     pub cnt_tx_ack: Signal<Out, Bit>,
     pub cnt_tx_nak: Signal<Out, Bit>,
@@ -204,9 +204,9 @@ impl Logic for ResponseGen {
         self.rj_write.next = self.emit_r.q.val() & self.pay_r.q.val();
         self.rj_addr.next = self.rr.q.val().iova;
         self.rj_len.next = self.len.val().get_bits::<13>(0);
-        self.pg_data.next = bit_cast::<20, 6>(self.iova.val().get_bits::<6>(0))
-            | (bit_cast::<20, 13>(self.len.val().get_bits::<13>(0)) << 6)
-            | (bit_cast::<20, 1>(1.into()) << 19);
+        self.pg_data.next = bit_cast::<21, 6>(self.iova.val().get_bits::<6>(0))
+            | (bit_cast::<21, 13>(self.len.val().get_bits::<13>(0)) << 6)
+            | (bit_cast::<21, 1>(1.into()) << 19);
         self.cnt_tx_ack.next = self.emit_r.q.val() & self.rr.q.val().ack.any() & (self.syn.val() == 0x1F);
         self.cnt_tx_nak.next = self.emit_r.q.val() & self.rr.q.val().ack.any() & (self.syn.val() != 0x1F);
         if self.reset.val() {

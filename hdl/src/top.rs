@@ -141,7 +141,10 @@ pub struct NicTop {
     job_fifo: ResetFifo<TxJob, 4, 5, 1>,
     rj_fifo: ResetFifo<Bits<80>, 3, 4, 1>,
     /// Payload pieces for the assembler, one per payload read job (16 entries).
-    pg_fifo: ResetFifo<Bits<20>, 4, 5, 1>,
+    pg_fifo: ResetFifo<Bits<21>, 4, 5, 1>,
+    /// Inline data for the assembler's inline pieces, 64-byte beats from the scheduler (16
+    /// entries; almost full at 12, the margin of the scheduler's registered flag).
+    il_fifo: ResetFifo<Bits<512>, 4, 5, 4>,
     rd_issuer: DmaReadIssuer,
     /// The responder's receive WQEs, read ahead between the RX engine and the DMA issuer.
     rqpf: RecvWqePrefetch,
@@ -224,9 +227,9 @@ impl Logic for NicTop {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(
-            self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, rd_issuer, rqpf, asm, tx_gb, arb, ackc,
-            ack_fifo, icrc, rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, rgen, timer, to_fifo,
-            rxe, wj_fifo, cqw, rxw, byte_cnt, irq, raw_tx, raw_rx
+            self, clock, regs, doorbells, txs, job_fifo, rj_fifo, pg_fifo, il_fifo, rd_issuer, rqpf, asm, tx_gb, arb,
+            ackc, ack_fifo, icrc, rxi, desc_fifo, ud_fifo, lc_fifo, rw_big, rw_fifo, rr_fifo, atu, rrs, rgen, timer,
+            to_fifo, rxe, wj_fifo, cqw, rxw, byte_cnt, irq, raw_tx, raw_rx
         );
         self.wj_fifo.reset.next = self.reset.val();
         self.to_fifo.reset.next = self.reset.val();
@@ -238,6 +241,7 @@ impl Logic for NicTop {
         self.desc_fifo.reset.next = self.reset.val();
         self.ack_fifo.reset.next = self.reset.val();
         self.pg_fifo.reset.next = self.reset.val();
+        self.il_fifo.reset.next = self.reset.val();
         self.rj_fifo.reset.next = self.reset.val();
         self.job_fifo.reset.next = self.reset.val();
         dff_setup!(
@@ -413,6 +417,9 @@ impl Logic for NicTop {
         self.pg_fifo.write.next = self.txs.pg_write.val() | self.rgen.rj_write.val();
         self.pg_fifo.data_in.next = self.txs.pg_data.val();
         self.txs.pg_afull.next = self.pg_fifo.almost_full.val();
+        self.il_fifo.write.next = self.txs.il_write.val();
+        self.il_fifo.data_in.next = self.txs.il_data.val();
+        self.txs.il_afull.next = self.il_fifo.almost_full.val();
         if self.rgen.write.val() {
             self.rj_fifo.data_in.next =
                 bit_cast::<80, 64>(self.rgen.rj_addr.val()) | (bit_cast::<80, 13>(self.rgen.rj_len.val()) << 64);
@@ -509,8 +516,10 @@ impl Logic for NicTop {
         self.m_axi_arsize.next = 6.into();
         self.m_axi_arburst.next = 1.into();
         self.rd_issuer.arready.next = self.m_axi_arready.val();
-        self.m_axi_rready.next =
-            self.r_is_wqe.val() | self.r_is_rwqe.val() | self.r_is_at.val() | self.asm.pay_ready.val();
+        self.m_axi_rready.next = self.r_is_wqe.val()
+            | self.r_is_rwqe.val()
+            | self.r_is_at.val()
+            | (self.asm.pay_ready.val() & !self.asm.pay_inline.val());
 
         // ---- TX: assembly, arbitration, ICRC ----
         self.asm.src_mac.next = self.regs.mac.val();
@@ -522,13 +531,25 @@ impl Logic for NicTop {
         self.asm.pg_empty.next = self.pg_fifo.empty.val();
         self.asm.pg_data.next = self.pg_fifo.data_out.val();
         self.pg_fifo.read.next = self.asm.pg_read.val();
+        // An inline piece's beats come from the inline-data FIFO, every other piece's from the
+        // DMA read (AXI ID 0); `pay_inline` is a register in the assembler.
         self.asm.pay_valid.next =
             self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val() & !self.r_is_at.val();
-        // Payload beats the assembler took: the DMA read issuer's window of outstanding beats
-        // (registered: the count is a cycle late, never low).
-        self.pay_beat_r.d.next = self.asm.pay_valid.val() & self.asm.pay_ready.val();
-        self.rd_issuer.pay_beat.next = self.pay_beat_r.q.val();
         self.asm.pay_data.next = self.m_axi_rdata.val();
+        self.il_fifo.read.next = self.asm.pay_inline.val() & self.asm.pay_ready.val() & !self.il_fifo.empty.val();
+        if self.asm.pay_inline.val() {
+            self.asm.pay_valid.next = !self.il_fifo.empty.val();
+            self.asm.pay_data.next = self.il_fifo.data_out.val();
+        }
+        // Payload beats the assembler took from the DMA read: the DMA read issuer's window of
+        // outstanding beats (registered: the count is a cycle late, never low).
+        self.pay_beat_r.d.next = self.m_axi_rvalid.val()
+            & !self.r_is_wqe.val()
+            & !self.r_is_rwqe.val()
+            & !self.r_is_at.val()
+            & self.asm.pay_ready.val()
+            & !self.asm.pay_inline.val();
+        self.rd_issuer.pay_beat.next = self.pay_beat_r.q.val();
         self.tx_gb.in_valid.next = self.asm.g_valid.val();
         self.asm.g_ready.next = self.tx_gb.in_ready.val();
         self.tx_gb.in_data.next = self.asm.g_data.val();

@@ -32,8 +32,9 @@ pub enum AsmState {
 /// packet ends. Per job: the header (54 bytes, +16 with a RETH, +4 with an ImmDt or AETH, +28
 /// with an AtomicETH, +12 with an AETH and AtomicAckETH, +8 with a DETH) as one or two chunks, then the
 /// payload: the job's pieces from the piece FIFO (`skip | len << 6 | last << 19`, one per
-/// payload read job, the last flagged; a packet gathered from several SGEs has several), each
-/// `ceil((skip + len) / 64)` beats in the order the DMA read returns them, then the pad bytes
+/// payload read job or inline piece, the last flagged; a packet gathered from several SGEs has
+/// several), each `ceil((skip + len) / 64)` beats in the order the DMA read returns them (an
+/// inline piece's from the inline-data FIFO, `pay_inline`), then the pad bytes
 /// (0-3 zeros, BTH.PadCnt) that make the payload a multiple of 4 bytes. A job with `plen` 0
 /// has no piece. IPv4 Total Length, the IPv4 header checksum and UDP Length are computed by the
 /// header builder; UDP checksum is 0 (Annex A17.4.5.2 allows it for RoCEv2).
@@ -62,9 +63,14 @@ pub struct TxAssembler {
     pub pay_valid: Signal<In, Bit>,
     pub pay_data: Signal<In, Bits<512>>,
     pub pay_ready: Signal<Out, Bit>,
-    /// Payload pieces (first-word fall-through FIFO): `skip | len << 6 | last << 19`.
+    /// The payload piece being sent is inline data (bit 20 of its record): `pay_valid` /
+    /// `pay_data` / `pay_ready` are then the inline-data FIFO's, not the DMA read's (a
+    /// register, set as the piece starts; `top` multiplexes on it).
+    pub pay_inline: Signal<Out, Bit>,
+    /// Payload pieces (first-word fall-through FIFO): `skip | len << 6 | last << 19 | inline
+    /// << 20`.
     pub pg_empty: Signal<In, Bit>,
-    pub pg_data: Signal<In, Bits<20>>,
+    pub pg_data: Signal<In, Bits<21>>,
     pub pg_read: Signal<Out, Bit>,
     pub g_valid: Signal<Out, Bit>,
     pub g_ready: Signal<In, Bit>,
@@ -114,14 +120,16 @@ pub struct TxAssembler {
     left: DFF<Bits<8>>,
     last_len: DFF<Bits<7>>,
     pad: DFF<Bits<2>>,
-    /// The payload piece being sent ends the packet's payload.
+    /// The payload piece being sent ends the packet's payload / is inline data.
     p_last: DFF<Bit>,
+    p_inl: DFF<Bit>,
     // Piece geometry, stage A (as read: skip, length, last, end = skip + length) and stage B
     // (first beat's length, beats, single beat, last beat's length).
     qa_v: DFF<Bit>,
     qa_skip: DFF<Bits<6>>,
     qa_len: DFF<Bits<13>>,
     qa_last: DFF<Bit>,
+    qa_inl: DFF<Bit>,
     qa_end: DFF<Bits<14>>,
     qb_v: DFF<Bit>,
     qb_skip: DFF<Bits<6>>,
@@ -130,6 +138,7 @@ pub struct TxAssembler {
     qb_single: DFF<Bit>,
     qb_last_len: DFF<Bits<7>>,
     qb_last: DFF<Bit>,
+    qb_inl: DFF<Bit>,
     hb: HeaderBuilder,
     j_va: Signal<Local, Bits<64>>,
     j_rkey: Signal<Local, Bits<32>>,
@@ -203,10 +212,13 @@ impl Default for TxAssembler {
             last_len: Default::default(),
             pad: Default::default(),
             p_last: Default::default(),
+            p_inl: Default::default(),
+            pay_inline: Default::default(),
             qa_v: Default::default(),
             qa_skip: Default::default(),
             qa_len: Default::default(),
             qa_last: Default::default(),
+            qa_inl: Default::default(),
             qa_end: Default::default(),
             qb_v: Default::default(),
             qb_skip: Default::default(),
@@ -215,6 +227,7 @@ impl Default for TxAssembler {
             qb_single: Default::default(),
             qb_last_len: Default::default(),
             qb_last: Default::default(),
+            qb_inl: Default::default(),
             hb: Default::default(),
             j_va: Default::default(),
             j_rkey: Default::default(),
@@ -261,10 +274,12 @@ impl Logic for TxAssembler {
             last_len,
             pad,
             p_last,
+            p_inl,
             qa_v,
             qa_skip,
             qa_len,
             qa_last,
+            qa_inl,
             qa_end,
             qb_v,
             qb_skip,
@@ -272,7 +287,8 @@ impl Logic for TxAssembler {
             qb_beats,
             qb_single,
             qb_last_len,
-            qb_last
+            qb_last,
+            qb_inl
         );
         clock!(self, clock, hb, tag_fifo);
         self.tag_fifo.reset.next = self.reset.val();
@@ -394,6 +410,7 @@ impl Logic for TxAssembler {
         self.hb.out_ready.next = false;
         self.pop.next = false;
         self.pay_ready.next = false;
+        self.pay_inline.next = self.p_inl.q.val();
         self.gv.next = false;
         self.g_data.next = self.hdr_bits.val().get_bits::<512>(0);
         self.g_skip.next = 0.into();
@@ -503,6 +520,7 @@ impl Logic for TxAssembler {
             self.bl.d.next = self.qb_first.q.val();
             self.last_len.d.next = self.qb_last_len.q.val();
             self.p_last.d.next = self.qb_last.q.val();
+            self.p_inl.d.next = self.qb_inl.q.val();
         }
         // ---- Payload pieces, sized ahead in two stages ----
         // Stage B takes stage A's piece when empty or in the cycle its own piece starts, and
@@ -517,6 +535,7 @@ impl Logic for TxAssembler {
             self.qa_skip.d.next = self.pg_skip.val();
             self.qa_len.d.next = self.pg_len.val();
             self.qa_last.d.next = self.pg_data.val().get_bit(19);
+            self.qa_inl.d.next = self.pg_data.val().get_bit(20);
             self.qa_end.d.next = bit_cast::<14, 6>(self.pg_skip.val()) + bit_cast::<14, 13>(self.pg_len.val());
         }
         self.qa_beats.next = (self.qa_end.q.val() + 63) >> 6;
@@ -536,6 +555,7 @@ impl Logic for TxAssembler {
                 self.qb_last_len.d.next = 64.into();
             }
             self.qb_last.d.next = self.qa_last.q.val();
+            self.qb_inl.d.next = self.qa_inl.q.val();
         }
         if self.reset.val() {
             self.state.d.next = AsmState::Header;

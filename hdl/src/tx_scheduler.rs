@@ -106,11 +106,14 @@ pub enum TxsState {
     /// from the prefetch buffer (a one-beat WQE at its head is taken here, and `CheckLkey`
     /// follows), size a fetch, or save and step aside (window full).
     NextWqe,
-    /// (was 16) Unused: the scheduler's `LoadResponse` until stop 32, when the responder's
-    /// packets moved to [`crate::response_gen::ResponseGen`]; kept so the later states keep
-    /// their encoding (the order of declaration), which timing closure was done against.
-    Unused16,
-    /// (was 18) Unused: `IssueResponse` until stop 32 (see `Unused16`).
+    // Request issue, continued.
+    /// (16) The second to fourth payload beats of an inline packet go into the inline-data
+    /// FIFO, one per cycle from `ext1`..`ext3` (see `il_write`). (Code 16 was `LoadResponse`
+    /// until stop 32, when the responder's packets moved to
+    /// [`crate::response_gen::ResponseGen`].)
+    IssueInline,
+    /// (was 18) Unused: `IssueResponse` until stop 32, kept so the later states keep their
+    /// encoding (the order of declaration), which timing closure was done against.
     Unused18,
     // Scheduling, continued.
     /// (was 19) The WQE waits for an issue slot: a READ or atomic beyond max_rd_atomic, a
@@ -363,9 +366,22 @@ pub struct TxScheduler {
     /// Payload pieces for the assembler, written with each payload read job:
     /// `skip | len << 6 | last << 19` (the piece's first byte in its beat, its length in bytes,
     /// and whether it ends the packet's payload). `pg_afull`: that FIFO's almost-full flag.
+    ///
+    /// Bit 20 of the record marks an **inline piece**: its beats come from the inline-data
+    /// FIFO (`il_write`), not from a payload read, and no read job is written for it.
     pub pg_afull: Signal<In, Bit>,
     pub pg_write: Signal<Out, Bit>,
-    pub pg_data: Signal<Out, Bits<20>>,
+    pub pg_data: Signal<Out, Bits<21>>,
+    /// Inline data (`IBV_SEND_INLINE`) of at most 256 bytes, the whole payload of one packet
+    /// (the path MTU is at least 256), goes to the assembler from the WQE beats this block
+    /// already fetched (`ext0`..`ext3`), not by a second DMA read of the SQ ring: one 64-byte
+    /// beat per cycle (`il_data`, the inline bytes from offset `64 k`), `ceil(len / 64)` beats
+    /// per inline piece, in the order of the pieces. `il_afull`: that FIFO's almost-full flag
+    /// (registered here; the FIFO needs 3 entries of margin). Longer inline data (a 512-byte
+    /// WQE holds 448 bytes, past the 4 beats kept) is still read from the ring.
+    pub il_afull: Signal<In, Bit>,
+    pub il_write: Signal<Out, Bit>,
+    pub il_data: Signal<Out, Bits<512>>,
     // In-flight table write port.
     pub if_we: Signal<Out, Bit>,
     pub if_addr: Signal<Out, Bits<12>>,
@@ -420,6 +436,15 @@ pub struct TxScheduler {
     g_lkey: DFF<Bits<32>>,
     /// The WQE carries inline data (IBV_SEND_INLINE) / more than one SGE (and no inline data).
     inline_r: DFF<Bit>,
+    /// `CheckRoom`: the inline data (1 to 256 bytes) goes from `ext0`..`ext3` (`il_write`);
+    /// its beats minus one; `IssueInline`: the next beat; `il_afull` registered.
+    il_r: DFF<Bit>,
+    il_nm1: DFF<Bits<2>>,
+    il_k: DFF<Bits<2>>,
+    il_room: DFF<Bit>,
+    /// A payload piece goes out this cycle (its piece record, and its read job unless inline).
+    piece: Signal<Local, Bit>,
+    len_m1: Signal<Local, Bits<32>>,
     multi_r: DFF<Bit>,
     /// Gather list: every non-empty SGE passed its checks so far, their summed length, and
     /// how many were stored in `sge_ram`.
@@ -934,6 +959,10 @@ impl Logic for TxScheduler {
             g_len,
             g_lkey,
             inline_r,
+            il_r,
+            il_nm1,
+            il_k,
+            il_room,
             multi_r,
             all_ok,
             sum_len,
@@ -1117,7 +1146,7 @@ impl Logic for TxScheduler {
         self.sq_mask.next = !(bit_cast::<16, 16>(0xFFFF.into()) << bit_cast::<16, 4>(self.ctx.q.val().sq_log_size));
 
         // WQE geometry by SQ_LOG_STRIDE: beats fetched (slots 0..4 at most: SGE 15 ends in slot
-        // 4, later slots hold only inline data, which is read again as payload), SGEs and
+        // 4; later slots hold only inline data past 256 bytes, which is read as payload), SGEs and
         // inline bytes the WQE holds (rnic_contract::wqe).
         self.fetch_m1.next = 0.into();
         self.sge_limit.next = 1.into();
@@ -1318,8 +1347,10 @@ impl Logic for TxScheduler {
         self.pf_kb_m1.next = self.pf_kb.q.val() - 1;
         self.wqe_ar_len.next = self.pf_kb_m1.val().get_bits::<3>(0);
         self.job_write.next = false;
-        self.rj_write.next = false;
+        self.piece.next = false;
         self.ah_kick.d.next = false;
+        self.il_room.d.next = !self.il_afull.val();
+        self.len_m1.next = self.len_r.q.val() - 1;
         self.rj_addr.next = self.cur_iova.q.val();
         self.rj_len.next = self.plen.val().get_bits::<13>(0);
         // WQE opcode classes (ibv_wr_opcode: RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1, SEND 2,
@@ -1537,6 +1568,7 @@ impl Logic for TxScheduler {
         if (self.state.q.val() == TxsState::CheckSq)
             | (self.state.q.val() == TxsState::IssuePacket)
             | (self.state.q.val() == TxsState::IssuePiece)
+            | (self.state.q.val() == TxsState::IssueInline)
         {
             self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
             self.window_ok.d.next = self.in_flight.val() < 64;
@@ -1574,6 +1606,7 @@ impl Logic for TxScheduler {
             }
         }
         self.tx_active.next = (self.state.q.val() == TxsState::IssuePacket)
+            | (self.state.q.val() == TxsState::IssueInline)
             | (self.state.q.val() == TxsState::SizePacket)
             | (self.state.q.val() == TxsState::RecordWqe)
             | (self.state.q.val() == TxsState::SizePiece)
@@ -1784,6 +1817,9 @@ impl Logic for TxScheduler {
                 self.state.d.next = TxsState::NextWqe;
             }
             TxsState::NextWqe => {
+                // A new WQE: inline data from `ext0`..`ext3` only once `CheckRoom` says so (the
+                // head check's fast path never passes there).
+                self.il_r.d.next = false;
                 if self.behind.q.val() {
                     // A rewind was overtaken: an ACK or response arrived after it and retired
                     // WQEs from the rewind point on. Skip them: go on after the last retired.
@@ -1950,10 +1986,14 @@ impl Logic for TxScheduler {
                 self.base_iova.d.next = self.mr.val().iova + self.off_r.q.val();
                 // Inline data is read from the WQE's second slot in the SQ ring.
                 self.len_bad.d.next = false;
+                self.il_r.d.next = false;
                 if self.inline_r.q.val() {
                     self.base_iova.d.next = self.wqe_addr.q.val() + 64;
                     self.len_bad.d.next = self.len_r.q.val() > self.inline_max.val();
+                    // Up to 256 bytes: one packet, whose beats are `ext0`..`ext3`.
+                    self.il_r.d.next = (self.len_r.q.val() != 0) & (self.len_r.q.val() <= 256);
                 }
+                self.il_nm1.d.next = self.len_m1.val().get_bits::<2>(6);
                 self.state.d.next = TxsState::CheckBounds;
             }
             TxsState::CheckBounds => {
@@ -2091,10 +2131,10 @@ impl Logic for TxScheduler {
                     // is resent by the rewind (or, if the rewind is stale, recovered like a
                     // loss).
                     self.state.d.next = TxsState::Idle;
-                } else if self.job_room.q.val() {
+                } else if self.job_room.q.val() & (self.il_room.q.val() | !self.il_r.q.val()) {
                     self.job_write.next = true;
                     self.emit_we_r.d.next = true;
-                    self.rj_write.next = (self.plen.val() != 0) & self.fits_r.q.val();
+                    self.piece.next = (self.plen.val() != 0) & self.fits_r.q.val();
                     self.cnt_tx_req.next = true;
                     self.next_psn.d.next = self.next_psn.q.val() + 1;
                     self.rem.d.next = self.rem.q.val() - self.plen.val();
@@ -2112,12 +2152,27 @@ impl Logic for TxScheduler {
                         // The queue checks were registered this cycle: on to the next WQE.
                         self.state.d.next = TxsState::NextWqe;
                     }
+                    self.il_k.d.next = 1.into();
+                    if self.il_r.q.val() & (self.il_nm1.q.val() != 0) {
+                        // (An inline packet is its WQE's only one.)
+                        self.state.d.next = TxsState::IssueInline;
+                    }
                     if !self.fits_r.q.val() & (self.plen.val() != 0) {
                         // The packet spans entries: its payload goes as pieces (`SizePiece`, `IssuePiece`).
                         self.pkt_left.d.next = self.plen.val().get_bits::<13>(0);
                         self.cur_iova.d.next = self.cur_iova.q.val();
                         self.sge_rem.d.next = self.sge_rem.q.val();
                         self.state.d.next = TxsState::SizePiece;
+                    }
+                }
+            }
+            TxsState::IssueInline => {
+                // The inline packet's next beat (`il_write`, `il_data` below); the queue
+                // checks are registered in each of these cycles too.
+                if self.il_room.q.val() {
+                    self.il_k.d.next = self.il_k.q.val() + 1;
+                    if self.il_k.q.val() == self.il_nm1.q.val() {
+                        self.state.d.next = TxsState::NextWqe;
                     }
                 }
             }
@@ -2134,7 +2189,7 @@ impl Logic for TxScheduler {
             }
             TxsState::IssuePiece => {
                 if self.job_room.q.val() {
-                    self.rj_write.next = true;
+                    self.piece.next = true;
                     self.rj_len.next = self.pc_len.q.val();
                     self.pg_len.next = self.pc_len.q.val();
                     self.pg_last.next = self.pc_last.q.val();
@@ -2282,10 +2337,26 @@ impl Logic for TxScheduler {
             self.sge_rem.d.next = self.nxt_len.val();
             self.e_idx.d.next = self.e_next.val();
         }
-        self.pg_write.next = self.rj_write.val();
-        self.pg_data.next = bit_cast::<20, 6>(self.pg_skip.val())
-            | (bit_cast::<20, 13>(self.pg_len.val()) << 6)
-            | (bit_cast::<20, 1>(self.pg_last.val().into()) << 19);
+        // An inline packet's one piece has no read job: its beats go to the inline-data FIFO,
+        // the first here, the others in `IssueInline`.
+        self.pg_write.next = self.piece.val();
+        self.rj_write.next = self.piece.val() & !self.il_r.q.val();
+        self.pg_data.next = bit_cast::<21, 6>(self.pg_skip.val())
+            | (bit_cast::<21, 13>(self.pg_len.val()) << 6)
+            | (bit_cast::<21, 1>(self.pg_last.val().into()) << 19)
+            | (bit_cast::<21, 1>(self.il_r.q.val().into()) << 20);
+        self.il_write.next = (self.piece.val() & self.il_r.q.val())
+            | ((self.state.q.val() == TxsState::IssueInline) & self.il_room.q.val());
+        self.il_data.next = self.ext0.q.val();
+        if self.state.q.val() == TxsState::IssueInline {
+            self.il_data.next = self.ext1.q.val();
+            if self.il_k.q.val() == 2 {
+                self.il_data.next = self.ext2.q.val();
+            }
+            if self.il_k.q.val() == 3 {
+                self.il_data.next = self.ext3.q.val();
+            }
+        }
         if self.own_we.val() {
             // {next PSN 23:0, error 24, READs sent 31:25, ci 47:32, pi 63:48}
             self.dyn_ram.write_address.next = self.cur_qpn.q.val();
@@ -2320,6 +2391,7 @@ impl Logic for TxScheduler {
             TxsState::LookupLkey => self.dbg_state.next = 6.into(),
             TxsState::CheckLkey => self.dbg_state.next = 7.into(),
             TxsState::IssuePacket => self.dbg_state.next = 8.into(),
+            TxsState::IssueInline => self.dbg_state.next = 16.into(),
             TxsState::RecordWqe => self.dbg_state.next = 9.into(),
             TxsState::CompleteError => self.dbg_state.next = 10.into(),
             TxsState::SaveAndYield => self.dbg_state.next = 11.into(),

@@ -13,10 +13,13 @@
 //! 54..70, ImmDt / AETH at 54..58 or, after a RETH, 70..74, AtomicETH at 54..82, AtomicAckETH
 //! at 58..66, payload right after), byte for byte, and parsed back once an ICRC is appended.
 //!
-//! The payload's geometry comes from the piece FIFO (`SynchronousFIFO<Bits<20>, 4, 5, 1>`, 16
+//! The payload's geometry comes from the piece FIFO (`SynchronousFIFO<Bits<21>, 4, 5, 1>`, 16
 //! entries, first-word fall-through, as `top.rs`'s `pg_fifo`): the test writes one word
-//! `skip | len << 6 | last << 19` per payload piece (`pg_write`/`pg_data`, never while `pg_full`),
-//! the assembler reads them (`pg_read`). A job with `plen` 0 has no piece; a job with payload
+//! `skip | len << 6 | last << 19 | inline << 20` per payload piece (`pg_write`/`pg_data`, never
+//! while `pg_full`), the assembler reads them (`pg_read`). An inline piece's beats go into the
+//! inline-data FIFO (as `top.rs`'s `il_fifo`, 16 entries), one per cycle at the payload rate
+//! from the cycle its piece is written, and the test top multiplexes the assembler's payload
+//! port on `pay_inline` as `top.rs` does. A job with `plen` 0 has no piece; a job with payload
 //! has one or more pieces whose lengths sum to `plen`, the last one flagged. Each piece is read
 //! from its own random place of a host buffer (garbage around it): `ceil((skip + len) / 64)`
 //! beats, appended to the payload stream when the piece is written (the scheduler writes a
@@ -56,6 +59,8 @@
 //!   starts with the DETH (Q_Key from `reth_rkey`, source QP from `rsp_qpn`) and ImmDt, with
 //!   opcode 0x64 / 0x65; each UD frame, and only those, is reported on `ud_done` with its QP
 //!   and PSN, after its last chunk entered the gearbox; with `ud_room` low no job is taken.
+//! - `inline_pieces_take_their_own_beats`: inline pieces (1..=256 bytes, skip 0) among DMA
+//!   pieces, gathered ones and stale drops: each source's beats go to their own job, in order.
 //! - `back_to_back_jobs_keep_pace`: with everything ready, a packet of `n` payload beats costs
 //!   at most `n + 3` cycles (+1 when the header is longer than a beat: a RETH or an atomic's
 //!   headers, +1 with pad; an ImmDt or AETH alone costs nothing, the header still fits one
@@ -96,7 +101,13 @@ struct AsmTop {
     pub pay_data: Signal<In, Bits<512>>,
     pub pay_ready: Signal<Out, Bit>,
     pub pg_write: Signal<In, Bit>,
-    pub pg_data: Signal<In, Bits<20>>,
+    pub pg_data: Signal<In, Bits<21>>,
+    pub il_write: Signal<In, Bit>,
+    pub il_data: Signal<In, Bits<512>>,
+    pub il_full: Signal<Out, Bit>,
+    pub il_read: Signal<Out, Bit>,
+    pub il_overflow: Signal<Out, Bit>,
+    pub il_underflow: Signal<Out, Bit>,
     pub pg_full: Signal<Out, Bit>,
     pub pg_almost_full: Signal<Out, Bit>,
     pub pg_overflow: Signal<Out, Bit>,
@@ -115,7 +126,8 @@ struct AsmTop {
     pub ud_done_psn: Signal<Out, Bits<24>>,
     pub req_epoch: Signal<In, Bits<64>>,
     pub cnt_stale: Signal<Out, Bit>,
-    pg_fifo: SynchronousFIFO<Bits<20>, 4, 5, 1>,
+    pg_fifo: SynchronousFIFO<Bits<21>, 4, 5, 1>,
+    il_fifo: SynchronousFIFO<Bits<512>, 4, 5, 4>,
     assembler: TxAssembler,
     packer: Gearbox,
 }
@@ -123,7 +135,7 @@ struct AsmTop {
 impl Logic for AsmTop {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(self, clock, pg_fifo, assembler, packer);
+        clock!(self, clock, pg_fifo, il_fifo, assembler, packer);
         self.assembler.reset.next = self.reset.val();
         self.packer.reset.next = self.reset.val();
         self.assembler.src_mac.next = self.src_mac.val();
@@ -131,9 +143,23 @@ impl Logic for AsmTop {
         self.assembler.job_valid.next = self.job_valid.val();
         self.assembler.job.next = self.job.val();
         self.job_read.next = self.assembler.job_read.val();
+        // As in `top.rs`: an inline piece's beats from the inline-data FIFO, the others from
+        // the DMA read (`pay_*`).
         self.assembler.pay_valid.next = self.pay_valid.val();
         self.assembler.pay_data.next = self.pay_data.val();
-        self.pay_ready.next = self.assembler.pay_ready.val();
+        self.il_fifo.read.next =
+            self.assembler.pay_inline.val() & self.assembler.pay_ready.val() & !self.il_fifo.empty.val();
+        if self.assembler.pay_inline.val() {
+            self.assembler.pay_valid.next = !self.il_fifo.empty.val();
+            self.assembler.pay_data.next = self.il_fifo.data_out.val();
+        }
+        self.pay_ready.next = self.assembler.pay_ready.val() & !self.assembler.pay_inline.val();
+        self.il_fifo.write.next = self.il_write.val();
+        self.il_fifo.data_in.next = self.il_data.val();
+        self.il_full.next = self.il_fifo.full.val();
+        self.il_read.next = self.il_fifo.read.val();
+        self.il_overflow.next = self.il_fifo.overflow.val();
+        self.il_underflow.next = self.il_fifo.underflow.val();
         self.pg_fifo.write.next = self.pg_write.val();
         self.pg_fifo.data_in.next = self.pg_data.val();
         self.pg_full.next = self.pg_fifo.full.val();
@@ -188,22 +214,30 @@ struct Pins {
     out_count: Port,
     out_last: Port,
     cnt_stale: Port,
+    il_write: Port,
+    il_data: Port,
+    il_full: Port,
+    il_read: Port,
+    il_overflow: Port,
+    il_underflow: Port,
 }
 
 /// One payload piece: where its first byte sits in its first beat, its length, whether it ends
-/// the packet's payload, and its beats as the DMA read returns them (garbage around the piece).
+/// the packet's payload, its beats as the DMA read returns them (garbage around the piece), and
+/// whether it is inline data (its beats come from the inline-data FIFO instead).
 struct Piece {
     skip: usize,
     len: usize,
     last: bool,
     beats: Vec<[u8; 64]>,
+    inline: bool,
 }
 
 impl Piece {
-    /// The piece FIFO word: `skip | len << 6 | last << 19`.
+    /// The piece FIFO word: `skip | len << 6 | last << 19 | inline << 20`.
     fn word(&self) -> u64 {
         assert!(self.skip < 64 && (1..=4096).contains(&self.len));
-        self.skip as u64 | (self.len as u64) << 6 | u64::from(self.last) << 19
+        self.skip as u64 | (self.len as u64) << 6 | u64::from(self.last) << 19 | u64::from(self.inline) << 20
     }
 }
 
@@ -224,7 +258,7 @@ impl Host {
         let base = 64 * rng.range(0, (Self::BEATS - n) as u64) as usize;
         self.0[base + skip..base + skip + data.len()].copy_from_slice(data);
         let beats = self.0[base..base + 64 * n].chunks(64).map(|c| c.try_into().unwrap()).collect();
-        Piece { skip, len: data.len(), last, beats }
+        Piece { skip, len: data.len(), last, beats, inline: false }
     }
 }
 
@@ -537,6 +571,12 @@ fn setup(seed: u64) -> (Dut, Pins, Gen) {
         "out_count",
         "out_last",
         "cnt_stale",
+        "il_write",
+        "il_data",
+        "il_full",
+        "il_read",
+        "il_overflow",
+        "il_underflow",
     ];
     let q: Vec<Port> = names.iter().map(|n| dut.port(n)).collect();
     let p = Pins {
@@ -561,6 +601,12 @@ fn setup(seed: u64) -> (Dut, Pins, Gen) {
         out_count: q[18],
         out_last: q[19],
         cnt_stale: q[20],
+        il_write: q[21],
+        il_data: q[22],
+        il_full: q[23],
+        il_read: q[24],
+        il_overflow: q[25],
+        il_underflow: q[26],
     };
     let mut rng = Rng::from_env(seed);
     let seed = rng.0;
@@ -628,6 +674,10 @@ fn run_with(
     // of a piece may come long before the assembler needs them, never before the piece).
     let mut stream: VecDeque<[u8; 64]> = VecDeque::new();
     let mut job_of_beat: VecDeque<usize> = VecDeque::new();
+    // Inline pieces' beats: still to write into the inline-data FIFO (one per cycle at most,
+    // at the payload rate, from the cycle their piece is written), then in it.
+    let mut il_pending: VecDeque<([u8; 64], usize)> = VecDeque::new();
+    let mut il_job_of_beat: VecDeque<usize> = VecDeque::new();
     let mut beats_taken = vec![0usize; n];
     // The job whose chunks enter the gearbox, its header chunks so far, and whose headers have
     // gone whole.
@@ -679,7 +729,13 @@ fn run_with(
         dut.set_bit(p.pg_write, write.is_some());
         match write {
             Some((i, k)) => dut.set(p.pg_data, cases[i].pieces[k].word()),
-            None => dut.set(p.pg_data, rng.next_u64() & 0xF_FFFF),
+            None => dut.set(p.pg_data, rng.next_u64() & 0x1F_FFFF),
+        }
+        let il_w = !il_pending.is_empty() && !dut.get_bit(p.il_full) && rng.chance(r.pay, 100);
+        dut.set_bit(p.il_write, il_w);
+        match il_pending.front() {
+            Some((beat, _)) if il_w => dut.set_wide(p.il_data, beat),
+            _ => dut.set_wide(p.il_data, &rng.bytes(64)),
         }
         let pv = !stream.is_empty() && rng.chance(r.pay, 100);
         dut.set_bit(p.pay_valid, pv);
@@ -697,9 +753,17 @@ fn run_with(
                 out.late_writes += 1;
             }
             for beat in &c.pieces[k].beats {
-                stream.push_back(*beat);
-                job_of_beat.push_back(i);
+                if c.pieces[k].inline {
+                    il_pending.push_back((*beat, i));
+                } else {
+                    stream.push_back(*beat);
+                    job_of_beat.push_back(i);
+                }
             }
+        }
+        if il_w {
+            let (_, i) = il_pending.pop_front().unwrap();
+            il_job_of_beat.push_back(i);
         }
         if dut.get_bit(p.job_read) {
             jobs.pop_front().expect("job_read with no job");
@@ -715,9 +779,16 @@ fn run_with(
             !dut.get_bit(p.pg_overflow) && !dut.get_bit(p.pg_underflow),
             "cycle {cycles}: piece FIFO over/underflow"
         );
+        assert!(
+            !dut.get_bit(p.il_overflow) && !dut.get_bit(p.il_underflow),
+            "cycle {cycles}: inline-data FIFO over/underflow"
+        );
         out.full_cycles += u64::from(dut.get_bit(p.pg_full));
         out.afull_cycles += u64::from(dut.get_bit(p.pg_almost_full));
-        let pay_fire = pv && dut.get_bit(p.pay_ready);
+        let dma_fire = pv && dut.get_bit(p.pay_ready);
+        let il_fire = dut.get_bit(p.il_read);
+        assert!(!(dma_fire && il_fire), "cycle {cycles}: a DMA beat and an inline beat taken together");
+        let pay_fire = dma_fire || il_fire;
         let g_fire = dut.get_bit(p.g_fire);
         let dropping = asm_job < n && cases[asm_job].drop;
         assert!(!pay_fire || g_fire || dropping, "cycle {cycles}: a payload beat taken but no chunk into the gearbox");
@@ -727,8 +798,12 @@ fn run_with(
             hdr_done[asm_job] = true;
         }
         if pay_fire {
-            stream.pop_front();
-            let j = job_of_beat.pop_front().unwrap();
+            let j = if il_fire {
+                il_job_of_beat.pop_front().expect("an inline beat read from an empty FIFO")
+            } else {
+                stream.pop_front();
+                job_of_beat.pop_front().unwrap()
+            };
             beats_taken[j] += 1;
             // A job's beats are consumed only while its own frame's payload is being built.
             assert_eq!(j, asm_job, "cycle {cycles}: a beat of job {j} taken while job {asm_job}'s chunks go out");
@@ -783,6 +858,11 @@ fn run_with(
         dut.tick();
     }
     assert!(stream.is_empty(), "{} payload beats left over", stream.len());
+    assert!(
+        il_pending.is_empty() && il_job_of_beat.is_empty(),
+        "{} inline beats left over",
+        il_pending.len() + il_job_of_beat.len()
+    );
     assert!(pieces.is_empty() && pieces_read == total_pieces, "{pieces_read} of {total_pieces} pieces read");
     out
 }
@@ -1058,6 +1138,68 @@ fn stale_request_packets_are_dropped_whole() {
         assert!(dropped > 50 && dropped < 150, "{dropped} of 400 stale");
         let out = run(&mut dut, &p, &mut g.rng, &cases, r);
         check_frames(&out, &cases, &format!("round {round}"), g.seed);
+    }
+}
+
+/// A packet whose whole payload is inline data (`IBV_SEND_INLINE`, at most 256 bytes, so one
+/// packet): one piece at skip 0 flagged inline, its beats from the inline-data FIFO.
+fn inline_case(g: &mut Gen) -> Case {
+    let op = *g.rng.pick(&[0x0Au8, 0x0B, 0x04, 0x05]);
+    let plen = match g.rng.range(0, 2) {
+        0 => *g.rng.pick(&[1usize, 4, 63, 64, 65, 127, 128, 129, 192, 193, 255, 256]),
+        _ => g.rng.range(1, 256) as usize,
+    };
+    let pay_skip = g.rng.range(0, 63) as usize;
+    let mut c = make_case_pieces(g, op, &[(0, plen)], pay_skip);
+    c.pieces[0].inline = true;
+    c
+}
+
+/// Inline pieces (bit 20 of the piece record) take their beats from the inline-data FIFO and
+/// every other piece from the DMA read, in one order: 450 jobs, a third inline (1..=256 bytes,
+/// the boundaries of each beat count included), among single-piece and gathered DMA payloads
+/// (some late) and jobs without payload; half of them `drop_ok` with a random stamp, so stale
+/// inline packets are dropped too and must still take their inline beats. Under four
+/// back-pressure patterns every frame is the codec's, no beat of either source is taken for
+/// another job, never both in one cycle, and neither FIFO under- or overflows.
+#[test]
+fn inline_pieces_take_their_own_beats() {
+    let rounds = [
+        READY,
+        Rates { job: 40, pay: 60, out: 50, piece: 50 },
+        Rates { job: 90, pay: 30, out: 90, piece: 80 },
+        Rates { job: 70, pay: 90, out: 30, piece: 20 },
+    ];
+    for (round, r) in rounds.into_iter().enumerate() {
+        let (mut dut, p, mut g) = setup(0x1A11_0000 + round as u64);
+        let epochs = g.rng.next_u64();
+        dut.set("req_epoch", epochs);
+        let l = TxJob::default();
+        let mut cases: Vec<Case> = (0..450)
+            .map(|k| match k % 3 {
+                0 => inline_case(&mut g),
+                1 => make_case(&mut g),
+                _ => gathered_case(&mut g, true),
+            })
+            .collect();
+        for c in &mut cases {
+            let (q, e, ok) = (g.rng.range(0, 63), g.rng.range(0, 1), g.rng.chance(1, 2));
+            c.job.push((l.get_my_offset_rsp_qpn(), 6, q));
+            c.job.push((l.get_my_offset_epoch(), 1, e));
+            c.job.push((l.get_my_offset_drop_ok(), 1, u64::from(ok)));
+            c.drop = ok && e != epochs >> q & 1;
+        }
+        let inline = |c: &&Case| c.pieces.iter().any(|p| p.inline);
+        let stale_inline = cases.iter().filter(inline).filter(|c| c.drop).count();
+        assert!(stale_inline > 10, "{stale_inline} stale inline packets");
+        let out = run(&mut dut, &p, &mut g.rng, &cases, r);
+        check_frames(&out, &cases, &format!("round {round}"), g.seed);
+        eprintln!(
+            "tx_assembler: {} frames, {} inline ({stale_inline} of them stale), in {} cycles ({r:?})",
+            out.frames.len(),
+            cases.iter().filter(inline).count(),
+            out.cycles
+        );
     }
 }
 

@@ -39,6 +39,9 @@
 //!   RDMA WRITEs (and WRITE WITH IMMEDIATE, SEND, SEND WITH IMMEDIATE) of one SGE, lengths at
 //!   the MTU edges, 0, 1 and past 16 packets, odd addresses, random SIGNALED/SOLICITED, posted
 //!   in batches across the ring's wrap, under back-pressure.
+//! - `inline_data_goes_from_the_fetched_wqe`: inline WRITEs and SENDs at each WQE size: up to
+//!   256 bytes one inline piece (`pg_data` bit 20, no read job) whose `il_write` beats are the
+//!   WQE's bytes from its second slot; longer, read jobs at the ring slot; none for 0 bytes.
 //! - `gather_lists_tile_the_message`: WRITEs and SENDs of 2..=16 SGEs (empty ones with junk
 //!   lkeys, 1-byte ones, ones ending on beat boundaries, several regions) at odd alignments:
 //!   besides the model, the payload read jobs laid end to end are the message, byte for byte
@@ -145,6 +148,9 @@ struct Wqe {
     sges: Vec<Sge>,
     /// UD: (remote QPN, remote Q_Key, destination IP, destination MAC).
     ud: Option<(u64, u64, u64, u64)>,
+    /// `IBV_SEND_INLINE` data (SEND_FLAGS bit 3 set, the length in SGE 0's length field, the
+    /// bytes from the second slot); `sges` is then empty.
+    inline: Option<Vec<u8>>,
 }
 
 impl Wqe {
@@ -163,6 +169,11 @@ impl Wqe {
             b[o..o + 8].copy_from_slice(&s.addr.to_le_bytes());
             b[o + 8..o + 12].copy_from_slice(&s.len.to_le_bytes());
             b[o + 12..o + 16].copy_from_slice(&s.lkey.to_le_bytes());
+        }
+        if let Some(d) = &self.inline {
+            wqe::SEND_FLAGS.put(&mut b, u64::from(self.flags | send_flags::INLINE));
+            wqe::INLINE_LENGTH.put(&mut b, d.len() as u64);
+            b[wqe::INLINE_DATA..wqe::INLINE_DATA + d.len()].copy_from_slice(d);
         }
         if let Some((qpn, qkey, ip, mac)) = self.ud {
             wqe::UD_REMOTE_QPN.put(&mut b, qpn);
@@ -251,6 +262,14 @@ enum Ev {
         qpn: u64,
         status: u64,
         wc_opcode: u64,
+    },
+    /// An inline piece record (no read job) and the first `pg_len` bytes of the beats written
+    /// to the inline-data FIFO for it (`il_write`/`il_data`, `ceil(pg_len / 64)` of them).
+    Inline {
+        pg_skip: u64,
+        pg_len: u64,
+        pg_last: bool,
+        data: Vec<u8>,
     },
 }
 
@@ -344,14 +363,22 @@ impl Model {
                 None => all_ok = false,
             }
         }
-        let len: u64 = list.iter().map(|e| e.1).sum::<u64>();
+        let mut len: u64 = list.iter().map(|e| e.1).sum::<u64>();
+        if let Some(d) = &w.inline {
+            // Inline data: from the ring slot's second 64 bytes on.
+            len = d.len() as u64;
+            list = if len == 0 { vec![] } else { vec![(slot + wqe::INLINE_DATA as u64, len)] };
+        }
         let ud = cfg.ud_qkey.is_some();
         let status = if err {
             wc_status::WR_FLUSH_ERR
         } else if ud && !w.is_send() {
             // UD: only SEND and SEND_WITH_IMM (IBTA Vol 1 9.8).
             wc_status::LOC_QP_OP_ERR
-        } else if w.sges.len() > sge_limit || (ud && len > cfg.mtu()) {
+        } else if w.sges.len() > sge_limit
+            || (ud && len > cfg.mtu())
+            || w.inline.as_ref().is_some_and(|d| d.len() > wqe::stride(stride as usize) - wqe::INLINE_DATA)
+        {
             wc_status::LOC_LEN_ERR
         } else if !all_ok {
             wc_status::LOC_PROT_ERR
@@ -454,6 +481,11 @@ impl Model {
                 ext4: imm.then_some(u64::from(w.imm)),
                 ..job(psn0 + i as u32)
             }));
+            if let Some(d) = w.inline.as_ref().filter(|d| (1..=256).contains(&d.len())) {
+                // Up to 256 bytes (one packet): from the WQE beats already fetched.
+                ev.push(Ev::Inline { pg_skip: 0, pg_len: plen, pg_last: true, data: d.clone() });
+                continue;
+            }
             let mut left = plen;
             while left > 0 {
                 let (iova, elen) = list[e];
@@ -508,6 +540,9 @@ struct Tb {
     /// models the PCIe round trip).
     wqe_latency: u64,
     prev_afull: bool,
+    /// `il_afull` last cycle, and the inline piece still owed beats (its event's index).
+    prev_il_afull: bool,
+    il_open: Option<usize>,
     /// `job_lock` last cycle, and whether a packet job was written whose pieces are still
     /// owed (the response generator may write only in a cycle after `job_lock` was low, so
     /// it must be high in the cycle before every cycle with pieces owed).
@@ -542,6 +577,8 @@ impl Tb {
             backpressure: false,
             wqe_latency: 2,
             prev_afull: false,
+            prev_il_afull: false,
+            il_open: None,
             prev_lock: false,
             pieces_owed: false,
             cycle: 0,
@@ -653,6 +690,8 @@ impl Tb {
         self.dut.set_bit("job_afull", ja);
         self.dut.set_bit("rj_afull", ra);
         self.dut.set_bit("pg_afull", pa);
+        let il_afull = bp && self.rng.chance(1, 6);
+        self.dut.set_bit("il_afull", il_afull);
         let lc_full = bp && self.rng.chance(1, 3);
         self.dut.set_bit("lc_full", lc_full);
         let ar_ready = !bp || self.rng.chance(2, 3);
@@ -726,10 +765,12 @@ impl Tb {
         }
         let job_write = self.dut.get_bit("job_write");
         let rj_write = self.dut.get_bit("rj_write");
+        let pg_write = self.dut.get_bit("pg_write");
+        let pg_inline = pg_write && self.dut.get("pg_data") >> 20 & 1 == 1;
         assert_eq!(
-            self.dut.get_bit("pg_write"),
+            pg_write && !pg_inline,
             rj_write,
-            "cycle {c}: a piece record without its read job, or the reverse"
+            "cycle {c}: a piece record without its read job, or the reverse (an inline piece has none)"
         );
         if job_write || rj_write {
             assert!(!self.prev_afull, "cycle {c}: a job written the cycle after an almost-full flag or a claim");
@@ -740,10 +781,10 @@ impl Tb {
         );
         let plen_now =
             if job_write { get(&self.dut.get_wide("job"), TxJob::default().get_my_offset_plen(), 13) } else { 0 };
-        if job_write && plen_now != 0 && !rj_write {
+        if job_write && plen_now != 0 && !pg_write {
             self.pieces_owed = true;
         }
-        if rj_write && self.dut.get("pg_data") >> 19 & 1 == 1 {
+        if pg_write && self.dut.get("pg_data") >> 19 & 1 == 1 {
             self.pieces_owed = false;
         }
         let lock_now = self.dut.get_bit("job_lock");
@@ -797,6 +838,28 @@ impl Tb {
                 },
             ));
         }
+        if pg_inline {
+            assert!(self.il_open.is_none(), "cycle {c}: an inline piece before the last one's beats");
+            let pg = self.dut.get("pg_data");
+            self.il_open = Some(self.events.len());
+            self.events.push((
+                c,
+                Ev::Inline { pg_skip: pg & 0x3F, pg_len: (pg >> 6) & 0x1FFF, pg_last: pg >> 19 & 1 == 1, data: vec![] },
+            ));
+        }
+        if self.dut.get_bit("il_write") {
+            assert!(!self.prev_il_afull, "cycle {c}: an inline beat written the cycle after il_afull");
+            let i = self.il_open.unwrap_or_else(|| panic!("cycle {c}: an inline beat with no inline piece"));
+            let beat = self.dut.get_wide("il_data");
+            if let Ev::Inline { pg_len, data, .. } = &mut self.events[i].1 {
+                let want = *pg_len as usize;
+                let take = (want - data.len()).min(64);
+                data.extend_from_slice(&beat[..take]);
+                if data.len() == want {
+                    self.il_open = None;
+                }
+            }
+        }
         if self.dut.get_bit("lc_write") {
             assert!(!lc_full, "cycle {c}: a local completion written while lc_full");
             let d = self.dut.get_wide("lc_data");
@@ -827,6 +890,7 @@ impl Tb {
         // The completer's table is a block RAM: the address of this cycle answers in the next.
         self.acked_sel = self.dut.get("acked_addr") as usize;
         self.prev_afull = ja || ra || pa || hold;
+        self.prev_il_afull = il_afull;
         self.prev_lock = lock_now;
         self.dut.tick();
         self.cycle += 1;
@@ -950,6 +1014,7 @@ fn write_one_sge_every_path_mtu() {
                     rkey: rng.u32(),
                     sges,
                     ud: None,
+                    inline: None,
                 });
             }
             let lens: Vec<u64> = wqes.iter().map(|w| w.sges.first().map_or(0, |s| u64::from(s.len))).collect();
@@ -961,6 +1026,67 @@ fn write_one_sge_every_path_mtu() {
         check_tx_req(&tb, &format!("QP {qpn}"));
     }
     assert!(wqes_seen > 40, "{wqes_seen} WQEs");
+}
+
+/// Inline WRITEs and SENDs (with and without immediate) at each WQE size that holds inline
+/// data (128, 256, 512 bytes) and path MTU 256 / 1024: up to 256 bytes, the packet's one piece
+/// is an inline piece whose beats are the WQE's own bytes from its second slot, with no read
+/// job; longer (257..=448 bytes, a 512-byte WQE) the payload is read from the ring slot; a
+/// zero-length one has no piece. Under random back-pressure, `il_afull` included.
+#[test]
+fn inline_data_goes_from_the_fetched_wqe() {
+    let mut tb = Tb::new(0x75C4_0010);
+    let seed = tb.rng.0;
+    let pd = 0x4A11;
+    let (mut fast, mut slow) = (0usize, 0usize);
+    for (i, (&qpn, stride)) in [9u64, 27, 40, 58].iter().zip([1u64, 2, 3, 3]).enumerate() {
+        let mtu_code = if i % 2 == 0 { 1 } else { 3 };
+        let cfg = QpCfg::random(&mut tb.rng, mtu_code, pd, stride);
+        tb.create_qp(qpn, &cfg);
+        let cap = wqe::stride(stride as usize) - wqe::INLINE_DATA;
+        let edges: Vec<usize> = [0usize, 1, 63, 64, 65, 127, 128, 129, 191, 192, 255, 256, 257, 320, 447, 448]
+            .into_iter()
+            .filter(|&l| l <= cap)
+            .collect();
+        for batch in 0..6 {
+            tb.backpressure = batch % 2 == 1;
+            let n = tb.rng.range(1, 6);
+            let mut wqes = Vec::new();
+            for k in 0..n {
+                let rng = &mut tb.rng;
+                let len = if rng.chance(1, 2) { *rng.pick(&edges) } else { rng.range(1, cap as u64) as usize };
+                let opcode = *rng.pick(&[
+                    wr_opcode::RDMA_WRITE,
+                    wr_opcode::RDMA_WRITE_WITH_IMM,
+                    wr_opcode::SEND,
+                    wr_opcode::SEND_WITH_IMM,
+                ]);
+                if len > 256 {
+                    slow += 1;
+                } else if len > 0 {
+                    fast += 1;
+                }
+                wqes.push(Wqe {
+                    wr_id: 0x11AE_0000_0000 | (qpn << 16) | (batch << 8) | k,
+                    opcode,
+                    flags: random_flags(rng),
+                    imm: rng.u32(),
+                    remote_addr: rng.next_u64(),
+                    rkey: rng.u32(),
+                    sges: vec![],
+                    ud: None,
+                    inline: Some(rng.bytes(len)),
+                });
+            }
+            let lens: Vec<usize> = wqes.iter().map(|w| w.inline.as_ref().unwrap().len()).collect();
+            let ctx =
+                format!("QP {qpn} stride {stride} MTU code {mtu_code} batch {batch}: inline {lens:?} (seed {seed:#x})");
+            tb.post_and_check(qpn, &wqes, &ctx);
+            tb.retire_all(qpn);
+        }
+        check_tx_req(&tb, &format!("QP {qpn}"));
+    }
+    assert!(fast > 20 && slow > 2, "{fast} inline WQEs from the WQE, {slow} from the ring");
 }
 
 #[test]
@@ -1013,6 +1139,7 @@ fn gather_lists_tile_the_message() {
                     rkey: rng.u32(),
                     sges,
                     ud: None,
+                    inline: None,
                 });
             }
             let ctx = format!(
@@ -1130,6 +1257,7 @@ fn read_list_goes_to_the_rx_engine_first() {
                 rkey: rng.u32(),
                 sges: sges.clone(),
                 ud: None,
+                inline: None,
             };
             let m = rng.pick(&mrs).clone();
             let len = rng.range(0, 2 * mtu);
@@ -1142,6 +1270,7 @@ fn read_list_goes_to_the_rx_engine_first() {
                 rkey: rng.u32(),
                 sges: vec![sge_in(rng, &m, len)],
                 ud: None,
+                inline: None,
             };
             let psn0 = tb.model.qps[&qpn].next_psn;
             let read_no = tb.model.qps[&qpn].reads;
@@ -1220,6 +1349,7 @@ fn multi_sge_read_waits_for_earlier_reads() {
                 })
                 .collect(),
             ud: None,
+            inline: None,
         };
         // Five one-SGE READs, a READ with a list, a WRITE.
         let mut wqes: Vec<Wqe> = (0..5).map(|i| read(rng, i, 1)).collect();
@@ -1236,6 +1366,7 @@ fn multi_sge_read_waits_for_earlier_reads() {
             rkey: rng.u32(),
             sges: vec![sge_in(rng, &m, len6)],
             ud: None,
+            inline: None,
         });
         let want = tb.post(qpn, &wqes);
         // Split the expected events at each WQE's fetch.
@@ -1312,6 +1443,7 @@ fn bad_lkey_in_a_read_list_completes_locally() {
             rkey: rng.u32(),
             sges: vec![s],
             ud: None,
+            inline: None,
         };
         let s0 = sge(rng);
         let w0 = write(rng, 0, s0);
@@ -1337,6 +1469,7 @@ fn bad_lkey_in_a_read_list_completes_locally() {
             rkey: rng.u32(),
             sges,
             ud: None,
+            inline: None,
         };
         let s2 = sge(rng);
         let w2 = write(rng, 2, s2);
@@ -1392,6 +1525,7 @@ fn small_write(rng: &mut Rng, mrs: &[(u64, Mr)], wr_id: u64) -> Wqe {
         rkey: rng.u32(),
         sges: vec![sge_in(rng, &m, len)],
         ud: None,
+        inline: None,
     }
 }
 
@@ -1514,6 +1648,7 @@ fn ud_wqes_become_send_only_with_a_deth() {
                     remote_addr: 0,
                     rkey: 0,
                     sges: if len == 0 && rng.chance(1, 2) { vec![] } else { vec![sge_in(rng, &m, len)] },
+                    inline: None,
                     ud: Some((
                         u64::from(rng.u32() & 0xFF_FFFF),
                         wq,
@@ -1552,6 +1687,7 @@ fn base_wqe(wr_id: u64, ud: Option<(u64, u64, u64, u64)>) -> Wqe {
         rkey: 0,
         sges: vec![],
         ud,
+        inline: None,
     }
 }
 
@@ -1766,6 +1902,7 @@ fn a_qp_that_steps_aside_leaves_the_prefetch_buffer_to_the_next() {
                 rkey: tb.rng.u32(),
                 sges: vec![sge],
                 ud: None,
+                inline: None,
             }
         })
         .collect();

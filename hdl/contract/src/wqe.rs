@@ -5,8 +5,9 @@
 //! doorbell. Integers are little-endian. Every WQE of a QP takes [`stride`]`(log)` bytes, `log`
 //! being the QP context's `SQ_LOG_STRIDE`: the first slot as laid out below, then SGE `i ≥ 1`
 //! at [`sge_offset`]`(i)` (16 bytes each, laid out like SGE 0), or, with `IBV_SEND_INLINE`,
-//! [`INLINE_LENGTH`] bytes of data at [`INLINE_DATA`] (the NIC reads them from the ring, so
-//! the caller's buffer is free once `post_send` returns).
+//! [`INLINE_LENGTH`] bytes of data at [`INLINE_DATA`] (the caller's buffer is free once
+//! `post_send` returns: the NIC sends up to 256 inline bytes from the WQE beats it fetched and
+//! reads longer inline data from the ring).
 use crate::field::{check_disjoint, Field};
 
 /// Size of a WQE in bytes.
