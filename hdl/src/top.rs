@@ -210,6 +210,14 @@ pub struct NicTop {
     /// slots last cycle.
     status_r: DFF<Bits<32>>,
     pay_beat_r: DFF<Bit>,
+    /// The inline-data FIFO's head beat, registered in front of the assembler (valid, data):
+    /// the assembler's payload valid is then a flop for inline pieces too, as `m_axi_rvalid`
+    /// is an input for the others (the FIFO's `empty` compare in front of the assembler's
+    /// payload logic made 8 LUT levels).
+    il_v: DFF<Bit>,
+    il_d: DFF<Bits<512>>,
+    il_take: Signal<Local, Bit>,
+    il_read: Signal<Local, Bit>,
     wj_room_r: DFF<Bit>,
     ack_cnt_pend: DFF<Bits<2>>,
     nak_cnt_pend: DFF<Bits<2>>,
@@ -256,7 +264,9 @@ impl Logic for NicTop {
             nak_cnt_pend,
             status_r,
             pay_beat_r,
-            wj_room_r
+            wj_room_r,
+            il_v,
+            il_d
         );
         self.regs.reset.next = self.reset.val();
         self.doorbells.reset.next = self.reset.val();
@@ -536,10 +546,21 @@ impl Logic for NicTop {
         self.asm.pay_valid.next =
             self.m_axi_rvalid.val() & !self.r_is_wqe.val() & !self.r_is_rwqe.val() & !self.r_is_at.val();
         self.asm.pay_data.next = self.m_axi_rdata.val();
-        self.il_fifo.read.next = self.asm.pay_inline.val() & self.asm.pay_ready.val() & !self.il_fifo.empty.val();
+        // (Through `il_v`/`il_d`: a beat is taken from the register, which the FIFO refills in
+        // the same cycle, so inline beats still flow one per cycle.)
+        self.il_take.next = self.asm.pay_inline.val() & self.asm.pay_ready.val() & self.il_v.q.val();
+        self.il_read.next = !self.il_fifo.empty.val() & (!self.il_v.q.val() | self.il_take.val());
+        self.il_fifo.read.next = self.il_read.val();
+        self.il_v.d.next = self.il_read.val() | (self.il_v.q.val() & !self.il_take.val());
+        if self.il_read.val() {
+            self.il_d.d.next = self.il_fifo.data_out.val();
+        }
+        if self.reset.val() {
+            self.il_v.d.next = false;
+        }
         if self.asm.pay_inline.val() {
-            self.asm.pay_valid.next = !self.il_fifo.empty.val();
-            self.asm.pay_data.next = self.il_fifo.data_out.val();
+            self.asm.pay_valid.next = self.il_v.q.val();
+            self.asm.pay_data.next = self.il_d.q.val();
         }
         // Payload beats the assembler took from the DMA read: the DMA read issuer's window of
         // outstanding beats (registered: the count is a cycle late, never low).

@@ -128,6 +128,10 @@ struct AsmTop {
     pub cnt_stale: Signal<Out, Bit>,
     pg_fifo: SynchronousFIFO<Bits<21>, 4, 5, 1>,
     il_fifo: SynchronousFIFO<Bits<512>, 4, 5, 4>,
+    il_v: DFF<Bit>,
+    il_d: DFF<Bits<512>>,
+    il_take: Signal<Local, Bit>,
+    il_rd: Signal<Local, Bit>,
     assembler: TxAssembler,
     packer: Gearbox,
 }
@@ -136,6 +140,7 @@ impl Logic for AsmTop {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, clock, pg_fifo, il_fifo, assembler, packer);
+        dff_setup!(self, clock, il_v, il_d);
         self.assembler.reset.next = self.reset.val();
         self.packer.reset.next = self.reset.val();
         self.assembler.src_mac.next = self.src_mac.val();
@@ -147,17 +152,26 @@ impl Logic for AsmTop {
         // the DMA read (`pay_*`).
         self.assembler.pay_valid.next = self.pay_valid.val();
         self.assembler.pay_data.next = self.pay_data.val();
-        self.il_fifo.read.next =
-            self.assembler.pay_inline.val() & self.assembler.pay_ready.val() & !self.il_fifo.empty.val();
+        // (Through a register stage, `il_v`/`il_d`, refilled in the cycle it is taken.)
+        self.il_take.next = self.assembler.pay_inline.val() & self.assembler.pay_ready.val() & self.il_v.q.val();
+        self.il_rd.next = !self.il_fifo.empty.val() & (!self.il_v.q.val() | self.il_take.val());
+        self.il_fifo.read.next = self.il_rd.val();
+        self.il_v.d.next = self.il_rd.val() | (self.il_v.q.val() & !self.il_take.val());
+        if self.il_rd.val() {
+            self.il_d.d.next = self.il_fifo.data_out.val();
+        }
+        if self.reset.val() {
+            self.il_v.d.next = false;
+        }
         if self.assembler.pay_inline.val() {
-            self.assembler.pay_valid.next = !self.il_fifo.empty.val();
-            self.assembler.pay_data.next = self.il_fifo.data_out.val();
+            self.assembler.pay_valid.next = self.il_v.q.val();
+            self.assembler.pay_data.next = self.il_d.q.val();
         }
         self.pay_ready.next = self.assembler.pay_ready.val() & !self.assembler.pay_inline.val();
         self.il_fifo.write.next = self.il_write.val();
         self.il_fifo.data_in.next = self.il_data.val();
         self.il_full.next = self.il_fifo.full.val();
-        self.il_read.next = self.il_fifo.read.val();
+        self.il_read.next = self.il_take.val();
         self.il_overflow.next = self.il_fifo.overflow.val();
         self.il_underflow.next = self.il_fifo.underflow.val();
         self.pg_fifo.write.next = self.pg_write.val();
