@@ -42,6 +42,9 @@
 //! - `inline_data_goes_from_the_fetched_wqe`: inline WRITEs and SENDs at each WQE size: up to
 //!   256 bytes one inline piece (`pg_data` bit 20, no read job) whose `il_write` beats are the
 //!   WQE's bytes from its second slot; longer, read jobs at the ring slot; none for 0 bytes.
+//! - `inline_writes_take_the_head_check`: streams of inline WRITEs of up to 256 bytes at each
+//!   WQE size take the head check's verdicts (`WaitWqeBeats` → `ActOnChecks`), on 128-byte
+//!   WQEs one per 6 cycles; longer or over-long inline data keeps to the slow path.
 //! - `gather_lists_tile_the_message`: WRITEs and SENDs of 2..=16 SGEs (empty ones with junk
 //!   lkeys, 1-byte ones, ones ending on beat boundaries, several regions) at odd alignments:
 //!   besides the model, the payload read jobs laid end to end are the message, byte for byte
@@ -173,7 +176,9 @@ impl Wqe {
         if let Some(d) = &self.inline {
             wqe::SEND_FLAGS.put(&mut b, u64::from(self.flags | send_flags::INLINE));
             wqe::INLINE_LENGTH.put(&mut b, d.len() as u64);
-            b[wqe::INLINE_DATA..wqe::INLINE_DATA + d.len()].copy_from_slice(d);
+            // (A length past what the WQE holds, which the NIC must refuse: what fits.)
+            let n = d.len().min(b.len() - wqe::INLINE_DATA);
+            b[wqe::INLINE_DATA..wqe::INLINE_DATA + n].copy_from_slice(&d[..n]);
         }
         if let Some((qpn, qkey, ip, mac)) = self.ud {
             wqe::UD_REMOTE_QPN.put(&mut b, qpn);
@@ -549,6 +554,10 @@ struct Tb {
     prev_lock: bool,
     pieces_owed: bool,
     cycle: u64,
+    /// `dbg_state` last cycle, and how often `WaitWqeBeats` (5) went straight on to
+    /// `ActOnChecks` (13): an inline WRITE taking the head check's verdicts.
+    prev_dbg: u64,
+    fast_inline: u64,
     pulses_tx_req: u64,
     pulses_local_err: u64,
 }
@@ -582,6 +591,8 @@ impl Tb {
             prev_lock: false,
             pieces_owed: false,
             cycle: 0,
+            prev_dbg: 0,
+            fast_inline: 0,
             pulses_tx_req: 0,
             pulses_local_err: 0,
         }
@@ -878,6 +889,9 @@ impl Tb {
             self.lc_retire.push_back((c + self.rng.range(3, 12), qpn as usize));
         }
         self.pulses_tx_req += u64::from(self.dut.get_bit("cnt_tx_req"));
+        let dbg = self.dut.get("dbg_state");
+        self.fast_inline += u64::from(self.prev_dbg == 5 && dbg == 13);
+        self.prev_dbg = dbg;
         self.pulses_local_err += u64::from(self.dut.get_bit("cnt_local_err"));
         while let Some(&(t, q)) = self.lc_retire.front() {
             if t > c {
@@ -1087,6 +1101,72 @@ fn inline_data_goes_from_the_fetched_wqe() {
         check_tx_req(&tb, &format!("QP {qpn}"));
     }
     assert!(fast > 20 && slow > 2, "{fast} inline WQEs from the WQE, {slow} from the ring");
+}
+
+/// The head check (`HeadStep`) also takes inline RDMA WRITEs of up to 256 bytes (stop 33): a
+/// stream of 24 posted at once, on 128- and 256-byte WQEs, goes from `WaitWqeBeats` straight
+/// to `ActOnChecks` for all but the first (512-byte WQEs are fetched one at a time, with no
+/// fetch-ahead, so none is at the buffer's head to check early) (on 128-byte WQEs one every 6 cycles: the
+/// larger ones wait for their fetches, 8 beats per burst), with exactly the events the model
+/// gives (the inline beats included). Inline data past 256 bytes
+/// or past what the WQE holds is left to the slow path: the first is read from the ring, the
+/// second fails with IBV_WC_LOC_LEN_ERR and flushes the rest.
+#[test]
+fn inline_writes_take_the_head_check() {
+    let mut tb = Tb::new(0x75C4_0011);
+    let seed = tb.rng.0;
+    let pd = 0x4A12;
+    for (&qpn, stride) in [12u64, 33, 47].iter().zip([1u64, 2, 3]) {
+        let cfg = QpCfg { log_size: 5, ..QpCfg::random(&mut tb.rng, 3, pd, stride) };
+        tb.create_qp(qpn, &cfg);
+        let cap = (wqe::stride(stride as usize) - wqe::INLINE_DATA).min(256);
+        let wqe = |rng: &mut Rng, k: u64, len: usize| Wqe {
+            wr_id: 0x1F00 | (qpn << 8) | k,
+            opcode: *rng.pick(&[wr_opcode::RDMA_WRITE, wr_opcode::RDMA_WRITE_WITH_IMM]),
+            flags: random_flags(rng),
+            imm: rng.u32(),
+            remote_addr: rng.next_u64(),
+            rkey: rng.u32(),
+            sges: vec![],
+            ud: None,
+            inline: Some(rng.bytes(len)),
+        };
+        let wqes: Vec<Wqe> = (0..24)
+            .map(|k| {
+                let len = if k % 3 == 0 { cap } else { tb.rng.range(1, cap as u64) as usize };
+                wqe(&mut tb.rng, k, len)
+            })
+            .collect();
+        let ctx = format!("QP {qpn} stride {stride} (seed {seed:#x})");
+        let fast0 = tb.fast_inline;
+        let got = tb.post_and_check(qpn, &wqes, &ctx);
+        let fast = tb.fast_inline - fast0;
+        if stride < 3 {
+            assert!(fast >= 22, "{ctx}: {fast} of 24 inline WRITEs took the head check");
+        }
+        let jobs: Vec<u64> = tb.events.iter().filter(|e| matches!(e.1, Ev::Job(_))).map(|e| e.0).collect();
+        let jobs = &jobs[jobs.len() - 24..];
+        let mut gaps: Vec<u64> = jobs.windows(2).map(|w| w[1] - w[0]).collect();
+        gaps.sort_unstable();
+        if stride == 1 {
+            assert!(
+                gaps[gaps.len() / 2] <= 6,
+                "{ctx}: median {} cycles between inline WRITEs of 2 slots (events {})",
+                gaps[gaps.len() / 2],
+                got.len()
+            );
+        }
+        tb.retire_all(qpn);
+        check_tx_req(&tb, &ctx);
+        if stride == 3 {
+            // Past 256 bytes: read from the ring; past 448: LOC_LEN_ERR, the rest flushed.
+            let long = vec![wqe(&mut tb.rng, 30, 300)];
+            tb.post_and_check(qpn, &long, &format!("{ctx}: 300 bytes"));
+            tb.retire_all(qpn);
+            let tail = vec![wqe(&mut tb.rng, 31, 449), wqe(&mut tb.rng, 32, 8)];
+            tb.post_and_check(qpn, &tail, &format!("{ctx}: 449 bytes"));
+        }
+    }
 }
 
 #[test]
