@@ -181,6 +181,8 @@ pub enum TxsState {
 /// steps as a fetch from `NextWqe` (`FetchLimits` .. `FetchSize`: the main machine fetches only
 /// while this one is idle, and this one starts only from `NextWqe`, so they never size at
 /// once) and issues it. Latency: 7 cycles from `NextWqe` to the read request, then `Done`.
+/// 512-byte WQEs are appended too (one per burst, its first 5 slots; before stop 33 they were
+/// only ever fetched by the main machine, a DMA round trip per WQE).
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum AheadStep {
     /// Nothing to append.
@@ -229,8 +231,8 @@ pub enum AheadStep {
 /// length against 256 and what the WQE holds, in `Key`). `NextWqe` keeps the verdict
 /// (`fast_inl`) as it starts taking the WQE's slots in `WaitWqeBeats`, which then goes straight
 /// to `ActOnChecks`: `slots + 4` cycles per WQE (6 for a 128-byte WQE) instead of `slots + 7`.
-/// (512-byte WQEs are fetched one at a time, without fetch-ahead, so the check never finds
-/// one at the head.)
+/// (512-byte WQEs are appended one per burst, so the check finds one at the head only when
+/// the append ran ahead far enough.)
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum HeadStep {
     /// Nothing checked; in `ActOnChecks` an eligible WQE at the head is taken: its SGE's
@@ -1598,8 +1600,7 @@ impl Logic for TxScheduler {
             self.pf_more.d.next = (self.ah.q.val() == AheadStep::Idle)
                 & (self.pf_next.q.val() != self.pi.q.val())
                 & (self.pf_total.q.val() <= 24)
-                & (self.in_flight_r.q.val() < 40)
-                & (self.ctx.q.val().sq_log_stride != 3);
+                & (self.in_flight_r.q.val() < 40);
             self.behind.d.next = self.in_flight.val().get_bit(15);
             self.rw_mine.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
             self.rw_other.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
@@ -2539,11 +2540,7 @@ impl Logic for TxScheduler {
         self.pf_inc.d.next = 0.into();
         match self.ah.q.val() {
             AheadStep::Idle => {
-                if self.ah_kick.q.val()
-                    & (self.pf_next.q.val() != self.pi.q.val())
-                    & (self.in_flight_r.q.val() < 40)
-                    & (self.ctx.q.val().sq_log_stride != 3)
-                {
+                if self.ah_kick.q.val() & (self.pf_next.q.val() != self.pi.q.val()) & (self.in_flight_r.q.val() < 40) {
                     self.fci.d.next = self.pf_next.q.val();
                     self.ah.d.next = AheadStep::Off;
                 }

@@ -1104,9 +1104,8 @@ fn inline_data_goes_from_the_fetched_wqe() {
 }
 
 /// The head check (`HeadStep`) also takes inline RDMA WRITEs of up to 256 bytes (stop 33): a
-/// stream of 24 posted at once, on 128- and 256-byte WQEs, goes from `WaitWqeBeats` straight
-/// to `ActOnChecks` for all but the first (512-byte WQEs are fetched one at a time, with no
-/// fetch-ahead, so none is at the buffer's head to check early) (on 128-byte WQEs one every 6 cycles: the
+/// stream of 24 posted at once, on 128-, 256- and 512-byte WQEs, goes from `WaitWqeBeats`
+/// straight to `ActOnChecks` for all but the first (on 128-byte WQEs one every 6 cycles: the
 /// larger ones wait for their fetches, 8 beats per burst), with exactly the events the model
 /// gives (the inline beats included). Inline data past 256 bytes
 /// or past what the WQE holds is left to the slow path: the first is read from the ring, the
@@ -1141,9 +1140,7 @@ fn inline_writes_take_the_head_check() {
         let fast0 = tb.fast_inline;
         let got = tb.post_and_check(qpn, &wqes, &ctx);
         let fast = tb.fast_inline - fast0;
-        if stride < 3 {
-            assert!(fast >= 22, "{ctx}: {fast} of 24 inline WRITEs took the head check");
-        }
+        assert!(fast >= 22, "{ctx}: {fast} of 24 inline WRITEs took the head check");
         let jobs: Vec<u64> = tb.events.iter().filter(|e| matches!(e.1, Ev::Job(_))).map(|e| e.0).collect();
         let jobs = &jobs[jobs.len() - 24..];
         let mut gaps: Vec<u64> = jobs.windows(2).map(|w| w[1] - w[0]).collect();
@@ -1243,8 +1240,10 @@ fn gather_lists_tile_the_message() {
                     }
                     let (mut at, mut pkt_len, mut pkt_placed, mut npieces) = (0u64, 0u64, 0u64, 0usize);
                     i += 1;
-                    while i < got.len() && !matches!(got[i], Ev::Fetch { .. }) {
+                    // (Up to the next WQE's record: fetches of later WQEs may come between.)
+                    while i < got.len() && !matches!(got[i], Ev::Record { .. }) {
                         match &got[i] {
+                            Ev::Fetch { .. } => {}
                             Ev::Job(j) => {
                                 assert_eq!(pkt_placed, pkt_len, "{ctx}: WQE {wi}: a packet's pieces fall short");
                                 (pkt_len, pkt_placed) = (j.plen, 0);
@@ -1359,6 +1358,8 @@ fn read_list_goes_to_the_rx_engine_first() {
                 sges.iter().map(|s| s.len).collect::<Vec<_>>()
             );
             let got = tb.post_and_check(qpn, &[read, write], &ctx);
+            // (WQE fetches aside: the WRITE's may come before the READ's record.)
+            let got: Vec<Ev> = got.into_iter().filter(|e| !matches!(e, Ev::Fetch { .. })).collect();
             // Spelled out: the list is the translated non-empty SGEs, written before the record.
             let nonempty: Vec<(u64, u64)> = sges
                 .iter()
@@ -1376,7 +1377,7 @@ fn read_list_goes_to_the_rx_engine_first() {
                     nonempty.iter().enumerate().map(|(k, e)| (list_addr(qpn, read_no, k), e.0, e.1)).collect();
                 assert_eq!(list, want_list, "{ctx}: READ list writes");
                 assert!(
-                    got[1..rec].iter().all(|e| matches!(e, Ev::List { .. })) && rec == 1 + list.len(),
+                    got[..rec].iter().all(|e| matches!(e, Ev::List { .. })) && rec == list.len(),
                     "{ctx}: the list goes before the record"
                 );
                 lists += 1;
