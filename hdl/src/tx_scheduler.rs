@@ -856,6 +856,8 @@ pub struct TxScheduler {
     hc_kill: Signal<Local, Bit>,
     hc_bounds: Signal<Local, Bit>,
     hc_fast: Signal<Local, Bit>,
+    /// This cycle goes to `ActOnChecks` with the head check's flags.
+    hc_take: Signal<Local, Bit>,
 }
 
 // The send window below (`in_flight < 64`, the fetch limit `64 - in_flight`) and the in-flight
@@ -1696,6 +1698,7 @@ impl Logic for TxScheduler {
             & self.hc_off_ok.q.val()
             & (bit_cast::<64, 32>(self.hc_len.q.val()) <= self.hc_room.q.val());
         self.hc_fast.next = self.take_now.val() & (self.hc.q.val() == HeadStep::Ready) & !self.skip_pending.q.val();
+        self.hc_take.next = false;
         match self.hc.q.val() {
             HeadStep::Idle => {
                 // (FENCE is send flag 1, INLINE 8; RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1.)
@@ -1888,26 +1891,14 @@ impl Logic for TxScheduler {
                         // (an RDMA WRITE: one SGE, RC, not inline or fenced, no rewind to skip
                         // into).
                         self.state.d.next = TxsState::ActOnChecks;
-                        self.nsge_bad.d.next = false;
                         self.off_r.d.next = self.hc_off.q.val();
                         self.va_ok.d.next = self.hc_va_ok.q.val();
                         self.key_ok_r.d.next = self.hc_key_ok.q.val();
                         self.off_ok.d.next = self.hc_off_ok.q.val();
                         self.room.d.next = self.hc_room.q.val();
                         self.base_iova.d.next = self.hc_base.q.val();
-                        self.len_bad.d.next = false;
                         self.bounds_r.d.next = self.hc_bounds.val();
-                        self.len_r.d.next = self.hc_len.q.val();
-                        self.nq_r.d.next = self.hc_nq.q.val();
-                        self.npart_r.d.next = self.hc_npart.q.val();
-                        self.npkts.d.next = self.hc_npkts.q.val();
-                        self.ud_op_bad.d.next = false;
-                        self.ud_long.d.next = false;
-                        self.send_wait.d.next = false;
-                        self.rd_full.d.next = false;
-                        self.behind.d.next = self.in_flight.val().get_bit(15);
-                        self.skip_ok.d.next = false;
-                        self.shape_bad.d.next = false;
+                        self.hc_take.next = true;
                     }
                 } else if self.window_ok.q.val() & !self.ah_idle_r.q.val() {
                     // An append is being sized or issued: once it is, the WQE may be in the
@@ -1999,21 +1990,9 @@ impl Logic for TxScheduler {
                             // the flags `CheckLkey`, `CheckRoom` and `CheckBounds` would have
                             // registered (no key, one packet from `ext0`..`ext3`).
                             self.state.d.next = TxsState::ActOnChecks;
-                            self.nsge_bad.d.next = false;
                             self.base_iova.d.next = self.wqe_addr.q.val() + 64;
-                            self.len_bad.d.next = false;
                             self.bounds_r.d.next = true;
-                            self.len_r.d.next = self.hc_len.q.val();
-                            self.nq_r.d.next = self.hc_nq.q.val();
-                            self.npart_r.d.next = self.hc_npart.q.val();
-                            self.npkts.d.next = self.hc_npkts.q.val();
-                            self.ud_op_bad.d.next = false;
-                            self.ud_long.d.next = false;
-                            self.send_wait.d.next = false;
-                            self.rd_full.d.next = false;
-                            self.behind.d.next = self.in_flight.val().get_bit(15);
-                            self.skip_ok.d.next = false;
-                            self.shape_bad.d.next = false;
+                            self.hc_take.next = true;
                             self.il_r.d.next = self.hc_len.q.val() != 0;
                             self.il_nm1.d.next = self.hc_len_m1.val().get_bits::<2>(6);
                         }
@@ -2387,6 +2366,24 @@ impl Logic for TxScheduler {
             {
                 self.state.d.next = TxsState::Idle;
             }
+        }
+        if self.hc_take.val() {
+            // A WQE the head check passed goes from `NextWqe` (one slot) or `WaitWqeBeats`
+            // (inline) straight to `ActOnChecks`: the flags `CheckLkey`, `CheckRoom` and
+            // `CheckBounds` would have registered, from its registers.
+            self.nsge_bad.d.next = false;
+            self.len_bad.d.next = false;
+            self.len_r.d.next = self.hc_len.q.val();
+            self.nq_r.d.next = self.hc_nq.q.val();
+            self.npart_r.d.next = self.hc_npart.q.val();
+            self.npkts.d.next = self.hc_npkts.q.val();
+            self.ud_op_bad.d.next = false;
+            self.ud_long.d.next = false;
+            self.send_wait.d.next = false;
+            self.rd_full.d.next = false;
+            self.behind.d.next = self.in_flight.val().get_bit(15);
+            self.skip_ok.d.next = false;
+            self.shape_bad.d.next = false;
         }
         if self.advance.val() {
             self.cur_iova.d.next = self.nxt_iova.val();

@@ -1123,6 +1123,19 @@ fn gathered_payloads_become_codec_frames() {
     assert!(late > 0, "no piece was written late");
 }
 
+/// Gives half of `cases` at random `drop_ok` and each a random QP (`rsp_qpn`) and rewind
+/// stamp (`epoch`): a `drop_ok` case whose stamp is not its QP's bit of `epochs` is stale.
+fn stamp(g: &mut Gen, cases: &mut [Case], epochs: u64) {
+    let l = TxJob::default();
+    for c in cases {
+        let (q, e, ok) = (g.rng.range(0, 63), g.rng.range(0, 1), g.rng.chance(1, 2));
+        c.job.push((l.get_my_offset_rsp_qpn(), 6, q));
+        c.job.push((l.get_my_offset_epoch(), 1, e));
+        c.job.push((l.get_my_offset_drop_ok(), 1, u64::from(ok)));
+        c.drop = ok && e != epochs >> q & 1;
+    }
+}
+
 /// A go-back-N rewind makes the request packets already queued for the assembler stale: each
 /// [`TxJob`] carries `drop_ok` and its QP's rewind count mod 2 (`epoch`), and a packet whose
 /// `epoch` differs from its QP's bit of `req_epoch` when it is about to leave is dropped whole:
@@ -1138,16 +1151,9 @@ fn stale_request_packets_are_dropped_whole() {
         let (mut dut, p, mut g) = setup(0x57A1_E000 + round as u64);
         let epochs = g.rng.next_u64();
         dut.set("req_epoch", epochs);
-        let l = TxJob::default();
         let mut cases: Vec<Case> =
             (0..400).map(|k| if k % 2 == 0 { make_case(&mut g) } else { gathered_case(&mut g, false) }).collect();
-        for c in &mut cases {
-            let (q, e, ok) = (g.rng.range(0, 63), g.rng.range(0, 1), g.rng.chance(1, 2));
-            c.job.push((l.get_my_offset_rsp_qpn(), 6, q));
-            c.job.push((l.get_my_offset_epoch(), 1, e));
-            c.job.push((l.get_my_offset_drop_ok(), 1, u64::from(ok)));
-            c.drop = ok && e != epochs >> q & 1;
-        }
+        stamp(&mut g, &mut cases, epochs);
         let dropped = cases.iter().filter(|c| c.drop).count();
         assert!(dropped > 50 && dropped < 150, "{dropped} of 400 stale");
         let out = run(&mut dut, &p, &mut g.rng, &cases, r);
@@ -1188,7 +1194,6 @@ fn inline_pieces_take_their_own_beats() {
         let (mut dut, p, mut g) = setup(0x1A11_0000 + round as u64);
         let epochs = g.rng.next_u64();
         dut.set("req_epoch", epochs);
-        let l = TxJob::default();
         let mut cases: Vec<Case> = (0..450)
             .map(|k| match k % 3 {
                 0 => inline_case(&mut g),
@@ -1196,13 +1201,7 @@ fn inline_pieces_take_their_own_beats() {
                 _ => gathered_case(&mut g, true),
             })
             .collect();
-        for c in &mut cases {
-            let (q, e, ok) = (g.rng.range(0, 63), g.rng.range(0, 1), g.rng.chance(1, 2));
-            c.job.push((l.get_my_offset_rsp_qpn(), 6, q));
-            c.job.push((l.get_my_offset_epoch(), 1, e));
-            c.job.push((l.get_my_offset_drop_ok(), 1, u64::from(ok)));
-            c.drop = ok && e != epochs >> q & 1;
-        }
+        stamp(&mut g, &mut cases, epochs);
         let inline = |c: &&Case| c.pieces.iter().any(|p| p.inline);
         let stale_inline = cases.iter().filter(inline).filter(|c| c.drop).count();
         assert!(stale_inline > 10, "{stale_inline} stale inline packets");
