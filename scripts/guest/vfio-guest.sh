@@ -167,7 +167,7 @@ run() {
     -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$sock\",\"type\":\"unix\"},\"addr\":\"0x3\"}"
     "${net[@]}"
     -kernel "$w/vmlinux" -initrd "$w/initrd.gz"
-    -append "console=ttyS0 quiet panic=-1 rdinit=/init intel_iommu=on"
+    -append "console=ttyS0 quiet panic=-1 rdinit=/init intel_iommu=on no_timer_check"
     -serial "file:$w/console.log")
   local t0 t1 qrc=0
   t0=$(date +%s%N)

@@ -107,6 +107,13 @@ scripts/guest/vfio-guest.sh run --socket "$work/sock/nic0.sock" --net "${bins[@]
 # The report is the guest's first JSON line; with --lat its stamps the second.
 grep '^{' "$work/client.out" | head -n 1 >"$work/client.json" || true
 srv_rc=0
+if [ "$rc" != 0 ]; then
+  # The guest never ran its client (it did not boot, or timed out): the host's server would
+  # wait for it forever.
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  die "the guest run failed (exit $rc): $(tail -n 20 "$work/client.out")"
+fi
 wait "$server" || srv_rc=$?
 if [ "$events" = 1 ]; then
   cat "$work/client.out"
