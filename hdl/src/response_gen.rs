@@ -75,7 +75,7 @@ pub struct ResponseGen {
     pub rj_write: Signal<Out, Bit>,
     pub rj_addr: Signal<Out, Bits<64>>,
     pub rj_len: Signal<Out, Bits<13>>,
-    /// `{last 19, len 18:6, skip 5:0}` as the scheduler's pieces.
+    /// `{inline 20 (always 0 here), last 19, len 18:6, skip 5:0}` as the scheduler's pieces.
     pub pg_data: Signal<Out, Bits<21>>,
     /// An ACKNOWLEDGE with syndrome 0x1F went out / one with a NAK syndrome.
     pub cnt_tx_ack: Signal<Out, Bit>,

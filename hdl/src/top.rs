@@ -140,7 +140,7 @@ pub struct NicTop {
     /// 33.6 → 43.0 Mpps; 32 entries, or 16 in the assembler's tag FIFO too, changed nothing).
     job_fifo: ResetFifo<TxJob, 4, 5, 1>,
     rj_fifo: ResetFifo<Bits<80>, 3, 4, 1>,
-    /// Payload pieces for the assembler, one per payload read job (16 entries).
+    /// Payload pieces for the assembler, one per payload read job or inline piece (16 entries).
     pg_fifo: ResetFifo<Bits<21>, 4, 5, 1>,
     /// Inline data for the assembler's inline pieces, 64-byte beats from the scheduler (16
     /// entries; almost full at 12, the margin of the scheduler's registered flag).

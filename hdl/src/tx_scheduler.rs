@@ -26,7 +26,8 @@
 //!   engine; `RecordWqe` records the WQE in the in-flight table; `WalkList` / `WalkListRead`
 //!   walk a gather list to the restart byte of a go-back-N; then per packet `SizePacket` →
 //!   `IssuePacket` (`RecordWqe` sizes the first packet itself; `SizePiece` → `IssuePiece` for
-//!   each piece of a packet that spans gather entries), on to `NextWqe` after the last.
+//!   each piece of a packet that spans gather entries; `IssueInline` for the second to fourth
+//!   beat of inline data from the fetched WQE), on to `NextWqe` after the last.
 //!
 //! A 64-byte WRITE from the prefetch buffer takes 7 cycles, one per state: `NextWqe`,
 //! `CheckLkey`, `CheckRoom`, `CheckBounds`, `ActOnChecks`, `RecordWqe`, `IssuePacket` (11
@@ -44,7 +45,8 @@ use rust_hdl::prelude::*;
 /// The states were numbered before they were named: each variant's `(was N)` is that number,
 /// which is also what [`TxScheduler::dbg_state`] reports in the engine status register
 /// ([`rnic_contract::regs::status::TX_STATE_SHIFT`]). The variants are declared in that order
-/// (the encoding follows declaration order); number 17 was unused, 16 and 18 are since stop 32.
+/// (the encoding follows declaration order); number 17 was unused, 18 is since stop 32 (16,
+/// unused from stop 32, is `IssueInline` since stop 33).
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum TxsState {
     // Scheduling.
@@ -75,8 +77,9 @@ pub enum TxsState {
     /// against its size.
     CheckLkey,
     // Request issue.
-    /// (was 8) Hands the sized packet's job, and its payload read, to the assembler; a rewind
-    /// for this QP stops the WQE here.
+    /// (was 8) Hands the sized packet's job, and its payload read (or, inline data of up to
+    /// 256 bytes, its first inline beat), to the assembler; a rewind for this QP stops the WQE
+    /// here.
     IssuePacket,
     /// (was 9) Records the WQE in the in-flight table and saves `{PSN after it, ci + 1}`,
     /// before its first packet leaves; sizes that packet as `SizePacket` does.
@@ -212,9 +215,10 @@ pub enum AheadStep {
 /// one after the WQE being worked on), run while that WQE is acted on, recorded and issued, so
 /// that `NextWqe` takes the head WQE straight to `ActOnChecks` with its verdicts instead of
 /// through `CheckLkey`, `CheckRoom` and `CheckBounds` (IBTA Vol 1 10.6.3: the lkey, the
-/// region's bounds and its translation). Only a one-beat WQE (64-byte SQ stride) of an RC QP
-/// qualifies: an RDMA WRITE, with or without immediate, one SGE, neither inline nor fenced;
-/// every other WQE takes the three states. (A SEND does not: its window check in `CheckRoom`
+/// region's bounds and its translation). A one-beat WQE (64-byte SQ stride) of an RC QP
+/// qualifies if it is an RDMA WRITE, with or without immediate, of one SGE, neither inline nor
+/// fenced, and so (since stop 33) does an inline RDMA WRITE of two or more slots; every other
+/// WQE takes the three states. (A SEND does not: its window check in `CheckRoom`
 /// reads the in-flight count two cycles after `NextWqe`, when the WQE before it is counted; in
 /// `NextWqe` it is not yet, and `tx_scheduler_tb::a_send_waits_for_the_send_window` saw a 33rd
 /// SEND leave.) Each step registers the same values its
@@ -259,7 +263,8 @@ pub enum HeadStep {
 ///    every local SGE against the key table: valid entry, tag, PD, bounds, and LOCAL_WRITE for a
 ///    READ's or atomic's destination (IBTA Vol 1 10.6.3), 8 bytes for an atomic, keeping the
 ///    translated non-empty SGEs in a 16-entry gather list; inline data (`IBV_SEND_INLINE`) is
-///    not checked: it is read from the WQE's second slot; a failure becomes an error completion
+///    not checked: up to 256 bytes go from the WQE slots fetched, longer data is read from the
+///    WQE's second slot; a failure becomes an error completion
 ///    (`IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_LOC_PROT_ERR`, `IBV_WC_LOC_LEN_ERR`) written in SQ order
 ///    by the completer, before any packet of the WQE is sent;
 /// 4. for an RDMA READ with several local SGEs, waits while 4 READs or atomics of the QP are
@@ -273,7 +278,8 @@ pub enum HeadStep {
 ///    on every 16th; for a READ one READ REQUEST with a RETH; for an atomic one COMPARE SWAP
 ///    or FETCH ADD with an AtomicETH), and for each gather-list entry the packet's payload
 ///    touches, a payload read job for the DMA read issuer and a piece record for the assembler
-///    (one of each for a packet inside one entry). `IBV_SEND_SOLICITED` sets BTH.SE on the last packet of a SEND or a WRITE
+///    (one of each for a packet inside one entry; for inline data of up to 256 bytes, an inline
+///    piece record and its beats, `il_write`, and no read job). `IBV_SEND_SOLICITED` sets BTH.SE on the last packet of a SEND or a WRITE
 ///    with immediate; `IBV_SEND_FENCE` makes the WQE wait (like a READ beyond `max_rd_atomic`)
 ///    until every earlier READ and atomic of the QP has completed.
 ///
@@ -292,7 +298,7 @@ pub enum HeadStep {
 /// cycles when it must be fetched, 7 for a one-beat WQE in the prefetch buffer (which the
 /// fetch-ahead machine, [`AheadStep`], keeps filled in parallel), 4 for a one-SGE RDMA WRITE
 /// there that the head check ([`HeadStep`]) checked while the WQE before it was issued (an
-/// inline one of up to 256 bytes: 3 + its slots), +7 per
+/// inline one of up to 256 bytes: its slots + 4, and 1 per inline beat after the first), +7 per
 /// SGE after the first,
 /// +4 once for a list; one packet job every 2 cycles
 /// (+2 per extra piece of a packet spanning entries) while the job FIFOs have room (a 64 KiB WRITE at MTU 4096 is queued
@@ -446,7 +452,8 @@ pub struct TxScheduler {
     g_lkey: DFF<Bits<32>>,
     /// The WQE carries inline data (IBV_SEND_INLINE) / more than one SGE (and no inline data).
     inline_r: DFF<Bit>,
-    /// `CheckRoom`: the inline data (1 to 256 bytes) goes from `ext0`..`ext3` (`il_write`);
+    /// `CheckRoom` (or `WaitWqeBeats` on the head check's inline path): the inline data (1 to
+    /// 256 bytes) goes from `ext0`..`ext3` (`il_write`);
     /// its beats minus one; `IssueInline`: the next beat; `il_afull` registered.
     il_r: DFF<Bit>,
     il_nm1: DFF<Bits<2>>,
@@ -1084,7 +1091,8 @@ impl Logic for TxScheduler {
             | (self.state.q.val() == TxsState::NextWqe)
             | (self.state.q.val() == TxsState::WaitIssueSlot)
             | (self.state.q.val() == TxsState::SkipRetired)
-            | (self.state.q.val() == TxsState::CopyListWrite));
+            | (self.state.q.val() == TxsState::CopyListWrite)
+            | (self.state.q.val() == TxsState::FetchLimits));
         // A command that puts the QP being served in RESET waits until this engine has left
         // the QP, its fetch-ahead machine included (the driver frees the QP's rings once the
         // command is taken, so nothing may be fetched from them afterwards); waiting states give way to it (see `rst_here_r`). The
@@ -1343,6 +1351,10 @@ impl Logic for TxScheduler {
         self.nxt_len.next = self.sge_ram.read_data.val().get_bits::<32>(64);
         self.advance.next = false;
         self.pg_skip.next = self.cur_iova.q.val().get_bits::<6>(0);
+        if self.il_r.q.val() {
+            // Inline beats start at the data's first byte, whatever the ring's alignment.
+            self.pg_skip.next = 0.into();
+        }
         self.pg_len.next = self.plen.val().get_bits::<13>(0);
         self.pg_last.next = true;
 
@@ -1726,13 +1738,14 @@ impl Logic for TxScheduler {
                         bit_cast::<24, 32>(self.hc_len.q.val() >> (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
                     self.hc_npart.d.next = (self.hc_len.q.val().get_bits::<12>(0) & self.mtu_mask12.val()) != 0;
                     // Inline: its length (SGE 0's field) against what goes from the WQE.
-                    self.hc_inl_ok.d.next =
-                        (self.hc_len.q.val() <= 256) & (self.hc_len.q.val() <= self.inline_max.val());
+                    self.hc_inl_ok.d.next = (self.hc_len.q.val() <= 256)
+                        & (self.hc_len.q.val() <= self.inline_max.val())
+                        & (self.ctx.q.val().path_mtu != 0);
                     self.hc.d.next = HeadStep::Room;
                 }
             }
             HeadStep::Room => {
-                // As `CheckRoom` (no inline data here).
+                // As `CheckRoom` (an inline WRITE's values here go unused).
                 self.hc_off_ok.d.next = self.hc_off.q.val() <= self.mr.val().length;
                 self.hc_room.d.next = self.mr.val().length - self.hc_off.q.val();
                 self.hc_base.d.next = self.mr.val().iova + self.hc_off.q.val();
@@ -1846,8 +1859,9 @@ impl Logic for TxScheduler {
                 self.state.d.next = TxsState::NextWqe;
             }
             TxsState::NextWqe => {
-                // A new WQE: inline data from `ext0`..`ext3` only once `CheckRoom` says so (the
-                // head check's fast path never passes there).
+                // A new WQE: inline data from `ext0`..`ext3` only once `CheckRoom`, or the head
+                // check's inline path in `WaitWqeBeats`, says so (the one-slot fast path passes
+                // neither).
                 self.il_r.d.next = false;
                 if self.behind.q.val() {
                     // A rewind was overtaken: an ACK or response arrived after it and retired
@@ -2019,14 +2033,18 @@ impl Logic for TxScheduler {
                 self.off_ok.d.next = self.off_r.q.val() <= self.mr.val().length;
                 self.room.d.next = self.mr.val().length - self.off_r.q.val();
                 self.base_iova.d.next = self.mr.val().iova + self.off_r.q.val();
-                // Inline data is read from the WQE's second slot in the SQ ring.
+                // Inline data starts at the WQE's second slot in the SQ ring (read from there
+                // only past 256 bytes, `il_r`).
                 self.len_bad.d.next = false;
                 self.il_r.d.next = false;
                 if self.inline_r.q.val() {
                     self.base_iova.d.next = self.wqe_addr.q.val() + 64;
                     self.len_bad.d.next = self.len_r.q.val() > self.inline_max.val();
-                    // Up to 256 bytes: one packet, whose beats are `ext0`..`ext3`.
-                    self.il_r.d.next = (self.len_r.q.val() != 0) & (self.len_r.q.val() <= 256);
+                    // Up to 256 bytes: one packet (a path MTU of 256 or more; PATH_MTU 0, not a
+                    // valid IB MTU, keeps the read from the ring), whose beats are
+                    // `ext0`..`ext3`.
+                    self.il_r.d.next =
+                        (self.len_r.q.val() != 0) & (self.len_r.q.val() <= 256) & (self.ctx.q.val().path_mtu != 0);
                 }
                 self.il_nm1.d.next = self.len_m1.val().get_bits::<2>(6);
                 self.state.d.next = TxsState::CheckBounds;
@@ -2349,8 +2367,8 @@ impl Logic for TxScheduler {
                 }
             }
             _ => {
-                // The codes no state uses (16, 18: the scheduler's response states until stop
-                // 32) are never entered.
+                // The codes no state uses (18: a response state of the scheduler until stop 32)
+                // are never entered.
                 self.state.d.next = TxsState::Idle;
             }
         }
