@@ -216,6 +216,11 @@ pub struct NicTop {
     /// payload logic made 8 LUT levels).
     il_v: DFF<Bit>,
     il_d: DFF<Bits<512>>,
+    /// A send-WQE beat (AXI ID 1), its data and its error response, registered on the way
+    /// to the scheduler.
+    wqe_rv_r: DFF<Bit>,
+    wqe_rd_r: DFF<Bits<512>>,
+    wqe_re_r: DFF<Bit>,
     il_take: Signal<Local, Bit>,
     il_read: Signal<Local, Bit>,
     wj_room_r: DFF<Bit>,
@@ -267,7 +272,10 @@ impl Logic for NicTop {
             pay_beat_r,
             wj_room_r,
             il_v,
-            il_d
+            il_d,
+            wqe_rv_r,
+            wqe_rd_r,
+            wqe_re_r
         );
         self.regs.reset.next = self.reset.val();
         self.doorbells.reset.next = self.reset.val();
@@ -391,7 +399,16 @@ impl Logic for NicTop {
         // the R channel's paths into the scheduler, the prefetch and the assembler.
         self.rid2.next = self.m_axi_rid.val().get_bits::<2>(0);
         self.r_is_wqe.next = self.rid2.val() == 1;
-        self.txs.wqe_r_valid.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();
+        // Send-WQE beats (AXI ID 1) reach the scheduler a cycle after they are accepted, from
+        // registers: its prefetch-buffer counters then start at flops, not at RVALID/RID
+        // (they took 6 or 7 LUT levels from `m_axi_rid`, depending on the run).
+        self.wqe_rv_r.d.next = self.m_axi_rvalid.val() & self.r_is_wqe.val();
+        self.wqe_rd_r.d.next = self.m_axi_rdata.val();
+        self.wqe_re_r.d.next = self.m_axi_rresp.val() != 0;
+        if self.reset.val() {
+            self.wqe_rv_r.d.next = false;
+        }
+        self.txs.wqe_r_valid.next = self.wqe_rv_r.q.val();
         // Receive WQEs (AXI ID 2) for the responder; RQ doorbells straight into its table.
         self.r_is_rwqe.next = self.rid2.val() == 2;
         self.rqpf.req_valid.next = self.rxe.rq_ar_valid.val();
@@ -414,8 +431,8 @@ impl Logic for NicTop {
         self.rxe.rq_db_write.next = self.regs.rq_db_write.val();
         self.rxe.rq_db_data.next = self.regs.db_data.val();
         self.rxe.async_cq.next = self.regs.async_cq.val();
-        self.txs.wqe_r_data.next = self.m_axi_rdata.val();
-        self.txs.wqe_r_err.next = self.m_axi_rresp.val() != 0;
+        self.txs.wqe_r_data.next = self.wqe_rd_r.q.val();
+        self.txs.wqe_r_err.next = self.wqe_re_r.q.val();
         // The scheduler's request packets and the responder's response packets share the
         // three FIFOs: the response generator takes a cycle the scheduler leaves free (it
         // claims it a cycle ahead, `job_hold`), and its write flag is a flop.
