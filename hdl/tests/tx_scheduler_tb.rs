@@ -1042,6 +1042,22 @@ fn write_one_sge_every_path_mtu() {
     assert!(wqes_seen > 40, "{wqes_seen} WQEs");
 }
 
+/// A WQE of `opcode` carrying `len` random inline bytes, random flags, immediate and remote
+/// address (drawn in that order).
+fn inline_wqe(rng: &mut Rng, wr_id: u64, opcode: u8, len: usize) -> Wqe {
+    Wqe {
+        wr_id,
+        opcode,
+        flags: random_flags(rng),
+        imm: rng.u32(),
+        remote_addr: rng.next_u64(),
+        rkey: rng.u32(),
+        sges: vec![],
+        ud: None,
+        inline: Some(rng.bytes(len)),
+    }
+}
+
 /// Inline WRITEs and SENDs (with and without immediate) at each WQE size that holds inline
 /// data (128, 256, 512 bytes) and path MTU 256 / 1024: up to 256 bytes, the packet's one piece
 /// is an inline piece whose beats are the WQE's own bytes from its second slot, with no read
@@ -1080,17 +1096,7 @@ fn inline_data_goes_from_the_fetched_wqe() {
                 } else if len > 0 {
                     fast += 1;
                 }
-                wqes.push(Wqe {
-                    wr_id: 0x11AE_0000_0000 | (qpn << 16) | (batch << 8) | k,
-                    opcode,
-                    flags: random_flags(rng),
-                    imm: rng.u32(),
-                    remote_addr: rng.next_u64(),
-                    rkey: rng.u32(),
-                    sges: vec![],
-                    ud: None,
-                    inline: Some(rng.bytes(len)),
-                });
+                wqes.push(inline_wqe(rng, 0x11AE_0000_0000 | (qpn << 16) | (batch << 8) | k, opcode, len));
             }
             let lens: Vec<usize> = wqes.iter().map(|w| w.inline.as_ref().unwrap().len()).collect();
             let ctx =
@@ -1121,16 +1127,9 @@ fn inline_writes_take_the_head_check() {
         let cfg = QpCfg { log_size: 5, ..QpCfg::random(&mut tb.rng, 3, pd, stride) };
         tb.create_qp(qpn, &cfg);
         let cap = (wqe::stride(stride as usize) - wqe::INLINE_DATA).min(256);
-        let wqe = |rng: &mut Rng, k: u64, len: usize| Wqe {
-            wr_id: 0x1F00 | (qpn << 8) | k,
-            opcode: *rng.pick(&[wr_opcode::RDMA_WRITE, wr_opcode::RDMA_WRITE_WITH_IMM]),
-            flags: random_flags(rng),
-            imm: rng.u32(),
-            remote_addr: rng.next_u64(),
-            rkey: rng.u32(),
-            sges: vec![],
-            ud: None,
-            inline: Some(rng.bytes(len)),
+        let wqe = |rng: &mut Rng, k: u64, len: usize| {
+            let opcode = *rng.pick(&[wr_opcode::RDMA_WRITE, wr_opcode::RDMA_WRITE_WITH_IMM]);
+            inline_wqe(rng, 0x1F00 | (qpn << 8) | k, opcode, len)
         };
         let wqes: Vec<Wqe> = (0..24)
             .map(|k| {
