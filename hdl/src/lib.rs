@@ -40,6 +40,7 @@ pub mod top;
 pub mod tx_arbiter;
 pub mod tx_assembler;
 pub mod tx_scheduler;
+pub mod wqe_fetcher;
 
 use std::path::{Path, PathBuf};
 

@@ -10,12 +10,15 @@
 //!   at the buffer's head is taken by `NextWqe` itself), a fetch, `Idle` on an empty SQ,
 //!   `SkipRetired` past WQEs a rewind was overtaken on, or `SaveAndYield` (save the transport
 //!   state, give way to a rewind or another QP).
-//! - **WQE fetch.** `FetchLimits` → `FetchSaturate` → `FetchMinima` → `FetchSize` size a burst
-//!   of up to 8 WQEs (`FetchLimits` also steps aside while 16 or more WQEs are in flight and
-//!   another QP has work); `FetchWqe` issues it; `WaitWqeBeats` takes the WQE's beats. While
-//!   the buffer still holds the next WQE but has room for a burst and more WQEs are posted,
-//!   `NextWqe` starts an append in a second, concurrent machine ([`AheadStep`]: the address
-//!   after the buffered WQEs, then the same sizing steps from there) and takes the WQE at once.
+//! - **WQE fetch**, in [`crate::wqe_fetcher::WqeFetcher`] (since stop 34), which owns the
+//!   32-beat prefetch buffer: `NextWqe` discards the buffer for a fresh fetch, then
+//!   `FetchLimits` → `FetchSaturate` → `FetchMinima` → `FetchSize` step the fetcher's sizing of a
+//!   burst of up to 8 WQEs (`FetchLimits` also steps aside while 32 or more WQEs are in flight
+//!   and another QP has work); `FetchWqe` waits for the read's acceptance; `WaitWqeBeats`
+//!   takes the WQE's beats. While the buffer still holds the next WQE but has room for a burst
+//!   and more WQEs are posted, `NextWqe` starts the fetcher's append machine
+//!   ([`crate::wqe_fetcher::AheadStep`]: the address after the buffered WQEs, then the same
+//!   sizing steps from there) and takes the WQE at once.
 //! - **Checks.** Per SGE `LookupLkey` → `CheckLkey` → `CheckRoom` → `CheckBounds` (key, PD,
 //!   access, offset, room, bounds; SGE 0's key entry is addressed as slot 0 is taken, so it
 //!   starts at `CheckLkey`); a gather list then `KeepSge` → `SelectSge` → `LoadSge`
@@ -37,7 +40,7 @@
 //! they are used up; a QP's first fetch is followed by an append at once.
 use crate::context_tables::ContextTables;
 use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, TxJob, WqeRec};
-use crate::reset_fifo::ResetFifo;
+use crate::wqe_fetcher::WqeFetcher;
 use rust_hdl::prelude::*;
 
 /// The [`TxScheduler`]'s state (see the module documentation for the flow).
@@ -165,7 +168,7 @@ pub enum TxsState {
     // WQE fetch: sizing a burst (in the order FetchLimits, FetchSaturate, FetchMinima,
     // FetchSize).
     /// (was 34) Each limit in WQEs registered (posted, to the ring's end, to the 4 KiB page's
-    /// end, send window); steps aside instead while 16 or more are in flight and another QP
+    /// end, send window); steps aside instead while 32 or more are in flight and another QP
     /// has work.
     FetchLimits,
     /// (was 35) Pairwise minima of the saturated limits.
@@ -175,40 +178,6 @@ pub enum TxsState {
     FetchSize,
     /// (was 37) Each limit saturated at 8 WQEs (and the prefetch buffer's room).
     FetchSaturate,
-}
-
-/// The fetch-ahead machine of [`TxScheduler`]: it appends the next posted WQEs to the prefetch
-/// buffer while the main state machine ([`TxsState`]) goes on taking the buffered ones, so an
-/// append costs the WQE path no cycle. `NextWqe` starts it (WQEs posted past the buffer's
-/// last, room for a burst, none running); it sizes the burst with the same registers and
-/// steps as a fetch from `NextWqe` (`FetchLimits` .. `FetchSize`: the main machine fetches only
-/// while this one is idle, and this one starts only from `NextWqe`, so they never size at
-/// once) and issues it. Latency: 7 cycles from `NextWqe` to the read request, then `Done`.
-/// 512-byte WQEs are appended too (one per burst, its first 5 slots; before stop 33 they were
-/// only ever fetched by the main machine, a DMA round trip per WQE).
-#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
-pub enum AheadStep {
-    /// Nothing to append.
-    Idle,
-    /// The append's first WQE (`fci`, the index after the buffer's last) as a slot offset.
-    Off,
-    /// Its address (`f_addr`); the fetch is marked an append (`pf_app`).
-    Addr,
-    /// As `FetchLimits`: each limit in WQEs, registered.
-    Limits,
-    /// As `FetchSaturate`: saturated at 8 WQEs.
-    Saturate,
-    /// As `FetchMinima`: pairwise minima.
-    Minima,
-    /// As `FetchSize`: the burst in WQEs and beats; none (the buffer filled meanwhile) ends it.
-    Size,
-    /// The read request waits for the DMA read issuer; as it is accepted, `pf_n` and `pf_next`
-    /// count the appended WQEs.
-    Issue,
-    /// One cycle more, so `pf_n` (through `pf_inc`) and `pf_total` count the burst (both two
-    /// cycles after the acceptance) before anything that waits for this machine to be idle
-    /// reads them.
-    Done,
 }
 
 /// The head check of [`TxScheduler`]: the checks of the WQE at the prefetch buffer's head (the
@@ -296,7 +265,7 @@ pub enum HeadStep {
 ///
 /// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + (beats − 1) + 6
 /// cycles when it must be fetched, 7 for a one-beat WQE in the prefetch buffer (which the
-/// fetch-ahead machine, [`AheadStep`], keeps filled in parallel), 4 for a one-SGE RDMA WRITE
+/// fetch-ahead machine, [`crate::wqe_fetcher::AheadStep`], keeps filled in parallel), 4 for a one-SGE RDMA WRITE
 /// there that the head check ([`HeadStep`]) checked while the WQE before it was issued (an
 /// inline one of up to 256 bytes: its slots + 4, and 1 per inline beat after the first), +7 per
 /// SGE after the first,
@@ -507,8 +476,6 @@ pub struct TxScheduler {
     /// The gather-list entry being copied to the RX engine's READ list table (`CopyListRead`,
     /// `CopyListWrite`).
     cp_i: DFF<Bits<5>>,
-    /// The WQE's byte offset in the ring (see `wqe_addr`).
-    wqe_off: DFF<Bits<64>>,
     /// The WQE's slots 1..4 as fetched (SGEs 1..15, four per slot): registers, not a RAM (four
     /// 512-bit words would take 15 block RAMs).
     ext0: DFF<Bits<512>>,
@@ -566,95 +533,24 @@ pub struct TxScheduler {
     send_win_full: DFF<Bit>,
     /// The completer has retired WQEs this engine is about to resend (`CheckSq`).
     behind: DFF<Bit>,
-    /// A WQE fetch is requested (`FetchWqe`).
-    ar_pend: DFF<Bit>,
-    /// WQE prefetch: every WQE beat the DMA returns (AXI ID 1) lands in `pf_fifo` (32 beats:
-    /// the same block RAM or LUTRAM as 16); `WaitWqeBeats` takes a WQE's beats from its head.
-    /// A fetch reads up to 8 beats: `pf_n` consecutive WQEs
-    /// of QP `pf_qpn` from index `pf_ci` on (the next one `WaitWqeBeats` takes). `pf_total`: beats
-    /// asked for and not yet taken (in flight or buffered), `pf_drop` of them to discard (a
-    /// fetch that is no longer wanted: another QP, a rewind, a context command); `pf_stale`:
-    /// a context command came, the buffered WQEs may belong to an old connection.
-    pf_fifo: ResetFifo<Bits<512>, 5, 6, 1>,
-    /// Each prefetched beat's read error, in step with `pf_fifo`.
-    pf_err_fifo: ResetFifo<Bit, 5, 6, 1>,
+    /// The WQE fetcher: the prefetch buffer, fresh fetches sized by the `Fetch*` states, the
+    /// fetch-ahead machine ([`crate::wqe_fetcher::AheadStep`]).
+    fetch: WqeFetcher,
     /// A beat of the WQE being taken came with a read error (`WaitWqeBeats`): it completes with
     /// IBV_WC_LOC_QP_OP_ERR, marked fatal (the RX engine raises QP_FATAL), and sends nothing.
     wqe_bad: DFF<Bit>,
-    pf_qpn: DFF<Bits<6>>,
-    pf_ci: DFF<Bits<16>>,
-    pf_n: DFF<Bits<6>>,
-    pf_total: DFF<Bits<6>>,
-    /// Beats of the fetch the DMA issuer accepted last cycle, added to `pf_total` a cycle
-    /// late so the issuer's `wqe_ar_ready` does not reach the counter's adder (`pf_total`
-    /// counts a burst two cycles after its acceptance: the main machine is in `WaitWqeBeats`
-    /// then, and the fetch-ahead machine in `Done`).
-    pf_acc: DFF<Bits<6>>,
-    pf_drop: DFF<Bits<6>>,
-    /// Beats of discarded fetches still to arrive: dropped as they come, never written into
-    /// `pf_fifo`, so they take no room from the next QP's first fetch (before, a QP that
-    /// stepped aside with a burst in flight left the next QP a 2-WQE fetch and a 10-cycle
-    /// stall at its tenth WQE: `rnic perf read|atomic --qps 8 --post-list 16`).
-    pf_drop_in: DFF<Bits<6>>,
-    /// Beats written into `pf_fifo` and not taken (exact: a write counts in its cycle).
-    pf_h: DFF<Bits<6>>,
-    /// A discard was decided last cycle (every committed beat into `pf_drop`): this cycle
-    /// moves the ones still due from `pf_drop` to `pf_drop_in` and from `pf_total`, from
-    /// registers (deciding and splitting in one cycle put 10 LUT levels before `pf_drop_in`).
-    pf_split: DFF<Bit>,
-    pf_stale: DFF<Bit>,
-    /// Fetch ahead: `pf_next` is the index after the buffer's last WQE (set as a fetch is
-    /// accepted); `pf_more` (registered in `CheckSq`) says WQEs are posted from there on, the
-    /// buffer has room for a burst (8 of its 32 beats), fewer than 40 WQEs are in flight and
-    /// no append is under way; `pf_app` marks the
-    /// fetch being sized as an append from `fci` (at `f_addr`) rather than a fresh fetch from
-    /// `ci`.
-    pf_next: DFF<Bits<16>>,
+    /// Fetch ahead: `pf_more` (registered in `CheckSq`) says WQEs are posted after the
+    /// buffer's last, the buffer has room for a burst (8 of its 32 beats), fewer than 40 WQEs
+    /// are in flight and no append is under way.
     pf_more: DFF<Bit>,
-    pf_app: DFF<Bit>,
-    /// The fetch-ahead machine's step ([`AheadStep`]).
-    ah: DFF<AheadStep>,
-    /// It was idle when the queue checks were registered (with `pf_hit` and `pf_more`): it
-    /// can only start in `NextWqe`, so the buffer counts those checks saw are final.
+    /// The fetch-ahead machine was idle when the queue checks were registered (with `pf_hit`
+    /// and `pf_more`): it can only start in `NextWqe`, so the buffer counts those checks saw
+    /// are final.
     ah_idle_r: DFF<Bit>,
-    /// The main machine's fetch was accepted last cycle: the fetch-ahead machine appends the
-    /// next burst at once if more WQEs are posted, so a QP's first burst is not drained before
-    /// the second is asked for.
-    ah_kick: DFF<Bit>,
-    /// The main machine takes a WQE off the buffer this cycle (`pf_n` one less).
+    /// The main machine takes a WQE off the buffer this cycle (its last beat).
     pf_take: Signal<Local, Bit>,
-    /// WQEs of an append accepted last cycle, added to `pf_n` now (with a take: one less).
-    pf_inc: DFF<Bits<4>>,
-    pf_n_inc: Signal<Local, Bits<6>>,
-    pf_n_inc_m1: Signal<Local, Bits<6>>,
-    fci: DFF<Bits<16>>,
-    f_off: DFF<Bits<64>>,
-    f_addr: DFF<Bits<64>>,
-    /// The first index and address of the fetch being sized: `fci`/`f_addr` for an append,
-    /// `ci`/`wqe_addr` otherwise.
-    fci_now: Signal<Local, Bits<16>>,
-    f_addr_now: Signal<Local, Bits<64>>,
     /// The next WQE is in the buffer (registered in `CheckSq`).
     pf_hit: DFF<Bit>,
-    /// Sizing a fetch (`FetchLimits`, `FetchSaturate`, `FetchMinima`, `FetchSize`): each limit, saturated at 8 WQEs, pairwise minima, and
-    /// the fetch in WQEs and beats.
-    /// Beats in the buffer (arrived, not taken): its `empty` from a register.
-    pf_avail: DFF<Bits<6>>,
-    pf_wr_r: DFF<Bit>,
-    pf_raw_post: DFF<Bits<16>>,
-    pf_raw_ring: DFF<Bits<16>>,
-    pf_raw_page: DFF<Bits<16>>,
-    pf_raw_win: DFF<Bits<16>>,
-    pf_lim_post: DFF<Bits<4>>,
-    pf_lim_ring: DFF<Bits<4>>,
-    pf_lim_page: DFF<Bits<4>>,
-    pf_lim_win: DFF<Bits<4>>,
-    pf_lim_room: DFF<Bits<4>>,
-    pf_m1: DFF<Bits<4>>,
-    pf_m2: DFF<Bits<4>>,
-    pf_m3: DFF<Bits<4>>,
-    pf_k: DFF<Bits<4>>,
-    pf_kb: DFF<Bits<4>>,
     /// The packet-job and payload-job FIFOs have room: their almost-full flags (at most one
     /// free slot), registered, and no claim of the response generator (`job_hold`) for the
     /// cycle it is valid in; safe for one job per cycle.
@@ -729,7 +625,6 @@ pub struct TxScheduler {
     /// one cycle).
     in_flight_r: DFF<Bits<16>>,
     rw_mine: DFF<Bit>,
-    wqe_addr: DFF<Bits<64>>,
     /// Packets of the WQE being sent (its last PSN is `wqe_psn + npkts - 1`).
     npkts: DFF<Bits<24>>,
     /// A go-back-N request for the current QP waits (sampled every cycle).
@@ -804,17 +699,6 @@ pub struct TxScheduler {
     take_now: Signal<Local, Bit>,
     first_beat: Signal<Local, Bit>,
     drop_pop: Signal<Local, Bit>,
-    /// A returned WQE beat is kept (written into `pf_fifo`): no discarded beat is still due.
-    wr_keep: Signal<Local, Bit>,
-    pf_add: Signal<Local, Bits<6>>,
-    pf_posted: Signal<Local, Bits<16>>,
-    pf_ring: Signal<Local, Bits<16>>,
-    pf_page: Signal<Local, Bits<16>>,
-    pf_win: Signal<Local, Bits<16>>,
-    pf_room: Signal<Local, Bits<6>>,
-    pf_burst: Signal<Local, Bits<4>>,
-    pf_kb_m1: Signal<Local, Bits<4>>,
-    pf_ksel: Signal<Local, Bits<4>>,
     sge_limit: Signal<Local, Bits<8>>,
     inline_max: Signal<Local, Bits<32>>,
     ext_lane: Signal<Local, Bits<128>>,
@@ -880,42 +764,9 @@ impl Logic for TxScheduler {
             self,
             clock,
             state,
-            pf_qpn,
-            pf_ci,
-            pf_n,
-            pf_total,
-            pf_acc,
-            pf_drop,
-            pf_drop_in,
-            pf_h,
-            pf_split,
-            pf_stale,
-            pf_next,
             pf_more,
-            pf_app,
-            ah,
             ah_idle_r,
-            ah_kick,
-            fci,
-            f_off,
-            f_addr,
             pf_hit,
-            pf_avail,
-            pf_wr_r,
-            pf_raw_post,
-            pf_raw_ring,
-            pf_raw_page,
-            pf_raw_win,
-            pf_lim_post,
-            pf_lim_ring,
-            pf_lim_page,
-            pf_lim_win,
-            pf_lim_room,
-            pf_m1,
-            pf_m2,
-            pf_m3,
-            pf_k,
-            pf_kb,
             cur_qpn,
             pi,
             ctx,
@@ -952,7 +803,6 @@ impl Logic for TxScheduler {
             window_ok,
             in_flight_r,
             rw_mine,
-            wqe_addr,
             npkts,
             rw_pending,
             wop,
@@ -963,7 +813,6 @@ impl Logic for TxScheduler {
             rd_blk_r,
             send_win_full,
             behind,
-            ar_pend,
             job_room,
             rw_empty_r,
             nq_r,
@@ -977,7 +826,6 @@ impl Logic for TxScheduler {
             ext_ok,
             cmd_in_load,
             fetch_m1_r,
-            pf_inc,
             cmd_ok,
             wb,
             g_idx,
@@ -1010,7 +858,6 @@ impl Logic for TxScheduler {
             walk,
             walk_pend,
             walk_ge,
-            wqe_off,
             ext0,
             ext1,
             ext2,
@@ -1060,9 +907,8 @@ impl Logic for TxScheduler {
         self.sge_ram.write_clock.next = self.clock.val();
 
         // Table reads: addresses follow the current QP and WQE.
-        clock!(self, clock, tables, pf_fifo, pf_err_fifo);
-        self.pf_err_fifo.reset.next = self.reset.val();
-        self.pf_fifo.reset.next = self.reset.val();
+        clock!(self, clock, tables, fetch);
+        self.fetch.reset.next = self.reset.val();
         self.tables.qp_addr.next = self.cur_qpn.q.val();
         self.dyn_ram.read_address.next = self.cur_qpn.q.val();
         self.lkey.next = self.g_lkey.q.val();
@@ -1103,7 +949,7 @@ impl Logic for TxScheduler {
             & (self.cmd_op.val() == 1)
             & (self.cmd_qp.val().state == 0)
             & (self.cmd_index.val().get_bits::<6>(0) == self.cur_qpn.q.val())
-            & ((self.state.q.val() != TxsState::Idle) | (self.ah.q.val() != AheadStep::Idle));
+            & ((self.state.q.val() != TxsState::Idle) | !self.fetch.ahead_idle.val());
         self.cmd_ready.next = self.cmd_ok.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
         // The transport state is written by a context command (INIT_SQ_PSN) or by this engine
         // (`own_we`, in states that refuse commands); the two enables are ORed after the state
@@ -1197,12 +1043,31 @@ impl Logic for TxScheduler {
             self.inline_max.next = 448.into();
         }
         self.fetch_m1_r.d.next = self.fetch_m1.val();
-        // The prefetch buffer: every WQE beat in; stale beats out as soon as they are at the
-        // head; `WaitWqeBeats` takes the others.
-        self.wr_keep.next = self.wqe_r_valid.val() & (self.pf_drop_in.q.val() == 0);
-        self.pf_fifo.write.next = self.wr_keep.val();
-        self.pf_fifo.data_in.next = self.wqe_r_data.val();
-        self.wqe_beat.next = self.pf_fifo.data_out.val();
+        // The WQE fetcher: the served QP, its ring, and the main machine's fetch steps.
+        self.fetch.qpn.next = self.cur_qpn.q.val();
+        self.fetch.ci.next = self.ci.q.val();
+        self.fetch.pi.next = self.pi.q.val();
+        self.fetch.sq_base.next = self.ctx.q.val().sq_base;
+        self.fetch.sq_log_stride.next = self.ctx.q.val().sq_log_stride;
+        self.fetch.sq_mask.next = self.sq_mask.val();
+        self.fetch.in_flight.next = self.in_flight.val();
+        self.fetch.in_flight_r.next = self.in_flight_r.q.val();
+        self.fetch.size_limits.next = self.state.q.val() == TxsState::FetchLimits;
+        self.fetch.size_saturate.next = self.state.q.val() == TxsState::FetchSaturate;
+        self.fetch.size_minima.next = self.state.q.val() == TxsState::FetchMinima;
+        self.fetch.size_size.next = self.state.q.val() == TxsState::FetchSize;
+        self.fetch.fetch_wait.next = self.state.q.val() == TxsState::FetchWqe;
+        self.fetch.discard.next = false;
+        self.fetch.append.next = false;
+        self.fetch.cmd_fire.next = self.cmd_fire.val();
+        self.fetch.ar_ready.next = self.wqe_ar_ready.val();
+        self.fetch.r_valid.next = self.wqe_r_valid.val();
+        self.fetch.r_data.next = self.wqe_r_data.val();
+        self.fetch.r_err.next = self.wqe_r_err.val();
+        self.wqe_ar_valid.next = self.fetch.ar_valid.val();
+        self.wqe_ar_addr.next = self.fetch.ar_addr.val();
+        self.wqe_ar_len.next = self.fetch.ar_len.val();
+        self.wqe_beat.next = self.fetch.beat.val();
         self.beat_lkey.next = self.wqe_beat.val().get_bits::<32>(352);
         if ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0))
             | (self.state.q.val() == TxsState::NextWqe)
@@ -1211,8 +1076,8 @@ impl Logic for TxScheduler {
             // from the next cycle), so `CheckLkey` follows the last beat.
             self.tables.mr_addr.next = self.beat_lkey.val().get_bits::<6>(8);
         }
-        self.wqe_ok.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() == 0);
-        self.drop_pop.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() != 0);
+        self.wqe_ok.next = self.fetch.beat_ok.val();
+        self.drop_pop.next = self.fetch.drop_due.val();
         // `NextWqe` takes a one-beat WQE that is at the buffer's head itself (no
         // `WaitWqeBeats`).
         self.take_now.next = (self.state.q.val() == TxsState::NextWqe)
@@ -1226,68 +1091,14 @@ impl Logic for TxScheduler {
         self.pf_pop.next = ((self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val()) | self.take_now.val();
         self.first_beat.next =
             self.take_now.val() | ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0));
-        self.pf_fifo.read.next = self.drop_pop.val() | self.pf_pop.val();
-        self.pf_err_fifo.write.next = self.wr_keep.val();
-        self.pf_err_fifo.data_in.next = self.wqe_r_err.val();
-        self.pf_err_fifo.read.next = self.pf_fifo.read.val();
-        self.pf_add.next = 0.into();
-        if self.ar_pend.q.val() & self.wqe_ar_ready.val() {
-            // A fetch (the main machine's or an append) is accepted.
-            self.pf_add.next = bit_cast::<6, 4>(self.pf_kb.q.val());
-        }
-        self.pf_acc.d.next = self.pf_add.val();
-        self.pf_total.d.next = self.pf_total.q.val() + self.pf_acc.q.val()
-            - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
-        self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
-        self.pf_drop_in.d.next = self.pf_drop_in.q.val()
-            - bit_cast::<6, 1>((self.wqe_r_valid.val() & (self.pf_drop_in.q.val() != 0)).into());
-        // (A beat written in cycle t is counted from t + 2: never before the FIFO shows it.)
-        self.pf_wr_r.d.next = self.wr_keep.val();
-        self.pf_h.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
-            - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
-        self.pf_split.d.next = false;
-        self.pf_avail.d.next = self.pf_avail.q.val() + bit_cast::<6, 1>(self.pf_wr_r.q.val().into())
-            - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
-        // Fetch limits (`FetchLimits` to `FetchSize`): WQEs posted, to the end of the ring, to the end of the
-        // 4 KiB page (a burst never crosses one, AXI4 A3.4.1), in the send window, and room in
-        // the buffer; bursts of at most 8 beats (8, 4 or 2 WQEs of 64, 128 or 256 bytes; a
-        // 512-byte WQE is fetched alone, its first 5 beats).
-        self.fci_now.next = self.ci.q.val();
-        self.f_addr_now.next = self.wqe_addr.q.val();
-        if self.pf_app.q.val() {
-            self.fci_now.next = self.fci.q.val();
-            self.f_addr_now.next = self.f_addr.q.val();
-        }
-        self.pf_posted.next = self.pi.q.val() - self.fci_now.val();
-        self.pf_ring.next = !self.fci_now.val() & self.sq_mask.val();
-        self.pf_page.next = (bit_cast::<16, 13>(4096.into())
-            - bit_cast::<16, 12>(self.f_addr_now.val().get_bits::<12>(0)))
-            >> (bit_cast::<16, 3>(self.ctx.q.val().sq_log_stride) + 6);
-        self.pf_win.next = bit_cast::<16, 7>(64.into()) - self.in_flight.val();
-        self.pf_room.next =
-            (bit_cast::<6, 6>(32.into()) - self.pf_total.q.val()) >> bit_cast::<6, 3>(self.ctx.q.val().sq_log_stride);
-        self.pf_burst.next = bit_cast::<4, 4>(8.into()) >> bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
-        if self.ctx.q.val().sq_log_stride == 3 {
-            self.pf_burst.next = 1.into();
-            self.pf_room.next = 0.into();
-            if self.pf_total.q.val() <= 27 {
-                self.pf_room.next = 1.into();
-            }
-        }
-        // The fetch's WQEs: the least of the three minima (`FetchSize`).
-        self.pf_ksel.next = self.pf_m1.q.val();
-        if (self.pf_m2.q.val() < self.pf_m1.q.val()) & (self.pf_m2.q.val() <= self.pf_m3.q.val()) {
-            self.pf_ksel.next = self.pf_m2.q.val();
-        } else if self.pf_m3.q.val() < self.pf_m1.q.val() {
-            self.pf_ksel.next = self.pf_m3.q.val();
-        }
+        self.fetch.pop.next = self.pf_pop.val();
         // Slots 1..4 of the WQE as they arrive; SGE k >= 1 is lane (k-1) mod 4 of slot
         // 1 + (k-1) / 4.
         if self.pf_pop.val() {
             // A read error on any of the WQE's beats spoils the WQE.
-            self.wqe_bad.d.next = self.wqe_bad.q.val() | self.pf_err_fifo.data_out.val();
+            self.wqe_bad.d.next = self.wqe_bad.q.val() | self.fetch.beat_err.val();
             if self.first_beat.val() {
-                self.wqe_bad.d.next = self.pf_err_fifo.data_out.val();
+                self.wqe_bad.d.next = self.fetch.beat_err.val();
             }
         }
         if (self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val() {
@@ -1361,28 +1172,8 @@ impl Logic for TxScheduler {
         // Outputs, default idle.
         self.db_read.next = false;
         self.rw_read.next = false;
-        // The WQE fetch request is a register (set on the way into `FetchWqe`), so the DMA
-        // issuer's ready answers a flop, not the state decoder.
-        self.wqe_ar_valid.next = self.ar_pend.q.val();
-        // WQE `ci` at sq_base + (ci mod size) * (64 << SQ_LOG_STRIDE): the slot offset is
-        // registered first (ci moves at least two cycles before a fetch: `TakeQp`, `RecordWqe`,
-        // `CompleteError` and `SkipRetired` are followed by `CheckSq` and `NextWqe` before
-        // `FetchWqe`).
-        self.wqe_off.d.next = (bit_cast::<64, 16>(self.ci.q.val() & self.sq_mask.val())
-            << bit_cast::<64, 3>(self.ctx.q.val().sq_log_stride))
-            << 6;
-        self.wqe_addr.d.next = self.ctx.q.val().sq_base + self.wqe_off.q.val();
-        self.wqe_ar_addr.next = self.f_addr_now.val();
-        // An append's first WQE: sq_base + (fci mod size) * stride, over two registers.
-        self.f_off.d.next = (bit_cast::<64, 16>(self.fci.q.val() & self.sq_mask.val())
-            << bit_cast::<64, 3>(self.ctx.q.val().sq_log_stride))
-            << 6;
-        self.f_addr.d.next = self.ctx.q.val().sq_base + self.f_off.q.val();
-        self.pf_kb_m1.next = self.pf_kb.q.val() - 1;
-        self.wqe_ar_len.next = self.pf_kb_m1.val().get_bits::<3>(0);
         self.job_write.next = false;
         self.piece.next = false;
-        self.ah_kick.d.next = false;
         self.il_room.d.next = !self.il_afull.val();
         self.len_m1.next = self.len_r.q.val() - 1;
         self.rj_addr.next = self.cur_iova.q.val();
@@ -1606,14 +1397,12 @@ impl Logic for TxScheduler {
         {
             self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
             self.window_ok.d.next = self.in_flight.val() < 64;
-            self.pf_hit.d.next = (self.pf_n.q.val() != 0)
-                & (self.pf_qpn.q.val() == self.cur_qpn.q.val())
-                & (self.pf_ci.q.val() == self.ci.q.val())
-                & !self.pf_stale.q.val();
-            self.ah_idle_r.d.next = self.ah.q.val() == AheadStep::Idle;
-            self.pf_more.d.next = (self.ah.q.val() == AheadStep::Idle)
-                & (self.pf_next.q.val() != self.pi.q.val())
-                & (self.pf_total.q.val() <= 24)
+            self.pf_hit.d.next = self.fetch.head_ok.val()
+                & (self.fetch.head_qpn.val() == self.cur_qpn.q.val())
+                & (self.fetch.head_ci.val() == self.ci.q.val());
+            self.ah_idle_r.d.next = self.fetch.ahead_idle.val();
+            self.pf_more.d.next = self.fetch.burst_room.val()
+                & (self.fetch.next_ci.val() != self.pi.q.val())
                 & (self.in_flight_r.q.val() < 40);
             self.behind.d.next = self.in_flight.val().get_bit(15);
             self.rw_mine.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
@@ -1705,7 +1494,8 @@ impl Logic for TxScheduler {
                 | (((self.hc_w.val().send_flags & 9) == 8) & (self.fetch_m1_r.q.val() != 0)))
             & !self.ctx.q.val().qp_type.any();
         self.hc_len_m1.next = self.hc_len.q.val() - 1;
-        self.hc_kill.next = self.pf_fifo.read.val() | self.cmd_fire.val() | (self.state.q.val() == TxsState::LoadQp);
+        self.hc_kill.next =
+            self.drop_pop.val() | self.pf_pop.val() | self.cmd_fire.val() | (self.state.q.val() == TxsState::LoadQp);
         self.hc_bounds.next = self.hc_va_ok.q.val()
             & self.hc_off_ok.q.val()
             & (bit_cast::<64, 32>(self.hc_len.q.val()) <= self.hc_room.q.val());
@@ -1771,7 +1561,7 @@ impl Logic for TxScheduler {
                     self.self_rung.d.next = false;
                 }
                 self.flush_req.d.next = false;
-                if self.ah.q.val() != AheadStep::Idle {
+                if !self.fetch.ahead_idle.val() {
                     // The last QP's append is still being issued (with its context): wait.
                 } else if !self.rw_empty_r.q.val() {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
@@ -1883,8 +1673,7 @@ impl Logic for TxScheduler {
                     if self.pf_more.q.val() {
                         // The buffer has room for more: the fetch-ahead machine reads the next
                         // posted WQEs, behind the buffered ones, while this one goes on.
-                        self.fci.d.next = self.pf_next.q.val();
-                        self.ah.d.next = AheadStep::Off;
+                        self.fetch.append.next = true;
                     }
                     self.wb.d.next = 0.into();
                     self.state.d.next = TxsState::WaitWqeBeats;
@@ -1895,8 +1684,7 @@ impl Logic for TxScheduler {
                         & self.hc_inl_ok.q.val()
                         & !self.skip_pending.q.val();
                     if self.take_now.val() {
-                        // (`pf_n` counts the take below, with any append.)
-                        self.pf_ci.d.next = self.pf_ci.q.val() + 1;
+                        // (The fetcher counts the take, `pf_take`.)
                         self.state.d.next = TxsState::CheckLkey;
                     }
                     if self.hc_fast.val() {
@@ -1923,13 +1711,9 @@ impl Logic for TxScheduler {
                     // awaits is discarded, the held beats popped, the awaited ones (split off
                     // next cycle, `pf_split`) dropped as they arrive (they come before this
                     // fetch's: one AXI ID, in order), so only the held ones still take room
-                    // when `FetchSaturate` sizes the fetch. (With 16 or more in flight,
+                    // when `FetchSaturate` sizes the fetch. (With 32 or more in flight,
                     // `FetchLimits` steps aside instead if another QP waits.)
-                    self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
-                    self.pf_split.d.next = true;
-                    self.pf_n.d.next = 0.into();
-                    self.pf_stale.d.next = false;
-                    self.pf_app.d.next = false;
+                    self.fetch.discard.next = true;
                     self.state.d.next = TxsState::FetchLimits;
                 } else if self.rw_mine.q.val() {
                     // The window is full because packets were lost: save the state (with the
@@ -1968,10 +1752,10 @@ impl Logic for TxScheduler {
             TxsState::FetchSize => {
                 // 4: the fetch (sized below), once the buffer has room for a WQE (discarded
                 // beats leave it as they arrive).
-                if self.pf_m3.q.val() == 0 {
+                if self.fetch.size_zero.val() {
                     self.state.d.next = TxsState::FetchLimits;
                 } else {
-                    self.ar_pend.d.next = true;
+                    // (The fetcher raises its read request.)
                     self.state.d.next = TxsState::FetchWqe;
                 }
             }
@@ -1979,12 +1763,6 @@ impl Logic for TxScheduler {
                 self.wb.d.next = 0.into();
                 self.fast_inl.d.next = false;
                 if self.wqe_ar_ready.val() {
-                    self.ar_pend.d.next = false;
-                    self.pf_next.d.next = self.fci_now.val() + bit_cast::<16, 4>(self.pf_k.q.val());
-                    self.pf_qpn.d.next = self.cur_qpn.q.val();
-                    self.pf_ci.d.next = self.ci.q.val();
-                    self.pf_n.d.next = bit_cast::<6, 4>(self.pf_k.q.val());
-                    self.ah_kick.d.next = true;
                     self.state.d.next = TxsState::WaitWqeBeats;
                 }
             }
@@ -1995,8 +1773,7 @@ impl Logic for TxScheduler {
                     // (Slot 0 is taken below, as in `NextWqe`.)
                     self.wb.d.next = self.wb.q.val() + 1;
                     if self.wb.q.val() == self.fetch_m1_r.q.val() {
-                        // (`pf_n` counts the take below, with any append.)
-                        self.pf_ci.d.next = self.pf_ci.q.val() + 1;
+                        // (The fetcher counts the take, `pf_take`.)
                         // SGE 0's key-table entry was addressed in this WQE's first beat.
                         self.state.d.next = TxsState::CheckLkey;
                         if self.fast_inl.q.val() & (self.wb.q.val() != 0) {
@@ -2004,7 +1781,7 @@ impl Logic for TxScheduler {
                             // the flags `CheckLkey`, `CheckRoom` and `CheckBounds` would have
                             // registered (no key, one packet from `ext0`..`ext3`).
                             self.state.d.next = TxsState::ActOnChecks;
-                            self.base_iova.d.next = self.wqe_addr.q.val() + 64;
+                            self.base_iova.d.next = self.fetch.wqe_addr.val() + 64;
                             self.bounds_r.d.next = true;
                             self.hc_take.next = true;
                             self.il_r.d.next = self.hc_len.q.val() != 0;
@@ -2038,7 +1815,7 @@ impl Logic for TxScheduler {
                 self.len_bad.d.next = false;
                 self.il_r.d.next = false;
                 if self.inline_r.q.val() {
-                    self.base_iova.d.next = self.wqe_addr.q.val() + 64;
+                    self.base_iova.d.next = self.fetch.wqe_addr.val() + 64;
                     self.len_bad.d.next = self.len_r.q.val() > self.inline_max.val();
                     // Up to 256 bytes: one packet (a path MTU of 256 or more; PATH_MTU 0, not a
                     // valid IB MTU, keeps the read from the ring), whose beats are
@@ -2491,131 +2268,12 @@ impl Logic for TxScheduler {
             TxsState::FetchSaturate => self.dbg_state.next = 37.into(),
             _ => {}
         }
-        // Sizing a fetch, shared by the main machine (`FetchLimits` .. `FetchSize`) and the
-        // fetch-ahead machine (`Limits` .. `Size`), never both at once: 1, each limit in WQEs
-        // (posted, slots to the ring's end minus one, to the page's end, room in the send
-        // window), registered.
-        if (self.state.q.val() == TxsState::FetchLimits) | (self.ah.q.val() == AheadStep::Limits) {
-            self.pf_raw_post.d.next = self.pf_posted.val();
-            self.pf_raw_ring.d.next = self.pf_ring.val();
-            self.pf_raw_page.d.next = self.pf_page.val();
-            self.pf_raw_win.d.next = self.pf_win.val();
-        }
-        if (self.state.q.val() == TxsState::FetchSaturate) | (self.ah.q.val() == AheadStep::Saturate) {
-            // 2: each limit saturated at 8 WQEs (and the buffer's room).
-            self.pf_lim_post.d.next = self.pf_raw_post.q.val().get_bits::<4>(0);
-            if self.pf_raw_post.q.val() >= 8 {
-                self.pf_lim_post.d.next = 8.into();
-            }
-            self.pf_lim_ring.d.next = self.pf_raw_ring.q.val().get_bits::<4>(0) + 1;
-            if self.pf_raw_ring.q.val() >= 7 {
-                self.pf_lim_ring.d.next = 8.into();
-            }
-            self.pf_lim_page.d.next = self.pf_raw_page.q.val().get_bits::<4>(0);
-            if self.pf_raw_page.q.val() >= 8 {
-                self.pf_lim_page.d.next = 8.into();
-            }
-            self.pf_lim_win.d.next = self.pf_raw_win.q.val().get_bits::<4>(0);
-            if self.pf_raw_win.q.val() >= 8 {
-                self.pf_lim_win.d.next = 8.into();
-            }
-            self.pf_lim_room.d.next = self.pf_room.val().get_bits::<4>(0);
-            if self.pf_room.val() >= 8 {
-                self.pf_lim_room.d.next = 8.into();
-            }
-        }
-        if (self.state.q.val() == TxsState::FetchMinima) | (self.ah.q.val() == AheadStep::Minima) {
-            // 3: pairwise minima.
-            self.pf_m1.d.next = self.pf_lim_post.q.val();
-            if self.pf_lim_ring.q.val() < self.pf_lim_post.q.val() {
-                self.pf_m1.d.next = self.pf_lim_ring.q.val();
-            }
-            self.pf_m2.d.next = self.pf_lim_page.q.val();
-            if self.pf_lim_win.q.val() < self.pf_lim_page.q.val() {
-                self.pf_m2.d.next = self.pf_lim_win.q.val();
-            }
-            self.pf_m3.d.next = self.pf_lim_room.q.val();
-            if self.pf_burst.val() < self.pf_lim_room.q.val() {
-                self.pf_m3.d.next = self.pf_burst.val();
-            }
-        }
-        if (self.state.q.val() == TxsState::FetchSize) | (self.ah.q.val() == AheadStep::Size) {
-            // 4: the fetch in WQEs and beats.
-            self.pf_k.d.next = self.pf_ksel.val();
-            self.pf_kb.d.next = self.pf_ksel.val() << bit_cast::<4, 3>(self.ctx.q.val().sq_log_stride);
-            if self.ctx.q.val().sq_log_stride == 3 {
-                self.pf_kb.d.next = 5.into();
-            }
-        }
-        // The fetch-ahead machine ([`AheadStep`]).
         self.pf_take.next = self.take_now.val()
             | ((self.state.q.val() == TxsState::WaitWqeBeats)
                 & self.wqe_ok.val()
                 & (self.wb.q.val() == self.fetch_m1_r.q.val()));
-        self.pf_inc.d.next = 0.into();
-        match self.ah.q.val() {
-            AheadStep::Idle => {
-                if self.ah_kick.q.val() & (self.pf_next.q.val() != self.pi.q.val()) & (self.in_flight_r.q.val() < 40) {
-                    self.fci.d.next = self.pf_next.q.val();
-                    self.ah.d.next = AheadStep::Off;
-                }
-            }
-            AheadStep::Off => {
-                // (`f_off` is registered from `fci` this cycle.)
-                self.ah.d.next = AheadStep::Addr;
-            }
-            AheadStep::Addr => {
-                // (`f_addr` is registered from `f_off` this cycle.)
-                self.pf_app.d.next = true;
-                self.ah.d.next = AheadStep::Limits;
-            }
-            AheadStep::Limits => {
-                self.ah.d.next = AheadStep::Saturate;
-            }
-            AheadStep::Saturate => {
-                self.ah.d.next = AheadStep::Minima;
-            }
-            AheadStep::Minima => {
-                self.ah.d.next = AheadStep::Size;
-            }
-            AheadStep::Size => {
-                if self.pf_m3.q.val() == 0 {
-                    // No room after all.
-                    self.pf_app.d.next = false;
-                    self.ah.d.next = AheadStep::Idle;
-                } else {
-                    self.ar_pend.d.next = true;
-                    self.ah.d.next = AheadStep::Issue;
-                }
-            }
-            AheadStep::Issue => {
-                if self.wqe_ar_ready.val() {
-                    // Appended: `pf_n` counts the burst next cycle (`pf_inc`, below); the
-                    // buffer's head is still the main machine's next WQE.
-                    self.ar_pend.d.next = false;
-                    self.pf_next.d.next = self.fci_now.val() + bit_cast::<16, 4>(self.pf_k.q.val());
-                    self.pf_app.d.next = false;
-                    self.pf_inc.d.next = self.pf_k.q.val();
-                    self.ah.d.next = AheadStep::Done;
-                }
-            }
-            AheadStep::Done => {
-                self.ah.d.next = AheadStep::Idle;
-            }
-        }
-        // `pf_n`: a WQE the main machine takes (one less) and an append accepted last cycle
-        // (`pf_inc` more), in one place, the take only choosing between two sums of registers
-        // (a discard, or the main machine's own fetch, sets it in the state machine above and
-        // never meets either: both need the fetch-ahead machine idle since the queue checks).
-        self.pf_n_inc.next = self.pf_n.q.val() + bit_cast::<6, 4>(self.pf_inc.q.val());
-        self.pf_n_inc_m1.next = self.pf_n.q.val() + bit_cast::<6, 4>(self.pf_inc.q.val()) - 1;
-        if self.pf_take.val() {
-            self.pf_n.d.next = self.pf_n_inc_m1.val();
-        } else if self.pf_inc.q.val() != 0 {
-            self.pf_n.d.next = self.pf_n_inc.val();
-        }
+        self.fetch.take.next = self.pf_take.val();
         if self.cmd_fire.val() {
-            self.pf_stale.d.next = true;
             self.ext_ok.d.next = false;
         }
         self.cmd_in_load.d.next = self.cmd_fire.val() & (self.state.q.val() == TxsState::LoadQp);
@@ -2649,38 +2307,12 @@ impl Logic for TxScheduler {
                 self.pi.d.next = self.db_data.val().get_bits::<16>(0);
             }
         }
-        if self.pf_split.q.val() {
-            // The discard's second cycle: every buffered beat is one to discard, so those not
-            // yet written (`pf_drop` − `pf_h`, less one arriving now unless it is dropped
-            // already) are dropped as they arrive and leave `pf_drop` and `pf_total`, which
-            // keep the written ones (less a pop now). (No fetch is accepted in these cycles:
-            // the discard needs the fetch-ahead machine idle.)
-            self.pf_drop_in.d.next = self.pf_drop_in.q.val() + self.pf_drop.q.val()
-                - self.pf_h.q.val()
-                - bit_cast::<6, 1>(self.wqe_r_valid.val().into());
-            self.pf_drop.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
-                - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
-            self.pf_total.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
-                - bit_cast::<6, 1>((self.drop_pop.val() | self.pf_pop.val()).into());
-        }
         if self.reset.val() {
             self.state.d.next = TxsState::Idle;
             self.rw_epoch.d.next = 0.into();
             self.rw_flip_r.d.next = false;
             self.serving.d.next = false;
             self.self_rung.d.next = false;
-            self.ar_pend.d.next = false;
-            self.ah.d.next = AheadStep::Idle;
-            self.pf_app.d.next = false;
-            self.pf_n.d.next = 0.into();
-            self.pf_total.d.next = 0.into();
-            self.pf_acc.d.next = 0.into();
-            self.pf_drop.d.next = 0.into();
-            self.pf_drop_in.d.next = 0.into();
-            self.pf_h.d.next = 0.into();
-            self.pf_split.d.next = false;
-            self.pf_avail.d.next = 0.into();
-            // (The prefetch FIFOs are emptied by the reset itself: `ResetFifo`.)
         }
     }
 }
