@@ -20,6 +20,7 @@ pub mod dma_read;
 pub mod doorbell;
 pub mod event_queue;
 pub mod gearbox;
+pub mod head_check;
 pub mod header_builder;
 pub mod icrc;
 pub mod irq;

@@ -39,6 +39,7 @@
 //! 16 or more one-beat WQEs are buffered arrives (7 + 64 cycles of DMA read latency) before
 //! they are used up; a QP's first fetch is followed by an append at once.
 use crate::context_tables::ContextTables;
+use crate::head_check::HeadCheck;
 use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, TxJob, WqeRec};
 use crate::wqe_fetcher::WqeFetcher;
 use rust_hdl::prelude::*;
@@ -180,47 +181,6 @@ pub enum TxsState {
     FetchSaturate,
 }
 
-/// The head check of [`TxScheduler`]: the checks of the WQE at the prefetch buffer's head (the
-/// one after the WQE being worked on), run while that WQE is acted on, recorded and issued, so
-/// that `NextWqe` takes the head WQE straight to `ActOnChecks` with its verdicts instead of
-/// through `CheckLkey`, `CheckRoom` and `CheckBounds` (IBTA Vol 1 10.6.3: the lkey, the
-/// region's bounds and its translation). A one-beat WQE (64-byte SQ stride) of an RC QP
-/// qualifies if it is an RDMA WRITE, with or without immediate, of one SGE, neither inline nor
-/// fenced, and so (since stop 33) does an inline RDMA WRITE of two or more slots; every other
-/// WQE takes the three states. (A SEND does not: its window check in `CheckRoom`
-/// reads the in-flight count two cycles after `NextWqe`, when the WQE before it is counted; in
-/// `NextWqe` it is not yet, and `tx_scheduler_tb::a_send_waits_for_the_send_window` saw a 33rd
-/// SEND leave.) Each step registers the same values its
-/// state in the main machine would (one cycle each: `Key` is `CheckLkey`, `Room` is
-/// `CheckRoom`; `NextWqe` does `CheckBounds`' compare), so `ActOnChecks` acts on the same flags.
-/// A pop or drop at the buffer's head, a context command (which may rewrite the key table or
-/// the QP's context) or a QP load discards the check.
-///
-/// Latency: 3 cycles (`ActOnChecks` → `Ready` in the cycle of the WQE's first packet), so a
-/// stream of one-packet WRITEs from the buffer takes 4 cycles per WQE (`NextWqe`,
-/// `ActOnChecks`, `RecordWqe`, `IssuePacket`) instead of 7.
-///
-/// Since stop 33 it also checks an **inline** RDMA WRITE of two or more slots (no key: its
-/// length against 256 and what the WQE holds, in `Key`). `NextWqe` keeps the verdict
-/// (`fast_inl`) as it starts taking the WQE's slots in `WaitWqeBeats`, which then goes straight
-/// to `ActOnChecks`: `slots + 4` cycles per WQE (6 for a 128-byte WQE) instead of `slots + 7`.
-/// (512-byte WQEs are appended one per burst, so the check finds one at the head only when
-/// the append ran ahead far enough.)
-#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
-pub enum HeadStep {
-    /// Nothing checked; in `ActOnChecks` an eligible WQE at the head is taken: its SGE's
-    /// address, length and lkey into registers, its key-table entry addressed.
-    Idle,
-    /// The entry is readable (the main machine is in `RecordWqe`, which reads no entry, and the
-    /// entry stays addressed): the offset into the region, the VA and key verdicts, the packet
-    /// count's halves.
-    Key,
-    /// The room in the region past the offset, the translated address, the packet count.
-    Room,
-    /// The checks wait for `NextWqe`.
-    Ready,
-}
-
 /// Processes SQ doorbells one QP at a time.
 ///
 /// For a doorbell `(qpn, pi)` it loads the QP's context and transport state (next PSN, SQ
@@ -266,7 +226,7 @@ pub enum HeadStep {
 /// Timing: 4 cycles to load a QP, then per WQE 3 cycles + DMA read latency + (beats − 1) + 6
 /// cycles when it must be fetched, 7 for a one-beat WQE in the prefetch buffer (which the
 /// fetch-ahead machine, [`crate::wqe_fetcher::AheadStep`], keeps filled in parallel), 4 for a one-SGE RDMA WRITE
-/// there that the head check ([`HeadStep`]) checked while the WQE before it was issued (an
+/// there that the head check ([`crate::head_check::HeadCheck`]) checked while the WQE before it was issued (an
 /// inline one of up to 256 bytes: its slots + 4, and 1 per inline beat after the first), +7 per
 /// SGE after the first,
 /// +4 once for a list; one packet job every 2 cycles
@@ -714,38 +674,17 @@ pub struct TxScheduler {
     ext_slot: Signal<Local, Bits<2>>,
     g_m1: Signal<Local, Bits<5>>,
     g_p1: Signal<Local, Bits<8>>,
-    /// The head check ([`HeadStep`]) and what it registered of the WQE at the buffer's head:
-    /// SGE 0's address, lkey and length (bytes); then the offset into
-    /// the region, the VA and key verdicts, the packet count's halves (`len >> log2(MTU)`, a
-    /// remainder); then the room past the offset (bytes), the offset verdict, the translated
-    /// address and the packet count.
-    hc: DFF<HeadStep>,
-    hc_addr: DFF<Bits<64>>,
-    hc_lkey: DFF<Bits<32>>,
-    hc_len: DFF<Bits<32>>,
-    hc_off: DFF<Bits<64>>,
-    hc_va_ok: DFF<Bit>,
-    hc_key_ok: DFF<Bit>,
-    hc_nq: DFF<Bits<24>>,
-    hc_npart: DFF<Bit>,
-    hc_room: DFF<Bits<64>>,
-    hc_off_ok: DFF<Bit>,
-    hc_base: DFF<Bits<64>>,
-    hc_npkts: DFF<Bits<24>>,
-    /// The checked WQE is an inline RDMA WRITE (two or more slots); its length fits the fast
-    /// path (1..=256 bytes, at most what the WQE holds); `NextWqe` found its check ready, so
-    /// `WaitWqeBeats` goes on to `ActOnChecks` with it after the WQE's last slot.
-    hc_inl: DFF<Bit>,
-    hc_inl_ok: DFF<Bit>,
+    /// The head check ([`crate::head_check::HeadCheck`]): the checks of the WQE at the
+    /// prefetch buffer's head, run while the WQE before it is acted on, recorded and issued.
+    hc: HeadCheck,
+    /// `NextWqe` found the head check ready for an inline RDMA WRITE that fits its fast path
+    /// (1..=256 bytes, at most what the WQE holds): `WaitWqeBeats` goes on to `ActOnChecks`
+    /// with it after the WQE's last slot (its pops give the check itself up).
     fast_inl: DFF<Bit>,
-    hc_len_m1: Signal<Local, Bits<32>>,
-    /// The buffer's head beat as a WQE record; whether it qualifies for the head check; the
-    /// check is discarded this cycle; its bounds verdict; `NextWqe` takes the head WQE with
-    /// its checks.
-    hc_w: Signal<Local, WqeRec>,
-    hc_elig: Signal<Local, Bit>,
+    /// The head check is given up this cycle (the buffer's head moves, a context command, a
+    /// QP load).
     hc_kill: Signal<Local, Bit>,
-    hc_bounds: Signal<Local, Bit>,
+    /// `NextWqe` takes the head WQE with the head check's verdicts.
     hc_fast: Signal<Local, Bit>,
     /// This cycle goes to `ActOnChecks` with the head check's flags.
     hc_take: Signal<Local, Bit>,
@@ -872,21 +811,6 @@ impl Logic for TxScheduler {
             emit_psn_r,
             rst_here_r,
             cmd_seen_r,
-            hc,
-            hc_addr,
-            hc_lkey,
-            hc_len,
-            hc_off,
-            hc_va_ok,
-            hc_key_ok,
-            hc_nq,
-            hc_npart,
-            hc_room,
-            hc_off_ok,
-            hc_base,
-            hc_npkts,
-            hc_inl,
-            hc_inl_ok,
             fast_inl
         );
         self.db_other.d.next = !self.db_empty.val() & (self.db_data.val().get_bits::<6>(16) != self.cur_qpn.q.val());
@@ -1483,73 +1407,29 @@ impl Logic for TxScheduler {
                 self.is_read.val() & (self.inline_r.q.val() | (self.is_atomic.val() & self.multi_r.q.val()));
         }
 
-        // The head check (`HeadStep`): the WQE at the buffer's head is checked while the one
+        // The head check ([`HeadCheck`]): the WQE at the buffer's head is checked while the one
         // before it is acted on, recorded and issued. (`take_now` is `NextWqe` taking it.)
-        self.hc_w.next = self.wqe_beat.val().into();
-        // A one-slot RDMA WRITE of one SGE, or an inline one of two or more slots (stop 33).
-        self.hc_elig.next = (self.hc_w.val().opcode <= 1)
-            & (((self.hc_w.val().num_sge == 1)
-                & ((self.hc_w.val().send_flags & 9) == 0)
-                & (self.fetch_m1_r.q.val() == 0))
-                | (((self.hc_w.val().send_flags & 9) == 8) & (self.fetch_m1_r.q.val() != 0)))
-            & !self.ctx.q.val().qp_type.any();
-        self.hc_len_m1.next = self.hc_len.q.val() - 1;
+        clock!(self, clock, hc);
+        self.hc.reset.next = self.reset.val();
+        self.hc.beat.next = self.wqe_beat.val();
+        self.hc.beat_ok.next = self.wqe_ok.val();
+        self.hc.one_slot.next = self.fetch_m1_r.q.val() == 0;
+        self.hc.ud.next = self.ctx.q.val().qp_type.any();
+        self.hc.start.next = self.state.q.val() == TxsState::ActOnChecks;
+        self.hc.key_slot.next = self.state.q.val() == TxsState::RecordWqe;
         self.hc_kill.next =
             self.drop_pop.val() | self.pf_pop.val() | self.cmd_fire.val() | (self.state.q.val() == TxsState::LoadQp);
-        self.hc_bounds.next = self.hc_va_ok.q.val()
-            & self.hc_off_ok.q.val()
-            & (bit_cast::<64, 32>(self.hc_len.q.val()) <= self.hc_room.q.val());
-        self.hc_fast.next = self.take_now.val() & (self.hc.q.val() == HeadStep::Ready) & !self.skip_pending.q.val();
+        self.hc.kill.next = self.hc_kill.val();
+        self.hc.mr.next = self.mr.val();
+        self.hc.pd.next = self.ctx.q.val().pd;
+        self.hc.path_mtu.next = self.ctx.q.val().path_mtu;
+        self.hc.mtu_mask12.next = self.mtu_mask12.val();
+        self.hc.inline_max.next = self.inline_max.val();
+        if self.hc.mr_read.val() {
+            self.tables.mr_addr.next = self.hc.mr_index.val();
+        }
+        self.hc_fast.next = self.take_now.val() & self.hc.ready.val() & !self.skip_pending.q.val();
         self.hc_take.next = false;
-        match self.hc.q.val() {
-            HeadStep::Idle => {
-                // (FENCE is send flag 1, INLINE 8; RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1.)
-                if (self.state.q.val() == TxsState::ActOnChecks) & self.wqe_ok.val() & self.hc_elig.val() {
-                    self.tables.mr_addr.next = self.beat_lkey.val().get_bits::<6>(8);
-                    self.hc_addr.d.next = self.hc_w.val().sge0_addr;
-                    self.hc_lkey.d.next = self.hc_w.val().sge0_lkey;
-                    self.hc_len.d.next = self.hc_w.val().sge0_length;
-                    self.hc_inl.d.next = (self.hc_w.val().send_flags & 8) != 0;
-                    self.hc.d.next = HeadStep::Key;
-                }
-            }
-            HeadStep::Key => {
-                // As `CheckLkey` (a READ's LOCAL_WRITE check does not apply).
-                self.hc.d.next = HeadStep::Idle;
-                if self.state.q.val() == TxsState::RecordWqe {
-                    self.tables.mr_addr.next = self.hc_lkey.q.val().get_bits::<6>(8);
-                    self.hc_off.d.next = self.hc_addr.q.val() - self.mr.val().va;
-                    self.hc_va_ok.d.next = self.hc_addr.q.val() >= self.mr.val().va;
-                    self.hc_key_ok.d.next = self.mr.val().valid.any()
-                        & (self.mr.val().tag == self.hc_lkey.q.val().get_bits::<8>(0))
-                        & (self.hc_lkey.q.val().get_bits::<18>(14) == 0)
-                        & (self.mr.val().pd == self.ctx.q.val().pd);
-                    self.hc_nq.d.next =
-                        bit_cast::<24, 32>(self.hc_len.q.val() >> (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7));
-                    self.hc_npart.d.next = (self.hc_len.q.val().get_bits::<12>(0) & self.mtu_mask12.val()) != 0;
-                    // Inline: its length (SGE 0's field) against what goes from the WQE.
-                    self.hc_inl_ok.d.next = (self.hc_len.q.val() <= 256)
-                        & (self.hc_len.q.val() <= self.inline_max.val())
-                        & (self.ctx.q.val().path_mtu != 0);
-                    self.hc.d.next = HeadStep::Room;
-                }
-            }
-            HeadStep::Room => {
-                // As `CheckRoom` (an inline WRITE's values here go unused).
-                self.hc_off_ok.d.next = self.hc_off.q.val() <= self.mr.val().length;
-                self.hc_room.d.next = self.mr.val().length - self.hc_off.q.val();
-                self.hc_base.d.next = self.mr.val().iova + self.hc_off.q.val();
-                self.hc_npkts.d.next = self.hc_nq.q.val() + bit_cast::<24, 1>(self.hc_npart.q.val().into());
-                if self.hc_len.q.val() == 0 {
-                    self.hc_npkts.d.next = 1.into();
-                }
-                self.hc.d.next = HeadStep::Ready;
-            }
-            HeadStep::Ready => {}
-        }
-        if self.hc_kill.val() {
-            self.hc.d.next = HeadStep::Idle;
-        }
 
         match self.state.q.val() {
             TxsState::Idle => {
@@ -1679,9 +1559,9 @@ impl Logic for TxScheduler {
                     self.state.d.next = TxsState::WaitWqeBeats;
                     // An inline WRITE the head check passed: its checks are taken after its
                     // last slot (the pops in `WaitWqeBeats` discard the check, not its result).
-                    self.fast_inl.d.next = (self.hc.q.val() == HeadStep::Ready)
-                        & self.hc_inl.q.val()
-                        & self.hc_inl_ok.q.val()
+                    self.fast_inl.d.next = self.hc.ready.val()
+                        & self.hc.inline.val()
+                        & self.hc.inline_ok.val()
                         & !self.skip_pending.q.val();
                     if self.take_now.val() {
                         // (The fetcher counts the take, `pf_take`.)
@@ -1693,13 +1573,13 @@ impl Logic for TxScheduler {
                         // (an RDMA WRITE: one SGE, RC, not inline or fenced, no rewind to skip
                         // into).
                         self.state.d.next = TxsState::ActOnChecks;
-                        self.off_r.d.next = self.hc_off.q.val();
-                        self.va_ok.d.next = self.hc_va_ok.q.val();
-                        self.key_ok_r.d.next = self.hc_key_ok.q.val();
-                        self.off_ok.d.next = self.hc_off_ok.q.val();
-                        self.room.d.next = self.hc_room.q.val();
-                        self.base_iova.d.next = self.hc_base.q.val();
-                        self.bounds_r.d.next = self.hc_bounds.val();
+                        self.off_r.d.next = self.hc.off.val();
+                        self.va_ok.d.next = self.hc.va_ok.val();
+                        self.key_ok_r.d.next = self.hc.key_ok.val();
+                        self.off_ok.d.next = self.hc.off_ok.val();
+                        self.room.d.next = self.hc.room.val();
+                        self.base_iova.d.next = self.hc.base.val();
+                        self.bounds_r.d.next = self.hc.bounds.val();
                         self.hc_take.next = true;
                     }
                 } else if self.window_ok.q.val() & !self.ah_idle_r.q.val() {
@@ -1784,8 +1664,8 @@ impl Logic for TxScheduler {
                             self.base_iova.d.next = self.fetch.wqe_addr.val() + 64;
                             self.bounds_r.d.next = true;
                             self.hc_take.next = true;
-                            self.il_r.d.next = self.hc_len.q.val() != 0;
-                            self.il_nm1.d.next = self.hc_len_m1.val().get_bits::<2>(6);
+                            self.il_r.d.next = self.hc.len.val() != 0;
+                            self.il_nm1.d.next = self.hc.len_m1.val().get_bits::<2>(6);
                         }
                     }
                 }
@@ -2168,10 +2048,10 @@ impl Logic for TxScheduler {
             // `CheckBounds` would have registered, from its registers.
             self.nsge_bad.d.next = false;
             self.len_bad.d.next = false;
-            self.len_r.d.next = self.hc_len.q.val();
-            self.nq_r.d.next = self.hc_nq.q.val();
-            self.npart_r.d.next = self.hc_npart.q.val();
-            self.npkts.d.next = self.hc_npkts.q.val();
+            self.len_r.d.next = self.hc.len.val();
+            self.nq_r.d.next = self.hc.nq.val();
+            self.npart_r.d.next = self.hc.npart.val();
+            self.npkts.d.next = self.hc.npkts.val();
             self.ud_op_bad.d.next = false;
             self.ud_long.d.next = false;
             self.send_wait.d.next = false;
