@@ -32,6 +32,7 @@ pub mod records;
 pub mod recv_prefetch;
 pub mod regs;
 pub mod reset_fifo;
+pub mod resp_done;
 pub mod response_gen;
 pub mod rx_engine;
 pub mod rx_ingress;

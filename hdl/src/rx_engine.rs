@@ -55,7 +55,7 @@ use crate::records::{
     AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
     WriteJob,
 };
-use crate::reset_fifo::ResetFifo;
+use crate::resp_done::RespDoneTable;
 use crate::sent_psn::SentPsnTable;
 use rust_hdl::prelude::*;
 
@@ -220,17 +220,6 @@ pub enum RxState {
     ReadListPiece,
     /// (47, read-response scatter) 4: `rdl_ram` is read at the next entry.
     ReadListReadEntry,
-}
-
-/// The read-modify-write of a `rdone` count (fresh READ / atomic responses sent by a QP).
-#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
-pub enum RdoneStep {
-    /// Nothing under way: the next `rsp_done` report is taken from `rdone_fifo`.
-    Idle,
-    /// `rdone_b` is read at the report's QP.
-    Read,
-    /// The count is readable: both copies are written one more.
-    Increment,
 }
 
 /// Decides what each received packet does, in order, and keeps the transport state.
@@ -419,17 +408,9 @@ pub struct RxEngine {
     pub rsp_done_qpn: Signal<In, Bits<6>>,
     /// Fresh READ / atomic responses sent, by QP (mod 256), against `racc_ram` (accepted): the
     /// difference is what the responder still owes (`max_dest_rd_atomic`, and whether an ACK
-    /// must wait behind responses). Two copies written together: `rdone_a` read at the
-    /// packet's QP, `rdone_b` for the increment (read-modify-write over 2 cycles from
-    /// `rdone_fifo`; INIT_RQ_PSN zeroes both and wins the write port).
-    rdone_a: RAM<Bits<8>, 6>,
-    rdone_b: RAM<Bits<8>, 6>,
-    rdone_fifo: ResetFifo<Bits<6>, 2, 3, 1>,
-    /// Where the increment of `rdone_q`'s count is (`rdone_b` read, then both copies written).
-    rdone_busy: DFF<RdoneStep>,
-    rdone_q: DFF<Bits<6>>,
+    /// must wait behind responses); read at the packet's QP (`rd_done_data`).
+    rdone: RespDoneTable,
     rd_done_data: Signal<Local, Bits<8>>,
-    rdone_init: Signal<Local, Bit>,
     /// The scheduler's emission report: a request packet of QP `emit_qpn` left, `emit_psn` is
     /// the PSN after it (see [`crate::tx_scheduler::TxScheduler`]).
     pub emit_we: Signal<In, Bit>,
@@ -1249,13 +1230,8 @@ impl Default for RxEngine {
             access_ok: Default::default(),
             rsp_done: Default::default(),
             rsp_done_qpn: Default::default(),
-            rdone_a: Default::default(),
-            rdone_b: Default::default(),
-            rdone_fifo: Default::default(),
-            rdone_busy: Default::default(),
-            rdone_q: Default::default(),
+            rdone: Default::default(),
             rd_done_data: Default::default(),
-            rdone_init: Default::default(),
             emit_we: Default::default(),
             emit_qpn: Default::default(),
             emit_psn: Default::default(),
@@ -1498,8 +1474,6 @@ impl Logic for RxEngine {
             rr_fresh,
             rr_nak,
             rr_syn_r,
-            rdone_busy,
-            rdone_q,
             rst_here_r,
             cmd_seen_r,
             ack_div,
@@ -1796,42 +1770,16 @@ impl Logic for RxEngine {
         self.racc_ram.write_enable.next =
             self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
         self.racc_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.racc_ram.write_data.next = 0.into();
+        // Responses sent (`RespDoneTable`): zeroed by INIT_RQ_PSN, one more per `rsp_done`.
         // Responses sent (see `rdone_a`): zeroed by INIT_RQ_PSN, one more per `rsp_done`.
-        clock!(self, clock, rdone_fifo);
-        self.rdone_fifo.reset.next = self.reset.val();
-        self.rdone_a.read_clock.next = self.clock.val();
-        self.rdone_a.write_clock.next = self.clock.val();
-        self.rdone_b.read_clock.next = self.clock.val();
-        self.rdone_b.write_clock.next = self.clock.val();
-        self.rdone_fifo.write.next = self.rsp_done.val();
-        self.rdone_fifo.data_in.next = self.rsp_done_qpn.val();
-        self.rdone_fifo.read.next = false;
-        self.rdone_a.read_address.next = self.qpn.q.val();
-        self.rd_done_data.next = self.rdone_a.read_data.val();
-        self.rdone_b.read_address.next = self.rdone_q.q.val();
-        self.rdone_init.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4);
-        self.rdone_a.write_enable.next = false;
-        self.rdone_a.write_address.next = self.rdone_q.q.val();
-        self.rdone_a.write_data.next = self.rdone_b.read_data.val() + 1;
-        if self.rdone_init.val() {
-            self.rdone_a.write_enable.next = true;
-            self.rdone_a.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-            self.rdone_a.write_data.next = 0.into();
-        } else if self.rdone_busy.q.val() == RdoneStep::Increment {
-            // The count is readable: write it back one more.
-            self.rdone_a.write_enable.next = true;
-            self.rdone_busy.d.next = RdoneStep::Idle;
-        } else if self.rdone_busy.q.val() == RdoneStep::Read {
-            self.rdone_busy.d.next = RdoneStep::Increment;
-        } else if !self.rdone_fifo.empty.val() {
-            self.rdone_fifo.read.next = true;
-            self.rdone_q.d.next = self.rdone_fifo.data_out.val();
-            self.rdone_busy.d.next = RdoneStep::Read;
-        }
-        self.rdone_b.write_enable.next = self.rdone_a.write_enable.val();
-        self.rdone_b.write_address.next = self.rdone_a.write_address.val();
-        self.rdone_b.write_data.next = self.rdone_a.write_data.val();
+        clock!(self, clock, rdone);
+        self.rdone.reset.next = self.reset.val();
+        self.rdone.done.next = self.rsp_done.val();
+        self.rdone.done_qpn.next = self.rsp_done_qpn.val();
+        self.rdone.init.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4);
+        self.rdone.init_qpn.next = self.cmd_index.val().get_bits::<6>(0);
+        self.rdone.qpn.next = self.qpn.q.val();
+        self.rd_done_data.next = self.rdone.count.val();
         self.mdra.next = self.ctx.q.val().max_dest_rd_atomic;
         self.rd_lim.next = self.mdra.val();
         if self.mdra.val() > 16 {
