@@ -42,11 +42,12 @@ pub enum HeadStep {
 /// moves (a pop or a discard), a context command (it may rewrite the key table or the QP's
 /// context) or a QP load: the check is given up. `mr_read` / `mr_index`: the key-table entry
 /// to address this cycle (when `mr_read`); `mr` is that table's read data a cycle later. `pd`,
-/// `path_mtu` (the IBTA code, 1..=5 for 256..4096 bytes), `mtu_mask12` (the low 12 bits of
-/// `MTU − 1`) and `inline_max` (bytes) are the served QP's. The verdicts, valid while `ready`:
-/// `inline` and `inline_ok`; the SGE's `len` (bytes), `len_m1`; `off` (bytes into the region),
-/// `va_ok`, `key_ok`, `off_ok`, `room` (bytes past the offset), `base` (the translated
-/// address), `bounds` (all three and the length within the room), `nq` and `npart` (whole
+/// `path_mtu` (the IBTA code, 1..=5 for 256..4096 bytes) and `inline_max` (bytes) are the
+/// served QP's. The verdicts, valid while `ready`: `is_inline` (an inline WRITE; `inline` is
+/// a C++ keyword, which Verilator refuses as a port name) and `inline_ok` (its length fits: at
+/// most 256 bytes and `inline_max`, 0 included: the scheduler tests `len != 0` itself); the
+/// SGE's `len` (bytes), `len_m1`; `off` (bytes into the region), `va_ok`, `key_ok`,
+/// `off_ok`, `room` (bytes past the offset), `base` (the translated address), `bounds` (all three and the length within the room), `nq` and `npart` (whole
 /// MTUs and a partial one), `npkts` (packets, 1 for an empty message).
 ///
 /// Latency: 3 cycles (`start` → `Ready` as the scheduler issues the WQE before's first
@@ -68,10 +69,9 @@ pub struct HeadCheck {
     pub mr: Signal<In, MrEntryRec>,
     pub pd: Signal<In, Bits<24>>,
     pub path_mtu: Signal<In, Bits<3>>,
-    pub mtu_mask12: Signal<In, Bits<12>>,
     pub inline_max: Signal<In, Bits<32>>,
     pub ready: Signal<Out, Bit>,
-    pub inline: Signal<Out, Bit>,
+    pub is_inline: Signal<Out, Bit>,
     pub inline_ok: Signal<Out, Bit>,
     pub len: Signal<Out, Bits<32>>,
     pub len_m1: Signal<Out, Bits<32>>,
@@ -103,7 +103,7 @@ pub struct HeadCheck {
     hc_base: DFF<Bits<64>>,
     hc_npkts: DFF<Bits<24>>,
     /// The checked WQE is an inline RDMA WRITE (two or more slots); its length fits the fast
-    /// path (1..=256 bytes, at most what the WQE holds).
+    /// path (at most 256 bytes and what the WQE holds).
     hc_inl: DFF<Bit>,
     hc_inl_ok: DFF<Bit>,
     /// The head beat as a WQE record, and whether it qualifies.
@@ -111,6 +111,10 @@ pub struct HeadCheck {
     hc_elig: Signal<Local, Bit>,
     /// SGE 0's lkey in the head beat (a Local, so its index bits can be selected).
     beat_lkey: Signal<Local, Bits<32>>,
+    /// `MTU − 1`, its low 12 bits (a shifted constant, formed here so that the compare after
+    /// it maps with it: from the scheduler it cost a LUT level more).
+    mtu_mask: Signal<Local, Bits<32>>,
+    mtu_mask12: Signal<Local, Bits<12>>,
 }
 
 impl Logic for HeadCheck {
@@ -128,6 +132,8 @@ impl Logic for HeadCheck {
             & (((self.hc_w.val().num_sge == 1) & ((self.hc_w.val().send_flags & 9) == 0) & self.one_slot.val())
                 | (((self.hc_w.val().send_flags & 9) == 8) & !self.one_slot.val()))
             & !self.ud.val();
+        self.mtu_mask.next = !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.path_mtu.val()) + 7));
+        self.mtu_mask12.next = self.mtu_mask.val().get_bits::<12>(0);
         self.mr_read.next = false;
         self.mr_index.next = self.hc_lkey.q.val().get_bits::<6>(8);
         match self.hc.q.val() {
@@ -180,7 +186,7 @@ impl Logic for HeadCheck {
             self.hc.d.next = HeadStep::Idle;
         }
         self.ready.next = self.hc.q.val() == HeadStep::Ready;
-        self.inline.next = self.hc_inl.q.val();
+        self.is_inline.next = self.hc_inl.q.val();
         self.inline_ok.next = self.hc_inl_ok.q.val();
         self.len.next = self.hc_len.q.val();
         self.len_m1.next = self.hc_len.q.val() - 1;

@@ -8,7 +8,8 @@
 //! owed before it.
 //!
 //! Split out of the RX engine in stop 34 (issue 13, part 1: each role owns its tables): the
-//! same RAMs and logic, cycle for cycle; its own testbench is `hdl/tests/resp_done_tb.rs`.
+//! same RAMs and logic (but that a report is taken from the queue in a cycle with `init` too,
+//! stop 34, for timing); its own testbench is `hdl/tests/resp_done_tb.rs`.
 use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
@@ -29,7 +30,8 @@ pub enum RdoneStep {
 ///   come at most one per response packet, one per 12 cycles) and counted 3 cycles after it leaves
 ///   the queue (read the count, write it one more).
 /// - `init` / `init_qpn`: INIT_RQ_PSN of a context command: QP `init_qpn`'s count is zeroed;
-///   this write wins the table's write port (an increment waits a cycle).
+///   this write wins the table's write port (an increment under way waits a cycle; a report
+///   is still taken from the queue).
 /// - `qpn` / `count`: the count of QP `qpn`, a block-RAM read (`count` shows, one cycle after
 ///   `qpn` is presented, the count as of that cycle). A report presented in cycle t is seen at
 ///   `count` from t + 6 (taken from the queue at t + 2, its count read at t + 3 and written at
@@ -84,7 +86,10 @@ impl Logic for RespDoneTable {
             self.rdone_busy.d.next = RdoneStep::Idle;
         } else if self.rdone_busy.q.val() == RdoneStep::Read {
             self.rdone_busy.d.next = RdoneStep::Increment;
-        } else if !self.rdone_fifo.empty.val() {
+        }
+        // The next report is taken whatever `init` does (it stalls only the steps after), so
+        // the command handshake does not reach the queue's read port.
+        if (self.rdone_busy.q.val() == RdoneStep::Idle) & !self.rdone_fifo.empty.val() {
             self.rdone_fifo.read.next = true;
             self.rdone_q.d.next = self.rdone_fifo.data_out.val();
             self.rdone_busy.d.next = RdoneStep::Read;

@@ -507,8 +507,9 @@ pub struct TxScheduler {
     /// and `pf_more`): it can only start in `NextWqe`, so the buffer counts those checks saw
     /// are final.
     ah_idle_r: DFF<Bit>,
-    /// The main machine takes a WQE off the buffer this cycle (its last beat).
-    pf_take: Signal<Local, Bit>,
+    /// `NextWqe` wants the next WQE: no retired WQEs to skip, the SQ not empty, the window
+    /// open.
+    next_ok: Signal<Local, Bit>,
     /// The next WQE is in the buffer (registered in `CheckSq`).
     pf_hit: DFF<Bit>,
     /// The packet-job and payload-job FIFOs have room: their almost-full flags (at most one
@@ -657,6 +658,8 @@ pub struct TxScheduler {
     /// `NextWqe` takes the head beat (a one-beat WQE, buffered); the beat taken is a WQE's
     /// slot 0.
     take_now: Signal<Local, Bit>,
+    /// `take_now` but for the beat being there (from registers only).
+    take_want: Signal<Local, Bit>,
     first_beat: Signal<Local, Bit>,
     drop_pop: Signal<Local, Bit>,
     sge_limit: Signal<Local, Bits<8>>,
@@ -678,7 +681,7 @@ pub struct TxScheduler {
     /// prefetch buffer's head, run while the WQE before it is acted on, recorded and issued.
     hc: HeadCheck,
     /// `NextWqe` found the head check ready for an inline RDMA WRITE that fits its fast path
-    /// (1..=256 bytes, at most what the WQE holds): `WaitWqeBeats` goes on to `ActOnChecks`
+    /// (at most 256 bytes and what the WQE holds; 0 bytes sends no inline beat): `WaitWqeBeats` goes on to `ActOnChecks`
     /// with it after the WQE's last slot (its pops give the check itself up).
     fast_inl: DFF<Bit>,
     /// The head check is given up this cycle (the buffer's head moves, a context command, a
@@ -981,8 +984,16 @@ impl Logic for TxScheduler {
         self.fetch.size_minima.next = self.state.q.val() == TxsState::FetchMinima;
         self.fetch.size_size.next = self.state.q.val() == TxsState::FetchSize;
         self.fetch.fetch_wait.next = self.state.q.val() == TxsState::FetchWqe;
-        self.fetch.discard.next = false;
-        self.fetch.append.next = false;
+        // `NextWqe`'s fetch decisions (its branches below), flat from registers: the next WQE
+        // is wanted and not buffered (with no append under way): discard and fetch it; it is
+        // buffered and more are posted: append.
+        self.next_ok.next = (self.state.q.val() == TxsState::NextWqe)
+            & !self.behind.q.val()
+            & !self.sq_empty.q.val()
+            & self.window_ok.q.val();
+        self.fetch.discard.next = self.next_ok.val() & !self.pf_hit.q.val() & self.ah_idle_r.q.val();
+        self.fetch.append.next =
+            self.next_ok.val() & self.pf_hit.q.val() & !self.rd_blk_r.q.val() & self.pf_more.q.val();
         self.fetch.cmd_fire.next = self.cmd_fire.val();
         self.fetch.ar_ready.next = self.wqe_ar_ready.val();
         self.fetch.r_valid.next = self.wqe_r_valid.val();
@@ -1004,18 +1015,17 @@ impl Logic for TxScheduler {
         self.drop_pop.next = self.fetch.drop_due.val();
         // `NextWqe` takes a one-beat WQE that is at the buffer's head itself (no
         // `WaitWqeBeats`).
-        self.take_now.next = (self.state.q.val() == TxsState::NextWqe)
-            & !self.rd_blk_r.q.val()
-            & !self.behind.q.val()
-            & !self.sq_empty.q.val()
-            & self.window_ok.q.val()
-            & self.pf_hit.q.val()
-            & self.wqe_ok.val()
-            & (self.fetch_m1_r.q.val() == 0);
+        self.take_want.next =
+            self.next_ok.val() & !self.rd_blk_r.q.val() & self.pf_hit.q.val() & (self.fetch_m1_r.q.val() == 0);
+        self.take_now.next = self.take_want.val() & self.wqe_ok.val();
         self.pf_pop.next = ((self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val()) | self.take_now.val();
         self.first_beat.next =
             self.take_now.val() | ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0));
-        self.fetch.pop.next = self.pf_pop.val();
+        // The same takes, as intents from registers only (the fetcher pops if `beat_ok`).
+        self.fetch.pop_wait.next = self.state.q.val() == TxsState::WaitWqeBeats;
+        self.fetch.pop_next.next = self.take_want.val();
+        self.fetch.last_slot.next =
+            (self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == self.fetch_m1_r.q.val());
         // Slots 1..4 of the WQE as they arrive; SGE k >= 1 is lane (k-1) mod 4 of slot
         // 1 + (k-1) / 4.
         if self.pf_pop.val() {
@@ -1423,7 +1433,6 @@ impl Logic for TxScheduler {
         self.hc.mr.next = self.mr.val();
         self.hc.pd.next = self.ctx.q.val().pd;
         self.hc.path_mtu.next = self.ctx.q.val().path_mtu;
-        self.hc.mtu_mask12.next = self.mtu_mask12.val();
         self.hc.inline_max.next = self.inline_max.val();
         if self.hc.mr_read.val() {
             self.tables.mr_addr.next = self.hc.mr_index.val();
@@ -1550,21 +1559,19 @@ impl Logic for TxScheduler {
                     // The WQE is in the prefetch buffer (or on its way): no fetch. A one-beat
                     // WQE already at the buffer's head is taken here (below), its key-table
                     // entry addressed from the beat.
-                    if self.pf_more.q.val() {
-                        // The buffer has room for more: the fetch-ahead machine reads the next
-                        // posted WQEs, behind the buffered ones, while this one goes on.
-                        self.fetch.append.next = true;
-                    }
+                    // (If the buffer has room for more, `pf_more`, the fetch-ahead machine
+                    // reads the next posted WQEs behind the buffered ones while this one goes
+                    // on: `fetch.append`, above.)
                     self.wb.d.next = 0.into();
                     self.state.d.next = TxsState::WaitWqeBeats;
                     // An inline WRITE the head check passed: its checks are taken after its
                     // last slot (the pops in `WaitWqeBeats` discard the check, not its result).
                     self.fast_inl.d.next = self.hc.ready.val()
-                        & self.hc.inline.val()
+                        & self.hc.is_inline.val()
                         & self.hc.inline_ok.val()
                         & !self.skip_pending.q.val();
                     if self.take_now.val() {
-                        // (The fetcher counts the take, `pf_take`.)
+                        // (The fetcher counts the take itself: `last_slot`, `pop_next`.)
                         self.state.d.next = TxsState::CheckLkey;
                     }
                     if self.hc_fast.val() {
@@ -1593,7 +1600,6 @@ impl Logic for TxScheduler {
                     // fetch's: one AXI ID, in order), so only the held ones still take room
                     // when `FetchSaturate` sizes the fetch. (With 32 or more in flight,
                     // `FetchLimits` steps aside instead if another QP waits.)
-                    self.fetch.discard.next = true;
                     self.state.d.next = TxsState::FetchLimits;
                 } else if self.rw_mine.q.val() {
                     // The window is full because packets were lost: save the state (with the
@@ -1653,7 +1659,7 @@ impl Logic for TxScheduler {
                     // (Slot 0 is taken below, as in `NextWqe`.)
                     self.wb.d.next = self.wb.q.val() + 1;
                     if self.wb.q.val() == self.fetch_m1_r.q.val() {
-                        // (The fetcher counts the take, `pf_take`.)
+                        // (The fetcher counts the take itself: `last_slot`, `pop_next`.)
                         // SGE 0's key-table entry was addressed in this WQE's first beat.
                         self.state.d.next = TxsState::CheckLkey;
                         if self.fast_inl.q.val() & (self.wb.q.val() != 0) {
@@ -2148,11 +2154,6 @@ impl Logic for TxScheduler {
             TxsState::FetchSaturate => self.dbg_state.next = 37.into(),
             _ => {}
         }
-        self.pf_take.next = self.take_now.val()
-            | ((self.state.q.val() == TxsState::WaitWqeBeats)
-                & self.wqe_ok.val()
-                & (self.wb.q.val() == self.fetch_m1_r.q.val()));
-        self.fetch.take.next = self.pf_take.val();
         if self.cmd_fire.val() {
             self.ext_ok.d.next = false;
         }

@@ -74,9 +74,12 @@ pub enum AheadStep {
 /// `size_size` a burst of at least one WQE is requested, `size_zero` says there was no room),
 /// `fetch_wait` (`FetchWqe`: the request waits for `ar_ready`), `discard` (everything buffered
 /// or in flight is discarded, the held beats popped, the awaited ones dropped as they arrive),
-/// `append` (start the fetch-ahead machine at `next_ci`), `take` (a WQE's last beat is taken:
-/// `head_ci` moves on), `pop` (the head beat is taken), `cmd_fire` (a context command: the
-/// buffered WQEs may belong to an old connection, `head_ok` falls).
+/// `append` (start the fetch-ahead machine at `next_ci`), `cmd_fire` (a context command: the
+/// buffered WQEs may belong to an old connection, `head_ok` falls). Takes, each from the
+/// scheduler's registers only: `pop_wait` (`WaitWqeBeats`: the head beat is taken if
+/// `beat_ok`), `pop_next` (`NextWqe` takes a one-beat WQE at the head if `beat_ok`),
+/// `last_slot` (`WaitWqeBeats` is at the WQE's last beat: taking it takes the WQE, `head_ci`
+/// moves on).
 ///
 /// **Status** (registers only, so nothing in the scheduler waits on its own inputs through
 /// this block): `head_ok`, `head_qpn`, `head_ci` (the buffer's WQEs, if any, are the next of
@@ -115,8 +118,9 @@ pub struct WqeFetcher {
     pub fetch_wait: Signal<In, Bit>,
     pub discard: Signal<In, Bit>,
     pub append: Signal<In, Bit>,
-    pub take: Signal<In, Bit>,
-    pub pop: Signal<In, Bit>,
+    pub pop_wait: Signal<In, Bit>,
+    pub pop_next: Signal<In, Bit>,
+    pub last_slot: Signal<In, Bit>,
     pub cmd_fire: Signal<In, Bit>,
     pub head_ok: Signal<Out, Bit>,
     pub head_qpn: Signal<Out, Bits<6>>,
@@ -153,6 +157,8 @@ pub struct WqeFetcher {
     /// cycles after its acceptance: the scheduler is in `WaitWqeBeats` then, and the
     /// fetch-ahead machine in `Done`).
     pf_acc: DFF<Bits<6>>,
+    /// `pf_acc − 1`, so a take's decrement of `pf_total` needs no second adder.
+    pf_acc_m1: DFF<Bits<6>>,
     pf_drop: DFF<Bits<6>>,
     /// Beats of discarded fetches still to arrive: dropped as they come, never written into
     /// `pf_fifo`, so they take no room from the next QP's first fetch (before, a QP that
@@ -228,6 +234,20 @@ pub struct WqeFetcher {
     pf_burst: Signal<Local, Bits<4>>,
     pf_kb_m1: Signal<Local, Bits<4>>,
     pf_ksel: Signal<Local, Bits<4>>,
+    /// The head beat is taken this cycle; it is a WQE's last (the WQE is taken).
+    pop: Signal<Local, Bit>,
+    take: Signal<Local, Bit>,
+    /// A beat leaves the buffer's head (taken or dropped); the counters it decrements, both
+    /// ways.
+    rd: Signal<Local, Bit>,
+    tot_keep: Signal<Local, Bits<6>>,
+    tot_dec: Signal<Local, Bits<6>>,
+    h_keep: Signal<Local, Bits<6>>,
+    h_dec: Signal<Local, Bits<6>>,
+    avail_keep: Signal<Local, Bits<6>>,
+    avail_dec: Signal<Local, Bits<6>>,
+    no_keep: Signal<Local, Bit>,
+    no_wr_r: Signal<Local, Bit>,
 }
 
 // The fetch limit `64 - in_flight` is the contract's send window.
@@ -244,6 +264,7 @@ impl Logic for WqeFetcher {
             pf_n,
             pf_total,
             pf_acc,
+            pf_acc_m1,
             pf_drop,
             pf_drop_in,
             pf_h,
@@ -293,6 +314,11 @@ impl Logic for WqeFetcher {
         self.beat_ok.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() == 0);
         self.drop_pop.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() != 0);
         self.drop_due.next = self.drop_pop.val();
+        // The scheduler's takes, decided here from its registered intents and the buffer's
+        // registers, so the pop reaches the counters and the FIFO's read port in few levels
+        // (the scheduler derives the same from `beat_ok` for its own registers).
+        self.pop.next = self.beat_ok.val() & (self.pop_wait.val() | self.pop_next.val());
+        self.take.next = self.beat_ok.val() & (self.pop_next.val() | self.last_slot.val());
         self.pf_fifo.read.next = self.drop_pop.val() | self.pop.val();
         self.pf_err_fifo.read.next = self.pf_fifo.read.val();
         self.pf_add.next = 0.into();
@@ -301,18 +327,38 @@ impl Logic for WqeFetcher {
             self.pf_add.next = bit_cast::<6, 4>(self.pf_kb.q.val());
         }
         self.pf_acc.d.next = self.pf_add.val();
-        self.pf_total.d.next = self.pf_total.q.val() + self.pf_acc.q.val()
-            - bit_cast::<6, 1>((self.drop_pop.val() | self.pop.val()).into());
+        self.pf_acc_m1.d.next = self.pf_add.val() - 1;
+        // Each counter a beat taken decrements is formed both ways from registers, and the
+        // take (`rd`, late: the scheduler's intent passes through it) only chooses.
+        self.rd.next = self.drop_pop.val() | self.pop.val();
+        self.tot_keep.next = self.pf_total.q.val() + self.pf_acc.q.val();
+        self.tot_dec.next = self.pf_total.q.val() + self.pf_acc_m1.q.val();
+        self.h_keep.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into());
+        // (The inverted bits are Locals: in Verilog an inverted operand would be widened
+        // before the inversion.)
+        self.no_keep.next = !self.wr_keep.val();
+        self.no_wr_r.next = !self.pf_wr_r.q.val();
+        self.h_dec.next = self.pf_h.q.val() - bit_cast::<6, 1>(self.no_keep.val().into());
+        self.avail_keep.next = self.pf_avail.q.val() + bit_cast::<6, 1>(self.pf_wr_r.q.val().into());
+        self.avail_dec.next = self.pf_avail.q.val() - bit_cast::<6, 1>(self.no_wr_r.val().into());
+        self.pf_total.d.next = self.tot_keep.val();
+        if self.rd.val() {
+            self.pf_total.d.next = self.tot_dec.val();
+        }
         self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
         self.pf_drop_in.d.next =
             self.pf_drop_in.q.val() - bit_cast::<6, 1>((self.r_valid.val() & (self.pf_drop_in.q.val() != 0)).into());
         // (A beat written in cycle t is counted from t + 2: never before the FIFO shows it.)
         self.pf_wr_r.d.next = self.wr_keep.val();
-        self.pf_h.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
-            - bit_cast::<6, 1>((self.drop_pop.val() | self.pop.val()).into());
+        self.pf_h.d.next = self.h_keep.val();
+        if self.rd.val() {
+            self.pf_h.d.next = self.h_dec.val();
+        }
         self.pf_split.d.next = false;
-        self.pf_avail.d.next = self.pf_avail.q.val() + bit_cast::<6, 1>(self.pf_wr_r.q.val().into())
-            - bit_cast::<6, 1>((self.drop_pop.val() | self.pop.val()).into());
+        self.pf_avail.d.next = self.avail_keep.val();
+        if self.rd.val() {
+            self.pf_avail.d.next = self.avail_dec.val();
+        }
 
         // Status for the scheduler's queue checks, from registers.
         self.head_ok.next = (self.pf_n.q.val() != 0) & !self.pf_stale.q.val();
@@ -536,10 +582,12 @@ impl Logic for WqeFetcher {
             self.pf_drop_in.d.next = self.pf_drop_in.q.val() + self.pf_drop.q.val()
                 - self.pf_h.q.val()
                 - bit_cast::<6, 1>(self.r_valid.val().into());
-            self.pf_drop.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
-                - bit_cast::<6, 1>((self.drop_pop.val() | self.pop.val()).into());
-            self.pf_total.d.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into())
-                - bit_cast::<6, 1>((self.drop_pop.val() | self.pop.val()).into());
+            self.pf_drop.d.next = self.h_keep.val();
+            self.pf_total.d.next = self.h_keep.val();
+            if self.rd.val() {
+                self.pf_drop.d.next = self.h_dec.val();
+                self.pf_total.d.next = self.h_dec.val();
+            }
         }
         if self.reset.val() {
             self.ar_pend.d.next = false;
@@ -548,6 +596,7 @@ impl Logic for WqeFetcher {
             self.pf_n.d.next = 0.into();
             self.pf_total.d.next = 0.into();
             self.pf_acc.d.next = 0.into();
+            self.pf_acc_m1.d.next = 63.into();
             self.pf_drop.d.next = 0.into();
             self.pf_drop_in.d.next = 0.into();
             self.pf_h.d.next = 0.into();
