@@ -1770,8 +1770,8 @@ impl Logic for RxEngine {
         self.racc_ram.write_enable.next =
             self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
         self.racc_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
+        self.racc_ram.write_data.next = 0.into();
         // Responses sent (`RespDoneTable`): zeroed by INIT_RQ_PSN, one more per `rsp_done`.
-        // Responses sent (see `rdone_a`): zeroed by INIT_RQ_PSN, one more per `rsp_done`.
         clock!(self, clock, rdone);
         self.rdone.reset.next = self.reset.val();
         self.rdone.done.next = self.rsp_done.val();

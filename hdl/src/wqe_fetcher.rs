@@ -204,6 +204,10 @@ pub struct WqeFetcher {
     /// counted a cycle late (`pf_wr_r`), when the FIFO shows it.
     pf_avail: DFF<Bits<6>>,
     pf_wr_r: DFF<Bit>,
+    /// `pf_avail != 0` and `pf_drop != 0`, updated with them.
+    avail_nz: DFF<Bit>,
+    drop_nz: DFF<Bit>,
+    drop_pop6: Signal<Local, Bits<6>>,
     /// A burst is requested (`ar_valid`).
     ar_pend: DFF<Bit>,
     /// Sizing a burst: each limit in WQEs, saturated at 8 WQEs, pairwise minima, and the
@@ -282,6 +286,8 @@ impl Logic for WqeFetcher {
             wqe_addr_r,
             pf_avail,
             pf_wr_r,
+            avail_nz,
+            drop_nz,
             ar_pend,
             pf_raw_post,
             pf_raw_ring,
@@ -311,8 +317,10 @@ impl Logic for WqeFetcher {
         self.pf_err_fifo.data_in.next = self.r_err.val();
         self.beat.next = self.pf_fifo.data_out.val();
         self.beat_err.next = self.pf_err_fifo.data_out.val();
-        self.beat_ok.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() == 0);
-        self.drop_pop.next = (self.pf_avail.q.val() != 0) & (self.pf_drop.q.val() != 0);
+        // (`avail_nz` and `drop_nz` are `pf_avail != 0` and `pf_drop != 0`, kept as registers
+        // beside the counters, so the head's verdicts are one LUT from flops.)
+        self.beat_ok.next = self.avail_nz.q.val() & !self.drop_nz.q.val();
+        self.drop_pop.next = self.avail_nz.q.val() & self.drop_nz.q.val();
         self.drop_due.next = self.drop_pop.val();
         // The scheduler's takes, decided here from its registered intents and the buffer's
         // registers, so the pop reaches the counters and the FIFO's read port in few levels
@@ -356,9 +364,15 @@ impl Logic for WqeFetcher {
         }
         self.pf_split.d.next = false;
         self.pf_avail.d.next = self.avail_keep.val();
+        self.avail_nz.d.next = self.avail_keep.val() != 0;
         if self.rd.val() {
             self.pf_avail.d.next = self.avail_dec.val();
+            self.avail_nz.d.next = self.avail_dec.val() != 0;
         }
+        // `pf_drop` less a dropped beat is zero if it equals the beat dropped (0 or 1);
+        // likewise `pf_total` (a discard's new `pf_drop`).
+        self.drop_pop6.next = bit_cast::<6, 1>(self.drop_pop.val().into());
+        self.drop_nz.d.next = self.pf_drop.q.val() != self.drop_pop6.val();
 
         // Status for the scheduler's queue checks, from registers.
         self.head_ok.next = (self.pf_n.q.val() != 0) & !self.pf_stale.q.val();
@@ -427,6 +441,7 @@ impl Logic for WqeFetcher {
             // come before the new fetch's: one AXI ID, in order), so only the held ones still
             // take room when the fetch is sized.
             self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
+            self.drop_nz.d.next = self.pf_total.q.val() != self.drop_pop6.val();
             self.pf_split.d.next = true;
             self.pf_n.d.next = 0.into();
             self.pf_stale.d.next = false;
@@ -584,9 +599,11 @@ impl Logic for WqeFetcher {
                 - bit_cast::<6, 1>(self.r_valid.val().into());
             self.pf_drop.d.next = self.h_keep.val();
             self.pf_total.d.next = self.h_keep.val();
+            self.drop_nz.d.next = self.h_keep.val() != 0;
             if self.rd.val() {
                 self.pf_drop.d.next = self.h_dec.val();
                 self.pf_total.d.next = self.h_dec.val();
+                self.drop_nz.d.next = self.h_dec.val() != 0;
             }
         }
         if self.reset.val() {
@@ -602,6 +619,8 @@ impl Logic for WqeFetcher {
             self.pf_h.d.next = 0.into();
             self.pf_split.d.next = false;
             self.pf_avail.d.next = 0.into();
+            self.avail_nz.d.next = false;
+            self.drop_nz.d.next = false;
             // (The FIFOs are emptied by the reset itself: `ResetFifo`.)
         }
     }
