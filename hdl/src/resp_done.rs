@@ -38,7 +38,7 @@ pub enum RdoneStep {
 ///   t + 4).
 ///
 /// Two copies of the table are written together: `rdone_a` is read at the engine's QP,
-/// `rdone_b` for the increment. ≤ 3 LUT levels.
+/// `rdone_b` for the increment. ≤ 6 LUT levels (`scripts/synth.sh`).
 #[derive(LogicBlock, Default)]
 pub struct RespDoneTable {
     pub clock: Signal<In, Clock>,

@@ -18,9 +18,10 @@
 //! bytes; a 512-byte WQE alone, its first 5 beats: slots 5..7 hold only inline data past 256
 //! bytes, which the scheduler reads as payload).
 //!
-//! Split out of the scheduler in stop 34 (issue 13, part 1): the same registers and logic,
-//! cycle for cycle (every `tx_scheduler_tb` and system test unchanged); its own testbench is
-//! `hdl/tests/wqe_fetcher_tb.rs`.
+//! Split out of the scheduler in stop 34 (issue 13, part 1): the same behaviour, cycle for
+//! cycle (every `tx_scheduler_tb` and system test unchanged), with the takes decided here from
+//! the scheduler's registered intents and `pf_avail != 0` / `pf_drop != 0` kept as registers,
+//! for timing; its own testbench is `hdl/tests/wqe_fetcher_tb.rs`.
 use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
 
@@ -95,9 +96,10 @@ pub enum AheadStep {
 ///
 /// Latency: a fresh fetch is requested 5 cycles after `discard` (4 sizing steps, the request
 /// registered), an append 7 after `append`; a beat is at the head (`beat_ok`) 2 cycles after it
-/// arrives. Initiation interval: one beat in and one out per cycle. Every path is at most 6 LUT
-/// levels (the counters' updates are split over registered steps, see `pf_acc` and
-/// `pf_split`).
+/// arrives. Initiation interval: one beat in and one out per cycle. LUT levels: 7 on two paths
+/// at stop 34 (the scheduler's take intent into `pf_total`, and `wr_keep` into `drop_nz`;
+/// `docs/resources.md`), 6 or fewer elsewhere (the counters' updates are split over registered
+/// steps, see `pf_acc` and `pf_split`).
 #[derive(LogicBlock, Default)]
 pub struct WqeFetcher {
     pub clock: Signal<In, Clock>,
