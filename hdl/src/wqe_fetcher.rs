@@ -161,6 +161,18 @@ pub struct WqeFetcher {
     pf_acc: DFF<Bits<6>>,
     /// `pf_acc − 1`, so a take's decrement of `pf_total` needs no second adder.
     pf_acc_m1: DFF<Bits<6>>,
+    /// A beat left the buffer's head last cycle (taken or dropped), subtracted from `pf_total`
+    /// a cycle late, so the scheduler's take intent does not reach the counter's adder: the
+    /// beats asked for and not taken are `pf_total − rd_r` (`tot_now`), and every reader of
+    /// `pf_total` subtracts it.
+    rd_r: DFF<Bit>,
+    tot_now: Signal<Local, Bits<6>>,
+    /// The amount a discard moves out of `pf_total` into `pf_drop`'s complement: the pending
+    /// take and a beat dropped now.
+    dis_sub: Signal<Local, Bits<6>>,
+    /// `pf_h != 0` and `pf_h != 1`, so a discard's `drop_nz` is decided without an adder.
+    h_nz: Signal<Local, Bit>,
+    h_ne1: Signal<Local, Bit>,
     pf_drop: DFF<Bits<6>>,
     /// Beats of discarded fetches still to arrive: dropped as they come, never written into
     /// `pf_fifo`, so they take no room from the next QP's first fetch (before, a QP that
@@ -271,6 +283,7 @@ impl Logic for WqeFetcher {
             pf_total,
             pf_acc,
             pf_acc_m1,
+            rd_r,
             pf_drop,
             pf_drop_in,
             pf_h,
@@ -341,8 +354,10 @@ impl Logic for WqeFetcher {
         // Each counter a beat taken decrements is formed both ways from registers, and the
         // take (`rd`, late: the scheduler's intent passes through it) only chooses.
         self.rd.next = self.drop_pop.val() | self.pop.val();
+        self.rd_r.d.next = self.rd.val();
         self.tot_keep.next = self.pf_total.q.val() + self.pf_acc.q.val();
         self.tot_dec.next = self.pf_total.q.val() + self.pf_acc_m1.q.val();
+        self.tot_now.next = self.pf_total.q.val() - bit_cast::<6, 1>(self.rd_r.q.val().into());
         self.h_keep.next = self.pf_h.q.val() + bit_cast::<6, 1>(self.wr_keep.val().into());
         // (The inverted bits are Locals: in Verilog an inverted operand would be widened
         // before the inversion.)
@@ -352,7 +367,7 @@ impl Logic for WqeFetcher {
         self.avail_keep.next = self.pf_avail.q.val() + bit_cast::<6, 1>(self.pf_wr_r.q.val().into());
         self.avail_dec.next = self.pf_avail.q.val() - bit_cast::<6, 1>(self.no_wr_r.val().into());
         self.pf_total.d.next = self.tot_keep.val();
-        if self.rd.val() {
+        if self.rd_r.q.val() {
             self.pf_total.d.next = self.tot_dec.val();
         }
         self.pf_drop.d.next = self.pf_drop.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
@@ -375,13 +390,17 @@ impl Logic for WqeFetcher {
         // likewise `pf_total` (a discard's new `pf_drop`).
         self.drop_pop6.next = bit_cast::<6, 1>(self.drop_pop.val().into());
         self.drop_nz.d.next = self.pf_drop.q.val() != self.drop_pop6.val();
+        self.dis_sub.next = self.drop_pop6.val() + bit_cast::<6, 1>(self.rd_r.q.val().into());
+        self.h_nz.next = self.pf_h.q.val() != 0;
+        self.h_ne1.next = self.pf_h.q.val() != 1;
 
         // Status for the scheduler's queue checks, from registers.
         self.head_ok.next = (self.pf_n.q.val() != 0) & !self.pf_stale.q.val();
         self.head_qpn.next = self.pf_qpn.q.val();
         self.head_ci.next = self.pf_ci.q.val();
         self.next_ci.next = self.pf_next.q.val();
-        self.burst_room.next = (self.ah.q.val() == AheadStep::Idle) & (self.pf_total.q.val() <= 24);
+        self.burst_room.next = (self.ah.q.val() == AheadStep::Idle)
+            & ((self.pf_total.q.val() <= 24) | (self.rd_r.q.val() & (self.pf_total.q.val() == 25)));
         self.ahead_idle.next = self.ah.q.val() == AheadStep::Idle;
         self.size_zero.next = self.pf_m3.q.val() == 0;
 
@@ -418,12 +437,12 @@ impl Logic for WqeFetcher {
             >> (bit_cast::<16, 3>(self.sq_log_stride.val()) + 6);
         self.pf_win.next = bit_cast::<16, 7>(64.into()) - self.in_flight.val();
         self.pf_room.next =
-            (bit_cast::<6, 6>(32.into()) - self.pf_total.q.val()) >> bit_cast::<6, 3>(self.sq_log_stride.val());
+            (bit_cast::<6, 6>(32.into()) - self.tot_now.val()) >> bit_cast::<6, 3>(self.sq_log_stride.val());
         self.pf_burst.next = bit_cast::<4, 4>(8.into()) >> bit_cast::<4, 3>(self.sq_log_stride.val());
         if self.sq_log_stride.val() == 3 {
             self.pf_burst.next = 1.into();
             self.pf_room.next = 0.into();
-            if self.pf_total.q.val() <= 27 {
+            if self.tot_now.val() <= 27 {
                 self.pf_room.next = 1.into();
             }
         }
@@ -442,8 +461,8 @@ impl Logic for WqeFetcher {
             // the awaited ones (split off next cycle, `pf_split`) dropped as they arrive (they
             // come before the new fetch's: one AXI ID, in order), so only the held ones still
             // take room when the fetch is sized.
-            self.pf_drop.d.next = self.pf_total.q.val() - bit_cast::<6, 1>(self.drop_pop.val().into());
-            self.drop_nz.d.next = self.pf_total.q.val() != self.drop_pop6.val();
+            self.pf_drop.d.next = self.pf_total.q.val() - self.dis_sub.val();
+            self.drop_nz.d.next = self.pf_total.q.val() != self.dis_sub.val();
             self.pf_split.d.next = true;
             self.pf_n.d.next = 0.into();
             self.pf_stale.d.next = false;
@@ -599,13 +618,14 @@ impl Logic for WqeFetcher {
             self.pf_drop_in.d.next = self.pf_drop_in.q.val() + self.pf_drop.q.val()
                 - self.pf_h.q.val()
                 - bit_cast::<6, 1>(self.r_valid.val().into());
+            // (`pf_total` counts a pop now next cycle, through `rd_r`; `drop_nz` is `pf_drop`'s
+            // new value != 0, from `pf_h` and the two bits, without the adders.)
             self.pf_drop.d.next = self.h_keep.val();
             self.pf_total.d.next = self.h_keep.val();
-            self.drop_nz.d.next = self.h_keep.val() != 0;
+            self.drop_nz.d.next = self.wr_keep.val() | self.h_nz.val();
             if self.rd.val() {
                 self.pf_drop.d.next = self.h_dec.val();
-                self.pf_total.d.next = self.h_dec.val();
-                self.drop_nz.d.next = self.h_dec.val() != 0;
+                self.drop_nz.d.next = (self.wr_keep.val() & self.h_nz.val()) | (self.no_keep.val() & self.h_ne1.val());
             }
         }
         if self.reset.val() {
@@ -616,6 +636,7 @@ impl Logic for WqeFetcher {
             self.pf_total.d.next = 0.into();
             self.pf_acc.d.next = 0.into();
             self.pf_acc_m1.d.next = 63.into();
+            self.rd_r.d.next = false;
             self.pf_drop.d.next = 0.into();
             self.pf_drop_in.d.next = 0.into();
             self.pf_h.d.next = 0.into();
