@@ -96,10 +96,10 @@ pub enum AheadStep {
 ///
 /// Latency: a fresh fetch is requested 5 cycles after `discard` (4 sizing steps, the request
 /// registered), an append 7 after `append`; a beat is at the head (`beat_ok`) 2 cycles after it
-/// arrives. Initiation interval: one beat in and one out per cycle. LUT levels: 7 on two paths
-/// at stop 34 (the scheduler's take intent into `pf_total`, and `wr_keep` into `drop_nz`;
-/// `docs/resources.md`), 6 or fewer elsewhere (the counters' updates are split over registered
-/// steps, see `pf_acc` and `pf_split`).
+/// arrives. Initiation interval: one beat in and one out per cycle. LUT levels: 6 or fewer
+/// (`docs/resources.md`): the counters' updates are split over registered steps (`pf_acc`,
+/// `rd_r`, `pf_split`), so neither the DMA issuer's `ar_ready` nor the scheduler's take intent
+/// reaches an adder.
 #[derive(LogicBlock, Default)]
 pub struct WqeFetcher {
     pub clock: Signal<In, Clock>,
