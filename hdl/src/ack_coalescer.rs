@@ -6,6 +6,7 @@
 //! its message and carries AckReq), and the requester's completer, which spends a visit of
 //! about 12 cycles on each ACK, becomes the bottleneck: at 19.6 Mpps on 8 QPs the requester's
 //! receive buffer overflowed with ACKs (2 345 dropped of 20 000 on a perfect wire).
+use crate::numbers::Numbers;
 use crate::records::AckJob;
 use rust_hdl::prelude::*;
 
@@ -97,12 +98,15 @@ pub struct AckCoalescer {
     send: Signal<Local, AckJob>,
     hold_max: Constant<Bits<7>>,
     coalesce_max: Constant<Bits<4>>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Default for AckCoalescer {
     /// A coalescer with the module's [`ACK_HOLD_CYCLES`] and [`ACK_COALESCE_MAX`].
     fn default() -> Self {
         Self {
+            nums: Default::default(),
             clock: Default::default(),
             reset: Default::default(),
             in_write: Default::default(),
@@ -149,8 +153,8 @@ impl Logic for AckCoalescer {
         self.in_syn.next = self.ia.q.val().syndrome;
         self.hold_prompt.next = self.hold.q.val().prompt.any();
         self.in_prompt.next = self.ia.q.val().prompt.any();
-        self.hold_plain.next = self.hold_syn.val().get_bits::<3>(5) == 0;
-        self.in_plain.next = self.in_syn.val().get_bits::<3>(5) == 0;
+        self.hold_plain.next = self.hold_syn.val().get_bits::<3>(5) == self.nums.val().syn_type_ack;
+        self.in_plain.next = self.in_syn.val().get_bits::<3>(5) == self.nums.val().syn_type_ack;
         self.replace.next = self.held.q.val()
             & self.hold_plain.val()
             & self.in_plain.val()
@@ -219,8 +223,8 @@ impl Logic for AckCoalescer {
             self.ia.d.next = self.in_ack.val();
         }
         self.out_ack.next = self.send.val();
-        self.ack_r.d.next = self.out_write.val() & (self.send.val().syndrome == 0x1F);
-        self.nak_r.d.next = self.out_write.val() & (self.send.val().syndrome != 0x1F);
+        self.ack_r.d.next = self.out_write.val() & (self.send.val().syndrome == self.nums.val().syn_ack);
+        self.nak_r.d.next = self.out_write.val() & (self.send.val().syndrome != self.nums.val().syn_ack);
         self.cnt_tx_ack.next = self.ack_r.q.val();
         self.cnt_tx_nak.next = self.nak_r.q.val();
         if self.reset.val() {

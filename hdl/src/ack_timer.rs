@@ -1,4 +1,5 @@
 //! Local ACK timeout: one timer per QP, swept round-robin.
+use crate::numbers::Numbers;
 use rust_hdl::prelude::*;
 
 /// Detects requester QPs that have unacknowledged WQEs and made no progress for the QP's local
@@ -99,6 +100,8 @@ pub struct AckTimer {
     rnr_fresh: Signal<Local, Bit>,
     rw_pend_now: Signal<Local, Bit>,
     rw_pend_sh: Signal<Local, Bits<64>>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Logic for AckTimer {
@@ -138,7 +141,7 @@ impl Logic for AckTimer {
             self.rw_mask_clr.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.rw_clr_qpn_r.q.val());
         }
         self.rw_pend.d.next = (self.rw_pend.q.val() & !self.rw_mask_clr.val()) | self.rw_mask_set.val();
-        self.cmd_qp_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
+        self.cmd_qp_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == self.nums.val().cmd_write_qp);
         self.cmd_idx_r.d.next = self.cmd_index.val().get_bits::<6>(0);
         self.rnr_arm_r.d.next = self.rnr_arm.val();
         self.rnr_qpn_r.d.next = self.rnr_qpn.val();
@@ -270,10 +273,10 @@ impl Logic for AckTimer {
         // The timeout exponent, kept only while the QP is in RTS (QP context bits 88..93).
         self.cmd_state.next = self.cmd_record.val().get_bits::<3>(0);
         self.cmd_timeout.next = self.cmd_record.val().get_bits::<5>(88);
-        self.exp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
+        self.exp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == self.nums.val().cmd_write_qp);
         self.exp_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.exp_ram.write_data.next = 0.into();
-        if self.cmd_state.val() == 3 {
+        if self.cmd_state.val() == self.nums.val().qps_rts {
             self.exp_ram.write_data.next = bit_cast::<8, 5>(self.cmd_timeout.val());
         }
 

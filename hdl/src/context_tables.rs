@@ -1,4 +1,5 @@
 //! One read port's copy of the QP-context and key tables, kept current by context commands.
+use crate::numbers::Numbers;
 use crate::records::{MrEntryRec, QpContextRec};
 use rust_hdl::prelude::*;
 
@@ -21,6 +22,8 @@ pub struct ContextTables {
     pub mr: Signal<Out, MrEntryRec>,
     qp_ram: RAM<Bits<448>, 6>,
     mr_ram: RAM<Bits<256>, 6>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Logic for ContextTables {
@@ -34,10 +37,10 @@ impl Logic for ContextTables {
         self.mr_ram.read_address.next = self.mr_addr.val();
         self.qp.next = self.qp_ram.read_data.val().into();
         self.mr.next = self.mr_ram.read_data.val().into();
-        self.qp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
+        self.qp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == self.nums.val().cmd_write_qp);
         self.qp_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.qp_ram.write_data.next = bit_cast::<448, 512>(self.cmd_record.val());
-        self.mr_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 2);
+        self.mr_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == self.nums.val().cmd_write_mr);
         self.mr_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.mr_ram.write_data.next = bit_cast::<256, 512>(self.cmd_record.val());
     }

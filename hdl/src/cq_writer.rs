@@ -1,14 +1,14 @@
 //! The CQ writer: places each CQE in its completion queue's ring (IBTA Vol 1 11.4.2.1;
 //! ibv_poll_cq(3)), on the RX write-job stream, and decides the CQs' completion events
 //! (IBTA Vol 1 11.4.2.2, ibv_req_notify_cq(3)).
+use crate::numbers::Numbers;
 use crate::records::{CqContextRec, WriteJob};
 use rust_hdl::prelude::*;
 
-// The CQ_ERR event CQE below is built from literals (OPCODE 255 at CQE bit 152, STATUS 0 at
-// bit 160, QP_NUM at bit 128): they must be the contract's.
+// The CQ_ERR event CQE below is built at literal offsets (OPCODE at CQE bit 152, STATUS 0 at
+// bit 160, QP_NUM at bit 128, event type CQ_ERR 0): they must be the contract's.
 const _: () = assert!(
-    rnic_contract::verbs::wc_opcode::ASYNC_EVENT == 255
-        && rnic_contract::verbs::event_type::CQ_ERR == 0
+    rnic_contract::verbs::event_type::CQ_ERR == 0
         && rnic_contract::cqe::QP_NUM.lsb == 128
         && rnic_contract::cqe::OPCODE.lsb == 152
         && rnic_contract::cqe::STATUS.lsb == 160
@@ -194,6 +194,8 @@ pub struct CqWriter {
     placed: Signal<Local, WriteJob>,
     cmd_cq: Signal<Local, Bit>,
     room: Signal<Local, Bit>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Logic for CqWriter {
@@ -219,7 +221,7 @@ impl Logic for CqWriter {
         // Commands: WRITE_CQ writes the context and starts the ring at index 0; taken only
         // while passing, so it never meets this block's own index write.
         self.cmd_ready.next = !self.busy.q.val();
-        self.cmd_cq.next = self.cmd_fire.val() & (self.cmd_op.val() == 3);
+        self.cmd_cq.next = self.cmd_fire.val() & (self.cmd_op.val() == self.nums.val().cmd_write_cq);
         self.cq_ram.write_enable.next = self.cmd_cq.val();
         self.cq_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.cq_ram.write_data.next = bit_cast::<128, 512>(self.cmd_record.val());
@@ -275,8 +277,8 @@ impl Logic for CqWriter {
             self.src.next.bar = 0.into();
             self.src.next.res = 0.into();
             self.src.next.release = 0.into();
-            self.src.next.cqe =
-                (bit_cast::<256, 6>(self.ev_of.q.val()) << 128) | (bit_cast::<256, 8>(255.into()) << 152);
+            self.src.next.cqe = (bit_cast::<256, 6>(self.ev_of.q.val()) << 128)
+                | (bit_cast::<256, 8>(self.nums.val().wco_async_event) << 152);
         }
         // A dropped CQE: nothing to write, its duties kept (the RX writer's kind 2).
         self.dropped.next = self.in_job.val();

@@ -1,16 +1,10 @@
 //! The asynchronous event queue: QP-affiliated and SRQ events waiting to become event CQEs
 //! on the context's event CQ ([`rnic_contract::regs::ASYNC_EVENT_CQ`]; IBTA Vol 1 11.6.3,
 //! ibv_get_async_event(3)).
+use crate::numbers::Numbers;
 use crate::records::AsyncEventRec;
 use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
-
-// The event types pushed below by literal must be the contract's.
-const _: () = assert!(
-    rnic_contract::verbs::event_type::COMM_EST == 4
-        && rnic_contract::verbs::event_type::SQ_DRAINED == 5
-        && rnic_contract::verbs::event_type::QP_LAST_WQE_REACHED == 16
-);
 
 /// Holds the events the RX engine decides until its `Idle` state turns each into an event CQE.
 ///
@@ -67,6 +61,8 @@ pub struct AsyncEventQueue {
     cq_r: DFF<Bits<8>>,
     room_r: DFF<Bit>,
     qp_ev: Signal<Local, AsyncEventRec>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Logic for AsyncEventQueue {
@@ -96,7 +92,7 @@ impl Logic for AsyncEventQueue {
                 self.ce.d.next = false;
                 self.fifo.write.next = self.room_r.q.val();
                 self.fifo.data_in.next = self.qp_ev.val();
-                self.fifo.data_in.next.event_type = 4.into();
+                self.fifo.data_in.next.event_type = self.nums.val().ev_comm_est;
             } else if self.err.q.val() {
                 self.err.d.next = false;
                 self.fifo.write.next = self.room_r.q.val();
@@ -106,12 +102,12 @@ impl Logic for AsyncEventQueue {
                 self.lw.d.next = false;
                 self.fifo.write.next = self.room_r.q.val();
                 self.fifo.data_in.next = self.qp_ev.val();
-                self.fifo.data_in.next.event_type = 16.into();
+                self.fifo.data_in.next.event_type = self.nums.val().ev_qp_last_wqe_reached;
             } else if self.sd.q.val() {
                 self.sd.d.next = false;
                 self.fifo.write.next = self.room_r.q.val();
                 self.fifo.data_in.next = self.qp_ev.val();
-                self.fifo.data_in.next.event_type = 5.into();
+                self.fifo.data_in.next.event_type = self.nums.val().ev_sq_drained;
             }
         }
         // A visit's events (after the pushes: a new set wins over a flag's clearing).

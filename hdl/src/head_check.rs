@@ -6,6 +6,7 @@
 //!
 //! Split out of the scheduler in stop 34 (issue 13, part 1): the same registers and logic,
 //! cycle for cycle; its own testbench is `hdl/tests/head_check_tb.rs`.
+use crate::numbers::Numbers;
 use crate::records::{MrEntryRec, WqeRec};
 use rust_hdl::prelude::*;
 
@@ -109,12 +110,16 @@ pub struct HeadCheck {
     /// The head beat as a WQE record, and whether it qualifies.
     hc_w: Signal<Local, WqeRec>,
     hc_elig: Signal<Local, Bit>,
+    /// IBV_SEND_FENCE | IBV_SEND_INLINE.
+    fence_inl: Signal<Local, Bits<8>>,
     /// SGE 0's lkey in the head beat (a Local, so its index bits can be selected).
     beat_lkey: Signal<Local, Bits<32>>,
     /// `MTU − 1`, its low 12 bits (a shifted constant, formed here so that the compare after
     /// it maps with it: from the scheduler it cost a LUT level more).
     mtu_mask: Signal<Local, Bits<32>>,
     mtu_mask12: Signal<Local, Bits<12>>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Logic for HeadCheck {
@@ -127,10 +132,14 @@ impl Logic for HeadCheck {
         self.hc_w.next = self.beat.val().into();
         self.beat_lkey.next = self.hc_w.val().sge0_lkey;
         // A one-slot RDMA WRITE of one SGE, or an inline one of two or more slots (stop 33).
-        // (FENCE is send flag 1, INLINE 8; RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1.)
-        self.hc_elig.next = (self.hc_w.val().opcode <= 1)
-            & (((self.hc_w.val().num_sge == 1) & ((self.hc_w.val().send_flags & 9) == 0) & self.one_slot.val())
-                | (((self.hc_w.val().send_flags & 9) == 8) & !self.one_slot.val()))
+        // (RDMA_WRITE and RDMA_WRITE_WITH_IMM are the two lowest WQE opcodes: `numbers`.)
+        self.fence_inl.next = self.nums.val().sf_fence | self.nums.val().sf_inline;
+        self.hc_elig.next = (self.hc_w.val().opcode <= self.nums.val().wr_rdma_write_with_imm)
+            & (((self.hc_w.val().num_sge == 1)
+                & ((self.hc_w.val().send_flags & self.fence_inl.val()) == 0)
+                & self.one_slot.val())
+                | (((self.hc_w.val().send_flags & self.fence_inl.val()) == self.nums.val().sf_inline)
+                    & !self.one_slot.val()))
             & !self.ud.val();
         self.mtu_mask.next = !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.path_mtu.val()) + 7));
         self.mtu_mask12.next = self.mtu_mask.val().get_bits::<12>(0);
@@ -144,7 +153,7 @@ impl Logic for HeadCheck {
                     self.hc_addr.d.next = self.hc_w.val().sge0_addr;
                     self.hc_lkey.d.next = self.hc_w.val().sge0_lkey;
                     self.hc_len.d.next = self.hc_w.val().sge0_length;
-                    self.hc_inl.d.next = (self.hc_w.val().send_flags & 8) != 0;
+                    self.hc_inl.d.next = (self.hc_w.val().send_flags & self.nums.val().sf_inline) != 0;
                     self.hc.d.next = HeadStep::Key;
                 }
             }

@@ -1,4 +1,5 @@
 //! Ethernet/IPv4/UDP/BTH header construction, shared by request and ACK frames.
+use crate::numbers::Numbers;
 use crate::records::RoceHeader;
 use rust_hdl::prelude::*;
 
@@ -102,11 +103,14 @@ pub struct HeaderBuilder {
     x1_flags: Signal<Local, Bits<8>>,
     h1_hdr: Signal<Local, RoceHeader>,
     zero_hdr: Constant<RoceHeader>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Default for HeaderBuilder {
     fn default() -> Self {
         Self {
+            nums: Default::default(),
             clock: Default::default(),
             reset: Default::default(),
             in_valid: Default::default(),
@@ -294,7 +298,7 @@ impl Logic for HeaderBuilder {
         self.x4.next.ip_frag = 0x0040.into();
         self.x4.next.ip_ttl = 0x40.into();
         self.x4.next.ip_proto = 0x11.into();
-        self.x4.next.udp_dport = 0xB712.into();
+        self.x4.next.udp_dport = self.nums.val().udp_dport_roce;
         if self.ld4.val() {
             self.v4.d.next = self.v3.q.val();
             self.h4.d.next = self.x4.val().into();

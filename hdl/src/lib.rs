@@ -24,6 +24,7 @@ pub mod head_check;
 pub mod header_builder;
 pub mod icrc;
 pub mod irq;
+pub mod numbers;
 pub mod qp_check_set;
 pub mod raw_rx;
 pub mod raw_tx;

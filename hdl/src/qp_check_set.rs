@@ -1,15 +1,10 @@
 //! The RX engine's set of QPs that need a visit of their own (not for a packet): a QP in ERR
 //! to flush, or a draining QP (SQD) to check (IBTA Vol 1 10.3.1).
+use crate::numbers::Numbers;
 use rust_hdl::prelude::*;
 
-// The context commands decoded below by literal (WRITE_QP 1; STATE in record bits 2:0,
-// RESET 0, ERR 6) must be the contract's.
-const _: () = assert!(
-    rnic_contract::regs::cmd_op::WRITE_QP == 1
-        && rnic_contract::qp_context::STATE.lsb == 0
-        && rnic_contract::verbs::qp_state::RESET == 0
-        && rnic_contract::verbs::qp_state::ERR == 6
-);
+// A context command's STATE is read from record bits 2:0.
+const _: () = assert!(rnic_contract::qp_context::STATE.lsb == 0);
 
 /// A bit per QP asking the RX engine for a flush or drain-check visit, found by a scan, plus
 /// the per-QP SQ-drain arming.
@@ -96,6 +91,8 @@ pub struct QpCheckSet {
     cmd_clr: Signal<Local, Bits<64>>,
     fired: Signal<Local, Bits<64>>,
     arm_set: Signal<Local, Bits<64>>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Logic for QpCheckSet {
@@ -107,8 +104,10 @@ impl Logic for QpCheckSet {
         );
         self.db_r.d.next = self.rq_db.val();
         self.db_q_r.d.next = self.rq_db_qpn.val();
-        self.err_cmd_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_state.val() == 6);
-        self.any_cmd_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == 1);
+        self.err_cmd_r.d.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.cmd_state.val() == self.nums.val().qps_err);
+        self.any_cmd_r.d.next = self.cmd_fire.val() & (self.cmd_op.val() == self.nums.val().cmd_write_qp);
         self.cmd_q_r.d.next = self.cmd_index.val().get_bits::<6>(0);
         self.stop_r.d.next = self.stop.val();
         self.stop_q_r.d.next = self.stop_qpn.val();
@@ -149,7 +148,10 @@ impl Logic for QpCheckSet {
             self.set.next = self.set.val() | (bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.stop_q_r.q.val()));
         }
         self.rst.next = 0.into();
-        if self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_state.val() == 0) {
+        if self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.cmd_state.val() == self.nums.val().qps_reset)
+        {
             self.rst.next = bit_cast::<64, 1>(1.into()) << bit_cast::<64, 6>(self.cmd_index.val().get_bits::<6>(0));
         }
         self.pend.d.next = ((self.pend.q.val() & !self.clr.val()) | self.set.val()) & !self.rst.val();

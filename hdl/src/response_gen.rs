@@ -7,6 +7,7 @@
 //! itself, in two states it entered only between WQEs, while idle or while an error completion
 //! waited; now the requester and the responder each own their packet stream, and `top` merges
 //! the two into the assembler's FIFOs.
+use crate::numbers::Numbers;
 use crate::records::{ReadRespJob, TxJob};
 use rust_hdl::prelude::*;
 
@@ -99,6 +100,8 @@ pub struct ResponseGen {
     orig: Signal<Local, Bits<64>>,
     iova: Signal<Local, Bits<64>>,
     len: Signal<Local, Bits<32>>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 /// Minimum cycles between two response packets (see [`ResponseGen`]).
@@ -136,13 +139,13 @@ impl Logic for ResponseGen {
             self.pay_r.d.next = self.in_job.val().len != 0;
         }
         // The packet's job, from the held response.
-        self.op.next = 0x0E.into();
+        self.op.next = self.nums.val().op_rdma_read_response_middle;
         if self.rr.q.val().first.any() & self.rr.q.val().last.any() {
-            self.op.next = 0x10.into();
+            self.op.next = self.nums.val().op_rdma_read_response_only;
         } else if self.rr.q.val().first.any() {
-            self.op.next = 0x0D.into();
+            self.op.next = self.nums.val().op_rdma_read_response_first;
         } else if self.rr.q.val().last.any() {
-            self.op.next = 0x0F.into();
+            self.op.next = self.nums.val().op_rdma_read_response_last;
         }
         self.msn.next = self.rr.q.val().msn;
         // (Locals first: yosys takes no bit select of a struct field's slice.)
@@ -150,7 +153,7 @@ impl Logic for ResponseGen {
         self.iova.next = self.rr.q.val().iova;
         self.len.next = self.rr.q.val().len;
         // AETH syndrome: ACK (0x1F) on READ responses; an ACKNOWLEDGE job carries its own.
-        self.syn.next = 0x1F.into();
+        self.syn.next = self.nums.val().syn_ack;
         if self.rr.q.val().ack.any() {
             self.syn.next = self.orig.val().get_bits::<8>(0);
         }
@@ -175,12 +178,12 @@ impl Logic for ResponseGen {
         self.job.next.has_ext4 = bit_cast::<1, 1>((self.rr.q.val().first.any() | self.rr.q.val().last.any()).into());
         if self.rr.q.val().ack.any() {
             // An ACKNOWLEDGE (0x11, AETH only), queued behind the responses the QP owed before it.
-            self.job.next.opcode = 0x11.into();
+            self.job.next.opcode = self.nums.val().op_acknowledge;
             self.job.next.has_ext4 = 1.into();
         }
         if self.rr.q.val().atomic.any() {
             // ATOMIC ACKNOWLEDGE (0x12): AETH and AtomicAckETH with the original value.
-            self.job.next.opcode = 0x12.into();
+            self.job.next.opcode = self.nums.val().op_atomic_acknowledge;
             self.job.next.has_atomic_ack = 1.into();
             self.job.next.at_swap = self.rr.q.val().orig;
         }
@@ -207,8 +210,10 @@ impl Logic for ResponseGen {
         self.pg_data.next = bit_cast::<21, 6>(self.iova.val().get_bits::<6>(0))
             | (bit_cast::<21, 13>(self.len.val().get_bits::<13>(0)) << 6)
             | (bit_cast::<21, 1>(1.into()) << 19);
-        self.cnt_tx_ack.next = self.emit_r.q.val() & self.rr.q.val().ack.any() & (self.syn.val() == 0x1F);
-        self.cnt_tx_nak.next = self.emit_r.q.val() & self.rr.q.val().ack.any() & (self.syn.val() != 0x1F);
+        self.cnt_tx_ack.next =
+            self.emit_r.q.val() & self.rr.q.val().ack.any() & (self.syn.val() == self.nums.val().syn_ack);
+        self.cnt_tx_nak.next =
+            self.emit_r.q.val() & self.rr.q.val().ack.any() & (self.syn.val() != self.nums.val().syn_ack);
         if self.reset.val() {
             self.held.d.next = false;
             self.emit_r.d.next = false;

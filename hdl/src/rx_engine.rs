@@ -50,6 +50,7 @@
 //! in `WriteBack`; `Idle` then checks the SRQ's limit.
 use crate::context_tables::ContextTables;
 use crate::event_queue::AsyncEventQueue;
+use crate::numbers::Numbers;
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
     AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
@@ -895,6 +896,8 @@ pub struct RxEngine {
     part_now: Signal<Local, Bit>,
     rlen: Signal<Local, Bits<32>>,
     last_plus1: Signal<Local, Bits<24>>,
+    /// The access right the request needs (REMOTE_WRITE, REMOTE_READ or REMOTE_ATOMIC).
+    access_need: Signal<Local, Bits<4>>,
     access_ok: Signal<Local, Bit>,
     is_atomic_req: Signal<Local, Bit>,
     is_fadd: Signal<Local, Bit>,
@@ -928,6 +931,8 @@ pub struct RxEngine {
     /// next `WriteBack` through `Idle`.
     idle_clear_r: DFF<Bit>,
     desc_avail_r: DFF<Bit>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 // The in-flight table holds 2^LOG_MAX_INFLIGHT_WQES entries per QP (12 address bits:
@@ -937,6 +942,7 @@ const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_WQES + rnic_contract::LOG_
 impl Default for RxEngine {
     fn default() -> Self {
         Self {
+            nums: Default::default(),
             clock: Default::default(),
             reset: Default::default(),
             dbg_state: Default::default(),
@@ -1227,6 +1233,7 @@ impl Default for RxEngine {
             needs_rwqe: Default::default(),
             entry_is_read: Default::default(),
             rd_restart: Default::default(),
+            access_need: Default::default(),
             access_ok: Default::default(),
             rsp_done: Default::default(),
             rsp_done_qpn: Default::default(),
@@ -1335,12 +1342,9 @@ impl Default for RxEngine {
     }
 }
 
-// The event types written as literals below (rust-hdl takes no paths in `hdl_gen`).
-const _: () = {
-    use rnic_contract::verbs::event_type as e;
-    assert!(e::QP_FATAL == 1 && e::QP_REQ_ERR == 2 && e::QP_ACCESS_ERR == 3);
-    assert!(e::COMM_EST == 4 && e::SRQ_LIMIT_REACHED == 15 && e::QP_LAST_WQE_REACHED == 16);
-};
+// The opcode-class table in `update` matches BTH opcodes by literal (a `match` arm must be
+// one): they are the contract's.
+const _: () = assert!(crate::numbers::BTH_OPCODE_LITERALS);
 
 impl Logic for RxEngine {
     #[hdl_gen]
@@ -1571,7 +1575,10 @@ impl Logic for RxEngine {
         self.rqpi_ram.write_enable.next = self.rq_db_write.val();
         self.rqpi_ram.write_address.next = self.rq_db_data.val().get_bits::<6>(16);
         self.rqpi_ram.write_data.next = self.rq_db_data.val().get_bits::<16>(0);
-        if self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 0) {
+        if self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.cmd_qp.val().state == self.nums.val().qps_reset)
+        {
             self.rqpi_ram.write_enable.next = true;
             self.rqpi_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
             self.rqpi_ram.write_data.next = 0.into();
@@ -1687,7 +1694,10 @@ impl Logic for RxEngine {
         if (self.state.q.val() == RxState::LoadQpState) & self.qp_now.val().use_srq.any() {
             self.rqpi_ram.read_address.next = self.srq_addr.val().get_bits::<6>(0);
         }
-        if self.cmd_fire.val() & (self.cmd_op.val() == 4) & self.cmd_record.val().get_bit(24) {
+        if self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_srq)
+            & self.cmd_record.val().get_bit(24)
+        {
             // A new SRQ: its ring starts empty.
             self.rqpi_ram.write_enable.next = true;
             self.rqpi_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
@@ -1704,11 +1714,12 @@ impl Logic for RxEngine {
         // Written by a command (a new SRQ's consumer index, its limit and event CQ) or by this
         // engine (`WriteBack`: the consumer index; `Idle`: disarm), never in the same cycle (no
         // command is taken in `WriteBack` or the cycle after it).
-        self.srqci_ram.write_enable.next =
-            self.cmd_fire.val() & (self.cmd_op.val() == 4) & self.cmd_record.val().get_bit(24);
+        self.srqci_ram.write_enable.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_srq)
+            & self.cmd_record.val().get_bit(24);
         self.srqci_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.srqci_ram.write_data.next = 0.into();
-        self.srq_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == 4);
+        self.srq_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == self.nums.val().cmd_write_srq);
         self.srq_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.srq_ram.write_data.next = self.cmd_record.val().get_bits::<24>(0);
         // The limit check, from registers: fewer than `limit` WQEs left after this packet.
@@ -1725,7 +1736,7 @@ impl Logic for RxEngine {
         self.evq.srq_data.next.rsvd1 = 0.into();
         self.evq.srq_data.next.cq = self.srq_lim.q.val().get_bits::<8>(16);
         self.evq.srq_data.next.left = self.srq_left.val();
-        self.evq.srq_data.next.event_type = 15.into();
+        self.evq.srq_data.next.event_type = self.nums.val().ev_srq_limit_reached;
         self.evq.hold.next = self.ev_chk.q.val();
         self.evq.pop.next = false;
         self.evq.set_ce.next = false;
@@ -1749,26 +1760,27 @@ impl Logic for RxEngine {
         if self.src_fl.q.val() {
             self.ev_type.next = 0.into();
         } else if self.cls_c.q.val() {
-            self.ev_type.next = 2.into();
+            self.ev_type.next = self.nums.val().ev_qp_req_err;
             if self.acc_r.q.val() {
-                self.ev_type.next = 3.into();
+                self.ev_type.next = self.nums.val().ev_qp_access_err;
             }
         } else if self.src_recv.q.val() {
-            self.ev_type.next = 2.into();
-            if self.status.q.val() == 4 {
-                self.ev_type.next = 3.into();
+            self.ev_type.next = self.nums.val().ev_qp_req_err;
+            if self.status.q.val() == self.nums.val().wc_loc_prot_err {
+                self.ev_type.next = self.nums.val().ev_qp_access_err;
             }
         } else if self.src_lc.q.val() & self.lcr.q.val().fatal.any() {
             // A send WQE the scheduler could not read: QP_FATAL.
-            self.ev_type.next = 1.into();
+            self.ev_type.next = self.nums.val().ev_qp_fatal;
         }
         self.evq.err_type.next = self.ev_type.val();
         // Responder READ/atomic slots: accepted (here) minus fully answered (the scheduler).
         self.racc_ram.read_clock.next = self.clock.val();
         self.racc_ram.write_clock.next = self.clock.val();
         self.racc_ram.read_address.next = self.qpn.q.val();
-        self.racc_ram.write_enable.next =
-            self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
+        self.racc_ram.write_enable.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & self.cmd_record.val().get_bit(4); // INIT_RQ_PSN
         self.racc_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.racc_ram.write_data.next = 0.into();
         // Responses sent (`RespDoneTable`): zeroed by INIT_RQ_PSN, one more per `rsp_done`.
@@ -1776,7 +1788,9 @@ impl Logic for RxEngine {
         self.rdone.reset.next = self.reset.val();
         self.rdone.done.next = self.rsp_done.val();
         self.rdone.done_qpn.next = self.rsp_done_qpn.val();
-        self.rdone.init.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_record.val().get_bit(4);
+        self.rdone.init.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & self.cmd_record.val().get_bit(4);
         self.rdone.init_qpn.next = self.cmd_index.val().get_bits::<6>(0);
         self.rdone.qpn.next = self.qpn.q.val();
         self.rd_done_data.next = self.rdone.count.val();
@@ -1817,8 +1831,8 @@ impl Logic for RxEngine {
         // frees once the command is taken); registered, taken from its second cycle.
         self.cmd_seen_r.d.next = self.cmd_valid.val() & !self.cmd_fire.val();
         self.rst_here_r.d.next = self.cmd_valid.val()
-            & (self.cmd_op.val() == 1)
-            & (self.cmd_qp.val().state == 0)
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.cmd_qp.val().state == self.nums.val().qps_reset)
             & (self.cmd_index.val().get_bits::<6>(0) == self.qpn.q.val())
             & (self.state.q.val() != RxState::Idle);
         self.cmd_ready.next = self.cmd_ok_r.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
@@ -1829,13 +1843,19 @@ impl Logic for RxEngine {
         // A context written in RESET (created, reset, destroyed) starts the QP's responder and
         // completer state afresh, as INIT_RQ_PSN / INIT_SQ_PSN do: no error flag, no open
         // message, nothing to flush survives into the next connection on this number.
-        self.rst_cmd.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 0);
-        self.rdyn_ram.write_enable.next =
-            (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_rq_psn.any()) | self.rst_cmd.val();
+        self.rst_cmd.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.cmd_qp.val().state == self.nums.val().qps_reset);
+        self.rdyn_ram.write_enable.next = (self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & self.cmd_qp.val().init_rq_psn.any())
+            | self.rst_cmd.val();
         self.rdyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.rdyn_ram.write_data.next = bit_cast::<368, 24>(self.cmd_qp.val().rq_psn);
-        self.acked_ram.write_enable.next =
-            (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any()) | self.rst_cmd.val();
+        self.acked_ram.write_enable.next = (self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & self.cmd_qp.val().init_sq_psn.any())
+            | self.rst_cmd.val();
         self.acked_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         // (The PSN after the last WQE retired starts at the first PSN: nothing sent, all acked.)
         self.acked_ram.write_data.next = (bit_cast::<181, 24>(self.cmd_qp.val().sq_psn - 1) << 157)
@@ -1844,7 +1864,9 @@ impl Logic for RxEngine {
         self.sent_psns.emit.next = self.emit_we.val();
         self.sent_psns.emit_qpn.next = self.emit_qpn.val();
         self.sent_psns.emit_psn.next = self.emit_psn.val();
-        self.sent_psns.init.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any();
+        self.sent_psns.init.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & self.cmd_qp.val().init_sq_psn.any();
         self.sent_psns.init_qpn.next = self.cmd_index.val().get_bits::<6>(0);
         self.sent_psns.init_psn.next = self.cmd_qp.val().sq_psn;
         self.sent_psns.read_qpn.next = self.qpn.q.val();
@@ -1988,7 +2010,7 @@ impl Logic for RxEngine {
             & (self.mr_now.val().tag == self.lkey.val().get_bits::<8>(0))
             & (self.lkey.val().get_bits::<18>(14) == 0)
             & (self.mr_now.val().pd == self.ctx.q.val().pd)
-            & ((self.mr_now.val().access & 1) != 0);
+            & ((self.mr_now.val().access & self.nums.val().acc_local_write) != 0);
         self.sge_ok.next = self.sge_ok_r.q.val();
         self.mtu.next = self.mtu_r.q.val();
         self.plen32.next = bit_cast::<32, 13>(self.pkt.q.val().plen);
@@ -1998,13 +2020,14 @@ impl Logic for RxEngine {
         self.mr_access.next = self.mr_now.val().access;
         self.qp_access.next = self.qp_now.val().access;
         // REMOTE_WRITE for a WRITE, REMOTE_READ for a READ, granted by the region and the QP.
-        self.access_ok.next = self.mr_access.val().get_bit(1) & self.qp_access.val().get_bit(1);
+        self.access_need.next = self.nums.val().acc_remote_write;
         if self.is_read_req.val() {
-            self.access_ok.next = self.mr_access.val().get_bit(2) & self.qp_access.val().get_bit(2);
+            self.access_need.next = self.nums.val().acc_remote_read;
         }
         if self.is_atomic_req.val() {
-            self.access_ok.next = self.mr_access.val().get_bit(3) & self.qp_access.val().get_bit(3);
+            self.access_need.next = self.nums.val().acc_remote_atomic;
         }
+        self.access_ok.next = (self.mr_access.val() & self.qp_access.val() & self.access_need.val()) != 0;
         self.key_ok.next = self.mr_now.val().valid.any()
             & (self.mr_now.val().tag == self.rkey.val().get_bits::<8>(0))
             & (self.rkey.val().get_bits::<18>(14) == 0)
@@ -2101,8 +2124,10 @@ impl Logic for RxEngine {
         self.aeth_syn.next = self.pkt.q.val().aeth_syndrome;
         // Only an ACKNOWLEDGE can be a NAK (a READ response's AETH is always an ACK, and READ
         // RESPONSE MIDDLE has none).
-        self.is_nak.next = (self.aeth_syn.val().get_bits::<3>(5) == 3) & (self.op.val() == 0x11);
-        self.is_rnr.next = (self.aeth_syn.val().get_bits::<3>(5) == 1) & (self.op.val() == 0x11);
+        self.is_nak.next = (self.aeth_syn.val().get_bits::<3>(5) == self.nums.val().syn_type_nak)
+            & (self.op.val() == self.nums.val().op_acknowledge);
+        self.is_rnr.next = (self.aeth_syn.val().get_bits::<3>(5) == self.nums.val().syn_type_rnr)
+            & (self.op.val() == self.nums.val().op_acknowledge);
         self.nak_code.next = self.aeth_syn.val().get_bits::<5>(0);
         self.rnr_code.next = self.arm_code_r.q.val();
         self.cover_psn.next = self.pkt.q.val().psn;
@@ -2115,7 +2140,8 @@ impl Logic for RxEngine {
         self.out_load.next = self.sent_data.val() - self.acked_ram.read_data.val().get_bits::<16>(0);
         self.out_m1.next = self.sent.q.val() + !self.acked.q.val();
         self.seq_progress.next = !self.src_to.q.val() & self.nak_moved.q.val();
-        self.seq_nak_r.d.next = !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == 0);
+        self.seq_nak_r.d.next =
+            !self.rnr_wait.q.val() & self.is_nak.val() & (self.nak_code.val() == self.nums.val().nak_psn_seq_err);
         self.retry_ok_r.d.next = (self.retries.q.val() < self.ctx.q.val().retry_cnt)
             | (self.seq_progress.val() & (self.ctx.q.val().retry_cnt != 0))
             | self.src_rnr.q.val();
@@ -2127,8 +2153,11 @@ impl Logic for RxEngine {
             & !self.rsp_bad.q.val();
         self.nak_age.next = self.pkt.q.val().psn - self.entry.val().first_psn;
         self.nak_stale.next = self.nak_age.val().get_bit(23);
-        self.nak_repeat.next = (self.nak_code.val() == 0) & self.last_nak_ok.q.val() & !self.nak_moved.q.val();
-        self.fatal.next = (self.status.q.val() != 0) & (self.status.q.val() != 5);
+        self.nak_repeat.next = (self.nak_code.val() == self.nums.val().nak_psn_seq_err)
+            & self.last_nak_ok.q.val()
+            & !self.nak_moved.q.val();
+        self.fatal.next = (self.status.q.val() != self.nums.val().wc_success)
+            & (self.status.q.val() != self.nums.val().wc_wr_flush_err);
         // A CQE job names its CQ in `addr`; the CQ writer places it and sets its owner bit
         // ([`crate::cq_writer::CqWriter`]).
         self.cqe_cq.next = bit_cast::<64, 8>(self.cqn.val());
@@ -2156,7 +2185,7 @@ impl Logic for RxEngine {
         self.reply.next.pkey = self.ctx.q.val().pkey;
         self.reply.next.dest_qpn = self.ctx.q.val().dest_qpn;
         self.reply.next.psn = self.pkt.q.val().psn;
-        self.reply.next.syndrome = 0x1F.into();
+        self.reply.next.syndrome = self.nums.val().syn_ack;
         self.reply.next.msn = self.msn.q.val();
         // A SEND's ACK leaves at once: the requester's SEND window is short.
         self.reply.next.prompt = (self.is_send_start.val() | self.is_send_cont.val() | self.is_send_end.val()).into();
@@ -2200,9 +2229,11 @@ impl Logic for RxEngine {
         self.rw_write.next = false;
         // A sequence NAK names the first missing PSN; a timeout resends the whole WQE, or a
         // READ from its first missing response.
-        // READs and atomics (IBV_WC_RDMA_READ 2, COMP_SWAP 3, FETCH_ADD 4) wait for responses.
-        self.entry_is_read.next = (self.entry.val().wc_opcode >= 2) & (self.entry.val().wc_opcode <= 4);
-        self.entry_is_atomic.next = (self.entry.val().wc_opcode == 3) | (self.entry.val().wc_opcode == 4);
+        // READs and atomics wait for responses.
+        self.entry_is_atomic.next = (self.entry.val().wc_opcode == self.nums.val().wco_comp_swap)
+            | (self.entry.val().wc_opcode == self.nums.val().wco_fetch_add);
+        self.entry_is_read.next =
+            (self.entry.val().wc_opcode == self.nums.val().wco_rdma_read) | self.entry_is_atomic.val();
         self.last_plus1.next = self.entry.val().last_psn + 1;
         self.r_start.next =
             (self.r_a.q.val() == 0) | (self.rd_rs_ok.q.val() & (self.rd_rs.q.val() == self.pkt.q.val().psn));
@@ -2283,7 +2314,7 @@ impl Logic for RxEngine {
         // refused RETH or AtomicETH), NAK invalid request (opcode out of sequence, or a READ or
         // atomic beyond max_dest_rd_atomic), on a request with the expected PSN.
         self.class_c.next = !self.c_unknown.q.val()
-            & (self.op.val() != 0x11)
+            & (self.op.val() != self.nums.val().op_acknowledge)
             & !self.is_read_resp.val()
             & !self.c_dup.q.val()
             & !self.c_gap.q.val()
@@ -2313,7 +2344,7 @@ impl Logic for RxEngine {
             self.src_rnr.d.next = false;
             self.src_recv.d.next = false;
             self.rwqe_ready.d.next = false;
-            self.cqe_opcode.d.next = 1.into();
+            self.cqe_opcode.d.next = self.nums.val().wco_rdma_write;
             self.cqe_flags.d.next = 0.into();
             self.cqe_srcqp.d.next = 0.into();
             self.grh_done.d.next = false;
@@ -2392,7 +2423,7 @@ impl Logic for RxEngine {
                 self.qpn_ok.d.next = true;
                 self.cqe_wr_id.d.next = 0.into();
                 self.cqe_len.d.next = bit_cast::<32, 16>(self.evq.data.val().left);
-                self.cqe_opcode.d.next = 255.into();
+                self.cqe_opcode.d.next = self.nums.val().wco_async_event;
                 self.status.d.next = bit_cast::<8, 5>(self.evq.data.val().event_type);
                 self.recv_need_ack.d.next = false;
                 self.state.d.next = RxState::ReadQpState;
@@ -2540,7 +2571,7 @@ impl Logic for RxEngine {
                     & !self.c_dup.q.val()
                     & !self.c_gap.q.val()
                     & (self.ctx.q.val().state == 2)
-                    & (self.op.val() != 0x11)
+                    & (self.op.val() != self.nums.val().op_acknowledge)
                     & !self.is_read_resp.val();
                 self.acc_r.d.next =
                     self.is_reth.val() & (self.req_len.val() != 0) & !(self.key_ok_r.q.val() & self.bounds_ok.val());
@@ -2560,20 +2591,26 @@ impl Logic for RxEngine {
                     if self.c_unknown.q.val() {
                         self.cnt_unknown_qp.next = true;
                         self.fl_eng.next = self.qpn_ok.q.val() & ((self.ctx.q.val().state == 6) | self.qp_err.q.val());
-                    } else if ((self.op.val() == 0x11) | self.is_read_resp.val()) & self.ghost_r.q.val() {
+                    } else if ((self.op.val() == self.nums.val().op_acknowledge) | self.is_read_resp.val())
+                        & self.ghost_r.q.val()
+                    {
                         // A ghost: an ACK, NAK or response for a PSN this QP never sent.
                         self.cnt_drop_psn.next = true;
-                    } else if self.op.val() == 0x11 {
+                    } else if self.op.val() == self.nums.val().op_acknowledge {
                         if self.ctx.q.val().state == 3 {
                             if self.ack_fwd_r.q.val() {
                                 self.ack_hi.d.next = self.cover_r.q.val();
                             }
                             self.cnt_rx_ack.next = self.pkt.q.val().nbeats != 0;
                             self.cnt_rx_rnr.next = self.is_rnr.val();
-                            self.cnt_rx_nak_seq.next = self.is_nak.val() & (self.nak_code.val() == 0);
-                            self.cnt_rx_nak_inv_req.next = self.is_nak.val() & (self.nak_code.val() == 1);
-                            self.cnt_rx_nak_rem_access.next = self.is_nak.val() & (self.nak_code.val() == 2);
-                            self.cnt_rx_nak_rem_op.next = self.is_nak.val() & (self.nak_code.val() == 3);
+                            self.cnt_rx_nak_seq.next =
+                                self.is_nak.val() & (self.nak_code.val() == self.nums.val().nak_psn_seq_err);
+                            self.cnt_rx_nak_inv_req.next =
+                                self.is_nak.val() & (self.nak_code.val() == self.nums.val().nak_inv_req);
+                            self.cnt_rx_nak_rem_access.next =
+                                self.is_nak.val() & (self.nak_code.val() == self.nums.val().nak_rem_access);
+                            self.cnt_rx_nak_rem_op.next =
+                                self.is_nak.val() & (self.nak_code.val() == self.nums.val().nak_rem_op);
                             self.state.d.next = RxState::RetireLoad;
                         } else {
                             self.cnt_unknown_qp.next = true;
@@ -2619,7 +2656,7 @@ impl Logic for RxEngine {
                             self.cnt_tx_nak_seq.next = true;
                             self.nak_sent.d.next = true;
                             self.job.next.need_ack = 1.into();
-                            self.reply.next.syndrome = 0x60.into();
+                            self.reply.next.syndrome = self.nums.val().syn_nak_psn_seq_err;
                             self.reply.next.psn = self.epsn.q.val();
                         }
                     } else if self.is_reth.val()
@@ -2628,14 +2665,14 @@ impl Logic for RxEngine {
                     {
                         self.cnt_drop_key.next = true;
                         self.job.next.need_ack = 1.into();
-                        self.reply.next.syndrome = 0x62.into();
+                        self.reply.next.syndrome = self.nums.val().syn_nak_rem_access;
                         // Then the QP goes to ERR (class C, below): the packets behind it are
                         // dropped.
                         self.nak_sent.d.next = true;
                     } else if !self.seq_ok_r.q.val() {
                         self.cnt_drop_inv_req.next = true;
                         self.job.next.need_ack = 1.into();
-                        self.reply.next.syndrome = 0x61.into();
+                        self.reply.next.syndrome = self.nums.val().syn_nak_inv_req;
                         self.nak_sent.d.next = true;
                     } else if (self.is_read_req.val() | self.is_atomic_req.val()) & self.rd_over_r.q.val() {
                         // max_dest_rd_atomic READs / atomics still have responses to send: too
@@ -2645,7 +2682,7 @@ impl Logic for RxEngine {
                         self.cnt_drop_inv_req.next = true;
                         self.nak_sent.d.next = true;
                         self.rr_nak.d.next = true;
-                        self.rr_syn_r.d.next = 0x61.into();
+                        self.rr_syn_r.d.next = self.nums.val().syn_nak_inv_req;
                         self.state.d.next = RxState::QueueResponse;
                     } else if self.is_read_req.val() {
                         // Accepted RDMA READ: the response generator answers it with READ RESPONSE
@@ -2682,7 +2719,8 @@ impl Logic for RxEngine {
                         } else {
                             self.cnt_tx_rnr.next = true;
                             self.job.next.need_ack = 1.into();
-                            self.reply.next.syndrome = bit_cast::<8, 5>(self.ctx.q.val().min_rnr_timer) | 0x20;
+                            self.reply.next.syndrome =
+                                bit_cast::<8, 5>(self.ctx.q.val().min_rnr_timer) | self.nums.val().syn_rnr_nak;
                         }
                     } else if self.pkt.q.val().ud.any() & self.rwqe_ready.q.val() & !self.grh_done.q.val() {
                         // A UD SEND's receive WQE is checked: its GRH area first (`UdGrh`).
@@ -2713,18 +2751,18 @@ impl Logic for RxEngine {
                         self.nak_sent.d.next = true;
                         self.src_recv.d.next = true;
                         self.recv_need_ack.d.next = true;
-                        self.status.d.next = 1.into();
-                        self.recv_syn.d.next = 0x61.into();
+                        self.status.d.next = self.nums.val().wc_loc_len_err;
+                        self.recv_syn.d.next = self.nums.val().syn_nak_inv_req;
                         self.cqe_wr_id.d.next = self.recv_wr_id.q.val();
                         if self.is_send_start.val() {
                             self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
                             if !self.sge_ok.val() {
-                                self.status.d.next = 4.into();
-                                self.recv_syn.d.next = 0x63.into();
+                                self.status.d.next = self.nums.val().wc_loc_prot_err;
+                                self.recv_syn.d.next = self.nums.val().syn_nak_rem_op;
                             }
                         }
                         self.cqe_len.d.next = 0.into();
-                        self.cqe_opcode.d.next = 128.into();
+                        self.cqe_opcode.d.next = self.nums.val().wco_recv;
                         if self.pkt.q.val().ud.any() {
                             // UD: no NAK (9.8.3).
                             self.recv_need_ack.d.next = false;
@@ -2766,9 +2804,9 @@ impl Logic for RxEngine {
                             self.job.next.need_ack = 0.into();
                             self.src_recv.d.next = true;
                             self.recv_need_ack.d.next = true;
-                            self.recv_syn.d.next = 0x1F.into();
-                            self.status.d.next = 0.into();
-                            self.cqe_opcode.d.next = 129.into();
+                            self.recv_syn.d.next = self.nums.val().syn_ack;
+                            self.status.d.next = self.nums.val().wc_success;
+                            self.cqe_opcode.d.next = self.nums.val().wco_recv_rdma_with_imm;
                             self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
                             self.cqe_len.d.next = self.recv_len.q.val();
                             if self.is_first_or_only.val() {
@@ -2804,9 +2842,9 @@ impl Logic for RxEngine {
                                 self.job.next.need_ack = 0.into();
                                 self.src_recv.d.next = true;
                                 self.recv_need_ack.d.next = true;
-                                self.recv_syn.d.next = 0x1F.into();
-                                self.status.d.next = 0.into();
-                                self.cqe_opcode.d.next = 128.into();
+                                self.recv_syn.d.next = self.nums.val().syn_ack;
+                                self.status.d.next = self.nums.val().wc_success;
+                                self.cqe_opcode.d.next = self.nums.val().wco_recv;
                                 if self.has_imm.val() {
                                     self.cqe_imm.d.next = self.pkt.q.val().imm;
                                     self.cqe_flags.d.next = 2.into();
@@ -3293,17 +3331,17 @@ impl Logic for RxEngine {
                 self.cqe_opcode.d.next = self.entry.val().wc_opcode;
                 self.cqe_wr_id.d.next = self.entry.val().wr_id;
                 self.cqe_len.d.next = self.entry.val().byte_len;
-                self.status.d.next = 0.into();
+                self.status.d.next = self.nums.val().wc_success;
                 if self.qp_err.q.val() {
                     // The QP is in the error state: every outstanding WQE completes with
                     // IBV_WC_WR_FLUSH_ERR, signaled or not (ibv_poll_cq(3)).
-                    self.status.d.next = 5.into();
+                    self.status.d.next = self.nums.val().wc_wr_flush_err;
                     self.cqe_len.d.next = 0.into();
                     self.state.d.next = RxState::WriteCqe;
                 } else if self.rsp_bad.q.val() {
                     // A response whose opcode or AETH does not fit its place in the READ:
                     // IBV_WC_BAD_RESP_ERR, and the QP goes to the error state (9.9.2).
-                    self.status.d.next = 7.into();
+                    self.status.d.next = self.nums.val().wc_bad_resp_err;
                     self.cqe_len.d.next = 0.into();
                     self.state.d.next = RxState::WriteCqe;
                 } else if !self.src_to.q.val() & self.is_rnr.val() & self.psn_before_r.q.val() {
@@ -3313,7 +3351,7 @@ impl Logic for RxEngine {
                     if self.rnr_wait.q.val() {
                         self.state.d.next = RxState::WriteBack;
                     } else if (self.ctx.q.val().rnr_retry != 7) & (self.rnr_cnt.q.val() >= self.ctx.q.val().rnr_retry) {
-                        self.status.d.next = 13.into();
+                        self.status.d.next = self.nums.val().wc_rnr_retry_exc_err;
                         self.cqe_len.d.next = 0.into();
                         self.state.d.next = RxState::WriteCqe;
                     } else {
@@ -3361,7 +3399,7 @@ impl Logic for RxEngine {
                         }
                     } else {
                         self.cnt_timeout.next = self.src_to.q.val();
-                        self.status.d.next = 12.into();
+                        self.status.d.next = self.nums.val().wc_retry_exc_err;
                         self.cqe_len.d.next = 0.into();
                         self.state.d.next = RxState::WriteCqe;
                     }
@@ -3395,7 +3433,7 @@ impl Logic for RxEngine {
                     }
                 } else if self.is_nak.val() & (self.nak_code.val() != 0) & (self.nak_code.val() < 4) {
                     // The WQE holding the NAKed PSN fails: REM_INV_REQ 9, REM_ACCESS 10, REM_OP 11.
-                    self.status.d.next = bit_cast::<8, 5>(self.nak_code.val()) + 8;
+                    self.status.d.next = bit_cast::<8, 5>(self.nak_code.val()) + self.nums.val().wc_rem_nak_base;
                     self.cqe_len.d.next = 0.into();
                     self.state.d.next = RxState::WriteCqe;
                 } else {
@@ -3553,8 +3591,8 @@ impl Logic for RxEngine {
                 // A receive WQE flushed: its completion on the receive CQ, no ACK.
                 self.src_recv.d.next = true;
                 self.recv_need_ack.d.next = false;
-                self.status.d.next = 5.into();
-                self.cqe_opcode.d.next = 128.into();
+                self.status.d.next = self.nums.val().wc_wr_flush_err;
+                self.cqe_opcode.d.next = self.nums.val().wco_recv;
                 self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
                 self.cqe_len.d.next = 0.into();
                 self.rq_ci.d.next = self.rq_ci.q.val() + 1;
@@ -3627,7 +3665,9 @@ impl Logic for RxEngine {
                     }
                     _ => {}
                 }
-                if (self.op.val() != 14) & (self.aeth_syn.val().get_bits::<3>(5) != 0) {
+                if (self.op.val() != self.nums.val().op_rdma_read_response_middle)
+                    & (self.aeth_syn.val().get_bits::<3>(5) != self.nums.val().syn_type_ack)
+                {
                     self.r_opc_ok.d.next = false;
                 }
                 self.r_addr.d.next = self.entry.val().local_iova + bit_cast::<64, 32>(self.r_off.q.val());

@@ -2,8 +2,18 @@
 use crate::bswap::Bswap64;
 use crate::crc::blocks::{init_skipping, Crc32D512, Crc32ResidueZeros};
 use crate::icrc::{first_beat_and, first_beat_or, SKIPPED_BYTES};
+use crate::numbers::Numbers;
 use crate::records::{RoceHeader, RxDesc};
 use rust_hdl::prelude::*;
+
+// The opcode table in `update` matches literals (a `match` arm must be one) and gives each its
+// extension headers' length (RETH 16, ImmDt 4, AETH 4, AtomicETH 28, AtomicAckETH 8, DETH 8
+// bytes): both must be the contract's (IBTA Vol 1 9.2, Table 37; 9.3).
+const _: () = {
+    use rnic_contract::bth::len;
+    assert!(crate::numbers::BTH_OPCODE_LITERALS);
+    assert!(len::RETH == 16 && len::IMMDT == 4 && len::AETH == 4 && len::DETH == 8);
+};
 
 /// log2 of the packet buffer size in 64-byte beats (1024 beats = 64 KiB, fifteen 4 KiB-MTU
 /// packets).
@@ -223,6 +233,8 @@ pub struct RxIngress {
     c_fifty: Constant<Bits<6>>,
     /// Largest IPv4 Total Length accepted: [`MAX_FRAME_BYTES`] - 14.
     c_max_ipl: Constant<Bits<16>>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Default for RxIngress {
@@ -233,6 +245,7 @@ impl Default for RxIngress {
             ones512 = ones512 | (bit_cast::<512, 64>(ones64) << (64 * w as u64));
         }
         Self {
+            nums: Default::default(),
             clock: Default::default(),
             reset: Default::default(),
             tdata: Default::default(),
@@ -593,7 +606,7 @@ impl Logic for RxIngress {
             & (self.h0.val().ip_vihl == 0x45)
             & (self.h0.val().ip_proto == 0x11)
             & ((self.h0.val().ip_frag & 0xFF3F) == 0)
-            & (self.h0.val().udp_dport == 0xB712);
+            & (self.h0.val().udp_dport == self.nums.val().udp_dport_roce);
         self.a_ok2.d.next = (self.c_flags.val().get_bits::<4>(0) == 0)
             & self.c_supported.val()
             & (self.ipl.val() <= self.c_max_ipl.val());
@@ -739,7 +752,8 @@ impl Logic for RxIngress {
         self.desc.next.ud = bit_cast::<1, 1>(self.ud_r.q.val().into());
         // A UD SEND ONLY goes on as the RC SEND ONLY it resembles (0x64 → 0x04, 0x65 → 0x05),
         // flagged `ud`.
-        self.c_ud.next = (self.hc.val().bth_opcode == 0x64) | (self.hc.val().bth_opcode == 0x65);
+        self.c_ud.next = (self.hc.val().bth_opcode == self.nums.val().op_ud_send_only)
+            | (self.hc.val().bth_opcode == self.nums.val().op_ud_send_only_with_immediate);
         if self.c_first.q.val() {
             self.desc.next.opcode = self.hc.val().bth_opcode;
             self.desc.next.ud = bit_cast::<1, 1>(self.c_ud.val().into());
@@ -773,7 +787,7 @@ impl Logic for RxIngress {
             | (bit_cast::<24, 8>(self.ext.val().get_bits::<8>(16)) << 8)
             | bit_cast::<24, 8>(self.ext.val().get_bits::<8>(24));
         // ImmDt: after the RETH in RDMA WRITE ONLY with immediate, else first.
-        self.imm_hi.next = self.desc.val().opcode == 0x0B;
+        self.imm_hi.next = self.desc.val().opcode == self.nums.val().op_rdma_write_only_with_immediate;
         self.desc.next.imm = self.ext.val().get_bits::<32>(0);
         if self.imm_hi.val() {
             self.desc.next.imm = self.ext.val().get_bits::<32>(128);
@@ -785,7 +799,7 @@ impl Logic for RxIngress {
         // AtomicETH Swap/Add Data (ext bytes 12..20) and Compare Data (20..28); an ATOMIC
         // ACKNOWLEDGE's Original Remote Data (bytes 4..12, after the AETH) in `at_swap`.
         self.at_a.next = self.ext.val().get_bits::<64>(96);
-        if self.desc.val().opcode == 0x12 {
+        if self.desc.val().opcode == self.nums.val().op_atomic_acknowledge {
             self.at_a.next = self.ext.val().get_bits::<64>(32);
         }
         self.at_b.next = self.ext.val().get_bits::<64>(160);

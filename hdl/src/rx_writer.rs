@@ -1,5 +1,6 @@
 //! RX writer: moves accepted payloads and CQEs to host memory and releases ACKs in order.
 use crate::gearbox::Gearbox;
+use crate::numbers::Numbers;
 use crate::records::{AckJob, WriteJob};
 use crate::reset_fifo::ResetFifo;
 use rust_hdl::prelude::*;
@@ -130,6 +131,8 @@ pub struct RxWriter {
     pa_target: Signal<Local, Bits<16>>,
     pa_wait: Signal<Local, Bits<16>>,
     pa_ack: Signal<Local, AckJob>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 // States: 0 take a job (and push its lead chunk), 1 stream payload beats, 2 CQE or 8-byte
@@ -371,7 +374,7 @@ impl Logic for RxWriter {
             self.res_r.d.next = self.pa.data_out.val().get_bit(280);
             if self.pa_has_ack.val() {
                 self.ack_write.next = true;
-                if self.pa_ack.val().syndrome == 0x1F {
+                if self.pa_ack.val().syndrome == self.nums.val().syn_ack {
                     self.cnt_tx_ack.next = true;
                 } else {
                     self.cnt_tx_nak.next = true;

@@ -10,6 +10,7 @@ use crate::doorbell::SqDoorbells;
 use crate::gearbox::Gearbox;
 use crate::icrc::IcrcInsert;
 use crate::irq::IrqGen;
+use crate::numbers::Numbers;
 use crate::raw_rx::RawRxQueue;
 use crate::raw_tx::RawTxMux;
 use crate::read_responder::ReadResponder;
@@ -235,6 +236,8 @@ pub struct NicTop {
     r_is_at: Signal<Local, Bit>,
     atu_grant: Signal<Local, Bit>,
     tx_frame_done: Signal<Local, Bit>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Logic for NicTop {
@@ -356,8 +359,9 @@ impl Logic for NicTop {
         self.rxe.cmd_record.next = self.regs.cmd_record.val();
         // A QP context written in RESET (created, reset, destroyed) forgets its doorbells, a
         // cycle later (registered: the command handshake depends on the scheduler).
-        self.db_clear_r.d.next =
-            self.cmd_fire.val() & (self.regs.cmd_op.val() == 1) & (self.regs.cmd_record.val().get_bits::<3>(0) == 0);
+        self.db_clear_r.d.next = self.cmd_fire.val()
+            & (self.regs.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.regs.cmd_record.val().get_bits::<3>(0) == self.nums.val().qps_reset);
         self.db_clear_qpn_r.d.next = self.regs.cmd_index.val().get_bits::<6>(0);
         self.doorbells.clear.next = self.db_clear_r.q.val();
         self.doorbells.clear_qpn.next = self.db_clear_qpn_r.q.val();
@@ -366,8 +370,8 @@ impl Logic for NicTop {
         // driver's doorbell, which resumes what was rung while the QP drained; other context
         // writes offer nothing, so they cost the scheduler no cycle.)
         self.db_poke_r.d.next = self.cmd_fire.val()
-            & (self.regs.cmd_op.val() == 1)
-            & (self.regs.cmd_record.val().get_bits::<3>(0) == 3)
+            & (self.regs.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.regs.cmd_record.val().get_bits::<3>(0) == self.nums.val().qps_rts)
             & self.regs.cmd_record.val().get_bit(5);
         self.doorbells.poke.next = self.db_poke_r.q.val();
         self.doorbells.poke_qpn.next = self.db_clear_qpn_r.q.val();
@@ -669,10 +673,10 @@ impl Logic for NicTop {
         self.ud_desc.next.imm = 0.into();
         self.ud_desc.next.at_swap = 0.into();
         self.ud_desc.next.at_cmp = 0.into();
-        self.ud_desc.next.opcode = 0x11.into();
+        self.ud_desc.next.opcode = self.nums.val().op_acknowledge;
         self.ud_desc.next.dest_qpn = bit_cast::<24, 6>(self.ud_fifo.data_out.val().get_bits::<6>(0));
         self.ud_desc.next.psn = self.ud_fifo.data_out.val().get_bits::<24>(6);
-        self.ud_desc.next.aeth_syndrome = 0x1F.into();
+        self.ud_desc.next.aeth_syndrome = self.nums.val().syn_ack;
         // (An ACK of our own, not a UD packet: `ud` is the received packet's flag.)
         self.ud_desc.next.ud = 0.into();
         self.desc_fifo.write.next = self.rxi.desc_write.val() | self.ud_take.val();

@@ -1,5 +1,6 @@
 //! TX frame arbiter: ACK/NAK frames from the responder between request frames.
 use crate::header_builder::HeaderBuilder;
+use crate::numbers::Numbers;
 use crate::records::AckJob;
 use rust_hdl::prelude::*;
 
@@ -40,6 +41,8 @@ pub struct TxArbiter {
     hb: HeaderBuilder,
     a_msn: Signal<Local, Bits<24>>,
     ack_hdr: Signal<Local, Bits<704>>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 impl Logic for TxArbiter {
@@ -57,7 +60,7 @@ impl Logic for TxArbiter {
         self.hb.dest_ip.next = self.ack.val().dest_ip;
         self.hb.udp_sport.next = self.ack.val().udp_sport;
         self.hb.pkey.next = self.ack.val().pkey;
-        self.hb.opcode.next = 0x11.into();
+        self.hb.opcode.next = self.nums.val().op_acknowledge;
         self.hb.dest_qpn.next = self.ack.val().dest_qpn;
         self.hb.ackreq.next = 0.into();
         self.hb.se.next = 0.into();

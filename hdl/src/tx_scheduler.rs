@@ -40,6 +40,7 @@
 //! they are used up; a QP's first fetch is followed by an append at once.
 use crate::context_tables::ContextTables;
 use crate::head_check::HeadCheck;
+use crate::numbers::Numbers;
 use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, TxJob, WqeRec};
 use crate::wqe_fetcher::WqeFetcher;
 use rust_hdl::prelude::*;
@@ -691,10 +692,22 @@ pub struct TxScheduler {
     hc_fast: Signal<Local, Bit>,
     /// This cycle goes to `ActOnChecks` with the head check's flags.
     hc_take: Signal<Local, Bit>,
+    /// The contract's numbers ([`crate::numbers`]).
+    nums: Numbers,
 }
 
 // The send window below (`in_flight < 64`, the fetch limit `64 - in_flight`) and the in-flight
 // table's address (`qpn << 6 | index mod 64`, `if_addr`) are the contract's window.
+// A message's last packet with immediate is its request opcode `| 1` (IBTA Vol 1 Table 38).
+const _: () = {
+    use rnic_contract::bth::opcode as o;
+    assert!(
+        o::RDMA_WRITE_LAST | 1 == o::RDMA_WRITE_LAST_WITH_IMMEDIATE
+            && o::RDMA_WRITE_ONLY | 1 == o::RDMA_WRITE_ONLY_WITH_IMMEDIATE
+            && o::SEND_LAST | 1 == o::SEND_LAST_WITH_IMMEDIATE
+            && o::SEND_ONLY | 1 == o::SEND_ONLY_WITH_IMMEDIATE
+    );
+};
 const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_WQES == 6 && rnic_contract::LOG_NUM_QPS == 6);
 // A SEND's window (`in_flight >= 32` holds it in `WaitIssueSlot`).
 const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_SENDS == 5);
@@ -873,8 +886,8 @@ impl Logic for TxScheduler {
         // handshake still starts at registers.
         self.cmd_seen_r.d.next = self.cmd_valid.val() & !self.cmd_fire.val();
         self.rst_here_r.d.next = self.cmd_valid.val()
-            & (self.cmd_op.val() == 1)
-            & (self.cmd_qp.val().state == 0)
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.cmd_qp.val().state == self.nums.val().qps_reset)
             & (self.cmd_index.val().get_bits::<6>(0) == self.cur_qpn.q.val())
             & ((self.state.q.val() != TxsState::Idle) | !self.fetch.ahead_idle.val());
         self.cmd_ready.next = self.cmd_ok.q.val() & self.cmd_seen_r.q.val() & !self.rst_here_r.q.val();
@@ -883,9 +896,13 @@ impl Logic for TxScheduler {
         // machine, so a command's write enable does not pass through its multiplexers.
         // INIT_SQ_PSN sets the first PSN; a context written in RESET starts the QP's transport
         // state afresh too (no error flag, ci 0), so nothing of the last connection survives.
-        self.rst_cmd.next = self.cmd_fire.val() & (self.cmd_op.val() == 1) & (self.cmd_qp.val().state == 0);
-        self.cmd_we.next =
-            (self.cmd_fire.val() & (self.cmd_op.val() == 1) & self.cmd_qp.val().init_sq_psn.any()) | self.rst_cmd.val();
+        self.rst_cmd.next = self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & (self.cmd_qp.val().state == self.nums.val().qps_reset);
+        self.cmd_we.next = (self.cmd_fire.val()
+            & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
+            & self.cmd_qp.val().init_sq_psn.any())
+            | self.rst_cmd.val();
         self.own_we.next = false;
         // The transport-state word this engine saves (`RecordWqe`, `CompleteError`,
         // `SaveAndYield`, `SkipRetired`): the current
@@ -1112,16 +1129,31 @@ impl Logic for TxScheduler {
         self.len_m1.next = self.len_r.q.val() - 1;
         self.rj_addr.next = self.cur_iova.q.val();
         self.rj_len.next = self.plen.val().get_bits::<13>(0);
-        // WQE opcode classes (ibv_wr_opcode: RDMA_WRITE 0, RDMA_WRITE_WITH_IMM 1, SEND 2,
-        // SEND_WITH_IMM 3, RDMA_READ 4), registered as the WQE arrives.
+        // WQE opcode classes (ibv_wr_opcode), registered as the WQE arrives: bit 0 a SEND,
+        // 1 with immediate, 2 a READ or atomic, 3 implemented (the seven opcodes are the
+        // lowest: `numbers`), 4 an atomic, 5 FETCH_AND_ADD.
         self.op_now.next = self.wqe_beat.val().get_bits::<8>(64);
-        // (ATOMIC_CMP_AND_SWP 5, ATOMIC_FETCH_AND_ADD 6.)
-        self.wop_now.next = bit_cast::<6, 1>(((self.op_now.val() == 2) | (self.op_now.val() == 3)).into())
-            | (bit_cast::<6, 1>(((self.op_now.val() == 1) | (self.op_now.val() == 3)).into()) << 1)
-            | (bit_cast::<6, 1>(((self.op_now.val() >= 4) & (self.op_now.val() <= 6)).into()) << 2)
-            | (bit_cast::<6, 1>((self.op_now.val() <= 6).into()) << 3)
-            | (bit_cast::<6, 1>(((self.op_now.val() == 5) | (self.op_now.val() == 6)).into()) << 4)
-            | (bit_cast::<6, 1>((self.op_now.val() == 6).into()) << 5);
+        self.wop_now.next = bit_cast::<6, 1>(
+            ((self.op_now.val() == self.nums.val().wr_send) | (self.op_now.val() == self.nums.val().wr_send_with_imm))
+                .into(),
+        ) | (bit_cast::<6, 1>(
+            ((self.op_now.val() == self.nums.val().wr_rdma_write_with_imm)
+                | (self.op_now.val() == self.nums.val().wr_send_with_imm))
+                .into(),
+        ) << 1)
+            | (bit_cast::<6, 1>(
+                ((self.op_now.val() == self.nums.val().wr_rdma_read)
+                    | (self.op_now.val() == self.nums.val().wr_atomic_cmp_and_swp)
+                    | (self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add))
+                    .into(),
+            ) << 2)
+            | (bit_cast::<6, 1>((self.op_now.val() <= self.nums.val().wr_atomic_fetch_and_add).into()) << 3)
+            | (bit_cast::<6, 1>(
+                ((self.op_now.val() == self.nums.val().wr_atomic_cmp_and_swp)
+                    | (self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add))
+                    .into(),
+            ) << 4)
+            | (bit_cast::<6, 1>((self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add).into()) << 5);
         self.rd_blk_r.d.next = self.wqe_ok.val()
             & self.wop_now.val().get_bit(2)
             & (self.reads_out.val() >= self.rd_limit_r.q.val())
@@ -1144,27 +1176,27 @@ impl Logic for TxScheduler {
         self.emit_psn.next = self.emit_psn_r.q.val();
         self.is_atomic.next = self.wop.q.val().get_bit(4);
         self.is_fadd.next = self.wop.q.val().get_bit(5);
-        // Request opcodes (IBTA Vol 1 Table 38): RDMA WRITE FIRST/MIDDLE/LAST/ONLY =
-        // 0x06/07/08/0A, SEND = 0x00/01/02/04; the last packet of a message with immediate
-        // is the next opcode (LAST/ONLY WITH IMMEDIATE, carrying an ImmDt); an RDMA READ is one
-        // READ REQUEST (0x0C) with a RETH and no payload, whose responses use the next
-        // ceil(len / MTU) PSNs.
-        self.req_op.next = 0x07.into();
+        // Request opcodes (IBTA Vol 1 Table 38): RDMA WRITE or SEND FIRST/MIDDLE/LAST/ONLY;
+        // the last packet of a message with immediate is the next opcode (LAST/ONLY WITH
+        // IMMEDIATE, carrying an ImmDt: `| 1`, asserted below); an RDMA READ is one READ
+        // REQUEST with a RETH and no payload, whose responses use the next ceil(len / MTU)
+        // PSNs.
+        self.req_op.next = self.nums.val().op_rdma_write_middle;
         if self.first.q.val() & self.is_last.val() {
-            self.req_op.next = 0x0A.into();
+            self.req_op.next = self.nums.val().op_rdma_write_only;
         } else if self.first.q.val() {
-            self.req_op.next = 0x06.into();
+            self.req_op.next = self.nums.val().op_rdma_write_first;
         } else if self.is_last.val() {
-            self.req_op.next = 0x08.into();
+            self.req_op.next = self.nums.val().op_rdma_write_last;
         }
         if self.is_send.val() {
-            self.req_op.next = 0x01.into();
+            self.req_op.next = self.nums.val().op_send_middle;
             if self.first.q.val() & self.is_last.val() {
-                self.req_op.next = 0x04.into();
+                self.req_op.next = self.nums.val().op_send_only;
             } else if self.first.q.val() {
-                self.req_op.next = 0x00.into();
+                self.req_op.next = self.nums.val().op_send_first;
             } else if self.is_last.val() {
-                self.req_op.next = 0x02.into();
+                self.req_op.next = self.nums.val().op_send_last;
             }
         }
         self.job.next.opcode = self.req_op.val();
@@ -1172,14 +1204,14 @@ impl Logic for TxScheduler {
             self.job.next.opcode = self.req_op.val() | 1;
         }
         if self.is_read.val() {
-            self.job.next.opcode = 0x0C.into();
+            self.job.next.opcode = self.nums.val().op_rdma_read_request;
         }
-        // An atomic is one COMPARE SWAP (0x13) or FETCH ADD (0x14) with an AtomicETH, one
+        // An atomic is one COMPARE SWAP or FETCH ADD with an AtomicETH, one
         // PSN, answered by one ATOMIC ACKNOWLEDGE (9.4.5).
         if self.is_atomic.val() {
-            self.job.next.opcode = 0x13.into();
+            self.job.next.opcode = self.nums.val().op_compare_swap;
             if self.is_fadd.val() {
-                self.job.next.opcode = 0x14.into();
+                self.job.next.opcode = self.nums.val().op_fetch_add;
             }
         }
         // AckReq on the last packet of a message and on every 16th packet of a long one, so
@@ -1206,7 +1238,7 @@ impl Logic for TxScheduler {
         // IBV_SEND_SOLICITED: BTH.SE on the last packet of a SEND or a WRITE with immediate
         // (the packets that complete a receive, 9.2.3, ibv_post_send(3)).
         self.send_flags.next = self.wqe.q.val().send_flags;
-        self.se_now.next = ((self.send_flags.val() & 4) != 0)
+        self.se_now.next = ((self.send_flags.val() & self.nums.val().sf_solicited) != 0)
             & self.is_last.val()
             & (self.is_send.val() | self.has_imm.val())
             & !self.is_read.val();
@@ -1249,9 +1281,9 @@ impl Logic for TxScheduler {
             self.ud_qkey.next = self.ctx.q.val().dest_ip;
         }
         if self.ud.val() {
-            self.job.next.opcode = 0x64.into();
+            self.job.next.opcode = self.nums.val().op_ud_send_only;
             if self.has_imm.val() {
-                self.job.next.opcode = 0x65.into();
+                self.job.next.opcode = self.nums.val().op_ud_send_only_with_immediate;
             }
             self.job.next.ackreq = 0.into();
             self.job.next.has_reth = 0.into();
@@ -1270,24 +1302,24 @@ impl Logic for TxScheduler {
         self.if_data.next.wr_id = self.wqe.q.val().wr_id;
         self.if_data.next.byte_len = self.total.q.val();
         self.if_data.next.last_psn = self.wqe_psn.q.val() + self.npkts.q.val() - 1;
-        self.if_data.next.signaled = self.send_flags.val().get_bits::<1>(1);
+        self.if_data.next.signaled =
+            bit_cast::<1, 1>(((self.send_flags.val() & self.nums.val().sf_signaled) != 0).into());
         self.if_data.next.rd_list =
             bit_cast::<1, 1>((self.is_read.val() & !self.is_atomic.val() & self.multi_r.q.val()).into());
         self.if_data.next.rsvd = 0.into();
         self.if_data.next.first_psn = self.wqe_psn.q.val();
-        // The completion's opcode: IBV_WC_SEND (0), IBV_WC_RDMA_WRITE (1), IBV_WC_RDMA_READ (2),
-        // IBV_WC_COMP_SWAP (3), IBV_WC_FETCH_ADD (4).
-        self.if_data.next.wc_opcode = 1.into();
+        // The completion's opcode (ibv_wc_opcode).
+        self.if_data.next.wc_opcode = self.nums.val().wco_rdma_write;
         if self.is_send.val() {
-            self.if_data.next.wc_opcode = 0.into();
+            self.if_data.next.wc_opcode = self.nums.val().wco_send;
         }
         if self.is_read.val() {
-            self.if_data.next.wc_opcode = 2.into();
+            self.if_data.next.wc_opcode = self.nums.val().wco_rdma_read;
         }
         if self.is_atomic.val() {
-            self.if_data.next.wc_opcode = 3.into();
+            self.if_data.next.wc_opcode = self.nums.val().wco_comp_swap;
             if self.is_fadd.val() {
-                self.if_data.next.wc_opcode = 4.into();
+                self.if_data.next.wc_opcode = self.nums.val().wco_fetch_add;
             }
         }
         self.if_data.next.local_iova = self.base_iova.q.val();
@@ -1405,7 +1437,7 @@ impl Logic for TxScheduler {
             self.send_wait.d.next = self.is_send.val() & self.send_win_full.q.val();
             self.rd_full.d.next = (self.is_read.val() & (self.reads_out_r.q.val() >= self.rd_limit_r.q.val()))
                 | (self.is_send.val() & self.send_win_full.q.val())
-                | (((self.send_flags.val() & 1) != 0) & (self.reads_out_r.q.val() != 0))
+                | (((self.send_flags.val() & self.nums.val().sf_fence) != 0) & (self.reads_out_r.q.val() != 0))
                 | (self.is_read.val() & self.multi_r.q.val() & (self.reads_out_r.q.val() >= 4));
             self.behind.d.next = self.in_flight.val().get_bit(15);
             self.skip_ok.d.next = self.skip_pending.q.val()
@@ -1686,7 +1718,8 @@ impl Logic for TxScheduler {
                 self.off_r.d.next = self.off.val();
                 self.va_ok.d.next = self.g_addr.q.val() >= self.mr.val().va;
                 // A READ's local buffer is written by the NIC: its region must grant LOCAL_WRITE.
-                self.key_ok_r.d.next = self.key_ok.val() & (!self.is_read.val() | ((self.mr.val().access & 1) != 0));
+                self.key_ok_r.d.next = self.key_ok.val()
+                    & (!self.is_read.val() | ((self.mr.val().access & self.nums.val().acc_local_write) != 0));
                 self.skip_bytes_r.d.next = self.skip_bytes.val();
                 self.skip_nz.d.next = self.skip_pkts.val() != 0;
                 self.state.d.next = TxsState::CheckRoom;
@@ -1805,34 +1838,34 @@ impl Logic for TxScheduler {
                         self.state.d.next = TxsState::CopyListRead;
                     }
                     if self.err.q.val() {
-                        self.status.d.next = 5.into();
+                        self.status.d.next = self.nums.val().wc_wr_flush_err;
                         self.state.d.next = TxsState::CompleteError;
                     } else if self.wqe_bad.q.val() {
                         // The WQE could not be read (IBTA Vol 1 11.6.3: a local work queue
                         // catastrophic error): IBV_WC_LOC_QP_OP_ERR, and QP_FATAL.
-                        self.status.d.next = 2.into();
+                        self.status.d.next = self.nums.val().wc_loc_qp_op_err;
                         self.state.d.next = TxsState::CompleteError;
                     } else if !self.wop.q.val().get_bit(3) | self.shape_bad.q.val() | self.ud_op_bad.q.val() {
                         // An opcode this NIC does not implement, a READ or atomic with inline
                         // data, an atomic with several SGEs, or anything but a SEND on a UD
                         // QP: IBV_WC_LOC_QP_OP_ERR.
-                        self.status.d.next = 2.into();
+                        self.status.d.next = self.nums.val().wc_loc_qp_op_err;
                         self.state.d.next = TxsState::CompleteError;
                     } else if self.nsge_bad.q.val() | self.len_bad.q.val() | self.ud_long.q.val() {
                         // More SGEs than the WQE holds, over 2^31 bytes, more inline data
                         // than the WQE holds, or a UD message over the path MTU:
                         // IBV_WC_LOC_LEN_ERR.
-                        self.status.d.next = 1.into();
+                        self.status.d.next = self.nums.val().wc_loc_len_err;
                         self.state.d.next = TxsState::CompleteError;
                     } else if self.is_atomic.val() & (self.len_r.q.val() != 8) {
                         // An atomic's local buffer is one 8-byte word (ibv_post_send(3)).
-                        self.status.d.next = 1.into();
+                        self.status.d.next = self.nums.val().wc_loc_len_err;
                         self.state.d.next = TxsState::CompleteError;
                     } else if (self.len_r.q.val() != 0)
                         & !self.inline_r.q.val()
                         & !(self.key_ok_r.q.val() & self.bounds_r.q.val())
                     {
-                        self.status.d.next = 4.into();
+                        self.status.d.next = self.nums.val().wc_loc_prot_err;
                         self.state.d.next = TxsState::CompleteError;
                     }
                 }

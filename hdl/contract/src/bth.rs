@@ -48,6 +48,9 @@ pub mod syndrome {
     pub const NAK_REM_ACCESS: u8 = 0x62;
     /// NAK: remote operational error.
     pub const NAK_REM_OP: u8 = 0x63;
+    /// RNR NAK type (bits 7:5 = 001); bits 4:0 carry the minimum RNR NAK timer code
+    /// (IBTA Vol 1 9.7.5.2.8, Table 45).
+    pub const RNR_NAK: u8 = 0x20;
 }
 
 /// Header lengths in bytes.
