@@ -47,7 +47,8 @@ pub enum HeadStep {
 /// served QP's. The verdicts, valid while `ready`: `is_inline` (an inline WRITE; `inline` is
 /// a C++ keyword, which Verilator refuses as a port name) and `inline_ok` (its length fits: at
 /// most 256 bytes and `inline_max`, 0 included: the scheduler tests `len != 0` itself); the
-/// SGE's `len` (bytes), `len_m1`; `off` (bytes into the region), `va_ok`, `key_ok`,
+/// SGE's `len` (bytes), `len_m1`, `len_big` (over [`rnic_contract::MAX_MSG_SZ`]: the WQE
+/// completes with IBV_WC_LOC_LEN_ERR); `off` (bytes into the region), `va_ok`, `key_ok`,
 /// `off_ok`, `room` (bytes past the offset), `base` (the translated address), `bounds` (all three and the length within the room), `nq` and `npart` (whole
 /// MTUs and a partial one), `npkts` (packets, 1 for an empty message).
 ///
@@ -76,6 +77,7 @@ pub struct HeadCheck {
     pub inline_ok: Signal<Out, Bit>,
     pub len: Signal<Out, Bits<32>>,
     pub len_m1: Signal<Out, Bits<32>>,
+    pub len_big: Signal<Out, Bit>,
     pub off: Signal<Out, Bits<64>>,
     pub va_ok: Signal<Out, Bit>,
     pub key_ok: Signal<Out, Bit>,
@@ -199,6 +201,7 @@ impl Logic for HeadCheck {
         self.inline_ok.next = self.hc_inl_ok.q.val();
         self.len.next = self.hc_len.q.val();
         self.len_m1.next = self.hc_len.q.val() - 1;
+        self.len_big.next = self.hc_len.q.val() > self.nums.val().max_msg_sz;
         self.off.next = self.hc_off.q.val();
         self.va_ok.next = self.hc_va_ok.q.val();
         self.key_ok.next = self.hc_key_ok.q.val();

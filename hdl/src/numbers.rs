@@ -112,6 +112,8 @@ pub struct ContractNumbers {
     /// UDP destination port 4791 as a header record holds it (network byte order, byte 0 in
     /// bits 7:0): 0xB712.
     pub udp_dport_roce: Bits<16>,
+    /// The largest message ([`rnic_contract::MAX_MSG_SZ`], bytes).
+    pub max_msg_sz: Bits<32>,
 }
 
 // What the RTL derives from the numbers' order: a WQE opcode is implemented if it is at most
@@ -245,6 +247,7 @@ impl ContractNumbers {
             syn_type_nak: b(syn::NAK >> 5),
             syn_type_rnr: b(syn::RNR_NAK >> 5),
             udp_dport_roce: b(rnic_contract::ROCEV2_UDP_PORT.swap_bytes()),
+            max_msg_sz: b(rnic_contract::MAX_MSG_SZ),
         }
     }
 }

@@ -1731,7 +1731,8 @@ impl Logic for TxScheduler {
                 self.base_iova.d.next = self.mr.val().iova + self.off_r.q.val();
                 // Inline data starts at the WQE's second slot in the SQ ring (read from there
                 // only past 256 bytes, `il_r`).
-                self.len_bad.d.next = false;
+                // A message over 2^31 bytes (`max_msg_sz`): IBV_WC_LOC_LEN_ERR.
+                self.len_bad.d.next = self.len_r.q.val() > self.nums.val().max_msg_sz;
                 self.il_r.d.next = false;
                 if self.inline_r.q.val() {
                     self.base_iova.d.next = self.fetch.wqe_addr.val() + 64;
@@ -1781,7 +1782,7 @@ impl Logic for TxScheduler {
             TxsState::SumList => {
                 // The whole list: its length is the message's; its verdict replaces SGE 0's.
                 self.g_len.d.next = self.sum_len.q.val().get_bits::<32>(0);
-                self.len_bad.d.next = self.sum_len.q.val() > 0x8000_0000_u64;
+                self.len_bad.d.next = self.sum_len.q.val() > bit_cast::<37, 32>(self.nums.val().max_msg_sz);
                 self.key_ok_r.d.next = self.all_ok.q.val();
                 self.bounds_r.d.next = true;
                 self.state.d.next = TxsState::SizeList;
@@ -2086,7 +2087,7 @@ impl Logic for TxScheduler {
             // (inline) straight to `ActOnChecks`: the flags `CheckLkey`, `CheckRoom` and
             // `CheckBounds` would have registered, from its registers.
             self.nsge_bad.d.next = false;
-            self.len_bad.d.next = false;
+            self.len_bad.d.next = self.hc.len_big.val();
             self.len_r.d.next = self.hc.len.val();
             self.nq_r.d.next = self.hc.nq.val();
             self.npart_r.d.next = self.hc.npart.val();

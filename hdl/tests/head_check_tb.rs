@@ -68,7 +68,6 @@ use harness::{Dut, Port, Rng};
 use rnic_contract::verbs::{send_flags, wr_opcode};
 use rnic_contract::wqe;
 use rnic_hdl::head_check::HeadCheck;
-use rust_hdl::prelude::*;
 
 /// Bytes of an `MrEntryRec` (256 bits) on the `mr` port.
 const MR_BYTES: usize = 32;

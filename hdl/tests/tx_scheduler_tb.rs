@@ -88,7 +88,7 @@ mod harness;
 use harness::tables::{Mr, Peer};
 use harness::{Dut, Rng};
 use rnic_contract::verbs::{send_flags, wc_status, wr_opcode};
-use rnic_contract::{qp_context as qp, wqe, Field};
+use rnic_contract::{qp_context as qp, wqe, Field, MAX_MSG_SZ};
 use rnic_hdl::records::{InflightRec, LocalCompletion, TxJob};
 use rnic_hdl::tx_scheduler::TxScheduler;
 use std::collections::{HashMap, VecDeque};
@@ -382,6 +382,7 @@ impl Model {
             wc_status::LOC_QP_OP_ERR
         } else if w.sges.len() > sge_limit
             || (ud && len > cfg.mtu())
+            || (w.inline.is_none() && w.sges.iter().map(|s| u64::from(s.len)).sum::<u64>() > u64::from(MAX_MSG_SZ))
             || w.inline.as_ref().is_some_and(|d| d.len() > wqe::stride(stride as usize) - wqe::INLINE_DATA)
         {
             wc_status::LOC_LEN_ERR
@@ -2121,6 +2122,56 @@ fn buffered_writes_get_the_key_and_bounds_verdicts_of_the_slow_path() {
         let mut got = tb.run_quiet(400);
         let jobs = got.iter().filter(|e| matches!(e, Ev::Job(_))).count();
         assert_eq!(jobs, k, "{ctx}: the WRITEs before the bad one go");
+        tb.retire_all(qpn);
+        got.extend(tb.run_quiet(400));
+        assert_events(&want, &got, &ctx);
+    }
+}
+
+/// A message over `max_msg_sz` (2^31 bytes; one SGE, or a gather list adding up to more) is
+/// refused with IBV_WC_LOC_LEN_ERR before its key or bounds are looked at, nothing of it is
+/// sent, and the WQEs behind it are flushed. The one-SGE WRITE takes the head check's fast
+/// path (one-slot WQEs) on one QP and the slow path on the other (two-slot WQEs), so both
+/// verdicts are exercised. (The driver refuses such a WR at `ibv_post_send`; this is what the
+/// NIC does with one a driver did not check.)
+#[test]
+fn a_message_over_max_msg_sz_fails_with_loc_len_err() {
+    let mut tb = Tb::new(0x75C4_0035);
+    let seed = tb.rng.0;
+    let pd = 0x5A5;
+    let mrs = good_mrs(&mut tb, 20, 2, pd);
+    for (vi, (qpn, log_stride)) in [(9u64, 0u64), (44, 1), (45, 1)].into_iter().enumerate() {
+        let mut cfg = QpCfg::random(&mut tb.rng, 2, pd, log_stride);
+        cfg.log_size = 6;
+        cfg.sq_base &= !0xFFF;
+        tb.create_qp(qpn, &cfg);
+        let tag = 0xC0DE_0000 + (vi as u64) * 64;
+        let mut wqes: Vec<Wqe> = (0..12).map(|k| small_write(&mut tb.rng, &mrs, tag | k)).collect();
+        let k = tb.rng.range(1, 11) as usize;
+        let (i0, m0) = &mrs[0];
+        let over = MAX_MSG_SZ + tb.rng.range(1, u64::from(MAX_MSG_SZ) - 1) as u32;
+        wqes[k].sges = if vi < 2 {
+            vec![Sge { addr: m0.va, len: over, lkey: lkey_of(*i0, m0) }]
+        } else {
+            // Two entries of at most 2^31 each, together one byte or more over.
+            let a = MAX_MSG_SZ - tb.rng.range(0, 4096) as u32;
+            let b = MAX_MSG_SZ - a + 1 + tb.rng.range(0, 4096) as u32;
+            vec![
+                Sge { addr: m0.va, len: a, lkey: lkey_of(*i0, m0) },
+                Sge { addr: m0.va, len: b, lkey: lkey_of(*i0, m0) },
+            ]
+        };
+        let want = tb.post(qpn, &wqes);
+        let ctx = format!("QP {qpn} (stride {log_stride}): WQE {k} over 2^31 bytes (seed {seed:#x})");
+        let locals: Vec<(u64, u64)> = want
+            .iter()
+            .filter_map(|e| if let Ev::Local { wr_id, status, .. } = e { Some((*wr_id, *status)) } else { None })
+            .collect();
+        assert_eq!(locals[0], (tag | k as u64, u64::from(wc_status::LOC_LEN_ERR)), "{ctx}: the model");
+        assert_eq!(locals.len(), 12 - k, "{ctx}: the model flushes the rest");
+        let mut got = tb.run_quiet(400);
+        let jobs = got.iter().filter(|e| matches!(e, Ev::Job(_))).count();
+        assert_eq!(jobs, k, "{ctx}: only the WRITEs before it go");
         tb.retire_all(qpn);
         got.extend(tb.run_quiet(400));
         assert_events(&want, &got, &ctx);

@@ -828,11 +828,11 @@ impl<'mr> QueuePair<'mr> {
                 )));
             }
             let sges = &wr.sg_list[..wr.num_sge];
-            if let Some(s) = sges.iter().find(|s| s.length > 1 << 31) {
+            if let Some(s) = sges.iter().find(|s| s.length > rnic_contract::MAX_MSG_SZ) {
                 return Err(Error::inval(format!("WR {i}: SGE length {} exceeds 2^31", s.length)));
             }
             let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
-            if total > 1 << 31 {
+            if total > u64::from(rnic_contract::MAX_MSG_SZ) {
                 return Err(Error::inval(format!("WR {i}: the SGEs add up to {total} bytes, over 2^31")));
             }
         }

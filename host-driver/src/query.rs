@@ -344,7 +344,7 @@ impl Context {
             active_mtu: Mtu::Mtu4096,
             gid_tbl_len: GID_TABLE_LEN,
             port_cap_flags: PORT_IP_BASED_GIDS,
-            max_msg_sz: 1 << 31,
+            max_msg_sz: rnic_contract::MAX_MSG_SZ,
             pkey_tbl_len: 1,
             lid: 0,
             link_layer: LINK_LAYER_ETHERNET,

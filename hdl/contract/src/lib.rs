@@ -52,5 +52,8 @@ pub const LOG_MAX_INFLIGHT_WQES: usize = 6;
 /// over a 500 ns wire: 23 SENDs of 22.4 cycles), which 16 did not (65 Gb/s of 92.6). RDMA
 /// WRITEs and READs use the whole window.
 pub const LOG_MAX_INFLIGHT_SENDS: usize = 5;
+/// The largest message, in bytes (`ibv_device_attr.max_msg_sz`; IBTA Vol 1 allows up to 2^31):
+/// a send WQE whose SGEs add up to more completes with IBV_WC_LOC_LEN_ERR.
+pub const MAX_MSG_SZ: u32 = 1 << 31;
 /// UDP destination port of RoCEv2 (IANA, Annex A17.2.1).
 pub const ROCEV2_UDP_PORT: u16 = 4791;

@@ -200,6 +200,7 @@ pub struct WriteBwOptions {
     /// Dump an FST waveform of NIC `waveform_nic` (0: the client, 1: the server) into this
     /// file.
     pub waveform: Option<PathBuf>,
+    /// Which NIC `waveform` records: 0 the client, 1 the server.
     pub waveform_nic: usize,
     /// Local ACK timeout exponent of both QPs (4.096 µs × 2^n). The default, 4 (65.5 µs),
     /// suits the simulated wire's microsecond round trip; perftest's 14 (67 ms) would cost 17 M
