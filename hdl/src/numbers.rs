@@ -14,6 +14,7 @@ use rnic_contract::verbs::{
     access as acc, event_type as ev, qp_state as qps, send_flags as sf, wc_opcode as wco, wc_status as wc,
     wr_opcode as wr,
 };
+use rnic_contract::wqe;
 use rust_hdl::prelude::*;
 
 /// The numbers the RTL uses, by contract module: `cmd_*` ([`rnic_contract::regs::cmd_op`]),
@@ -112,6 +113,14 @@ pub struct ContractNumbers {
     /// UDP destination port 4791 as a header record holds it (network byte order, byte 0 in
     /// bits 7:0): 0xB712.
     pub udp_dport_roce: Bits<16>,
+    /// SGEs a send WQE of SQ_LOG_STRIDE 1, 2, 3 holds (stride 0: one), and inline bytes
+    /// ([`rnic_contract::wqe`]'s layout).
+    pub wqe_sges_1: Bits<8>,
+    pub wqe_sges_2: Bits<8>,
+    pub wqe_sges_3: Bits<8>,
+    pub wqe_inline_1: Bits<32>,
+    pub wqe_inline_2: Bits<32>,
+    pub wqe_inline_3: Bits<32>,
     /// The largest message ([`rnic_contract::MAX_MSG_SZ`], bytes).
     pub max_msg_sz: Bits<32>,
 }
@@ -247,9 +256,25 @@ impl ContractNumbers {
             syn_type_nak: b(syn::NAK >> 5),
             syn_type_rnr: b(syn::RNR_NAK >> 5),
             udp_dport_roce: b(rnic_contract::ROCEV2_UDP_PORT.swap_bytes()),
+            wqe_sges_1: b(sges_in(1)),
+            wqe_sges_2: b(sges_in(2)),
+            wqe_sges_3: b(sges_in(3)),
+            wqe_inline_1: b((wqe::stride(1) - wqe::INLINE_DATA) as u64),
+            wqe_inline_2: b((wqe::stride(2) - wqe::INLINE_DATA) as u64),
+            wqe_inline_3: b((wqe::stride(3) - wqe::INLINE_DATA) as u64),
             max_msg_sz: b(rnic_contract::MAX_MSG_SZ),
         }
     }
+}
+
+/// SGEs a send WQE of SQ_LOG_STRIDE `log` holds: SGE `n` fits if it ends inside the WQE
+/// ([`wqe::sge_offset`]), at most [`wqe::MAX_SGE`].
+const fn sges_in(log: usize) -> u64 {
+    let mut n = 1;
+    while n < wqe::MAX_SGE && wqe::sge_offset(n) + 16 <= wqe::stride(log) {
+        n += 1;
+    }
+    n as u64
 }
 
 /// [`ContractNumbers::contract`] as a block's constant: a field `nums: Numbers` is emitted as one
@@ -307,5 +332,9 @@ mod tests {
         assert_eq!(k.syn_type_rnr, 1);
         // Byte 0 of the port on the wire is 0x12 (4791 = 0x12B7), bits 7:0 of the record.
         assert_eq!(k.udp_dport_roce, 0xB712);
+        // The SQ_LOG_STRIDE table of `docs/contract.md`: 1, 5, 13, 16 SGEs; 0, 64, 192, 448
+        // inline bytes.
+        assert_eq!((sges_in(0), sges_in(1), sges_in(2), sges_in(3)), (1, 5, 13, 16));
+        assert_eq!((k.wqe_inline_1, k.wqe_inline_2, k.wqe_inline_3), (64, 192, 448));
     }
 }

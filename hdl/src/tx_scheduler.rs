@@ -652,6 +652,9 @@ pub struct TxScheduler {
     /// cycles before a WQE is taken (`CheckSq` comes between), and the beat count's compare
     /// then starts at a register on its way into `pf_n` (7 LUT levels from `ctx` otherwise).
     fetch_m1_r: DFF<Bits<3>>,
+    /// `inline_max`, registered (`ctx` is loaded in `TakeQp`, cycles before `CheckRoom`
+    /// compares a WQE's inline length with it).
+    inline_max_r: DFF<Bits<32>>,
     /// The head WQE beat of the prefetch buffer, and whether `WaitWqeBeats` may take it.
     wqe_ok: Signal<Local, Bit>,
     wqe_beat: Signal<Local, Bits<512>>,
@@ -709,6 +712,12 @@ const _: () = {
     );
 };
 const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_WQES == 6 && rnic_contract::LOG_NUM_QPS == 6);
+// A WQE's beats fetched (`fetch_m1` + 1): the whole WQE up to 4 slots, 5 for 8 (the last SGE
+// ends in slot 4; later slots hold only inline data, read as payload).
+const _: () = {
+    use rnic_contract::wqe;
+    assert!((wqe::sge_offset(wqe::MAX_SGE - 1) + 16).div_ceil(wqe::BYTES) == 5 && wqe::MAX_LOG_STRIDE == 3);
+};
 // A SEND's window (`in_flight >= 32` holds it in `WaitIssueSlot`).
 const _: () = assert!(rnic_contract::LOG_MAX_INFLIGHT_SENDS == 5);
 
@@ -781,6 +790,7 @@ impl Logic for TxScheduler {
             ext_ok,
             cmd_in_load,
             fetch_m1_r,
+            inline_max_r,
             cmd_ok,
             wb,
             g_idx,
@@ -973,20 +983,21 @@ impl Logic for TxScheduler {
         self.inline_max.next = 0.into();
         if self.ctx.q.val().sq_log_stride == 1 {
             self.fetch_m1.next = 1.into();
-            self.sge_limit.next = 5.into();
-            self.inline_max.next = 64.into();
+            self.sge_limit.next = self.nums.val().wqe_sges_1;
+            self.inline_max.next = self.nums.val().wqe_inline_1;
         }
         if self.ctx.q.val().sq_log_stride == 2 {
             self.fetch_m1.next = 3.into();
-            self.sge_limit.next = 13.into();
-            self.inline_max.next = 192.into();
+            self.sge_limit.next = self.nums.val().wqe_sges_2;
+            self.inline_max.next = self.nums.val().wqe_inline_2;
         }
         if self.ctx.q.val().sq_log_stride == 3 {
             self.fetch_m1.next = 4.into();
-            self.sge_limit.next = 16.into();
-            self.inline_max.next = 448.into();
+            self.sge_limit.next = self.nums.val().wqe_sges_3;
+            self.inline_max.next = self.nums.val().wqe_inline_3;
         }
         self.fetch_m1_r.d.next = self.fetch_m1.val();
+        self.inline_max_r.d.next = self.inline_max.val();
         // The WQE fetcher: the served QP, its ring, and the main machine's fetch steps.
         self.fetch.qpn.next = self.cur_qpn.q.val();
         self.fetch.ci.next = self.ci.q.val();
@@ -1736,7 +1747,7 @@ impl Logic for TxScheduler {
                 self.il_r.d.next = false;
                 if self.inline_r.q.val() {
                     self.base_iova.d.next = self.fetch.wqe_addr.val() + 64;
-                    self.len_bad.d.next = self.len_r.q.val() > self.inline_max.val();
+                    self.len_bad.d.next = self.len_r.q.val() > self.inline_max_r.q.val();
                     // Up to 256 bytes: one packet (a path MTU of 256 or more; PATH_MTU 0, not a
                     // valid IB MTU, keeps the read from the ring), whose beats are
                     // `ext0`..`ext3`.
