@@ -2072,3 +2072,132 @@ fn ud_sends_land_behind_the_grh_area() {
     let r = tb.packet_run(&ud(SEND_ONLY, 4, rc_qpn, deth(qkey, 1)), &none);
     assert_eq!(r.pulses, vec!["cnt_unknown_qp"], "UD packet to an RC QP; {r:?}");
 }
+
+/// A QP destroyed and created again under the same QPN (what rdma_cm applications do with
+/// every new connection) keeps nothing of its last connection: QP 6 is run through random
+/// WRITE streams (a message sometimes left open, sometimes ended by a class C error that puts
+/// it in ERR), then written in RESET, INIT and RTR/RTS with a new expected PSN, as the driver
+/// does. In RESET and INIT its packets are not taken; afterwards the expected PSN is the new
+/// one, the MSN starts from 0, no open message survives (a MIDDLE is an invalid request) and
+/// no error state either. QP 7's stream runs between QP 6's lives and must never notice.
+#[test]
+fn a_recreated_qp_keeps_nothing_of_its_last_connection() {
+    let mut tb = Tb::new(0x2E61_000C);
+    let seed = tb.rng.0;
+    let m =
+        Mr { valid: true, access: 0x2, tag: 0x6B, pd: 11, va: 0x30_0000_0000, length: 1 << 24, iova: 0x6_0000_2000 };
+    let mrs = vec![m.clone()];
+    tb.write_mr(0, &m);
+    let mut q7 = random_qp(&mut tb.rng, 3, 0x2, 11);
+    tb.write_qp(7, &q7);
+    let mut n = 0;
+    // One packet to QP `qpn`, checked against the model.
+    let mut send = |tb: &mut Tb, q: &mut Qp, qpn: u64, op: u8, plen: u64, total: u64, va: u64, psn: u32, ctx: &str| {
+        let starts = op == WRITE_FIRST || op == WRITE_ONLY;
+        let d = Desc {
+            start: tb.rng.range(0, 255),
+            nbeats: tb.rng.range(1, 80),
+            opcode: op,
+            hlen: if starts { 70 } else { 54 },
+            ackreq: tb.rng.chance(1, 3),
+            plen,
+            dest_qpn: qpn,
+            psn,
+            va: if starts { va } else { tb.rng.next_u64() },
+            rkey: if starts { 0x6B } else { tb.rng.u32() },
+            len: if starts { total as u32 } else { tb.rng.u32() },
+            ud: None,
+        };
+        let before = q.clone();
+        let want = model(q, true, &mrs, &d);
+        let (job, pulses) = tb.packet(&d);
+        assert_eq!(
+            outcome_of(&job, &pulses),
+            want,
+            "packet {n} ({ctx}): QP {qpn} {d:x?} (seed {seed:#x})\nQP before {before:x?}"
+        );
+        check_common(&job, &d, q, &format!("packet {n}"));
+        n += 1;
+        if want.counter == "cnt_drop_key" || want.counter == "cnt_drop_inv_req" {
+            // The class C error's flush visit.
+            tb.settle(40);
+        }
+    };
+    // Lives that ended with a message open, in ERR; MIDDLEs sent first in a new life.
+    let (mut left_open, mut left_err, mut middles) = (0, 0, 0);
+    for life in 0..8 {
+        let ctx = format!("life {life}");
+        let mut q6 = random_qp(&mut tb.rng, if life % 2 == 0 { 3 } else { 2 }, 0x2, 11);
+        if life > 0 {
+            // Destroyed (RESET), created again (INIT): no packet is taken in either.
+            for state in [0, 1] {
+                tb.write_qp(6, &Qp { state, ..q6.clone() });
+                let mut gone = Qp { state, ..q6.clone() };
+                let psn = q6.epsn;
+                send(&mut tb, &mut gone, 6, WRITE_ONLY, 64, 64, m.va, psn, &format!("{ctx}: QP 6 in state {state}"));
+            }
+        }
+        // Connected again with its new PSN.
+        tb.write_qp(6, &q6);
+        let mtu = 128u64 << q6.mtu_code;
+        if life > 0 && tb.rng.chance(1, 4) {
+            // The last life's message does not go on: a MIDDLE is an invalid request (and the
+            // QP is in ERR until it is created again).
+            let psn = q6.epsn;
+            send(&mut tb, &mut q6, 6, WRITE_MIDDLE, mtu, 0, 0, psn, &format!("{ctx}: a MIDDLE first"));
+            middles += 1;
+        }
+        for k in 0..tb.rng.range(4, 12) {
+            for (qpn, q) in [(6u64, &mut q6), (7, &mut q7)] {
+                // (Every message fits the region: 4 MTUs at most from its first 4 MiB.)
+                let va = m.va + tb.rng.range(0, 1 << 22);
+                let qmtu = 128u64 << q.mtu_code;
+                let psn = q.epsn;
+                if let Some((_, rem)) = q.open {
+                    let (op, plen) = if rem > qmtu { (WRITE_MIDDLE, qmtu) } else { (WRITE_LAST, rem) };
+                    send(&mut tb, q, qpn, op, plen, 0, 0, psn, &ctx);
+                    continue;
+                }
+                match tb.rng.range(0, 5) {
+                    0 => {
+                        // A message of 2..4 packets, its FIRST now.
+                        let total = qmtu * tb.rng.range(1, 3) + tb.rng.range(1, qmtu);
+                        send(&mut tb, q, qpn, WRITE_FIRST, qmtu, total, va, psn, &ctx);
+                    }
+                    1 if qpn == 6 && k > 2 && tb.rng.chance(1, 4) => {
+                        // A region overrun: NAK remote access error, the QP in ERR.
+                        send(&mut tb, q, qpn, WRITE_ONLY, 64, 64, m.va + m.length - 32, psn, &ctx);
+                    }
+                    2 if tb.rng.chance(1, 4) => {
+                        // A PSN ahead: one sequence-error NAK.
+                        let ahead = psn.wrapping_add(tb.rng.range(1, 9) as u32) & 0xFF_FFFF;
+                        send(&mut tb, q, qpn, WRITE_ONLY, 64, 64, va, ahead, &ctx);
+                    }
+                    _ => {
+                        let len = tb.rng.range(0, qmtu);
+                        send(&mut tb, q, qpn, WRITE_ONLY, len, len, va, psn, &ctx);
+                    }
+                }
+            }
+        }
+        // A PSN a little behind the expected one (as a late packet of the last life would
+        // carry) is a duplicate, never executed.
+        if life > 0 {
+            let psn = q6.epsn.wrapping_sub(tb.rng.range(1, 100) as u32) & 0xFF_FFFF;
+            send(&mut tb, &mut q6, 6, WRITE_ONLY, 64, 64, m.va, psn, &format!("{ctx}: an old PSN"));
+        }
+        if life % 2 == 1 && q6.open.is_none() && !q6.err {
+            // This life ends inside a message: its FIRST is the last packet QP 6 sees.
+            let (psn, total) = (q6.epsn, 2 * mtu + 1);
+            send(&mut tb, &mut q6, 6, WRITE_FIRST, mtu, total, m.va, psn, &format!("{ctx}: a FIRST last"));
+        }
+        left_open += usize::from(q6.open.is_some() && !q6.err);
+        left_err += usize::from(q6.err);
+    }
+    assert!(n > 100, "only {n} packets");
+    assert!(
+        left_open > 0 && left_err > 0 && middles > 0,
+        "shapes not reached: {left_open} lives left a message open, {left_err} in ERR, {middles} MIDDLEs first"
+    );
+    assert!(!q7.err, "QP 7's stream was disturbed (seed {seed:#x})");
+}
