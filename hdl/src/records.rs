@@ -235,6 +235,22 @@ record!(
     }
 );
 
+record!(
+    /// The responder's transport state of one QP (the RX engine's `rdyn_ram`, block RAM,
+    /// 64 entries; IBTA Vol 1 9.7.5, 9.7.6): the expected PSN `epsn` and the MSN; an open RDMA
+    /// WRITE's next address `wr_addr` and bytes left `wr_rem` (`in_write`); a sequence NAK sent
+    /// for the current gap (`nak_sent`) and the PSN it named (`last_nak`, if `last_nak_ok`);
+    /// an open SEND (`in_send`) with its receive WQE: the RQ consumer index `rq_ci`, scatter
+    /// entry `sg_cur`, bytes received `recv_len`, `recv_wr_id` and bytes its entries still
+    /// take `tot_rem`; the atomic-replay slot `at_slot`; IBV_EVENT_COMM_EST raised (`ce_done`).
+    /// A context command with INIT_RQ_PSN (or in RESET) writes it as zero but `epsn`.
+    RespDynRec, 368, {
+        epsn: 24, rsvd0: 8, msn: 24, rsvd1: 8, wr_addr: 64, wr_rem: 32, in_write: 1, nak_sent: 1,
+        in_send: 1, last_nak_ok: 1, last_nak: 24, rsvd2: 4, rq_ci: 16, sg_cur: 4, rsvd3: 12,
+        recv_len: 32, recv_wr_id: 64, at_slot: 4, rsvd4: 4, tot_rem: 36, ce_done: 1, rsvd5: 3,
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

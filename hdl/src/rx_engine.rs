@@ -53,8 +53,8 @@ use crate::event_queue::AsyncEventQueue;
 use crate::numbers::Numbers;
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
-    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespItem, RxDesc,
-    WriteJob,
+    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespDynRec,
+    RespItem, RxDesc, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
 use crate::sent_psn::SentPsnTable;
@@ -451,7 +451,12 @@ pub struct RxEngine {
     /// The READ responder's job inside `rr_item`.
     rr_data: Signal<Local, ReadRespJob>,
     tables: ContextTables,
-    rdyn_ram: RAM<Bits<368>, 6>,
+    /// The responder's state per QP ([`RespDynRec`]); `rdyn_zero` is its all-zero record.
+    rdyn_ram: RAM<RespDynRec, 6>,
+    rdyn_zero: Constant<RespDynRec>,
+    /// What `WriteBack` and a context command write into it.
+    rdyn_wb: Signal<Local, RespDynRec>,
+    rdyn_init: Signal<Local, RespDynRec>,
     rqpi_ram: RAM<Bits<16>, 6>,
     /// Shared receive queues, by SRQ number: consumer index, and {limit 15..0, event CQ 23..16}
     /// (rnic_contract::srq_context).
@@ -829,7 +834,7 @@ pub struct RxEngine {
     rl_piece: Signal<Local, Bits<32>>,
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
-    rdyn_now: Signal<Local, Bits<368>>,
+    rdyn_now: Signal<Local, RespDynRec>,
     is_send_start: Signal<Local, Bit>,
     is_send_cont: Signal<Local, Bit>,
     is_send_end: Signal<Local, Bit>,
@@ -1000,6 +1005,9 @@ impl Default for RxEngine {
             rnr_wait: Default::default(),
             tables: Default::default(),
             rdyn_ram: Default::default(),
+            rdyn_zero: Constant::new(RespDynRec::default()),
+            rdyn_wb: Default::default(),
+            rdyn_init: Default::default(),
             acked_ram: Default::default(),
             acked_tx_ram: Default::default(),
             inflight_ram: Default::default(),
@@ -1683,7 +1691,7 @@ impl Logic for RxEngine {
         self.qp_now.next = self.tables.qp.val();
         self.mr_now.next = self.tables.mr.val();
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
-        self.rd_wr_rem.next = self.rdyn_now.val().get_bits::<32>(128);
+        self.rd_wr_rem.next = self.rdyn_now.val().wr_rem;
         self.entry.next = self.inflight_ram.read_data.val().into();
         // An SRQ's index comes from the QP's context: read at the SRQ number in `LoadQpState`
         // (when the context is the table's output), for `CheckRegion`.
@@ -1851,7 +1859,27 @@ impl Logic for RxEngine {
             & self.cmd_qp.val().init_rq_psn.any())
             | self.rst_cmd.val();
         self.rdyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.rdyn_ram.write_data.next = bit_cast::<368, 24>(self.cmd_qp.val().rq_psn);
+        self.rdyn_init.next = self.rdyn_zero.val();
+        self.rdyn_init.next.epsn = self.cmd_qp.val().rq_psn;
+        self.rdyn_ram.write_data.next = self.rdyn_init.val();
+        // The state `WriteBack` saves: this visit's registers.
+        self.rdyn_wb.next = self.rdyn_zero.val();
+        self.rdyn_wb.next.epsn = self.epsn.q.val();
+        self.rdyn_wb.next.msn = self.msn.q.val();
+        self.rdyn_wb.next.wr_addr = self.wr_addr.q.val();
+        self.rdyn_wb.next.wr_rem = self.wr_rem.q.val();
+        self.rdyn_wb.next.in_write = bit_cast::<1, 1>(self.in_write.q.val().into());
+        self.rdyn_wb.next.nak_sent = bit_cast::<1, 1>(self.nak_sent.q.val().into());
+        self.rdyn_wb.next.in_send = bit_cast::<1, 1>(self.in_send.q.val().into());
+        self.rdyn_wb.next.last_nak_ok = bit_cast::<1, 1>(self.last_nak_ok.q.val().into());
+        self.rdyn_wb.next.last_nak = self.last_nak.q.val();
+        self.rdyn_wb.next.rq_ci = self.rq_ci.q.val();
+        self.rdyn_wb.next.sg_cur = self.sg_cur.q.val();
+        self.rdyn_wb.next.recv_len = self.recv_len.q.val();
+        self.rdyn_wb.next.recv_wr_id = self.recv_wr_id.q.val();
+        self.rdyn_wb.next.at_slot = self.at_slot.q.val();
+        self.rdyn_wb.next.tot_rem = self.tot_rem.q.val();
+        self.rdyn_wb.next.ce_done = bit_cast::<1, 1>(self.ce_bit.val().into());
         self.acked_ram.write_enable.next = (self.cmd_fire.val()
             & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
             & self.cmd_qp.val().init_sq_psn.any())
@@ -2113,7 +2141,7 @@ impl Logic for RxEngine {
         self.pz_r.d.next = self.plen32.val() == 0;
         self.at_form_r.d.next = (self.plen32.val() == 0) & (self.va_low.val() == 0);
         // PSN relative to the expected one: 0 new, 2^23..2^24-1 duplicate, else ahead (a gap).
-        self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().get_bits::<24>(0);
+        self.psn_delta.next = self.pkt.q.val().psn - self.rdyn_now.val().epsn;
         // Where an accepted request's payload goes.
         self.w_addr.next = self.wr_addr.q.val();
         if self.is_reth.val() {
@@ -2442,10 +2470,10 @@ impl Logic for RxEngine {
                 self.len_nz_r.d.next = self.plen32.val() != 0;
                 self.reth_gt_mtu_r.d.next = self.pkt.q.val().reth_len > self.mtu_now.val();
                 self.len_eq_reth_r.d.next = self.plen32.val() == self.pkt.q.val().reth_len;
-                self.epsn.d.next = self.rdyn_now.val().get_bits::<24>(0);
-                self.msn.d.next = self.rdyn_now.val().get_bits::<24>(32);
-                self.wr_addr.d.next = self.rdyn_now.val().get_bits::<64>(64);
-                self.wr_rem.d.next = self.rdyn_now.val().get_bits::<32>(128);
+                self.epsn.d.next = self.rdyn_now.val().epsn;
+                self.msn.d.next = self.rdyn_now.val().msn;
+                self.wr_addr.d.next = self.rdyn_now.val().wr_addr;
+                self.wr_rem.d.next = self.rdyn_now.val().wr_rem;
                 // The segment-length checks against what is left of an open WRITE, as flags
                 // (`CheckRegion` combines them per opcode); the RQ ring's mask and stride.
                 self.wr_lt_r.d.next = self.plen32.val() < self.rd_wr_rem.val();
@@ -2453,25 +2481,25 @@ impl Logic for RxEngine {
                 self.rq_mask_r.d.next =
                     !(bit_cast::<16, 16>(0xFFFF.into()) << bit_cast::<16, 4>(self.qp_now.val().rq_log_size));
                 self.rq_sh_r.d.next = self.qp_now.val().rq_log_stride;
-                self.in_write.d.next = self.rdyn_now.val().get_bit(160);
-                self.nak_sent.d.next = self.rdyn_now.val().get_bit(161);
-                self.last_nak.d.next = self.rdyn_now.val().get_bits::<24>(164);
-                self.last_nak_ok.d.next = self.rdyn_now.val().get_bit(163);
-                self.in_send.d.next = self.rdyn_now.val().get_bit(162);
-                self.rq_ci.d.next = self.rdyn_now.val().get_bits::<16>(192);
-                self.recv_len.d.next = self.rdyn_now.val().get_bits::<32>(224);
-                self.recv_wr_id.d.next = self.rdyn_now.val().get_bits::<64>(256);
-                self.at_slot.d.next = self.rdyn_now.val().get_bits::<4>(320);
-                self.sg_cur.d.next = self.rdyn_now.val().get_bits::<4>(208);
-                self.tot_rem.d.next = self.rdyn_now.val().get_bits::<36>(328);
+                self.in_write.d.next = self.rdyn_now.val().in_write.any();
+                self.nak_sent.d.next = self.rdyn_now.val().nak_sent.any();
+                self.last_nak.d.next = self.rdyn_now.val().last_nak;
+                self.last_nak_ok.d.next = self.rdyn_now.val().last_nak_ok.any();
+                self.in_send.d.next = self.rdyn_now.val().in_send.any();
+                self.rq_ci.d.next = self.rdyn_now.val().rq_ci;
+                self.recv_len.d.next = self.rdyn_now.val().recv_len;
+                self.recv_wr_id.d.next = self.rdyn_now.val().recv_wr_id;
+                self.at_slot.d.next = self.rdyn_now.val().at_slot;
+                self.sg_cur.d.next = self.rdyn_now.val().sg_cur;
+                self.tot_rem.d.next = self.rdyn_now.val().tot_rem;
                 self.rq_pi.d.next = self.rqpi_ram.read_data.val();
                 self.rd_acc.d.next = self.racc_ram.read_data.val();
-                self.nak_moved.d.next = self.pkt.q.val().psn != self.rdyn_now.val().get_bits::<24>(164);
+                self.nak_moved.d.next = self.pkt.q.val().psn != self.rdyn_now.val().last_nak;
                 self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
                 self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
                 self.qp_err.d.next = self.acked_ram.read_data.val().get_bit(20);
                 self.err_was.d.next = self.acked_ram.read_data.val().get_bit(20);
-                self.ce_done.d.next = self.rdyn_now.val().get_bit(364);
+                self.ce_done.d.next = self.rdyn_now.val().ce_done.any();
                 self.rd_valid.d.next = self.acked_ram.read_data.val().get_bit(21);
                 self.rd_next.d.next = self.acked_ram.read_data.val().get_bits::<24>(32);
                 self.reads_done.d.next = self.acked_ram.read_data.val().get_bits::<7>(24);
@@ -3228,22 +3256,7 @@ impl Logic for RxEngine {
                 }
                 self.rdyn_ram.write_enable.next = self.qpn_ok.q.val();
                 self.rdyn_ram.write_address.next = self.qpn.q.val();
-                self.rdyn_ram.write_data.next = bit_cast::<368, 24>(self.epsn.q.val())
-                    | (bit_cast::<368, 24>(self.msn.q.val()) << 32)
-                    | (bit_cast::<368, 64>(self.wr_addr.q.val()) << 64)
-                    | (bit_cast::<368, 32>(self.wr_rem.q.val()) << 128)
-                    | (bit_cast::<368, 1>(self.in_write.q.val().into()) << 160)
-                    | (bit_cast::<368, 1>(self.nak_sent.q.val().into()) << 161)
-                    | (bit_cast::<368, 1>(self.in_send.q.val().into()) << 162)
-                    | (bit_cast::<368, 1>(self.last_nak_ok.q.val().into()) << 163)
-                    | (bit_cast::<368, 24>(self.last_nak.q.val()) << 164)
-                    | (bit_cast::<368, 16>(self.rq_ci.q.val()) << 192)
-                    | (bit_cast::<368, 32>(self.recv_len.q.val()) << 224)
-                    | (bit_cast::<368, 64>(self.recv_wr_id.q.val()) << 256)
-                    | (bit_cast::<368, 4>(self.at_slot.q.val()) << 320)
-                    | (bit_cast::<368, 4>(self.sg_cur.q.val()) << 208)
-                    | (bit_cast::<368, 36>(self.tot_rem.q.val()) << 328)
-                    | (bit_cast::<368, 1>(self.ce_bit.val().into()) << 364);
+                self.rdyn_ram.write_data.next = self.rdyn_wb.val();
                 // Asynchronous events of the QP (regs::ASYNC_EVENT_CQ), into the event queue:
                 // COMM_EST once per RTR; the error event and, on an SRQ, LAST_WQE_REACHED when
                 // the QP's error flag rose during this visit (a repeat of this state raises

@@ -56,6 +56,10 @@
 //! - `ud_sends_land_behind_the_grh_area`: UD SENDs on a UD QP: the GRH job, the payload 40
 //!   bytes in, the CQE's byte_len + 40, GRH flag and SRC_QP, no ACK; the Q_Key and no-WQE drops,
 //!   the short first entry (LOC_LEN_ERR), and RC/UD packets to the other kind of QP.
+//! - `a_recreated_qp_keeps_nothing_of_its_last_connection`: one QPN destroyed (RESET), created
+//!   (INIT) and connected again eight times, with messages left open and class C errors
+//!   between, beside another QP's stream: no packet taken in RESET or INIT, and afterwards the
+//!   new expected PSN, an MSN from 0, no open message and no error state.
 //! - `dbg_state_reports_the_state_numbers`: the state code on `dbg_state` (STATUS bits 5:0)
 //!   through an accepted WRITE and a refused one with its flush visit: the numbers the states
 //!   had before they were named (`rnic_hdl::rx_engine::RxState`).
