@@ -2077,6 +2077,25 @@ fn a_send_waits_for_the_send_window() {
     assert_events(&want, &all, &ctx);
 }
 
+/// Posts `wqes` on `qpn`, of which WQE `k` fails with `status` (the model must agree, and flush
+/// the rest): the WRITEs before it are sent, nothing after, and once they are retired every
+/// event is the model's.
+fn post_one_bad(tb: &mut Tb, qpn: u64, wqes: &[Wqe], k: usize, status: u8, ctx: &str) {
+    let want = tb.post(qpn, wqes);
+    let locals: Vec<(u64, u64)> = want
+        .iter()
+        .filter_map(|e| if let Ev::Local { wr_id, status, .. } = e { Some((*wr_id, *status)) } else { None })
+        .collect();
+    assert_eq!(locals[0], (wqes[k].wr_id, u64::from(status)), "{ctx}: the model");
+    assert_eq!(locals.len(), wqes.len() - k, "{ctx}: the model flushes the rest");
+    let mut got = tb.run_quiet(400);
+    let jobs = got.iter().filter(|e| matches!(e, Ev::Job(_))).count();
+    assert_eq!(jobs, k, "{ctx}: only the WRITEs before it go");
+    tb.retire_all(qpn);
+    got.extend(tb.run_quiet(400));
+    assert_events(&want, &got, ctx);
+}
+
 /// The head check (`HeadStep`) gives a buffered one-SGE WRITE the verdicts `CheckLkey`,
 /// `CheckRoom` and `CheckBounds` would: 16 one-beat WRITEs posted at once (each checked while
 /// the one before it is issued), one of them with a bad SGE (stale tag, invalid entry, another
@@ -2111,20 +2130,8 @@ fn buffered_writes_get_the_key_and_bounds_verdicts_of_the_slow_path() {
             4 => *bad = Sge { addr: m0.va - 1, len: 8, lkey: lkey_of(*i0, m0) },
             _ => bad.lkey |= 1 << tb.rng.range(14, 31),
         }
-        let want = tb.post(qpn, &wqes);
         let ctx = format!("QP {qpn}: WRITE {k} {kind} (seed {seed:#x})");
-        let locals: Vec<(u64, u64)> = want
-            .iter()
-            .filter_map(|e| if let Ev::Local { wr_id, status, .. } = e { Some((*wr_id, *status)) } else { None })
-            .collect();
-        assert_eq!(locals[0], (tag | k as u64, u64::from(wc_status::LOC_PROT_ERR)), "{ctx}: the model");
-        assert_eq!(locals.len(), 16 - k, "{ctx}: the model flushes the rest");
-        let mut got = tb.run_quiet(400);
-        let jobs = got.iter().filter(|e| matches!(e, Ev::Job(_))).count();
-        assert_eq!(jobs, k, "{ctx}: the WRITEs before the bad one go");
-        tb.retire_all(qpn);
-        got.extend(tb.run_quiet(400));
-        assert_events(&want, &got, &ctx);
+        post_one_bad(&mut tb, qpn, &wqes, k, wc_status::LOC_PROT_ERR, &ctx);
     }
 }
 
@@ -2161,19 +2168,7 @@ fn a_message_over_max_msg_sz_fails_with_loc_len_err() {
                 Sge { addr: m0.va, len: b, lkey: lkey_of(*i0, m0) },
             ]
         };
-        let want = tb.post(qpn, &wqes);
         let ctx = format!("QP {qpn} (stride {log_stride}): WQE {k} over 2^31 bytes (seed {seed:#x})");
-        let locals: Vec<(u64, u64)> = want
-            .iter()
-            .filter_map(|e| if let Ev::Local { wr_id, status, .. } = e { Some((*wr_id, *status)) } else { None })
-            .collect();
-        assert_eq!(locals[0], (tag | k as u64, u64::from(wc_status::LOC_LEN_ERR)), "{ctx}: the model");
-        assert_eq!(locals.len(), 12 - k, "{ctx}: the model flushes the rest");
-        let mut got = tb.run_quiet(400);
-        let jobs = got.iter().filter(|e| matches!(e, Ev::Job(_))).count();
-        assert_eq!(jobs, k, "{ctx}: only the WRITEs before it go");
-        tb.retire_all(qpn);
-        got.extend(tb.run_quiet(400));
-        assert_events(&want, &got, &ctx);
+        post_one_bad(&mut tb, qpn, &wqes, k, wc_status::LOC_LEN_ERR, &ctx);
     }
 }
