@@ -335,6 +335,8 @@ mod tests {
         // The SQ_LOG_STRIDE table of `docs/contract.md`: 1, 5, 13, 16 SGEs; 0, 64, 192, 448
         // inline bytes.
         assert_eq!((sges_in(0), sges_in(1), sges_in(2), sges_in(3)), (1, 5, 13, 16));
-        assert_eq!((k.wqe_inline_1, k.wqe_inline_2, k.wqe_inline_3), (64, 192, 448));
+        assert_eq!(k.wqe_inline_1, 64u64);
+        assert_eq!(k.wqe_inline_2, 192u64);
+        assert_eq!(k.wqe_inline_3, 448u64);
     }
 }
