@@ -96,10 +96,12 @@ pub enum AheadStep {
 ///
 /// Latency: a fresh fetch is requested 5 cycles after `discard` (4 sizing steps, the request
 /// registered), an append 7 after `append`; a beat is at the head (`beat_ok`) 2 cycles after it
-/// arrives. Initiation interval: one beat in and one out per cycle. LUT levels: 6 or fewer
+/// arrives. Initiation interval: one beat in and one out per cycle. LUT levels
 /// (`docs/resources.md`): the counters' updates are split over registered steps (`pf_acc`,
 /// `rd_r`, `pf_split`), so neither the DMA issuer's `ar_ready` nor the scheduler's take intent
-/// reaches an adder.
+/// reaches an adder (6 or fewer at 6a96a17); the take intent still reaches `pf_fifo`'s read
+/// address, and that path (scheduler state → `take_want` → `rd` → the LUT RAM → the head
+/// beat) measured 7 levels in the final core of stop 35.
 #[derive(LogicBlock, Default)]
 pub struct WqeFetcher {
     pub clock: Signal<In, Clock>,
