@@ -22,8 +22,10 @@ use rust_hdl::prelude::*;
 /// (`enum ibv_wc_opcode`), `wr_*` (`enum ibv_wr_opcode`), `sf_*` (`enum ibv_send_flags`),
 /// `acc_*` (`enum ibv_access_flags`, as a key-table entry and a QP context hold them, 4 bits),
 /// `ev_*` (`enum ibv_event_type`),
-/// `op_*` (BTH opcodes, IBTA Vol 1 9.2 Table 37), `syn_*` (AETH syndromes, IBTA Vol 1
-/// 9.7.5.1), and the RoCEv2 UDP port (Annex A17.2.1) in the byte order of a header record.
+/// `op_*` (BTH opcodes, IBTA Vol 1 9.2 Table 37), `syn_*` and `nak_*` (AETH syndromes and NAK
+/// codes, IBTA Vol 1 9.7.5.1), `wqe_*` (SGEs and inline bytes per SQ_LOG_STRIDE,
+/// [`rnic_contract::wqe`]), `max_msg_sz` (bytes), and the RoCEv2 UDP port (Annex A17.2.1) in
+/// the byte order of a header record.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct ContractNumbers {
     pub cmd_write_qp: Bits<8>,
