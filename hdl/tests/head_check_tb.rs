@@ -824,11 +824,17 @@ fn region() -> (usize, Mr, Qp) {
     (5, m, Qp { pd: 0x12_3456, path_mtu: 3, log_stride: 0, ud: false })
 }
 
-#[test]
-fn room_equal_to_len_passes_one_byte_more_fails() {
-    let mut tb = Tb::new(1);
+/// A bench (seed `seed`) whose key table holds [`region`] and whose QP is its.
+fn region_bench(seed: u64) -> (Tb, usize, Mr, Qp) {
+    let mut tb = Tb::new(seed);
     let (i, m, qp) = region();
     tb.setup(qp, vec![(i, m.clone())]);
+    (tb, i, m, qp)
+}
+
+#[test]
+fn room_equal_to_len_passes_one_byte_more_fails() {
+    let (mut tb, i, m, qp) = region_bench(1);
     let k = lkey_of(i, &m);
 
     let v = tb.check(&write_wqe(m.va + 0x1000, 0x2000, k));
@@ -858,9 +864,7 @@ fn room_equal_to_len_passes_one_byte_more_fails() {
 
 #[test]
 fn addr_one_below_va_fails_va_ok() {
-    let mut tb = Tb::new(2);
-    let (i, m, qp) = region();
-    tb.setup(qp, vec![(i, m.clone())]);
+    let (mut tb, i, m, _) = region_bench(2);
     let k = lkey_of(i, &m);
 
     let v = tb.check(&write_wqe(m.va - 1, 1, k));
@@ -877,9 +881,7 @@ fn addr_one_below_va_fails_va_ok() {
 
 #[test]
 fn wrong_pd_fails_key_ok() {
-    let mut tb = Tb::new(3);
-    let (i, m, qp) = region();
-    tb.setup(qp, vec![(i, m.clone())]);
+    let (mut tb, i, m, qp) = region_bench(3);
     let w = write_wqe(m.va + 0x10, 0x100, lkey_of(i, &m));
 
     let v = tb.check(&w);
@@ -896,9 +898,7 @@ fn wrong_pd_fails_key_ok() {
 
 #[test]
 fn key_tag_validity_and_high_bits() {
-    let mut tb = Tb::new(4);
-    let (i, m, qp) = region();
-    tb.setup(qp, vec![(i, m.clone())]);
+    let (mut tb, i, m, qp) = region_bench(4);
     let k = lkey_of(i, &m);
     let at = |lkey| write_wqe(m.va, 64, lkey);
 
@@ -920,9 +920,7 @@ fn key_tag_validity_and_high_bits() {
 
 #[test]
 fn offset_at_region_end() {
-    let mut tb = Tb::new(5);
-    let (i, m, qp) = region();
-    tb.setup(qp, vec![(i, m.clone())]);
+    let (mut tb, i, m, qp) = region_bench(5);
     let k = lkey_of(i, &m);
 
     let v = tb.check(&write_wqe(m.va + m.length, 0, k));
@@ -970,9 +968,7 @@ fn packet_count_edges() {
 
 #[test]
 fn inline_length_edges() {
-    let mut tb = Tb::new(7);
-    let (i, m, qp) = region();
-    tb.setup(qp, vec![(i, m.clone())]);
+    let (mut tb, i, m, qp) = region_bench(7);
     let inl = |len: u32| Wqe {
         opcode: wr_opcode::RDMA_WRITE_WITH_IMM,
         flags: send_flags::INLINE,
@@ -1000,9 +996,7 @@ fn inline_length_edges() {
 
 #[test]
 fn ready_timing_kill_and_missing_key_slot() {
-    let mut tb = Tb::new(8);
-    let (i, m, qp) = region();
-    tb.setup(qp, vec![(i, m.clone())]);
+    let (mut tb, i, m, qp) = region_bench(8);
     let w = write_wqe(m.va + 8, 100, lkey_of(i, &m));
     let beat = w.beat(&mut tb.rng);
     let start = Drive { start: true, beat_ok: true, beat: Some(beat), ..Drive::default() };
@@ -1062,9 +1056,7 @@ fn ready_timing_kill_and_missing_key_slot() {
 
 #[test]
 fn ineligible_wqes_never_ready() {
-    let mut tb = Tb::new(9);
-    let (i, m, qp) = region();
-    tb.setup(qp, vec![(i, m.clone())]);
+    let (mut tb, i, m, qp) = region_bench(9);
     let mut took = 0;
     for ud in [false, true] {
         for log_stride in [0u64, 1] {
