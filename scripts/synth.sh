@@ -3,7 +3,7 @@
 #
 #   scripts/synth.sh                 full report (Markdown): LUT, FF, BRAM, URAM, DSP, how each
 #                                    rust-hdl RAM was mapped, LUT levels and the deepest
-#                                    register-to-register paths (~3 min on 2 cores)
+#                                    register-to-register paths (~12 min on 2 cores)
 #   scripts/synth.sh --json          the same report as one JSON object on stdout
 #   scripts/synth.sh --check         fast check (seconds): elaboration errors, inferred latches,
 #                                    combinational loops, multiple drivers, simulation-only code
@@ -20,6 +20,9 @@
 #                        buffer of a FIFO) get ram_style="block", as constraints/u250/build.tcl
 #                        does for Vivado; auto: yosys' own choice (LUTRAM up to 64 deep)
 #   --target-levels N    LUT6 levels a 250 MHz stage may have (default 6, see docs/resources.md)
+#   --nets REGEX         also give, in depth.json's `nets`, the level at which every named net
+#                        matching REGEX settles (e.g. 'fetch\.rd$'): where a deep path spends
+#                        its levels before its end register
 #
 # One yosys run, `synth_xilinx -family xcup`, gives the resources; its mapped netlist, flattened,
 # gives the logic depth (scripts/synth/depth.py). Idempotent: every run rewrites --out.
@@ -29,7 +32,7 @@ cd "$(dirname "$0")/.."
 die() { echo "synth: $*" >&2; exit 1; }
 say() { [ "$json" = 1 ] || echo "synth: $*" >&2; }
 
-mode=report json=0 vdir="" out=target/synth ram_policy=tables-in-bram target=6 flatten="" abc9=""
+mode=report json=0 vdir="" out=target/synth ram_policy=tables-in-bram target=6 flatten="" abc9="" nets=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --json) json=1 ;;
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || die "--ram-style needs tables-in-bram or auto"
       case "$2" in tables-in-bram|auto) ram_policy=$2 ;; *) die "unknown --ram-style '$2' (tables-in-bram or auto)" ;; esac
       shift ;;
+    --nets) [ $# -ge 2 ] || die "--nets needs a regular expression"; nets=$2; shift ;;
     --target-levels)
       [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--target-levels needs a number"; target=$2; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -167,7 +171,7 @@ if ! yosys -q -l "$out/resources.log" -s "$out/resources.ys" >/dev/null 2>&1; th
 fi
 t_res=$((SECONDS - t0))
 t1=$SECONDS
-python3 scripts/synth/depth.py --target "$target" --top 25 "$out/netlist.json" >"$out/depth.json" ||
+python3 scripts/synth/depth.py --target "$target" --top 25 ${nets:+--nets "$nets"} "$out/netlist.json" >"$out/depth.json" ||
   die "depth analysis failed on $out/netlist.json"
 t_depth=$((SECONDS - t1))
 rm -f "$out/netlist.json"   # ~100 MB; depth.json keeps what matters

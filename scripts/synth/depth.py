@@ -83,7 +83,7 @@ def register_of(label):
     return re.sub(r"(\$q|\.q|\$d|\.d)$", "", base)
 
 
-def analyze(netlist, top, target):
+def analyze(netlist, top, target, nets=None):
     mod = netlist["modules"][top]
     names = bit_names(mod)
     blackboxes = {m for m, v in netlist["modules"].items()
@@ -255,7 +255,23 @@ def analyze(netlist, top, target):
             "through": mids[:4],
         })
 
+    # The level at which each named net matching `nets` settles (deepest bit), with the path
+    # into it: where a deep path's levels are spent, short of its end register.
+    net_levels = {}
+    if nets is not None:
+        for b, label in names.items():
+            base = re.sub(r"\[\d+\]$", "", label)
+            if not nets.search(base) or b not in level:
+                continue
+            lv = max(level[b], 0)
+            if base not in net_levels or lv > net_levels[base]["levels"]:
+                chain = trace(b)
+                net_levels[base] = {"levels": lv,
+                                    "from": names.get(chain[-1]) if chain else None,
+                                    "through": [names[x] for x in chain[:-1] if x in names][:6]}
+
     return {
+        "nets": dict(sorted(net_levels.items())),
         "logic_levels": max(hist) if hist else 0,
         "histogram": {str(k): hist[k] for k in sorted(hist)},
         "over_target": {"target": target,
@@ -272,9 +288,12 @@ def main():
     ap.add_argument("netlist", help="yosys write_json output")
     ap.add_argument("--target", type=int, default=6, help="LUT levels per stage (default 6)")
     ap.add_argument("--top", type=int, default=20, help="paths to list (default 20)")
+    ap.add_argument("--nets", help="also report the level of every named net matching this regex")
     args = ap.parse_args()
     netlist, top = load(args.netlist)
-    result = analyze(netlist, top, args.target)
+    result = analyze(netlist, top, args.target, re.compile(args.nets) if args.nets else None)
+    if args.nets is None:
+        del result["nets"]
     result["paths"] = result["paths"][: args.top]
     json.dump(result, sys.stdout, indent=1)
     print()
