@@ -508,9 +508,21 @@ pub struct TxScheduler {
     /// and `pf_more`): it can only start in `NextWqe`, so the buffer counts those checks saw
     /// are final.
     ah_idle_r: DFF<Bit>,
-    /// `NextWqe` wants the next WQE: no retired WQEs to skip, the SQ not empty, the window
-    /// open.
-    next_ok: Signal<Local, Bit>,
+    /// `NextWqe` with no retired WQEs to skip and the window open: with `hit_go`, `miss_go` or
+    /// `app_go` it takes, fetches or appends.
+    next_in: Signal<Local, Bit>,
+    /// The queue checks' conjunctions `NextWqe`'s fetch decisions need, registered with them
+    /// (so `NextWqe`'s take reaches the fetcher's counters and its buffer from a few flops,
+    /// 2 LUT levels, not through a tree of seven checks): the SQ not empty and the next WQE
+    /// buffered (`hit_go`), not buffered with no append under way (`miss_go`), buffered with
+    /// more posted and room for an append (`app_go`). `q_open`, `hit_now`: the SQ not empty
+    /// and the next WQE buffered, as the checks are registered.
+    hit_go: DFF<Bit>,
+    miss_go: DFF<Bit>,
+    app_go: DFF<Bit>,
+    q_open: Signal<Local, Bit>,
+    hit_now: Signal<Local, Bit>,
+    more_now: Signal<Local, Bit>,
     /// The next WQE is in the buffer (registered in `CheckSq`).
     pf_hit: DFF<Bit>,
     /// The packet-job and payload-job FIFOs have room: their almost-full flags (at most one
@@ -652,6 +664,8 @@ pub struct TxScheduler {
     /// cycles before a WQE is taken (`CheckSq` comes between), and the beat count's compare
     /// then starts at a register on its way into `pf_n` (7 LUT levels from `ctx` otherwise).
     fetch_m1_r: DFF<Bits<3>>,
+    /// `fetch_m1 == 0` (one-slot WQEs), registered the same way.
+    one_slot_r: DFF<Bit>,
     /// `inline_max`, registered (`ctx` is loaded in `TakeQp`, cycles before `CheckRoom`
     /// compares a WQE's inline length with it).
     inline_max_r: DFF<Bits<32>>,
@@ -730,6 +744,10 @@ impl Logic for TxScheduler {
             state,
             pf_more,
             ah_idle_r,
+            hit_go,
+            miss_go,
+            app_go,
+            one_slot_r,
             pf_hit,
             cur_qpn,
             pi,
@@ -997,6 +1015,7 @@ impl Logic for TxScheduler {
             self.inline_max.next = self.nums.val().wqe_inline_3;
         }
         self.fetch_m1_r.d.next = self.fetch_m1.val();
+        self.one_slot_r.d.next = self.fetch_m1.val() == 0;
         self.inline_max_r.d.next = self.inline_max.val();
         // The WQE fetcher: the served QP, its ring, and the main machine's fetch steps.
         self.fetch.qpn.next = self.cur_qpn.q.val();
@@ -1015,13 +1034,9 @@ impl Logic for TxScheduler {
         // `NextWqe`'s fetch decisions (its branches below), flat from registers: the next WQE
         // is wanted and not buffered (with no append under way): discard and fetch it; it is
         // buffered and more are posted: append.
-        self.next_ok.next = (self.state.q.val() == TxsState::NextWqe)
-            & !self.behind.q.val()
-            & !self.sq_empty.q.val()
-            & self.window_ok.q.val();
-        self.fetch.discard.next = self.next_ok.val() & !self.pf_hit.q.val() & self.ah_idle_r.q.val();
-        self.fetch.append.next =
-            self.next_ok.val() & self.pf_hit.q.val() & !self.rd_blk_r.q.val() & self.pf_more.q.val();
+        self.next_in.next = (self.state.q.val() == TxsState::NextWqe) & !self.behind.q.val() & self.window_ok.q.val();
+        self.fetch.discard.next = self.next_in.val() & self.miss_go.q.val();
+        self.fetch.append.next = self.next_in.val() & self.app_go.q.val() & !self.rd_blk_r.q.val();
         self.fetch.cmd_fire.next = self.cmd_fire.val();
         self.fetch.ar_ready.next = self.wqe_ar_ready.val();
         self.fetch.r_valid.next = self.wqe_r_valid.val();
@@ -1044,7 +1059,7 @@ impl Logic for TxScheduler {
         // `NextWqe` takes a one-beat WQE that is at the buffer's head itself (no
         // `WaitWqeBeats`).
         self.take_want.next =
-            self.next_ok.val() & !self.rd_blk_r.q.val() & self.pf_hit.q.val() & (self.fetch_m1_r.q.val() == 0);
+            self.next_in.val() & self.hit_go.q.val() & !self.rd_blk_r.q.val() & self.one_slot_r.q.val();
         self.take_now.next = self.take_want.val() & self.wqe_ok.val();
         self.pf_pop.next = ((self.state.q.val() == TxsState::WaitWqeBeats) & self.wqe_ok.val()) | self.take_now.val();
         self.first_beat.next =
@@ -1367,20 +1382,26 @@ impl Logic for TxScheduler {
         }
         // The queue checks `NextWqe` acts on, registered in `CheckSq` and in the states that
         // send a WQE's packets, so that its last packet goes straight on to `NextWqe`.
+        self.q_open.next = self.ci.q.val() != self.pi.q.val();
+        self.hit_now.next = self.fetch.head_ok.val()
+            & (self.fetch.head_qpn.val() == self.cur_qpn.q.val())
+            & (self.fetch.head_ci.val() == self.ci.q.val());
+        self.more_now.next = self.fetch.burst_room.val()
+            & (self.fetch.next_ci.val() != self.pi.q.val())
+            & (self.in_flight_r.q.val() < 40);
         if (self.state.q.val() == TxsState::CheckSq)
             | (self.state.q.val() == TxsState::IssuePacket)
             | (self.state.q.val() == TxsState::IssuePiece)
             | (self.state.q.val() == TxsState::IssueInline)
         {
-            self.sq_empty.d.next = self.ci.q.val() == self.pi.q.val();
+            self.sq_empty.d.next = !self.q_open.val();
             self.window_ok.d.next = self.in_flight.val() < 64;
-            self.pf_hit.d.next = self.fetch.head_ok.val()
-                & (self.fetch.head_qpn.val() == self.cur_qpn.q.val())
-                & (self.fetch.head_ci.val() == self.ci.q.val());
+            self.pf_hit.d.next = self.hit_now.val();
             self.ah_idle_r.d.next = self.fetch.ahead_idle.val();
-            self.pf_more.d.next = self.fetch.burst_room.val()
-                & (self.fetch.next_ci.val() != self.pi.q.val())
-                & (self.in_flight_r.q.val() < 40);
+            self.pf_more.d.next = self.more_now.val();
+            self.hit_go.d.next = self.q_open.val() & self.hit_now.val();
+            self.miss_go.d.next = self.q_open.val() & !self.hit_now.val() & self.fetch.ahead_idle.val();
+            self.app_go.d.next = self.q_open.val() & self.hit_now.val() & self.more_now.val();
             self.behind.d.next = self.in_flight.val().get_bit(15);
             self.rw_mine.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
             self.rw_other.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
@@ -1466,7 +1487,7 @@ impl Logic for TxScheduler {
         self.hc.reset.next = self.reset.val();
         self.hc.beat.next = self.wqe_beat.val();
         self.hc.beat_ok.next = self.wqe_ok.val();
-        self.hc.one_slot.next = self.fetch_m1_r.q.val() == 0;
+        self.hc.one_slot.next = self.one_slot_r.q.val();
         self.hc.ud.next = self.ctx.q.val().qp_type.any();
         self.hc.start.next = self.state.q.val() == TxsState::ActOnChecks;
         self.hc.key_slot.next = self.state.q.val() == TxsState::RecordWqe;

@@ -28,6 +28,14 @@ use rust_hdl::prelude::*;
 /// Beats the prefetch buffer holds (64 bytes each).
 pub const BUFFER_BEATS: u64 = 32;
 
+/// A beat of the prefetch buffer: 64 bytes of the SQ ring as the DMA returned them, and
+/// whether the read failed (AXI `SLVERR`/`DECERR` on that beat).
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct WqeBeat {
+    pub data: Bits<512>,
+    pub err: Bit,
+}
+
 /// The fetch-ahead machine of [`WqeFetcher`]: it appends the next posted WQEs to the prefetch
 /// buffer while the scheduler goes on taking the buffered ones. The scheduler starts it from
 /// `NextWqe` (`append`: WQEs posted past the buffer's last, room for a burst, none running),
@@ -99,9 +107,10 @@ pub enum AheadStep {
 /// arrives. Initiation interval: one beat in and one out per cycle. LUT levels
 /// (`docs/resources.md`): the counters' updates are split over registered steps (`pf_acc`,
 /// `rd_r`, `pf_split`), so neither the DMA issuer's `ar_ready` nor the scheduler's take intent
-/// reaches an adder (6 or fewer at 6a96a17); the take intent still reaches `pf_fifo`'s read
-/// address, and that path (scheduler state → `take_want` → `rd` → the LUT RAM → the head
-/// beat) measured 7 levels in the final core of stop 35.
+/// reaches an adder. The take intent does reach `pf_fifo`'s read address (a pop picks the
+/// next slot) and the counters' selects, so it must come from few flops: the scheduler
+/// registers its queue checks' conjunctions (`hit_go`, `one_slot_r`), and `pop_next` is 2
+/// levels from its state register, `rd` 3, the RAM's read address 4.
 #[derive(LogicBlock, Default)]
 pub struct WqeFetcher {
     pub clock: Signal<In, Clock>,
@@ -144,10 +153,9 @@ pub struct WqeFetcher {
     pub r_valid: Signal<In, Bit>,
     pub r_data: Signal<In, Bits<512>>,
     pub r_err: Signal<In, Bit>,
-    /// The buffer: every kept beat the DMA returns lands in `pf_fifo` (32 beats: the same
-    /// block RAM or LUTRAM as 16), its read error in `pf_err_fifo`.
-    pf_fifo: ResetFifo<Bits<512>, 5, 6, 1>,
-    pf_err_fifo: ResetFifo<Bit, 5, 6, 1>,
+    /// The buffer: every kept beat the DMA returns lands in `pf_fifo` (32 beats, LUT RAM),
+    /// with its read error.
+    pf_fifo: ResetFifo<WqeBeat, 5, 6, 1>,
     /// The buffer's WQEs: `pf_n` consecutive WQEs of QP `pf_qpn` from index `pf_ci` on (the
     /// next one the scheduler takes). `pf_total`: beats asked for and not yet taken (in flight
     /// or buffered), `pf_drop` of them to discard (a fetch that is no longer wanted: another
@@ -321,19 +329,17 @@ impl Logic for WqeFetcher {
             pf_k,
             pf_kb
         );
-        clock!(self, clock, pf_fifo, pf_err_fifo);
+        clock!(self, clock, pf_fifo);
         self.pf_fifo.reset.next = self.reset.val();
-        self.pf_err_fifo.reset.next = self.reset.val();
 
         // The buffer: every beat in unless it is one to drop; stale beats out as soon as they
         // are at the head; the scheduler takes the others (`pop`).
         self.wr_keep.next = self.r_valid.val() & (self.pf_drop_in.q.val() == 0);
         self.pf_fifo.write.next = self.wr_keep.val();
-        self.pf_fifo.data_in.next = self.r_data.val();
-        self.pf_err_fifo.write.next = self.wr_keep.val();
-        self.pf_err_fifo.data_in.next = self.r_err.val();
-        self.beat.next = self.pf_fifo.data_out.val();
-        self.beat_err.next = self.pf_err_fifo.data_out.val();
+        self.pf_fifo.data_in.next.data = self.r_data.val();
+        self.pf_fifo.data_in.next.err = self.r_err.val();
+        self.beat.next = self.pf_fifo.data_out.val().data;
+        self.beat_err.next = self.pf_fifo.data_out.val().err;
         // (`avail_nz` and `drop_nz` are `pf_avail != 0` and `pf_drop != 0`, kept as registers
         // beside the counters, so the head's verdicts are one LUT from flops.)
         self.beat_ok.next = self.avail_nz.q.val() & !self.drop_nz.q.val();
@@ -345,7 +351,6 @@ impl Logic for WqeFetcher {
         self.pop.next = self.beat_ok.val() & (self.pop_wait.val() | self.pop_next.val());
         self.take.next = self.beat_ok.val() & (self.pop_next.val() | self.last_slot.val());
         self.pf_fifo.read.next = self.drop_pop.val() | self.pop.val();
-        self.pf_err_fifo.read.next = self.pf_fifo.read.val();
         self.pf_add.next = 0.into();
         if self.ar_pend.q.val() & self.ar_ready.val() {
             // A fetch (fresh or an append) is accepted.
@@ -646,7 +651,7 @@ impl Logic for WqeFetcher {
             self.pf_avail.d.next = 0.into();
             self.avail_nz.d.next = false;
             self.drop_nz.d.next = false;
-            // (The FIFOs are emptied by the reset itself: `ResetFifo`.)
+            // (The buffer is emptied by the reset itself: `ResetFifo`.)
         }
     }
 }
