@@ -251,6 +251,43 @@ record!(
     }
 );
 
+/// The classes of a received packet's BTH opcode the RX engine acts on (RC, IBTA Vol 1 §9.2,
+/// Table 38), decoded once per packet into a register: each field is true for the opcodes
+/// named.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct OpClass {
+    /// RDMA WRITE FIRST or ONLY (with or without immediate).
+    pub write_first: Bit,
+    /// RDMA WRITE LAST or ONLY (with or without immediate).
+    pub write_last: Bit,
+    /// Any RDMA WRITE.
+    pub write: Bit,
+    /// SEND FIRST or ONLY (with or without immediate).
+    pub send_first: Bit,
+    /// SEND MIDDLE or LAST (with or without immediate).
+    pub send_cont: Bit,
+    /// SEND LAST or ONLY (with or without immediate).
+    pub send_last: Bit,
+    /// RDMA WRITE LAST or ONLY with immediate: it consumes a receive WQE.
+    pub write_imm: Bit,
+    /// The packet carries an ImmDt.
+    pub imm: Bit,
+    /// RDMA READ REQUEST.
+    pub read_req: Bit,
+    /// Any RDMA READ RESPONSE, or ATOMIC ACKNOWLEDGE.
+    pub read_resp: Bit,
+    /// RDMA READ RESPONSE LAST or ONLY, or ATOMIC ACKNOWLEDGE.
+    pub resp_last: Bit,
+    /// A RETH or AtomicETH to check: WRITE FIRST/ONLY, READ REQUEST, the atomics.
+    pub reth: Bit,
+    /// COMPARE SWAP or FETCH ADD.
+    pub atomic: Bit,
+    /// FETCH ADD.
+    pub fetch_add: Bit,
+    /// ATOMIC ACKNOWLEDGE.
+    pub atomic_ack: Bit,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

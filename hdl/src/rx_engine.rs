@@ -53,8 +53,8 @@ use crate::event_queue::AsyncEventQueue;
 use crate::numbers::Numbers;
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
-    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, ReadRespJob, RecvWqeRec, RespDynRec,
-    RespItem, RxDesc, WriteJob,
+    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, OpClass, QpContextRec, ReadRespJob, RecvWqeRec,
+    RespDynRec, RespItem, RxDesc, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
 use crate::sent_psn::SentPsnTable;
@@ -622,12 +622,9 @@ pub struct RxEngine {
     c_gap: DFF<Bit>,
     /// Path MTU in bytes, taken from the QP context as it is loaded.
     mtu_r: DFF<Bits<32>>,
-    /// Opcode classes of `pkt`: bit 0 WRITE FIRST/ONLY, 1 WRITE LAST/ONLY, 2 any WRITE,
-    /// 3 SEND FIRST/ONLY, 4 SEND MIDDLE/LAST, 5 SEND LAST/ONLY, 6 WRITE with immediate (takes a
-    /// receive WQE), 7 carries an ImmDt, 8 READ REQUEST, 9 READ RESPONSE, 10 READ RESPONSE
-    /// LAST/ONLY, 11 a RETH or AtomicETH to check (WRITE FIRST/ONLY, READ REQUEST, atomics),
-    /// 12 COMPARE SWAP or FETCH ADD, 13 FETCH ADD, 14 ATOMIC ACKNOWLEDGE (with 9 and 10).
-    opc: DFF<Bits<15>>,
+    /// Opcode classes of `pkt` ([`OpClass`]); `opc_none` is the all-false record.
+    opc: DFF<OpClass>,
+    opc_none: Constant<OpClass>,
     /// Responder atomics: the job is an ATOMIC ACKNOWLEDGE (`at_mode`), of an atomic to execute
     /// (`at_exec`; else a replay, which the atomic unit looks up); the QP's next replay-table
     /// slot (responder-state bits 320..323).
@@ -1161,6 +1158,7 @@ impl Default for RxEngine {
             c_gap: Default::default(),
             mtu_r: Default::default(),
             opc: Default::default(),
+            opc_none: Constant::new(OpClass::default()),
             is_send_start: Default::default(),
             is_send_cont: Default::default(),
             is_send_end: Default::default(),
@@ -1901,107 +1899,135 @@ impl Logic for RxEngine {
 
         // ---- Request checks (valid in `LoadQpState`, when the tables answer) ----
         self.op.next = self.pkt.q.val().opcode;
-        // Opcode classes (bits as documented at `opc`), registered: `pkt` is loaded in `Idle`,
-        // so they hold from `LoadQpState` on (IBTA Vol 1 Table 38).
-        self.opc.d.next = 0.into();
+        // Opcode classes ([`OpClass`]), registered: `pkt` is loaded in `Idle`, so they hold
+        // from `LoadQpState` on (IBTA Vol 1 Table 38).
+        self.opc.d.next = self.opc_none.val();
         match self.op.val().index() {
             0 => {
-                // 0x00
-                self.opc.d.next = 0x008.into();
+                // 0x00 SEND FIRST
+                self.opc.d.next.send_first = true;
             }
             1 => {
-                // 0x01
-                self.opc.d.next = 0x010.into();
+                // 0x01 SEND MIDDLE
+                self.opc.d.next.send_cont = true;
             }
             2 => {
-                // 0x02
-                self.opc.d.next = 0x030.into();
+                // 0x02 SEND LAST
+                self.opc.d.next.send_cont = true;
+                self.opc.d.next.send_last = true;
             }
             3 => {
-                // 0x03
-                self.opc.d.next = 0x0B0.into();
+                // 0x03 SEND LAST with Immediate
+                self.opc.d.next.send_cont = true;
+                self.opc.d.next.send_last = true;
+                self.opc.d.next.imm = true;
             }
             4 => {
-                // 0x04
-                self.opc.d.next = 0x028.into();
+                // 0x04 SEND ONLY
+                self.opc.d.next.send_first = true;
+                self.opc.d.next.send_last = true;
             }
             5 => {
-                // 0x05
-                self.opc.d.next = 0x0A8.into();
+                // 0x05 SEND ONLY with Immediate
+                self.opc.d.next.send_first = true;
+                self.opc.d.next.send_last = true;
+                self.opc.d.next.imm = true;
             }
             6 => {
-                // 0x06
-                self.opc.d.next = 0x805.into();
+                // 0x06 RDMA WRITE FIRST
+                self.opc.d.next.write_first = true;
+                self.opc.d.next.write = true;
+                self.opc.d.next.reth = true;
             }
             7 => {
-                // 0x07
-                self.opc.d.next = 0x004.into();
+                // 0x07 RDMA WRITE MIDDLE
+                self.opc.d.next.write = true;
             }
             8 => {
-                // 0x08
-                self.opc.d.next = 0x006.into();
+                // 0x08 RDMA WRITE LAST
+                self.opc.d.next.write_last = true;
+                self.opc.d.next.write = true;
             }
             9 => {
-                // 0x09
-                self.opc.d.next = 0x0C6.into();
+                // 0x09 RDMA WRITE LAST with Immediate
+                self.opc.d.next.write_last = true;
+                self.opc.d.next.write = true;
+                self.opc.d.next.write_imm = true;
+                self.opc.d.next.imm = true;
             }
             10 => {
-                // 0x0A
-                self.opc.d.next = 0x807.into();
+                // 0x0A RDMA WRITE ONLY
+                self.opc.d.next.write_first = true;
+                self.opc.d.next.write_last = true;
+                self.opc.d.next.write = true;
+                self.opc.d.next.reth = true;
             }
             11 => {
-                // 0x0B
-                self.opc.d.next = 0x8C7.into();
+                // 0x0B RDMA WRITE ONLY with Immediate
+                self.opc.d.next.write_first = true;
+                self.opc.d.next.write_last = true;
+                self.opc.d.next.write = true;
+                self.opc.d.next.write_imm = true;
+                self.opc.d.next.imm = true;
+                self.opc.d.next.reth = true;
             }
             12 => {
-                // 0x0C
-                self.opc.d.next = 0x900.into();
+                // 0x0C RDMA READ REQUEST
+                self.opc.d.next.read_req = true;
+                self.opc.d.next.reth = true;
             }
             13 => {
-                // 0x0D
-                self.opc.d.next = 0x200.into();
+                // 0x0D RDMA READ RESPONSE FIRST
+                self.opc.d.next.read_resp = true;
             }
             14 => {
-                // 0x0E
-                self.opc.d.next = 0x200.into();
+                // 0x0E RDMA READ RESPONSE MIDDLE
+                self.opc.d.next.read_resp = true;
             }
             15 => {
-                // 0x0F
-                self.opc.d.next = 0x600.into();
+                // 0x0F RDMA READ RESPONSE LAST
+                self.opc.d.next.read_resp = true;
+                self.opc.d.next.resp_last = true;
             }
             16 => {
-                // 0x10
-                self.opc.d.next = 0x600.into();
+                // 0x10 RDMA READ RESPONSE ONLY
+                self.opc.d.next.read_resp = true;
+                self.opc.d.next.resp_last = true;
             }
             18 => {
                 // 0x12 ATOMIC ACKNOWLEDGE: a response (like READ RESPONSE ONLY)
-                self.opc.d.next = 0x4600.into();
+                self.opc.d.next.read_resp = true;
+                self.opc.d.next.resp_last = true;
+                self.opc.d.next.atomic_ack = true;
             }
             19 => {
                 // 0x13 COMPARE SWAP
-                self.opc.d.next = 0x1800.into();
+                self.opc.d.next.reth = true;
+                self.opc.d.next.atomic = true;
             }
             20 => {
                 // 0x14 FETCH ADD
-                self.opc.d.next = 0x3800.into();
+                self.opc.d.next.reth = true;
+                self.opc.d.next.atomic = true;
+                self.opc.d.next.fetch_add = true;
             }
             _ => {}
         }
-        self.is_first_or_only.next = self.opc.q.val().get_bit(0);
-        self.is_last_or_only.next = self.opc.q.val().get_bit(1);
-        self.is_write_op.next = self.opc.q.val().get_bit(2);
-        self.is_send_start.next = self.opc.q.val().get_bit(3);
-        self.is_send_cont.next = self.opc.q.val().get_bit(4);
-        self.is_send_end.next = self.opc.q.val().get_bit(5);
-        self.is_write_imm.next = self.opc.q.val().get_bit(6);
-        self.has_imm.next = self.opc.q.val().get_bit(7);
-        self.is_read_req.next = self.opc.q.val().get_bit(8);
-        self.is_read_resp.next = self.opc.q.val().get_bit(9);
-        self.is_rsp_last.next = self.opc.q.val().get_bit(10);
-        self.is_reth.next = self.opc.q.val().get_bit(11);
-        self.is_atomic_req.next = self.opc.q.val().get_bit(12);
-        self.is_fadd.next = self.opc.q.val().get_bit(13);
-        self.is_atomic_ack.next = self.opc.q.val().get_bit(14);
+        self.is_first_or_only.next = self.opc.q.val().write_first;
+        self.is_last_or_only.next = self.opc.q.val().write_last;
+        self.is_write_op.next = self.opc.q.val().write;
+        self.is_send_start.next = self.opc.q.val().send_first;
+        self.is_send_cont.next = self.opc.q.val().send_cont;
+        self.is_send_end.next = self.opc.q.val().send_last;
+        self.is_write_imm.next = self.opc.q.val().write_imm;
+        self.has_imm.next = self.opc.q.val().imm;
+        self.is_read_req.next = self.opc.q.val().read_req;
+        self.is_read_resp.next = self.opc.q.val().read_resp;
+        self.is_rsp_last.next = self.opc.q.val().resp_last;
+        self.is_reth.next = self.opc.q.val().reth;
+        self.is_atomic_req.next = self.opc.q.val().atomic;
+        self.is_fadd.next = self.opc.q.val().fetch_add;
+        self.is_atomic_ack.next = self.opc.q.val().atomic_ack;
         self.req_len.next = self.pkt.q.val().reth_len;
         if self.is_atomic_req.val() {
             self.req_len.next = 8.into();
