@@ -251,6 +251,19 @@ record!(
     }
 );
 
+record!(
+    /// The requester's send-queue state of one QP, saved as the scheduler steps aside and
+    /// reloaded in `TakeQp` (the scheduler's `dyn_ram`, 64 entries; `sent_ram`, the RX
+    /// engine's view of it, keeps the same words): the next PSN to send `next_psn` (IBTA Vol 1
+    /// 9.7.1), the QP in the error state `err` (its WQEs complete with IBV_WC_WR_FLUSH_ERR),
+    /// RDMA READs sent `reads_sent` (mod 128), the SQ consumer index `ci` (the next WQE to
+    /// send) and the producer index `pi` saved with it (what a rewind or SQD serves up to). A
+    /// context command with INIT_SQ_PSN writes it as zero but `next_psn`.
+    SqDynRec, 64, {
+        next_psn: 24, err: 1, reads_sent: 7, ci: 16, pi: 16,
+    }
+);
+
 /// The classes of a received packet's BTH opcode the RX engine acts on (RC, IBTA Vol 1 §9.2,
 /// Table 38), decoded once per packet into a register: each field is true for the opcodes
 /// named.

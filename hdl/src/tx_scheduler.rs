@@ -41,7 +41,7 @@
 use crate::context_tables::ContextTables;
 use crate::head_check::HeadCheck;
 use crate::numbers::Numbers;
-use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, TxJob, WqeRec};
+use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, SqDynRec, TxJob, WqeRec};
 use crate::wqe_fetcher::WqeFetcher;
 use rust_hdl::prelude::*;
 
@@ -368,8 +368,10 @@ pub struct TxScheduler {
     pub emit_qpn: Signal<Out, Bits<6>>,
     pub emit_psn: Signal<Out, Bits<24>>,
     tables: ContextTables,
-    dyn_ram: RAM<Bits<64>, 6>,
-    sent_ram: RAM<Bits<64>, 6>,
+    /// Each QP's send-queue state ([`SqDynRec`]), and the same words for the RX engine's
+    /// reads of `ci` (`sent_addr` / `sent_data`).
+    dyn_ram: RAM<SqDynRec, 6>,
+    sent_ram: RAM<SqDynRec, 6>,
     /// The WQE's gather list after the key checks: `{iova 63..0, length 95..64}` of each
     /// non-empty SGE, in order (16 entries).
     sge_ram: RAM<Bits<96>, 4>,
@@ -608,7 +610,7 @@ pub struct TxScheduler {
     mr: Signal<Local, MrEntryRec>,
     qp_now: Signal<Local, QpContextRec>,
     cmd_qp: Signal<Local, QpContextRec>,
-    dyn_now: Signal<Local, Bits<64>>,
+    dyn_now: Signal<Local, SqDynRec>,
     lkey: Signal<Local, Bits<32>>,
     /// The key of SGE 0 in the prefetch buffer's head beat (`WaitWqeBeats`' first beat).
     beat_lkey: Signal<Local, Bits<32>>,
@@ -883,7 +885,7 @@ impl Logic for TxScheduler {
         self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
         self.acked_addr.next = self.cur_qpn.q.val();
         self.sent_ram.read_address.next = self.sent_addr.val();
-        self.sent_data.next = self.sent_ram.read_data.val().get_bits::<16>(32);
+        self.sent_data.next = self.sent_ram.read_data.val().ci;
         self.qp_now.next = self.tables.qp.val();
         self.mr.next = self.tables.mr.val();
         self.dyn_now.next = self.dyn_ram.read_data.val();
@@ -940,7 +942,11 @@ impl Logic for TxScheduler {
         self.st_err.next = self.err.q.val();
         self.st_reads.next = self.reads_sent.q.val();
         self.dyn_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
-        self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.cmd_qp.val().sq_psn);
+        self.dyn_ram.write_data.next.next_psn = self.cmd_qp.val().sq_psn;
+        self.dyn_ram.write_data.next.err = 0.into();
+        self.dyn_ram.write_data.next.reads_sent = 0.into();
+        self.dyn_ram.write_data.next.ci = 0.into();
+        self.dyn_ram.write_data.next.pi = 0.into();
 
         // Derived values.
         self.len.next = self.g_len.q.val();
@@ -1545,27 +1551,27 @@ impl Logic for TxScheduler {
             }
             TxsState::TakeQp => {
                 self.ctx.d.next = self.qp_now.val();
-                self.next_psn.d.next = self.dyn_now.val().get_bits::<24>(0);
-                self.ci.d.next = self.dyn_now.val().get_bits::<16>(32);
-                self.reads_sent.d.next = self.dyn_now.val().get_bits::<7>(25);
+                self.next_psn.d.next = self.dyn_now.val().next_psn;
+                self.ci.d.next = self.dyn_now.val().ci;
+                self.reads_sent.d.next = self.dyn_now.val().reads_sent;
                 // A rewind older than the completer's progress (ACKs retired WQEs after it was
                 // asked for) is stale: resume from the saved state instead.
                 self.rw_behind.next = self.acked_data.val() - self.rw_ci.q.val();
                 self.skip_pending.d.next = self.rewind.q.val();
                 if self.rewind.q.val() {
                     // A rewind serves the QP's posted WQEs up to its saved producer index.
-                    self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
+                    self.pi.d.next = self.dyn_now.val().pi;
                 }
                 if self.qp_now.val().sq_drain.any() {
                     // SQD (IBTA Vol 1 10.3.1): serve only the WQEs taken before the drain, up
                     // to the producer index saved with this QP's state; a doorbell rung since
                     // waits in the ready set's table for the move back to RTS (and the
                     // driver's doorbell after it).
-                    self.pi.d.next = self.dyn_now.val().get_bits::<16>(48);
+                    self.pi.d.next = self.dyn_now.val().pi;
                 }
                 if self.rewind.q.val()
                     & !self.flush_req.q.val()
-                    & !self.dyn_now.val().get_bit(24)
+                    & !self.dyn_now.val().err.any()
                     & ((self.rw_behind.val() == 0) | self.rw_behind.val().get_bit(15))
                 {
                     self.next_psn.d.next = self.rw_psn.q.val();
@@ -1579,7 +1585,7 @@ impl Logic for TxScheduler {
                 // In the error state (set by the NIC after an error completion, or by the driver
                 // with modify_qp to ERR) every WQE completes with IBV_WC_WR_FLUSH_ERR.
                 self.err.d.next =
-                    self.dyn_now.val().get_bit(24) | self.flush_req.q.val() | (self.qp_now.val().state == 6);
+                    self.dyn_now.val().err.any() | self.flush_req.q.val() | (self.qp_now.val().state == 6);
                 if self.flush_req.q.val() {
                     // Remember the error state before anything else.
                     self.rewind.d.next = false;
@@ -2158,13 +2164,12 @@ impl Logic for TxScheduler {
             }
         }
         if self.own_we.val() {
-            // {next PSN 23:0, error 24, READs sent 31:25, ci 47:32, pi 63:48}
             self.dyn_ram.write_address.next = self.cur_qpn.q.val();
-            self.dyn_ram.write_data.next = bit_cast::<64, 24>(self.st_psn.val())
-                | (bit_cast::<64, 1>(self.st_err.val().into()) << 24)
-                | (bit_cast::<64, 7>(self.st_reads.val()) << 25)
-                | (bit_cast::<64, 16>(self.st_ci.val()) << 32)
-                | (bit_cast::<64, 16>(self.pi.q.val()) << 48);
+            self.dyn_ram.write_data.next.next_psn = self.st_psn.val();
+            self.dyn_ram.write_data.next.err = self.st_err.val().into();
+            self.dyn_ram.write_data.next.reads_sent = self.st_reads.val();
+            self.dyn_ram.write_data.next.ci = self.st_ci.val();
+            self.dyn_ram.write_data.next.pi = self.pi.q.val();
         }
         self.dyn_ram.write_enable.next = self.own_we.val() | self.cmd_we.val();
         // The RX engine's copy counts the WQEs recorded in the in-flight table: none while in
@@ -2176,7 +2181,7 @@ impl Logic for TxScheduler {
         self.sent_ram.write_data.next = self.dyn_ram.write_data.val();
         self.sent_we.next = self.dyn_ram.write_enable.val();
         self.sent_waddr.next = self.dyn_ram.write_address.val();
-        self.sent_wdata.next = self.dyn_ram.write_data.val().get_bits::<16>(32);
+        self.sent_wdata.next = self.dyn_ram.write_data.val().ci;
         // The status register shows each state's old number (its `(was N)`), so a status
         // read stays comparable with earlier captures and notes. (Assigned first: the codes no
         // state uses would otherwise leave it unassigned, a latch.)
