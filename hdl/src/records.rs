@@ -252,6 +252,33 @@ record!(
 );
 
 record!(
+    /// The completer's state of one QP (the RX engine's `acked_ram`, block RAM, 64 entries;
+    /// IBTA Vol 1 9.7.5.1, 9.9): WQEs retired `acked` (mod 2^16), the PSN after the last retired
+    /// `acked_psn` and the last PSN acknowledged `ack_hi`; the transport `retries` and
+    /// `rnr_cnt` used on the oldest WQE, an RNR wait under way (`rnr_wait`); the QP in the
+    /// error state (`qp_err`); READs retired `reads_done` (mod 128) and the next READ
+    /// response's PSN `rd_next` (if `rd_valid`); the READ scatter list entry being filled
+    /// `rl_k` with `rl_used` bytes of it used; the PSN the READ responses resume from after a
+    /// retry, `rd_rs` (if `rd_rs_ok`). A context command with INIT_SQ_PSN writes it as zero but
+    /// `acked_psn` (the first PSN) and `ack_hi` (the one before it): nothing sent, all
+    /// acknowledged.
+    AckedRec, 181, {
+        acked: 16, retries: 3, rsvd0: 1, qp_err: 1, rd_valid: 1, rsvd1: 2, reads_done: 7, rsvd2: 1,
+        rd_next: 24, rsvd3: 8, acked_psn: 24, rnr_cnt: 3, rnr_wait: 1, rsvd4: 4, rl_k: 4,
+        rl_used: 32, rd_rs: 24, rd_rs_ok: 1, ack_hi: 24,
+    }
+);
+
+record!(
+    /// What the requester's scheduler reads of [`AckedRec`] (the RX engine's `acked_tx_ram`,
+    /// written with `acked_ram`, read at the scheduler's own address): WQEs retired, READs
+    /// retired and the PSN after the last retired WQE.
+    AckedTxRec, 48, {
+        acked: 16, reads_done: 7, rsvd0: 1, acked_psn: 24,
+    }
+);
+
+record!(
     /// The requester's send-queue state of one QP, saved as the scheduler steps aside and
     /// reloaded in `TakeQp` (the scheduler's `dyn_ram`, 64 entries; `sent_ram`, the RX
     /// engine's view of it, keeps the same words): the next PSN to send `next_psn` (IBTA Vol 1

@@ -53,8 +53,8 @@ use crate::event_queue::AsyncEventQueue;
 use crate::numbers::Numbers;
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
-    AckJob, CqeRec, InflightRec, LocalCompletion, MrEntryRec, OpClass, QpContextRec, ReadRespJob, RecvWqeRec,
-    RespDynRec, RespItem, RxDesc, WriteJob,
+    AckJob, AckedRec, AckedTxRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, OpClass, QpContextRec, ReadRespJob,
+    RecvWqeRec, RespDynRec, RespItem, RxDesc, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
 use crate::sent_psn::SentPsnTable;
@@ -524,12 +524,14 @@ pub struct RxEngine {
     /// `CompletionRoute`, `WriteCqe`, `WriteBack`) to this CQ.
     src_ev: DFF<Bit>,
     ev_cq: DFF<Bits<8>>,
-    /// Completer state by QP: {retired WQEs 15..0, retries 18..16, ERR 20, `rd_valid` 21,
-    /// READs retired 30..24, next READ response PSN 55..32, PSN after the last retired
-    /// 87..64, RNR count 90..88, RNR wait 91, READ list entry 99..96, bytes of it filled
-    /// 131..100}.
-    acked_ram: RAM<Bits<181>, 6>,
-    acked_tx_ram: RAM<Bits<48>, 6>,
+    /// The completer's state per QP ([`AckedRec`]), and the scheduler's view of it
+    /// ([`AckedTxRec`]); `acked_zero` is the all-zero record.
+    acked_ram: RAM<AckedRec, 6>,
+    acked_tx_ram: RAM<AckedTxRec, 6>,
+    acked_zero: Constant<AckedRec>,
+    /// The word `acked_ram` is written with, for the copies made of it.
+    acked_w: Signal<Local, AckedRec>,
+    acked_w_hi: Signal<Local, Bits<24>>,
     inflight_ram: RAM<Bits<224>, 12>,
     state: DFF<RxState>,
     /// The write-job FIFO has room for a job this cycle: its almost-full flag (at most one free
@@ -1003,6 +1005,9 @@ impl Default for RxEngine {
             tables: Default::default(),
             rdyn_ram: Default::default(),
             rdyn_zero: Constant::new(RespDynRec::default()),
+            acked_zero: Constant::new(AckedRec::default()),
+            acked_w: Default::default(),
+            acked_w_hi: Default::default(),
             rdyn_wb: Default::default(),
             rdyn_init: Default::default(),
             acked_ram: Default::default(),
@@ -1683,9 +1688,9 @@ impl Logic for RxEngine {
         self.inflight_ram.read_address.next =
             bit_cast::<12, 6>(self.qpn.q.val()) << 6 | bit_cast::<12, 6>(self.acked.q.val().get_bits::<6>(0));
         self.acked_tx_ram.read_address.next = self.acked_raddr.val();
-        self.acked_rdata.next = self.acked_tx_ram.read_data.val().get_bits::<16>(0);
-        self.acked_rreads.next = self.acked_tx_ram.read_data.val().get_bits::<7>(16);
-        self.acked_rpsn.next = self.acked_tx_ram.read_data.val().get_bits::<24>(24);
+        self.acked_rdata.next = self.acked_tx_ram.read_data.val().acked;
+        self.acked_rreads.next = self.acked_tx_ram.read_data.val().reads_done;
+        self.acked_rpsn.next = self.acked_tx_ram.read_data.val().acked_psn;
         self.qp_now.next = self.tables.qp.val();
         self.mr_now.next = self.tables.mr.val();
         self.rdyn_now.next = self.rdyn_ram.read_data.val();
@@ -1884,8 +1889,9 @@ impl Logic for RxEngine {
             | self.rst_cmd.val();
         self.acked_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         // (The PSN after the last WQE retired starts at the first PSN: nothing sent, all acked.)
-        self.acked_ram.write_data.next = (bit_cast::<181, 24>(self.cmd_qp.val().sq_psn - 1) << 157)
-            | (bit_cast::<181, 24>(self.cmd_qp.val().sq_psn) << 64);
+        self.acked_ram.write_data.next = self.acked_zero.val();
+        self.acked_ram.write_data.next.ack_hi = self.cmd_qp.val().sq_psn - 1;
+        self.acked_ram.write_data.next.acked_psn = self.cmd_qp.val().sq_psn;
         // What the requester has sent, per QP (the scheduler's reports; INIT_SQ_PSN).
         self.sent_psns.emit.next = self.emit_we.val();
         self.sent_psns.emit_qpn.next = self.emit_qpn.val();
@@ -2191,7 +2197,7 @@ impl Logic for RxEngine {
             self.cover_psn.next = self.pkt.q.val().psn - 1;
         }
         self.psn_diff.next = self.cover_r.q.val() - self.entry.val().last_psn;
-        self.out_load.next = self.sent_data.val() - self.acked_ram.read_data.val().get_bits::<16>(0);
+        self.out_load.next = self.sent_data.val() - self.acked_ram.read_data.val().acked;
         self.out_m1.next = self.sent.q.val() + !self.acked.q.val();
         self.seq_progress.next = !self.src_to.q.val() & self.nak_moved.q.val();
         self.seq_nak_r.d.next =
@@ -2521,25 +2527,24 @@ impl Logic for RxEngine {
                 self.rq_pi.d.next = self.rqpi_ram.read_data.val();
                 self.rd_acc.d.next = self.racc_ram.read_data.val();
                 self.nak_moved.d.next = self.pkt.q.val().psn != self.rdyn_now.val().last_nak;
-                self.acked.d.next = self.acked_ram.read_data.val().get_bits::<16>(0);
-                self.retries.d.next = self.acked_ram.read_data.val().get_bits::<3>(16);
-                self.qp_err.d.next = self.acked_ram.read_data.val().get_bit(20);
-                self.err_was.d.next = self.acked_ram.read_data.val().get_bit(20);
+                self.acked.d.next = self.acked_ram.read_data.val().acked;
+                self.retries.d.next = self.acked_ram.read_data.val().retries;
+                self.qp_err.d.next = self.acked_ram.read_data.val().qp_err.any();
+                self.err_was.d.next = self.acked_ram.read_data.val().qp_err.any();
                 self.ce_done.d.next = self.rdyn_now.val().ce_done.any();
-                self.rd_valid.d.next = self.acked_ram.read_data.val().get_bit(21);
-                self.rd_next.d.next = self.acked_ram.read_data.val().get_bits::<24>(32);
-                self.reads_done.d.next = self.acked_ram.read_data.val().get_bits::<7>(24);
-                self.acked_psn.d.next = self.acked_ram.read_data.val().get_bits::<24>(64);
-                self.rnr_cnt.d.next = self.acked_ram.read_data.val().get_bits::<3>(88);
-                self.rnr_wait.d.next = self.acked_ram.read_data.val().get_bit(91) & !self.src_rnr.q.val();
-                self.rl_k.d.next = self.acked_ram.read_data.val().get_bits::<4>(96);
-                self.rl_used.d.next = self.acked_ram.read_data.val().get_bits::<32>(100);
-                self.rd_rs.d.next = self.acked_ram.read_data.val().get_bits::<24>(132);
-                self.rd_rs_ok.d.next = self.acked_ram.read_data.val().get_bit(156);
-                self.ack_hi.d.next = self.acked_ram.read_data.val().get_bits::<24>(157);
+                self.rd_valid.d.next = self.acked_ram.read_data.val().rd_valid.any();
+                self.rd_next.d.next = self.acked_ram.read_data.val().rd_next;
+                self.reads_done.d.next = self.acked_ram.read_data.val().reads_done;
+                self.acked_psn.d.next = self.acked_ram.read_data.val().acked_psn;
+                self.rnr_cnt.d.next = self.acked_ram.read_data.val().rnr_cnt;
+                self.rnr_wait.d.next = self.acked_ram.read_data.val().rnr_wait.any() & !self.src_rnr.q.val();
+                self.rl_k.d.next = self.acked_ram.read_data.val().rl_k;
+                self.rl_used.d.next = self.acked_ram.read_data.val().rl_used;
+                self.rd_rs.d.next = self.acked_ram.read_data.val().rd_rs;
+                self.rd_rs_ok.d.next = self.acked_ram.read_data.val().rd_rs_ok.any();
+                self.ack_hi.d.next = self.acked_ram.read_data.val().ack_hi;
                 self.emit_now_r.d.next = self.sent_psns.read_psn.val();
-                self.all_acked_r.d.next =
-                    self.sent_psns.read_psn.val() == self.acked_ram.read_data.val().get_bits::<24>(64);
+                self.all_acked_r.d.next = self.sent_psns.read_psn.val() == self.acked_ram.read_data.val().acked_psn;
                 self.sent.d.next = self.sent_data.val();
                 self.none_out.d.next = (self.out_load.val() == 0) | self.out_load.val().get_bit(15);
                 self.sqd_here.d.next = self.chk.armed.val();
@@ -3299,20 +3304,21 @@ impl Logic for RxEngine {
                 }
                 self.acked_ram.write_enable.next = self.qpn_ok.q.val();
                 self.acked_ram.write_address.next = self.qpn.q.val();
-                self.acked_ram.write_data.next = bit_cast::<181, 16>(self.acked.q.val())
-                    | (bit_cast::<181, 3>(self.retries.q.val()) << 16)
-                    | (bit_cast::<181, 1>(self.qp_err.q.val().into()) << 20)
-                    | (bit_cast::<181, 1>(self.rd_valid.q.val().into()) << 21)
-                    | (bit_cast::<181, 7>(self.reads_done.q.val()) << 24)
-                    | (bit_cast::<181, 24>(self.rd_next.q.val()) << 32)
-                    | (bit_cast::<181, 24>(self.acked_psn.q.val()) << 64)
-                    | (bit_cast::<181, 3>(self.rnr_cnt.q.val()) << 88)
-                    | (bit_cast::<181, 1>(self.rnr_wait.q.val().into()) << 91)
-                    | (bit_cast::<181, 4>(self.rl_k.q.val()) << 96)
-                    | (bit_cast::<181, 32>(self.rl_used.q.val()) << 100)
-                    | (bit_cast::<181, 24>(self.rd_rs.q.val()) << 132)
-                    | (bit_cast::<181, 1>(self.rd_rs_ok.q.val().into()) << 156)
-                    | (bit_cast::<181, 24>(self.ack_hi.q.val()) << 157);
+                self.acked_ram.write_data.next = self.acked_zero.val();
+                self.acked_ram.write_data.next.acked = self.acked.q.val();
+                self.acked_ram.write_data.next.retries = self.retries.q.val();
+                self.acked_ram.write_data.next.qp_err = self.qp_err.q.val().into();
+                self.acked_ram.write_data.next.rd_valid = self.rd_valid.q.val().into();
+                self.acked_ram.write_data.next.reads_done = self.reads_done.q.val();
+                self.acked_ram.write_data.next.rd_next = self.rd_next.q.val();
+                self.acked_ram.write_data.next.acked_psn = self.acked_psn.q.val();
+                self.acked_ram.write_data.next.rnr_cnt = self.rnr_cnt.q.val();
+                self.acked_ram.write_data.next.rnr_wait = self.rnr_wait.q.val().into();
+                self.acked_ram.write_data.next.rl_k = self.rl_k.q.val();
+                self.acked_ram.write_data.next.rl_used = self.rl_used.q.val();
+                self.acked_ram.write_data.next.rd_rs = self.rd_rs.q.val();
+                self.acked_ram.write_data.next.rd_rs_ok = self.rd_rs_ok.q.val().into();
+                self.acked_ram.write_data.next.ack_hi = self.ack_hi.q.val();
                 // Only the completer moves the CQ producer index.
                 self.state.d.next = RxState::Idle;
                 if self.ack_div.q.val() {
@@ -3827,11 +3833,14 @@ impl Logic for RxEngine {
             | ((self.state.q.val() == RxState::WriteBack) & self.sqd_here.q.val() & !self.src_fl.q.val());
         self.acked_tx_ram.write_enable.next = self.acked_ram.write_enable.val();
         self.acked_tx_ram.write_address.next = self.acked_ram.write_address.val();
-        self.acked_wdata.next = bit_cast::<24, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))
-            | (bit_cast::<24, 8>(self.acked_ram.write_data.val().get_bits::<8>(157)) << 16);
-        self.acked_tx_ram.write_data.next = bit_cast::<48, 16>(self.acked_ram.write_data.val().get_bits::<16>(0))
-            | (bit_cast::<48, 7>(self.acked_ram.write_data.val().get_bits::<7>(24)) << 16)
-            | (bit_cast::<48, 24>(self.acked_ram.write_data.val().get_bits::<24>(64)) << 24);
+        self.acked_w.next = self.acked_ram.write_data.val();
+        self.acked_w_hi.next = self.acked_w.val().ack_hi;
+        self.acked_wdata.next = bit_cast::<24, 16>(self.acked_w.val().acked)
+            | (bit_cast::<24, 8>(self.acked_w_hi.val().get_bits::<8>(0)) << 16);
+        self.acked_tx_ram.write_data.next.acked = self.acked_w.val().acked;
+        self.acked_tx_ram.write_data.next.reads_done = self.acked_w.val().reads_done;
+        self.acked_tx_ram.write_data.next.rsvd0 = 0.into();
+        self.acked_tx_ram.write_data.next.acked_psn = self.acked_w.val().acked_psn;
         self.acked_we.next = self.acked_ram.write_enable.val();
         self.acked_waddr.next = self.acked_ram.write_address.val();
         // The state as its number (in parentheses in `RxState`'s documentation), for the status
