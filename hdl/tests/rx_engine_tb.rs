@@ -60,6 +60,10 @@
 //!   (INIT) and connected again eight times, with messages left open and class C errors
 //!   between, beside another QP's stream: no packet taken in RESET or INIT, and afterwards the
 //!   new expected PSN, an MSN from 0, no open message and no error state.
+//! - `a_recreated_qp_completes_only_its_new_connections_work`: the completer's side of the
+//!   same: eight lives of one QPN, each with a WRITE and a READ recorded at a new SQ PSN, some
+//!   ended with the READ half scattered; a late response of the last life is dropped, and the
+//!   new READ scatters from its own list's start and both WQEs complete with their own wr_ids.
 //! - `dbg_state_reports_the_state_numbers`: the state code on `dbg_state` (STATUS bits 5:0)
 //!   through an accepted WRITE and a refused one with its flush visit: the numbers the states
 //!   had before they were named (`rnic_hdl::rx_engine::RxState`).
@@ -1415,6 +1419,68 @@ impl ReadRun {
     }
 }
 
+impl Tb {
+    /// Hands in `run`'s next response, in order, and checks what the completer did with it:
+    /// the WRITE before the READ retired first (if any), the payload scattered over the READ's
+    /// list (message byte `m` to `run.iova_of[m]`, in pieces that cover the packet once and
+    /// free its beats with the last), the READ's CQE after its last response if signaled.
+    /// Returns the number of payload pieces.
+    fn response_in_order(&mut self, run: &mut ReadRun, ctx: &str) -> usize {
+        use rnic_contract::verbs::wc_opcode;
+        let i = run.next;
+        let d = run.desc(i, &mut self.rng);
+        let got = self.packet_run(&d, &Default::default());
+        let ctx = format!("{ctx} ({:#04x}, {} B)", d.opcode, d.plen);
+        assert!(got.fetches.is_empty() && got.rewinds.is_empty(), "{ctx}: {got:x?}");
+        let last = i + 1 == run.npkts;
+        let mut want_cqes = vec![];
+        let mut want_pulses = vec![];
+        let wb = run.write_before.take();
+        if let Some(w) = wb {
+            want_cqes.push((0, w.1, w.0, u64::from(wc_opcode::RDMA_WRITE)));
+            want_pulses.push("cnt_cqe");
+        }
+        want_pulses.push("cnt_roce_ok");
+        if last && run.signaled {
+            want_cqes.push((0, run.total, run.wr_id, u64::from(wc_opcode::RDMA_READ)));
+            want_pulses.push("cnt_cqe");
+        }
+        assert_eq!(cqes_of(&got.jobs, &ctx), want_cqes, "{ctx}: CQEs; jobs {:x?}", got.jobs);
+        assert_eq!(got.pulses, want_pulses, "{ctx}: counters");
+        // The CQEs: a WRITE's before the payload, the READ's after it.
+        let kinds: Vec<u64> = got.jobs.iter().map(|j| j.kind).collect();
+        let first_pay = kinds.iter().position(|&k| k == 0).expect("no payload job");
+        let last_pay = kinds.iter().rposition(|&k| k == 0).unwrap();
+        assert!(kinds[first_pay..=last_pay].iter().all(|&k| k == 0), "{ctx}: job kinds {kinds:?}");
+        assert_eq!(first_pay, usize::from(wb.is_some()), "{ctx}: job kinds {kinds:?}");
+        assert_eq!(kinds.len() - 1 - last_pay, usize::from(last && run.signaled), "{ctx}: job kinds {kinds:?}");
+        let pay = &got.jobs[first_pay..=last_pay];
+        let base = i * run.mtu;
+        let mut at = base;
+        for (k, j) in pay.iter().enumerate() {
+            assert!(j.plen > 0, "{ctx}: empty piece {k}: {pay:x?}");
+            assert_eq!(j.start, d.start, "{ctx}: piece {k} start");
+            assert_eq!(j.off, d.hlen + (at - base), "{ctx}: piece {k} offset into the packet");
+            assert!(at + j.plen <= base + d.plen, "{ctx}: pieces past the payload: {pay:x?}");
+            for b in 0..j.plen {
+                assert_eq!(
+                    j.addr + b,
+                    run.iova_of[(at + b) as usize],
+                    "{ctx}: piece {k} byte {b} (message byte {}); pieces {pay:x?}",
+                    at + b
+                );
+            }
+            let lastp = k + 1 == pay.len();
+            assert_eq!(j.release, if lastp { d.nbeats } else { 0 }, "{ctx}: piece {k} of {} release", pay.len());
+            assert!(!j.need_ack, "{ctx}: piece {k} asks for an ACK");
+            at += j.plen;
+        }
+        assert_eq!(at, base + d.plen, "{ctx}: pieces {pay:x?}");
+        run.next += 1;
+        pay.len()
+    }
+}
+
 /// CQEs (status, byte_len, wr_id, opcode) among `jobs`, checked to free nothing and ask no ACK.
 fn cqes_of(jobs: &[JobSeen], ctx: &str) -> Vec<(u64, u64, u64, u64)> {
     jobs.iter()
@@ -1614,59 +1680,11 @@ fn read_responses_scatter_over_the_read_list() {
                 strays += 1;
                 continue;
             }
-            let d = run.desc(i, &mut tb.rng);
-            let got = tb.packet_run(&d, &empty);
-            let ctx = format!("{ctx} ({:#04x}, {} B)", d.opcode, d.plen);
-            assert!(got.fetches.is_empty() && got.rewinds.is_empty(), "{ctx}: {got:x?}");
-            let last = i + 1 == run.npkts;
-            let mut want_cqes = vec![];
-            let mut want_pulses = vec![];
-            let wb = run.write_before.take();
-            if let Some(w) = wb {
-                want_cqes.push((0, w.1, w.0, u64::from(wc_opcode::RDMA_WRITE)));
-                want_pulses.push("cnt_cqe");
-            }
-            want_pulses.push("cnt_roce_ok");
-            if last && run.signaled {
-                want_cqes.push((0, run.total, run.wr_id, u64::from(wc_opcode::RDMA_READ)));
-                want_pulses.push("cnt_cqe");
-            }
-            assert_eq!(cqes_of(&got.jobs, &ctx), want_cqes, "{ctx}: CQEs; jobs {:x?}", got.jobs);
-            assert_eq!(got.pulses, want_pulses, "{ctx}: counters");
-            // The CQEs: a WRITE's before the payload, the READ's after it.
-            let kinds: Vec<u64> = got.jobs.iter().map(|j| j.kind).collect();
-            let first_pay = kinds.iter().position(|&k| k == 0).expect("no payload job");
-            let last_pay = kinds.iter().rposition(|&k| k == 0).unwrap();
-            assert!(kinds[first_pay..=last_pay].iter().all(|&k| k == 0), "{ctx}: job kinds {kinds:?}");
-            assert_eq!(first_pay, usize::from(wb.is_some()), "{ctx}: job kinds {kinds:?}");
-            assert_eq!(kinds.len() - 1 - last_pay, usize::from(last && run.signaled), "{ctx}: job kinds {kinds:?}");
-            let pay = &got.jobs[first_pay..=last_pay];
-            let base = i * run.mtu;
-            let mut at = base;
-            for (k, j) in pay.iter().enumerate() {
-                assert!(j.plen > 0, "{ctx}: empty piece {k}: {pay:x?}");
-                assert_eq!(j.start, d.start, "{ctx}: piece {k} start");
-                assert_eq!(j.off, d.hlen + (at - base), "{ctx}: piece {k} offset into the packet");
-                assert!(at + j.plen <= base + d.plen, "{ctx}: pieces past the payload: {pay:x?}");
-                for b in 0..j.plen {
-                    assert_eq!(
-                        j.addr + b,
-                        run.iova_of[(at + b) as usize],
-                        "{ctx}: piece {k} byte {b} (message byte {}); pieces {pay:x?}",
-                        at + b
-                    );
-                }
-                let lastp = k + 1 == pay.len();
-                assert_eq!(j.release, if lastp { d.nbeats } else { 0 }, "{ctx}: piece {k} of {} release", pay.len());
-                assert!(!j.need_ack, "{ctx}: piece {k} asks for an ACK");
-                at += j.plen;
-            }
-            assert_eq!(at, base + d.plen, "{ctx}: pieces {pay:x?}");
+            let pieces = tb.response_in_order(run, &ctx);
             responses += 1;
-            if pay.len() > 1 {
+            if pieces > 1 {
                 multi_piece += 1;
             }
-            run.next += 1;
         }
         // Late duplicates of READs already complete: for no outstanding READ, dropped.
         for _ in 0..3 {
@@ -2204,4 +2222,129 @@ fn a_recreated_qp_keeps_nothing_of_its_last_connection() {
         "shapes not reached: {left_open} lives left a message open, {left_err} in ERR, {middles} MIDDLEs first"
     );
     assert!(!q7.err, "QP 7's stream was disturbed (seed {seed:#x})");
+}
+
+/// The completer's side of a QP destroyed and created again under the same QPN (the
+/// requester's counterpart of `a_recreated_qp_keeps_nothing_of_its_last_connection`). QP 12
+/// lives eight times, each life with a new SQ PSN half the PSN space from the last one's:
+/// a signaled RDMA WRITE and an RDMA READ of 1..=4 responses over a list of 1..=4 entries are
+/// recorded, and the READ's responses come in order. Some lives end with the READ cut short
+/// (its first responses scattered: the completer holds a list entry and the bytes used of
+/// it), the others complete it. After each re-creation, with the new life's WQEs recorded, a
+/// response of the last life's READ comes late: it is dropped (a ghost or a duplicate), writes
+/// nothing and completes nothing. The new READ is READ number 0 again: its payload lands from
+/// byte 0 of entry 0 of its own list, and both WQEs complete with their own wr_ids,
+/// successfully (nothing of the last life's READ progress, retired count or PSNs is kept).
+#[test]
+fn a_recreated_qp_completes_only_its_new_connections_work() {
+    use rnic_contract::verbs::wc_opcode;
+    let mut tb = Tb::new(0x2E61_000D);
+    let seed = tb.rng.0;
+    let (qpn, cqn, mtu) = (12u64, 6u64, 256u64);
+    tb.write_cq(cqn, 10, 0x7200_0000);
+    let mut sq_psn = tb.rng.u32() & 0xFF_FFFF;
+    // The last life's READ and the response it was cut at, if it was.
+    let mut cut: Option<ReadRun> = None;
+    let (mut cuts, mut late) = (0u64, 0u64);
+    for life in 0..8u64 {
+        let ctx = format!("life {life} (seed {seed:#x})");
+        let mut q = random_qp(&mut tb.rng, 3, 0x7, 5);
+        q.mtu_code = 1;
+        let mut r = qp_record(&q);
+        qp::SEND_CQ.put(&mut r, cqn);
+        qp::RECV_CQ.put(&mut r, cqn);
+        qp::SQ_PSN.put(&mut r, u64::from(sq_psn));
+        if life > 0 {
+            // Destroyed (RESET) and created again: the scheduler's consumer index restarts.
+            let mut gone = r;
+            qp::STATE.put(&mut gone, 0);
+            tb.command(1, qpn, &gone);
+        }
+        tb.command(1, qpn, &r);
+        tb.sent[qpn as usize] = 0;
+        // The WRITE at the first PSN, then the READ (READ number 0: list 0).
+        let n = tb.rng.range(1, 4);
+        let entries: Vec<(u64, u64)> =
+            (0..n).map(|_| (tb.rng.next_u64() & 0x0000_FFFF_FFFF_FFFF, tb.rng.range(1, 2 * mtu))).collect();
+        for (k, e) in entries.iter().enumerate() {
+            tb.write_read_list(qpn, 0, k as u64, e.0, e.1 as u32);
+        }
+        let total: u64 = entries.iter().map(|e| e.1).sum();
+        let iova_of: Vec<u64> = entries.iter().flat_map(|e| (0..e.1).map(move |b| e.0 + b)).collect();
+        let w = (0xC0DE_0000 + (life << 8), tb.rng.range(0, 1 << 16));
+        let junk = tb.rng.next_u64();
+        tb.record_inflight(
+            qpn,
+            &Inflight {
+                wr_id: w.0,
+                byte_len: w.1,
+                first_psn: sq_psn,
+                last_psn: sq_psn,
+                signaled: true,
+                rd_list: false,
+                wc_opcode: u64::from(wc_opcode::RDMA_WRITE),
+                local_iova: junk,
+            },
+        );
+        let mut run = ReadRun {
+            qpn,
+            mtu,
+            wr_id: 0xC0DE_0001 + (life << 8),
+            first_psn: (sq_psn + 1) & 0xFF_FFFF,
+            npkts: total.div_ceil(mtu),
+            total,
+            iova_of,
+            entries,
+            next: 0,
+            write_before: Some(w),
+            signaled: true,
+            gaps: Default::default(),
+        };
+        let junk = tb.rng.next_u64();
+        tb.record_inflight(
+            qpn,
+            &Inflight {
+                wr_id: run.wr_id,
+                byte_len: total,
+                first_psn: run.first_psn,
+                last_psn: (run.first_psn + run.npkts as u32 - 1) & 0xFF_FFFF,
+                signaled: true,
+                rd_list: true,
+                wc_opcode: u64::from(wc_opcode::RDMA_READ),
+                local_iova: junk,
+            },
+        );
+        if let Some(old) = cut.take() {
+            // A late response of the last life's READ, the one it was cut at.
+            let d = old.desc(old.next, &mut tb.rng);
+            let got = tb.packet_run(&d, &Default::default());
+            let lctx = format!("{ctx}: the last life's response {} (PSN {:#x})", old.next, d.psn);
+            assert_eq!(got.jobs.len(), 1, "{lctx}: jobs {:x?}", got.jobs);
+            assert_eq!(
+                (got.jobs[0].kind, got.jobs[0].release, got.jobs[0].start),
+                (NONE, d.nbeats, d.start),
+                "{lctx}: it writes nothing and frees its beats"
+            );
+            assert!(got.pulses == ["cnt_drop_psn"] || got.pulses == ["cnt_dup"], "{lctx}: counters {:?}", got.pulses);
+            assert!(got.rewinds.is_empty(), "{lctx}: rewinds {:x?}", got.rewinds);
+            late += 1;
+        }
+        // This life's responses: all of them, or (the life ends early) the first few.
+        let stop =
+            if life < 7 && run.npkts > 1 && tb.rng.chance(1, 2) { tb.rng.range(1, run.npkts - 1) } else { run.npkts };
+        while run.next < stop {
+            let rctx = format!("{ctx}: response {} of {} ({} B over {:?})", run.next, run.npkts, total, run.entries);
+            tb.response_in_order(&mut run, &rctx);
+        }
+        if stop < run.npkts {
+            cuts += 1;
+            cut = Some(run);
+        }
+        // The next life starts half the PSN space away.
+        sq_psn = (sq_psn + 0x80_0000 + tb.rng.range(0, 0xFFFF) as u32) & 0xFF_FFFF;
+    }
+    assert!(
+        cuts >= 2 && late >= 2,
+        "shapes not reached: {cuts} lives cut short, {late} late responses (seed {seed:#x})"
+    );
 }
