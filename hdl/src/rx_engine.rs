@@ -567,6 +567,14 @@ pub struct RxEngine {
     msn: DFF<Bits<24>>,
     wr_addr: DFF<Bits<64>>,
     wr_rem: DFF<Bits<32>>,
+    /// What `Decide` leaves in `wr_rem` for an accepted WRITE (`reth_len` or `wr_rem`, less
+    /// the payload) and SEND start (`sge_len` less the payload), registered every cycle: their
+    /// inputs hold for at least the cycle before `Decide` (`wr_rem` is loaded in
+    /// `LoadQpState`, `sge_len` in the receive-entry states before `SgeFits` or
+    /// `SgeVerdict`), and the subtractions then stay out of `Decide`'s mux (7 LUT levels
+    /// from `wr_rem` into itself otherwise).
+    wrem_wr_r: DFF<Bits<32>>,
+    wrem_send_r: DFF<Bits<32>>,
     in_write: DFF<Bit>,
     nak_sent: DFF<Bit>,
     acked: DFF<Bits<16>>,
@@ -1038,6 +1046,8 @@ impl Default for RxEngine {
             msn: Default::default(),
             wr_addr: Default::default(),
             wr_rem: Default::default(),
+            wrem_wr_r: Default::default(),
+            wrem_send_r: Default::default(),
             in_write: Default::default(),
             nak_sent: Default::default(),
             acked: Default::default(),
@@ -1377,6 +1387,8 @@ impl Logic for RxEngine {
             msn,
             wr_addr,
             wr_rem,
+            wrem_wr_r,
+            wrem_send_r,
             in_write,
             nak_sent,
             acked,
@@ -2074,6 +2086,11 @@ impl Logic for RxEngine {
         self.sge_ok.next = self.sge_ok_r.q.val();
         self.mtu.next = self.mtu_r.q.val();
         self.plen32.next = bit_cast::<32, 13>(self.pkt.q.val().plen);
+        self.wrem_wr_r.d.next = self.wr_rem.q.val() - self.plen32.val();
+        if self.is_first_or_only.val() {
+            self.wrem_wr_r.d.next = self.pkt.q.val().reth_len - self.plen32.val();
+        }
+        self.wrem_send_r.d.next = self.sge_len.q.val() - self.plen32.val();
         self.mtu_now.next = bit_cast::<32, 8>(128.into()) << bit_cast::<32, 3>(self.qp_now.val().path_mtu);
         self.send_fits.next = self.send_fits_r.q.val();
         self.off.next = self.pkt.q.val().reth_va - self.mr_now.val().va;
@@ -2847,10 +2864,7 @@ impl Logic for RxEngine {
                             self.reply.next.msn = self.msn.q.val() + 1;
                         }
                         self.wr_addr.d.next = self.w_addr_r.q.val() + bit_cast::<64, 32>(self.plen32.val());
-                        self.wr_rem.d.next = self.wr_rem.q.val() - self.plen32.val();
-                        if self.is_first_or_only.val() {
-                            self.wr_rem.d.next = self.pkt.q.val().reth_len - self.plen32.val();
-                        }
+                        self.wr_rem.d.next = self.wrem_wr_r.q.val();
                         self.in_write.d.next = self.is_write_op.val() & !self.is_last_or_only.val();
                         if self.is_first_or_only.val() {
                             // The WRITE's total length, for a completion with immediate.
@@ -2890,7 +2904,7 @@ impl Logic for RxEngine {
                                 self.srq_inc.d.next = true;
                             }
                             if self.is_send_start.val() {
-                                self.wr_rem.d.next = self.sge_len.q.val() - self.plen32.val();
+                                self.wr_rem.d.next = self.wrem_send_r.q.val();
                                 self.recv_wr_id.d.next = self.rwqe.q.val().wr_id;
                                 self.recv_len.d.next = self.plen32.val();
                                 self.cqe_wr_id.d.next = self.rwqe.q.val().wr_id;
