@@ -1357,6 +1357,42 @@ impl Tb {
         self.dut.set("emit_we", 0);
         self.sent[qpn as usize] += 1;
     }
+
+    /// Records a signaled RDMA WRITE (`w`: wr_id, byte_len) of QP `qpn` at PSN `psn`.
+    fn record_write(&mut self, qpn: u64, w: (u64, u64), psn: u32) {
+        let junk = self.rng.next_u64();
+        self.record_inflight(
+            qpn,
+            &Inflight {
+                wr_id: w.0,
+                byte_len: w.1,
+                first_psn: psn,
+                last_psn: psn,
+                signaled: true,
+                rd_list: false,
+                wc_opcode: u64::from(rnic_contract::verbs::wc_opcode::RDMA_WRITE),
+                local_iova: junk,
+            },
+        );
+    }
+
+    /// Records `run`'s RDMA READ (scattered over its READ list) as the scheduler does.
+    fn record_read(&mut self, run: &ReadRun) {
+        let junk = self.rng.next_u64();
+        self.record_inflight(
+            run.qpn,
+            &Inflight {
+                wr_id: run.wr_id,
+                byte_len: run.total,
+                first_psn: run.first_psn,
+                last_psn: (run.first_psn + run.npkts as u32 - 1) & 0xFF_FFFF,
+                signaled: run.signaled,
+                rd_list: true,
+                wc_opcode: u64::from(rnic_contract::verbs::wc_opcode::RDMA_READ),
+                local_iova: junk,
+            },
+        );
+    }
 }
 
 /// One RDMA READ with an SGE list, as the requester's completer sees its responses.
@@ -1592,39 +1628,13 @@ fn read_responses_scatter_over_the_read_list() {
             let p = psn[&qpn];
             if tb.rng.chance(1, 3) {
                 let w = (0xA11C_E000 + (round << 8) + i as u64, tb.rng.range(0, 1 << 20));
-                let junk = tb.rng.next_u64();
-                tb.record_inflight(
-                    qpn,
-                    &Inflight {
-                        wr_id: w.0,
-                        byte_len: w.1,
-                        first_psn: p,
-                        last_psn: p,
-                        signaled: true,
-                        rd_list: false,
-                        wc_opcode: u64::from(wc_opcode::RDMA_WRITE),
-                        local_iova: junk,
-                    },
-                );
+                tb.record_write(qpn, w, p);
                 run.write_before = Some(w);
                 wrote_before += 1;
             }
             run.first_psn = (p + u32::from(run.write_before.is_some())) & 0xFF_FFFF;
             psn.insert(qpn, (run.first_psn + npkts as u32) & 0xFF_FFFF);
-            let junk = tb.rng.next_u64();
-            tb.record_inflight(
-                qpn,
-                &Inflight {
-                    wr_id: run.wr_id,
-                    byte_len: total,
-                    first_psn: run.first_psn,
-                    last_psn: (run.first_psn + npkts as u32 - 1) & 0xFF_FFFF,
-                    signaled: run.signaled,
-                    rd_list: true,
-                    wc_opcode: u64::from(wc_opcode::RDMA_READ),
-                    local_iova: junk,
-                },
-            );
+            tb.record_read(&run);
             runs.push(run);
         }
         // Responses, interleaved across QPs, in order per QP, with strays now and then.
@@ -2237,7 +2247,6 @@ fn a_recreated_qp_keeps_nothing_of_its_last_connection() {
 /// successfully (nothing of the last life's READ progress, retired count or PSNs is kept).
 #[test]
 fn a_recreated_qp_completes_only_its_new_connections_work() {
-    use rnic_contract::verbs::wc_opcode;
     let mut tb = Tb::new(0x2E61_000D);
     let seed = tb.rng.0;
     let (qpn, cqn, mtu) = (12u64, 6u64, 256u64);
@@ -2272,20 +2281,7 @@ fn a_recreated_qp_completes_only_its_new_connections_work() {
         let total: u64 = entries.iter().map(|e| e.1).sum();
         let iova_of: Vec<u64> = entries.iter().flat_map(|e| (0..e.1).map(move |b| e.0 + b)).collect();
         let w = (0xC0DE_0000 + (life << 8), tb.rng.range(0, 1 << 16));
-        let junk = tb.rng.next_u64();
-        tb.record_inflight(
-            qpn,
-            &Inflight {
-                wr_id: w.0,
-                byte_len: w.1,
-                first_psn: sq_psn,
-                last_psn: sq_psn,
-                signaled: true,
-                rd_list: false,
-                wc_opcode: u64::from(wc_opcode::RDMA_WRITE),
-                local_iova: junk,
-            },
-        );
+        tb.record_write(qpn, w, sq_psn);
         let mut run = ReadRun {
             qpn,
             mtu,
@@ -2300,20 +2296,7 @@ fn a_recreated_qp_completes_only_its_new_connections_work() {
             signaled: true,
             gaps: Default::default(),
         };
-        let junk = tb.rng.next_u64();
-        tb.record_inflight(
-            qpn,
-            &Inflight {
-                wr_id: run.wr_id,
-                byte_len: total,
-                first_psn: run.first_psn,
-                last_psn: (run.first_psn + run.npkts as u32 - 1) & 0xFF_FFFF,
-                signaled: true,
-                rd_list: true,
-                wc_opcode: u64::from(wc_opcode::RDMA_READ),
-                local_iova: junk,
-            },
-        );
+        tb.record_read(&run);
         if let Some(old) = cut.take() {
             // A late response of the last life's READ, the one it was cut at.
             let d = old.desc(old.next, &mut tb.rng);
