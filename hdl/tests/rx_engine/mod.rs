@@ -882,22 +882,7 @@ impl Tb {
     /// Hands `d` in (no job-FIFO stalls) and returns every job written in the next 120 cycles:
     /// the packet's and any asynchronous event's.
     pub fn packet_jobs(&mut self, d: &Desc) -> Vec<Vec<u8>> {
-        let l = RxDesc::default();
-        let fields = [
-            (l.get_my_offset_start(), l.get_my_width_start(), d.start),
-            (l.get_my_offset_nbeats(), l.get_my_width_nbeats(), d.nbeats),
-            (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(d.opcode)),
-            (l.get_my_offset_hlen(), l.get_my_width_hlen(), d.hlen),
-            (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(d.ackreq)),
-            (l.get_my_offset_plen(), l.get_my_width_plen(), d.plen),
-            (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), d.dest_qpn),
-            (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(d.psn)),
-            (l.get_my_offset_reth_va(), l.get_my_width_reth_va(), d.va),
-            (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), u64::from(d.rkey)),
-            (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(d.len)),
-        ];
-        let w = self.dut.width(self.p.desc);
-        self.dut.set_wide(self.p.desc, &pack_fields(w, &fields));
+        self.set_desc(d);
         self.dut.set_bit(self.p.desc_empty, false);
         self.dut.set_bit(self.p.job_afull, false);
         let mut jobs = Vec::new();
@@ -936,22 +921,7 @@ impl Tb {
 impl Tb {
     /// Hands `d` in and runs `n` cycles; returns `dbg_state` cycle by cycle, repeats collapsed.
     pub fn state_trace(&mut self, d: &Desc, n: u64) -> Vec<u64> {
-        let l = RxDesc::default();
-        let fields = [
-            (l.get_my_offset_start(), l.get_my_width_start(), d.start),
-            (l.get_my_offset_nbeats(), l.get_my_width_nbeats(), d.nbeats),
-            (l.get_my_offset_opcode(), l.get_my_width_opcode(), u64::from(d.opcode)),
-            (l.get_my_offset_hlen(), l.get_my_width_hlen(), d.hlen),
-            (l.get_my_offset_ackreq(), l.get_my_width_ackreq(), u64::from(d.ackreq)),
-            (l.get_my_offset_plen(), l.get_my_width_plen(), d.plen),
-            (l.get_my_offset_dest_qpn(), l.get_my_width_dest_qpn(), d.dest_qpn),
-            (l.get_my_offset_psn(), l.get_my_width_psn(), u64::from(d.psn)),
-            (l.get_my_offset_reth_va(), l.get_my_width_reth_va(), d.va),
-            (l.get_my_offset_reth_rkey(), l.get_my_width_reth_rkey(), u64::from(d.rkey)),
-            (l.get_my_offset_reth_len(), l.get_my_width_reth_len(), u64::from(d.len)),
-        ];
-        let w = self.dut.width(self.p.desc);
-        self.dut.set_wide(self.p.desc, &pack_fields(w, &fields));
+        self.set_desc(d);
         self.dut.set_bit(self.p.desc_empty, false);
         self.dut.set_bit(self.p.job_afull, false);
         let mut trace: Vec<u64> = Vec::new();
