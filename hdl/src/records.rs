@@ -291,6 +291,24 @@ record!(
     }
 );
 
+record!(
+    /// A scatter/gather entry as a receive WQE holds it (`rnic_contract::recv_wqe`, SGE
+    /// `k` at `SGE0_ADDR + 16 k` bytes): the buffer's address, its length in bytes and its
+    /// lkey. The RX engine checks one at a time (`cur_sge`).
+    SgeRec, 128, {
+        addr: 64, length: 32, lkey: 32,
+    }
+);
+
+record!(
+    /// A scatter entry after its key check, translated: the IOVA the DMA writes to and the
+    /// length in bytes. The RX engine's receive-scatter table (`sg_ram`) and the READ lists the
+    /// scheduler writes for it (`rdl_ram`, through `rl_wdata`) hold these.
+    ScatterEntryRec, 96, {
+        iova: 64, length: 32,
+    }
+);
+
 /// The classes of a received packet's BTH opcode the RX engine acts on (RC, IBTA Vol 1 §9.2,
 /// Table 38), decoded once per packet into a register: each field is true for the opcodes
 /// named.
@@ -335,6 +353,16 @@ mod tests {
 
     fn check(name: &str, offset: usize, width: usize, f: Field) {
         assert_eq!((offset, width), (f.lsb, f.width), "field {name} drifted from the contract");
+    }
+
+    #[test]
+    fn an_sge_record_is_a_receive_wqe_entry() {
+        let g = SgeRec::default();
+        let base = recv_wqe::SGE0_ADDR.lsb;
+        let rel = |f: Field| Field { lsb: f.lsb - base, ..f };
+        check("addr", g.get_my_offset_addr(), g.get_my_width_addr(), rel(recv_wqe::SGE0_ADDR));
+        check("length", g.get_my_offset_length(), g.get_my_width_length(), rel(recv_wqe::SGE0_LENGTH));
+        check("lkey", g.get_my_offset_lkey(), g.get_my_width_lkey(), rel(recv_wqe::SGE0_LKEY));
     }
 
     #[test]

@@ -54,7 +54,7 @@ use crate::numbers::Numbers;
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
     AckJob, AckedRec, AckedTxRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, OpClass, QpContextRec, ReadRespJob,
-    RecvWqeRec, RespDynRec, RespItem, RxDesc, WriteJob,
+    RecvWqeRec, RespDynRec, RespItem, RxDesc, ScatterEntryRec, SgeRec, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
 use crate::sent_psn::SentPsnTable;
@@ -767,7 +767,7 @@ pub struct RxEngine {
     sg_over: DFF<Bit>,
     sg_more: DFF<Bit>,
     sg_n: DFF<Bits<5>>,
-    cur_sge: DFF<Bits<128>>,
+    cur_sge: DFF<SgeRec>,
     /// Sum of the entries' lengths (36 bits: 15 entries of up to 2^32 - 1 bytes), and the
     /// first nonzero entry (translated address, length): where the message starts.
     sg_tot: DFF<Bits<36>>,
@@ -776,7 +776,7 @@ pub struct RxEngine {
     /// The nonzero scatter entries of each QP's open receive, translated and checked, in
     /// order at `qpn << 4 | k`: {IOVA 63..0, length 95..64}. Written when a SEND's first packet
     /// checks its receive WQE; read when a packet's payload passes the end of an entry.
-    sg_ram: RAM<Bits<96>, 10>,
+    sg_ram: RAM<ScatterEntryRec, 10>,
     /// Per QP (responder state bits 208..211 and 328..363): the slot in `sg_ram` of the entry
     /// `wr_addr`/`wr_rem` point into, and the bytes left in the whole receive buffer.
     sg_cur: DFF<Bits<4>>,
@@ -816,14 +816,14 @@ pub struct RxEngine {
     plen36: Signal<Local, Bits<36>>,
     sge_len36: Signal<Local, Bits<36>>,
     sg_piece: Signal<Local, Bits<32>>,
-    sg_rd: Signal<Local, Bits<96>>,
+    sg_rd: Signal<Local, ScatterEntryRec>,
     // READ response scatter (IBTA Vol 1 9.7.4.1.4, ibv_post_send(3) sg_list of an RDMA READ).
     /// The checked, translated SGE lists of each QP's READs with several local SGEs, written
     /// by the scheduler as it sends a READ: {IOVA 63..0, length 95..64} at
     /// `qpn << 6 | (s mod 4) << 4 | k` for READ number `s` (the scheduler sends one only while
     /// fewer than 4 READs or atomics of the QP are outstanding, so READ `s - 4` has retired and
     /// its list is free). The head READ's number is `reads_done`.
-    rdl_ram: RAM<Bits<96>, 12>,
+    rdl_ram: RAM<ScatterEntryRec, 12>,
     /// Per QP (completer state): the list entry the next response byte goes to and the bytes
     /// of it already filled (reset while the READ has no response yet, `rd_valid` clear);
     /// during a packet, that entry's next address and bytes left.
@@ -837,7 +837,7 @@ pub struct RxEngine {
     /// The response's payload goes through the READ list (`ReadListEntry` ..
     /// `ReadListReadEntry`).
     r_list: DFF<Bit>,
-    rl_rd: Signal<Local, Bits<96>>,
+    rl_rd: Signal<Local, ScatterEntryRec>,
     rl_piece: Signal<Local, Bits<32>>,
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
@@ -1623,8 +1623,8 @@ impl Logic for RxEngine {
         self.rdyn_ram.read_address.next = self.qpn.q.val();
         self.acked_ram.read_address.next = self.qpn.q.val();
         // The scatter entry being checked (`cur_sge`): its address and lkey.
-        self.lkey.next = self.cur_sge.q.val().get_bits::<32>(96);
-        self.cur_addr.next = self.cur_sge.q.val().get_bits::<64>(0);
+        self.lkey.next = self.cur_sge.q.val().lkey;
+        self.cur_addr.next = self.cur_sge.q.val().addr;
         self.sg_inext.next = self.sg_i.q.val() + 1;
         self.sg_first.next = self.sg_i.q.val() == 0;
         self.plen36.next = bit_cast::<36, 13>(self.pkt.q.val().plen);
@@ -1637,15 +1637,15 @@ impl Logic for RxEngine {
         self.sg_ram.write_enable.next = false;
         self.sg_ram.write_address.next =
             bit_cast::<10, 6>(self.qpn.q.val()) << 4 | bit_cast::<10, 4>(self.sg_n.q.val().get_bits::<4>(0));
-        self.sg_ram.write_data.next =
-            bit_cast::<96, 64>(self.w_addr_r.q.val()) | (bit_cast::<96, 32>(self.sge_len.q.val()) << 64);
+        self.sg_ram.write_data.next.iova = self.w_addr_r.q.val();
+        self.sg_ram.write_data.next.length = self.sge_len.q.val();
         self.sg_rd.next = self.sg_ram.read_data.val();
         // READ list table: written by the scheduler, read at the QP's current entry.
         self.rdl_ram.read_clock.next = self.clock.val();
         self.rdl_ram.write_clock.next = self.clock.val();
         self.rdl_ram.write_enable.next = self.rl_we.val();
         self.rdl_ram.write_address.next = self.rl_waddr.val();
-        self.rdl_ram.write_data.next = self.rl_wdata.val();
+        self.rdl_ram.write_data.next = self.rl_wdata.val().into();
         self.rdl_ram.read_address.next = bit_cast::<12, 6>(self.qpn.q.val()) << 6
             | bit_cast::<12, 2>(self.reads_done.q.val().get_bits::<2>(0)) << 4
             | bit_cast::<12, 4>(self.rl_k.q.val());
@@ -3005,7 +3005,7 @@ impl Logic for RxEngine {
                         0 => {
                             self.rwqe.d.next = self.rq_r_data.val().into();
                             self.sgb0.d.next = self.rq_r_data.val().get_bits::<384>(128);
-                            self.cur_sge.d.next = self.rq_r_data.val().get_bits::<128>(128);
+                            self.cur_sge.d.next = self.rq_r_data.val().get_bits::<128>(128).into();
                         }
                         1 => {
                             self.sgb1.d.next = self.rq_r_data.val();
@@ -3046,7 +3046,7 @@ impl Logic for RxEngine {
                 }
                 self.sge_len.d.next = 0.into();
                 if self.rwqe.q.val().num_sge != 0 {
-                    self.sge_len.d.next = self.cur_sge.q.val().get_bits::<32>(64);
+                    self.sge_len.d.next = self.cur_sge.q.val().length;
                 }
                 self.sg_more.d.next = self.sg_inext.val() < self.sg_cnt.q.val();
                 self.state.d.next = RxState::SgeRoom;
@@ -3093,49 +3093,49 @@ impl Logic for RxEngine {
                 // `SgeVerdict`).
                 match self.sg_i.q.val().index() {
                     1 => {
-                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(128);
+                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(128).into();
                     }
                     2 => {
-                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(256);
+                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(256).into();
                     }
                     3 => {
-                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(0);
+                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(0).into();
                     }
                     4 => {
-                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(128);
+                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(128).into();
                     }
                     5 => {
-                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(256);
+                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(256).into();
                     }
                     6 => {
-                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(384);
+                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(384).into();
                     }
                     7 => {
-                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(0);
+                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(0).into();
                     }
                     8 => {
-                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(128);
+                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(128).into();
                     }
                     9 => {
-                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(256);
+                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(256).into();
                     }
                     10 => {
-                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(384);
+                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(384).into();
                     }
                     11 => {
-                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(0);
+                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(0).into();
                     }
                     12 => {
-                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(128);
+                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(128).into();
                     }
                     13 => {
-                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(256);
+                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(256).into();
                     }
                     14 => {
-                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(384);
+                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(384).into();
                     }
                     _ => {
-                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(0);
+                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(0).into();
                     }
                 }
                 self.state.d.next = RxState::SgeReadKey;
@@ -3234,14 +3234,14 @@ impl Logic for RxEngine {
             }
             RxState::ScatterNextEntry => {
                 // 4: ...which becomes the current one.
-                self.wr_addr.d.next = self.sg_rd.val().get_bits::<64>(0);
-                self.wr_rem.d.next = self.sg_rd.val().get_bits::<32>(64);
+                self.wr_addr.d.next = self.sg_rd.val().iova;
+                self.wr_rem.d.next = self.sg_rd.val().length;
                 self.state.d.next = RxState::ScatterSplit;
             }
             RxState::ReadListEntry => {
                 // READ scatter, 1: the current list entry, past what earlier responses filled.
-                self.rl_addr.d.next = self.rl_rd.val().get_bits::<64>(0) + bit_cast::<64, 32>(self.rl_used.q.val());
-                self.rl_rem.d.next = self.rl_rd.val().get_bits::<32>(64) - self.rl_used.q.val();
+                self.rl_addr.d.next = self.rl_rd.val().iova + bit_cast::<64, 32>(self.rl_used.q.val());
+                self.rl_rem.d.next = self.rl_rd.val().length - self.rl_used.q.val();
                 self.state.d.next = RxState::ReadListSplit;
             }
             RxState::ReadListSplit => {
@@ -3688,8 +3688,8 @@ impl Logic for RxEngine {
                 // (`ReadListEntry`'s work) is taken now, from the list entry read since
                 // `LoadQpState`.
                 self.rl_pre.d.next = self.rd_valid.q.val();
-                self.rl_addr.d.next = self.rl_rd.val().get_bits::<64>(0) + bit_cast::<64, 32>(self.rl_used.q.val());
-                self.rl_rem.d.next = self.rl_rd.val().get_bits::<32>(64) - self.rl_used.q.val();
+                self.rl_addr.d.next = self.rl_rd.val().iova + bit_cast::<64, 32>(self.rl_used.q.val());
+                self.rl_rem.d.next = self.rl_rd.val().length - self.rl_used.q.val();
                 self.r_eq.d.next = self.r_d.q.val() == 0;
                 self.r_ahead.d.next = !self.r_d.q.val().get_bit(23) & (self.r_d.q.val() != 0);
                 self.r_len_ok.d.next = (self.r_a.q.val() != self.r_b.q.val()) & (self.plen32.val() == self.mtu.val());
