@@ -699,7 +699,7 @@ impl<'mr> QueuePair<'mr> {
     /// # Errors
     /// Backend errors of the MMIO write.
     fn ring_sq_doorbell(&self, pi: u64) -> Result<()> {
-        let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
+        let doorbell = regs::doorbell::word(self.qpn, pi as u32);
         self.pd.inner.ctx.dev.mmio_write32(regs::SQ_DOORBELL, doorbell)
     }
 
@@ -1013,7 +1013,7 @@ impl<'mr> QueuePair<'mr> {
         let pi = start + written as u64;
         // The receive WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);
-        let doorbell = self.qpn << 16 | (pi & 0xFFFF) as u32;
+        let doorbell = regs::doorbell::word(self.qpn, pi as u32);
         if let Err(error) = self.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, doorbell) {
             return Err(PostError { bad_wr: 0, error });
         }

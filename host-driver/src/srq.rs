@@ -275,7 +275,7 @@ impl<'mr> SharedReceiveQueue<'mr> {
         let pi = start + written as u64;
         // The receive WQEs must be in memory before the NIC hears of them.
         fence(Ordering::SeqCst);
-        let doorbell = inner.srqn << 16 | (pi & 0xFFFF) as u32;
+        let doorbell = regs::doorbell::word(inner.srqn, pi as u32);
         if let Err(error) = inner.pd.inner.ctx.dev.mmio_write32(regs::RQ_DOORBELL, doorbell) {
             return Err(PostError { bad_wr: 0, error });
         }

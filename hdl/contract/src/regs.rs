@@ -189,6 +189,20 @@ pub const FEATURES_VALUE: u32 = features::RC
 /// modulo 2^16). The NIC fetches WQEs from the QP's SQ ring up to that index.
 pub const SQ_DOORBELL: u16 = 0x0100;
 
+/// The fields of the [`SQ_DOORBELL`] and [`RQ_DOORBELL`] word.
+pub mod doorbell {
+    /// Bits 15:0: the producer index, WQEs posted modulo 2^16.
+    pub const PI_BITS: u32 = 16;
+    /// Bits 31:16: the QPN (an SRQ's number for an SRQ's RQ doorbell).
+    pub const QPN_SHIFT: u32 = 16;
+
+    /// The doorbell word `qpn << 16 | pi mod 2^16` (`pi` counts WQEs posted; its bits above
+    /// 15 are dropped, as the NIC counts modulo 2^16).
+    pub const fn word(qpn: u32, pi: u32) -> u32 {
+        qpn << QPN_SHIFT | (pi & ((1 << PI_BITS) - 1))
+    }
+}
+
 /// RQ doorbell: write `qpn << 16 | rq_producer_index` (receive WQEs posted, modulo 2^16). The
 /// responder consumes receive WQEs from the QP's RQ ring up to that index; a SEND that finds
 /// none is answered with an RNR NAK.
