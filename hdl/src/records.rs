@@ -292,9 +292,11 @@ record!(
 );
 
 record!(
-    /// A scatter/gather entry as a receive WQE holds it (`rnic_contract::recv_wqe`, SGE
-    /// `k` at `SGE0_ADDR + 16 k` bytes): the buffer's address, its length in bytes and its
-    /// lkey. The RX engine checks one at a time (`cur_sge`).
+    /// A scatter/gather entry as a WQE holds it (`rnic_contract::recv_wqe` and
+    /// `rnic_contract::wqe`, SGE `k` at `SGE0_ADDR + 16 k` bytes): the buffer's address, its
+    /// length in bytes and its lkey. The RX engine checks a receive WQE's one at a time
+    /// (`cur_sge`); the scheduler takes a send WQE's SGE 1 and later from their 16-byte lane
+    /// (`ext_lane`).
     SgeRec, 128, {
         addr: 64, length: 32, lkey: 32,
     }
@@ -308,6 +310,40 @@ record!(
         iova: 64, length: 32,
     }
 );
+
+record!(
+    /// The SQ and RQ doorbell word ([`rnic_contract::regs::SQ_DOORBELL`],
+    /// [`rnic_contract::regs::RQ_DOORBELL`], fields in [`rnic_contract::regs::doorbell`]): the
+    /// producer index `pi` (WQEs posted, mod 2^16) and the QPN, split into the `qpn` bits of the
+    /// QPs the NIC holds and the bits above them, `qpn_hi` (nonzero: no QP of this NIC).
+    DoorbellRec, 32, { pi: 16, qpn: 6, qpn_hi: 10 }
+);
+
+record!(
+    /// A go-back-N request from the completer to the scheduler (73 bits; IBTA Vol 1
+    /// 9.7.5.1.3, 9.9.2): resend QP `qpn`'s WQE `ci` (its SQ index, mod 2^16), whose first PSN
+    /// is `first_psn`, from PSN `restart`. With `flush` the QP entered the error state instead
+    /// and its send queue is flushed (the other fields but `qpn` are then not used).
+    RewindRec, 73, { qpn: 6, rsvd0: 2, ci: 16, first_psn: 24, restart: 24, flush: 1 }
+);
+
+/// The classes of a send WQE's opcode (`enum ibv_wr_opcode`, ibv_post_send(3)) the scheduler
+/// acts on, decoded as the WQE's first beat arrives and registered with it.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct WqeOpClass {
+    /// IBV_WR_SEND or IBV_WR_SEND_WITH_IMM.
+    pub send: Bit,
+    /// IBV_WR_SEND_WITH_IMM or IBV_WR_RDMA_WRITE_WITH_IMM: the packets carry an ImmDt.
+    pub imm: Bit,
+    /// IBV_WR_RDMA_READ or an atomic: it counts against `max_rd_atomic`.
+    pub read_or_atomic: Bit,
+    /// One of the seven opcodes the NIC implements (the lowest of the enum).
+    pub implemented: Bit,
+    /// IBV_WR_ATOMIC_CMP_AND_SWP or IBV_WR_ATOMIC_FETCH_AND_ADD.
+    pub atomic: Bit,
+    /// IBV_WR_ATOMIC_FETCH_AND_ADD.
+    pub fetch_add: Bit,
+}
 
 /// The classes of a received packet's BTH opcode the RX engine acts on (RC, IBTA Vol 1 §9.2,
 /// Table 38), decoded once per packet into a register: each field is true for the opcodes
@@ -363,6 +399,29 @@ mod tests {
         check("addr", g.get_my_offset_addr(), g.get_my_width_addr(), rel(recv_wqe::SGE0_ADDR));
         check("length", g.get_my_offset_length(), g.get_my_width_length(), rel(recv_wqe::SGE0_LENGTH));
         check("lkey", g.get_my_offset_lkey(), g.get_my_width_lkey(), rel(recv_wqe::SGE0_LKEY));
+    }
+
+    #[test]
+    fn an_sge_record_is_a_send_wqe_entry() {
+        let g = SgeRec::default();
+        let base = wqe::SGE0_ADDR.lsb;
+        let rel = |f: Field| Field { lsb: f.lsb - base, ..f };
+        check("addr", g.get_my_offset_addr(), g.get_my_width_addr(), rel(wqe::SGE0_ADDR));
+        check("length", g.get_my_offset_length(), g.get_my_width_length(), rel(wqe::SGE0_LENGTH));
+        check("lkey", g.get_my_offset_lkey(), g.get_my_width_lkey(), rel(wqe::SGE0_LKEY));
+    }
+
+    #[test]
+    fn a_doorbell_record_is_the_doorbell_word() {
+        use rnic_contract::regs::doorbell;
+        let d = DoorbellRec::default();
+        assert_eq!((d.get_my_offset_pi(), d.get_my_width_pi()), (0, doorbell::PI_BITS as usize));
+        assert_eq!(d.get_my_offset_qpn(), doorbell::QPN_SHIFT as usize);
+        assert_eq!(d.get_my_width_qpn() + d.get_my_width_qpn_hi(), 32 - doorbell::QPN_SHIFT as usize);
+        let w: DoorbellRec = (doorbell::word(0x2B, 0x1_2345) as u64).to_bits::<32>().into();
+        assert_eq!((w.pi, w.qpn, w.qpn_hi), (0x2345u64.to_bits(), 0x2Bu64.to_bits(), 0u64.to_bits()));
+        let far: DoorbellRec = (doorbell::word(64, 7) as u64).to_bits::<32>().into();
+        assert_eq!((far.qpn, far.qpn_hi), (0u64.to_bits(), 1u64.to_bits()));
     }
 
     #[test]

@@ -53,8 +53,8 @@ use crate::event_queue::AsyncEventQueue;
 use crate::numbers::Numbers;
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
-    AckJob, AckedRec, AckedTxRec, CqeRec, InflightRec, LocalCompletion, MrEntryRec, OpClass, QpContextRec, ReadRespJob,
-    RecvWqeRec, RespDynRec, RespItem, RxDesc, ScatterEntryRec, SgeRec, WriteJob,
+    AckJob, AckedRec, AckedTxRec, CqeRec, DoorbellRec, InflightRec, LocalCompletion, MrEntryRec, OpClass, QpContextRec,
+    ReadRespJob, RecvWqeRec, RespDynRec, RespItem, RewindRec, RxDesc, ScatterEntryRec, SgeRec, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
 use crate::sent_psn::SentPsnTable;
@@ -339,7 +339,7 @@ pub struct RxEngine {
     /// SGEs, at `qpn << 6 | (s mod 4) << 4 | k`.
     pub rl_we: Signal<In, Bit>,
     pub rl_waddr: Signal<In, Bits<12>>,
-    pub rl_wdata: Signal<In, Bits<96>>,
+    pub rl_wdata: Signal<In, ScatterEntryRec>,
     /// The write-job FIFO's almost-full flag (at most one free slot); see `job_room`.
     pub job_afull: Signal<In, Bit>,
     pub job_write: Signal<Out, Bit>,
@@ -357,12 +357,12 @@ pub struct RxEngine {
     pub cnt_rx_nak_inv_req: Signal<Out, Bit>,
     pub cnt_rx_nak_rem_access: Signal<Out, Bit>,
     pub cnt_rx_nak_rem_op: Signal<Out, Bit>,
-    /// Go-back-N request to the scheduler: `qpn | ci << 8 | first_psn << 24 | restart << 48`
-    /// (resend WQE `ci`, whose first PSN is `first_psn`, from PSN `restart`); bit 72 instead
-    /// asks it to flush the QP (it entered the error state).
+    /// Go-back-N request to the scheduler ([`RewindRec`]): resend WQE `ci`, whose first PSN
+    /// is `first_psn`, from PSN `restart`; or, with `flush`, flush the QP (it entered the error
+    /// state).
     pub rw_full: Signal<In, Bit>,
     pub rw_write: Signal<Out, Bit>,
-    pub rw_data: Signal<Out, Bits<73>>,
+    pub rw_data: Signal<Out, RewindRec>,
     pub cnt_rx_ack: Signal<Out, Bit>,
     pub cnt_cqe: Signal<Out, Bit>,
     /// Arms the RNR wait of QP `rnr_qpn` with the RNR NAK's timer code (in the ACK timer).
@@ -885,6 +885,10 @@ pub struct RxEngine {
     psn_delta: Signal<Local, Bits<24>>,
     reply: Signal<Local, AckJob>,
     restart_psn: Signal<Local, Bits<24>>,
+    /// The go-back-N request that flushes the QP's send queue instead (it entered ERR).
+    rw_flush: Signal<Local, RewindRec>,
+    /// The RQ doorbell word (`rq_db_data`), by field.
+    rq_db: Signal<Local, DoorbellRec>,
     /// `sent` − `acked` as the QP's tables give them (`LoadQpState`), and `sent` − `acked` − 1
     /// (what is outstanding once `acked` advances).
     out_load: Signal<Local, Bits<16>>,
@@ -1096,6 +1100,8 @@ impl Default for RxEngine {
             zero_cqe: Constant::new(CqeRec::default()),
             w_addr: Default::default(),
             restart_psn: Default::default(),
+            rw_flush: Default::default(),
+            rq_db: Default::default(),
             out_load: Default::default(),
             out_m1: Default::default(),
             seq_progress: Default::default(),
@@ -1576,7 +1582,8 @@ impl Logic for RxEngine {
         self.chk.cmd_index.next = self.cmd_index.val();
         self.chk.cmd_state.next = self.cmd_record.val().get_bits::<3>(0);
         self.chk.rq_db.next = self.rq_db_write.val();
-        self.chk.rq_db_qpn.next = self.rq_db_data.val().get_bits::<6>(16);
+        self.rq_db.next = self.rq_db_data.val().into();
+        self.chk.rq_db_qpn.next = self.rq_db.val().qpn;
         self.chk.visit_qpn.next = self.qpn.q.val();
         self.chk.stop.next = self.sq_stop.val();
         self.chk.stop_qpn.next = self.sq_stop_qpn.val();
@@ -1596,8 +1603,8 @@ impl Logic for RxEngine {
         // (INIT_RQ_PSN) starts the consumer index at 0 too. (BAR0 takes one MMIO write per
         // cycle, so the two writes never coincide.)
         self.rqpi_ram.write_enable.next = self.rq_db_write.val();
-        self.rqpi_ram.write_address.next = self.rq_db_data.val().get_bits::<6>(16);
-        self.rqpi_ram.write_data.next = self.rq_db_data.val().get_bits::<16>(0);
+        self.rqpi_ram.write_address.next = self.rq_db.val().qpn;
+        self.rqpi_ram.write_data.next = self.rq_db.val().pi;
         if self.cmd_fire.val()
             & (self.cmd_op.val() == self.nums.val().cmd_write_qp)
             & (self.cmd_qp.val().state == self.nums.val().qps_reset)
@@ -1645,7 +1652,7 @@ impl Logic for RxEngine {
         self.rdl_ram.write_clock.next = self.clock.val();
         self.rdl_ram.write_enable.next = self.rl_we.val();
         self.rdl_ram.write_address.next = self.rl_waddr.val();
-        self.rdl_ram.write_data.next = self.rl_wdata.val().into();
+        self.rdl_ram.write_data.next = self.rl_wdata.val();
         self.rdl_ram.read_address.next = bit_cast::<12, 6>(self.qpn.q.val()) << 6
             | bit_cast::<12, 2>(self.reads_done.q.val().get_bits::<2>(0)) << 4
             | bit_cast::<12, 4>(self.rl_k.q.val());
@@ -2325,10 +2332,19 @@ impl Logic for RxEngine {
         if self.src_to.q.val() {
             self.restart_psn.next = self.rd_restart.val();
         }
-        self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
-            | (bit_cast::<73, 16>(self.acked.q.val()) << 8)
-            | (bit_cast::<73, 24>(self.entry.val().first_psn) << 24)
-            | (bit_cast::<73, 24>(self.restart_psn.val()) << 48);
+        self.rw_data.next.qpn = self.qpn.q.val();
+        self.rw_data.next.rsvd0 = 0.into();
+        self.rw_data.next.ci = self.acked.q.val();
+        self.rw_data.next.first_psn = self.entry.val().first_psn;
+        self.rw_data.next.restart = self.restart_psn.val();
+        self.rw_data.next.flush = 0.into();
+        // The flush request of a QP that entered the error state.
+        self.rw_flush.next.qpn = self.qpn.q.val();
+        self.rw_flush.next.rsvd0 = 0.into();
+        self.rw_flush.next.ci = 0.into();
+        self.rw_flush.next.first_psn = 0.into();
+        self.rw_flush.next.restart = 0.into();
+        self.rw_flush.next.flush = 1.into();
         self.cnt_rx_ack.next = false;
         self.cnt_cqe.next = false;
         self.cnt_tx_rnr.next = false;
@@ -3359,7 +3375,7 @@ impl Logic for RxEngine {
                 // A class C error of `Decide`: the scheduler flushes the send queue (waiting here,
                 // the write-back repeated, while its FIFO is full), the engine the receive WQEs.
                 if self.cls_c.q.val() {
-                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    self.rw_data.next = self.rw_flush.val();
                     if self.rw_full.val() {
                         self.state.d.next = RxState::WriteBack;
                     } else {
@@ -3520,7 +3536,7 @@ impl Logic for RxEngine {
                     // BTH.SE of the message's last packet: a solicited completion (CQ events).
                     self.job.next.se = self.pkt.q.val().se;
                     self.reply.next.syndrome = self.recv_syn.q.val();
-                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    self.rw_data.next = self.rw_flush.val();
                     if self.job_room.q.val() & !(self.fatal.val() & self.rw_full.val()) {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
@@ -3541,7 +3557,7 @@ impl Logic for RxEngine {
                     self.job.next.addr = self.cqe_cq.val();
                     // An error other than a flush puts the QP in the error state: the completer
                     // flushes what is in flight, the scheduler what is not yet sent.
-                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    self.rw_data.next = self.rw_flush.val();
                     if self.job_room.q.val() & !(self.fatal.val() & !self.src_lc.q.val() & self.rw_full.val()) {
                         self.job_write.next = true;
                         self.cnt_cqe.next = true;
@@ -3595,10 +3611,7 @@ impl Logic for RxEngine {
                 // The resumption asked for in `Retire` or `RspAct`, from registers.
                 if !self.rd_rw_dup.q.val() & !self.rw_full.val() {
                     self.rw_write.next = true;
-                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val())
-                        | (bit_cast::<73, 16>(self.acked.q.val()) << 8)
-                        | (bit_cast::<73, 24>(self.entry.val().first_psn) << 24)
-                        | (bit_cast::<73, 24>(self.rd_rw_psn.q.val()) << 48);
+                    self.rw_data.next.restart = self.rd_rw_psn.q.val();
                     self.cnt_retransmit.next = true;
                     self.last_nak.d.next = self.rd_rw_psn.q.val();
                     self.last_nak_ok.d.next = true;
@@ -3618,7 +3631,7 @@ impl Logic for RxEngine {
                     // Just moved to ERR by the driver: the scheduler flushes what it has not
                     // sent, this engine what is in flight. No error event (the driver knows),
                     // but LAST_WQE_REACHED for a QP on an SRQ (`WriteBack`).
-                    self.rw_data.next = bit_cast::<73, 6>(self.qpn.q.val()) | (bit_cast::<73, 1>(1.into()) << 72);
+                    self.rw_data.next = self.rw_flush.val();
                     self.state.d.next = RxState::FlushStep;
                     if !self.rw_full.val() {
                         self.rw_write.next = true;

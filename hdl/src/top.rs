@@ -14,7 +14,7 @@ use crate::numbers::Numbers;
 use crate::raw_rx::RawRxQueue;
 use crate::raw_tx::RawTxMux;
 use crate::read_responder::ReadResponder;
-use crate::records::{AckJob, LocalCompletion, ReadRespJob, RxDesc, TxJob, WriteJob};
+use crate::records::{AckJob, LocalCompletion, ReadRespJob, RewindRec, RxDesc, TxJob, WriteJob};
 use crate::recv_prefetch::RecvWqePrefetch;
 use crate::regs::BarRegs;
 use crate::reset_fifo::ResetFifo;
@@ -185,8 +185,8 @@ pub struct NicTop {
     /// the 4-entry `rw_fifo` the scheduler reads (its `empty` flag, a 3-bit compare, feeds the
     /// scheduler's decisions within the 6-LUT-level bound). 64 entries in `rw_big` put its own
     /// `full` → write enable at 7 levels. Coalescing a QP's requests would bound them outright.
-    rw_big: ResetFifo<Bits<73>, 4, 5, 1>,
-    rw_fifo: ResetFifo<Bits<73>, 2, 3, 1>,
+    rw_big: ResetFifo<RewindRec, 4, 5, 1>,
+    rw_fifo: ResetFifo<RewindRec, 2, 3, 1>,
     rr_fifo: ResetFifo<ReadRespJob, 2, 3, 1>,
     /// Orders the responder's READ/atomic jobs behind earlier writes, executes atomics.
     atu: AtomicUnit,
@@ -533,9 +533,9 @@ impl Logic for NicTop {
         self.timer.rnr_code.next = self.rxe.rnr_code.val();
         self.timer.tx_qpn.next = self.txs.tx_qpn.val();
         self.timer.rw_set.next = self.rxe.rw_write.val();
-        self.timer.rw_set_qpn.next = self.rxe.rw_data.val().get_bits::<6>(0);
+        self.timer.rw_set_qpn.next = self.rxe.rw_data.val().qpn;
         self.timer.rw_clr.next = self.txs.rw_read.val();
-        self.timer.rw_clr_qpn.next = self.rw_fifo.data_out.val().get_bits::<6>(0);
+        self.timer.rw_clr_qpn.next = self.rw_fifo.data_out.val().qpn;
         self.rxe.to_empty.next = self.to_fifo.empty.val();
         self.rxe.to_qpn.next = self.to_fifo.data_out.val();
         self.to_fifo.read.next = self.rxe.to_read.val();

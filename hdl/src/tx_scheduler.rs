@@ -41,7 +41,10 @@
 use crate::context_tables::ContextTables;
 use crate::head_check::HeadCheck;
 use crate::numbers::Numbers;
-use crate::records::{InflightRec, LocalCompletion, MrEntryRec, QpContextRec, SqDynRec, TxJob, WqeRec};
+use crate::records::{
+    DoorbellRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, RewindRec, ScatterEntryRec, SgeRec, SqDynRec,
+    TxJob, WqeOpClass, WqeRec,
+};
 use crate::wqe_fetcher::WqeFetcher;
 use rust_hdl::prelude::*;
 
@@ -269,7 +272,7 @@ pub struct TxScheduler {
     pub sq_stop_qpn: Signal<Out, Bits<6>>,
     // Go-back-N requests from the completer (first-word fall-through FIFO).
     pub rw_empty: Signal<In, Bit>,
-    pub rw_data: Signal<In, Bits<73>>,
+    pub rw_data: Signal<In, RewindRec>,
     pub rw_read: Signal<Out, Bit>,
     // Context commands.
     pub cmd_fire: Signal<In, Bit>,
@@ -333,11 +336,11 @@ pub struct TxScheduler {
     pub if_addr: Signal<Out, Bits<12>>,
     pub if_data: Signal<Out, InflightRec>,
     /// Write port of the RX engine's READ list table: the checked, translated SGE list of a
-    /// READ with several local SGEs, `{iova 63..0, length 95..64}` at
-    /// `qpn << 6 | (s mod 4) << 4 | k`, `s` the READ's number among the QP's READs and atomics.
+    /// READ with several local SGEs, entry `k` at `qpn << 6 | (s mod 4) << 4 | k`, `s` the
+    /// READ's number among the QP's READs and atomics.
     pub rl_we: Signal<Out, Bit>,
     pub rl_waddr: Signal<Out, Bits<12>>,
-    pub rl_wdata: Signal<Out, Bits<96>>,
+    pub rl_wdata: Signal<Out, ScatterEntryRec>,
     // Local error completions.
     pub lc_full: Signal<In, Bit>,
     pub lc_write: Signal<Out, Bit>,
@@ -372,9 +375,9 @@ pub struct TxScheduler {
     /// reads of `ci` (`sent_addr` / `sent_data`).
     dyn_ram: RAM<SqDynRec, 6>,
     sent_ram: RAM<SqDynRec, 6>,
-    /// The WQE's gather list after the key checks: `{iova 63..0, length 95..64}` of each
-    /// non-empty SGE, in order (16 entries).
-    sge_ram: RAM<Bits<96>, 4>,
+    /// The WQE's gather list after the key checks: each non-empty SGE translated, in order
+    /// (16 entries).
+    sge_ram: RAM<ScatterEntryRec, 4>,
     /// Beats of the WQE fetch received (`WaitWqeBeats`).
     wb: DFF<Bits<3>>,
     /// The SGE being checked (`WaitWqeBeats` to `LoadSge`): index, address, length, lkey.
@@ -446,10 +449,8 @@ pub struct TxScheduler {
     ext2: DFF<Bits<512>>,
     ext3: DFF<Bits<512>>,
     state: DFF<TxsState>,
-    /// WQE opcode classes, registered when the WQE arrives: bit 0 SEND (with or without
-    /// immediate), 1 with immediate, 2 RDMA READ or atomic (answered by response packets,
-    /// counted against max_rd_atomic), 3 an opcode this NIC implements, 4 atomic, 5 FETCH_AND_ADD.
-    wop: DFF<Bits<6>>,
+    /// The WQE's opcode classes, registered when the WQE arrives.
+    wop: DFF<WqeOpClass>,
     /// RETH of the next READ request: the remote address past what was already answered.
     rd_va: DFF<Bits<64>>,
     /// A pending command puts the QP being served in RESET (registered): the engine leaves
@@ -632,7 +633,7 @@ pub struct TxScheduler {
     pkt_in_msg: Signal<Local, Bits<4>>,
     is_read: Signal<Local, Bit>,
     has_imm: Signal<Local, Bit>,
-    wop_now: Signal<Local, Bits<6>>,
+    wop_now: Signal<Local, WqeOpClass>,
     is_atomic: Signal<Local, Bit>,
     se_now: Signal<Local, Bit>,
     is_fadd: Signal<Local, Bit>,
@@ -674,6 +675,12 @@ pub struct TxScheduler {
     /// The head WQE beat of the prefetch buffer, and whether `WaitWqeBeats` may take it.
     wqe_ok: Signal<Local, Bit>,
     wqe_beat: Signal<Local, Bits<512>>,
+    /// The same beat as a WQE's first (its slot 0).
+    beat_rec: Signal<Local, WqeRec>,
+    /// IBV_SEND_INLINE in that beat's send flags.
+    beat_inline: Signal<Local, Bit>,
+    /// The doorbell offered (`db_data`), by field.
+    db_rec: Signal<Local, DoorbellRec>,
     pf_pop: Signal<Local, Bit>,
     /// `NextWqe` takes the head beat (a one-beat WQE, buffered); the beat taken is a WQE's
     /// slot 0.
@@ -684,7 +691,7 @@ pub struct TxScheduler {
     drop_pop: Signal<Local, Bit>,
     sge_limit: Signal<Local, Bits<8>>,
     inline_max: Signal<Local, Bits<32>>,
-    ext_lane: Signal<Local, Bits<128>>,
+    ext_lane: Signal<Local, SgeRec>,
     ext_beat: Signal<Local, Bits<512>>,
     ext_sel: Signal<Local, Bits<4>>,
     nxt_iova: Signal<Local, Bits<64>>,
@@ -859,8 +866,9 @@ impl Logic for TxScheduler {
             cmd_seen_r,
             fast_inl
         );
-        self.db_other.d.next = !self.db_empty.val() & (self.db_data.val().get_bits::<6>(16) != self.cur_qpn.q.val());
-        self.rw_waiting.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
+        self.db_rec.next = self.db_data.val().into();
+        self.db_other.d.next = !self.db_empty.val() & (self.db_rec.val().qpn != self.cur_qpn.q.val());
+        self.rw_waiting.d.next = !self.rw_empty.val() & (self.rw_data.val().qpn != self.cur_qpn.q.val());
         self.rearm.next = false;
         self.rearm_qpn.next = self.cur_qpn.q.val();
         self.sq_stop.next = false;
@@ -868,7 +876,7 @@ impl Logic for TxScheduler {
         self.job_room.d.next =
             !self.job_afull.val() & !self.rj_afull.val() & !self.pg_afull.val() & !self.job_hold.val();
         self.rw_empty_r.d.next = self.rw_empty.val();
-        self.rw_pending.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
+        self.rw_pending.d.next = !self.rw_empty.val() & (self.rw_data.val().qpn == self.cur_qpn.q.val());
         self.dyn_ram.read_clock.next = self.clock.val();
         self.dyn_ram.write_clock.next = self.clock.val();
         self.sent_ram.read_clock.next = self.clock.val();
@@ -1052,7 +1060,9 @@ impl Logic for TxScheduler {
         self.wqe_ar_addr.next = self.fetch.ar_addr.val();
         self.wqe_ar_len.next = self.fetch.ar_len.val();
         self.wqe_beat.next = self.fetch.beat.val();
-        self.beat_lkey.next = self.wqe_beat.val().get_bits::<32>(352);
+        self.beat_rec.next = self.wqe_beat.val().into();
+        self.beat_lkey.next = self.beat_rec.val().sge0_lkey;
+        self.beat_inline.next = (self.beat_rec.val().send_flags & self.nums.val().sf_inline) != 0;
         if ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0))
             | (self.state.q.val() == TxsState::NextWqe)
         {
@@ -1113,22 +1123,22 @@ impl Logic for TxScheduler {
         }
         self.walk_ge.d.next = self.walk.q.val() >= self.sge_rem.q.val();
         self.ext_sel.next = bit_cast::<4, 2>(self.g_m1.val().get_bits::<2>(0));
-        self.ext_lane.next = self.ext_beat.val().get_bits::<128>(0);
+        self.ext_lane.next = self.ext_beat.val().get_bits::<128>(0).into();
         if self.ext_sel.val() == 1 {
-            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(128);
+            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(128).into();
         }
         if self.ext_sel.val() == 2 {
-            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(256);
+            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(256).into();
         }
         if self.ext_sel.val() == 3 {
-            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(384);
+            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(384).into();
         }
         // The checked gather list: entry `n_valid` written in `KeepSge`; the entry after the
         // current one is always being read, so moving on costs no cycle.
         self.sge_ram.write_enable.next = (self.state.q.val() == TxsState::KeepSge) & (self.g_len.q.val() != 0);
         self.sge_ram.write_address.next = self.n_valid.q.val().get_bits::<4>(0);
-        self.sge_ram.write_data.next =
-            bit_cast::<96, 64>(self.base_iova.q.val()) | (bit_cast::<96, 32>(self.g_len.q.val()) << 64);
+        self.sge_ram.write_data.next.iova = self.base_iova.q.val();
+        self.sge_ram.write_data.next.length = self.g_len.q.val();
         self.e_next.next = self.e_idx.q.val() + 1;
         self.sge_ram.read_address.next = self.e_next.val();
         // `CopyListRead` / `CopyListWrite` copy a READ's list to the RX engine, entry `cp_i`
@@ -1141,8 +1151,8 @@ impl Logic for TxScheduler {
         if (self.state.q.val() == TxsState::CopyListRead) | (self.state.q.val() == TxsState::CopyListWrite) {
             self.sge_ram.read_address.next = self.cp_i.q.val().get_bits::<4>(0);
         }
-        self.nxt_iova.next = self.sge_ram.read_data.val().get_bits::<64>(0);
-        self.nxt_len.next = self.sge_ram.read_data.val().get_bits::<32>(64);
+        self.nxt_iova.next = self.sge_ram.read_data.val().iova;
+        self.nxt_len.next = self.sge_ram.read_data.val().length;
         self.advance.next = false;
         self.pg_skip.next = self.cur_iova.q.val().get_bits::<6>(0);
         if self.il_r.q.val() {
@@ -1161,42 +1171,31 @@ impl Logic for TxScheduler {
         self.len_m1.next = self.len_r.q.val() - 1;
         self.rj_addr.next = self.cur_iova.q.val();
         self.rj_len.next = self.plen.val().get_bits::<13>(0);
-        // WQE opcode classes (ibv_wr_opcode), registered as the WQE arrives: bit 0 a SEND,
-        // 1 with immediate, 2 a READ or atomic, 3 implemented (the seven opcodes are the
-        // lowest: `numbers`), 4 an atomic, 5 FETCH_AND_ADD.
-        self.op_now.next = self.wqe_beat.val().get_bits::<8>(64);
-        self.wop_now.next = bit_cast::<6, 1>(
-            ((self.op_now.val() == self.nums.val().wr_send) | (self.op_now.val() == self.nums.val().wr_send_with_imm))
-                .into(),
-        ) | (bit_cast::<6, 1>(
-            ((self.op_now.val() == self.nums.val().wr_rdma_write_with_imm)
-                | (self.op_now.val() == self.nums.val().wr_send_with_imm))
-                .into(),
-        ) << 1)
-            | (bit_cast::<6, 1>(
-                ((self.op_now.val() == self.nums.val().wr_rdma_read)
-                    | (self.op_now.val() == self.nums.val().wr_atomic_cmp_and_swp)
-                    | (self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add))
-                    .into(),
-            ) << 2)
-            | (bit_cast::<6, 1>((self.op_now.val() <= self.nums.val().wr_atomic_fetch_and_add).into()) << 3)
-            | (bit_cast::<6, 1>(
-                ((self.op_now.val() == self.nums.val().wr_atomic_cmp_and_swp)
-                    | (self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add))
-                    .into(),
-            ) << 4)
-            | (bit_cast::<6, 1>((self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add).into()) << 5);
+        // The WQE's opcode classes (ibv_wr_opcode), registered as the WQE arrives (the seven
+        // opcodes the NIC implements are the lowest: `numbers`).
+        self.op_now.next = self.beat_rec.val().opcode;
+        self.wop_now.next.send =
+            (self.op_now.val() == self.nums.val().wr_send) | (self.op_now.val() == self.nums.val().wr_send_with_imm);
+        self.wop_now.next.imm = (self.op_now.val() == self.nums.val().wr_rdma_write_with_imm)
+            | (self.op_now.val() == self.nums.val().wr_send_with_imm);
+        self.wop_now.next.read_or_atomic = (self.op_now.val() == self.nums.val().wr_rdma_read)
+            | (self.op_now.val() == self.nums.val().wr_atomic_cmp_and_swp)
+            | (self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add);
+        self.wop_now.next.implemented = self.op_now.val() <= self.nums.val().wr_atomic_fetch_and_add;
+        self.wop_now.next.atomic = (self.op_now.val() == self.nums.val().wr_atomic_cmp_and_swp)
+            | (self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add);
+        self.wop_now.next.fetch_add = self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add;
         self.rd_blk_r.d.next = self.wqe_ok.val()
-            & self.wop_now.val().get_bit(2)
+            & self.wop_now.val().read_or_atomic
             & (self.reads_out.val() >= self.rd_limit_r.q.val())
             & !self.db_empty.val()
-            & (self.db_data.val().get_bits::<6>(16) != self.cur_qpn.q.val())
-            & !(!self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()));
-        self.is_send.next = self.wop.q.val().get_bit(0);
+            & (self.db_rec.val().qpn != self.cur_qpn.q.val())
+            & !(!self.rw_empty.val() & (self.rw_data.val().qpn == self.cur_qpn.q.val()));
+        self.is_send.next = self.wop.q.val().send;
         self.in_flight_r.d.next = self.in_flight.val();
         self.send_win_full.d.next = self.in_flight_r.q.val() >= 32;
-        self.has_imm.next = self.wop.q.val().get_bit(1);
-        self.is_read.next = self.wop.q.val().get_bit(2);
+        self.has_imm.next = self.wop.q.val().imm;
+        self.is_read.next = self.wop.q.val().read_or_atomic;
         self.emit_we_r.d.next = false;
         self.emit_qpn_r.d.next = self.cur_qpn.q.val();
         self.emit_psn_r.d.next = self.next_psn.q.val() + 1;
@@ -1206,8 +1205,8 @@ impl Logic for TxScheduler {
         self.emit_we.next = self.emit_we_r.q.val();
         self.emit_qpn.next = self.emit_qpn_r.q.val();
         self.emit_psn.next = self.emit_psn_r.q.val();
-        self.is_atomic.next = self.wop.q.val().get_bit(4);
-        self.is_fadd.next = self.wop.q.val().get_bit(5);
+        self.is_atomic.next = self.wop.q.val().atomic;
+        self.is_fadd.next = self.wop.q.val().fetch_add;
         // Request opcodes (IBTA Vol 1 Table 38): RDMA WRITE or SEND FIRST/MIDDLE/LAST/ONLY;
         // the last packet of a message with immediate is the next opcode (LAST/ONLY WITH
         // IMMEDIATE, carrying an ImmDt: `| 1`, asserted below); an RDMA READ is one READ
@@ -1370,16 +1369,15 @@ impl Logic for TxScheduler {
             self.wqe.d.next = self.wqe_beat.val().into();
             self.wop.d.next = self.wop_now.val();
             self.g_idx.d.next = 0.into();
-            self.g_addr.d.next = self.wqe_beat.val().get_bits::<64>(256);
+            self.g_addr.d.next = self.beat_rec.val().sge0_addr;
             self.g_lkey.d.next = self.beat_lkey.val();
             self.g_len.d.next = 0.into();
-            // NUM_SGE (byte 10) > 0, or IBV_SEND_INLINE (byte 9, bit 3): SGE 0's length field
-            // is the length.
-            if (self.wqe_beat.val().get_bits::<8>(80) != 0) | self.wqe_beat.val().get_bit(75) {
-                self.g_len.d.next = self.wqe_beat.val().get_bits::<32>(320);
+            // NUM_SGE > 0, or IBV_SEND_INLINE: SGE 0's length field is the length.
+            if (self.beat_rec.val().num_sge != 0) | self.beat_inline.val() {
+                self.g_len.d.next = self.beat_rec.val().sge0_length;
             }
-            self.inline_r.d.next = self.wqe_beat.val().get_bit(75);
-            self.multi_r.d.next = (self.wqe_beat.val().get_bits::<8>(80) > 1) & !self.wqe_beat.val().get_bit(75);
+            self.inline_r.d.next = self.beat_inline.val();
+            self.multi_r.d.next = (self.beat_rec.val().num_sge > 1) & !self.beat_inline.val();
             self.all_ok.d.next = true;
             self.sum_len.d.next = 0.into();
             self.n_valid.d.next = 0.into();
@@ -1409,8 +1407,8 @@ impl Logic for TxScheduler {
             self.miss_go.d.next = self.q_open.val() & !self.hit_now.val() & self.fetch.ahead_idle.val();
             self.app_go.d.next = self.q_open.val() & self.hit_now.val() & self.more_now.val();
             self.behind.d.next = self.in_flight.val().get_bit(15);
-            self.rw_mine.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val());
-            self.rw_other.d.next = !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) != self.cur_qpn.q.val());
+            self.rw_mine.d.next = !self.rw_empty.val() & (self.rw_data.val().qpn == self.cur_qpn.q.val());
+            self.rw_other.d.next = !self.rw_empty.val() & (self.rw_data.val().qpn != self.cur_qpn.q.val());
         }
         // Packet sizing (`SizePacket`, and `RecordWqe` for a WQE's first packet): the path MTU
         // or what is left of the message; whether the packet lies inside the current gather
@@ -1526,18 +1524,18 @@ impl Logic for TxScheduler {
                     // Go back N: resend from WQE `ci` at PSN `psn` up to the last doorbell.
                     self.rw_read.next = true;
                     self.rewind.d.next = true;
-                    self.cur_qpn.d.next = self.rw_data.val().get_bits::<6>(0);
-                    self.rw_ci.d.next = self.rw_data.val().get_bits::<16>(8);
-                    self.rw_psn.d.next = self.rw_data.val().get_bits::<24>(24);
-                    self.rw_restart.d.next = self.rw_data.val().get_bits::<24>(48);
-                    self.flush_req.d.next = self.rw_data.val().get_bit(72);
+                    self.cur_qpn.d.next = self.rw_data.val().qpn;
+                    self.rw_ci.d.next = self.rw_data.val().ci;
+                    self.rw_psn.d.next = self.rw_data.val().first_psn;
+                    self.rw_restart.d.next = self.rw_data.val().restart;
+                    self.flush_req.d.next = self.rw_data.val().flush.any();
                     self.serving.d.next = true;
                     self.state.d.next = TxsState::LoadQp;
                 } else if !self.db_empty.val() {
                     self.db_read.next = true;
-                    self.cur_qpn.d.next = self.db_data.val().get_bits::<6>(16);
-                    self.pi.d.next = self.db_data.val().get_bits::<16>(0);
-                    if self.db_data.val().get_bits::<10>(22) == 0 {
+                    self.cur_qpn.d.next = self.db_rec.val().qpn;
+                    self.pi.d.next = self.db_rec.val().pi;
+                    if self.db_rec.val().qpn_hi == 0 {
                         self.serving.d.next = true;
                         self.state.d.next = TxsState::LoadQp;
                     }
@@ -1812,9 +1810,9 @@ impl Logic for TxScheduler {
                 self.state.d.next = TxsState::LoadSge;
             }
             TxsState::LoadSge => {
-                self.g_addr.d.next = self.ext_lane.val().get_bits::<64>(0);
-                self.g_len.d.next = self.ext_lane.val().get_bits::<32>(64);
-                self.g_lkey.d.next = self.ext_lane.val().get_bits::<32>(96);
+                self.g_addr.d.next = self.ext_lane.val().addr;
+                self.g_len.d.next = self.ext_lane.val().length;
+                self.g_lkey.d.next = self.ext_lane.val().lkey;
                 self.state.d.next = TxsState::LookupLkey;
             }
             TxsState::SumList => {
@@ -1884,7 +1882,7 @@ impl Logic for TxScheduler {
                         // catastrophic error): IBV_WC_LOC_QP_OP_ERR, and QP_FATAL.
                         self.status.d.next = self.nums.val().wc_loc_qp_op_err;
                         self.state.d.next = TxsState::CompleteError;
-                    } else if !self.wop.q.val().get_bit(3) | self.shape_bad.q.val() | self.ud_op_bad.q.val() {
+                    } else if !self.wop.q.val().implemented | self.shape_bad.q.val() | self.ud_op_bad.q.val() {
                         // An opcode this NIC does not implement, a READ or atomic with inline
                         // data, an atomic with several SGEs, or anything but a SEND on a UD
                         // QP: IBV_WC_LOC_QP_OP_ERR.
@@ -2045,7 +2043,7 @@ impl Logic for TxScheduler {
             }
             TxsState::CompleteError => {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
-                if !self.rw_empty.val() & (self.rw_data.val().get_bits::<6>(0) == self.cur_qpn.q.val()) {
+                if !self.rw_empty.val() & (self.rw_data.val().qpn == self.cur_qpn.q.val()) {
                     self.state.d.next = TxsState::SaveAndYield;
                 } else if (self.rw_waiting.q.val() | self.db_other.q.val()) & (self.acked_data.val() != self.ci.q.val())
                 {
@@ -2242,7 +2240,7 @@ impl Logic for TxScheduler {
         if self.serving.q.val()
             & (self.state.q.val() != TxsState::Idle)
             & !self.db_empty.val()
-            & (self.db_data.val().get_bits::<6>(16) == self.cur_qpn.q.val())
+            & (self.db_rec.val().qpn == self.cur_qpn.q.val())
         {
             if self.db_others.val() {
                 self.db_read.next = true;
@@ -2252,11 +2250,11 @@ impl Logic for TxScheduler {
                 & self.ext_ok.q.val()
                 & !self.rewind.q.val()
                 & !self.ctx.q.val().sq_drain.any()
-                & (self.db_data.val().get_bits::<10>(22) == 0)
+                & (self.db_rec.val().qpn_hi == 0)
             {
                 self.db_read.next = true;
                 self.self_rung.d.next = true;
-                self.pi.d.next = self.db_data.val().get_bits::<16>(0);
+                self.pi.d.next = self.db_rec.val().pi;
             }
         }
         if self.reset.val() {
