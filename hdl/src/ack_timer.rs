@@ -1,5 +1,6 @@
 //! Local ACK timeout: one timer per QP, swept round-robin.
 use crate::numbers::Numbers;
+use crate::records::{QpContextRec, RnrWaitRec, TimerEventRec};
 use rust_hdl::prelude::*;
 
 /// Detects requester QPs that have unacknowledged WQEs and made no progress for the QP's local
@@ -19,7 +20,7 @@ use rust_hdl::prelude::*;
 /// It also times RNR waits (IBTA Vol 1 9.7.5.2.8): the completer arms one with the RNR NAK's
 /// timer code, the QP's ACK timer is held meanwhile, and when the time from the table in
 /// PROTOCOL.md has passed (resolution: the 64-cycle sweep) the QPN goes into the same FIFO with
-/// bit 7 set, and the completer resends.
+/// `rnr_end` set ([`TimerEventRec`]), and the completer resends.
 ///
 /// A QP whose go-back-N request waits for the scheduler is held too, and progress is any
 /// forward move of the acknowledged PSN (the completer's `acked_data` bits 23:16), not only a
@@ -59,16 +60,16 @@ pub struct AckTimer {
     pub rw_set_qpn: Signal<In, Bits<6>>,
     pub rw_clr: Signal<In, Bit>,
     pub rw_clr_qpn: Signal<In, Bits<6>>,
-    /// A local ACK timeout (bit 7 clear) or the end of an RNR wait (bit 7 set) for QP bits 5:0.
+    /// A local ACK timeout, or the end of an RNR wait (`rnr_end`), of QP `to_qpn.qpn`.
     pub to_write: Signal<Out, Bit>,
-    pub to_qpn: Signal<Out, Bits<8>>,
+    pub to_qpn: Signal<Out, TimerEventRec>,
     sent_ram: RAM<Bits<16>, 6>,
     acked_ram: RAM<Bits<24>, 6>,
     snap_ram: RAM<Bits<24>, 6>,
     deadline_ram: RAM<Bits<48>, 6>,
     exp_ram: RAM<Bits<8>, 6>,
-    /// Per QP: an RNR wait pending (bit 48) and when it ends (bits 47:0, cycles).
-    rnr_ram: RAM<Bits<49>, 6>,
+    /// Per QP: an RNR wait pending and when it ends.
+    rnr_ram: RAM<RnrWaitRec, 6>,
     /// QPs with a go-back-N request waiting for the scheduler.
     rw_pend: DFF<Bits<64>>,
     rw_set_r: DFF<Bit>,
@@ -89,8 +90,8 @@ pub struct AckTimer {
     valid: DFF<Bit>,
     tx_active_r: DFF<Bit>,
     tx_qpn_r: DFF<Bits<6>>,
-    cmd_state: Signal<Local, Bits<3>>,
-    cmd_timeout: Signal<Local, Bits<5>>,
+    /// The QP context a context command writes.
+    cmd_qp: Signal<Local, QpContextRec>,
     exp: Signal<Local, Bits<8>>,
     period: Signal<Local, Bits<48>>,
     late: Signal<Local, Bits<48>>,
@@ -270,14 +271,13 @@ impl Logic for AckTimer {
         self.acked_ram.write_enable.next = self.acked_we.val();
         self.acked_ram.write_address.next = self.acked_addr.val();
         self.acked_ram.write_data.next = self.acked_data.val();
-        // The timeout exponent, kept only while the QP is in RTS (QP context bits 88..93).
-        self.cmd_state.next = self.cmd_record.val().get_bits::<3>(0);
-        self.cmd_timeout.next = self.cmd_record.val().get_bits::<5>(88);
+        // The timeout exponent, kept only while the QP is in RTS.
+        self.cmd_qp.next = self.cmd_record.val().get_bits::<448>(0).into();
         self.exp_ram.write_enable.next = self.cmd_fire.val() & (self.cmd_op.val() == self.nums.val().cmd_write_qp);
         self.exp_ram.write_address.next = self.cmd_index.val().get_bits::<6>(0);
         self.exp_ram.write_data.next = 0.into();
-        if self.cmd_state.val() == self.nums.val().qps_rts {
-            self.exp_ram.write_data.next = bit_cast::<8, 5>(self.cmd_timeout.val());
+        if self.cmd_qp.val().state == self.nums.val().qps_rts {
+            self.exp_ram.write_data.next = bit_cast::<8, 5>(self.cmd_qp.val().timeout);
         }
 
         // Sweep: address QP `scan` now, judge it (as `visit`) next cycle.
@@ -297,21 +297,22 @@ impl Logic for AckTimer {
 
         // RNR waits: armed by the completer (that write has the port), ended by the sweep.
         self.rnr_ram.read_address.next = self.scan.q.val();
-        self.rnr_pend.next = self.rnr_ram.read_data.val().get_bit(48);
-        self.rnr_late.next = self.now.q.val() - self.rnr_ram.read_data.val().get_bits::<48>(0);
+        self.rnr_pend.next = self.rnr_ram.read_data.val().pending.any();
+        self.rnr_late.next = self.now.q.val() - self.rnr_ram.read_data.val().end;
         // Armed in the cycle the visited entry was read: the read saw the old value.
         self.rnr_fresh.next = self.rnr_arm_r.q.val() & (self.rnr_qpn_r.q.val() == self.visit.q.val());
         self.rnr_ram.write_enable.next = self.rnr_arm.val();
         self.rnr_ram.write_address.next = self.rnr_qpn.val();
-        self.rnr_ram.write_data.next =
-            (bit_cast::<49, 48>(self.now.q.val() + self.rnr_cycles.val())) | (bit_cast::<49, 1>(1.into()) << 48);
+        self.rnr_ram.write_data.next.end = self.now.q.val() + self.rnr_cycles.val();
+        self.rnr_ram.write_data.next.pending = 1.into();
         if self.cmd_qp_r.q.val() {
             // A QP context written (reset, new connection): no RNR wait of the old connection
             // survives it (a command and an RNR arm for one QP never meet: a QP being written
             // takes no packets).
             self.rnr_ram.write_enable.next = true;
             self.rnr_ram.write_address.next = self.cmd_idx_r.q.val();
-            self.rnr_ram.write_data.next = 0.into();
+            self.rnr_ram.write_data.next.end = 0.into();
+            self.rnr_ram.write_data.next.pending = 0.into();
         }
 
         self.snap_ram.write_enable.next = false;
@@ -321,7 +322,9 @@ impl Logic for AckTimer {
         self.deadline_ram.write_address.next = self.visit.q.val();
         self.deadline_ram.write_data.next = self.now.q.val() + self.period.val();
         self.to_write.next = false;
-        self.to_qpn.next = bit_cast::<8, 6>(self.visit.q.val());
+        self.to_qpn.next.qpn = self.visit.q.val();
+        self.to_qpn.next.rsvd = 0.into();
+        self.to_qpn.next.rnr_end = 0.into();
         if self.valid.q.val() & (self.rnr_pend.val() | self.rnr_fresh.val()) {
             // Waiting out an RNR NAK: the ACK timer is held; at the end the completer resends.
             self.snap_ram.write_enable.next = true;
@@ -333,10 +336,11 @@ impl Logic for AckTimer {
                 & !self.cmd_qp_r.q.val()
             {
                 self.to_write.next = true;
-                self.to_qpn.next = bit_cast::<8, 6>(self.visit.q.val()) | 0x80;
+                self.to_qpn.next.rnr_end = 1.into();
                 self.rnr_ram.write_enable.next = true;
                 self.rnr_ram.write_address.next = self.visit.q.val();
-                self.rnr_ram.write_data.next = 0.into();
+                self.rnr_ram.write_data.next.end = 0.into();
+                self.rnr_ram.write_data.next.pending = 0.into();
             }
         } else if self.valid.q.val() {
             if (self.exp.val() == 0)

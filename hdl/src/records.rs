@@ -327,6 +327,19 @@ record!(
     RewindRec, 73, { qpn: 6, rsvd0: 2, ci: 16, first_psn: 24, restart: 24, flush: 1 }
 );
 
+record!(
+    /// An RNR wait of one QP in the ACK timer's `rnr_ram` (IBTA Vol 1 9.7.5.2.8): `pending`,
+    /// and the cycle it ends (`end`, the timer's 48-bit cycle count).
+    RnrWaitRec, 49, { end: 48, pending: 1 }
+);
+
+record!(
+    /// What the ACK timer tells the completer (8 bits, through the timeout FIFO): QP `qpn`'s
+    /// local ACK timeout passed (IBTA Vol 1 9.7.6.1.3), or, with `rnr_end`, its RNR wait ended
+    /// and it resends (9.7.5.2.8).
+    TimerEventRec, 8, { qpn: 6, rsvd: 1, rnr_end: 1 }
+);
+
 /// The classes of a send WQE's opcode (`enum ibv_wr_opcode`, ibv_post_send(3)) the scheduler
 /// acts on, decoded as the WQE's first beat arrives and registered with it.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]

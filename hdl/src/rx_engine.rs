@@ -54,7 +54,7 @@ use crate::numbers::Numbers;
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
     AckJob, AckedRec, AckedTxRec, CqeRec, DoorbellRec, InflightRec, LocalCompletion, MrEntryRec, OpClass, QpContextRec,
-    ReadRespJob, RecvWqeRec, RespDynRec, RespItem, RewindRec, RxDesc, ScatterEntryRec, SgeRec, WriteJob,
+    ReadRespJob, RecvWqeRec, RespDynRec, RespItem, RewindRec, RxDesc, ScatterEntryRec, SgeRec, TimerEventRec, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
 use crate::sent_psn::SentPsnTable;
@@ -304,7 +304,7 @@ pub struct RxEngine {
     pub lc_read: Signal<Out, Bit>,
     /// Local ACK timeouts from the [`crate::ack_timer::AckTimer`] (QPN, FIFO head).
     pub to_empty: Signal<In, Bit>,
-    pub to_qpn: Signal<In, Bits<8>>,
+    pub to_qpn: Signal<In, TimerEventRec>,
     pub to_read: Signal<Out, Bit>,
     /// Write bus of the retired-WQE counts, for the timer's copy.
     pub acked_we: Signal<Out, Bit>,
@@ -2488,8 +2488,8 @@ impl Logic for RxEngine {
                     self.to_read.next = true;
                     self.src_lc.d.next = false;
                     self.src_to.d.next = true;
-                    self.src_rnr.d.next = self.to_qpn.val().get_bit(7);
-                    self.qpn.d.next = self.to_qpn.val().get_bits::<6>(0);
+                    self.src_rnr.d.next = self.to_qpn.val().rnr_end.any();
+                    self.qpn.d.next = self.to_qpn.val().qpn;
                     self.qpn_ok.d.next = true;
                     self.state.d.next = RxState::ReadQpState;
                 } else if !self.evq.empty.val() {

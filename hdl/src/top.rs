@@ -14,7 +14,7 @@ use crate::numbers::Numbers;
 use crate::raw_rx::RawRxQueue;
 use crate::raw_tx::RawTxMux;
 use crate::read_responder::ReadResponder;
-use crate::records::{AckJob, LocalCompletion, ReadRespJob, RewindRec, RxDesc, TxJob, WriteJob};
+use crate::records::{AckJob, LocalCompletion, ReadRespJob, RewindRec, RxDesc, TimerEventRec, TxJob, WriteJob};
 use crate::recv_prefetch::RecvWqePrefetch;
 use crate::regs::BarRegs;
 use crate::reset_fifo::ResetFifo;
@@ -195,7 +195,7 @@ pub struct NicTop {
     /// The responder's packets as transmit jobs, merged with the scheduler's.
     rgen: ResponseGen,
     timer: AckTimer,
-    to_fifo: ResetFifo<Bits<8>, 2, 3, 1>,
+    to_fifo: ResetFifo<TimerEventRec, 2, 3, 1>,
     rxe: RxEngine,
     wj_fifo: ResetFifo<WriteJob, 3, 4, 1>,
     cqw: CqWriter,

@@ -14,7 +14,7 @@
 //!   progress byte, the scheduler sending the QP's packets and a go-back-N request waiting
 //!   each push the deadline out; the timeout comes one period after the last of them.
 //! - `an_rnr_wait_ends_after_its_timer_code`: RNR timer codes 1..10 (IBTA Vol 1 Table 45,
-//!   written here in µs) end when the table says, with bit 7 of `to_qpn` set, and hold the
+//!   written here in µs) end when the table says, with `rnr_end` (bit 7 of `to_qpn`) set, and hold the
 //!   QP's ACK timer meanwhile.
 //! - `a_context_write_ends_the_old_connections_rnr_wait`: a QP re-created during an RNR wait
 //!   never sees that wait end; its new connection's ACK timer runs from its own start.
