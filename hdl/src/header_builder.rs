@@ -1,5 +1,5 @@
 //! Ethernet/IPv4/UDP/BTH header construction, shared by request and ACK frames.
-use crate::numbers::Numbers;
+use crate::numbers::{Numbers, Zero};
 use crate::records::RoceHeader;
 use rust_hdl::prelude::*;
 
@@ -27,7 +27,7 @@ use rust_hdl::prelude::*;
 /// on `out_ready`, so a full pipeline takes a new request only the cycle after its output
 /// moved: initiation interval 1 per cycle until the 4 stages are full, 4 headers per 5 cycles
 /// when both sides run flat out (every user needs at most one header per 2 cycles).
-#[derive(LogicBlock)]
+#[derive(LogicBlock, Default)]
 pub struct HeaderBuilder {
     pub clock: Signal<In, Clock>,
     pub reset: Signal<In, Bit>,
@@ -102,86 +102,9 @@ pub struct HeaderBuilder {
     csum: Signal<Local, Bits<16>>,
     x1_flags: Signal<Local, Bits<8>>,
     h1_hdr: Signal<Local, RoceHeader>,
-    zero_hdr: Constant<RoceHeader>,
+    zero_hdr: Zero<RoceHeader>,
     /// The contract's numbers ([`crate::numbers`]).
     nums: Numbers,
-}
-
-impl Default for HeaderBuilder {
-    fn default() -> Self {
-        Self {
-            nums: Default::default(),
-            clock: Default::default(),
-            reset: Default::default(),
-            in_valid: Default::default(),
-            in_ready: Default::default(),
-            src_mac: Default::default(),
-            src_ip: Default::default(),
-            dest_mac: Default::default(),
-            dest_ip: Default::default(),
-            udp_sport: Default::default(),
-            pkey: Default::default(),
-            opcode: Default::default(),
-            dest_qpn: Default::default(),
-            ackreq: Default::default(),
-            se: Default::default(),
-            psn: Default::default(),
-            ext: Default::default(),
-            ext_len: Default::default(),
-            plen: Default::default(),
-            tag_in: Default::default(),
-            out_valid: Default::default(),
-            out_ready: Default::default(),
-            hdr: Default::default(),
-            hlen: Default::default(),
-            pad: Default::default(),
-            tag_out: Default::default(),
-            v1: Default::default(),
-            h1: Default::default(),
-            plen1: Default::default(),
-            ext_len1: Default::default(),
-            src_ip1: Default::default(),
-            dest_ip1: Default::default(),
-            tag1: Default::default(),
-            v2: Default::default(),
-            h2: Default::default(),
-            ip_len2: Default::default(),
-            src_sum2: Default::default(),
-            dst_sum2: Default::default(),
-            hlen2: Default::default(),
-            pad2: Default::default(),
-            tag2: Default::default(),
-            v3: Default::default(),
-            h3: Default::default(),
-            sum3: Default::default(),
-            hlen3: Default::default(),
-            pad3: Default::default(),
-            tag3: Default::default(),
-            v4: Default::default(),
-            h4: Default::default(),
-            hlen4: Default::default(),
-            pad4: Default::default(),
-            tag4: Default::default(),
-            ld1: Default::default(),
-            ld2: Default::default(),
-            ld3: Default::default(),
-            ld4: Default::default(),
-            x1: Default::default(),
-            x2: Default::default(),
-            x3: Default::default(),
-            x4: Default::default(),
-            pad16: Default::default(),
-            ip_len: Default::default(),
-            ip_len_q: Default::default(),
-            udp_len: Default::default(),
-            fold_lo: Default::default(),
-            fold_hi: Default::default(),
-            csum: Default::default(),
-            x1_flags: Default::default(),
-            h1_hdr: Default::default(),
-            zero_hdr: Constant::new(RoceHeader::default()),
-        }
-    }
 }
 
 impl Logic for HeaderBuilder {

@@ -319,6 +319,46 @@ impl Block for Numbers {
     }
 }
 
+/// The all-zero value of a record (or `Bits<N>`) as a block's constant: like [`Numbers`], a
+/// field `z: Zero<T>` is emitted as one `localparam z` of the enclosing module and read as
+/// `self.z.val()` in `#[hdl_gen]` code (to clear a record in one assignment). Unlike rust-hdl's
+/// `Constant`, it has a `Default`, so blocks that hold one can derive `Default`.
+#[derive(Clone, Debug)]
+pub struct Zero<T: Synth>(Constant<T>);
+
+impl<T: Synth + Default> Default for Zero<T> {
+    fn default() -> Self {
+        Self(Constant::new(T::default()))
+    }
+}
+
+impl<T: Synth> Zero<T> {
+    /// The all-zero value (in `#[hdl_gen]` code: the `localparam`).
+    pub fn val(&self) -> T {
+        self.0.val()
+    }
+}
+
+impl<T: Synth> Logic for Zero<T> {
+    fn update(&mut self) {}
+
+    fn connect(&mut self) {}
+}
+
+impl<T: Synth> Block for Zero<T> {
+    fn connect_all(&mut self) {}
+
+    fn update_all(&mut self) {}
+
+    fn has_changed(&self) -> bool {
+        false
+    }
+
+    fn accept(&self, name: &str, probe: &mut dyn Probe) {
+        self.0.accept(name, probe);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
