@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak of the seeded test classes (issue 12): the randomized load test
-# (firmware-tests/tests/random_load.rs) and the requester fuzz (requester_fuzz.rs) over many
-# seeds, then a summary table: seeds run, passed, failed (with their seeds), wall time.
+# (firmware-tests/tests/random_load.rs), the requester fuzz (requester_fuzz.rs) and the
+# responder fuzz (responder_fuzz.rs) over many seeds, then a summary table: seeds run, passed, failed (with their seeds), wall time.
 # Not run by CI (CI runs each class's first seeds through `cargo test`).
 #
 # Usage: scripts/soak.sh [SEEDS [START]] [--with-ignored]
@@ -34,13 +34,16 @@ case "$seeds$start$jobs" in *[!0-9]*) echo "soak: SEEDS, START and JOBS are numb
 if [ "$seeds" -lt 1 ] || [ "$jobs" -lt 1 ]; then echo "soak: SEEDS and JOBS must be at least 1" >&2; exit 2; fi
 
 echo "soak: building the tests"
-cargo test --release -p rnic-firmware-tests --test random_load --test requester_fuzz --no-run >/dev/null 2>&1 \
-    || cargo test --release -p rnic-firmware-tests --test random_load --test requester_fuzz --no-run
+classes=(random_load requester_fuzz responder_fuzz)
+targets=()
+for c in "${classes[@]}"; do targets+=(--test "$c"); done
+cargo test --release -p rnic-firmware-tests "${targets[@]}" --no-run >/dev/null 2>&1 \
+    || cargo test --release -p rnic-firmware-tests "${targets[@]}" --no-run
 
 mkdir -p target/soak
 rows=()
 total_failed=0
-for class in random_load requester_fuzz; do
+for class in "${classes[@]}"; do
     t0=$(date +%s)
     per=$(( (seeds + jobs - 1) / jobs ))
     pids=()

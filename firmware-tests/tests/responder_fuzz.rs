@@ -45,7 +45,7 @@ use rnic_sim::SimConfig;
 const GUARD: u8 = 0xEE;
 const PSN_MASK: u32 = 0xFF_FFFF;
 /// Seeds CI runs.
-const CI_SEEDS: u64 = 40;
+const CI_SEEDS: u64 = 100;
 /// The region open to remote writes and atomics, and the two that are not.
 const RW_LEN: usize = 16 * 1024;
 const RO_LEN: usize = 4096;
@@ -90,7 +90,9 @@ enum Lie {
     PsnAhead,
     /// The PSN moves 1..=8 behind (a duplicate's PSN).
     PsnBehind,
-    /// A RETH's or AtomicETH's R_Key: another region's, another PD's, an L_Key, a stale tag.
+    /// A RETH's or AtomicETH's R_Key (and mostly its address with it, into that key's
+    /// region): a REMOTE_READ-only region's, another PD's, a receive buffer's L_Key, a stale
+    /// tag of the QP's own region, or any number.
     Rkey,
     /// Its virtual address: before the region, across its end, in another region, far away.
     Va,
@@ -202,8 +204,9 @@ struct Targets {
     rw: (u64, u32),
     ro: (u64, u32),
     xpd: (u64, u32),
-    /// The receive buffers' L_Key and address.
+    /// The receive buffers' address and L_Key, and their length.
     recv: (u64, u32),
+    recv_len: u64,
 }
 
 struct Liar {
@@ -233,15 +236,18 @@ impl Liar {
         unreachable!()
     }
 
-    /// A key a lie puts in a RETH or AtomicETH.
-    fn bad_key(&mut self) -> u32 {
-        match self.rng.gen_range(0..5) {
-            0 => self.t.ro.1,
-            1 => self.t.xpd.1,
-            2 => self.t.recv.1,
-            3 => self.t.rw.1 ^ (1 + self.rng.gen_range(0..255u32)), // the same index, another tag
-            _ => self.rng.gen(),
-        }
+    /// A key a lie puts in a RETH or AtomicETH, and an 8-byte aligned address inside the
+    /// region that key names (none for a random key).
+    fn bad_key(&mut self) -> (u32, Option<u64>) {
+        let (key, base, len) = match self.rng.gen_range(0..5) {
+            0 => (self.t.ro.1, self.t.ro.0, RO_LEN as u64),
+            1 => (self.t.xpd.1, self.t.xpd.0, XPD_LEN as u64),
+            2 => (self.t.recv.1, self.t.recv.0, self.t.recv_len),
+            // The QP's own region's index with another tag.
+            3 => (self.t.rw.1 ^ (1 + self.rng.gen_range(0..255u32)), self.t.rw.0, RW_LEN as u64),
+            _ => return (self.rng.gen(), None),
+        };
+        (key, Some(base + self.rng.gen_range(0..len / 8) * 8))
     }
 
     /// An address a lie puts in a RETH or AtomicETH (the region's own key stays).
@@ -267,7 +273,10 @@ impl Liar {
         let (va, key) = match self.rng.gen_range(0..3) {
             0 => (self.t.rw.0 + self.rng.gen_range(0..RW_LEN as u64 / 8) * 8, self.t.rw.1),
             1 => (self.bad_va(), self.t.rw.1),
-            _ => (self.t.rw.0 + self.rng.gen_range(0..RW_LEN as u64 / 8) * 8, self.bad_key()),
+            _ => {
+                let (k, va) = self.bad_key();
+                (va.unwrap_or_else(|| self.t.rw.0 + self.rng.gen_range(0..RW_LEN as u64 / 8) * 8), k)
+            }
         };
         let plen = self.rng.gen_range(0..=self.mtu);
         let mut body = Vec::new();
@@ -312,9 +321,15 @@ impl Liar {
                 self.told.push(format!("{what} -> {:#x}", f.psn()));
             }
             Lie::Rkey if eth && f.body.len() >= 12 => {
-                let k = self.bad_key();
+                let (k, va) = self.bad_key();
                 f.body[8..12].copy_from_slice(&k.to_be_bytes());
-                self.told.push(format!("{what} -> key {k:#x}"));
+                match va.filter(|_| self.rng.gen_bool(0.8)) {
+                    Some(va) => {
+                        f.body[..8].copy_from_slice(&va.to_be_bytes());
+                        self.told.push(format!("{what} -> key {k:#x} va {va:#x}"));
+                    }
+                    None => self.told.push(format!("{what} -> key {k:#x}")),
+                }
             }
             Lie::Va if eth && f.body.len() >= 8 => {
                 let va = self.bad_va();
@@ -473,6 +488,7 @@ fn fuzz_case(seed: u64) -> String {
             ro: (ro_mr.addr(), ro_mr.rkey()),
             xpd: (xpd_mr.addr(), xpd_mr.rkey()),
             recv: (brecv_mr.addr(), brecv_mr.lkey()),
+            recv_len: brecv_mr.len() as u64,
         },
         on: true,
         told: Vec::new(),
@@ -505,9 +521,7 @@ fn fuzz_case(seed: u64) -> String {
                 }
                 Kind::Read => SendWr::rdma_read(id, loc_mr.sge(o..o + l).unwrap(), rb.at(o as u64)),
                 Kind::FetchAdd => SendWr::atomic_fetch_and_add(id, loc_mr.sge(o..o + 8).unwrap(), rb.at(o as u64), 3),
-                Kind::CmpSwap => {
-                    SendWr::atomic_cmp_and_swp(id, loc_mr.sge(o..o + 8).unwrap(), rb.at(o as u64), 0, id)
-                }
+                Kind::CmpSwap => SendWr::atomic_cmp_and_swp(id, loc_mr.sge(o..o + 8).unwrap(), rb.at(o as u64), 0, id),
             }
         })
         .collect();
@@ -627,8 +641,7 @@ fn fuzz_case(seed: u64) -> String {
     let word = u64::from_le_bytes(rw_before[RW_LEN - 8..].try_into().unwrap());
     qa2.post_send(&[
         SendWr::rdma_read(1, chk_mr.sge(0..3000).unwrap(), rb.at(0)).signaled(true),
-        SendWr::atomic_fetch_and_add(2, chk_mr.sge(4096..4104).unwrap(), rb.at((RW_LEN - 8) as u64), 5)
-            .signaled(true),
+        SendWr::atomic_fetch_and_add(2, chk_mr.sge(4096..4104).unwrap(), rb.at((RW_LEN - 8) as u64), 5).signaled(true),
         SendWr::rdma_write(3, src_mr.sge(0..100).unwrap(), rb.at(4000)).signaled(true),
         SendWr::send(4, src_mr.sge(200..300).unwrap()).signaled(true),
     ])
