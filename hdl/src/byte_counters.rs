@@ -8,6 +8,9 @@ use rust_hdl::prelude::*;
 /// TX: the byte count of each beat the MAC accepts (`tx_fire`, `tx_count` 1..=64). RX: each
 /// beat's `tkeep` (contiguous from byte 0, AXI4-Stream packed), counted by popcount.
 ///
+/// `reset` clears the totals and the beats in flight: the totals count only beats presented
+/// after it (testbench `hdl/tests/byte_counters_tb.rs`).
+///
 /// Pipeline: RX 4 stages (`tkeep` registered; eight 8-bit popcounts; their sum; the 64-bit
 /// add), TX 2 (the beat's count; the add): a beat is in the totals 4 (RX) or 2 (TX) cycles
 /// after it passed. One beat per cycle on each side; at most 4 LUT levels per stage, plus the
@@ -135,8 +138,14 @@ impl Logic for ByteCounters {
         self.bytes.next =
             bit_cast::<128, 64>(self.tx_total.q.val()) | (bit_cast::<128, 64>(self.rx_total.q.val()) << 64);
         if self.reset.val() {
+            // The totals and the beats in flight: a beat presented while reset is high is
+            // not counted after it.
             self.tx_total.d.next = 0.into();
             self.rx_total.d.next = 0.into();
+            self.tx_beat.d.next = 0.into();
+            self.rx_keep_r.d.next = 0.into();
+            self.rx_nibbles.d.next = 0.into();
+            self.rx_beat.d.next = 0.into();
         }
     }
 }
