@@ -30,6 +30,7 @@ mod common;
 use std::fmt;
 
 use common::pattern;
+use common::seeds::Kind;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rnic::sim::sim_pair;
@@ -47,28 +48,8 @@ const GUARD: u8 = 0xEE;
 /// Most payload bytes one seed moves (all QPs, all WRs).
 const MAX_TOTAL: usize = 3 << 20;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Write,
-    WriteImm,
-    Send,
-    SendImm,
-    Read,
-    FetchAdd,
-    CmpSwap,
-}
-
 const KINDS: [Kind; 7] =
     [Kind::Write, Kind::WriteImm, Kind::Send, Kind::SendImm, Kind::Read, Kind::FetchAdd, Kind::CmpSwap];
-
-impl Kind {
-    fn atomic(self) -> bool {
-        matches!(self, Kind::FetchAdd | Kind::CmpSwap)
-    }
-    fn takes_recv(self) -> bool {
-        matches!(self, Kind::Send | Kind::SendImm | Kind::WriteImm)
-    }
-}
 
 /// One work request.
 #[derive(Clone, Debug)]
@@ -218,7 +199,7 @@ fn shape(seed: u64) -> Shape {
         let mut wrs = Vec::new();
         for _ in 0..n {
             let kind = ops[r.gen_range(0..ops.len())];
-            let len = if kind.atomic() { 8 } else { draw_len(&mut r, m, ceiling) };
+            let len = if kind.is_atomic() { 8 } else { draw_len(&mut r, m, ceiling) };
             if total + len > MAX_TOTAL && !wrs.is_empty() {
                 break;
             }

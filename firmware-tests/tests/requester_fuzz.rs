@@ -33,6 +33,7 @@ use std::fmt;
 
 use common::carried::{has_aeth, psn_le, serial_max, Carried, Carrier, Dir, Frame};
 use common::pattern;
+use common::seeds::Kind;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rnic::{
@@ -47,17 +48,6 @@ const GUARD: u8 = 0xEE;
 const PSN_MASK: u32 = 0xFF_FFFF;
 /// Seeds CI runs (each 0.1-0.5 s of wall time).
 const CI_SEEDS: u64 = 60;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Write,
-    WriteImm,
-    Send,
-    SendImm,
-    Read,
-    FetchAdd,
-    CmpSwap,
-}
 
 /// One work request of a case.
 #[derive(Clone, Debug)]
@@ -75,7 +65,7 @@ struct Wr {
 
 impl Wr {
     fn is_atomic(&self) -> bool {
-        matches!(self.kind, Kind::FetchAdd | Kind::CmpSwap)
+        self.kind.is_atomic()
     }
 
     /// PSNs the WR uses at path MTU `mtu`.
@@ -89,7 +79,7 @@ impl Wr {
 
     /// Whether it consumes a receive WQE at the responder.
     fn takes_recv(&self) -> bool {
-        matches!(self.kind, Kind::Send | Kind::SendImm | Kind::WriteImm)
+        self.kind.takes_recv()
     }
 }
 

@@ -32,6 +32,7 @@ mod common;
 
 use common::carried::{has_reth, Carried, Carrier, Dir, Frame};
 use common::pattern;
+use common::seeds::Kind;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rnic::{
@@ -55,17 +56,6 @@ const SLOT_GAP: usize = 64;
 /// Receive WQEs beyond the SENDs the requester posts (for invented SENDs).
 const SPARE_RECVS: usize = 6;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Write,
-    WriteImm,
-    Send,
-    SendImm,
-    Read,
-    FetchAdd,
-    CmpSwap,
-}
-
 /// One work request of the requester: its kind, message length and offset into the
 /// responder's region (its local buffer is at the same offset of the requester's).
 #[derive(Clone, Debug)]
@@ -73,12 +63,6 @@ struct Wr {
     kind: Kind,
     len: usize,
     off: usize,
-}
-
-impl Wr {
-    fn takes_recv(&self) -> bool {
-        matches!(self.kind, Kind::Send | Kind::SendImm | Kind::WriteImm)
-    }
 }
 
 /// Every kind of lie the liar tells about a request.
@@ -183,16 +167,12 @@ fn shape(seed: u64) -> Shape {
                 }
             };
             let len = match kind {
-                Kind::FetchAdd | Kind::CmpSwap => 8,
+                _ if kind.is_atomic() => 8,
                 Kind::Send | Kind::SendImm => r.gen_range(0..=2 * m),
                 Kind::Read => r.gen_range(1..=3 * m),
                 _ => r.gen_range(0..=3 * m),
             };
-            let off = if len == 8 && matches!(kind, Kind::FetchAdd | Kind::CmpSwap) {
-                8 * r.gen_range(0..RW_LEN / 8)
-            } else {
-                r.gen_range(0..=RW_LEN - len)
-            };
+            let off = if kind.is_atomic() { 8 * r.gen_range(0..RW_LEN / 8) } else { r.gen_range(0..=RW_LEN - len) };
             Wr { kind, len, off }
         })
         .collect();
@@ -431,7 +411,7 @@ fn fuzz_case(seed: u64) -> String {
     let m = s.mtu.bytes() as usize;
     let h = Carried::new(SimConfig::default());
     let n = s.wrs.len();
-    let n_recv = s.wrs.iter().filter(|w| w.takes_recv()).count() + SPARE_RECVS;
+    let n_recv = s.wrs.iter().filter(|w| w.kind.takes_recv()).count() + SPARE_RECVS;
     let slot = 2 * m + 128;
 
     // The requester's buffers: the source, and the READ / atomic destinations at the same

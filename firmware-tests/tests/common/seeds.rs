@@ -52,3 +52,28 @@ pub fn run_seeds(test: &str, ci_count: u64, case: impl Fn(u64) -> String) {
         failed[0]
     );
 }
+
+/// The work-request kinds the seeded classes draw: the seven `ibv_wr_opcode`s the NIC
+/// implements (ibv_post_send(3)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Write,
+    WriteImm,
+    Send,
+    SendImm,
+    Read,
+    FetchAdd,
+    CmpSwap,
+}
+
+impl Kind {
+    /// IBV_WR_ATOMIC_FETCH_AND_ADD or IBV_WR_ATOMIC_CMP_AND_SWP (8 bytes, one PSN).
+    pub fn is_atomic(self) -> bool {
+        matches!(self, Kind::FetchAdd | Kind::CmpSwap)
+    }
+
+    /// It consumes a receive WQE at the responder (a SEND, or a WRITE with immediate).
+    pub fn takes_recv(self) -> bool {
+        matches!(self, Kind::Send | Kind::SendImm | Kind::WriteImm)
+    }
+}
