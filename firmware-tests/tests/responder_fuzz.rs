@@ -610,8 +610,18 @@ fn fuzz_case(seed: u64) -> String {
         let id = h.world.borrow_mut().mmio_read(nic, regs::ID);
         assert_eq!(id.ok(), Some(regs::ID_VALUE), "{}", ctx(format!("NIC {nic}: MMIO not answered"), &liar, &h));
     }
-    let mut qa2 = h.pa.create_qp(&h.ca).set_max_send_wr(8).build().unwrap();
-    let mut qb2 = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(4).build().unwrap();
+    let status = |nic: usize| {
+        let st = h.world.borrow_mut().mmio_read(nic, regs::STATUS).unwrap_or(0);
+        format!("STATUS {st:#010x} (RX engine state {}, scheduler state {})", st & 0x3F, st >> 8 & 0x3F)
+    };
+    let mut qa2 = h.pa.create_qp(&h.ca).set_max_send_wr(8).build().unwrap_or_else(|e| {
+        let m = format!("NIC 0 refused a new QP after the case: {e}; {}", status(0));
+        panic!("{}", ctx(m, &liar, &h))
+    });
+    let mut qb2 = h.pb.create_qp(&h.cb).set_max_send_wr(8).set_max_recv_wr(4).build().unwrap_or_else(|e| {
+        let m = format!("NIC 1 refused a new QP after the case: {e}; {}", status(1));
+        panic!("{}", ctx(m, &liar, &h))
+    });
     let o2 = ConnectOptions { path_mtu: Mtu::Mtu1024, access: o.access, max_rd_atomic: 2, max_dest_rd_atomic: 2, ..o };
     let (ea2, eb2) = (qa2.endpoint().unwrap(), qb2.endpoint().unwrap());
     qa2.connect_with(&eb2, &o2).unwrap();
@@ -652,4 +662,16 @@ fn fuzz_case(seed: u64) -> String {
 #[test]
 fn responder_fuzz_seeds() {
     common::seeds::run_seeds("responder_fuzz", CI_SEEDS, fuzz_case);
+}
+
+/// Seed 1422 of the first soak (stop 37), kept as a named case. A PSN moved ahead drew a NAK
+/// sequence error and the requester went back to its first WRITE; a PSN moved behind then made
+/// the responder NAK invalid request, and the requester's QP entered ERR. Its completer flushed
+/// every WQE in flight while its scheduler was fetching one of them again after the rewind: the
+/// scheduler then waited in `CompleteError` for a retired count that had already passed that
+/// WQE, forever, and the NIC took no context command after it.
+#[test]
+fn a_flush_that_overtakes_a_rewound_wqe_leaves_the_requester_working() {
+    let summary = fuzz_case(1422);
+    assert!(summary.contains("RemInvReqErr"), "the case no longer tells its lies: {summary}");
 }

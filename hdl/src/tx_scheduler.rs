@@ -497,6 +497,10 @@ pub struct TxScheduler {
     send_win_full: DFF<Bit>,
     /// The completer has retired WQEs this engine is about to resend (`CheckSq`).
     behind: DFF<Bit>,
+    /// The same, registered every cycle: `CompleteError` skips a WQE the completer has
+    /// completed since `CheckSq` (flushed on entering ERR, while this engine re-fetched it
+    /// after a rewind), instead of waiting for a retired count that has passed it.
+    done_ahead: DFF<Bit>,
     /// The WQE fetcher: the prefetch buffer, fresh fetches sized by the `Fetch*` states, the
     /// fetch-ahead machine ([`crate::wqe_fetcher::AheadStep`]).
     fetch: WqeFetcher,
@@ -804,6 +808,7 @@ impl Logic for TxScheduler {
             rd_blk_r,
             send_win_full,
             behind,
+            done_ahead,
             job_room,
             rw_empty_r,
             nq_r,
@@ -1000,6 +1005,7 @@ impl Logic for TxScheduler {
         // WQEs recorded and not yet retired, mod 2^16 (a Local, so the difference wraps at 16
         // bits before it is compared).
         self.in_flight.next = self.ci.q.val() - self.acked_data.val();
+        self.done_ahead.d.next = self.in_flight.val().get_bit(15);
         self.reads_next.next = self.reads_sent.q.val();
         if self.is_read.val() {
             self.reads_next.next = self.reads_sent.q.val() + 1;
@@ -2045,6 +2051,11 @@ impl Logic for TxScheduler {
                 // Errors complete in SQ order: wait until every earlier WQE has retired.
                 if !self.rw_empty.val() & (self.rw_data.val().qpn == self.cur_qpn.q.val()) {
                     self.state.d.next = TxsState::SaveAndYield;
+                } else if self.done_ahead.q.val() {
+                    // The completer has completed this WQE already (it was in flight when the
+                    // QP entered ERR, and this engine was fetching it again after a rewind):
+                    // no second completion; go on after the last one retired.
+                    self.state.d.next = TxsState::SkipRetired;
                 } else if (self.rw_waiting.q.val() | self.db_other.q.val()) & (self.acked_data.val() != self.ci.q.val())
                 {
                     // Still waiting, and another QP's rewind or doorbell is queued: step aside.
