@@ -16,7 +16,7 @@ fn write<B: Block>(mut block: B, dir: &std::path::Path) -> std::io::Result<()> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(name), Some(dir)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: block_verilog BLOCK DIR  (BLOCK: dma_read, tx_scheduler, rx_engine, rx_writer, ack_timer)");
+        eprintln!("usage: block_verilog BLOCK DIR  (BLOCK: dma_read, tx_scheduler, rx_engine, rx_writer, ack_timer, byte_counters)");
         std::process::exit(2);
     };
     let dir = std::path::Path::new(dir);
@@ -26,6 +26,7 @@ fn main() {
         "rx_engine" => write(rx_engine::RxEngine::default(), dir),
         "rx_writer" => write(rx_writer::RxWriter::default(), dir),
         "ack_timer" => write(ack_timer::AckTimer::default(), dir),
+        "byte_counters" => write(byte_counters::ByteCounters::default(), dir),
         other => {
             eprintln!("block_verilog: unknown block '{other}'");
             std::process::exit(2);

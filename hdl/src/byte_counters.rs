@@ -8,8 +8,8 @@ use rust_hdl::prelude::*;
 /// TX: the byte count of each beat the MAC accepts (`tx_fire`, `tx_count` 1..=64). RX: each
 /// beat's `tkeep` (contiguous from byte 0, AXI4-Stream packed), counted by popcount.
 ///
-/// `reset` clears the totals and the beats in flight: the totals count only beats presented
-/// after it (testbench `hdl/tests/byte_counters_tb.rs`).
+/// `reset` clears the totals, and a beat in flight across it is not added: the totals count
+/// only beats presented after it (testbench `hdl/tests/byte_counters_tb.rs`).
 ///
 /// Pipeline: RX 4 stages (`tkeep` registered; eight 8-bit popcounts; their sum; the 64-bit
 /// add), TX 2 (the beat's count; the add): a beat is in the totals 4 (RX) or 2 (TX) cycles
@@ -32,6 +32,13 @@ pub struct ByteCounters {
     rx_nibbles: DFF<Bits<32>>,
     rx_beat: DFF<Bits<7>>,
     rx_total: DFF<Bits<64>>,
+    /// Each pipeline stage holds a beat presented since the last reset cycle: a beat in
+    /// flight across a reset is not added after it (the stages' data are not reset: a reset
+    /// gate on the popcount stage made it 7 LUT levels).
+    tx_live: DFF<Bit>,
+    rx_live1: DFF<Bit>,
+    rx_live2: DFF<Bit>,
+    rx_live3: DFF<Bit>,
     k: Signal<Local, Bits<64>>,
     pc: Signal<Local, Bits<32>>,
     n: Signal<Local, Bits<32>>,
@@ -40,12 +47,21 @@ pub struct ByteCounters {
 impl Logic for ByteCounters {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, tx_beat, tx_total, rx_keep_r, rx_nibbles, rx_beat, rx_total);
+        dff_setup!(
+            self, clock, tx_beat, tx_total, rx_keep_r, rx_nibbles, rx_beat, rx_total, tx_live, rx_live1, rx_live2,
+            rx_live3
+        );
+        self.tx_live.d.next = !self.reset.val();
+        self.rx_live1.d.next = !self.reset.val();
+        self.rx_live2.d.next = self.rx_live1.q.val() & !self.reset.val();
+        self.rx_live3.d.next = self.rx_live2.q.val() & !self.reset.val();
         self.tx_beat.d.next = 0.into();
         if self.tx_fire.val() {
             self.tx_beat.d.next = self.tx_count.val();
         }
-        self.tx_total.d.next = self.tx_total.q.val() + bit_cast::<64, 7>(self.tx_beat.q.val());
+        if self.tx_live.q.val() {
+            self.tx_total.d.next = self.tx_total.q.val() + bit_cast::<64, 7>(self.tx_beat.q.val());
+        }
         self.rx_keep_r.d.next = 0.into();
         if self.rx_valid.val() {
             self.rx_keep_r.d.next = self.rx_keep.val();
@@ -134,18 +150,14 @@ impl Logic for ByteCounters {
                 + bit_cast::<7, 4>(self.n.val().get_bits::<4>(20))
                 + bit_cast::<7, 4>(self.n.val().get_bits::<4>(24))
                 + bit_cast::<7, 4>(self.n.val().get_bits::<4>(28)));
-        self.rx_total.d.next = self.rx_total.q.val() + bit_cast::<64, 7>(self.rx_beat.q.val());
+        if self.rx_live3.q.val() {
+            self.rx_total.d.next = self.rx_total.q.val() + bit_cast::<64, 7>(self.rx_beat.q.val());
+        }
         self.bytes.next =
             bit_cast::<128, 64>(self.tx_total.q.val()) | (bit_cast::<128, 64>(self.rx_total.q.val()) << 64);
         if self.reset.val() {
-            // The totals and the beats in flight: a beat presented while reset is high is
-            // not counted after it.
             self.tx_total.d.next = 0.into();
             self.rx_total.d.next = 0.into();
-            self.tx_beat.d.next = 0.into();
-            self.rx_keep_r.d.next = 0.into();
-            self.rx_nibbles.d.next = 0.into();
-            self.rx_beat.d.next = 0.into();
         }
     }
 }
