@@ -630,7 +630,10 @@ impl Logic for WqeFetcher {
             self.pf_drop.d.next = self.h_keep.val();
             self.pf_total.d.next = self.h_keep.val();
             self.drop_nz.d.next = self.wr_keep.val() | self.h_nz.val();
-            if self.rd.val() {
+            // (The scheduler takes nothing in this cycle: it is sizing the fetch it discarded
+            // for. So a pop here is a dropped beat, `drop_pop`, from registers, and the
+            // scheduler's take intent stays out of `drop_nz`'s input.)
+            if self.drop_pop.val() {
                 self.pf_drop.d.next = self.h_dec.val();
                 self.drop_nz.d.next = (self.wr_keep.val() & self.h_nz.val()) | (self.no_keep.val() & self.h_ne1.val());
             }
