@@ -88,7 +88,8 @@ pub enum AheadStep {
 /// scheduler's registers only: `pop_wait` (`WaitWqeBeats`: the head beat is taken if
 /// `beat_ok`), `pop_next` (`NextWqe` takes a one-beat WQE at the head if `beat_ok`),
 /// `last_slot` (`WaitWqeBeats` is at the WQE's last beat: taking it takes the WQE, `head_ci`
-/// moves on).
+/// moves on). No take comes in the cycle after a `discard` (the scheduler is then sizing the
+/// fetch it discarded for): that cycle counts only dropped beats.
 ///
 /// **Status** (registers only, so nothing in the scheduler waits on its own inputs through
 /// this block): `head_ok`, `head_qpn`, `head_ci` (the buffer's WQEs, if any, are the next of
