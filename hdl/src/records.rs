@@ -404,24 +404,23 @@ mod tests {
         assert_eq!((offset, width), (f.lsb, f.width), "field {name} drifted from the contract");
     }
 
+    /// `SgeRec`'s fields against a WQE's SGE 0 fields, relative to SGE 0's address.
+    fn check_sge(addr: Field, length: Field, lkey: Field) {
+        let g = SgeRec::default();
+        let rel = |f: Field| Field { lsb: f.lsb - addr.lsb, ..f };
+        check("addr", g.get_my_offset_addr(), g.get_my_width_addr(), rel(addr));
+        check("length", g.get_my_offset_length(), g.get_my_width_length(), rel(length));
+        check("lkey", g.get_my_offset_lkey(), g.get_my_width_lkey(), rel(lkey));
+    }
+
     #[test]
     fn an_sge_record_is_a_receive_wqe_entry() {
-        let g = SgeRec::default();
-        let base = recv_wqe::SGE0_ADDR.lsb;
-        let rel = |f: Field| Field { lsb: f.lsb - base, ..f };
-        check("addr", g.get_my_offset_addr(), g.get_my_width_addr(), rel(recv_wqe::SGE0_ADDR));
-        check("length", g.get_my_offset_length(), g.get_my_width_length(), rel(recv_wqe::SGE0_LENGTH));
-        check("lkey", g.get_my_offset_lkey(), g.get_my_width_lkey(), rel(recv_wqe::SGE0_LKEY));
+        check_sge(recv_wqe::SGE0_ADDR, recv_wqe::SGE0_LENGTH, recv_wqe::SGE0_LKEY);
     }
 
     #[test]
     fn an_sge_record_is_a_send_wqe_entry() {
-        let g = SgeRec::default();
-        let base = wqe::SGE0_ADDR.lsb;
-        let rel = |f: Field| Field { lsb: f.lsb - base, ..f };
-        check("addr", g.get_my_offset_addr(), g.get_my_width_addr(), rel(wqe::SGE0_ADDR));
-        check("length", g.get_my_offset_length(), g.get_my_width_length(), rel(wqe::SGE0_LENGTH));
-        check("lkey", g.get_my_offset_lkey(), g.get_my_width_lkey(), rel(wqe::SGE0_LKEY));
+        check_sge(wqe::SGE0_ADDR, wqe::SGE0_LENGTH, wqe::SGE0_LKEY);
     }
 
     #[test]
