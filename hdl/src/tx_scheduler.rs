@@ -515,6 +515,11 @@ pub struct TxScheduler {
     /// and `pf_more`): it can only start in `NextWqe`, so the buffer counts those checks saw
     /// are final.
     ah_idle_r: DFF<Bit>,
+    /// The state register holds `NextWqe`: set wherever a state moves to it (and cleared
+    /// where a later assignment of the same cycle overrides that), so `NextWqe`'s fetch
+    /// decisions start at one flop instead of a decode of the state (the discard reaches the
+    /// fetcher's `drop_nz` in 6 LUT levels, not 7).
+    at_nw: DFF<Bit>,
     /// `NextWqe` with no retired WQEs to skip and the window open: with `hit_go`, `miss_go` or
     /// `app_go` it takes, fetches or appends.
     next_in: Signal<Local, Bit>,
@@ -759,6 +764,7 @@ impl Logic for TxScheduler {
             ah_idle_r,
             hit_go,
             miss_go,
+            at_nw,
             app_go,
             one_slot_r,
             pf_hit,
@@ -1054,7 +1060,7 @@ impl Logic for TxScheduler {
         // `NextWqe`'s fetch decisions (its branches below), flat from registers: the next WQE
         // is wanted and not buffered (with no append under way): discard and fetch it; it is
         // buffered and more are posted: append.
-        self.next_in.next = (self.state.q.val() == TxsState::NextWqe) & !self.behind.q.val() & self.window_ok.q.val();
+        self.next_in.next = self.at_nw.q.val() & !self.behind.q.val() & self.window_ok.q.val();
         self.fetch.discard.next = self.next_in.val() & self.miss_go.q.val();
         self.fetch.append.next = self.next_in.val() & self.app_go.q.val() & !self.rd_blk_r.q.val();
         self.fetch.cmd_fire.next = self.cmd_fire.val();
@@ -1513,6 +1519,7 @@ impl Logic for TxScheduler {
         }
         self.hc_fast.next = self.take_now.val() & self.hc.ready.val() & !self.skip_pending.q.val();
         self.hc_take.next = false;
+        self.at_nw.d.next = false;
 
         match self.state.q.val() {
             TxsState::Idle => {
@@ -1610,6 +1617,7 @@ impl Logic for TxScheduler {
             TxsState::CheckSq => {
                 // (The queue checks are registered below.)
                 self.state.d.next = TxsState::NextWqe;
+                self.at_nw.d.next = true;
             }
             TxsState::NextWqe => {
                 // A new WQE: inline data from `ext0`..`ext3` only once `CheckRoom`, or the head
@@ -1943,11 +1951,13 @@ impl Logic for TxScheduler {
                     if self.is_last.val() {
                         // The queue checks were registered this cycle: on to the next WQE.
                         self.state.d.next = TxsState::NextWqe;
+                        self.at_nw.d.next = true;
                     }
                     self.il_k.d.next = 1.into();
                     if self.il_r.q.val() & (self.il_nm1.q.val() != 0) {
                         // (An inline packet is its WQE's only one.)
                         self.state.d.next = TxsState::IssueInline;
+                        self.at_nw.d.next = false;
                     }
                     if !self.fits_r.q.val() & (self.plen.val() != 0) {
                         // The packet spans entries: its payload goes as pieces (`SizePiece`, `IssuePiece`).
@@ -1955,6 +1965,7 @@ impl Logic for TxScheduler {
                         self.cur_iova.d.next = self.cur_iova.q.val();
                         self.sge_rem.d.next = self.sge_rem.q.val();
                         self.state.d.next = TxsState::SizePiece;
+                        self.at_nw.d.next = false;
                     }
                 }
             }
@@ -1965,6 +1976,7 @@ impl Logic for TxScheduler {
                     self.il_k.d.next = self.il_k.q.val() + 1;
                     if self.il_k.q.val() == self.il_nm1.q.val() {
                         self.state.d.next = TxsState::NextWqe;
+                        self.at_nw.d.next = true;
                     }
                 }
             }
@@ -1994,6 +2006,7 @@ impl Logic for TxScheduler {
                         self.state.d.next = TxsState::SizePacket;
                         if self.is_last.val() {
                             self.state.d.next = TxsState::NextWqe;
+                            self.at_nw.d.next = true;
                         }
                     }
                 }
@@ -2127,6 +2140,7 @@ impl Logic for TxScheduler {
                 | (self.state.q.val() == TxsState::WaitIssueSlot)
             {
                 self.state.d.next = TxsState::Idle;
+                self.at_nw.d.next = false;
             }
         }
         if self.hc_take.val() {
@@ -2270,6 +2284,7 @@ impl Logic for TxScheduler {
         }
         if self.reset.val() {
             self.state.d.next = TxsState::Idle;
+            self.at_nw.d.next = false;
             self.rw_epoch.d.next = 0.into();
             self.rw_flip_r.d.next = false;
             self.serving.d.next = false;
