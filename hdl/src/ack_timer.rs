@@ -1,6 +1,6 @@
 //! Local ACK timeout: one timer per QP, swept round-robin.
 use crate::numbers::Numbers;
-use crate::records::{QpContextRec, RnrWaitRec, TimerEventRec};
+use crate::records::{AckProgressRec, QpContextRec, RnrWaitRec, TimerEventRec};
 use rust_hdl::prelude::*;
 
 /// Detects requester QPs that have unacknowledged WQEs and made no progress for the QP's local
@@ -23,7 +23,7 @@ use rust_hdl::prelude::*;
 /// `rnr_end` set ([`TimerEventRec`]), and the completer resends.
 ///
 /// A QP whose go-back-N request waits for the scheduler is held too, and progress is any
-/// forward move of the acknowledged PSN (the completer's `acked_data` bits 23:16), not only a
+/// forward move of the acknowledged PSN (the low byte of it in the completer's `acked_data`), not only a
 /// retired WQE (IBTA Vol 1 9.7.6.1.3). A context write for a QP ends any RNR wait of its
 /// number, so nothing of a previous connection holds the next one's timer.
 ///
@@ -42,8 +42,9 @@ pub struct AckTimer {
     pub sent_data: Signal<In, Bits<16>>,
     pub acked_we: Signal<In, Bit>,
     pub acked_addr: Signal<In, Bits<6>>,
-    /// Retired-WQE count (15:0) and a READ-response progress byte (23:16).
-    pub acked_data: Signal<In, Bits<24>>,
+    /// The retired-WQE count and the low byte of the last PSN acknowledged (a READ
+    /// response's progress).
+    pub acked_data: Signal<In, AckProgressRec>,
     pub to_full: Signal<In, Bit>,
     /// The scheduler is emitting packets of QP `tx_qpn`.
     pub tx_active: Signal<In, Bit>,
@@ -64,8 +65,8 @@ pub struct AckTimer {
     pub to_write: Signal<Out, Bit>,
     pub to_qpn: Signal<Out, TimerEventRec>,
     sent_ram: RAM<Bits<16>, 6>,
-    acked_ram: RAM<Bits<24>, 6>,
-    snap_ram: RAM<Bits<24>, 6>,
+    acked_ram: RAM<AckProgressRec, 6>,
+    snap_ram: RAM<AckProgressRec, 6>,
     deadline_ram: RAM<Bits<48>, 6>,
     exp_ram: RAM<Bits<8>, 6>,
     /// Per QP: an RNR wait pending and when it ends.
@@ -344,7 +345,7 @@ impl Logic for AckTimer {
             }
         } else if self.valid.q.val() {
             if (self.exp.val() == 0)
-                | (self.sent_ram.read_data.val() == self.acked_ram.read_data.val().get_bits::<16>(0))
+                | (self.sent_ram.read_data.val() == self.acked_ram.read_data.val().acked)
                 | (self.acked_ram.read_data.val() != self.snap_ram.read_data.val())
                 | (self.tx_active_r.q.val() & (self.tx_qpn_r.q.val() == self.visit.q.val()))
                 | self.rw_pend_now.val()

@@ -7,7 +7,7 @@
 //! Split out of the scheduler in stop 34 (issue 13, part 1): the same registers and logic,
 //! cycle for cycle; its own testbench is `hdl/tests/head_check_tb.rs`.
 use crate::numbers::Numbers;
-use crate::records::{MrEntryRec, WqeRec};
+use crate::records::{KeyRec, MrEntryRec, WqeRec};
 use rust_hdl::prelude::*;
 
 /// The [`HeadCheck`] block's step. Each step registers the same values as its state in the
@@ -94,7 +94,7 @@ pub struct HeadCheck {
     /// offset verdict, the translated address and the packet count.
     hc: DFF<HeadStep>,
     hc_addr: DFF<Bits<64>>,
-    hc_lkey: DFF<Bits<32>>,
+    hc_lkey: DFF<KeyRec>,
     hc_len: DFF<Bits<32>>,
     hc_off: DFF<Bits<64>>,
     hc_va_ok: DFF<Bit>,
@@ -114,8 +114,8 @@ pub struct HeadCheck {
     hc_elig: Signal<Local, Bit>,
     /// IBV_SEND_FENCE | IBV_SEND_INLINE.
     fence_inl: Signal<Local, Bits<8>>,
-    /// SGE 0's lkey in the head beat (a Local, so its index bits can be selected).
-    beat_lkey: Signal<Local, Bits<32>>,
+    /// SGE 0's lkey in the head beat, by field ([`rnic_contract::mr_entry::key`]).
+    beat_lkey: Signal<Local, KeyRec>,
     /// `MTU − 1`, its low 12 bits (a shifted constant, formed here so that the compare after
     /// it maps with it: from the scheduler it cost a LUT level more).
     mtu_mask: Signal<Local, Bits<32>>,
@@ -132,7 +132,7 @@ impl Logic for HeadCheck {
             hc_off_ok, hc_base, hc_npkts, hc_inl, hc_inl_ok
         );
         self.hc_w.next = self.beat.val().into();
-        self.beat_lkey.next = self.hc_w.val().sge0_lkey;
+        self.beat_lkey.next = self.hc_w.val().sge0_lkey.into();
         // A one-slot RDMA WRITE of one SGE, or an inline one of two or more slots (stop 33).
         // (RDMA_WRITE and RDMA_WRITE_WITH_IMM are the two lowest WQE opcodes: `numbers`.)
         self.fence_inl.next = self.nums.val().sf_fence | self.nums.val().sf_inline;
@@ -146,14 +146,14 @@ impl Logic for HeadCheck {
         self.mtu_mask.next = !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.path_mtu.val()) + 7));
         self.mtu_mask12.next = self.mtu_mask.val().get_bits::<12>(0);
         self.mr_read.next = false;
-        self.mr_index.next = self.hc_lkey.q.val().get_bits::<6>(8);
+        self.mr_index.next = self.hc_lkey.q.val().index;
         match self.hc.q.val() {
             HeadStep::Idle => {
                 if self.start.val() & self.beat_ok.val() & self.hc_elig.val() {
                     self.mr_read.next = true;
-                    self.mr_index.next = self.beat_lkey.val().get_bits::<6>(8);
+                    self.mr_index.next = self.beat_lkey.val().index;
                     self.hc_addr.d.next = self.hc_w.val().sge0_addr;
-                    self.hc_lkey.d.next = self.hc_w.val().sge0_lkey;
+                    self.hc_lkey.d.next = self.beat_lkey.val();
                     self.hc_len.d.next = self.hc_w.val().sge0_length;
                     self.hc_inl.d.next = (self.hc_w.val().send_flags & self.nums.val().sf_inline) != 0;
                     self.hc.d.next = HeadStep::Key;
@@ -167,8 +167,8 @@ impl Logic for HeadCheck {
                     self.hc_off.d.next = self.hc_addr.q.val() - self.mr.val().va;
                     self.hc_va_ok.d.next = self.hc_addr.q.val() >= self.mr.val().va;
                     self.hc_key_ok.d.next = self.mr.val().valid.any()
-                        & (self.mr.val().tag == self.hc_lkey.q.val().get_bits::<8>(0))
-                        & (self.hc_lkey.q.val().get_bits::<18>(14) == 0)
+                        & (self.mr.val().tag == self.hc_lkey.q.val().tag)
+                        & (self.hc_lkey.q.val().above == 0)
                         & (self.mr.val().pd == self.pd.val());
                     self.hc_nq.d.next =
                         bit_cast::<24, 32>(self.hc_len.q.val() >> (bit_cast::<32, 3>(self.path_mtu.val()) + 7));

@@ -76,6 +76,24 @@ record!(
 );
 
 record!(
+    /// The same send WQE as a UD SEND reads it ([`rnic_contract::wqe`]'s `UD_*` fields, in the
+    /// bytes an RDMA or atomic WQE uses for its remote address, key and operands; IBTA Vol 1
+    /// 9.8): the destination QPN, the Q_Key (bit 31: send the QP's own, 10.2.5), the
+    /// destination IPv4 address and MAC.
+    UdWqeRec, 512, {
+        wr_id: 64, opcode: 8, send_flags: 8, num_sge: 8, rsvd0: 8, imm_data: 32,
+        remote_qpn: 24, rsvd1: 8, remote_qkey: 32, dest_ip: 32, rsvd2: 32,
+        sge0_addr: 64, sge0_length: 32, sge0_lkey: 32, dest_mac: 48, rsvd3: 16, rsvd4: 64,
+    }
+);
+
+record!(
+    /// An lkey or rkey ([`rnic_contract::mr_entry::key`]), 32 bits: the tag, the key-table
+    /// index, and bits above it that a valid key has zero.
+    KeyRec, 32, { tag: 8, index: 6, above: 18 }
+);
+
+record!(
     /// CQE ([`rnic_contract::cqe`]), 256 bits.
     CqeRec, 256, {
         wr_id: 64, byte_len: 32, imm_data: 32, qp_num: 24, opcode: 8, status: 8, wc_flags: 8,
@@ -267,6 +285,14 @@ record!(
         rd_next: 24, rsvd3: 8, acked_psn: 24, rnr_cnt: 3, rnr_wait: 1, rsvd4: 4, rl_k: 4,
         rl_used: 32, rd_rs: 24, rd_rs_ok: 1, ack_hi: 24,
     }
+);
+
+record!(
+    /// What the ACK timer snoops of [`AckedRec`] as the completer writes it (its `acked_ram`
+    /// and `snap_ram`): WQEs retired `acked` (mod 2^16) and the low byte of the last PSN
+    /// acknowledged, `ack_hi_lo`, so a READ response that retires nothing yet still counts as
+    /// progress (IBTA Vol 1 9.7.6.1.3).
+    AckProgressRec, 24, { acked: 16, ack_hi_lo: 8 }
 );
 
 record!(
@@ -511,6 +537,21 @@ mod tests {
         check("sge0_lkey", w.get_my_offset_sge0_lkey(), w.get_my_width_sge0_lkey(), wqe::SGE0_LKEY);
         check("compare_add", w.get_my_offset_compare_add(), w.get_my_width_compare_add(), wqe::COMPARE_ADD);
         check("swap", w.get_my_offset_swap(), w.get_my_width_swap(), wqe::SWAP);
+
+        let u = UdWqeRec::default();
+        check("wr_id", u.get_my_offset_wr_id(), u.get_my_width_wr_id(), wqe::WR_ID);
+        check("opcode", u.get_my_offset_opcode(), u.get_my_width_opcode(), wqe::OPCODE);
+        check("imm_data", u.get_my_offset_imm_data(), u.get_my_width_imm_data(), wqe::IMM_DATA);
+        check("remote_qpn", u.get_my_offset_remote_qpn(), u.get_my_width_remote_qpn(), wqe::UD_REMOTE_QPN);
+        check("remote_qkey", u.get_my_offset_remote_qkey(), u.get_my_width_remote_qkey(), wqe::UD_REMOTE_QKEY);
+        check("dest_ip", u.get_my_offset_dest_ip(), u.get_my_width_dest_ip(), wqe::UD_DEST_IP);
+        check("dest_mac", u.get_my_offset_dest_mac(), u.get_my_width_dest_mac(), wqe::UD_DEST_MAC);
+        check("sge0_lkey", u.get_my_offset_sge0_lkey(), u.get_my_width_sge0_lkey(), wqe::SGE0_LKEY);
+
+        let k = KeyRec::default();
+        check("tag", k.get_my_offset_tag(), k.get_my_width_tag(), mr::key::TAG);
+        check("index", k.get_my_offset_index(), k.get_my_width_index(), mr::key::INDEX);
+        check("above", k.get_my_offset_above(), k.get_my_width_above(), mr::key::ABOVE);
 
         let e = CqeRec::default();
         check("wr_id", e.get_my_offset_wr_id(), e.get_my_width_wr_id(), cqe::WR_ID);

@@ -53,8 +53,9 @@ use crate::event_queue::AsyncEventQueue;
 use crate::numbers::{Numbers, Zero};
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
-    AckJob, AckedRec, AckedTxRec, CqeRec, DoorbellRec, InflightRec, LocalCompletion, MrEntryRec, OpClass, QpContextRec,
-    ReadRespJob, RecvWqeRec, RespDynRec, RespItem, RewindRec, RxDesc, ScatterEntryRec, SgeRec, TimerEventRec, WriteJob,
+    AckJob, AckProgressRec, AckedRec, AckedTxRec, CqeRec, DoorbellRec, InflightRec, KeyRec, LocalCompletion,
+    MrEntryRec, OpClass, QpContextRec, ReadRespJob, RecvWqeRec, RespDynRec, RespItem, RewindRec, RxDesc,
+    ScatterEntryRec, SgeRec, TimerEventRec, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
 use crate::sent_psn::SentPsnTable;
@@ -309,10 +310,9 @@ pub struct RxEngine {
     /// Write bus of the retired-WQE counts, for the timer's copy.
     pub acked_we: Signal<Out, Bit>,
     pub acked_waddr: Signal<Out, Bits<6>>,
-    /// Retired-WQE count (bits 15:0) and the low byte of the newest PSN acknowledged (bits
-    /// 23:16: an ACK, NAK or in-order READ response moved it): either moving is progress for
-    /// the timer.
-    pub acked_wdata: Signal<Out, Bits<24>>,
+    /// The retired-WQE count and the low byte of the newest PSN acknowledged (an ACK, NAK or
+    /// in-order READ response moved it): either moving is progress for the timer.
+    pub acked_wdata: Signal<Out, AckProgressRec>,
     pub cnt_timeout: Signal<Out, Bit>,
     pub cmd_fire: Signal<In, Bit>,
     /// A context command is pending at BAR0 (it fires when both engines are ready).
@@ -847,7 +847,9 @@ pub struct RxEngine {
     is_send_end: Signal<Local, Bit>,
     is_write_op: Signal<Local, Bit>,
     is_rnr: Signal<Local, Bit>,
-    lkey: Signal<Local, Bits<32>>,
+    /// The receive SGE's lkey and the request's rkey, by field
+    /// ([`rnic_contract::mr_entry::key`]).
+    lkey: Signal<Local, KeyRec>,
     lkey_ok: Signal<Local, Bit>,
     sge_ok: Signal<Local, Bit>,
     send_fits: Signal<Local, Bit>,
@@ -858,7 +860,7 @@ pub struct RxEngine {
     mdra: Signal<Local, Bits<8>>,
     srq_addr: Signal<Local, Bits<8>>,
     entry: Signal<Local, InflightRec>,
-    rkey: Signal<Local, Bits<32>>,
+    rkey: Signal<Local, KeyRec>,
     op: Signal<Local, Bits<8>>,
     is_first_or_only: Signal<Local, Bit>,
     is_last_or_only: Signal<Local, Bit>,
@@ -1210,13 +1212,13 @@ impl Logic for RxEngine {
         self.inflight_ram.write_clock.next = self.clock.val();
 
         // ---- Table reads follow the registers ----
-        self.rkey.next = self.pkt.q.val().reth_rkey;
+        self.rkey.next = self.pkt.q.val().reth_rkey.into();
         clock!(self, clock, tables);
         self.tables.qp_addr.next = self.qpn.q.val();
         self.rdyn_ram.read_address.next = self.qpn.q.val();
         self.acked_ram.read_address.next = self.qpn.q.val();
         // The scatter entry being checked (`cur_sge`): its address and lkey.
-        self.lkey.next = self.cur_sge.q.val().lkey;
+        self.lkey.next = self.cur_sge.q.val().lkey.into();
         self.cur_addr.next = self.cur_sge.q.val().addr;
         self.sg_inext.next = self.sg_i.q.val() + 1;
         self.sg_first.next = self.sg_i.q.val() == 0;
@@ -1275,12 +1277,12 @@ impl Logic for RxEngine {
                 self.sg_cap.d.next = 15.into();
             }
         }
-        self.tables.mr_addr.next = self.rkey.val().get_bits::<6>(8);
+        self.tables.mr_addr.next = self.rkey.val().index;
         if (self.state.q.val() == RxState::SgeReadKey)
             | (self.state.q.val() == RxState::SgeCheckKey)
             | (self.state.q.val() == RxState::SgeRoom)
         {
-            self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
+            self.tables.mr_addr.next = self.lkey.val().index;
         }
         self.sent_addr.next = self.qpn.q.val();
         self.cqn.next = self.ctx.q.val().send_cq;
@@ -1672,8 +1674,8 @@ impl Logic for RxEngine {
         self.rq_ar_mask.next = self.rq_mask.val();
         // The receive SGE: a valid key of this PD granting LOCAL_WRITE, inside its region.
         self.lkey_ok.next = self.mr_now.val().valid.any()
-            & (self.mr_now.val().tag == self.lkey.val().get_bits::<8>(0))
-            & (self.lkey.val().get_bits::<18>(14) == 0)
+            & (self.mr_now.val().tag == self.lkey.val().tag)
+            & (self.lkey.val().above == 0)
             & (self.mr_now.val().pd == self.ctx.q.val().pd)
             & ((self.mr_now.val().access & self.nums.val().acc_local_write) != 0);
         self.sge_ok.next = self.sge_ok_r.q.val();
@@ -1699,8 +1701,8 @@ impl Logic for RxEngine {
         }
         self.access_ok.next = (self.mr_access.val() & self.qp_access.val() & self.access_need.val()) != 0;
         self.key_ok.next = self.mr_now.val().valid.any()
-            & (self.mr_now.val().tag == self.rkey.val().get_bits::<8>(0))
-            & (self.rkey.val().get_bits::<18>(14) == 0)
+            & (self.mr_now.val().tag == self.rkey.val().tag)
+            & (self.rkey.val().above == 0)
             & (self.mr_now.val().pd == self.qp_now.val().pd)
             & self.access_ok.val();
         self.bounds_ok.next = self.bounds_ok_r.q.val();
@@ -3448,8 +3450,8 @@ impl Logic for RxEngine {
         self.acked_tx_ram.write_address.next = self.acked_ram.write_address.val();
         self.acked_w.next = self.acked_ram.write_data.val();
         self.acked_w_hi.next = self.acked_w.val().ack_hi;
-        self.acked_wdata.next = bit_cast::<24, 16>(self.acked_w.val().acked)
-            | (bit_cast::<24, 8>(self.acked_w_hi.val().get_bits::<8>(0)) << 16);
+        self.acked_wdata.next.acked = self.acked_w.val().acked;
+        self.acked_wdata.next.ack_hi_lo = self.acked_w_hi.val().get_bits::<8>(0);
         self.acked_tx_ram.write_data.next.acked = self.acked_w.val().acked;
         self.acked_tx_ram.write_data.next.reads_done = self.acked_w.val().reads_done;
         self.acked_tx_ram.write_data.next.rsvd0 = 0.into();

@@ -42,8 +42,8 @@ use crate::context_tables::ContextTables;
 use crate::head_check::HeadCheck;
 use crate::numbers::Numbers;
 use crate::records::{
-    DoorbellRec, InflightRec, LocalCompletion, MrEntryRec, QpContextRec, RewindRec, ScatterEntryRec, SgeRec, SqDynRec,
-    TxJob, WqeOpClass, WqeRec,
+    DoorbellRec, InflightRec, KeyRec, LocalCompletion, MrEntryRec, QpContextRec, RewindRec, ScatterEntryRec, SgeRec,
+    SqDynRec, TxJob, UdWqeRec, WqeOpClass, WqeRec,
 };
 use crate::wqe_fetcher::WqeFetcher;
 use rust_hdl::prelude::*;
@@ -621,9 +621,11 @@ pub struct TxScheduler {
     qp_now: Signal<Local, QpContextRec>,
     cmd_qp: Signal<Local, QpContextRec>,
     dyn_now: Signal<Local, SqDynRec>,
-    lkey: Signal<Local, Bits<32>>,
+    /// The SGE's lkey, by field ([`rnic_contract::mr_entry::key`]).
+    lkey: Signal<Local, KeyRec>,
     /// The key of SGE 0 in the prefetch buffer's head beat (`WaitWqeBeats`' first beat).
     beat_lkey: Signal<Local, Bits<32>>,
+    beat_key: Signal<Local, KeyRec>,
     len: Signal<Local, Bits<32>>,
     off: Signal<Local, Bits<64>>,
     key_ok: Signal<Local, Bit>,
@@ -647,12 +649,13 @@ pub struct TxScheduler {
     se_now: Signal<Local, Bit>,
     is_fadd: Signal<Local, Bit>,
     op_now: Signal<Local, Bits<8>>,
-    /// The QP is UD ([`rnic_contract::qp_context::QP_TYPE`]); the WQE's UD address fields
-    /// ([`rnic_contract::wqe::UD_REMOTE_QPN`] .. `UD_DEST_MAC`), read from the bytes an RDMA
-    /// WQE uses for its remote address and atomic operands.
+    /// The QP is UD ([`rnic_contract::qp_context::QP_TYPE`]); the WQE as a UD SEND reads it
+    /// (`UdWqeRec`: [`rnic_contract::wqe::UD_REMOTE_QPN`] .. `UD_DEST_MAC`, in the bytes an
+    /// RDMA WQE uses for its remote address and atomic operands).
     ud: Signal<Local, Bit>,
-    ud_ra: Signal<Local, Bits<64>>,
-    ud_ca: Signal<Local, Bits<64>>,
+    wqe_bits: Signal<Local, Bits<512>>,
+    ud_wqe: Signal<Local, UdWqeRec>,
+    wqe_qkey: Signal<Local, Bits<32>>,
     ud_qkey: Signal<Local, Bits<32>>,
     req_op: Signal<Local, Bits<8>>,
     rd_limit: Signal<Local, Bits<7>>,
@@ -900,8 +903,8 @@ impl Logic for TxScheduler {
         self.fetch.reset.next = self.reset.val();
         self.tables.qp_addr.next = self.cur_qpn.q.val();
         self.dyn_ram.read_address.next = self.cur_qpn.q.val();
-        self.lkey.next = self.g_lkey.q.val();
-        self.tables.mr_addr.next = self.lkey.val().get_bits::<6>(8);
+        self.lkey.next = self.g_lkey.q.val().into();
+        self.tables.mr_addr.next = self.lkey.val().index;
         self.acked_addr.next = self.cur_qpn.q.val();
         self.sent_ram.read_address.next = self.sent_addr.val();
         self.sent_data.next = self.sent_ram.read_data.val().ci;
@@ -971,8 +974,8 @@ impl Logic for TxScheduler {
         self.len.next = self.g_len.q.val();
         self.off.next = self.g_addr.q.val() - self.mr.val().va;
         self.key_ok.next = self.mr.val().valid.any()
-            & (self.mr.val().tag == self.lkey.val().get_bits::<8>(0))
-            & (self.lkey.val().get_bits::<18>(14) == 0)
+            & (self.mr.val().tag == self.lkey.val().tag)
+            & (self.lkey.val().above == 0)
             & (self.mr.val().pd == self.ctx.q.val().pd);
         self.bounds_ok.next =
             self.va_ok.q.val() & self.off_ok.q.val() & (bit_cast::<64, 32>(self.len_r.q.val()) <= self.room.q.val());
@@ -1074,13 +1077,14 @@ impl Logic for TxScheduler {
         self.wqe_beat.next = self.fetch.beat.val();
         self.beat_rec.next = self.wqe_beat.val().into();
         self.beat_lkey.next = self.beat_rec.val().sge0_lkey;
+        self.beat_key.next = self.beat_lkey.val().into();
         self.beat_inline.next = (self.beat_rec.val().send_flags & self.nums.val().sf_inline) != 0;
         if ((self.state.q.val() == TxsState::WaitWqeBeats) & (self.wb.q.val() == 0))
             | (self.state.q.val() == TxsState::NextWqe)
         {
             // A WQE's first beat: its SGE 0 key is read as the beat arrives (`g_lkey` holds it
             // from the next cycle), so `CheckLkey` follows the last beat.
-            self.tables.mr_addr.next = self.beat_lkey.val().get_bits::<6>(8);
+            self.tables.mr_addr.next = self.beat_key.val().index;
         }
         self.wqe_ok.next = self.fetch.beat_ok.val();
         self.drop_pop.next = self.fetch.drop_due.val();
@@ -1317,10 +1321,11 @@ impl Logic for TxScheduler {
         // the WQE's is set, 10.2.5) and this QP as source, no AckReq; the assembler reports it
         // once sent, and that retires it.
         self.ud.next = self.ctx.q.val().qp_type.any();
-        self.ud_ra.next = self.wqe.q.val().remote_addr;
-        self.ud_ca.next = self.wqe.q.val().compare_add;
-        self.ud_qkey.next = self.ud_ra.val().get_bits::<32>(32);
-        if self.ud_ra.val().get_bit(63) {
+        self.wqe_bits.next = self.wqe.q.val().into();
+        self.ud_wqe.next = self.wqe_bits.val().into();
+        self.wqe_qkey.next = self.ud_wqe.val().remote_qkey;
+        self.ud_qkey.next = self.wqe_qkey.val();
+        if self.wqe_qkey.val().get_bit(31) {
             self.ud_qkey.next = self.ctx.q.val().dest_ip;
         }
         if self.ud.val() {
@@ -1331,9 +1336,9 @@ impl Logic for TxScheduler {
             self.job.next.ackreq = 0.into();
             self.job.next.has_reth = 0.into();
             self.job.next.has_deth = 1.into();
-            self.job.next.dest_qpn = self.ud_ra.val().get_bits::<24>(0);
-            self.job.next.dest_ip = self.wqe.q.val().rkey;
-            self.job.next.dest_mac = self.ud_ca.val().get_bits::<48>(0);
+            self.job.next.dest_qpn = self.ud_wqe.val().remote_qpn;
+            self.job.next.dest_ip = self.ud_wqe.val().dest_ip;
+            self.job.next.dest_mac = self.ud_wqe.val().dest_mac;
             self.job.next.reth_rkey = self.ud_qkey.val();
             self.job.next.rsp_qpn = self.cur_qpn.q.val();
             // A UD SEND is never resent: always sent (and reported).

@@ -47,7 +47,7 @@ impl AccessFlags {
 
 /// An lkey/rkey: `index << 8 | tag` (see [`rnic_contract::mr_entry`]).
 pub fn make_key(index: u8, tag: u8) -> u32 {
-    u32::from(index) << 8 | u32::from(tag)
+    rnic_contract::mr_entry::key::word(u32::from(index), tag)
 }
 
 /// A registered memory region.

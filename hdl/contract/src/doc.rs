@@ -141,6 +141,12 @@ pub fn markdown() -> String {
     );
     table(
         &mut o,
+        "lkey / rkey (a 32-bit word)",
+        "`index << 8 | tag`. A key with a bit set above the index names no entry: the NIC refuses it.",
+        &[("TAG", mr_entry::key::TAG), ("INDEX", mr_entry::key::INDEX), ("ABOVE (zero)", mr_entry::key::ABOVE)],
+    );
+    table(
+        &mut o,
         "CQ context (CMD op 3, index = CQ number)",
         "Resets the CQ's producer index to 0 and disarms it. VECTOR: the interrupt vector of its \
          completion events (CQ_ARM).",

@@ -26,4 +26,45 @@ pub const IOVA: Field = Field::at_bit(192, 64);
 /// Number of bits of a key that index the table.
 pub const INDEX_BITS: usize = crate::LOG_NUM_MRS;
 
+/// The fields of an lkey or rkey, a 32-bit word (`ibv_mr.lkey`, RETH.R_Key, AtomicETH.R_Key):
+/// `index << 8 | tag`. A key whose bits above the index are not zero names no entry and is
+/// refused like a stale one (IBTA Vol 1 10.6.3: an invalid key).
+pub mod key {
+    use super::INDEX_BITS;
+    use crate::field::{check_disjoint, Field};
+
+    /// Bits 7:0: the tag, compared with the entry's [`super::TAG`].
+    pub const TAG: Field = Field::at_bit(0, 8);
+    /// The key-table index, above the tag ([`INDEX_BITS`] bits).
+    pub const INDEX: Field = Field::at_bit(8, INDEX_BITS);
+    /// The bits above the index: zero in every key the NIC hands out.
+    pub const ABOVE: Field = Field::at_bit(8 + INDEX_BITS, 32 - 8 - INDEX_BITS);
+
+    /// The key `index << 8 | tag`. An `index` of `1 << INDEX_BITS` or more is not masked: its
+    /// high bits land in [`ABOVE`], and the NIC refuses the key.
+    pub const fn word(index: u32, tag: u8) -> u32 {
+        index << INDEX.lsb | tag as u32
+    }
+
+    const _: () = assert!(check_disjoint(&[TAG, INDEX, ABOVE], 32));
+    const _: () = assert!(ABOVE.end() == 32);
+}
+
 const _: () = assert!(check_disjoint(&[VALID, ACCESS, TAG, PD, VA, LENGTH, IOVA], 512));
+
+#[cfg(test)]
+mod tests {
+    use super::key;
+
+    #[test]
+    fn a_key_is_index_then_tag() {
+        let k = key::word(5, 0xA7);
+        assert_eq!(k, 0x5A7);
+        let b = k.to_le_bytes();
+        assert_eq!(key::TAG.get(&b), 0xA7);
+        assert_eq!(key::INDEX.get(&b), 5);
+        assert_eq!(key::ABOVE.get(&b), 0);
+        let past = key::word(1 << super::INDEX_BITS, 0).to_le_bytes();
+        assert_eq!((key::INDEX.get(&past), key::ABOVE.get(&past)), (0, 1));
+    }
+}
