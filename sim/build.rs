@@ -165,6 +165,8 @@ fn run() -> Result<(), String> {
     // cycle bypasses at the rising edge: a waveform build evaluates the reference way.
     let fast_cycle = !waveform && fast_cycle_supported(&obj_dir, &verilator_version(&verilator)?);
     println!("cargo:rustc-env=RNIC_SIM_FAST_CYCLE_BUILT={}", u8::from(fast_cycle));
+    let state_profile = state_profile_supported(&obj_dir);
+    write_state_names(&generated.sources, &out_dir.join("state_names.rs"))?;
     cc::Build::new()
         .cpp(true)
         .cpp_link_stdlib(None) // linked explicitly below, after the static libraries
@@ -182,6 +184,7 @@ fn run() -> Result<(), String> {
         .define("RNIC_ROOT", format!("{PREFIX}___024root").as_str())
         .define("RNIC_ROOT_HEADER", Some(format!("\"{PREFIX}___024root.h\"").as_str()))
         .define("RNIC_FAST_CYCLE", if fast_cycle { "1" } else { "0" })
+        .define("RNIC_STATE_PROFILE", if state_profile { "1" } else { "0" })
         .flag_if_supported("-std=c++17")
         .flag_if_supported("-faligned-new")
         .flag_if_supported("-Wno-unused-parameter")
@@ -287,6 +290,45 @@ fn fast_cycle_supported(obj_dir: &Path, version: &str) -> bool {
     known
         && members.iter().all(|m| header.contains(m))
         && functions.iter().all(|f| sources.contains(&format!("void {root}{f}({root}* vlSelf) {{")))
+}
+
+/// The engines' state registers the shim's state profile reads (`rnic_nic_state_profile_*`):
+/// the TX scheduler's and the RX engine's `state` DFFs, as Verilator names their outputs.
+const STATE_MEMBERS: [&str; 2] = ["top__DOT__txs__DOT__state__024q;", "top__DOT__rxe__DOT__state__024q;"];
+
+/// True when the generated model keeps both state registers as members of its root class.
+fn state_profile_supported(obj_dir: &Path) -> bool {
+    let header = fs::read_to_string(obj_dir.join(format!("{PREFIX}___024root.h"))).unwrap_or_default();
+    STATE_MEMBERS.iter().all(|m| header.contains(m))
+}
+
+/// Writes `TX_STATE_NAMES` and `RX_STATE_NAMES` (state code → variant name of `TxsState` and
+/// `RxState`) into `out`, from the `localparam <Enum>$<Variant> = <code>;` lines rust-hdl emits
+/// for each state enum, so the names always belong to the RTL that was built.
+fn write_state_names(sources: &[PathBuf], out: &Path) -> Result<(), String> {
+    let mut text = String::new();
+    for path in sources {
+        text += &fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    }
+    let mut rs = String::new();
+    for (konst, enum_name) in [("TX_STATE_NAMES", "TxsState"), ("RX_STATE_NAMES", "RxState")] {
+        let mut names = vec![String::new(); 64];
+        let prefix = format!("localparam {enum_name}$");
+        for line in text.lines().map(str::trim).filter(|l| l.starts_with(&prefix)) {
+            let rest = &line[prefix.len()..];
+            let Some((name, code)) = rest.trim_end_matches(';').split_once('=') else { continue };
+            let code: usize = code.trim().parse().map_err(|e| format!("{line}: {e}"))?;
+            if code < 64 {
+                names[code] = name.trim().to_string();
+            }
+        }
+        if names.iter().all(String::is_empty) {
+            return Err(format!("no `localparam {enum_name}$...` in the generated Verilog"));
+        }
+        rs += &format!("/// `{enum_name}` variant names by state code (empty: no variant).\n");
+        rs += &format!("pub const {konst}: [&str; 64] = {names:?};\n");
+    }
+    fs::write(out, rs).map_err(|e| format!("write {}: {e}", out.display()))
 }
 
 /// `verilator --version`, e.g. "Verilator 5.006 2023-01-22 rev (Debian 5.006-3)".

@@ -27,7 +27,7 @@
 
 #include "verilated.h"
 #include RNIC_PREFIX_HEADER
-#if RNIC_FAST_CYCLE
+#if RNIC_FAST_CYCLE || RNIC_STATE_PROFILE
 #include RNIC_ROOT_HEADER
 #endif
 #if VM_TRACE
@@ -130,6 +130,11 @@ struct RnicNic {
 #if VM_TRACE
     std::unique_ptr<VerilatedFstC> tfp;
 #endif
+    // State profile (rnic_nic_state_profile_start): cycles the scheduler (`txs`) and the RX
+    // engine (`rxe`) spent in each state code, counted at the start of each cycle.
+    bool profile = false;
+    uint64_t tx_hist[64]{};
+    uint64_t rx_hist[64]{};
 };
 
 // Sizes of the two structs, for the Rust side's layout check.
@@ -317,6 +322,14 @@ static void cycle_reference(RNIC_MODEL* t, const NicInputs* in, NicOutputs* out)
 // evaluate (the registers take their next values). Same results in every mode.
 void rnic_nic_cycle(RnicNic* nic, const NicInputs* in, NicOutputs* out) {
     RNIC_MODEL* t = nic->top.get();
+#if RNIC_STATE_PROFILE
+    if (nic->profile) {
+        // The registers hold this cycle's states (set at the last rising edge).
+        const RNIC_ROOT* r = t->rootp;
+        nic->tx_hist[r->top__DOT__txs__DOT__state__024q & 63] += 1;
+        nic->rx_hist[r->top__DOT__rxe__DOT__state__024q & 63] += 1;
+    }
+#endif
 #if RNIC_FAST_CYCLE
     if (nic->mode != EVAL_REFERENCE) {
         RNIC_ROOT* r = t->rootp;
@@ -444,6 +457,29 @@ void rnic_nic_trace_close(RnicNic* nic) {
 #else
     (void)nic;
 #endif
+}
+
+// Clears the state profile and starts counting from the next cycle. 1 when the model has the
+// state registers the profile reads (RNIC_STATE_PROFILE), 0 otherwise.
+uint32_t rnic_nic_state_profile_start(RnicNic* nic) {
+#if RNIC_STATE_PROFILE
+    std::memset(nic->tx_hist, 0, sizeof nic->tx_hist);
+    std::memset(nic->rx_hist, 0, sizeof nic->rx_hist);
+    nic->profile = true;
+    return 1;
+#else
+    (void)nic;
+    return 0;
+#endif
+}
+
+// Copies the 64 counts of each engine into `tx` and `rx`. 1 when a profile was started, 0
+// otherwise (the arrays are left alone).
+uint32_t rnic_nic_state_profile_read(const RnicNic* nic, uint64_t* tx, uint64_t* rx) {
+    if (!nic->profile) return 0;
+    std::memcpy(tx, nic->tx_hist, sizeof nic->tx_hist);
+    std::memcpy(rx, nic->rx_hist, sizeof nic->rx_hist);
+    return 1;
 }
 
 }  // extern "C"

@@ -8,6 +8,7 @@ use std::ffi::{c_char, CString};
 use std::path::Path;
 
 use crate::config::EvalMode;
+use crate::profile::StateProfile;
 use crate::SimError;
 
 /// Values the environment drives into the NIC for one clock cycle.
@@ -100,6 +101,8 @@ extern "C" {
     fn rnic_nic_trace_close(nic: *mut RawNic);
     fn rnic_nic_set_eval_mode(nic: *mut RawNic, mode: u32) -> u32;
     fn rnic_nic_eval_mismatch(nic: *const RawNic, cycle: *mut u64, word: *mut u32) -> u32;
+    fn rnic_nic_state_profile_start(nic: *mut RawNic) -> u32;
+    fn rnic_nic_state_profile_read(nic: *const RawNic, tx: *mut u64, rx: *mut u64) -> u32;
 }
 
 /// True when the shim was built with the fast evaluation ([`EvalMode::Fast`]): build.rs found a
@@ -227,6 +230,22 @@ impl Model {
     pub fn stop_waveform(&mut self) {
         // SAFETY: `raw` is live and exclusively borrowed.
         unsafe { rnic_nic_trace_close(self.raw) }
+    }
+
+    /// Clears the state profile and counts from the next cycle on ([`crate::profile`]).
+    /// Returns false when the model does not keep the engines' state registers (build.rs found
+    /// them missing), and then counts nothing.
+    pub fn start_state_profile(&mut self) -> bool {
+        // SAFETY: `raw` is live and exclusively borrowed.
+        unsafe { rnic_nic_state_profile_start(self.raw) != 0 }
+    }
+
+    /// The state profile since [`Model::start_state_profile`]; `None` if none was started.
+    pub fn state_profile(&self) -> Option<StateProfile> {
+        let mut p = StateProfile { tx: [0; 64], rx: [0; 64] };
+        // SAFETY: `raw` is live; the shim writes exactly 64 u64 into each array, both owned here.
+        let ok = unsafe { rnic_nic_state_profile_read(self.raw, p.tx.as_mut_ptr(), p.rx.as_mut_ptr()) };
+        (ok != 0).then_some(p)
     }
 }
 

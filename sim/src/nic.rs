@@ -14,6 +14,7 @@ use crate::dma::{DmaMemory, InterruptSink};
 use crate::ffi::{Model, NicInputs, NicOutputs};
 use crate::host_memory::HostMemory;
 use crate::mmio::{MmioCompletion, MmioMaster, MmioRequest, MmioStats, MmioTicket};
+use crate::profile::StateProfile;
 use crate::stream::{RxFrame, RxPresenter, RxStats, TxCollector, TxFrame, TxStats};
 use crate::SimError;
 
@@ -40,6 +41,16 @@ pub trait NicCore: Send {
 
     /// Flushes and closes the waveform dump, if any.
     fn stop_waveform(&mut self) {}
+
+    /// Starts a state profile ([`crate::profile`]); false if the core has none (the default).
+    fn start_state_profile(&mut self) -> bool {
+        false
+    }
+
+    /// The state profile since [`NicCore::start_state_profile`], if one was started.
+    fn state_profile(&self) -> Option<StateProfile> {
+        None
+    }
 }
 
 impl NicCore for Model {
@@ -52,6 +63,12 @@ impl NicCore for Model {
     }
     fn stop_waveform(&mut self) {
         Model::stop_waveform(self);
+    }
+    fn start_state_profile(&mut self) -> bool {
+        Model::start_state_profile(self)
+    }
+    fn state_profile(&self) -> Option<StateProfile> {
+        Model::state_profile(self)
     }
 }
 
@@ -352,5 +369,24 @@ impl Nic {
     /// Flushes and closes the waveform dump, if any.
     pub fn stop_waveform(&mut self) {
         self.model.stop_waveform();
+    }
+
+    /// Clears the cycles-per-state counts of the NIC's TX scheduler and RX engine and counts
+    /// from the next cycle on ([`crate::profile`]).
+    ///
+    /// # Errors
+    /// [`SimError::InvalidArgument`] if the core keeps no state profile (a scripted core, or a
+    /// model whose state registers build.rs did not find).
+    pub fn start_state_profile(&mut self) -> Result<(), SimError> {
+        if self.model.start_state_profile() {
+            Ok(())
+        } else {
+            Err(SimError::InvalidArgument("this NIC core keeps no state profile".into()))
+        }
+    }
+
+    /// The cycles per state since [`Nic::start_state_profile`]; `None` if none was started.
+    pub fn state_profile(&self) -> Option<StateProfile> {
+        self.model.state_profile()
     }
 }

@@ -543,6 +543,11 @@ pub struct CommonArgs {
     /// (`server`, NIC 1).
     #[arg(long, value_enum, default_value_t = WaveformNic::Client, requires = "waveform")]
     pub waveform_nic: WaveformNic,
+    /// Count the cycles each NIC's TX scheduler and RX engine spend in each state over the
+    /// measured run and print the busiest states, with their cycles per message (in-process
+    /// runs; `state_profile` in --json).
+    #[arg(long)]
+    pub state_profile: bool,
     /// Probability, 0 ..= 1, that the wire loses a frame (each direction).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_probability)]
     pub loss: f64,
@@ -677,6 +682,7 @@ pub fn bw_options(o: Op, a: &CommonArgs) -> WriteBwOptions {
         pcap: a.pcap.clone(),
         waveform: a.waveform.clone(),
         waveform_nic: a.waveform_nic.index(),
+        state_profile: a.state_profile,
         qp_timeout: a.qp_timeout,
         sim: rnic_sim::SimConfig {
             faults: rnic_sim::FaultConfig {

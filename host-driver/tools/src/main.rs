@@ -679,6 +679,11 @@ fn print_table(r: &WriteBwReport, a: &CommonArgs) {
     if let Some(p) = &a.waveform {
         println!(" waveform (NIC {}): {}", a.waveform_nic.index(), p.display());
     }
+    if let Some(p) = &r.state_profile {
+        for line in rnic_tools::perf::states::lines(p, r.iters, 8) {
+            println!("{line}");
+        }
+    }
     if r.verified && r.op == "atomic" && r.qps == 1 {
         println!(
             " verification: all {} originals returned once and the target holds {:#018x}",

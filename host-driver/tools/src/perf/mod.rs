@@ -19,6 +19,7 @@ pub mod plot;
 pub mod remote;
 pub mod remote_lat;
 pub mod stages;
+pub mod states;
 pub mod stats;
 mod verify;
 
@@ -202,6 +203,9 @@ pub struct WriteBwOptions {
     pub waveform: Option<PathBuf>,
     /// Which NIC `waveform` records: 0 the client, 1 the server.
     pub waveform_nic: usize,
+    /// Count the cycles each NIC's TX scheduler and RX engine spend in each state over the
+    /// measured run ([`states`]; the report's `state_profile`).
+    pub state_profile: bool,
     /// Local ACK timeout exponent of both QPs (4.096 µs × 2^n). The default, 4 (65.5 µs),
     /// suits the simulated wire's microsecond round trip; perftest's 14 (67 ms) would cost 17 M
     /// simulated cycles per timeout.
@@ -231,6 +235,7 @@ impl Default for WriteBwOptions {
             pcap: None,
             waveform: None,
             waveform_nic: 0,
+            state_profile: false,
             qp_timeout: 4,
             sim: SimConfig::default(),
         }
@@ -335,6 +340,9 @@ pub struct WriteBwReport {
     pub verilator_build_seconds: f64,
     /// Frames written to the pcap file.
     pub pcap_frames: u64,
+    /// With [`WriteBwOptions::state_profile`]: cycles per engine state of both NICs over the
+    /// measured run (null otherwise).
+    pub state_profile: Option<states::StateProfiles>,
     /// The client's endpoint of QP 0 (with its buffer).
     pub client: Endpoint,
     /// The server's endpoint of QP 0 (with its buffer).
@@ -573,6 +581,9 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         let mmio_writes = || world.borrow().stats().nics[0].mmio.writes;
         let mut post_calls = 0u64;
         let writes_before = mmio_writes();
+        if o.state_profile {
+            states::start(&mut world.borrow_mut())?;
+        }
         let start = dev.now_cycles();
         let mut end = start;
         // The last completion (client or server), for the stall check.
@@ -748,6 +759,8 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
             }
         }
         let doorbells = mmio_writes() - writes_before;
+        // The profile ends with the measured run, before the settling below.
+        let state_profile = if o.state_profile { states::read(&world.borrow()) } else { None };
         // Let the last ACKs and frames settle so the counters are final.
         world.borrow_mut().step_n(2_000);
         let counters = BothCounters { client: client.counters()?, server: server.counters()? };
@@ -759,7 +772,20 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
                 *t = u64::from_le_bytes(word);
             }
         }
-        RunOutcome { start, end, completed, received, error, timed_out, counters, eps, targets, post_calls, doorbells }
+        RunOutcome {
+            start,
+            end,
+            completed,
+            received,
+            error,
+            timed_out,
+            counters,
+            eps,
+            targets,
+            post_calls,
+            doorbells,
+            state_profile,
+        }
         // QPs, CQs and MRs are dropped here, QPs first: the buffers are unmapped before use.
     };
     let RunOutcome {
@@ -774,6 +800,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         targets,
         post_calls,
         doorbells,
+        state_profile,
     } = run;
     let pcap_frames = world.borrow().captured_frames();
     world.borrow_mut().finish().map_err(|e| sim_error("finishing the pcap capture / waveform", e))?;
@@ -862,6 +889,7 @@ pub fn run_write_bw(o: &WriteBwOptions, progress: &mut dyn FnMut(u64, u64)) -> R
         sim_total_cycles: stats.cycles,
         verilator_build_seconds: rnic_sim::verilator_build_seconds(),
         pcap_frames,
+        state_profile,
         client: eps[0].0,
         server: eps[0].1,
         per_qp,
@@ -891,6 +919,8 @@ struct RunOutcome {
     counters: BothCounters,
     /// Per QP: (client, server) endpoints.
     eps: Vec<(Endpoint, Endpoint)>,
+    /// Both NICs' state profiles over the measured run (`--state-profile`).
+    state_profile: Option<states::StateProfiles>,
     /// Atomic: per QP, the final value of its target word.
     targets: Vec<u64>,
     /// `post_send` calls with work requests.

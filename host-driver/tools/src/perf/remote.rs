@@ -147,9 +147,9 @@ pub fn check_remote(o: &WriteBwOptions) -> Result<()> {
             o.op.name()
         )));
     }
-    if o.qps != 1 || o.sges != 1 || o.inline_size != 0 || o.pcap.is_some() || o.waveform.is_some() {
+    if o.qps != 1 || o.sges != 1 || o.inline_size != 0 || o.pcap.is_some() || o.waveform.is_some() || o.state_profile {
         return Err(Error::NotSupported(
-            "with --device: --qps, --sges, --inline-size, --pcap and --waveform are for the in-process run (leave them at their defaults)".into(),
+            "with --device: --qps, --sges, --inline-size, --pcap, --waveform and --state-profile are for the in-process run (leave them at their defaults)".into(),
         ));
     }
     Ok(())
