@@ -16,7 +16,8 @@ pub const PREFETCH_BEATS: u64 = 8;
 /// The [`RecvWqePrefetch`] block's state.
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 pub enum RecvPrefetchState {
-    /// Waiting for a request; its fields are registered as it arrives.
+    /// Waiting for a request; its fields are registered as it arrives, and one for the
+    /// buffer's head WQE goes straight to `Accept`.
     Idle,
     /// The request is compared with the buffer's tag (ring base, stride, consumer index of its
     /// head WQE); the burst a miss would read is bounded (posted WQEs, ring end, 4 KiB page).
@@ -34,7 +35,8 @@ pub enum RecvPrefetchState {
     Size,
     /// The burst's AR waits for the DMA read issuer.
     Issue,
-    /// The request is accepted (`req_ready` for one cycle).
+    /// The request is accepted (`req_ready` for one cycle); its first beat, if buffered, is
+    /// read out.
     Accept,
     /// The WQE's beats go to the RX engine, one per cycle once they are in the buffer.
     Serve,
@@ -71,13 +73,17 @@ pub enum RecvPrefetchState {
 /// the buffer holds cannot change underneath it; `flush` (any context command: a QP or SRQ
 /// reset, a ring moved) drops the tag, so the next request misses.
 ///
-/// **Timing**: a hit on the buffer's head WQE (the WQE after the last one served) accepts the
-/// request 3 cycles after it is presented (`Idle`, `Compare`, `Route`), a hit further in 4
-/// plus one per discarded beat (`Skip`), and its first beat follows 2 cycles after the acceptance (the
-/// FIFO's read and an output register). A miss adds the drain, one cycle to size the burst and
+/// **Timing**: a hit on the buffer's head WQE (the WQE after the last one served, the usual
+/// case) is recognised in `Idle` as it arrives and accepted the next cycle (until stop 38 it
+/// went through `Compare` and `Route` too, 3 cycles); a hit further in is accepted 4 cycles
+/// after it is presented plus one per discarded beat (`Skip`), and the first beat follows
+/// in the cycle after the acceptance if it is buffered (`Accept` reads it into the output
+/// register; 2 cycles until stop 38). A miss adds the drain, one cycle to size the burst and
 /// the AR handshake; the beats then follow the DMA read's latency. Initiation interval: one
-/// request at a time. `reset` empties the buffer (a [`crate::reset_fifo::ResetFifo`]). Logic: 16-bit subtracts and compares and a 64-bit equality, each
-/// between registers, ≤ 6 LUT levels.
+/// request at a time. `reset` empties the buffer (a [`crate::reset_fifo::ResetFifo`]). Logic:
+/// 16-bit subtracts and compares and 64-bit equalities, between registers (the head hit's
+/// compares the request's fields, which the RX engine drives from its registers, with the
+/// tag's), ≤ 6 LUT levels.
 #[derive(LogicBlock, Default)]
 pub struct RecvWqePrefetch {
     pub clock: Signal<In, Clock>,
@@ -159,6 +165,9 @@ pub struct RecvWqePrefetch {
     beats: Signal<Local, Bits<5>>,
     page_w: Signal<Local, Bits<7>>,
     idx_off: Signal<Local, Bits<64>>,
+    /// `Idle`: the request names the buffer's head WQE (the one after the last served), so it
+    /// is a hit with nothing to skip, accepted next cycle without `Compare` and `Route`.
+    head_hit: Signal<Local, Bit>,
 }
 
 impl Logic for RecvWqePrefetch {
@@ -198,11 +207,20 @@ impl Logic for RecvWqePrefetch {
         }
         self.o_valid.d.next = false;
         self.o_data.d.next = self.fifo.data_out.val();
+        self.head_hit.next = false;
         self.r_valid.next = self.o_valid.q.val();
         self.r_data.next = self.o_data.q.val();
         match self.state.q.val() {
             RecvPrefetchState::Idle => {
                 self.topup.d.next = false;
+                // (`Route`'s hit with `k` = 0, decided from the request as it arrives; not in
+                // a cycle that flushes the tag.)
+                self.head_hit.next = self.tag_valid.q.val()
+                    & self.n_left.q.val().any()
+                    & !self.flush.val()
+                    & (self.req_base.val() == self.tag_base.q.val())
+                    & (self.req_nb.val() == self.tag_nb.q.val())
+                    & (self.req_ci.val() == self.head_ci.q.val());
                 self.l_addr.d.next = self.req_addr.val();
                 self.l_base.d.next = self.req_base.val();
                 self.l_ci.d.next = self.req_ci.val();
@@ -211,6 +229,10 @@ impl Logic for RecvWqePrefetch {
                 self.l_nb.d.next = self.req_nb.val();
                 if self.req_valid.val() {
                     self.state.d.next = RecvPrefetchState::Compare;
+                    if self.head_hit.val() {
+                        self.hit.next = true;
+                        self.state.d.next = RecvPrefetchState::Accept;
+                    }
                 }
             }
             RecvPrefetchState::Compare => {
@@ -332,8 +354,20 @@ impl Logic for RecvWqePrefetch {
                 }
             }
             RecvPrefetchState::Accept => {
+                // The first beat goes out now if it is in the buffer (as in `Serve`).
                 self.serve_left.d.next = self.l_nb.q.val();
                 self.state.d.next = RecvPrefetchState::Serve;
+                if !self.fifo.empty.val() {
+                    self.pop.next = true;
+                    self.o_valid.d.next = true;
+                    self.serve_left.d.next = self.l_nb.q.val() - 1;
+                    if !self.l_nb.q.val().any() {
+                        // A one-beat WQE is served: the next one is the head.
+                        self.head_ci.d.next = self.head_ci.q.val() + 1;
+                        self.n_left.d.next = self.n_left.q.val() - 1;
+                        self.state.d.next = RecvPrefetchState::TopIndex;
+                    }
+                }
             }
             RecvPrefetchState::Serve => {
                 if !self.fifo.empty.val() {

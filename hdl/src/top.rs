@@ -178,14 +178,16 @@ pub struct NicTop {
     ud_desc: Signal<Local, RxDesc>,
     lc_fifo: ResetFifo<LocalCompletion, 2, 3, 1>,
     /// The completer's go-back-N requests to the scheduler, in two FIFOs: the RX engine
-    /// writes the 16-entry `rw_big` (the completer waits when it is full, and with it every
+    /// writes the 32-entry `rw_big` (the completer waits when it is full, and with it every
     /// received packet; with only the 4 entries of `rw_fifo`, 16 QPs retrying behind a
     /// wire-bound scheduler kept it full long enough for READ responses to overflow the 64 KiB
-    /// receive buffer, random_load seed 2096), which moves each entry on, one per cycle, into
-    /// the 4-entry `rw_fifo` the scheduler reads (its `empty` flag, a 3-bit compare, feeds the
-    /// scheduler's decisions within the 6-LUT-level bound). 64 entries in `rw_big` put its own
-    /// `full` → write enable at 7 levels. Coalescing a QP's requests would bound them outright.
-    rw_big: ResetFifo<RewindRec, 4, 5, 1>,
+    /// receive buffer, random_load seed 2096; with 16, the same seed overflowed again by 47
+    /// frames once the responder's receive-WQE prefetch answered in fewer cycles, stop 38),
+    /// which moves each entry on, one per cycle, into the 4-entry `rw_fifo` the scheduler
+    /// reads (its `empty` flag, a 3-bit compare, feeds the scheduler's decisions within the
+    /// 6-LUT-level bound). 64 entries in `rw_big` put its own `full` → write enable at 7
+    /// levels. Coalescing a QP's requests would bound them outright.
+    rw_big: ResetFifo<RewindRec, 5, 6, 1>,
     rw_fifo: ResetFifo<RewindRec, 2, 3, 1>,
     rr_fifo: ResetFifo<ReadRespJob, 2, 3, 1>,
     /// Orders the responder's READ/atomic jobs behind earlier writes, executes atomics.

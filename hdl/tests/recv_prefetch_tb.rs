@@ -14,7 +14,8 @@
 //!   page; most requests are served without a DMA read.
 //! - `a_stream_of_requests_reads_each_wqe_once`: one ring of 64 one-beat WQEs, all posted, the
 //!   engine consuming in order: 64 requests cost 8 ARs of 8 beats (the first a miss, the rest
-//!   top-ups read ahead), and every request after the first is a hit.
+//!   top-ups read ahead), and every request after the first is a hit, accepted in the cycle
+//!   after it is presented (the head hit of `Idle`) and served in the cycle after that.
 mod harness;
 
 use harness::{Dut, Rng};
@@ -282,20 +283,28 @@ fn a_stream_of_requests_reads_each_wqe_once() {
         tb.write_slot(&r, ci);
     }
     let rings = vec![ring.clone()];
+    let mut waits = Vec::new();
+    let mut beat_waits = Vec::new();
     for _ in 0..64 {
+        let mut cycles = 0;
         loop {
+            cycles += 1;
             let (acc, _) = tb.step(Some(&ring), false, &rings, true);
             if acc {
                 break;
             }
         }
+        waits.push(cycles);
         let mut got = 0;
+        let mut after = 0;
         while got == 0 {
+            after += 1;
             if let (_, Some(b)) = tb.step(None, false, &rings, true) {
                 assert_eq!(b, tb.beat(ring.addr(ring.ci)));
                 got += 1;
             }
         }
+        beat_waits.push(after);
         // The engine's visit between two SENDs.
         for _ in 0..10 {
             tb.step(None, false, &rings, true);
@@ -304,6 +313,10 @@ fn a_stream_of_requests_reads_each_wqe_once() {
     }
     assert_eq!((tb.ars, tb.ar_beats), (8, 64), "each WQE read once, 8 per burst");
     assert_eq!((tb.misses, tb.hits), (1, 63));
+    // A request for the buffer's head WQE is accepted in the cycle after it is presented.
+    assert!(waits[1..].iter().all(|&w| w == 2), "cycles to acceptance: {waits:?}");
+    // And its beat comes out in the cycle after the acceptance.
+    assert!(beat_waits[1..].iter().all(|&w| w == 1), "cycles from acceptance to the beat: {beat_waits:?}");
 }
 
 /// A reset (16 cycles, as the simulator's) while the buffer holds prefetched WQEs, then the
