@@ -168,6 +168,8 @@ pub struct RecvWqePrefetch {
     /// `Idle`: the request names the buffer's head WQE (the one after the last served), so it
     /// is a hit with nothing to skip, accepted next cycle without `Compare` and `Route`.
     head_hit: Signal<Local, Bit>,
+    /// `Accept`, `Serve`: the WQE's beats left after the one at the buffer's head.
+    left: Signal<Local, Bits<2>>,
 }
 
 impl Logic for RecvWqePrefetch {
@@ -354,34 +356,12 @@ impl Logic for RecvWqePrefetch {
                 }
             }
             RecvPrefetchState::Accept => {
-                // The first beat goes out now if it is in the buffer (as in `Serve`).
+                // The WQE's beats are served from here on (below), the first one now if it is
+                // in the buffer.
                 self.serve_left.d.next = self.l_nb.q.val();
                 self.state.d.next = RecvPrefetchState::Serve;
-                if !self.fifo.empty.val() {
-                    self.pop.next = true;
-                    self.o_valid.d.next = true;
-                    self.serve_left.d.next = self.l_nb.q.val() - 1;
-                    if !self.l_nb.q.val().any() {
-                        // A one-beat WQE is served: the next one is the head.
-                        self.head_ci.d.next = self.head_ci.q.val() + 1;
-                        self.n_left.d.next = self.n_left.q.val() - 1;
-                        self.state.d.next = RecvPrefetchState::TopIndex;
-                    }
-                }
             }
-            RecvPrefetchState::Serve => {
-                if !self.fifo.empty.val() {
-                    self.pop.next = true;
-                    self.o_valid.d.next = true;
-                    self.serve_left.d.next = self.serve_left.q.val() - 1;
-                    if !self.serve_left.q.val().any() {
-                        // The WQE is served: the next one is the head.
-                        self.head_ci.d.next = self.head_ci.q.val() + 1;
-                        self.n_left.d.next = self.n_left.q.val() - 1;
-                        self.state.d.next = RecvPrefetchState::TopIndex;
-                    }
-                }
-            }
+            RecvPrefetchState::Serve => {}
             RecvPrefetchState::TopIndex => {
                 // The buffer now holds `n_left` WQEs from `head_ci` on; the next to read is
                 // the one after them, if it is posted (`l_pi` is the producer index the
@@ -401,6 +381,24 @@ impl Logic for RecvWqePrefetch {
                 if self.more_r.q.val() & self.tag_valid.q.val() {
                     self.state.d.next = RecvPrefetchState::Compare;
                 }
+            }
+        }
+        // `Accept` and `Serve`: a beat of the WQE out per cycle while the buffer has one; after
+        // the last (`left` = 0) the next WQE is the head.
+        self.left.next = self.serve_left.q.val();
+        if self.state.q.val() == RecvPrefetchState::Accept {
+            self.left.next = self.l_nb.q.val();
+        }
+        if ((self.state.q.val() == RecvPrefetchState::Accept) | (self.state.q.val() == RecvPrefetchState::Serve))
+            & !self.fifo.empty.val()
+        {
+            self.pop.next = true;
+            self.o_valid.d.next = true;
+            self.serve_left.d.next = self.left.val() - 1;
+            if !self.left.val().any() {
+                self.head_ci.d.next = self.head_ci.q.val() + 1;
+                self.n_left.d.next = self.n_left.q.val() - 1;
+                self.state.d.next = RecvPrefetchState::TopIndex;
             }
         }
         self.fifo.read.next = self.pop.val();
