@@ -304,7 +304,8 @@ fn state_profile_supported(obj_dir: &Path) -> bool {
 
 /// Writes `TX_STATE_NAMES` and `RX_STATE_NAMES` (state code → variant name of `TxsState` and
 /// `RxState`) into `out`, from the `localparam <Enum>$<Variant> = <code>;` lines rust-hdl emits
-/// for each state enum, so the names always belong to the RTL that was built.
+/// for each state enum, so the names always belong to the RTL that was built (all empty, with a
+/// build warning, if there are none).
 fn write_state_names(sources: &[PathBuf], out: &Path) -> Result<(), String> {
     let mut text = String::new();
     for path in sources {
@@ -323,7 +324,9 @@ fn write_state_names(sources: &[PathBuf], out: &Path) -> Result<(), String> {
             }
         }
         if names.iter().all(String::is_empty) {
-            return Err(format!("no `localparam {enum_name}$...` in the generated Verilog"));
+            // A diagnostic, not worth failing the build: the profile then names codes only
+            // (`profile::tests` fails, to say so).
+            println!("cargo:warning=no `localparam {enum_name}$...` in the generated Verilog: state names unknown");
         }
         rs += &format!("/// `{enum_name}` variant names by state code (empty: no variant).\n");
         rs += &format!("pub const {konst}: [&str; 64] = {names:?};\n");
