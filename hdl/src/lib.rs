@@ -38,6 +38,7 @@ pub mod response_gen;
 pub mod rx_engine;
 pub mod rx_ingress;
 pub mod rx_writer;
+pub mod scatter;
 pub mod sent_psn;
 pub mod top;
 pub mod tx_arbiter;

@@ -10,9 +10,10 @@
 //!   NAK, RNR NAK or drop), [`RxState::QueueResponse`] (READs, atomics and owed ACKs to the
 //!   atomic unit, which also answers a duplicate atomic from its replay table);
 //! - **receive scatter**: [`RxState::FetchRecvWqe`], [`RxState::TakeRecvWqe`], the entry checks
-//!   [`RxState::SgeReadKey`] .. [`RxState::SgeFits`], the piece loop [`RxState::ScatterSplit`]
-//!   .. [`RxState::ScatterNextEntry`];
-//! - **READ-response scatter**: [`RxState::ReadListEntry`] .. [`RxState::ReadListReadEntry`];
+//!   [`RxState::SgeReadKey`] .. [`RxState::SgeFits`];
+//! - **receive scatter and READ-response scatter**: [`RxState::Scatter`], while the
+//!   [`crate::scatter::Scatter`] block walks a packet's payload over the list (the receive's
+//!   entries or the READ's SGE list), one job per piece;
 //! - **completer**: the response checks [`RxState::RspHead`] .. [`RxState::RspAct`],
 //!   [`RxState::ResumeRead`], the retire loop [`RxState::RetireLoad`],
 //!   [`RxState::RetireCompare`], [`RxState::Retire`];
@@ -28,16 +29,14 @@
 //! - a SEND's first packet (or a WRITE with immediate's last) whose receive WQE is not yet
 //!   checked: `Decide`, `FetchRecvWqe`, `TakeRecvWqe`, `SgeReadKey` .. `SgeVerdict` per entry
 //!   (`SgeSelect` takes the next), with several entries `SgeFirstNonzero` and `SgeFits`, then
-//!   `Decide` again; a packet that passes an entry's end: `ScatterSplit`, `ScatterPiece` per
-//!   piece (`ScatterReadEntry`, `ScatterNextEntry` on each entry change), then the message's
+//!   `Decide` again; a packet that passes an entry's end: `Scatter`, then the message's
 //!   last packet goes straight on to `WriteCqe` for its receive CQE;
 //! - an ACK or NAK: `CheckRegion`, `Decide`, then the retire loop: `RetireLoad`,
 //!   `RetireCompare`, `Retire` per WQE (`WriteCqe` for a signaled or failed one, then
 //!   `RetireLoad` again, or `WriteBack` when the WQE ended at an ACK's PSN), `ResumeRead` for a
 //!   READ it covers whose responses are missing;
 //! - a READ or atomic response: `CheckRegion`, `Decide`, `RspHead`, `RspRange`, `RspOrder`,
-//!   `RspAct` (into an SGE list: `ReadListEntry`, `ReadListSplit`, `ReadListPiece` per piece,
-//!   `ReadListReadEntry` on each entry change); the READ's last response goes on to
+//!   `RspAct` (into an SGE list: `Scatter`); the READ's last response goes on to
 //!   `RetireCompare` (its READ is the head WQE, already read) and `Retire`, one that implicitly
 //!   acknowledges earlier WQEs to `RetireLoad`;
 //! - an ACK timeout: the retire loop (QP in RTS) or `WriteBack`;
@@ -58,6 +57,7 @@ use crate::records::{
     ScatterEntryRec, SgeRec, TimerEventRec, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
+use crate::scatter::Scatter;
 use crate::sent_psn::SentPsnTable;
 use rust_hdl::prelude::*;
 
@@ -203,25 +203,11 @@ pub enum RxState {
     /// gaps, so the state register's encoding is that numbering, which the engine's
     /// timing closure was done against (a compact encoding added 7-LUT-level paths).
     Unused39,
-    /// (40, receive scatter) A packet that passes an entry's end, 1: does the entry end before the payload does
-    /// (or is it used up); the piece's offset into the packet.
-    ScatterSplit,
-    /// (41, receive scatter) 2: one payload job of `min(entry left, payload left)` bytes; the last piece frees
-    /// the packet's beats and carries its ACK request.
-    ScatterPiece,
-    /// (42, receive scatter) 3: `sg_ram` is read at the next entry...
-    ScatterReadEntry,
-    /// (43, receive scatter) 4: ...which becomes the current one.
-    ScatterNextEntry,
-    /// (44, read-response scatter) 1: the current list entry (`rdl_ram`), past what earlier responses filled.
-    ReadListEntry,
-    /// (45, read-response scatter) 2: does the entry end before the payload does (or is it used up); the piece's
-    /// offset into the packet.
-    ReadListSplit,
-    /// (46, read-response scatter) 3: one payload job per piece; the last piece frees the packet's beats.
-    ReadListPiece,
-    /// (47, read-response scatter) 4: `rdl_ram` is read at the next entry.
-    ReadListReadEntry,
+    /// (40, receive scatter and READ-response scatter) The packet's payload is walked over its
+    /// list (the receive's `sg_ram` entries or the READ's `rdl_ram` list) by
+    /// [`crate::scatter::Scatter`], one payload job per piece; its last piece goes on to the
+    /// state in `sc_next`.
+    Scatter,
 }
 
 /// Decides what each received packet does, in order, and keeps the transport state.
@@ -783,20 +769,16 @@ pub struct RxEngine {
     tot_rem: DFF<Bits<36>>,
     /// The packet fits what is left of the receive buffer (its entries together).
     tot_fits_r: DFF<Bit>,
-    /// Scatter loop (`ScatterSplit` .. `ScatterNextEntry`) for a packet that passes an entry's
-    /// end: payload bytes of
-    /// the packet already placed and left, the next piece's byte offset into the packet, the
-    /// current entry ends before the payload does (`pc_lt`) or is used up (`pc_zero`), the
-    /// packet's ACK request, and the state to go to after its last piece.
-    sc_off: DFF<Bits<13>>,
-    sc_rem: DFF<Bits<13>>,
-    sc_hoff: DFF<Bits<13>>,
-    pc_lt: DFF<Bit>,
-    pc_zero: DFF<Bit>,
-    /// `wr_rem` less the payload left (`sc_rem`), taken in `ScatterSplit`: what the entry keeps
-    /// after a piece that does not use it up, so `ScatterPiece` updates `wr_rem` with a mux, not
-    /// a subtraction behind the piece's own mux.
-    wr_sc: DFF<Bits<32>>,
+    /// The scatter of a packet that passes an entry's end (state `Scatter`): the walk itself,
+    /// which pulses `start` in the state's first cycle (`sc_go`); the list is the READ's
+    /// (`sc_list`) or the receive's; the cursor it starts from (`sc_addr`, `sc_room`: the
+    /// entry's next address and bytes left); the packet's ACK request; the state after its last
+    /// piece.
+    scat: Scatter,
+    sc_go: DFF<Bit>,
+    sc_list: DFF<Bit>,
+    sc_addr: DFF<Bits<64>>,
+    sc_room: DFF<Bits<32>>,
     sc_ack: DFF<Bit>,
     sc_next: DFF<RxState>,
     /// `LoadQpState`: the packet's payload is shorter than / as long as what is left of the open
@@ -815,7 +797,6 @@ pub struct RxEngine {
     entry_ok: Signal<Local, Bit>,
     plen36: Signal<Local, Bits<36>>,
     sge_len36: Signal<Local, Bits<36>>,
-    sg_piece: Signal<Local, Bits<32>>,
     sg_rd: Signal<Local, ScatterEntryRec>,
     // READ response scatter (IBTA Vol 1 9.7.4.1.4, ibv_post_send(3) sg_list of an RDMA READ).
     /// The checked, translated SGE lists of each QP's READs with several local SGEs, written
@@ -825,20 +806,15 @@ pub struct RxEngine {
     /// its list is free). The head READ's number is `reads_done`.
     rdl_ram: RAM<ScatterEntryRec, 12>,
     /// Per QP (completer state): the list entry the next response byte goes to and the bytes
-    /// of it already filled (reset while the READ has no response yet, `rd_valid` clear);
-    /// during a packet, that entry's next address and bytes left.
+    /// of it already filled (reset while the READ has no response yet, `rd_valid` clear).
     rl_k: DFF<Bits<4>>,
     rl_used: DFF<Bits<32>>,
-    rl_addr: DFF<Bits<64>>,
-    rl_rem: DFF<Bits<32>>,
-    /// The cursor was taken in `RspOrder` (a response after the READ's first): skip
-    /// `ReadListEntry`.
+    /// The cursor was taken in `RspOrder` (a response after the READ's first, into
+    /// `sc_addr` / `sc_room`): the scatter need not read the list entry first.
     rl_pre: DFF<Bit>,
-    /// The response's payload goes through the READ list (`ReadListEntry` ..
-    /// `ReadListReadEntry`).
+    /// The response's payload goes through the READ list (state `Scatter`).
     r_list: DFF<Bit>,
     rl_rd: Signal<Local, ScatterEntryRec>,
-    rl_piece: Signal<Local, Bits<32>>,
     qp_now: Signal<Local, QpContextRec>,
     mr_now: Signal<Local, MrEntryRec>,
     rdyn_now: Signal<Local, RespDynRec>,
@@ -1133,12 +1109,10 @@ impl Logic for RxEngine {
             sg_cur,
             tot_rem,
             tot_fits_r,
-            sc_off,
-            sc_rem,
-            sc_hoff,
-            pc_lt,
-            pc_zero,
-            wr_sc,
+            sc_go,
+            sc_list,
+            sc_addr,
+            sc_room,
             sc_ack,
             sc_next,
             wr_lt_r,
@@ -1147,8 +1121,6 @@ impl Logic for RxEngine {
             rq_sh_r,
             rl_k,
             rl_used,
-            rl_addr,
-            rl_rem,
             rl_pre,
             r_list,
             emit_now_r,
@@ -1245,11 +1217,6 @@ impl Logic for RxEngine {
             | bit_cast::<12, 2>(self.reads_done.q.val().get_bits::<2>(0)) << 4
             | bit_cast::<12, 4>(self.rl_k.q.val());
         self.rl_rd.next = self.rdl_ram.read_data.val();
-        // The next piece of a response: up to the end of the entry or of the payload.
-        self.rl_piece.next = bit_cast::<32, 13>(self.sc_rem.q.val());
-        if self.pc_lt.q.val() {
-            self.rl_piece.next = self.rl_rem.q.val();
-        }
         // The scatter entry checked in `SgeReadKey` .. `SgeVerdict` lies inside its region, or is
         // empty.
         self.entry_ok.next = (self.sge_len.q.val() == 0)
@@ -1257,11 +1224,25 @@ impl Logic for RxEngine {
                 & self.va_ok.q.val()
                 & self.off_ok.q.val()
                 & (bit_cast::<64, 32>(self.sge_len.q.val()) <= self.room.q.val()));
-        // The next piece of a scattered packet: up to the end of the entry or of the payload.
-        self.sg_piece.next = bit_cast::<32, 13>(self.sc_rem.q.val());
-        if self.pc_lt.q.val() {
-            self.sg_piece.next = self.wr_rem.q.val();
+        // The scatter walk: started a cycle after `Decide` / `RspAct` chose it, from the cursor
+        // they registered, over the list `sc_list` names.
+        clock!(self, clock, scat);
+        self.scat.reset.next = self.reset.val();
+        self.scat.start.next = self.sc_go.q.val();
+        self.scat.load_entry.next = self.sc_list.q.val() & !self.rl_pre.q.val();
+        self.scat.addr_in.next = self.sc_addr.q.val();
+        self.scat.rem_in.next = self.sc_room.q.val();
+        self.scat.used_in.next = self.rl_used.q.val();
+        self.scat.plen.next = self.pkt.q.val().plen;
+        self.scat.hlen.next = self.pkt.q.val().hlen;
+        self.scat.nbeats.next = self.pkt.q.val().nbeats;
+        self.scat.ack.next = self.sc_ack.q.val();
+        self.scat.entry.next = self.sg_rd.val();
+        if self.sc_list.q.val() {
+            self.scat.entry.next = self.rl_rd.val();
         }
+        self.scat.job_room.next = self.job_room.q.val();
+        self.sc_go.d.next = false;
         // The QP's RQ stride: beats of a receive-WQE fetch (minus one) and entries it holds.
         match self.ctx.q.val().rq_log_stride.index() {
             0 => {
@@ -1442,7 +1423,7 @@ impl Logic for RxEngine {
             | (self.state.q.val() == RxState::RspAct)
             | (self.state.q.val() == RxState::ResumeRead)
             | (self.state.q.val() == RxState::QueueResponse)
-            | (self.state.q.val() == RxState::ScatterPiece));
+            | (self.state.q.val() == RxState::Scatter));
         self.cmd_qp.next = bit_cast::<448, 512>(self.cmd_record.val()).into();
         // A command that puts the QP this engine is working on in RESET waits until the engine
         // is back in `Idle` (nothing more is fetched from the QP's rings, which the driver
@@ -2540,23 +2521,23 @@ impl Logic for RxEngine {
                             }
                             if !self.send_fits.val() {
                                 // The payload passes the end of the current entry: it goes out
-                                // in pieces, one job per entry (`ScatterSplit` ..
-                                // `ScatterNextEntry`), then on to the
-                                // state chosen above.
+                                // in pieces, one job per entry (`Scatter`), then on to the
+                                // state chosen above; the walk leaves the entry's cursor in
+                                // `wr_addr` / `wr_rem`.
                                 self.job_write.next = false;
-                                self.wr_addr.d.next = self.w_addr_r.q.val();
-                                self.wr_rem.d.next = self.wr_rem.q.val();
+                                self.sc_go.d.next = true;
+                                self.sc_list.d.next = false;
+                                self.sc_addr.d.next = self.w_addr_r.q.val();
+                                self.sc_room.d.next = self.wr_rem.q.val();
                                 if self.is_send_start.val() {
-                                    self.wr_rem.d.next = self.sge_len.q.val();
+                                    self.sc_room.d.next = self.sge_len.q.val();
                                 }
-                                self.sc_off.d.next = 0.into();
-                                self.sc_rem.d.next = self.pkt.q.val().plen;
                                 self.sc_ack.d.next = self.pkt.q.val().ackreq.any() & !self.is_send_end.val();
                                 self.sc_next.d.next = RxState::WriteBack;
                                 if self.is_send_end.val() {
                                     self.sc_next.d.next = RxState::WriteCqe;
                                 }
-                                self.state.d.next = RxState::ScatterSplit;
+                                self.state.d.next = RxState::Scatter;
                             }
                         }
                         if self.pkt.q.val().ud.any() {
@@ -2787,110 +2768,33 @@ impl Logic for RxEngine {
                 self.tot_fits_r.d.next = (self.plen36.val() <= self.sg_tot.q.val()) & !self.sg_over.q.val();
                 self.state.d.next = RxState::Decide;
             }
-            RxState::ScatterSplit => {
-                // Scatter, 1: does the current entry end before the payload does (or is it used
-                // up); the piece's offset into the packet.
-                self.pc_lt.d.next = self.wr_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
-                self.pc_zero.d.next = self.wr_rem.q.val() == 0;
-                self.wr_sc.d.next = self.wr_rem.q.val() - bit_cast::<32, 13>(self.sc_rem.q.val());
-                self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
-                self.state.d.next = RxState::ScatterPiece;
-            }
-            RxState::ScatterPiece => {
-                // 2: one payload job per piece, `min(entry left, payload left)` bytes; the
-                // packet's last piece frees its beats and carries its ACK request.
+            RxState::Scatter => {
+                // The walk's pieces go out as the engine's payload jobs; the engine steps the
+                // list's index (the receive's `sg_cur` or the READ's `rl_k`) on each entry
+                // change, and takes the cursor back after the last piece.
                 self.job.next.kind = 0.into();
-                self.job.next.off = self.sc_hoff.q.val();
-                self.job.next.plen = self.sg_piece.val().get_bits::<13>(0);
-                self.job.next.addr = self.wr_addr.q.val();
-                self.job.next.release = 0.into();
-                self.job.next.need_ack = 0.into();
-                if !self.pc_lt.q.val() {
-                    self.job.next.release = self.pkt.q.val().nbeats;
-                    self.job.next.need_ack = bit_cast::<1, 1>(self.sc_ack.q.val().into());
-                }
-                if self.pc_zero.q.val() {
-                    // The entry is used up (an earlier packet ended at its end): the next one.
-                    self.sg_cur.d.next = self.sg_cur.q.val() + 1;
-                    self.state.d.next = RxState::ScatterReadEntry;
-                } else if self.job_room.q.val() {
-                    self.job_write.next = true;
-                    self.wr_addr.d.next = self.wr_addr.q.val() + bit_cast::<64, 32>(self.sg_piece.val());
-                    // The piece is the whole entry (`pc_lt`: none left) or the rest of the
-                    // payload (`wr_sc` left).
-                    self.wr_rem.d.next = self.wr_sc.q.val();
-                    if self.pc_lt.q.val() {
-                        self.wr_rem.d.next = 0.into();
-                    }
-                    self.sc_off.d.next = self.sc_off.q.val() + self.sg_piece.val().get_bits::<13>(0);
-                    self.sc_rem.d.next = self.sc_rem.q.val() - self.sg_piece.val().get_bits::<13>(0);
-                    if self.pc_lt.q.val() {
-                        self.sg_cur.d.next = self.sg_cur.q.val() + 1;
-                        self.state.d.next = RxState::ScatterReadEntry;
-                    } else {
-                        self.state.d.next = self.sc_next.q.val();
-                    }
-                }
-            }
-            RxState::ScatterReadEntry => {
-                // 3: the entry table is read at the next entry...
-                self.state.d.next = RxState::ScatterNextEntry;
-            }
-            RxState::ScatterNextEntry => {
-                // 4: ...which becomes the current one.
-                self.wr_addr.d.next = self.sg_rd.val().iova;
-                self.wr_rem.d.next = self.sg_rd.val().length;
-                self.state.d.next = RxState::ScatterSplit;
-            }
-            RxState::ReadListEntry => {
-                // READ scatter, 1: the current list entry, past what earlier responses filled.
-                self.rl_addr.d.next = self.rl_rd.val().iova + bit_cast::<64, 32>(self.rl_used.q.val());
-                self.rl_rem.d.next = self.rl_rd.val().length - self.rl_used.q.val();
-                self.state.d.next = RxState::ReadListSplit;
-            }
-            RxState::ReadListSplit => {
-                // 2: does the entry end before the payload does (or is it used up); the
-                // piece's offset into the packet.
-                self.pc_lt.d.next = self.rl_rem.q.val() < bit_cast::<32, 13>(self.sc_rem.q.val());
-                self.pc_zero.d.next = self.rl_rem.q.val() == 0;
-                self.sc_hoff.d.next = bit_cast::<13, 7>(self.pkt.q.val().hlen) + self.sc_off.q.val();
-                self.state.d.next = RxState::ReadListPiece;
-            }
-            RxState::ReadListPiece => {
-                // 3: one payload job per piece; the packet's last piece frees its beats.
-                self.job.next.kind = 0.into();
-                self.job.next.off = self.sc_hoff.q.val();
-                self.job.next.plen = self.rl_piece.val().get_bits::<13>(0);
-                self.job.next.addr = self.rl_addr.q.val();
-                self.job.next.release = 0.into();
-                self.job.next.need_ack = 0.into();
-                if !self.pc_lt.q.val() {
-                    self.job.next.release = self.pkt.q.val().nbeats;
-                }
-                if self.pc_zero.q.val() {
-                    // The entry is used up (an earlier response ended at its end): the next.
-                    self.rl_k.d.next = self.rl_k.q.val() + 1;
-                    self.rl_used.d.next = 0.into();
-                    self.state.d.next = RxState::ReadListReadEntry;
-                } else if self.job_room.q.val() {
-                    self.job_write.next = true;
-                    self.rl_addr.d.next = self.rl_addr.q.val() + bit_cast::<64, 32>(self.rl_piece.val());
-                    self.rl_rem.d.next = self.rl_rem.q.val() - self.rl_piece.val();
-                    self.rl_used.d.next = self.rl_used.q.val() + self.rl_piece.val();
-                    self.sc_off.d.next = self.sc_off.q.val() + self.rl_piece.val().get_bits::<13>(0);
-                    self.sc_rem.d.next = self.sc_rem.q.val() - self.rl_piece.val().get_bits::<13>(0);
-                    if self.pc_lt.q.val() {
+                self.job.next.off = self.scat.p_off.val();
+                self.job.next.plen = self.scat.p_plen.val();
+                self.job.next.addr = self.scat.p_addr.val();
+                self.job.next.release = self.scat.p_release.val();
+                self.job.next.need_ack = bit_cast::<1, 1>(self.scat.p_ack.val().into());
+                self.job_write.next = self.scat.job_write.val();
+                if self.scat.advance.val() {
+                    if self.sc_list.q.val() {
                         self.rl_k.d.next = self.rl_k.q.val() + 1;
-                        self.rl_used.d.next = 0.into();
-                        self.state.d.next = RxState::ReadListReadEntry;
                     } else {
-                        self.state.d.next = self.sc_next.q.val();
+                        self.sg_cur.d.next = self.sg_cur.q.val() + 1;
                     }
                 }
-            }
-            RxState::ReadListReadEntry => {
-                // 4: the list is read at the next entry (then `ReadListEntry` takes it).
-                self.state.d.next = RxState::ReadListEntry;
+                if self.scat.done.val() {
+                    if self.sc_list.q.val() {
+                        self.rl_used.d.next = self.scat.next_used.val();
+                    } else {
+                        self.wr_addr.d.next = self.scat.next_addr.val();
+                        self.wr_rem.d.next = self.scat.next_rem.val();
+                    }
+                    self.state.d.next = self.sc_next.q.val();
+                }
             }
             RxState::WriteBack => {
                 // Write back the transport state (and an SRQ's consumer index).
@@ -3286,11 +3190,11 @@ impl Logic for RxEngine {
                 // 3: in order or not; the length a response at this place must have (the
                 // path MTU, or what is left on the last); where its payload goes.
                 // A READ with an SGE list that is already being answered: its cursor
-                // (`ReadListEntry`'s work) is taken now, from the list entry read since
+                // (what `Scatter` would read first) is taken now, from the list entry read since
                 // `LoadQpState`.
                 self.rl_pre.d.next = self.rd_valid.q.val();
-                self.rl_addr.d.next = self.rl_rd.val().iova + bit_cast::<64, 32>(self.rl_used.q.val());
-                self.rl_rem.d.next = self.rl_rd.val().length - self.rl_used.q.val();
+                self.sc_addr.d.next = self.rl_rd.val().iova + bit_cast::<64, 32>(self.rl_used.q.val());
+                self.sc_room.d.next = self.rl_rd.val().length - self.rl_used.q.val();
                 self.r_eq.d.next = self.r_d.q.val() == 0;
                 self.r_ahead.d.next = !self.r_d.q.val().get_bit(23) & (self.r_d.q.val() != 0);
                 self.r_len_ok.d.next = (self.r_a.q.val() != self.r_b.q.val()) & (self.plen32.val() == self.mtu.val());
@@ -3409,20 +3313,18 @@ impl Logic for RxEngine {
                             self.state.d.next = RxState::RetireCompare;
                         }
                         if self.r_list.q.val() {
-                            // The payload scatters over the READ's SGE list (`ReadListEntry` ..
-                            // `ReadListReadEntry`), one job per piece, then on to
-                            // `RetireCompare` or `WriteBack`.
+                            // The payload scatters over the READ's SGE list (`Scatter`, from
+                            // the list entry at `rl_k` unless `RspOrder` took the cursor),
+                            // one job per piece, then on to `RetireCompare` or `WriteBack`.
                             self.job_write.next = false;
-                            self.sc_off.d.next = 0.into();
-                            self.sc_rem.d.next = self.pkt.q.val().plen;
+                            self.sc_go.d.next = true;
+                            self.sc_list.d.next = true;
+                            self.sc_ack.d.next = false;
                             self.sc_next.d.next = RxState::WriteBack;
                             if self.is_rsp_last.val() {
                                 self.sc_next.d.next = RxState::RetireCompare;
                             }
-                            self.state.d.next = RxState::ReadListEntry;
-                            if self.rl_pre.q.val() {
-                                self.state.d.next = RxState::ReadListSplit;
-                            }
+                            self.state.d.next = RxState::Scatter;
                         }
                     }
                 }
@@ -3479,14 +3381,7 @@ impl Logic for RxEngine {
             RxState::SgeSelect => self.dbg_state.next = 35.into(),
             RxState::SgeFirstNonzero => self.dbg_state.next = 36.into(),
             RxState::SgeFits => self.dbg_state.next = 37.into(),
-            RxState::ScatterSplit => self.dbg_state.next = 40.into(),
-            RxState::ScatterPiece => self.dbg_state.next = 41.into(),
-            RxState::ScatterReadEntry => self.dbg_state.next = 42.into(),
-            RxState::ScatterNextEntry => self.dbg_state.next = 43.into(),
-            RxState::ReadListEntry => self.dbg_state.next = 44.into(),
-            RxState::ReadListSplit => self.dbg_state.next = 45.into(),
-            RxState::ReadListPiece => self.dbg_state.next = 46.into(),
-            RxState::ReadListReadEntry => self.dbg_state.next = 47.into(),
+            RxState::Scatter => self.dbg_state.next = 40.into(),
             RxState::RetireLoad => self.dbg_state.next = 10.into(),
             RxState::Retire => self.dbg_state.next = 11.into(),
             RxState::RspHead => self.dbg_state.next = 17.into(),
