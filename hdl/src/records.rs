@@ -329,6 +329,43 @@ record!(
 );
 
 record!(
+    /// A WQE beat as four 16-byte scatter/gather-entry lanes, each read as an [`SgeRec`]:
+    /// - a receive WQE ([`rnic_contract::recv_wqe::sge_offset`]): beat 0's lane 0 holds wr_id
+    ///   and num_sge, entry `i` is beat `(i + 1) / 4`, lane `(i + 1) % 4`;
+    /// - a send WQE's SGEs after the first ([`rnic_contract::wqe::sge_offset`]): SGE `i ≥ 1` is
+    ///   beat `(i + 3) / 4`, lane `(i - 1) % 4`.
+    SgeLanesRec, 512, {
+        lane0: 128, lane1: 128, lane2: 128, lane3: 128,
+    }
+);
+
+record!(
+    /// An AETH syndrome byte (IBTA Vol 1 9.3.5, Table 43; [`rnic_contract::bth::syndrome`]):
+    /// `value` (bits 4..0: the credit count, the RNR NAK timer code or the NAK code) and `kind`
+    /// (bits 7..5: ACK 000, RNR NAK 001, NAK 011).
+    AethSynRec, 8, {
+        value: 5, kind: 3,
+    }
+);
+
+record!(
+    /// A DETH (IBTA Vol 1 9.3.3) as the RX ingress keeps it: its 8 wire bytes read as one
+    /// big-endian word (in the packet descriptor's RETH VA field): the source QP, a reserved
+    /// byte, the Q_Key.
+    DethRec, 64, {
+        src_qp: 24, rsvd0: 8, qkey: 32,
+    }
+);
+
+record!(
+    /// An SRQ's limit word ([`rnic_contract::srq_context`] `LIMIT`, `EVENT_CQ`): the limit
+    /// (0: disarmed) and the CQ its limit event goes to.
+    SrqLimitRec, 24, {
+        limit: 16, event_cq: 8,
+    }
+);
+
+record!(
     /// A scatter entry after its key check, translated: the IOVA the DMA writes to and the
     /// length in bytes. The RX engine's receive-scatter table (`sg_ram`) and the READ lists the
     /// scheduler writes for it (`rdl_ram`, through `rl_wdata`) hold these.
@@ -442,6 +479,59 @@ mod tests {
     #[test]
     fn an_sge_record_is_a_receive_wqe_entry() {
         check_sge(recv_wqe::SGE0_ADDR, recv_wqe::SGE0_LENGTH, recv_wqe::SGE0_LKEY);
+    }
+
+    #[test]
+    fn sge_lanes_are_the_wqe_entries() {
+        let l = SgeLanesRec::default();
+        let lanes = [
+            (l.get_my_offset_lane0(), l.get_my_width_lane0()),
+            (l.get_my_offset_lane1(), l.get_my_width_lane1()),
+            (l.get_my_offset_lane2(), l.get_my_width_lane2()),
+            (l.get_my_offset_lane3(), l.get_my_width_lane3()),
+        ];
+        let g = SgeRec::default();
+        let sge_bits = g.get_my_width_addr() + g.get_my_width_length() + g.get_my_width_lkey();
+        // Receive entry i: beat (i + 1) / 4, lane (i + 1) % 4.
+        for i in 0..recv_wqe::MAX_SGE {
+            let byte = recv_wqe::sge_offset(i);
+            assert_eq!(byte / 64, (i + 1) / 4, "receive entry {i}: beat");
+            assert_eq!(lanes[(i + 1) % 4], ((byte % 64) * 8, sge_bits), "receive entry {i}: lane");
+        }
+        // Send SGE i >= 1: beat (i + 3) / 4, lane (i - 1) % 4.
+        for i in 1..wqe::MAX_SGE {
+            let byte = wqe::sge_offset(i);
+            assert_eq!(byte / 64, (i + 3) / 4, "send SGE {i}: beat");
+            assert_eq!(lanes[(i - 1) % 4], ((byte % 64) * 8, sge_bits), "send SGE {i}: lane");
+        }
+    }
+
+    #[test]
+    fn an_aeth_syndrome_record_splits_type_and_value() {
+        use rnic_contract::bth::syndrome as syn;
+        for (byte, kind, value) in [(syn::ACK, 0, 0x1F), (syn::NAK_REM_ACCESS, 3, 2), (syn::RNR_NAK | 14, 1, 14)] {
+            let r = AethSynRec::from(Bits::<8>::from(byte as u64));
+            assert_eq!((r.kind, r.value), (Bits::<3>::from(kind), Bits::<5>::from(value)), "{byte:#x}");
+            assert_eq!(r.kind, Bits::<3>::from((byte >> 5) as u64));
+        }
+    }
+
+    #[test]
+    fn a_deth_record_reads_the_wire_header() {
+        // Q_Key 0x11223344, reserved, source QP 0xABCDEF, as on the wire (9.3.3).
+        let wire = [0x11, 0x22, 0x33, 0x44, 0x00, 0xAB, 0xCD, 0xEF];
+        assert_eq!(wire.len(), rnic_contract::bth::len::DETH);
+        let d = DethRec::from(Bits::<64>::from(u64::from_be_bytes(wire)));
+        assert_eq!(d.qkey, Bits::<32>::from(0x1122_3344));
+        assert_eq!(d.src_qp, Bits::<24>::from(0xAB_CDEF));
+    }
+
+    #[test]
+    fn an_srq_limit_record_is_the_srq_context_word() {
+        use rnic_contract::srq_context as srq;
+        let r = SrqLimitRec::default();
+        check("limit", r.get_my_offset_limit(), r.get_my_width_limit(), srq::LIMIT);
+        check("event_cq", r.get_my_offset_event_cq(), r.get_my_width_event_cq(), srq::EVENT_CQ);
     }
 
     #[test]

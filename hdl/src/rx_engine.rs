@@ -52,9 +52,9 @@ use crate::event_queue::AsyncEventQueue;
 use crate::numbers::{Numbers, Zero};
 use crate::qp_check_set::QpCheckSet;
 use crate::records::{
-    AckJob, AckProgressRec, AckedRec, AckedTxRec, CqeRec, DoorbellRec, InflightRec, KeyRec, LocalCompletion,
-    MrEntryRec, OpClass, QpContextRec, ReadRespJob, RecvWqeRec, RespDynRec, RespItem, RewindRec, RxDesc,
-    ScatterEntryRec, SgeRec, TimerEventRec, WriteJob,
+    AckJob, AckProgressRec, AckedRec, AckedTxRec, AethSynRec, CqeRec, DethRec, DoorbellRec, InflightRec, KeyRec,
+    LocalCompletion, MrEntryRec, OpClass, QpContextRec, ReadRespJob, RecvWqeRec, RespDynRec, RespItem, RewindRec,
+    RxDesc, ScatterEntryRec, SgeLanesRec, SgeRec, SrqLimitRec, TimerEventRec, WriteJob,
 };
 use crate::resp_done::RespDoneTable;
 use crate::scatter::Scatter;
@@ -501,7 +501,7 @@ pub struct RxEngine {
     /// The packet's QP takes receive WQEs from an SRQ: its indices were loaded from the SRQ's
     /// (`CheckRegion`) and go back there (`WriteBack`); then the limit is checked (`Idle`).
     srq_took: DFF<Bit>,
-    srq_lim: DFF<Bits<24>>,
+    srq_lim: DFF<SrqLimitRec>,
     ev_chk: DFF<Bit>,
     /// This packet took a WQE from the SRQ (only then is its limit checked).
     srq_inc: DFF<Bit>,
@@ -652,8 +652,8 @@ pub struct RxEngine {
     /// written, so a datagram that is dropped writes nothing).
     grh_fits: DFF<Bit>,
     qkey_bad: DFF<Bit>,
-    /// The packet's DETH, as the ingress left it in `reth_va` (Q_Key 63:32, source QP 23:0).
-    deth: Signal<Local, Bits<64>>,
+    /// The packet's DETH, as the ingress left it in `reth_va`.
+    deth: Signal<Local, DethRec>,
     /// Requester side of an RDMA READ: the next response PSN expected for the READ at the
     /// head of the in-flight table (completer state bits 32..56), valid when `rd_valid` (bit
     /// 21; cleared each time a WQE retires, when the head's first PSN is expected).
@@ -732,12 +732,12 @@ pub struct RxEngine {
     rd_rw_psn: DFF<Bits<24>>,
     rd_rw_dup: DFF<Bit>,
     // Receive scatter (IBTA Vol 1 9.7.4.1.3, 10.8.3; ibv_post_recv(3)).
-    /// The fetched receive WQE's scatter entries: 0..2 (beat 0, bytes 16..63), 3..6, 7..10,
-    /// 11..14 (beats 1..3), 16 bytes each {addr 63..0, length 95..64, lkey 127..96}.
-    sgb0: DFF<Bits<384>>,
-    sgb1: DFF<Bits<512>>,
-    sgb2: DFF<Bits<512>>,
-    sgb3: DFF<Bits<512>>,
+    /// The fetched receive WQE's beats as scatter-entry lanes: entries 0..2 (beat 0, lanes
+    /// 1..3; lane 0 holds wr_id and num_sge, kept in `rwqe`), 3..6, 7..10, 11..14 (beats 1..3).
+    sgb0: DFF<SgeLanesRec>,
+    sgb1: DFF<SgeLanesRec>,
+    sgb2: DFF<SgeLanesRec>,
+    sgb3: DFF<SgeLanesRec>,
     /// Beat of the receive-WQE fetch expected next; beats of the fetch minus one (1, 2 or 4
     /// beats: the QP's RQ stride) and the entries that stride holds (3, 7, 15).
     rq_beat: DFF<Bits<2>>,
@@ -754,6 +754,8 @@ pub struct RxEngine {
     sg_more: DFF<Bit>,
     sg_n: DFF<Bits<5>>,
     cur_sge: DFF<SgeRec>,
+    /// The receive-WQE beat arriving, as scatter-entry lanes.
+    rq_lanes: Signal<Local, SgeLanesRec>,
     /// Sum of the entries' lengths (36 bits: 15 entries of up to 2^32 - 1 bytes), and the
     /// first nonzero entry (translated address, length): where the message starts.
     sg_tot: DFF<Bits<36>>,
@@ -856,7 +858,7 @@ pub struct RxEngine {
     cqe_cq: Signal<Local, Bits<64>>,
     mr_access: Signal<Local, Bits<4>>,
     qp_access: Signal<Local, Bits<4>>,
-    aeth_syn: Signal<Local, Bits<8>>,
+    aeth_syn: Signal<Local, AethSynRec>,
     lc_qpn: Signal<Local, Bits<8>>,
     desc_qpn: Signal<Local, Bits<24>>,
     w_addr: Signal<Local, Bits<64>>,
@@ -1195,6 +1197,7 @@ impl Logic for RxEngine {
         self.sg_inext.next = self.sg_i.q.val() + 1;
         self.sg_first.next = self.sg_i.q.val() == 0;
         self.plen36.next = bit_cast::<36, 13>(self.pkt.q.val().plen);
+        self.rq_lanes.next = self.rq_r_data.val().into();
         self.sge_len36.next = bit_cast::<36, 32>(self.sge_len.q.val());
         // Scatter-entry table: written in `SgeVerdict`, read at the QP's current entry.
         self.sg_ram.read_clock.next = self.clock.val();
@@ -1324,8 +1327,8 @@ impl Logic for RxEngine {
         // The limit check, from registers: fewer than `limit` WQEs left after this packet.
         self.srq_left.next = self.rq_pi.q.val() - self.rq_ci.q.val();
         self.ev_fire_r.d.next = self.srq_took.q.val()
-            & (self.srq_lim.q.val().get_bits::<16>(0) != 0)
-            & (self.srq_left.val() < self.srq_lim.q.val().get_bits::<16>(0));
+            & (self.srq_lim.q.val().limit != 0)
+            & (self.srq_left.val() < self.srq_lim.q.val().limit);
         // The event queue: the SRQ limit event of the last packet's SRQ (pushed from `Idle`),
         // the QP events of a visit (`WriteBack`, `FlushStep`), held back in the cycle after
         // `WriteBack`, when the SRQ event may come (`ev_chk`).
@@ -1333,7 +1336,7 @@ impl Logic for RxEngine {
         self.evq.srq_data.next.qpn = self.srq_addr.val().get_bits::<6>(0);
         self.evq.srq_data.next.rsvd0 = 0.into();
         self.evq.srq_data.next.rsvd1 = 0.into();
-        self.evq.srq_data.next.cq = self.srq_lim.q.val().get_bits::<8>(16);
+        self.evq.srq_data.next.cq = self.srq_lim.q.val().event_cq;
         self.evq.srq_data.next.left = self.srq_left.val();
         self.evq.srq_data.next.event_type = self.nums.val().ev_srq_limit_reached;
         self.evq.hold.next = self.ev_chk.q.val();
@@ -1774,14 +1777,14 @@ impl Logic for RxEngine {
         }
 
         // ---- Completer ----
-        self.aeth_syn.next = self.pkt.q.val().aeth_syndrome;
+        self.aeth_syn.next = self.pkt.q.val().aeth_syndrome.into();
         // Only an ACKNOWLEDGE can be a NAK (a READ response's AETH is always an ACK, and READ
         // RESPONSE MIDDLE has none).
-        self.is_nak.next = (self.aeth_syn.val().get_bits::<3>(5) == self.nums.val().syn_type_nak)
+        self.is_nak.next = (self.aeth_syn.val().kind == self.nums.val().syn_type_nak)
             & (self.op.val() == self.nums.val().op_acknowledge);
-        self.is_rnr.next = (self.aeth_syn.val().get_bits::<3>(5) == self.nums.val().syn_type_rnr)
+        self.is_rnr.next = (self.aeth_syn.val().kind == self.nums.val().syn_type_rnr)
             & (self.op.val() == self.nums.val().op_acknowledge);
-        self.nak_code.next = self.aeth_syn.val().get_bits::<5>(0);
+        self.nak_code.next = self.aeth_syn.val().value;
         self.rnr_code.next = self.arm_code_r.q.val();
         self.cover_psn.next = self.pkt.q.val().psn;
         // A NAK, and a READ response (an implicit ACK of what precedes its READ, 9.7.5.1.3),
@@ -1823,7 +1826,7 @@ impl Logic for RxEngine {
         self.cqe.next.imm_data = self.cqe_imm.q.val();
         self.cqe.next.wc_flags = self.cqe_flags.q.val();
         self.cqe.next.src_qp = self.cqe_srcqp.q.val();
-        self.deth.next = self.pkt.q.val().reth_va;
+        self.deth.next = self.pkt.q.val().reth_va.into();
         self.grh_short.d.next = (self.sg_n.q.val() == 0) | (self.first_len.q.val() < 40);
         self.grh_addr.d.next = self.first_addr.q.val() + 20;
         self.grh_msg.d.next = self.first_addr.q.val() + 40;
@@ -2035,7 +2038,7 @@ impl Logic for RxEngine {
                     self.evq.srq_push.next = true;
                     self.srq_ram.write_enable.next = true;
                     self.srq_ram.write_address.next = self.srq_addr.val().get_bits::<6>(0);
-                    self.srq_ram.write_data.next = bit_cast::<24, 8>(self.srq_lim.q.val().get_bits::<8>(16)) << 16;
+                    self.srq_ram.write_data.next = bit_cast::<24, 8>(self.srq_lim.q.val().event_cq) << 16;
                 }
                 if !self.lc_empty.val() {
                     self.lc_read.next = true;
@@ -2197,7 +2200,7 @@ impl Logic for RxEngine {
                     self.rq_ci.d.next = self.srqci_ram.read_data.val();
                     self.rq_pi.d.next = self.rqpi_ram.read_data.val();
                     self.rq_empty_r.d.next = self.srqci_ram.read_data.val() == self.rqpi_ram.read_data.val();
-                    self.srq_lim.d.next = self.srq_ram.read_data.val();
+                    self.srq_lim.d.next = self.srq_ram.read_data.val().into();
                 }
                 // A QP in ERR (the driver's state, or this NIC's after an error completion)
                 // takes no packets; they make it flush instead.
@@ -2209,8 +2212,7 @@ impl Logic for RxEngine {
                     | (self.ctx.q.val().qp_type.any() & (self.pkt.q.val().nbeats != 0) & !self.pkt.q.val().ud.any())
                     | (!self.ctx.q.val().qp_type.any() & self.pkt.q.val().ud.any());
                 // UD (IBTA Vol 1 9.8.3): no PSN checks; the Q_Key must be the QP's (10.2.5).
-                self.qkey_bad.d.next =
-                    self.pkt.q.val().ud.any() & (self.deth.val().get_bits::<32>(32) != self.ctx.q.val().dest_ip);
+                self.qkey_bad.d.next = self.pkt.q.val().ud.any() & (self.deth.val().qkey != self.ctx.q.val().dest_ip);
                 self.c_dup.d.next = self.psn_delta_r.q.val().get_bit(23) & !self.pkt.q.val().ud.any();
                 // An ACK, NAK or response must answer a PSN already sent: at or past the PSN
                 // after the last request packet sent it is a ghost.
@@ -2550,7 +2552,7 @@ impl Logic for RxEngine {
                             if self.has_imm.val() {
                                 self.cqe_flags.d.next = 3.into();
                             }
-                            self.cqe_srcqp.d.next = self.deth.val().get_bits::<24>(0);
+                            self.cqe_srcqp.d.next = self.deth.val().src_qp;
                         }
                         self.nak_sent.d.next = false;
                     }
@@ -2589,17 +2591,17 @@ impl Logic for RxEngine {
                     match self.rq_beat.q.val().index() {
                         0 => {
                             self.rwqe.d.next = self.rq_r_data.val().into();
-                            self.sgb0.d.next = self.rq_r_data.val().get_bits::<384>(128);
-                            self.cur_sge.d.next = self.rq_r_data.val().get_bits::<128>(128).into();
+                            self.sgb0.d.next = self.rq_r_data.val().into();
+                            self.cur_sge.d.next = self.rq_lanes.val().lane1.into();
                         }
                         1 => {
-                            self.sgb1.d.next = self.rq_r_data.val();
+                            self.sgb1.d.next = self.rq_r_data.val().into();
                         }
                         2 => {
-                            self.sgb2.d.next = self.rq_r_data.val();
+                            self.sgb2.d.next = self.rq_r_data.val().into();
                         }
                         _ => {
-                            self.sgb3.d.next = self.rq_r_data.val();
+                            self.sgb3.d.next = self.rq_r_data.val().into();
                         }
                     }
                     if self.rq_beat.q.val() == self.rq_nb.q.val() {
@@ -2678,49 +2680,49 @@ impl Logic for RxEngine {
                 // `SgeVerdict`).
                 match self.sg_i.q.val().index() {
                     1 => {
-                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(128).into();
+                        self.cur_sge.d.next = self.sgb0.q.val().lane2.into();
                     }
                     2 => {
-                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(256).into();
+                        self.cur_sge.d.next = self.sgb0.q.val().lane3.into();
                     }
                     3 => {
-                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(0).into();
+                        self.cur_sge.d.next = self.sgb1.q.val().lane0.into();
                     }
                     4 => {
-                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(128).into();
+                        self.cur_sge.d.next = self.sgb1.q.val().lane1.into();
                     }
                     5 => {
-                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(256).into();
+                        self.cur_sge.d.next = self.sgb1.q.val().lane2.into();
                     }
                     6 => {
-                        self.cur_sge.d.next = self.sgb1.q.val().get_bits::<128>(384).into();
+                        self.cur_sge.d.next = self.sgb1.q.val().lane3.into();
                     }
                     7 => {
-                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(0).into();
+                        self.cur_sge.d.next = self.sgb2.q.val().lane0.into();
                     }
                     8 => {
-                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(128).into();
+                        self.cur_sge.d.next = self.sgb2.q.val().lane1.into();
                     }
                     9 => {
-                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(256).into();
+                        self.cur_sge.d.next = self.sgb2.q.val().lane2.into();
                     }
                     10 => {
-                        self.cur_sge.d.next = self.sgb2.q.val().get_bits::<128>(384).into();
+                        self.cur_sge.d.next = self.sgb2.q.val().lane3.into();
                     }
                     11 => {
-                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(0).into();
+                        self.cur_sge.d.next = self.sgb3.q.val().lane0.into();
                     }
                     12 => {
-                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(128).into();
+                        self.cur_sge.d.next = self.sgb3.q.val().lane1.into();
                     }
                     13 => {
-                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(256).into();
+                        self.cur_sge.d.next = self.sgb3.q.val().lane2.into();
                     }
                     14 => {
-                        self.cur_sge.d.next = self.sgb3.q.val().get_bits::<128>(384).into();
+                        self.cur_sge.d.next = self.sgb3.q.val().lane3.into();
                     }
                     _ => {
-                        self.cur_sge.d.next = self.sgb0.q.val().get_bits::<128>(0).into();
+                        self.cur_sge.d.next = self.sgb0.q.val().lane1.into();
                     }
                 }
                 self.state.d.next = RxState::SgeReadKey;
@@ -3230,7 +3232,7 @@ impl Logic for RxEngine {
                     _ => {}
                 }
                 if (self.op.val() != self.nums.val().op_rdma_read_response_middle)
-                    & (self.aeth_syn.val().get_bits::<3>(5) != self.nums.val().syn_type_ack)
+                    & (self.aeth_syn.val().kind != self.nums.val().syn_type_ack)
                 {
                     self.r_opc_ok.d.next = false;
                 }

@@ -42,8 +42,8 @@ use crate::context_tables::ContextTables;
 use crate::head_check::HeadCheck;
 use crate::numbers::Numbers;
 use crate::records::{
-    DoorbellRec, InflightRec, KeyRec, LocalCompletion, MrEntryRec, QpContextRec, RewindRec, ScatterEntryRec, SgeRec,
-    SqDynRec, TxJob, UdWqeRec, WqeOpClass, WqeRec,
+    DoorbellRec, InflightRec, KeyRec, LocalCompletion, MrEntryRec, QpContextRec, RewindRec, ScatterEntryRec,
+    SgeLanesRec, SgeRec, SqDynRec, TxJob, UdWqeRec, WqeOpClass, WqeRec,
 };
 use crate::wqe_fetcher::WqeFetcher;
 use rust_hdl::prelude::*;
@@ -705,6 +705,7 @@ pub struct TxScheduler {
     inline_max: Signal<Local, Bits<32>>,
     ext_lane: Signal<Local, SgeRec>,
     ext_beat: Signal<Local, Bits<512>>,
+    ext_lanes: Signal<Local, SgeLanesRec>,
     ext_sel: Signal<Local, Bits<4>>,
     nxt_iova: Signal<Local, Bits<64>>,
     nxt_len: Signal<Local, Bits<32>>,
@@ -1139,15 +1140,16 @@ impl Logic for TxScheduler {
         }
         self.walk_ge.d.next = self.walk.q.val() >= self.sge_rem.q.val();
         self.ext_sel.next = bit_cast::<4, 2>(self.g_m1.val().get_bits::<2>(0));
-        self.ext_lane.next = self.ext_beat.val().get_bits::<128>(0).into();
+        self.ext_lanes.next = self.ext_beat.val().into();
+        self.ext_lane.next = self.ext_lanes.val().lane0.into();
         if self.ext_sel.val() == 1 {
-            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(128).into();
+            self.ext_lane.next = self.ext_lanes.val().lane1.into();
         }
         if self.ext_sel.val() == 2 {
-            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(256).into();
+            self.ext_lane.next = self.ext_lanes.val().lane2.into();
         }
         if self.ext_sel.val() == 3 {
-            self.ext_lane.next = self.ext_beat.val().get_bits::<128>(384).into();
+            self.ext_lane.next = self.ext_lanes.val().lane3.into();
         }
         // The checked gather list: entry `n_valid` written in `KeepSge`; the entry after the
         // current one is always being read, so moving on costs no cycle.
