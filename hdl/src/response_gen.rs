@@ -35,7 +35,8 @@ use rust_hdl::prelude::*;
 /// from registers, so `top`'s merge multiplexer selects on a flop.
 ///
 /// Pacing: at most one packet per [`RR_MIN_CYCLES`] cycles: the requester's completer takes
-/// ~11 cycles per READ response (its visit), so at path MTU 256 and 512 an unpaced stream, or
+/// 7 cycles per READ response (its visit; 8 for the one that completes its READ, stop 39: 10
+/// and 11 before, when the pacing was 12), so at path MTU 256 and 512 an unpaced stream, or
 /// one paced at exactly that rate plus the wire's duplicates, overflows its packet buffer; from
 /// MTU 1024 up the wire is slower than that anyway. The FIFOs' almost-full flags must leave
 /// room for two writes after they rise, as for the scheduler alone: the room flag both see
@@ -105,7 +106,7 @@ pub struct ResponseGen {
 }
 
 /// Minimum cycles between two response packets (see [`ResponseGen`]).
-pub const RR_MIN_CYCLES: u64 = 12;
+pub const RR_MIN_CYCLES: u64 = 9;
 
 impl Logic for ResponseGen {
     #[hdl_gen]
@@ -125,7 +126,7 @@ impl Logic for ResponseGen {
         self.emit_r.d.next = self.go.val();
         if self.go.val() {
             // RR_MIN_CYCLES - 1 cycles (hdl_gen takes no Rust constants).
-            self.gap.d.next = 11.into();
+            self.gap.d.next = 8.into();
         }
         // Take the next packet when nothing is held or the held one leaves now.
         self.take.next = !self.in_empty.val() & (!self.held.q.val() | self.emit_r.q.val());

@@ -35,9 +35,11 @@
 //!   `RetireCompare`, `Retire` per WQE (`WriteCqe` for a signaled or failed one, then
 //!   `RetireLoad` again, or `WriteBack` when the WQE ended at an ACK's PSN), `ResumeRead` for a
 //!   READ it covers whose responses are missing;
-//! - a READ or atomic response: `CheckRegion`, `Decide`, `RspHead`, `RspRange`, `RspOrder`,
-//!   `RspAct` (into an SGE list: `Scatter`); the READ's last response goes on to
-//!   `RetireCompare` (its READ is the head WQE, already read) and `Retire`, one that implicitly
+//! - a READ or atomic response: `CheckRegion`, `Decide` (which also register its first two
+//!   checks), `RspOrder`, `RspAct` (into an SGE list: `Scatter`); one checked again after the
+//!   WQEs before its READ retired comes back through `RspHead`, `RspRange`; the READ's last
+//!   response goes on to `Retire` (its READ is the head WQE, already read, and its last PSN
+//!   this one's, so `RetireCompare` has nothing to find), one that implicitly
 //!   acknowledges earlier WQEs to `RetireLoad`;
 //! - an ACK timeout: the retire loop (QP in RTS) or `WriteBack`;
 //! - a local completion or an asynchronous event: `CompletionWait`, `CompletionRoute`,
@@ -128,9 +130,12 @@ pub enum RxState {
     /// `sg_ram`. Then the next entry, the first nonzero one, or the verdict again.
     SgeVerdict,
     /// (17, completer) READ / atomic response checks, 1: the head WQE is what the response answers; the
-    /// response's offset in its PSN range; the PSN expected.
+    /// response's offset in its PSN range; the PSN expected. Registered in `CheckRegion` for
+    /// every packet; this state is for a response checked again after the WQEs before its
+    /// READ retired.
     RspHead,
     /// (18, completer) 2: inside the range; the distance from the expected PSN; byte offsets.
+    /// Registered in `Decide` for every packet, and here on the way from `RspHead`.
     RspRange,
     /// (19) Unused: `AtomicReplayRead` until stop 32, when the duplicate-atomic lookup moved
     /// to [`crate::atomic_unit::AtomicUnit`]; kept so the later states keep their encoding.
@@ -265,9 +270,11 @@ pub enum RxState {
 /// write back), fewer than the writer's 1 + payload beats from MTU 512 up (a 256-byte packet
 /// takes 5 beats, so at MTU 256 this engine sets the pace: 256 bytes per 6 cycles, 85 Gb/s);
 /// an ACK costs 6 cycles plus 3 per WQE retired (plus 1 per CQE), and 3 more to find the
-/// end when its PSN falls inside a WQE rather than at the end of the last it retires; a READ or atomic response that completes its READ costs 12
-/// (issue, table read, first checks, region, decide, 4 response checks, compare, retire,
-/// write back). A receive WQE costs its DMA fetch plus 4
+/// end when its PSN falls inside a WQE rather than at the end of the last it retires; a READ
+/// or atomic response that completes its READ costs 9 (issue, table read, first checks,
+/// region and response check 1, decide and check 2, response checks 3 and 4, retire, write
+/// back; 12 until stop 39, when checks 1 and 2 had states of their own and the retire loop
+/// compared the READ's last PSN again). A receive WQE costs its DMA fetch plus 4
 /// cycles for entry 0 and 5 for each further entry checked (entry select, key read, offset,
 /// room, verdict) plus 2 to pick the first nonzero entry; a packet that crosses scatter entries
 /// costs 2 cycles per piece (piece length compare, job) plus 2 per entry change (`sg_ram`
@@ -703,7 +710,8 @@ pub struct RxEngine {
     rsp_pending: DFF<Bit>,
     rsp_retired: DFF<Bit>,
     rsp_final: DFF<Bit>,
-    // READ response checks, registered in `RspHead`, `RspRange` and `RspOrder`.
+    // READ response checks, registered in `CheckRegion` / `RspHead`, `Decide` / `RspRange`
+    // and `RspOrder`.
     r_head_read: DFF<Bit>,
     r_a: DFF<Bits<24>>,
     r_b: DFF<Bits<24>>,
@@ -838,6 +846,8 @@ pub struct RxEngine {
     mdra: Signal<Local, Bits<8>>,
     srq_addr: Signal<Local, Bits<8>>,
     entry: Signal<Local, InflightRec>,
+    /// The completer's `acked` as the tables answer it in `LoadQpState`.
+    acked_ld: Signal<Local, Bits<16>>,
     rkey: Signal<Local, KeyRec>,
     op: Signal<Local, Bits<8>>,
     is_first_or_only: Signal<Local, Bit>,
@@ -1276,8 +1286,15 @@ impl Logic for RxEngine {
         if self.src_ev.q.val() {
             self.cqn.next = self.ev_cq.q.val();
         }
+        // The in-flight table at the head WQE: in `LoadQpState` at the `acked` the tables
+        // answer, so the head WQE is there from `CheckRegion` on.
+        self.acked_ld.next = self.acked_ram.read_data.val().acked;
         self.inflight_ram.read_address.next =
             bit_cast::<12, 6>(self.qpn.q.val()) << 6 | bit_cast::<12, 6>(self.acked.q.val().get_bits::<6>(0));
+        if self.state.q.val() == RxState::LoadQpState {
+            self.inflight_ram.read_address.next =
+                bit_cast::<12, 6>(self.qpn.q.val()) << 6 | bit_cast::<12, 6>(self.acked_ld.val().get_bits::<6>(0));
+        }
         self.acked_tx_ram.read_address.next = self.acked_raddr.val();
         self.acked_rdata.next = self.acked_tx_ram.read_data.val().acked;
         self.acked_rreads.next = self.acked_tx_ram.read_data.val().reads_done;
@@ -2030,6 +2047,31 @@ impl Logic for RxEngine {
             self.rr_fresh.d.next = false;
             self.rr_nak.d.next = false;
         }
+        // READ / atomic response checks 1 and 2 (IBTA Vol 1 9.7.5.1.4), registered in
+        // `CheckRegion` and `Decide` for every packet (a response takes them on to `RspOrder`;
+        // nothing else reads them), and again in `RspHead` and `RspRange` when a response is
+        // checked again after the WQEs before its READ retired. The head WQE (`entry`) is read
+        // at the `acked` the tables answered in `LoadQpState`, so it is there in `CheckRegion`.
+        if (self.state.q.val() == RxState::CheckRegion) | (self.state.q.val() == RxState::RspHead) {
+            // 1: the head WQE, the response's place in it, and the PSN expected next. (An
+            // ATOMIC ACKNOWLEDGE answers an atomic, a READ RESPONSE a READ.)
+            self.r_head_read.d.next = self.entry_is_read.val()
+                & (self.entry_is_atomic.val() == self.is_atomic_ack.val())
+                & !self.none_out.q.val();
+            self.r_a.d.next = self.pkt.q.val().psn - self.entry.val().first_psn;
+            self.r_b.d.next = self.entry.val().last_psn - self.entry.val().first_psn;
+            self.r_exp.d.next = self.rd_restart.val();
+            self.r_past.d.next = !self.psn_diff.val().get_bit(23) & !self.none_out.q.val();
+        }
+        if (self.state.q.val() == RxState::Decide) | (self.state.q.val() == RxState::RspRange) {
+            // 2: inside the READ's PSN range; distance from the expected PSN; byte offsets.
+            self.r_in.d.next = self.r_a.q.val() <= self.r_b.q.val();
+            self.r_d.d.next = self.pkt.q.val().psn - self.r_exp.q.val();
+            self.r_off.d.next =
+                bit_cast::<32, 24>(self.r_a.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
+            self.r_boff.d.next =
+                bit_cast::<32, 24>(self.r_b.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
+        }
         match self.state.q.val() {
             RxState::Idle => {
                 if self.ev_chk.q.val() & self.ev_fire_r.q.val() & self.evq.room.val() {
@@ -2280,10 +2322,11 @@ impl Logic for RxEngine {
                         }
                     } else if self.is_read_resp.val() {
                         // A READ response for our requester: checked against the READ at the
-                        // head of the in-flight table in `RspHead` .. `RspAct`.
+                        // head of the in-flight table (checks 1 and 2 were registered in
+                        // `CheckRegion` and this state), then `RspOrder`, `RspAct`.
                         if self.ctx.q.val().state == 3 {
                             self.job_write.next = false;
-                            self.state.d.next = RxState::RspHead;
+                            self.state.d.next = RxState::RspOrder;
                         } else {
                             self.cnt_unknown_qp.next = true;
                         }
@@ -3166,26 +3209,13 @@ impl Logic for RxEngine {
                 self.state.d.next = RxState::CompletionWait;
             }
             RxState::RspHead => {
-                // READ response checks, 1: the head WQE, the response's place in it, and the
-                // PSN expected next.
-                // (An ATOMIC ACKNOWLEDGE answers an atomic, a READ RESPONSE a READ.)
-                self.r_head_read.d.next = self.entry_is_read.val()
-                    & (self.entry_is_atomic.val() == self.is_atomic_ack.val())
-                    & !self.none_out.q.val();
-                self.r_a.d.next = self.pkt.q.val().psn - self.entry.val().first_psn;
-                self.r_b.d.next = self.entry.val().last_psn - self.entry.val().first_psn;
-                self.r_exp.d.next = self.rd_restart.val();
-                self.r_past.d.next = !self.psn_diff.val().get_bit(23) & !self.none_out.q.val();
+                // READ response checks, 1 (registered above the state machine, in `CheckRegion`
+                // too), when the response is checked again after the WQEs before its READ
+                // retired.
                 self.state.d.next = RxState::RspRange;
             }
             RxState::RspRange => {
-                // 2: inside the READ's PSN range; distance from the expected PSN; byte offsets.
-                self.r_in.d.next = self.r_a.q.val() <= self.r_b.q.val();
-                self.r_d.d.next = self.pkt.q.val().psn - self.r_exp.q.val();
-                self.r_off.d.next =
-                    bit_cast::<32, 24>(self.r_a.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
-                self.r_boff.d.next =
-                    bit_cast::<32, 24>(self.r_b.q.val()) << (bit_cast::<32, 3>(self.ctx.q.val().path_mtu) + 7);
+                // 2 (registered above the state machine, in `Decide` too).
                 self.state.d.next = RxState::RspOrder;
             }
             RxState::RspOrder => {
@@ -3309,22 +3339,27 @@ impl Logic for RxEngine {
                         self.ack_hi.d.next = self.pkt.q.val().psn;
                         if self.is_rsp_last.val() {
                             // The READ is complete: the retire loop writes its completion
-                            // after the payload.
+                            // after the payload. Its READ is the head WQE and this PSN is the
+                            // READ's last (`r_a == r_b`), so `RetireCompare`'s verdict is
+                            // known: covered, not before it, no NAK; straight to `Retire`.
                             self.rsp_final.d.next = true;
                             self.cover_r.d.next = self.pkt.q.val().psn;
-                            self.state.d.next = RxState::RetireCompare;
+                            self.psn_before_r.d.next = false;
+                            self.stop_r.d.next = self.stop_ok.val();
+                            self.nak_drop_r.d.next = false;
+                            self.state.d.next = RxState::Retire;
                         }
                         if self.r_list.q.val() {
                             // The payload scatters over the READ's SGE list (`Scatter`, from
                             // the list entry at `rl_k` unless `RspOrder` took the cursor),
-                            // one job per piece, then on to `RetireCompare` or `WriteBack`.
+                            // one job per piece, then on to `Retire` or `WriteBack`.
                             self.job_write.next = false;
                             self.sc_go.d.next = true;
                             self.sc_list.d.next = true;
                             self.sc_ack.d.next = false;
                             self.sc_next.d.next = RxState::WriteBack;
                             if self.is_rsp_last.val() {
-                                self.sc_next.d.next = RxState::RetireCompare;
+                                self.sc_next.d.next = RxState::Retire;
                             }
                             self.state.d.next = RxState::Scatter;
                         }

@@ -12,10 +12,10 @@
 //!   piece exactly when it has payload, and the ACK / NAK counter pulses. And the sharing
 //!   protocol holds every cycle: a write comes exactly one cycle after `hold`, `hold` only
 //!   while the scheduler's lock is low and one cycle after the three FIFOs had room, two writes
-//!   at least 12 cycles apart.
-//! - `a_free_stream_leaves_one_packet_per_12_cycles`: with packets always offered and nothing
+//!   at least `RR_MIN_CYCLES` cycles apart.
+//! - `a_free_stream_leaves_one_packet_per_min_gap`: with packets always offered and nothing
 //!   in the way, the first write comes 2 cycles after the first offer and the next ones every
-//!   12 cycles (`RR_MIN_CYCLES`).
+//!   `RR_MIN_CYCLES` cycles.
 //! - `the_scheduler_s_lock_holds_it_back`: while `req_lock` is high nothing is claimed or
 //!   written, however long; the cycle it falls, the claim comes, and the write after it.
 mod harness;
@@ -315,7 +315,7 @@ fn every_packet_becomes_its_transmit_job() {
 }
 
 #[test]
-fn a_free_stream_leaves_one_packet_per_12_cycles() {
+fn a_free_stream_leaves_one_packet_per_min_gap() {
     let mut tb = Tb::new();
     let mut rng = Rng::from_env(0x5E6E_0002);
     let mut writes = Vec::new();
