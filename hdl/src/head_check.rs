@@ -32,8 +32,9 @@ pub enum HeadStep {
 /// Checks the WQE at the prefetch buffer's head ahead of the scheduler.
 ///
 /// **Eligible WQEs** (RC QP only, `ud` low): a one-slot (`one_slot`: 64-byte SQ stride) RDMA
-/// WRITE, with or without immediate, of one SGE, neither inline nor fenced; or an inline RDMA
-/// WRITE of two or more slots (its length, SGE 0's length field, checked against 256 bytes and
+/// WRITE, with or without immediate, or RDMA READ (stop 39; `is_read`: its region must also
+/// grant LOCAL_WRITE, as in the scheduler's `CheckLkey`), of one SGE, neither inline nor
+/// fenced; or an inline RDMA WRITE of two or more slots (its length, SGE 0's length field, checked against 256 bytes and
 /// `inline_max`, the bytes its WQE holds; no key). A SEND is not: its window check needs the
 /// in-flight count of the WQE before it, which the scheduler has only later.
 ///
@@ -74,6 +75,7 @@ pub struct HeadCheck {
     pub inline_max: Signal<In, Bits<32>>,
     pub ready: Signal<Out, Bit>,
     pub is_inline: Signal<Out, Bit>,
+    pub is_read: Signal<Out, Bit>,
     pub inline_ok: Signal<Out, Bit>,
     pub len: Signal<Out, Bits<32>>,
     pub len_m1: Signal<Out, Bits<32>>,
@@ -109,9 +111,14 @@ pub struct HeadCheck {
     /// path (at most 256 bytes and what the WQE holds).
     hc_inl: DFF<Bit>,
     hc_inl_ok: DFF<Bit>,
+    /// The checked WQE is an RDMA READ (stop 39).
+    hc_read: DFF<Bit>,
     /// The head beat as a WQE record, and whether it qualifies.
     hc_w: Signal<Local, WqeRec>,
     hc_elig: Signal<Local, Bit>,
+    /// The head beat's opcode is an RDMA WRITE (with or without immediate), an RDMA READ.
+    w_write: Signal<Local, Bit>,
+    w_read: Signal<Local, Bit>,
     /// IBV_SEND_FENCE | IBV_SEND_INLINE.
     fence_inl: Signal<Local, Bits<8>>,
     /// SGE 0's lkey in the head beat, by field ([`rnic_contract::mr_entry::key`]).
@@ -129,19 +136,22 @@ impl Logic for HeadCheck {
     fn update(&mut self) {
         dff_setup!(
             self, clock, hc, hc_addr, hc_lkey, hc_len, hc_off, hc_va_ok, hc_key_ok, hc_nq, hc_npart, hc_room,
-            hc_off_ok, hc_base, hc_npkts, hc_inl, hc_inl_ok
+            hc_off_ok, hc_base, hc_npkts, hc_inl, hc_inl_ok, hc_read
         );
         self.hc_w.next = self.beat.val().into();
         self.beat_lkey.next = self.hc_w.val().sge0_lkey.into();
-        // A one-slot RDMA WRITE of one SGE, or an inline one of two or more slots (stop 33).
-        // (RDMA_WRITE and RDMA_WRITE_WITH_IMM are the two lowest WQE opcodes: `numbers`.)
+        // A one-slot RDMA WRITE or RDMA READ of one SGE (READs since stop 39), or an inline
+        // WRITE of two or more slots (stop 33). (RDMA_WRITE and RDMA_WRITE_WITH_IMM are the
+        // two lowest WQE opcodes: `numbers`.)
         self.fence_inl.next = self.nums.val().sf_fence | self.nums.val().sf_inline;
-        self.hc_elig.next = (self.hc_w.val().opcode <= self.nums.val().wr_rdma_write_with_imm)
-            & (((self.hc_w.val().num_sge == 1)
-                & ((self.hc_w.val().send_flags & self.fence_inl.val()) == 0)
-                & self.one_slot.val())
-                | (((self.hc_w.val().send_flags & self.fence_inl.val()) == self.nums.val().sf_inline)
-                    & !self.one_slot.val()))
+        self.w_write.next = self.hc_w.val().opcode <= self.nums.val().wr_rdma_write_with_imm;
+        self.w_read.next = self.hc_w.val().opcode == self.nums.val().wr_rdma_read;
+        self.hc_elig.next = ((((self.w_write.val() | self.w_read.val()) & (self.hc_w.val().num_sge == 1))
+            & ((self.hc_w.val().send_flags & self.fence_inl.val()) == 0)
+            & self.one_slot.val())
+            | (self.w_write.val()
+                & ((self.hc_w.val().send_flags & self.fence_inl.val()) == self.nums.val().sf_inline)
+                & !self.one_slot.val()))
             & !self.ud.val();
         self.mtu_mask.next = !(bit_cast::<32, 12>(0xFFF.into()) << (bit_cast::<32, 3>(self.path_mtu.val()) + 7));
         self.mtu_mask12.next = self.mtu_mask.val().get_bits::<12>(0);
@@ -156,11 +166,13 @@ impl Logic for HeadCheck {
                     self.hc_lkey.d.next = self.beat_lkey.val();
                     self.hc_len.d.next = self.hc_w.val().sge0_length;
                     self.hc_inl.d.next = (self.hc_w.val().send_flags & self.nums.val().sf_inline) != 0;
+                    self.hc_read.d.next = self.w_read.val();
                     self.hc.d.next = HeadStep::Key;
                 }
             }
             HeadStep::Key => {
-                // As `CheckLkey` (a READ's LOCAL_WRITE check does not apply).
+                // As `CheckLkey`: a READ's local buffer is written by the NIC, so its region must
+                // grant LOCAL_WRITE.
                 self.hc.d.next = HeadStep::Idle;
                 if self.key_slot.val() {
                     self.mr_read.next = true;
@@ -169,7 +181,8 @@ impl Logic for HeadCheck {
                     self.hc_key_ok.d.next = self.mr.val().valid.any()
                         & (self.mr.val().tag == self.hc_lkey.q.val().tag)
                         & (self.hc_lkey.q.val().above == 0)
-                        & (self.mr.val().pd == self.pd.val());
+                        & (self.mr.val().pd == self.pd.val())
+                        & (!self.hc_read.q.val() | ((self.mr.val().access & self.nums.val().acc_local_write) != 0));
                     self.hc_nq.d.next =
                         bit_cast::<24, 32>(self.hc_len.q.val() >> (bit_cast::<32, 3>(self.path_mtu.val()) + 7));
                     self.hc_npart.d.next = (self.hc_len.q.val().get_bits::<12>(0) & self.mtu_mask12.val()) != 0;
@@ -198,6 +211,7 @@ impl Logic for HeadCheck {
         }
         self.ready.next = self.hc.q.val() == HeadStep::Ready;
         self.is_inline.next = self.hc_inl.q.val();
+        self.is_read.next = self.hc_read.q.val();
         self.inline_ok.next = self.hc_inl_ok.q.val();
         self.len.next = self.hc_len.q.val();
         self.len_m1.next = self.hc_len.q.val() - 1;

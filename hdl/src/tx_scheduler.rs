@@ -489,6 +489,10 @@ pub struct TxScheduler {
     /// then waits for that append): a READ or atomic stream over 8 QPs changes QP every
     /// `max_rd_atomic` WQEs. A wrong guess only costs a visit.
     rd_blk_r: DFF<Bit>,
+    /// No READ or atomic slot free while another QP has work, registered (`rd_blk_r` without
+    /// the head WQE's terms); `rd_wait_now` is it before the register.
+    rd_wait_r: DFF<Bit>,
+    rd_wait_now: Signal<Local, Bit>,
     /// 32 or more of the QP's WQEs are in flight (from `in_flight_r`: 2 cycles old): a SEND
     /// waits (`WaitIssueSlot`) until fewer are ([`rnic_contract::LOG_MAX_INFLIGHT_SENDS`]); past 32 a
     /// QP fetches more only while no other QP has work (`FetchLimits`, where the flag is the count
@@ -816,6 +820,7 @@ impl Logic for TxScheduler {
             rd_full,
             send_wait,
             rd_blk_r,
+            rd_wait_r,
             send_win_full,
             behind,
             done_ahead,
@@ -1066,7 +1071,10 @@ impl Logic for TxScheduler {
         // buffered and more are posted: append.
         self.next_in.next = self.at_nw.q.val() & !self.behind.q.val() & self.window_ok.q.val();
         self.fetch.discard.next = self.next_in.val() & self.miss_go.q.val();
-        self.fetch.append.next = self.next_in.val() & self.app_go.q.val() & !self.rd_blk_r.q.val();
+        // (No fetch-ahead for a QP about to step aside for want of a READ slot: its beats would
+        // only be dropped, and the next QP's fetch would wait for the append to issue.)
+        self.fetch.append.next =
+            self.next_in.val() & self.app_go.q.val() & !self.rd_blk_r.q.val() & !self.rd_wait_r.q.val();
         self.fetch.cmd_fire.next = self.cmd_fire.val();
         self.fetch.ar_ready.next = self.wqe_ar_ready.val();
         self.fetch.r_valid.next = self.wqe_r_valid.val();
@@ -1203,12 +1211,17 @@ impl Logic for TxScheduler {
         self.wop_now.next.atomic = (self.op_now.val() == self.nums.val().wr_atomic_cmp_and_swp)
             | (self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add);
         self.wop_now.next.fetch_add = self.op_now.val() == self.nums.val().wr_atomic_fetch_and_add;
-        self.rd_blk_r.d.next = self.wqe_ok.val()
-            & self.wop_now.val().read_or_atomic
-            & (self.reads_out.val() >= self.rd_limit_r.q.val())
+        // No READ or atomic slot free while another QP has work (and no rewind of this one
+        // waits): a READ or atomic at the buffer's head steps aside (`rd_blk_r`), and so does
+        // the QP when its next WQE is not at the head yet (`rd_wait_r`, stop 39: with READs
+        // taken by the head check every 4 cycles it reaches the next before the prefetch has
+        // it, and would otherwise take it through the checks once it came, then wait).
+        self.rd_wait_now.next = (self.reads_out.val() >= self.rd_limit_r.q.val())
             & !self.db_empty.val()
             & (self.db_rec.val().qpn != self.cur_qpn.q.val())
             & !(!self.rw_empty.val() & (self.rw_data.val().qpn == self.cur_qpn.q.val()));
+        self.rd_wait_r.d.next = self.rd_wait_now.val();
+        self.rd_blk_r.d.next = self.wqe_ok.val() & self.wop_now.val().read_or_atomic & self.rd_wait_now.val();
         self.is_send.next = self.wop.q.val().send;
         self.in_flight_r.d.next = self.in_flight.val();
         self.send_win_full.d.next = self.in_flight_r.q.val() >= 32;
@@ -1639,9 +1652,14 @@ impl Logic for TxScheduler {
                     // Draining (SQD): nothing more to start; tell the completer.
                     self.sq_stop.next = self.ctx.q.val().sq_drain.any();
                     self.state.d.next = TxsState::Idle;
-                } else if self.window_ok.q.val() & self.pf_hit.q.val() & self.rd_blk_r.q.val() {
+                } else if self.window_ok.q.val()
+                    & self.pf_hit.q.val()
+                    & (self.rd_blk_r.q.val() | (self.rd_wait_r.q.val() & !self.wqe_ok.val()))
+                {
                     // It is a READ or atomic with no slot free, and another QP has work: step
-                    // aside now, as `WaitIssueSlot` would after the WQE's checks.
+                    // aside now, as `WaitIssueSlot` would after the WQE's checks. Likewise
+                    // with no slot free when the next WQE is not at the buffer's head yet
+                    // (whatever it is: another QP waits, and this one has its READs out).
                     self.rearm.next = true;
                     self.state.d.next = TxsState::SaveAndYield;
                 } else if self.window_ok.q.val() & self.pf_hit.q.val() {
@@ -1666,8 +1684,8 @@ impl Logic for TxScheduler {
                     if self.hc_fast.val() {
                         // The head check has checked it: on to `ActOnChecks` with the flags
                         // `CheckLkey`, `CheckRoom` and `CheckBounds` would have registered
-                        // (an RDMA WRITE: one SGE, RC, not inline or fenced, no rewind to skip
-                        // into).
+                        // (an RDMA WRITE or READ: one SGE, RC, not inline or fenced, no rewind
+                        // to skip into).
                         self.state.d.next = TxsState::ActOnChecks;
                         self.off_r.d.next = self.hc.off.val();
                         self.va_ok.d.next = self.hc.va_ok.val();
@@ -2163,7 +2181,11 @@ impl Logic for TxScheduler {
             self.ud_op_bad.d.next = false;
             self.ud_long.d.next = false;
             self.send_wait.d.next = false;
-            self.rd_full.d.next = false;
+            // A READ waits for a slot (max_rd_atomic), as `CheckRoom` decides it: one-SGE and
+            // unfenced, so that is its only term. (`reads_out_r` is current here: `reads_sent`
+            // moves in `TakeQp`, `RecordWqe` and `SkipRetired`, each two or more states before
+            // `NextWqe`.)
+            self.rd_full.d.next = self.hc.is_read.val() & (self.reads_out_r.q.val() >= self.rd_limit_r.q.val());
             self.behind.d.next = self.in_flight.val().get_bit(15);
             self.skip_ok.d.next = false;
             self.shape_bad.d.next = false;

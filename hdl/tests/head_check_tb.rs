@@ -14,16 +14,17 @@
 //!
 //! Checked every cycle (`Tb::step`): `ready` is high exactly when the model's check is: 3
 //! cycles after a `start` in which the block was idle with an eligible WQE at the head
-//! (`beat_ok`; RC; RDMA WRITE or WRITE WITH IMMEDIATE; not fenced; one slot, one SGE and not
-//! inline, or two or more slots and inline) if `key_slot` was high the cycle after `start`
+//! (`beat_ok`; RC; not fenced; an RDMA WRITE, WRITE WITH IMMEDIATE or READ of one slot, one
+//! SGE and not inline, or a WRITE of two or more slots and inline) if `key_slot` was high the cycle after `start`
 //! and neither `kill` nor `reset` came in between, and from then on until the cycle after a
 //! `kill`; `mr_read` is high exactly in that `start` cycle and that `key_slot` cycle (outside
 //! `kill` cycles), with `mr_index` the SGE's lkey bits 13:8. While `ready`, the verdicts equal
-//! the model's: `len` and `len_m1` (SGE 0's length, minus one mod 2^32), `is_inline`; `nq`,
+//! the model's: `len` and `len_m1` (SGE 0's length, minus one mod 2^32), `is_inline`,
+//! `is_read`; `nq`,
 //! `npart`, `npkts` (`len / MTU`, `len mod MTU != 0`, `max(1, ceil(len / MTU))` mod 2^24) for
 //! PATH_MTU 1..=5; for an inline WRITE `inline_ok` (`len <= 256`, `len <= inline_max`,
 //! PATH_MTU != 0); otherwise `key_ok` (entry valid, tag = lkey bits 7:0, lkey bits 31:14 zero,
-//! entry PD = QP PD), `va_ok` (`addr >= va`), `off` (`addr - va` mod 2^64), `off_ok`
+//! entry PD = QP PD, and for a READ the entry grants LOCAL_WRITE), `va_ok` (`addr >= va`), `off` (`addr - va` mod 2^64), `off_ok`
 //! (`off <= length`), `room` (`length - off`), `base` (`iova + off`) and `bounds`
 //! (`va <= addr` and `addr + len <= va + length`, computed in 128 bits). The targeted tests
 //! run through the same checks and also assert their verdicts literally.
@@ -59,13 +60,13 @@
 //!   its verdicts unchanged, until the cycle after `kill`; a `start` without `key_slot` the
 //!   next cycle, or a `kill` in any of the 3 cycles, never raises it; a later `start` does.
 //! - `ineligible_wqes_never_ready`: every combination of opcode 0..=7, 0..=2 SGEs, FENCE and
-//!   INLINE, one or two slots, RC or UD: `ready` rises for exactly the 8 eligible ones; not
+//!   INLINE, one or two slots, RC or UD: `ready` rises for exactly the 9 eligible ones; not
 //!   with `beat_ok` low.
 mod harness;
 
 use harness::tables::Mr;
 use harness::{Dut, Port, Rng};
-use rnic_contract::verbs::{send_flags, wr_opcode};
+use rnic_contract::verbs::{access, send_flags, wr_opcode};
 use rnic_contract::wqe;
 use rnic_hdl::head_check::HeadCheck;
 
@@ -160,16 +161,18 @@ impl Wqe {
 /// Whether the head check takes the WQE (the block's docstring, "Eligible WQEs").
 fn eligible(w: &Wqe, qp: &Qp) -> bool {
     let is_write = w.opcode == wr_opcode::RDMA_WRITE || w.opcode == wr_opcode::RDMA_WRITE_WITH_IMM;
+    let is_read = w.opcode == wr_opcode::RDMA_READ;
     let fenced = w.flags & send_flags::FENCE != 0;
     let one_sge_gather = qp.one_slot() && w.num_sge == 1 && !w.inline();
     let inline_write = !qp.one_slot() && w.inline();
-    !qp.ud && is_write && !fenced && (one_sge_gather || inline_write)
+    !qp.ud && !fenced && ((is_write && (one_sge_gather || inline_write)) || (is_read && one_sge_gather))
 }
 
 /// The block's outputs while `ready`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Verdicts {
     inline: bool,
+    read: bool,
     inline_ok: bool,
     len: u64,
     len_m1: u64,
@@ -190,7 +193,13 @@ fn expected(w: &Wqe, e: &Mr, qp: &Qp) -> Verdicts {
     let len = u64::from(w.len);
     // IBTA 10.6.3: the lkey names a valid entry of the QP's PD (the tag guards against a
     // stale key; the table has 64 entries, so key bits 31:14 must be clear).
-    let key_ok = e.valid && e.tag == u64::from(w.lkey & 0xFF) && w.lkey >> 14 == 0 && e.pd == qp.pd;
+    // A READ's local buffer is written by the NIC: its region must grant LOCAL_WRITE.
+    let read = w.opcode == wr_opcode::RDMA_READ;
+    let key_ok = e.valid
+        && e.tag == u64::from(w.lkey & 0xFF)
+        && w.lkey >> 14 == 0
+        && e.pd == qp.pd
+        && (!read || e.access & u64::from(access::LOCAL_WRITE) != 0);
     let va_ok = w.addr >= e.va;
     let off = w.addr.wrapping_sub(e.va);
     // The whole SGE inside [va, va + length), in exact arithmetic.
@@ -202,6 +211,7 @@ fn expected(w: &Wqe, e: &Mr, qp: &Qp) -> Verdicts {
     };
     Verdicts {
         inline: w.inline(),
+        read,
         inline_ok: len <= 256 && len <= qp.inline_max() && qp.path_mtu != 0,
         len,
         len_m1: u64::from(w.len.wrapping_sub(1)),
@@ -228,6 +238,7 @@ fn mismatches(got: &Verdicts, want: &Verdicts, qp: &Qp) -> Vec<String> {
         }
     };
     cmp("inline", got.inline.into(), want.inline.into());
+    cmp("read", got.read.into(), want.read.into());
     cmp("len", got.len, want.len);
     cmp("len_m1", got.len_m1, want.len_m1);
     if qp.mtu().is_some() {
@@ -314,6 +325,7 @@ struct Ports {
     inline_max: Port,
     ready: Port,
     inline: Port,
+    read: Port,
     inline_ok: Port,
     len: Port,
     len_m1: Port,
@@ -348,6 +360,7 @@ impl Ports {
             inline_max: d.port("inline_max"),
             ready: d.port("ready"),
             inline: d.port(INLINE_PORT),
+            read: d.port("is_read"),
             inline_ok: d.port("inline_ok"),
             len: d.port("len"),
             len_m1: d.port("len_m1"),
@@ -507,6 +520,7 @@ impl Tb {
         let (d, p) = (&mut self.dut, &self.p);
         Verdicts {
             inline: d.get_bit(p.inline),
+            read: d.get_bit(p.read),
             inline_ok: d.get_bit(p.inline_ok),
             len: d.get(p.len),
             len_m1: d.get(p.len_m1),
@@ -694,7 +708,7 @@ fn write_wqe(addr: u64, len: u32, lkey: u32) -> Wqe {
 /// A random head WQE for `qp`: mostly eligible, its SGE around its entry's bounds.
 fn random_wqe(rng: &mut Rng, qp: &Qp, table: &[Mr]) -> Wqe {
     let mut w = Wqe {
-        opcode: if rng.chance(1, 2) { wr_opcode::RDMA_WRITE } else { wr_opcode::RDMA_WRITE_WITH_IMM },
+        opcode: *rng.pick(&[wr_opcode::RDMA_WRITE, wr_opcode::RDMA_WRITE_WITH_IMM, wr_opcode::RDMA_READ]),
         flags: (rng.u32() as u8) & !(send_flags::FENCE | send_flags::INLINE),
         num_sge: 1,
         ..Wqe::default()
@@ -1076,7 +1090,11 @@ fn ineligible_wqes_never_ready() {
                         tb.step(Drive::default());
                         // `step` checks `ready` against the docstring's rule; count the takes.
                         let ready = tb.step(Drive::default()).is_some();
-                        let plain = !ud && log_stride == 0 && opcode <= 1 && num_sge == 1 && flags == 0;
+                        let plain = !ud
+                            && log_stride == 0
+                            && (opcode <= 1 || opcode == wr_opcode::RDMA_READ)
+                            && num_sge == 1
+                            && flags == 0;
                         let inline = !ud && log_stride == 1 && opcode <= 1 && flags == send_flags::INLINE;
                         assert_eq!(ready, plain || inline, "{w:?} ud {ud} stride {log_stride}");
                         took += usize::from(ready);
@@ -1086,8 +1104,9 @@ fn ineligible_wqes_never_ready() {
             }
         }
     }
-    // WRITE and WRITE WITH IMMEDIATE: one SGE one slot (2), inline of any SGE count (6).
-    assert_eq!(took, 8);
+    // WRITE, WRITE WITH IMMEDIATE and READ: one SGE one slot (3); the WRITEs inline of any
+    // SGE count (6).
+    assert_eq!(took, 9);
     // beat_ok low: not taken either.
     let beat = write_wqe(m.va, 64, lkey_of(i, &m)).beat(&mut tb.rng);
     tb.step(Drive { start: true, beat_ok: false, beat: Some(beat), ..Drive::default() });

@@ -252,7 +252,9 @@ fn a_reset_of_the_served_qp_ends_its_ring_reads() {
 /// simulator's PCIe model); then it must wait for responses and steps aside for QP b, whose
 /// first fetch is a full burst of 8 WQEs (before: the 2 that its undelivered beats left),
 /// asked for 12 cycles after a's last READ (a steps aside as the 17th reaches the buffer's
-/// head, `rd_blk_r`, instead of taking it through its checks first: 19); every
+/// head, `rd_blk_r`, or, with its READs taken by the head check every 4 cycles since stop 39,
+/// before the 17th is there, `rd_wait_r`, instead of taking it through its checks first: 19,
+/// and 31 with the fast READs but not `rd_wait_r`); every
 /// event equals the model's, a's READs resuming as the test retires them. (`rnic perf read
 /// --qps 8 --post-list 16`: 19.71 Mpps with the old accounting, 20.34 with this.)
 #[test]
