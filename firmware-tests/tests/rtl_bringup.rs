@@ -1,6 +1,7 @@
 //! Full-system test of the RTL driven by a minimal driver model: MMIO, host-memory rings and a
 //! doorbell, nothing else. It pins the hardware/software contract independently of the `rnic`
 //! driver crate (the Corundum habit of a system test driven by a driver model).
+use rnic_contract::mr_entry::key;
 use rnic_contract::{cq_context, cqe, mr_entry, qp_context, regs, verbs, wqe, Field};
 use rnic_sim::{HostMemory, Iova, SimConfig, World};
 
@@ -74,7 +75,7 @@ fn setup_with(mtu: u8, config: SimConfig, retry_cnt: u64) -> Setup {
     let src = mem(&mut world, 0).alloc(BUF + 4096, 4096).unwrap();
     let dst = mem(&mut world, 1).alloc(BUF + 4096, 4096).unwrap();
     let (src_va, dst_va) = (0x7f00_1234_0000, 0x7f00_8888_0000);
-    let (lkey, rkey) = (1 << 8 | 0x11, 2 << 8 | 0x22);
+    let (lkey, rkey) = (key::word(1, 0x11), key::word(2, 0x22));
     let a = verbs::access::LOCAL_WRITE | verbs::access::REMOTE_WRITE | verbs::access::REMOTE_ATOMIC;
     command(
         &mut world,

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use pcap_file::pcap::PcapReader;
+use rnic_contract::mr_entry::key;
 use rnic_contract::{cq_context, cqe, mr_entry, qp_context, regs, verbs, wqe, Field};
 use rnic_sim::{
     FaultConfig, HostMemory, Iova, PortOptions, SimConfig, SimbricksListener, SimbricksParams, SimbricksPort, World,
@@ -30,8 +31,8 @@ const PSN: u64 = 0x10_0000;
 const BUF: usize = 128 * 1024;
 const SRC_VA: u64 = 0x7f00_1234_0000;
 const DST_VA: u64 = 0x7f00_8888_0000;
-const LKEY: u32 = 1 << 8 | 0x11;
-const RKEY: u32 = 2 << 8 | 0x22;
+const LKEY: u32 = key::word(1, 0x11);
+const RKEY: u32 = key::word(2, 0x22);
 /// Both sides are configured by this cycle; the requester posts its first WRITE then.
 const T0: u64 = 20_000;
 /// (source offset, destination offset, length) of the WRITEs, one after the other.

@@ -66,6 +66,7 @@ mod harness;
 
 use harness::tables::Mr;
 use harness::{Dut, Port, Rng};
+use rnic_contract::mr_entry::key;
 use rnic_contract::verbs::{access, send_flags, wr_opcode};
 use rnic_contract::wqe;
 use rnic_hdl::head_check::HeadCheck;
@@ -697,7 +698,7 @@ impl Tb {
 }
 
 fn lkey_of(index: usize, m: &Mr) -> u32 {
-    (index as u32) << 8 | m.tag as u32
+    key::word(index as u32, m.tag as u8)
 }
 
 /// A plain (one-slot, one-SGE) RDMA WRITE.

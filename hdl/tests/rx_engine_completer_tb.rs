@@ -31,6 +31,7 @@ mod rx_engine;
 
 use harness::tables::Mr;
 use harness::Rng;
+use rnic_contract::mr_entry::key;
 use rnic_contract::qp_context as qp;
 use rx_engine::*;
 
@@ -237,7 +238,7 @@ fn qp_errors_and_comm_est_raise_async_events() {
     let pd = 5;
     let m = Mr { valid: true, access: 2, tag: 0x21, pd, va: 0x1_0000, length: 0x1000, iova: 0x8000_0000 };
     tb.write_mr(1, &m);
-    let rkey = 1 << 8 | 0x21;
+    let rkey = key::word(1, 0x21);
     let mut rng = Rng(0x15);
     let write = |qpn: u64, psn: u32, rkey: u32, opcode: u8| Desc {
         start: 3,
@@ -328,7 +329,7 @@ fn a_qp_on_an_srq_entering_err_raises_last_wqe_reached() {
         dest_qpn: 6,
         psn: q6.epsn,
         va: 0x2_0000,
-        rkey: 2 << 8 | 0x34,
+        rkey: key::word(2, 0x34),
         len: 16,
         ud: None,
     };

@@ -47,6 +47,7 @@ mod rx_engine;
 
 use harness::tables::Mr;
 use harness::Rng;
+use rnic_contract::mr_entry::key;
 use rnic_contract::qp_context as qp;
 use rx_engine::*;
 
@@ -102,7 +103,7 @@ fn write_only_key_and_bounds() {
         let qi = if rng.chance(4, 5) { rng.range(0, 3) as usize } else { rng.range(0, 7) as usize };
         let mi = rng.range(0, 15) as usize;
         let m = &mrs[mi];
-        let mut rkey = (mi as u32) << 8 | m.tag as u32;
+        let mut rkey = key::word(mi as u32, m.tag as u8);
         let (mut va, mut len);
         // Where the write falls in the region.
         let in_len = m.length;
@@ -501,7 +502,7 @@ fn send_scatters_over_the_receive_entries() {
                 _ => rng.range(8, 700),
             };
             let addr = good.va + rng.range(0, (1 << 16) - 700);
-            entries.push((addr, len, if len == 0 { u64::from(rng.u32()) } else { 1 << 8 | 0x11 }));
+            entries.push((addr, len, if len == 0 { u64::from(rng.u32()) } else { u64::from(key::word(1, 0x11)) }));
         }
         let total: u64 = entries.iter().map(|e| e.1).sum();
         // Now and then one nonzero entry is bad, or the message is one byte too long.
@@ -510,8 +511,8 @@ fn send_scatters_over_the_receive_entries() {
         if !nz.is_empty() && rng.chance(1, 6) {
             let k = *rng.pick(&nz);
             match rng.range(0, 3) {
-                0 => entries[k].2 = 1 << 8 | 0x12,                            // stale tag
-                1 => entries[k].2 = 2 << 8 | 0x22,                            // no LOCAL_WRITE
+                0 => entries[k].2 = u64::from(key::word(1, 0x12)), // stale tag
+                1 => entries[k].2 = u64::from(key::word(2, 0x22)), // no LOCAL_WRITE
                 _ => entries[k].0 = good.va + good.length - entries[k].1 + 1, // past the region
             }
             bad = Some(k);
@@ -661,7 +662,7 @@ fn dbg_state_reports_the_state_numbers() {
     let pd = 3;
     let m = Mr { valid: true, access: 2, tag: 0x11, pd, va: 0x4_0000, length: 0x1000, iova: 0x9000_0000 };
     tb.write_mr(2, &m);
-    let rkey = 2 << 8 | 0x11;
+    let rkey = key::word(2, 0x11);
     let q = random_qp(&mut Rng(0xD8), 2, 2, pd);
     tb.write_qp(9, &q);
     let write = |psn: u32, rkey: u32| Desc {
@@ -728,7 +729,7 @@ fn ud_sends_land_behind_the_grh_area() {
             let o = rnic_contract::recv_wqe::sge_offset(k);
             wqe[o..o + 8].copy_from_slice(&e.0.to_le_bytes());
             wqe[o + 8..o + 12].copy_from_slice(&(e.1 as u32).to_le_bytes());
-            wqe[o + 12..o + 16].copy_from_slice(&(1u32 << 8 | 0x11).to_le_bytes());
+            wqe[o + 12..o + 16].copy_from_slice(&key::word(1, 0x11).to_le_bytes());
         }
         let mut mem = HashMap::new();
         mem.insert(rq_base + (ci % 8) * 64, wqe);

@@ -77,6 +77,7 @@ mod harness;
 mod tx_scheduler;
 
 use harness::Rng;
+use rnic_contract::mr_entry::key;
 use rnic_contract::verbs::{send_flags, wc_status, wr_opcode};
 use rnic_contract::{wqe, MAX_MSG_SZ};
 use tx_scheduler::*;
@@ -602,9 +603,9 @@ fn bad_lkey_in_a_read_list_completes_locally() {
         let bad = &mut sges[2];
         match vi {
             0 => bad.lkey ^= 1 << rng.range(0, 7),
-            1 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (50 << 8) | 0x5C },
-            2 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (51 << 8) | 0x5C },
-            3 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (52 << 8) | 0x5C },
+            1 => *bad = Sge { addr: base.va + 8, len: 64, lkey: key::word(50, 0x5C) },
+            2 => *bad = Sge { addr: base.va + 8, len: 64, lkey: key::word(51, 0x5C) },
+            3 => *bad = Sge { addr: base.va + 8, len: 64, lkey: key::word(52, 0x5C) },
             4 => {
                 let (i, m) = &mrs[0];
                 *bad = Sge { addr: m.va + m.length - 63, len: 64, lkey: lkey_of(*i, m) };
@@ -790,13 +791,13 @@ fn buffered_writes_get_the_key_and_bounds_verdicts_of_the_slow_path() {
         let mut wqes: Vec<Wqe> = (0..16).map(|k| small_write(&mut tb.rng, &mrs, tag | k)).collect();
         let k = tb.rng.range(2, 15) as usize;
         // A good WQE from a region without LOCAL_WRITE just before the bad one.
-        wqes[k - 1].sges[0] = Sge { addr: base.va + 64, len: 32, lkey: (52 << 8) | 0x5D };
+        wqes[k - 1].sges[0] = Sge { addr: base.va + 64, len: 32, lkey: key::word(52, 0x5D) };
         let (i0, m0) = &mrs[0];
         let bad = &mut wqes[k].sges[0];
         match vi {
             0 => bad.lkey ^= 1 << tb.rng.range(0, 7),
-            1 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (50 << 8) | 0x5D },
-            2 => *bad = Sge { addr: base.va + 8, len: 64, lkey: (51 << 8) | 0x5D },
+            1 => *bad = Sge { addr: base.va + 8, len: 64, lkey: key::word(50, 0x5D) },
+            2 => *bad = Sge { addr: base.va + 8, len: 64, lkey: key::word(51, 0x5D) },
             3 => *bad = Sge { addr: m0.va + m0.length - 63, len: 64, lkey: lkey_of(*i0, m0) },
             4 => *bad = Sge { addr: m0.va - 1, len: 8, lkey: lkey_of(*i0, m0) },
             _ => bad.lkey |= 1 << tb.rng.range(14, 31),

@@ -6,6 +6,7 @@
 
 use crate::harness::tables::{Mr, Peer};
 use crate::harness::{Dut, Rng};
+use rnic_contract::mr_entry::key;
 use rnic_contract::verbs::{send_flags, wc_status, wr_opcode};
 use rnic_contract::{qp_context as qp, wqe, Field, MAX_MSG_SZ};
 use rnic_hdl::records::{InflightRec, LocalCompletion, TxJob};
@@ -882,7 +883,7 @@ pub fn good_mrs(tb: &mut Tb, first: u64, n: u64, pd: u64) -> Vec<(u64, Mr)> {
 }
 
 pub fn lkey_of(index: u64, m: &Mr) -> u32 {
-    (index << 8 | m.tag) as u32
+    key::word(index as u32, m.tag as u8)
 }
 
 /// An SGE of `len` bytes at a random (odd or not) place of region `(index, m)`.
