@@ -54,8 +54,10 @@ pub enum ScatterStep {
 ///
 /// **Timing.** Latency from `start` to the first piece: 1 cycle (2 with `load_entry`); each
 /// piece 2 cycles (split, job) when `job_room` is high, and each entry change 2 more (list
-/// read, entry taken): the same cycles the engine's own loops took. Every output is a register
-/// or a 2-way mux of registers; ≤ 6 LUT levels (`scripts/synth.sh`).
+/// read, entry taken): the same cycles the engine's own loops took. The piece's outputs are
+/// registers or a 2-way mux of them; `job_write`, `advance` and `done` decode the step, two
+/// registered verdicts and `job_room`; `next_addr` and `next_used` add the piece to a register.
+/// ≤ 6 LUT levels (`scripts/synth.sh`).
 ///
 /// A zero-length entry in the list (the engine never writes one) would be stepped over like a
 /// used-up one; `plen` 0 is never started (a packet with no payload has nothing to scatter).
