@@ -1072,9 +1072,9 @@ impl Logic for TxScheduler {
         self.next_in.next = self.at_nw.q.val() & !self.behind.q.val() & self.window_ok.q.val();
         self.fetch.discard.next = self.next_in.val() & self.miss_go.q.val();
         // (No fetch-ahead for a QP about to step aside for want of a READ slot: its beats would
-        // only be dropped, and the next QP's fetch would wait for the append to issue.)
-        self.fetch.append.next =
-            self.next_in.val() & self.app_go.q.val() & !self.rd_blk_r.q.val() & !self.rd_wait_r.q.val();
+        // only be dropped, and the next QP's fetch would wait for the append to issue.
+        // `rd_blk_r` is `rd_wait_r` with the head WQE's terms, so it needs no term of its own.)
+        self.fetch.append.next = self.next_in.val() & self.app_go.q.val() & !self.rd_wait_r.q.val();
         self.fetch.cmd_fire.next = self.cmd_fire.val();
         self.fetch.ar_ready.next = self.wqe_ar_ready.val();
         self.fetch.r_valid.next = self.wqe_r_valid.val();
